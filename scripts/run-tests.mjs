@@ -1,0 +1,30 @@
+#!/usr/bin/env node
+// Runs the node:test suites (TypeScript through tsx). With arguments, runs only those
+// files or folders; without, every *.test.ts under test/.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+function collect(path, out) {
+  if (statSync(path).isDirectory()) {
+    for (const entry of readdirSync(path).sort()) collect(join(path, entry), out);
+  } else if (path.endsWith('.test.ts')) {
+    out.push(path);
+  }
+  return out;
+}
+
+const args = process.argv.slice(2);
+const targets = args.length > 0 ? args : ['test'];
+const files = targets.flatMap((t) => collect(t, []));
+if (files.length === 0) {
+  console.error('no test files found in', targets.join(' '));
+  process.exit(1);
+}
+const concurrency = process.env.SKEP_TEST_CONCURRENCY ?? '3';
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  { stdio: 'inherit', env: { ...process.env, SKEP_LOG_LEVEL: process.env.SKEP_LOG_LEVEL ?? 'silent' } },
+);
+process.exit(result.status ?? 1);

@@ -1,0 +1,53 @@
+/**
+ * The composition root of `skep serve`: builds every domain service once, from the config,
+ * and hands them to the HTTP routes. Route modules receive this object and nothing else.
+ */
+import { randomBytes } from 'node:crypto';
+import type { SkepConfig } from '../config/index.js';
+import { GroupService } from '../groups/index.js';
+import type { Runtime, RuntimeHealth } from '../runtime/index.js';
+import { type Logger, SKEP_VERSION, silentLogger } from '../shared/index.js';
+import { openStore, type Store } from '../store/index.js';
+
+export interface ApiContext {
+  readonly config: SkepConfig;
+  readonly store: Store;
+  readonly logger: Logger;
+  readonly version: string;
+  /** 16 random bytes, hex: identifies this `skep serve` process (health header, discovery file). */
+  readonly nonce: string;
+  readonly groups: GroupService;
+  /** Reports whether the workload runtime is usable (drives `/health`). */
+  runtimeHealth(): Promise<RuntimeHealth & { runtime: string }>;
+  /** Releases everything the context opened; idempotent. */
+  close(): Promise<void>;
+}
+
+export interface ContextOptions {
+  logger?: Logger;
+  runtime?: Runtime;
+}
+
+export function createContext(config: SkepConfig, options: ContextOptions = {}): ApiContext {
+  const store = openStore(config.paths.databaseFile);
+  const groups = new GroupService(store);
+  const runtime = options.runtime;
+  let closed = false;
+  return {
+    config,
+    store,
+    logger: options.logger ?? silentLogger,
+    version: SKEP_VERSION,
+    nonce: randomBytes(16).toString('hex'),
+    groups,
+    async runtimeHealth() {
+      if (runtime === undefined) return { ok: true, runtime: 'process' };
+      return { ...(await runtime.health()), runtime: runtime.name };
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      store.close();
+    },
+  };
+}

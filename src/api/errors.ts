@@ -1,0 +1,79 @@
+/**
+ * The one place where errors become HTTP responses for the management API. Every error
+ * body is `{ code, message }` (codes: `ERROR_CODES` in src/shared/errors.ts). Unexpected
+ * errors are logged with their stack and answered with an opaque 500.
+ */
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_CODES, type ErrorCode, isSkepError } from '../shared/index.js';
+
+export interface ErrorBody {
+  code: string;
+  message: string;
+}
+
+const GENERIC_BY_STATUS: Record<number, ErrorCode> = {
+  400: 'bad_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+  501: 'not_implemented',
+  502: 'bad_gateway',
+  503: 'unavailable',
+  504: 'gateway_timeout',
+};
+
+export function sendError(reply: FastifyReply, status: number, code: string, message: string): FastifyReply {
+  return reply.code(status).type('application/json; charset=utf-8').send({ code, message } satisfies ErrorBody);
+}
+
+function describeValidation(err: FastifyError): string {
+  const first = err.validation?.[0];
+  if (first === undefined) return err.message;
+  const where = err.validationContext ?? 'request';
+  const path = first.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  if (first.keyword === 'required') {
+    const missing = (first.params as { missingProperty?: string }).missingProperty ?? '';
+    return `${where}.${path === '' ? '' : `${path}.`}${missing}: is required`;
+  }
+  if (first.keyword === 'additionalProperties') {
+    const extra = (first.params as { additionalProperty?: string }).additionalProperty ?? '';
+    return `${where}.${path === '' ? '' : `${path}.`}${extra}: is not a known field`;
+  }
+  return `${where}${path === '' ? '' : `.${path}`}: ${first.message ?? 'is invalid'}`;
+}
+
+export function handleError(err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (isSkepError(err)) {
+    return sendError(reply, ERROR_CODES[err.code].status, err.code, err.message);
+  }
+  const fe = err as FastifyError;
+  if (fe.validation !== undefined) {
+    return sendError(reply, 400, 'bad_request', describeValidation(fe));
+  }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return sendError(reply, 400, 'bad_request', `the request body is not valid JSON: ${fe.message}`);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return sendError(reply, 400, 'bad_request', 'the request body is empty; send a JSON object');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return sendError(reply, 413, 'payload_too_large', 'the request body is larger than 1 MiB');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return sendError(reply, 415, 'unsupported_media_type', 'send the request body as application/json');
+    default:
+      break;
+  }
+  if (err instanceof SyntaxError) {
+    return sendError(reply, 400, 'bad_request', `the request body is not valid JSON: ${err.message}`);
+  }
+  const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    return sendError(reply, status, GENERIC_BY_STATUS[status] ?? 'bad_request', fe.message);
+  }
+  request.log.error({ err }, 'unexpected error');
+  return sendError(reply, 500, 'internal_error', 'internal error; see the server log');
+}

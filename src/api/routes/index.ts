@@ -1,0 +1,9 @@
+/** Every route module of the management API, registered in this order. */
+import type { SkepApp } from '../app.js';
+import type { ApiContext } from '../context.js';
+import { groupRoutes } from './groups.js';
+import { systemRoutes } from './system.js';
+
+export type RouteModule = (app: SkepApp, ctx: ApiContext) => Promise<void>;
+
+export const routeModules: readonly RouteModule[] = [systemRoutes, groupRoutes];

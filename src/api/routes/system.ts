@@ -1,0 +1,43 @@
+/** Health, version and the discovery endpoints of the server itself. */
+import { Type } from 'typebox';
+import type { SkepApp } from '../app.js';
+import type { ApiContext } from '../context.js';
+import { ErrorBody } from '../schemas.js';
+
+export async function systemRoutes(app: SkepApp, ctx: ApiContext): Promise<void> {
+  app.get(
+    '/health',
+    {
+      schema: {
+        tags: ['system'],
+        summary: 'Health check',
+        description:
+          '204 with the `X-Skep-Nonce` header (also sent as `X-Toolhive-Nonce`) when the workload runtime is usable; ' +
+          '503 with the reason otherwise.',
+        response: { 204: Type.Null(), 503: ErrorBody },
+      },
+    },
+    async (_request, reply) => {
+      const health = await ctx.runtimeHealth();
+      reply.header('X-Skep-Runtime', health.runtime);
+      if (!health.ok) {
+        return reply.code(503).send({ code: 'unavailable', message: `runtime ${health.runtime}: ${health.reason}` });
+      }
+      reply.header('X-Skep-Nonce', ctx.nonce);
+      reply.header('X-Toolhive-Nonce', ctx.nonce);
+      return reply.code(204).send(null);
+    },
+  );
+
+  app.get(
+    '/api/v1beta/version',
+    {
+      schema: {
+        tags: ['system'],
+        summary: 'Version of the server',
+        response: { 200: Type.Object({ version: Type.String() }) },
+      },
+    },
+    async () => ({ version: ctx.version }),
+  );
+}

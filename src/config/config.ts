@@ -1,0 +1,84 @@
+/**
+ * The config file (`config.yaml`), parsed once at the edge into a frozen, typed object.
+ * Every default lives in the schema below, with its unit. Settings that the API changes at
+ * run time (registry source, secrets provider) live in the state store instead.
+ */
+import { readFileSync } from 'node:fs';
+import { Type, type Static } from 'typebox';
+import { parse as parseYaml } from 'yaml';
+import { createValidator } from '../schemas/index.js';
+import { SkepError } from '../shared/index.js';
+import { resolvePaths, type SkepPaths } from './paths.js';
+
+export const ConfigSchema = Type.Object(
+  {
+    server: Type.Object(
+      {
+        host: Type.String({ default: '127.0.0.1', description: 'Management API bind address.' }),
+        port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Management API TCP port.' }),
+        allowed_hosts: Type.Array(Type.String(), {
+          default: [],
+          description: 'Extra Host/Origin names accepted besides loopback names (DNS-rebinding guard).',
+        }),
+      },
+      { default: {}, additionalProperties: false },
+    ),
+    runtime: Type.Object(
+      {
+        type: Type.Union([Type.Literal('auto'), Type.Literal('process'), Type.Literal('docker')], {
+          default: 'auto',
+          description: '`auto` uses a container engine when one answers, else local processes.',
+        }),
+        docker_host: Type.Optional(Type.String({ description: 'Engine socket, e.g. unix:///run/podman/podman.sock' })),
+      },
+      { default: {}, additionalProperties: false },
+    ),
+    workloads: Type.Object(
+      {
+        port_range_start: Type.Integer({ minimum: 1024, maximum: 65535, default: 20000 }),
+        port_range_end: Type.Integer({ minimum: 1024, maximum: 65535, default: 29999 }),
+        log_max_bytes: Type.Integer({ minimum: 4096, default: 10 * 1024 * 1024, description: 'Rotate a log file past this size (bytes).' }),
+        log_files: Type.Integer({ minimum: 1, maximum: 20, default: 3, description: 'Rotated log files kept per workload.' }),
+      },
+      { default: {}, additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type SkepConfig = Readonly<Static<typeof ConfigSchema>> & { readonly paths: SkepPaths };
+
+const validator = createValidator(ConfigSchema);
+
+/** Parses and validates config text (YAML); missing sections take their defaults. */
+export function parseConfig(text: string, source = 'config'): Static<typeof ConfigSchema> {
+  let raw: unknown;
+  try {
+    raw = text.trim() === '' ? {} : parseYaml(text);
+  } catch (err) {
+    throw new SkepError('bad_request', `${source}: not valid YAML: ${(err as Error).message}`, { cause: err });
+  }
+  if (raw === null || raw === undefined) raw = {};
+  return validator.parse(structuredClone(raw), source);
+}
+
+/** Loads the config file (absent file → all defaults). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): SkepConfig {
+  const paths = resolvePaths(env);
+  let text = '';
+  try {
+    text = readFileSync(paths.configFile, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const parsed = parseConfig(text, paths.configFile);
+  return deepFreeze({ ...parsed, paths });
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const inner of Object.values(value)) deepFreeze(inner);
+    Object.freeze(value);
+  }
+  return value;
+}

@@ -1,0 +1,127 @@
+/**
+ * Groups: every workload and client registration belongs to one. The group `default`
+ * always exists and cannot be deleted. Names follow the reference rule: lowercase letters,
+ * digits, `_`, `-` and single inner spaces.
+ */
+import type { Store } from '../store/index.js';
+import { SkepError } from '../shared/index.js';
+
+export const DEFAULT_GROUP = 'default';
+const GROUP_NAME = /^[a-z0-9_-]+(?: [a-z0-9_-]+)*$/;
+const MAX_GROUP_NAME = 100;
+
+export interface Group {
+  name: string;
+  registered_clients: string[];
+  created_at: string;
+}
+
+/** What deleting a group does to its workloads; provided by the workloads domain. */
+export interface GroupMembers {
+  /** Names of the workloads in the group (any status). */
+  workloadsIn(group: string): string[];
+  /** Moves every workload of `from` into `to`. */
+  moveWorkloads(from: string, to: string): Promise<void>;
+  /** Deletes every workload of the group and waits until they are gone. */
+  deleteWorkloads(group: string): Promise<void>;
+}
+
+export function validateGroupName(name: string): void {
+  if (name === '') throw new SkepError('invalid_name', 'invalid group name: the name is empty');
+  if (name.length > MAX_GROUP_NAME) {
+    throw new SkepError('invalid_name', `invalid group name: longer than ${MAX_GROUP_NAME} characters`);
+  }
+  if (!GROUP_NAME.test(name)) {
+    throw new SkepError(
+      'invalid_name',
+      `invalid group name '${name}': use lowercase letters, digits, '_', '-' and single spaces between words`,
+    );
+  }
+}
+
+export class GroupService {
+  readonly #store: Store;
+  #members: GroupMembers | undefined;
+
+  constructor(store: Store) {
+    this.#store = store;
+    this.ensureDefault();
+  }
+
+  /** Late binding: the workloads domain is built after groups and plugs in here. */
+  attachMembers(members: GroupMembers): void {
+    this.#members = members;
+  }
+
+  ensureDefault(): void {
+    this.#store.db
+      .prepare('INSERT OR IGNORE INTO groups (name, created_at) VALUES (?, ?)')
+      .run(DEFAULT_GROUP, new Date().toISOString());
+  }
+
+  list(): Group[] {
+    const rows = this.#store.db.prepare('SELECT name, created_at FROM groups ORDER BY name').all() as {
+      name: string;
+      created_at: string;
+    }[];
+    const clients = this.#clientsByGroup();
+    return rows.map((r) => ({ name: r.name, created_at: r.created_at, registered_clients: clients.get(r.name) ?? [] }));
+  }
+
+  exists(name: string): boolean {
+    return this.#store.db.prepare('SELECT 1 FROM groups WHERE name = ?').get(name) !== undefined;
+  }
+
+  get(name: string): Group {
+    validateGroupName(name);
+    const row = this.#store.db.prepare('SELECT name, created_at FROM groups WHERE name = ?').get(name) as
+      | { name: string; created_at: string }
+      | undefined;
+    if (row === undefined) throw new SkepError('group_not_found', `group '${name}' does not exist`);
+    return { ...row, registered_clients: this.#clientsByGroup().get(name) ?? [] };
+  }
+
+  /** Throws `group_not_found` unless the group exists (after validating the name). */
+  require(name: string): void {
+    validateGroupName(name);
+    if (!this.exists(name)) throw new SkepError('group_not_found', `group '${name}' does not exist`);
+  }
+
+  create(name: string): Group {
+    validateGroupName(name);
+    const createdAt = new Date().toISOString();
+    const inserted = this.#store.db
+      .prepare('INSERT OR IGNORE INTO groups (name, created_at) VALUES (?, ?)')
+      .run(name, createdAt);
+    if (inserted.changes === 0) throw new SkepError('group_exists', `group '${name}' already exists`);
+    return { name, created_at: createdAt, registered_clients: [] };
+  }
+
+  /**
+   * Deletes a group. Its workloads move to `default`, or are deleted with it when
+   * `withWorkloads` is set. Client registrations for the group are dropped.
+   */
+  async delete(name: string, options: { withWorkloads?: boolean } = {}): Promise<void> {
+    validateGroupName(name);
+    if (name === DEFAULT_GROUP) throw new SkepError('group_protected', `the '${DEFAULT_GROUP}' group cannot be deleted`);
+    if (!this.exists(name)) throw new SkepError('group_not_found', `group '${name}' does not exist`);
+    if (this.#members !== undefined) {
+      if (options.withWorkloads === true) await this.#members.deleteWorkloads(name);
+      else await this.#members.moveWorkloads(name, DEFAULT_GROUP);
+    }
+    this.#store.db.prepare('DELETE FROM groups WHERE name = ?').run(name);
+  }
+
+  #clientsByGroup(): Map<string, string[]> {
+    const rows = this.#store.db
+      .prepare('SELECT client_type, group_name FROM client_groups ORDER BY client_type')
+      .all() as { client_type: string; group_name: string }[];
+    const map = new Map<string, string[]>();
+    for (const row of rows) {
+      const list = map.get(row.group_name) ?? [];
+      list.push(row.client_type);
+      map.set(row.group_name, list);
+    }
+    return map;
+  }
+}

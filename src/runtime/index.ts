@@ -1,0 +1,9 @@
+export type {
+  Runtime,
+  RuntimeHealth,
+  RuntimeName,
+  ServerExit,
+  ServerHandle,
+  ServerSpec,
+  ServerTransport,
+} from './types.js';

@@ -1,0 +1,80 @@
+/**
+ * Domain errors with stable, documented codes. Every surface (HTTP API, CLI) maps a
+ * `SkepError` to its own shape in exactly one place; anything that is not a `SkepError`
+ * is an unexpected failure and is reported as an opaque internal error.
+ */
+
+/** The code table: one entry per code, with the HTTP status it maps to and its meaning. */
+export const ERROR_CODES = {
+  // Generic request problems
+  bad_request: { status: 400, description: 'The request is malformed or a field is invalid; the message names it.' },
+  invalid_name: { status: 400, description: 'A resource name does not follow the naming rule.' },
+  unauthorized: { status: 401, description: 'Credentials are missing or were rejected (e.g. by an upstream registry).' },
+  forbidden: { status: 403, description: 'The request is not allowed (policy, or a protected resource).' },
+  forbidden_host: { status: 403, description: 'Host or Origin header is not a loopback name (DNS-rebinding guard).' },
+  not_found: { status: 404, description: 'No such route or resource.' },
+  method_not_allowed: { status: 405, description: 'The route exists but not with this HTTP method.' },
+  conflict: { status: 409, description: 'The resource already exists or is in a conflicting state.' },
+  payload_too_large: { status: 413, description: 'The request body is larger than 1 MiB.' },
+  unsupported_media_type: { status: 415, description: 'The request body is not JSON.' },
+  rate_limited: { status: 429, description: 'Too many requests to an upstream service.' },
+  internal_error: { status: 500, description: 'An unexpected failure; details are in the server log only.' },
+  not_implemented: { status: 501, description: 'The operation is not supported.' },
+  bad_gateway: { status: 502, description: 'An upstream service answered with something unusable.' },
+  unavailable: { status: 503, description: 'A dependency (runtime, registry) is not available right now.' },
+  gateway_timeout: { status: 504, description: 'An upstream service did not answer in time.' },
+  // Groups
+  group_not_found: { status: 404, description: 'The group does not exist.' },
+  group_exists: { status: 409, description: 'A group with this name already exists.' },
+  group_protected: { status: 400, description: 'The `default` group cannot be deleted.' },
+  // Workloads
+  workload_not_found: { status: 404, description: 'The workload does not exist.' },
+  workload_exists: { status: 409, description: 'A workload with this name already exists.' },
+  port_unavailable: { status: 400, description: 'The requested proxy port is busy.' },
+  // Registry
+  registry_not_found: { status: 404, description: 'The registry does not exist (only `default` is served).' },
+  server_not_found: { status: 404, description: 'The server is not in the registry.' },
+  skill_not_found: { status: 404, description: 'The skill is not in the registry or not installed.' },
+  registry_unavailable: { status: 504, description: 'The registry source could not be reached in time.' },
+  registry_invalid: { status: 502, description: 'The registry source returned content that fails validation.' },
+  // Secrets
+  secrets_not_setup: { status: 404, description: 'No secrets provider is set up; POST /api/v1beta/secrets first.' },
+  secret_not_found: { status: 404, description: 'The secret does not exist.' },
+  secret_exists: { status: 409, description: 'A secret with this key already exists.' },
+  secrets_read_only: { status: 405, description: 'The configured secrets provider cannot perform this operation.' },
+  secrets_locked: { status: 400, description: 'The secrets store cannot be opened with the given password.' },
+  // Clients
+  client_unknown: { status: 400, description: 'The client type is not one Skep supports.' },
+  // Skills
+  skill_invalid: { status: 400, description: 'The skill definition or archive is invalid.' },
+  skill_exists: { status: 409, description: 'A skill folder is already present and was not installed by Skep.' },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export class SkepError extends Error {
+  override readonly name = 'SkepError';
+  readonly code: ErrorCode;
+  /** Optional machine-readable details that are safe to show to the caller. */
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.details = options?.details;
+  }
+
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+}
+
+export function isSkepError(err: unknown): err is SkepError {
+  return err instanceof SkepError;
+}
+
+/** A short, safe description of any thrown value, for logs. */
+export function describeError(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
