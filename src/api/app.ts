@@ -6,6 +6,8 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import FindMyWay from 'find-my-way';
 import type { ApiContext } from './context.js';
@@ -14,6 +16,9 @@ import { routeModules } from './routes/index.js';
 import { createHostGuard } from './security.js';
 
 export const BODY_LIMIT = 1024 * 1024;
+
+// ajv-formats is CommonJS; its default export is the plugin function.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 export type SkepApp = FastifyInstance<
   import('node:http').Server,
@@ -37,8 +42,22 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     keepAliveTimeout: 120_000,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
-    ajv: { customOptions: { coerceTypes: 'array', useDefaults: true, removeAdditional: false, allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Bodies are validated strictly (no type coercion: `{"name": 5}` is an error, not "5");
+  // query strings and path parameters are text, so they are coerced to the schema's types.
+  const strict = addFormats(
+    new Ajv({ useDefaults: true, coerceTypes: false, allErrors: false, strict: false }),
+  );
+  const lenient = addFormats(
+    new Ajv({ useDefaults: true, coerceTypes: 'array', allErrors: false, strict: false }),
+  );
+  app.setValidatorCompiler(({ schema, httpPart }) => {
+    const ajv = httpPart === 'body' ? strict : lenient;
+    // A schema with an $id may be shared by several routes: compile it once per instance.
+    const id = (schema as { $id?: string }).$id;
+    return (id === undefined ? undefined : ajv.getSchema(id)) ?? ajv.compile(schema as object);
+  });
 
   // A second router that knows every route, to tell 405 (path exists) from 404.
   const known = FindMyWay({ ignoreTrailingSlash: true });
@@ -53,7 +72,13 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     }
   });
 
-  app.addHook('onRequest', createHostGuard({ allowedHosts: ctx.config.server.allowed_hosts, bindHost: options.bindHost ?? ctx.config.server.host }));
+  app.addHook(
+    'onRequest',
+    createHostGuard({
+      allowedHosts: ctx.config.server.allowed_hosts,
+      bindHost: options.bindHost ?? ctx.config.server.host,
+    }),
+  );
   app.addHook('onSend', async (_request, reply, payload) => {
     reply.header('X-Content-Type-Options', 'nosniff');
     reply.header('Cross-Origin-Resource-Policy', 'same-origin');
@@ -68,7 +93,12 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     );
     if (allowed.length > 0) {
       reply.header('Allow', allowed.join(', '));
-      return sendError(reply, 405, 'method_not_allowed', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`);
+      return sendError(
+        reply,
+        405,
+        'method_not_allowed',
+        `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}`,
+      );
     }
     return sendError(reply, 404, 'not_found', `no route ${request.method} ${path}`);
   });

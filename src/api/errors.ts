@@ -28,7 +28,10 @@ const GENERIC_BY_STATUS: Record<number, ErrorCode> = {
 };
 
 export function sendError(reply: FastifyReply, status: number, code: string, message: string): FastifyReply {
-  return reply.code(status).type('application/json; charset=utf-8').send({ code, message } satisfies ErrorBody);
+  return reply
+    .code(status)
+    .type('application/json; charset=utf-8')
+    .send({ code, message } satisfies ErrorBody);
 }
 
 function describeValidation(err: FastifyError): string {
@@ -47,7 +50,11 @@ function describeValidation(err: FastifyError): string {
   return `${where}${path === '' ? '' : `.${path}`}: ${first.message ?? 'is invalid'}`;
 }
 
-export function handleError(err: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+export function handleError(
+  err: FastifyError | Error,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): FastifyReply {
   if (isSkepError(err)) {
     return sendError(reply, ERROR_CODES[err.code].status, err.code, err.message);
   }

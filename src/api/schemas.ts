@@ -1,5 +1,5 @@
 /** Schemas shared by every route module: the error body and common response helpers. */
-import { Type, type TSchema } from 'typebox';
+import { type TSchema, Type } from 'typebox';
 import { ERROR_CODES } from '../shared/index.js';
 
 const codeTable = Object.entries(ERROR_CODES)
@@ -18,7 +18,10 @@ export const ErrorBody = Type.Object(
 );
 
 /** Adds the error body to the listed statuses of a route's response map. */
-export function withErrors<R extends Record<number, TSchema>>(responses: R, ...statuses: number[]): R & Record<number, TSchema> {
+export function withErrors<R extends Record<number, TSchema>>(
+  responses: R,
+  ...statuses: number[]
+): R & Record<number, TSchema> {
   const out: Record<number, TSchema> = { ...responses };
   for (const status of statuses) out[status] = ErrorBody;
   return out as R & Record<number, TSchema>;

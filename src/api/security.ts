@@ -20,21 +20,29 @@ export function hostnameOf(hostHeader: string): string {
 }
 
 export function isLoopbackName(hostname: string): boolean {
-  return LOOPBACK_HOSTS.has(hostname) || hostname.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+  return (
+    LOOPBACK_HOSTS.has(hostname) || hostname.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(hostname)
+  );
 }
 
 export function createHostGuard(options: { allowedHosts: readonly string[]; bindHost: string }) {
   const extra = new Set(options.allowedHosts.map((h) => h.toLowerCase()));
   const bindIsWildcard = options.bindHost === '0.0.0.0' || options.bindHost === '::';
   if (!isLoopbackName(options.bindHost) && !bindIsWildcard) extra.add(options.bindHost.toLowerCase());
-  const allowed = (hostname: string): boolean => isLoopbackName(hostname) || extra.has(hostname) || bindIsWildcard;
+  const allowed = (hostname: string): boolean =>
+    isLoopbackName(hostname) || extra.has(hostname) || bindIsWildcard;
 
   return async function hostGuard(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     // Unix-socket peers have no remote address; browsers cannot reach them.
     if (request.socket.remoteAddress === undefined) return;
     const host = request.headers.host;
     if (host === undefined || !allowed(hostnameOf(host))) {
-      await sendError(reply, 403, 'forbidden_host', `Host '${host ?? ''}' is not allowed; use localhost or 127.0.0.1`);
+      await sendError(
+        reply,
+        403,
+        'forbidden_host',
+        `Host '${host ?? ''}' is not allowed; use localhost or 127.0.0.1`,
+      );
       return;
     }
     const origin = request.headers.origin;

@@ -110,7 +110,8 @@ export async function startServer(
     } else {
       await app.listen({ host, port: listen.port ?? config.server.port });
       const address = app.server.address();
-      if (address === null || typeof address === 'string') throw new Error('server did not bind a TCP address');
+      if (address === null || typeof address === 'string')
+        throw new Error('server did not bind a TCP address');
       const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
       url = `http://${shown}:${address.port}`;
     }
@@ -118,12 +119,25 @@ export async function startServer(
     await app.close();
     await ctx.close();
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new SkepError('conflict', `address already in use: ${listen.socket ?? `${host}:${listen.port ?? config.server.port}`}`);
-    if (code === 'EACCES') throw new SkepError('forbidden', `permission denied binding ${listen.socket ?? `${host}:${listen.port}`}`);
+    if (code === 'EADDRINUSE')
+      throw new SkepError(
+        'conflict',
+        `address already in use: ${listen.socket ?? `${host}:${listen.port ?? config.server.port}`}`,
+      );
+    if (code === 'EACCES')
+      throw new SkepError(
+        'forbidden',
+        `permission denied binding ${listen.socket ?? `${host}:${listen.port}`}`,
+      );
     throw err;
   }
 
-  const info: DiscoveryInfo = { url, pid: process.pid, nonce: ctx.nonce, started_at: new Date().toISOString() };
+  const info: DiscoveryInfo = {
+    url,
+    pid: process.pid,
+    nonce: ctx.nonce,
+    started_at: new Date().toISOString(),
+  };
   writeFileAtomicSync(discoveryFile, JSON.stringify(info, null, 2));
 
   let closing: Promise<void> | undefined;

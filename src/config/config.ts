@@ -4,7 +4,7 @@
  * run time (registry source, secrets provider) live in the state store instead.
  */
 import { readFileSync } from 'node:fs';
-import { Type, type Static } from 'typebox';
+import { type Static, Type } from 'typebox';
 import { parse as parseYaml } from 'yaml';
 import { createValidator } from '../schemas/index.js';
 import { SkepError } from '../shared/index.js';
@@ -15,7 +15,12 @@ export const ConfigSchema = Type.Object(
     server: Type.Object(
       {
         host: Type.String({ default: '127.0.0.1', description: 'Management API bind address.' }),
-        port: Type.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Management API TCP port.' }),
+        port: Type.Integer({
+          minimum: 0,
+          maximum: 65535,
+          default: 8080,
+          description: 'Management API TCP port.',
+        }),
         allowed_hosts: Type.Array(Type.String(), {
           default: [],
           description: 'Extra Host/Origin names accepted besides loopback names (DNS-rebinding guard).',
@@ -29,7 +34,9 @@ export const ConfigSchema = Type.Object(
           default: 'auto',
           description: '`auto` uses a container engine when one answers, else local processes.',
         }),
-        docker_host: Type.Optional(Type.String({ description: 'Engine socket, e.g. unix:///run/podman/podman.sock' })),
+        docker_host: Type.Optional(
+          Type.String({ description: 'Engine socket, e.g. unix:///run/podman/podman.sock' }),
+        ),
       },
       { default: {}, additionalProperties: false },
     ),
@@ -37,8 +44,17 @@ export const ConfigSchema = Type.Object(
       {
         port_range_start: Type.Integer({ minimum: 1024, maximum: 65535, default: 20000 }),
         port_range_end: Type.Integer({ minimum: 1024, maximum: 65535, default: 29999 }),
-        log_max_bytes: Type.Integer({ minimum: 4096, default: 10 * 1024 * 1024, description: 'Rotate a log file past this size (bytes).' }),
-        log_files: Type.Integer({ minimum: 1, maximum: 20, default: 3, description: 'Rotated log files kept per workload.' }),
+        log_max_bytes: Type.Integer({
+          minimum: 4096,
+          default: 10 * 1024 * 1024,
+          description: 'Rotate a log file past this size (bytes).',
+        }),
+        log_files: Type.Integer({
+          minimum: 1,
+          maximum: 20,
+          default: 3,
+          description: 'Rotated log files kept per workload.',
+        }),
       },
       { default: {}, additionalProperties: false },
     ),
@@ -56,7 +72,9 @@ export function parseConfig(text: string, source = 'config'): Static<typeof Conf
   try {
     raw = text.trim() === '' ? {} : parseYaml(text);
   } catch (err) {
-    throw new SkepError('bad_request', `${source}: not valid YAML: ${(err as Error).message}`, { cause: err });
+    throw new SkepError('bad_request', `${source}: not valid YAML: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   if (raw === null || raw === undefined) raw = {};
   return validator.parse(structuredClone(raw), source);

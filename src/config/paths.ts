@@ -39,7 +39,10 @@ export function resolvePaths(env: NodeJS.ProcessEnv = process.env, platform = pr
     configDir = join(xdg('XDG_CONFIG_HOME', '.config'), 'skep');
     stateDir = join(xdg('XDG_STATE_HOME', join('.local', 'state')), 'skep');
     dataDir = join(xdg('XDG_DATA_HOME', join('.local', 'share')), 'skep');
-    cacheDir = join(xdg('XDG_CACHE_HOME', '.cache', mac === undefined ? undefined : join(home, 'Library', 'Caches')), 'skep');
+    cacheDir = join(
+      xdg('XDG_CACHE_HOME', '.cache', mac === undefined ? undefined : join(home, 'Library', 'Caches')),
+      'skep',
+    );
   }
   return Object.freeze({
     configDir,

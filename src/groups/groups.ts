@@ -3,8 +3,9 @@
  * always exists and cannot be deleted. Names follow the reference rule: lowercase letters,
  * digits, `_`, `-` and single inner spaces.
  */
-import type { Store } from '../store/index.js';
+
 import { SkepError } from '../shared/index.js';
+import type { Store } from '../store/index.js';
 
 export const DEFAULT_GROUP = 'default';
 const GROUP_NAME = /^[a-z0-9_-]+(?: [a-z0-9_-]+)*$/;
@@ -65,7 +66,11 @@ export class GroupService {
       created_at: string;
     }[];
     const clients = this.#clientsByGroup();
-    return rows.map((r) => ({ name: r.name, created_at: r.created_at, registered_clients: clients.get(r.name) ?? [] }));
+    return rows.map((r) => ({
+      name: r.name,
+      created_at: r.created_at,
+      registered_clients: clients.get(r.name) ?? [],
+    }));
   }
 
   exists(name: string): boolean {
@@ -103,7 +108,8 @@ export class GroupService {
    */
   async delete(name: string, options: { withWorkloads?: boolean } = {}): Promise<void> {
     validateGroupName(name);
-    if (name === DEFAULT_GROUP) throw new SkepError('group_protected', `the '${DEFAULT_GROUP}' group cannot be deleted`);
+    if (name === DEFAULT_GROUP)
+      throw new SkepError('group_protected', `the '${DEFAULT_GROUP}' group cannot be deleted`);
     if (!this.exists(name)) throw new SkepError('group_not_found', `group '${name}' does not exist`);
     if (this.#members !== undefined) {
       if (options.withWorkloads === true) await this.#members.deleteWorkloads(name);

@@ -1,2 +1,2 @@
-export { createValidator, formatAjvError } from './validate.js';
 export type { Validator } from './validate.js';
+export { createValidator, formatAjvError } from './validate.js';

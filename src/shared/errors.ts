@@ -7,11 +7,20 @@
 /** The code table: one entry per code, with the HTTP status it maps to and its meaning. */
 export const ERROR_CODES = {
   // Generic request problems
-  bad_request: { status: 400, description: 'The request is malformed or a field is invalid; the message names it.' },
+  bad_request: {
+    status: 400,
+    description: 'The request is malformed or a field is invalid; the message names it.',
+  },
   invalid_name: { status: 400, description: 'A resource name does not follow the naming rule.' },
-  unauthorized: { status: 401, description: 'Credentials are missing or were rejected (e.g. by an upstream registry).' },
+  unauthorized: {
+    status: 401,
+    description: 'Credentials are missing or were rejected (e.g. by an upstream registry).',
+  },
   forbidden: { status: 403, description: 'The request is not allowed (policy, or a protected resource).' },
-  forbidden_host: { status: 403, description: 'Host or Origin header is not a loopback name (DNS-rebinding guard).' },
+  forbidden_host: {
+    status: 403,
+    description: 'Host or Origin header is not a loopback name (DNS-rebinding guard).',
+  },
   not_found: { status: 404, description: 'No such route or resource.' },
   method_not_allowed: { status: 405, description: 'The route exists but not with this HTTP method.' },
   conflict: { status: 409, description: 'The resource already exists or is in a conflicting state.' },
@@ -36,18 +45,30 @@ export const ERROR_CODES = {
   server_not_found: { status: 404, description: 'The server is not in the registry.' },
   skill_not_found: { status: 404, description: 'The skill is not in the registry or not installed.' },
   registry_unavailable: { status: 504, description: 'The registry source could not be reached in time.' },
-  registry_invalid: { status: 502, description: 'The registry source returned content that fails validation.' },
+  registry_invalid: {
+    status: 502,
+    description: 'The registry source returned content that fails validation.',
+  },
   // Secrets
-  secrets_not_setup: { status: 404, description: 'No secrets provider is set up; POST /api/v1beta/secrets first.' },
+  secrets_not_setup: {
+    status: 404,
+    description: 'No secrets provider is set up; POST /api/v1beta/secrets first.',
+  },
   secret_not_found: { status: 404, description: 'The secret does not exist.' },
   secret_exists: { status: 409, description: 'A secret with this key already exists.' },
-  secrets_read_only: { status: 405, description: 'The configured secrets provider cannot perform this operation.' },
+  secrets_read_only: {
+    status: 405,
+    description: 'The configured secrets provider cannot perform this operation.',
+  },
   secrets_locked: { status: 400, description: 'The secrets store cannot be opened with the given password.' },
   // Clients
   client_unknown: { status: 400, description: 'The client type is not one Skep supports.' },
   // Skills
   skill_invalid: { status: 400, description: 'The skill definition or archive is invalid.' },
-  skill_exists: { status: 409, description: 'A skill folder is already present and was not installed by Skep.' },
+  skill_exists: {
+    status: 409,
+    description: 'A skill folder is already present and was not installed by Skep.',
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -58,7 +79,11 @@ export class SkepError extends Error {
   /** Optional machine-readable details that are safe to show to the caller. */
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    options?: { cause?: unknown; details?: Record<string, unknown> },
+  ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.code = code;
     this.details = options?.details;

@@ -1,7 +1,7 @@
 /** File helpers: atomic writes (temp file + fsync + rename) with explicit modes. */
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { open, mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 function tempPathFor(path: string): string {
@@ -36,7 +36,7 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array, mod
   const tmp = tempPathFor(path);
   const fd = openSync(tmp, 'wx', mode);
   try {
-    writeSync(fd, typeof data === "string" ? Buffer.from(data) : data);
+    writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
     fsyncSync(fd);
   } catch (err) {
     closeSync(fd);

@@ -1,6 +1,6 @@
-export { ERROR_CODES, SkepError, isSkepError, describeError } from './errors.js';
 export type { ErrorCode } from './errors.js';
-export { createLogger, silentLogger } from './logger.js';
-export type { Logger } from './logger.js';
+export { describeError, ERROR_CODES, isSkepError, SkepError } from './errors.js';
 export { writeFileAtomic, writeFileAtomicSync } from './fs.js';
+export type { Logger } from './logger.js';
+export { createLogger, silentLogger } from './logger.js';
 export { SKEP_VERSION } from './version.js';

@@ -2,11 +2,13 @@
  * The process logger (pino). Secrets never reach it: callers log references and names,
  * and the redact list below is a second line of defence for well-known header fields.
  */
-import { pino, type Logger } from 'pino';
+import { type Logger, pino } from 'pino';
 
 export type { Logger };
 
-export function createLogger(options: { level?: string; name?: string; destination?: number | string } = {}): Logger {
+export function createLogger(
+  options: { level?: string; name?: string; destination?: number | string } = {},
+): Logger {
   const level = options.level ?? process.env['SKEP_LOG_LEVEL'] ?? 'info';
   return pino(
     {

@@ -1,2 +1,2 @@
-export { openStore, readSetting, writeSetting, deleteSetting } from './store.js';
 export type { Db, Migrations, Store } from './store.js';
+export { deleteSetting, openStore, readSetting, writeSetting } from './store.js';

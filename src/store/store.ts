@@ -83,13 +83,17 @@ export function openStore(file: string): Store {
 
 /** Reads a JSON setting, or `undefined` when it was never written. */
 export function readSetting<T>(store: Store, key: string): T | undefined {
-  const row = store.db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as { value: string } | undefined;
+  const row = store.db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as
+    | { value: string }
+    | undefined;
   return row === undefined ? undefined : (JSON.parse(row.value) as T);
 }
 
 export function writeSetting(store: Store, key: string, value: unknown): void {
   store.db
-    .prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value')
+    .prepare(
+      'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+    )
     .run(key, JSON.stringify(value));
 }
 

@@ -2,7 +2,7 @@
 import type { TestContext } from 'node:test';
 import { buildApp, type SkepApp } from '../../src/api/app.js';
 import { type ApiContext, createContext } from '../../src/api/context.js';
-import { tempHome, type TempHome } from './home.js';
+import { type TempHome, tempHome } from './home.js';
 
 export async function testApp(t: TestContext): Promise<{ app: SkepApp; ctx: ApiContext; home: TempHome }> {
   const home = tempHome(t);

@@ -3,8 +3,9 @@
  * `requireService`. Locally a missing service skips the test with a loud reason; in CI
  * (`CI=true`) it fails the test, because CI must prove everything.
  */
-import type { TestContext } from 'node:test';
+
 import { spawnSync } from 'node:child_process';
+import type { TestContext } from 'node:test';
 
 export function hasCommand(command: string): boolean {
   return spawnSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' }).status === 0;

@@ -38,7 +38,9 @@ export async function groupRoutes(app: SkepApp, ctx: ApiContext): Promise<void> 
       schema: {
         tags: ['groups'],
         summary: 'Create a group',
-        body: Type.Object({ name: Type.String({ description: 'Lowercase letters, digits, `_`, `-`, single spaces.' }) }),
+        body: Type.Object({
+          name: Type.String({ description: 'Lowercase letters, digits, `_`, `-`, single spaces.' }),
+        }),
         response: withErrors({ 201: Type.Object({ name: Type.String() }) }, 400, 409),
       },
     },
@@ -75,7 +77,9 @@ export async function groupRoutes(app: SkepApp, ctx: ApiContext): Promise<void> 
       },
     },
     async (request, reply) => {
-      await ctx.groups.delete(request.params.name, { withWorkloads: request.query['with-workloads'] === true });
+      await ctx.groups.delete(request.params.name, {
+        withWorkloads: request.query['with-workloads'] === true,
+      });
       return reply.code(204).send(null);
     },
   );

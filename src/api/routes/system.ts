@@ -21,7 +21,9 @@ export async function systemRoutes(app: SkepApp, ctx: ApiContext): Promise<void>
       const health = await ctx.runtimeHealth();
       reply.header('X-Skep-Runtime', health.runtime);
       if (!health.ok) {
-        return reply.code(503).send({ code: 'unavailable', message: `runtime ${health.runtime}: ${health.reason}` });
+        return reply
+          .code(503)
+          .send({ code: 'unavailable', message: `runtime ${health.runtime}: ${health.reason}` });
       }
       reply.header('X-Skep-Nonce', ctx.nonce);
       reply.header('X-Toolhive-Nonce', ctx.nonce);

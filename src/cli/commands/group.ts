@@ -13,8 +13,13 @@ export function registerGroup(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: { json?: boolean }) => {
       const groups = await withContext((ctx) => ctx.groups.list());
-      if (opts.json === true) printJson({ groups: groups.map(({ name, registered_clients }) => ({ name, registered_clients })) });
-      else printTable(['NAME', 'CLIENTS'], groups.map((g) => [g.name, g.registered_clients.join(',')]));
+      if (opts.json === true)
+        printJson({ groups: groups.map(({ name, registered_clients }) => ({ name, registered_clients })) });
+      else
+        printTable(
+          ['NAME', 'CLIENTS'],
+          groups.map((g) => [g.name, g.registered_clients.join(',')]),
+        );
     });
 
   group

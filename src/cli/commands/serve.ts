@@ -11,11 +11,15 @@ export function registerServe(program: Command): void {
     .option('--host <host>', 'bind address (default from config: 127.0.0.1)')
     .option('--port <port>', 'TCP port (default from config: 8080)', (v) => parsePort(v))
     .option('--socket <path>', 'listen on a unix socket instead of TCP (mode 0660, removed on exit)')
-    .option('--openapi', 'accepted for compatibility; the OpenAPI document is always served at /api/openapi.json')
+    .option(
+      '--openapi',
+      'accepted for compatibility; the OpenAPI document is always served at /api/openapi.json',
+    )
     .allowUnknownOption(true)
     .action(async (opts: { host?: string; port?: number; socket?: string }, command: Command) => {
       const logger = createLogger({ name: 'skep' });
-      if (command.args.length > 0) logger.warn({ ignored: command.args }, 'ignoring unsupported serve arguments');
+      if (command.args.length > 0)
+        logger.warn({ ignored: command.args }, 'ignoring unsupported serve arguments');
       const config = loadConfig();
       const server = await startServer(
         config,
