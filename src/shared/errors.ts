@@ -69,6 +69,10 @@ export const ERROR_CODES = {
     status: 409,
     description: 'A skill folder is already present and was not installed by Skep.',
   },
+  skill_artifact_invalid: {
+    status: 422,
+    description: 'The skill artifact is unusable: bad manifest or layer, name mismatch, or a dependency cycle.',
+  },
 } as const satisfies Record<string, { status: number; description: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
