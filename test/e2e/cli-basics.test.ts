@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { runCli } from '../helpers/cli.js';
+import { tempHome } from '../helpers/home.js';
+
+test('skep version and --json', (t) => {
+  const home = tempHome(t);
+  const text = runCli(['version'], home.env);
+  assert.equal(text.status, 0, text.stderr);
+  assert.match(text.stdout, /^skep \d+\.\d+\.\d+/);
+  const json = runCli(['version', '--json'], home.env);
+  assert.match(JSON.parse(json.stdout).version, /^\d+\.\d+\.\d+/);
+});
+
+test('skep group create / list --json / rm, with clear errors', (t) => {
+  const home = tempHome(t);
+  assert.equal(runCli(['group', 'create', 'team'], home.env).status, 0);
+  const list = runCli(['group', 'list', '--json'], home.env);
+  assert.deepEqual(
+    JSON.parse(list.stdout).groups.map((g: { name: string }) => g.name),
+    ['default', 'team'],
+  );
+  const dup = runCli(['group', 'create', 'team'], home.env);
+  assert.equal(dup.status, 1);
+  assert.match(dup.stderr, /already exists/);
+  const bad = runCli(['group', 'create', 'Bad!'], home.env);
+  assert.equal(bad.status, 1);
+  assert.match(bad.stderr, /invalid group name/);
+  const protectedDefault = runCli(['group', 'rm', 'default'], home.env);
+  assert.equal(protectedDefault.status, 1);
+  assert.equal(runCli(['group', 'rm', 'team'], home.env).status, 0);
+  const after = runCli(['group', 'list'], home.env);
+  assert.doesNotMatch(after.stdout, /team/);
+});
+
+test('--help is available everywhere and unknown commands exit 2', (t) => {
+  const home = tempHome(t);
+  const help = runCli(['--help'], home.env);
+  assert.equal(help.status, 0);
+  assert.match(help.stdout, /serve/);
+  const groupHelp = runCli(['group', '--help'], home.env);
+  assert.match(groupHelp.stdout, /create/);
+  const unknown = runCli(['no-such-command'], home.env);
+  assert.equal(unknown.status, 2);
+});

@@ -1,0 +1,85 @@
+/** Runs the real `skep` CLI (from src/ through tsx) as a child process. */
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import type { TestContext } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+export const CLI_ENTRY = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+export const CLI_ARGS = ['--import', 'tsx', CLI_ENTRY];
+
+export interface CliResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: string[], env: NodeJS.ProcessEnv, input?: string): CliResult {
+  const res = spawnSync(process.execPath, [...CLI_ARGS, ...args], {
+    env,
+    encoding: 'utf8',
+    input,
+    timeout: 60_000,
+  });
+  return { status: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+export interface ServeProcess {
+  child: ChildProcess;
+  url: string;
+  nonce: string;
+  stderr(): string;
+  /** Sends SIGTERM and waits for the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** Starts `skep serve` and waits until its discovery file names a healthy server. */
+export async function startServe(
+  t: TestContext,
+  env: NodeJS.ProcessEnv,
+  discoveryFile: string,
+  args: string[] = ['--port', '0'],
+): Promise<ServeProcess> {
+  const child = spawn(process.execPath, [...CLI_ARGS, 'serve', ...args], {
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+  });
+  const exited = once(child, 'exit');
+  const stop = async (): Promise<number | null> => {
+    if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
+    child.kill('SIGTERM');
+    const [code] = (await exited) as [number | null];
+    return code;
+  };
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`skep serve exited with ${child.exitCode}: ${stderr}`);
+    if (existsSync(discoveryFile)) {
+      try {
+        const info = JSON.parse(readFileSync(discoveryFile, 'utf8')) as {
+          url: string;
+          pid: number;
+          nonce: string;
+        };
+        if (info.pid === child.pid)
+          return { child, url: info.url, nonce: info.nonce, stderr: () => stderr, stop };
+      } catch {
+        // being written; retry
+      }
+    }
+    await sleep(50);
+  }
+  child.kill('SIGKILL');
+  throw new Error(`skep serve did not start within 30 s: ${stderr}`);
+}
