@@ -1,6 +1,6 @@
 /**
  * `skep serve` cold start (process spawn → first `/health` 204) and idle RSS, on the built
- * CLI (`dist/`, as `npm start` runs it). Targets (issue 2): cold start median < 400 ms,
+ * CLI bundle (`dist/skep.mjs`, as `npm start` runs it). Targets (issue 2): cold start median < 400 ms,
  * idle RSS < 90 MB. Prints one JSON object.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -40,7 +40,7 @@ async function oneRun(measureRss: boolean): Promise<{ coldMs: number; rss?: numb
   const home = mkdtempSync(join(tmpdir(), 'skep-bench-'));
   const port = await freePort();
   const started = performance.now();
-  const child = spawn(process.execPath, ['dist/cli/main.js', 'serve', '--port', String(port)], {
+  const child = spawn(process.execPath, ['dist/skep.mjs', 'serve', '--port', String(port)], {
     env: { ...process.env, SKEP_HOME: home, SKEP_LOG_LEVEL: 'silent' },
     stdio: 'ignore',
   });
@@ -73,7 +73,7 @@ async function oneRun(measureRss: boolean): Promise<{ coldMs: number; rss?: numb
   }
 }
 
-const build = spawnSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
+const build = spawnSync(process.execPath, ['scripts/bundle.mjs'], { stdio: 'inherit' });
 if (build.status !== 0) throw new Error('build failed');
 await oneRun(false); // warm the OS file cache once
 const cold: number[] = [];

@@ -2,7 +2,8 @@
 import { readFileSync } from 'node:fs';
 
 function readVersion(): string {
-  for (const rel of ['../../package.json', '../../../package.json']) {
+  // src/shared/version.ts, dist/shared/version.js and the bundle dist/skep.mjs
+  for (const rel of ['../../package.json', '../package.json']) {
     try {
       const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), 'utf8')) as {
         name?: string;

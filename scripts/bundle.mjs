@@ -1,0 +1,46 @@
+#!/usr/bin/env node
+// Bundles the CLI into dist/skep.mjs. Loading one file instead of thousands of small ES
+// modules (TypeBox alone is ~700) is what keeps `skep serve` and every workload runner
+// quick to start. Packages that need their own files at run time (native addons, static
+// assets, optional native deps) stay external and load from node_modules.
+import { build } from 'esbuild';
+
+const external = [
+  'better-sqlite3',
+  '@fastify/swagger-ui',
+  '@fastify/static',
+  'dockerode',
+  'docker-modem',
+  'ssh2',
+  'cpu-features',
+  '@kubernetes/client-node',
+  'oidc-provider',
+  'ioredis',
+  '@aws-sdk/*',
+  '@smithy/*',
+  'pino',
+  'thread-stream',
+  'pino-*',
+];
+
+await build({
+  entryPoints: ['src/cli/main.ts'],
+  outfile: 'dist/skep.mjs',
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'esm',
+  sourcemap: 'linked',
+  external,
+  logLevel: 'warning',
+  // CommonJS dependencies inside an ES module bundle need `require` and `__dirname`.
+  banner: {
+    js: [
+      "import { createRequire as __skepCreateRequire } from 'node:module';",
+      "import { fileURLToPath as __skepFileURLToPath } from 'node:url';",
+      'const require = __skepCreateRequire(import.meta.url);',
+      'const __filename = __skepFileURLToPath(import.meta.url);',
+      "const __dirname = __skepFileURLToPath(new URL('.', import.meta.url));",
+    ].join('\n'),
+  },
+});
