@@ -133,3 +133,29 @@ test('security headers on every response', async (t) => {
   assert.equal(res.headers['x-content-type-options'], 'nosniff');
   assert.equal(res.headers['cross-origin-resource-policy'], 'same-origin');
 });
+
+test('GET /health → 503 with the reason when the runtime is not usable', async (t) => {
+  const { buildApp } = await import('../../../src/api/app.js');
+  const { createContext } = await import('../../../src/api/context.js');
+  const { tempHome } = await import('../../helpers/home.js');
+  const home = tempHome(t);
+  const ctx = createContext(home.config, {
+    runtime: {
+      name: 'docker',
+      health: async () => ({ ok: false, reason: 'cannot reach /run/podman/podman.sock' }),
+      start: async () => {
+        throw new Error('not used');
+      },
+    },
+  });
+  const app = await buildApp(ctx);
+  t.after(async () => {
+    await app.close();
+    await ctx.close();
+  });
+  const res = await app.inject({ method: 'GET', url: '/health' });
+  assert.equal(res.statusCode, 503);
+  assert.equal(res.json().code, 'unavailable');
+  assert.match(res.json().message, /podman\.sock/);
+  assert.equal(res.headers['x-skep-nonce'], undefined);
+});
