@@ -61,6 +61,10 @@ export const ERROR_CODES = {
     description: 'The configured secrets provider cannot perform this operation.',
   },
   secrets_locked: { status: 400, description: 'The secrets store cannot be opened with the given password.' },
+  secrets_corrupt: {
+    status: 500,
+    description: 'The encrypted secrets file failed its integrity check (modified or damaged); it was left unchanged.',
+  },
   // Clients
   client_unknown: { status: 400, description: 'The client type is not one Skep supports.' },
   // Skills
