@@ -1,0 +1,129 @@
+/**
+ * Generates the CustomResourceDefinition of MCPExternalAuthConfig from the TypeBox
+ * definition. TypeBox emits plain JSON Schema; Kubernetes wants a *structural* schema
+ * (apiextensions.k8s.io/v1): `type` on every node, no `$id`, no `const`/`anyOf` unions, no
+ * `additionalProperties` next to `properties`, and string maps as `additionalProperties`.
+ */
+import {
+  EXTAUTH_GROUP,
+  EXTAUTH_KIND,
+  EXTAUTH_PLURAL,
+  EXTAUTH_SHORT_NAMES,
+  EXTAUTH_SINGULAR,
+  EXTAUTH_VERSION,
+  ExtAuthSpecSchema,
+  ExtAuthStatusSchema,
+} from '../schemas/extauth/index.js';
+
+type Node = Record<string, unknown>;
+
+const DROP = new Set([
+  '$id',
+  '$schema',
+  'const',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'not',
+  'patternProperties',
+  'title',
+]);
+
+function inferType(values: unknown[]): string {
+  const first = values[0];
+  if (typeof first === 'boolean') return 'boolean';
+  if (typeof first === 'number') return Number.isInteger(first) ? 'integer' : 'number';
+  return 'string';
+}
+
+/** Rewrites one JSON Schema node (and its children) into Kubernetes' structural form. */
+export function toStructural(input: unknown): Node {
+  const node = JSON.parse(JSON.stringify(input)) as Node;
+  const out: Node = {};
+  // Literal unions (`anyOf` of `const`) become an enum.
+  const anyOf = node['anyOf'] as Node[] | undefined;
+  if (anyOf !== undefined) {
+    if (!anyOf.every((s) => 'const' in s))
+      throw new Error('only unions of literals can be expressed in a CRD');
+    node['enum'] = anyOf.map((s) => s['const']);
+  }
+  if ('const' in node) node['enum'] = [node['const']];
+  for (const [key, value] of Object.entries(node)) {
+    if (DROP.has(key)) continue;
+    if (key === 'properties') {
+      out[key] = Object.fromEntries(Object.entries(value as Node).map(([k, v]) => [k, toStructural(v)]));
+    } else if (key === 'items') {
+      out[key] = toStructural(value);
+    } else if (key === 'additionalProperties') {
+      // `false` is implied by pruning and is illegal next to `properties`.
+      if (typeof value === 'object') out[key] = toStructural(value);
+    } else {
+      out[key] = value;
+    }
+  }
+  const pattern = node['patternProperties'] as Node | undefined;
+  if (pattern !== undefined) {
+    const [only] = Object.values(pattern);
+    out['additionalProperties'] = toStructural(only);
+  }
+  if (out['type'] === undefined && Array.isArray(out['enum']))
+    out['type'] = inferType(out['enum'] as unknown[]);
+  if (out['type'] === undefined)
+    throw new Error(`schema node without a type: ${JSON.stringify(node).slice(0, 120)}`);
+  return out;
+}
+
+export const CRD_NAME = `${EXTAUTH_PLURAL}.${EXTAUTH_GROUP}`;
+
+/** The full CRD object, ready to be serialized to YAML. */
+export function buildCrd(): Node {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: {
+      name: CRD_NAME,
+      labels: { 'app.kubernetes.io/name': 'skep', 'app.kubernetes.io/part-of': 'skep' },
+    },
+    spec: {
+      group: EXTAUTH_GROUP,
+      names: {
+        kind: EXTAUTH_KIND,
+        listKind: `${EXTAUTH_KIND}List`,
+        plural: EXTAUTH_PLURAL,
+        singular: EXTAUTH_SINGULAR,
+        shortNames: [...EXTAUTH_SHORT_NAMES],
+        categories: ['skep'],
+      },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: EXTAUTH_VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            { name: 'Type', type: 'string', jsonPath: '.spec.type' },
+            { name: 'Valid', type: 'string', jsonPath: ".status.conditions[?(@.type=='Valid')].status" },
+            { name: 'Hash', type: 'string', jsonPath: '.status.configHash', priority: 1 },
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          ],
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              description:
+                'MCPExternalAuthConfig configures how a tool server or proxy authenticates to external services.',
+              required: ['spec'],
+              properties: {
+                apiVersion: { type: 'string' },
+                kind: { type: 'string' },
+                metadata: { type: 'object' },
+                spec: toStructural(ExtAuthSpecSchema),
+                status: toStructural(ExtAuthStatusSchema),
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
