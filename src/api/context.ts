@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { SkepConfig } from '../config/index.js';
 import { GroupService } from '../groups/index.js';
 import type { Runtime, RuntimeHealth } from '../runtime/index.js';
+import { SecretsService } from '../secrets/index.js';
 import { type Logger, SKEP_VERSION, silentLogger } from '../shared/index.js';
 import { openStore, type Store } from '../store/index.js';
 
@@ -17,6 +18,7 @@ export interface ApiContext {
   /** 16 random bytes, hex: identifies this `skep serve` process (health header, discovery file). */
   readonly nonce: string;
   readonly groups: GroupService;
+  readonly secrets: SecretsService;
   /** Reports whether the workload runtime is usable (drives `/health`). */
   runtimeHealth(): Promise<RuntimeHealth & { runtime: string }>;
   /** Releases everything the context opened; idempotent. */
@@ -26,11 +28,14 @@ export interface ApiContext {
 export interface ContextOptions {
   logger?: Logger;
   runtime?: Runtime;
+  /** Environment for secrets (SKEP_SECRETS_PASSWORD, SKEP_SECRET_*); defaults to process.env. */
+  env?: NodeJS.ProcessEnv;
 }
 
 export function createContext(config: SkepConfig, options: ContextOptions = {}): ApiContext {
   const store = openStore(config.paths.databaseFile);
   const groups = new GroupService(store);
+  const secrets = new SecretsService({ store, paths: config.paths, env: options.env ?? process.env });
   const runtime = options.runtime;
   let closed = false;
   return {
@@ -40,6 +45,7 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     version: SKEP_VERSION,
     nonce: randomBytes(16).toString('hex'),
     groups,
+    secrets,
     async runtimeHealth() {
       if (runtime === undefined) return { ok: true, runtime: 'process' };
       return { ...(await runtime.health()), runtime: runtime.name };
@@ -47,6 +53,7 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     async close() {
       if (closed) return;
       closed = true;
+      secrets.close();
       store.close();
     },
   };

@@ -2,8 +2,9 @@
 import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { groupRoutes } from './groups.js';
+import { secretRoutes } from './secrets.js';
 import { systemRoutes } from './system.js';
 
 export type RouteModule = (app: SkepApp, ctx: ApiContext) => Promise<void>;
 
-export const routeModules: readonly RouteModule[] = [systemRoutes, groupRoutes];
+export const routeModules: readonly RouteModule[] = [systemRoutes, groupRoutes, secretRoutes];
