@@ -1,0 +1,307 @@
+/**
+ * Redis backend of `AuthStorage` (ioredis): standalone, Sentinel and Cluster, with ACL
+ * user/password, TLS, the configured timeouts and a key prefix. Every key starts with the
+ * prefix, which carries a hash tag (`{...}`), so in Cluster mode all keys of one server
+ * live in one slot and the Lua scripts that touch several keys stay legal (no CROSSSLOT).
+ * Values are JSON; TTLs follow the token lifespans (external-auth.md §3.8, "Redis backend").
+ *
+ * Durability across a Sentinel failover: Redis replicates asynchronously, so a write that
+ * the master acknowledged can be lost when the master fails before the replica received it.
+ * In Sentinel mode every write is followed by `WAIT <minReplicaAcks> <write timeout>` and a
+ * write that no replica acknowledged fails (503) instead of handing out a token that a
+ * failover could forget.
+ */
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { SkepError } from '../shared/index.js';
+import type { ResolvedRedis } from './config.js';
+import type {
+  AuthCodeRecord,
+  AuthStorage,
+  ClientRecord,
+  Consumed,
+  DcrCredentials,
+  GrantRecord,
+  PendingAuthorization,
+  UpstreamTokenRecord,
+} from './storage.js';
+
+/** KEYS[1] = code, KEYS[2] = invalidated marker; ARGV[1] = remember seconds. */
+const CONSUME_CODE = `
+local v = redis.call('GET', KEYS[1])
+if not v then return nil end
+local used = redis.call('EXISTS', KEYS[2])
+if used == 0 then
+  redis.call('SET', KEYS[2], '1', 'EX', ARGV[1])
+  redis.call('EXPIRE', KEYS[1], ARGV[1])
+end
+return {v, used}`;
+
+/** KEYS[1] = refresh token, KEYS[2] = used marker (kept as long as the token). */
+const CONSUME_REFRESH = `
+local v = redis.call('GET', KEYS[1])
+if not v then return nil end
+local used = redis.call('EXISTS', KEYS[2])
+if used == 0 then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then redis.call('SET', KEYS[2], '1', 'PX', ttl) else redis.call('SET', KEYS[2], '1') end
+end
+return {v, used}`;
+
+/** KEYS[1] = revoked marker, KEYS[2] = upstream index set; ARGV[1] = ttl seconds. */
+const REVOKE_SESSION = `
+redis.call('SET', KEYS[1], '1', 'EX', ARGV[1])
+local members = redis.call('SMEMBERS', KEYS[2])
+for _, k in ipairs(members) do redis.call('DEL', k) end
+redis.call('DEL', KEYS[2])
+return #members`;
+
+/** KEYS[1] = upstream key, KEYS[2] = index set; ARGV[1] = JSON, ARGV[2] = ttl seconds or 0 (none). */
+const SAVE_UPSTREAM = `
+local ttl = tonumber(ARGV[2])
+if ttl > 0 then redis.call('SET', KEYS[1], ARGV[1], 'EX', ttl) else redis.call('SET', KEYS[1], ARGV[1]) end
+redis.call('SADD', KEYS[2], KEYS[1])
+local cur = redis.call('TTL', KEYS[2])
+if ttl == 0 then redis.call('PERSIST', KEYS[2])
+elseif cur ~= -1 and cur < ttl then redis.call('EXPIRE', KEYS[2], ttl) end
+return 1`;
+
+type ScriptClient = (Redis | Cluster) & {
+  consumeCode(k1: string, k2: string, remember: number): Promise<[string, number] | null>;
+  consumeRefresh(k1: string, k2: string): Promise<[string, number] | null>;
+  revokeSession(k1: string, k2: string, ttl: number): Promise<number>;
+  saveUpstream(k1: string, k2: string, json: string, ttl: number): Promise<number>;
+};
+
+export interface RedisStorageOptions {
+  /**
+   * Replicas that must acknowledge each write (`WAIT`). Defaults to 1 in Sentinel mode
+   * (the failover guarantee) and 0 otherwise.
+   */
+  minReplicaAcks?: number;
+}
+
+function tlsOptions(tls: ResolvedRedis['tls'], servername?: string): RedisOptions['tls'] {
+  if (!tls) return undefined;
+  return {
+    rejectUnauthorized: tls.rejectUnauthorized,
+    ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+    ...(servername === undefined ? {} : { servername }),
+  };
+}
+
+function connectionOptions(cfg: ResolvedRedis): RedisOptions {
+  const opts: RedisOptions = {
+    connectTimeout: cfg.dialTimeoutMs,
+    // ioredis has one per-command deadline; it covers both the write and the read of a reply.
+    commandTimeout: Math.max(cfg.readTimeoutMs, cfg.writeTimeoutMs),
+    maxRetriesPerRequest: 3,
+    lazyConnect: true,
+    // After a failover the old master turns read-only: reconnect (Sentinel names the new one) and resend.
+    reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
+  };
+  if (cfg.username !== undefined) opts.username = cfg.username;
+  if (cfg.password !== undefined) opts.password = cfg.password;
+  const tls = tlsOptions(cfg.tls);
+  if (tls) opts.tls = tls;
+  return opts;
+}
+
+export class RedisStorage implements AuthStorage {
+  readonly #client: ScriptClient;
+  readonly #prefix: string;
+  readonly #acks: number;
+  readonly #ackTimeoutMs: number;
+  #closed = false;
+
+  private constructor(client: ScriptClient, cfg: ResolvedRedis, options: RedisStorageOptions) {
+    this.#client = client;
+    this.#prefix = cfg.keyPrefix;
+    this.#acks = options.minReplicaAcks ?? (cfg.mode === 'sentinel' ? 1 : 0);
+    this.#ackTimeoutMs = cfg.writeTimeoutMs;
+  }
+
+  /** Connects (and fails with `unavailable` when Redis cannot be reached within the dial timeout). */
+  static async connect(cfg: ResolvedRedis, options: RedisStorageOptions = {}): Promise<RedisStorage> {
+    const base = connectionOptions(cfg);
+    let client: Redis | Cluster;
+    if (cfg.mode === 'cluster') {
+      const addr = cfg.addr as { host: string; port: number };
+      client = new Cluster([addr], {
+        lazyConnect: true,
+        redisOptions: base,
+        clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+        ...(cfg.tls ? { dnsLookup: (address, cb) => cb(null, address) } : {}),
+      });
+    } else if (cfg.mode === 'sentinel') {
+      const s = cfg.sentinel as NonNullable<ResolvedRedis['sentinel']>;
+      const sentinelTls = tlsOptions(cfg.sentinelTls);
+      client = new Redis({
+        ...base,
+        sentinels: s.addrs,
+        name: s.masterName,
+        db: s.db,
+        failoverDetector: true,
+        sentinelMaxConnections: 10,
+        ...(sentinelTls ? { enableTLSForSentinelMode: true, sentinelTLS: sentinelTls } : {}),
+      });
+    } else {
+      const addr = cfg.addr as { host: string; port: number };
+      client = new Redis({ ...base, host: addr.host, port: addr.port });
+    }
+    // Errors surface through the failing command; this listener only keeps them from being unhandled.
+    client.on('error', () => {});
+    const scripts = client as ScriptClient;
+    scripts.defineCommand('consumeCode', { numberOfKeys: 2, lua: CONSUME_CODE });
+    scripts.defineCommand('consumeRefresh', { numberOfKeys: 2, lua: CONSUME_REFRESH });
+    scripts.defineCommand('revokeSession', { numberOfKeys: 2, lua: REVOKE_SESSION });
+    scripts.defineCommand('saveUpstream', { numberOfKeys: 2, lua: SAVE_UPSTREAM });
+    try {
+      await client.connect();
+      await client.ping();
+    } catch (err) {
+      client.disconnect();
+      throw new SkepError(
+        'unavailable',
+        `authorization server storage: cannot connect to Redis (${cfg.mode})`,
+        {
+          cause: err,
+        },
+      );
+    }
+    return new RedisStorage(scripts, cfg, options);
+  }
+
+  #key(rest: string): string {
+    return `${this.#prefix}${rest}`;
+  }
+
+  async #replicated(): Promise<void> {
+    if (this.#acks <= 0 || this.#client instanceof Cluster) return;
+    const acked = (await (this.#client as Redis).call('WAIT', this.#acks, this.#ackTimeoutMs)) as number;
+    if (acked < this.#acks) {
+      throw new SkepError(
+        'unavailable',
+        `authorization server storage: write acknowledged by ${acked} of ${this.#acks} replica(s); try again`,
+      );
+    }
+  }
+
+  async #setJson(key: string, value: unknown, ttlSec: number | undefined): Promise<void> {
+    const json = JSON.stringify(value);
+    if (ttlSec === undefined) await this.#client.set(this.#key(key), json);
+    else await this.#client.set(this.#key(key), json, 'EX', Math.max(1, Math.ceil(ttlSec)));
+    await this.#replicated();
+  }
+
+  async #getJson<T>(key: string): Promise<T | undefined> {
+    const v = await this.#client.get(this.#key(key));
+    return v === null ? undefined : (JSON.parse(v) as T);
+  }
+
+  async saveClient(client: ClientRecord, ttlSec: number): Promise<void> {
+    await this.#setJson(`client:${client.client_id}`, client, ttlSec);
+  }
+  async getClient(clientId: string): Promise<ClientRecord | undefined> {
+    return this.#getJson(`client:${clientId}`);
+  }
+  async touchClient(clientId: string, ttlSec: number): Promise<void> {
+    await this.#client.expire(this.#key(`client:${clientId}`), Math.ceil(ttlSec));
+  }
+
+  async savePending(state: string, pending: PendingAuthorization, ttlSec: number): Promise<void> {
+    await this.#setJson(`pending:${state}`, pending, ttlSec);
+  }
+  async takePending(state: string): Promise<PendingAuthorization | undefined> {
+    const v = await this.#client.getdel(this.#key(`pending:${state}`));
+    await this.#replicated();
+    return v === null ? undefined : (JSON.parse(v) as PendingAuthorization);
+  }
+
+  async saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void> {
+    await this.#setJson(`authcode:${signature}`, record, ttlSec);
+  }
+  async consumeAuthCode(
+    signature: string,
+    rememberSec: number,
+  ): Promise<Consumed<AuthCodeRecord> | undefined> {
+    const r = await this.#client.consumeCode(
+      this.#key(`authcode:${signature}`),
+      this.#key(`invalidated:${signature}`),
+      Math.ceil(rememberSec),
+    );
+    if (!r) return undefined;
+    await this.#replicated();
+    return { record: JSON.parse(r[0]) as AuthCodeRecord, reused: r[1] === 1 };
+  }
+
+  async saveRefreshToken(signature: string, record: GrantRecord, ttlSec: number): Promise<void> {
+    await this.#setJson(`refresh:${signature}`, record, ttlSec);
+  }
+  async getRefreshToken(signature: string): Promise<GrantRecord | undefined> {
+    return this.#getJson(`refresh:${signature}`);
+  }
+  async consumeRefreshToken(signature: string): Promise<Consumed<GrantRecord> | undefined> {
+    const r = await this.#client.consumeRefresh(
+      this.#key(`refresh:${signature}`),
+      this.#key(`refresh-used:${signature}`),
+    );
+    if (!r) return undefined;
+    await this.#replicated();
+    return { record: JSON.parse(r[0]) as GrantRecord, reused: r[1] === 1 };
+  }
+
+  async revokeSession(sessionId: string, ttlSec: number): Promise<void> {
+    await this.#client.revokeSession(
+      this.#key(`revoked:${sessionId}`),
+      this.#key(`upstream:idx:${sessionId}`),
+      Math.max(1, Math.ceil(ttlSec)),
+    );
+    await this.#replicated();
+  }
+  async isSessionRevoked(sessionId: string): Promise<boolean> {
+    return (await this.#client.exists(this.#key(`revoked:${sessionId}`))) === 1;
+  }
+
+  async saveUpstreamTokens(
+    sessionId: string,
+    record: UpstreamTokenRecord,
+    ttlSec: number | undefined,
+  ): Promise<void> {
+    await this.#client.saveUpstream(
+      this.#key(`upstream:${sessionId}:${record.provider_id}`),
+      this.#key(`upstream:idx:${sessionId}`),
+      JSON.stringify(record),
+      ttlSec === undefined ? 0 : Math.max(1, Math.ceil(ttlSec)),
+    );
+    await this.#replicated();
+  }
+  async getUpstreamTokens(sessionId: string, provider: string): Promise<UpstreamTokenRecord | undefined> {
+    return this.#getJson(`upstream:${sessionId}:${provider}`);
+  }
+
+  async resolveUser(provider: string, upstreamSubject: string): Promise<string> {
+    const key = this.#key(`provider:${provider.length}:${provider}:${upstreamSubject}`);
+    const id = crypto.randomUUID();
+    // SET NX ... GET returns the existing value, or null when ours was stored (Redis ≥ 7.0).
+    const existing = (await this.#client.call('SET', key, id, 'NX', 'GET')) as string | null;
+    if (existing === null) await this.#replicated();
+    return existing ?? id;
+  }
+
+  async saveDcrCredentials(key: string, creds: DcrCredentials, ttlSec: number | undefined): Promise<void> {
+    await this.#setJson(`dcr:${key}`, creds, ttlSec);
+  }
+  async getDcrCredentials(key: string): Promise<DcrCredentials | undefined> {
+    return this.#getJson(`dcr:${key}`);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      await this.#client.quit();
+    } catch {
+      this.#client.disconnect();
+    }
+  }
+}

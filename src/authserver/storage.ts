@@ -1,0 +1,257 @@
+/**
+ * The storage interface of the authorization server, and its in-memory backend (the default).
+ * Everything the server must remember between requests goes through `AuthStorage`: DCR
+ * clients, pending upstream authorizations, authorization codes, refresh tokens, revoked
+ * sessions, upstream tokens per session and provider, internal users, and upstream DCR
+ * credentials. Records expire with the TTLs the server passes (the token lifespans).
+ * Operations that must be atomic (take a pending entry once, consume a code once, rotate a
+ * refresh token once) are single methods so a backend can make them atomic.
+ */
+import { randomUUID } from 'node:crypto';
+
+export interface ClientRecord {
+  client_id: string;
+  client_id_issued_at: number;
+  client_name?: string;
+  redirect_uris: string[];
+  grant_types: string[];
+  response_types: string[];
+  scope: string[];
+  token_endpoint_auth_method: 'none';
+  software_id?: string;
+}
+
+export interface PendingAuthorization {
+  clientId: string;
+  redirectUri: string;
+  /** The client's own `state`, returned unchanged (RFC 6749 §4.1.2). */
+  clientState: string | undefined;
+  codeChallenge: string;
+  scopes: string[];
+  audience: string[];
+  upstream: string;
+  upstreamVerifier: string;
+  nonce: string;
+  sessionId: string;
+  createdAt: number;
+}
+
+/** What an authorization code or refresh token stands for. */
+export interface GrantRecord {
+  clientId: string;
+  scopes: string[];
+  audience: string[];
+  sessionId: string;
+  subject: string;
+  name?: string;
+  email?: string;
+}
+
+export interface AuthCodeRecord extends GrantRecord {
+  redirectUri: string;
+  codeChallenge: string;
+}
+
+export interface UpstreamTokenRecord {
+  provider_id: string;
+  access_token: string;
+  refresh_token?: string;
+  id_token?: string;
+  /** Unix seconds; absent when the upstream did not say. */
+  expires_at?: number;
+  session_expires_at: number;
+  user_id: string;
+  upstream_subject: string;
+  client_id: string;
+}
+
+export interface DcrCredentials {
+  client_id: string;
+  client_secret?: string;
+  token_endpoint_auth_method?: string;
+  client_secret_expires_at?: number;
+}
+
+/** Result of consuming a single-use value: the record, and whether it had been used before. */
+export interface Consumed<T> {
+  record: T;
+  reused: boolean;
+}
+
+export interface AuthStorage {
+  saveClient(client: ClientRecord, ttlSec: number): Promise<void>;
+  getClient(clientId: string): Promise<ClientRecord | undefined>;
+  /** Slides a DCR client's TTL after a successful token response. */
+  touchClient(clientId: string, ttlSec: number): Promise<void>;
+
+  savePending(state: string, pending: PendingAuthorization, ttlSec: number): Promise<void>;
+  /** Returns and deletes the entry (single use). */
+  takePending(state: string): Promise<PendingAuthorization | undefined>;
+
+  saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void>;
+  /** Marks the code used (remembered for `rememberSec`) and returns it with `reused` when it already was. */
+  consumeAuthCode(signature: string, rememberSec: number): Promise<Consumed<AuthCodeRecord> | undefined>;
+
+  saveRefreshToken(signature: string, record: GrantRecord, ttlSec: number): Promise<void>;
+  getRefreshToken(signature: string): Promise<GrantRecord | undefined>;
+  /** Marks the refresh token used; `reused` is true when it already was (a replay). */
+  consumeRefreshToken(signature: string): Promise<Consumed<GrantRecord> | undefined>;
+
+  /** Revokes every token of a session (grant) and deletes its upstream tokens. */
+  revokeSession(sessionId: string, ttlSec: number): Promise<void>;
+  isSessionRevoked(sessionId: string): Promise<boolean>;
+
+  saveUpstreamTokens(
+    sessionId: string,
+    record: UpstreamTokenRecord,
+    ttlSec: number | undefined,
+  ): Promise<void>;
+  getUpstreamTokens(sessionId: string, provider: string): Promise<UpstreamTokenRecord | undefined>;
+
+  /** The internal user id linked to (provider, upstream subject); created on first use. */
+  resolveUser(provider: string, upstreamSubject: string): Promise<string>;
+
+  saveDcrCredentials(key: string, creds: DcrCredentials, ttlSec: number | undefined): Promise<void>;
+  getDcrCredentials(key: string): Promise<DcrCredentials | undefined>;
+
+  close(): Promise<void>;
+}
+
+interface Entry {
+  value: unknown;
+  expiresAt: number | undefined;
+}
+
+/** In-process storage; state is lost on restart. Expired entries are swept every 5 minutes. */
+export class MemoryStorage implements AuthStorage {
+  readonly #data = new Map<string, Entry>();
+  readonly #now: () => number;
+  readonly #sweeper: NodeJS.Timeout;
+  #closed = false;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+    this.#sweeper = setInterval(() => this.#sweep(), 5 * 60_000);
+    this.#sweeper.unref();
+  }
+
+  #get<T>(key: string): T | undefined {
+    const e = this.#data.get(key);
+    if (!e) return undefined;
+    if (e.expiresAt !== undefined && e.expiresAt <= this.#now()) {
+      this.#data.delete(key);
+      return undefined;
+    }
+    return structuredClone(e.value) as T;
+  }
+
+  #set(key: string, value: unknown, ttlSec: number | undefined): void {
+    const expiresAt = ttlSec === undefined ? undefined : this.#now() + Math.max(1, ttlSec) * 1000;
+    this.#data.set(key, { value: structuredClone(value), expiresAt });
+  }
+
+  #sweep(): void {
+    const now = this.#now();
+    for (const [k, e] of this.#data)
+      if (e.expiresAt !== undefined && e.expiresAt <= now) this.#data.delete(k);
+  }
+
+  async saveClient(client: ClientRecord, ttlSec: number): Promise<void> {
+    this.#set(`client:${client.client_id}`, client, ttlSec);
+  }
+  async getClient(clientId: string): Promise<ClientRecord | undefined> {
+    return this.#get(`client:${clientId}`);
+  }
+  async touchClient(clientId: string, ttlSec: number): Promise<void> {
+    const c = this.#get<ClientRecord>(`client:${clientId}`);
+    if (c) this.#set(`client:${clientId}`, c, ttlSec);
+  }
+
+  async savePending(state: string, pending: PendingAuthorization, ttlSec: number): Promise<void> {
+    this.#set(`pending:${state}`, pending, ttlSec);
+  }
+  async takePending(state: string): Promise<PendingAuthorization | undefined> {
+    const p = this.#get<PendingAuthorization>(`pending:${state}`);
+    this.#data.delete(`pending:${state}`);
+    return p;
+  }
+
+  async saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void> {
+    this.#set(`authcode:${signature}`, record, ttlSec);
+  }
+  async consumeAuthCode(
+    signature: string,
+    rememberSec: number,
+  ): Promise<Consumed<AuthCodeRecord> | undefined> {
+    const record = this.#get<AuthCodeRecord>(`authcode:${signature}`);
+    if (!record) return undefined;
+    const reused = this.#get(`invalidated:${signature}`) !== undefined;
+    if (!reused) {
+      this.#set(`invalidated:${signature}`, 1, rememberSec);
+      this.#set(`authcode:${signature}`, record, rememberSec);
+    }
+    return { record, reused };
+  }
+
+  async saveRefreshToken(signature: string, record: GrantRecord, ttlSec: number): Promise<void> {
+    this.#set(`refresh:${signature}`, record, ttlSec);
+  }
+  async getRefreshToken(signature: string): Promise<GrantRecord | undefined> {
+    return this.#get(`refresh:${signature}`);
+  }
+  async consumeRefreshToken(signature: string): Promise<Consumed<GrantRecord> | undefined> {
+    const key = `refresh:${signature}`;
+    const e = this.#data.get(key);
+    const record = this.#get<GrantRecord>(key);
+    if (!record || !e) return undefined;
+    const reused = this.#get(`refresh-used:${signature}`) !== undefined;
+    if (!reused) {
+      const ttl = e.expiresAt === undefined ? undefined : Math.ceil((e.expiresAt - this.#now()) / 1000);
+      this.#set(`refresh-used:${signature}`, 1, ttl);
+    }
+    return { record, reused };
+  }
+
+  async revokeSession(sessionId: string, ttlSec: number): Promise<void> {
+    this.#set(`revoked:${sessionId}`, 1, ttlSec);
+    for (const key of [...this.#data.keys()])
+      if (key.startsWith(`upstream:${sessionId}:`)) this.#data.delete(key);
+  }
+  async isSessionRevoked(sessionId: string): Promise<boolean> {
+    return this.#get(`revoked:${sessionId}`) !== undefined;
+  }
+
+  async saveUpstreamTokens(
+    sessionId: string,
+    record: UpstreamTokenRecord,
+    ttlSec: number | undefined,
+  ): Promise<void> {
+    this.#set(`upstream:${sessionId}:${record.provider_id}`, record, ttlSec);
+  }
+  async getUpstreamTokens(sessionId: string, provider: string): Promise<UpstreamTokenRecord | undefined> {
+    return this.#get(`upstream:${sessionId}:${provider}`);
+  }
+
+  async resolveUser(provider: string, upstreamSubject: string): Promise<string> {
+    const key = `provider:${provider.length}:${provider}:${upstreamSubject}`;
+    const existing = this.#get<string>(key);
+    if (existing) return existing;
+    const id = randomUUID();
+    this.#set(key, id, undefined);
+    return id;
+  }
+
+  async saveDcrCredentials(key: string, creds: DcrCredentials, ttlSec: number | undefined): Promise<void> {
+    this.#set(`dcr:${key}`, creds, ttlSec);
+  }
+  async getDcrCredentials(key: string): Promise<DcrCredentials | undefined> {
+    return this.#get(`dcr:${key}`);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#sweeper);
+    this.#data.clear();
+  }
+}
