@@ -44,6 +44,14 @@ export const ERROR_CODES = {
   registry_not_found: { status: 404, description: 'The registry does not exist (only `default` is served).' },
   server_not_found: { status: 404, description: 'The server is not in the registry.' },
   skill_not_found: { status: 404, description: 'The skill is not in the registry or not installed.' },
+  server_name_ambiguous: {
+    status: 400,
+    description: 'A short server name matches several registry servers; use the full reverse-DNS name.',
+  },
+  registry_private_address: {
+    status: 403,
+    description: 'The registry source resolves to a private or loopback address and `allow_private_ip` is not set.',
+  },
   registry_unavailable: { status: 504, description: 'The registry source could not be reached in time.' },
   registry_invalid: {
     status: 502,
@@ -67,6 +75,10 @@ export const ERROR_CODES = {
   },
   // Clients
   client_unknown: { status: 400, description: 'The client type is not one Skep supports.' },
+  client_config_invalid: {
+    status: 409,
+    description: "A client's existing config file cannot be parsed (or has an unexpected shape); Skep leaves it alone until it is fixed.",
+  },
   // Skills
   skill_invalid: { status: 400, description: 'The skill definition or archive is invalid.' },
   skill_exists: {
