@@ -3,6 +3,7 @@
 import { Command, CommanderError } from 'commander';
 import { isSkepError, SKEP_VERSION } from '../shared/index.js';
 import { registerGroup } from './commands/group.js';
+import { registerSecret } from './commands/secret.js';
 import { registerServe } from './commands/serve.js';
 import { printJson } from './output.js';
 
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
 
   registerServe(program);
   registerGroup(program);
+  registerSecret(program);
   return program;
 }
 

@@ -8,7 +8,7 @@
  * event loop (busy_timeout 0 + short jittered sleeps), so `skep serve` keeps answering
  * while another process holds the lock. Calls from the same instance are queued in order.
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
@@ -46,6 +46,7 @@ export class ProcessLock {
     if (this.#closed) throw new Error('ProcessLock used after close()');
     if (this.#db !== undefined) return this.#db;
     mkdirSync(dirname(this.#file), { recursive: true, mode: 0o700 });
+    closeSync(openSync(this.#file, 'a', 0o600)); // SQLite would create it with the umask's mode
     const db = new Database(this.#file);
     // Opening and the first schema read may meet another process's lock: wait for it here,
     // once; later acquisitions poll instead so the event loop is never blocked for long.
