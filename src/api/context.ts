@@ -3,12 +3,15 @@
  * and hands them to the HTTP routes. Route modules receive this object and nothing else.
  */
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import type { SkepConfig } from '../config/index.js';
 import { GroupService } from '../groups/index.js';
 import type { Runtime, RuntimeHealth } from '../runtime/index.js';
 import { SecretsService } from '../secrets/index.js';
 import { type Logger, SKEP_VERSION, silentLogger } from '../shared/index.js';
+import { SkillsService } from '../skills/index.js';
 import { openStore, type Store } from '../store/index.js';
+import { type ResolveRegistryServer, WorkloadManager } from '../workloads/index.js';
 
 export interface ApiContext {
   readonly config: SkepConfig;
@@ -19,6 +22,9 @@ export interface ApiContext {
   readonly nonce: string;
   readonly groups: GroupService;
   readonly secrets: SecretsService;
+  readonly skills: SkillsService;
+  /** Workload lifecycle; `workloads.onChange(listener)` is the hook for client-config sync. */
+  readonly workloads: WorkloadManager;
   /** Reports whether the workload runtime is usable (drives `/health`). */
   runtimeHealth(): Promise<RuntimeHealth & { runtime: string }>;
   /** Releases everything the context opened; idempotent. */
@@ -30,12 +36,29 @@ export interface ContextOptions {
   runtime?: Runtime;
   /** Environment for secrets (SKEP_SECRETS_PASSWORD, SKEP_SECRET_*); defaults to process.env. */
   env?: NodeJS.ProcessEnv;
+  /** Registry seam for `skep run <server-name>` and create with `registry` + `server`. */
+  resolveRegistryServer?: ResolveRegistryServer;
 }
 
 export function createContext(config: SkepConfig, options: ContextOptions = {}): ApiContext {
   const store = openStore(config.paths.databaseFile);
   const groups = new GroupService(store);
   const secrets = new SecretsService({ store, paths: config.paths, env: options.env ?? process.env });
+  const skills = new SkillsService({
+    store,
+    groups,
+    storeDir: join(config.paths.dataDir, 'skills', 'oci'),
+    ...(options.env === undefined ? {} : { env: options.env }),
+  });
+  const workloads = new WorkloadManager({
+    store,
+    config,
+    groups,
+    secretLookup: secrets.lookup(),
+    logger: options.logger ?? silentLogger,
+    ...(options.resolveRegistryServer === undefined ? {} : { resolveRegistryServer: options.resolveRegistryServer }),
+  });
+  groups.attachMembers(workloads);
   const runtime = options.runtime;
   let closed = false;
   return {
@@ -46,6 +69,8 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     nonce: randomBytes(16).toString('hex'),
     groups,
     secrets,
+    skills,
+    workloads,
     async runtimeHealth() {
       if (runtime === undefined) return { ok: true, runtime: 'process' };
       return { ...(await runtime.health()), runtime: runtime.name };
@@ -53,6 +78,7 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     async close() {
       if (closed) return;
       closed = true;
+      await workloads.close();
       secrets.close();
       store.close();
     },

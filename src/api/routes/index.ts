@@ -3,8 +3,10 @@ import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { groupRoutes } from './groups.js';
 import { secretRoutes } from './secrets.js';
+import { skillRoutes } from './skills.js';
 import { systemRoutes } from './system.js';
+import { workloadRoutes } from './workloads.js';
 
 export type RouteModule = (app: SkepApp, ctx: ApiContext) => Promise<void>;
 
-export const routeModules: readonly RouteModule[] = [systemRoutes, groupRoutes, secretRoutes];
+export const routeModules: readonly RouteModule[] = [systemRoutes, groupRoutes, secretRoutes, skillRoutes, workloadRoutes];

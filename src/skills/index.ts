@@ -1,0 +1,13 @@
+/** Skills: SKILL.md validation, OCI and git sources, local builds, installs per client and scope. */
+
+export { SKILL_CLIENT_TYPES } from './client-dirs.js';
+export type { InstalledSkill, SkillDependency } from './records.js';
+export type {
+  BuildInfo,
+  InstallRequest,
+  PushRequest,
+  SkillContent,
+  SkillsServiceOptions,
+} from './service.js';
+export { SkillsService } from './service.js';
+export type { ValidationResult } from './skill-dir.js';
