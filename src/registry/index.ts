@@ -1,0 +1,25 @@
+/** The registry domain: the built-in catalog, sources, the native and catalog views, search. */
+export { builtinDocument } from './catalog/index.js';
+export { InvalidRegistryError } from './document.js';
+export { isPrivateAddress } from './fetch.js';
+export {
+  CatalogServer,
+  CatalogSkill,
+  type FoundServer,
+  ImageServer,
+  type NativeRegistry,
+  type RegistryDocument,
+  type RegistryInfo,
+  RemoteServer,
+  type SourceType,
+} from './model.js';
+export { DEFAULT_LIMIT, MAX_LIMIT, normalizePaging, type Page, RegistryIndex } from './search.js';
+export {
+  DEFAULT_REGISTRY,
+  type ListQuery,
+  RegistryService,
+  type RegistryServiceOptions,
+  type SourceUpdate,
+  type StoredSourceConfig,
+} from './service.js';
+export { readRegistryFile } from './sources.js';

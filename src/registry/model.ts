@@ -1,0 +1,347 @@
+/**
+ * The registry's one internal model and its schemas.
+ *
+ * Every server is held as an MCP registry `server.json` object (registry API v0.1, schema
+ * 2025-12-11, camelCase keys). What MCP's format has no field for — the image's permission
+ * profile, the tool list, tier, OAuth settings of a remote — sits in the publisher-provided
+ * `_meta` map under the `io.github.stacklok` key, keyed by image reference or remote URL,
+ * so registry files written for ToolHive load unchanged (seed: "Catalog server", `_meta`).
+ * The native shapes (`ImageServer`, `RemoteServer`, seed "Registry content") are views
+ * computed from it in `native-view.ts`; nothing is stored twice.
+ */
+import { type Static, Type } from 'typebox';
+
+const Opt = Type.Optional;
+const Str = () => Type.String();
+const StrArr = () => Type.Array(Type.String());
+
+// ---------------------------------------------------------------------------------------
+// Catalog shape (server.json)
+// ---------------------------------------------------------------------------------------
+
+const inputFields = {
+  description: Opt(Str()),
+  isRequired: Opt(Type.Boolean()),
+  isSecret: Opt(Type.Boolean()),
+  format: Opt(Str()),
+  default: Opt(Str()),
+  placeholder: Opt(Str()),
+  value: Opt(Str()),
+  choices: Opt(StrArr()),
+};
+
+const NestedInput = Type.Object(inputFields);
+
+/** A variable definition (seed: "Input"). */
+export const Input = Type.Object({ ...inputFields, variables: Opt(Type.Record(Type.String(), NestedInput)) });
+/** An input that has a name: environment variables and headers. */
+export const NamedInput = Type.Object({
+  name: Type.String({ minLength: 1 }),
+  ...inputFields,
+  variables: Opt(Type.Record(Type.String(), NestedInput)),
+});
+export const Argument = Type.Object({
+  name: Opt(Str()),
+  ...inputFields,
+  variables: Opt(Type.Record(Type.String(), NestedInput)),
+  type: Opt(Str()),
+  isRepeated: Opt(Type.Boolean()),
+  valueHint: Opt(Str()),
+});
+
+export const Transport = Type.Object({
+  type: Type.String({ minLength: 1, description: '`stdio`, `sse` or `streamable-http`.' }),
+  url: Opt(Str()),
+  headers: Opt(Type.Array(NamedInput)),
+  variables: Opt(Type.Record(Type.String(), Input)),
+});
+
+export const Package = Type.Object({
+  registryType: Type.String({ minLength: 1, description: '`oci`, `npm`, `pypi` or `mcpb`.' }),
+  registryBaseUrl: Opt(Str()),
+  identifier: Type.String({ minLength: 1 }),
+  version: Opt(Str()),
+  fileSha256: Opt(Str()),
+  runtimeHint: Opt(Str()),
+  transport: Transport,
+  runtimeArguments: Opt(Type.Array(Argument)),
+  packageArguments: Opt(Type.Array(Argument)),
+  environmentVariables: Opt(Type.Array(NamedInput)),
+});
+
+export const Remote = Type.Object({
+  type: Type.String({ minLength: 1 }),
+  url: Type.String({ minLength: 1 }),
+  headers: Opt(Type.Array(NamedInput)),
+  variables: Opt(Type.Record(Type.String(), Input)),
+});
+
+export const CatalogServer = Type.Object(
+  {
+    $schema: Opt(Str()),
+    name: Type.String({
+      minLength: 3,
+      maxLength: 200,
+      pattern: '^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$',
+      description: 'Reverse-DNS namespace, one slash, server name.',
+    }),
+    title: Opt(Str()),
+    description: Type.String({ minLength: 1 }),
+    version: Type.String({ minLength: 1 }),
+    websiteUrl: Opt(Str()),
+    icons: Opt(
+      Type.Array(
+        Type.Object({ src: Opt(Str()), mimeType: Opt(Str()), sizes: Opt(StrArr()), theme: Opt(Str()) }),
+      ),
+    ),
+    repository: Opt(
+      Type.Object({ url: Opt(Str()), source: Opt(Str()), id: Opt(Str()), subfolder: Opt(Str()) }),
+    ),
+    packages: Opt(Type.Array(Package)),
+    remotes: Opt(Type.Array(Remote)),
+    _meta: Opt(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { description: 'A server in the MCP registry `server.json` shape.' },
+);
+export type CatalogServer = Static<typeof CatalogServer>;
+export type NamedInput = Static<typeof NamedInput>;
+export type Argument = Static<typeof Argument>;
+
+export const CatalogSkill = Type.Object(
+  {
+    namespace: Type.String({ minLength: 3, maxLength: 128 }),
+    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$' }),
+    description: Type.String({ minLength: 1, maxLength: 1024 }),
+    version: Type.String({ minLength: 1 }),
+    status: Opt(Str()),
+    title: Opt(Str()),
+    license: Opt(Str()),
+    compatibility: Opt(Str()),
+    allowedTools: Opt(StrArr()),
+    repository: Opt(Type.Object({ url: Opt(Str()), type: Opt(Str()) })),
+    icons: Opt(
+      Type.Array(Type.Object({ src: Opt(Str()), size: Opt(Str()), type: Opt(Str()), label: Opt(Str()) })),
+    ),
+    packages: Opt(
+      Type.Array(
+        Type.Object({
+          registryType: Str(),
+          identifier: Opt(Str()),
+          digest: Opt(Str()),
+          mediaType: Opt(Str()),
+          url: Opt(Str()),
+          ref: Opt(Str()),
+          commit: Opt(Str()),
+          subfolder: Opt(Str()),
+        }),
+      ),
+    ),
+    metadata: Opt(Type.Record(Type.String(), Type.Unknown())),
+    _meta: Opt(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { description: 'A skill in the registry catalog.' },
+);
+export type CatalogSkill = Static<typeof CatalogSkill>;
+
+/** A registry file or URL body: the upstream registry wrapper (ToolHive `upstream-registry.schema.json`). */
+export const RegistryDocument = Type.Object({
+  $schema: Opt(Str()),
+  version: Type.String({ minLength: 1 }),
+  meta: Opt(Type.Object({ last_updated: Opt(Str()) })),
+  data: Type.Object({
+    servers: Type.Array(CatalogServer),
+    skills: Opt(Type.Array(CatalogSkill)),
+  }),
+});
+export type RegistryDocument = Static<typeof RegistryDocument>;
+
+// ---------------------------------------------------------------------------------------
+// The publisher-provided extension (Skep's image / remote metadata)
+// ---------------------------------------------------------------------------------------
+
+export const PUBLISHER_META_KEY = 'io.modelcontextprotocol.registry/publisher-provided';
+/** The publisher key ToolHive registries use; Skep writes and reads the same one for compatibility. */
+export const EXTENSION_KEY = 'io.github.stacklok';
+export const SERVER_SCHEMA_URL =
+  'https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json';
+
+export const EnvVar = Type.Object({
+  name: Str(),
+  description: Opt(Str()),
+  required: Opt(Type.Boolean()),
+  secret: Opt(Type.Boolean()),
+  default: Opt(Str()),
+});
+export type EnvVar = Static<typeof EnvVar>;
+
+export const Header = Type.Object({
+  name: Str(),
+  description: Opt(Str()),
+  required: Opt(Type.Boolean()),
+  secret: Opt(Type.Boolean()),
+  default: Opt(Str()),
+  choices: Opt(StrArr()),
+});
+export type Header = Static<typeof Header>;
+
+export const PermissionProfile = Type.Object({
+  name: Opt(Str()),
+  network: Opt(
+    Type.Object({
+      mode: Opt(Str()),
+      inbound: Opt(Type.Object({ allow_host: Opt(StrArr()) })),
+      outbound: Opt(
+        Type.Object({
+          allow_host: Opt(StrArr()),
+          allow_port: Opt(Type.Array(Type.Integer())),
+          insecure_allow_all: Opt(Type.Boolean()),
+        }),
+      ),
+    }),
+  ),
+  privileged: Opt(Type.Boolean()),
+  read: Opt(StrArr()),
+  write: Opt(StrArr()),
+});
+export type PermissionProfile = Static<typeof PermissionProfile>;
+
+export const Metadata = Type.Object({
+  stars: Opt(Type.Integer()),
+  last_updated: Opt(Str()),
+  kubernetes: Opt(
+    Type.Object({
+      image: Opt(Str()),
+      kind: Opt(Str()),
+      name: Opt(Str()),
+      namespace: Opt(Str()),
+      transport: Opt(Str()),
+      uid: Opt(Str()),
+    }),
+  ),
+});
+
+export const Provenance = Type.Object({
+  attestation: Opt(Type.Object({ predicate: Opt(Type.Unknown()), predicate_type: Opt(Str()) })),
+  cert_issuer: Opt(Str()),
+  repository_ref: Opt(Str()),
+  repository_uri: Opt(Str()),
+  runner_environment: Opt(Str()),
+  signer_identity: Opt(Str()),
+  sigstore_url: Opt(Str()),
+});
+
+export const OAuthConfig = Type.Object({
+  authorize_url: Opt(Str()),
+  callback_port: Opt(Type.Integer()),
+  client_id: Opt(Str()),
+  issuer: Opt(Str()),
+  oauth_params: Opt(Type.Record(Type.String(), Type.String())),
+  resource: Opt(Str()),
+  scopes: Opt(StrArr()),
+  token_url: Opt(Str()),
+  use_pkce: Opt(Type.Boolean()),
+});
+
+/** What the extension may hold; unknown keys are kept but ignored. */
+export const ServerExtension = Type.Object({
+  status: Opt(Str()),
+  tier: Opt(Str()),
+  tools: Opt(StrArr()),
+  tags: Opt(StrArr()),
+  overview: Opt(Str()),
+  metadata: Opt(Metadata),
+  custom_metadata: Opt(Type.Record(Type.String(), Type.Unknown())),
+  stateless: Opt(Type.Boolean()),
+  // image servers
+  permissions: Opt(PermissionProfile),
+  args: Opt(StrArr()),
+  provenance: Opt(Provenance),
+  docker_tags: Opt(StrArr()),
+  proxy_port: Opt(Type.Integer()),
+  target_port: Opt(Type.Integer()),
+  // remote servers
+  oauth_config: Opt(OAuthConfig),
+  env_vars: Opt(Type.Array(EnvVar)),
+});
+export type ServerExtension = Static<typeof ServerExtension>;
+
+// ---------------------------------------------------------------------------------------
+// Native shape (seed: "ImageServer", "RemoteServer", "Registry content")
+// ---------------------------------------------------------------------------------------
+
+const baseNative = {
+  name: Str(),
+  title: Opt(Str()),
+  description: Str(),
+  overview: Opt(Str()),
+  tier: Str(),
+  status: Str(),
+  transport: Str(),
+  stateless: Opt(Type.Boolean()),
+  tools: StrArr(),
+  tags: Opt(StrArr()),
+  metadata: Opt(Metadata),
+  repository_url: Opt(Str()),
+  custom_metadata: Opt(Type.Record(Type.String(), Type.Unknown())),
+  proxy_port: Opt(Type.Integer()),
+  env_vars: Opt(Type.Array(EnvVar)),
+};
+
+export const ImageServer = Type.Object(
+  {
+    ...baseNative,
+    image: Str(),
+    docker_tags: Opt(StrArr()),
+    args: Opt(StrArr()),
+    target_port: Opt(Type.Integer()),
+    permissions: Opt(PermissionProfile),
+    provenance: Opt(Provenance),
+  },
+  { description: 'A server that runs from an image or a package (`npx://`, `uvx://`).' },
+);
+export type ImageServer = Static<typeof ImageServer>;
+
+export const RemoteServer = Type.Object(
+  {
+    ...baseNative,
+    url: Str(),
+    headers: Opt(Type.Array(Header)),
+    oauth_config: Opt(OAuthConfig),
+  },
+  { description: 'A server reached at a URL.' },
+);
+export type RemoteServer = Static<typeof RemoteServer>;
+
+/** The native registry content (seed: "Registry content"). */
+export interface NativeRegistry {
+  version: string;
+  last_updated: string;
+  servers: Record<string, ImageServer>;
+  remote_servers: Record<string, RemoteServer>;
+  groups: {
+    name: string;
+    description: string;
+    servers: Record<string, ImageServer>;
+    remote_servers: Record<string, RemoteServer>;
+  }[];
+}
+
+/** Where the default registry reads from (`type` in the API). */
+export type SourceType = 'default' | 'file' | 'url' | 'api';
+
+/** The native list entry (seed: "Registry (list entry)"). */
+export interface RegistryInfo {
+  name: string;
+  type: SourceType;
+  source: string;
+  version: string;
+  last_updated: string;
+  server_count: number;
+  auth_status: string;
+  auth_type: string;
+}
+
+/** A server looked up by name, with both views; what `skep run <registry-name>` consumes. */
+export type FoundServer =
+  | { name: string; is_remote: false; server: ImageServer; catalog: CatalogServer }
+  | { name: string; is_remote: true; remote_server: RemoteServer; catalog: CatalogServer };
