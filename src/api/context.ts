@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { ClientsService } from '../clients/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { GroupService } from '../groups/index.js';
 import type { Runtime, RuntimeHealth } from '../runtime/index.js';
@@ -25,6 +26,8 @@ export interface ApiContext {
   readonly skills: SkillsService;
   /** Workload lifecycle; `workloads.onChange(listener)` is the hook for client-config sync. */
   readonly workloads: WorkloadManager;
+  /** Client registration; keeps registered clients' MCP configs in step with the workloads. */
+  readonly clients: ClientsService;
   /** Reports whether the workload runtime is usable (drives `/health`). */
   runtimeHealth(): Promise<RuntimeHealth & { runtime: string }>;
   /** Releases everything the context opened; idempotent. */
@@ -34,7 +37,7 @@ export interface ApiContext {
 export interface ContextOptions {
   logger?: Logger;
   runtime?: Runtime;
-  /** Environment for secrets (SKEP_SECRETS_PASSWORD, SKEP_SECRET_*); defaults to process.env. */
+  /** Environment for secrets (SKEP_SECRETS_PASSWORD, SKEP_SECRET_*) and client config locations (HOME, XDG_CONFIG_HOME, APPDATA); defaults to process.env. */
   env?: NodeJS.ProcessEnv;
   /** Registry seam for `skep run <server-name>` and create with `registry` + `server`. */
   resolveRegistryServer?: ResolveRegistryServer;
@@ -59,6 +62,17 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     ...(options.resolveRegistryServer === undefined ? {} : { resolveRegistryServer: options.resolveRegistryServer }),
   });
   groups.attachMembers(workloads);
+  // Client configs follow the workloads: every start/stop/removal/port or group change re-syncs.
+  const clients = new ClientsService({
+    store,
+    groups,
+    logger: options.logger ?? silentLogger,
+    env: options.env ?? process.env,
+    listWorkloads: () => workloads.list({ all: true }),
+  });
+  workloads.onChange(() => {
+    void clients.syncClientConfigs().catch(() => undefined);
+  });
   const runtime = options.runtime;
   let closed = false;
   return {
@@ -71,6 +85,7 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     secrets,
     skills,
     workloads,
+    clients,
     async runtimeHealth() {
       if (runtime === undefined) return { ok: true, runtime: 'process' };
       return { ...(await runtime.health()), runtime: runtime.name };
@@ -79,6 +94,7 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
       if (closed) return;
       closed = true;
       await workloads.close();
+      await clients.close();
       secrets.close();
       store.close();
     },

@@ -162,12 +162,14 @@ function applyToData(
   }
   const last = path[path.length - 1]!;
   if (kind === 'toml-map') {
-    const map = (parent[last] ??= {}) as Table;
+    if (parent[last] === undefined) parent[last] = {};
+    const map = parent[last] as Table;
     if (entry === undefined) delete map[name];
     else map[name] = { ...entry };
     return;
   }
-  const list = (parent[last] ??= []) as Table[];
+  if (parent[last] === undefined) parent[last] = [];
+  const list = parent[last] as Table[];
   if (!Array.isArray(list))
     throw new SkepError('client_config_invalid', `${file}: "${path.join('.')}" is not an array`);
   const index = list.findIndex((t) => t?.['name'] === name);

@@ -76,8 +76,12 @@ export interface ClientsServiceOptions {
   listWorkloads?: ListWorkloads;
 }
 
-/** Workload states in which a server is reachable and belongs in client configs. */
-const SERVING = new Set(['running', 'unhealthy']);
+/**
+ * Workload states in which a server belongs in client configs. `starting` is included because
+ * the workload engine announces a start when it launches the runner, before the runner records
+ * `running`; `unhealthy` is included so that a short health blip does not churn the files.
+ */
+const SERVING = new Set(['starting', 'running', 'unhealthy']);
 
 const MIGRATIONS = [
   `CREATE TABLE client_entries (
@@ -223,11 +227,14 @@ export class ClientsService {
     return run;
   }
 
-  /** Waits for running syncs; later calls do nothing. */
+  /** Lets queued syncs finish (a CLI command's last change still reaches the files); idempotent. */
   async close(): Promise<void> {
-    if (this.#closed) return;
+    let tail: Promise<unknown>;
+    do {
+      tail = this.#tail;
+      await tail.catch(() => undefined);
+    } while (tail !== this.#tail);
     this.#closed = true;
-    await this.#tail.catch(() => undefined);
   }
 
   #serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -365,8 +372,18 @@ export function desiredEntries(
   return out;
 }
 
-/** stdio servers are reached through their proxy, whose mode defaults to streamable HTTP. */
+/**
+ * The transport a client must use. A reported URL decides (the proxy serves `/sse` and `/mcp`);
+ * otherwise stdio servers are reached through their proxy, whose mode defaults to streamable HTTP.
+ */
 export function clientTransport(w: WorkloadEndpoint): ClientTransport {
+  if (w.url !== undefined && w.url !== '') {
+    try {
+      return new URL(w.url).pathname.replace(/\/+$/, '').endsWith('/sse') ? 'sse' : 'streamable-http';
+    } catch {
+      // not a URL: fall through to the transport fields
+    }
+  }
   const transport = w.transport_type === 'stdio' ? (w.proxy_mode ?? 'streamable-http') : w.transport_type;
   return transport === 'sse' ? 'sse' : 'streamable-http';
 }

@@ -1,6 +1,7 @@
 /** Every route module of the management API, registered in this order. */
 import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
+import { clientRoutes } from './clients.js';
 import { groupRoutes } from './groups.js';
 import { secretRoutes } from './secrets.js';
 import { skillRoutes } from './skills.js';
@@ -9,4 +10,4 @@ import { workloadRoutes } from './workloads.js';
 
 export type RouteModule = (app: SkepApp, ctx: ApiContext) => Promise<void>;
 
-export const routeModules: readonly RouteModule[] = [systemRoutes, groupRoutes, secretRoutes, skillRoutes, workloadRoutes];
+export const routeModules: readonly RouteModule[] = [systemRoutes, groupRoutes, secretRoutes, skillRoutes, workloadRoutes, clientRoutes];
