@@ -5,6 +5,7 @@ import { isSkepError, SKEP_VERSION } from '../shared/index.js';
 import { registerGroup } from './commands/group.js';
 import { registerSecret } from './commands/secret.js';
 import { registerServe } from './commands/serve.js';
+import { registerSkill } from './commands/skill.js';
 import { printJson } from './output.js';
 
 export function buildProgram(): Command {
@@ -28,6 +29,7 @@ export function buildProgram(): Command {
   registerServe(program);
   registerGroup(program);
   registerSecret(program);
+  registerSkill(program);
   return program;
 }
 

@@ -1,0 +1,200 @@
+/** `skep skill validate|build|push|builds|content|install|list|info|rm`. */
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { withContext } from '../context.js';
+import { printJson, printTable } from '../output.js';
+
+interface JsonOpt {
+  json?: boolean;
+}
+
+export function registerSkill(program: Command): void {
+  const skill = program.command('skill').description('Validate, build, share and install agent skills');
+
+  skill
+    .command('validate <path>')
+    .description('Validate a skill directory (SKILL.md rules and limits)')
+    .option('--json', 'print JSON')
+    .action(async (path: string, opts: JsonOpt) => {
+      const result = await withContext((ctx) => ctx.skills.validate(resolve(path)));
+      if (opts.json === true) printJson(result);
+      else {
+        for (const e of result.errors) process.stdout.write(`Error: ${e}\n`);
+        for (const w of result.warnings) process.stdout.write(`Warning: ${w}\n`);
+        if (result.valid) process.stdout.write('skill is valid\n');
+      }
+      if (!result.valid) process.exitCode = 1;
+    });
+
+  skill
+    .command('build <path>')
+    .description('Package a skill directory into an OCI artifact in the local store')
+    .option('-t, --tag <tag>', 'bare tag or full OCI reference (default: the skill name)')
+    .option('--json', 'print JSON')
+    .action(async (path: string, opts: JsonOpt & { tag?: string }) => {
+      const out = await withContext((ctx) => ctx.skills.build(resolve(path), opts.tag));
+      if (opts.json === true) printJson(out);
+      else process.stdout.write(`${out.reference}\n`);
+    });
+
+  skill
+    .command('push <reference>')
+    .description('Push a local build to the registry named by its reference')
+    .option('--json', 'print JSON')
+    .action(async (reference: string, opts: JsonOpt) => {
+      await withContext((ctx) => ctx.skills.push({ reference }));
+      if (opts.json === true) printJson({ reference });
+      else process.stdout.write(`pushed ${reference}\n`);
+    });
+
+  skill
+    .command('builds')
+    .description('List local builds')
+    .option('--json', 'print JSON')
+    .action(async (opts: JsonOpt) => {
+      const builds = await withContext((ctx) => ctx.skills.builds());
+      if (opts.json === true) printJson({ builds });
+      else
+        printTable(
+          ['TAG', 'NAME', 'VERSION', 'DIGEST'],
+          builds.map((b) => [b.tag, b.name, b.version, b.digest]),
+        );
+    });
+
+  skill
+    .command('content <ref>')
+    .description('Show a skill (OCI reference, git:// reference or local build) without installing it')
+    .option('--json', 'print JSON')
+    .action(async (ref: string, opts: JsonOpt) => {
+      const content = await withContext((ctx) => ctx.skills.content(ref));
+      if (opts.json === true) printJson(content);
+      else {
+        process.stdout.write(`${content.name} ${content.version}\n${content.description}\n\n`);
+        printTable(
+          ['FILE', 'SIZE'],
+          content.files.map((f) => [f.path, f.size]),
+        );
+      }
+    });
+
+  skill
+    .command('install <name>')
+    .description(
+      'Install a skill from an OCI registry, git (git://host/owner/repo[@ref][#path]) or a local build',
+    )
+    .option('--version <version>', 'version (tag) to install')
+    .option('--scope <scope>', 'user (default) or project')
+    .option('--project-root <dir>', 'git repository for project scope')
+    .option('--clients <list>', 'comma-separated client types (default: every detected skill client)')
+    .option('--group <group>', 'group to add the skill to', 'default')
+    .option('--force', 'overwrite a skill folder Skep did not install')
+    .option('--allow-unsigned', 'accept an unsigned artifact for a project install')
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        name: string,
+        opts: JsonOpt & {
+          version?: string;
+          scope?: string;
+          projectRoot?: string;
+          clients?: string;
+          group?: string;
+          force?: boolean;
+          allowUnsigned?: boolean;
+        },
+      ) => {
+        const installed = await withContext((ctx) =>
+          ctx.skills.install({
+            name,
+            version: opts.version,
+            scope: opts.scope,
+            project_root: opts.projectRoot === undefined ? undefined : resolve(opts.projectRoot),
+            clients: opts.clients?.split(',').map((c) => c.trim()),
+            group: opts.group,
+            force: opts.force === true,
+            allow_unsigned: opts.allowUnsigned === true,
+          }),
+        );
+        if (opts.json === true) printJson({ skill: installed });
+        else
+          process.stdout.write(
+            `installed ${installed.metadata.name} (${installed.digest}) for ${installed.clients.join(', ')}\n`,
+          );
+      },
+    );
+
+  skill
+    .command('list')
+    .alias('ls')
+    .description('List installed skills')
+    .option('--scope <scope>', 'user or project (default: all)')
+    .option('--client <client>', 'only skills installed for this client')
+    .option('--project-root <dir>', 'only skills of this project')
+    .option('--group <group>', 'only skills in this group')
+    .option('--json', 'print JSON')
+    .action(
+      async (opts: JsonOpt & { scope?: string; client?: string; projectRoot?: string; group?: string }) => {
+        const skills = await withContext((ctx) =>
+          ctx.skills.list({
+            ...(opts.scope === undefined ? {} : { scope: opts.scope }),
+            ...(opts.client === undefined ? {} : { client: opts.client }),
+            ...(opts.projectRoot === undefined ? {} : { project_root: resolve(opts.projectRoot) }),
+            ...(opts.group === undefined ? {} : { group: opts.group }),
+          }),
+        );
+        if (opts.json === true) printJson({ skills });
+        else
+          printTable(
+            ['NAME', 'VERSION', 'SCOPE', 'CLIENTS', 'REFERENCE'],
+            skills.map((s) => [
+              s.metadata.name,
+              s.metadata.version,
+              s.scope,
+              s.clients.join(','),
+              s.reference,
+            ]),
+          );
+      },
+    );
+
+  skill
+    .command('info <name>')
+    .description('Show an installed skill')
+    .option('--scope <scope>', 'user (default) or project')
+    .option('--project-root <dir>', 'git repository for project scope')
+    .option('--json', 'print JSON')
+    .action(async (name: string, opts: JsonOpt & { scope?: string; projectRoot?: string }) => {
+      const info = await withContext((ctx) =>
+        ctx.skills.info(
+          name,
+          opts.scope,
+          opts.projectRoot === undefined ? undefined : resolve(opts.projectRoot),
+        ),
+      );
+      if (opts.json === true)
+        printJson({ metadata: info.installed.metadata, installed_skill: info.installed });
+      else {
+        const s = info.installed;
+        process.stdout.write(
+          `${s.metadata.name} ${s.metadata.version}\n${s.metadata.description}\nscope: ${s.scope}\nreference: ${s.reference}\ndigest: ${s.digest}\nclients: ${s.clients.join(', ')}\n`,
+        );
+      }
+    });
+
+  skill
+    .command('rm <name>')
+    .alias('uninstall')
+    .description('Uninstall a skill')
+    .option('--scope <scope>', 'user (default) or project')
+    .option('--project-root <dir>', 'git repository for project scope')
+    .action(async (name: string, opts: { scope?: string; projectRoot?: string }) => {
+      await withContext((ctx) =>
+        ctx.skills.uninstall(
+          name,
+          opts.scope,
+          opts.projectRoot === undefined ? undefined : resolve(opts.projectRoot),
+        ),
+      );
+      process.stdout.write(`skill ${name} removed\n`);
+    });
+}
