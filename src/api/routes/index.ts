@@ -10,4 +10,11 @@ import { workloadRoutes } from './workloads.js';
 
 export type RouteModule = (app: SkepApp, ctx: ApiContext) => Promise<void>;
 
-export const routeModules: readonly RouteModule[] = [systemRoutes, groupRoutes, secretRoutes, skillRoutes, workloadRoutes, clientRoutes];
+export const routeModules: readonly RouteModule[] = [
+  systemRoutes,
+  groupRoutes,
+  secretRoutes,
+  skillRoutes,
+  workloadRoutes,
+  clientRoutes,
+];
