@@ -2,9 +2,11 @@
 /** The `skep` command line. Domain errors print their message and exit 1; usage errors exit 2. */
 import { Command, CommanderError } from 'commander';
 import { isSkepError, SKEP_VERSION } from '../shared/index.js';
+import { registerClient } from './commands/client.js';
 import { registerGroup } from './commands/group.js';
 import { registerSecret } from './commands/secret.js';
 import { registerServe } from './commands/serve.js';
+import { registerWorkloads } from './commands/workloads.js';
 import { registerSkill } from './commands/skill.js';
 import { printJson } from './output.js';
 
@@ -27,7 +29,9 @@ export function buildProgram(): Command {
     });
 
   registerServe(program);
+  registerWorkloads(program);
   registerGroup(program);
+  registerClient(program);
   registerSecret(program);
   registerSkill(program);
   return program;
