@@ -305,7 +305,7 @@ export class OciSession {
       'PUT',
       url.toString(),
       {
-        headers: { 'content-type': 'application/octet-stream', 'content-length': String(data.length) },
+        headers: { 'content-type': 'application/octet-stream' },
         body: data,
       },
       what,

@@ -284,16 +284,13 @@ export class SkillsService {
       ) {
         reference = `${input}:${version}`;
       }
-      if ((await this.#local.resolve(reference)) !== undefined) {
-        return this.#fromArtifact(
-          await fetchArtifact(this.#local, reference),
-          reference,
-          reference,
-          reference,
-        );
-      }
       const ref = parseOciRef(reference);
-      const fetched = await fetchArtifact(this.#session(ref, false), ref.digest ?? ref.tag ?? 'latest');
+      // A local build tagged with this exact reference wins over the registry.
+      const local = (await this.#local.resolve(reference)) !== undefined;
+      const fetched = local
+        ? await fetchArtifact(this.#local, reference)
+        : await fetchArtifact(this.#session(ref, false), ref.digest ?? ref.tag ?? 'latest');
+      // Supply-chain check (§1.5 step 2): the artifact's name is the repository's last segment.
       const declared = fetched.labels[LABEL.name] ?? '';
       if (skillNameProblem(declared) !== undefined || declared !== repositoryName(ref)) {
         throw new SkepError(
@@ -301,6 +298,7 @@ export class SkillsService {
           `skill name "${declared}" in artifact does not match OCI reference repository "${ref.repository}"`,
         );
       }
+      if (local) return this.#fromArtifact(fetched, reference, reference, reference);
       return this.#fromArtifact(fetched, reference, ref.tag ?? '', formatOciRef(ref));
     }
     requireSkillName(input);
