@@ -175,10 +175,21 @@ export class RedisStorage implements AuthStorage {
     return `${this.#prefix}${rest}`;
   }
 
-  async #replicated(): Promise<void> {
+  /**
+   * Waits for replica acknowledgement. `strict` writes (anything that hands out or records a
+   * credential) fail when unacknowledged; consumption marks only log, because the caller
+   * has already stored the replacement credential durably (server.ts, "Ordering").
+   */
+  async #replicated(strict = true): Promise<void> {
     if (this.#acks <= 0 || this.#client instanceof Cluster) return;
-    const acked = (await (this.#client as Redis).call('WAIT', this.#acks, this.#ackTimeoutMs)) as number;
-    if (acked < this.#acks) {
+    let acked = 0;
+    try {
+      acked = (await (this.#client as Redis).call('WAIT', this.#acks, this.#ackTimeoutMs)) as number;
+    } catch (err) {
+      if (strict) throw new SkepError('unavailable', 'authorization server storage: WAIT failed', { cause: err });
+      return;
+    }
+    if (acked < this.#acks && strict) {
       throw new SkepError(
         'unavailable',
         `authorization server storage: write acknowledged by ${acked} of ${this.#acks} replica(s); try again`,
@@ -213,12 +224,15 @@ export class RedisStorage implements AuthStorage {
   }
   async takePending(state: string): Promise<PendingAuthorization | undefined> {
     const v = await this.#client.getdel(this.#key(`pending:${state}`));
-    await this.#replicated();
+    await this.#replicated(false);
     return v === null ? undefined : (JSON.parse(v) as PendingAuthorization);
   }
 
   async saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void> {
     await this.#setJson(`authcode:${signature}`, record, ttlSec);
+  }
+  async getAuthCode(signature: string): Promise<AuthCodeRecord | undefined> {
+    return this.#getJson(`authcode:${signature}`);
   }
   async consumeAuthCode(
     signature: string,
@@ -230,7 +244,7 @@ export class RedisStorage implements AuthStorage {
       Math.ceil(rememberSec),
     );
     if (!r) return undefined;
-    await this.#replicated();
+    await this.#replicated(false);
     return { record: JSON.parse(r[0]) as AuthCodeRecord, reused: r[1] === 1 };
   }
 
@@ -246,7 +260,7 @@ export class RedisStorage implements AuthStorage {
       this.#key(`refresh-used:${signature}`),
     );
     if (!r) return undefined;
-    await this.#replicated();
+    await this.#replicated(false);
     return { record: JSON.parse(r[0]) as GrantRecord, reused: r[1] === 1 };
   }
 

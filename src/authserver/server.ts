@@ -611,35 +611,42 @@ class AuthServerImpl implements AuthServer {
     return fromBody;
   }
 
+  /*
+   * Ordering for durability (see redis-storage.ts): the new refresh token is stored (and, in
+   * Sentinel mode, replicated) BEFORE the code or old refresh token is consumed. A storage
+   * failure therefore leaves the presented credential unused, and the client may simply
+   * retry; consuming first would burn it and turn the retry into a "replay".
+   */
   async #codeGrant(client: ClientRecord, form: URLSearchParams): Promise<Record<string, unknown>> {
     const code = single(form, 'code') ?? '';
     const verifier = single(form, 'code_verifier');
     const signature = this.#opaque.verify('skc', code);
     if (!signature) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
-    const consumed = await this.#storage.consumeAuthCode(signature, INVALIDATED_CODE_REMEMBER_SEC);
-    if (!consumed) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
-    const rec = consumed.record;
-    if (consumed.reused) {
-      // RFC 9700 §4.5 / OAuth 2.1 §4.1.3: a replayed code revokes every token issued from it.
-      await this.#storage.revokeSession(rec.sessionId, this.#cfg.refreshTokenLifespanSec);
-      this.#log.warn({ client_id: rec.clientId }, 'authorization code replay: grant revoked');
-      throw new OAuthError(
-        'invalid_grant',
-        'the authorization code was already used; its tokens are revoked',
-      );
-    }
-    if (!safeEqual(rec.clientId, client.client_id))
+    const rec = await this.#storage.getAuthCode(signature);
+    if (!rec) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
+    if (!safeEqual(rec.clientId, client.client_id)) {
       throw new OAuthError('invalid_grant', 'the code was issued to another client');
+    }
     if (single(form, 'redirect_uri') !== rec.redirectUri) {
       throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
     }
     if (!verifier || !VERIFIER_RE.test(verifier)) {
       throw new OAuthError('invalid_grant', 'code_verifier is required (43-128 unreserved characters)');
     }
-    if (!safeEqual(s256(verifier), rec.codeChallenge))
+    if (!safeEqual(s256(verifier), rec.codeChallenge)) {
       throw new OAuthError('invalid_grant', 'PKCE verification failed');
+    }
     const audience = this.#audience(form.getAll('resource'), rec.audience);
-    return this.#issue({ ...rec, audience });
+    const body = await this.#issue({ ...rec, audience });
+    const consumed = await this.#storage.consumeAuthCode(signature, INVALIDATED_CODE_REMEMBER_SEC);
+    if (!consumed) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
+    if (consumed.reused) {
+      // OAuth 2.1 §4.1.3 / RFC 9700 §4.5: a replayed code revokes every token issued from it.
+      await this.#storage.revokeSession(rec.sessionId, this.#cfg.refreshTokenLifespanSec);
+      this.#log.warn({ client_id: rec.clientId }, 'authorization code replay: grant revoked');
+      throw new OAuthError('invalid_grant', 'the authorization code was already used; its tokens are revoked');
+    }
+    return body;
   }
 
   async #refreshGrant(client: ClientRecord, form: URLSearchParams): Promise<Record<string, unknown>> {
@@ -653,6 +660,18 @@ class AuthServerImpl implements AuthServer {
     if (await this.#storage.isSessionRevoked(rec.sessionId)) {
       throw new OAuthError('invalid_grant', 'the refresh token has been revoked');
     }
+    const scopeParam = single(form, 'scope');
+    let scopes = rec.scopes;
+    if (scopeParam !== undefined) {
+      const asked = scopeParam.split(' ').filter(Boolean);
+      const extra = asked.filter((s) => !rec.scopes.includes(s));
+      if (extra.length) {
+        throw new OAuthError('invalid_scope', `scope beyond the original grant: ${extra.join(' ')}`);
+      }
+      scopes = asked;
+    }
+    const audience = this.#audience(form.getAll('resource'), rec.audience);
+    const body = await this.#issue({ ...rec, scopes, audience }, rec.scopes);
     const consumed = await this.#storage.consumeRefreshToken(signature);
     if (!consumed) throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired');
     if (consumed.reused) {
@@ -661,18 +680,9 @@ class AuthServerImpl implements AuthServer {
       this.#log.warn({ client_id: rec.clientId }, 'refresh token reuse: grant revoked');
       throw new OAuthError('invalid_grant', 'the refresh token was already used; the grant is revoked');
     }
-    const scopeParam = single(form, 'scope');
-    let scopes = rec.scopes;
-    if (scopeParam !== undefined) {
-      const asked = scopeParam.split(' ').filter(Boolean);
-      const extra = asked.filter((s) => !rec.scopes.includes(s));
-      if (extra.length)
-        throw new OAuthError('invalid_scope', `scope beyond the original grant: ${extra.join(' ')}`);
-      scopes = asked;
-    }
-    const audience = this.#audience(form.getAll('resource'), rec.audience);
-    return this.#issue({ ...rec, scopes, audience }, rec.scopes);
+    return body;
   }
+
 
   /** Mints the access token and, when offline access was granted, a rotated refresh token. */
   async #issue(grant: GrantRecord, grantedScopes: string[] = grant.scopes): Promise<Record<string, unknown>> {

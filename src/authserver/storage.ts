@@ -89,6 +89,7 @@ export interface AuthStorage {
   takePending(state: string): Promise<PendingAuthorization | undefined>;
 
   saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void>;
+  getAuthCode(signature: string): Promise<AuthCodeRecord | undefined>;
   /** Marks the code used (remembered for `rememberSec`) and returns it with `reused` when it already was. */
   consumeAuthCode(signature: string, rememberSec: number): Promise<Consumed<AuthCodeRecord> | undefined>;
 
@@ -178,6 +179,9 @@ export class MemoryStorage implements AuthStorage {
 
   async saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void> {
     this.#set(`authcode:${signature}`, record, ttlSec);
+  }
+  async getAuthCode(signature: string): Promise<AuthCodeRecord | undefined> {
+    return this.#get(`authcode:${signature}`);
   }
   async consumeAuthCode(
     signature: string,

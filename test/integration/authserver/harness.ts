@@ -1,0 +1,328 @@
+/**
+ * Shared pieces of the authorization-server integration tests:
+ * - a real upstream OIDC provider (`oidc-provider` 9 on loopback) whose login and consent
+ *   pages are driven over HTTP, as a browser would;
+ * - a small `node:http` host that mounts the authorization server plus a protected `/mcp`
+ *   resource that validates bearer tokens the way the proxy does and reports the injected
+ *   upstream token;
+ * - a real OAuth client (oauth4webapi) running register → authorize → login → callback →
+ *   token → refresh.
+ */
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { TestContext } from 'node:test';
+import * as oauth from 'oauth4webapi';
+import Provider from 'oidc-provider';
+import type { AuthServerDeps, EmbeddedAuthServerConfig } from '../../../src/authserver/index.js';
+import { type AuthServer, createAuthServer } from '../../../src/authserver/index.js';
+
+export const UPSTREAM_CLIENT_ID = 'skep-upstream';
+export const UPSTREAM_CLIENT_SECRET = 'upstream-secret-for-tests-only-0123456789';
+
+export interface Upstream {
+  issuer: string;
+  provider: Provider;
+}
+
+async function listen(server: Server): Promise<number> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return (server.address() as AddressInfo).port;
+}
+
+function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+/** Starts oidc-provider on loopback; `redirectUris` are those of the Skep AS callback. */
+export async function startUpstream(
+  t: TestContext,
+  redirectUris: string[],
+  options: { accessTokenTtlSec?: number } = {},
+): Promise<Upstream> {
+  const server = createServer();
+  const port = await listen(server);
+  const issuer = `http://127.0.0.1:${port}`;
+  const provider = new Provider(issuer, {
+    clients: [
+      {
+        client_id: UPSTREAM_CLIENT_ID,
+        client_secret: UPSTREAM_CLIENT_SECRET,
+        redirect_uris: redirectUris,
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+    ],
+    async findAccount(_ctx, id) {
+      return {
+        accountId: id,
+        async claims() {
+          return { sub: id, name: `User ${id}`, email: `${id}@example.test`, email_verified: true };
+        },
+      };
+    },
+    claims: { openid: ['sub'], profile: ['name'], email: ['email', 'email_verified'] },
+    scopes: ['openid', 'offline_access', 'profile', 'email'],
+    features: {
+      devInteractions: { enabled: true },
+      registration: { enabled: true },
+    },
+    pkce: { required: () => true },
+    ttl: { AccessToken: options.accessTokenTtlSec ?? 3600 },
+    cookies: { keys: ['upstream-cookie-key-for-tests'] },
+    // Offline access needs consent in oidc-provider; the tests send prompt=consent.
+    issueRefreshToken: async (_ctx, client, code) =>
+      client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
+  });
+  const callback = provider.callback();
+  server.on('request', callback);
+  t.after(() => closeServer(server));
+  return { issuer, provider };
+}
+
+export interface Host {
+  url: string;
+  resource: string;
+  callbackUrl: string;
+  server: Server;
+  /** The mounted authorization server; replace it to simulate a restart with a new config. */
+  auth: AuthServer | undefined;
+}
+
+/**
+ * A node:http host for the authorization server (as the proxy mounts it). `/mcp` plays the
+ * protected MCP endpoint: it validates the bearer token for its own URL and answers with
+ * the token's subject and the upstream token that `upstreamInject` would send.
+ */
+export async function startHost(t: TestContext): Promise<Host> {
+  const host: Host = { url: '', resource: '', callbackUrl: '', server: createServer(), auth: undefined };
+  host.server.on('request', async (req: IncomingMessage, res: ServerResponse) => {
+    try {
+      if (host.auth && (await host.auth.handle(req, res))) return;
+      if (req.url === '/mcp' && host.auth) {
+        const h = req.headers.authorization ?? '';
+        const token = h.startsWith('Bearer ') ? h.slice(7) : '';
+        try {
+          const claims = await host.auth.verifyAccessToken(token, host.resource);
+          const upstream = await host.auth.upstreamToken(claims.tsid, 'idp');
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ sub: claims.sub, name: claims.name, upstream }));
+        } catch (err) {
+          res.writeHead(401, {
+            'www-authenticate': `Bearer resource_metadata="${host.url}/.well-known/oauth-protected-resource"`,
+          });
+          res.end((err as Error).message);
+        }
+        return;
+      }
+      res.writeHead(404);
+      res.end();
+    } catch (err) {
+      res.writeHead(500);
+      res.end(String(err));
+    }
+  });
+  const port = await listen(host.server);
+  host.url = `http://127.0.0.1:${port}`;
+  host.resource = `${host.url}/mcp`;
+  host.callbackUrl = `${host.url}/oauth/callback`;
+  t.after(async () => {
+    await host.auth?.close();
+    await closeServer(host.server);
+  });
+  return host;
+}
+
+/** The run-configuration block for a host and upstream (OIDC, with prompt=consent for offline access). */
+export function baseConfig(host: Host, upstream: Upstream): EmbeddedAuthServerConfig {
+  return {
+    issuer: host.url,
+    allowed_audiences: [host.resource],
+    scopes_supported: ['openid', 'profile', 'email', 'offline_access'],
+    upstreams: [
+      {
+        name: 'idp',
+        type: 'oidc',
+        oidc_config: {
+          issuer_url: upstream.issuer,
+          client_id: UPSTREAM_CLIENT_ID,
+          client_secret_env_var: 'SKEP_TEST_UPSTREAM_SECRET',
+          scopes: ['openid', 'profile', 'email', 'offline_access'],
+          additional_authorization_params: { prompt: 'consent' },
+          insecure_allow_http: true,
+        },
+      },
+    ],
+  };
+}
+
+export const TEST_ENV = { ...process.env, SKEP_TEST_UPSTREAM_SECRET: UPSTREAM_CLIENT_SECRET };
+
+export async function mountAuthServer(
+  host: Host,
+  config: EmbeddedAuthServerConfig,
+  deps: AuthServerDeps = {},
+): Promise<AuthServer> {
+  const auth = await createAuthServer(config, { env: TEST_ENV, ...deps });
+  await host.auth?.close();
+  host.auth = auth;
+  return auth;
+}
+
+/** A tiny cookie jar: enough for oidc-provider's interaction and session cookies. */
+class CookieJar {
+  readonly #cookies = new Map<string, string>();
+  store(res: Response): void {
+    for (const line of res.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const eq = (pair as string).indexOf('=');
+      const name = (pair as string).slice(0, eq).trim();
+      const value = (pair as string).slice(eq + 1).trim();
+      if (/expires=Thu, 01 Jan 1970/i.test(line) || value === '') this.#cookies.delete(name);
+      else this.#cookies.set(name, value);
+    }
+  }
+  header(): string {
+    return [...this.#cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+}
+
+/**
+ * Plays the browser: follows redirects from the authorize URL through the upstream's login
+ * and consent pages (submitting their forms) until the redirect to the client's own URI.
+ */
+export async function browserLogin(
+  authorizeUrl: string,
+  clientRedirect: string,
+  login = 'alice',
+): Promise<URL> {
+  const jar = new CookieJar();
+  let url = authorizeUrl;
+  let method = 'GET';
+  let body: URLSearchParams | undefined;
+  for (let hop = 0; hop < 30; hop++) {
+    if (url.startsWith(clientRedirect)) return new URL(url);
+    const res = await fetch(url, {
+      method,
+      redirect: 'manual',
+      headers: {
+        cookie: jar.header(),
+        ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      },
+      ...(body ? { body } : {}),
+      signal: AbortSignal.timeout(10_000),
+    });
+    jar.store(res);
+    const location = res.headers.get('location');
+    if (res.status >= 300 && res.status < 400 && location) {
+      url = new URL(location, url).href;
+      method = 'GET';
+      body = undefined;
+      await res.arrayBuffer();
+      continue;
+    }
+    const html = await res.text();
+    if (res.status !== 200)
+      throw new Error(`login step ${url} answered ${res.status}: ${html.slice(0, 300)}`);
+    const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
+    const prompt = /name="prompt" value="([^"]+)"/.exec(html)?.[1];
+    if (!action || !prompt) throw new Error(`no login or consent form at ${url}`);
+    url = new URL(action.replace(/&amp;/g, '&'), url).href;
+    method = 'POST';
+    body =
+      prompt === 'login'
+        ? new URLSearchParams({ prompt, login, password: 'any-password' })
+        : new URLSearchParams({ prompt });
+  }
+  throw new Error('too many redirects during login');
+}
+
+export interface ClientSession {
+  as: oauth.AuthorizationServer;
+  client: oauth.Client;
+  redirectUri: string;
+}
+
+const insecure = { [oauth.allowInsecureRequests]: true } as const;
+
+/** RFC 8414 discovery + RFC 7591 registration, as an MCP client does. */
+export async function registerClient(
+  host: Host,
+  redirectUri = 'http://127.0.0.1:9/cb',
+): Promise<ClientSession> {
+  const issuer = new URL(host.url);
+  const as = await oauth.processDiscoveryResponse(
+    issuer,
+    await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }),
+  );
+  const client = await oauth.processDynamicClientRegistrationResponse(
+    await oauth.dynamicClientRegistrationRequest(
+      as,
+      {
+        redirect_uris: [redirectUri],
+        token_endpoint_auth_method: 'none',
+        client_name: 'test client',
+        scope: 'openid profile email offline_access',
+      },
+      insecure,
+    ),
+  );
+  return { as, client: client as oauth.Client, redirectUri };
+}
+
+export interface Tokens {
+  access_token: string;
+  refresh_token: string;
+  response: oauth.TokenEndpointResponse;
+}
+
+/** Authorization code + PKCE through the upstream login, then the token request. */
+export async function authorize(session: ClientSession, login = 'alice'): Promise<Tokens> {
+  const verifier = oauth.generateRandomCodeVerifier();
+  const state = oauth.generateRandomState();
+  const url = new URL(session.as.authorization_endpoint as string);
+  url.searchParams.set('response_type', 'code');
+  url.searchParams.set('client_id', session.client.client_id);
+  url.searchParams.set('redirect_uri', session.redirectUri);
+  url.searchParams.set('scope', 'openid profile offline_access');
+  url.searchParams.set('state', state);
+  url.searchParams.set('code_challenge', await oauth.calculatePKCECodeChallenge(verifier));
+  url.searchParams.set('code_challenge_method', 'S256');
+  const callback = await browserLogin(url.href, session.redirectUri, login);
+  // Checks state and the RFC 9207 `iss` parameter.
+  const params = oauth.validateAuthResponse(session.as, session.client, callback, state);
+  const res = await oauth.authorizationCodeGrantRequest(
+    session.as,
+    session.client,
+    oauth.None(),
+    params,
+    session.redirectUri,
+    verifier,
+    insecure,
+  );
+  const response = await oauth.processAuthorizationCodeResponse(session.as, session.client, res);
+  if (!response.refresh_token) throw new Error('no refresh token issued');
+  return { access_token: response.access_token, refresh_token: response.refresh_token, response };
+}
+
+export async function refresh(session: ClientSession, refreshToken: string): Promise<Tokens> {
+  const res = await oauth.refreshTokenGrantRequest(
+    session.as,
+    session.client,
+    oauth.None(),
+    refreshToken,
+    insecure,
+  );
+  const response = await oauth.processRefreshTokenResponse(session.as, session.client, res);
+  if (!response.refresh_token) throw new Error('no refresh token issued on refresh');
+  return { access_token: response.access_token, refresh_token: response.refresh_token, response };
+}
+
+/** Calls the protected resource with a bearer token; returns status and body. */
+export async function callResource(host: Host, token: string): Promise<{ status: number; body: string }> {
+  const res = await fetch(host.resource, { headers: { authorization: `Bearer ${token}` } });
+  return { status: res.status, body: await res.text() };
+}
