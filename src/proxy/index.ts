@@ -1,0 +1,17 @@
+/**
+ * The MCP proxy: serves one MCP server to many clients over streamable HTTP (`/mcp`) and the
+ * legacy SSE transport (`/sse` + `/messages`), multiplexing sessions onto one stdio child or
+ * passing HTTP traffic through. See `design/proxy.md` for the questions this answers.
+ */
+export { PROXY_DEFAULTS, startProxy } from './proxy-server.js';
+export type {
+  ProxyIdentity,
+  ProxyLimits,
+  ProxyMiddleware,
+  ProxyMiddlewareResult,
+  ProxyOptions,
+  ProxyRequestContext,
+  ProxyUpstream,
+  RunningProxy,
+  ToolOverride,
+} from './types.js';

@@ -1,0 +1,103 @@
+/**
+ * JSON-RPC 2.0 vocabulary used by the proxy (MCP 2025-11-25 "Base Protocol": messages are
+ * JSON-RPC requests, responses and notifications; request ids are strings or integers).
+ */
+
+export type JsonRpcId = string | number;
+
+export interface JsonRpcError {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+/** Any JSON-RPC message, loosely typed: the proxy routes messages it does not fully understand. */
+export interface JsonRpcMessage {
+  jsonrpc: '2.0';
+  id?: JsonRpcId | null;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: unknown;
+  error?: JsonRpcError;
+}
+
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
+export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
+/** Implementation-defined server errors (-32000..-32099). */
+export const UPSTREAM_UNAVAILABLE = -32000;
+export const REQUEST_TIMEOUT = -32001;
+export const SESSION_NOT_FOUND = -32001;
+
+export function errorMessage(
+  id: JsonRpcId | null | undefined,
+  code: number,
+  message: string,
+  data?: unknown,
+): string {
+  const error: JsonRpcError = data === undefined ? { code, message } : { code, message, data };
+  return JSON.stringify({ jsonrpc: '2.0', id: id ?? null, error });
+}
+
+export function resultMessage(id: JsonRpcId, result: unknown): string {
+  return JSON.stringify({ jsonrpc: '2.0', id, result });
+}
+
+export function isRequest(m: JsonRpcMessage): boolean {
+  return typeof m.method === 'string' && m.id !== undefined && m.id !== null;
+}
+
+export function isNotification(m: JsonRpcMessage): boolean {
+  return typeof m.method === 'string' && (m.id === undefined || m.id === null);
+}
+
+export function isResponse(m: JsonRpcMessage): boolean {
+  return m.method === undefined && (m.result !== undefined || m.error !== undefined);
+}
+
+export function isValidId(id: unknown): id is JsonRpcId {
+  return typeof id === 'string' || (typeof id === 'number' && Number.isInteger(id));
+}
+
+/** Structural check of one incoming message; returns a reason when it is not JSON-RPC. */
+export function invalidReason(value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return 'message must be a JSON object';
+  const m = value as Record<string, unknown>;
+  if (m['jsonrpc'] !== '2.0') return 'jsonrpc must be "2.0"';
+  if (m['method'] !== undefined) {
+    if (typeof m['method'] !== 'string') return 'method must be a string';
+    if (m['id'] !== undefined && !isValidId(m['id'])) return 'id must be a string or an integer';
+    const params = m['params'];
+    if (params !== undefined && (params === null || typeof params !== 'object'))
+      return 'params must be an object';
+    return undefined;
+  }
+  if (!isValidId(m['id'])) return 'a response needs a string or integer id';
+  if (m['result'] === undefined && m['error'] === undefined) return 'a response needs result or error';
+  return undefined;
+}
+
+/**
+ * Depth of the deepest array/object nesting in a JSON text, skipping strings. JSON.parse has
+ * no depth limit of its own; checking first keeps a hostile body from building huge trees.
+ */
+export function jsonDepthExceeds(text: string, maxDepth: number): boolean {
+  // A text shorter than 2*maxDepth cannot nest deeper than maxDepth.
+  if (text.length <= maxDepth * 2) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 /* { */ || c === 91 /* [ */) {
+      if (++depth > maxDepth) return true;
+    } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
+  }
+  return false;
+}

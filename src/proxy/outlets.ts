@@ -1,0 +1,201 @@
+/**
+ * Where messages to one client go. An SSE outlet wraps a long-lived `text/event-stream`
+ * response (the streamable-HTTP GET stream or the legacy `/sse` stream); a POST exchange is
+ * the answer to one streamable-HTTP POST, sent as JSON when the response is all there is, or
+ * upgraded to SSE when interim messages (progress, server requests, logs) come first.
+ *
+ * Backpressure: writes never wait. A client that stops reading lets its socket buffer grow;
+ * past `maxBuffer` bytes the stream is cut, so one slow client costs bounded memory and never
+ * delays anyone else.
+ */
+import type { ServerResponse } from 'node:http';
+
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+} as const;
+
+/** Receives the messages that belong to one client request. */
+export interface ReplyTarget {
+  /** A message before the response (progress, server request, log); false if it cannot go here. */
+  interim(text: string): boolean;
+  /** The response; ends the exchange. */
+  final(text: string): void;
+  /** True while the target can still deliver. */
+  readonly open: boolean;
+}
+
+export interface Outlet {
+  send(text: string): boolean;
+  readonly open: boolean;
+  close(): void;
+}
+
+export class SseOutlet implements Outlet {
+  private ended = false;
+  private nextEventId = 1;
+  /** Recent events for `Last-Event-ID` replay (streamable HTTP GET stream only). */
+  private readonly history: Array<{ id: number; text: string }> = [];
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly maxBuffer: number,
+    private readonly keep: number,
+    private readonly onClose: () => void,
+    previous?: SseOutlet,
+  ) {
+    if (previous !== undefined) {
+      // A reconnected GET stream continues the event numbering and history of the old one.
+      this.nextEventId = previous.nextEventId;
+      this.history.push(...previous.history);
+    }
+    res.on('close', () => this.markClosed());
+  }
+
+  /** Re-sends a missed event with its original id (after `Last-Event-ID`). */
+  replay(id: number, text: string): void {
+    if (!this.ended) this.res.write(`id: ${id}\nevent: message\ndata: ${text}\n\n`);
+  }
+
+  get open(): boolean {
+    return !this.ended;
+  }
+
+  /** Writes a raw SSE event (e.g. the legacy `endpoint` event). */
+  writeEvent(event: string, data: string): void {
+    if (this.ended) return;
+    this.res.write(`event: ${event}\ndata: ${data}\n\n`);
+  }
+
+  send(text: string): boolean {
+    if (this.ended) return false;
+    if (this.keep > 0) {
+      const id = this.nextEventId++;
+      this.history.push({ id, text });
+      if (this.history.length > this.keep) this.history.shift();
+      this.res.write(`id: ${id}\nevent: message\ndata: ${text}\n\n`);
+    } else {
+      this.res.write(`event: message\ndata: ${text}\n\n`);
+    }
+    if (this.res.writableLength > this.maxBuffer) {
+      // The client stopped reading: cut it loose rather than buffer without bound.
+      this.res.destroy();
+      this.markClosed();
+    }
+    return true;
+  }
+
+  /** Events after `lastId` still in the history; undefined when the gap cannot be filled. */
+  eventsAfter(lastId: number): Array<{ id: number; text: string }> | undefined {
+    if (lastId >= this.nextEventId) return undefined;
+    const first = this.history[0];
+    if (lastId + 1 < this.nextEventId && (first === undefined || first.id > lastId + 1)) return undefined;
+    return this.history.filter((e) => e.id > lastId);
+  }
+
+  get lastEventId(): number {
+    return this.nextEventId - 1;
+  }
+
+  close(): void {
+    if (this.ended) return;
+    this.res.end();
+    this.markClosed();
+  }
+
+  private markClosed(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.onClose();
+  }
+}
+
+/** The answer to one streamable-HTTP POST holding at least one request. */
+export class PostExchange implements ReplyTarget {
+  private state: 'idle' | 'sse' | 'done' = 'idle';
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly acceptsSse: boolean,
+    private readonly headers: Record<string, string>,
+    private readonly maxBuffer: number,
+  ) {
+    res.on('close', () => {
+      this.state = 'done';
+    });
+  }
+
+  get open(): boolean {
+    return this.state !== 'done';
+  }
+
+  interim(text: string): boolean {
+    if (this.state === 'done' || !this.acceptsSse) return false;
+    if (this.state === 'idle') {
+      this.res.writeHead(200, { ...this.headers, ...SSE_HEADERS });
+      this.state = 'sse';
+    }
+    this.res.write(`event: message\ndata: ${text}\n\n`);
+    if (this.res.writableLength > this.maxBuffer) {
+      this.res.destroy();
+      this.state = 'done';
+    }
+    return true;
+  }
+
+  final(text: string): void {
+    if (this.state === 'done') return;
+    if (this.state === 'idle') {
+      this.headers['content-type'] = 'application/json';
+      this.headers['content-length'] = String(Buffer.byteLength(text));
+      this.res.writeHead(200, this.headers);
+      this.res.end(text);
+    } else {
+      this.res.end(`event: message\ndata: ${text}\n\n`);
+    }
+    this.state = 'done';
+  }
+}
+
+/** Collects the responses to a batch (2025-03-26 JSON-RPC batching) and answers with one array. */
+export class BatchExchange implements ReplyTarget {
+  private readonly replies: string[] = [];
+  private done = false;
+
+  constructor(
+    private readonly expected: number,
+    private readonly respond: (body: string) => void,
+  ) {}
+
+  get open(): boolean {
+    return !this.done;
+  }
+
+  interim(): boolean {
+    return false;
+  }
+
+  final(text: string): void {
+    if (this.done) return;
+    this.replies.push(text);
+    if (this.replies.length >= this.expected) {
+      this.done = true;
+      this.respond(`[${this.replies.join(',')}]`);
+    }
+  }
+}
+
+/** A target that hands the response to a callback (legacy SSE: everything goes on the stream). */
+export class OutletTarget implements ReplyTarget {
+  constructor(private readonly outlet: Outlet) {}
+  get open(): boolean {
+    return this.outlet.open;
+  }
+  interim(text: string): boolean {
+    return this.outlet.send(text);
+  }
+  final(text: string): void {
+    this.outlet.send(text);
+  }
+}

@@ -1,0 +1,499 @@
+/**
+ * The proxy's HTTP front: `/mcp` (streamable HTTP, MCP 2025-11-25 "Transports"), `/sse` +
+ * `/messages` (the 2024-11-05 HTTP+SSE transport) and `/health`. In front of a stdio server the
+ * JSON-RPC traffic is routed by the `StdioBridge`; in front of an HTTP server it is passed
+ * through (`transparent.ts`).
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { type Logger, silentLogger } from '../shared/index.js';
+import { BodyTooLarge, badRequest, createHostGuard, readBody, sendJson, sendRpcError } from './http-util.js';
+import {
+  INTERNAL_ERROR,
+  INVALID_REQUEST,
+  invalidReason,
+  type JsonRpcMessage,
+  jsonDepthExceeds,
+  PARSE_ERROR,
+  SESSION_NOT_FOUND,
+  UPSTREAM_UNAVAILABLE,
+} from './json-rpc.js';
+import { BatchExchange, OutletTarget, PostExchange, SSE_HEADERS, SseOutlet } from './outlets.js';
+import { Session } from './session.js';
+import { LEGACY_PROTOCOL_VERSIONS, StdioBridge } from './stdio-bridge.js';
+import { createToolPolicy, type ToolPolicy } from './tool-policy.js';
+import { TransparentForwarder } from './transparent.js';
+import type {
+  ProxyLimits,
+  ProxyMiddleware,
+  ProxyOptions,
+  ProxyRequestContext,
+  ProxyUpstream,
+  RunningProxy,
+} from './types.js';
+
+export const PROXY_DEFAULTS: Readonly<ProxyLimits> = Object.freeze({
+  maxBodyBytes: 4 * 1024 * 1024,
+  maxJsonDepth: 64,
+  maxUpstreamMessageBytes: 32 * 1024 * 1024,
+  upstreamWaitMs: 30_000,
+  upstreamInitTimeoutMs: 60_000,
+  serverRequestTimeoutMs: 5 * 60_000,
+  maxClientBufferBytes: 8 * 1024 * 1024,
+  maxUpstreamBufferBytes: 16 * 1024 * 1024,
+  sessionIdleMs: 30 * 60_000,
+  maxSessions: 10_000,
+  replayEvents: 100,
+});
+
+const HEADER_SESSION = 'mcp-session-id';
+const HEADER_VERSION = 'mcp-protocol-version';
+
+export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
+  const proxy = new McpProxy(options);
+  await proxy.listen();
+  if (options.upstream !== undefined) {
+    try {
+      await proxy.setUpstream(options.upstream);
+    } catch (err) {
+      await proxy.close();
+      throw err;
+    }
+  }
+  return proxy;
+}
+
+class McpProxy implements RunningProxy {
+  private readonly server: Server;
+  private readonly logger: Logger;
+  private readonly limits: ProxyLimits;
+  private readonly policy: ToolPolicy;
+  private readonly middlewares: readonly ProxyMiddleware[];
+  private readonly guard: ReturnType<typeof createHostGuard>;
+  private readonly sessions = new Map<string, Session>();
+  private readonly bridge: StdioBridge;
+  private transparent: TransparentForwarder | undefined;
+  private mode: 'none' | 'stdio' | 'http' = 'none';
+  private readonly sockets = new Set<Socket>();
+  private reaper: NodeJS.Timeout | undefined;
+  private closing: Promise<void> | undefined;
+  private boundPort = 0;
+  private readonly host: string;
+
+  constructor(private readonly options: ProxyOptions) {
+    if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
+      throw new Error(`proxy port must be an integer in 0..65535, got ${options.port}`);
+    }
+    this.host = options.host ?? '127.0.0.1';
+    this.logger = options.logger ?? silentLogger;
+    this.limits = { ...PROXY_DEFAULTS, ...options.limits };
+    this.policy = createToolPolicy(options.toolsFilter, options.toolsOverride);
+    this.middlewares = options.middlewares ?? [];
+    this.guard = createHostGuard(this.host, options.allowedHosts ?? []);
+    this.bridge = new StdioBridge({
+      logger: this.logger,
+      limits: this.limits,
+      policy: this.policy,
+      serverName: options.serverName ?? 'mcp-server',
+      sessions: () => this.sessions.values(),
+    });
+    this.server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
+      this.onRequest(req, res).catch((err: unknown) => {
+        this.logger.error({ err }, 'proxy request failed');
+        sendRpcError(res, 500, INTERNAL_ERROR, 'internal proxy error');
+      });
+    });
+    this.server.on('connection', (socket: Socket) => {
+      socket.setNoDelay(true);
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
+    });
+  }
+
+  get port(): number {
+    return this.boundPort;
+  }
+
+  get url(): string {
+    const host = this.host.includes(':') ? `[${this.host}]` : this.host;
+    return `http://${host}:${this.boundPort}`;
+  }
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.options.port, this.host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
+    });
+    this.boundPort = (this.server.address() as AddressInfo).port;
+    this.reaper = setInterval(() => this.reapIdle(), Math.min(60_000, this.limits.sessionIdleMs));
+    this.reaper.unref();
+  }
+
+  async setUpstream(upstream: ProxyUpstream): Promise<void> {
+    if (this.closing !== undefined) throw new Error('proxy is closed');
+    if (upstream.kind === 'stdio') {
+      if (this.mode === 'http') this.resetSessions();
+      this.mode = 'stdio';
+      this.transparent?.close();
+      this.transparent = undefined;
+      await this.bridge.attach(upstream.stdin, upstream.stdout);
+      this.logger.info({ server: this.options.serverName }, 'stdio server attached');
+    } else {
+      if (this.mode === 'stdio') {
+        this.bridge.down('switched to an HTTP server');
+        this.resetSessions();
+      }
+      this.mode = 'http';
+      this.transparent?.close();
+      this.transparent = new TransparentForwarder(upstream, {
+        logger: this.logger,
+        limits: this.limits,
+        policy: this.policy,
+      });
+      this.logger.info({ server: this.options.serverName, url: upstream.url }, 'HTTP server attached');
+    }
+  }
+
+  upstreamDown(reason: string): void {
+    if (this.mode === 'stdio') this.bridge.down(reason);
+    else this.transparent?.down(reason);
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (this.reaper !== undefined) clearInterval(this.reaper);
+      this.bridge.close();
+      this.transparent?.close();
+      this.resetSessions();
+      await new Promise<void>((resolve) => {
+        this.server.close(() => resolve());
+        for (const socket of this.sockets) socket.destroy();
+      });
+    })();
+    return this.closing;
+  }
+
+  // ---- request dispatch ----
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const rawUrl = req.url ?? '/';
+    const q = rawUrl.indexOf('?');
+    const path = q === -1 ? rawUrl : rawUrl.slice(0, q);
+    const query = q === -1 ? '' : rawUrl.slice(q + 1);
+    const denied = this.guard(req.headers);
+    if (denied !== undefined) {
+      req.resume();
+      sendRpcError(res, 403, INVALID_REQUEST, `Forbidden: ${denied}`);
+      return;
+    }
+    if (path === '/health') {
+      req.resume();
+      this.health(res);
+      return;
+    }
+    const method = req.method ?? 'GET';
+    if (path !== '/mcp' && path !== '/sse' && path !== '/messages' && path !== '/message') {
+      req.resume();
+      sendRpcError(res, 404, INVALID_REQUEST, `No MCP endpoint at ${path}; use /mcp or /sse`);
+      return;
+    }
+    let body: unknown;
+    let text: string | undefined;
+    if (method === 'POST') {
+      try {
+        text = await readBody(req, this.limits.maxBodyBytes);
+      } catch (err) {
+        if (err instanceof BodyTooLarge) {
+          sendRpcError(res, 413, INVALID_REQUEST, `Request body exceeds ${this.limits.maxBodyBytes} bytes`);
+        } else {
+          res.destroy();
+        }
+        return;
+      }
+      if (jsonDepthExceeds(text, this.limits.maxJsonDepth)) {
+        sendRpcError(
+          res,
+          400,
+          PARSE_ERROR,
+          `Parse error: JSON nested deeper than ${this.limits.maxJsonDepth}`,
+        );
+        return;
+      }
+      try {
+        body = JSON.parse(text);
+      } catch {
+        sendRpcError(res, 400, PARSE_ERROR, 'Parse error: request body is not valid JSON');
+        return;
+      }
+    } else {
+      req.resume();
+    }
+    let outboundHeaders: Record<string, string> | undefined;
+    if (this.middlewares.length > 0) {
+      const ctx: ProxyRequestContext = {
+        method,
+        path,
+        query,
+        headers: req.headers,
+        remoteAddress: req.socket.remoteAddress,
+        identity: {},
+        outboundHeaders: {},
+        body,
+      };
+      for (const mw of this.middlewares) {
+        const rejected = await mw.handle(ctx);
+        if (rejected !== undefined) {
+          const headers = { ...rejected.headers };
+          if (rejected.body === undefined) {
+            res.writeHead(rejected.status, headers);
+            res.end();
+          } else if (typeof rejected.body === 'string') {
+            res.writeHead(rejected.status, headers);
+            res.end(rejected.body);
+          } else {
+            sendJson(res, rejected.status, rejected.body, headers);
+          }
+          return;
+        }
+      }
+      outboundHeaders = ctx.outboundHeaders;
+    }
+    if (this.mode === 'http' && this.transparent !== undefined) {
+      await this.transparent.handle(req, res, path, query, text, outboundHeaders);
+      return;
+    }
+    if (this.mode === 'none') {
+      // No server yet: wait for one, like a request to a restarting server.
+      try {
+        await this.bridge.whenReady();
+      } catch (err) {
+        sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, (err as Error).message);
+        return;
+      }
+      if ((this.mode as string) !== 'stdio') {
+        await this.onRequest(req, res);
+        return;
+      }
+    }
+    if (path === '/mcp') {
+      if (method === 'POST') this.mcpPost(req, res, body);
+      else if (method === 'GET') this.mcpGet(req, res);
+      else if (method === 'DELETE') this.mcpDelete(req, res);
+      else {
+        res.writeHead(405, { allow: 'GET, POST, DELETE' });
+        res.end();
+      }
+    } else if (path === '/sse') {
+      if (method === 'GET') this.sseOpen(res);
+      else {
+        res.writeHead(405, { allow: 'GET' });
+        res.end();
+      }
+    } else if (method === 'POST') {
+      this.ssePost(res, query, body);
+    } else {
+      res.writeHead(405, { allow: 'POST' });
+      res.end();
+    }
+  }
+
+  private health(res: ServerResponse): void {
+    const up =
+      this.mode === 'stdio' ? this.bridge.isReady : this.mode === 'http' && this.transparent?.isUp === true;
+    const server = this.mode === 'stdio' ? this.bridge.server?.serverInfo : undefined;
+    sendJson(res, up ? 200 : 503, {
+      status: up ? 'ok' : 'unavailable',
+      mode: this.mode,
+      sessions: this.sessions.size,
+      ...(server === undefined ? {} : { server }),
+    });
+  }
+
+  // ---- streamable HTTP over a stdio server ----
+
+  private mcpPost(req: IncomingMessage, res: ServerResponse, body: unknown): void {
+    const messages = Array.isArray(body) ? (body as unknown[]) : [body];
+    if (messages.length === 0) {
+      badRequest(res, 'Invalid Request: empty batch');
+      return;
+    }
+    for (const m of messages) {
+      const why = invalidReason(m);
+      if (why !== undefined) {
+        badRequest(res, `Invalid Request: ${why}`);
+        return;
+      }
+    }
+    const accept = req.headers.accept;
+    const acceptsSse = accept === undefined || accept.includes('text/event-stream') || accept.includes('*/*');
+    const sessionId = req.headers[HEADER_SESSION];
+    const first = messages[0] as JsonRpcMessage;
+    let session: Session | undefined;
+    const headers: Record<string, string> = {};
+    if (first.method === 'initialize') {
+      if (messages.length > 1) {
+        badRequest(res, 'Invalid Request: initialize must be sent alone');
+        return;
+      }
+      if (this.sessions.size >= this.limits.maxSessions) {
+        sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'Too many sessions; try again later');
+        return;
+      }
+      session = new Session(randomUUID(), 'streamable-http');
+      this.sessions.set(session.id, session);
+      headers[HEADER_SESSION] = session.id;
+    } else if (typeof sessionId === 'string') {
+      session = this.sessions.get(sessionId);
+      if (session === undefined) {
+        // MCP 2025-11-25 "Session Management": 404 tells the client to start a new session.
+        sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
+        return;
+      }
+      const version = req.headers[HEADER_VERSION];
+      if (typeof version === 'string' && !(LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
+        badRequest(res, `Bad Request: unsupported MCP-Protocol-Version: ${version}`);
+        return;
+      }
+    } else {
+      badRequest(res, 'Bad Request: Mcp-Session-Id header is required (send initialize first)');
+      return;
+    }
+    let requests = 0;
+    for (const m of messages)
+      if ((m as JsonRpcMessage).method !== undefined && (m as JsonRpcMessage).id != null) requests++;
+    if (requests === 0) {
+      for (const m of messages) this.bridge.handle(session, m as JsonRpcMessage, undefined);
+      res.writeHead(202);
+      res.end();
+      return;
+    }
+    if (messages.length === 1) {
+      this.bridge.handle(
+        session,
+        first,
+        new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes),
+      );
+      return;
+    }
+    const batch = new BatchExchange(requests, (text) => sendJson(res, 200, text, headers));
+    for (const m of messages) {
+      const msg = m as JsonRpcMessage;
+      this.bridge.handle(session, msg, msg.method !== undefined && msg.id != null ? batch : undefined);
+    }
+  }
+
+  private mcpGet(req: IncomingMessage, res: ServerResponse): void {
+    const session = this.sessionFor(req, res);
+    if (session === undefined) return;
+    const accept = req.headers.accept ?? '';
+    if (!accept.includes('text/event-stream')) {
+      sendRpcError(res, 406, INVALID_REQUEST, 'Not Acceptable: GET needs Accept: text/event-stream');
+      return;
+    }
+    const previous = session.standing instanceof SseOutlet ? session.standing : undefined;
+    if (previous?.open === true) {
+      sendRpcError(res, 409, INVALID_REQUEST, 'Conflict: this session already has an open stream');
+      return;
+    }
+    res.writeHead(200, SSE_HEADERS);
+    const outlet = new SseOutlet(
+      res,
+      this.limits.maxClientBufferBytes,
+      this.limits.replayEvents,
+      () => {},
+      previous,
+    );
+    session.standing = outlet;
+    const lastEventId = req.headers['last-event-id'];
+    if (typeof lastEventId === 'string' && previous !== undefined) {
+      const missed = previous.eventsAfter(Number(lastEventId));
+      if (missed !== undefined) for (const e of missed) outlet.replay(e.id, e.text);
+    }
+    res.flushHeaders();
+  }
+
+  private mcpDelete(req: IncomingMessage, res: ServerResponse): void {
+    const session = this.sessionFor(req, res);
+    if (session === undefined) return;
+    this.endSession(session);
+    res.writeHead(200);
+    res.end();
+  }
+
+  private sessionFor(req: IncomingMessage, res: ServerResponse): Session | undefined {
+    const id = req.headers[HEADER_SESSION];
+    if (typeof id !== 'string') {
+      badRequest(res, 'Bad Request: Mcp-Session-Id header is required');
+      return undefined;
+    }
+    const session = this.sessions.get(id);
+    if (session === undefined) sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
+    return session;
+  }
+
+  // ---- legacy HTTP+SSE (2024-11-05) over a stdio server ----
+
+  private sseOpen(res: ServerResponse): void {
+    if (this.sessions.size >= this.limits.maxSessions) {
+      sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'Too many sessions; try again later');
+      return;
+    }
+    const session = new Session(randomUUID(), 'sse');
+    this.sessions.set(session.id, session);
+    res.writeHead(200, SSE_HEADERS);
+    const outlet = new SseOutlet(res, this.limits.maxClientBufferBytes, 0, () => this.endSession(session));
+    session.standing = outlet;
+    outlet.writeEvent('endpoint', `/messages?session_id=${session.id}`);
+  }
+
+  private ssePost(res: ServerResponse, query: string, body: unknown): void {
+    const sessionId =
+      new URLSearchParams(query).get('session_id') ?? new URLSearchParams(query).get('sessionId');
+    const session = sessionId === null ? undefined : this.sessions.get(sessionId);
+    if (session === undefined || session.transport !== 'sse' || session.standing?.open !== true) {
+      sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
+      return;
+    }
+    const messages = Array.isArray(body) ? (body as unknown[]) : [body];
+    for (const m of messages) {
+      const why = invalidReason(m);
+      if (why !== undefined) {
+        badRequest(res, `Invalid Request: ${why}`);
+        return;
+      }
+    }
+    const target = new OutletTarget(session.standing);
+    for (const m of messages) this.bridge.handle(session, m as JsonRpcMessage, target);
+    res.writeHead(202, { 'content-type': 'text/plain' });
+    res.end('Accepted');
+  }
+
+  // ---- sessions ----
+
+  private endSession(session: Session): void {
+    if (this.sessions.get(session.id) === session) this.sessions.delete(session.id);
+    this.bridge.sessionClosed(session);
+  }
+
+  private resetSessions(): void {
+    for (const s of [...this.sessions.values()]) this.endSession(s);
+  }
+
+  private reapIdle(): void {
+    const cutoff = Date.now() - this.limits.sessionIdleMs;
+    for (const s of [...this.sessions.values()]) {
+      if (
+        s.transport === 'streamable-http' &&
+        s.inflight === 0 &&
+        s.standing?.open !== true &&
+        s.lastActive < cutoff
+      ) {
+        this.endSession(s);
+      }
+    }
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * One client session as the proxy sees it. 2025-era clients get a session at `initialize`
+ * (streamable HTTP, `Mcp-Session-Id`) or at `GET /sse` (legacy SSE). 2026-07-28 clients are
+ * stateless: each request gets a throw-away session that lives as long as the request.
+ */
+import type { Outlet, ReplyTarget } from './outlets.js';
+
+export type SessionTransport = 'streamable-http' | 'sse' | 'stateless';
+
+export const LOG_LEVELS = [
+  'debug',
+  'info',
+  'notice',
+  'warning',
+  'error',
+  'critical',
+  'alert',
+  'emergency',
+] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export function logSeverity(level: unknown): number {
+  const i = LOG_LEVELS.indexOf(level as LogLevel);
+  return i === -1 ? 0 : i;
+}
+
+export class Session {
+  /** Negotiated protocol version (2025 era) or the version of the current request (2026). */
+  protocolVersion = '';
+  clientCapabilities: Record<string, unknown> = {};
+  initialized = false;
+  logLevel: LogLevel | undefined;
+  readonly subscriptions = new Set<string>();
+  /** The GET stream (streamable HTTP) or the `/sse` stream (legacy); unsolicited messages go here. */
+  standing: Outlet | undefined;
+  /** The target of the latest forwarded request (interim messages prefer it while it is open). */
+  lastTarget: ReplyTarget | undefined;
+  /** Requests forwarded to the server and not answered yet. */
+  inflight = 0;
+  lastActive = Date.now();
+  closed = false;
+
+  constructor(
+    readonly id: string,
+    readonly transport: SessionTransport,
+  ) {}
+
+  canHandle(method: string): boolean {
+    const caps = this.clientCapabilities;
+    if (method === 'sampling/createMessage') return caps['sampling'] !== undefined;
+    if (method === 'elicitation/create') return caps['elicitation'] !== undefined;
+    if (method === 'roots/list') return caps['roots'] !== undefined;
+    return true;
+  }
+}

@@ -1,0 +1,684 @@
+/**
+ * The multiplexer: many client sessions share ONE stdio MCP server.
+ *
+ * - The child is initialized once per attach, by the proxy, with the client capabilities the
+ *   proxy can route (sampling, elicitation, roots). Each client's `initialize` is answered from
+ *   the cached result; its `notifications/initialized` is swallowed.
+ * - Request ids: every forwarded request gets a proxy-unique string id `"<prefix><seq>"`; the
+ *   response is matched by that id and the client's own id is spliced back into the text, so
+ *   an ordinary response is routed without being parsed or re-serialized. `progressToken`s and
+ *   `notifications/cancelled` request ids are rewritten the same way.
+ * - Server → client requests (sampling, elicitation, roots) go to the session with the most
+ *   recent in-flight request that declared the capability; with none, the most recently active
+ *   capable session with an open stream; with no candidate the child gets a JSON-RPC error.
+ *   An unanswered request times out with an error to the child and a cancel to the client.
+ * - Notifications: list_changed goes to every session; resources/updated to the subscribers
+ *   (the child is subscribed once per URI, unsubscribed when the last subscriber leaves);
+ *   notifications/message honours each session's level (the child runs at the most verbose
+ *   level any session asked for). A shared child's logs are server-wide: every session whose
+ *   level admits a message receives it.
+ * - A dead child fails every in-flight request with a JSON-RPC error; sessions survive and
+ *   continue on the next child after `attach` (subscriptions and log level are re-applied).
+ */
+import type { Readable, Writable } from 'node:stream';
+import type { Logger } from '../shared/index.js';
+import { SKEP_VERSION } from '../shared/index.js';
+import {
+  errorMessage,
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  isValidId,
+  type JsonRpcId,
+  type JsonRpcMessage,
+  REQUEST_TIMEOUT,
+  resultMessage,
+  UPSTREAM_UNAVAILABLE,
+} from './json-rpc.js';
+import { LineChannel } from './line-channel.js';
+import type { ReplyTarget } from './outlets.js';
+import { LOG_LEVELS, type LogLevel, logSeverity, type Session } from './session.js';
+import type { ToolPolicy } from './tool-policy.js';
+import type { ProxyLimits } from './types.js';
+
+/** 2025-era protocol revisions the proxy can serve to clients, oldest first. */
+export const LEGACY_PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const;
+/** The revision the proxy asks a child for. */
+export const CHILD_PROTOCOL_VERSION = '2025-11-25';
+
+export interface ServerIdentity {
+  protocolVersion: string;
+  capabilities: Record<string, unknown>;
+  serverInfo: Record<string, unknown>;
+  instructions?: string;
+}
+
+interface Pending {
+  readonly session: Session | undefined;
+  readonly clientId: JsonRpcId;
+  readonly clientIdJson: string;
+  readonly target: ReplyTarget | undefined;
+  /** Rewrites the parsed response before it goes back (tools/list policy). */
+  readonly transform: ((msg: JsonRpcMessage) => void) | undefined;
+  /** For the proxy's own requests. */
+  readonly internal: ((msg: JsonRpcMessage) => void) | undefined;
+  progressKey: string | undefined;
+}
+
+interface ServerRequest {
+  readonly session: Session;
+  readonly childId: JsonRpcId;
+  readonly timer: NodeJS.Timeout;
+}
+
+export interface BridgeOptions {
+  logger: Logger;
+  limits: ProxyLimits;
+  policy: ToolPolicy;
+  serverName: string;
+  /** Every live session, for broadcasts. */
+  sessions: () => Iterable<Session>;
+}
+
+export class StdioBridge {
+  private channel: LineChannel | undefined;
+  private identity: ServerIdentity | undefined;
+  private ready = false;
+  private downReason = 'no server attached yet';
+  private seq = 0;
+  private readonly pending = new Map<number, Pending>();
+  private readonly progress = new Map<string, { pending: Pending; token: JsonRpcId }>();
+  private readonly serverRequests = new Map<string, ServerRequest>();
+  private readonly subscribers = new Map<string, Set<Session>>();
+  private childLogLevel: LogLevel | undefined;
+  private waiters: Array<{ resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }> = [];
+  private readonly prefix: string;
+  private readonly idToken: string;
+  private closed = false;
+
+  constructor(private readonly options: BridgeOptions) {
+    // A per-proxy nonce keeps the proxy's ids from colliding with anything a server echoes.
+    this.prefix = `sk${Math.random().toString(36).slice(2, 8)}-`;
+    this.idToken = `"${this.prefix}`;
+  }
+
+  get isReady(): boolean {
+    return this.ready;
+  }
+
+  get server(): ServerIdentity | undefined {
+    return this.identity;
+  }
+
+  /** Attaches a (re)started child and initializes it. Sessions carry on. */
+  async attach(stdin: Writable, stdout: Readable): Promise<void> {
+    if (this.closed) throw new Error('proxy is closed');
+    if (this.channel !== undefined) this.down('server replaced');
+    const channel = new LineChannel(stdin, stdout, this.options.limits.maxUpstreamMessageBytes, {
+      onLine: (line) => this.onLine(line),
+      onOversize: (n) =>
+        this.options.logger.warn({ bytes: n }, 'dropped an oversized message from the server'),
+      onClosed: (reason) => {
+        if (this.channel === channel) this.down(reason);
+      },
+    });
+    this.channel = channel;
+    const reply = await this.internalRequest(
+      'initialize',
+      {
+        protocolVersion: CHILD_PROTOCOL_VERSION,
+        capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } },
+        clientInfo: { name: 'skep-proxy', version: SKEP_VERSION },
+      },
+      this.options.limits.upstreamInitTimeoutMs,
+    );
+    if (this.channel !== channel) throw new Error(`server went away during initialize: ${this.downReason}`);
+    const result = reply.result as Partial<ServerIdentity> | undefined;
+    if (reply.error !== undefined || result === undefined || typeof result.protocolVersion !== 'string') {
+      const why = reply.error?.message ?? 'no protocolVersion in the initialize result';
+      this.down(`initialize failed: ${why}`);
+      throw new Error(`server initialize failed: ${why}`);
+    }
+    this.identity = {
+      protocolVersion: result.protocolVersion,
+      capabilities: result.capabilities ?? {},
+      serverInfo: result.serverInfo ?? { name: this.options.serverName, version: '0' },
+      ...(typeof result.instructions === 'string' ? { instructions: result.instructions } : {}),
+    };
+    channel.send('{"jsonrpc":"2.0","method":"notifications/initialized"}');
+    // Re-apply state the sessions set on the previous child.
+    for (const uri of this.subscribers.keys()) void this.internalRequest('resources/subscribe', { uri });
+    if (this.childLogLevel !== undefined)
+      void this.internalRequest('logging/setLevel', { level: this.childLogLevel });
+    this.ready = true;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const w of waiters) {
+      clearTimeout(w.timer);
+      w.resolve();
+    }
+  }
+
+  /** The child died or was detached: fail everything in flight. Idempotent. */
+  down(reason: string): void {
+    this.ready = false;
+    this.downReason = reason;
+    const channel = this.channel;
+    this.channel = undefined;
+    channel?.detach();
+    if (this.pending.size > 0) {
+      const pending = [...this.pending.values()];
+      this.pending.clear();
+      this.progress.clear();
+      for (const p of pending) {
+        if (p.session !== undefined) p.session.inflight--;
+        if (p.internal !== undefined) {
+          p.internal({
+            jsonrpc: '2.0',
+            id: p.clientId,
+            error: { code: UPSTREAM_UNAVAILABLE, message: reason },
+          });
+        } else {
+          p.target?.final(
+            errorMessage(p.clientId, UPSTREAM_UNAVAILABLE, `MCP server unavailable: ${reason}`),
+          );
+        }
+      }
+    }
+    for (const req of this.serverRequests.values()) clearTimeout(req.timer);
+    this.serverRequests.clear();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.down('proxy closed');
+    for (const w of this.waiters) {
+      clearTimeout(w.timer);
+      w.reject(new Error('proxy closed'));
+    }
+    this.waiters = [];
+  }
+
+  /** Resolves when a server is attached and initialized; rejects after `upstreamWaitMs`. */
+  whenReady(): Promise<void> {
+    if (this.ready) return Promise.resolve();
+    if (this.closed) return Promise.reject(new Error('proxy is closed'));
+    return new Promise((resolve, reject) => {
+      const entry = {
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.waiters = this.waiters.filter((w) => w !== entry);
+          reject(new Error(`MCP server unavailable: ${this.downReason}`));
+        }, this.options.limits.upstreamWaitMs),
+      };
+      entry.timer.unref();
+      this.waiters.push(entry);
+    });
+  }
+
+  /**
+   * One message from a client. Requests need a target for their response; notifications and
+   * responses (to server requests) do not.
+   */
+  handle(session: Session, msg: JsonRpcMessage, target: ReplyTarget | undefined): void {
+    session.lastActive = Date.now();
+    const method = msg.method;
+    if (method === undefined) {
+      this.fromClientResponse(session, msg);
+      return;
+    }
+    if (msg.id === undefined || msg.id === null) {
+      this.fromClientNotification(session, msg);
+      return;
+    }
+    if (target === undefined) return;
+    if (method === 'ping') {
+      target.final(resultMessage(msg.id, {}));
+      return;
+    }
+    if (!this.ready) {
+      this.whenReady().then(
+        () => this.handle(session, msg, target),
+        (err: Error) => target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, err.message)),
+      );
+      return;
+    }
+    switch (method) {
+      case 'initialize':
+        this.answerInitialize(session, msg, target);
+        return;
+      case 'tools/call':
+        if (!this.options.policy.passthrough && !this.applyCallPolicy(msg, target)) return;
+        break;
+      case 'tools/list':
+        if (!this.options.policy.passthrough) {
+          this.forward(session, msg, target, (reply) => this.options.policy.applyToList(reply.result));
+          return;
+        }
+        break;
+      case 'logging/setLevel':
+        this.setLevel(session, msg, target);
+        return;
+      case 'resources/subscribe':
+      case 'resources/unsubscribe':
+        this.subscription(session, msg, target);
+        return;
+    }
+    this.forward(session, msg, target, undefined);
+  }
+
+  /** Answers `initialize` from the cached child result (MCP 2025-11-25 lifecycle). */
+  answerInitialize(session: Session, msg: JsonRpcMessage, target: ReplyTarget): void {
+    const server = this.identity;
+    if (server === undefined) {
+      target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, 'MCP server not initialized'));
+      return;
+    }
+    const params = msg.params ?? {};
+    session.protocolVersion = negotiateVersion(params['protocolVersion'], server.protocolVersion);
+    const caps = params['capabilities'];
+    session.clientCapabilities =
+      caps !== null && typeof caps === 'object' ? (caps as Record<string, unknown>) : {};
+    const result: Record<string, unknown> = {
+      protocolVersion: session.protocolVersion,
+      capabilities: server.capabilities,
+      serverInfo: server.serverInfo,
+    };
+    if (server.instructions !== undefined) result['instructions'] = server.instructions;
+    target.final(resultMessage(msg.id as JsonRpcId, result));
+  }
+
+  /** A client session ended: cancel its work upstream and drop its subscriptions. */
+  sessionClosed(session: Session): void {
+    if (session.closed) return;
+    session.closed = true;
+    session.standing?.close();
+    for (const uri of session.subscriptions) {
+      const set = this.subscribers.get(uri);
+      if (set === undefined) continue;
+      set.delete(session);
+      if (set.size === 0) {
+        this.subscribers.delete(uri);
+        if (this.ready) void this.internalRequest('resources/unsubscribe', { uri });
+      }
+    }
+    if (session.inflight > 0) {
+      for (const [seq, p] of this.pending) {
+        if (p.session !== session) continue;
+        this.pending.delete(seq);
+        this.settle(p);
+        this.channel?.send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            method: 'notifications/cancelled',
+            params: { requestId: this.prefix + seq, reason: 'client session ended' },
+          }),
+        );
+      }
+    }
+    for (const [key, req] of this.serverRequests) {
+      if (req.session !== session) continue;
+      this.serverRequests.delete(key);
+      clearTimeout(req.timer);
+      this.channel?.send(errorMessage(req.childId, INTERNAL_ERROR, 'client session ended'));
+    }
+  }
+
+  // ---- client → server ----
+
+  private forward(
+    session: Session,
+    msg: JsonRpcMessage,
+    target: ReplyTarget,
+    transform: ((msg: JsonRpcMessage) => void) | undefined,
+  ): void {
+    const channel = this.channel;
+    if (channel === undefined) {
+      target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, `MCP server unavailable: ${this.downReason}`));
+      return;
+    }
+    if (channel.buffered > this.options.limits.maxUpstreamBufferBytes) {
+      target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, 'MCP server is not keeping up; try again'));
+      return;
+    }
+    const clientId = msg.id as JsonRpcId;
+    const seq = ++this.seq;
+    const p: Pending = {
+      session,
+      clientId,
+      clientIdJson: typeof clientId === 'number' ? String(clientId) : JSON.stringify(clientId),
+      target,
+      transform,
+      internal: undefined,
+      progressKey: undefined,
+    };
+    const meta = msg.params?.['_meta'] as Record<string, unknown> | undefined;
+    if (meta !== undefined && meta !== null && typeof meta === 'object') {
+      const token = meta['progressToken'];
+      if (isValidId(token)) {
+        const key = `${this.prefix}p${seq}`;
+        p.progressKey = key;
+        this.progress.set(key, { pending: p, token });
+        meta['progressToken'] = key;
+      }
+    }
+    msg.id = this.prefix + seq;
+    this.pending.set(seq, p);
+    session.inflight++;
+    session.lastTarget = target;
+    channel.send(JSON.stringify(msg));
+  }
+
+  private internalRequest(
+    method: string,
+    params: Record<string, unknown>,
+    timeoutMs?: number,
+  ): Promise<JsonRpcMessage> {
+    const channel = this.channel;
+    if (channel === undefined) {
+      return Promise.resolve({
+        jsonrpc: '2.0',
+        id: 0,
+        error: { code: UPSTREAM_UNAVAILABLE, message: this.downReason },
+      });
+    }
+    return new Promise((resolve) => {
+      const seq = ++this.seq;
+      let timer: NodeJS.Timeout | undefined;
+      const p: Pending = {
+        session: undefined,
+        clientId: seq,
+        clientIdJson: String(seq),
+        target: undefined,
+        transform: undefined,
+        internal: (reply) => {
+          if (timer !== undefined) clearTimeout(timer);
+          resolve(reply);
+        },
+        progressKey: undefined,
+      };
+      if (timeoutMs !== undefined) {
+        timer = setTimeout(() => {
+          if (this.pending.delete(seq)) {
+            resolve({
+              jsonrpc: '2.0',
+              id: seq,
+              error: { code: REQUEST_TIMEOUT, message: `${method} timed out` },
+            });
+          }
+        }, timeoutMs);
+        timer.unref();
+      }
+      this.pending.set(seq, p);
+      channel.send(JSON.stringify({ jsonrpc: '2.0', id: this.prefix + seq, method, params }));
+    });
+  }
+
+  private applyCallPolicy(msg: JsonRpcMessage, target: ReplyTarget): boolean {
+    const name = msg.params?.['name'];
+    const original = typeof name === 'string' ? this.options.policy.resolveCall(name) : undefined;
+    if (original === undefined) {
+      // MCP 2025-11-25 "Tools / Error Handling": unknown tools are a protocol error (-32602).
+      target.final(errorMessage(msg.id, INVALID_PARAMS, `Unknown tool: ${String(name)}`));
+      return false;
+    }
+    (msg.params as Record<string, unknown>)['name'] = original;
+    return true;
+  }
+
+  private setLevel(session: Session, msg: JsonRpcMessage, target: ReplyTarget): void {
+    const level = msg.params?.['level'];
+    if (!LOG_LEVELS.includes(level as LogLevel)) {
+      target.final(errorMessage(msg.id, INVALID_PARAMS, `Invalid log level: ${String(level)}`));
+      return;
+    }
+    session.logLevel = level as LogLevel;
+    let wanted: LogLevel = session.logLevel;
+    for (const s of this.options.sessions()) {
+      if (s.logLevel !== undefined && logSeverity(s.logLevel) < logSeverity(wanted)) wanted = s.logLevel;
+    }
+    if (wanted === this.childLogLevel) {
+      target.final(resultMessage(msg.id as JsonRpcId, {}));
+      return;
+    }
+    this.childLogLevel = wanted;
+    (msg.params as Record<string, unknown>)['level'] = wanted;
+    this.forward(session, msg, target, undefined);
+  }
+
+  private subscription(session: Session, msg: JsonRpcMessage, target: ReplyTarget): void {
+    const uri = msg.params?.['uri'];
+    if (typeof uri !== 'string') {
+      target.final(errorMessage(msg.id, INVALID_PARAMS, 'uri must be a string'));
+      return;
+    }
+    let set = this.subscribers.get(uri);
+    if (msg.method === 'resources/subscribe') {
+      session.subscriptions.add(uri);
+      if (set === undefined) {
+        set = new Set();
+        this.subscribers.set(uri, set);
+      }
+      set.add(session);
+      if (set.size > 1) {
+        target.final(resultMessage(msg.id as JsonRpcId, {}));
+        return;
+      }
+    } else {
+      session.subscriptions.delete(uri);
+      set?.delete(session);
+      if (set !== undefined && set.size > 0) {
+        target.final(resultMessage(msg.id as JsonRpcId, {}));
+        return;
+      }
+      this.subscribers.delete(uri);
+    }
+    this.forward(session, msg, target, undefined);
+  }
+
+  private fromClientNotification(session: Session, msg: JsonRpcMessage): void {
+    const method = msg.method;
+    if (method === 'notifications/initialized') {
+      session.initialized = true;
+      return;
+    }
+    const channel = this.channel;
+    if (channel === undefined) return;
+    if (method === 'notifications/cancelled') {
+      const requestId = msg.params?.['requestId'];
+      for (const [seq, p] of this.pending) {
+        if (p.session === session && p.clientId === requestId) {
+          (msg.params as Record<string, unknown>)['requestId'] = this.prefix + seq;
+          channel.send(JSON.stringify(msg));
+          return;
+        }
+      }
+      return;
+    }
+    channel.send(JSON.stringify(msg));
+  }
+
+  private fromClientResponse(session: Session, msg: JsonRpcMessage): void {
+    const key = JSON.stringify(msg.id);
+    const req = this.serverRequests.get(key);
+    if (req === undefined || req.session !== session) {
+      this.options.logger.debug({ id: msg.id }, 'dropped a response to an unknown server request');
+      return;
+    }
+    this.serverRequests.delete(key);
+    clearTimeout(req.timer);
+    this.channel?.send(JSON.stringify(msg));
+  }
+
+  // ---- server → client ----
+
+  private onLine(line: string): void {
+    // Fast path: a response to a forwarded request, matched by the proxy id in the text.
+    const at = line.indexOf(this.idToken);
+    if (at !== -1 && isIdKeyBefore(line, at)) {
+      let end = at + this.idToken.length;
+      let seq = 0;
+      let c = line.charCodeAt(end);
+      while (c >= 48 && c <= 57) {
+        seq = seq * 10 + (c - 48);
+        c = line.charCodeAt(++end);
+      }
+      const p = c === 34 ? this.pending.get(seq) : undefined;
+      if (p !== undefined && p.transform === undefined && p.internal === undefined) {
+        this.pending.delete(seq);
+        this.settle(p);
+        p.target?.final(line.slice(0, at) + p.clientIdJson + line.slice(end + 1));
+        return;
+      }
+    }
+    let msg: JsonRpcMessage;
+    try {
+      msg = JSON.parse(line) as JsonRpcMessage;
+    } catch {
+      this.options.logger.warn('dropped a line from the server that is not JSON');
+      return;
+    }
+    if (msg === null || typeof msg !== 'object') return;
+    if (msg.method === undefined) this.fromServerResponse(msg);
+    else if (msg.id !== undefined && msg.id !== null) this.fromServerRequest(msg, line);
+    else this.fromServerNotification(msg, line);
+  }
+
+  private fromServerResponse(msg: JsonRpcMessage): void {
+    const id = msg.id;
+    if (typeof id !== 'string' || !id.startsWith(this.prefix)) return;
+    const seq = Number(id.slice(this.prefix.length));
+    const p = this.pending.get(seq);
+    if (p === undefined) return;
+    this.pending.delete(seq);
+    this.settle(p);
+    if (p.internal !== undefined) {
+      p.internal(msg);
+      return;
+    }
+    if (p.transform !== undefined && msg.result !== undefined) p.transform(msg);
+    msg.id = p.clientId;
+    p.target?.final(JSON.stringify(msg));
+  }
+
+  private settle(p: Pending): void {
+    if (p.session !== undefined) p.session.inflight--;
+    if (p.progressKey !== undefined) this.progress.delete(p.progressKey);
+  }
+
+  private fromServerRequest(msg: JsonRpcMessage, line: string): void {
+    const method = msg.method as string;
+    const childId = msg.id as JsonRpcId;
+    let chosen: Session | undefined;
+    for (const p of this.pending.values()) {
+      const s = p.session;
+      if (s !== undefined && !s.closed && s.canHandle(method)) chosen = s;
+    }
+    if (chosen === undefined) {
+      let best = 0;
+      for (const s of this.options.sessions()) {
+        if (!s.closed && s.standing?.open === true && s.canHandle(method) && s.lastActive >= best) {
+          chosen = s;
+          best = s.lastActive;
+        }
+      }
+    }
+    if (chosen === undefined || !this.deliver(chosen, line, true)) {
+      this.channel?.send(errorMessage(childId, INTERNAL_ERROR, `no connected client can answer ${method}`));
+      return;
+    }
+    const session = chosen;
+    const key = JSON.stringify(childId);
+    const timer = setTimeout(() => {
+      if (this.serverRequests.get(key)?.session !== session) return;
+      this.serverRequests.delete(key);
+      this.channel?.send(errorMessage(childId, REQUEST_TIMEOUT, `client did not answer ${method} in time`));
+      this.deliver(
+        session,
+        JSON.stringify({
+          jsonrpc: '2.0',
+          method: 'notifications/cancelled',
+          params: { requestId: childId, reason: 'timed out' },
+        }),
+        true,
+      );
+    }, this.options.limits.serverRequestTimeoutMs);
+    timer.unref();
+    this.serverRequests.set(key, { session, childId, timer });
+  }
+
+  private fromServerNotification(msg: JsonRpcMessage, line: string): void {
+    const params = msg.params ?? {};
+    switch (msg.method) {
+      case 'notifications/progress': {
+        const entry = this.progress.get(String(params['progressToken']));
+        if (entry === undefined) return;
+        params['progressToken'] = entry.token;
+        const text = JSON.stringify(msg);
+        if (entry.pending.target?.interim(text) !== true) entry.pending.session?.standing?.send(text);
+        return;
+      }
+      case 'notifications/cancelled': {
+        const key = JSON.stringify(params['requestId']);
+        const req = this.serverRequests.get(key);
+        if (req === undefined) return;
+        this.serverRequests.delete(key);
+        clearTimeout(req.timer);
+        this.deliver(req.session, line, true);
+        return;
+      }
+      case 'notifications/resources/updated': {
+        const set = this.subscribers.get(String(params['uri']));
+        if (set !== undefined) for (const s of set) this.deliver(s, line, false);
+        return;
+      }
+      case 'notifications/message': {
+        const severity = logSeverity(params['level']);
+        for (const s of this.options.sessions()) {
+          if (s.logLevel === undefined || severity >= logSeverity(s.logLevel)) this.deliver(s, line, true);
+        }
+        return;
+      }
+      default: {
+        const related = !(msg.method ?? '').endsWith('/list_changed');
+        for (const s of this.options.sessions()) this.deliver(s, line, related);
+      }
+    }
+  }
+
+  /**
+   * Sends a server-originated message to a session: on the stream of its latest open request
+   * when the message relates to ongoing work (`preferRequest`), else on its standing stream.
+   */
+  private deliver(session: Session, text: string, preferRequest: boolean): boolean {
+    if (session.closed) return false;
+    const live = session.inflight > 0 ? session.lastTarget : undefined;
+    if (preferRequest && live?.open === true && live.interim(text)) return true;
+    if (session.standing?.open === true && session.standing.send(text)) return true;
+    return !preferRequest && live?.open === true && live.interim(text);
+  }
+}
+
+/** True when the text before `at` is `"id"` followed by a colon (optional spaces). */
+function isIdKeyBefore(line: string, at: number): boolean {
+  let i = at - 1;
+  while (i >= 0 && line.charCodeAt(i) === 32) i--;
+  if (line.charCodeAt(i) !== 58 /* : */) return false;
+  i--;
+  while (i >= 0 && line.charCodeAt(i) === 32) i--;
+  return i >= 3 && line.startsWith('"id"', i - 3);
+}
+
+/**
+ * MCP 2025-11-25 lifecycle: the server answers with the requested version when it supports
+ * it, else with one it does support. The proxy serves every 2025-era revision in front of
+ * the child, but never claims a revision newer than the child's, because features the child
+ * lacks cannot be bridged.
+ */
+export function negotiateVersion(requested: unknown, child: string): string {
+  if (typeof requested === 'string' && (LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(requested)) {
+    return requested < child ? requested : child;
+  }
+  return child;
+}

@@ -1,0 +1,355 @@
+/**
+ * Transparent mode: the server speaks HTTP itself (streamable HTTP or the legacy SSE
+ * transport) and the proxy passes traffic through, streaming, keeping the server's session
+ * headers (servers that issue no session id work unchanged). What the proxy still does:
+ * Host/Origin checks and middlewares (before this module), hop-by-hop and credential
+ * stripping (the client's Authorization/Cookie never reach the server; auth middlewares add
+ * what the server should see through `outboundHeaders`), and the tools filter/override.
+ *
+ * After the server restarts it no longer knows the old session ids; it answers 404 and the
+ * clients re-initialize (MCP 2025-11-25 "Session Management").
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createParser } from 'eventsource-parser';
+import { Agent, request } from 'undici';
+import type { Logger } from '../shared/index.js';
+import { sendRpcError } from './http-util.js';
+import {
+  errorMessage,
+  INVALID_PARAMS,
+  INVALID_REQUEST,
+  type JsonRpcMessage,
+  SESSION_NOT_FOUND,
+  UPSTREAM_UNAVAILABLE,
+} from './json-rpc.js';
+import { SSE_HEADERS } from './outlets.js';
+import type { ToolPolicy } from './tool-policy.js';
+import type { ProxyLimits, ProxyUpstream } from './types.js';
+
+type HttpUpstream = Extract<ProxyUpstream, { kind: 'http' }>;
+
+/** Client request headers that mean something to an MCP server. Everything else stays here. */
+const FORWARDED_REQUEST_HEADERS = [
+  'accept',
+  'content-type',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+];
+/** Server response headers passed back. */
+const FORWARDED_RESPONSE_HEADERS = [
+  'content-type',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'cache-control',
+  'www-authenticate',
+  'retry-after',
+];
+
+interface SseSession {
+  readonly id: string;
+  messagesUrl: string | undefined;
+  readonly abort: AbortController;
+  /** Ids of in-flight tools/list requests whose results need the tool policy. */
+  readonly toolLists: Set<string>;
+}
+
+export class TransparentForwarder {
+  private readonly agent: Agent;
+  private readonly sseSessions = new Map<string, SseSession>();
+  private up = true;
+  private downReason = '';
+
+  constructor(
+    private readonly upstream: HttpUpstream,
+    private readonly deps: { logger: Logger; limits: ProxyLimits; policy: ToolPolicy },
+  ) {
+    // Validate at construction: a bad URL is a programming error in the caller.
+    new URL(upstream.url);
+    this.agent = new Agent({ keepAliveTimeout: 30_000, connections: 256 });
+  }
+
+  get isUp(): boolean {
+    return this.up;
+  }
+
+  down(reason: string): void {
+    this.up = false;
+    this.downReason = reason;
+    for (const s of this.sseSessions.values()) s.abort.abort();
+    this.sseSessions.clear();
+  }
+
+  close(): void {
+    this.down('proxy closed');
+    void this.agent.close().catch(() => {});
+  }
+
+  async handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    query: string,
+    body: string | undefined,
+    outbound: Record<string, string> | undefined,
+  ): Promise<void> {
+    if (!this.up) {
+      sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, `MCP server unavailable: ${this.downReason}`);
+      return;
+    }
+    if (this.upstream.transport === 'streamable-http') {
+      if (path !== '/mcp') {
+        sendRpcError(res, 404, INVALID_REQUEST, 'This server speaks streamable HTTP; use /mcp');
+        return;
+      }
+      await this.forwardStreamable(req, res, body, outbound);
+      return;
+    }
+    if (path === '/sse' && req.method === 'GET') await this.openSse(req, res, outbound);
+    else if ((path === '/messages' || path === '/message') && req.method === 'POST')
+      await this.postSse(res, query, body, outbound);
+    else
+      sendRpcError(res, 404, INVALID_REQUEST, 'This server speaks the SSE transport; use /sse and /messages');
+  }
+
+  private headersFor(
+    req: IncomingMessage | undefined,
+    outbound: Record<string, string> | undefined,
+  ): Record<string, string> {
+    const headers: Record<string, string> = {};
+    if (req !== undefined) {
+      for (const name of FORWARDED_REQUEST_HEADERS) {
+        const v = req.headers[name];
+        if (typeof v === 'string') headers[name] = v;
+      }
+    }
+    Object.assign(headers, this.upstream.headers, outbound);
+    return headers;
+  }
+
+  /** Applies the tool policy to a request body; returns the body to send or an error reply. */
+  private rewriteRequest(body: string | undefined): {
+    body: string | undefined;
+    toolLists: string[];
+    error?: string;
+  } {
+    const toolLists: string[] = [];
+    if (body === undefined || this.deps.policy.passthrough) return { body, toolLists };
+    const parsed = JSON.parse(body) as JsonRpcMessage | JsonRpcMessage[];
+    const messages = Array.isArray(parsed) ? parsed : [parsed];
+    let changed = false;
+    for (const m of messages) {
+      if (m?.method === 'tools/list' && m.id != null) toolLists.push(JSON.stringify(m.id));
+      if (m?.method === 'tools/call' && m.id != null) {
+        const name = m.params?.['name'];
+        const original = typeof name === 'string' ? this.deps.policy.resolveCall(name) : undefined;
+        if (original === undefined)
+          return {
+            body,
+            toolLists,
+            error: errorMessage(m.id, INVALID_PARAMS, `Unknown tool: ${String(name)}`),
+          };
+        if (original !== name) {
+          (m.params as Record<string, unknown>)['name'] = original;
+          changed = true;
+        }
+      }
+    }
+    return { body: changed ? JSON.stringify(parsed) : body, toolLists };
+  }
+
+  /** Rewrites one server message (JSON text) when it answers a tools/list. */
+  private rewriteReply(text: string, toolLists: Set<string>): string {
+    if (toolLists.size === 0) return text;
+    let msg: JsonRpcMessage | JsonRpcMessage[];
+    try {
+      msg = JSON.parse(text) as JsonRpcMessage | JsonRpcMessage[];
+    } catch {
+      return text;
+    }
+    let changed = false;
+    for (const m of Array.isArray(msg) ? msg : [msg]) {
+      const key = JSON.stringify(m?.id);
+      if (m?.method === undefined && toolLists.has(key) && m.result !== undefined) {
+        toolLists.delete(key);
+        this.deps.policy.applyToList(m.result);
+        changed = true;
+      }
+    }
+    return changed ? JSON.stringify(msg) : text;
+  }
+
+  private async forwardStreamable(
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: string | undefined,
+    outbound: Record<string, string> | undefined,
+  ): Promise<void> {
+    const rewritten = this.rewriteRequest(body);
+    if (rewritten.error !== undefined) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(rewritten.error);
+      return;
+    }
+    const abort = new AbortController();
+    res.on('close', () => abort.abort());
+    let upstreamRes: Awaited<ReturnType<typeof request>>;
+    try {
+      upstreamRes = await request(this.upstream.url, {
+        dispatcher: this.agent,
+        method: (req.method ?? 'GET') as 'GET' | 'POST' | 'DELETE',
+        headers: this.headersFor(req, outbound),
+        body: rewritten.body ?? null,
+        signal: abort.signal,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
+    } catch (err) {
+      if (!abort.signal.aborted) {
+        sendRpcError(res, 502, UPSTREAM_UNAVAILABLE, `MCP server unreachable: ${(err as Error).message}`);
+      }
+      return;
+    }
+    const headers: Record<string, string> = {};
+    for (const name of FORWARDED_RESPONSE_HEADERS) {
+      const v = upstreamRes.headers[name];
+      if (typeof v === 'string') headers[name] = v;
+    }
+    const toolLists = new Set(rewritten.toolLists);
+    const contentType = headers['content-type'] ?? '';
+    if (toolLists.size > 0 && contentType.startsWith('application/json')) {
+      const text = this.rewriteReply(await upstreamRes.body.text(), toolLists);
+      headers['content-length'] = String(Buffer.byteLength(text));
+      res.writeHead(upstreamRes.statusCode, headers);
+      res.end(text);
+      return;
+    }
+    res.writeHead(upstreamRes.statusCode, headers);
+    if (toolLists.size > 0 && contentType.startsWith('text/event-stream')) {
+      const parser = createParser({
+        onEvent: (e) => {
+          const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
+          const eventLine = e.event === undefined ? '' : `event: ${e.event}\n`;
+          res.write(`${idLine}${eventLine}data: ${this.rewriteReply(e.data, toolLists)}\n\n`);
+        },
+        onRetry: (ms) => res.write(`retry: ${ms}\n\n`),
+      });
+      upstreamRes.body.setEncoding('utf8');
+      upstreamRes.body.on('data', (chunk: string) => parser.feed(chunk));
+      upstreamRes.body.on('end', () => res.end());
+      upstreamRes.body.on('error', () => res.destroy());
+      return;
+    }
+    // Plain streaming pass-through; pipe() handles backpressure towards a slow client.
+    upstreamRes.body.on('error', () => res.destroy());
+    upstreamRes.body.pipe(res);
+  }
+
+  private async openSse(
+    req: IncomingMessage,
+    res: ServerResponse,
+    outbound: Record<string, string> | undefined,
+  ): Promise<void> {
+    const session: SseSession = {
+      id: randomUUID(),
+      messagesUrl: undefined,
+      abort: new AbortController(),
+      toolLists: new Set(),
+    };
+    res.on('close', () => {
+      session.abort.abort();
+      this.sseSessions.delete(session.id);
+    });
+    let upstreamRes: Awaited<ReturnType<typeof request>>;
+    try {
+      upstreamRes = await request(this.upstream.url, {
+        dispatcher: this.agent,
+        method: 'GET',
+        headers: {
+          ...this.headersFor(undefined, outbound),
+          accept: 'text/event-stream',
+          ...lastEventId(req),
+        },
+        signal: session.abort.signal,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      });
+    } catch (err) {
+      if (!session.abort.signal.aborted)
+        sendRpcError(res, 502, UPSTREAM_UNAVAILABLE, `MCP server unreachable: ${(err as Error).message}`);
+      return;
+    }
+    if (upstreamRes.statusCode !== 200) {
+      res.writeHead(upstreamRes.statusCode, {
+        'content-type': String(upstreamRes.headers['content-type'] ?? 'text/plain'),
+      });
+      upstreamRes.body.pipe(res);
+      return;
+    }
+    this.sseSessions.set(session.id, session);
+    res.writeHead(200, SSE_HEADERS);
+    const parser = createParser({
+      onEvent: (e) => {
+        if (e.event === 'endpoint') {
+          // The server announces where to POST; clients get the proxy's own endpoint instead.
+          session.messagesUrl = new URL(e.data.trim(), this.upstream.url).toString();
+          res.write(`event: endpoint\ndata: /messages?session_id=${session.id}\n\n`);
+          return;
+        }
+        const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
+        res.write(
+          `${idLine}event: ${e.event ?? 'message'}\ndata: ${this.rewriteReply(e.data, session.toolLists)}\n\n`,
+        );
+        if (res.writableLength > this.deps.limits.maxClientBufferBytes) res.destroy();
+      },
+    });
+    upstreamRes.body.setEncoding('utf8');
+    upstreamRes.body.on('data', (chunk: string) => parser.feed(chunk));
+    upstreamRes.body.on('end', () => res.end());
+    upstreamRes.body.on('error', () => res.destroy());
+  }
+
+  private async postSse(
+    res: ServerResponse,
+    query: string,
+    body: string | undefined,
+    outbound: Record<string, string> | undefined,
+  ): Promise<void> {
+    const id = new URLSearchParams(query).get('session_id');
+    const session = id === null ? undefined : this.sseSessions.get(id);
+    if (session === undefined || session.messagesUrl === undefined) {
+      sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
+      return;
+    }
+    const rewritten = this.rewriteRequest(body);
+    if (rewritten.error !== undefined) {
+      // Replies travel on the SSE stream in this transport; the POST is only acknowledged.
+      res.writeHead(202);
+      res.end();
+      return;
+    }
+    for (const key of rewritten.toolLists) session.toolLists.add(key);
+    try {
+      const upstreamRes = await request(session.messagesUrl, {
+        dispatcher: this.agent,
+        method: 'POST',
+        headers: { ...this.headersFor(undefined, outbound), 'content-type': 'application/json' },
+        body: rewritten.body ?? '',
+        signal: AbortSignal.timeout(this.deps.limits.upstreamWaitMs),
+      });
+      const text = await upstreamRes.body.text();
+      res.writeHead(upstreamRes.statusCode, {
+        'content-type': String(upstreamRes.headers['content-type'] ?? 'text/plain'),
+      });
+      res.end(text);
+    } catch (err) {
+      sendRpcError(res, 502, UPSTREAM_UNAVAILABLE, `MCP server unreachable: ${(err as Error).message}`);
+    }
+  }
+}
+
+function lastEventId(req: IncomingMessage): Record<string, string> {
+  const v = req.headers['last-event-id'];
+  return typeof v === 'string' ? { 'last-event-id': v } : {};
+}

@@ -1,0 +1,139 @@
+/**
+ * Public contract of the MCP proxy: what the runner passes in (`ProxyOptions`), what it gets
+ * back (`RunningProxy`) and the auth middleware contract (`ProxyMiddleware`). The runner owns
+ * the server process; the proxy owns the client-facing transports and the JSON-RPC routing.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable, Writable } from 'node:stream';
+import type { Logger } from '../shared/index.js';
+
+export type ProxyUpstream =
+  /** A stdio MCP server (child process or container attach). One child serves every session. */
+  | { kind: 'stdio'; stdin: Writable; stdout: Readable }
+  /** A server speaking HTTP itself; the proxy passes traffic through (transparent mode). */
+  | { kind: 'http'; url: string; transport: 'sse' | 'streamable-http'; headers?: Record<string, string> };
+
+export interface ToolOverride {
+  name?: string;
+  description?: string;
+}
+
+export interface ProxyOptions {
+  /** Bind address; default 127.0.0.1 (loopback unless told otherwise). */
+  host?: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** May be attached later with `setUpstream`. */
+  upstream?: ProxyUpstream;
+  /** Only these tools are listed and callable (matched against the original or the overridden name). */
+  toolsFilter?: string[];
+  /** Rename / re-describe tools, keyed by the original name; calls to the new name reach the original. */
+  toolsOverride?: Record<string, ToolOverride>;
+  /** Run in order for every client HTTP request before it is handled or forwarded. */
+  middlewares?: ProxyMiddleware[];
+  /** Host/Origin names accepted besides loopback names (DNS-rebinding guard). */
+  allowedHosts?: string[];
+  logger?: Logger;
+  /** For logs and the client info the proxy presents to the server. */
+  serverName?: string;
+  /** Limits and timeouts; defaults in `PROXY_DEFAULTS`. */
+  limits?: Partial<ProxyLimits>;
+}
+
+export interface ProxyLimits {
+  /** Largest accepted request body, bytes. */
+  maxBodyBytes: number;
+  /** Deepest accepted JSON nesting in a request body. */
+  maxJsonDepth: number;
+  /** Largest line accepted from a stdio server, bytes (characters). */
+  maxUpstreamMessageBytes: number;
+  /** How long a request waits for an upstream while none is attached, ms. */
+  upstreamWaitMs: number;
+  /** How long the server's `initialize` may take after `setUpstream`, ms. */
+  upstreamInitTimeoutMs: number;
+  /** How long a client has to answer a server → client request (sampling, elicitation, roots), ms. */
+  serverRequestTimeoutMs: number;
+  /** Bytes buffered towards one client before it is treated as stuck and its stream is cut. */
+  maxClientBufferBytes: number;
+  /** Bytes buffered towards the server's stdin before new requests are refused. */
+  maxUpstreamBufferBytes: number;
+  /** A session with no traffic and no open stream for this long is forgotten, ms. */
+  sessionIdleMs: number;
+  /** Most concurrent client sessions. */
+  maxSessions: number;
+  /** Messages kept per session for `Last-Event-ID` replay on the GET stream. */
+  replayEvents: number;
+}
+
+export interface RunningProxy {
+  /** `http://<host>:<port>` */
+  readonly url: string;
+  readonly port: number;
+  /**
+   * (Re)attaches the server after it (re)started. For stdio, the proxy initializes the child
+   * with its own client info and re-applies session state (log level, subscriptions);
+   * client sessions keep working with their existing session ids. Resolves once the upstream
+   * is usable; rejects when it cannot be initialized (the proxy then stays "down").
+   */
+  setUpstream(upstream: ProxyUpstream): Promise<void>;
+  /**
+   * The server died: in-flight requests fail now with JSON-RPC errors; new requests wait up
+   * to `limits.upstreamWaitMs` for `setUpstream`, then fail.
+   */
+  upstreamDown(reason: string): void;
+  /** Closes every client connection and the listener. Does not stop the server. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** What inbound auth established about the caller. */
+export interface ProxyIdentity {
+  /** The bearer token as presented (never logged). */
+  token?: string;
+  claims?: Record<string, unknown>;
+  subject?: string;
+}
+
+/**
+ * One client HTTP request as seen by the middleware chain. Middlewares run in order; each may
+ * read and extend it. `outboundHeaders` are added to requests sent to an HTTP upstream
+ * (transparent mode); they are not used for stdio servers, which have no headers.
+ */
+export interface ProxyRequestContext {
+  /** HTTP method, upper case. */
+  readonly method: string;
+  /** Path without the query string, e.g. `/mcp`. */
+  readonly path: string;
+  /** Raw query string without `?` ('' when none). */
+  readonly query: string;
+  /** Incoming request headers (lower-case names). */
+  readonly headers: IncomingHttpHeaders;
+  readonly remoteAddress: string | undefined;
+  /** Set by an inbound auth middleware. */
+  identity: ProxyIdentity;
+  /** Headers to send to an HTTP upstream, e.g. an exchanged token. */
+  outboundHeaders: Record<string, string>;
+  /**
+   * The parsed JSON-RPC body of a POST (one message or a batch array); undefined for
+   * GET/DELETE. Middlewares may inspect it (authorization per method/tool) but should not
+   * replace it.
+   */
+  body: unknown;
+}
+
+/** A middleware's rejection: sent to the client as is; the request goes no further. */
+export interface ProxyMiddlewareResult {
+  status: number;
+  headers?: Record<string, string>;
+  /** A string is sent as is; anything else as JSON. */
+  body?: unknown;
+}
+
+export interface ProxyMiddleware {
+  readonly name: string;
+  /**
+   * Runs for every client HTTP request before it is handled/forwarded. Return a result to
+   * reject the request, or undefined to continue (after optionally setting `identity` or
+   * `outboundHeaders`). A thrown error becomes a 500 with an opaque body.
+   */
+  handle(ctx: ProxyRequestContext): Promise<ProxyMiddlewareResult | undefined>;
+}
