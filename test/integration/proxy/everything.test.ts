@@ -26,7 +26,10 @@ test('streamable HTTP: SDK client lists tools and calls echo through the proxy',
   t.after(() => c.close());
   assert.equal(c.getServerVersion()?.name, 'mcp-servers/everything');
   const { tools } = await c.listTools();
-  assert.ok(tools.some((tool) => tool.name === 'echo'), 'echo is listed');
+  assert.ok(
+    tools.some((tool) => tool.name === 'echo'),
+    'echo is listed',
+  );
   const result = await c.callTool({ name: 'echo', arguments: { message: 'hello proxy' } });
   assert.match(textOf(result), /hello proxy/);
 });
@@ -62,14 +65,16 @@ test('20 concurrent sessions on one stdio child each get their own replies', asy
     clients.map(async (c, i) => {
       const replies: string[] = [];
       for (let k = 0; k < 5; k++) {
-        replies.push(textOf(await c.callTool({ name: 'echo', arguments: { message: `session ${i} call ${k}` } })));
+        replies.push(
+          textOf(await c.callTool({ name: 'echo', arguments: { message: `session ${i} call ${k}` } })),
+        );
       }
       return replies;
     }),
   );
-  rounds.forEach((replies, i) => {
-    replies.forEach((reply, k) => assert.match(reply, new RegExp(`session ${i} call ${k}$`)));
-  });
+  for (const [i, replies] of rounds.entries()) {
+    for (const [k, reply] of replies.entries()) assert.match(reply, new RegExp(`session ${i} call ${k}$`));
+  }
 });
 
 test('kill -9 the child: in-flight calls fail with JSON-RPC errors, sessions keep working after setUpstream', async (t) => {
@@ -84,10 +89,12 @@ test('kill -9 the child: in-flight calls fail with JSON-RPC errors, sessions kee
   assert.match(textOf(await c.callTool({ name: 'echo', arguments: { message: 'before' } })), /before/);
 
   // A long-running call is in flight when the child dies.
-  const inflight = c.callTool({ name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } }).then(
-    () => undefined,
-    (err: Error) => err,
-  );
+  const inflight = c
+    .callTool({ name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } })
+    .then(
+      () => undefined,
+      (err: Error) => err,
+    );
   await new Promise((r) => setTimeout(r, 300));
   child.kill('SIGKILL');
   await exited(child);
@@ -104,5 +111,8 @@ test('kill -9 the child: in-flight calls fail with JSON-RPC errors, sessions kee
   assert.match(textOf(await waiting), /during restart/);
   // The same sessions (same Mcp-Session-Id / same SSE stream) keep working: no re-initialize.
   assert.match(textOf(await c.callTool({ name: 'echo', arguments: { message: 'after' } })), /after/);
-  assert.match(textOf(await sse.callTool({ name: 'echo', arguments: { message: 'sse after' } })), /sse after/);
+  assert.match(
+    textOf(await sse.callTool({ name: 'echo', arguments: { message: 'sse after' } })),
+    /sse after/,
+  );
 });
