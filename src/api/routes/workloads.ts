@@ -1,0 +1,270 @@
+/**
+ * `/api/v1beta/workloads`: create, list, inspect, export, update (merge), stop, restart,
+ * delete (one or in bulk), status and logs. Paths and bodies follow the reference
+ * (management-api.md §1.6, §2); see the route descriptions for where Skep differs.
+ */
+import { Type } from 'typebox';
+import {
+  BulkRequestSchema,
+  CreateWorkloadSchema,
+  RunConfigSchema,
+  UpdateWorkloadSchema,
+  WorkloadDetailSchema,
+  WorkloadSummarySchema,
+} from '../../workloads/index.js';
+import type { SkepApp } from '../app.js';
+import type { ApiContext } from '../context.js';
+import { withErrors } from '../schemas.js';
+
+const NameParams = Type.Object({ name: Type.String({ description: 'Workload name.' }) });
+const NamePort = Type.Object({ name: Type.String(), port: Type.Integer() });
+const Accepted = Type.Object(
+  { names: Type.Array(Type.String(), { description: 'The workloads the operation applies to.' }) },
+  { description: 'Accepted; the work continues in the background. Poll the status.' },
+);
+const LogsQuery = Type.Object({
+  lines: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: 100_000, default: 1000, description: 'Last N lines.' }),
+  ),
+});
+const tags = ['workloads'];
+
+export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<void> {
+  const workloads = ctx.workloads;
+
+  // `skep serve` resumes workloads that were running before it (or the machine) stopped.
+  app.addHook('onListen', async () => {
+    workloads.reconcile().then(
+      (resumed) => {
+        if (resumed.length > 0) ctx.logger.info({ resumed }, 'resumed workloads');
+      },
+      (err: unknown) => ctx.logger.error({ err }, 'resuming workloads failed'),
+    );
+  });
+
+  app.get(
+    '/api/v1beta/workloads',
+    {
+      schema: {
+        tags,
+        summary: 'List workloads (sorted by name)',
+        description:
+          'Only running workloads unless `all=true`; `group` filters on the exact group (404 if it does not exist).',
+        querystring: Type.Object({ all: Type.Optional(Type.Boolean()), group: Type.Optional(Type.String()) }),
+        response: withErrors(
+          { 200: Type.Object({ workloads: Type.Array(WorkloadSummarySchema) }) },
+          400,
+          404,
+        ),
+      },
+    },
+    async (request) => ({
+      workloads: workloads.list({
+        all: request.query.all === true,
+        ...(request.query.group === undefined ? {} : { group: request.query.group }),
+      }),
+    }),
+  );
+
+  app.post(
+    '/api/v1beta/workloads',
+    {
+      schema: {
+        tags,
+        summary: 'Create and start a workload',
+        description:
+          'Everything is validated before anything is written. `name` is derived from the image when omitted. ' +
+          'A missing secret is 404 `secret_not_found`; an explicit busy `proxy_port` is 400 `port_unavailable`.',
+        body: CreateWorkloadSchema,
+        response: withErrors({ 201: NamePort }, 400, 404, 409),
+      },
+    },
+    async (request, reply) => reply.code(201).send(await workloads.create(request.body)),
+  );
+
+  app.post(
+    '/api/v1beta/workloads/delete',
+    {
+      schema: {
+        tags,
+        summary: 'Delete workloads in bulk (by names or by group)',
+        description:
+          'Exactly one of `names` or `group`. Every name must exist (404 lists the missing ones; nothing is changed).',
+        body: BulkRequestSchema,
+        response: withErrors({ 202: Accepted }, 400, 404),
+      },
+    },
+    async (request, reply) => reply.code(202).send({ names: workloads.bulk('delete', request.body) }),
+  );
+
+  app.post(
+    '/api/v1beta/workloads/stop',
+    {
+      schema: {
+        tags,
+        summary: 'Stop workloads in bulk (by names or by group)',
+        body: BulkRequestSchema,
+        response: withErrors({ 202: Accepted }, 400, 404),
+      },
+    },
+    async (request, reply) => reply.code(202).send({ names: workloads.bulk('stop', request.body) }),
+  );
+
+  app.post(
+    '/api/v1beta/workloads/restart',
+    {
+      schema: {
+        tags,
+        summary: 'Restart workloads in bulk (by names or by group)',
+        body: BulkRequestSchema,
+        response: withErrors({ 202: Accepted }, 400, 404),
+      },
+    },
+    async (request, reply) => reply.code(202).send({ names: workloads.bulk('restart', request.body) }),
+  );
+
+  app.get(
+    '/api/v1beta/workloads/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Get workload details',
+        params: NameParams,
+        response: withErrors({ 200: WorkloadDetailSchema }, 400, 404),
+      },
+    },
+    async (request) => workloads.get(request.params.name),
+  );
+
+  app.get(
+    '/api/v1beta/workloads/:name/export',
+    {
+      schema: {
+        tags,
+        summary: 'Export the run configuration (JSON)',
+        description: 'Secrets appear as references (`<name>,target=<ENV>`), never as values.',
+        params: NameParams,
+        response: withErrors({ 200: RunConfigSchema }, 400, 404),
+      },
+    },
+    async (request) => workloads.exportConfig(request.params.name),
+  );
+
+  const updateRoute = {
+    schema: {
+      tags,
+      summary: 'Update a workload (merge)',
+      description:
+        'Fields present replace the stored values; omitted fields keep theirs (the reference resets them). ' +
+        'A running workload is restarted with the new configuration.',
+      params: NameParams,
+      body: UpdateWorkloadSchema,
+      response: withErrors({ 200: NamePort }, 400, 404),
+    },
+  };
+  app.post('/api/v1beta/workloads/:name/edit', updateRoute, async (request) =>
+    workloads.update(request.params.name, request.body),
+  );
+  app.put('/api/v1beta/workloads/:name', updateRoute, async (request) =>
+    workloads.update(request.params.name, request.body),
+  );
+
+  app.post(
+    '/api/v1beta/workloads/:name/stop',
+    {
+      schema: {
+        tags,
+        summary: 'Stop a workload',
+        params: NameParams,
+        response: withErrors({ 202: Accepted }, 400, 404),
+      },
+    },
+    async (request, reply) => {
+      workloads.stop(request.params.name);
+      return reply.code(202).send({ names: [request.params.name] });
+    },
+  );
+
+  app.post(
+    '/api/v1beta/workloads/:name/restart',
+    {
+      schema: {
+        tags,
+        summary: 'Restart a workload',
+        params: NameParams,
+        response: withErrors({ 202: Accepted }, 400, 404),
+      },
+    },
+    async (request, reply) => {
+      workloads.restart(request.params.name);
+      return reply.code(202).send({ names: [request.params.name] });
+    },
+  );
+
+  app.delete(
+    '/api/v1beta/workloads/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a workload',
+        params: NameParams,
+        response: withErrors({ 202: Accepted }, 400, 404),
+      },
+    },
+    async (request, reply) => {
+      workloads.delete(request.params.name);
+      return reply.code(202).send({ names: [request.params.name] });
+    },
+  );
+
+  app.get(
+    '/api/v1beta/workloads/:name/status',
+    {
+      schema: {
+        tags,
+        summary: 'Get the status of a workload',
+        params: NameParams,
+        response: withErrors(
+          { 200: Type.Object({ status: Type.String(), status_context: Type.String() }) },
+          400,
+          404,
+        ),
+      },
+    },
+    async (request) => workloads.status(request.params.name),
+  );
+
+  app.get(
+    '/api/v1beta/workloads/:name/logs',
+    {
+      schema: {
+        tags,
+        summary: "The server's log (stderr), last lines",
+        params: NameParams,
+        querystring: LogsQuery,
+        response: withErrors({ 200: Type.String() }, 400, 404),
+      },
+    },
+    async (request, reply) =>
+      reply
+        .type('text/plain; charset=utf-8')
+        .send(workloads.logs(request.params.name, request.query.lines ?? 1000)),
+  );
+
+  app.get(
+    '/api/v1beta/workloads/:name/proxy-logs',
+    {
+      schema: {
+        tags,
+        summary: "The runner and proxy's log, last lines",
+        params: NameParams,
+        querystring: LogsQuery,
+        response: withErrors({ 200: Type.String() }, 400, 404),
+      },
+    },
+    async (request, reply) =>
+      reply
+        .type('text/plain; charset=utf-8')
+        .send(workloads.proxyLogs(request.params.name, request.query.lines ?? 1000)),
+  );
+}

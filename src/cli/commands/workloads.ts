@@ -1,0 +1,314 @@
+/**
+ * Workload commands: `skep run`, `list`, `stop`, `restart`, `rm`, `logs`, `export`, and the
+ * hidden `skep runner <name>` that the manager spawns detached for each workload.
+ */
+import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import { createContext } from '../../api/context.js';
+import { loadConfig, type SkepConfig } from '../../config/index.js';
+import { runWorkload } from '../../runner/index.js';
+import { RotatingLogFile } from '../../runtime/index.js';
+import { SkepError } from '../../shared/index.js';
+import {
+  type CreateWorkloadRequest,
+  RUNNER_CONFIG_ENV,
+  runnerLogPath,
+  type Transport,
+  tailFile,
+} from '../../workloads/index.js';
+import { withContext } from '../context.js';
+import { printJson, printTable } from '../output.js';
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw new SkepError('bad_request', `invalid port '${value}'`);
+  return port;
+}
+
+function parseEnv(pairs: string[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new SkepError('bad_request', `invalid --env '${pair}': use KEY=VALUE`);
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return env;
+}
+
+function parseSecretFlag(text: string): { name: string; target: string } {
+  const match = /^([^,]+),target=(.+)$/.exec(text);
+  if (match === null)
+    throw new SkepError('bad_request', `invalid --secret '${text}': use <name>,target=<ENV_VAR>`);
+  return { name: match[1] as string, target: match[2] as string };
+}
+
+/** `cmd://./server.js` is relative to where the user typed it, not to the runner's directory. */
+function absoluteCommand(ref: string): string {
+  if (!ref.startsWith('cmd://')) return ref;
+  const target = ref.slice('cmd://'.length);
+  if (isAbsolute(target) || !target.includes('/')) return ref;
+  return `cmd://${resolve(target)}`;
+}
+
+interface RunOptions {
+  name?: string;
+  group?: string;
+  env: string[];
+  secret: string[];
+  transport?: string;
+  proxyPort?: number;
+  targetPort?: number;
+  proxyMode?: string;
+  tools?: string;
+  fromConfig?: string;
+  json?: boolean;
+}
+
+export function registerWorkloads(program: Command): void {
+  program
+    .command('run [server] [args...]')
+    .description(
+      'Run an MCP server: a registry name, an image, npx://<pkg>, uvx://<pkg> or cmd://<executable> (server args after --)',
+    )
+    .option('--name <name>', 'workload name (derived from the server when omitted)')
+    .option('--group <group>', 'group (default: default)')
+    .option('-e, --env <KEY=VALUE>', 'environment variable for the server (repeatable)', collect, [])
+    .option(
+      '--secret <name,target=ENV>',
+      'secret passed as an environment variable (repeatable)',
+      collect,
+      [],
+    )
+    .option('--transport <transport>', 'stdio, sse or streamable-http')
+    .option('--proxy-port <port>', 'proxy port (default: a free port in the configured range)', parsePort)
+    .option('--target-port <port>', 'port of an sse/streamable-http server', parsePort)
+    .option('--proxy-mode <mode>', 'URL advertised to clients: streamable-http or sse')
+    .option('--tools <names>', 'comma-separated tools to expose')
+    .option('--from-config <file>', 'create from an exported run configuration (JSON)')
+    .option('--json', 'print JSON')
+    .action(async (server: string | undefined, args: string[], opts: RunOptions) => {
+      const result = await withContext(async (ctx) => {
+        if (opts.fromConfig !== undefined) {
+          if (server !== undefined)
+            throw new SkepError('bad_request', 'give either a server or --from-config, not both');
+          let raw: unknown;
+          try {
+            raw = JSON.parse(readFileSync(opts.fromConfig, 'utf8'));
+          } catch (err) {
+            throw new SkepError('bad_request', `cannot read ${opts.fromConfig}: ${(err as Error).message}`);
+          }
+          return ctx.workloads.createFromConfig(raw, {
+            ...(opts.name === undefined ? {} : { name: opts.name }),
+            ...(opts.proxyPort === undefined ? {} : { port: opts.proxyPort }),
+          });
+        }
+        if (server === undefined)
+          throw new SkepError('bad_request', 'name a server to run, or use --from-config <file>');
+        const request: CreateWorkloadRequest = {
+          ...(await ctx.workloads.sourceFor(absoluteCommand(server))),
+          ...(opts.name === undefined ? {} : { name: opts.name }),
+          ...(opts.group === undefined ? {} : { group: opts.group }),
+          ...(args.length === 0 ? {} : { cmd_arguments: args }),
+          ...(opts.env.length === 0 ? {} : { env_vars: parseEnv(opts.env) }),
+          ...(opts.secret.length === 0 ? {} : { secrets: opts.secret.map(parseSecretFlag) }),
+          ...(opts.transport === undefined ? {} : { transport: opts.transport as Transport }),
+          ...(opts.proxyPort === undefined ? {} : { proxy_port: opts.proxyPort }),
+          ...(opts.targetPort === undefined ? {} : { target_port: opts.targetPort }),
+          ...(opts.proxyMode === undefined
+            ? {}
+            : { proxy_mode: opts.proxyMode as 'sse' | 'streamable-http' }),
+          ...(opts.tools === undefined ? {} : { tools: opts.tools.split(',').filter((t) => t !== '') }),
+        };
+        if (
+          request.transport !== undefined &&
+          !['stdio', 'sse', 'streamable-http'].includes(request.transport)
+        ) {
+          throw new SkepError(
+            'bad_request',
+            `invalid --transport '${request.transport}': use stdio, sse or streamable-http`,
+          );
+        }
+        return ctx.workloads.create(request);
+      });
+      const url = await withContext((ctx) => ctx.workloads.get(result.name));
+      if (opts.json === true)
+        printJson({
+          ...result,
+          url:
+            url.proxy_mode === 'sse'
+              ? `http://${url.host}:${result.port}/sse#${result.name}`
+              : `http://${url.host}:${result.port}/mcp`,
+        });
+      else process.stdout.write(`workload ${result.name} started on port ${result.port}\n`);
+    });
+
+  program
+    .command('list')
+    .alias('ls')
+    .description('List running workloads (--all: every status)')
+    .option('-a, --all', 'include stopped workloads')
+    .option('--group <group>', 'only this group')
+    .option('--json', 'print JSON')
+    .action(async (opts: { all?: boolean; group?: string; json?: boolean }) => {
+      const workloads = await withContext((ctx) =>
+        ctx.workloads.list({
+          all: opts.all === true,
+          ...(opts.group === undefined ? {} : { group: opts.group }),
+        }),
+      );
+      if (opts.json === true) printJson({ workloads });
+      else {
+        printTable(
+          ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'CREATED'],
+          workloads.map((w) => [w.name, w.package, w.status, w.url, w.port, w.group, w.created_at]),
+        );
+      }
+    });
+
+  for (const [verb, description] of [
+    ['stop', 'Stop workloads (they keep their configuration)'],
+    ['restart', 'Restart workloads'],
+    ['rm', 'Delete workloads'],
+  ] as const) {
+    program
+      .command(`${verb} [names...]`)
+      .description(description)
+      .option('--group <group>', 'every workload of this group')
+      .action(async (names: string[], opts: { group?: string }) => {
+        const done = await withContext(async (ctx) => {
+          const targets =
+            opts.group !== undefined
+              ? ctx.workloads.bulk(
+                  verb === 'rm' ? 'delete' : verb,
+                  names.length > 0 ? { names, group: opts.group } : { group: opts.group },
+                )
+              : ctx.workloads.bulk(verb === 'rm' ? 'delete' : verb, { names });
+          await ctx.workloads.settled();
+          return targets;
+        });
+        for (const name of done)
+          process.stdout.write(
+            `${name}: ${verb === 'rm' ? 'removed' : verb === 'stop' ? 'stopped' : 'restarted'}\n`,
+          );
+      });
+  }
+
+  program
+    .command('logs <name>')
+    .description("Print a workload's server log (--proxy: the runner/proxy log)")
+    .option('-f, --follow', 'keep printing new lines')
+    .option('--proxy', 'the runner and proxy log instead of the server log')
+    .option('-n, --lines <n>', 'last N lines', (v) => Number(v), 100)
+    .action(async (name: string, opts: { follow?: boolean; proxy?: boolean; lines: number }) => {
+      const file = await withContext((ctx) =>
+        ctx.workloads.logFile(name, opts.proxy === true ? 'proxy' : 'server'),
+      );
+      process.stdout.write(tailFile(file, opts.lines));
+      if (opts.follow === true) await follow(file);
+    });
+
+  program
+    .command('export <name> [file]')
+    .description('Write the run configuration as JSON (to a file or stdout)')
+    .action(async (name: string, file: string | undefined) => {
+      const config = await withContext((ctx) => ctx.workloads.exportConfig(name));
+      const text = `${JSON.stringify(config, null, 2)}\n`;
+      if (file === undefined) process.stdout.write(text);
+      else {
+        const { writeFileAtomic } = await import('../../shared/index.js');
+        await writeFileAtomic(file, text, 0o600);
+        process.stdout.write(`run configuration of ${name} written to ${file}\n`);
+      }
+    });
+
+  program
+    .command('runner <name>', { hidden: true })
+    .description('Supervise one workload (started by skep; not for direct use)')
+    .action(async (name: string) => {
+      process.exitCode = await runnerMain(name);
+    });
+}
+
+/** Prints what is appended to `file` until interrupted (follows rotation by re-opening). */
+async function follow(file: string): Promise<void> {
+  let offset = sizeOf(file);
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  while (!stopped) {
+    await new Promise((r) => setTimeout(r, 300));
+    const size = sizeOf(file);
+    if (size < offset) offset = 0; // rotated
+    if (size > offset) {
+      const fd = openSync(file, 'r');
+      const buffer = Buffer.alloc(size - offset);
+      readSync(fd, buffer, 0, buffer.length, offset);
+      closeSync(fd);
+      process.stdout.write(buffer);
+      offset = size;
+    }
+  }
+}
+
+function sizeOf(file: string): number {
+  try {
+    return statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+async function runnerMain(name: string): Promise<number> {
+  const fromParent = process.env[RUNNER_CONFIG_ENV];
+  const config: SkepConfig = fromParent === undefined ? loadConfig() : (JSON.parse(fromParent) as SkepConfig);
+  delete process.env[RUNNER_CONFIG_ENV];
+  const logFile = new RotatingLogFile(runnerLogPath(config.paths.logsDir, name), {
+    maxBytes: config.workloads.log_max_bytes,
+    files: config.workloads.log_files,
+  });
+  const logger = pino(
+    {
+      level: process.env['SKEP_RUNNER_LOG_LEVEL'] ?? 'info',
+      name: `runner:${name}`,
+      redact: { paths: ['*.password', '*.secret', '*.token', '*.client_secret'], censor: '[redacted]' },
+    },
+    { write: (line: string) => logFile.write(line) },
+  );
+  const controller = new AbortController();
+  const onSignal = (signal: string) => {
+    logger.info({ signal }, 'stopping');
+    controller.abort();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  // A runner must not die on a stray async error from a client connection; log it instead.
+  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception'));
+  const ctx = createContext(config, { logger });
+  let code = 1;
+  try {
+    code = await runWorkload({
+      name,
+      store: ctx.store,
+      config,
+      secretLookup: ctx.workloads.secretLookup,
+      logger,
+      signal: controller.signal,
+    });
+  } catch (err) {
+    logger.error({ err }, 'runner failed');
+  } finally {
+    await ctx.close();
+    logFile.close();
+  }
+  // Nothing else should keep the runner alive once its workload is down.
+  setTimeout(() => process.exit(code), 1000).unref();
+  return code;
+}

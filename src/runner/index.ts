@@ -1,0 +1,2 @@
+export type { RestartPolicy, RunnerOptions } from './runner.js';
+export { DEFAULT_RESTART_POLICY, runWorkload } from './runner.js';

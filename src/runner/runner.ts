@@ -1,0 +1,257 @@
+/**
+ * The per-workload supervisor (`skep runner <name>`, spawned detached by the manager). It
+ * reads the run configuration from the store, serves the proxy on the workload's port,
+ * starts the server through the runtime and keeps it alive: when the server dies the proxy
+ * is told (`upstreamDown`), the server is restarted after a capped exponential backoff and
+ * re-attached (`setUpstream`); a long-enough healthy run resets the backoff; after too many
+ * failures in a row the runner gives up and records `error`. Status, `status_context` and
+ * its own pid live in the store. SIGTERM stops everything cleanly.
+ */
+import type { SkepConfig } from '../config/index.js';
+import { type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
+import { ProcessRuntime, type Runtime, type ServerExit, type ServerHandle } from '../runtime/index.js';
+import { describeError, type Logger } from '../shared/index.js';
+import type { Store } from '../store/index.js';
+import {
+  type RunConfig,
+  resolveSecretReferences,
+  type SecretLookup,
+  type StatusUpdate,
+  serverLogPath,
+  WorkloadStore,
+} from '../workloads/index.js';
+
+export interface RestartPolicy {
+  /** First delay after a crash, ms; doubles per consecutive crash. */
+  initialDelayMs: number;
+  maxDelayMs: number;
+  /** A run at least this long counts as healthy and resets the backoff, ms. */
+  healthyAfterMs: number;
+  /** Consecutive failed starts or crashes before giving up. */
+  maxRestarts: number;
+}
+
+export const DEFAULT_RESTART_POLICY: Readonly<RestartPolicy> = Object.freeze({
+  initialDelayMs: 1000,
+  maxDelayMs: 30_000,
+  healthyAfterMs: 30_000,
+  maxRestarts: 10,
+});
+
+export interface RunnerOptions {
+  name: string;
+  store: Store;
+  config: SkepConfig;
+  secretLookup: SecretLookup;
+  logger: Logger;
+  runtime?: Runtime;
+  policy?: Partial<RestartPolicy>;
+  /** The runner's identity in the store; the default is this process's pid. */
+  pid?: number;
+  /** Aborting stops the workload (SIGTERM handler). */
+  signal: AbortSignal;
+}
+
+const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+
+/** Runs until stopped or until it gives up; returns the process exit code. */
+export async function runWorkload(options: RunnerOptions): Promise<number> {
+  const { name, config, logger, signal } = options;
+  const pid = options.pid ?? process.pid;
+  const policy: RestartPolicy = { ...DEFAULT_RESTART_POLICY, ...options.policy };
+  const rows = new WorkloadStore(options.store);
+  const setStatus = (update: StatusUpdate) => rows.setStatusFromRunner(name, pid, update);
+
+  // The manager records our pid right after spawning us; wait for it, so that a runner
+  // that lost a race (the workload was stopped or replaced meanwhile) just leaves.
+  const deadline = Date.now() + 15_000;
+  let row = rows.get(name);
+  while (row !== undefined && row.runnerPid !== pid && Date.now() < deadline && !signal.aborted) {
+    await sleep(50, signal);
+    row = rows.get(name);
+  }
+  if (row === undefined || row.runnerPid !== pid) {
+    logger.warn({ workload: name }, 'this runner is not the registered runner of the workload; exiting');
+    return 1;
+  }
+  const runConfig = row.config;
+
+  let env: Record<string, string>;
+  try {
+    env = {
+      ...runConfig.env_vars,
+      ...(await resolveSecretReferences(runConfig.secrets, options.secretLookup)),
+    };
+  } catch (err) {
+    setStatus({ status: 'error', context: `cannot resolve secrets: ${describeError(err)}` });
+    logger.error({ workload: name, err: describeError(err) }, 'cannot resolve secrets');
+    return 1;
+  }
+
+  let proxy: RunningProxy;
+  try {
+    proxy = await startProxy({
+      host: runConfig.host,
+      port: runConfig.port,
+      logger,
+      serverName: name,
+      ...(runConfig.tools_filter === undefined ? {} : { toolsFilter: runConfig.tools_filter }),
+      ...(runConfig.tools_override === undefined ? {} : { toolsOverride: runConfig.tools_override }),
+    });
+  } catch (err) {
+    setStatus({
+      status: 'error',
+      context: `cannot serve the proxy on ${runConfig.host}:${runConfig.port}: ${describeError(err)}`,
+    });
+    logger.error({ workload: name, err: describeError(err) }, 'cannot start the proxy');
+    return 1;
+  }
+  logger.info({ workload: name, url: proxy.url }, 'proxy listening');
+
+  try {
+    if (runConfig.remote_url !== undefined)
+      return await serveRemote(runConfig, proxy, setStatus, logger, signal);
+    const runtime =
+      options.runtime ??
+      new ProcessRuntime({
+        logMaxBytes: config.workloads.log_max_bytes,
+        logFiles: config.workloads.log_files,
+      });
+    return await supervise({
+      runConfig,
+      env,
+      runtime,
+      proxy,
+      setStatus,
+      logger,
+      signal,
+      policy,
+      logFile: serverLogPath(config.paths.logsDir, name),
+    });
+  } finally {
+    await proxy.close();
+  }
+}
+
+async function serveRemote(
+  runConfig: RunConfig,
+  proxy: RunningProxy,
+  setStatus: (u: StatusUpdate) => boolean,
+  logger: Logger,
+  signal: AbortSignal,
+): Promise<number> {
+  const transport = runConfig.transport === 'sse' ? 'sse' : 'streamable-http';
+  try {
+    await proxy.setUpstream({ kind: 'http', url: runConfig.remote_url as string, transport });
+  } catch (err) {
+    setStatus({ status: 'error', context: `remote server unusable: ${describeError(err)}` });
+    return 1;
+  }
+  setStatus({ status: 'running', context: '', started: true });
+  logger.info({ workload: runConfig.name }, 'proxying a remote server');
+  await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  setStatus({ status: 'stopped', context: '' });
+  return 0;
+}
+
+interface SuperviseArgs {
+  runConfig: RunConfig;
+  env: Record<string, string>;
+  runtime: Runtime;
+  proxy: RunningProxy;
+  setStatus: (u: StatusUpdate) => boolean;
+  logger: Logger;
+  signal: AbortSignal;
+  policy: RestartPolicy;
+  logFile: string;
+}
+
+async function supervise(args: SuperviseArgs): Promise<number> {
+  const { runConfig, runtime, proxy, setStatus, logger, signal, policy } = args;
+  const name = runConfig.name;
+  let failures = 0;
+  let first = true;
+  let handle: ServerHandle | undefined;
+  while (!signal.aborted) {
+    const startedAt = Date.now();
+    handle = undefined;
+    let failure: string;
+    try {
+      handle = await runtime.start({
+        name,
+        image: runConfig.image,
+        args: runConfig.cmd_args,
+        env: args.env,
+        transport: runConfig.transport,
+        ...(runConfig.target_port === undefined ? {} : { targetPort: runConfig.target_port }),
+        logFile: args.logFile,
+      });
+      await proxy.setUpstream(upstreamOf(handle, runConfig));
+      setStatus({ status: 'running', context: '', started: first });
+      first = false;
+      logger.info({ workload: name, server: handle.id }, 'server running');
+      const outcome = await Promise.race([
+        handle.exited,
+        new Promise<'stop'>((resolve) =>
+          signal.addEventListener('abort', () => resolve('stop'), { once: true }),
+        ),
+      ]);
+      if (outcome === 'stop') break;
+      failure = `server exited (${describeExit(outcome)})`;
+    } catch (err) {
+      failure = `server failed to start: ${describeError(err)}`;
+      if (handle !== undefined) await handle.stop();
+    }
+    handle = undefined;
+    if (signal.aborted) break;
+    proxy.upstreamDown(failure);
+    // A long healthy run means this is a fresh problem, not a crash loop.
+    if (Date.now() - startedAt >= policy.healthyAfterMs) failures = 0;
+    failures++;
+    if (failures > policy.maxRestarts) {
+      setStatus({ status: 'error', context: `${failure}; gave up after ${policy.maxRestarts} restarts` });
+      logger.error({ workload: name, failure }, 'giving up');
+      return 1;
+    }
+    const delay = Math.min(policy.initialDelayMs * 2 ** (failures - 1), policy.maxDelayMs);
+    setStatus({
+      status: 'starting',
+      context: `${failure}; restarting in ${Math.round(delay / 1000)}s (attempt ${failures}/${policy.maxRestarts})`,
+    });
+    logger.warn({ workload: name, failure, delayMs: delay, attempt: failures }, 'restarting the server');
+    await sleep(delay, signal);
+  }
+  // Stopping: the server first, then (in the caller) the proxy.
+  if (handle !== undefined) await handle.stop();
+  setStatus({ status: 'stopped', context: '' });
+  logger.info({ workload: name }, 'stopped');
+  return 0;
+}
+
+function upstreamOf(handle: ServerHandle, runConfig: RunConfig): ProxyUpstream {
+  if (handle.stdio !== undefined)
+    return { kind: 'stdio', stdin: handle.stdio.stdin, stdout: handle.stdio.stdout };
+  if (handle.url !== undefined) {
+    return {
+      kind: 'http',
+      url: handle.url,
+      transport: runConfig.transport === 'sse' ? 'sse' : 'streamable-http',
+    };
+  }
+  throw new Error('the runtime returned neither stdio nor a URL');
+}
+
+function describeExit(exit: ServerExit): string {
+  if (exit.signal !== null) return `signal ${exit.signal}`;
+  return `code ${exit.code ?? 'unknown'}`;
+}

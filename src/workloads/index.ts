@@ -1,0 +1,36 @@
+/** Workloads: run configurations, the lifecycle manager, and the runner process plumbing. */
+export { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
+export type {
+  BulkAction,
+  ListOptions,
+  RegistryServerSpec,
+  ResolveRegistryServer,
+  WorkloadChange,
+  WorkloadChangeKind,
+  WorkloadChangeListener,
+  WorkloadManagerOptions,
+} from './manager.js';
+export { WorkloadManager } from './manager.js';
+export { baseNameFor, validateWorkloadName, workloadNameProblem } from './names.js';
+export type { ProxyMode, RunConfig, Transport } from './run-config.js';
+export { parseRunConfig, RUN_CONFIG_SCHEMA_VERSION, RunConfigSchema, workloadUrl } from './run-config.js';
+export type { SpawnRunner } from './runner-process.js';
+export { cliEntry, RUNNER_CONFIG_ENV, runnerAlive, spawnRunner, stopRunner } from './runner-process.js';
+export type {
+  BulkRequest,
+  CreateWorkloadRequest,
+  UpdateWorkloadRequest,
+  WorkloadDetail,
+  WorkloadSummary,
+} from './schemas.js';
+export {
+  BulkRequestSchema,
+  CreateWorkloadSchema,
+  UpdateWorkloadSchema,
+  WorkloadDetailSchema,
+  WorkloadSummarySchema,
+} from './schemas.js';
+export type { SecretLookup } from './secrets.js';
+export { resolveSecretReferences } from './secrets.js';
+export type { DesiredState, StatusUpdate, WorkloadRow, WorkloadStatus } from './workload-store.js';
+export { WORKLOAD_STATUSES, WorkloadStore } from './workload-store.js';

@@ -1,0 +1,200 @@
+/**
+ * Wire schemas of the workloads API (TypeBox): the create/update request, the list item,
+ * the detail view and the bulk request. Field names follow the seed's workload tables and
+ * the reference's `createRequest`, so existing clients keep working.
+ */
+import { type Static, Type } from 'typebox';
+import { PermissionProfileSchema, ProxyModeSchema, TransportSchema } from './run-config.js';
+
+const Opt = Type.Optional;
+const Strs = () => Type.Array(Type.String());
+const StrMap = () => Type.Record(Type.String(), Type.String());
+
+export const SecretRefSchema = Type.Object(
+  {
+    name: Type.String({ description: 'Secret name in the secrets provider.' }),
+    target: Type.String({ description: 'Environment variable the server receives it in.' }),
+  },
+  { additionalProperties: false },
+);
+
+const ToolOverrideSchema = Type.Object(
+  { name: Opt(Type.String()), description: Opt(Type.String()) },
+  { additionalProperties: false },
+);
+
+export const OidcRequestSchema = Type.Object({
+  issuer: Opt(Type.String()),
+  audience: Opt(Type.String()),
+  jwks_url: Opt(Type.String()),
+  introspection_url: Opt(Type.String()),
+  client_id: Opt(Type.String()),
+  client_secret: Opt(Type.String({ description: 'Ignored (never stored in plain text).' })),
+  scopes: Opt(Strs()),
+});
+
+export const OAuthConfigSchema = Type.Object({
+  issuer: Opt(Type.String()),
+  authorize_url: Opt(Type.String()),
+  token_url: Opt(Type.String()),
+  client_id: Opt(Type.String()),
+  client_secret: Opt(SecretRefSchema),
+  bearer_token: Opt(SecretRefSchema),
+  scopes: Opt(Strs()),
+  use_pkce: Opt(Type.Boolean()),
+  oauth_params: Opt(StrMap()),
+  callback_port: Opt(Type.Integer({ minimum: 0, maximum: 65535 })),
+  skip_browser: Opt(Type.Boolean()),
+  resource: Opt(Type.String()),
+});
+
+export const HeaderSchema = Type.Object({
+  name: Type.String(),
+  description: Opt(Type.String()),
+  required: Opt(Type.Boolean()),
+  default: Opt(Type.String()),
+  secret: Opt(Type.Boolean()),
+  choices: Opt(Strs()),
+});
+
+const HeaderForwardSchema = Type.Object({
+  add_plaintext_headers: Opt(StrMap()),
+  add_headers_from_secret: Opt(StrMap()),
+});
+const RuntimeConfigSchema = Type.Object({
+  builder_image: Opt(Type.String()),
+  additional_packages: Opt(Strs()),
+  build_with: Opt(Type.String()),
+  runtime_env: Opt(StrMap()),
+});
+
+/** Every field a create or update may set (update: all optional, omitted ones keep their value). */
+const settableFields = {
+  image: Opt(
+    Type.String({
+      description: '`npx://<package>`, `uvx://<package>`, `cmd://<executable>`, or a container image.',
+    }),
+  ),
+  url: Opt(Type.String({ description: 'Remote MCP server URL (no local server is started).' })),
+  host: Opt(Type.String({ description: 'Proxy bind address (default 127.0.0.1).' })),
+  cmd_arguments: Opt(Strs()),
+  target_port: Opt(
+    Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      description: 'Port of an sse/streamable-http server (0: allocate).',
+    }),
+  ),
+  proxy_port: Opt(
+    Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      description: 'Proxy port (0: allocate on create, keep on update).',
+    }),
+  ),
+  env_vars: Opt(StrMap()),
+  secrets: Opt(Type.Array(SecretRefSchema)),
+  volumes: Opt(Strs()),
+  transport: Opt(TransportSchema),
+  authz_config: Opt(
+    Type.String({ description: 'Path to an authorization config file (stored, not enforced yet).' }),
+  ),
+  oidc: Opt(OidcRequestSchema),
+  permission_profile: Opt(PermissionProfileSchema),
+  proxy_mode: Opt(ProxyModeSchema),
+  network_isolation: Opt(Type.Union([Type.Boolean(), Type.Null()])),
+  trust_proxy_headers: Opt(Type.Boolean()),
+  allow_docker_gateway: Opt(Type.Boolean()),
+  tools: Opt(Type.Array(Type.String(), { description: 'Only these tools are exposed.' })),
+  tools_override: Opt(Type.Record(Type.String(), ToolOverrideSchema)),
+  group: Opt(Type.String()),
+  oauth_config: Opt(OAuthConfigSchema),
+  headers: Opt(Type.Array(HeaderSchema)),
+  header_forward: Opt(HeaderForwardSchema),
+  runtime_config: Opt(RuntimeConfigSchema),
+};
+
+export const CreateWorkloadSchema = Type.Object(
+  {
+    name: Opt(Type.String({ description: 'Workload name; derived from the image when omitted.' })),
+    registry: Opt(Type.String({ description: 'Registry name (only `default`); with `server`.' })),
+    server: Opt(Type.String({ description: 'Server name in the registry; with `registry`.' })),
+    ...settableFields,
+  },
+  { $id: 'CreateWorkloadRequest' },
+);
+
+export const UpdateWorkloadSchema = Type.Object(settableFields, {
+  $id: 'UpdateWorkloadRequest',
+  description: 'Merge update: fields that are present replace the stored value; omitted fields keep theirs.',
+});
+
+export type CreateWorkloadRequest = Static<typeof CreateWorkloadSchema>;
+export type UpdateWorkloadRequest = Static<typeof UpdateWorkloadSchema>;
+
+export const WorkloadStatusSchema = Type.String({
+  description: '`starting`, `running`, `stopping`, `stopped`, `error`, `unhealthy`, `removing` or `unknown`.',
+});
+
+export const WorkloadSummarySchema = Type.Object(
+  {
+    name: Type.String(),
+    package: Type.String(),
+    group: Type.String(),
+    labels: StrMap(),
+    port: Type.Integer(),
+    proxy_mode: Type.String(),
+    remote: Type.Boolean(),
+    url: Type.String(),
+    tools: Strs(),
+    transport_type: Type.String(),
+    status: WorkloadStatusSchema,
+    status_context: Type.String(),
+    created_at: Type.String(),
+    started_at: Type.String(),
+  },
+  { $id: 'WorkloadSummary' },
+);
+export type WorkloadSummary = Static<typeof WorkloadSummarySchema>;
+
+export const WorkloadDetailSchema = Type.Object(
+  {
+    name: Type.String(),
+    image: Type.String(),
+    host: Type.String(),
+    group: Type.String(),
+    url: Type.String(),
+    transport: Type.String(),
+    proxy_mode: Type.String(),
+    authz_config: Type.String(),
+    cmd_arguments: Strs(),
+    tools: Strs(),
+    volumes: Strs(),
+    env_vars: StrMap(),
+    headers: Type.Array(HeaderSchema),
+    header_forward: HeaderForwardSchema,
+    network_isolation: Type.Boolean(),
+    trust_proxy_headers: Type.Boolean(),
+    proxy_port: Type.Integer(),
+    target_port: Type.Integer(),
+    oauth_config: OAuthConfigSchema,
+    oidc: OidcRequestSchema,
+    permission_profile: PermissionProfileSchema,
+    runtime_config: RuntimeConfigSchema,
+    secrets: Type.Array(SecretRefSchema),
+    tools_override: Type.Record(Type.String(), ToolOverrideSchema),
+    status: WorkloadStatusSchema,
+    status_context: Type.String(),
+  },
+  { $id: 'WorkloadDetail' },
+);
+export type WorkloadDetail = Static<typeof WorkloadDetailSchema>;
+
+export const BulkRequestSchema = Type.Object(
+  {
+    names: Opt(Type.Array(Type.String(), { description: 'Workload names (every one must exist).' })),
+    group: Opt(Type.String({ description: 'Every workload of this group (any status).' })),
+  },
+  { $id: 'BulkWorkloadsRequest', description: 'Exactly one of `names` or `group`.' },
+);
+export type BulkRequest = Static<typeof BulkRequestSchema>;

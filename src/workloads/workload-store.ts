@@ -1,0 +1,207 @@
+/**
+ * The workloads' tables in the shared state store. One row per workload: its run
+ * configuration (JSON), the desired state (what the user asked for), and the observed
+ * status written by the runner. `skep serve`, the CLI and every runner read and write it.
+ */
+import type { Store } from '../store/index.js';
+import { parseRunConfig, type RunConfig } from './run-config.js';
+
+export const WORKLOAD_STATUSES = [
+  'starting',
+  'running',
+  'stopping',
+  'stopped',
+  'error',
+  'unhealthy',
+  'removing',
+  'unknown',
+] as const;
+export type WorkloadStatus = (typeof WORKLOAD_STATUSES)[number];
+export type DesiredState = 'running' | 'stopped';
+
+const MIGRATIONS = [
+  `CREATE TABLE workloads (
+     name TEXT PRIMARY KEY,
+     run_config TEXT NOT NULL,
+     group_name TEXT NOT NULL,
+     port INTEGER NOT NULL UNIQUE,
+     desired_state TEXT NOT NULL,
+     status TEXT NOT NULL,
+     status_context TEXT NOT NULL DEFAULT '',
+     runner_pid INTEGER,
+     created_at TEXT NOT NULL,
+     started_at TEXT,
+     updated_at TEXT NOT NULL
+   );
+   CREATE INDEX workloads_group ON workloads(group_name);`,
+];
+
+export interface WorkloadRow {
+  name: string;
+  config: RunConfig;
+  group: string;
+  port: number;
+  desired: DesiredState;
+  status: WorkloadStatus;
+  statusContext: string;
+  runnerPid: number | undefined;
+  createdAt: string;
+  startedAt: string | undefined;
+  updatedAt: string;
+}
+
+interface RawRow {
+  name: string;
+  run_config: string;
+  group_name: string;
+  port: number;
+  desired_state: string;
+  status: string;
+  status_context: string;
+  runner_pid: number | null;
+  created_at: string;
+  started_at: string | null;
+  updated_at: string;
+}
+
+function toRow(raw: RawRow): WorkloadRow {
+  return {
+    name: raw.name,
+    config: parseRunConfig(JSON.parse(raw.run_config), `stored run configuration of '${raw.name}'`),
+    group: raw.group_name,
+    port: raw.port,
+    desired: raw.desired_state === 'running' ? 'running' : 'stopped',
+    status: (WORKLOAD_STATUSES as readonly string[]).includes(raw.status)
+      ? (raw.status as WorkloadStatus)
+      : 'unknown',
+    statusContext: raw.status_context,
+    runnerPid: raw.runner_pid ?? undefined,
+    createdAt: raw.created_at,
+    startedAt: raw.started_at ?? undefined,
+    updatedAt: raw.updated_at,
+  };
+}
+
+export interface StatusUpdate {
+  status: WorkloadStatus;
+  context?: string;
+  /** `null` clears the stored runner pid. */
+  runnerPid?: number | null;
+  started?: boolean;
+  desired?: DesiredState;
+}
+
+export class WorkloadStore {
+  readonly #store: Store;
+
+  constructor(store: Store) {
+    this.#store = store;
+    store.migrate('workloads', MIGRATIONS);
+  }
+
+  get(name: string): WorkloadRow | undefined {
+    const raw = this.#store.db.prepare('SELECT * FROM workloads WHERE name = ?').get(name) as
+      | RawRow
+      | undefined;
+    return raw === undefined ? undefined : toRow(raw);
+  }
+
+  list(group?: string): WorkloadRow[] {
+    const raws = (
+      group === undefined
+        ? this.#store.db.prepare('SELECT * FROM workloads ORDER BY name').all()
+        : this.#store.db.prepare('SELECT * FROM workloads WHERE group_name = ? ORDER BY name').all(group)
+    ) as RawRow[];
+    return raws.map(toRow);
+  }
+
+  names(group?: string): string[] {
+    const rows = (
+      group === undefined
+        ? this.#store.db.prepare('SELECT name FROM workloads ORDER BY name').all()
+        : this.#store.db.prepare('SELECT name FROM workloads WHERE group_name = ? ORDER BY name').all(group)
+    ) as { name: string }[];
+    return rows.map((r) => r.name);
+  }
+
+  ports(): Set<number> {
+    const rows = this.#store.db.prepare('SELECT port FROM workloads').all() as { port: number }[];
+    return new Set(rows.map((r) => r.port));
+  }
+
+  portOwner(port: number): string | undefined {
+    const row = this.#store.db.prepare('SELECT name FROM workloads WHERE port = ?').get(port) as
+      | { name: string }
+      | undefined;
+    return row?.name;
+  }
+
+  /** Inserts a new workload; returns false when the name (or port) is already taken. */
+  insert(
+    config: RunConfig,
+    status: WorkloadStatus,
+    desired: DesiredState,
+  ): 'ok' | 'name_taken' | 'port_taken' {
+    const now = new Date().toISOString();
+    return this.#store.write(() => {
+      if (this.#store.db.prepare('SELECT 1 FROM workloads WHERE name = ?').get(config.name) !== undefined)
+        return 'name_taken';
+      if (this.#store.db.prepare('SELECT 1 FROM workloads WHERE port = ?').get(config.port) !== undefined)
+        return 'port_taken';
+      this.#store.db
+        .prepare(
+          `INSERT INTO workloads (name, run_config, group_name, port, desired_state, status, status_context, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, ?, '', ?, ?)`,
+        )
+        .run(config.name, JSON.stringify(config), config.group, config.port, desired, status, now, now);
+      return 'ok';
+    });
+  }
+
+  /** Replaces the run configuration (and the group and port derived from it). */
+  saveConfig(config: RunConfig): void {
+    this.#store.db
+      .prepare('UPDATE workloads SET run_config = ?, group_name = ?, port = ?, updated_at = ? WHERE name = ?')
+      .run(JSON.stringify(config), config.group, config.port, new Date().toISOString(), config.name);
+  }
+
+  setStatus(name: string, update: StatusUpdate): void {
+    const now = new Date().toISOString();
+    const sets = ['status = ?', 'status_context = ?', 'updated_at = ?'];
+    const values: (string | number | null)[] = [update.status, update.context ?? '', now];
+    if (update.runnerPid !== undefined) {
+      sets.push('runner_pid = ?');
+      values.push(update.runnerPid);
+    }
+    if (update.started === true) {
+      sets.push('started_at = ?');
+      values.push(now);
+    }
+    if (update.desired !== undefined) {
+      sets.push('desired_state = ?');
+      values.push(update.desired);
+    }
+    values.push(name);
+    this.#store.db.prepare(`UPDATE workloads SET ${sets.join(', ')} WHERE name = ?`).run(...values);
+  }
+
+  /**
+   * Status written by a runner: only applied while `pid` is still the registered runner, so
+   * a runner that is being replaced cannot overwrite its successor's state.
+   */
+  setStatusFromRunner(name: string, pid: number, update: StatusUpdate): boolean {
+    const now = new Date().toISOString();
+    const result = this.#store.db
+      .prepare(
+        `UPDATE workloads SET status = ?, status_context = ?, updated_at = ?,
+           started_at = CASE WHEN ? THEN ? ELSE started_at END
+         WHERE name = ? AND runner_pid = ?`,
+      )
+      .run(update.status, update.context ?? '', now, update.started === true ? 1 : 0, now, name, pid);
+    return result.changes > 0;
+  }
+
+  delete(name: string): void {
+    this.#store.db.prepare('DELETE FROM workloads WHERE name = ?').run(name);
+  }
+}
