@@ -9,6 +9,7 @@ import type { SkepConfig } from '../config/index.js';
 import { GroupService } from '../groups/index.js';
 import type { Runtime, RuntimeHealth } from '../runtime/index.js';
 import { SecretsService } from '../secrets/index.js';
+import { RegistryService } from '../registry/index.js';
 import { type Logger, SKEP_VERSION, silentLogger } from '../shared/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openStore, type Store } from '../store/index.js';
@@ -28,6 +29,8 @@ export interface ApiContext {
   readonly workloads: WorkloadManager;
   /** Client registration; keeps registered clients' MCP configs in step with the workloads. */
   readonly clients: ClientsService;
+  /** The server and skill registry (`default`): built-in catalog, file, URL or v0.1 API source. */
+  readonly registry: RegistryService;
   /** Reports whether the workload runtime is usable (drives `/health`). */
   runtimeHealth(): Promise<RuntimeHealth & { runtime: string }>;
   /** Releases everything the context opened; idempotent. */
@@ -73,6 +76,11 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
   workloads.onChange(() => {
     void clients.syncClientConfigs().catch(() => undefined);
   });
+  const registry = new RegistryService({
+    store,
+    cacheDir: config.paths.cacheDir,
+    logger: options.logger ?? silentLogger,
+  });
   const runtime = options.runtime;
   let closed = false;
   return {
@@ -86,6 +94,7 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     skills,
     workloads,
     clients,
+    registry,
     async runtimeHealth() {
       if (runtime === undefined) return { ok: true, runtime: 'process' };
       return { ...(await runtime.health()), runtime: runtime.name };
@@ -95,6 +104,7 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
       closed = true;
       await workloads.close();
       await clients.close();
+      await registry.close();
       secrets.close();
       store.close();
     },

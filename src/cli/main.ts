@@ -4,6 +4,7 @@ import { Command, CommanderError } from 'commander';
 import { isSkepError, SKEP_VERSION } from '../shared/index.js';
 import { registerClient } from './commands/client.js';
 import { registerGroup } from './commands/group.js';
+import { registerRegistry } from './commands/registry.js';
 import { registerSecret } from './commands/secret.js';
 import { registerServe } from './commands/serve.js';
 import { registerWorkloads } from './commands/workloads.js';
@@ -34,6 +35,7 @@ export function buildProgram(): Command {
   registerClient(program);
   registerSecret(program);
   registerSkill(program);
+  registerRegistry(program);
   return program;
 }
 

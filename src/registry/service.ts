@@ -125,6 +125,12 @@ export class RegistryService {
     return (await this.index()).findServer(name);
   }
 
+  /** `findServer` within a named registry (only `default` exists). */
+  async getNativeServer(registryName: string, serverName: string): Promise<FoundServer> {
+    requireDefault(registryName);
+    return this.findServer(serverName);
+  }
+
   // ------------------------------------------------------------------ catalog view
 
   async listCatalogServers(query: ListQuery): Promise<Page<CatalogServer>> {

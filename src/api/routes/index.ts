@@ -3,6 +3,7 @@ import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { clientRoutes } from './clients.js';
 import { groupRoutes } from './groups.js';
+import { registryRoutes } from './registry.js';
 import { secretRoutes } from './secrets.js';
 import { skillRoutes } from './skills.js';
 import { systemRoutes } from './system.js';
@@ -17,4 +18,5 @@ export const routeModules: readonly RouteModule[] = [
   skillRoutes,
   workloadRoutes,
   clientRoutes,
+  registryRoutes,
 ];
