@@ -39,7 +39,7 @@ async function tarGz(entries: Entry[]): Promise<Buffer> {
   pack.on('data', (c: unknown) => {
     chunks.push(c as Buffer);
   });
-  const done = new Promise((r) => pack.on('end', r));
+  const done = new Promise<void>((r) => pack.on('end', () => r()));
   for (const e of entries) {
     const data = e.data === undefined ? undefined : Buffer.from(e.data);
     await new Promise<void>((res, rej) =>
@@ -51,7 +51,7 @@ async function tarGz(entries: Entry[]): Promise<Buffer> {
           ...(data === undefined ? {} : { size: data.length }),
           mode: 0o644,
         },
-        data,
+        data ?? Buffer.alloc(0),
         (err) => (err ? rej(err) : res()),
       ),
     );
