@@ -56,7 +56,7 @@ export async function startUpstream(
         token_endpoint_auth_method: 'client_secret_basic',
       },
     ],
-    async findAccount(_ctx, id) {
+    async findAccount(_ctx: unknown, id: string) {
       return {
         accountId: id,
         async claims() {
@@ -74,8 +74,11 @@ export async function startUpstream(
     ttl: { AccessToken: options.accessTokenTtlSec ?? 3600 },
     cookies: { keys: ['upstream-cookie-key-for-tests'] },
     // Offline access needs consent in oidc-provider; the tests send prompt=consent.
-    issueRefreshToken: async (_ctx, client, code) =>
-      client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
+    issueRefreshToken: async (
+      _ctx: unknown,
+      client: { grantTypeAllowed(grant: string): boolean },
+      code: { scopes: Set<string> },
+    ) => client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
   });
   const callback = provider.callback();
   server.on('request', callback);
