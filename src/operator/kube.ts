@@ -1,0 +1,139 @@
+/**
+ * The narrow slice of the Kubernetes API the controller uses, on @kubernetes/client-node 1.4
+ * (custom objects, Secrets, watch). Everything else in the operator depends on the
+ * `KubeClient` interface, not on client-node.
+ */
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  Watch,
+} from '@kubernetes/client-node';
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    deletionTimestamp?: string;
+    finalizers?: string[];
+    annotations?: Record<string, string>;
+    [key: string]: unknown;
+  };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+}
+
+export interface ResourceType {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+export interface KubeClient {
+  list(type: ResourceType, namespace?: string): Promise<{ items: KubeObject[]; resourceVersion: string }>;
+  /** Streams events after `resourceVersion`; `done` runs once when the stream ends. Returns a stopper. */
+  watch(
+    type: ResourceType,
+    resourceVersion: string,
+    namespace: string | undefined,
+    onEvent: (type: WatchEventType, object: KubeObject) => void,
+    done: (err: unknown) => void,
+  ): Promise<() => void>;
+  get(type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined>;
+  /** RFC 7386 merge patch; include `metadata.resourceVersion` for an optimistic lock. */
+  mergePatch(type: ResourceType, namespace: string, name: string, patch: unknown): Promise<KubeObject>;
+  /** PUT on the status subresource; fails with 409 when `metadata.resourceVersion` is stale. */
+  replaceStatus(type: ResourceType, object: KubeObject): Promise<KubeObject>;
+  readSecret(namespace: string, name: string): Promise<Record<string, Buffer> | undefined>;
+}
+
+/** HTTP status of an API error, or undefined for transport errors. */
+export function statusOf(err: unknown): number | undefined {
+  if (err instanceof ApiException) return err.code;
+  const code = (err as { statusCode?: unknown; code?: unknown } | null)?.statusCode;
+  return typeof code === 'number' ? code : undefined;
+}
+
+export function loadKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault(); // KUBECONFIG, ~/.kube/config, then in-cluster service account
+  return kc;
+}
+
+export function createKubeClient(kc: KubeConfig): KubeClient {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const core = kc.makeApiClient(CoreV1Api);
+  const watcher = new Watch(kc);
+  const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  const notFoundAsUndefined = async <T>(p: Promise<T>): Promise<T | undefined> => {
+    try {
+      return await p;
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+  };
+  return {
+    async list(type, namespace) {
+      // biome-ignore lint/suspicious/noExplicitAny: client-node types custom objects as `any`
+      const res: any =
+        namespace === undefined
+          ? await custom.listClusterCustomObject({ ...type })
+          : await custom.listNamespacedCustomObject({ ...type, namespace });
+      return {
+        items: (res.items ?? []) as KubeObject[],
+        resourceVersion: String(res.metadata?.resourceVersion ?? ''),
+      };
+    },
+    async watch(type, resourceVersion, namespace, onEvent, done) {
+      const path =
+        namespace === undefined
+          ? `/apis/${type.group}/${type.version}/${type.plural}`
+          : `/apis/${type.group}/${type.version}/namespaces/${namespace}/${type.plural}`;
+      const controller = await watcher.watch(
+        path,
+        { resourceVersion, allowWatchBookmarks: true },
+        (phase: string, obj: KubeObject) => onEvent(phase as WatchEventType, obj),
+        done,
+      );
+      return () => controller.abort();
+    },
+    get(type, namespace, name) {
+      return notFoundAsUndefined(
+        custom.getNamespacedCustomObject({ ...type, namespace, name }) as Promise<KubeObject>,
+      );
+    },
+    async mergePatch(type, namespace, name, patch) {
+      return (await custom.patchNamespacedCustomObject(
+        { ...type, namespace, name, body: patch },
+        mergePatch,
+      )) as KubeObject;
+    },
+    async replaceStatus(type, object) {
+      const { name, namespace = 'default' } = object.metadata;
+      return (await custom.replaceNamespacedCustomObjectStatus({
+        ...type,
+        namespace,
+        name,
+        body: object,
+      })) as KubeObject;
+    },
+    async readSecret(namespace, name) {
+      const secret = await notFoundAsUndefined(core.readNamespacedSecret({ namespace, name }));
+      if (secret === undefined) return undefined;
+      return Object.fromEntries(
+        Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]),
+      );
+    },
+  };
+}

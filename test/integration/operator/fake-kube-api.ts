@@ -1,0 +1,378 @@
+/**
+ * An in-process FAKE of the Kubernetes API server, because no real API server can run on
+ * these machines. It is a real HTTP server on 127.0.0.1 speaking enough of the API for the
+ * real @kubernetes/client-node client: list (namespaced and cluster-wide), watch (chunked
+ * newline-delimited events from a resourceVersion), get, create, merge-patch, PUT and the
+ * status subresource (resourceVersion optimistic locking → 409 Conflict), delete with
+ * finalizers (deletionTimestamp, removal when the last finalizer goes), `generation` bumps on
+ * spec changes, and core/v1 Secrets. Tests can inject 409s to exercise conflict retries.
+ */
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
+
+type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
+
+interface Watcher {
+  resource: string;
+  namespace: string | undefined;
+  res: ServerResponse;
+}
+
+interface Event {
+  rv: number;
+  resource: string;
+  namespace: string;
+  type: 'ADDED' | 'MODIFIED' | 'DELETED';
+  object: Obj;
+}
+
+interface Route {
+  resource: string; // "group/version/plural" or "core/v1/secrets"
+  namespace: string | undefined;
+  name: string | undefined;
+  status: boolean;
+  apiVersion: string;
+}
+
+export interface RequestRecord {
+  method: string;
+  path: string;
+  status: number;
+}
+
+function parseRoute(pathname: string): Route | undefined {
+  const parts = pathname.split('/').filter(Boolean);
+  let apiVersion: string;
+  let rest: string[];
+  if (parts[0] === 'api' && parts[1] === 'v1') {
+    apiVersion = 'v1';
+    rest = parts.slice(2);
+  } else if (parts[0] === 'apis' && parts.length >= 3) {
+    apiVersion = `${parts[1]}/${parts[2]}`;
+    rest = parts.slice(3);
+  } else {
+    return undefined;
+  }
+  let namespace: string | undefined;
+  if (rest[0] === 'namespaces' && rest.length >= 3) {
+    namespace = rest[1];
+    rest = rest.slice(2);
+  }
+  const [plural, name, sub] = rest;
+  if (plural === undefined || (sub !== undefined && sub !== 'status') || rest.length > 3) return undefined;
+  return {
+    resource: `${apiVersion === 'v1' ? 'core/v1' : apiVersion}/${plural}`,
+    namespace,
+    name,
+    status: sub === 'status',
+    apiVersion,
+  };
+}
+
+/** RFC 7386 JSON merge patch. */
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
+  const out: Record<string, unknown> =
+    target !== null && typeof target === 'object' && !Array.isArray(target)
+      ? { ...(target as Record<string, unknown>) }
+      : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+const clone = <T>(v: T): T => structuredClone(v);
+
+export class FakeKubeApi {
+  private server: Server | undefined;
+  private rv = 100;
+  private readonly objects = new Map<string, Obj>(); // resource|ns|name
+  private readonly events: Event[] = [];
+  private readonly watchers = new Set<Watcher>();
+  private readonly conflicts = new Map<string, number>(); // "METHOD status|main resource" → remaining
+  /** Every request served, in order. */
+  readonly requests: RequestRecord[] = [];
+  /** Resources whose list/watch answer 404 (a CRD that is not installed). */
+  readonly missingResources = new Set<string>();
+  port = 0;
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      void this.handle(req, res).catch((err: unknown) => {
+        this.reply(req, res, 500, this.statusBody(500, 'InternalError', String(err)));
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  async close(): Promise<void> {
+    for (const w of this.watchers) w.res.end();
+    this.watchers.clear();
+    await new Promise<void>((resolve) => {
+      this.server?.close(() => resolve());
+      this.server?.closeAllConnections();
+    });
+  }
+
+  /** A KubeConfig pointing the real client at this fake. */
+  kubeConfig(): KubeConfig {
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'fake', server: `http://127.0.0.1:${this.port}`, skipTLSVerify: true }],
+      users: [{ name: 'tester', token: 'fake-token' }],
+      contexts: [{ name: 'fake', cluster: 'fake', user: 'tester' }],
+      currentContext: 'fake',
+    });
+    return kc;
+  }
+
+  /** The next `count` writes of this kind answer 409 Conflict ('status' or 'main' PUT/PATCH). */
+  injectConflicts(target: 'status' | 'main', count: number): void {
+    this.conflicts.set(target, (this.conflicts.get(target) ?? 0) + count);
+  }
+
+  /** Direct store access for tests (no HTTP). */
+  getObject(resource: string, namespace: string, name: string): Obj | undefined {
+    const o = this.objects.get(`${resource}|${namespace}|${name}`);
+    return o === undefined ? undefined : clone(o);
+  }
+
+  create(resource: string, obj: Obj): Obj {
+    const ns = String(obj.metadata['namespace'] ?? 'default');
+    const name = String(obj.metadata['name']);
+    if (this.objects.has(`${resource}|${ns}|${name}`)) throw new Error(`exists: ${resource} ${ns}/${name}`);
+    const stored = clone(obj);
+    stored.metadata = {
+      ...stored.metadata,
+      namespace: ns,
+      uid: randomUUID(),
+      generation: 1,
+      creationTimestamp: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    };
+    return this.commit(resource, ns, name, stored, 'ADDED');
+  }
+
+  /** Updates the main resource as a client would with a PUT (spec changes bump generation). */
+  update(resource: string, namespace: string, name: string, mutate: (o: Obj) => void): Obj {
+    const current = this.getObject(resource, namespace, name);
+    if (current === undefined) throw new Error('not found');
+    mutate(current);
+    return this.writeMain(
+      resource,
+      namespace,
+      name,
+      current,
+      this.objects.get(`${resource}|${namespace}|${name}`)!,
+    );
+  }
+
+  /** DELETE semantics: with finalizers only marks the object; without, removes it. */
+  delete(resource: string, namespace: string, name: string): void {
+    const key = `${resource}|${namespace}|${name}`;
+    const current = this.objects.get(key);
+    if (current === undefined) return;
+    const finalizers = (current.metadata['finalizers'] as string[] | undefined) ?? [];
+    if (finalizers.length === 0) {
+      this.remove(resource, namespace, name);
+      return;
+    }
+    if (current.metadata['deletionTimestamp'] !== undefined) return;
+    const next = clone(current);
+    next.metadata['deletionTimestamp'] = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    this.commit(resource, namespace, name, next, 'MODIFIED');
+  }
+
+  putSecret(namespace: string, name: string, data: Record<string, string | Buffer>): void {
+    const encoded = Object.fromEntries(
+      Object.entries(data).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+    );
+    const key = `core/v1/secrets|${namespace}|${name}`;
+    const existing = this.objects.get(key);
+    const obj: Obj = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name, namespace, ...(existing?.metadata ?? {}) },
+      data: encoded,
+    };
+    this.commit('core/v1/secrets', namespace, name, obj, existing === undefined ? 'ADDED' : 'MODIFIED');
+  }
+
+  private remove(resource: string, namespace: string, name: string): void {
+    const key = `${resource}|${namespace}|${name}`;
+    const current = this.objects.get(key);
+    if (current === undefined) return;
+    this.objects.delete(key);
+    const gone = clone(current);
+    gone.metadata['resourceVersion'] = String(++this.rv);
+    this.emit({ rv: this.rv, resource, namespace, type: 'DELETED', object: gone });
+  }
+
+  private commit(resource: string, namespace: string, name: string, obj: Obj, type: Event['type']): Obj {
+    obj.metadata['resourceVersion'] = String(++this.rv);
+    this.objects.set(`${resource}|${namespace}|${name}`, clone(obj));
+    this.emit({ rv: this.rv, resource, namespace, type, object: clone(obj) });
+    return clone(obj);
+  }
+
+  private emit(event: Event): void {
+    this.events.push(event);
+    for (const w of this.watchers) {
+      if (w.resource === event.resource && (w.namespace === undefined || w.namespace === event.namespace)) {
+        w.res.write(`${JSON.stringify({ type: event.type, object: event.object })}\n`);
+      }
+    }
+  }
+
+  private takeConflict(target: 'status' | 'main'): boolean {
+    const left = this.conflicts.get(target) ?? 0;
+    if (left <= 0) return false;
+    this.conflicts.set(target, left - 1);
+    return true;
+  }
+
+  /** Main-resource write: status is ignored (status subresource), generation follows spec. */
+  private writeMain(resource: string, ns: string, name: string, next: Obj, current: Obj): Obj {
+    const isCustom = !resource.startsWith('core/');
+    if (isCustom) {
+      next.status = current['status'];
+      if (JSON.stringify(next['spec']) !== JSON.stringify(current['spec'])) {
+        next.metadata['generation'] = Number(current.metadata['generation'] ?? 1) + 1;
+      } else {
+        next.metadata['generation'] = current.metadata['generation'];
+      }
+    }
+    for (const k of ['uid', 'creationTimestamp', 'namespace', 'name']) next.metadata[k] = current.metadata[k];
+    if (current.metadata['deletionTimestamp'] !== undefined)
+      next.metadata['deletionTimestamp'] = current.metadata['deletionTimestamp'];
+    const finalizers = (next.metadata['finalizers'] as string[] | undefined) ?? [];
+    if (next.metadata['deletionTimestamp'] !== undefined && finalizers.length === 0) {
+      this.objects.set(`${resource}|${ns}|${name}`, next);
+      this.remove(resource, ns, name);
+      return next;
+    }
+    return this.commit(resource, ns, name, next, 'MODIFIED');
+  }
+
+  private statusBody(code: number, reason: string, message: string) {
+    return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code };
+  }
+
+  private reply(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+    this.requests.push({ method: req.method ?? '', path: req.url ?? '', status });
+    res.writeHead(status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(body));
+  }
+
+  private async body(req: IncomingMessage): Promise<unknown> {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    return text === '' ? undefined : JSON.parse(text);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const route = parseRoute(url.pathname);
+    if (route === undefined)
+      return this.reply(req, res, 404, this.statusBody(404, 'NotFound', 'no such path'));
+    const { resource, namespace, name } = route;
+    if (this.missingResources.has(resource)) {
+      return this.reply(
+        req,
+        res,
+        404,
+        this.statusBody(404, 'NotFound', 'the server could not find the requested resource'),
+      );
+    }
+    const method = req.method ?? 'GET';
+    const key = `${resource}|${namespace}|${name}`;
+
+    if (method === 'GET' && name === undefined) {
+      if (url.searchParams.get('watch') === 'true')
+        return this.watch(req, res, route, url.searchParams.get('resourceVersion'));
+      const items = [...this.objects.entries()]
+        .filter(
+          ([k]) =>
+            k.startsWith(`${resource}|`) &&
+            (namespace === undefined || k.startsWith(`${resource}|${namespace}|`)),
+        )
+        .map(([, o]) => o);
+      return this.reply(req, res, 200, {
+        apiVersion: route.apiVersion,
+        kind: 'List',
+        metadata: { resourceVersion: String(this.rv) },
+        items,
+      });
+    }
+    if (name === undefined || namespace === undefined)
+      return this.reply(req, res, 405, this.statusBody(405, 'MethodNotAllowed', method));
+    if (method === 'POST') return this.reply(req, res, 405, this.statusBody(405, 'MethodNotAllowed', method));
+
+    const current = this.objects.get(key);
+    if (current === undefined)
+      return this.reply(req, res, 404, this.statusBody(404, 'NotFound', `${resource} "${name}" not found`));
+
+    if (method === 'GET') return this.reply(req, res, 200, current);
+    if (method === 'DELETE') {
+      this.delete(resource, namespace, name);
+      return this.reply(req, res, 200, this.objects.get(key) ?? current);
+    }
+    if (method !== 'PUT' && method !== 'PATCH')
+      return this.reply(req, res, 405, this.statusBody(405, 'MethodNotAllowed', method));
+
+    const body = (await this.body(req)) as Obj;
+    if (method === 'PATCH' && req.headers['content-type'] !== 'application/merge-patch+json') {
+      return this.reply(
+        req,
+        res,
+        415,
+        this.statusBody(415, 'UnsupportedMediaType', String(req.headers['content-type'])),
+      );
+    }
+    const wantedRv = (body?.metadata as Record<string, unknown> | undefined)?.['resourceVersion'];
+    const stale = wantedRv !== undefined && wantedRv !== current.metadata['resourceVersion'];
+    if (stale || this.takeConflict(route.status ? 'status' : 'main')) {
+      return this.reply(
+        req,
+        res,
+        409,
+        this.statusBody(
+          409,
+          'Conflict',
+          `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+        ),
+      );
+    }
+    const next = (method === 'PATCH' ? mergePatch(clone(current), body) : clone(body)) as Obj;
+    if (route.status) {
+      // Status subresource: only .status changes.
+      const updated = clone(current);
+      updated['status'] = next['status'];
+      return this.reply(req, res, 200, this.commit(resource, namespace, name, updated, 'MODIFIED'));
+    }
+    return this.reply(req, res, 200, this.writeMain(resource, namespace, name, next, current));
+  }
+
+  private watch(req: IncomingMessage, res: ServerResponse, route: Route, fromRv: string | null): void {
+    this.requests.push({ method: 'WATCH', path: req.url ?? '', status: 200 });
+    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    const since = fromRv === null || fromRv === '' ? this.rv : Number(fromRv);
+    for (const e of this.events) {
+      if (
+        e.rv > since &&
+        e.resource === route.resource &&
+        (route.namespace === undefined || route.namespace === e.namespace)
+      ) {
+        res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
+      }
+    }
+    const watcher: Watcher = { resource: route.resource, namespace: route.namespace, res };
+    this.watchers.add(watcher);
+    req.on('close', () => this.watchers.delete(watcher));
+  }
+}
