@@ -186,7 +186,8 @@ export class RedisStorage implements AuthStorage {
     try {
       acked = (await (this.#client as Redis).call('WAIT', this.#acks, this.#ackTimeoutMs)) as number;
     } catch (err) {
-      if (strict) throw new SkepError('unavailable', 'authorization server storage: WAIT failed', { cause: err });
+      if (strict)
+        throw new SkepError('unavailable', 'authorization server storage: WAIT failed', { cause: err });
       return;
     }
     if (acked < this.#acks && strict) {

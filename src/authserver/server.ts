@@ -557,7 +557,14 @@ class AuthServerImpl implements AuthServer {
     tokens: UpstreamTokens,
     meta: Pick<UpstreamTokenRecord, 'user_id' | 'upstream_subject' | 'client_id' | 'session_expires_at'>,
   ): Promise<void> {
-    const record: UpstreamTokenRecord = { provider_id: provider, access_token: tokens.accessToken, ...meta };
+    const record: UpstreamTokenRecord = {
+      provider_id: provider,
+      access_token: tokens.accessToken,
+      user_id: meta.user_id,
+      upstream_subject: meta.upstream_subject,
+      client_id: meta.client_id,
+      session_expires_at: meta.session_expires_at,
+    };
     if (tokens.refreshToken) record.refresh_token = tokens.refreshToken;
     if (tokens.idToken) record.id_token = tokens.idToken;
     if (tokens.expiresAt !== undefined) record.expires_at = tokens.expiresAt;
@@ -644,7 +651,10 @@ class AuthServerImpl implements AuthServer {
       // OAuth 2.1 §4.1.3 / RFC 9700 §4.5: a replayed code revokes every token issued from it.
       await this.#storage.revokeSession(rec.sessionId, this.#cfg.refreshTokenLifespanSec);
       this.#log.warn({ client_id: rec.clientId }, 'authorization code replay: grant revoked');
-      throw new OAuthError('invalid_grant', 'the authorization code was already used; its tokens are revoked');
+      throw new OAuthError(
+        'invalid_grant',
+        'the authorization code was already used; its tokens are revoked',
+      );
     }
     return body;
   }
@@ -682,7 +692,6 @@ class AuthServerImpl implements AuthServer {
     }
     return body;
   }
-
 
   /** Mints the access token and, when offline access was granted, a rotated refresh token. */
   async #issue(grant: GrantRecord, grantedScopes: string[] = grant.scopes): Promise<Record<string, unknown>> {
@@ -859,36 +868,36 @@ class AuthServerImpl implements AuthServer {
   async upstreamToken(sessionId: string, providerName: string): Promise<string> {
     const upstream = this.#upstreams.get(providerName);
     if (!upstream) throw new SkepError('bad_request', `unknown upstream provider "${providerName}"`);
+    // One lookup (and refresh) per (session, provider) at a time: concurrent callers share it,
+    // so a rotating upstream refresh token is never spent twice.
     const key = `${sessionId}\u0000${providerName}`;
     const inflight = this.#refreshing.get(key);
     if (inflight) return inflight;
-    const rec = await this.#storage.getUpstreamTokens(sessionId, providerName);
+    const p = this.#currentUpstreamToken(sessionId, upstream).finally(() => this.#refreshing.delete(key));
+    this.#refreshing.set(key, p);
+    return p;
+  }
+
+  async #currentUpstreamToken(sessionId: string, upstream: UpstreamProvider): Promise<string> {
     const gone = () =>
       new SkepError('unauthorized', 'upstream token is no longer valid; re-authentication required');
+    const rec = await this.#storage.getUpstreamTokens(sessionId, upstream.name);
     if (!rec?.access_token) throw gone();
     if (rec.expires_at === undefined || rec.expires_at > this.#nowSec() + UPSTREAM_REFRESH_SKEW_SEC) {
       return rec.access_token;
     }
     if (!rec.refresh_token) throw gone();
-    const refreshToken = rec.refresh_token;
-    // One refresh per (session, provider) at a time: concurrent callers share it.
-    const p = (async () => {
-      try {
-        const tokens = await upstream.refresh(refreshToken);
-        await this.#storeUpstream(sessionId, providerName, tokens, rec);
-        return tokens.accessToken;
-      } catch (err) {
-        this.#log.warn(
-          { provider: providerName, err: (err as Error).message },
-          'upstream token refresh failed',
-        );
-        throw gone();
-      } finally {
-        this.#refreshing.delete(key);
-      }
-    })();
-    this.#refreshing.set(key, p);
-    return p;
+    try {
+      const tokens = await upstream.refresh(rec.refresh_token);
+      await this.#storeUpstream(sessionId, upstream.name, tokens, rec);
+      return tokens.accessToken;
+    } catch (err) {
+      this.#log.warn(
+        { provider: upstream.name, err: (err as Error).message },
+        'upstream token refresh failed',
+      );
+      throw gone();
+    }
   }
 
   async close(): Promise<void> {
