@@ -88,13 +88,6 @@ export class EncryptedProvider implements SecretProvider {
     });
   }
 
-  /** Creates or replaces a secret. */
-  set(name: string, value: string): Promise<void> {
-    return this.#mutate((secrets) => {
-      secrets.set(name, value);
-    });
-  }
-
   delete(name: string): Promise<void> {
     return this.#mutate((secrets) => {
       if (!secrets.delete(name)) throw new SkepError('secret_not_found', `secret '${name}' does not exist`);
@@ -137,6 +130,9 @@ export class EncryptedProvider implements SecretProvider {
 
   async #mutate(change: (secrets: SecretMap) => void): Promise<void> {
     const password = await this.#password();
+    // Derive the key before taking the lock (scrypt is slow by design), so that the lock is
+    // held only for the read, the encryption and the write.
+    if (this.#keys.size === 0) await this.#read(password).catch(() => undefined);
     await this.#lock.withLock(async () => {
       await this.#sweepTempFiles();
       const snapshot = await this.#read(password);

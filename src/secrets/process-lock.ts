@@ -76,7 +76,7 @@ export class ProcessLock {
           );
         }
         await sleep(backoff + Math.random() * backoff);
-        backoff = Math.min(backoff * 2, 25);
+        backoff = Math.min(backoff * 2, 8);
       }
     }
     try {
