@@ -5,6 +5,8 @@
  */
 export { PROXY_DEFAULTS, startProxy } from './proxy-server.js';
 export type {
+  OutboundRequest,
+  OutboundSigner,
   ProxyIdentity,
   ProxyLimits,
   ProxyMiddleware,

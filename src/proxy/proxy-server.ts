@@ -25,6 +25,7 @@ import { LEGACY_PROTOCOL_VERSIONS, StdioBridge } from './stdio-bridge.js';
 import { createToolPolicy, type ToolPolicy } from './tool-policy.js';
 import { TransparentForwarder } from './transparent.js';
 import type {
+  OutboundSigner,
   ProxyLimits,
   ProxyMiddleware,
   ProxyOptions,
@@ -196,6 +197,15 @@ class McpProxy implements RunningProxy {
       return;
     }
     const method = req.method ?? 'GET';
+    if (method === 'GET' && path.startsWith('/.well-known/')) {
+      for (const mw of this.middlewares) {
+        const doc = mw.wellKnown?.(path);
+        if (doc === undefined) continue;
+        req.resume();
+        sendJson(res, doc.status, doc.body, { ...doc.headers });
+        return;
+      }
+    }
     if (path !== '/mcp' && path !== '/sse' && path !== '/messages' && path !== '/message') {
       req.resume();
       sendRpcError(res, 404, INVALID_REQUEST, `No MCP endpoint at ${path}; use /mcp or /sse`);
@@ -233,6 +243,7 @@ class McpProxy implements RunningProxy {
       req.resume();
     }
     let outboundHeaders: Record<string, string> | undefined;
+    let signOutbound: OutboundSigner | undefined;
     if (this.middlewares.length > 0) {
       const ctx: ProxyRequestContext = {
         method,
@@ -261,9 +272,10 @@ class McpProxy implements RunningProxy {
         }
       }
       outboundHeaders = ctx.outboundHeaders;
+      signOutbound = ctx.signOutbound;
     }
     if (this.mode === 'http' && this.transparent !== undefined) {
-      await this.transparent.handle(req, res, path, query, text, outboundHeaders);
+      await this.transparent.handle(req, res, path, query, text, outboundHeaders, signOutbound);
       return;
     }
     if (this.mode === 'none') {

@@ -25,7 +25,7 @@ import {
 } from './json-rpc.js';
 import { SSE_HEADERS } from './outlets.js';
 import type { ToolPolicy } from './tool-policy.js';
-import type { ProxyLimits, ProxyUpstream } from './types.js';
+import type { OutboundSigner, ProxyLimits, ProxyUpstream } from './types.js';
 
 type HttpUpstream = Extract<ProxyUpstream, { kind: 'http' }>;
 
@@ -93,6 +93,7 @@ export class TransparentForwarder {
     query: string,
     body: string | undefined,
     outbound: Record<string, string> | undefined,
+    sign?: OutboundSigner,
   ): Promise<void> {
     if (!this.up) {
       sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, `MCP server unavailable: ${this.downReason}`);
@@ -103,12 +104,12 @@ export class TransparentForwarder {
         sendRpcError(res, 404, INVALID_REQUEST, 'This server speaks streamable HTTP; use /mcp');
         return;
       }
-      await this.forwardStreamable(req, res, body, outbound);
+      await this.forwardStreamable(req, res, body, outbound, sign);
       return;
     }
-    if (path === '/sse' && req.method === 'GET') await this.openSse(req, res, outbound);
+    if (path === '/sse' && req.method === 'GET') await this.openSse(req, res, outbound, sign);
     else if ((path === '/messages' || path === '/message') && req.method === 'POST')
-      await this.postSse(res, query, body, outbound);
+      await this.postSse(res, query, body, outbound, sign);
     else
       sendRpcError(res, 404, INVALID_REQUEST, 'This server speaks the SSE transport; use /sse and /messages');
   }
@@ -185,6 +186,7 @@ export class TransparentForwarder {
     res: ServerResponse,
     body: string | undefined,
     outbound: Record<string, string> | undefined,
+    sign: OutboundSigner | undefined,
   ): Promise<void> {
     const rewritten = this.rewriteRequest(body);
     if (rewritten.error !== undefined) {
@@ -196,10 +198,13 @@ export class TransparentForwarder {
     res.on('close', () => abort.abort());
     let upstreamRes: Awaited<ReturnType<typeof request>>;
     try {
+      const method = req.method ?? 'GET';
+      const headers = this.headersFor(req, outbound);
+      await sign?.({ method, url: this.upstream.url, headers, body: rewritten.body });
       upstreamRes = await request(this.upstream.url, {
         dispatcher: this.agent,
-        method: (req.method ?? 'GET') as 'GET' | 'POST' | 'DELETE',
-        headers: this.headersFor(req, outbound),
+        method: method as 'GET' | 'POST' | 'DELETE',
+        headers,
         body: rewritten.body ?? null,
         signal: abort.signal,
         headersTimeout: 0,
@@ -250,6 +255,7 @@ export class TransparentForwarder {
     req: IncomingMessage,
     res: ServerResponse,
     outbound: Record<string, string> | undefined,
+    sign: OutboundSigner | undefined,
   ): Promise<void> {
     const session: SseSession = {
       id: randomUUID(),
@@ -263,14 +269,16 @@ export class TransparentForwarder {
     });
     let upstreamRes: Awaited<ReturnType<typeof request>>;
     try {
+      const headers = {
+        ...this.headersFor(undefined, outbound),
+        accept: 'text/event-stream',
+        ...lastEventId(req),
+      };
+      await sign?.({ method: 'GET', url: this.upstream.url, headers, body: undefined });
       upstreamRes = await request(this.upstream.url, {
         dispatcher: this.agent,
         method: 'GET',
-        headers: {
-          ...this.headersFor(undefined, outbound),
-          accept: 'text/event-stream',
-          ...lastEventId(req),
-        },
+        headers,
         signal: session.abort.signal,
         headersTimeout: 0,
         bodyTimeout: 0,
@@ -315,6 +323,7 @@ export class TransparentForwarder {
     query: string,
     body: string | undefined,
     outbound: Record<string, string> | undefined,
+    sign: OutboundSigner | undefined,
   ): Promise<void> {
     const id = new URLSearchParams(query).get('session_id');
     const session = id === null ? undefined : this.sseSessions.get(id);
@@ -331,11 +340,14 @@ export class TransparentForwarder {
     }
     for (const key of rewritten.toolLists) session.toolLists.add(key);
     try {
+      const headers = { ...this.headersFor(undefined, outbound), 'content-type': 'application/json' };
+      const sent = rewritten.body ?? '';
+      await sign?.({ method: 'POST', url: session.messagesUrl, headers, body: sent });
       const upstreamRes = await request(session.messagesUrl, {
         dispatcher: this.agent,
         method: 'POST',
-        headers: { ...this.headersFor(undefined, outbound), 'content-type': 'application/json' },
-        body: rewritten.body ?? '',
+        headers,
+        body: sent,
         signal: AbortSignal.timeout(this.deps.limits.upstreamWaitMs),
       });
       const text = await upstreamRes.body.text();

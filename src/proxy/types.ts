@@ -118,7 +118,28 @@ export interface ProxyRequestContext {
    * replace it.
    */
   body: unknown;
+  /**
+   * Set by a middleware that must sign the request as it finally leaves for an HTTP upstream
+   * (AWS SigV4 covers the target URL, method, every header and the body bytes, which only
+   * transparent mode knows). Called once per upstream request, after `outboundHeaders` and
+   * the tools policy were applied; it may add or replace headers. Unused for stdio servers.
+   */
+  signOutbound?: OutboundSigner;
 }
+
+/** The request transparent mode is about to send to an HTTP upstream. */
+export interface OutboundRequest {
+  /** Upper case. */
+  readonly method: string;
+  /** Absolute target URL (the host the signature must name). */
+  readonly url: string;
+  /** Lower-case names; a signer adds its headers here. */
+  headers: Record<string, string>;
+  /** The exact bytes that will be sent ('' or undefined for none). */
+  readonly body: string | undefined;
+}
+
+export type OutboundSigner = (request: OutboundRequest) => Promise<void>;
 
 /** A middleware's rejection: sent to the client as is; the request goes no further. */
 export interface ProxyMiddlewareResult {
@@ -136,4 +157,10 @@ export interface ProxyMiddleware {
    * `outboundHeaders`). A thrown error becomes a 500 with an opaque body.
    */
   handle(ctx: ProxyRequestContext): Promise<ProxyMiddlewareResult | undefined>;
+  /**
+   * Optional public documents under `/.well-known/` (e.g. RFC 9728 protected-resource
+   * metadata, which clients fetch before they have a token): answered for GET without
+   * running the chain. Return undefined when the path is not this middleware's.
+   */
+  wellKnown?(path: string): ProxyMiddlewareResult | undefined;
 }
