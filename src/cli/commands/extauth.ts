@@ -1,0 +1,63 @@
+/** `skep extauth validate -f file.yaml`: offline validation of MCPExternalAuthConfig documents. */
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { parseAllDocuments } from 'yaml';
+import { formatProblem, validateExtAuthConfig } from '../../operator/index.js';
+import { SkepError } from '../../shared/index.js';
+import { printJson } from '../output.js';
+
+interface Outcome {
+  document: number;
+  name: string;
+  valid: boolean;
+  problems: string[];
+}
+
+export function registerExtauth(program: Command): void {
+  const extauth = program.command('extauth').description('Work with MCPExternalAuthConfig resources');
+  extauth
+    .command('validate')
+    .description('Validate MCPExternalAuthConfig YAML/JSON offline (Secrets are not read)')
+    .requiredOption('-f, --file <path>', "file with one or more documents ('-' for stdin)")
+    .option('--json', 'print JSON')
+    .action((opts: { file: string; json?: boolean }) => {
+      let text: string;
+      try {
+        text = readFileSync(opts.file === '-' ? 0 : opts.file, 'utf8');
+      } catch (err) {
+        throw new SkepError('bad_request', `cannot read ${opts.file}: ${(err as Error).message}`, {
+          cause: err,
+        });
+      }
+      const outcomes: Outcome[] = [];
+      parseAllDocuments(text).forEach((doc, i) => {
+        if (doc.errors.length > 0) {
+          outcomes.push({
+            document: i + 1,
+            name: '?',
+            valid: false,
+            problems: doc.errors.map((e) => `yaml: ${e.message}`),
+          });
+          return;
+        }
+        const value = doc.toJS() as unknown;
+        if (value === null || value === undefined) return;
+        const name = String((value as { metadata?: { name?: unknown } }).metadata?.name ?? '?');
+        const problems = validateExtAuthConfig(value).problems.map(formatProblem);
+        outcomes.push({ document: i + 1, name, valid: problems.length === 0, problems });
+      });
+      if (outcomes.length === 0) throw new SkepError('bad_request', `${opts.file} holds no documents`);
+      if (opts.json === true) {
+        printJson({ valid: outcomes.every((o) => o.valid), documents: outcomes });
+      } else {
+        for (const o of outcomes) {
+          if (o.valid) process.stdout.write(`${o.name}: valid\n`);
+          else for (const p of o.problems) process.stdout.write(`${o.name}: ${p}\n`);
+        }
+      }
+      const invalid = outcomes.filter((o) => !o.valid).length;
+      // main() turns a SkepError into exit status 1.
+      if (invalid > 0)
+        throw new SkepError('bad_request', `${invalid} of ${outcomes.length} document(s) invalid`);
+    });
+}

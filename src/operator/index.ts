@@ -1,0 +1,12 @@
+export type { ServingCert } from './certs.js';
+export { generateSelfSignedCert } from './certs.js';
+export { configHash } from './config-hash.js';
+export { ExtAuthController, FINALIZER, kubeSecretReader } from './controller.js';
+export { buildCrd } from './crd.js';
+export type { KubeClient } from './kube.js';
+export { createKubeClient, loadKubeConfig } from './kube.js';
+export type { RunConfigAuth } from './runconfig.js';
+export { buildRunConfigAuth } from './runconfig.js';
+export type { Problem } from './validate.js';
+export { formatProblem, validateExtAuthConfig, validateExtAuthConfigWithSecrets } from './validate.js';
+export { startWebhook, WEBHOOK_PATH } from './webhook.js';
