@@ -3,7 +3,9 @@
 import { Command, CommanderError } from 'commander';
 import { isSkepError, SKEP_VERSION } from '../shared/index.js';
 import { registerClient } from './commands/client.js';
+import { registerExtauth } from './commands/extauth.js';
 import { registerGroup } from './commands/group.js';
+import { registerOperator } from './commands/operator.js';
 import { registerRegistry } from './commands/registry.js';
 import { registerSecret } from './commands/secret.js';
 import { registerServe } from './commands/serve.js';
@@ -32,6 +34,8 @@ export function buildProgram(): Command {
   registerServe(program);
   registerWorkloads(program);
   registerGroup(program);
+  registerExtauth(program);
+  registerOperator(program);
   registerClient(program);
   registerSecret(program);
   registerSkill(program);
