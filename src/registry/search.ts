@@ -57,8 +57,8 @@ const byCodeUnits = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 interface ServerEntry {
   server: CatalogServer;
-  name: string;
-  description: string;
+  /** Lower-cased name and description joined by NUL (which no query contains): one scan per entry. */
+  haystack: string;
 }
 
 interface SkillEntry {
@@ -98,11 +98,7 @@ export class RegistryIndex {
       const list = this.byShortName.get(short);
       if (list === undefined) this.byShortName.set(short, [server.name]);
       else list.push(server.name);
-      this.servers.push({
-        server,
-        name: server.name.toLowerCase(),
-        description: server.description.toLowerCase(),
-      });
+      this.servers.push({ server, haystack: `${server.name}\u0000${server.description}`.toLowerCase() });
     }
     const skills = [...(doc.data.skills ?? [])].sort(
       (a, b) => byCodeUnits(a.name, b.name) || byCodeUnits(a.namespace, b.namespace),
@@ -136,13 +132,13 @@ export class RegistryIndex {
 
   /** All servers matching `q` (case-insensitive substring of name or description), by name. */
   filterServers(q: string | undefined): readonly CatalogServer[] {
-    const needle = (q ?? '').trim().toLowerCase();
+    const needle = (q ?? '').replaceAll('\u0000', '').trim().toLowerCase();
     if (needle === '') return this.servers.map((e) => e.server);
     const cached = this.queryCache.get(needle);
     if (cached !== undefined) return cached;
     const out: CatalogServer[] = [];
     for (const e of this.servers) {
-      if (e.name.includes(needle) || e.description.includes(needle)) out.push(e.server);
+      if (e.haystack.includes(needle)) out.push(e.server);
     }
     if (this.queryCache.size >= QUERY_CACHE_SIZE) {
       const oldest = this.queryCache.keys().next().value;
