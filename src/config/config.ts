@@ -37,6 +37,20 @@ export const ConfigSchema = Type.Object(
         docker_host: Type.Optional(
           Type.String({ description: 'Engine socket, e.g. unix:///run/podman/podman.sock' }),
         ),
+        node_image: Type.Optional(
+          Type.String({
+            description:
+              'Local image with node/npx: runs npx:// servers in containers and the egress proxy of restricted profiles (never pulled by Skep if present).',
+          }),
+        ),
+        uvx_image: Type.Optional(Type.String({ description: 'Local image with uvx: runs uvx:// servers in containers.' })),
+        egress_image: Type.Optional(
+          Type.String({ description: 'Image with node for the egress proxy; defaults to node_image.' }),
+        ),
+        allow_privileged: Type.Boolean({
+          default: false,
+          description: 'Allow permission profiles that ask for privileged containers.',
+        }),
       },
       { default: {}, additionalProperties: false },
     ),

@@ -3,6 +3,7 @@ export { RotatingLogFile } from './log-file.js';
 export type { ProcessCommand, ProcessRuntimeOptions } from './process.js';
 export { ProcessRuntime, processCommand } from './process.js';
 export type {
+  PermissionProfile,
   Runtime,
   RuntimeHealth,
   RuntimeName,
@@ -11,3 +12,14 @@ export type {
   ServerSpec,
   ServerTransport,
 } from './types.js';
+export type { RuntimeSelectorOptions, SocketCandidate } from './detect.js';
+export { engineCandidates, findEngine, instanceId, RuntimeSelector } from './detect.js';
+export type { DockerRuntimeOptions } from './docker/docker-runtime.js';
+export {
+  DockerRuntime,
+  LABEL_INSTANCE,
+  LABEL_MANAGED,
+  LABEL_ROLE,
+  LABEL_WORKLOAD,
+} from './docker/docker-runtime.js';
+export { BUILTIN_PROFILES, resolvePermissionProfile } from './docker/profile.js';

@@ -11,6 +11,19 @@ export type ServerTransport = 'stdio' | 'sse' | 'streamable-http';
 
 export type RuntimeHealth = { ok: true; detail?: string } | { ok: false; reason: string };
 
+/** Seed: PermissionProfile (the same shape as the run configuration's `permission_profile`). */
+export interface PermissionProfile {
+  name?: string;
+  network?: {
+    inbound?: { allow_host?: string[] };
+    mode?: string;
+    outbound?: { allow_host?: string[]; allow_port?: number[]; insecure_allow_all?: boolean };
+  };
+  privileged?: boolean;
+  read?: string[];
+  write?: string[];
+}
+
 /** Everything a runtime needs to start one server. Secrets are already resolved into `env`. */
 export interface ServerSpec {
   /** Workload name (used for labels, container names and log files). */
@@ -26,6 +39,18 @@ export interface ServerSpec {
   cwd?: string;
   /** Where the server's stderr (and stdout for HTTP servers) is appended. */
   logFile: string;
+  /** Container runtime: the permission profile (`undefined`: the built-in `network`). */
+  permissionProfile?: PermissionProfile;
+  /** Container runtime: a built-in profile name (`none`, `network`) or a JSON file path. */
+  permissionProfileName?: string;
+  /** Container runtime: enforce the profile's network rules (default true). */
+  isolateNetwork?: boolean;
+  /** Container runtime: extra `host:container[:ro]` binds (run-config `volumes`). */
+  volumes?: string[];
+  /** Container runtime: extra labels (run-config `container_labels`). */
+  labels?: Record<string, string>;
+  /** Progress of slow start steps (image pulls), e.g. `pulling image x: 40%`. */
+  onProgress?: (message: string) => void;
 }
 
 export interface ServerExit {

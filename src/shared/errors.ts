@@ -40,6 +40,14 @@ export const ERROR_CODES = {
   workload_not_found: { status: 404, description: 'The workload does not exist.' },
   workload_exists: { status: 409, description: 'A workload with this name already exists.' },
   port_unavailable: { status: 400, description: 'The requested proxy port is busy.' },
+  runtime_unavailable: {
+    status: 400,
+    description: 'The workload needs a container engine (a container image) and none is available.',
+  },
+  privileged_not_allowed: {
+    status: 403,
+    description: 'The permission profile asks for a privileged container and the config does not allow it.',
+  },
   // Registry
   registry_not_found: { status: 404, description: 'The registry does not exist (only `default` is served).' },
   server_not_found: { status: 404, description: 'The server is not in the registry.' },

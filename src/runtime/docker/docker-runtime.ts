@@ -1,0 +1,470 @@
+/**
+ * The container runtime over the Docker Engine API (dockerode); the same calls work against
+ * Docker and Podman's compatible service. One server = one container labelled as Skep's
+ * (`dev.skep.managed`, `dev.skep.instance` = this Skep home, `dev.skep.workload`,
+ * `dev.skep.role`). Stdio servers are attached (`Tty: false`, frames demultiplexed: stdout
+ * is the raw MCP stream, stderr goes to the log); HTTP servers publish their port on
+ * 127.0.0.1 and their output is followed into the log.
+ *
+ * Network (permission profile, `network.outbound`): `insecure_allow_all` (or isolation off)
+ * → the engine's default network. Otherwise the server sits alone on a per-workload
+ * `--internal` network, and an egress container (the configured node image running
+ * `EGRESS_PROXY_SCRIPT`) on that network and the default one is the only way out: the
+ * server gets `HTTP_PROXY`/`HTTPS_PROXY` pointing at it, and, for HTTP servers, the egress
+ * container publishes the loopback port and forwards inbound connections. A stdio server
+ * whose profile allows nothing gets no network at all. Both containers get fixed addresses
+ * on the internal network because there is no DNS on it (Podman with CNI has none).
+ */
+import { request as httpRequest } from 'node:http';
+import type { Readable, Writable } from 'node:stream';
+import type Docker from 'dockerode';
+import { describeError, type Logger, SkepError, silentLogger } from '../../shared/index.js';
+import { EGRESS_CONFIG_ENV, EGRESS_PROXY_PORT, EGRESS_PROXY_SCRIPT, type EgressConfig } from '../egress/egress-script.js';
+import { RotatingLogFile } from '../log-file.js';
+import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from '../types.js';
+import { dockerClient } from './client.js';
+import { FrameDemuxer, demultiplex } from './demux.js';
+import { bindsFor, deniesEverything, outboundPolicy, resolvePermissionProfile } from './profile.js';
+import { type PullEvent, PullProgress } from './pull-progress.js';
+
+export const LABEL_MANAGED = 'dev.skep.managed';
+export const LABEL_INSTANCE = 'dev.skep.instance';
+export const LABEL_WORKLOAD = 'dev.skep.workload';
+export const LABEL_ROLE = 'dev.skep.role';
+
+export interface DockerRuntimeOptions {
+  /** Engine address (`unix:///...`, `tcp://...`). */
+  host: string;
+  /** Where the address came from (health detail). */
+  source?: string;
+  /** Identifies this Skep home among everything on the engine. */
+  instance: string;
+  logMaxBytes: number;
+  logFiles: number;
+  allowPrivileged: boolean;
+  /** Local image with `node`/`npx`: runs `npx://` servers and the egress proxy. */
+  nodeImage?: string;
+  /** Local image with `uvx`: runs `uvx://` servers. */
+  uvxImage?: string;
+  /** Image for the egress proxy (needs `node`); defaults to `nodeImage`. */
+  egressImage?: string;
+  readyTimeoutMs?: number;
+  /** Seconds between SIGTERM and SIGKILL on stop. */
+  stopGraceSeconds?: number;
+  logger?: Logger;
+}
+
+interface ContainerPlan {
+  image: string;
+  cmd: string[] | undefined;
+}
+
+export class DockerRuntime implements Runtime {
+  readonly name = 'docker' as const;
+  readonly host: string;
+  readonly docker: Docker;
+  readonly #options: DockerRuntimeOptions;
+  readonly #logger: Logger;
+
+  constructor(options: DockerRuntimeOptions) {
+    this.#options = options;
+    this.host = options.host;
+    this.docker = dockerClient(options.host);
+    this.#logger = options.logger ?? silentLogger;
+  }
+
+  async health(): Promise<RuntimeHealth> {
+    try {
+      const version = (await this.docker.version()) as { Version?: string; Components?: { Name?: string }[] };
+      const engine = version.Components?.some((c) => /podman/i.test(c.Name ?? '')) ? 'podman' : 'docker';
+      return { ok: true, detail: `${engine} ${version.Version ?? '?'} at ${this.host}` };
+    } catch (err) {
+      return { ok: false, reason: `container engine at ${this.host} does not answer: ${describeError(err)}` };
+    }
+  }
+
+  /** Labels that select everything of one workload of this Skep home. */
+  #labelFilter(workload?: string): string[] {
+    const labels = [`${LABEL_MANAGED}=true`, `${LABEL_INSTANCE}=${this.#options.instance}`];
+    if (workload !== undefined) labels.push(`${LABEL_WORKLOAD}=${workload}`);
+    return labels;
+  }
+
+  #resourceName(workload: string): string {
+    return `skep-${this.#options.instance}-${workload}`;
+  }
+
+  /** Removes every container and network of `workload` (any state). */
+  async removeWorkload(workload: string): Promise<void> {
+    await this.#removeMatching(this.#labelFilter(workload));
+  }
+
+  /** Removes containers and networks of this Skep home whose workload is not in `known`. */
+  async removeOrphans(known: ReadonlySet<string>): Promise<string[]> {
+    const containers = await this.docker.listContainers({ all: true, filters: { label: this.#labelFilter() } });
+    const networks = await this.docker.listNetworks({ filters: { label: this.#labelFilter() } });
+    const orphans = new Set<string>();
+    for (const item of [...containers, ...networks]) {
+      const workload = item.Labels?.[LABEL_WORKLOAD];
+      if (workload !== undefined && !known.has(workload)) orphans.add(workload);
+    }
+    for (const workload of orphans) await this.removeWorkload(workload);
+    if (orphans.size > 0) this.#logger.info({ orphans: [...orphans] }, 'removed containers of deleted workloads');
+    return [...orphans];
+  }
+
+  async #removeMatching(labels: string[]): Promise<void> {
+    const containers = await this.docker.listContainers({ all: true, filters: { label: labels } });
+    await Promise.all(
+      containers.map((c) =>
+        this.docker
+          .getContainer(c.Id)
+          .remove({ force: true, v: true })
+          .catch((err: unknown) => {
+            if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+          }),
+      ),
+    );
+    const networks = await this.docker.listNetworks({ filters: { label: labels } });
+    for (const n of networks) {
+      await this.docker
+        .getNetwork(n.Id)
+        .remove()
+        .catch((err: unknown) => {
+          if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+        });
+    }
+  }
+
+  #plan(spec: ServerSpec): ContainerPlan {
+    const scheme = /^([a-z]+):\/\/(.*)$/.exec(spec.image);
+    if (scheme === null) return { image: spec.image, cmd: spec.args.length > 0 ? [...spec.args] : undefined };
+    const target = scheme[2] ?? '';
+    if (target === '') throw new SkepError('bad_request', `'${spec.image}' names no package`);
+    if (scheme[1] === 'npx' && this.#options.nodeImage !== undefined) {
+      return { image: this.#options.nodeImage, cmd: ['npx', '-y', target, ...spec.args] };
+    }
+    if (scheme[1] === 'uvx' && this.#options.uvxImage !== undefined) {
+      return { image: this.#options.uvxImage, cmd: ['uvx', target, ...spec.args] };
+    }
+    throw new SkepError(
+      'bad_request',
+      `'${spec.image}' cannot run in a container: set runtime.node_image (npx://) or runtime.uvx_image (uvx://), or use the process runtime`,
+    );
+  }
+
+  /** Makes sure `image` is present locally; pulls it (reporting progress) when it is not. */
+  async ensureImage(image: string, onProgress?: (message: string) => void): Promise<'present' | 'pulled'> {
+    try {
+      await this.docker.getImage(image).inspect();
+      return 'present';
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode !== 404) {
+        throw new SkepError('bad_gateway', `cannot inspect image ${image}: ${describeError(err)}`, { cause: err });
+      }
+    }
+    onProgress?.(`pulling image ${image}: 0%`);
+    const progress = new PullProgress();
+    let shown = 0;
+    try {
+      const stream = (await this.docker.pull(image)) as NodeJS.ReadableStream;
+      await new Promise<void>((resolve, reject) => {
+        let failure: string | undefined;
+        this.docker.modem.followProgress(
+          stream,
+          (err: Error | null) => {
+            if (err !== null) reject(err);
+            else if (failure !== undefined) reject(new Error(failure));
+            else resolve();
+          },
+          (event: PullEvent) => {
+            failure ??= progress.add(event);
+            const percent = progress.percent();
+            if (percent !== shown) {
+              shown = percent;
+              onProgress?.(`pulling image ${image}: ${percent}%`);
+            }
+          },
+        );
+      });
+    } catch (err) {
+      throw new SkepError('bad_gateway', `cannot pull image ${image}: ${describeError(err)}`, { cause: err });
+    }
+    // Some engines end a failed pull without an error event; the image must now exist.
+    try {
+      await this.docker.getImage(image).inspect();
+    } catch (err) {
+      throw new SkepError('bad_gateway', `cannot pull image ${image}: the engine reported success but has no such image`, {
+        cause: err,
+      });
+    }
+    onProgress?.(`pulling image ${image}: 100%`);
+    return 'pulled';
+  }
+
+  async start(spec: ServerSpec): Promise<ServerHandle> {
+    const http = spec.transport !== 'stdio';
+    if (http && (spec.targetPort === undefined || spec.targetPort === 0)) {
+      throw new SkepError('bad_request', `an ${spec.transport} server needs a target port`);
+    }
+    const plan = this.#plan(spec);
+    const profile = resolvePermissionProfile(spec.permissionProfile, spec.permissionProfileName);
+    if (profile.privileged === true && !this.#options.allowPrivileged) {
+      throw new SkepError(
+        'privileged_not_allowed',
+        'the permission profile asks for a privileged container; set runtime.allow_privileged: true in the config to allow it',
+      );
+    }
+    const binds = bindsFor(profile, spec.volumes);
+    const policy = outboundPolicy(profile);
+    const isolate = spec.isolateNetwork !== false && !policy.allowAll;
+    const noNetwork = (isolate && !http && deniesEverything(policy)) || profile.network?.mode === 'none';
+    const useEgress = isolate && !noNetwork;
+    const egressImage = this.#options.egressImage ?? this.#options.nodeImage;
+    if (useEgress && egressImage === undefined) {
+      throw new SkepError(
+        'bad_request',
+        'the permission profile restricts outbound network access, which needs the egress proxy image: set runtime.node_image (or runtime.egress_image) to a local image with node, or allow all outbound traffic',
+      );
+    }
+
+    await this.ensureImage(plan.image, spec.onProgress);
+    if (useEgress && egressImage !== plan.image) await this.ensureImage(egressImage as string, spec.onProgress);
+
+    // A previous run of this workload (crash, killed runner) may have left things behind.
+    await this.removeWorkload(spec.name);
+
+    const log = new RotatingLogFile(spec.logFile, { maxBytes: this.#options.logMaxBytes, files: this.#options.logFiles });
+    const name = this.#resourceName(spec.name);
+    const labels = (role: string) => ({
+      ...spec.labels,
+      [LABEL_MANAGED]: 'true',
+      [LABEL_INSTANCE]: this.#options.instance,
+      [LABEL_WORKLOAD]: spec.name,
+      [LABEL_ROLE]: role,
+    });
+    const cleanup = () => this.removeWorkload(spec.name).catch(() => undefined);
+
+    try {
+      const env: Record<string, string> = { ...spec.env };
+      if (http) {
+        env['PORT'] = String(spec.targetPort);
+        env['MCP_PORT'] = String(spec.targetPort);
+      }
+      const hostConfig: Docker.HostConfig = { Binds: binds, Privileged: profile.privileged === true };
+      let networking: Docker.ContainerCreateOptions['NetworkingConfig'];
+      const exposed: Record<string, object> = {};
+      const portKey = `${spec.targetPort}/tcp`;
+
+      if (noNetwork) {
+        hostConfig.NetworkMode = 'none';
+      } else if (useEgress) {
+        const { network, serverIp, egressIp } = await this.#createInternalNetwork(name, labels('network'));
+        const egressConfig: EgressConfig = {
+          proxyPort: EGRESS_PROXY_PORT,
+          allowHosts: policy.hosts,
+          allowPorts: policy.ports,
+          ...(http
+            ? {
+                inbound: {
+                  listenPort: spec.targetPort as number,
+                  targetHost: serverIp,
+                  targetPort: spec.targetPort as number,
+                  allowHosts: profile.network?.inbound?.allow_host ?? [],
+                },
+              }
+            : {}),
+        };
+        await this.#startEgress(`${name}-egress`, egressImage as string, egressConfig, network, egressIp, labels('egress'), http ? spec.targetPort : undefined, log);
+        const proxyUrl = `http://${egressIp}:${EGRESS_PROXY_PORT}`;
+        for (const key of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) env[key] = proxyUrl;
+        env['NO_PROXY'] = env['no_proxy'] = 'localhost,127.0.0.1,::1';
+        hostConfig.NetworkMode = network;
+        networking = { EndpointsConfig: { [network]: { IPAMConfig: { IPv4Address: serverIp } } } };
+        if (http) exposed[portKey] = {};
+      } else {
+        hostConfig.NetworkMode = 'bridge';
+        if (http) {
+          exposed[portKey] = {};
+          hostConfig.PortBindings = { [portKey]: [{ HostIp: '127.0.0.1', HostPort: String(spec.targetPort) }] };
+        }
+      }
+
+      const container = await this.docker.createContainer({
+        name,
+        Image: plan.image,
+        ...(plan.cmd === undefined ? {} : { Cmd: plan.cmd }),
+        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+        Labels: labels('server'),
+        Tty: false,
+        OpenStdin: !http,
+        StdinOnce: false,
+        AttachStdin: !http,
+        AttachStdout: true,
+        AttachStderr: true,
+        ExposedPorts: exposed,
+        HostConfig: hostConfig,
+        ...(networking === undefined ? {} : { NetworkingConfig: networking }),
+      });
+
+      let stdio: { stdin: Writable; stdout: Readable } | undefined;
+      if (!http) {
+        const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as NodeJS.ReadWriteStream &
+          Writable;
+        const stdout = demultiplex(stream, (chunk) => log.write(chunk));
+        stdio = { stdin: stream, stdout };
+      }
+      await container.start();
+      if (http) this.#followLogs(container, log);
+
+      const exited: Promise<ServerExit> = container
+        .wait()
+        .then((r: { StatusCode?: number }) => ({ code: r.StatusCode ?? null, signal: null }))
+        .catch((err: unknown) => {
+          log.write(`[skep] lost track of container ${name}: ${describeError(err)}\n`);
+          return { code: null, signal: null };
+        });
+      void exited.then(() => log.close());
+
+      const grace = this.#options.stopGraceSeconds ?? 5;
+      let stopping: Promise<void> | undefined;
+      const stop = (): Promise<void> => {
+        stopping ??= (async () => {
+          await container.stop({ t: grace }).catch(() => undefined);
+          await cleanup();
+          await Promise.race([exited, new Promise((r) => setTimeout(r, 5000).unref())]);
+        })();
+        return stopping;
+      };
+
+      let url: string | undefined;
+      if (http) {
+        const path = spec.transport === 'sse' ? '/sse' : '/mcp';
+        url = `http://127.0.0.1:${spec.targetPort}${path}`;
+        try {
+          await waitForHttp(spec.targetPort as number, exited, this.#options.readyTimeoutMs ?? 60_000);
+        } catch (err) {
+          await stop();
+          throw err;
+        }
+      }
+      this.#logger.info({ workload: spec.name, container: name }, 'container started');
+      return {
+        id: container.id,
+        exited,
+        stop,
+        ...(stdio === undefined ? {} : { stdio }),
+        ...(url === undefined ? {} : { url }),
+      };
+    } catch (err) {
+      log.close();
+      await cleanup();
+      if (err instanceof SkepError) throw err;
+      throw new SkepError('bad_gateway', `cannot start container for '${spec.name}': ${describeError(err)}`, { cause: err });
+    }
+  }
+
+  /** A per-workload internal network, and the fixed addresses of the server and the egress proxy on it. */
+  async #createInternalNetwork(name: string, labels: Record<string, string>) {
+    const created = await this.docker.createNetwork({ Name: name, Internal: true, CheckDuplicate: true, Labels: labels });
+    const info = (await this.docker.getNetwork(created.id).inspect()) as { Name?: string; IPAM?: { Config?: { Subnet?: string }[] } };
+    const subnet = info.IPAM?.Config?.find((c) => c.Subnet !== undefined && c.Subnet.includes('.'))?.Subnet;
+    const match = subnet === undefined ? null : /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(subnet);
+    if (match === null || Number(match[5]) > 28) {
+      throw new Error(`internal network ${name} has no usable IPv4 subnet (${subnet ?? 'none'})`);
+    }
+    const base = (Number(match[1]) << 24) | (Number(match[2]) << 16) | (Number(match[3]) << 8) | Number(match[4]);
+    const ip = (offset: number) => {
+      const n = (base + offset) >>> 0;
+      return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+    };
+    return { network: info.Name ?? name, egressIp: ip(10), serverIp: ip(11) };
+  }
+
+  async #startEgress(
+    name: string,
+    image: string,
+    config: EgressConfig,
+    network: string,
+    ip: string,
+    labels: Record<string, string>,
+    publishPort: number | undefined,
+    log: RotatingLogFile,
+  ): Promise<void> {
+    const portKey = `${publishPort}/tcp`;
+    const egress = await this.docker.createContainer({
+      name,
+      Image: image,
+      Entrypoint: ['node'],
+      Cmd: ['-e', EGRESS_PROXY_SCRIPT],
+      Env: [`${EGRESS_CONFIG_ENV}=${JSON.stringify(config)}`],
+      Labels: labels,
+      Tty: false,
+      ...(publishPort === undefined ? {} : { ExposedPorts: { [portKey]: {} } }),
+      HostConfig: {
+        NetworkMode: 'bridge',
+        ...(publishPort === undefined ? {} : { PortBindings: { [portKey]: [{ HostIp: '127.0.0.1', HostPort: String(publishPort) }] } }),
+      },
+    });
+    await this.docker.getNetwork(network).connect({ Container: egress.id, EndpointConfig: { IPAMConfig: { IPv4Address: ip } } });
+    await egress.start();
+    const stream = (await egress.logs({ follow: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
+    const demuxer = new FrameDemuxer((_, payload) => log.write(Buffer.concat([Buffer.from('[egress] '), payload])));
+    stream.on('data', (chunk: Buffer) => demuxer.push(chunk));
+    stream.on('error', () => undefined);
+    // The proxy must listen before the server starts using it.
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const text = await this.#logsText(egress);
+      if (text.includes('egress proxy listening')) return;
+      const state = (await egress.inspect()).State;
+      if (state?.Running !== true) throw new Error(`the egress proxy exited: ${text.trim().slice(-500)}`);
+      if (Date.now() > deadline) throw new Error('the egress proxy did not start within 30 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  async #logsText(container: Docker.Container): Promise<string> {
+    const raw = (await container.logs({ stdout: true, stderr: true, follow: false })) as unknown as Buffer;
+    const parts: Buffer[] = [];
+    new FrameDemuxer((_, payload) => parts.push(payload)).push(Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw)));
+    return Buffer.concat(parts).toString('utf8');
+  }
+
+  #followLogs(container: Docker.Container, log: RotatingLogFile): void {
+    container
+      .logs({ follow: true, stdout: true, stderr: true })
+      .then((stream) => {
+        const s = stream as NodeJS.ReadableStream;
+        const demuxer = new FrameDemuxer((_, payload) => log.write(payload));
+        s.on('data', (chunk: Buffer) => demuxer.push(chunk));
+        s.on('error', () => undefined);
+      })
+      .catch((err: unknown) => log.write(`[skep] cannot follow container logs: ${describeError(err)}\n`));
+  }
+}
+
+/** Ready once the port answers HTTP at all (any status): the server or the inbound forwarder reached it. */
+function waitForHttp(port: number, exited: Promise<ServerExit>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let gone = false;
+  void exited.then(() => {
+    gone = true;
+  });
+  return new Promise((resolve, reject) => {
+    const attempt = () => {
+      if (gone) return reject(new Error(`the server exited before answering on port ${port}`));
+      const req = httpRequest({ host: '127.0.0.1', port, path: '/', method: 'GET', timeout: 2000 }, (res) => {
+        res.resume();
+        resolve();
+      });
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', () => {
+        if (Date.now() > deadline) reject(new Error(`the server did not answer on port ${port} within ${timeoutMs} ms`));
+        else setTimeout(attempt, 200);
+      });
+      req.end();
+    };
+    attempt();
+  });
+}
