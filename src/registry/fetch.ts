@@ -172,7 +172,15 @@ export class RegistryHttp {
         await res.body.dump().catch(() => undefined);
         if (hop >= MAX_REDIRECTS)
           throw new SourceFetchError('unreachable', `${url}: more than ${MAX_REDIRECTS} redirects`);
-        current = new URL(location, target).toString();
+        const next = new URL(location, target);
+        // No silent downgrade: a source reached over https stays on https (http needs allow_private_ip).
+        if (target.protocol === 'https:' && next.protocol !== 'https:' && !options.allowPrivate) {
+          throw new SourceFetchError(
+            'unreachable',
+            `${current} redirects to ${next.protocol} (https required)`,
+          );
+        }
+        current = next.toString();
         continue;
       }
       let text = '';

@@ -239,3 +239,31 @@ test('GET with a source that is down and no copy anywhere → 503 unavailable', 
     (e) => isSkepError(e) && e.code === 'unavailable' && e.status === 503,
   );
 });
+
+test('redirects are followed hop by hop (each hop through the same guard), at most 3', async (t) => {
+  const src = await httpServer(t, (req, res) => {
+    const hop = Number(/hop=(\d+)/.exec(req.url ?? '')?.[1] ?? '0');
+    if (req.url?.startsWith('/loop')) {
+      res.writeHead(302, { location: `/loop?hop=${hop + 1}` });
+      res.end();
+    } else if (req.url === '/moved.json') {
+      res.writeHead(301, { location: '/registry.json' });
+      res.end();
+    } else {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(DOC);
+    }
+  });
+  const { svc } = service(t);
+  assert.deepEqual(await svc.configure('default', { url: `${src.url}/moved.json`, allow_private_ip: true }), {
+    type: 'url',
+  });
+  assert.deepEqual(
+    src.requests.map((r) => r.url),
+    ['/moved.json', '/registry.json'],
+  );
+  await assert.rejects(
+    svc.configure('default', { url: `${src.url}/loop.json`, allow_private_ip: true }),
+    (e) => isSkepError(e) && e.code === 'registry_unavailable' && /more than 3 redirects/.test(e.message),
+  );
+});
