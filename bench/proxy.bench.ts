@@ -1,0 +1,409 @@
+/**
+ * Head-to-head MCP proxy benchmark (issue 3). One backend — bench/fixtures/echo-server.mjs, a
+ * minimal deterministic stdio MCP server — reached five ways, in one run, with the same lean
+ * keep-alive client (an undici Pool, one POST per call, JSON or SSE answers both accepted):
+ *
+ *   direct       the bench process writes JSON-RPC lines to the child's stdin (no HTTP)
+ *   http-floor   a bare node:http server that answers tools/call itself (no child)
+ *   skep         Skep's proxy (src/proxy) in front of one echo child
+ *   supergateway --stdio ... --outputTransport streamableHttp --stateful
+ *   mcp-proxy    --server stream (stateful streamable HTTP)
+ *
+ * Session semantics: every worker (1 at c=1, 32 at c=32) initializes its own MCP session
+ * (initialize + notifications/initialized, Mcp-Session-Id) before timing starts, then makes
+ * sequential tools/call requests on it. Latency is per call (p50/p99); throughput is calls
+ * per second over the timed window; RSS is the sum over the measured process tree (from
+ * /proc), sampled during the run (peak) and at the end. The bench process itself is excluded.
+ *
+ * Prints one JSON object on stdout; progress goes to stderr.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+
+const require = createRequire(import.meta.url);
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..');
+const ECHO = join(here, 'fixtures/echo-server.mjs');
+const WARMUP_CALLS = Number(process.env['BENCH_WARMUP'] ?? 2000);
+const TIMED_CALLS = Number(process.env['BENCH_CALLS'] ?? 10000);
+const CONCURRENCY = [1, 32];
+
+const log = (msg: string): void => {
+  process.stderr.write(`[proxy.bench] ${msg}\n`);
+};
+
+// ---- process tree RSS ----
+
+function childrenOf(): Map<number, number[]> {
+  const map = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = map.get(ppid) ?? [];
+      list.push(Number(entry));
+      map.set(ppid, list);
+    } catch {
+      // the process went away
+    }
+  }
+  return map;
+}
+
+function treeRssBytes(pid: number): number {
+  const kids = childrenOf();
+  let total = 0;
+  const stack = [pid];
+  while (stack.length > 0) {
+    const p = stack.pop()!;
+    try {
+      const status = readFileSync(`/proc/${p}/status`, 'utf8');
+      const m = /VmRSS:\s+(\d+) kB/.exec(status);
+      if (m) total += Number(m[1]) * 1024;
+    } catch {
+      // gone
+    }
+    stack.push(...(kids.get(p) ?? []));
+  }
+  return total;
+}
+
+// ---- targets ----
+
+interface Target {
+  name: string;
+  notes: string;
+  /** Root of the process tree to measure. */
+  pid: number;
+  /** Opens a session and returns a function making one tools/call. */
+  session(): Promise<(message: string) => Promise<string>>;
+  stop(): Promise<void>;
+}
+
+function waitForPort(child: ChildProcess, pattern: RegExp, what: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what} did not start`)), 30_000);
+    let seen = '';
+    const onData = (chunk: Buffer): void => {
+      seen += chunk.toString();
+      const m = pattern.exec(seen);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${what} exited (${code}): ${seen.slice(-500)}`)));
+  });
+}
+
+async function waitForListen(port: number, child: ChildProcess, what: string): Promise<void> {
+  const { connect } = await import('node:net');
+  const deadline = Date.now() + 30_000;
+  child.stdout?.resume();
+  child.stderr?.resume();
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${what} exited (${child.exitCode})`);
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = connect(port, '127.0.0.1', () => {
+        s.destroy();
+        resolve(true);
+      });
+      s.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${what} did not start listening on ${port}`);
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const done = new Promise((r) => child.once('exit', r));
+  // Kill the whole group (the proxy and its echo child).
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    child.kill('SIGKILL');
+  }
+  await done;
+}
+
+function directTarget(): Target {
+  const child = spawn(process.execPath, [ECHO], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const waiting = new Map<number, (line: string) => void>();
+  let nextId = 1;
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    const m = /"id":(\d+)/.exec(line);
+    const id = m ? Number(m[1]) : -1;
+    waiting.get(id)?.(line);
+    waiting.delete(id);
+  });
+  const call = (method: string, params: unknown): Promise<string> =>
+    new Promise((resolve) => {
+      const id = nextId++;
+      waiting.set(id, resolve);
+      child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+    });
+  let initialized: Promise<string> | undefined;
+  return {
+    name: 'direct',
+    notes: 'stdio to the echo child from the bench process; one shared stdio session',
+    pid: child.pid!,
+    async session() {
+      initialized ??= call('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } });
+      await initialized;
+      return (message) => call('tools/call', { name: 'echo', arguments: { message } });
+    },
+    async stop() {
+      await stopChild(child);
+    },
+  };
+}
+
+const INIT_BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } },
+});
+
+function dataOf(body: string): string {
+  if (body.startsWith('{') || body.startsWith('[')) return body;
+  // An SSE answer: the response is the last data line.
+  const lines = body.split('\n').filter((l) => l.startsWith('data:'));
+  return (lines[lines.length - 1] ?? '').slice(5).trim();
+}
+
+async function httpTarget(
+  name: string,
+  notes: string,
+  command: string[],
+  pattern: RegExp,
+  fixedPort: number | undefined,
+  stateful: boolean,
+): Promise<Target> {
+  const child = spawn(process.execPath, command, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, cwd: root });
+  const port = fixedPort ?? (await waitForPort(child, pattern, name));
+  if (fixedPort !== undefined) await waitForListen(port, child, name);
+  const origin = `http://127.0.0.1:${port}`;
+  const pool = new Pool(origin, { connections: 64, pipelining: 1, keepAliveTimeout: 60_000 });
+  const baseHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  return {
+    name,
+    notes,
+    pid: child.pid!,
+    async session() {
+      const headers: Record<string, string> = { ...baseHeaders };
+      if (stateful) {
+        const init = await pool.request({ path: '/mcp', method: 'POST', headers, body: INIT_BODY });
+        const sid = init.headers['mcp-session-id'];
+        await init.body.text();
+        if (typeof sid !== 'string') throw new Error(`${name}: no Mcp-Session-Id (status ${init.statusCode})`);
+        headers['mcp-session-id'] = sid;
+        headers['mcp-protocol-version'] = '2025-06-18';
+        const note = await pool.request({
+          path: '/mcp',
+          method: 'POST',
+          headers,
+          body: '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        });
+        await note.body.text();
+      }
+      let id = 1;
+      return async (message) => {
+        const res = await pool.request({
+          path: '/mcp',
+          method: 'POST',
+          headers,
+          body: `{"jsonrpc":"2.0","id":${id++},"method":"tools/call","params":{"name":"echo","arguments":{"message":${JSON.stringify(message)}}}}`,
+        });
+        const text = dataOf(await res.body.text());
+        if (res.statusCode !== 200) throw new Error(`${name}: HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
+        return text;
+      };
+    },
+    async stop() {
+      await pool.close();
+      await stopChild(child);
+    },
+  };
+}
+
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Bundles the Skep proxy launcher to plain JS so the measured process carries no TS loader. */
+async function bundleSkep(dir: string): Promise<string> {
+  const out = join(dir, 'skep-proxy.mjs');
+  const esbuild = (await import('esbuild')) as typeof import('esbuild');
+  await esbuild.build({
+    entryPoints: [join(here, 'fixtures/skep-proxy.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    outfile: out,
+    logLevel: 'silent',
+  });
+  return out;
+}
+
+// ---- measurement ----
+
+interface Phase {
+  concurrency: number;
+  calls: number;
+  p50_ms: number;
+  p99_ms: number;
+  mean_ms: number;
+  calls_per_s: number;
+  errors: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function phase(target: Target, concurrency: number, total: number, record: boolean): Promise<Phase> {
+  const calls = await Promise.all(Array.from({ length: concurrency }, () => target.session()));
+  const latencies: number[] = [];
+  let errors = 0;
+  let issued = 0;
+  const started = performance.now();
+  await Promise.all(
+    calls.map(async (call, w) => {
+      while (issued < total) {
+        issued++;
+        const message = `w${w}-${issued}`;
+        const t0 = performance.now();
+        try {
+          const reply = await call(message);
+          if (!reply.includes(`"text":"${message}"`)) errors++;
+        } catch (err) {
+          errors++;
+          if (errors < 3) log(`${target.name}: ${(err as Error).message}`);
+        }
+        if (record) latencies.push(performance.now() - t0);
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  const round = (n: number): number => Math.round(n * 1000) / 1000;
+  return {
+    concurrency,
+    calls: total,
+    p50_ms: round(percentile(latencies, 50)),
+    p99_ms: round(percentile(latencies, 99)),
+    mean_ms: round(latencies.reduce((a, b) => a + b, 0) / Math.max(1, latencies.length)),
+    calls_per_s: Math.round(total / elapsed),
+    errors,
+  };
+}
+
+async function measure(target: Target): Promise<Record<string, unknown>> {
+  let peak = treeRssBytes(target.pid);
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, treeRssBytes(target.pid));
+  }, 100);
+  try {
+    const phases: Phase[] = [];
+    for (const c of CONCURRENCY) {
+      await phase(target, c, WARMUP_CALLS, false);
+      phases.push(await phase(target, c, TIMED_CALLS, true));
+      log(`${target.name} c=${c}: p50 ${phases.at(-1)!.p50_ms} ms, ${phases.at(-1)!.calls_per_s} calls/s`);
+    }
+    const end = treeRssBytes(target.pid);
+    peak = Math.max(peak, end);
+    return {
+      notes: target.notes,
+      phases,
+      rss_mb_end: Math.round(end / 1048576),
+      rss_mb_peak: Math.round(peak / 1048576),
+    };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+async function main(): Promise<void> {
+  // Inside the repository so the bundle resolves packages from node_modules.
+  await mkdir(join(root, 'node_modules/.cache'), { recursive: true });
+  const dir = await mkdtemp(join(root, 'node_modules/.cache/skep-bench-'));
+  const results: Record<string, unknown> = {};
+  try {
+    const skepJs = await bundleSkep(dir);
+    const supergateway = join(dirname(require.resolve('supergateway/package.json')), 'dist/index.js');
+    const mcpProxy = join(dirname(require.resolve('mcp-proxy/package.json')), 'dist/bin/mcp-proxy.mjs');
+    const echoCmd = `${process.execPath} ${ECHO}`;
+    const makers: Array<() => Promise<Target>> = [
+      async () => directTarget(),
+      () =>
+        httpTarget('http-floor', 'bare node:http answering tools/call itself; no session, no child', [join(here, 'fixtures/http-floor.mjs'), '0'], /listening (\d+)/, undefined, false),
+      () =>
+        httpTarget('skep', 'src/proxy startProxy, one stdio echo child shared by all sessions; stateful streamable HTTP', [skepJs, '0', '--', process.execPath, ECHO], /listening (\d+)/, undefined, true),
+      async () => {
+        const port = await freePort();
+        return httpTarget(
+          'supergateway',
+          'supergateway --stdio --outputTransport streamableHttp --stateful (spawns one child per session)',
+          [supergateway, '--stdio', echoCmd, '--outputTransport', 'streamableHttp', '--stateful', '--port', String(port), '--logLevel', 'none'],
+          /$^/,
+          port,
+          true,
+        );
+      },
+      async () => {
+        const port = await freePort();
+        return httpTarget(
+          'mcp-proxy',
+          'mcp-proxy --server stream (stateful streamable HTTP; one child per session)',
+          [mcpProxy, '--port', String(port), '--host', '127.0.0.1', '--server', 'stream', '--', process.execPath, ECHO],
+          /$^/,
+          port,
+          true,
+        );
+      },
+    ];
+    for (const make of makers) {
+      let target: Target | undefined;
+      try {
+        target = await make();
+        log(`measuring ${target.name}`);
+        results[target.name] = await measure(target);
+      } catch (err) {
+        const name = target?.name ?? 'target';
+        log(`${name} failed: ${(err as Error).message}`);
+        results[name] = { error: (err as Error).message };
+      } finally {
+        await target?.stop();
+      }
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  process.stdout.write(
+    `${JSON.stringify({ backend: 'bench/fixtures/echo-server.mjs', warmup_calls: WARMUP_CALLS, timed_calls: TIMED_CALLS, node: process.version, results })}\n`,
+  );
+}
+
+await main();
