@@ -1,3 +1,14 @@
+export type { RuntimeSelectorOptions, SocketCandidate } from './detect.js';
+export { engineCandidates, findEngine, instanceId, RuntimeSelector } from './detect.js';
+export type { DockerRuntimeOptions } from './docker/docker-runtime.js';
+export {
+  DockerRuntime,
+  LABEL_INSTANCE,
+  LABEL_MANAGED,
+  LABEL_ROLE,
+  LABEL_WORKLOAD,
+} from './docker/docker-runtime.js';
+export { BUILTIN_PROFILES, resolvePermissionProfile } from './docker/profile.js';
 export type { LogFileOptions } from './log-file.js';
 export { RotatingLogFile } from './log-file.js';
 export type { ProcessCommand, ProcessRuntimeOptions } from './process.js';
@@ -12,14 +23,3 @@ export type {
   ServerSpec,
   ServerTransport,
 } from './types.js';
-export type { RuntimeSelectorOptions, SocketCandidate } from './detect.js';
-export { engineCandidates, findEngine, instanceId, RuntimeSelector } from './detect.js';
-export type { DockerRuntimeOptions } from './docker/docker-runtime.js';
-export {
-  DockerRuntime,
-  LABEL_INSTANCE,
-  LABEL_MANAGED,
-  LABEL_ROLE,
-  LABEL_WORKLOAD,
-} from './docker/docker-runtime.js';
-export { BUILTIN_PROFILES, resolvePermissionProfile } from './docker/profile.js';

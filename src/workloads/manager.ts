@@ -620,7 +620,15 @@ export class WorkloadManager implements GroupMembers {
    * kill) gets a new runner; interrupted deletes are finished; runners that died while
    * stopping are recorded as stopped. Returns the names that were started again.
    */
-  async reconcile(): Promise<string[]> {
+  reconcile(): Promise<string[]> {
+    const run = this.#reconcile();
+    const tracked = run.catch(() => undefined);
+    this.#background.add(tracked);
+    void tracked.finally(() => this.#background.delete(tracked));
+    return run;
+  }
+
+  async #reconcile(): Promise<string[]> {
     const resumed: string[] = [];
     for (const row of this.rows.list()) {
       if (runnerAlive(row.runnerPid, row.name)) continue;

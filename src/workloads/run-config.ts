@@ -51,6 +51,21 @@ const HeaderForward = Type.Object({
 });
 const Bucket = Type.Object({ maxTokens: Opt(Type.Integer()), refillPeriod: Opt(Type.Unknown()) });
 const TlsConfig = Type.Object({ ca_cert_file: Opt(Str()), insecure_skip_verify: Opt(Type.Boolean()) });
+const RedisConfig = Type.Object({
+  acl_user_config: Opt(Type.Object({ password_env_var: Opt(Str()), username_env_var: Opt(Str()) })),
+  addr: Opt(Str()),
+  auth_type: Opt(Str()),
+  cluster_mode: Opt(Type.Boolean()),
+  dial_timeout: Opt(Str()),
+  read_timeout: Opt(Str()),
+  write_timeout: Opt(Str()),
+  key_prefix: Opt(Str()),
+  sentinel_config: Opt(
+    Type.Object({ db: Opt(Type.Integer()), master_name: Opt(Str()), sentinel_addrs: Opt(Strs()) }),
+  ),
+  sentinel_tls: Opt(TlsConfig),
+  tls: Opt(TlsConfig),
+});
 const Webhook = Type.Object({
   failure_policy: Opt(Str()),
   hmac_secret_ref: Opt(Str()),
@@ -328,9 +343,7 @@ export const RunConfigSchema = Type.Object(
             refresh_token_lifespan: Opt(Str()),
           }),
         ),
-        storage: Opt(
-          Type.Object({ type: Opt(Str()), redis_config: Opt(Type.Record(Type.String(), Type.Unknown())) }),
-        ),
+        storage: Opt(Type.Object({ type: Opt(Str()), redis_config: Opt(RedisConfig) })),
         upstreams: Opt(Type.Array(Upstream)),
       }),
     ),

@@ -1,0 +1,119 @@
+/**
+ * Helpers for workload tests with real runners: the server-everything stdio entry (run as
+ * `cmd://<node> <entry> stdio`, no network), polling, child-process lookup, and clean-up
+ * that removes every workload of a context and checks that no runner survives.
+ */
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { buildApp, type SkepApp } from '../../../src/api/app.js';
+import { type ApiContext, createContext } from '../../../src/api/context.js';
+import { runnerAlive } from '../../../src/workloads/index.js';
+import { type TempHome, tempHome } from '../../helpers/home.js';
+
+const require = createRequire(import.meta.url);
+
+/** The stdio entry of @modelcontextprotocol/server-everything in node_modules. */
+export const EVERYTHING_ENTRY = join(
+  dirname(require.resolve('@modelcontextprotocol/server-everything/package.json')),
+  'dist',
+  'index.js',
+);
+
+export const everythingBody = (name: string) => ({
+  name,
+  image: `cmd://${process.execPath}`,
+  cmd_arguments: [EVERYTHING_ENTRY, 'stdio'],
+});
+
+/** Generous: a runner starts Node + tsx + the server; CI machines have 2 cores. */
+export const START_TIMEOUT_MS = 90_000;
+
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = START_TIMEOUT_MS,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export function waitForStatus(
+  ctx: ApiContext,
+  name: string,
+  status: string,
+  timeoutMs = START_TIMEOUT_MS,
+): Promise<true> {
+  return waitFor(
+    `${name} to be ${status}`,
+    () => {
+      const s = ctx.workloads.status(name);
+      if (s.status === 'error' && status !== 'error')
+        throw new Error(`workload ${name} is in error: ${s.status_context}`);
+      return s.status === status ? true : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** Direct children of `pid` (Linux `ps`). */
+export function childPids(pid: number): number[] {
+  try {
+    return execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+      .split('\n')
+      .map((l) => Number(l.trim()))
+      .filter((n) => Number.isInteger(n) && n > 0);
+  } catch {
+    return [];
+  }
+}
+
+export function runnerPidOf(ctx: ApiContext, name: string): number {
+  const pid = ctx.workloads.rows.get(name)?.runnerPid;
+  if (pid === undefined) throw new Error(`${name} has no runner pid`);
+  return pid;
+}
+
+/** Deletes every workload of the context (stopping runners) and checks that no runner survived. */
+export async function removeAllWorkloads(ctx: ApiContext): Promise<void> {
+  await ctx.workloads.settled();
+  const rows = ctx.workloads.rows.list();
+  await Promise.all(rows.map((r) => ctx.workloads.deleteNow(r.name)));
+  for (const row of rows) {
+    if (runnerAlive(row.runnerPid, row.name))
+      throw new Error(`runner of ${row.name} (${row.runnerPid}) survived clean-up`);
+  }
+}
+
+/**
+ * A management API app on a temp home whose clean-up first removes every workload (killing
+ * runners), then closes the app and the context.
+ */
+export async function workloadApp(
+  t: TestContext,
+): Promise<{ app: SkepApp; ctx: ApiContext; home: TempHome }> {
+  const home = tempHome(t);
+  const ctx = createContext(home.config);
+  const app = await buildApp(ctx);
+  t.after(async () => {
+    try {
+      await removeAllWorkloads(ctx);
+    } finally {
+      await app.close();
+      await ctx.close();
+    }
+  });
+  return { app, ctx, home };
+}

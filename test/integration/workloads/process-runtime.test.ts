@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ProcessRuntime, processCommand } from '../../../src/runtime/index.js';
+import { isSkepError } from '../../../src/shared/index.js';
+
+test('npx://, uvx:// and cmd:// map to their commands; a container image is refused', () => {
+  assert.deepEqual(processCommand('npx://@scope/pkg@1', ['--x']), {
+    command: 'npx',
+    args: ['-y', '@scope/pkg@1', '--x'],
+  });
+  assert.deepEqual(processCommand('uvx://mcp-fetch', []), { command: 'uvx', args: ['mcp-fetch'] });
+  assert.deepEqual(processCommand('cmd:///bin/srv', ['a']), { command: '/bin/srv', args: ['a'] });
+  assert.throws(
+    () => processCommand('ghcr.io/x/y:1', []),
+    (e) => isSkepError(e) && e.code === 'bad_request',
+  );
+  assert.throws(
+    () => processCommand('ftp://x', []),
+    (e) => isSkepError(e) && /unknown scheme/.test(e.message),
+  );
+});
+
+test('process runtime: stdio server gets env and args, stderr goes to the log file, stop is idempotent', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'skep-rt-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const runtime = new ProcessRuntime({ logMaxBytes: 1 << 20, logFiles: 1 });
+  const script =
+    "process.stderr.write('hello from ' + process.env.GREETING + ' ' + process.argv[1] + '\\n'); process.stdin.pipe(process.stdout);";
+  const handle = await runtime.start({
+    name: 't',
+    image: `cmd://${process.execPath}`,
+    args: ['-e', script, 'arg1'],
+    env: { GREETING: 'skep' },
+    transport: 'stdio',
+    logFile: join(dir, 't.log'),
+  });
+  t.after(() => handle.stop());
+  assert.ok(handle.stdio);
+  const echoed = new Promise<string>((resolve) =>
+    handle.stdio?.stdout.once('data', (d: Buffer) => resolve(d.toString())),
+  );
+  handle.stdio.stdin.write('ping\n');
+  assert.equal(await echoed, 'ping\n');
+  await handle.stop();
+  await handle.stop();
+  const exit = await handle.exited;
+  assert.ok(exit.signal === 'SIGTERM' || exit.code !== null);
+  assert.match(readFileSync(join(dir, 't.log'), 'utf8'), /hello from skep arg1/);
+});
+
+test('process runtime: an HTTP server gets PORT/MCP_PORT and is ready once it listens', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'skep-rt-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const runtime = new ProcessRuntime({ logMaxBytes: 1 << 20, logFiles: 1 });
+  const { allocatePortForTest } = await import('./port.js');
+  const port = await allocatePortForTest();
+  const script =
+    "require('http').createServer((q,s)=>s.end(process.env.MCP_PORT)).listen(Number(process.env.PORT),'127.0.0.1')";
+  const handle = await runtime.start({
+    name: 'h',
+    image: `cmd://${process.execPath}`,
+    args: ['-e', script],
+    env: {},
+    transport: 'streamable-http',
+    targetPort: port,
+    logFile: join(dir, 'h.log'),
+  });
+  t.after(() => handle.stop());
+  assert.equal(handle.url, `http://127.0.0.1:${port}/mcp`);
+  const res = await fetch(`http://127.0.0.1:${port}/`);
+  assert.equal(await res.text(), String(port));
+});
+
+test('process runtime: a missing executable fails start with a clear error', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'skep-rt-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const runtime = new ProcessRuntime({ logMaxBytes: 1 << 20, logFiles: 1 });
+  await assert.rejects(
+    runtime.start({
+      name: 'm',
+      image: 'cmd:///nonexistent/server',
+      args: [],
+      env: {},
+      transport: 'stdio',
+      logFile: join(dir, 'm.log'),
+    }),
+    (e) => isSkepError(e) && /ENOENT/.test(e.message),
+  );
+});
