@@ -58,7 +58,8 @@ export const ERROR_CODES = {
   },
   registry_private_address: {
     status: 403,
-    description: 'The registry source resolves to a private or loopback address and `allow_private_ip` is not set.',
+    description:
+      'The registry source resolves to a private or loopback address and `allow_private_ip` is not set.',
   },
   registry_unavailable: { status: 504, description: 'The registry source could not be reached in time.' },
   registry_invalid: {
