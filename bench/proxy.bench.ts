@@ -159,7 +159,11 @@ function directTarget(): Target {
     notes: 'stdio to the echo child from the bench process; one shared stdio session',
     pid: child.pid!,
     async session() {
-      initialized ??= call('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } });
+      initialized ??= call('initialize', {
+        protocolVersion: '2025-06-18',
+        capabilities: {},
+        clientInfo: { name: 'bench', version: '1' },
+      });
       await initialized;
       return (message) => call('tools/call', { name: 'echo', arguments: { message } });
     },
@@ -173,7 +177,11 @@ const INIT_BODY = JSON.stringify({
   jsonrpc: '2.0',
   id: 0,
   method: 'initialize',
-  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } },
+  params: {
+    protocolVersion: '2025-06-18',
+    capabilities: {},
+    clientInfo: { name: 'bench', version: '1.0.0' },
+  },
 });
 
 function dataOf(body: string): string {
@@ -191,7 +199,11 @@ async function httpTarget(
   fixedPort: number | undefined,
   stateful: boolean,
 ): Promise<Target> {
-  const child = spawn(process.execPath, command, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, cwd: root });
+  const child = spawn(process.execPath, command, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+    cwd: root,
+  });
   const port = fixedPort ?? (await waitForPort(child, pattern, name));
   if (fixedPort !== undefined) await waitForListen(port, child, name);
   const origin = `http://127.0.0.1:${port}`;
@@ -207,7 +219,8 @@ async function httpTarget(
         const init = await pool.request({ path: '/mcp', method: 'POST', headers, body: INIT_BODY });
         const sid = init.headers['mcp-session-id'];
         await init.body.text();
-        if (typeof sid !== 'string') throw new Error(`${name}: no Mcp-Session-Id (status ${init.statusCode})`);
+        if (typeof sid !== 'string')
+          throw new Error(`${name}: no Mcp-Session-Id (status ${init.statusCode})`);
         headers['mcp-session-id'] = sid;
         headers['mcp-protocol-version'] = '2025-06-18';
         const note = await pool.request({
@@ -358,15 +371,40 @@ async function main(): Promise<void> {
     const makers: Array<() => Promise<Target>> = [
       async () => directTarget(),
       () =>
-        httpTarget('http-floor', 'bare node:http answering tools/call itself; no session, no child', [join(here, 'fixtures/http-floor.mjs'), '0'], /listening (\d+)/, undefined, false),
+        httpTarget(
+          'http-floor',
+          'bare node:http answering tools/call itself; no session, no child',
+          [join(here, 'fixtures/http-floor.mjs'), '0'],
+          /listening (\d+)/,
+          undefined,
+          false,
+        ),
       () =>
-        httpTarget('skep', 'src/proxy startProxy, one stdio echo child shared by all sessions; stateful streamable HTTP', [skepJs, '0', '--', process.execPath, ECHO], /listening (\d+)/, undefined, true),
+        httpTarget(
+          'skep',
+          'src/proxy startProxy, one stdio echo child shared by all sessions; stateful streamable HTTP',
+          [skepJs, '0', '--', process.execPath, ECHO],
+          /listening (\d+)/,
+          undefined,
+          true,
+        ),
       async () => {
         const port = await freePort();
         return httpTarget(
           'supergateway',
           'supergateway --stdio --outputTransport streamableHttp --stateful (spawns one child per session)',
-          [supergateway, '--stdio', echoCmd, '--outputTransport', 'streamableHttp', '--stateful', '--port', String(port), '--logLevel', 'none'],
+          [
+            supergateway,
+            '--stdio',
+            echoCmd,
+            '--outputTransport',
+            'streamableHttp',
+            '--stateful',
+            '--port',
+            String(port),
+            '--logLevel',
+            'none',
+          ],
           /$^/,
           port,
           true,
@@ -377,7 +415,18 @@ async function main(): Promise<void> {
         return httpTarget(
           'mcp-proxy',
           'mcp-proxy --server stream (stateful streamable HTTP; one child per session)',
-          [mcpProxy, '--port', String(port), '--host', '127.0.0.1', '--server', 'stream', '--', process.execPath, ECHO],
+          [
+            mcpProxy,
+            '--port',
+            String(port),
+            '--host',
+            '127.0.0.1',
+            '--server',
+            'stream',
+            '--',
+            process.execPath,
+            ECHO,
+          ],
           /$^/,
           port,
           true,
