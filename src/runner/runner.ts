@@ -7,6 +7,7 @@
  * failures in a row the runner gives up and records `error`. Status, `status_context` and
  * its own pid live in the store. SIGTERM stops everything cleanly.
  */
+import { type AuthChain, buildAuthChain, type SecretStore, watchRemote } from '../auth/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
 import { ProcessRuntime, type Runtime, type ServerExit, type ServerHandle } from '../runtime/index.js';
@@ -43,6 +44,8 @@ export interface RunnerOptions {
   store: Store;
   config: SkepConfig;
   secretLookup: SecretLookup;
+  /** Where the remote OAuth client keeps its registration and refresh token (the secrets service). */
+  secrets?: SecretStore;
   logger: Logger;
   runtime?: Runtime;
   policy?: Partial<RestartPolicy>;
@@ -98,6 +101,23 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     return 1;
   }
 
+  // Outgoing/inbound auth (src/auth/chain.ts documents the order); bad config stops here.
+  let chain: AuthChain;
+  try {
+    const host = runConfig.host === '0.0.0.0' || runConfig.host === '' ? '127.0.0.1' : runConfig.host;
+    chain = await buildAuthChain(runConfig, {
+      logger,
+      secretLookup: options.secretLookup,
+      ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
+      ...(runConfig.port > 0 ? { resourceUrl: `http://${host}:${runConfig.port}/mcp` } : {}),
+    });
+  } catch (err) {
+    setStatus({ status: 'error', context: `invalid auth configuration: ${describeError(err)}` });
+    logger.error({ workload: name, err: describeError(err) }, 'cannot build the auth middleware chain');
+    return 1;
+  }
+  if (chain.names.length > 0) logger.info({ workload: name, middlewares: chain.names }, 'auth middlewares');
+
   let proxy: RunningProxy;
   try {
     proxy = await startProxy({
@@ -105,6 +125,7 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
       port: runConfig.port,
       logger,
       serverName: name,
+      middlewares: chain.middlewares,
       ...(runConfig.tools_filter === undefined ? {} : { toolsFilter: runConfig.tools_filter }),
       ...(runConfig.tools_override === undefined ? {} : { toolsOverride: runConfig.tools_override }),
     });
@@ -114,13 +135,14 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
       context: `cannot serve the proxy on ${runConfig.host}:${runConfig.port}: ${describeError(err)}`,
     });
     logger.error({ workload: name, err: describeError(err) }, 'cannot start the proxy');
+    await chain.close();
     return 1;
   }
   logger.info({ workload: name, url: proxy.url }, 'proxy listening');
 
   try {
     if (runConfig.remote_url !== undefined)
-      return await serveRemote(runConfig, proxy, setStatus, logger, signal);
+      return await serveRemote(runConfig, proxy, chain, setStatus, logger, signal);
     const runtime =
       options.runtime ??
       new ProcessRuntime({
@@ -140,26 +162,46 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     });
   } finally {
     await proxy.close();
+    await chain.close();
   }
 }
 
+/**
+ * A remote server cannot be restarted from here: it is probed instead, with a capped
+ * backoff while it is unreachable (never giving up) and a steady interval once healthy.
+ */
 async function serveRemote(
   runConfig: RunConfig,
   proxy: RunningProxy,
+  chain: AuthChain,
   setStatus: (u: StatusUpdate) => boolean,
   logger: Logger,
   signal: AbortSignal,
 ): Promise<number> {
   const transport = runConfig.transport === 'sse' ? 'sse' : 'streamable-http';
-  try {
-    await proxy.setUpstream({ kind: 'http', url: runConfig.remote_url as string, transport });
-  } catch (err) {
-    setStatus({ status: 'error', context: `remote server unusable: ${describeError(err)}` });
-    return 1;
-  }
-  setStatus({ status: 'running', context: '', started: true });
-  logger.info({ workload: runConfig.name }, 'proxying a remote server');
-  await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+  const url = runConfig.remote_url as string;
+  let first = true;
+  await watchRemote({
+    url,
+    transport,
+    signal,
+    async onHealthy() {
+      // The remote OAuth login (if any) runs once, when the server is first reachable.
+      await chain.start();
+      await proxy.setUpstream({ kind: 'http', url, transport });
+      setStatus({ status: 'running', context: '', started: first });
+      first = false;
+      logger.info({ workload: runConfig.name }, 'proxying a remote server');
+    },
+    onUnhealthy(reason, retryInMs, failures) {
+      proxy.upstreamDown(reason);
+      setStatus({
+        status: first ? 'starting' : 'unhealthy',
+        context: `${reason}; retrying in ${Math.round(retryInMs / 1000)}s (attempt ${failures})`,
+      });
+      logger.warn({ workload: runConfig.name, reason, retryInMs }, 'remote server not usable');
+    },
+  });
   setStatus({ status: 'stopped', context: '' });
   return 0;
 }

@@ -299,6 +299,7 @@ async function runnerMain(name: string): Promise<number> {
       store: ctx.store,
       config,
       secretLookup: ctx.workloads.secretLookup,
+      secrets: ctx.secrets,
       logger,
       signal: controller.signal,
     });

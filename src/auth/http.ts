@@ -1,0 +1,107 @@
+/**
+ * Small HTTP helpers shared by the auth middlewares: bearer-token parsing, RFC 6750
+ * challenges, form posts with a timeout and a capped response, and the header names that
+ * configuration may not set (they belong to the transport or to the proxy).
+ */
+import { createHash } from 'node:crypto';
+import type { ProxyMiddlewareResult } from '../proxy/index.js';
+import { SkepError } from '../shared/index.js';
+
+export type FetchLike = typeof fetch;
+
+/** Largest token-endpoint or metadata response read, bytes. */
+export const MAX_RESPONSE_BYTES = 1024 * 1024;
+/** Every outgoing call of this domain is bounded (conventions §9). */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
+/** RFC 6750 §2.1: `Authorization: Bearer <token>` (the scheme is case-insensitive, RFC 9110 §11.1). */
+export function bearerFrom(header: string | string[] | undefined): string | undefined {
+  if (typeof header !== 'string') return undefined;
+  const m = /^bearer[ ]+([^ ].*)$/i.exec(header.trim());
+  return m?.[1]?.trim() || undefined;
+}
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** RFC 6750 §3 quoted-string parameter (quotes and backslashes escaped). */
+function quote(value: string): string {
+  return `"${value.replace(/["\\]/g, (c) => `\\${c}`)}"`;
+}
+
+/** A 401/403 with an RFC 6750 challenge; the body says what happened, never why in detail. */
+export function challenge(
+  status: 401 | 403,
+  params: Record<string, string | undefined>,
+  body: string,
+): ProxyMiddlewareResult {
+  const parts = Object.entries(params)
+    .filter((e): e is [string, string] => e[1] !== undefined)
+    .map(([k, v]) => `${k}=${quote(v)}`);
+  return {
+    status,
+    headers: {
+      'www-authenticate': parts.length === 0 ? 'Bearer' : `Bearer ${parts.join(', ')}`,
+      'cache-control': 'no-store',
+      'content-type': 'text/plain; charset=utf-8',
+    },
+    body,
+  };
+}
+
+/** Reads a JSON response, refusing bodies over the cap; undefined when it is not JSON. */
+export async function readJson(res: Response): Promise<unknown> {
+  const declared = Number(res.headers.get('content-length') ?? '0');
+  if (declared > MAX_RESPONSE_BYTES) throw new Error(`response larger than ${MAX_RESPONSE_BYTES} bytes`);
+  const buf = Buffer.from(await res.arrayBuffer());
+  if (buf.length > MAX_RESPONSE_BYTES) throw new Error(`response larger than ${MAX_RESPONSE_BYTES} bytes`);
+  try {
+    return JSON.parse(buf.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** RFC 6749 §2.3.1: client id and secret are form-urlencoded before Basic encoding. */
+export function basicAuth(clientId: string, clientSecret: string): string {
+  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${enc(clientId)}:${enc(clientSecret)}`).toString('base64')}`;
+}
+
+/**
+ * Header names configuration may not inject: the transport's own (hop-by-hop per RFC 9110
+ * §7.6.1, framing), proxy-identifying headers, and what the proxy itself computes.
+ */
+const RESTRICTED = new Set([
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'forwarded',
+  'x-real-ip',
+]);
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** Throws `bad_request` unless `name` is a header configuration may set. */
+export function checkInjectableHeader(name: string, field: string): string {
+  const lower = name.toLowerCase();
+  if (!TOKEN.test(name)) throw new SkepError('bad_request', `${field}: "${name}" is not a valid header name`);
+  if (RESTRICTED.has(lower) || lower.startsWith('proxy-') || lower.startsWith('x-forwarded-')) {
+    throw new SkepError('bad_request', `${field}: header "${name}" is restricted and cannot be configured`);
+  }
+  return lower;
+}
+
+/** Header values may not carry CR/LF (header injection). */
+export function checkHeaderValue(value: string, field: string): void {
+  if (/[\r\n\0]/.test(value))
+    throw new SkepError('bad_request', `${field}: the header value contains a line break`);
+}

@@ -1,0 +1,30 @@
+/**
+ * Middlewares that add fixed headers to requests for the remote server:
+ * - `header-forward`: `header_forward.add_plaintext_headers`, values from the configuration;
+ * - `header-injection`: `header_forward.add_headers_from_secret` (the seed's headerInjection),
+ *   values read from the secrets provider once at start and never logged or exported;
+ * - `bearer-token`: `remote_auth_config.bearer_token[_file]` as `Authorization: Bearer`.
+ * Names are checked at build time against the headers the transport and proxy own.
+ */
+import type { ProxyMiddleware } from '../proxy/index.js';
+import { checkHeaderValue, checkInjectableHeader } from './http.js';
+
+export function createStaticHeadersMiddleware(
+  name: 'header-forward' | 'header-injection' | 'bearer-token',
+  headers: Record<string, string>,
+  field: string,
+): ProxyMiddleware {
+  const lower: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) {
+    checkHeaderValue(v, `${field}.${k}`);
+    lower[checkInjectableHeader(k, field)] = v;
+  }
+  const entries = Object.entries(lower);
+  return {
+    name,
+    async handle(ctx) {
+      for (const [k, v] of entries) ctx.outboundHeaders[k] = v;
+      return undefined;
+    },
+  };
+}
