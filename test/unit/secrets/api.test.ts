@@ -118,7 +118,7 @@ test('read-only environment provider: create/update/list/delete → 405', async 
   const { call } = await api(t);
   assert.equal((await call('POST', BASE, { provider_type: 'environment' })).status, 201);
   const details = await call('GET', `${BASE}/default`);
-  assert.equal((details.body?.['capabilities'] as Record<string, boolean>)['can_write'], false);
+  assert.equal((details.body?.['capabilities'] as Record<string, boolean> | undefined)?.['can_write'], false);
   for (const res of [
     await call('POST', `${BASE}/default/keys`, { key: 'a', value: 'b' }),
     await call('PUT', `${BASE}/default/keys/a`, { value: 'b' }),
