@@ -127,7 +127,6 @@ export class WorkloadManager implements GroupMembers {
     if (overrides.name !== undefined) config.name = overrides.name;
     validateWorkloadName(config.name);
     config.base_name = config.name;
-    if (overrides.port !== undefined) config.port = overrides.port;
     this.#groups.require(config.group);
     for (const text of config.secrets) parseSecretRef(text);
     await requireSecrets(config.secrets.map(parseSecretRef), this.secretLookup);
@@ -135,7 +134,15 @@ export class WorkloadManager implements GroupMembers {
     if (this.rows.get(config.name) !== undefined) {
       throw new SkepError('workload_exists', `workload '${config.name}' already exists`);
     }
-    config.port = await this.#choosePort(config.port, config.host, undefined);
+    // The file's port is a preference (an export names the original workload's port, which
+    // may still be taken); an explicit --proxy-port must be free.
+    const preferred = config.port;
+    config.port =
+      overrides.port !== undefined
+        ? await this.#choosePort(overrides.port, config.host, undefined)
+        : await this.#choosePort(preferred, config.host, undefined).catch(() =>
+            this.#choosePort(0, config.host, undefined),
+          );
     if (config.transport !== 'stdio' && config.remote_url === undefined && (config.target_port ?? 0) === 0) {
       config.target_port = await this.#allocateTargetPort();
     }

@@ -135,16 +135,11 @@ export function registerWorkloads(program: Command): void {
         }
         return ctx.workloads.create(request);
       });
-      const url = await withContext((ctx) => ctx.workloads.get(result.name));
-      if (opts.json === true)
-        printJson({
-          ...result,
-          url:
-            url.proxy_mode === 'sse'
-              ? `http://${url.host}:${result.port}/sse#${result.name}`
-              : `http://${url.host}:${result.port}/mcp`,
-        });
-      else process.stdout.write(`workload ${result.name} started on port ${result.port}\n`);
+      const url = await withContext(
+        (ctx) => ctx.workloads.list({ all: true }).find((w) => w.name === result.name)?.url,
+      );
+      if (opts.json === true) printJson({ ...result, url });
+      else process.stdout.write(`workload ${result.name} started: ${url ?? `port ${result.port}`}\n`);
     });
 
   program

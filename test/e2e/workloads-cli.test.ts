@@ -1,0 +1,100 @@
+/**
+ * User flow through the real CLI (`skep` from src under tsx, its own processes): run a
+ * process workload, list, export, stop, start another from the exported config, remove.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { createContext } from '../../src/api/context.js';
+import { cliEntry } from '../../src/workloads/index.js';
+import { tempHome } from '../helpers/home.js';
+import { EVERYTHING_ENTRY, removeAllWorkloads, waitForStatus } from '../integration/workloads/helpers.js';
+
+const run = promisify(execFile);
+
+test('CLI: run, list, export, stop, run --from-config, rm', { timeout: 300_000 }, async (t) => {
+  const home = tempHome(t);
+  t.after(async () => {
+    const ctx = createContext(home.config);
+    try {
+      await removeAllWorkloads(ctx);
+    } finally {
+      await ctx.close();
+    }
+  });
+  const skep = async (...args: string[]) => {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', cliEntry(), ...args], {
+      env: { ...home.env, SKEP_LOG_LEVEL: 'silent' },
+      timeout: 120_000,
+    });
+    return stdout;
+  };
+
+  const started = JSON.parse(
+    await skep(
+      'run',
+      `cmd://${process.execPath}`,
+      '--name',
+      'cli-one',
+      '--env',
+      'X=1',
+      '--json',
+      '--',
+      EVERYTHING_ENTRY,
+      'stdio',
+    ),
+  ) as {
+    name: string;
+    port: number;
+    url: string;
+  };
+  assert.equal(started.name, 'cli-one');
+  assert.equal(started.url, `http://127.0.0.1:${started.port}/mcp`);
+
+  const ctx = createContext(home.config);
+  t.after(() => ctx.close());
+  await waitForStatus(ctx, 'cli-one', 'running');
+
+  const listed = JSON.parse(await skep('list', '--json')) as {
+    workloads: { name: string; status: string }[];
+  };
+  assert.deepEqual(
+    listed.workloads.map((w) => [w.name, w.status]),
+    [['cli-one', 'running']],
+  );
+
+  const exported = JSON.parse(await skep('export', 'cli-one')) as Record<string, unknown>;
+  assert.equal(exported['schema_version'], 'v0.1.0');
+  assert.deepEqual(exported['env_vars'], { X: '1' });
+  assert.deepEqual(exported['cmd_args'], [EVERYTHING_ENTRY, 'stdio']);
+
+  assert.match(await skep('stop', 'cli-one'), /cli-one: stopped/);
+  assert.equal(ctx.workloads.status('cli-one').status, 'stopped');
+  const all = JSON.parse(await skep('list', '--all', '--json')) as {
+    workloads: { name: string; status: string }[];
+  };
+  assert.deepEqual(
+    all.workloads.map((w) => [w.name, w.status]),
+    [['cli-one', 'stopped']],
+  );
+
+  const file = join(home.dir, 'cli-one.json');
+  writeFileSync(file, JSON.stringify(exported));
+  const second = JSON.parse(await skep('run', '--from-config', file, '--name', 'cli-two', '--json')) as {
+    name: string;
+    port: number;
+  };
+  assert.equal(second.name, 'cli-two');
+  assert.notEqual(second.port, started.port, 'a taken port is not reused');
+  await waitForStatus(ctx, 'cli-two', 'running');
+  assert.deepEqual(ctx.workloads.exportConfig('cli-two').env_vars, { X: '1' });
+
+  assert.match(await skep('rm', 'cli-one', 'cli-two'), /cli-one: removed\ncli-two: removed/);
+  assert.deepEqual(ctx.workloads.rows.names(), []);
+
+  await assert.rejects(skep('run', 'fetch'), /registry lookup is not available/);
+  await assert.rejects(skep('stop', 'nope'), /workload not found: nope/);
+});

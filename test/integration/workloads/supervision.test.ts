@@ -1,0 +1,140 @@
+/**
+ * The runner's supervision loop, run in-process (`runWorkload`) against real server
+ * processes, and the manager's bookkeeping that does not need a live runner: group
+ * deletion, honest status for a dead runner, resume, and the onChange hook. Here the
+ * manager's `spawnRunner` is replaced by one that only records a pid that cannot exist
+ * (the runner logic itself runs for real in this process).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { type ApiContext, createContext } from '../../../src/api/context.js';
+import { runWorkload } from '../../../src/runner/index.js';
+import { silentLogger } from '../../../src/shared/index.js';
+import { type WorkloadChange, WorkloadManager } from '../../../src/workloads/index.js';
+import { tempHome } from '../../helpers/home.js';
+import { childPids, everythingBody, waitFor } from './helpers.js';
+
+/** Above Linux's pid_max (2^22): never a live process or process group. */
+const IMPOSSIBLE_PID = 99_999_999;
+
+function setup(t: import('node:test').TestContext): { ctx: ApiContext; manager: WorkloadManager } {
+  const home = tempHome(t);
+  const ctx = createContext(home.config);
+  const manager = new WorkloadManager({
+    store: ctx.store,
+    config: home.config,
+    groups: ctx.groups,
+    secretLookup: async () => undefined,
+    spawnRunner: () => IMPOSSIBLE_PID,
+  });
+  ctx.groups.attachMembers(manager);
+  t.after(async () => {
+    await manager.close();
+    await ctx.close();
+  });
+  return { ctx, manager };
+}
+
+test('runner: a server that keeps crashing is restarted with backoff, then the runner gives up with status error', {
+  timeout: 60_000,
+}, async (t) => {
+  const { ctx, manager } = setup(t);
+  await manager.create({
+    name: 'crashy',
+    image: `cmd://${process.execPath}`,
+    cmd_arguments: ['-e', 'process.exit(3)'],
+  });
+  const code = await runWorkload({
+    name: 'crashy',
+    store: ctx.store,
+    config: ctx.config,
+    secretLookup: async () => undefined,
+    logger: silentLogger,
+    pid: IMPOSSIBLE_PID,
+    signal: new AbortController().signal,
+    policy: { initialDelayMs: 10, maxDelayMs: 40, healthyAfterMs: 60_000, maxRestarts: 3 },
+  });
+  assert.equal(code, 1);
+  const row = manager.rows.get('crashy');
+  assert.equal(row?.status, 'error');
+  assert.match(row?.statusContext ?? '', /gave up after 3 restarts/);
+});
+
+test('runner: runs a real server behind the proxy and stops it cleanly when aborted', {
+  timeout: 90_000,
+}, async (t) => {
+  const { ctx, manager } = setup(t);
+  await manager.create(everythingBody('inproc'));
+  const controller = new AbortController();
+  const done = runWorkload({
+    name: 'inproc',
+    store: ctx.store,
+    config: ctx.config,
+    secretLookup: async () => undefined,
+    logger: silentLogger,
+    pid: IMPOSSIBLE_PID,
+    signal: controller.signal,
+  });
+  t.after(() => controller.abort());
+  await waitFor('running', () => (manager.rows.get('inproc')?.status === 'running' ? true : undefined));
+  const port = manager.rows.get('inproc')?.port as number;
+  const health = await fetch(`http://127.0.0.1:${port}/health`);
+  assert.ok(health.status < 500, `proxy health answered ${health.status}`);
+  const children = childPids(process.pid);
+  assert.ok(children.length > 0, 'the server runs as a child process');
+  controller.abort();
+  assert.equal(await done, 0);
+  assert.equal(manager.rows.get('inproc')?.status, 'stopped');
+  await assert.rejects(fetch(`http://127.0.0.1:${port}/health`), 'the proxy is closed');
+});
+
+test('status is honest about a dead runner; resume starts it again; onChange reports it', async (t) => {
+  const { manager } = setup(t);
+  const changes: WorkloadChange[] = [];
+  manager.onChange((c) => {
+    changes.push(c);
+  });
+  await manager.create(everythingBody('ghost'));
+  assert.deepEqual(
+    changes.map((c) => [c.name, c.kind]),
+    [['ghost', 'started']],
+  );
+  manager.rows.setStatus('ghost', { status: 'running', context: '' });
+  assert.equal(manager.list().length, 0, 'an unhealthy workload is not listed as running');
+  const [listed] = manager.list({ all: true });
+  assert.equal(listed?.status, 'unhealthy');
+  assert.match(listed?.status_context ?? '', /runner process .* is not running/);
+  assert.deepEqual(await manager.reconcile(), ['ghost']);
+  assert.equal(manager.rows.get('ghost')?.status, 'starting');
+  await manager.deleteNow('ghost');
+  assert.deepEqual(
+    changes.map((c) => c.kind),
+    ['started', 'started', 'removed'],
+  );
+  assert.equal(changes[2]?.url, `http://127.0.0.1:${changes[2]?.port}/mcp`);
+});
+
+test('group delete moves its workloads to default, or deletes them with with-workloads', async (t) => {
+  const { ctx, manager } = setup(t);
+  ctx.groups.create('team');
+  ctx.groups.create('doomed');
+  await manager.create({ ...everythingBody('w1'), group: 'team' });
+  await manager.create({ ...everythingBody('w2'), group: 'doomed' });
+  assert.deepEqual(manager.workloadsIn('team'), ['w1']);
+  await ctx.groups.delete('team');
+  assert.equal(manager.exportConfig('w1').group, 'default');
+  await ctx.groups.delete('doomed', { withWorkloads: true });
+  assert.equal(manager.rows.get('w2'), undefined);
+  await manager.deleteNow('w1');
+});
+
+test('a bulk request by group covers every workload of the group, stopped ones included', async (t) => {
+  const { ctx, manager } = setup(t);
+  ctx.groups.create('g');
+  await manager.create({ ...everythingBody('b1'), group: 'g' });
+  await manager.create({ ...everythingBody('b2'), group: 'g' });
+  await manager.stopNow('b2');
+  assert.deepEqual(manager.bulk('delete', { group: 'g' }), ['b1', 'b2']);
+  await manager.settled();
+  assert.deepEqual(manager.workloadsIn('g'), []);
+});
