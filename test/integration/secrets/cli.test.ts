@@ -20,7 +20,7 @@ function filesContaining(dir: string, needle: string): string[] {
 }
 
 test('skep secret setup|set|get|list|rm, the API beside it, and no value left in files or logs', {
-  timeout: 300_000,
+  timeout: 600_000,
 }, async (t) => {
   const home = tempHome(t);
   const env: NodeJS.ProcessEnv = { ...home.env, SKEP_LOG_LEVEL: 'debug' };

@@ -64,7 +64,7 @@ async function exitOf(child: ChildProcess): Promise<{ code: number | null; stder
 }
 
 test('10 processes writing 100 secrets each at the same time → all 1000 present', {
-  timeout: 300_000,
+  timeout: 600_000,
 }, async (t) => {
   const dir = tempDir(t);
   const file = join(dir, 'secrets.enc');
@@ -90,7 +90,7 @@ test('10 processes writing 100 secrets each at the same time → all 1000 presen
 });
 
 test('kill -9 in the middle of a write: the file opens with every acknowledged secret', {
-  timeout: 300_000,
+  timeout: 600_000,
 }, async (t) => {
   const dir = tempDir(t);
   const file = join(dir, 'secrets.enc');

@@ -52,7 +52,7 @@ function filesContaining(dir: string, needle: string): string[] {
 }
 
 test('a workload receives its secret as an env var; the value is in no file, log or export', {
-  timeout: 300_000,
+  timeout: 600_000,
 }, async (t) => {
   // One clean-up hook, in the order that matters: workloads (runners), then the app and
   // store, then the temp home.
