@@ -240,8 +240,7 @@ export class TransparentForwarder {
         },
         onRetry: (ms) => res.write(`retry: ${ms}\n\n`),
       });
-      upstreamRes.body.setEncoding('utf8');
-      upstreamRes.body.on('data', (chunk: string) => parser.feed(chunk));
+      feedText(upstreamRes.body, parser);
       upstreamRes.body.on('end', () => res.end());
       upstreamRes.body.on('error', () => res.destroy());
       return;
@@ -312,8 +311,7 @@ export class TransparentForwarder {
         if (res.writableLength > this.deps.limits.maxClientBufferBytes) res.destroy();
       },
     });
-    upstreamRes.body.setEncoding('utf8');
-    upstreamRes.body.on('data', (chunk: string) => parser.feed(chunk));
+    feedText(upstreamRes.body, parser);
     upstreamRes.body.on('end', () => res.end());
     upstreamRes.body.on('error', () => res.destroy());
   }
@@ -364,4 +362,16 @@ export class TransparentForwarder {
 function lastEventId(req: IncomingMessage): Record<string, string> {
   const v = req.headers['last-event-id'];
   return typeof v === 'string' ? { 'last-event-id': v } : {};
+}
+
+/**
+ * Feeds a response body to an SSE parser as text. undici's body ignores `setEncoding`, so
+ * chunks arrive as bytes; a streaming decoder keeps multi-byte characters split across
+ * chunks intact.
+ */
+function feedText(body: NodeJS.ReadableStream, parser: { feed(text: string): void }): void {
+  const decoder = new TextDecoder();
+  body.on('data', (chunk: Buffer | string) =>
+    parser.feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true })),
+  );
 }
