@@ -7,6 +7,8 @@
  * failures in a row the runner gives up and records `error`. Status, `status_context` and
  * its own pid live in the store. SIGTERM stops everything cleanly.
  */
+
+import { existsSync } from 'node:fs';
 import { type AuthChain, buildAuthChain, type SecretStore, watchRemote } from '../auth/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
@@ -69,7 +71,14 @@ const sleep = (ms: number, signal: AbortSignal) =>
 
 /** Runs until stopped or until it gives up; returns the process exit code. */
 export async function runWorkload(options: RunnerOptions): Promise<number> {
-  const { name, config, logger, signal } = options;
+  const { name, config, logger } = options;
+  // Stop on request, and also when this runner is no longer the workload's registered runner
+  // or its state is gone (the workload was removed behind our back, or SKEP_HOME deleted):
+  // a runner never outlives the record that justifies it.
+  const stopper = new AbortController();
+  const signal = stopper.signal;
+  options.signal.addEventListener('abort', () => stopper.abort(), { once: true });
+  if (options.signal.aborted) stopper.abort();
   const pid = options.pid ?? process.pid;
   const policy: RestartPolicy = { ...DEFAULT_RESTART_POLICY, ...options.policy };
   const rows = new WorkloadStore(options.store);
@@ -88,6 +97,20 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     return 1;
   }
   const runConfig = row.config;
+  const watchdog = setInterval(() => {
+    let ours = false;
+    try {
+      ours = existsSync(config.paths.databaseFile) && rows.get(name)?.runnerPid === pid;
+    } catch {
+      ours = false;
+    }
+    if (!ours && !stopper.signal.aborted) {
+      logger.warn({ workload: name }, 'the workload record is gone or names another runner; stopping');
+      stopper.abort();
+    }
+  }, 2000);
+  watchdog.unref();
+  signal.addEventListener('abort', () => clearInterval(watchdog), { once: true });
 
   let env: Record<string, string>;
   try {
@@ -98,6 +121,7 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
   } catch (err) {
     setStatus({ status: 'error', context: `cannot resolve secrets: ${describeError(err)}` });
     logger.error({ workload: name, err: describeError(err) }, 'cannot resolve secrets');
+    clearInterval(watchdog);
     return 1;
   }
 
@@ -114,6 +138,7 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
   } catch (err) {
     setStatus({ status: 'error', context: `invalid auth configuration: ${describeError(err)}` });
     logger.error({ workload: name, err: describeError(err) }, 'cannot build the auth middleware chain');
+    clearInterval(watchdog);
     return 1;
   }
   if (chain.names.length > 0) logger.info({ workload: name, middlewares: chain.names }, 'auth middlewares');
@@ -136,6 +161,7 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     });
     logger.error({ workload: name, err: describeError(err) }, 'cannot start the proxy');
     await chain.close();
+    clearInterval(watchdog);
     return 1;
   }
   logger.info({ workload: name, url: proxy.url }, 'proxy listening');
@@ -161,6 +187,7 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
       logFile: serverLogPath(config.paths.logsDir, name),
     });
   } finally {
+    clearInterval(watchdog);
     await proxy.close();
     await chain.close();
   }

@@ -138,3 +138,22 @@ test('a bulk request by group covers every workload of the group, stopped ones i
   await manager.settled();
   assert.deepEqual(manager.workloadsIn('g'), []);
 });
+
+test('runner: stops by itself when its workload record disappears (no orphan runners)', { timeout: 90_000 }, async (t) => {
+  const { ctx, manager } = setup(t);
+  await manager.create(everythingBody('orphan'));
+  const controller = new AbortController();
+  t.after(() => controller.abort());
+  const done = runWorkload({
+    name: 'orphan',
+    store: ctx.store,
+    config: ctx.config,
+    secretLookup: async () => undefined,
+    logger: silentLogger,
+    pid: IMPOSSIBLE_PID,
+    signal: controller.signal,
+  });
+  await waitFor('running', () => (manager.rows.get('orphan')?.status === 'running' ? true : undefined));
+  manager.rows.delete('orphan');
+  assert.equal(await done, 0, 'the runner noticed and stopped cleanly');
+});
