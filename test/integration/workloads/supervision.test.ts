@@ -139,7 +139,9 @@ test('a bulk request by group covers every workload of the group, stopped ones i
   assert.deepEqual(manager.workloadsIn('g'), []);
 });
 
-test('runner: stops by itself when its workload record disappears (no orphan runners)', { timeout: 90_000 }, async (t) => {
+test('runner: stops by itself when its workload record disappears (no orphan runners)', {
+  timeout: 90_000,
+}, async (t) => {
   const { ctx, manager } = setup(t);
   await manager.create(everythingBody('orphan'));
   const controller = new AbortController();
