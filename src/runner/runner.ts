@@ -12,7 +12,7 @@ import { existsSync } from 'node:fs';
 import { type AuthChain, buildAuthChain, type SecretStore, watchRemote } from '../auth/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
-import { ProcessRuntime, type Runtime, type ServerExit, type ServerHandle } from '../runtime/index.js';
+import { type Runtime, RuntimeSelector, type ServerExit, type ServerHandle } from '../runtime/index.js';
 import { describeError, type Logger } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
@@ -169,12 +169,14 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
   try {
     if (runConfig.remote_url !== undefined)
       return await serveRemote(runConfig, proxy, chain, setStatus, logger, signal);
-    const runtime =
-      options.runtime ??
-      new ProcessRuntime({
-        logMaxBytes: config.workloads.log_max_bytes,
-        logFiles: config.workloads.log_files,
-      });
+    let runtime: Runtime;
+    try {
+      runtime = options.runtime ?? (await new RuntimeSelector({ config, logger }).forImage(runConfig.image));
+    } catch (err) {
+      setStatus({ status: 'error', context: describeError(err) });
+      logger.error({ workload: name, err: describeError(err) }, 'no runtime can run this workload');
+      return 1;
+    }
     return await supervise({
       runConfig,
       env,
@@ -264,6 +266,14 @@ async function supervise(args: SuperviseArgs): Promise<number> {
         transport: runConfig.transport,
         ...(runConfig.target_port === undefined ? {} : { targetPort: runConfig.target_port }),
         logFile: args.logFile,
+        permissionProfile: runConfig.permission_profile,
+        ...(runConfig.permission_profile_name_or_path === undefined
+          ? {}
+          : { permissionProfileName: runConfig.permission_profile_name_or_path }),
+        isolateNetwork: runConfig.isolate_network !== false,
+        volumes: runConfig.volumes,
+        labels: runConfig.container_labels,
+        onProgress: (message) => setStatus({ status: 'starting', context: message }),
       });
       await proxy.setUpstream(upstreamOf(handle, runConfig));
       setStatus({ status: 'running', context: '', started: first });

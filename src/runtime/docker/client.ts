@@ -3,6 +3,8 @@
  * `http(s)://host:port`, `npipe:////./pipe/name`) becomes a dockerode client. Docker and
  * Podman's compatible service speak the same API, so nothing here is engine-specific.
  */
+import { request as httpRequest } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { SkepError } from '../../shared/index.js';
 
@@ -44,4 +46,48 @@ export async function pingEngine(host: string, timeoutMs = 2000): Promise<boolea
   } catch {
     return false;
   }
+}
+
+/**
+ * `POST /containers/{id}/attach` upgraded to a raw duplex stream (stdin in, multiplexed
+ * frames out). Done by hand rather than through dockerode, which also sends its options as a
+ * request body: Podman passes a hijacked request's body on to the container's stdin, where it
+ * would corrupt the MCP byte stream. This request has no body at all.
+ */
+export function attachStdio(host: string, containerId: string, timeoutMs = 30_000): Promise<Duplex> {
+  let target: { socketPath: string } | { host: string; port: number };
+  if (host.startsWith('unix://')) target = { socketPath: host.slice('unix://'.length) };
+  else if (host.startsWith('/')) target = { socketPath: host };
+  else {
+    const match = /^(?:tcp|http):\/\/([^/:]+|\[[^\]]+\]):(\d+)\/?$/.exec(host);
+    if (match === null) {
+      return Promise.reject(new SkepError('bad_request', `stdio servers need a unix:// or tcp:// engine address, not '${host}'`));
+    }
+    target = { host: (match[1] as string).replace(/^\[|\]$/g, ''), port: Number(match[2]) };
+  }
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({
+      ...target,
+      method: 'POST',
+      path: `/containers/${encodeURIComponent(containerId)}/attach?stream=1&stdin=1&stdout=1&stderr=1`,
+      headers: { Connection: 'Upgrade', Upgrade: 'tcp', 'Content-Length': '0' },
+      timeout: timeoutMs,
+    });
+    req.on('upgrade', (_res, socket, head) => {
+      socket.setTimeout(0);
+      if (head.length > 0) socket.unshift(head);
+      resolve(socket);
+    });
+    req.on('response', (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        body += d;
+      });
+      res.on('end', () => reject(new Error(`attach to ${containerId} answered ${res.statusCode}: ${body.trim()}`)));
+    });
+    req.on('timeout', () => req.destroy(new Error('attach timed out')));
+    req.on('error', reject);
+    req.end();
+  });
 }

@@ -22,7 +22,7 @@ import { describeError, type Logger, SkepError, silentLogger } from '../../share
 import { EGRESS_CONFIG_ENV, EGRESS_PROXY_PORT, EGRESS_PROXY_SCRIPT, type EgressConfig } from '../egress/egress-script.js';
 import { RotatingLogFile } from '../log-file.js';
 import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from '../types.js';
-import { dockerClient } from './client.js';
+import { attachStdio, dockerClient } from './client.js';
 import { FrameDemuxer, demultiplex } from './demux.js';
 import { bindsFor, deniesEverything, outboundPolicy, resolvePermissionProfile } from './profile.js';
 import { type PullEvent, PullProgress } from './pull-progress.js';
@@ -309,8 +309,7 @@ export class DockerRuntime implements Runtime {
 
       let stdio: { stdin: Writable; stdout: Readable } | undefined;
       if (!http) {
-        const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as NodeJS.ReadWriteStream &
-          Writable;
+        const stream = await attachStdio(this.host, container.id);
         const stdout = demultiplex(stream, (chunk) => log.write(chunk));
         stdio = { stdin: stream, stdout };
       }
