@@ -8,9 +8,9 @@ import { ClientsService } from '../clients/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { GroupService } from '../groups/index.js';
 import { RegistryService } from '../registry/index.js';
-import type { Runtime, RuntimeHealth } from '../runtime/index.js';
+import { type Runtime, type RuntimeHealth, RuntimeSelector } from '../runtime/index.js';
 import { SecretsService } from '../secrets/index.js';
-import { type Logger, SKEP_VERSION, silentLogger } from '../shared/index.js';
+import { isSkepError, type Logger, SKEP_VERSION, silentLogger } from '../shared/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openStore, type Store } from '../store/index.js';
 import { type ResolveRegistryServer, WorkloadManager } from '../workloads/index.js';
@@ -44,6 +44,44 @@ export interface ContextOptions {
   env?: NodeJS.ProcessEnv;
   /** Registry seam for `skep run <server-name>` and create with `registry` + `server`. */
   resolveRegistryServer?: ResolveRegistryServer;
+  /** `skep serve`: remove containers of this Skep home whose workload is gone from the store. */
+  removeOrphanContainers?: boolean;
+}
+
+const SERVER_TRANSPORTS = new Set(['stdio', 'sse', 'streamable-http']);
+
+/**
+ * Adapts the registry to the workload engine's narrow seam: a registry entry becomes the
+ * image (or remote URL), transport, args and default env of a new workload. The entry's
+ * tool list is catalog metadata, not a filter, so it is not passed on. Secret env vars get
+ * no value here; the user supplies them as secret references.
+ */
+export function registryResolver(registry: RegistryService): ResolveRegistryServer {
+  return async (name) => {
+    let found: Awaited<ReturnType<RegistryService['findServer']>>;
+    try {
+      found = await registry.findServer(name);
+    } catch (err) {
+      if (isSkepError(err) && err.code === 'server_not_found') return undefined;
+      throw err;
+    }
+    const entry = found.is_remote ? found.remote_server : found.server;
+    const env: Record<string, string> = {};
+    for (const v of entry.env_vars ?? []) {
+      if (v.secret !== true && v.default !== undefined && v.default !== '') env[v.name] = v.default;
+    }
+    const transport = SERVER_TRANSPORTS.has(entry.transport)
+      ? (entry.transport as 'stdio' | 'sse' | 'streamable-http')
+      : undefined;
+    return {
+      image: found.is_remote ? '' : found.server.image,
+      ...(found.is_remote ? { url: found.remote_server.url } : {}),
+      ...(transport === undefined ? {} : { transport }),
+      ...(found.is_remote || found.server.args === undefined ? {} : { args: found.server.args }),
+      ...(Object.keys(env).length === 0 ? {} : { env }),
+      ...(found.is_remote || found.server.target_port === undefined ? {} : { target_port: found.server.target_port }),
+    };
+  };
 }
 
 export function createContext(config: SkepConfig, options: ContextOptions = {}): ApiContext {
@@ -56,13 +94,32 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     storeDir: join(config.paths.dataDir, 'skills', 'oci'),
     ...(options.env === undefined ? {} : { env: options.env }),
   });
+  const registry = new RegistryService({
+    store,
+    cacheDir: config.paths.cacheDir,
+    logger: options.logger ?? silentLogger,
+  });
+  // The container runtime is detected lazily (first image workload or /health), once.
+  const runtimes = new RuntimeSelector({
+    config,
+    logger: options.logger ?? silentLogger,
+    ...(options.env === undefined ? {} : { env: options.env }),
+  });
   const workloads = new WorkloadManager({
     store,
     config,
     groups,
+    containers: {
+      check: async (image) => {
+        await runtimes.forImage(image);
+      },
+      remove: async (name) => {
+        await (await runtimes.container())?.removeWorkload(name);
+      },
+    },
     secretLookup: secrets.lookup(),
     logger: options.logger ?? silentLogger,
-    ...(options.resolveRegistryServer === undefined ? {} : { resolveRegistryServer: options.resolveRegistryServer }),
+    resolveRegistryServer: options.resolveRegistryServer ?? registryResolver(registry),
   });
   groups.attachMembers(workloads);
   // Client configs follow the workloads: every start/stop/removal/port or group change re-syncs.
@@ -76,13 +133,17 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
   workloads.onChange(() => {
     void clients.syncClientConfigs().catch(() => undefined);
   });
-  const registry = new RegistryService({
-    store,
-    cacheDir: config.paths.cacheDir,
-    logger: options.logger ?? silentLogger,
-  });
   const runtime = options.runtime;
   let closed = false;
+  const orphanSweep =
+    options.removeOrphanContainers === true
+      ? runtimes
+          .container()
+          .then((engine) => engine?.removeOrphans(new Set(workloads.rows.list().map((r) => r.name))))
+          .catch((err: unknown) =>
+            (options.logger ?? silentLogger).warn({ err }, 'cannot remove orphaned containers'),
+          )
+      : Promise.resolve();
   return {
     config,
     store,
@@ -96,12 +157,13 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     clients,
     registry,
     async runtimeHealth() {
-      if (runtime === undefined) return { ok: true, runtime: 'process' };
+      if (runtime === undefined) return runtimes.health();
       return { ...(await runtime.health()), runtime: runtime.name };
     },
     async close() {
       if (closed) return;
       closed = true;
+      await orphanSweep;
       await workloads.close();
       await clients.close();
       await registry.close();

@@ -8,6 +8,7 @@ export type {
   WorkloadChange,
   WorkloadChangeKind,
   WorkloadChangeListener,
+  WorkloadContainers,
   WorkloadManagerOptions,
 } from './manager.js';
 export { WorkloadManager } from './manager.js';

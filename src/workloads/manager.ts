@@ -33,12 +33,17 @@ import { type WorkloadRow, type WorkloadStatus, WorkloadStore } from './workload
 
 /** What a registry entry contributes to a workload (the registry domain implements the lookup). */
 export interface RegistryServerSpec {
+  /** Image or package reference; '' for a remote server. */
   image: string;
+  /** Set for a remote server: the URL the proxy forwards to. */
+  url?: string;
   transport?: 'stdio' | 'sse' | 'streamable-http';
   args?: string[];
   env?: Record<string, string>;
   target_port?: number;
   tools?: string[];
+  /** The entry's permission profile; applies unless the request brings its own. */
+  permissions?: RunConfig['permission_profile'];
 }
 /** Resolves a registry server name; `undefined` when the registry has no such server. */
 export type ResolveRegistryServer = (name: string) => Promise<RegistryServerSpec | undefined>;
@@ -64,6 +69,15 @@ export interface WorkloadManagerOptions {
   spawnRunner?: SpawnRunner;
   /** SIGTERM → SIGKILL grace when stopping a runner (ms). */
   stopGraceMs?: number;
+  /** The container runtime seam: refuses images when no engine is usable; removes a deleted workload's containers. */
+  containers?: WorkloadContainers;
+}
+
+export interface WorkloadContainers {
+  /** Throws `runtime_unavailable` when `image` (a container image) cannot run here. */
+  check(image: string): Promise<void>;
+  /** Removes the containers, networks and volumes of `name` (best effort). */
+  remove(name: string): Promise<void>;
 }
 
 export interface ListOptions {
@@ -88,6 +102,7 @@ export class WorkloadManager implements GroupMembers {
   readonly #spawn: SpawnRunner;
   readonly #stopGraceMs: number;
   readonly #resolveRegistry: ResolveRegistryServer | undefined;
+  readonly #containers: WorkloadContainers | undefined;
   readonly #listeners = new Set<WorkloadChangeListener>();
   readonly #queues = new Map<string, Promise<unknown>>();
   readonly #background = new Set<Promise<unknown>>();
@@ -102,6 +117,7 @@ export class WorkloadManager implements GroupMembers {
     this.#logger = options.logger ?? silentLogger;
     this.#spawn = options.spawnRunner ?? spawnRunner;
     this.#stopGraceMs = options.stopGraceMs ?? 15_000;
+    this.#containers = options.containers;
   }
 
   /** Registers a listener called after a workload starts, stops, is removed or changes port/group. */
@@ -130,7 +146,7 @@ export class WorkloadManager implements GroupMembers {
     this.#groups.require(config.group);
     for (const text of config.secrets) parseSecretRef(text);
     await requireSecrets(config.secrets.map(parseSecretRef), this.secretLookup);
-    this.#checkRunnable(config);
+    await this.#checkRunnable(config);
     if (this.rows.get(config.name) !== undefined) {
       throw new SkepError('workload_exists', `workload '${config.name}' already exists`);
     }
@@ -177,7 +193,7 @@ export class WorkloadManager implements GroupMembers {
       );
     }
     if (request.server !== undefined) registryEntry = await this.resolveServer(request.server);
-    const sources = [request.image, request.url, registryEntry?.image].filter(
+    const sources = [request.image, request.url, registryEntry?.image, registryEntry?.url].filter(
       (s) => s !== undefined && s !== '',
     );
     if (sources.length === 0)
@@ -189,9 +205,11 @@ export class WorkloadManager implements GroupMembers {
     const base: RunConfig = parseRunConfig({
       name: '',
       image: registryEntry?.image ?? '',
-      transport: registryEntry?.transport ?? 'stdio',
+      ...(registryEntry?.url === undefined ? {} : { remote_url: registryEntry.url }),
+      transport: registryEntry?.transport ?? (registryEntry?.url === undefined ? 'stdio' : 'streamable-http'),
       cmd_args: registryEntry?.args ?? [],
       env_vars: registryEntry?.env ?? {},
+      ...(registryEntry?.permissions === undefined ? {} : { permission_profile: registryEntry.permissions }),
       ...(registryEntry?.target_port === undefined ? {} : { target_port: registryEntry.target_port }),
       ...(registryEntry?.tools === undefined ? {} : { tools_filter: registryEntry.tools }),
       ...(request.server === undefined ? {} : { registry_server_name: request.server }),
@@ -365,17 +383,25 @@ export class WorkloadManager implements GroupMembers {
       if (extra !== undefined) refs.push(parseSecretRef(extra));
     }
     await requireSecrets(refs, this.secretLookup);
-    this.#checkRunnable(config);
+    await this.#checkRunnable(config);
     for (const key of Object.keys(config.env_vars)) {
       if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
         throw new SkepError('bad_request', `env_vars: '${key}' is not a valid variable name`);
     }
   }
 
-  #checkRunnable(config: RunConfig): void {
+  async #checkRunnable(config: RunConfig): Promise<void> {
     if (config.remote_url !== undefined) return;
     if (config.image === '') throw new SkepError('bad_request', "'image' is empty");
-    if (!IMAGE_SCHEMES.test(config.image)) {
+    if (config.permission_profile.privileged === true && !this.#config.runtime.allow_privileged) {
+      throw new SkepError(
+        'privileged_not_allowed',
+        'the permission profile asks for a privileged container; set runtime.allow_privileged: true in the config to allow it',
+      );
+    }
+    if (!IMAGE_SCHEMES.test(config.image) && this.#containers !== undefined) {
+      await this.#containers.check(config.image);
+    } else if (!IMAGE_SCHEMES.test(config.image)) {
       throw new SkepError(
         'bad_request',
         `'${config.image}' is a container image; this build runs servers as local processes only (npx://, uvx://, cmd://)`,
@@ -547,6 +573,10 @@ export class WorkloadManager implements GroupMembers {
       if (row === undefined) return;
       this.rows.setStatus(name, { status: 'removing', context: '', desired: 'stopped' });
       await stopRunner(row.runnerPid, name, this.#stopGraceMs);
+      // A runner that had to be killed could not remove its containers; do it here.
+      await this.#containers?.remove(name).catch((err: unknown) => {
+        this.#logger.warn({ workload: name, err: describeError(err) }, 'cannot remove the containers');
+      });
       this.rows.delete(name);
       removeLogs(this.#config.paths.logsDir, name, this.#config.workloads.log_files);
       this.#emit(name, 'removed', row);

@@ -28,7 +28,7 @@ export function registerServe(program: Command): void {
           ...(opts.port === undefined ? {} : { port: opts.port }),
           ...(opts.socket === undefined ? {} : { socket: opts.socket }),
         },
-        { logger },
+        { logger, removeOrphanContainers: true },
       );
       logger.info({ url: server.url, state: config.paths.stateDir }, 'skep serve is listening');
       await new Promise<void>((resolve) => {
