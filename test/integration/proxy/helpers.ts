@@ -55,3 +55,28 @@ export function exited(child: ChildProcessWithoutNullStreams): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
+
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves when the child prints `pattern` on stdout or stderr. */
+export function printed(child: ChildProcessWithoutNullStreams, pattern: RegExp): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let seen = '';
+    const on = (c: Buffer): void => {
+      seen += c.toString();
+      if (pattern.test(seen)) resolve();
+    };
+    child.stdout.on('data', on);
+    child.stderr.on('data', on);
+    child.once('exit', (code) => reject(new Error(`server exited (${code}): ${seen.slice(-500)}`)));
+  });
+}
