@@ -79,7 +79,9 @@ export function registryResolver(registry: RegistryService): ResolveRegistryServ
       ...(transport === undefined ? {} : { transport }),
       ...(found.is_remote || found.server.args === undefined ? {} : { args: found.server.args }),
       ...(Object.keys(env).length === 0 ? {} : { env }),
-      ...(found.is_remote || found.server.target_port === undefined ? {} : { target_port: found.server.target_port }),
+      ...(found.is_remote || found.server.target_port === undefined
+        ? {}
+        : { target_port: found.server.target_port }),
     };
   };
 }

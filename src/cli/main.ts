@@ -9,8 +9,8 @@ import { registerOperator } from './commands/operator.js';
 import { registerRegistry } from './commands/registry.js';
 import { registerSecret } from './commands/secret.js';
 import { registerServe } from './commands/serve.js';
-import { registerWorkloads } from './commands/workloads.js';
 import { registerSkill } from './commands/skill.js';
+import { registerWorkloads } from './commands/workloads.js';
 import { printJson } from './output.js';
 
 export function buildProgram(): Command {
