@@ -24,6 +24,9 @@ export interface ListenOptions {
   socket?: string;
 }
 
+/** How often `skep serve` re-checks workloads and client configs. */
+export const SWEEP_INTERVAL_MS = 15_000;
+
 export interface RunningServer {
   readonly url: string;
   readonly app: SkepApp;
@@ -85,7 +88,7 @@ export async function claimDiscovery(file: string): Promise<void> {
 export async function startServer(
   config: SkepConfig,
   listen: ListenOptions = {},
-  options: ContextOptions = {},
+  options: ContextOptions & { sweepIntervalMs?: number } = {},
 ): Promise<RunningServer> {
   const discoveryFile = config.paths.discoveryFile;
   await claimDiscovery(discoveryFile);
@@ -140,6 +143,28 @@ export async function startServer(
   };
   writeFileAtomicSync(discoveryFile, JSON.stringify(info, null, 2));
 
+  // The API is a controller, not the workloads' parent: on start, and then periodically,
+  // bring back workloads that should run but whose runner is gone (reboot, kill), and make
+  // registered clients' config files match the running workloads.
+  const sweep = async (): Promise<void> => {
+    try {
+      const resumed = await ctx.workloads.reconcile();
+      if (resumed.length > 0) ctx.logger.info({ resumed }, 'resumed workloads');
+      await ctx.clients.syncClientConfigs();
+    } catch (err) {
+      ctx.logger.error({ err }, 'workload reconciliation failed');
+    }
+  };
+  let sweeping: Promise<void> | undefined;
+  const startSweep = (): void => {
+    sweeping ??= sweep().finally(() => {
+      sweeping = undefined;
+    });
+  };
+  startSweep();
+  const timer = setInterval(startSweep, options.sweepIntervalMs ?? SWEEP_INTERVAL_MS);
+  timer.unref();
+
   let closing: Promise<void> | undefined;
   return {
     url,
@@ -147,7 +172,9 @@ export async function startServer(
     ctx,
     close() {
       closing ??= (async () => {
+        clearInterval(timer);
         try {
+          await sweeping;
           await app.close();
         } finally {
           const current = readDiscovery(discoveryFile);

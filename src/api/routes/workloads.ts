@@ -32,16 +32,6 @@ const tags = ['workloads'];
 export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<void> {
   const workloads = ctx.workloads;
 
-  // `skep serve` resumes workloads that were running before it (or the machine) stopped.
-  app.addHook('onListen', async () => {
-    workloads.reconcile().then(
-      (resumed) => {
-        if (resumed.length > 0) ctx.logger.info({ resumed }, 'resumed workloads');
-      },
-      (err: unknown) => ctx.logger.error({ err }, 'resuming workloads failed'),
-    );
-  });
-
   app.get(
     '/api/v1beta/workloads',
     {
