@@ -32,6 +32,8 @@ await build({
   format: 'esm',
   sourcemap: 'linked',
   external,
+  // jsonc-parser's default entry is a UMD build that requires its parts dynamically.
+  alias: { 'jsonc-parser': './node_modules/jsonc-parser/lib/esm/main.js' },
   logLevel: 'warning',
   // CommonJS dependencies inside an ES module bundle need `require` and `__dirname`.
   banner: {
