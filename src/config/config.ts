@@ -43,7 +43,9 @@ export const ConfigSchema = Type.Object(
               'Local image with node/npx: runs npx:// servers in containers and the egress proxy of restricted profiles (never pulled by Skep if present).',
           }),
         ),
-        uvx_image: Type.Optional(Type.String({ description: 'Local image with uvx: runs uvx:// servers in containers.' })),
+        uvx_image: Type.Optional(
+          Type.String({ description: 'Local image with uvx: runs uvx:// servers in containers.' }),
+        ),
         egress_image: Type.Optional(
           Type.String({ description: 'Image with node for the egress proxy; defaults to node_image.' }),
         ),

@@ -24,7 +24,10 @@ export interface SocketCandidate {
 }
 
 /** The engine addresses worth trying, most specific first; duplicates removed. */
-export function engineCandidates(env: NodeJS.ProcessEnv = process.env, home = env['HOME'] ?? homedir()): SocketCandidate[] {
+export function engineCandidates(
+  env: NodeJS.ProcessEnv = process.env,
+  home = env['HOME'] ?? homedir(),
+): SocketCandidate[] {
   const out: SocketCandidate[] = [];
   const add = (source: string, host: string | undefined) => {
     if (host === undefined || host === '') return;
@@ -36,8 +39,11 @@ export function engineCandidates(env: NodeJS.ProcessEnv = process.env, home = en
   add('docker', 'unix:///var/run/docker.sock');
   add('docker desktop', `unix://${join(home, '.docker', 'desktop', 'docker.sock')}`);
   add('podman (rootful)', 'unix:///run/podman/podman.sock');
-  const runtimeDir = env['XDG_RUNTIME_DIR'] ?? (typeof process.getuid === 'function' ? `/run/user/${process.getuid()}` : undefined);
-  if (runtimeDir !== undefined) add('podman (rootless)', `unix://${join(runtimeDir, 'podman', 'podman.sock')}`);
+  const runtimeDir =
+    env['XDG_RUNTIME_DIR'] ??
+    (typeof process.getuid === 'function' ? `/run/user/${process.getuid()}` : undefined);
+  if (runtimeDir !== undefined)
+    add('podman (rootless)', `unix://${join(runtimeDir, 'podman', 'podman.sock')}`);
   add('colima', `unix://${join(home, '.colima', 'default', 'docker.sock')}`);
   add('rancher desktop', `unix://${join(home, '.rd', 'docker.sock')}`);
   add('orbstack', `unix://${join(home, '.orbstack', 'run', 'docker.sock')}`);
@@ -50,7 +56,9 @@ function dockerContextHost(env: NodeJS.ProcessEnv, home: string): { name: string
   let name = env['DOCKER_CONTEXT'];
   if (name === undefined) {
     try {
-      const config = JSON.parse(readFileSync(join(configDir, 'config.json'), 'utf8')) as { currentContext?: unknown };
+      const config = JSON.parse(readFileSync(join(configDir, 'config.json'), 'utf8')) as {
+        currentContext?: unknown;
+      };
       if (typeof config.currentContext === 'string') name = config.currentContext;
     } catch {
       return undefined;
@@ -60,7 +68,9 @@ function dockerContextHost(env: NodeJS.ProcessEnv, home: string): { name: string
   // Docker stores a context's metadata under the hex SHA-256 of its name.
   const digest = createHash('sha256').update(name).digest('hex');
   try {
-    const meta = JSON.parse(readFileSync(join(configDir, 'contexts', 'meta', digest, 'meta.json'), 'utf8')) as {
+    const meta = JSON.parse(
+      readFileSync(join(configDir, 'contexts', 'meta', digest, 'meta.json'), 'utf8'),
+    ) as {
       Endpoints?: { docker?: { Host?: unknown } };
     };
     const host = meta.Endpoints?.docker?.Host;
@@ -71,7 +81,10 @@ function dockerContextHost(env: NodeJS.ProcessEnv, home: string): { name: string
 }
 
 /** The first candidate whose engine answers `/_ping`; unix sockets that do not exist are skipped quickly. */
-export async function findEngine(candidates: SocketCandidate[], timeoutMs = 1500): Promise<SocketCandidate | undefined> {
+export async function findEngine(
+  candidates: SocketCandidate[],
+  timeoutMs = 1500,
+): Promise<SocketCandidate | undefined> {
   for (const candidate of candidates) {
     if (candidate.host.startsWith('unix://') && !existsSync(candidate.host.slice('unix://'.length))) continue;
     if (await pingEngine(candidate.host, timeoutMs)) return candidate;
@@ -121,7 +134,8 @@ export class RuntimeSelector {
 
   async #detect(): Promise<DockerRuntime | undefined> {
     const forced = this.#config.runtime.docker_host;
-    const candidates = forced === undefined ? engineCandidates(this.#env) : [{ source: 'runtime.docker_host', host: forced }];
+    const candidates =
+      forced === undefined ? engineCandidates(this.#env) : [{ source: 'runtime.docker_host', host: forced }];
     const found = await findEngine(candidates);
     if (found === undefined) {
       this.#logger.info({ tried: candidates.map((c) => c.host) }, 'no container engine answered');
@@ -173,7 +187,12 @@ export class RuntimeSelector {
       if (container === undefined) throw containerNeeded(image, 'no container engine answers');
       return container;
     }
-    const base = scheme === 'npx' ? this.#config.runtime.node_image : scheme === 'uvx' ? this.#config.runtime.uvx_image : undefined;
+    const base =
+      scheme === 'npx'
+        ? this.#config.runtime.node_image
+        : scheme === 'uvx'
+          ? this.#config.runtime.uvx_image
+          : undefined;
     if (container !== undefined && base !== undefined) return container;
     if (this.mode === 'docker' && container === undefined) {
       throw new SkepError('runtime_unavailable', `runtime.type is docker but no container engine answers`);

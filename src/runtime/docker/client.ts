@@ -11,7 +11,8 @@ import { SkepError } from '../../shared/index.js';
 export function dockerClient(host: string, timeoutMs?: number): Docker {
   const timeout = timeoutMs === undefined ? {} : { timeout: timeoutMs };
   if (host.startsWith('unix://')) return new Docker({ socketPath: host.slice('unix://'.length), ...timeout });
-  if (host.startsWith('npipe://')) return new Docker({ socketPath: host.slice('npipe://'.length), ...timeout });
+  if (host.startsWith('npipe://'))
+    return new Docker({ socketPath: host.slice('npipe://'.length), ...timeout });
   if (host.startsWith('/')) return new Docker({ socketPath: host, ...timeout });
   const match = /^(tcp|http|https):\/\/([^/:]+|\[[^\]]+\]):(\d+)\/?$/.exec(host);
   if (match === null) {
@@ -61,7 +62,9 @@ export function attachStdio(host: string, containerId: string, timeoutMs = 30_00
   else {
     const match = /^(?:tcp|http):\/\/([^/:]+|\[[^\]]+\]):(\d+)\/?$/.exec(host);
     if (match === null) {
-      return Promise.reject(new SkepError('bad_request', `stdio servers need a unix:// or tcp:// engine address, not '${host}'`));
+      return Promise.reject(
+        new SkepError('bad_request', `stdio servers need a unix:// or tcp:// engine address, not '${host}'`),
+      );
     }
     target = { host: (match[1] as string).replace(/^\[|\]$/g, ''), port: Number(match[2]) };
   }
@@ -84,7 +87,9 @@ export function attachStdio(host: string, containerId: string, timeoutMs = 30_00
       res.on('data', (d: string) => {
         body += d;
       });
-      res.on('end', () => reject(new Error(`attach to ${containerId} answered ${res.statusCode}: ${body.trim()}`)));
+      res.on('end', () =>
+        reject(new Error(`attach to ${containerId} answered ${res.statusCode}: ${body.trim()}`)),
+      );
     });
     req.on('timeout', () => req.destroy(new Error('attach timed out')));
     req.on('error', reject);

@@ -19,11 +19,16 @@ import { request as httpRequest } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { describeError, type Logger, SkepError, silentLogger } from '../../shared/index.js';
-import { EGRESS_CONFIG_ENV, EGRESS_PROXY_PORT, EGRESS_PROXY_SCRIPT, type EgressConfig } from '../egress/egress-script.js';
+import {
+  EGRESS_CONFIG_ENV,
+  EGRESS_PROXY_PORT,
+  EGRESS_PROXY_SCRIPT,
+  type EgressConfig,
+} from '../egress/egress-script.js';
 import { RotatingLogFile } from '../log-file.js';
 import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from '../types.js';
 import { attachStdio, dockerClient } from './client.js';
-import { FrameDemuxer, demultiplex } from './demux.js';
+import { demultiplex, FrameDemuxer } from './demux.js';
 import { bindsFor, deniesEverything, outboundPolicy, resolvePermissionProfile } from './profile.js';
 import { type PullEvent, PullProgress } from './pull-progress.js';
 
@@ -101,7 +106,10 @@ export class DockerRuntime implements Runtime {
 
   /** Removes containers and networks of this Skep home whose workload is not in `known`. */
   async removeOrphans(known: ReadonlySet<string>): Promise<string[]> {
-    const containers = await this.docker.listContainers({ all: true, filters: { label: this.#labelFilter() } });
+    const containers = await this.docker.listContainers({
+      all: true,
+      filters: { label: this.#labelFilter() },
+    });
     const networks = await this.docker.listNetworks({ filters: { label: this.#labelFilter() } });
     const orphans = new Set<string>();
     for (const item of [...containers, ...networks]) {
@@ -109,7 +117,8 @@ export class DockerRuntime implements Runtime {
       if (workload !== undefined && !known.has(workload)) orphans.add(workload);
     }
     for (const workload of orphans) await this.removeWorkload(workload);
-    if (orphans.size > 0) this.#logger.info({ orphans: [...orphans] }, 'removed containers of deleted workloads');
+    if (orphans.size > 0)
+      this.#logger.info({ orphans: [...orphans] }, 'removed containers of deleted workloads');
     return [...orphans];
   }
 
@@ -160,7 +169,9 @@ export class DockerRuntime implements Runtime {
       return 'present';
     } catch (err) {
       if ((err as { statusCode?: number }).statusCode !== 404) {
-        throw new SkepError('bad_gateway', `cannot inspect image ${image}: ${describeError(err)}`, { cause: err });
+        throw new SkepError('bad_gateway', `cannot inspect image ${image}: ${describeError(err)}`, {
+          cause: err,
+        });
       }
     }
     onProgress?.(`pulling image ${image}: 0%`);
@@ -194,9 +205,13 @@ export class DockerRuntime implements Runtime {
     try {
       await this.docker.getImage(image).inspect();
     } catch (err) {
-      throw new SkepError('bad_gateway', `cannot pull image ${image}: the engine reported success but has no such image`, {
-        cause: err,
-      });
+      throw new SkepError(
+        'bad_gateway',
+        `cannot pull image ${image}: the engine reported success but has no such image`,
+        {
+          cause: err,
+        },
+      );
     }
     onProgress?.(`pulling image ${image}: 100%`);
     return 'pulled';
@@ -229,12 +244,16 @@ export class DockerRuntime implements Runtime {
     }
 
     await this.ensureImage(plan.image, spec.onProgress);
-    if (useEgress && egressImage !== plan.image) await this.ensureImage(egressImage as string, spec.onProgress);
+    if (useEgress && egressImage !== plan.image)
+      await this.ensureImage(egressImage as string, spec.onProgress);
 
     // A previous run of this workload (crash, killed runner) may have left things behind.
     await this.removeWorkload(spec.name);
 
-    const log = new RotatingLogFile(spec.logFile, { maxBytes: this.#options.logMaxBytes, files: this.#options.logFiles });
+    const log = new RotatingLogFile(spec.logFile, {
+      maxBytes: this.#options.logMaxBytes,
+      files: this.#options.logFiles,
+    });
     const name = this.#resourceName(spec.name);
     const labels = (role: string) => ({
       ...spec.labels,
@@ -275,7 +294,16 @@ export class DockerRuntime implements Runtime {
               }
             : {}),
         };
-        await this.#startEgress(`${name}-egress`, egressImage as string, egressConfig, network, egressIp, labels('egress'), http ? spec.targetPort : undefined, log);
+        await this.#startEgress(
+          `${name}-egress`,
+          egressImage as string,
+          egressConfig,
+          network,
+          egressIp,
+          labels('egress'),
+          http ? spec.targetPort : undefined,
+          log,
+        );
         const proxyUrl = `http://${egressIp}:${EGRESS_PROXY_PORT}`;
         for (const key of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) env[key] = proxyUrl;
         env['NO_PROXY'] = env['no_proxy'] = 'localhost,127.0.0.1,::1';
@@ -286,7 +314,9 @@ export class DockerRuntime implements Runtime {
         hostConfig.NetworkMode = 'bridge';
         if (http) {
           exposed[portKey] = {};
-          hostConfig.PortBindings = { [portKey]: [{ HostIp: '127.0.0.1', HostPort: String(spec.targetPort) }] };
+          hostConfig.PortBindings = {
+            [portKey]: [{ HostIp: '127.0.0.1', HostPort: String(spec.targetPort) }],
+          };
         }
       }
 
@@ -359,20 +389,31 @@ export class DockerRuntime implements Runtime {
       log.close();
       await cleanup();
       if (err instanceof SkepError) throw err;
-      throw new SkepError('bad_gateway', `cannot start container for '${spec.name}': ${describeError(err)}`, { cause: err });
+      throw new SkepError('bad_gateway', `cannot start container for '${spec.name}': ${describeError(err)}`, {
+        cause: err,
+      });
     }
   }
 
   /** A per-workload internal network, and the fixed addresses of the server and the egress proxy on it. */
   async #createInternalNetwork(name: string, labels: Record<string, string>) {
-    const created = await this.docker.createNetwork({ Name: name, Internal: true, CheckDuplicate: true, Labels: labels });
-    const info = (await this.docker.getNetwork(created.id).inspect()) as { Name?: string; IPAM?: { Config?: { Subnet?: string }[] } };
-    const subnet = info.IPAM?.Config?.find((c) => c.Subnet !== undefined && c.Subnet.includes('.'))?.Subnet;
+    const created = await this.docker.createNetwork({
+      Name: name,
+      Internal: true,
+      CheckDuplicate: true,
+      Labels: labels,
+    });
+    const info = (await this.docker.getNetwork(created.id).inspect()) as {
+      Name?: string;
+      IPAM?: { Config?: { Subnet?: string }[] };
+    };
+    const subnet = info.IPAM?.Config?.find((c) => c.Subnet?.includes('.'))?.Subnet;
     const match = subnet === undefined ? null : /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(subnet);
     if (match === null || Number(match[5]) > 28) {
       throw new Error(`internal network ${name} has no usable IPv4 subnet (${subnet ?? 'none'})`);
     }
-    const base = (Number(match[1]) << 24) | (Number(match[2]) << 16) | (Number(match[3]) << 8) | Number(match[4]);
+    const base =
+      (Number(match[1]) << 24) | (Number(match[2]) << 16) | (Number(match[3]) << 8) | Number(match[4]);
     const ip = (offset: number) => {
       const n = (base + offset) >>> 0;
       return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
@@ -402,13 +443,19 @@ export class DockerRuntime implements Runtime {
       ...(publishPort === undefined ? {} : { ExposedPorts: { [portKey]: {} } }),
       HostConfig: {
         NetworkMode: 'bridge',
-        ...(publishPort === undefined ? {} : { PortBindings: { [portKey]: [{ HostIp: '127.0.0.1', HostPort: String(publishPort) }] } }),
+        ...(publishPort === undefined
+          ? {}
+          : { PortBindings: { [portKey]: [{ HostIp: '127.0.0.1', HostPort: String(publishPort) }] } }),
       },
     });
-    await this.docker.getNetwork(network).connect({ Container: egress.id, EndpointConfig: { IPAMConfig: { IPv4Address: ip } } });
+    await this.docker
+      .getNetwork(network)
+      .connect({ Container: egress.id, EndpointConfig: { IPAMConfig: { IPv4Address: ip } } });
     await egress.start();
     const stream = (await egress.logs({ follow: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
-    const demuxer = new FrameDemuxer((_, payload) => log.write(Buffer.concat([Buffer.from('[egress] '), payload])));
+    const demuxer = new FrameDemuxer((_, payload) =>
+      log.write(Buffer.concat([Buffer.from('[egress] '), payload])),
+    );
     stream.on('data', (chunk: Buffer) => demuxer.push(chunk));
     stream.on('error', () => undefined);
     // The proxy must listen before the server starts using it.
@@ -426,7 +473,9 @@ export class DockerRuntime implements Runtime {
   async #logsText(container: Docker.Container): Promise<string> {
     const raw = (await container.logs({ stdout: true, stderr: true, follow: false })) as unknown as Buffer;
     const parts: Buffer[] = [];
-    new FrameDemuxer((_, payload) => parts.push(payload)).push(Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw)));
+    new FrameDemuxer((_, payload) => parts.push(payload)).push(
+      Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw)),
+    );
     return Buffer.concat(parts).toString('utf8');
   }
 
@@ -459,7 +508,8 @@ function waitForHttp(port: number, exited: Promise<ServerExit>, timeoutMs: numbe
       });
       req.on('timeout', () => req.destroy(new Error('timeout')));
       req.on('error', () => {
-        if (Date.now() > deadline) reject(new Error(`the server did not answer on port ${port} within ${timeoutMs} ms`));
+        if (Date.now() > deadline)
+          reject(new Error(`the server did not answer on port ${port} within ${timeoutMs} ms`));
         else setTimeout(attempt, 200);
       });
       req.end();

@@ -14,7 +14,10 @@ import { SkepError } from '../../shared/index.js';
 import type { PermissionProfile } from '../types.js';
 
 export const BUILTIN_PROFILES: Readonly<Record<'none' | 'network', PermissionProfile>> = Object.freeze({
-  none: { name: 'none', network: { outbound: { insecure_allow_all: false, allow_host: [], allow_port: [] } } },
+  none: {
+    name: 'none',
+    network: { outbound: { insecure_allow_all: false, allow_host: [], allow_port: [] } },
+  },
   network: { name: 'network', network: { outbound: { insecure_allow_all: true } } },
 });
 
@@ -29,25 +32,41 @@ function isEmptyProfile(profile: PermissionProfile | undefined): boolean {
 }
 
 /** The effective profile: a built-in or file named by `nameOrPath`, else `profile`, else `network`. */
-export function resolvePermissionProfile(profile: PermissionProfile | undefined, nameOrPath?: string): PermissionProfile {
+export function resolvePermissionProfile(
+  profile: PermissionProfile | undefined,
+  nameOrPath?: string,
+): PermissionProfile {
   if (nameOrPath !== undefined && nameOrPath !== '') {
-    if (nameOrPath === 'none' || nameOrPath === 'network') return structuredClone(BUILTIN_PROFILES[nameOrPath]);
+    if (nameOrPath === 'none' || nameOrPath === 'network')
+      return structuredClone(BUILTIN_PROFILES[nameOrPath]);
     if (!isAbsolute(nameOrPath)) {
-      throw new SkepError('bad_request', `permission profile '${nameOrPath}' is neither 'none', 'network' nor an absolute file path`);
+      throw new SkepError(
+        'bad_request',
+        `permission profile '${nameOrPath}' is neither 'none', 'network' nor an absolute file path`,
+      );
     }
     let parsed: unknown;
     try {
       parsed = JSON.parse(readFileSync(nameOrPath, 'utf8'));
     } catch (err) {
-      throw new SkepError('bad_request', `cannot read permission profile ${nameOrPath}: ${(err as Error).message}`, { cause: err });
+      throw new SkepError(
+        'bad_request',
+        `cannot read permission profile ${nameOrPath}: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       throw new SkepError('bad_request', `permission profile ${nameOrPath} is not a JSON object`);
     }
     return parsed as PermissionProfile;
   }
-  if (profile !== undefined && profile.name !== undefined && isEmptyProfile({ ...profile, name: undefined } as PermissionProfile)) {
-    if (profile.name === 'none' || profile.name === 'network') return structuredClone(BUILTIN_PROFILES[profile.name]);
+  if (
+    profile !== undefined &&
+    profile.name !== undefined &&
+    isEmptyProfile({ ...profile, name: undefined } as PermissionProfile)
+  ) {
+    if (profile.name === 'none' || profile.name === 'network')
+      return structuredClone(BUILTIN_PROFILES[profile.name]);
   }
   if (isEmptyProfile(profile)) return structuredClone(BUILTIN_PROFILES.network);
   return profile as PermissionProfile;
@@ -87,11 +106,15 @@ export function bindsFor(profile: PermissionProfile, volumes: readonly string[] 
 function parseMount(entry: string, what: string): { host: string; container: string; mode?: string } {
   const parts = entry.split(':');
   let mode: string | undefined;
-  if (parts.length === 3 || (parts.length === 2 && (parts[1] === 'ro' || parts[1] === 'rw'))) mode = parts.pop();
+  if (parts.length === 3 || (parts.length === 2 && (parts[1] === 'ro' || parts[1] === 'rw')))
+    mode = parts.pop();
   const host = parts[0] ?? '';
   const container = parts[1] ?? host;
   if (parts.length > 2 || !isAbsolute(host) || !isAbsolute(container)) {
-    throw new SkepError('bad_request', `${what}: '${entry}' must be an absolute host path, optionally ':/container/path' and ':ro' or ':rw'`);
+    throw new SkepError(
+      'bad_request',
+      `${what}: '${entry}' must be an absolute host path, optionally ':/container/path' and ':ro' or ':rw'`,
+    );
   }
   if (mode !== undefined && mode !== 'ro' && mode !== 'rw') {
     throw new SkepError('bad_request', `${what}: '${entry}' has mode '${mode}'; use ro or rw`);

@@ -33,7 +33,8 @@ export class PullProgress {
     if (/^downloading/i.test(status)) {
       const detail = event.progressDetail ?? {};
       if (typeof detail.total === 'number' && detail.total > 0) layer.total = detail.total;
-      if (typeof detail.current === 'number') layer.current = Math.min(detail.current, layer.total || detail.current);
+      if (typeof detail.current === 'number')
+        layer.current = Math.min(detail.current, layer.total || detail.current);
     } else if (DONE.test(status)) {
       layer.done = true;
       if (layer.total > 0) layer.current = layer.total;
