@@ -21,7 +21,12 @@ import {
 } from './json-rpc.js';
 import { BatchExchange, OutletTarget, PostExchange, SSE_HEADERS, SseOutlet } from './outlets.js';
 import { Session } from './session.js';
-import { LEGACY_PROTOCOL_VERSIONS, StdioBridge } from './stdio-bridge.js';
+import {
+  LEGACY_PROTOCOL_VERSIONS,
+  META_PROTOCOL_VERSION,
+  MODERN_PROTOCOL_VERSIONS,
+  StdioBridge,
+} from './stdio-bridge.js';
 import { createToolPolicy, type ToolPolicy } from './tool-policy.js';
 import { TransparentForwarder } from './transparent.js';
 import type {
@@ -370,6 +375,16 @@ class McpProxy implements RunningProxy {
         badRequest(res, `Bad Request: unsupported MCP-Protocol-Version: ${version}`);
         return;
       }
+    } else if (messages.length === 1 && modernVersionOf(first) !== undefined && first.id != null) {
+      // MCP 2026-07-28: no initialize, no session; the request carries its own envelope.
+      const stateless = new Session(randomUUID(), 'stateless');
+      res.on('close', () => this.bridge.sessionClosed(stateless));
+      this.bridge.handleModern(
+        stateless,
+        first,
+        new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes),
+      );
+      return;
     } else {
       badRequest(res, 'Bad Request: Mcp-Session-Id header is required (send initialize first)');
       return;
@@ -508,4 +523,13 @@ class McpProxy implements RunningProxy {
       }
     }
   }
+}
+
+/** The 2026-era protocol version a message's `_meta` envelope names, if any. */
+function modernVersionOf(msg: JsonRpcMessage): string | undefined {
+  const meta = msg.params?.['_meta'] as Record<string, unknown> | undefined;
+  const version = meta?.[META_PROTOCOL_VERSION];
+  return typeof version === 'string' && (MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(version)
+    ? version
+    : undefined;
 }

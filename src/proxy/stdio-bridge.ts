@@ -42,6 +42,12 @@ import type { ProxyLimits } from './types.js';
 
 /** 2025-era protocol revisions the proxy can serve to clients, oldest first. */
 export const LEGACY_PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const;
+/** 2026-era (stateless) revisions served in front of a 2025-era child. */
+export const MODERN_PROTOCOL_VERSIONS = ['2026-07-28'] as const;
+export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
+const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel';
+const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 /** The revision the proxy asks a child for. */
 export const CHILD_PROTOCOL_VERSION = '2025-11-25';
 
@@ -266,6 +272,53 @@ export class StdioBridge {
         return;
     }
     this.forward(session, msg, target, undefined);
+  }
+
+  /**
+   * A 2026-07-28 (stateless) request in front of a 2025-era child. Translation: the per-request
+   * `_meta` envelope (protocol version, client info, client capabilities, log level) is read
+   * into the throw-away session and removed before the request reaches the child, which was
+   * initialized once by the proxy; `server/discover` is answered from the cached initialize
+   * result. Everything else is forwarded like a 2025 request.
+   */
+  handleModern(session: Session, msg: JsonRpcMessage, replyTo: ReplyTarget): void {
+    const target = new ModernResultTarget(replyTo, CACHEABLE_METHODS.has(msg.method ?? ''));
+    const meta = msg.params?.['_meta'];
+    if (meta !== null && typeof meta === 'object') {
+      const envelope = meta as Record<string, unknown>;
+      const version = envelope[META_PROTOCOL_VERSION];
+      if (typeof version === 'string') session.protocolVersion = version;
+      const caps = envelope[META_CLIENT_CAPABILITIES];
+      if (caps !== null && typeof caps === 'object')
+        session.clientCapabilities = caps as Record<string, unknown>;
+      const level = envelope[META_LOG_LEVEL];
+      if (LOG_LEVELS.includes(level as LogLevel)) session.logLevel = level as LogLevel;
+      for (const key of Object.keys(envelope))
+        if (key.startsWith('io.modelcontextprotocol/')) delete envelope[key];
+      if (Object.keys(envelope).length === 0) delete (msg.params as Record<string, unknown>)['_meta'];
+    }
+    if (msg.method !== 'server/discover') {
+      this.handle(session, msg, target);
+      return;
+    }
+    if (!this.ready) {
+      this.whenReady().then(
+        () => this.handleModern(session, msg, replyTo),
+        (err: Error) => target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, err.message)),
+      );
+      return;
+    }
+    const server = this.identity as ServerIdentity;
+    const result: Record<string, unknown> = {
+      supportedVersions: [...MODERN_PROTOCOL_VERSIONS],
+      capabilities: server.capabilities,
+      // Sessions share the child, so nothing here may be cached across clients.
+      ttlMs: 0,
+      cacheScope: 'private',
+      _meta: { [META_SERVER_INFO]: server.serverInfo },
+    };
+    if (server.instructions !== undefined) result['instructions'] = server.instructions;
+    target.final(resultMessage(msg.id as JsonRpcId, result));
   }
 
   /** Answers `initialize` from the cached child result (MCP 2025-11-25 lifecycle). */
@@ -681,4 +734,48 @@ export function negotiateVersion(requested: unknown, child: string): string {
     return requested < child ? requested : child;
   }
   return child;
+}
+
+/** 2026-07-28 methods whose results carry caching hints (`ttlMs`, `cacheScope`). */
+const CACHEABLE_METHODS = new Set([
+  'tools/list',
+  'prompts/list',
+  'resources/list',
+  'resources/templates/list',
+]);
+
+/**
+ * 2026-07-28 results carry `resultType` ("complete" for an ordinary answer); a 2025-era child
+ * never sets it, so the proxy adds it on the way back to a 2026 client.
+ */
+class ModernResultTarget implements ReplyTarget {
+  constructor(
+    private readonly inner: ReplyTarget,
+    private readonly cacheable: boolean,
+  ) {}
+  get open(): boolean {
+    return this.inner.open;
+  }
+  interim(text: string): boolean {
+    return this.inner.interim(text);
+  }
+  final(text: string): void {
+    if (!text.includes('"result"')) {
+      this.inner.final(text);
+      return;
+    }
+    const msg = JSON.parse(text) as JsonRpcMessage;
+    const result = msg.result as Record<string, unknown> | undefined;
+    if (result !== null && typeof result === 'object' && result['resultType'] === undefined) {
+      result['resultType'] = 'complete';
+      if (this.cacheable && result['ttlMs'] === undefined) {
+        // SEP-2549 caching hints: the shared child's lists may change at any time.
+        result['ttlMs'] = 0;
+        result['cacheScope'] = 'private';
+      }
+      this.inner.final(JSON.stringify(msg));
+      return;
+    }
+    this.inner.final(text);
+  }
 }
