@@ -20,6 +20,7 @@ import {
 } from '../../workloads/index.js';
 import { withContext } from '../context.js';
 import { printJson, printTable } from '../output.js';
+import { followStart } from '../pull-progress.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
@@ -135,9 +136,16 @@ export function registerWorkloads(program: Command): void {
         }
         return ctx.workloads.create(request);
       });
-      const url = await withContext(
-        (ctx) => ctx.workloads.list({ all: true }).find((w) => w.name === result.name)?.url,
-      );
+      const url = await withContext(async (ctx) => {
+        // Container images may need a pull first: show its progress until the server runs.
+        const image = ctx.workloads.exportConfig(result.name).image;
+        if (image !== '' && !/^[a-z]+:\/\//.test(image)) {
+          const end = await followStart(ctx, result.name, process.stderr);
+          if (end.status === 'error')
+            throw new SkepError('bad_gateway', `workload ${result.name} failed to start: ${end.context}`);
+        }
+        return ctx.workloads.list({ all: true }).find((w) => w.name === result.name)?.url;
+      });
       if (opts.json === true) printJson({ ...result, url });
       else process.stdout.write(`workload ${result.name} started: ${url ?? `port ${result.port}`}\n`);
     });

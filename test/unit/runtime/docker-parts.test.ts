@@ -117,3 +117,16 @@ test('socket discovery: DOCKER_HOST, then the current docker context, then the w
 test('socket discovery: sockets that do not exist are skipped; nothing answering → undefined', async () => {
   assert.equal(await findEngine([{ source: 'x', host: 'unix:///nonexistent/skep/docker.sock' }]), undefined);
 });
+
+test('skep run progress bar: pull contexts become a bar, other contexts pass through', async () => {
+  const { progressLine } = await import('../../../src/cli/pull-progress.js');
+  assert.equal(
+    progressLine('pulling image ghcr.io/x/y:1: 40%'),
+    `pulling ghcr.io/x/y:1 [${'#'.repeat(12)}${'.'.repeat(18)}] 40%`,
+  );
+  assert.equal(progressLine('pulling image a: 100%'), `pulling a [${'#'.repeat(30)}] 100%`);
+  assert.equal(
+    progressLine('server exited (code 1); restarting in 1s'),
+    'server exited (code 1); restarting in 1s',
+  );
+});
