@@ -56,6 +56,8 @@ export class EncryptedProvider implements SecretProvider {
   readonly #lock: ProcessLock;
   /** Derived keys by (password hash, KDF parameters): scrypt runs once per process and salt. */
   readonly #keys = new Map<string, Promise<Buffer>>();
+  /** Ids of keys whose derivation has finished (usable without waiting for scrypt). */
+  readonly #ready = new Set<string>();
 
   constructor(options: EncryptedProviderOptions) {
     this.file = options.file;
@@ -126,19 +128,42 @@ export class EncryptedProvider implements SecretProvider {
   close(): void {
     this.#lock.close();
     this.#keys.clear();
+    this.#ready.clear();
   }
 
   async #mutate(change: (secrets: SecretMap) => void): Promise<void> {
     const password = await this.#password();
-    // Derive the key before taking the lock (scrypt is slow by design), so that the lock is
-    // held only for the read, the encryption and the write.
-    if (this.#keys.size === 0) await this.#read(password).catch(() => undefined);
-    await this.#lock.withLock(async () => {
-      await this.#sweepTempFiles();
-      const snapshot = await this.#read(password);
-      change(snapshot.secrets);
-      await this.#write(snapshot.secrets, password, snapshot.kdf ?? newKdfParams());
-    });
+    // scrypt is slow by design: never derive a key while holding the lock, or ten writers
+    // that each meet a salt they have not seen yet would queue behind each other's KDF runs.
+    // Inside the lock, a key that is not ready yet releases the lock, is derived outside it,
+    // and the change is retried.
+    let fresh = (await this.#currentKdf().catch(() => undefined)) ?? newKdfParams();
+    for (;;) {
+      await this.#keyFor(password, fresh);
+      const missing = await this.#lock.withLock(async (): Promise<KdfParams | undefined> => {
+        await this.#sweepTempFiles();
+        const kdf = await this.#currentKdf();
+        if (kdf !== undefined && !this.#keyReady(password, kdf)) return kdf;
+        const snapshot = await this.#read(password);
+        change(snapshot.secrets);
+        await this.#write(snapshot.secrets, password, snapshot.kdf ?? fresh);
+        return undefined;
+      });
+      if (missing === undefined) return;
+      fresh = missing;
+    }
+  }
+
+  /** The KDF parameters of the file on disk, or undefined when there is no store yet. */
+  async #currentKdf(): Promise<KdfParams | undefined> {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(this.file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+    return bytes.length === 0 ? undefined : parseEnvelope(bytes, this.file).kdf;
   }
 
   async #read(password: string): Promise<Snapshot> {
@@ -167,14 +192,25 @@ export class EncryptedProvider implements SecretProvider {
     }
   }
 
-  #keyFor(password: string, kdf: KdfParams): Promise<Buffer> {
-    const id = createHash('sha256')
+  #keyId(password: string, kdf: KdfParams): string {
+    return createHash('sha256')
       .update(JSON.stringify([password, kdf.N, kdf.r, kdf.p, kdf.salt]))
       .digest('base64');
+  }
+
+  #keyReady(password: string, kdf: KdfParams): boolean {
+    return this.#ready.has(this.#keyId(password, kdf));
+  }
+
+  #keyFor(password: string, kdf: KdfParams): Promise<Buffer> {
+    const id = this.#keyId(password, kdf);
     let key = this.#keys.get(id);
     if (key === undefined) {
       key = deriveKey(password, kdf);
-      key.catch(() => this.#keys.delete(id));
+      key.then(
+        () => this.#ready.add(id),
+        () => this.#keys.delete(id),
+      );
       this.#keys.set(id, key);
     }
     return key;

@@ -506,7 +506,11 @@ export class SkillsService {
       tag: resolved.tag,
       digest: resolved.digest,
       status: 'installed',
-      installed_at: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      // Re-installing the same digest (e.g. for more clients) keeps the original install time.
+      installed_at:
+        existing !== undefined && existing.digest === resolved.digest
+          ? existing.installed_at
+          : new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
       clients: allClients.sort(),
       dependencies,
       managed: true,
