@@ -8,8 +8,7 @@
  * no match, so a bad token can never pick a role by accident.
  */
 import { parse } from '@marcbachmann/cel-js';
-import { toCelValue } from '../operator/cel-rules.js';
-import { checkMatcher } from '../operator/validate.js';
+import { checkMatcher, toCelValue } from '../schemas/index.js';
 import { SkepError } from '../shared/index.js';
 
 export interface RoleMapping {

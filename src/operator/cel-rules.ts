@@ -6,6 +6,10 @@
  * the tests exercise the very rules the cluster enforces.
  */
 import { parse } from '@marcbachmann/cel-js';
+import { toCelValue } from '../schemas/index.js';
+
+// Re-exported for the operator's callers and tests; the helper itself lives in src/schemas/cel.ts.
+export { toCelValue };
 
 type Compiled = ReturnType<typeof parse>;
 type SchemaNode = Record<string, unknown>;
@@ -26,16 +30,6 @@ function compile(rule: string): Compiled {
     compiled.set(rule, fn);
   }
   return fn;
-}
-
-/** JSON → CEL values: Kubernetes types integer fields as CEL `int`, which cel-js models as bigint. */
-export function toCelValue(value: unknown): unknown {
-  if (typeof value === 'number' && Number.isInteger(value)) return BigInt(value);
-  if (Array.isArray(value)) return value.map(toCelValue);
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toCelValue(v)]));
-  }
-  return value;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> =>

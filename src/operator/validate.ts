@@ -10,7 +10,6 @@
  *     parameters, unique upstream names, and the HMAC secret length when the Secret is readable.
  * Every problem names the field path (`spec.awsSts.roleMappings[0].matcher: ...`).
  */
-import { Environment } from '@marcbachmann/cel-js';
 import {
   EXTAUTH_API_VERSION,
   EXTAUTH_KIND,
@@ -18,7 +17,7 @@ import {
   ExtAuthConfigSchema,
   FORBIDDEN_AUTHORIZATION_PARAMS,
 } from '../schemas/extauth/index.js';
-import { createValidator } from '../schemas/index.js';
+import { checkMatcher, createValidator } from '../schemas/index.js';
 import { evaluateCelRules } from './cel-rules.js';
 
 export interface Problem {
@@ -72,19 +71,6 @@ function unknownFields(schema: Node, value: unknown, path: string, out: Problem[
   } else if (Array.isArray(value) && isObject(schema['items'])) {
     for (const [i, v] of value.entries()) unknownFields(schema['items'] as Node, v, `${path}[${i}]`, out);
   }
-}
-
-// seed spec.awsSts.roleMappings[].matcher: "CEL expression over a `claims` map of all JWT claims".
-const matcherEnv = new Environment().registerVariable('claims', 'map');
-
-/** Returns why a matcher cannot be used, or undefined when it compiles to a boolean. */
-export function checkMatcher(expression: string): string | undefined {
-  const result = matcherEnv.check(expression) as { valid: boolean; type?: string; error?: Error };
-  if (!result.valid)
-    return `CEL expression does not compile: ${result.error?.message.split('\n')[0] ?? 'invalid'}`;
-  if (result.type !== 'bool' && result.type !== 'dyn')
-    return `CEL expression must yield a bool, not ${result.type}`;
-  return undefined;
 }
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
