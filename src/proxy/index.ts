@@ -7,6 +7,7 @@ export { PROXY_DEFAULTS, startProxy } from './proxy-server.js';
 export type {
   OutboundRequest,
   OutboundSigner,
+  ProxyHttpHandler,
   ProxyIdentity,
   ProxyLimits,
   ProxyMiddleware,

@@ -31,6 +31,7 @@ import { createToolPolicy, type ToolPolicy } from './tool-policy.js';
 import { TransparentForwarder } from './transparent.js';
 import type {
   OutboundSigner,
+  ProxyHttpHandler,
   ProxyLimits,
   ProxyMiddleware,
   ProxyOptions,
@@ -76,6 +77,7 @@ class McpProxy implements RunningProxy {
   private readonly limits: ProxyLimits;
   private readonly policy: ToolPolicy;
   private readonly middlewares: readonly ProxyMiddleware[];
+  private readonly handlers: readonly ProxyHttpHandler[];
   private readonly guard: ReturnType<typeof createHostGuard>;
   private readonly sessions = new Map<string, Session>();
   private readonly bridge: StdioBridge;
@@ -96,6 +98,7 @@ class McpProxy implements RunningProxy {
     this.limits = { ...PROXY_DEFAULTS, ...options.limits };
     this.policy = createToolPolicy(options.toolsFilter, options.toolsOverride);
     this.middlewares = options.middlewares ?? [];
+    this.handlers = options.handlers ?? [];
     this.guard = createHostGuard(this.host, options.allowedHosts ?? []);
     this.bridge = new StdioBridge({
       logger: this.logger,
@@ -212,6 +215,7 @@ class McpProxy implements RunningProxy {
       }
     }
     if (path !== '/mcp' && path !== '/sse' && path !== '/messages' && path !== '/message') {
+      for (const handler of this.handlers) if (await handler(req, res)) return;
       req.resume();
       sendRpcError(res, 404, INVALID_REQUEST, `No MCP endpoint at ${path}; use /mcp or /sse`);
       return;

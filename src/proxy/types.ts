@@ -3,7 +3,7 @@
  * back (`RunningProxy`) and the auth middleware contract (`ProxyMiddleware`). The runner owns
  * the server process; the proxy owns the client-facing transports and the JSON-RPC routing.
  */
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../shared/index.js';
 
@@ -12,6 +12,12 @@ export type ProxyUpstream =
   | { kind: 'stdio'; stdin: Writable; stdout: Readable }
   /** A server speaking HTTP itself; the proxy passes traffic through (transparent mode). */
   | { kind: 'http'; url: string; transport: 'sse' | 'streamable-http'; headers?: Record<string, string> };
+
+/**
+ * Serves a request it owns (reading the body itself) and resolves true; resolves false,
+ * without touching the request, for any other path. A rejection becomes an opaque 500.
+ */
+export type ProxyHttpHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
 export interface ToolOverride {
   name?: string;
@@ -31,6 +37,14 @@ export interface ProxyOptions {
   toolsOverride?: Record<string, ToolOverride>;
   /** Run in order for every client HTTP request before it is handled or forwarded. */
   middlewares?: ProxyMiddleware[];
+  /**
+   * HTTP handlers mounted beside the MCP endpoints (the embedded authorization server):
+   * tried in order for every path that is not an MCP endpoint (`/mcp`, `/sse`, `/messages`)
+   * nor `/health`, before the 404, without running the middleware chain — their endpoints
+   * are how a client gets a token in the first place. Middlewares' `wellKnown` documents
+   * are answered first. MCP requests never reach them, so they cost nothing on the hot path.
+   */
+  handlers?: ProxyHttpHandler[];
   /** Host/Origin names accepted besides loopback names (DNS-rebinding guard). */
   allowedHosts?: string[];
   logger?: Logger;
