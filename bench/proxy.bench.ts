@@ -273,7 +273,11 @@ async function bundleSkep(dir: string): Promise<string> {
     format: 'esm',
     target: 'node20',
     packages: 'external',
-    outfile: out,
+    // Keep dynamic imports lazy, as they are when the runner loads the compiled modules.
+    splitting: true,
+    outdir: dir,
+    entryNames: 'skep-proxy',
+    outExtension: { '.js': '.mjs' },
     logLevel: 'silent',
   });
   return out;

@@ -28,7 +28,7 @@ import {
   StdioBridge,
 } from './stdio-bridge.js';
 import { createToolPolicy, type ToolPolicy } from './tool-policy.js';
-import { TransparentForwarder } from './transparent.js';
+import type { TransparentForwarder } from './transparent.js';
 import type {
   OutboundSigner,
   ProxyHttpHandler,
@@ -152,6 +152,8 @@ class McpProxy implements RunningProxy {
       await this.bridge.attach(upstream.stdin, upstream.stdout);
       this.logger.info({ server: this.options.serverName }, 'stdio server attached');
     } else {
+      // Loaded on first use: undici and the SSE parser cost memory a stdio workload never needs.
+      const { TransparentForwarder } = await import('./transparent.js');
       if (this.mode === 'stdio') {
         this.bridge.down('switched to an HTTP server');
         this.resetSessions();
