@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Bundles the CLI into dist/skep.mjs. Loading one file instead of thousands of small ES
+// Bundles the CLI into dist/skep.mjs and the workload runner into dist/runner.mjs. Loading one file instead of thousands of small ES
 // modules (TypeBox alone is ~700) is what keeps `skep serve` and every workload runner
 // quick to start. Packages that need their own files at run time (native addons, static
 // assets, optional native deps) stay external and load from node_modules.
@@ -21,11 +21,16 @@ const external = [
   'pino',
   'thread-stream',
   'pino-*',
+  // Loaded lazily (src/shared/lazy.ts) only by code paths that need them.
+  'undici',
 ];
 
+// Two entry points: the CLI, and the per-workload runner (which must stay small: one runs
+// per workload).
 await build({
-  entryPoints: ['src/cli/main.ts'],
-  outfile: 'dist/skep.mjs',
+  entryPoints: { skep: 'src/cli/main.ts', runner: 'src/runner/main.ts' },
+  outdir: 'dist',
+  outExtension: { '.js': '.mjs' },
   bundle: true,
   platform: 'node',
   target: 'node20',

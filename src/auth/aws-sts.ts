@@ -7,13 +7,16 @@
  * name, duration) until five minutes before they expire.
  */
 import { createHash, createHmac } from 'node:crypto';
-import { AssumeRoleWithWebIdentityCommand, STSClient } from '@aws-sdk/client-sts';
-import { SignatureV4 } from '@smithy/signature-v4';
+
 import type { ProxyMiddleware, ProxyMiddlewareResult } from '../proxy/index.js';
-import { type Logger, SkepError } from '../shared/index.js';
+import { type Logger, lazyRequire, SkepError } from '../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
 import { bearerFrom, challenge, REQUEST_TIMEOUT_MS, sha256Hex } from './http.js';
 import { createRoleMapper, type RoleMapper, type RoleMapping } from './role-mapping.js';
+
+// The AWS SDK is large; only workloads that use awsSts load it.
+const loadSts = lazyRequire<typeof import('@aws-sdk/client-sts')>('@aws-sdk/client-sts');
+const loadSigV4 = lazyRequire<typeof import('@smithy/signature-v4')>('@smithy/signature-v4');
 
 export interface AwsStsOptions {
   region: string;
@@ -53,6 +56,7 @@ const CREDENTIALS_SKEW_MS = 5 * 60_000;
 
 /** `AssumeRoleWithWebIdentity` through the AWS SDK (unsigned call; `endpoint` for a stand-in). */
 export function sdkAssumeRole(region: string, endpoint?: string): { assumeRole: AssumeRole; close(): void } {
+  const { AssumeRoleWithWebIdentityCommand, STSClient } = loadSts();
   const client = new STSClient({
     region,
     ...(endpoint === undefined ? {} : { endpoint }),
@@ -130,6 +134,7 @@ export async function signSigV4(
     const prev = query[k];
     query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
   }
+  const { SignatureV4 } = loadSigV4();
   const signer = new SignatureV4({
     service: scope.service,
     region: scope.region,

@@ -11,9 +11,12 @@
  * write that no replica acknowledged fails (503) instead of handing out a token that a
  * failover could forget.
  */
-import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { SkepError } from '../shared/index.js';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import { lazyRequire, SkepError } from '../shared/index.js';
 import type { ResolvedRedis } from './config.js';
+
+const loadIoredis = lazyRequire<typeof import('ioredis')>('ioredis');
+
 import type {
   AuthCodeRecord,
   AuthStorage,
@@ -122,6 +125,7 @@ export class RedisStorage implements AuthStorage {
 
   /** Connects (and fails with `unavailable` when Redis cannot be reached within the dial timeout). */
   static async connect(cfg: ResolvedRedis, options: RedisStorageOptions = {}): Promise<RedisStorage> {
+    const { Cluster, Redis } = loadIoredis();
     const base = connectionOptions(cfg);
     let client: Redis | Cluster;
     if (cfg.mode === 'cluster') {
@@ -181,7 +185,7 @@ export class RedisStorage implements AuthStorage {
    * has already stored the replacement credential durably (server.ts, "Ordering").
    */
   async #replicated(strict = true): Promise<void> {
-    if (this.#acks <= 0 || this.#client instanceof Cluster) return;
+    if (this.#acks <= 0 || this.#client instanceof loadIoredis().Cluster) return;
     let acked = 0;
     try {
       acked = (await (this.#client as Redis).call('WAIT', this.#acks, this.#ackTimeoutMs)) as number;

@@ -12,8 +12,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createParser } from 'eventsource-parser';
-import { Agent, request } from 'undici';
-import type { Logger } from '../shared/index.js';
+import type { Agent } from 'undici';
+import { type Logger, lazyRequire } from '../shared/index.js';
 import { sendRpcError } from './http-util.js';
 import {
   errorMessage,
@@ -26,6 +26,9 @@ import {
 import { SSE_HEADERS } from './outlets.js';
 import type { ToolPolicy } from './tool-policy.js';
 import type { OutboundSigner, ProxyLimits, ProxyUpstream } from './types.js';
+
+// undici is only needed for HTTP upstreams; stdio workloads never load it.
+const loadUndici = lazyRequire<typeof import('undici')>('undici');
 
 type HttpUpstream = Extract<ProxyUpstream, { kind: 'http' }>;
 
@@ -67,7 +70,7 @@ export class TransparentForwarder {
   ) {
     // Validate at construction: a bad URL is a programming error in the caller.
     new URL(upstream.url);
-    this.agent = new Agent({ keepAliveTimeout: 30_000, connections: 256 });
+    this.agent = new (loadUndici().Agent)({ keepAliveTimeout: 30_000, connections: 256 });
   }
 
   get isUp(): boolean {
@@ -196,12 +199,12 @@ export class TransparentForwarder {
     }
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    let upstreamRes: Awaited<ReturnType<typeof request>>;
+    let upstreamRes: Awaited<ReturnType<typeof import('undici').request>>;
     try {
       const method = req.method ?? 'GET';
       const headers = this.headersFor(req, outbound);
       await sign?.({ method, url: this.upstream.url, headers, body: rewritten.body });
-      upstreamRes = await request(this.upstream.url, {
+      upstreamRes = await loadUndici().request(this.upstream.url, {
         dispatcher: this.agent,
         method: method as 'GET' | 'POST' | 'DELETE',
         headers,
@@ -266,7 +269,7 @@ export class TransparentForwarder {
       session.abort.abort();
       this.sseSessions.delete(session.id);
     });
-    let upstreamRes: Awaited<ReturnType<typeof request>>;
+    let upstreamRes: Awaited<ReturnType<typeof import('undici').request>>;
     try {
       const headers = {
         ...this.headersFor(undefined, outbound),
@@ -274,7 +277,7 @@ export class TransparentForwarder {
         ...lastEventId(req),
       };
       await sign?.({ method: 'GET', url: this.upstream.url, headers, body: undefined });
-      upstreamRes = await request(this.upstream.url, {
+      upstreamRes = await loadUndici().request(this.upstream.url, {
         dispatcher: this.agent,
         method: 'GET',
         headers,
@@ -341,7 +344,7 @@ export class TransparentForwarder {
       const headers = { ...this.headersFor(undefined, outbound), 'content-type': 'application/json' };
       const sent = rewritten.body ?? '';
       await sign?.({ method: 'POST', url: session.messagesUrl, headers, body: sent });
-      const upstreamRes = await request(session.messagesUrl, {
+      const upstreamRes = await loadUndici().request(session.messagesUrl, {
         dispatcher: this.agent,
         method: 'POST',
         headers,

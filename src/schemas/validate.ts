@@ -37,8 +37,12 @@ export function formatAjvError(error: ErrorObject): string {
 }
 
 export function createValidator<S extends TSchema>(schema: S): Validator<S> {
-  const check: ValidateFunction = ajv.compile(schema);
+  // Compiled on first use: modules declare their validators at load time, and most
+  // processes (a workload runner, a CLI command) use only a few of them.
+  let compiled: ValidateFunction | undefined;
   const problems = (value: unknown): string[] => {
+    compiled ??= ajv.compile(schema);
+    const check = compiled;
     if (check(value)) return [];
     return (check.errors ?? []).map(formatAjvError);
   };

@@ -16,7 +16,14 @@ export { baseNameFor, validateWorkloadName, workloadNameProblem } from './names.
 export type { ProxyMode, RunConfig, Transport } from './run-config.js';
 export { parseRunConfig, RUN_CONFIG_SCHEMA_VERSION, RunConfigSchema, workloadUrl } from './run-config.js';
 export type { SpawnRunner } from './runner-process.js';
-export { cliEntry, RUNNER_CONFIG_ENV, runnerAlive, spawnRunner, stopRunner } from './runner-process.js';
+export {
+  cliEntry,
+  RUNNER_CONFIG_ENV,
+  runnerAlive,
+  runnerEntry,
+  spawnRunner,
+  stopRunner,
+} from './runner-process.js';
 export type {
   BulkRequest,
   CreateWorkloadRequest,

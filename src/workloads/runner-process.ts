@@ -25,6 +25,17 @@ export function cliEntry(): string {
   return join(dirname(here), '..', 'cli', `main${ext}`);
 }
 
+/**
+ * The runner's own entry, which loads far less than the CLI: `dist/runner.mjs` beside the
+ * bundle, `src/runner/main.ts` under tsx, or `dist/runner/main.js` from the compiled tree.
+ */
+export function runnerEntry(): string {
+  const here = fileURLToPath(import.meta.url);
+  if (here.endsWith('.mjs')) return join(dirname(here), 'runner.mjs');
+  const ext = here.endsWith('.ts') ? '.ts' : '.js';
+  return join(dirname(here), '..', 'runner', `main${ext}`);
+}
+
 const MODULE_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);
 
 /**
@@ -73,7 +84,7 @@ export const spawnRunner: SpawnRunner = (name, config) => {
     const env: NodeJS.ProcessEnv = { ...process.env, [RUNNER_CONFIG_ENV]: JSON.stringify(config) };
     delete env['NODE_TEST_CONTEXT'];
     delete env['NODE_OPTIONS'];
-    const child = spawn(process.execPath, [...inheritedExecArgv(), cliEntry(), 'runner', name], {
+    const child = spawn(process.execPath, [...inheritedExecArgv(), runnerEntry(), 'runner', name], {
       detached: true,
       cwd: config.paths.dataDir,
       env,

@@ -5,19 +5,8 @@
 import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { pino } from 'pino';
-import { createContext } from '../../api/context.js';
-import { loadConfig, type SkepConfig } from '../../config/index.js';
-import { runWorkload } from '../../runner/index.js';
-import { RotatingLogFile } from '../../runtime/index.js';
 import { SkepError } from '../../shared/index.js';
-import {
-  type CreateWorkloadRequest,
-  RUNNER_CONFIG_ENV,
-  runnerLogPath,
-  type Transport,
-  tailFile,
-} from '../../workloads/index.js';
+import { type CreateWorkloadRequest, type Transport, tailFile } from '../../workloads/index.js';
 import { withContext } from '../context.js';
 import { printJson, printTable } from '../output.js';
 import { followStart } from '../pull-progress.js';
@@ -233,6 +222,7 @@ export function registerWorkloads(program: Command): void {
     .command('runner <name>', { hidden: true })
     .description('Supervise one workload (started by skep; not for direct use)')
     .action(async (name: string) => {
+      const { runnerMain } = await import('../../runner/main.js');
       process.exitCode = await runnerMain(name);
     });
 }
@@ -267,52 +257,4 @@ function sizeOf(file: string): number {
   } catch {
     return 0;
   }
-}
-
-async function runnerMain(name: string): Promise<number> {
-  const fromParent = process.env[RUNNER_CONFIG_ENV];
-  const config: SkepConfig = fromParent === undefined ? loadConfig() : (JSON.parse(fromParent) as SkepConfig);
-  delete process.env[RUNNER_CONFIG_ENV];
-  const logFile = new RotatingLogFile(runnerLogPath(config.paths.logsDir, name), {
-    maxBytes: config.workloads.log_max_bytes,
-    files: config.workloads.log_files,
-  });
-  const logger = pino(
-    {
-      level: process.env['SKEP_RUNNER_LOG_LEVEL'] ?? 'info',
-      name: `runner:${name}`,
-      redact: { paths: ['*.password', '*.secret', '*.token', '*.client_secret'], censor: '[redacted]' },
-    },
-    { write: (line: string) => logFile.write(line) },
-  );
-  const controller = new AbortController();
-  const onSignal = (signal: string) => {
-    logger.info({ signal }, 'stopping');
-    controller.abort();
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  // A runner must not die on a stray async error from a client connection; log it instead.
-  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception'));
-  const ctx = createContext(config, { logger });
-  let code = 1;
-  try {
-    code = await runWorkload({
-      name,
-      store: ctx.store,
-      config,
-      secretLookup: ctx.workloads.secretLookup,
-      secrets: ctx.secrets,
-      logger,
-      signal: controller.signal,
-    });
-  } catch (err) {
-    logger.error({ err }, 'runner failed');
-  } finally {
-    await ctx.close();
-    logFile.close();
-  }
-  // Nothing else should keep the runner alive once its workload is down.
-  setTimeout(() => process.exit(code), 1000).unref();
-  return code;
 }

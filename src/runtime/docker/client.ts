@@ -5,10 +5,13 @@
  */
 import { request as httpRequest } from 'node:http';
 import type { Duplex } from 'node:stream';
-import Docker from 'dockerode';
-import { SkepError } from '../../shared/index.js';
+import type Docker from 'dockerode';
+import { lazyRequire, SkepError } from '../../shared/index.js';
+
+const loadDockerode = lazyRequire<typeof Docker>('dockerode');
 
 export function dockerClient(host: string, timeoutMs?: number): Docker {
+  const Docker = loadDockerode();
   const timeout = timeoutMs === undefined ? {} : { timeout: timeoutMs };
   if (host.startsWith('unix://')) return new Docker({ socketPath: host.slice('unix://'.length), ...timeout });
   if (host.startsWith('npipe://'))

@@ -1,0 +1,86 @@
+/**
+ * The process entry of a workload runner (`node dist/runner.mjs <name>`, spawned detached by
+ * the workload manager; `skep runner <name>` is the same through the CLI). It deliberately
+ * loads only what a runner needs — the store, the secrets provider, the runtime, the proxy
+ * and the auth chain — not the management API, so each workload costs little memory and
+ * starts quickly.
+ */
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
+import { loadConfig, type SkepConfig } from '../config/index.js';
+import { RotatingLogFile } from '../runtime/index.js';
+import { SecretsService } from '../secrets/index.js';
+import { openStore } from '../store/index.js';
+import { RUNNER_CONFIG_ENV, runnerLogPath } from '../workloads/index.js';
+import { runWorkload } from './runner.js';
+
+export async function runnerMain(name: string): Promise<number> {
+  const fromParent = process.env[RUNNER_CONFIG_ENV];
+  const config: SkepConfig = fromParent === undefined ? loadConfig() : (JSON.parse(fromParent) as SkepConfig);
+  delete process.env[RUNNER_CONFIG_ENV];
+  const logFile = new RotatingLogFile(runnerLogPath(config.paths.logsDir, name), {
+    maxBytes: config.workloads.log_max_bytes,
+    files: config.workloads.log_files,
+  });
+  const logger = pino(
+    {
+      level: process.env['SKEP_RUNNER_LOG_LEVEL'] ?? 'info',
+      name: `runner:${name}`,
+      redact: { paths: ['*.password', '*.secret', '*.token', '*.client_secret'], censor: '[redacted]' },
+    },
+    { write: (line: string) => logFile.write(line) },
+  );
+  const controller = new AbortController();
+  const onSignal = (signal: string) => {
+    logger.info({ signal }, 'stopping');
+    controller.abort();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  // A runner must not die on a stray async error from a client connection; log it instead.
+  process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception'));
+  const store = openStore(config.paths.databaseFile);
+  const secrets = new SecretsService({ store, paths: config.paths, env: process.env });
+  let code = 1;
+  try {
+    code = await runWorkload({
+      name,
+      store,
+      config,
+      secretLookup: secrets.lookup(),
+      secrets,
+      logger,
+      signal: controller.signal,
+    });
+  } catch (err) {
+    logger.error({ err }, 'runner failed');
+  } finally {
+    secrets.close();
+    store.close();
+    logFile.close();
+  }
+  // Nothing else should keep the runner alive once its workload is down.
+  setTimeout(() => process.exit(code), 1000).unref();
+  return code;
+}
+
+// Run when this file is the process entry: `dist/runner.mjs`, or `src/runner/main.ts` under
+// tsx — not when the CLI (or its bundle, which contains this module) imports it.
+const self = fileURLToPath(import.meta.url);
+const isEntry =
+  process.argv[1] !== undefined &&
+  resolve(process.argv[1]) === self &&
+  /(?:runner\.mjs|[\\/]runner[\\/]main\.[jt]s)$/.test(self);
+if (isEntry) {
+  // `runner <name>`, the same words as the CLI command, so a runner's command line is
+  // recognisable (`runnerAlive` checks it against pid reuse).
+  const args = process.argv.slice(2);
+  const name = args[0] === 'runner' ? args[1] : args[0];
+  if (name === undefined || name === '') {
+    process.stderr.write('usage: runner.mjs runner <workload-name>\n');
+    process.exitCode = 2;
+  } else {
+    process.exitCode = await runnerMain(name);
+  }
+}
