@@ -103,8 +103,14 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
   const resourceUrl = oidc?.resourceURL ?? deps.resourceUrl;
   let verify: TokenVerifier | undefined;
   let authorizationServers: string[] = [];
-  if (config.embedded_auth_server_config !== undefined && deps.authServer !== undefined) {
+  if (config.embedded_auth_server_config !== undefined) {
+    // The runner creates the server from the same block and mounts it on the proxy; without
+    // it the workload would silently run unprotected.
     const as = deps.authServer;
+    if (as === undefined)
+      throw new Error(
+        'embedded_auth_server_config is set but no authorization server was passed (deps.authServer)',
+      );
     if (resourceUrl === undefined)
       throw new SkepError('bad_request', 'the embedded authorization server needs a resource URL');
     verify = (token) => as.verifyAccessToken(token, resourceUrl);

@@ -5,15 +5,19 @@
  * is told (`upstreamDown`), the server is restarted after a capped exponential backoff and
  * re-attached (`setUpstream`); a long-enough healthy run resets the backoff; after too many
  * failures in a row the runner gives up and records `error`. Status, `status_context` and
- * its own pid live in the store. SIGTERM stops everything cleanly.
+ * its own pid live in the store. SIGTERM stops everything cleanly. With
+ * `embedded_auth_server_config` it also runs the OAuth 2.1 authorization server, mounted on
+ * the proxy (`ProxyOptions.handlers`), whose tokens the auth chain accepts and whose upstream
+ * tokens `upstream_swap_config` injects.
  */
 
 import { existsSync } from 'node:fs';
 import { type AuthChain, buildAuthChain, type SecretStore, watchRemote } from '../auth/index.js';
+import { type AuthServer, createAuthServer, type EmbeddedAuthServerConfig } from '../authserver/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
 import { type Runtime, RuntimeSelector, type ServerExit, type ServerHandle } from '../runtime/index.js';
-import { describeError, type Logger } from '../shared/index.js';
+import { describeError, type Logger, SkepError } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
   type RunConfig,
@@ -125,19 +129,58 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     return 1;
   }
 
+  // The proxy's public origin (`http://host:port`; a wildcard bind is reached on loopback).
+  const host = runConfig.host === '0.0.0.0' || runConfig.host === '' ? '127.0.0.1' : runConfig.host;
+  const proxyOrigin =
+    runConfig.port > 0 ? `http://${host.includes(':') ? `[${host}]` : host}:${runConfig.port}` : undefined;
+  const resourceUrl = runConfig.oidc_config?.resourceURL ?? (proxyOrigin && `${proxyOrigin}/mcp`);
+
+  // The embedded OAuth 2.1 authorization server, mounted on the proxy (external-auth.md §3.8).
+  let authServer: AuthServer | undefined;
+  const eas = runConfig.embedded_auth_server_config;
+  if (eas !== undefined) {
+    try {
+      authServer = await createAuthServer(embeddedAuthServerConfig(eas, proxyOrigin, resourceUrl), {
+        logger,
+        // `*_env_var` secrets may come from the runner's environment or the workload's own
+        // env_vars and secrets (so a Skep secret can hold the upstream client secret).
+        env: { ...process.env, ...env },
+      });
+    } catch (err) {
+      setStatus({
+        status: 'error',
+        context: `cannot start the embedded authorization server: ${describeError(err)}`,
+      });
+      logger.error(
+        { workload: name, err: describeError(err) },
+        'cannot start the embedded authorization server',
+      );
+      clearInterval(watchdog);
+      return 1;
+    }
+  }
+  const closeAuthServer = async () => {
+    try {
+      await authServer?.close();
+    } catch (err) {
+      logger.warn({ workload: name, err: describeError(err) }, 'closing the authorization server failed');
+    }
+  };
+
   // Outgoing/inbound auth (src/auth/chain.ts documents the order); bad config stops here.
   let chain: AuthChain;
   try {
-    const host = runConfig.host === '0.0.0.0' || runConfig.host === '' ? '127.0.0.1' : runConfig.host;
     chain = await buildAuthChain(runConfig, {
       logger,
       secretLookup: options.secretLookup,
       ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
-      ...(runConfig.port > 0 ? { resourceUrl: `http://${host}:${runConfig.port}/mcp` } : {}),
+      ...(proxyOrigin === undefined ? {} : { resourceUrl: `${proxyOrigin}/mcp` }),
+      ...(authServer === undefined ? {} : { authServer }),
     });
   } catch (err) {
     setStatus({ status: 'error', context: `invalid auth configuration: ${describeError(err)}` });
     logger.error({ workload: name, err: describeError(err) }, 'cannot build the auth middleware chain');
+    await closeAuthServer();
     clearInterval(watchdog);
     return 1;
   }
@@ -151,6 +194,7 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
       logger,
       serverName: name,
       middlewares: chain.middlewares,
+      ...(authServer === undefined ? {} : { handlers: [authServer.handle.bind(authServer)] }),
       ...(runConfig.tools_filter === undefined ? {} : { toolsFilter: runConfig.tools_filter }),
       ...(runConfig.tools_override === undefined ? {} : { toolsOverride: runConfig.tools_override }),
     });
@@ -161,10 +205,13 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     });
     logger.error({ workload: name, err: describeError(err) }, 'cannot start the proxy');
     await chain.close();
+    await closeAuthServer();
     clearInterval(watchdog);
     return 1;
   }
   logger.info({ workload: name, url: proxy.url }, 'proxy listening');
+  if (authServer !== undefined)
+    logger.info({ workload: name, issuer: authServer.issuer }, 'embedded authorization server mounted');
 
   try {
     if (runConfig.remote_url !== undefined)
@@ -192,7 +239,38 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     clearInterval(watchdog);
     await proxy.close();
     await chain.close();
+    await closeAuthServer();
   }
+}
+
+/**
+ * `embedded_auth_server_config` with the run-time defaults filled in: the issuer defaults to
+ * the workload's proxy origin (`http://<host>:<port>`, where the server is mounted) and
+ * `allowed_audiences` to the workload's resource URL (`<origin>/mcp`, or
+ * `oidc_config.resourceURL`), as the operator sets them (external-auth.md §3.8). Set
+ * `issuer` explicitly when clients reach the proxy under another name (a wildcard bind, a
+ * reverse proxy). Everything else is validated by `createAuthServer`.
+ */
+function embeddedAuthServerConfig(
+  eas: NonNullable<RunConfig['embedded_auth_server_config']>,
+  proxyOrigin: string | undefined,
+  resourceUrl: string | undefined,
+): EmbeddedAuthServerConfig {
+  const issuer = eas.issuer || proxyOrigin;
+  if (issuer === undefined)
+    throw new SkepError(
+      'bad_request',
+      'embedded_auth_server_config.issuer: set it, or give the workload a fixed proxy port (the default issuer is the proxy URL)',
+    );
+  const audiences = eas.allowed_audiences?.length ? eas.allowed_audiences : resourceUrl ? [resourceUrl] : [];
+  // The stored shape is the loosely typed wire schema (seed 000 EmbeddedAuth: upstream `type`
+  // is a string); resolveAuthServerConfig checks every field and names the bad one.
+  return {
+    ...eas,
+    issuer,
+    allowed_audiences: audiences,
+    upstreams: eas.upstreams ?? [],
+  } as EmbeddedAuthServerConfig;
 }
 
 /**
