@@ -44,7 +44,7 @@ async function oneRun(measureRss: boolean): Promise<{ coldMs: number; rss?: numb
     env: { ...process.env, SKEP_HOME: home, SKEP_LOG_LEVEL: 'silent' },
     stdio: 'ignore',
   });
-  let coldMs = Number.NaN;
+  let coldMs: number;
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode}`);

@@ -155,7 +155,7 @@ export function createOidcVerifier(
   };
 
   return async (token) => {
-    let isJws = false;
+    let isJws: boolean;
     try {
       decodeProtectedHeader(token);
       isJws = token.split('.').length === 3;

@@ -186,7 +186,7 @@ export class RedisStorage implements AuthStorage {
    */
   async #replicated(strict = true): Promise<void> {
     if (this.#acks <= 0 || this.#client instanceof loadIoredis().Cluster) return;
-    let acked = 0;
+    let acked: number;
     try {
       acked = (await (this.#client as Redis).call('WAIT', this.#acks, this.#ackTimeoutMs)) as number;
     } catch (err) {

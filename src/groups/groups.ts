@@ -80,8 +80,7 @@ export class GroupService {
   get(name: string): Group {
     validateGroupName(name);
     const row = this.#store.db.prepare('SELECT name, created_at FROM groups WHERE name = ?').get(name) as
-      | { name: string; created_at: string }
-      | undefined;
+      { name: string; created_at: string } | undefined;
     if (row === undefined) throw new SkepError('group_not_found', `group '${name}' does not exist`);
     return { ...row, registered_clients: this.#clientsByGroup().get(name) ?? [] };
   }

@@ -85,7 +85,7 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
   };
   return {
     async list(type, namespace) {
-      // biome-ignore lint/suspicious/noExplicitAny: client-node types custom objects as `any`
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- client-node types custom objects as `any`
       const res: any =
         namespace === undefined
           ? await custom.listClusterCustomObject({ ...type })

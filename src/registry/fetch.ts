@@ -183,7 +183,7 @@ export class RegistryHttp {
         current = next.toString();
         continue;
       }
-      let text = '';
+      let text: string;
       try {
         const length = Number(res.headers['content-length'] ?? '0');
         if (length > MAX_BODY_BYTES) {

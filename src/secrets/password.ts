@@ -24,8 +24,7 @@ export interface ResolvedPassword {
 }
 
 export type SavedTo =
-  | { where: 'keyring'; description: string }
-  | { where: 'file'; path: string; reason: string };
+  { where: 'keyring'; description: string } | { where: 'file'; path: string; reason: string };
 
 export function passwordFilePath(paths: SkepPaths): string {
   return join(paths.configDir, 'secrets-password');

@@ -171,13 +171,12 @@ interface ManifestJson {
 /** Reads a skill artifact: index → first manifest → config labels and layer 0 (§1.3 "Reading"). */
 export async function fetchArtifact(source: BlobSource, reference: string): Promise<FetchedArtifact> {
   const root = await source.getManifest(reference);
-  let manifest = root;
   let body = parseJson<ManifestJson>(root.bytes, 'the artifact manifest');
   if (root.mediaType === MEDIA_INDEX || Array.isArray(body.manifests)) {
     const first = body.manifests?.[0];
     if (first === undefined)
       throw new SkepError('skill_artifact_invalid', 'the artifact index lists no manifest');
-    manifest = await source.getManifest(first.digest);
+    const manifest = await source.getManifest(first.digest);
     body = parseJson<ManifestJson>(manifest.bytes, 'the artifact manifest');
   }
   const layer = body.layers?.[0];

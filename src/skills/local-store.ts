@@ -185,7 +185,7 @@ export class LocalStore implements BlobSource {
         keep.add(entry.digest);
       }
     }
-    let names: string[] = [];
+    let names: string[];
     try {
       names = await readdir(join(this.#root, 'blobs', 'sha256'));
     } catch {

@@ -84,8 +84,7 @@ export function openStore(file: string): Store {
 /** Reads a JSON setting, or `undefined` when it was never written. */
 export function readSetting<T>(store: Store, key: string): T | undefined {
   const row = store.db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as
-    | { value: string }
-    | undefined;
+    { value: string } | undefined;
   return row === undefined ? undefined : (JSON.parse(row.value) as T);
 }
 

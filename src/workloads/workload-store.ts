@@ -101,8 +101,7 @@ export class WorkloadStore {
 
   get(name: string): WorkloadRow | undefined {
     const raw = this.#store.db.prepare('SELECT * FROM workloads WHERE name = ?').get(name) as
-      | RawRow
-      | undefined;
+      RawRow | undefined;
     return raw === undefined ? undefined : toRow(raw);
   }
 
@@ -131,8 +130,7 @@ export class WorkloadStore {
 
   portOwner(port: number): string | undefined {
     const row = this.#store.db.prepare('SELECT name FROM workloads WHERE port = ?').get(port) as
-      | { name: string }
-      | undefined;
+      { name: string } | undefined;
     return row?.name;
   }
 

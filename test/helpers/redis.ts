@@ -124,7 +124,7 @@ export async function startRedis(extra: string[] = [], dir?: string): Promise<Re
     await waitForRedis(port, proc, 'redis-server');
   } catch (err) {
     proc.kill('SIGKILL');
-    throw new Error(`${(err as Error).message}\n${log.join('')}`);
+    throw new Error(`${(err as Error).message}\n${log.join('')}`, { cause: err });
   }
   return {
     port,

@@ -124,107 +124,115 @@ async function resign(seen: SeenRequest, origin: string): Promise<string> {
   return signed.headers['authorization'] as string;
 }
 
-test('awsSts: role by priority-ordered mappings, AssumeRoleWithWebIdentity (stand-in STS), SigV4 the remote server can verify, credentials cached', {
-  timeout: 60_000,
-}, async (t) => {
-  const idp = await startIdp(t, { groups: ['eng', 'admins'] });
-  const sts = await startStsStandIn(t);
-  const remote = await startRemoteMcp(t);
-  const { logger, lines } = captureLogs();
-  const { proxy } = await serveThroughProxy(
-    t,
-    remote,
-    {
-      oidc_config: { issuer: idp.issuer, audience: PROXY_AUDIENCE, insecureAllowHTTP: true },
-      aws_sts_config: {
-        region: 'eu-west-1',
-        service: 'aws-mcp',
-        session_duration: 900,
-        role_mappings: [
-          { matcher: 'claims.groups.exists(g, g == "eng")', role_arn: ENG_ROLE, priority: 5 },
-          { claim: 'admins', role_arn: ADMIN_ROLE, priority: 1 },
-        ],
+test(
+  'awsSts: role by priority-ordered mappings, AssumeRoleWithWebIdentity (stand-in STS), SigV4 the remote server can verify, credentials cached',
+  {
+    timeout: 60_000,
+  },
+  async (t) => {
+    const idp = await startIdp(t, { groups: ['eng', 'admins'] });
+    const sts = await startStsStandIn(t);
+    const remote = await startRemoteMcp(t);
+    const { logger, lines } = captureLogs();
+    const { proxy } = await serveThroughProxy(
+      t,
+      remote,
+      {
+        oidc_config: { issuer: idp.issuer, audience: PROXY_AUDIENCE, insecureAllowHTTP: true },
+        aws_sts_config: {
+          region: 'eu-west-1',
+          service: 'aws-mcp',
+          session_duration: 900,
+          role_mappings: [
+            { matcher: 'claims.groups.exists(g, g == "eng")', role_arn: ENG_ROLE, priority: 5 },
+            { claim: 'admins', role_arn: ADMIN_ROLE, priority: 1 },
+          ],
+        },
       },
-    },
-    { logger, stsEndpoint: sts.url },
-  );
-  const token = await idp.clientToken();
-  const client = await connectClient(t, proxy.url, token);
-  await client.listTools();
-  await client.callTool({ name: 'echo', arguments: {} });
-
-  assert.equal(sts.calls.length, 1, 'one STS call for the whole session (cache)');
-  const call = sts.calls[0] as StsCall;
-  assert.equal(call.action, 'AssumeRoleWithWebIdentity');
-  assert.equal(call.roleArn, ADMIN_ROLE, 'priority 1 beats priority 5');
-  assert.equal(call.token, token, 'the caller token is the web identity token');
-  assert.equal(call.sessionName, (await idp.verify(token, PROXY_AUDIENCE))['sub']);
-  assert.equal(call.duration, '900');
-
-  assert.ok(remote.seen.length >= 3);
-  for (const seen of remote.seen) {
-    const auth = seen.headers['authorization'] ?? '';
-    assert.match(
-      auth,
-      /^AWS4-HMAC-SHA256 Credential=ASIATESTSTANDIN0001\/\d{8}\/eu-west-1\/aws-mcp\/aws4_request, /,
+      { logger, stsEndpoint: sts.url },
     );
-    assert.match(auth, /SignedHeaders=[^,]*host[^,]*x-amz-date;x-amz-security-token/);
-    assert.equal(seen.headers['x-amz-security-token'], CREDS.sessionToken);
-    assert.equal(await resign(seen, remote.origin), auth, 'the SDK signer reproduces the signature');
-  }
-  // A request changed in transit no longer verifies.
-  const tampered = { ...(remote.seen.at(-1) as SeenRequest) };
-  tampered.body = tampered.body.replace('echo', 'whoami');
-  assert.notEqual(await resign(tampered, remote.origin), tampered.headers['authorization']);
+    const token = await idp.clientToken();
+    const client = await connectClient(t, proxy.url, token);
+    await client.listTools();
+    await client.callTool({ name: 'echo', arguments: {} });
 
-  const log = lines.join('');
-  for (const secret of [CREDS.secretAccessKey, CREDS.sessionToken, token]) assert.ok(!log.includes(secret));
-});
+    assert.equal(sts.calls.length, 1, 'one STS call for the whole session (cache)');
+    const call = sts.calls[0] as StsCall;
+    assert.equal(call.action, 'AssumeRoleWithWebIdentity');
+    assert.equal(call.roleArn, ADMIN_ROLE, 'priority 1 beats priority 5');
+    assert.equal(call.token, token, 'the caller token is the web identity token');
+    assert.equal(call.sessionName, (await idp.verify(token, PROXY_AUDIENCE))['sub']);
+    assert.equal(call.duration, '900');
 
-test('awsSts: no mapping matches and no fallback → 403 and no STS call; fallback used otherwise', {
-  timeout: 60_000,
-}, async (t) => {
-  const idp = await startIdp(t, { groups: ['visitors'] });
-  const sts = await startStsStandIn(t);
-  const remote = await startRemoteMcp(t);
-  const { logger } = captureLogs();
-  const base = {
-    oidc_config: { issuer: idp.issuer, audience: PROXY_AUDIENCE, insecureAllowHTTP: true },
-  };
-  const strict = await serveThroughProxy(
-    t,
-    remote,
-    {
-      ...base,
-      aws_sts_config: { region: 'us-east-1', role_mappings: [{ claim: 'admins', role_arn: ADMIN_ROLE }] },
-    },
-    { logger, stsEndpoint: sts.url },
-  );
-  const token = await idp.clientToken();
-  const res = await fetch(`${strict.proxy.url}/mcp`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
-  });
-  assert.equal(res.status, 403);
-  assert.equal(await res.text(), 'Failed to determine IAM role');
-  assert.equal(sts.calls.length, 0);
-  assert.equal(remote.seen.length, 0);
+    assert.ok(remote.seen.length >= 3);
+    for (const seen of remote.seen) {
+      const auth = seen.headers['authorization'] ?? '';
+      assert.match(
+        auth,
+        /^AWS4-HMAC-SHA256 Credential=ASIATESTSTANDIN0001\/\d{8}\/eu-west-1\/aws-mcp\/aws4_request, /,
+      );
+      assert.match(auth, /SignedHeaders=[^,]*host[^,]*x-amz-date;x-amz-security-token/);
+      assert.equal(seen.headers['x-amz-security-token'], CREDS.sessionToken);
+      assert.equal(await resign(seen, remote.origin), auth, 'the SDK signer reproduces the signature');
+    }
+    // A request changed in transit no longer verifies.
+    const tampered = { ...(remote.seen.at(-1) as SeenRequest) };
+    tampered.body = tampered.body.replace('echo', 'whoami');
+    assert.notEqual(await resign(tampered, remote.origin), tampered.headers['authorization']);
 
-  const lenient = await serveThroughProxy(
-    t,
-    remote,
-    {
-      ...base,
-      aws_sts_config: {
-        region: 'us-east-1',
-        fallback_role_arn: ENG_ROLE,
-        role_mappings: [{ claim: 'admins', role_arn: ADMIN_ROLE }],
+    const log = lines.join('');
+    for (const secret of [CREDS.secretAccessKey, CREDS.sessionToken, token]) assert.ok(!log.includes(secret));
+  },
+);
+
+test(
+  'awsSts: no mapping matches and no fallback → 403 and no STS call; fallback used otherwise',
+  {
+    timeout: 60_000,
+  },
+  async (t) => {
+    const idp = await startIdp(t, { groups: ['visitors'] });
+    const sts = await startStsStandIn(t);
+    const remote = await startRemoteMcp(t);
+    const { logger } = captureLogs();
+    const base = {
+      oidc_config: { issuer: idp.issuer, audience: PROXY_AUDIENCE, insecureAllowHTTP: true },
+    };
+    const strict = await serveThroughProxy(
+      t,
+      remote,
+      {
+        ...base,
+        aws_sts_config: { region: 'us-east-1', role_mappings: [{ claim: 'admins', role_arn: ADMIN_ROLE }] },
       },
-    },
-    { logger, stsEndpoint: sts.url },
-  );
-  const client = await connectClient(t, lenient.proxy.url, token);
-  await client.listTools();
-  assert.equal(sts.calls[0]?.roleArn, ENG_ROLE);
-});
+      { logger, stsEndpoint: sts.url },
+    );
+    const token = await idp.clientToken();
+    const res = await fetch(`${strict.proxy.url}/mcp`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    assert.equal(res.status, 403);
+    assert.equal(await res.text(), 'Failed to determine IAM role');
+    assert.equal(sts.calls.length, 0);
+    assert.equal(remote.seen.length, 0);
+
+    const lenient = await serveThroughProxy(
+      t,
+      remote,
+      {
+        ...base,
+        aws_sts_config: {
+          region: 'us-east-1',
+          fallback_role_arn: ENG_ROLE,
+          role_mappings: [{ claim: 'admins', role_arn: ADMIN_ROLE }],
+        },
+      },
+      { logger, stsEndpoint: sts.url },
+    );
+    const client = await connectClient(t, lenient.proxy.url, token);
+    await client.listTools();
+    assert.equal(sts.calls[0]?.roleArn, ENG_ROLE);
+  },
+);

@@ -84,42 +84,46 @@ async function startDirect(t: TestContext): Promise<string> {
 
 const failed = (checks: Check[]): Check[] => checks.filter((c) => c.status === 'FAILURE');
 
-test('conformance: every scenario that passes against the server directly passes through the proxy (one shared stdio child)', {
-  timeout: 600_000,
-}, async (t) => {
-  const direct = await runSuite(t, await startDirect(t));
-  const proxy = await proxyFor(t, spawnFixture(t));
-  const proxied = await runSuite(t, `${proxy.url}/mcp`);
+test(
+  'conformance: every scenario that passes against the server directly passes through the proxy (one shared stdio child)',
+  {
+    timeout: 600_000,
+  },
+  async (t) => {
+    const direct = await runSuite(t, await startDirect(t));
+    const proxy = await proxyFor(t, spawnFixture(t));
+    const proxied = await runSuite(t, `${proxy.url}/mcp`);
 
-  const regressions: string[] = [];
-  for (const [scenario, checks] of direct) {
-    if (failed(checks).length > 0) continue; // not passing directly: no claim either way
-    const through = proxied.get(scenario);
-    if (through === undefined) {
-      regressions.push(`${scenario}: did not run through the proxy`);
-      continue;
+    const regressions: string[] = [];
+    for (const [scenario, checks] of direct) {
+      if (failed(checks).length > 0) continue; // not passing directly: no claim either way
+      const through = proxied.get(scenario);
+      if (through === undefined) {
+        regressions.push(`${scenario}: did not run through the proxy`);
+        continue;
+      }
+      for (const c of failed(through)) regressions.push(`${scenario}/${c.id}: ${c.errorMessage ?? 'failed'}`);
     }
-    for (const c of failed(through)) regressions.push(`${scenario}/${c.id}: ${c.errorMessage ?? 'failed'}`);
-  }
-  assert.deepEqual(regressions, [], 'no scenario regresses through the proxy');
+    assert.deepEqual(regressions, [], 'no scenario regresses through the proxy');
 
-  for (const scenario of [
-    'tools-call-sampling',
-    'tools-call-elicitation',
-    'tools-call-with-progress',
-    'tools-call-with-logging',
-    'resources-subscribe',
-  ]) {
-    const checks = proxied.get(scenario);
+    for (const scenario of [
+      'tools-call-sampling',
+      'tools-call-elicitation',
+      'tools-call-with-progress',
+      'tools-call-with-logging',
+      'resources-subscribe',
+    ]) {
+      const checks = proxied.get(scenario);
+      assert.ok(
+        checks !== undefined && checks.length > 0 && failed(checks).length === 0,
+        `${scenario} passes through the proxy`,
+      );
+    }
+    const rebinding = proxied.get('dns-rebinding-protection');
     assert.ok(
-      checks !== undefined && checks.length > 0 && failed(checks).length === 0,
-      `${scenario} passes through the proxy`,
+      rebinding?.some((c) => c.status === 'SUCCESS'),
+      'the DNS-rebinding scenario ran',
     );
-  }
-  const rebinding = proxied.get('dns-rebinding-protection');
-  assert.ok(
-    rebinding?.some((c) => c.status === 'SUCCESS'),
-    'the DNS-rebinding scenario ran',
-  );
-  assert.deepEqual(failed(rebinding ?? []), [], 'the DNS-rebinding scenario passes through the proxy');
-});
+    assert.deepEqual(failed(rebinding ?? []), [], 'the DNS-rebinding scenario passes through the proxy');
+  },
+);

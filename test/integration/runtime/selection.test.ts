@@ -69,31 +69,35 @@ test('seed PermissionProfile privileged: refused with 403 unless runtime.allow_p
   assert.equal((res.json() as { code: string }).code, 'privileged_not_allowed');
 });
 
-test('podman: a local image is used without a pull; a failed pull is a clear error', {
-  timeout: 300_000,
-}, async (t) => {
-  if (!requirePodman(t)) return;
-  const image = await testImage();
-  const engine = await startPodmanService(t);
-  const runtime = new DockerRuntime({
-    host: engine.host,
-    instance: 'seltest1',
-    logMaxBytes: 1 << 20,
-    logFiles: 1,
-    allowPrivileged: false,
-  });
-  const progress: string[] = [];
-  assert.equal(await runtime.ensureImage(image, (m) => progress.push(m)), 'present');
-  assert.equal(progress.length, 0, 'no pull progress for a present image');
-  const pulling: string[] = [];
-  await assert.rejects(
-    runtime.ensureImage('127.0.0.1:1/skep/missing:1', (m) => pulling.push(m)),
-    (e) =>
-      isSkepError(e) &&
-      e.code === 'bad_gateway' &&
-      /cannot pull image 127\.0\.0\.1:1\/skep\/missing:1/.test(e.message),
-  );
-  assert.equal(pulling[0], 'pulling image 127.0.0.1:1/skep/missing:1: 0%');
-  const health = await runtime.health();
-  assert.ok(health.ok && /podman/.test(health.detail ?? ''), JSON.stringify(health));
-});
+test(
+  'podman: a local image is used without a pull; a failed pull is a clear error',
+  {
+    timeout: 300_000,
+  },
+  async (t) => {
+    if (!requirePodman(t)) return;
+    const image = await testImage();
+    const engine = await startPodmanService(t);
+    const runtime = new DockerRuntime({
+      host: engine.host,
+      instance: 'seltest1',
+      logMaxBytes: 1 << 20,
+      logFiles: 1,
+      allowPrivileged: false,
+    });
+    const progress: string[] = [];
+    assert.equal(await runtime.ensureImage(image, (m) => progress.push(m)), 'present');
+    assert.equal(progress.length, 0, 'no pull progress for a present image');
+    const pulling: string[] = [];
+    await assert.rejects(
+      runtime.ensureImage('127.0.0.1:1/skep/missing:1', (m) => pulling.push(m)),
+      (e) =>
+        isSkepError(e) &&
+        e.code === 'bad_gateway' &&
+        /cannot pull image 127\.0\.0\.1:1\/skep\/missing:1/.test(e.message),
+    );
+    assert.equal(pulling[0], 'pulling image 127.0.0.1:1/skep/missing:1: 0%');
+    const health = await runtime.health();
+    assert.ok(health.ok && /podman/.test(health.detail ?? ''), JSON.stringify(health));
+  },
+);

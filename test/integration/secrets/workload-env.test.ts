@@ -51,87 +51,91 @@ function filesContaining(dir: string, needle: string): string[] {
   return hits;
 }
 
-test('a workload receives its secret as an env var; the value is in no file, log or export', {
-  timeout: 600_000,
-}, async (t) => {
-  // One clean-up hook, in the order that matters: workloads (runners), then the app and
-  // store, then the temp home.
-  const dir = mkdtempSync(join(tmpdir(), 'skep-secrets-wl-'));
-  const config = loadConfig({ ...process.env, SKEP_HOME: dir });
-  const ctx = createContext(config);
-  const app = await buildApp(ctx);
-  t.after(async () => {
-    try {
-      const rows = ctx.workloads.rows.list();
-      await ctx.workloads.settled();
-      await Promise.all(rows.map((r) => ctx.workloads.deleteNow(r.name)));
-      for (const row of rows)
-        assert.ok(!runnerAlive(row.runnerPid, row.name), `runner of ${row.name} stopped`);
-    } finally {
-      await app.close();
-      await ctx.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
-  const inject = async (method: 'GET' | 'POST', url: string, payload?: unknown) => {
-    const res = await app.inject({
-      method,
-      url,
-      ...(payload === undefined ? {} : { payload: payload as object }),
+test(
+  'a workload receives its secret as an env var; the value is in no file, log or export',
+  {
+    timeout: 600_000,
+  },
+  async (t) => {
+    // One clean-up hook, in the order that matters: workloads (runners), then the app and
+    // store, then the temp home.
+    const dir = mkdtempSync(join(tmpdir(), 'skep-secrets-wl-'));
+    const config = loadConfig({ ...process.env, SKEP_HOME: dir });
+    const ctx = createContext(config);
+    const app = await buildApp(ctx);
+    t.after(async () => {
+      try {
+        const rows = ctx.workloads.rows.list();
+        await ctx.workloads.settled();
+        await Promise.all(rows.map((r) => ctx.workloads.deleteNow(r.name)));
+        for (const row of rows)
+          assert.ok(!runnerAlive(row.runnerPid, row.name), `runner of ${row.name} stopped`);
+      } finally {
+        await app.close();
+        await ctx.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
-    return { status: res.statusCode, body: res.body };
-  };
-  const value = `skep-e2e-secret-${randomBytes(12).toString('hex')}`;
+    const inject = async (method: 'GET' | 'POST', url: string, payload?: unknown) => {
+      const res = await app.inject({
+        method,
+        url,
+        ...(payload === undefined ? {} : { payload: payload as object }),
+      });
+      return { status: res.statusCode, body: res.body };
+    };
+    const value = `skep-e2e-secret-${randomBytes(12).toString('hex')}`;
 
-  const setup = await inject('POST', '/api/v1beta/secrets', { provider_type: 'encrypted' });
-  assert.equal(setup.status, 201, setup.body);
-  assert.match(setup.body, /secrets-password \(mode 0600\)/);
-  const created = await inject('POST', '/api/v1beta/secrets/default/keys', { key: 'gh-token', value });
-  assert.equal(created.status, 201, created.body);
+    const setup = await inject('POST', '/api/v1beta/secrets', { provider_type: 'encrypted' });
+    assert.equal(setup.status, 201, setup.body);
+    assert.match(setup.body, /secrets-password \(mode 0600\)/);
+    const created = await inject('POST', '/api/v1beta/secrets/default/keys', { key: 'gh-token', value });
+    assert.equal(created.status, 201, created.body);
 
-  const missing = await inject('POST', '/api/v1beta/workloads', {
-    ...everythingBody('nosecret'),
-    secrets: [{ name: 'not-there', target: 'TOKEN' }],
-  });
-  assert.equal(missing.status, 404, missing.body);
-  assert.match(missing.body, /not-there/);
+    const missing = await inject('POST', '/api/v1beta/workloads', {
+      ...everythingBody('nosecret'),
+      secrets: [{ name: 'not-there', target: 'TOKEN' }],
+    });
+    assert.equal(missing.status, 404, missing.body);
+    assert.match(missing.body, /not-there/);
 
-  const res = await inject('POST', '/api/v1beta/workloads', {
-    ...everythingBody('with-secret'),
-    secrets: [{ name: 'gh-token', target: 'GITHUB_PERSONAL_ACCESS_TOKEN' }],
-  });
-  assert.equal(res.status, 201, res.body);
-  await waitForStatus(ctx, 'with-secret', 'running');
+    const res = await inject('POST', '/api/v1beta/workloads', {
+      ...everythingBody('with-secret'),
+      secrets: [{ name: 'gh-token', target: 'GITHUB_PERSONAL_ACCESS_TOKEN' }],
+    });
+    assert.equal(res.status, 201, res.body);
+    await waitForStatus(ctx, 'with-secret', 'running');
 
-  const runner = runnerPidOf(ctx, 'with-secret');
-  const receivers = descendants(runner).filter(
-    (pid) => environOf(pid).get('GITHUB_PERSONAL_ACCESS_TOKEN') === value,
-  );
-  assert.ok(
-    receivers.length > 0,
-    'the server process has GITHUB_PERSONAL_ACCESS_TOKEN set to the secret value',
-  );
-  assert.notEqual(
-    environOf(runner).get('GITHUB_PERSONAL_ACCESS_TOKEN'),
-    value,
-    'the runner itself does not export it',
-  );
+    const runner = runnerPidOf(ctx, 'with-secret');
+    const receivers = descendants(runner).filter(
+      (pid) => environOf(pid).get('GITHUB_PERSONAL_ACCESS_TOKEN') === value,
+    );
+    assert.ok(
+      receivers.length > 0,
+      'the server process has GITHUB_PERSONAL_ACCESS_TOKEN set to the secret value',
+    );
+    assert.notEqual(
+      environOf(runner).get('GITHUB_PERSONAL_ACCESS_TOKEN'),
+      value,
+      'the runner itself does not export it',
+    );
 
-  const exported = await inject('GET', '/api/v1beta/workloads/with-secret/export');
-  assert.equal(exported.status, 200);
-  assert.ok(
-    exported.body.includes('gh-token,target=GITHUB_PERSONAL_ACCESS_TOKEN'),
-    'the export holds the reference',
-  );
-  assert.ok(!exported.body.includes(value), 'the export holds no value');
-  const logs = await inject('GET', '/api/v1beta/workloads/with-secret/proxy-logs');
-  assert.ok(!logs.body.includes(value));
+    const exported = await inject('GET', '/api/v1beta/workloads/with-secret/export');
+    assert.equal(exported.status, 200);
+    assert.ok(
+      exported.body.includes('gh-token,target=GITHUB_PERSONAL_ACCESS_TOKEN'),
+      'the export holds the reference',
+    );
+    assert.ok(!exported.body.includes(value), 'the export holds no value');
+    const logs = await inject('GET', '/api/v1beta/workloads/with-secret/proxy-logs');
+    assert.ok(!logs.body.includes(value));
 
-  // The whole temp home: state dir (SQLite + WAL), logs, config, data (encrypted file).
-  assert.deepEqual(filesContaining(dir, value), [], 'no file under SKEP_HOME holds the value');
-  // Positive control: the same scan does see what the store holds (the reference, in SQLite).
-  assert.ok(filesContaining(dir, 'gh-token,target=GITHUB_PERSONAL_ACCESS_TOKEN').length > 0);
-  // The generated password lives in its 0600 file and nowhere else (not in logs or state).
-  const password = readFileSync(passwordFilePath(config.paths), 'utf8').trim();
-  assert.deepEqual(filesContaining(dir, password), [join('config', 'secrets-password')]);
-});
+    // The whole temp home: state dir (SQLite + WAL), logs, config, data (encrypted file).
+    assert.deepEqual(filesContaining(dir, value), [], 'no file under SKEP_HOME holds the value');
+    // Positive control: the same scan does see what the store holds (the reference, in SQLite).
+    assert.ok(filesContaining(dir, 'gh-token,target=GITHUB_PERSONAL_ACCESS_TOKEN').length > 0);
+    // The generated password lives in its 0600 file and nowhere else (not in logs or state).
+    const password = readFileSync(passwordFilePath(config.paths), 'utf8').trim();
+    assert.deepEqual(filesContaining(dir, password), [join('config', 'secrets-password')]);
+  },
+);

@@ -46,108 +46,119 @@ async function echo(client: Client, message: string): Promise<string> {
   return result.content[0]?.text ?? '';
 }
 
-test('MCP SDK client → Skep → server-everything; crash, serve restart and reboot-like resume', {
-  timeout: 600_000,
-}, async (t) => {
-  const home = tempHome(t);
-  let server: RunningServer | undefined = await startServer(home.config, { port: 0 });
-  t.after(async () => {
-    // Clean up with whichever server is current (or a fresh one), then close it.
-    const current = server ?? (await startServer(home.config, { port: 0 }));
-    try {
-      await removeAllWorkloads(current.ctx);
-    } finally {
-      await current.close();
-    }
-  });
+test(
+  'MCP SDK client → Skep → server-everything; crash, serve restart and reboot-like resume',
+  {
+    timeout: 600_000,
+  },
+  async (t) => {
+    const home = tempHome(t);
+    let server: RunningServer | undefined = await startServer(home.config, { port: 0 });
+    t.after(async () => {
+      // Clean up with whichever server is current (or a fresh one), then close it.
+      const current = server ?? (await startServer(home.config, { port: 0 }));
+      try {
+        await removeAllWorkloads(current.ctx);
+      } finally {
+        await current.close();
+      }
+    });
 
-  const res = await fetch(`${server.url}/api/v1beta/workloads`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(everythingBody('everything')),
-  });
-  assert.equal(res.status, 201, await res.clone().text());
-  const { port } = (await res.json()) as { name: string; port: number };
-  await waitForStatus(server.ctx, 'everything', 'running');
+    const res = await fetch(`${server.url}/api/v1beta/workloads`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(everythingBody('everything')),
+    });
+    assert.equal(res.status, 201, await res.clone().text());
+    const { port } = (await res.json()) as { name: string; port: number };
+    await waitForStatus(server.ctx, 'everything', 'running');
 
-  await t.test('streamable HTTP: list tools and call echo', async (st) => {
-    const client = await connect(port, 'streamable-http', st);
-    const { tools } = await client.listTools();
-    assert.ok(tools.some((tool) => tool.name === 'echo'));
-    assert.equal(await echo(client, 'over streamable http'), 'Echo: over streamable http');
-  });
+    await t.test('streamable HTTP: list tools and call echo', async (st) => {
+      const client = await connect(port, 'streamable-http', st);
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((tool) => tool.name === 'echo'));
+      assert.equal(await echo(client, 'over streamable http'), 'Echo: over streamable http');
+    });
 
-  await t.test('legacy SSE: list tools and call echo', async (st) => {
-    const client = await connect(port, 'sse', st);
-    const { tools } = await client.listTools();
-    assert.ok(tools.some((tool) => tool.name === 'echo'));
-    assert.equal(await echo(client, 'over sse'), 'Echo: over sse');
-  });
+    await t.test('legacy SSE: list tools and call echo', async (st) => {
+      const client = await connect(port, 'sse', st);
+      const { tools } = await client.listTools();
+      assert.ok(tools.some((tool) => tool.name === 'echo'));
+      assert.equal(await echo(client, 'over sse'), 'Echo: over sse');
+    });
 
-  await t.test('20 concurrent sessions on the one stdio child each get their own replies', async (st) => {
-    const clients = await Promise.all(Array.from({ length: 20 }, () => connect(port, 'streamable-http', st)));
-    const replies = await Promise.all(clients.map((c, i) => echo(c, `session ${i}`)));
-    assert.deepEqual(
-      replies,
-      clients.map((_, i) => `Echo: session ${i}`),
+    await t.test('20 concurrent sessions on the one stdio child each get their own replies', async (st) => {
+      const clients = await Promise.all(
+        Array.from({ length: 20 }, () => connect(port, 'streamable-http', st)),
+      );
+      const replies = await Promise.all(clients.map((c, i) => echo(c, `session ${i}`)));
+      assert.deepEqual(
+        replies,
+        clients.map((_, i) => `Echo: session ${i}`),
+      );
+    });
+
+    await t.test(
+      'kill -9 of the server child: the runner restarts it and the client recovers',
+      async (st) => {
+        const client = await connect(port, 'streamable-http', st);
+        assert.equal(await echo(client, 'before'), 'Echo: before');
+        const runner = runnerPidOf((server as RunningServer).ctx, 'everything');
+        const [child] = childPids(runner);
+        assert.ok(child !== undefined, 'the runner has a server child');
+        process.kill(child, 'SIGKILL');
+        const replacement = await waitFor('a new server child', () =>
+          childPids(runner).find((p) => p !== child),
+        );
+        assert.notEqual(replacement, child);
+        await waitForStatus((server as RunningServer).ctx, 'everything', 'running');
+        // The same client session keeps working once the child is back.
+        assert.equal(await waitFor('echo after restart', () => echo(client, 'after')), 'Echo: after');
+        assert.equal(
+          runnerPidOf((server as RunningServer).ctx, 'everything'),
+          runner,
+          'the runner itself kept running',
+        );
+      },
     );
-  });
 
-  await t.test('kill -9 of the server child: the runner restarts it and the client recovers', async (st) => {
-    const client = await connect(port, 'streamable-http', st);
-    assert.equal(await echo(client, 'before'), 'Echo: before');
-    const runner = runnerPidOf((server as RunningServer).ctx, 'everything');
-    const [child] = childPids(runner);
-    assert.ok(child !== undefined, 'the runner has a server child');
-    process.kill(child, 'SIGKILL');
-    const replacement = await waitFor('a new server child', () => childPids(runner).find((p) => p !== child));
-    assert.notEqual(replacement, child);
-    await waitForStatus((server as RunningServer).ctx, 'everything', 'running');
-    // The same client session keeps working once the child is back.
-    assert.equal(await waitFor('echo after restart', () => echo(client, 'after')), 'Echo: after');
-    assert.equal(
-      runnerPidOf((server as RunningServer).ctx, 'everything'),
-      runner,
-      'the runner itself kept running',
-    );
-  });
-
-  await t.test('skep serve stops and starts again: the workload keeps serving', async (st) => {
-    const runner = runnerPidOf((server as RunningServer).ctx, 'everything');
-    await (server as RunningServer).close();
-    server = undefined;
-    assert.ok(runnerAlive(runner, 'everything'), 'the runner outlives skep serve');
-    const client = await connect(port, 'streamable-http', st);
-    assert.equal(await echo(client, 'without serve'), 'Echo: without serve');
-    server = await startServer(home.config, { port: 0 });
-    const list = (await (await fetch(`${server.url}/api/v1beta/workloads`)).json()) as {
-      workloads: { name: string; status: string }[];
-    };
-    assert.deepEqual(
-      list.workloads.map((w) => [w.name, w.status]),
-      [['everything', 'running']],
-    );
-    assert.equal(runnerPidOf(server.ctx, 'everything'), runner, 'a live runner is left alone');
-    assert.equal(await echo(client, 'with serve'), 'Echo: with serve');
-  });
-
-  await t.test(
-    'reboot-like: runner killed while the state says running → the next serve resumes it',
-    async (st) => {
+    await t.test('skep serve stops and starts again: the workload keeps serving', async (st) => {
       const runner = runnerPidOf((server as RunningServer).ctx, 'everything');
       await (server as RunningServer).close();
       server = undefined;
-      process.kill(runner, 'SIGKILL');
-      await waitFor('the runner to die', () => (runnerAlive(runner, 'everything') ? undefined : true));
-      server = await startServer(home.config, { port: 0 });
-      const current = server;
-      await waitFor('a new runner', () => {
-        const pid = current.ctx.workloads.rows.get('everything')?.runnerPid;
-        return pid !== undefined && pid !== runner ? pid : undefined;
-      });
-      await waitForStatus(current.ctx, 'everything', 'running');
+      assert.ok(runnerAlive(runner, 'everything'), 'the runner outlives skep serve');
       const client = await connect(port, 'streamable-http', st);
-      assert.equal(await echo(client, 'after reboot'), 'Echo: after reboot');
-    },
-  );
-});
+      assert.equal(await echo(client, 'without serve'), 'Echo: without serve');
+      server = await startServer(home.config, { port: 0 });
+      const list = (await (await fetch(`${server.url}/api/v1beta/workloads`)).json()) as {
+        workloads: { name: string; status: string }[];
+      };
+      assert.deepEqual(
+        list.workloads.map((w) => [w.name, w.status]),
+        [['everything', 'running']],
+      );
+      assert.equal(runnerPidOf(server.ctx, 'everything'), runner, 'a live runner is left alone');
+      assert.equal(await echo(client, 'with serve'), 'Echo: with serve');
+    });
+
+    await t.test(
+      'reboot-like: runner killed while the state says running → the next serve resumes it',
+      async (st) => {
+        const runner = runnerPidOf((server as RunningServer).ctx, 'everything');
+        await (server as RunningServer).close();
+        server = undefined;
+        process.kill(runner, 'SIGKILL');
+        await waitFor('the runner to die', () => (runnerAlive(runner, 'everything') ? undefined : true));
+        server = await startServer(home.config, { port: 0 });
+        const current = server;
+        await waitFor('a new runner', () => {
+          const pid = current.ctx.workloads.rows.get('everything')?.runnerPid;
+          return pid !== undefined && pid !== runner ? pid : undefined;
+        });
+        await waitForStatus(current.ctx, 'everything', 'running');
+        const client = await connect(port, 'streamable-http', st);
+        assert.equal(await echo(client, 'after reboot'), 'Echo: after reboot');
+      },
+    );
+  },
+);

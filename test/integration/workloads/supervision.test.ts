@@ -35,58 +35,66 @@ function setup(t: import('node:test').TestContext): { ctx: ApiContext; manager: 
   return { ctx, manager };
 }
 
-test('runner: a server that keeps crashing is restarted with backoff, then the runner gives up with status error', {
-  timeout: 60_000,
-}, async (t) => {
-  const { ctx, manager } = setup(t);
-  await manager.create({
-    name: 'crashy',
-    image: `cmd://${process.execPath}`,
-    cmd_arguments: ['-e', 'process.exit(3)'],
-  });
-  const code = await runWorkload({
-    name: 'crashy',
-    store: ctx.store,
-    config: ctx.config,
-    secretLookup: async () => undefined,
-    logger: silentLogger,
-    pid: IMPOSSIBLE_PID,
-    signal: new AbortController().signal,
-    policy: { initialDelayMs: 10, maxDelayMs: 40, healthyAfterMs: 60_000, maxRestarts: 3 },
-  });
-  assert.equal(code, 1);
-  const row = manager.rows.get('crashy');
-  assert.equal(row?.status, 'error');
-  assert.match(row?.statusContext ?? '', /gave up after 3 restarts/);
-});
+test(
+  'runner: a server that keeps crashing is restarted with backoff, then the runner gives up with status error',
+  {
+    timeout: 60_000,
+  },
+  async (t) => {
+    const { ctx, manager } = setup(t);
+    await manager.create({
+      name: 'crashy',
+      image: `cmd://${process.execPath}`,
+      cmd_arguments: ['-e', 'process.exit(3)'],
+    });
+    const code = await runWorkload({
+      name: 'crashy',
+      store: ctx.store,
+      config: ctx.config,
+      secretLookup: async () => undefined,
+      logger: silentLogger,
+      pid: IMPOSSIBLE_PID,
+      signal: new AbortController().signal,
+      policy: { initialDelayMs: 10, maxDelayMs: 40, healthyAfterMs: 60_000, maxRestarts: 3 },
+    });
+    assert.equal(code, 1);
+    const row = manager.rows.get('crashy');
+    assert.equal(row?.status, 'error');
+    assert.match(row?.statusContext ?? '', /gave up after 3 restarts/);
+  },
+);
 
-test('runner: runs a real server behind the proxy and stops it cleanly when aborted', {
-  timeout: 90_000,
-}, async (t) => {
-  const { ctx, manager } = setup(t);
-  await manager.create(everythingBody('inproc'));
-  const controller = new AbortController();
-  const done = runWorkload({
-    name: 'inproc',
-    store: ctx.store,
-    config: ctx.config,
-    secretLookup: async () => undefined,
-    logger: silentLogger,
-    pid: IMPOSSIBLE_PID,
-    signal: controller.signal,
-  });
-  t.after(() => controller.abort());
-  await waitFor('running', () => (manager.rows.get('inproc')?.status === 'running' ? true : undefined));
-  const port = manager.rows.get('inproc')?.port as number;
-  const health = await fetch(`http://127.0.0.1:${port}/health`);
-  assert.ok(health.status < 500, `proxy health answered ${health.status}`);
-  const children = childPids(process.pid);
-  assert.ok(children.length > 0, 'the server runs as a child process');
-  controller.abort();
-  assert.equal(await done, 0);
-  assert.equal(manager.rows.get('inproc')?.status, 'stopped');
-  await assert.rejects(fetch(`http://127.0.0.1:${port}/health`), 'the proxy is closed');
-});
+test(
+  'runner: runs a real server behind the proxy and stops it cleanly when aborted',
+  {
+    timeout: 90_000,
+  },
+  async (t) => {
+    const { ctx, manager } = setup(t);
+    await manager.create(everythingBody('inproc'));
+    const controller = new AbortController();
+    const done = runWorkload({
+      name: 'inproc',
+      store: ctx.store,
+      config: ctx.config,
+      secretLookup: async () => undefined,
+      logger: silentLogger,
+      pid: IMPOSSIBLE_PID,
+      signal: controller.signal,
+    });
+    t.after(() => controller.abort());
+    await waitFor('running', () => (manager.rows.get('inproc')?.status === 'running' ? true : undefined));
+    const port = manager.rows.get('inproc')?.port as number;
+    const health = await fetch(`http://127.0.0.1:${port}/health`);
+    assert.ok(health.status < 500, `proxy health answered ${health.status}`);
+    const children = childPids(process.pid);
+    assert.ok(children.length > 0, 'the server runs as a child process');
+    controller.abort();
+    assert.equal(await done, 0);
+    assert.equal(manager.rows.get('inproc')?.status, 'stopped');
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/health`), 'the proxy is closed');
+  },
+);
 
 test('status is honest about a dead runner; resume starts it again; onChange reports it', async (t) => {
   const { manager } = setup(t);
@@ -139,23 +147,27 @@ test('a bulk request by group covers every workload of the group, stopped ones i
   assert.deepEqual(manager.workloadsIn('g'), []);
 });
 
-test('runner: stops by itself when its workload record disappears (no orphan runners)', {
-  timeout: 90_000,
-}, async (t) => {
-  const { ctx, manager } = setup(t);
-  await manager.create(everythingBody('orphan'));
-  const controller = new AbortController();
-  t.after(() => controller.abort());
-  const done = runWorkload({
-    name: 'orphan',
-    store: ctx.store,
-    config: ctx.config,
-    secretLookup: async () => undefined,
-    logger: silentLogger,
-    pid: IMPOSSIBLE_PID,
-    signal: controller.signal,
-  });
-  await waitFor('running', () => (manager.rows.get('orphan')?.status === 'running' ? true : undefined));
-  manager.rows.delete('orphan');
-  assert.equal(await done, 0, 'the runner noticed and stopped cleanly');
-});
+test(
+  'runner: stops by itself when its workload record disappears (no orphan runners)',
+  {
+    timeout: 90_000,
+  },
+  async (t) => {
+    const { ctx, manager } = setup(t);
+    await manager.create(everythingBody('orphan'));
+    const controller = new AbortController();
+    t.after(() => controller.abort());
+    const done = runWorkload({
+      name: 'orphan',
+      store: ctx.store,
+      config: ctx.config,
+      secretLookup: async () => undefined,
+      logger: silentLogger,
+      pid: IMPOSSIBLE_PID,
+      signal: controller.signal,
+    });
+    await waitFor('running', () => (manager.rows.get('orphan')?.status === 'running' ? true : undefined));
+    manager.rows.delete('orphan');
+    assert.equal(await done, 0, 'the runner noticed and stopped cleanly');
+  },
+);

@@ -141,16 +141,20 @@ test('reference §1.3 limits: per-file size, total size and file count', async (
   );
 });
 
-test('reference §1.3 limits: a 101 MiB file (gzip bomb style) is refused at the default limit', {
-  timeout: 60_000,
-}, async () => {
-  const layer = await tarGz([
-    { name: 'SKILL.md', data: SKILL_MD },
-    { name: 'huge.bin', data: Buffer.alloc(101 * 1024 * 1024) },
-  ]);
-  assert.ok(layer.length < 1024 * 1024, 'the compressed layer is small');
-  await assert.rejects(readSkillArchive(layer), /per-file limit/);
-});
+test(
+  'reference §1.3 limits: a 101 MiB file (gzip bomb style) is refused at the default limit',
+  {
+    timeout: 60_000,
+  },
+  async () => {
+    const layer = await tarGz([
+      { name: 'SKILL.md', data: SKILL_MD },
+      { name: 'huge.bin', data: Buffer.alloc(101 * 1024 * 1024) },
+    ]);
+    assert.ok(layer.length < 1024 * 1024, 'the compressed layer is small');
+    await assert.rejects(readSkillArchive(layer), /per-file limit/);
+  },
+);
 
 test('writeTree swaps a complete tree into place and rolls back to the previous one', async (t) => {
   const root = mkdtempSync(join(tmpdir(), 'skep-tree-'));
