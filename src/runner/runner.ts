@@ -13,7 +13,7 @@
 
 import { existsSync } from 'node:fs';
 import { type AuthChain, buildAuthChain, type SecretStore, watchRemote } from '../auth/index.js';
-import { type AuthServer, createAuthServer, type EmbeddedAuthServerConfig } from '../authserver/index.js';
+import type { AuthServer, EmbeddedAuthServerConfig } from '../authserver/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
 import { type Runtime, RuntimeSelector, type ServerExit, type ServerHandle } from '../runtime/index.js';
@@ -102,7 +102,7 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
   }
   const runConfig = row.config;
   const watchdog = setInterval(() => {
-    let ours = false;
+    let ours: boolean;
     try {
       ours = existsSync(config.paths.databaseFile) && rows.get(name)?.runnerPid === pid;
     } catch {
@@ -140,6 +140,8 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
   const eas = runConfig.embedded_auth_server_config;
   if (eas !== undefined) {
     try {
+      // Loaded only by the runners that mount it (runners stay small; see src/runner/main.ts).
+      const { createAuthServer } = await import('../authserver/index.js');
       authServer = await createAuthServer(embeddedAuthServerConfig(eas, proxyOrigin, resourceUrl), {
         logger,
         // `*_env_var` secrets may come from the runner's environment or the workload's own

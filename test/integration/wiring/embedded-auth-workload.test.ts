@@ -81,7 +81,9 @@ async function waitRunning(ctx: ApiContext, name: string): Promise<void> {
   try {
     await waitForStatus(ctx, name, 'running');
   } catch (err) {
-    throw new Error(`${(err as Error).message}\nrunner log:\n${ctx.workloads.proxyLogs(name, 60)}`);
+    throw new Error(`${(err as Error).message}\nrunner log:\n${ctx.workloads.proxyLogs(name, 60)}`, {
+      cause: err,
+    });
   }
 }
 
@@ -127,184 +129,196 @@ async function postPing(origin: string, token: string): Promise<Response> {
   });
 }
 
-test('embeddedAuthServer on a stdio workload: OAuth 2.1 flow against the proxy URL, SDK client lists tools with the token, no/forged token → 401', {
-  timeout: 240_000,
-}, async (t) => {
-  const { ctx, port, origin, upstream, secretFile } = await prepare(t);
-  const created = await ctx.workloads.createFromConfig(
-    {
-      name: 'guarded',
-      image: `cmd://${process.execPath}`,
-      cmd_args: [EVERYTHING_ENTRY, 'stdio'],
-      transport: 'stdio',
-      embedded_auth_server_config: embeddedConfig(upstream, secretFile),
-    },
-    { port },
-  );
-  assert.equal(created.port, port);
-  await waitRunning(ctx, 'guarded');
+test(
+  'embeddedAuthServer on a stdio workload: OAuth 2.1 flow against the proxy URL, SDK client lists tools with the token, no/forged token → 401',
+  {
+    timeout: 240_000,
+  },
+  async (t) => {
+    const { ctx, port, origin, upstream, secretFile } = await prepare(t);
+    const created = await ctx.workloads.createFromConfig(
+      {
+        name: 'guarded',
+        image: `cmd://${process.execPath}`,
+        cmd_args: [EVERYTHING_ENTRY, 'stdio'],
+        transport: 'stdio',
+        embedded_auth_server_config: embeddedConfig(upstream, secretFile),
+      },
+      { port },
+    );
+    assert.equal(created.port, port);
+    await waitRunning(ctx, 'guarded');
 
-  // The AS endpoints are public (no token): RFC 8414 metadata, the OIDC alias and JWKS.
-  const meta = (await (await fetch(`${origin}/.well-known/oauth-authorization-server`)).json()) as Record<
-    string,
-    unknown
-  >;
-  assert.equal(meta['issuer'], origin);
-  assert.deepEqual(meta['code_challenge_methods_supported'], ['S256']);
-  const oidcMeta = (await (await fetch(`${origin}/.well-known/openid-configuration`)).json()) as Record<
-    string,
-    unknown
-  >;
-  assert.deepEqual(oidcMeta['subject_types_supported'], ['public']);
-  const jwks = (await (await fetch(`${origin}/.well-known/jwks.json`)).json()) as { keys: unknown[] };
-  assert.equal(jwks.keys.length, 1);
+    // The AS endpoints are public (no token): RFC 8414 metadata, the OIDC alias and JWKS.
+    const meta = (await (await fetch(`${origin}/.well-known/oauth-authorization-server`)).json()) as Record<
+      string,
+      unknown
+    >;
+    assert.equal(meta['issuer'], origin);
+    assert.deepEqual(meta['code_challenge_methods_supported'], ['S256']);
+    const oidcMeta = (await (await fetch(`${origin}/.well-known/openid-configuration`)).json()) as Record<
+      string,
+      unknown
+    >;
+    assert.deepEqual(oidcMeta['subject_types_supported'], ['public']);
+    const jwks = (await (await fetch(`${origin}/.well-known/jwks.json`)).json()) as { keys: unknown[] };
+    assert.equal(jwks.keys.length, 1);
 
-  const { accessToken } = await login(origin);
-  const claims = decodeClaims(accessToken);
-  assert.equal(claims['iss'], origin);
-  assert.deepEqual(claims['aud'], [`${origin}/mcp`], 'RFC 8707: audience = the workload resource');
-  assert.equal(claims['name'], 'User alice');
+    const { accessToken } = await login(origin);
+    const claims = decodeClaims(accessToken);
+    assert.equal(claims['iss'], origin);
+    assert.deepEqual(claims['aud'], [`${origin}/mcp`], 'RFC 8707: audience = the workload resource');
+    assert.equal(claims['name'], 'User alice');
 
-  const client = await connectClient(t, origin, accessToken);
-  const { tools } = await client.listTools();
-  assert.ok(
-    tools.some((tool) => tool.name === 'echo'),
-    'server-everything tools are listed',
-  );
-  assert.equal(
-    textOf(await client.callTool({ name: 'echo', arguments: { message: 'through the AS' } })),
-    'Echo: through the AS',
-  );
+    const client = await connectClient(t, origin, accessToken);
+    const { tools } = await client.listTools();
+    assert.ok(
+      tools.some((tool) => tool.name === 'echo'),
+      'server-everything tools are listed',
+    );
+    assert.equal(
+      textOf(await client.callTool({ name: 'echo', arguments: { message: 'through the AS' } })),
+      'Echo: through the AS',
+    );
 
-  // RFC 6750 §3.1: no credentials → 401 with a challenge naming the RFC 9728 metadata, no error code.
-  const none = await fetch(`${origin}/mcp`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
-  });
-  assert.equal(none.status, 401);
-  const noneChallenge = none.headers.get('www-authenticate') ?? '';
-  assert.match(noneChallenge, /^Bearer /);
-  assert.ok(
-    noneChallenge.includes(`resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`),
-    noneChallenge,
-  );
+    // RFC 6750 §3.1: no credentials → 401 with a challenge naming the RFC 9728 metadata, no error code.
+    const none = await fetch(`${origin}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    });
+    assert.equal(none.status, 401);
+    const noneChallenge = none.headers.get('www-authenticate') ?? '';
+    assert.match(noneChallenge, /^Bearer /);
+    assert.ok(
+      noneChallenge.includes(`resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp"`),
+      noneChallenge,
+    );
 
-  // Forged: the real token with its payload changed (signature no longer matches) ...
-  const [h, , sig] = accessToken.split('.');
-  const tampered = Buffer.from(JSON.stringify({ ...claims, sub: 'mallory' })).toString('base64url');
-  // ... and a well-formed token with the right iss/aud, signed by a key the AS never had.
-  const { privateKey } = await generateKeyPair('ES256');
-  const selfSigned = await new SignJWT({ ...claims, sub: 'mallory' })
-    .setProtectedHeader({ alg: 'ES256', kid: 'not-the-as-key' })
-    .sign(privateKey);
-  for (const forged of [`${h}.${tampered}.${sig}`, selfSigned, 'not-a-jwt']) {
-    const res = await postPing(origin, forged);
-    assert.equal(res.status, 401, `forged token accepted: ${forged.slice(0, 24)}…`);
-    assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
-    await res.arrayBuffer();
-  }
-  // The real token still works on a raw request (the 401s above were not a blanket refusal).
-  const ok = await postPing(origin, accessToken);
-  assert.notEqual(ok.status, 401);
-  await ok.arrayBuffer();
-});
+    // Forged: the real token with its payload changed (signature no longer matches) ...
+    const [h, , sig] = accessToken.split('.');
+    const tampered = Buffer.from(JSON.stringify({ ...claims, sub: 'mallory' })).toString('base64url');
+    // ... and a well-formed token with the right iss/aud, signed by a key the AS never had.
+    const { privateKey } = await generateKeyPair('ES256');
+    const selfSigned = await new SignJWT({ ...claims, sub: 'mallory' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'not-the-as-key' })
+      .sign(privateKey);
+    for (const forged of [`${h}.${tampered}.${sig}`, selfSigned, 'not-a-jwt']) {
+      const res = await postPing(origin, forged);
+      assert.equal(res.status, 401, `forged token accepted: ${forged.slice(0, 24)}…`);
+      assert.match(res.headers.get('www-authenticate') ?? '', /error="invalid_token"/);
+      await res.arrayBuffer();
+    }
+    // The real token still works on a raw request (the 401s above were not a blanket refusal).
+    const ok = await postPing(origin, accessToken);
+    assert.notEqual(ok.status, 401);
+    await ok.arrayBuffer();
+  },
+);
 
-test('upstreamInject on a remote workload: the remote SDK server receives the upstream provider token, never Skep’s', {
-  timeout: 240_000,
-}, async (t) => {
-  const { ctx, port, origin, upstream, secretFile } = await prepare(t);
-  const remote = await startRemoteMcp(t);
-  await ctx.workloads.createFromConfig(
-    {
-      name: 'swapped',
-      image: '',
-      remote_url: remote.url,
-      transport: 'streamable-http',
-      embedded_auth_server_config: embeddedConfig(upstream, secretFile),
-      upstream_swap_config: { provider_name: 'idp' },
-    },
-    { port },
-  );
-  await waitRunning(ctx, 'swapped');
+test(
+  'upstreamInject on a remote workload: the remote SDK server receives the upstream provider token, never Skep’s',
+  {
+    timeout: 240_000,
+  },
+  async (t) => {
+    const { ctx, port, origin, upstream, secretFile } = await prepare(t);
+    const remote = await startRemoteMcp(t);
+    await ctx.workloads.createFromConfig(
+      {
+        name: 'swapped',
+        image: '',
+        remote_url: remote.url,
+        transport: 'streamable-http',
+        embedded_auth_server_config: embeddedConfig(upstream, secretFile),
+        upstream_swap_config: { provider_name: 'idp' },
+      },
+      { port },
+    );
+    await waitRunning(ctx, 'swapped');
 
-  const { accessToken } = await login(origin);
-  const client = await connectClient(t, origin, accessToken);
-  const { tools } = await client.listTools();
-  assert.ok(tools.some((tool) => tool.name === 'whoami'));
-  const authorization = textOf(await client.callTool({ name: 'whoami', arguments: {} }));
-  assert.match(authorization, /^Bearer \S+$/);
-  const upstreamToken = authorization.slice('Bearer '.length);
-  assert.notEqual(upstreamToken, accessToken);
+    const { accessToken } = await login(origin);
+    const client = await connectClient(t, origin, accessToken);
+    const { tools } = await client.listTools();
+    assert.ok(tools.some((tool) => tool.name === 'whoami'));
+    const authorization = textOf(await client.callTool({ name: 'whoami', arguments: {} }));
+    assert.match(authorization, /^Bearer \S+$/);
+    const upstreamToken = authorization.slice('Bearer '.length);
+    assert.notEqual(upstreamToken, accessToken);
 
-  // It is a live token of the upstream provider for the user who logged in: its userinfo
-  // endpoint (OIDC Core §5.3) answers for alice.
-  const idp = await oauth.processDiscoveryResponse(
-    new URL(upstream.issuer),
-    await oauth.discoveryRequest(new URL(upstream.issuer), {
-      algorithm: 'oidc',
-      [oauth.allowInsecureRequests]: true,
-    }),
-  );
-  const info = await fetch(idp.userinfo_endpoint as string, {
-    headers: { authorization: `Bearer ${upstreamToken}` },
-  });
-  assert.equal(info.status, 200);
-  assert.equal(((await info.json()) as { sub: string }).sub, 'alice');
+    // It is a live token of the upstream provider for the user who logged in: its userinfo
+    // endpoint (OIDC Core §5.3) answers for alice.
+    const idp = await oauth.processDiscoveryResponse(
+      new URL(upstream.issuer),
+      await oauth.discoveryRequest(new URL(upstream.issuer), {
+        algorithm: 'oidc',
+        [oauth.allowInsecureRequests]: true,
+      }),
+    );
+    const info = await fetch(idp.userinfo_endpoint as string, {
+      headers: { authorization: `Bearer ${upstreamToken}` },
+    });
+    assert.equal(info.status, 200);
+    assert.equal(((await info.json()) as { sub: string }).sub, 'alice');
 
-  // The client's MCP requests reached the remote with the upstream token (the runner's own
-  // health probes carry none); Skep's token never left the proxy.
-  const mcpRequests = remote.seen.filter((r) => /"method":"tools\/(list|call)"/.test(r.body));
-  assert.equal(mcpRequests.length, 2);
-  for (const r of remote.seen) {
-    assert.ok(!JSON.stringify(r.headers).includes(accessToken), 'the Skep access token reached the remote');
-  }
-  for (const r of mcpRequests) assert.equal(r.headers['authorization'], `Bearer ${upstreamToken}`);
+    // The client's MCP requests reached the remote with the upstream token (the runner's own
+    // health probes carry none); Skep's token never left the proxy.
+    const mcpRequests = remote.seen.filter((r) => /"method":"tools\/(list|call)"/.test(r.body));
+    assert.equal(mcpRequests.length, 2);
+    for (const r of remote.seen) {
+      assert.ok(!JSON.stringify(r.headers).includes(accessToken), 'the Skep access token reached the remote');
+    }
+    for (const r of mcpRequests) assert.equal(r.headers['authorization'], `Bearer ${upstreamToken}`);
 
-  const forged = await postPing(origin, `${accessToken.slice(0, -4)}AAAA`);
-  assert.equal(forged.status, 401);
-  await forged.arrayBuffer();
-});
+    const forged = await postPing(origin, `${accessToken.slice(0, -4)}AAAA`);
+    assert.equal(forged.status, 401);
+    await forged.arrayBuffer();
+  },
+);
 
-test('a bad embedded_auth_server_config puts the workload in error with a clear status_context (no restart loop)', {
-  timeout: 180_000,
-}, async (t) => {
-  const { ctx, port, upstream, secretFile } = await prepare(t);
-  const config = embeddedConfig(upstream, secretFile);
-  config['token_lifespans'] = { access_token_lifespan: '5s' };
-  await ctx.workloads.createFromConfig(
-    {
-      name: 'misconfigured',
-      image: `cmd://${process.execPath}`,
-      cmd_args: [EVERYTHING_ENTRY, 'stdio'],
-      transport: 'stdio',
-      embedded_auth_server_config: config,
-    },
-    { port },
-  );
-  await waitForStatus(ctx, 'misconfigured', 'error');
-  const { status_context } = ctx.workloads.status('misconfigured');
-  assert.match(status_context, /embedded authorization server/);
-  assert.match(status_context, /access_token_lifespan must be between 60s/);
-  // The runner exits and stays down: a reconcile does not bring an `error` workload back.
-  await waitFor('the runner to exit', () => {
-    const row = ctx.workloads.rows.get('misconfigured');
-    return row !== undefined && !runnerAlive(row.runnerPid, row.name) ? true : undefined;
-  });
-  assert.deepEqual(await ctx.workloads.reconcile(), []);
-  assert.equal(ctx.workloads.status('misconfigured').status, 'error');
+test(
+  'a bad embedded_auth_server_config puts the workload in error with a clear status_context (no restart loop)',
+  {
+    timeout: 180_000,
+  },
+  async (t) => {
+    const { ctx, port, upstream, secretFile } = await prepare(t);
+    const config = embeddedConfig(upstream, secretFile);
+    config['token_lifespans'] = { access_token_lifespan: '5s' };
+    await ctx.workloads.createFromConfig(
+      {
+        name: 'misconfigured',
+        image: `cmd://${process.execPath}`,
+        cmd_args: [EVERYTHING_ENTRY, 'stdio'],
+        transport: 'stdio',
+        embedded_auth_server_config: config,
+      },
+      { port },
+    );
+    await waitForStatus(ctx, 'misconfigured', 'error');
+    const { status_context } = ctx.workloads.status('misconfigured');
+    assert.match(status_context, /embedded authorization server/);
+    assert.match(status_context, /access_token_lifespan must be between 60s/);
+    // The runner exits and stays down: a reconcile does not bring an `error` workload back.
+    await waitFor('the runner to exit', () => {
+      const row = ctx.workloads.rows.get('misconfigured');
+      return row !== undefined && !runnerAlive(row.runnerPid, row.name) ? true : undefined;
+    });
+    assert.deepEqual(await ctx.workloads.reconcile(), []);
+    assert.equal(ctx.workloads.status('misconfigured').status, 'error');
 
-  // upstream_swap_config without the embedded server is refused the same way.
-  await ctx.workloads.createFromConfig(
-    {
-      name: 'swap-alone',
-      image: `cmd://${process.execPath}`,
-      cmd_args: [EVERYTHING_ENTRY, 'stdio'],
-      transport: 'stdio',
-      upstream_swap_config: { provider_name: 'idp' },
-    },
-    { port: await allocatePortForTest() },
-  );
-  await waitForStatus(ctx, 'swap-alone', 'error');
-  assert.match(ctx.workloads.status('swap-alone').status_context, /embedded_auth_server_config/);
-});
+    // upstream_swap_config without the embedded server is refused the same way.
+    await ctx.workloads.createFromConfig(
+      {
+        name: 'swap-alone',
+        image: `cmd://${process.execPath}`,
+        cmd_args: [EVERYTHING_ENTRY, 'stdio'],
+        transport: 'stdio',
+        upstream_swap_config: { provider_name: 'idp' },
+      },
+      { port: await allocatePortForTest() },
+    );
+    await waitForStatus(ctx, 'swap-alone', 'error');
+    assert.match(ctx.workloads.status('swap-alone').status_context, /embedded_auth_server_config/);
+  },
+);
