@@ -7,7 +7,8 @@
  * A real OAuth client (oauth4webapi) then runs metadata → register → authorize → upstream
  * login (driven over HTTP) → callback → token against the proxy URL, and the official MCP
  * SDK client uses the token through the proxy. The issuer is left unset: it defaults to
- * the proxy's origin, and `allowed_audiences` to its `/mcp` URL.
+ * the proxy's origin, and `allowed_audiences` to its `/mcp` URL. The last test pins the
+ * proxy's `handlers` hook itself (what a mounted handler is and is not offered).
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { type TestContext, test } from 'node:test';
 import { generateKeyPair, SignJWT } from 'jose';
 import * as oauth from 'oauth4webapi';
 import type { ApiContext } from '../../../src/api/context.js';
+import { startProxy } from '../../../src/proxy/index.js';
 import { runnerAlive } from '../../../src/workloads/index.js';
 import { connectClient, startRemoteMcp, textOf } from '../auth/harness.js';
 import {
@@ -322,3 +324,57 @@ test(
     assert.match(ctx.workloads.status('swap-alone').status_context, /embedded_auth_server_config/);
   },
 );
+
+test("proxy handlers: offered only non-MCP paths, before the 404 and after middlewares' well-known documents", async (t) => {
+  const offered: string[] = [];
+  const proxy = await startProxy({
+    port: 0,
+    middlewares: [
+      {
+        name: 'deny-all',
+        async handle() {
+          return { status: 401, headers: { 'www-authenticate': 'Bearer' } };
+        },
+        wellKnown: (path) =>
+          path === '/.well-known/oauth-protected-resource'
+            ? { status: 200, body: { from: 'middleware' } }
+            : undefined,
+      },
+    ],
+    handlers: [
+      async (req, res) => {
+        offered.push(req.url ?? '');
+        if (!req.url?.startsWith('/oauth/')) return false;
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('handled');
+        return true;
+      },
+    ],
+  });
+  t.after(() => proxy.close());
+  const get = (path: string, init?: RequestInit) => fetch(`${proxy.url}${path}`, init);
+
+  const handled = await get('/oauth/token?x=1', { method: 'POST', body: 'a=b' });
+  assert.equal(handled.status, 200, 'a handler answers without the middleware chain (no token needed)');
+  assert.equal(await handled.text(), 'handled');
+  const unclaimed = await get('/elsewhere');
+  assert.equal(unclaimed.status, 404);
+  await unclaimed.arrayBuffer();
+  const doc = await get('/.well-known/oauth-protected-resource');
+  assert.deepEqual(await doc.json(), { from: 'middleware' });
+  for (const path of ['/mcp', '/sse', '/messages']) {
+    const res = await get(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
+    assert.equal(res.status, 401, `${path} goes through the middleware chain`);
+    await res.arrayBuffer();
+  }
+  const health = await get('/health');
+  await health.arrayBuffer();
+  assert.deepEqual(
+    offered,
+    ['/oauth/token?x=1', '/elsewhere'],
+    'MCP endpoints and /health never reach a handler',
+  );
+});
