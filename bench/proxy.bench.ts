@@ -5,7 +5,9 @@
  *
  *   direct       the bench process writes JSON-RPC lines to the child's stdin (no HTTP)
  *   http-floor   a bare node:http server that answers tools/call itself (no child)
- *   skep         Skep's proxy (src/proxy) in front of one echo child
+ *   skep         the product: `skep run` — a detached workload runner (dist/runner.mjs)
+ *                hosting Skep's proxy in front of one echo child (measured: runner + child)
+ *   skep-proxy-only  the proxy library alone in front of one echo child (no runner)
  *   supergateway --stdio ... --outputTransport streamableHttp --stateful
  *   mcp-proxy    --server stream (stateful streamable HTTP)
  *
@@ -17,10 +19,11 @@
  *
  * Prints one JSON object on stdout; progress goes to stderr.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -57,22 +60,28 @@ function childrenOf(): Map<number, number[]> {
   return map;
 }
 
-function treeRssBytes(pid: number): number {
+/**
+ * Memory of a process tree, in bytes. RSS counts pages shared between the processes (the
+ * Node binary itself is ~40 MB of them) once per process; PSS splits shared pages among
+ * their users, so the PSS sum is what the tree really costs the machine. Both are reported.
+ */
+function treeMemory(pid: number): { rss: number; pss: number } {
   const kids = childrenOf();
-  let total = 0;
+  let rss = 0;
+  let pss = 0;
   const stack = [pid];
   while (stack.length > 0) {
     const p = stack.pop()!;
     try {
-      const status = readFileSync(`/proc/${p}/status`, 'utf8');
-      const m = /VmRSS:\s+(\d+) kB/.exec(status);
-      if (m) total += Number(m[1]) * 1024;
+      const rollup = readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
+      rss += Number(/^Rss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
+      pss += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
     } catch {
       // gone
     }
     stack.push(...(kids.get(p) ?? []));
   }
-  return total;
+  return { rss, pss };
 }
 
 // ---- targets ----
@@ -206,13 +215,25 @@ async function httpTarget(
   });
   const port = fixedPort ?? (await waitForPort(child, pattern, name));
   if (fixedPort !== undefined) await waitForListen(port, child, name);
+  return sessionTarget(name, notes, port, child.pid!, stateful, () => stopChild(child));
+}
+
+/** A target reached over streamable HTTP at `port`, measured as the process tree of `pid`. */
+function sessionTarget(
+  name: string,
+  notes: string,
+  port: number,
+  pid: number,
+  stateful: boolean,
+  stopServer: () => Promise<void>,
+): Target {
   const origin = `http://127.0.0.1:${port}`;
   const pool = new Pool(origin, { connections: 64, pipelining: 1, keepAliveTimeout: 60_000 });
   const baseHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
   return {
     name,
     notes,
-    pid: child.pid!,
+    pid,
     async session() {
       const headers: Record<string, string> = { ...baseHeaders };
       if (stateful) {
@@ -246,9 +267,73 @@ async function httpTarget(
     },
     async stop() {
       await pool.close();
-      await stopChild(child);
+      await stopServer();
     },
   };
+}
+
+/**
+ * The product path: `skep run cmd://node echo-server.mjs` with the built CLI, so the echo
+ * child runs under a real detached workload runner (`dist/runner.mjs`: supervisor, proxy,
+ * store, secrets) — the process tree measured is the whole workload, runner + server.
+ */
+async function workloadTarget(): Promise<Target> {
+  const built = spawnSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('bundling the CLI failed');
+  const home = await mkdtemp(join(tmpdir(), 'skep-bench-home-'));
+  const env = { ...process.env, SKEP_HOME: home, SKEP_LOG_LEVEL: 'silent' };
+  const cli = (args: string[]) =>
+    spawnSync(process.execPath, [join(root, 'dist/skep.mjs'), ...args], { env, encoding: 'utf8' });
+  const name = 'bench-echo';
+  const run = cli(['run', `cmd://${process.execPath}`, '--name', name, '--json', '--', ECHO]);
+  if (run.status !== 0) throw new Error(`skep run failed: ${run.stderr}`);
+  const port = (JSON.parse(run.stdout) as { port: number }).port;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const list = cli(['list', '--json']);
+    const w = (JSON.parse(list.stdout) as { workloads: { name: string; status: string }[] }).workloads.find(
+      (x) => x.name === name,
+    );
+    if (w?.status === 'running') break;
+    if (Date.now() > deadline) throw new Error(`workload did not become running: ${list.stdout}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const runnerPid = findProcess((cmd) => cmd.includes('runner.mjs') && cmd.endsWith(`runner\0${name}`));
+  if (runnerPid === undefined) throw new Error('cannot find the workload runner process');
+  return sessionTarget(
+    'skep',
+    'skep run: detached runner (dist/runner.mjs) hosting the proxy, one stdio echo child shared by all sessions; stateful streamable HTTP',
+    port,
+    runnerPid,
+    true,
+    async () => {
+      cli(['rm', name]);
+      const until = Date.now() + 15_000;
+      while (Date.now() < until) {
+        try {
+          process.kill(runnerPid, 0);
+        } catch {
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await rm(home, { recursive: true, force: true });
+    },
+  );
+}
+
+/** First pid whose NUL-separated command line satisfies `match`. */
+function findProcess(match: (cmdline: string) => boolean): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0$/, '');
+      if (match(cmd)) return Number(entry);
+    } catch {
+      // gone
+    }
+  }
+  return undefined;
 }
 
 async function freePort(): Promise<number> {
@@ -338,10 +423,12 @@ async function phase(target: Target, concurrency: number, total: number, record:
 }
 
 async function measure(target: Target): Promise<Record<string, unknown>> {
-  let peak = treeRssBytes(target.pid);
-  const sampler = setInterval(() => {
-    peak = Math.max(peak, treeRssBytes(target.pid));
-  }, 100);
+  let peak = treeMemory(target.pid);
+  const sample = (): void => {
+    const now = treeMemory(target.pid);
+    peak = { rss: Math.max(peak.rss, now.rss), pss: Math.max(peak.pss, now.pss) };
+  };
+  const sampler = setInterval(sample, 100);
   try {
     const phases: Phase[] = [];
     for (const c of CONCURRENCY) {
@@ -349,13 +436,15 @@ async function measure(target: Target): Promise<Record<string, unknown>> {
       phases.push(await phase(target, c, TIMED_CALLS, true));
       log(`${target.name} c=${c}: p50 ${phases.at(-1)!.p50_ms} ms, ${phases.at(-1)!.calls_per_s} calls/s`);
     }
-    const end = treeRssBytes(target.pid);
-    peak = Math.max(peak, end);
+    const end = treeMemory(target.pid);
+    sample();
     return {
       notes: target.notes,
       phases,
-      rss_mb_end: Math.round(end / 1048576),
-      rss_mb_peak: Math.round(peak / 1048576),
+      rss_mb_end: Math.round(end.rss / 1048576),
+      rss_mb_peak: Math.round(peak.rss / 1048576),
+      pss_mb_end: Math.round(end.pss / 1048576),
+      pss_mb_peak: Math.round(peak.pss / 1048576),
     };
   } finally {
     clearInterval(sampler);
@@ -383,10 +472,11 @@ async function main(): Promise<void> {
           undefined,
           false,
         ),
+      () => workloadTarget(),
       () =>
         httpTarget(
-          'skep',
-          'src/proxy startProxy, one stdio echo child shared by all sessions; stateful streamable HTTP',
+          'skep-proxy-only',
+          'src/proxy startProxy alone (no runner), one stdio echo child shared by all sessions; stateful streamable HTTP',
           [skepJs, '0', '--', process.execPath, ECHO],
           /listening (\d+)/,
           undefined,
@@ -437,10 +527,17 @@ async function main(): Promise<void> {
         );
       },
     ];
+    // BENCH_TARGETS=skep,direct measures only those (all by default).
+    const only = process.env['BENCH_TARGETS']?.split(',').filter((x) => x !== '');
     for (const make of makers) {
       let target: Target | undefined;
       try {
         target = await make();
+        if (only !== undefined && !only.includes(target.name)) {
+          await target.stop();
+          target = undefined;
+          continue;
+        }
         log(`measuring ${target.name}`);
         results[target.name] = await measure(target);
       } catch (err) {

@@ -80,13 +80,15 @@ export const ERROR_CODES = {
   secrets_locked: { status: 400, description: 'The secrets store cannot be opened with the given password.' },
   secrets_corrupt: {
     status: 500,
-    description: 'The encrypted secrets file failed its integrity check (modified or damaged); it was left unchanged.',
+    description:
+      'The encrypted secrets file failed its integrity check (modified or damaged); it was left unchanged.',
   },
   // Clients
   client_unknown: { status: 400, description: 'The client type is not one Skep supports.' },
   client_config_invalid: {
     status: 409,
-    description: "A client's existing config file cannot be parsed (or has an unexpected shape); Skep leaves it alone until it is fixed.",
+    description:
+      "A client's existing config file cannot be parsed (or has an unexpected shape); Skep leaves it alone until it is fixed.",
   },
   // Skills
   skill_invalid: { status: 400, description: 'The skill definition or archive is invalid.' },
@@ -96,7 +98,8 @@ export const ERROR_CODES = {
   },
   skill_artifact_invalid: {
     status: 422,
-    description: 'The skill artifact is unusable: bad manifest or layer, name mismatch, or a dependency cycle.',
+    description:
+      'The skill artifact is unusable: bad manifest or layer, name mismatch, or a dependency cycle.',
   },
 } as const satisfies Record<string, { status: number; description: string }>;
 
