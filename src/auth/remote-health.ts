@@ -5,6 +5,7 @@
  * re-checks at a steady interval. Any HTTP answer below 500 (including 401/405) means the
  * server is there; connection errors, timeouts and 5xx mean it is not.
  */
+import { sleepUnlessAborted } from '../shared/index.js';
 import type { FetchLike } from './http.js';
 
 export interface RemoteHealthPolicy {
@@ -76,17 +77,7 @@ export interface RemoteWatch {
   onUnhealthy(reason: string, retryInMs: number, failures: number): void;
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
+const sleep = sleepUnlessAborted;
 
 /** Probes until `signal` aborts; never gives up. */
 export async function watchRemote(w: RemoteWatch): Promise<void> {

@@ -7,6 +7,7 @@
  * (`bad_request`) whose message names the field to fix; secret values never appear in it.
  */
 import { readFileSync } from 'node:fs';
+import { FORBIDDEN_AUTHORIZATION_PARAMS } from '../schemas/extauth/index.js';
 import { SkepError } from '../shared/index.js';
 
 export interface UserInfoConfig {
@@ -128,16 +129,7 @@ const LIFESPAN_BOUNDS = {
 } as const;
 
 /** Authorization parameters the server sets itself; `additional_authorization_params` may not. */
-export const RESERVED_AUTHORIZATION_PARAMS = [
-  'response_type',
-  'client_id',
-  'redirect_uri',
-  'scope',
-  'state',
-  'code_challenge',
-  'code_challenge_method',
-  'nonce',
-] as const;
+export const RESERVED_AUTHORIZATION_PARAMS = FORBIDDEN_AUTHORIZATION_PARAMS;
 
 export interface ResolvedUpstream {
   name: string;

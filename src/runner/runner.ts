@@ -17,7 +17,7 @@ import type { AuthServer, EmbeddedAuthServerConfig } from '../authserver/index.j
 import type { SkepConfig } from '../config/index.js';
 import { type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
 import { type Runtime, RuntimeSelector, type ServerExit, type ServerHandle } from '../runtime/index.js';
-import { describeError, type Logger, SkepError } from '../shared/index.js';
+import { describeError, type Logger, SkepError, sleepUnlessAborted } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
   type RunConfig,
@@ -61,17 +61,7 @@ export interface RunnerOptions {
   signal: AbortSignal;
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
+const sleep = sleepUnlessAborted;
 
 /** Runs until stopped or until it gives up; returns the process exit code. */
 export async function runWorkload(options: RunnerOptions): Promise<number> {

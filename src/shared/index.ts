@@ -5,3 +5,4 @@ export { lazyRequire } from './lazy.js';
 export type { Logger } from './logger.js';
 export { createLogger, silentLogger } from './logger.js';
 export { SKEP_VERSION } from './version.js';
+export { sleepUnlessAborted } from './sleep.js';
