@@ -95,6 +95,7 @@ test('CLI: run, list, export, stop, run --from-config, rm', { timeout: 300_000 }
   assert.match(await skep('rm', 'cli-one', 'cli-two'), /cli-one: removed\ncli-two: removed/);
   assert.deepEqual(ctx.workloads.rows.names(), []);
 
-  await assert.rejects(skep('run', 'fetch'), /registry lookup is not available/);
+  // A bare name is looked up in the registry: unknown names are a clear error.
+  await assert.rejects(skep('run', 'no-such-server-anywhere'), /is not in the registry/);
   await assert.rejects(skep('stop', 'nope'), /workload not found: nope/);
 });
