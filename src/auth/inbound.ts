@@ -126,6 +126,10 @@ export function createOidcVerifier(
     const exp = claims['exp'];
     if (typeof exp === 'number' && exp * 1000 + CLOCK_TOLERANCE_SEC * 1000 <= now())
       throw new Error('token expired');
+    // RFC 7662 §2.2 nbf (jose checks it for JWTs; introspection answers need it here).
+    const nbf = claims['nbf'];
+    if (typeof nbf === 'number' && nbf * 1000 - CLOCK_TOLERANCE_SEC * 1000 > now())
+      throw new Error('token not yet valid');
   };
   const introspect = async (token: string): Promise<Record<string, unknown>> => {
     const url = options.introspectionUrl as string;
