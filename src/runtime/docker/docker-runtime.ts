@@ -61,6 +61,8 @@ export interface DockerRuntimeOptions {
 
 interface ContainerPlan {
   image: string;
+  /** Set for `npx://`/`uvx://`: the base image's own entrypoint (often `node`) must not wrap the launcher. */
+  entrypoint?: string[];
   cmd: string[] | undefined;
 }
 
@@ -151,10 +153,10 @@ export class DockerRuntime implements Runtime {
     const target = scheme[2] ?? '';
     if (target === '') throw new SkepError('bad_request', `'${spec.image}' names no package`);
     if (scheme[1] === 'npx' && this.#options.nodeImage !== undefined) {
-      return { image: this.#options.nodeImage, cmd: ['npx', '-y', target, ...spec.args] };
+      return { image: this.#options.nodeImage, entrypoint: ['npx'], cmd: ['-y', target, ...spec.args] };
     }
     if (scheme[1] === 'uvx' && this.#options.uvxImage !== undefined) {
-      return { image: this.#options.uvxImage, cmd: ['uvx', target, ...spec.args] };
+      return { image: this.#options.uvxImage, entrypoint: ['uvx'], cmd: [target, ...spec.args] };
     }
     throw new SkepError(
       'bad_request',
@@ -323,6 +325,7 @@ export class DockerRuntime implements Runtime {
       const container = await this.docker.createContainer({
         name,
         Image: plan.image,
+        ...(plan.entrypoint === undefined ? {} : { Entrypoint: plan.entrypoint }),
         ...(plan.cmd === undefined ? {} : { Cmd: plan.cmd }),
         Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
         Labels: labels('server'),
