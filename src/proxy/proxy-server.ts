@@ -20,6 +20,7 @@ import {
   UPSTREAM_UNAVAILABLE,
 } from './json-rpc.js';
 import { BatchExchange, OutletTarget, PostExchange, SSE_HEADERS, SseOutlet } from './outlets.js';
+import { ChildCapReached, SessionChildren } from './per-session.js';
 import { Session } from './session.js';
 import {
   LEGACY_PROTOCOL_VERSIONS,
@@ -81,6 +82,8 @@ class McpProxy implements RunningProxy {
   private readonly guard: ReturnType<typeof createHostGuard>;
   private readonly sessions = new Map<string, Session>();
   private readonly bridge: StdioBridge;
+  /** Only with `perSession`: one child (and bridge) per session instead of `bridge`. */
+  private readonly children: SessionChildren | undefined;
   private transparent: TransparentForwarder | undefined;
   private mode: 'none' | 'stdio' | 'http' = 'none';
   private readonly sockets = new Set<Socket>();
@@ -107,6 +110,20 @@ class McpProxy implements RunningProxy {
       serverName: options.serverName ?? 'mcp-server',
       sessions: () => this.sessions.values(),
     });
+    if (options.perSession !== undefined) {
+      this.children = new SessionChildren(
+        options.perSession,
+        {
+          logger: this.logger,
+          limits: this.limits,
+          policy: this.policy,
+          serverName: options.serverName ?? 'mcp-server',
+        },
+        this.logger,
+        (session) => this.endSession(session),
+      );
+      this.mode = 'stdio';
+    }
     this.server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
       this.onRequest(req, res).catch((err: unknown) => {
         this.logger.error({ err }, 'proxy request failed');
@@ -138,12 +155,16 @@ class McpProxy implements RunningProxy {
       });
     });
     this.boundPort = (this.server.address() as AddressInfo).port;
-    this.reaper = setInterval(() => this.reapIdle(), Math.min(60_000, this.limits.sessionIdleMs));
+    const idleMs = this.children?.idleMs ?? this.limits.sessionIdleMs;
+    this.reaper = setInterval(() => this.reapIdle(), Math.min(60_000, idleMs));
     this.reaper.unref();
   }
 
   async setUpstream(upstream: ProxyUpstream): Promise<void> {
     if (this.closing !== undefined) throw new Error('proxy is closed');
+    if (this.children !== undefined) {
+      throw new Error('this proxy runs one server per session (perSession); it starts its own children');
+    }
     if (upstream.kind === 'stdio') {
       if (this.mode === 'http') this.resetSessions();
       this.mode = 'stdio';
@@ -180,6 +201,7 @@ class McpProxy implements RunningProxy {
       this.bridge.close();
       this.transparent?.close();
       this.resetSessions();
+      await this.children?.closeAll();
       await new Promise<void>((resolve) => {
         this.server.close(() => resolve());
         for (const socket of this.sockets) socket.destroy();
@@ -325,6 +347,16 @@ class McpProxy implements RunningProxy {
   }
 
   private health(res: ServerResponse): void {
+    if (this.children !== undefined) {
+      sendJson(res, 200, {
+        status: 'ok',
+        mode: 'stdio-per-session',
+        sessions: this.sessions.size,
+        children: this.children.count,
+        maxChildren: this.children.max,
+      });
+      return;
+    }
     const up =
       this.mode === 'stdio' ? this.bridge.isReady : this.mode === 'http' && this.transparent?.isUp === true;
     const server = this.mode === 'stdio' ? this.bridge.server?.serverInfo : undefined;
@@ -334,6 +366,11 @@ class McpProxy implements RunningProxy {
       sessions: this.sessions.size,
       ...(server === undefined ? {} : { server }),
     });
+  }
+
+  /** The bridge serving a session: the shared one, or the session's own in per-session mode. */
+  private bridgeOf(session: Session): StdioBridge {
+    return this.children === undefined ? this.bridge : (this.children.bridgeOf(session) ?? this.bridge);
   }
 
   // ---- streamable HTTP over a stdio server ----
@@ -366,6 +403,14 @@ class McpProxy implements RunningProxy {
         sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'Too many sessions; try again later');
         return;
       }
+      if (this.children !== undefined) {
+        const reply = new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes);
+        this.openWithChild(res, 'streamable-http', (s, bridge) => {
+          headers[HEADER_SESSION] = s.id;
+          bridge.handle(s, first, reply);
+        });
+        return;
+      }
       session = new Session(randomUUID(), 'streamable-http');
       this.sessions.set(session.id, session);
       headers[HEADER_SESSION] = session.id;
@@ -382,6 +427,14 @@ class McpProxy implements RunningProxy {
         return;
       }
     } else if (messages.length === 1 && modernVersionOf(first) !== undefined && first.id != null) {
+      if (this.children !== undefined) {
+        badRequest(
+          res,
+          'Bad Request: this server runs one process per session; stateless (2026-07-28) requests ' +
+            'are not served, send initialize to open a session',
+        );
+        return;
+      }
       // MCP 2026-07-28: no initialize, no session; the request carries its own envelope.
       const stateless = new Session(randomUUID(), 'stateless');
       res.on('close', () => this.bridge.sessionClosed(stateless));
@@ -395,17 +448,18 @@ class McpProxy implements RunningProxy {
       badRequest(res, 'Bad Request: Mcp-Session-Id header is required (send initialize first)');
       return;
     }
+    const bridge = this.bridgeOf(session);
     let requests = 0;
     for (const m of messages)
       if ((m as JsonRpcMessage).method !== undefined && (m as JsonRpcMessage).id != null) requests++;
     if (requests === 0) {
-      for (const m of messages) this.bridge.handle(session, m as JsonRpcMessage, undefined);
+      for (const m of messages) bridge.handle(session, m as JsonRpcMessage, undefined);
       res.writeHead(202);
       res.end();
       return;
     }
     if (messages.length === 1) {
-      this.bridge.handle(
+      bridge.handle(
         session,
         first,
         new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes),
@@ -415,7 +469,7 @@ class McpProxy implements RunningProxy {
     const batch = new BatchExchange(requests, (text) => sendJson(res, 200, text, headers));
     for (const m of messages) {
       const msg = m as JsonRpcMessage;
-      this.bridge.handle(session, msg, msg.method !== undefined && msg.id != null ? batch : undefined);
+      bridge.handle(session, msg, msg.method !== undefined && msg.id != null ? batch : undefined);
     }
   }
 
@@ -475,8 +529,16 @@ class McpProxy implements RunningProxy {
       sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'Too many sessions; try again later');
       return;
     }
+    if (this.children !== undefined) {
+      this.openWithChild(res, 'sse', (session) => this.announceSse(res, session));
+      return;
+    }
     const session = new Session(randomUUID(), 'sse');
     this.sessions.set(session.id, session);
+    this.announceSse(res, session);
+  }
+
+  private announceSse(res: ServerResponse, session: Session): void {
     res.writeHead(200, SSE_HEADERS);
     const outlet = new SseOutlet(res, this.limits.maxClientBufferBytes, 0, () => this.endSession(session));
     session.standing = outlet;
@@ -500,7 +562,8 @@ class McpProxy implements RunningProxy {
       }
     }
     const target = new OutletTarget(session.standing);
-    for (const m of messages) this.bridge.handle(session, m as JsonRpcMessage, target);
+    const bridge = this.bridgeOf(session);
+    for (const m of messages) bridge.handle(session, m as JsonRpcMessage, target);
     res.writeHead(202, { 'content-type': 'text/plain' });
     res.end('Accepted');
   }
@@ -509,7 +572,53 @@ class McpProxy implements RunningProxy {
 
   private endSession(session: Session): void {
     if (this.sessions.get(session.id) === session) this.sessions.delete(session.id);
-    this.bridge.sessionClosed(session);
+    if (this.children === undefined) this.bridge.sessionClosed(session);
+    else this.children.release(session);
+  }
+
+  /**
+   * Per-session mode: starts the new session's own child, then registers the session and
+   * calls `ready`. At the cap, or when the child cannot start, the client gets HTTP 503 with a
+   * JSON-RPC error; a client that leaves while its child starts gets the child stopped.
+   */
+  private openWithChild(
+    res: ServerResponse,
+    transport: 'streamable-http' | 'sse',
+    ready: (session: Session, bridge: StdioBridge) => void,
+  ): void {
+    const children = this.children as SessionChildren;
+    const session = new Session(randomUUID(), transport);
+    const gone = (): void => {
+      session.closed = true;
+    };
+    res.once('close', gone);
+    children.start(session).then(
+      (bridge) => {
+        res.off('close', gone);
+        if (session.closed || this.closing !== undefined) {
+          children.release(session);
+          if (!res.destroyed && !res.writableEnded)
+            sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'the session ended while its server was starting');
+          return;
+        }
+        this.sessions.set(session.id, session);
+        ready(session, bridge);
+      },
+      (err: unknown) => {
+        res.off('close', gone);
+        if (err instanceof ChildCapReached) {
+          sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, `Too many sessions: ${err.message}; try again later`);
+          return;
+        }
+        this.logger.warn({ err: (err as Error).message }, 'cannot start a server for a new session');
+        sendRpcError(
+          res,
+          503,
+          UPSTREAM_UNAVAILABLE,
+          `cannot start an MCP server for this session: ${(err as Error).message}`,
+        );
+      },
+    );
   }
 
   private resetSessions(): void {
@@ -517,7 +626,7 @@ class McpProxy implements RunningProxy {
   }
 
   private reapIdle(): void {
-    const cutoff = Date.now() - this.limits.sessionIdleMs;
+    const cutoff = Date.now() - (this.children?.idleMs ?? this.limits.sessionIdleMs);
     for (const s of [...this.sessions.values()]) {
       if (
         s.transport === 'streamable-http' &&

@@ -52,6 +52,33 @@ export interface ProxyOptions {
   serverName?: string;
   /** Limits and timeouts; defaults in `PROXY_DEFAULTS`. */
   limits?: Partial<ProxyLimits>;
+  /**
+   * Opt-in: one stdio child per client session, for servers that keep per-client state.
+   * Unset (the default), every session shares the child attached with `setUpstream`.
+   */
+  perSession?: PerSessionOptions;
+}
+
+/** A stdio child started for one client session. */
+export interface SessionChild {
+  stdin: Writable;
+  stdout: Readable;
+  /** Stops the child (graceful, then forceful) and resolves once it is gone; idempotent. */
+  stop(): Promise<void>;
+  /** Settles when the child exits on its own; the proxy then ends the session (clients get 404). */
+  exited?: Promise<unknown>;
+}
+
+export interface PerSessionOptions {
+  /** Starts a fresh child for a new session (2025-era `initialize` or `GET /sse`). */
+  spawn: () => Promise<SessionChild>;
+  /** Most live children (starting ones included); beyond it new sessions get HTTP 503. */
+  maxChildren: number;
+  /**
+   * A session with no traffic, nothing in flight and no open stream for this long is ended
+   * and its child stopped, ms. Used instead of `limits.sessionIdleMs` in this mode.
+   */
+  idleMs: number;
 }
 
 export interface ProxyLimits {
@@ -84,7 +111,8 @@ export interface RunningProxy {
   readonly url: string;
   readonly port: number;
   /**
-   * (Re)attaches the server after it (re)started. For stdio, the proxy initializes the child
+   * (Re)attaches the server after it (re)started (rejects with `perSession`, which starts
+   * its own children). For stdio, the proxy initializes the child
    * with its own client info and re-applies session state (log level, subscriptions);
    * client sessions keep working with their existing session ids. Resolves once the upstream
    * is usable; rejects when it cannot be initialized (the proxy then stays "down").

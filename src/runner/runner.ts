@@ -16,7 +16,13 @@ import { type AuthChain, buildAuthChain, type SecretStore, watchRemote } from '.
 import type { AuthServer, EmbeddedAuthServerConfig } from '../authserver/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
-import { type Runtime, RuntimeSelector, type ServerExit, type ServerHandle } from '../runtime/index.js';
+import {
+  type Runtime,
+  RuntimeSelector,
+  type ServerExit,
+  type ServerHandle,
+  type ServerSpec,
+} from '../runtime/index.js';
 import { describeError, type Logger, SkepError, sleepUnlessAborted } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
@@ -63,6 +69,10 @@ export interface RunnerOptions {
 
 const sleep = sleepUnlessAborted;
 
+/** `session_mode: per-session`: most concurrent server processes, and their idle timeout. */
+export const PER_SESSION_MAX_CHILDREN = 16;
+export const PER_SESSION_IDLE_MS = 30 * 60_000;
+
 /** Runs until stopped or until it gives up; returns the process exit code. */
 export async function runWorkload(options: RunnerOptions): Promise<number> {
   const { name, config, logger } = options;
@@ -91,6 +101,15 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     return 1;
   }
   const runConfig = row.config;
+  const perSession = runConfig.session_mode === 'per-session';
+  if (perSession && (runConfig.transport !== 'stdio' || runConfig.remote_url !== undefined)) {
+    setStatus({
+      status: 'error',
+      context:
+        'session_mode per-session needs a stdio server (set transport stdio, or use session_mode shared)',
+    });
+    return 1;
+  }
   const watchdog = setInterval(() => {
     let ours: boolean;
     try {
@@ -178,9 +197,39 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
   }
   if (chain.names.length > 0) logger.info({ workload: name, middlewares: chain.names }, 'auth middlewares');
 
+  // Per-session mode: the proxy starts one server per client session through the runtime,
+  // which is chosen below (after the proxy listens); spawns wait for it.
+  let runtimeChosen: (runtime: Runtime | undefined) => void = () => {};
+  const runtimeForSessions = new Promise<Runtime | undefined>((resolve) => {
+    runtimeChosen = resolve;
+  });
+  const logFile = serverLogPath(config.paths.logsDir, name);
   let proxy: RunningProxy;
   try {
     proxy = await startProxy({
+      ...(perSession
+        ? {
+            perSession: {
+              spawn: async () => {
+                const runtime = await runtimeForSessions;
+                if (runtime === undefined) throw new Error('no runtime can run this workload');
+                const handle = await runtime.start(serverSpec(runConfig, env, logFile));
+                if (handle.stdio === undefined) {
+                  await handle.stop();
+                  throw new Error('the runtime did not attach to the server’s stdio');
+                }
+                return {
+                  stdin: handle.stdio.stdin,
+                  stdout: handle.stdio.stdout,
+                  stop: () => handle.stop(),
+                  exited: handle.exited,
+                };
+              },
+              maxChildren: PER_SESSION_MAX_CHILDREN,
+              idleMs: PER_SESSION_IDLE_MS,
+            },
+          }
+        : {}),
       host: runConfig.host,
       port: runConfig.port,
       logger,
@@ -212,9 +261,30 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     try {
       runtime = options.runtime ?? (await new RuntimeSelector({ config, logger }).forImage(runConfig.image));
     } catch (err) {
+      runtimeChosen(undefined);
       setStatus({ status: 'error', context: describeError(err) });
       logger.error({ workload: name, err: describeError(err) }, 'no runtime can run this workload');
       return 1;
+    }
+    if (perSession) {
+      if (runtime.name !== 'process') {
+        runtimeChosen(undefined);
+        setStatus({
+          status: 'error',
+          context: `session_mode per-session runs on the process runtime only, not ${runtime.name}`,
+        });
+        return 1;
+      }
+      runtimeChosen(runtime);
+      setStatus({ status: 'running', context: '', started: true });
+      logger.info({ workload: name }, 'serving one server process per client session');
+      await new Promise<void>((resolve) => {
+        if (signal.aborted) resolve();
+        else signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+      // The proxy (closed below) stops every session's server.
+      setStatus({ status: 'stopped', context: '' });
+      return 0;
     }
     return await supervise({
       runConfig,
@@ -225,9 +295,10 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
       logger,
       signal,
       policy,
-      logFile: serverLogPath(config.paths.logsDir, name),
+      logFile,
     });
   } finally {
+    runtimeChosen(undefined);
     clearInterval(watchdog);
     await proxy.close();
     await chain.close();
@@ -329,20 +400,7 @@ async function supervise(args: SuperviseArgs): Promise<number> {
     let failure: string;
     try {
       handle = await runtime.start({
-        name,
-        image: runConfig.image,
-        args: runConfig.cmd_args,
-        env: args.env,
-        transport: runConfig.transport,
-        ...(runConfig.target_port === undefined ? {} : { targetPort: runConfig.target_port }),
-        logFile: args.logFile,
-        permissionProfile: runConfig.permission_profile,
-        ...(runConfig.permission_profile_name_or_path === undefined
-          ? {}
-          : { permissionProfileName: runConfig.permission_profile_name_or_path }),
-        isolateNetwork: runConfig.isolate_network !== false,
-        volumes: runConfig.volumes,
-        labels: runConfig.container_labels,
+        ...serverSpec(runConfig, args.env, args.logFile),
         onProgress: (message) => setStatus({ status: 'starting', context: message }),
       });
       await proxy.setUpstream(upstreamOf(handle, runConfig));
@@ -385,6 +443,26 @@ async function supervise(args: SuperviseArgs): Promise<number> {
   setStatus({ status: 'stopped', context: '' });
   logger.info({ workload: name }, 'stopped');
   return 0;
+}
+
+/** What the runtime needs to start the workload's server. */
+function serverSpec(runConfig: RunConfig, env: Record<string, string>, logFile: string): ServerSpec {
+  return {
+    name: runConfig.name,
+    image: runConfig.image,
+    args: runConfig.cmd_args,
+    env,
+    transport: runConfig.transport,
+    ...(runConfig.target_port === undefined ? {} : { targetPort: runConfig.target_port }),
+    logFile,
+    permissionProfile: runConfig.permission_profile,
+    ...(runConfig.permission_profile_name_or_path === undefined
+      ? {}
+      : { permissionProfileName: runConfig.permission_profile_name_or_path }),
+    isolateNetwork: runConfig.isolate_network !== false,
+    volumes: runConfig.volumes,
+    labels: runConfig.container_labels,
+  };
 }
 
 function upstreamOf(handle: ServerHandle, runConfig: RunConfig): ProxyUpstream {

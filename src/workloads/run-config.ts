@@ -169,6 +169,15 @@ export const RunConfigSchema = Type.Object(
     trust_proxy_headers: Opt(Type.Boolean()),
     strict_protocol_validation: Opt(Type.Boolean()),
     stateless: Opt(Type.Boolean()),
+    session_mode: Opt(
+      Type.Union([Type.Literal('shared'), Type.Literal('per-session')], {
+        description:
+          'Skep extension, stdio servers on the process runtime only. `shared` (default): every ' +
+          'client session shares one server process. `per-session`: each client session gets its ' +
+          'own process (for servers that keep per-client state), stopped when the session ends ' +
+          'or idles for 30 minutes; at most 16 at once, further sessions get HTTP 503.',
+      }),
+    ),
     session_ttl: Opt(Str()),
     tools_filter: Opt(Strs()),
     tools_override: Opt(Type.Record(Type.String(), ToolOverride)),
