@@ -87,6 +87,7 @@ export function registryResolver(registry: RegistryService): ResolveRegistryServ
 }
 
 export function createContext(config: SkepConfig, options: ContextOptions = {}): ApiContext {
+  const logger = options.logger ?? silentLogger;
   const store = openStore(config.paths.databaseFile);
   const groups = new GroupService(store);
   const secrets = new SecretsService({ store, paths: config.paths, env: options.env ?? process.env });
@@ -99,12 +100,12 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
   const registry = new RegistryService({
     store,
     cacheDir: config.paths.cacheDir,
-    logger: options.logger ?? silentLogger,
+    logger,
   });
   // The container runtime is detected lazily (first image workload or /health), once.
   const runtimes = new RuntimeSelector({
     config,
-    logger: options.logger ?? silentLogger,
+    logger,
     ...(options.env === undefined ? {} : { env: options.env }),
   });
   const workloads = new WorkloadManager({
@@ -120,7 +121,7 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
       },
     },
     secretLookup: secrets.lookup(),
-    logger: options.logger ?? silentLogger,
+    logger,
     resolveRegistryServer: options.resolveRegistryServer ?? registryResolver(registry),
   });
   groups.attachMembers(workloads);
@@ -128,7 +129,7 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
   const clients = new ClientsService({
     store,
     groups,
-    logger: options.logger ?? silentLogger,
+    logger,
     env: options.env ?? process.env,
     listWorkloads: () => workloads.list({ all: true }),
   });
@@ -142,14 +143,12 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
       ? runtimes
           .container()
           .then((engine) => engine?.removeOrphans(new Set(workloads.rows.list().map((r) => r.name))))
-          .catch((err: unknown) =>
-            (options.logger ?? silentLogger).warn({ err }, 'cannot remove orphaned containers'),
-          )
+          .catch((err: unknown) => logger.warn({ err }, 'cannot remove orphaned containers'))
       : Promise.resolve();
   return {
     config,
     store,
-    logger: options.logger ?? silentLogger,
+    logger,
     version: SKEP_VERSION,
     nonce: randomBytes(16).toString('hex'),
     groups,
