@@ -7,8 +7,6 @@ import { build } from 'esbuild';
 
 const external = [
   'better-sqlite3',
-  '@fastify/swagger-ui',
-  '@fastify/static',
   'dockerode',
   'docker-modem',
   'ssh2',
@@ -28,9 +26,13 @@ const external = [
 // Two entry points: the CLI, and the per-workload runner (which must stay small: one runs
 // per workload).
 await build({
-  entryPoints: { skep: 'src/cli/main.ts', runner: 'src/runner/main.ts' },
+  entryPoints: { skep: 'src/cli/main.ts', runner: 'src/runner/entry.ts' },
   outdir: 'dist',
   outExtension: { '.js': '.mjs' },
+  // Modules that commands import on demand (the operator and its Kubernetes client) go to
+  // their own chunks, loaded only when used.
+  splitting: true,
+  chunkNames: 'chunks/[name]-[hash]',
   bundle: true,
   platform: 'node',
   target: 'node20',

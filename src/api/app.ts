@@ -4,13 +4,14 @@
  * document generated from the route schemas.
  */
 import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
+import fastJsonStringify from 'fast-json-stringify';
 import addFormatsModule from 'ajv-formats';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import FindMyWay from 'find-my-way';
 import type { ApiContext } from './context.js';
+import { DOCS_HTML } from './docs-page.js';
 import { handleError, sendError } from './errors.js';
 import { routeModules } from './routes/index.js';
 import { createHostGuard } from './security.js';
@@ -52,11 +53,29 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   const lenient = addFormats(
     new Ajv({ useDefaults: true, coerceTypes: 'array', allErrors: false, strict: false }),
   );
+  // Validators and serializers are compiled on a route's first request, not at start-up:
+  // compiling ~90 routes' schemas up front cost most of `skep serve`'s start time and memory.
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const ajv = httpPart === 'body' ? strict : lenient;
-    // A schema with an $id may be shared by several routes: compile it once per instance.
-    const id = (schema as { $id?: string }).$id;
-    return (id === undefined ? undefined : ajv.getSchema(id)) ?? ajv.compile(schema as object);
+    let compiled: ValidateFunction | undefined;
+    const validate = (data: unknown): boolean => {
+      // A schema with an $id may be shared by several routes: compile it once per instance.
+      const id = (schema as { $id?: string }).$id;
+      compiled ??= (id === undefined ? undefined : ajv.getSchema(id)) ?? ajv.compile(schema as object);
+      const ok = compiled(data) as boolean;
+      validate.errors = compiled.errors;
+      return ok;
+    };
+    validate.errors = null as ValidateFunction['errors'];
+    return validate;
+  });
+  // Response serializers also keep only the fields their schema names (nothing internal leaks).
+  app.setSerializerCompiler(({ schema }) => {
+    let serialize: ((data: unknown) => string) | undefined;
+    return (data) => {
+      serialize ??= fastJsonStringify(schema as Parameters<typeof fastJsonStringify>[0]);
+      return serialize(data);
+    };
   });
 
   // A second router that knows every route, to tell 405 (path exists) from 404.
@@ -116,9 +135,17 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
       components: {},
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/api/doc', staticCSP: true });
 
   for (const register of routeModules) await register(app, ctx);
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/api/doc', { schema: { hide: true } }, async (_request, reply) =>
+    reply
+      .type('text/html; charset=utf-8')
+      .header(
+        'Content-Security-Policy',
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+      )
+      .send(DOCS_HTML),
+  );
   return app;
 }

@@ -10,7 +10,11 @@
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
-import { Agent, type Dispatcher, request } from 'undici';
+import type { Agent, Dispatcher } from 'undici';
+import { lazyRequire } from '../shared/index.js';
+
+// undici loads only when a remote registry source is configured.
+const loadUndici = lazyRequire<typeof import('undici')>('undici');
 
 export const DEFAULT_FETCH_TIMEOUT_MS = 5_000;
 const MAX_REDIRECTS = 3;
@@ -134,10 +138,13 @@ export class RegistryHttp {
   private agent(allowPrivate: boolean): Dispatcher {
     if (this.closed) throw new Error('registry HTTP client is closed');
     if (allowPrivate) {
-      this.open ??= new Agent({ keepAliveTimeout: 2_000 });
+      this.open ??= new (loadUndici().Agent)({ keepAliveTimeout: 2_000 });
       return this.open;
     }
-    this.guarded ??= new Agent({ keepAliveTimeout: 2_000, connect: { lookup: guardedLookup } });
+    this.guarded ??= new (loadUndici().Agent)({
+      keepAliveTimeout: 2_000,
+      connect: { lookup: guardedLookup },
+    });
     return this.guarded;
   }
 
@@ -158,7 +165,7 @@ export class RegistryHttp {
         throw privateRefusal(host, host);
       let res: Dispatcher.ResponseData;
       try {
-        res = await request(target, {
+        res = await loadUndici().request(target, {
           method: options.method ?? 'GET',
           headers: { accept: 'application/json', 'user-agent': 'skep-registry', ...options.headers },
           dispatcher: this.agent(options.allowPrivate),

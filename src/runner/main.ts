@@ -1,12 +1,10 @@
 /**
- * The process entry of a workload runner (`node dist/runner.mjs <name>`, spawned detached by
- * the workload manager; `skep runner <name>` is the same through the CLI). It deliberately
+ * The workload runner process (`node dist/runner.mjs runner <name>`, spawned detached by the
+ * workload manager through `entry.ts`; `skep runner <name>` is the same through the CLI). It deliberately
  * loads only what a runner needs — the store, the secrets provider, the runtime, the proxy
  * and the auth chain — not the management API, so each workload costs little memory and
  * starts quickly.
  */
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { loadConfig, type SkepConfig } from '../config/index.js';
 import { RotatingLogFile } from '../runtime/index.js';
@@ -63,24 +61,4 @@ export async function runnerMain(name: string): Promise<number> {
   // Nothing else should keep the runner alive once its workload is down.
   setTimeout(() => process.exit(code), 1000).unref();
   return code;
-}
-
-// Run when this file is the process entry: `dist/runner.mjs`, or `src/runner/main.ts` under
-// tsx — not when the CLI (or its bundle, which contains this module) imports it.
-const self = fileURLToPath(import.meta.url);
-const isEntry =
-  process.argv[1] !== undefined &&
-  resolve(process.argv[1]) === self &&
-  /(?:runner\.mjs|[\\/]runner[\\/]main\.[jt]s)$/.test(self);
-if (isEntry) {
-  // `runner <name>`, the same words as the CLI command, so a runner's command line is
-  // recognisable (`runnerAlive` checks it against pid reuse).
-  const args = process.argv.slice(2);
-  const name = args[0] === 'runner' ? args[1] : args[0];
-  if (name === undefined || name === '') {
-    process.stderr.write('usage: runner.mjs runner <workload-name>\n');
-    process.exitCode = 2;
-  } else {
-    process.exitCode = await runnerMain(name);
-  }
 }

@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SkepConfig } from '../config/index.js';
 import { runnerLogPath } from './log-files.js';
@@ -20,20 +20,26 @@ export const RUNNER_CONFIG_ENV = 'SKEP_RUNNER_CONFIG';
  */
 export function cliEntry(): string {
   const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.mjs')) return here;
+  if (here.endsWith('.mjs')) return join(bundleDir(here), 'skep.mjs');
   const ext = here.endsWith('.ts') ? '.ts' : '.js';
   return join(dirname(here), '..', 'cli', `main${ext}`);
 }
 
 /**
  * The runner's own entry, which loads far less than the CLI: `dist/runner.mjs` beside the
- * bundle, `src/runner/main.ts` under tsx, or `dist/runner/main.js` from the compiled tree.
+ * bundle, `src/runner/entry.ts` under tsx, or `dist/runner/entry.js` from the compiled tree.
  */
 export function runnerEntry(): string {
   const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.mjs')) return join(dirname(here), 'runner.mjs');
+  if (here.endsWith('.mjs')) return join(bundleDir(here), 'runner.mjs');
   const ext = here.endsWith('.ts') ? '.ts' : '.js';
-  return join(dirname(here), '..', 'runner', `main${ext}`);
+  return join(dirname(here), '..', 'runner', `entry${ext}`);
+}
+
+/** `dist/` for code bundled into an entry file or into one of its `dist/chunks/`. */
+function bundleDir(file: string): string {
+  const dir = dirname(file);
+  return basename(dir) === 'chunks' ? dirname(dir) : dir;
 }
 
 const MODULE_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader']);

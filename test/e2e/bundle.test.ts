@@ -14,6 +14,7 @@ import { tempHome } from '../helpers/home.js';
 import { requireService } from '../helpers/services.js';
 
 const BUNDLE = fileURLToPath(new URL('../../dist/skep.mjs', import.meta.url));
+const ECHO = fileURLToPath(new URL('../../bench/fixtures/echo-server.mjs', import.meta.url));
 
 test('the bundled CLI starts skep serve and answers on every domain', async (t) => {
   if (!requireService(t, 'dist/skep.mjs', existsSync(BUNDLE), 'run `npm run build` first')) return;
@@ -60,6 +61,29 @@ test('the bundled CLI starts skep serve and answers on every domain', async (t) 
     const res = await fetch(`${url}${path}`);
     assert.equal(res.status, 200, `${path} → ${res.status}`);
   }
+  // A workload started through the bundle runs under the bundled runner (dist/runner.mjs).
+  const created = await fetch(`${url}/api/v1beta/workloads`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bundled-echo', image: `cmd://${process.execPath}`, cmd_arguments: [ECHO] }),
+  });
+  assert.equal(created.status, 201, await created.clone().text());
+  let status = '';
+  for (let i = 0; i < 300 && status !== 'running'; i++) {
+    const res = await fetch(`${url}/api/v1beta/workloads/bundled-echo/status`);
+    status = ((await res.json()) as { status: string }).status;
+    if (status !== 'running') await sleep(100);
+  }
+  assert.equal(status, 'running');
+  const removed = await fetch(`${url}/api/v1beta/workloads/bundled-echo`, { method: 'DELETE' });
+  assert.equal(removed.status, 202);
+  for (let i = 0; i < 300; i++) {
+    const res = await fetch(`${url}/api/v1beta/workloads/bundled-echo/status`);
+    if (res.status === 404) break;
+    await sleep(100);
+  }
+  assert.equal((await fetch(`${url}/api/v1beta/workloads/bundled-echo/status`)).status, 404);
+
   child.kill('SIGTERM');
   const [code] = await exited;
   assert.equal(code, 0);

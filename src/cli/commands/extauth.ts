@@ -2,7 +2,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parseAllDocuments } from 'yaml';
-import { formatProblem, validateExtAuthConfig } from '../../operator/index.js';
 import { SkepError } from '../../shared/index.js';
 import { printJson } from '../output.js';
 
@@ -20,7 +19,9 @@ export function registerExtauth(program: Command): void {
     .description('Validate MCPExternalAuthConfig YAML/JSON offline (Secrets are not read)')
     .requiredOption('-f, --file <path>', "file with one or more documents ('-' for stdin)")
     .option('--json', 'print JSON')
-    .action((opts: { file: string; json?: boolean }) => {
+    .action(async (opts: { file: string; json?: boolean }) => {
+      // Loaded on demand (the operator module pulls in the Kubernetes client).
+      const { formatProblem, validateExtAuthConfig } = await import('../../operator/index.js');
       let text: string;
       try {
         text = readFileSync(opts.file === '-' ? 0 : opts.file, 'utf8');

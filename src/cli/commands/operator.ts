@@ -6,14 +6,6 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import {
-  createKubeClient,
-  ExtAuthController,
-  generateSelfSignedCert,
-  kubeSecretReader,
-  loadKubeConfig,
-  startWebhook,
-} from '../../operator/index.js';
 import { createLogger, SkepError } from '../../shared/index.js';
 
 interface OperatorOptions {
@@ -38,6 +30,15 @@ export function registerOperator(program: Command): void {
     .option('--tls-key <file>', 'PEM private key for the webhook')
     .option('--self-signed <hosts...>', 'issue a self-signed certificate for these hosts instead')
     .action(async (opts: OperatorOptions) => {
+      // Loaded on demand: the Kubernetes client is large and only this command needs it.
+      const {
+        createKubeClient,
+        ExtAuthController,
+        generateSelfSignedCert,
+        kubeSecretReader,
+        loadKubeConfig,
+        startWebhook,
+      } = await import('../../operator/index.js');
       const logger = createLogger({ name: 'operator' });
       const kube = createKubeClient(loadKubeConfig());
       const controller = new ExtAuthController({
