@@ -232,6 +232,9 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
         : {}),
       host: runConfig.host,
       port: runConfig.port,
+      // Seed PermissionProfile network.inbound.allow_host: the Host/Origin names clients may
+      // use besides loopback names; enforced here, in front of every runtime and transport.
+      allowedHosts: runConfig.permission_profile?.network?.inbound?.allow_host ?? [],
       logger,
       serverName: name,
       middlewares: chain.middlewares,
