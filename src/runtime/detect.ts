@@ -104,12 +104,17 @@ export interface RuntimeSelectorOptions {
  * container runtime only (health reports it unusable when the engine does not answer).
  * `process`: never containers. A `runtime.docker_host` is the only candidate when set.
  */
+/** How long a "no container engine" answer is trusted before probing again, ms. */
+const ABSENT_RECHECK_MS = 10_000;
+
 export class RuntimeSelector {
   readonly #config: SkepConfig;
   readonly #env: NodeJS.ProcessEnv;
   readonly #logger: Logger;
   readonly #process: ProcessRuntime;
   #container: Promise<DockerRuntime | undefined> | undefined;
+  /** When detection last found no engine (ms since epoch; 0 = never). */
+  #lastMiss = 0;
 
   constructor(options: RuntimeSelectorOptions) {
     this.#config = options.config;
@@ -128,6 +133,10 @@ export class RuntimeSelector {
   /** The container runtime, when configured and answering; detection runs once. */
   container(): Promise<DockerRuntime | undefined> {
     if (this.mode === 'process') return Promise.resolve(undefined);
+    // After "no engine", ask again only after a pause (every /health would probe otherwise).
+    if (this.#container === undefined && Date.now() - this.#lastMiss < ABSENT_RECHECK_MS) {
+      return Promise.resolve(undefined);
+    }
     this.#container ??= this.#detect();
     return this.#container;
   }
@@ -138,8 +147,11 @@ export class RuntimeSelector {
       forced === undefined ? engineCandidates(this.#env) : [{ source: 'runtime.docker_host', host: forced }];
     const found = await findEngine(candidates);
     if (found === undefined) {
-      this.#logger.info({ tried: candidates.map((c) => c.host) }, 'no container engine answered');
-      // Not cached as absent forever: an engine started later is found on the next call.
+      if (this.#lastMiss === 0) {
+        this.#logger.info({ tried: candidates.map((c) => c.host) }, 'no container engine answered');
+      }
+      // Not cached as absent forever: an engine started later is found on a later call.
+      this.#lastMiss = Date.now();
       this.#container = undefined;
       return undefined;
     }
