@@ -18,7 +18,7 @@ export function buildProgram(): Command {
   program
     .name('skep')
     .description('Run, share and secure MCP tool servers')
-    .version(SKEP_VERSION, '-V, --version-flag', 'print the version')
+    .version(SKEP_VERSION, '-V, --version', 'print the version')
     .showHelpAfterError()
     .exitOverride();
 
