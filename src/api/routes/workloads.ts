@@ -159,53 +159,43 @@ export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
     workloads.update(request.params.name, request.body),
   );
 
-  app.post(
-    '/api/v1beta/workloads/:name/stop',
+  // Stop, restart and delete of one workload: validated now, carried out in the background.
+  const singleActions = [
     {
+      method: 'POST',
+      url: '/api/v1beta/workloads/:name/stop',
+      summary: 'Stop a workload',
+      run: workloads.stop,
+    },
+    {
+      method: 'POST',
+      url: '/api/v1beta/workloads/:name/restart',
+      summary: 'Restart a workload',
+      run: workloads.restart,
+    },
+    {
+      method: 'DELETE',
+      url: '/api/v1beta/workloads/:name',
+      summary: 'Delete a workload',
+      run: workloads.delete,
+    },
+  ] as const;
+  for (const action of singleActions) {
+    app.route({
+      method: action.method,
+      url: action.url,
       schema: {
         tags,
-        summary: 'Stop a workload',
+        summary: action.summary,
         params: NameParams,
         response: withErrors({ 202: Accepted }, 400, 404),
       },
-    },
-    async (request, reply) => {
-      workloads.stop(request.params.name);
-      return reply.code(202).send({ names: [request.params.name] });
-    },
-  );
-
-  app.post(
-    '/api/v1beta/workloads/:name/restart',
-    {
-      schema: {
-        tags,
-        summary: 'Restart a workload',
-        params: NameParams,
-        response: withErrors({ 202: Accepted }, 400, 404),
+      handler: async (request, reply) => {
+        action.run.call(workloads, request.params.name);
+        return reply.code(202).send({ names: [request.params.name] });
       },
-    },
-    async (request, reply) => {
-      workloads.restart(request.params.name);
-      return reply.code(202).send({ names: [request.params.name] });
-    },
-  );
-
-  app.delete(
-    '/api/v1beta/workloads/:name',
-    {
-      schema: {
-        tags,
-        summary: 'Delete a workload',
-        params: NameParams,
-        response: withErrors({ 202: Accepted }, 400, 404),
-      },
-    },
-    async (request, reply) => {
-      workloads.delete(request.params.name);
-      return reply.code(202).send({ names: [request.params.name] });
-    },
-  );
+    });
+  }
 
   app.get(
     '/api/v1beta/workloads/:name/status',
