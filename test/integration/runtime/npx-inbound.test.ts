@@ -202,8 +202,18 @@ test(
         const targetPort = live.workloads.rows.get('inbound-srv')?.config.target_port;
         assert.ok(targetPort !== undefined && targetPort > 0, 'the server has a published port');
 
+        // The workload reports running once Skep's proxy has its upstream; give the published
+        // port (egress forwarder → server) the same chance before judging it.
+        const ready = Date.now() + 60_000;
+        for (;;) {
+          const probe = await initializeWithHost(targetPort, `localhost:${targetPort}`).catch(
+            () => undefined,
+          );
+          if (probe?.status === 200 || Date.now() > ready) break;
+          await new Promise((r) => setTimeout(r, 250));
+        }
         const denied = await initializeWithHost(targetPort, 'evil.example.test');
-        assert.equal(denied.status, 403);
+        assert.equal(denied.status, 403, denied.body);
         assert.match(denied.body, /host not allowed/);
         const deniedWithPort = await initializeWithHost(targetPort, `evil.example.test:${targetPort}`);
         assert.equal(deniedWithPort.status, 403);
