@@ -29,7 +29,7 @@ import {
 } from '../../../src/runtime/index.js';
 import { tempHome } from '../../helpers/home.js';
 import { requirePodman, startPodmanService, testImage } from '../../helpers/podman.js';
-import { waitFor, waitForStatus } from './wait.js';
+import { waitFor, waitForStatus } from '../../helpers/wait.js';
 
 async function callTool(url: string, name: string, args: Record<string, unknown>): Promise<string> {
   const client = new Client({ name: 'skep-test', version: '1.0.0' });

@@ -28,7 +28,7 @@ import {
 } from '../../../src/runtime/index.js';
 import { tempHome } from '../../helpers/home.js';
 import { NPX_FIXTURE_TARBALL, requirePodman, startPodmanService, testImage } from '../../helpers/podman.js';
-import { waitForStatus } from './wait.js';
+import { waitForStatus } from '../../helpers/wait.js';
 
 type ToolResult = { content: { type: string; text?: string }[] };
 const textOf = (result: unknown) => (result as ToolResult).content.map((c) => c.text ?? '').join('');

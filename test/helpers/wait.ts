@@ -1,23 +1,26 @@
-/** Polling helpers for container tests (kept here so these tests do not depend on other suites' helpers). */
-import type { ApiContext } from '../../../src/api/context.js';
+/** Polling helpers for tests that wait on real processes (workloads, containers, runners). */
+import type { ApiContext } from '../../src/api/context.js';
+
+/** Generous: a runner starts Node + tsx + the server; CI machines have 2 cores. */
+export const START_TIMEOUT_MS = 90_000;
 
 export async function waitFor<T>(
   what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  timeoutMs: number,
+  probe: () => T | undefined | Promise<T | undefined>,
+  timeoutMs = START_TIMEOUT_MS,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const value = await probe();
-      if (value !== undefined) return value;
+      if (value !== undefined && value !== false) return value;
     } catch (err) {
       last = err;
     }
     if (Date.now() > deadline)
       throw new Error(`timed out waiting for ${what}${last === undefined ? '' : `: ${String(last)}`}`);
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 200));
   }
 }
 
@@ -25,7 +28,7 @@ export function waitForStatus(
   ctx: ApiContext,
   name: string,
   status: string,
-  timeoutMs: number,
+  timeoutMs = START_TIMEOUT_MS,
 ): Promise<true> {
   return waitFor(
     `${name} to be ${status}`,
