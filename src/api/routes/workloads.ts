@@ -72,46 +72,24 @@ export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
     async (request, reply) => reply.code(201).send(await workloads.create(request.body)),
   );
 
-  app.post(
-    '/api/v1beta/workloads/delete',
-    {
-      schema: {
-        tags,
-        summary: 'Delete workloads in bulk (by names or by group)',
-        description:
-          'Exactly one of `names` or `group`. Every name must exist (404 lists the missing ones; nothing is changed).',
-        body: BulkRequestSchema,
-        response: withErrors({ 202: Accepted }, 400, 404),
+  // Bulk delete / stop / restart: every name is checked first, the work runs in the background.
+  for (const action of ['delete', 'stop', 'restart'] as const) {
+    const verb = `${action[0]!.toUpperCase()}${action.slice(1)}`;
+    app.post(
+      `/api/v1beta/workloads/${action}`,
+      {
+        schema: {
+          tags,
+          summary: `${verb} workloads in bulk (by names or by group)`,
+          description:
+            'Exactly one of `names` or `group`. Every name must exist (404 lists the missing ones; nothing is changed).',
+          body: BulkRequestSchema,
+          response: withErrors({ 202: Accepted }, 400, 404),
+        },
       },
-    },
-    async (request, reply) => reply.code(202).send({ names: workloads.bulk('delete', request.body) }),
-  );
-
-  app.post(
-    '/api/v1beta/workloads/stop',
-    {
-      schema: {
-        tags,
-        summary: 'Stop workloads in bulk (by names or by group)',
-        body: BulkRequestSchema,
-        response: withErrors({ 202: Accepted }, 400, 404),
-      },
-    },
-    async (request, reply) => reply.code(202).send({ names: workloads.bulk('stop', request.body) }),
-  );
-
-  app.post(
-    '/api/v1beta/workloads/restart',
-    {
-      schema: {
-        tags,
-        summary: 'Restart workloads in bulk (by names or by group)',
-        body: BulkRequestSchema,
-        response: withErrors({ 202: Accepted }, 400, 404),
-      },
-    },
-    async (request, reply) => reply.code(202).send({ names: workloads.bulk('restart', request.body) }),
-  );
+      async (request, reply) => reply.code(202).send({ names: workloads.bulk(action, request.body) }),
+    );
+  }
 
   app.get(
     '/api/v1beta/workloads/:name',
