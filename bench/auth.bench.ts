@@ -20,12 +20,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Pool } from 'undici';
-import {
-  buildAuthChain,
-  createAwsStsMiddleware,
-  createTokenExchangeMiddleware,
-  sdkAssumeRole,
-} from '../src/auth/index.js';
+import { createAwsStsMiddleware, sdkAssumeRole } from '../src/auth/aws-sts.js';
+import { buildAuthChain } from '../src/auth/index.js';
+import { createTokenExchangeMiddleware } from '../src/auth/token-exchange.js';
 import type { ProxyMiddleware, ProxyRequestContext } from '../src/proxy/index.js';
 import { startProxy } from '../src/proxy/index.js';
 import { silentLogger } from '../src/shared/index.js';

@@ -65,23 +65,37 @@ function childrenOf(): Map<number, number[]> {
  * Node binary itself is ~40 MB of them) once per process; PSS splits shared pages among
  * their users, so the PSS sum is what the tree really costs the machine. Both are reported.
  */
-function treeMemory(pid: number): { rss: number; pss: number } {
+function treeMemory(pid: number): { rss: number; pss: number; byProcess: Map<string, number> } {
   const kids = childrenOf();
   let rss = 0;
   let pss = 0;
+  const byProcess = new Map<string, number>();
   const stack = [pid];
   while (stack.length > 0) {
     const p = stack.pop()!;
     try {
       const rollup = readFileSync(`/proc/${p}/smaps_rollup`, 'utf8');
-      rss += Number(/^Rss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
+      const processRss = Number(/^Rss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
+      rss += processRss;
       pss += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
+      const label = processLabel(p);
+      byProcess.set(label, (byProcess.get(label) ?? 0) + processRss);
     } catch {
       // gone
     }
     stack.push(...(kids.get(p) ?? []));
   }
-  return { rss, pss };
+  return { rss, pss, byProcess };
+}
+
+/** A short name for a process of a tree: the script it runs (`runner.mjs runner x`, `echo-server.mjs`). */
+function processLabel(pid: number): string {
+  const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+    .split('\0')
+    .filter((a) => a !== '');
+  const script = args.slice(1).find((a) => !a.startsWith('-')) ?? args[0] ?? String(pid);
+  const rest = script.includes('runner.mjs') ? ' (runner)' : '';
+  return `${script.slice(script.lastIndexOf('/') + 1)}${rest}`;
 }
 
 // ---- targets ----
@@ -422,11 +436,18 @@ async function phase(target: Target, concurrency: number, total: number, record:
   };
 }
 
+function megabytes(byProcess: Map<string, number>): Record<string, number> {
+  return Object.fromEntries([...byProcess].map(([label, bytes]) => [label, Math.round(bytes / 1048576)]));
+}
+
 async function measure(target: Target): Promise<Record<string, unknown>> {
   let peak = treeMemory(target.pid);
+  const peakByProcess = new Map<string, number>();
   const sample = (): void => {
     const now = treeMemory(target.pid);
-    peak = { rss: Math.max(peak.rss, now.rss), pss: Math.max(peak.pss, now.pss) };
+    peak = { rss: Math.max(peak.rss, now.rss), pss: Math.max(peak.pss, now.pss), byProcess: peakByProcess };
+    for (const [label, rss] of now.byProcess)
+      peakByProcess.set(label, Math.max(peakByProcess.get(label) ?? 0, rss));
   };
   const sampler = setInterval(sample, 100);
   try {
@@ -445,6 +466,8 @@ async function measure(target: Target): Promise<Record<string, unknown>> {
       rss_mb_peak: Math.round(peak.rss / 1048576),
       pss_mb_end: Math.round(end.pss / 1048576),
       pss_mb_peak: Math.round(peak.pss / 1048576),
+      rss_mb_end_by_process: megabytes(end.byProcess),
+      rss_mb_peak_by_process: megabytes(peakByProcess),
     };
   } finally {
     clearInterval(sampler);

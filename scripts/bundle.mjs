@@ -1,55 +1,10 @@
 #!/usr/bin/env node
-// Bundles the CLI into dist/skep.mjs and the workload runner into dist/runner.mjs. Loading one file instead of thousands of small ES
-// modules (TypeBox alone is ~700) is what keeps `skep serve` and every workload runner
-// quick to start. Packages that need their own files at run time (native addons, static
-// assets, optional native deps) stay external and load from node_modules.
+// Bundles the CLI into dist/skep.mjs and the workload runner into dist/runner.mjs (options
+// and the reasons for them: scripts/bundle-config.mjs).
+import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
+import { cliBuild, runnerBuild } from './bundle-config.mjs';
 
-const external = [
-  'better-sqlite3',
-  'dockerode',
-  'docker-modem',
-  'ssh2',
-  'cpu-features',
-  '@kubernetes/client-node',
-  'oidc-provider',
-  'ioredis',
-  '@aws-sdk/*',
-  '@smithy/*',
-  'pino',
-  'thread-stream',
-  'pino-*',
-  // Loaded lazily (src/shared/lazy.ts) only by code paths that need them.
-  'undici',
-];
-
-// Two entry points: the CLI, and the per-workload runner (which must stay small: one runs
-// per workload).
-await build({
-  entryPoints: { skep: 'src/cli/main.ts', runner: 'src/runner/entry.ts' },
-  outdir: 'dist',
-  outExtension: { '.js': '.mjs' },
-  // Modules that commands import on demand (the operator and its Kubernetes client) go to
-  // their own chunks, loaded only when used.
-  splitting: true,
-  chunkNames: 'chunks/[name]-[hash]',
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
-  format: 'esm',
-  sourcemap: 'linked',
-  external,
-  // jsonc-parser's default entry is a UMD build that requires its parts dynamically.
-  alias: { 'jsonc-parser': './node_modules/jsonc-parser/lib/esm/main.js' },
-  logLevel: 'warning',
-  // CommonJS dependencies inside an ES module bundle need `require` and `__dirname`.
-  banner: {
-    js: [
-      "import { createRequire as __skepCreateRequire } from 'node:module';",
-      "import { fileURLToPath as __skepFileURLToPath } from 'node:url';",
-      'const require = __skepCreateRequire(import.meta.url);',
-      'const __filename = __skepFileURLToPath(import.meta.url);',
-      "const __dirname = __skepFileURLToPath(new URL('.', import.meta.url));",
-    ].join('\n'),
-  },
-});
+// Chunk names carry content hashes: clear the old ones so dist/ holds only this build.
+rmSync('dist/chunks', { recursive: true, force: true });
+await Promise.all([build(cliBuild), build(runnerBuild)]);

@@ -14,18 +14,19 @@
  * `unauthenticated` is the empty chain. Every secret is resolved here, once, when the
  * workload starts; configuration mistakes are `bad_request` errors naming the field, thrown
  * before anything is served. Combinations that would fight over `Authorization` are refused.
+ * A stage's module, and the libraries behind it (jose, the AWS SDK, cel-js, oauth4webapi),
+ * loads only when the configuration uses it, so a plain workload's runner stays small.
  */
 import { readFile } from 'node:fs/promises';
 import type { ProxyMiddleware } from '../proxy/index.js';
 import type { SecretLookup } from '../secrets/index.js';
 import { type Logger, SkepError } from '../shared/index.js';
 import type { RunConfig } from '../workloads/index.js';
-import { type AssumeRole, createAwsStsMiddleware, sdkAssumeRole } from './aws-sts.js';
+import type { AssumeRole } from './aws-sts.js';
 import type { FetchLike } from './http.js';
-import { createInboundAuthMiddleware, createOidcVerifier, type TokenVerifier } from './inbound.js';
-import { createRemoteOAuthMiddleware, RemoteOAuthClient, type SecretStore } from './remote-oauth.js';
+import type { TokenVerifier } from './inbound.js';
+import type { RemoteOAuthClient, SecretStore } from './remote-oauth.js';
 import { createStaticHeadersMiddleware } from './static-headers.js';
-import { createTokenExchangeMiddleware } from './token-exchange.js';
 import { createUpstreamInjectMiddleware, type UpstreamTokenSource } from './upstream-inject.js';
 
 export interface EmbeddedAuthServerHandle extends UpstreamTokenSource {
@@ -50,6 +51,8 @@ export interface AuthChainDeps {
   assumeRole?: AssumeRole;
   /** Shows the remote login URL (tests drive the login over HTTP with it). */
   openUrl?: (url: string) => Promise<void> | void;
+  /** Told the remote login URL whenever a login starts (the runner publishes it in the status). */
+  onLoginUrl?: (url: string) => void;
 }
 
 export interface AuthChain {
@@ -120,6 +123,7 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
       oidc.clientSecret === undefined
         ? undefined
         : await secretOrLiteral(oidc.clientSecret, secretLookup, 'oidc_config.clientSecret');
+    const { createOidcVerifier } = await import('./inbound.js');
     verify = createOidcVerifier(
       {
         ...(oidc.issuer ? { issuer: oidc.issuer } : {}),
@@ -135,6 +139,7 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
     authorizationServers = oidc.issuer ? [oidc.issuer] : [];
   }
   if (verify !== undefined) {
+    const { createInboundAuthMiddleware } = await import('./inbound.js');
     middlewares.push(
       createInboundAuthMiddleware({
         verify,
@@ -187,6 +192,7 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
       te.client_secret === undefined
         ? undefined
         : await secretOrLiteral(te.client_secret, secretLookup, 'token_exchange_config.client_secret');
+    const { createTokenExchangeMiddleware } = await import('./token-exchange.js');
     middlewares.push(
       createTokenExchangeMiddleware(
         {
@@ -208,6 +214,7 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
   if (sts !== undefined) {
     if (config.remote_url === undefined)
       throw new SkepError('bad_request', 'aws_sts_config signs requests to a remote server: set remote_url');
+    const { createAwsStsMiddleware, sdkAssumeRole } = await import('./aws-sts.js');
     let assumeRole = deps.assumeRole;
     if (assumeRole === undefined) {
       const client = sdkAssumeRole(sts.region ?? '', deps.stsEndpoint);
@@ -287,6 +294,7 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
           remote.client_secret_file,
           'remote_auth_config.client_secret_file',
         );
+      const { createRemoteOAuthMiddleware, RemoteOAuthClient } = await import('./remote-oauth.js');
       const timeoutSec = remote.timeout === undefined ? undefined : Number.parseInt(remote.timeout, 10);
       remoteClient = new RemoteOAuthClient(
         {
@@ -306,7 +314,12 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
             ? { loginTimeoutMs: timeoutSec * 1000 }
             : {}),
         },
-        { ...common, secrets: deps.secrets, ...(deps.openUrl ? { openUrl: deps.openUrl } : {}) },
+        {
+          ...common,
+          secrets: deps.secrets,
+          ...(deps.openUrl ? { openUrl: deps.openUrl } : {}),
+          ...(deps.onLoginUrl ? { onLoginUrl: deps.onLoginUrl } : {}),
+        },
       );
       const client = remoteClient;
       closers.push(() => client.close());

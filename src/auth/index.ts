@@ -1,16 +1,14 @@
 /**
  * Outgoing and inbound authentication at run time: the proxy middleware chain built from a
- * workload's run configuration (`buildAuthChain`), the OAuth client to remote servers and
- * the remote server health watch. See `chain.ts` for the order of the stages.
+ * workload's run configuration (`buildAuthChain`) and the remote server health watch. See
+ * `chain.ts` for the order of the stages.
+ *
+ * The stage modules (inbound JWT, token exchange, AWS STS, the remote OAuth client) are
+ * loaded by the chain only when a workload uses them, and so are exported here as types
+ * only: a value re-export would make every workload runner load them and their libraries
+ * up front (`scripts/runner-footprint.mjs --check` guards this).
  */
-export {
-  type AssumeRole,
-  type AssumeRoleRequest,
-  type AwsCredentials,
-  createAwsStsMiddleware,
-  sdkAssumeRole,
-  signSigV4,
-} from './aws-sts.js';
+export type { AssumeRole, AssumeRoleRequest, AwsCredentials } from './aws-sts.js';
 export {
   type AuthChain,
   type AuthChainDeps,
@@ -18,8 +16,6 @@ export {
   type EmbeddedAuthServerHandle,
 } from './chain.js';
 export { ExpiringCache } from './expiring-cache.js';
-export { createInboundAuthMiddleware, createOidcVerifier, protectedResourceMetadataUrl } from './inbound.js';
 export { DEFAULT_REMOTE_HEALTH, probeRemote, type RemoteHealthPolicy, watchRemote } from './remote-health.js';
-export { RemoteOAuthClient, remoteSecretNames, type SecretStore } from './remote-oauth.js';
-export { createRoleMapper, type RoleMapper, type RoleMapping } from './role-mapping.js';
-export { createTokenExchangeMiddleware, TOKEN_EXCHANGE_GRANT, TokenExchanger } from './token-exchange.js';
+export type { RemoteOAuthClient, SecretStore } from './remote-oauth.js';
+export type { RoleMapper, RoleMapping } from './role-mapping.js';

@@ -56,6 +56,8 @@ export interface RemoteOAuthDeps {
   now?: () => number;
   /** Shows the login URL to the user (the default opens a browser when possible, and prints it). */
   openUrl?: (url: string) => Promise<void> | void;
+  /** Told the login URL before it is shown (the runner puts it in the workload's status). */
+  onLoginUrl?: (url: string) => void;
 }
 
 interface Endpoints {
@@ -389,6 +391,7 @@ export class RemoteOAuthClient {
 
   async #show(url: string): Promise<void> {
     this.#d.logger.info({ url }, 'open this URL to authorize access to the remote MCP server');
+    this.#d.onLoginUrl?.(url);
     if (this.#d.openUrl !== undefined) {
       await this.#d.openUrl(url);
       return;

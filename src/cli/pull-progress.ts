@@ -1,7 +1,7 @@
 /**
- * `skep run` of a container image: follows the workload's status while it is `starting`
- * and draws the runner's `pulling image x: NN%` context as a progress bar on stderr, until
- * the workload runs (or fails, which is reported).
+ * `skep run` of a container image or a remote server: follows the workload's status while it
+ * is `starting` and shows the runner's context on stderr (`pulling image x: NN%` as a
+ * progress bar), until the workload runs, fails, or (remote) waits for the user to log in.
  */
 import type { ApiContext } from '../api/context.js';
 
@@ -16,23 +16,31 @@ export function progressLine(context: string): string {
   return `pulling ${match[1]} [${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}] ${percent}%`;
 }
 
+export interface FollowOptions {
+  /** Give up waiting after this long, ms (default 10 min). */
+  timeoutMs?: number;
+  /** Stop early, without drawing it, at a status context this accepts. */
+  stopAt?: (context: string) => boolean;
+}
+
 export async function followStart(
   ctx: ApiContext,
   name: string,
   out: NodeJS.WriteStream = process.stderr,
-  timeoutMs = 10 * 60_000,
+  options: FollowOptions = {},
 ): Promise<{ status: string; context: string }> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + (options.timeoutMs ?? 10 * 60_000);
   let shown = '';
   for (;;) {
     const { status, status_context: context } = ctx.workloads.status(name);
-    if (status === 'starting' && context !== '' && context !== shown) {
+    const stop = status === 'starting' && options.stopAt?.(context) === true;
+    if (status === 'starting' && context !== '' && context !== shown && !stop) {
       shown = context;
       const line = progressLine(context);
       if (out.isTTY) out.write(`\r\x1b[2K${line}`);
       else out.write(`${line}\n`);
     }
-    if (status !== 'starting' || Date.now() > deadline) {
+    if (status !== 'starting' || stop || Date.now() > deadline) {
       if (shown !== '' && out.isTTY) out.write('\n');
       return { status, context };
     }

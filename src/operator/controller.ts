@@ -10,7 +10,7 @@
  * Status goes through the status subresource with a resourceVersion-checked PUT, retried on
  * 409 Conflict against a fresh read.
  */
-import type { Logger } from 'pino';
+import type { Logger } from '../shared/index.js';
 import type { Condition, ReferencingWorkload } from '../schemas/extauth/index.js';
 import { REFERENCING_KINDS } from '../schemas/extauth/index.js';
 import { configHash } from './config-hash.js';

@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from 'pino';
+import type { Logger } from '../shared/index.js';
 import { formatProblem, type SecretReader, validateExtAuthConfigWithSecrets } from './validate.js';
 
 export const WEBHOOK_PATH = '/validate-skep-dev-v1beta1-mcpexternalauthconfig';

@@ -5,30 +5,31 @@
  * and the auth chain — not the management API, so each workload costs little memory and
  * starts quickly.
  */
-import { pino } from 'pino';
-import { loadConfig, type SkepConfig } from '../config/index.js';
+import type { SkepConfig } from '../config/index.js';
 import { RotatingLogFile } from '../runtime/index.js';
 import { SecretsService } from '../secrets/index.js';
+import { createLineLogger } from '../shared/index.js';
 import { openStore } from '../store/index.js';
 import { RUNNER_CONFIG_ENV, runnerLogPath } from '../workloads/index.js';
 import { runWorkload } from './runner.js';
 
 export async function runnerMain(name: string): Promise<number> {
   const fromParent = process.env[RUNNER_CONFIG_ENV];
-  const config: SkepConfig = fromParent === undefined ? loadConfig() : (JSON.parse(fromParent) as SkepConfig);
+  // The spawner passes its validated config; a runner started by hand reads the config file.
+  const config: SkepConfig =
+    fromParent === undefined
+      ? (await import('../config/index.js')).loadConfig()
+      : (JSON.parse(fromParent) as SkepConfig);
   delete process.env[RUNNER_CONFIG_ENV];
   const logFile = new RotatingLogFile(runnerLogPath(config.paths.logsDir, name), {
     maxBytes: config.workloads.log_max_bytes,
     files: config.workloads.log_files,
   });
-  const logger = pino(
-    {
-      level: process.env['SKEP_RUNNER_LOG_LEVEL'] ?? 'info',
-      name: `runner:${name}`,
-      redact: { paths: ['*.password', '*.secret', '*.token', '*.client_secret'], censor: '[redacted]' },
-    },
-    { write: (line: string) => logFile.write(line) },
-  );
+  const logger = createLineLogger({
+    level: process.env['SKEP_RUNNER_LOG_LEVEL'] ?? 'info',
+    name: `runner:${name}`,
+    write: (line) => logFile.write(line),
+  });
   const controller = new AbortController();
   const onSignal = (signal: string) => {
     logger.info({ signal }, 'stopping');

@@ -26,6 +26,7 @@ import {
 import { describeError, type Logger, SkepError, sleepUnlessAborted } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
+  AUTHORIZATION_PENDING,
   type RunConfig,
   resolveSecretReferences,
   type SecretLookup,
@@ -187,6 +188,12 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
       ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
       ...(proxyOrigin === undefined ? {} : { resourceUrl: `${proxyOrigin}/mcp` }),
       ...(authServer === undefined ? {} : { authServer }),
+      // A remote login needs the user: publish its URL in the status, where `skep run`,
+      // `skep list` and the API show it (the runner log has it too).
+      onLoginUrl: (url) => {
+        const running = rows.get(name)?.status === 'running';
+        setStatus({ status: running ? 'running' : 'starting', context: `${AUTHORIZATION_PENDING}${url}` });
+      },
     });
   } catch (err) {
     setStatus({ status: 'error', context: `invalid auth configuration: ${describeError(err)}` });

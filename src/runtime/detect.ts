@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { SkepConfig } from '../config/index.js';
 import { type Logger, SkepError, silentLogger } from '../shared/index.js';
 import { pingEngine } from './docker/client.js';
-import { DockerRuntime } from './docker/docker-runtime.js';
+import type { DockerRuntime } from './docker/docker-runtime.js';
 import { ProcessRuntime } from './process.js';
 import type { Runtime, RuntimeHealth } from './types.js';
 
@@ -157,6 +157,8 @@ export class RuntimeSelector {
     }
     this.#logger.info({ engine: found.host, source: found.source }, 'container engine found');
     const runtime = this.#config.runtime;
+    // Loaded only once an engine answers: a process-only runner never parses it.
+    const { DockerRuntime } = await import('./docker/docker-runtime.js');
     return new DockerRuntime({
       host: found.host,
       source: found.source,

@@ -1,13 +1,9 @@
 export type { RuntimeSelectorOptions, SocketCandidate } from './detect.js';
 export { engineCandidates, findEngine, instanceId, RuntimeSelector } from './detect.js';
-export type { DockerRuntimeOptions } from './docker/docker-runtime.js';
-export {
-  DockerRuntime,
-  LABEL_INSTANCE,
-  LABEL_MANAGED,
-  LABEL_ROLE,
-  LABEL_WORKLOAD,
-} from './docker/docker-runtime.js';
+// The container runtime is loaded by RuntimeSelector once an engine answers; exported as a
+// type only, so that a process workload's runner never loads it.
+export type { DockerRuntime, DockerRuntimeOptions } from './docker/docker-runtime.js';
+export { LABEL_INSTANCE, LABEL_MANAGED, LABEL_ROLE, LABEL_WORKLOAD } from './docker/labels.js';
 export { BUILTIN_PROFILES, resolvePermissionProfile } from './docker/profile.js';
 export type { LogFileOptions } from './log-file.js';
 export { RotatingLogFile } from './log-file.js';

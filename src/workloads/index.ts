@@ -41,4 +41,4 @@ export {
 export type { SecretLookup } from './secrets.js';
 export { resolveSecretReferences } from './secrets.js';
 export type { DesiredState, StatusUpdate, WorkloadRow, WorkloadStatus } from './workload-store.js';
-export { WORKLOAD_STATUSES, WorkloadStore } from './workload-store.js';
+export { AUTHORIZATION_PENDING, WORKLOAD_STATUSES, WorkloadStore } from './workload-store.js';

@@ -109,7 +109,7 @@ export class WorkloadManager implements GroupMembers {
   #closed = false;
 
   constructor(options: WorkloadManagerOptions) {
-    this.rows = new WorkloadStore(options.store);
+    this.rows = new WorkloadStore(options.store, { parseConfig: parseRunConfig });
     this.#config = options.config;
     this.#groups = options.groups;
     this.secretLookup = options.secretLookup;

@@ -4,7 +4,27 @@
  * status written by the runner. `skep serve`, the CLI and every runner read and write it.
  */
 import type { Store } from '../store/index.js';
-import { parseRunConfig, type RunConfig } from './run-config.js';
+import type { RunConfig } from './run-config.js';
+
+/** Turns a stored run configuration (parsed JSON) into a RunConfig, or throws naming `what`. */
+export type RunConfigParser = (value: unknown, what: string) => RunConfig;
+
+/**
+ * The default parser trusts the row: only Skep writes it, after `parseRunConfig` validated
+ * and completed it. It checks the shape cheaply so a damaged row fails clearly. The manager
+ * passes the full validator; the runner keeps this one and so loads no schema library.
+ */
+export const trustStoredRunConfig: RunConfigParser = (value, what) => {
+  const v = value as Partial<RunConfig> | null;
+  if (
+    v === null ||
+    typeof v !== 'object' ||
+    typeof v.name !== 'string' ||
+    typeof v.schema_version !== 'string'
+  )
+    throw new Error(`${what} is damaged: not a run configuration`);
+  return v as RunConfig;
+};
 
 export const WORKLOAD_STATUSES = [
   'starting',
@@ -17,6 +37,12 @@ export const WORKLOAD_STATUSES = [
   'unknown',
 ] as const;
 export type WorkloadStatus = (typeof WORKLOAD_STATUSES)[number];
+
+/**
+ * Start of the status context while a remote workload waits for the user to log in to the
+ * remote server's authorization server; the login URL follows. `skep run` prints it.
+ */
+export const AUTHORIZATION_PENDING = 'waiting for authorization; open ';
 export type DesiredState = 'running' | 'stopped';
 
 const MIGRATIONS = [
@@ -64,10 +90,10 @@ interface RawRow {
   updated_at: string;
 }
 
-function toRow(raw: RawRow): WorkloadRow {
+function toRow(raw: RawRow, parse: RunConfigParser): WorkloadRow {
   return {
     name: raw.name,
-    config: parseRunConfig(JSON.parse(raw.run_config), `stored run configuration of '${raw.name}'`),
+    config: parse(JSON.parse(raw.run_config), `stored run configuration of '${raw.name}'`),
     group: raw.group_name,
     port: raw.port,
     desired: raw.desired_state === 'running' ? 'running' : 'stopped',
@@ -93,16 +119,18 @@ export interface StatusUpdate {
 
 export class WorkloadStore {
   readonly #store: Store;
+  readonly #parse: RunConfigParser;
 
-  constructor(store: Store) {
+  constructor(store: Store, options: { parseConfig?: RunConfigParser } = {}) {
     this.#store = store;
+    this.#parse = options.parseConfig ?? trustStoredRunConfig;
     store.migrate('workloads', MIGRATIONS);
   }
 
   get(name: string): WorkloadRow | undefined {
     const raw = this.#store.db.prepare('SELECT * FROM workloads WHERE name = ?').get(name) as
       RawRow | undefined;
-    return raw === undefined ? undefined : toRow(raw);
+    return raw === undefined ? undefined : toRow(raw, this.#parse);
   }
 
   list(group?: string): WorkloadRow[] {
@@ -111,7 +139,7 @@ export class WorkloadStore {
         ? this.#store.db.prepare('SELECT * FROM workloads ORDER BY name').all()
         : this.#store.db.prepare('SELECT * FROM workloads WHERE group_name = ? ORDER BY name').all(group)
     ) as RawRow[];
-    return raws.map(toRow);
+    return raws.map((raw) => toRow(raw, this.#parse));
   }
 
   names(group?: string): string[] {

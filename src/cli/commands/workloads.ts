@@ -6,12 +6,20 @@ import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { SkepError } from '../../shared/index.js';
-import { type CreateWorkloadRequest, type Transport, tailFile } from '../../workloads/index.js';
+import {
+  AUTHORIZATION_PENDING,
+  type CreateWorkloadRequest,
+  type Transport,
+  tailFile,
+} from '../../workloads/index.js';
 import { withContext } from '../context.js';
 import { printJson, printTable } from '../output.js';
 import { followStart } from '../pull-progress.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** How long `skep run` of a remote server waits for it to run or to ask for a login, ms. */
+const REMOTE_FOLLOW_MS = 20_000;
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -125,17 +133,39 @@ export function registerWorkloads(program: Command): void {
         }
         return ctx.workloads.create(request);
       });
-      const url = await withContext(async (ctx) => {
-        // Container images may need a pull first: show its progress until the server runs.
-        const image = ctx.workloads.exportConfig(result.name).image;
-        if (image !== '' && !/^[a-z]+:\/\//.test(image)) {
+      const started = await withContext(async (ctx) => {
+        const config = ctx.workloads.exportConfig(result.name);
+        let authorizationUrl: string | undefined;
+        if (config.image !== '' && !/^[a-z]+:\/\//.test(config.image)) {
+          // Container images may need a pull first: show its progress until the server runs.
           const end = await followStart(ctx, result.name, process.stderr);
           if (end.status === 'error')
             throw new SkepError('bad_gateway', `workload ${result.name} failed to start: ${end.context}`);
+        } else if (config.remote_url !== undefined) {
+          // A remote server may need the user to log in first: show where, rather than leave
+          // the URL in the runner's log. Unreachable servers keep being retried by the runner.
+          const end = await followStart(ctx, result.name, process.stderr, {
+            timeoutMs: REMOTE_FOLLOW_MS,
+            stopAt: (context) => context.startsWith(AUTHORIZATION_PENDING),
+          });
+          if (end.status === 'starting' && end.context.startsWith(AUTHORIZATION_PENDING))
+            authorizationUrl = end.context.slice(AUTHORIZATION_PENDING.length);
         }
-        return ctx.workloads.list({ all: true }).find((w) => w.name === result.name)?.url;
+        const url = ctx.workloads.list({ all: true }).find((w) => w.name === result.name)?.url;
+        return { url, authorizationUrl };
       });
-      if (opts.json === true) printJson({ ...result, url });
+      const { url, authorizationUrl } = started;
+      if (opts.json === true)
+        printJson({
+          ...result,
+          url,
+          ...(authorizationUrl === undefined ? {} : { authorization_url: authorizationUrl }),
+        });
+      else if (authorizationUrl !== undefined)
+        process.stdout.write(
+          `workload ${result.name} needs you to authorize access to the remote server; open:\n  ${authorizationUrl}\n` +
+            `it serves ${url ?? `port ${result.port}`} once you have logged in\n`,
+        );
       else process.stdout.write(`workload ${result.name} started: ${url ?? `port ${result.port}`}\n`);
     });
 

@@ -29,13 +29,9 @@ import { RotatingLogFile } from '../log-file.js';
 import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from '../types.js';
 import { attachStdio, dockerClient } from './client.js';
 import { demultiplex, FrameDemuxer } from './demux.js';
+import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_ROLE, LABEL_WORKLOAD } from './labels.js';
 import { bindsFor, deniesEverything, outboundPolicy, resolvePermissionProfile } from './profile.js';
 import { type PullEvent, PullProgress } from './pull-progress.js';
-
-export const LABEL_MANAGED = 'dev.skep.managed';
-export const LABEL_INSTANCE = 'dev.skep.instance';
-export const LABEL_WORKLOAD = 'dev.skep.workload';
-export const LABEL_ROLE = 'dev.skep.role';
 
 export interface DockerRuntimeOptions {
   /** Engine address (`unix:///...`, `tcp://...`). */

@@ -18,8 +18,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type Docker from 'dockerode';
 import { type ApiContext, createContext } from '../../../src/api/context.js';
 import type { SkepConfig } from '../../../src/config/index.js';
+import { DockerRuntime } from '../../../src/runtime/docker/docker-runtime.js';
 import {
-  DockerRuntime,
   instanceId,
   LABEL_INSTANCE,
   LABEL_MANAGED,

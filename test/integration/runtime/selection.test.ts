@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { buildApp } from '../../../src/api/app.js';
 import { createContext } from '../../../src/api/context.js';
 import type { SkepConfig } from '../../../src/config/index.js';
-import { DockerRuntime } from '../../../src/runtime/index.js';
+import { DockerRuntime } from '../../../src/runtime/docker/docker-runtime.js';
 import { isSkepError } from '../../../src/shared/index.js';
 import { tempHome } from '../../helpers/home.js';
 import { requirePodman, startPodmanService, testImage } from '../../helpers/podman.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createRoleMapper, type RoleMapping } from '../../../src/auth/index.js';
+import { createRoleMapper, type RoleMapping } from '../../../src/auth/role-mapping.js';
 
 const arn = (name: string) => `arn:aws:iam::123456789012:role/${name}`;
 

@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+// What a workload runner loads before it does anything: builds dist/runner.mjs in memory
+// (the options of scripts/bundle-config.mjs) and follows its static imports. One runner runs
+// per workload, so this is a fixed cost per workload. Prints JSON; with --check, exits 1
+// when a library that only some workloads need (schemas, YAML, JWT, CEL, pino, the container
+// client) is loaded up front. Such code must be imported on demand, and a domain's index
+// must not re-export it as a value (the bundle then loads it eagerly). `--entry <file>`
+// measures another entry point built the same way (the CLI, say).
+import { build } from 'esbuild';
+import { runnerBuild } from './bundle-config.mjs';
+
+export const ON_DEMAND_ONLY = [
+  'typebox',
+  'ajv',
+  'ajv-formats',
+  'yaml',
+  'jose',
+  '@marcbachmann/cel-js',
+  'oauth4webapi',
+  'pino',
+  'dockerode',
+  'ioredis',
+  'undici',
+  '@aws-sdk/client-sts',
+];
+
+const at = process.argv.indexOf('--entry');
+const entryPoint = at > 0 ? process.argv[at + 1] : 'src/runner/entry.ts';
+const result = await build({
+  ...runnerBuild,
+  entryPoints: { entry: entryPoint },
+  write: false,
+  metafile: true,
+  logLevel: 'error',
+});
+const outputs = result.metafile.outputs;
+const entry = Object.keys(outputs).find((name) => outputs[name].entryPoint === entryPoint);
+const loaded = new Set();
+const visit = (name) => {
+  if (loaded.has(name)) return;
+  loaded.add(name);
+  for (const i of outputs[name].imports)
+    if (i.kind === 'import-statement' && i.path in outputs) visit(i.path);
+};
+visit(entry);
+
+const packageOf = (path) => /node_modules\/((@[^/]+\/)?[^/]+)/.exec(path)?.[1];
+const bytes = new Map();
+const externals = new Set();
+let total = 0;
+for (const name of loaded) {
+  total += outputs[name].bytes;
+  for (const [input, info] of Object.entries(outputs[name].inputs)) {
+    const key = packageOf(input) ?? input.replace(/^src\/([^/]+)\/.*$/, 'src/$1');
+    bytes.set(key, (bytes.get(key) ?? 0) + info.bytesInOutput);
+  }
+  for (const i of outputs[name].imports)
+    if (i.external && !i.path.startsWith('node:'))
+      externals.add(packageOf(`node_modules/${i.path}`) ?? i.path);
+}
+const offenders = ON_DEMAND_ONLY.filter((p) => bytes.has(p) || externals.has(p));
+process.stdout.write(
+  `${JSON.stringify(
+    {
+      entry: entryPoint,
+      files: loaded.size,
+      bytes: total,
+      external_packages: [...externals].sort(),
+      bytes_by_source: Object.fromEntries([...bytes].sort((a, b) => b[1] - a[1])),
+      loaded_up_front_but_on_demand_only: offenders,
+    },
+    null,
+    2,
+  )}\n`,
+);
+if (process.argv.includes('--check') && offenders.length > 0) process.exitCode = 1;

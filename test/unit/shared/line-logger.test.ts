@@ -1,0 +1,90 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createLineLogger, createLogger, type Logger } from '../../../src/shared/index.js';
+
+function capture(level?: string): { logger: Logger; lines: () => Record<string, unknown>[] } {
+  const out: string[] = [];
+  const logger = createLineLogger({
+    name: 'runner:w',
+    write: (line) => out.push(line),
+    now: () => 1700000000000,
+    ...(level === undefined ? {} : { level }),
+  });
+  return {
+    logger,
+    lines: () =>
+      out.map((line) => {
+        assert.ok(line.endsWith('\n'), 'one line per entry');
+        return JSON.parse(line) as Record<string, unknown>;
+      }),
+  };
+}
+
+test('line logger writes pino-format lines: numeric level, time, pid, name, fields, msg', () => {
+  const { logger, lines } = capture();
+  logger.info({ port: 8080 }, 'listening');
+  logger.warn('plain message');
+  assert.deepEqual(lines(), [
+    { level: 30, time: 1700000000000, pid: process.pid, name: 'runner:w', port: 8080, msg: 'listening' },
+    { level: 40, time: 1700000000000, pid: process.pid, name: 'runner:w', msg: 'plain message' },
+  ]);
+});
+
+test('line logger drops entries below its level; silent drops all', () => {
+  const warn = capture('warn');
+  warn.logger.debug('d');
+  warn.logger.info('i');
+  warn.logger.error('e');
+  assert.deepEqual(
+    warn.lines().map((l) => l['msg']),
+    ['e'],
+  );
+  const silent = capture('silent');
+  silent.logger.fatal('f');
+  assert.equal(silent.lines().length, 0);
+});
+
+test('line logger censors secret-looking fields at any depth and serializes errors', () => {
+  const { logger, lines } = capture();
+  const err = new Error('outer', { cause: new Error('inner') });
+  (err as Error & { code: string }).code = 'ECONNREFUSED';
+  logger.error(
+    {
+      err,
+      token: 'tok-1',
+      req: { headers: { Authorization: 'Bearer abc', accept: 'x' } },
+      config: { client_secret: 's3', password: 'p', tokens: 2 },
+    },
+    'failed',
+  );
+  const [line] = lines();
+  const text = JSON.stringify(line);
+  for (const secret of ['tok-1', 'Bearer abc', 's3', '"p"']) assert.ok(!text.includes(secret), secret);
+  assert.equal(line?.['token'], '[redacted]');
+  assert.deepEqual(line?.['req'], { headers: { Authorization: '[redacted]', accept: 'x' } });
+  assert.deepEqual(line?.['config'], { client_secret: '[redacted]', password: '[redacted]', tokens: 2 });
+  const e = line?.['err'] as Record<string, unknown>;
+  assert.equal(e['type'], 'Error');
+  assert.equal(e['message'], 'outer');
+  assert.equal(e['code'], 'ECONNREFUSED');
+  assert.match(String(e['stack']), /outer/);
+  assert.equal((e['cause'] as Record<string, unknown>)['message'], 'inner');
+});
+
+test('line logger children add bindings; unserializable entries still produce a line', () => {
+  const { logger, lines } = capture();
+  logger.child({ session: 's1' }).info({ n: 1n }, 'child');
+  const cyclic: Record<string, unknown> = {};
+  cyclic['self'] = cyclic;
+  logger.info(cyclic, 'cyclic');
+  const [child, cyc] = lines();
+  assert.equal(child?.['session'], 's1');
+  assert.equal(child?.['n'], '1');
+  assert.equal(cyc?.['msg'], 'cyclic');
+  assert.equal(cyc?.['unserializable'], true);
+});
+
+test('the pino service logger satisfies the same Logger interface', () => {
+  const logger: Logger = createLogger({ level: 'silent' });
+  assert.equal(typeof logger.child({ a: 1 }).info, 'function');
+});
