@@ -203,6 +203,10 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     return 1;
   }
   if (chain.names.length > 0) logger.info({ workload: name, middlewares: chain.names }, 'auth middlewares');
+  // A stop must not wait for an interactive login (the remote OAuth client waits minutes for
+  // the user): closing the chain aborts it. Closing twice is harmless.
+  const closeChain = () => void chain.close();
+  signal.addEventListener('abort', closeChain, { once: true });
 
   // Per-session mode: the proxy starts one server per client session through the runtime,
   // which is chosen below (after the proxy listens); spawns wait for it.

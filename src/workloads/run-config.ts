@@ -390,6 +390,8 @@ export function parseRunConfig(value: unknown, what = 'run configuration'): RunC
   raw['group'] ??= 'default';
   raw['transport'] ??= 'stdio';
   raw['port'] ??= 0;
+  // A remote server has no image to run.
+  if (typeof raw['remote_url'] === 'string') raw['image'] ??= '';
   return validator.parse(raw, what);
 }
 

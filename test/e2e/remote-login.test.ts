@@ -1,0 +1,142 @@
+/**
+ * A remote MCP server behind OAuth, run through the real CLI: `skep run --from-config` with
+ * `remote_auth_config` starts a detached runner, which discovers the authorization server
+ * (oidc-provider, RFC 9728 → RFC 8414), registers a client and publishes the login URL in the
+ * workload's status; `skep run` prints it and returns. The test then plays the user in the
+ * browser (the provider's pages over HTTP), and the workload runs and proxies with the token.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { createContext } from '../../src/api/context.js';
+import { AUTHORIZATION_PENDING, cliEntry } from '../../src/workloads/index.js';
+import { connectClient, startIdp, startRemoteMcp, textOf } from '../integration/auth/harness.js';
+import { browserLogin } from '../integration/authserver/harness.js';
+import { removeAllWorkloads, waitForStatus } from '../integration/workloads/helpers.js';
+import { tempHome } from '../helpers/home.js';
+
+const run = promisify(execFile);
+
+test(
+  'skep run of an OAuth-protected remote server prints the login URL; after the login it proxies with the token',
+  { timeout: 180_000 },
+  async (t) => {
+    const idp = await startIdp(t);
+    const remote = await startRemoteMcp(t);
+    remote.resourceMetadata = { resource: remote.url, authorization_servers: [idp.issuer] };
+    remote.authorize = async (seen) => {
+      try {
+        await idp.verify((seen.headers['authorization'] ?? '').replace(/^Bearer /, ''), remote.url);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+
+    const home = tempHome(t);
+    const ctx = createContext(home.config);
+    t.after(async () => {
+      try {
+        await removeAllWorkloads(ctx);
+      } finally {
+        await ctx.close();
+      }
+    });
+    // The runner keeps the client registration and refresh token in the secrets store.
+    await ctx.secrets.setup({ provider_type: 'encrypted' });
+
+    const configFile = join(home.dir, 'remote.json');
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        name: 'remote-login',
+        remote_url: remote.url,
+        transport: 'streamable-http',
+        remote_auth_config: {
+          scopes: ['openid', 'offline_access', 'mcp:tools'],
+          oauth_params: { prompt: 'consent' },
+          skip_browser: true,
+        },
+      }),
+    );
+    const skep = (...args: string[]) =>
+      run(process.execPath, ['--import', 'tsx', cliEntry(), ...args], {
+        env: { ...home.env, SKEP_LOG_LEVEL: 'silent' },
+        timeout: 120_000,
+      });
+
+    // Human output: the URL on its own line, and no claim that the workload runs yet.
+    const human = await skep('run', '--from-config', configFile);
+    const printed = /open:\n {2}(\S+)\n/.exec(human.stdout)?.[1];
+    assert.ok(printed !== undefined, human.stdout);
+    assert.doesNotMatch(human.stdout, /started/);
+    const authorize = new URL(printed);
+    assert.equal(authorize.origin, idp.issuer);
+    assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
+    assert.equal(authorize.searchParams.get('resource'), remote.url);
+
+    // The status says the same, for `skep list` and the API.
+    const status = ctx.workloads.status('remote-login');
+    assert.equal(status.status, 'starting');
+    assert.equal(status.status_context, `${AUTHORIZATION_PENDING}${printed}`);
+
+    // The user logs in; the provider redirects to the runner's loopback callback.
+    const callback = await browserLogin(printed, authorize.searchParams.get('redirect_uri') as string);
+    const done = await fetch(callback);
+    assert.equal(done.status, 200, await done.text());
+    await waitForStatus(ctx, 'remote-login', 'running');
+    assert.equal(ctx.workloads.status('remote-login').status_context, '');
+
+    const detail = ctx.workloads.list({ all: true }).find((w) => w.name === 'remote-login');
+    assert.ok(detail?.url !== undefined);
+    const client = await connectClient(t, detail.url.replace(/\/mcp$/, ''));
+    const whoami = textOf(await client.callTool({ name: 'whoami', arguments: {} }));
+    assert.match(whoami, /^Bearer \S+/);
+    await idp.verify(whoami.slice(7), remote.url);
+  },
+);
+
+test(
+  'skep run --json of a remote server that needs a login names the URL in authorization_url',
+  {
+    timeout: 180_000,
+  },
+  async (t) => {
+    const idp = await startIdp(t);
+    const remote = await startRemoteMcp(t);
+    remote.resourceMetadata = { resource: remote.url, authorization_servers: [idp.issuer] };
+    remote.authorize = async () => false;
+    const home = tempHome(t);
+    const ctx = createContext(home.config);
+    t.after(async () => {
+      try {
+        await removeAllWorkloads(ctx);
+      } finally {
+        await ctx.close();
+      }
+    });
+    await ctx.secrets.setup({ provider_type: 'encrypted' });
+    const configFile = join(home.dir, 'remote.json');
+    writeFileSync(
+      configFile,
+      JSON.stringify({
+        name: 'remote-json',
+        remote_url: remote.url,
+        transport: 'streamable-http',
+        remote_auth_config: { scopes: ['openid'], skip_browser: true },
+      }),
+    );
+    const { stdout } = await run(
+      process.execPath,
+      ['--import', 'tsx', cliEntry(), 'run', '--from-config', configFile, '--json'],
+      { env: { ...home.env, SKEP_LOG_LEVEL: 'silent' }, timeout: 120_000 },
+    );
+    const out = JSON.parse(stdout) as { name: string; port: number; url: string; authorization_url?: string };
+    assert.equal(out.name, 'remote-json');
+    assert.ok(out.authorization_url?.startsWith(`${idp.issuer}/`), stdout);
+    assert.equal(out.url, `http://127.0.0.1:${out.port}/mcp`);
+  },
+);
