@@ -111,21 +111,52 @@ export class SseOutlet implements Outlet {
   }
 }
 
-/** The answer to one streamable-HTTP POST holding at least one request. */
+/** Where a session keeps its resumable POST streams (`Session` implements it). */
+export interface StreamRegistry {
+  /** Registers a stream that turned into SSE; returns its number, unique in the session. */
+  addStream(stream: PostExchange): number;
+  removeStream(no: number): void;
+}
+
+export interface ResumeOptions {
+  streams: StreamRegistry;
+  /** Events kept for replay. */
+  keep: number;
+  /** How long a dropped stream waits for the client to resume it, ms. */
+  graceMs: number;
+}
+
+/**
+ * The answer to one streamable-HTTP POST holding at least one request.
+ *
+ * Resumability (with `resume`): once the answer turns into an SSE stream, every event carries
+ * an id `<stream>-<seq>` and the last `keep` events are kept. If the connection drops before
+ * the response, the exchange goes on collecting the server's messages for `graceMs`; a
+ * `GET` with `Last-Event-ID` (`resume()`) replays what the client missed and carries the rest
+ * of the stream, ending it after the response, as MCP 2025-11-25 "Resumability and
+ * Redelivery" describes. A client that does not come back loses the response, as before.
+ */
 export class PostExchange implements ReplyTarget {
-  private state: 'idle' | 'sse' | 'done' = 'idle';
+  private state: 'idle' | 'sse' | 'detached' | 'done' = 'idle';
+  private sink: ServerResponse;
+  private streamNo = 0;
+  private seq = 0;
+  private readonly history: Array<{ seq: number; frame: string }> = [];
+  private finished = false;
+  private graceTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly res: ServerResponse,
+    res: ServerResponse,
     private readonly acceptsSse: boolean,
     private readonly headers: Record<string, string>,
     private readonly maxBuffer: number,
+    private readonly resumable?: ResumeOptions,
   ) {
-    res.on('close', () => {
-      this.state = 'done';
-    });
+    this.sink = res;
+    res.on('close', () => this.sinkClosed(res));
   }
 
+  /** Open while the response is still to come, connected or waiting to be resumed. */
   get open(): boolean {
     return this.state !== 'done';
   }
@@ -133,14 +164,11 @@ export class PostExchange implements ReplyTarget {
   interim(text: string): boolean {
     if (this.state === 'done' || !this.acceptsSse) return false;
     if (this.state === 'idle') {
-      this.res.writeHead(200, { ...this.headers, ...SSE_HEADERS });
+      this.sink.writeHead(200, { ...this.headers, ...SSE_HEADERS });
       this.state = 'sse';
+      if (this.resumable !== undefined) this.streamNo = this.resumable.streams.addStream(this);
     }
-    this.res.write(`event: message\ndata: ${text}\n\n`);
-    if (this.res.writableLength > this.maxBuffer) {
-      this.res.destroy();
-      this.state = 'done';
-    }
+    this.emit(text);
     return true;
   }
 
@@ -149,12 +177,75 @@ export class PostExchange implements ReplyTarget {
     if (this.state === 'idle') {
       this.headers['content-type'] = 'application/json';
       this.headers['content-length'] = String(Buffer.byteLength(text));
-      this.res.writeHead(200, this.headers);
-      this.res.end(text);
+      this.sink.writeHead(200, this.headers);
+      this.sink.end(text);
+      this.state = 'done';
+      return;
+    }
+    this.finished = true;
+    this.emit(text);
+    if (this.state === 'sse') this.finish();
+  }
+
+  /**
+   * Carries the rest of this stream on `res` (a GET with `Last-Event-ID: <stream>-<seq>`):
+   * the kept events after `seq` first, then whatever comes.
+   */
+  resume(res: ServerResponse, afterSeq: number): void {
+    if (this.graceTimer !== undefined) clearTimeout(this.graceTimer);
+    this.graceTimer = undefined;
+    if (this.state === 'sse') this.sink.destroy();
+    this.sink = res;
+    this.state = 'sse';
+    res.writeHead(200, SSE_HEADERS);
+    for (const e of this.history) if (e.seq > afterSeq) res.write(e.frame);
+    res.on('close', () => this.sinkClosed(res));
+    if (this.finished) this.finish();
+  }
+
+  /** Gives up the stream (its session ended). */
+  abandon(): void {
+    if (this.state === 'done') return;
+    if (this.state === 'sse') this.sink.destroy();
+    this.finish();
+  }
+
+  private emit(text: string): void {
+    let frame: string;
+    if (this.streamNo > 0) {
+      const seq = ++this.seq;
+      frame = `id: ${this.streamNo}-${seq}\nevent: message\ndata: ${text}\n\n`;
+      this.history.push({ seq, frame });
+      if (this.history.length > (this.resumable?.keep ?? 0)) this.history.shift();
     } else {
-      this.res.end(`event: message\ndata: ${text}\n\n`);
+      frame = `event: message\ndata: ${text}\n\n`;
+    }
+    if (this.state !== 'sse' || this.sink.destroyed) return;
+    this.sink.write(frame);
+    // The client stopped reading: cut it loose rather than buffer without bound (it may resume).
+    if (this.sink.writableLength > this.maxBuffer) this.sink.destroy();
+  }
+
+  /** Ends the connected stream after the response and forgets it. */
+  private finish(): void {
+    if (this.state === 'sse' && !this.sink.writableEnded) this.sink.end();
+    this.state = 'done';
+    if (this.graceTimer !== undefined) clearTimeout(this.graceTimer);
+    this.graceTimer = undefined;
+    if (this.streamNo > 0) this.resumable?.streams.removeStream(this.streamNo);
+  }
+
+  private sinkClosed(res: ServerResponse): void {
+    if (res !== this.sink || this.state === 'done') return;
+    if (this.state === 'sse' && this.streamNo > 0 && this.resumable !== undefined && !res.writableEnded) {
+      // Dropped before the response: keep collecting for a while, for a resume.
+      this.state = 'detached';
+      this.graceTimer = setTimeout(() => this.finish(), this.resumable.graceMs);
+      this.graceTimer.unref();
+      return;
     }
     this.state = 'done';
+    if (this.streamNo > 0) this.resumable?.streams.removeStream(this.streamNo);
   }
 }
 

@@ -53,6 +53,7 @@ export const PROXY_DEFAULTS: Readonly<ProxyLimits> = Object.freeze({
   sessionIdleMs: 30 * 60_000,
   maxSessions: 10_000,
   replayEvents: 100,
+  streamResumeMs: 60_000,
 });
 
 const HEADER_SESSION = 'mcp-session-id';
@@ -462,7 +463,11 @@ class McpProxy implements RunningProxy {
       bridge.handle(
         session,
         first,
-        new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes),
+        new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes, {
+          streams: session,
+          keep: this.limits.replayEvents,
+          graceMs: this.limits.streamResumeMs,
+        }),
       );
       return;
     }
@@ -481,6 +486,18 @@ class McpProxy implements RunningProxy {
       sendRpcError(res, 406, INVALID_REQUEST, 'Not Acceptable: GET needs Accept: text/event-stream');
       return;
     }
+    const lastEventId = req.headers['last-event-id'];
+    // `<stream>-<seq>`: the client resumes the SSE answer to one of its POSTs.
+    const post = typeof lastEventId === 'string' ? /^(\d+)-(\d+)$/.exec(lastEventId) : null;
+    if (post !== null) {
+      const stream = session.stream(Number(post[1]));
+      if (stream === undefined) {
+        badRequest(res, `Bad Request: stream ${post[1]} cannot be resumed (it ended, or waited too long)`);
+        return;
+      }
+      stream.resume(res, Number(post[2]));
+      return;
+    }
     const previous = session.standing instanceof SseOutlet ? session.standing : undefined;
     if (previous?.open === true) {
       sendRpcError(res, 409, INVALID_REQUEST, 'Conflict: this session already has an open stream');
@@ -495,7 +512,6 @@ class McpProxy implements RunningProxy {
       previous,
     );
     session.standing = outlet;
-    const lastEventId = req.headers['last-event-id'];
     if (typeof lastEventId === 'string' && previous !== undefined) {
       const missed = previous.eventsAfter(Number(lastEventId));
       if (missed !== undefined) for (const e of missed) outlet.replay(e.id, e.text);
@@ -572,6 +588,7 @@ class McpProxy implements RunningProxy {
 
   private endSession(session: Session): void {
     if (this.sessions.get(session.id) === session) this.sessions.delete(session.id);
+    session.abandonStreams();
     if (this.children === undefined) this.bridge.sessionClosed(session);
     else this.children.release(session);
   }

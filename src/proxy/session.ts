@@ -3,7 +3,7 @@
  * (streamable HTTP, `Mcp-Session-Id`) or at `GET /sse` (legacy SSE). 2026-07-28 clients are
  * stateless: each request gets a throw-away session that lives as long as the request.
  */
-import type { Outlet, ReplyTarget } from './outlets.js';
+import type { Outlet, PostExchange, ReplyTarget, StreamRegistry } from './outlets.js';
 
 export type SessionTransport = 'streamable-http' | 'sse' | 'stateless';
 
@@ -24,7 +24,7 @@ export function logSeverity(level: unknown): number {
   return i === -1 ? 0 : i;
 }
 
-export class Session {
+export class Session implements StreamRegistry {
   /** Negotiated protocol version (2025 era) or the version of the current request (2026). */
   protocolVersion = '';
   clientCapabilities: Record<string, unknown> = {};
@@ -39,11 +39,33 @@ export class Session {
   inflight = 0;
   lastActive = Date.now();
   closed = false;
+  /** SSE answers to POSTs that can still be resumed, by stream number. */
+  private readonly streams = new Map<number, PostExchange>();
+  private nextStream = 1;
 
   constructor(
     readonly id: string,
     readonly transport: SessionTransport,
   ) {}
+
+  addStream(stream: PostExchange): number {
+    const no = this.nextStream++;
+    this.streams.set(no, stream);
+    return no;
+  }
+
+  removeStream(no: number): void {
+    this.streams.delete(no);
+  }
+
+  stream(no: number): PostExchange | undefined {
+    return this.streams.get(no);
+  }
+
+  abandonStreams(): void {
+    for (const stream of [...this.streams.values()]) stream.abandon();
+    this.streams.clear();
+  }
 
   canHandle(method: string): boolean {
     const caps = this.clientCapabilities;

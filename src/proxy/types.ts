@@ -102,8 +102,10 @@ export interface ProxyLimits {
   sessionIdleMs: number;
   /** Most concurrent client sessions. */
   maxSessions: number;
-  /** Messages kept per session for `Last-Event-ID` replay on the GET stream. */
+  /** Messages kept per stream (the GET stream, each SSE answer to a POST) for `Last-Event-ID` replay. */
   replayEvents: number;
+  /** How long an SSE answer to a POST that lost its connection waits to be resumed, ms. */
+  streamResumeMs: number;
 }
 
 export interface RunningProxy {
