@@ -12,6 +12,11 @@
  *   recent in-flight request that declared the capability; with none, the most recently active
  *   capable session with an open stream; with no candidate the child gets a JSON-RPC error.
  *   An unanswered request times out with an error to the child and a cancel to the client.
+ *   A 2026-07-28 (stateless) client takes no requests from the server: its in-flight request
+ *   is answered with an `input_required` result embedding the server's request, the child's
+ *   call is parked under an opaque `requestState`, and the client's retry (carrying
+ *   `inputResponses` and that `requestState`) answers the child and takes the parked call's
+ *   eventual response (multi round-trip requests). Unclaimed parked calls time out.
  * - Notifications: list_changed goes to every session; resources/updated to the subscribers
  *   (the child is subscribed once per URI, unsubscribed when the last subscriber leaves);
  *   notifications/message honours each session's level (the child runs at the most verbose
@@ -20,6 +25,7 @@
  * - A dead child fails every in-flight request with a JSON-RPC error; sessions survive and
  *   continue on the next child after `attach` (subscriptions and log level are re-applied).
  */
+import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../shared/index.js';
 import { SKEP_VERSION } from '../shared/index.js';
@@ -59,10 +65,11 @@ export interface ServerIdentity {
 }
 
 interface Pending {
-  readonly session: Session | undefined;
-  readonly clientId: JsonRpcId;
-  readonly clientIdJson: string;
-  readonly target: ReplyTarget | undefined;
+  /** Reassigned when a parked call is taken over by a client's retry. */
+  session: Session | undefined;
+  clientId: JsonRpcId;
+  clientIdJson: string;
+  target: ReplyTarget | undefined;
   /** Rewrites the parsed response before it goes back (tools/list policy). */
   readonly transform: ((msg: JsonRpcMessage) => void) | undefined;
   /** For the proxy's own requests. */
@@ -73,6 +80,17 @@ interface Pending {
 interface ServerRequest {
   readonly session: Session;
   readonly childId: JsonRpcId;
+  readonly timer: NodeJS.Timeout;
+}
+
+/** A 2026 client's call waiting for the client to come back with input (multi round-trip). */
+interface ParkedCall {
+  readonly seq: number;
+  readonly pending: Pending;
+  /** The child's request that the client must answer, and its key in `inputRequests`. */
+  readonly childId: JsonRpcId;
+  readonly method: string;
+  readonly key: string;
   readonly timer: NodeJS.Timeout;
 }
 
@@ -94,6 +112,9 @@ export class StdioBridge {
   private readonly pending = new Map<number, Pending>();
   private readonly progress = new Map<string, { pending: Pending; token: JsonRpcId }>();
   private readonly serverRequests = new Map<string, ServerRequest>();
+  /** By `requestState`. */
+  private readonly parked = new Map<string, ParkedCall>();
+  private inputSeq = 0;
   private readonly subscribers = new Map<string, Set<Session>>();
   private childLogLevel: LogLevel | undefined;
   private waiters: Array<{ resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }> = [];
@@ -192,6 +213,8 @@ export class StdioBridge {
     }
     for (const req of this.serverRequests.values()) clearTimeout(req.timer);
     this.serverRequests.clear();
+    for (const call of this.parked.values()) clearTimeout(call.timer);
+    this.parked.clear();
   }
 
   close(): void {
@@ -296,6 +319,11 @@ export class StdioBridge {
       for (const key of Object.keys(envelope))
         if (key.startsWith('io.modelcontextprotocol/')) delete envelope[key];
       if (Object.keys(envelope).length === 0) delete (msg.params as Record<string, unknown>)['_meta'];
+    }
+    const requestState = msg.params?.['requestState'];
+    if (typeof requestState === 'string') {
+      this.resumeParked(session, msg, target, requestState);
+      return;
     }
     if (msg.method !== 'server/discover') {
       this.handle(session, msg, target);
@@ -624,9 +652,17 @@ export class StdioBridge {
     const method = msg.method as string;
     const childId = msg.id as JsonRpcId;
     let chosen: Session | undefined;
-    for (const p of this.pending.values()) {
+    let chosenSeq = 0;
+    for (const [seq, p] of this.pending) {
       const s = p.session;
-      if (s !== undefined && !s.closed && s.canHandle(method)) chosen = s;
+      if (s !== undefined && !s.closed && s.canHandle(method)) {
+        chosen = s;
+        chosenSeq = seq;
+      }
+    }
+    if (chosen?.transport === 'stateless') {
+      this.askForInput(chosenSeq, msg);
+      return;
     }
     if (chosen === undefined) {
       let best = 0;
@@ -659,6 +695,92 @@ export class StdioBridge {
     }, this.options.limits.serverRequestTimeoutMs);
     timer.unref();
     this.serverRequests.set(key, { session, childId, timer });
+  }
+
+  /**
+   * 2026-07-28: answers the client's in-flight call with `input_required` embedding the
+   * child's request, and parks the call (the child keeps working on it) until the client
+   * retries with the input.
+   */
+  private askForInput(seq: number, msg: JsonRpcMessage): void {
+    const p = this.pending.get(seq) as Pending;
+    const target = p.target;
+    const method = msg.method as string;
+    const childId = msg.id as JsonRpcId;
+    // The client's request ends here; the call now belongs to no session until the retry.
+    if (p.session !== undefined) p.session.inflight--;
+    p.session = undefined;
+    p.target = undefined;
+    const requestState = `${this.prefix}input-${randomUUID()}`;
+    const key = `input-${++this.inputSeq}`;
+    const timer = setTimeout(() => {
+      if (this.parked.get(requestState)?.pending !== p) return;
+      this.parked.delete(requestState);
+      this.channel?.send(errorMessage(childId, REQUEST_TIMEOUT, `client did not answer ${method} in time`));
+      this.cancelPending(seq, 'the client did not come back with the requested input');
+    }, this.options.limits.serverRequestTimeoutMs);
+    timer.unref();
+    this.parked.set(requestState, { seq, pending: p, childId, method, key, timer });
+    target?.final(
+      resultMessage(p.clientId, {
+        resultType: 'input_required',
+        inputRequests: { [key]: { method, ...(msg.params === undefined ? {} : { params: msg.params }) } },
+        requestState,
+      }),
+    );
+  }
+
+  /** A 2026 client's retry with `requestState`: hands its input to the child, takes over the call. */
+  private resumeParked(
+    session: Session,
+    msg: JsonRpcMessage,
+    target: ReplyTarget,
+    requestState: string,
+  ): void {
+    const call = this.parked.get(requestState);
+    if (call === undefined || this.pending.get(call.seq) !== call.pending) {
+      target.final(
+        errorMessage(
+          msg.id,
+          INVALID_PARAMS,
+          'requestState is unknown or expired; send the request again without requestState and inputResponses',
+        ),
+      );
+      return;
+    }
+    this.parked.delete(requestState);
+    clearTimeout(call.timer);
+    const responses = msg.params?.['inputResponses'] as Record<string, unknown> | undefined;
+    const answer = responses?.[call.key];
+    if (answer !== null && typeof answer === 'object')
+      this.channel?.send(JSON.stringify({ jsonrpc: '2.0', id: call.childId, result: answer }));
+    else
+      this.channel?.send(
+        errorMessage(call.childId, INTERNAL_ERROR, `the client did not answer ${call.method}`),
+      );
+    const p = call.pending;
+    const clientId = msg.id as JsonRpcId;
+    p.session = session;
+    p.clientId = clientId;
+    p.clientIdJson = typeof clientId === 'number' ? String(clientId) : JSON.stringify(clientId);
+    p.target = target;
+    session.inflight++;
+    session.lastTarget = target;
+  }
+
+  /** Forgets an in-flight call and tells the child to stop working on it. */
+  private cancelPending(seq: number, reason: string): void {
+    const p = this.pending.get(seq);
+    if (p === undefined) return;
+    this.pending.delete(seq);
+    this.settle(p);
+    this.channel?.send(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        method: 'notifications/cancelled',
+        params: { requestId: this.prefix + seq, reason },
+      }),
+    );
   }
 
   private fromServerNotification(msg: JsonRpcMessage, line: string): void {
