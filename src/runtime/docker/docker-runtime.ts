@@ -33,6 +33,9 @@ import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_ROLE, LABEL_WORKLOAD } from './lab
 import { bindsFor, deniesEverything, outboundPolicy, resolvePermissionProfile } from './profile.js';
 import { type PullEvent, PullProgress } from './pull-progress.js';
 
+/** How long a stdio server gets to exit after its stdin closes, before SIGTERM, ms. */
+const STDIN_EOF_WAIT_MS = 2000;
+
 export interface DockerRuntimeOptions {
   /** Engine address (`unix:///...`, `tcp://...`). */
   host: string;
@@ -327,7 +330,9 @@ export class DockerRuntime implements Runtime {
         Labels: labels('server'),
         Tty: false,
         OpenStdin: !http,
-        StdinOnce: false,
+        // The container's stdin closes when the runner's attach ends: a stop (below) or a
+        // runner that died, after which a stdio server has nobody to talk to anyway.
+        StdinOnce: !http,
         AttachStdin: !http,
         AttachStdout: true,
         AttachStderr: true,
@@ -358,6 +363,12 @@ export class DockerRuntime implements Runtime {
       let stopping: Promise<void> | undefined;
       const stop = (): Promise<void> => {
         stopping ??= (async () => {
+          // MCP stdio shutdown: close the server's input and let it exit, then SIGTERM. A
+          // server running as PID 1 (node, say) ignores SIGTERM and would cost the whole grace.
+          if (stdio !== undefined) {
+            stdio.stdin.end();
+            await Promise.race([exited, new Promise((r) => setTimeout(r, STDIN_EOF_WAIT_MS).unref())]);
+          }
           await container.stop({ t: grace }).catch(() => undefined);
           await cleanup();
           await Promise.race([exited, new Promise((r) => setTimeout(r, 5000).unref())]);
