@@ -5,8 +5,9 @@
  * binaries and stopped (SIGTERM, then SIGKILL) by `stop()`. Nothing is persisted to disk.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, createServer, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { hasCommand } from './services.js';
@@ -40,14 +41,18 @@ async function waitForRedis(
   proc: ChildProcess,
   what: string,
   timeoutMs = 20_000,
+  tlsCa?: string,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (proc.exitCode !== null) throw new Error(`${what} exited with code ${proc.exitCode}`);
     const ok = await new Promise<boolean>((resolve) => {
-      const sock = connect(port, '127.0.0.1');
+      const sock: Socket =
+        tlsCa === undefined
+          ? connect(port, '127.0.0.1')
+          : tlsConnect({ port, host: '127.0.0.1', ca: readFileSync(tlsCa) });
       sock.setTimeout(1000);
-      sock.once('connect', () => sock.write('PING\r\n'));
+      sock.once(tlsCa === undefined ? 'connect' : 'secureConnect', () => sock.write('PING\r\n'));
       sock.once('data', (d) => {
         sock.destroy();
         resolve(/^[+-]/.test(d.toString()));
@@ -94,17 +99,47 @@ function launch(binary: string, args: string[], dir: string, log: string[]): Chi
   return proc;
 }
 
-/** Starts `redis-server` with the given extra directives (`--name value` pairs). */
-export async function startRedis(extra: string[] = [], dir?: string): Promise<RedisInstance> {
+/** PEM files for a Redis server that speaks only TLS. */
+export interface RedisTlsFiles {
+  cert: string;
+  key: string;
+  ca: string;
+}
+
+/**
+ * Starts `redis-server` with the given extra directives (`--name value` pairs). With `tls`
+ * it listens only with TLS (no plain port) and does not ask clients for certificates.
+ */
+export async function startRedis(
+  extra: string[] = [],
+  dir?: string,
+  tls?: RedisTlsFiles,
+): Promise<RedisInstance> {
   const own = dir === undefined;
   const workDir = dir ?? mkdtempSync(join(tmpdir(), 'skep-redis-'));
   const port = await freePort();
   const log: string[] = [];
+  const listen =
+    tls === undefined
+      ? ['--port', String(port)]
+      : [
+          '--port',
+          '0',
+          '--tls-port',
+          String(port),
+          '--tls-cert-file',
+          tls.cert,
+          '--tls-key-file',
+          tls.key,
+          '--tls-ca-cert-file',
+          tls.ca,
+          '--tls-auth-clients',
+          'no',
+        ];
   const proc = launch(
     'redis-server',
     [
-      '--port',
-      String(port),
+      ...listen,
       '--bind',
       '127.0.0.1',
       '--save',
@@ -121,7 +156,7 @@ export async function startRedis(extra: string[] = [], dir?: string): Promise<Re
     log,
   );
   try {
-    await waitForRedis(port, proc, 'redis-server');
+    await waitForRedis(port, proc, 'redis-server', 20_000, tls?.ca);
   } catch (err) {
     proc.kill('SIGKILL');
     throw new Error(`${(err as Error).message}\n${log.join('')}`, { cause: err });
@@ -307,4 +342,49 @@ export async function waitUntil(
     await new Promise((r) => setTimeout(r, stepMs));
   }
   throw new Error(`condition not met within ${timeoutMs} ms`);
+}
+
+/**
+ * A throw-away CA and a server certificate for 127.0.0.1 (openssl CLI), in `dir`. The CA is
+ * trusted by nobody but the test that passes it.
+ */
+export function makeTlsFiles(dir: string): RedisTlsFiles {
+  const run = (...args: string[]) => {
+    const r = spawnSync('openssl', args, { cwd: dir, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`openssl ${args[0]} failed: ${r.stderr}`);
+  };
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  run(
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-subj',
+    '/CN=skep test CA',
+    '-days',
+    '2',
+  );
+  run('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
+  writeFileSync(join(dir, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  run(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.crt',
+    '-days',
+    '2',
+    '-extfile',
+    'san.ext',
+  );
+  return { cert: join(dir, 'server.crt'), key: join(dir, 'server.key'), ca: join(dir, 'ca.crt') };
 }

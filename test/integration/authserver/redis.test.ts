@@ -2,8 +2,8 @@
  * The full flow with Redis storage, on real Redis processes started by the test:
  * standalone (ACL user + password from env vars, default user disabled), Sentinel (master,
  * replica, three sentinels; the master is failed over mid-test and every issued token and
- * refresh token must survive), and a 3-master Cluster (hash-tagged keys keep the Lua
- * scripts in one slot).
+ * refresh token must survive), a 3-master Cluster (hash-tagged keys keep the Lua
+ * scripts in one slot), and a TLS-only server with its own CA.
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
@@ -16,6 +16,7 @@ import * as oauth from 'oauth4webapi';
 import type { EmbeddedAuthServerConfig, RedisConfig } from '../../../src/authserver/index.js';
 import {
   cli,
+  makeTlsFiles,
   REDIS_HINT,
   redisAvailable,
   startRedis,
@@ -23,7 +24,7 @@ import {
   startSentinelSetup,
   waitUntil,
 } from '../../helpers/redis.js';
-import { requireService } from '../../helpers/services.js';
+import { hasCommand, requireService } from '../../helpers/services.js';
 import {
   authorize,
   baseConfig,
@@ -138,6 +139,59 @@ test('Redis standalone with an ACL user: full flow, TTLs from the token lifespan
       { env: env({ REDIS_USER: 'skep', REDIS_PASS: 'wrong' }) },
     ),
     /cannot connect to Redis/,
+  );
+});
+
+test('Redis over TLS: the server certificate is verified against tls.ca_cert_file; an unknown CA is refused unless insecure_skip_verify', async (t) => {
+  if (!requireService(t, 'redis-server and openssl', redisAvailable() && hasCommand('openssl'), REDIS_HINT))
+    return;
+  const dir = mkdtempSync(join(tmpdir(), 'skep-redis-tls-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const files = makeTlsFiles(dir);
+  const redis = await startRedis(['--requirepass', PASSWORD], undefined, files);
+  t.after(() => redis.stop());
+  const host = await startHost(t);
+  const upstream = await startUpstream(t, [host.callbackUrl]);
+  const base = {
+    addr: redis.addr,
+    acl_user_config: { password_env_var: 'REDIS_PASS' },
+    dial_timeout: '2s',
+  };
+  const opts = { env: env({ REDIS_PASS: PASSWORD }) };
+
+  const auth = await mountAuthServer(
+    host,
+    redisConfig(host, upstream, { ...base, tls: { ca_cert_file: files.ca } }),
+    opts,
+  );
+  const session = await registerClient(host);
+  const tokens = await authorize(session);
+  assert.equal((await callResource(host, tokens.access_token)).status, 200);
+  const refreshed = await refresh(session, tokens.refresh_token);
+  await auth.verifyAccessToken(refreshed.access_token, host.resource);
+
+  // The system trust store does not know the test CA: the handshake must fail.
+  await assert.rejects(
+    mountAuthServer(host, redisConfig(host, upstream, { ...base, dial_timeout: '1s', tls: {} }), opts),
+    /cannot connect to Redis/,
+  );
+  // Plain TCP to a TLS-only port fails too.
+  await assert.rejects(
+    mountAuthServer(host, redisConfig(host, upstream, { ...base, dial_timeout: '1s' }), opts),
+    /cannot connect to Redis/,
+  );
+  // Verification off, explicitly: it connects and stores (a new server: new signing keys).
+  await mountAuthServer(
+    host,
+    redisConfig(host, upstream, { ...base, tls: { insecure_skip_verify: true } }),
+    opts,
+  );
+  const unverified = await authorize(await registerClient(host));
+  assert.equal((await callResource(host, unverified.access_token)).status, 200);
+  const keys = cli(redis.port, PASSWORD, '--tls', '--cacert', files.ca, '--scan').trim().split('\n');
+  assert.ok(
+    keys.some((k) => k.includes(':refresh:')),
+    `tokens stored over TLS: ${keys.join(',')}`,
   );
 });
 
