@@ -5,6 +5,8 @@ export { ExtAuthController, FINALIZER, kubeSecretReader } from './controller.js'
 export { buildCrd } from './crd.js';
 export type { KubeClient } from './kube.js';
 export { createKubeClient, loadKubeConfig } from './kube.js';
+export type { LeaderElectionOptions } from './leader.js';
+export { LEASE_RESOURCE, LeaderElector } from './leader.js';
 export type { RunConfigAuth } from './runconfig.js';
 export { buildRunConfigAuth } from './runconfig.js';
 export type { Problem } from './validate.js';

@@ -1,6 +1,6 @@
 /**
- * The narrow slice of the Kubernetes API the controller uses, on @kubernetes/client-node 1.4
- * (custom objects, Secrets, watch). Everything else in the operator depends on the
+ * The narrow slice of the Kubernetes API the operator uses, on @kubernetes/client-node 1.4
+ * (custom objects and Leases through the generic object paths, Secrets, watch). Everything else in the operator depends on the
  * `KubeClient` interface, not on client-node.
  */
 import {
@@ -54,6 +54,10 @@ export interface KubeClient {
   mergePatch(type: ResourceType, namespace: string, name: string, patch: unknown): Promise<KubeObject>;
   /** PUT on the status subresource; fails with 409 when `metadata.resourceVersion` is stale. */
   replaceStatus(type: ResourceType, object: KubeObject): Promise<KubeObject>;
+  /** POST; fails with 409 when the object exists. */
+  create(type: ResourceType, namespace: string, object: KubeObject): Promise<KubeObject>;
+  /** PUT of the whole object; fails with 409 when `metadata.resourceVersion` is stale. */
+  replace(type: ResourceType, object: KubeObject): Promise<KubeObject>;
   readSecret(namespace: string, name: string): Promise<Record<string, Buffer> | undefined>;
 }
 
@@ -122,6 +126,18 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
     async replaceStatus(type, object) {
       const { name, namespace = 'default' } = object.metadata;
       return (await custom.replaceNamespacedCustomObjectStatus({
+        ...type,
+        namespace,
+        name,
+        body: object,
+      })) as KubeObject;
+    },
+    async create(type, namespace, object) {
+      return (await custom.createNamespacedCustomObject({ ...type, namespace, body: object })) as KubeObject;
+    },
+    async replace(type, object) {
+      const { name, namespace = 'default' } = object.metadata;
+      return (await custom.replaceNamespacedCustomObject({
         ...type,
         namespace,
         name,

@@ -129,7 +129,7 @@ export interface ResumeOptions {
 /**
  * The answer to one streamable-HTTP POST holding at least one request.
  *
- * Resumability (with `resume`): once the answer turns into an SSE stream, every event carries
+ * Resumability (with `resumable`): once the answer turns into an SSE stream, every event carries
  * an id `<stream>-<seq>` and the last `keep` events are kept. If the connection drops before
  * the response, the exchange goes on collecting the server's messages for `graceMs`; a
  * `GET` with `Last-Event-ID` (`resume()`) replays what the client missed and carries the rest

@@ -7,7 +7,7 @@ import type { Logger } from './logger.js';
 
 export function createLogger(
   options: { level?: string; name?: string; destination?: number | string } = {},
-): Logger & { flush(): void } {
+): Logger & { flush(cb?: (err?: Error) => void): void } {
   const level = options.level ?? process.env['SKEP_LOG_LEVEL'] ?? 'info';
   return pino(
     {

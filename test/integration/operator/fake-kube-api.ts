@@ -2,7 +2,8 @@
  * An in-process FAKE of the Kubernetes API server, because no real API server can run on
  * these machines. It is a real HTTP server on 127.0.0.1 speaking enough of the API for the
  * real @kubernetes/client-node client: list (namespaced and cluster-wide), watch (chunked
- * newline-delimited events from a resourceVersion), get, create, merge-patch, PUT and the
+ * newline-delimited events from a resourceVersion), get, create (POST, 409 when it exists),
+ * merge-patch, PUT and the
  * status subresource (resourceVersion optimistic locking → 409 Conflict), delete with
  * finalizers (deletionTimestamp, removal when the last finalizer goes), `generation` bumps on
  * spec changes, and core/v1 Secrets. Tests can inject 409s to exercise conflict retries.
@@ -308,6 +309,23 @@ export class FakeKubeApi {
         metadata: { resourceVersion: String(this.rv) },
         items,
       });
+    }
+    if (method === 'POST' && name === undefined && namespace !== undefined) {
+      const body = (await this.body(req)) as Obj;
+      const objName = String(body?.metadata?.['name'] ?? '');
+      if (this.objects.has(`${resource}|${namespace}|${objName}`))
+        return this.reply(
+          req,
+          res,
+          409,
+          this.statusBody(409, 'AlreadyExists', `${resource} "${objName}" already exists`),
+        );
+      return this.reply(
+        req,
+        res,
+        201,
+        this.create(resource, { ...body, metadata: { ...body.metadata, namespace } }),
+      );
     }
     if (name === undefined || namespace === undefined)
       return this.reply(req, res, 405, this.statusBody(405, 'MethodNotAllowed', method));
