@@ -82,6 +82,10 @@ export function registryResolver(registry: RegistryService): ResolveRegistryServ
       ...(found.is_remote || found.server.target_port === undefined
         ? {}
         : { target_port: found.server.target_port }),
+      ...(found.is_remote || found.server.permissions === undefined
+        ? {}
+        : { permissions: found.server.permissions }),
+      ...(entry.env_vars === undefined || entry.env_vars.length === 0 ? {} : { envVars: entry.env_vars }),
     };
   };
 }

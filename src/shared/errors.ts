@@ -40,6 +40,10 @@ export const ERROR_CODES = {
   workload_not_found: { status: 404, description: 'The workload does not exist.' },
   workload_exists: { status: 409, description: 'A workload with this name already exists.' },
   port_unavailable: { status: 400, description: 'The requested proxy port is busy.' },
+  upgrade_needs_input: {
+    status: 422,
+    description: 'The upgraded server requires environment variables the workload does not supply.',
+  },
   runtime_unavailable: {
     status: 400,
     description: 'The workload needs a container engine (a container image) and none is available.',

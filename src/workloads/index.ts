@@ -11,6 +11,7 @@ export type {
   WorkloadContainers,
   WorkloadManagerOptions,
 } from './manager.js';
+export type { UpgradeRequest } from './manager.js';
 export { WorkloadManager } from './manager.js';
 export { baseNameFor, validateWorkloadName, workloadNameProblem } from './names.js';
 export type { ProxyMode, RunConfig, Transport } from './run-config.js';
@@ -35,9 +36,12 @@ export {
   BulkRequestSchema,
   CreateWorkloadSchema,
   UpdateWorkloadSchema,
+  UpgradeCheckResultSchema,
+  UpgradeRequestSchema,
   WorkloadDetailSchema,
   WorkloadSummarySchema,
 } from './schemas.js';
+export type { UpgradeCheckResult, UpgradeStatus } from './upgrade.js';
 export type { SecretLookup } from './secrets.js';
 export { resolveSecretReferences } from './secrets.js';
 export type { DesiredState, StatusUpdate, WorkloadRow, WorkloadStatus } from './workload-store.js';

@@ -29,7 +29,14 @@ import {
   type SecretReference as SecretRef,
   validateSecretRef,
 } from './secrets.js';
+import { checkUpgrade, missingRequired, type UpgradeCheckResult } from './upgrade.js';
 import { type WorkloadRow, type WorkloadStatus, WorkloadStore } from './workload-store.js';
+
+/** Options of a registry upgrade: extra env values and secret references (`<name>,target=<ENV>`). */
+export interface UpgradeRequest {
+  env?: Record<string, string>;
+  secrets?: string[];
+}
 
 /** What a registry entry contributes to a workload (the registry domain implements the lookup). */
 export interface RegistryServerSpec {
@@ -44,6 +51,14 @@ export interface RegistryServerSpec {
   tools?: string[];
   /** The entry's permission profile; applies unless the request brings its own. */
   permissions?: RunConfig['permission_profile'];
+  /** The environment variables the entry declares (for upgrade checks; no secret values). */
+  envVars?: Array<{
+    name: string;
+    description?: string;
+    required?: boolean;
+    secret?: boolean;
+    default?: string;
+  }>;
 }
 /** Resolves a registry server name; `undefined` when the registry has no such server. */
 export type ResolveRegistryServer = (name: string) => Promise<RegistryServerSpec | undefined>;
@@ -218,6 +233,8 @@ export class WorkloadManager implements GroupMembers {
     });
     if (request.url !== undefined && request.transport === undefined) base.transport = 'streamable-http';
     const config = this.#applyRequest(base, request);
+    // The entry's defaults stay unless the request sets the same variables.
+    if (registryEntry?.env !== undefined) config.env_vars = { ...registryEntry.env, ...config.env_vars };
 
     const explicitName = request.name !== undefined && request.name !== '';
     if (explicitName) validateWorkloadName(request.name as string);
@@ -527,6 +544,57 @@ export class WorkloadManager implements GroupMembers {
       else this.#emit(name, 'updated');
     });
     return { name, port: next.port };
+  }
+
+  // ---------------------------------------------------------------- registry upgrades
+
+  /** Whether the registry entry the workload came from names another image now (nothing is pulled). */
+  upgradeCheck(name: string): Promise<UpgradeCheckResult> {
+    return checkUpgrade(this.#require(name).config, this.#resolveRegistry);
+  }
+
+  /** `upgradeCheck` for every listed workload (running only unless `all`), in list order. */
+  async upgradeCheckAll(options: ListOptions = {}): Promise<UpgradeCheckResult[]> {
+    const results: UpgradeCheckResult[] = [];
+    for (const w of this.list(options)) results.push(await this.upgradeCheck(w.name));
+    return results;
+  }
+
+  /**
+   * Moves a registry-sourced workload to the image (or URL) its entry names now, keeping the
+   * rest of its configuration; `env` and `secrets` (references only) are merged in. A no-op
+   * that returns the check when there is nothing to upgrade. 422 when the new entry requires
+   * variables that would still be missing. Returns the check after the upgrade.
+   */
+  async upgrade(name: string, request: UpgradeRequest = {}): Promise<UpgradeCheckResult> {
+    const row = this.#require(name);
+    const added = (request.secrets ?? []).map((text) => parseSecretRef(text));
+    const check = await checkUpgrade(row.config, this.#resolveRegistry);
+    if (check.status !== 'upgrade-available') return check;
+    const missing = missingRequired(
+      check,
+      new Set([...Object.keys(request.env ?? {}), ...added.map((r) => r.target)]),
+    );
+    if (missing.length > 0) {
+      throw new SkepError(
+        'upgrade_needs_input',
+        `the new version of '${check.registry_server}' requires ${missing.join(', ')}: pass ${missing.length === 1 ? 'it' : 'them'} in env or secrets`,
+      );
+    }
+    const secrets = new Map(
+      row.config.secrets.map((text) => {
+        const ref = parseSecretRef(text);
+        return [ref.target, ref] as const;
+      }),
+    );
+    for (const ref of added) secrets.set(ref.target, ref);
+    const candidate = check.candidate_image as string;
+    await this.update(name, {
+      ...(row.config.remote_url === undefined ? { image: candidate } : { url: candidate }),
+      ...(request.env === undefined ? {} : { env_vars: { ...row.config.env_vars, ...request.env } }),
+      ...(added.length === 0 ? {} : { secrets: [...secrets.values()] }),
+    });
+    return checkUpgrade(this.#require(name).config, this.#resolveRegistry);
   }
 
   // ---------------------------------------------------------------- stop / restart / delete

@@ -198,3 +198,44 @@ export const BulkRequestSchema = Type.Object(
   { $id: 'BulkWorkloadsRequest', description: 'Exactly one of `names` or `group`.' },
 );
 export type BulkRequest = Static<typeof BulkRequestSchema>;
+
+const StringChangeSchema = Type.Object({ from: Type.String(), to: Type.String() });
+const EnvVarInfoSchema = Type.Object({
+  name: Type.String(),
+  description: Opt(Type.String()),
+  required: Opt(Type.Boolean()),
+  secret: Opt(Type.Boolean()),
+  default: Opt(Type.String({ description: 'Left out for secret variables.' })),
+});
+
+export const UpgradeCheckResultSchema = Type.Object(
+  {
+    workload_name: Type.String(),
+    status: Type.Union(
+      ['up-to-date', 'upgrade-available', 'not-registry-sourced', 'server-not-found', 'unknown'].map((s) =>
+        Type.Literal(s),
+      ),
+    ),
+    current_image: Type.String({ description: 'The image (or remote URL) the workload runs.' }),
+    candidate_image: Opt(Type.String({ description: 'What the registry entry names now.' })),
+    registry_server: Opt(Type.String({ description: 'The registry entry the workload came from.' })),
+    reason: Opt(Type.String()),
+    config_drift: Opt(
+      Type.Object({ transport: Opt(StringChangeSchema), permission_profile: Opt(StringChangeSchema) }),
+    ),
+    env_var_drift: Opt(
+      Type.Object({ added: Type.Array(EnvVarInfoSchema), removed: Type.Array(EnvVarInfoSchema) }),
+    ),
+  },
+  { description: 'A registry upgrade check: metadata only, never secret values.' },
+);
+
+export const UpgradeRequestSchema = Type.Object(
+  {
+    env: Opt(StrMap()),
+    secrets: Opt(
+      Type.Array(Type.String({ description: 'A secret reference `<name>,target=<ENV>`; never a value.' })),
+    ),
+  },
+  { additionalProperties: false },
+);

@@ -9,6 +9,8 @@ import {
   CreateWorkloadSchema,
   RunConfigSchema,
   UpdateWorkloadSchema,
+  UpgradeCheckResultSchema,
+  UpgradeRequestSchema,
   WorkloadDetailSchema,
   WorkloadSummarySchema,
 } from '../../workloads/index.js';
@@ -90,6 +92,66 @@ export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
       async (request, reply) => reply.code(202).send({ names: workloads.bulk(action, request.body) }),
     );
   }
+
+  app.get(
+    '/api/v1beta/workloads/upgrade-check',
+    {
+      schema: {
+        tags,
+        summary: 'Check workloads for registry upgrades',
+        description:
+          'For each workload (running only unless `all=true`; `group` filters), whether its registry entry now ' +
+          'names another image. Offline metadata comparison: nothing is pulled; no secret value is returned.',
+        querystring: Type.Object({ all: Type.Optional(Type.Boolean()), group: Type.Optional(Type.String()) }),
+        response: withErrors(
+          { 200: Type.Object({ results: Type.Array(UpgradeCheckResultSchema) }) },
+          400,
+          404,
+        ),
+      },
+    },
+    async (request) => ({
+      results: await workloads.upgradeCheckAll({
+        all: request.query.all === true,
+        ...(request.query.group === undefined ? {} : { group: request.query.group }),
+      }),
+    }),
+  );
+
+  app.get(
+    '/api/v1beta/workloads/:name/upgrade-check',
+    {
+      schema: {
+        tags,
+        summary: 'Check a workload for a registry upgrade',
+        params: NameParams,
+        response: withErrors({ 200: Type.Object({ result: UpgradeCheckResultSchema }) }, 400, 404),
+      },
+    },
+    async (request) => ({ result: await workloads.upgradeCheck(request.params.name) }),
+  );
+
+  app.post(
+    '/api/v1beta/workloads/:name/upgrade',
+    {
+      schema: {
+        tags,
+        summary: 'Apply a registry upgrade',
+        description:
+          'Moves the workload to the image its registry entry names now, keeping its configuration; `env` and ' +
+          '`secrets` (references) are merged in, and a running workload restarts. Nothing to upgrade → the check, ' +
+          'unchanged. 422 when the new version requires variables still missing. Answers the check after the upgrade.',
+        params: NameParams,
+        body: UpgradeRequestSchema,
+        response: withErrors({ 200: Type.Object({ result: UpgradeCheckResultSchema }) }, 400, 404, 422),
+      },
+      // Every field is optional: a POST without a body is the empty request.
+      preValidation: async (request: { body: unknown }) => {
+        request.body ??= {};
+      },
+    },
+    async (request) => ({ result: await workloads.upgrade(request.params.name, request.body) }),
+  );
 
   app.get(
     '/api/v1beta/workloads/:name',

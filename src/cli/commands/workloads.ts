@@ -192,6 +192,55 @@ export function registerWorkloads(program: Command): void {
       }
     });
 
+  program
+    .command('upgrade-check [name]')
+    .description(
+      'Check workloads for newer images in the registry entries they came from (nothing is pulled)',
+    )
+    .option('-a, --all', 'include stopped workloads')
+    .option('--group <group>', 'only this group')
+    .option('--json', 'print JSON')
+    .action(async (name: string | undefined, opts: { all?: boolean; group?: string; json?: boolean }) => {
+      const results = await withContext(async (ctx) =>
+        name !== undefined
+          ? [await ctx.workloads.upgradeCheck(name)]
+          : ctx.workloads.upgradeCheckAll({
+              all: opts.all === true,
+              ...(opts.group === undefined ? {} : { group: opts.group }),
+            }),
+      );
+      if (opts.json === true) printJson(name !== undefined ? { result: results[0] } : { results });
+      else {
+        printTable(
+          ['NAME', 'STATUS', 'CURRENT', 'CANDIDATE', 'NEEDS'],
+          results.map((r) => [
+            r.workload_name,
+            r.status,
+            r.current_image,
+            r.candidate_image ?? '',
+            (r.env_var_drift?.added ?? []).map((v) => v.name).join(','),
+          ]),
+        );
+      }
+    });
+
+  program
+    .command('upgrade <name>')
+    .description('Move a workload to the image its registry entry names now, keeping its configuration')
+    .option('-e, --env <KEY=VALUE>', 'environment variable to add or override (repeatable)', collect, [])
+    .option('--secret <name,target=ENV>', 'secret reference to add (repeatable)', collect, [])
+    .option('--json', 'print JSON')
+    .action(async (name: string, opts: { env: string[]; secret: string[]; json?: boolean }) => {
+      const result = await withContext((ctx) =>
+        ctx.workloads.upgrade(name, {
+          ...(opts.env.length === 0 ? {} : { env: parseEnv(opts.env) }),
+          ...(opts.secret.length === 0 ? {} : { secrets: opts.secret }),
+        }),
+      );
+      if (opts.json === true) printJson({ result });
+      else process.stdout.write(`workload ${name}: ${result.status} (${result.current_image})\n`);
+    });
+
   for (const [verb, description] of [
     ['stop', 'Stop workloads (they keep their configuration)'],
     ['restart', 'Restart workloads'],
