@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Runs the node:test suites (TypeScript through tsx). With arguments, runs only those
-// files or folders; without, every *.test.ts under test/.
+// files or folders; without, every *.test.ts under test/. Suites that drive the shared
+// container engine (test/integration/runtime/) run after the others, one file at a time:
+// they share one engine's networks, port forwarding and load, and ran into each other.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,9 +24,18 @@ if (files.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.SKEP_TEST_CONCURRENCY ?? '3';
-const result = spawnSync(
-  process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
-  { stdio: 'inherit', env: { ...process.env, SKEP_LOG_LEVEL: process.env.SKEP_LOG_LEVEL ?? 'silent' } },
+const engine = (file) => file.split(/[\\/]/).join('/').includes('test/integration/runtime/');
+const run = (list, parallel) =>
+  list.length === 0
+    ? 0
+    : (spawnSync(
+        process.execPath,
+        ['--import', 'tsx', '--test', `--test-concurrency=${parallel}`, '--test-reporter=spec', ...list],
+        { stdio: 'inherit', env: { ...process.env, SKEP_LOG_LEVEL: process.env.SKEP_LOG_LEVEL ?? 'silent' } },
+      ).status ?? 1);
+const first = run(
+  files.filter((f) => !engine(f)),
+  concurrency,
 );
-process.exit(result.status ?? 1);
+const second = run(files.filter(engine), '1');
+process.exit(first !== 0 ? first : second);
