@@ -590,7 +590,8 @@ export class WorkloadManager implements GroupMembers {
     for (const ref of added) secrets.set(ref.target, ref);
     const candidate = check.candidate_image as string;
     await this.update(name, {
-      ...(row.config.remote_url === undefined ? { image: candidate } : { url: candidate }),
+      // A remote entry names a URL; anything else is an image or package reference.
+      ...(/^https?:\/\//.test(candidate) ? { url: candidate } : { image: candidate }),
       ...(request.env === undefined ? {} : { env_vars: { ...row.config.env_vars, ...request.env } }),
       ...(added.length === 0 ? {} : { secrets: [...secrets.values()] }),
     });
