@@ -47,7 +47,8 @@ export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
   try {
     await program.parseAsync(argv);
-    return 0;
+    // A command may set its own exit status (e.g. `skill sync --check` → 2).
+    return Number(process.exitCode ?? 0);
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
     if (isSkepError(err)) {

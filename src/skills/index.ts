@@ -9,5 +9,6 @@ export type {
   SkillContent,
   SkillsServiceOptions,
 } from './service.js';
+export type { SyncRequest, SyncResult, UpgradeOutcome, UpgradeSkillsRequest } from './lock-sync.js';
 export { SkillsService } from './service.js';
 export type { ValidationResult } from './skill-dir.js';

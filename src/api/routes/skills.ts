@@ -61,6 +61,37 @@ function view(skill: InstalledSkill) {
 
 const REGISTRY_ERRORS = [400, 401, 404, 422, 429, 502, 504];
 
+const Names = Type.Array(Type.String());
+const FailureReason = Type.String({
+  description:
+    '`registry-unreachable`, `digest-missing`, `validation-rejected`, `lock-write-failed`, ' +
+    '`signature-invalid`, `signer-mismatch`, `provenance-field-mismatch`, `unsigned-rejected` or `unknown`.',
+});
+const SyncResultBody = Type.Object({
+  installed: Names,
+  drifted: Names,
+  missing: Names,
+  already_current: Names,
+  never_managed: Names,
+  removed_from_lock: Names,
+  pruned: Names,
+  failed: Type.Array(Type.Object({ name: Type.String(), reason: FailureReason, error: Type.String() })),
+});
+const UpgradeResultBody = Type.Object({
+  outcomes: Type.Array(
+    Type.Object({
+      name: Type.String(),
+      status: Type.String({
+        description: '`upgraded`, `up-to-date`, `not-upgradable` (pinned to a digest or commit) or `failed`.',
+      }),
+      old_digest: Type.String(),
+      new_digest: Type.String(),
+      reason: Type.Optional(FailureReason),
+      error: Type.Optional(Type.String()),
+    }),
+  ),
+});
+
 export async function skillRoutes(app: SkepApp, ctx: ApiContext): Promise<void> {
   app.post(
     '/api/v1beta/skills/validate',
@@ -149,6 +180,61 @@ export async function skillRoutes(app: SkepApp, ctx: ApiContext): Promise<void> 
       await ctx.skills.push(request.body);
       return reply.code(204).send(null);
     },
+  );
+
+  app.post(
+    '/api/v1beta/skills/sync',
+    {
+      schema: {
+        tags: ['skills'],
+        summary: 'Restore a project’s installed skills to match skep.lock.yaml',
+        description:
+          'Missing and drifted entries are reinstalled at their pinned digest (never a newer one); `check` only ' +
+          'reports. Managed skills not in the lock are `removed_from_lock` (`prune` uninstalls them). `adopt` is ' +
+          'not supported yet (501).',
+        body: Type.Object(
+          {
+            project_root: Type.String({ description: 'Absolute path of the project (a git repository).' }),
+            clients: Type.Optional(Names),
+            prune: Type.Optional(Type.Boolean()),
+            check: Type.Optional(Type.Boolean()),
+            adopt: Type.Optional(Type.Boolean()),
+            allow_unsigned: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
+        response: withErrors({ 200: SyncResultBody }, 400, 501),
+      },
+    },
+    async (request) => ctx.skills.sync(request.body),
+  );
+
+  app.post(
+    '/api/v1beta/skills/upgrade',
+    {
+      schema: {
+        tags: ['skills'],
+        summary: 'Re-resolve a project’s lock entries and install newer content',
+        description:
+          'A moved tag or branch is installed and pinned; sources pinned to a digest or commit are ' +
+          '`not-upgradable`. `preview` compares without installing; `fail_on_changes` answers 409 when anything ' +
+          'would upgrade. 404 when a requested name is not in the lock file.',
+        body: Type.Object(
+          {
+            project_root: Type.String({ description: 'Absolute path of the project (a git repository).' }),
+            names: Type.Optional(Names),
+            preview: Type.Optional(Type.Boolean()),
+            fail_on_changes: Type.Optional(Type.Boolean()),
+            allow_ref_change: Type.Optional(Type.Boolean()),
+            allow_signer_change: Type.Optional(Type.Boolean()),
+            clients: Type.Optional(Names),
+          },
+          { additionalProperties: false },
+        ),
+        response: withErrors({ 200: UpgradeResultBody }, 400, 404, 409),
+      },
+    },
+    async (request) => ctx.skills.upgrade(request.body),
   );
 
   app.get(

@@ -1,5 +1,6 @@
-/** `skep skill validate|build|push|builds|content|install|list|info|rm`. */
-import { resolve } from 'node:path';
+/** `skep skill validate|build|push|builds|content|install|list|info|rm|sync|upgrade`. */
+import { existsSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { withContext } from '../context.js';
 import { printJson, printTable } from '../output.js';
@@ -7,6 +8,21 @@ import { printJson, printTable } from '../output.js';
 interface JsonOpt {
   json?: boolean;
 }
+
+/** Exit codes of `sync` and `upgrade` (skills reference §1.7). */
+const EXIT_CHECK_FAILED = 2;
+const EXIT_PARTIAL = 3;
+
+/** `--project-root`, else the nearest directory upwards from here that holds `.git`. */
+function projectRootFrom(flag: string | undefined): string {
+  if (flag !== undefined) return resolve(flag);
+  for (let dir = process.cwd(); ; dir = dirname(dir)) {
+    if (existsSync(join(dir, '.git'))) return dir;
+    if (dirname(dir) === dir) return process.cwd();
+  }
+}
+
+const list = (value: string) => value.split(',').filter((c) => c !== '');
 
 export function registerSkill(program: Command): void {
   const skill = program.command('skill').description('Validate, build, share and install agent skills');
@@ -197,4 +213,96 @@ export function registerSkill(program: Command): void {
       );
       process.stdout.write(`skill ${name} removed\n`);
     });
+
+  skill
+    .command('sync')
+    .description(
+      'Restore the project’s skills to skep.lock.yaml (exit 2: --check found differences; 3: some failed)',
+    )
+    .option('--project-root <dir>', 'the project (default: the git repository around this directory)')
+    .option('--clients <list>', 'comma-separated clients (default: every detected one)', list)
+    .option('--check', 'only report; change nothing')
+    .option('--prune', 'uninstall managed skills the lock no longer lists')
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        opts: JsonOpt & { projectRoot?: string; clients?: string[]; check?: boolean; prune?: boolean },
+      ) => {
+        const result = await withContext((ctx) =>
+          ctx.skills.sync({
+            project_root: projectRootFrom(opts.projectRoot),
+            ...(opts.clients === undefined ? {} : { clients: opts.clients }),
+            ...(opts.check === true ? { check: true } : {}),
+            ...(opts.prune === true ? { prune: true } : {}),
+          }),
+        );
+        if (opts.json === true) printJson(result);
+        else {
+          const rows: [string, string][] = [];
+          for (const [state, names] of Object.entries(result)) {
+            if (state === 'failed') continue;
+            for (const name of names as string[]) rows.push([name, state.replaceAll('_', ' ')]);
+          }
+          for (const f of result.failed) rows.push([f.name, `failed (${f.reason}): ${f.error}`]);
+          printTable(['SKILL', 'STATE'], rows);
+        }
+        if (result.failed.length > 0) process.exitCode = EXIT_PARTIAL;
+        else if (opts.check === true && result.drifted.length + result.missing.length > 0)
+          process.exitCode = EXIT_CHECK_FAILED;
+      },
+    );
+
+  skill
+    .command('upgrade [names...]')
+    .description(
+      'Install newer content for the project’s lock entries (exit 2: --fail-on-changes; 3: some failed)',
+    )
+    .option('--project-root <dir>', 'the project (default: the git repository around this directory)')
+    .option('--clients <list>', 'comma-separated clients (default: every detected one)', list)
+    .option('--preview', 'resolve and compare only')
+    .option('--fail-on-changes', 'fail when anything would upgrade')
+    .option('--json', 'print JSON')
+    .action(
+      async (
+        names: string[],
+        opts: JsonOpt & {
+          projectRoot?: string;
+          clients?: string[];
+          preview?: boolean;
+          failOnChanges?: boolean;
+        },
+      ) => {
+        let result;
+        try {
+          result = await withContext((ctx) =>
+            ctx.skills.upgrade({
+              project_root: projectRootFrom(opts.projectRoot),
+              ...(names.length === 0 ? {} : { names }),
+              ...(opts.clients === undefined ? {} : { clients: opts.clients }),
+              ...(opts.preview === true ? { preview: true } : {}),
+              ...(opts.failOnChanges === true ? { fail_on_changes: true } : {}),
+            }),
+          );
+        } catch (err) {
+          if (opts.failOnChanges === true && (err as { code?: string }).code === 'conflict') {
+            process.stderr.write(`${(err as Error).message}\n`);
+            process.exitCode = EXIT_CHECK_FAILED;
+            return;
+          }
+          throw err;
+        }
+        if (opts.json === true) printJson(result);
+        else
+          printTable(
+            ['SKILL', 'STATUS', 'FROM', 'TO'],
+            result.outcomes.map((o) => [
+              o.name,
+              o.error === undefined ? o.status : `${o.status}: ${o.error}`,
+              o.old_digest,
+              o.new_digest,
+            ]),
+          );
+        if (result.outcomes.some((o) => o.status === 'failed')) process.exitCode = EXIT_PARTIAL;
+      },
+    );
 }
