@@ -4,7 +4,7 @@
  * registry error statuses and project-scope installs with dependencies and the lock file.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
@@ -365,6 +365,31 @@ test(
       url: `/api/v1beta/skills/main-skill?scope=project&project_root=${encodeURIComponent(project)}`,
     });
     assert.equal(info.json().unsigned, true);
+
+    // Lock sync over OCI: the folders go away; sync puts both back from `<repo>@<digest>`.
+    rmSync(join(project, '.claude'), { recursive: true, force: true });
+    const synced = await app.inject({
+      method: 'POST',
+      url: '/api/v1beta/skills/sync',
+      payload: { project_root: project, clients: ['claude-code'] },
+    });
+    assert.equal(synced.statusCode, 200, synced.body);
+    assert.deepEqual(synced.json().drifted, ['helper-skill', 'main-skill']);
+    assert.deepEqual(synced.json().installed, ['helper-skill', 'main-skill']);
+    assert.ok(existsSync(join(project, '.claude', 'skills', 'main-skill', 'SKILL.md')));
+    assert.ok(existsSync(join(project, '.claude', 'skills', 'helper-skill', 'SKILL.md')));
+    const relocked = parseYaml(readFileSync(join(project, 'skep.lock.yaml'), 'utf8')) as typeof lock;
+    assert.deepEqual(relocked.skills, lock.skills, 'the lock file is unchanged');
+    const upgraded = await app.inject({
+      method: 'POST',
+      url: '/api/v1beta/skills/upgrade',
+      payload: { project_root: project, clients: ['claude-code'] },
+    });
+    assert.deepEqual(
+      upgraded.json().outcomes.map((o: { status: string }) => o.status),
+      ['up-to-date', 'up-to-date'],
+      'the tags still name the same digests',
+    );
 
     const del = await app.inject({
       method: 'DELETE',
