@@ -66,6 +66,17 @@ export interface UpgradeOutcome {
   error?: string;
 }
 
+/** The name lists of a SyncResult (all but `failed`), reported sorted. */
+export const NAME_LISTS = [
+  'installed',
+  'drifted',
+  'missing',
+  'already_current',
+  'never_managed',
+  'removed_from_lock',
+  'pruned',
+] as const satisfies ReadonlyArray<Exclude<keyof SyncResult, 'failed'>>;
+
 export const emptySyncResult = (): SyncResult => ({
   installed: [],
   drifted: [],

@@ -26,6 +26,7 @@ import { LocalStore } from './local-store.js';
 import {
   emptySyncResult,
   failure,
+  NAME_LISTS,
   isPinned,
   pinnedSource,
   type SyncRequest,
@@ -671,7 +672,7 @@ export class SkillsService {
         result.never_managed.push(d.name);
       }
     }
-    for (const list of Object.values(result)) if (typeof list[0] === 'string') (list as string[]).sort();
+    for (const key of NAME_LISTS) result[key].sort();
     return result;
   }
 
