@@ -9,64 +9,78 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { promisify } from 'node:util';
 import { createContext } from '../../src/api/context.js';
 import { AUTHORIZATION_PENDING, cliEntry } from '../../src/workloads/index.js';
-import { connectClient, startIdp, startRemoteMcp, textOf } from '../integration/auth/harness.js';
+import { connectClient, type Idp, startIdp, startRemoteMcp, textOf } from '../integration/auth/harness.js';
 import { browserLogin } from '../integration/authserver/harness.js';
 import { removeAllWorkloads, waitForStatus } from '../integration/workloads/helpers.js';
 import { tempHome } from '../helpers/home.js';
 
 const run = promisify(execFile);
 
+/**
+ * An IdP, a remote MCP server that names it in its RFC 9728 metadata and accepts what
+ * `authorize` accepts, a Skep home with the encrypted secrets store (the runner keeps the
+ * client registration and refresh token there), and a run-configuration file for the remote.
+ * `skep(...)` runs the real CLI on that home.
+ */
+async function remoteSetup(
+  t: TestContext,
+  name: string,
+  remoteAuthConfig: Record<string, unknown>,
+  authorize: (idp: Idp, authorization: string, resource: string) => Promise<boolean>,
+) {
+  const idp = await startIdp(t);
+  const remote = await startRemoteMcp(t);
+  remote.resourceMetadata = { resource: remote.url, authorization_servers: [idp.issuer] };
+  remote.authorize = (seen) => authorize(idp, seen.headers['authorization'] ?? '', remote.url);
+  const home = tempHome(t);
+  const ctx = createContext(home.config);
+  t.after(async () => {
+    try {
+      await removeAllWorkloads(ctx);
+    } finally {
+      await ctx.close();
+    }
+  });
+  await ctx.secrets.setup({ provider_type: 'encrypted' });
+  const configFile = join(home.dir, 'remote.json');
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      name,
+      remote_url: remote.url,
+      transport: 'streamable-http',
+      remote_auth_config: { ...remoteAuthConfig, skip_browser: true },
+    }),
+  );
+  const skep = (...args: string[]) =>
+    run(process.execPath, ['--import', 'tsx', cliEntry(), ...args], {
+      env: { ...home.env, SKEP_LOG_LEVEL: 'silent' },
+      timeout: 120_000,
+    });
+  return { idp, remote, ctx, configFile, skep };
+}
+
 test(
   'skep run of an OAuth-protected remote server prints the login URL; after the login it proxies with the token',
   { timeout: 180_000 },
   async (t) => {
-    const idp = await startIdp(t);
-    const remote = await startRemoteMcp(t);
-    remote.resourceMetadata = { resource: remote.url, authorization_servers: [idp.issuer] };
-    remote.authorize = async (seen) => {
-      try {
-        await idp.verify((seen.headers['authorization'] ?? '').replace(/^Bearer /, ''), remote.url);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-
-    const home = tempHome(t);
-    const ctx = createContext(home.config);
-    t.after(async () => {
-      try {
-        await removeAllWorkloads(ctx);
-      } finally {
-        await ctx.close();
-      }
-    });
-    // The runner keeps the client registration and refresh token in the secrets store.
-    await ctx.secrets.setup({ provider_type: 'encrypted' });
-
-    const configFile = join(home.dir, 'remote.json');
-    writeFileSync(
-      configFile,
-      JSON.stringify({
-        name: 'remote-login',
-        remote_url: remote.url,
-        transport: 'streamable-http',
-        remote_auth_config: {
-          scopes: ['openid', 'offline_access', 'mcp:tools'],
-          oauth_params: { prompt: 'consent' },
-          skip_browser: true,
-        },
-      }),
+    const { idp, remote, ctx, configFile, skep } = await remoteSetup(
+      t,
+      'remote-login',
+      { scopes: ['openid', 'offline_access', 'mcp:tools'], oauth_params: { prompt: 'consent' } },
+      async (idp, authorization, resource) => {
+        try {
+          await idp.verify(authorization.replace(/^Bearer /, ''), resource);
+          return true;
+        } catch {
+          return false;
+        }
+      },
     );
-    const skep = (...args: string[]) =>
-      run(process.execPath, ['--import', 'tsx', cliEntry(), ...args], {
-        env: { ...home.env, SKEP_LOG_LEVEL: 'silent' },
-        timeout: 120_000,
-      });
 
     // Human output: the URL on its own line, and no claim that the workload runs yet.
     const human = await skep('run', '--from-config', configFile);
@@ -105,35 +119,13 @@ test(
     timeout: 180_000,
   },
   async (t) => {
-    const idp = await startIdp(t);
-    const remote = await startRemoteMcp(t);
-    remote.resourceMetadata = { resource: remote.url, authorization_servers: [idp.issuer] };
-    remote.authorize = async () => false;
-    const home = tempHome(t);
-    const ctx = createContext(home.config);
-    t.after(async () => {
-      try {
-        await removeAllWorkloads(ctx);
-      } finally {
-        await ctx.close();
-      }
-    });
-    await ctx.secrets.setup({ provider_type: 'encrypted' });
-    const configFile = join(home.dir, 'remote.json');
-    writeFileSync(
-      configFile,
-      JSON.stringify({
-        name: 'remote-json',
-        remote_url: remote.url,
-        transport: 'streamable-http',
-        remote_auth_config: { scopes: ['openid'], skip_browser: true },
-      }),
+    const { idp, configFile, skep } = await remoteSetup(
+      t,
+      'remote-json',
+      { scopes: ['openid'] },
+      async () => false,
     );
-    const { stdout } = await run(
-      process.execPath,
-      ['--import', 'tsx', cliEntry(), 'run', '--from-config', configFile, '--json'],
-      { env: { ...home.env, SKEP_LOG_LEVEL: 'silent' }, timeout: 120_000 },
-    );
+    const { stdout } = await skep('run', '--from-config', configFile, '--json');
     const out = JSON.parse(stdout) as { name: string; port: number; url: string; authorization_url?: string };
     assert.equal(out.name, 'remote-json');
     assert.ok(out.authorization_url?.startsWith(`${idp.issuer}/`), stdout);

@@ -62,6 +62,7 @@ function view(skill: InstalledSkill) {
 const REGISTRY_ERRORS = [400, 401, 404, 422, 429, 502, 504];
 
 const Names = Type.Array(Type.String());
+const ProjectRoot = Type.String({ description: 'Absolute path of the project (a git repository).' });
 const FailureReason = Type.String({
   description:
     '`registry-unreachable`, `digest-missing`, `validation-rejected`, `lock-write-failed`, ' +
@@ -194,7 +195,7 @@ export async function skillRoutes(app: SkepApp, ctx: ApiContext): Promise<void> 
           'not supported yet (501).',
         body: Type.Object(
           {
-            project_root: Type.String({ description: 'Absolute path of the project (a git repository).' }),
+            project_root: ProjectRoot,
             clients: Type.Optional(Names),
             prune: Type.Optional(Type.Boolean()),
             check: Type.Optional(Type.Boolean()),
@@ -221,7 +222,7 @@ export async function skillRoutes(app: SkepApp, ctx: ApiContext): Promise<void> 
           'would upgrade. 404 when a requested name is not in the lock file.',
         body: Type.Object(
           {
-            project_root: Type.String({ description: 'Absolute path of the project (a git repository).' }),
+            project_root: ProjectRoot,
             names: Type.Optional(Names),
             preview: Type.Optional(Type.Boolean()),
             fail_on_changes: Type.Optional(Type.Boolean()),
