@@ -32,30 +32,60 @@ export interface Outlet {
   close(): void;
 }
 
+/**
+ * The recent events of one SSE stream for `Last-Event-ID` replay: numbered from 1, ids
+ * `<prefix><seq>`, the last `keep` kept as ready-to-write frames.
+ */
+export class EventLog {
+  private next = 1;
+  private readonly events: Array<{ seq: number; frame: string }> = [];
+
+  constructor(
+    private readonly keep: number,
+    private readonly prefix = '',
+  ) {}
+
+  /** Numbers `text`, keeps it, and returns its frame. */
+  append(text: string): string {
+    const seq = this.next++;
+    const frame = `id: ${this.prefix}${seq}\nevent: message\ndata: ${text}\n\n`;
+    this.events.push({ seq, frame });
+    if (this.events.length > this.keep) this.events.shift();
+    return frame;
+  }
+
+  /** Kept frames after `seq`, and whether they are all the events after it (none dropped). */
+  after(seq: number): { frames: string[]; complete: boolean } {
+    const first = this.events[0]?.seq ?? this.next;
+    return {
+      frames: this.events.filter((e) => e.seq > seq).map((e) => e.frame),
+      complete: seq < this.next && first <= seq + 1,
+    };
+  }
+}
+
 export class SseOutlet implements Outlet {
   private ended = false;
-  private nextEventId = 1;
   /** Recent events for `Last-Event-ID` replay (streamable HTTP GET stream only). */
-  private readonly history: Array<{ id: number; text: string }> = [];
+  readonly log: EventLog | undefined;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly maxBuffer: number,
-    private readonly keep: number,
+    keep: number,
     private readonly onClose: () => void,
     previous?: SseOutlet,
   ) {
-    if (previous !== undefined) {
-      // A reconnected GET stream continues the event numbering and history of the old one.
-      this.nextEventId = previous.nextEventId;
-      this.history.push(...previous.history);
-    }
+    // A reconnected GET stream continues the event numbering and history of the old one.
+    this.log = previous?.log ?? (keep > 0 ? new EventLog(keep) : undefined);
     res.on('close', () => this.markClosed());
   }
 
-  /** Re-sends a missed event with its original id (after `Last-Event-ID`). */
-  replay(id: number, text: string): void {
-    if (!this.ended) this.res.write(`id: ${id}\nevent: message\ndata: ${text}\n\n`);
+  /** Re-sends the events after `lastId` with their original ids, when none of them was dropped. */
+  replayAfter(lastId: number): void {
+    const missed = this.log?.after(lastId);
+    if (this.ended || missed === undefined || !missed.complete) return;
+    for (const frame of missed.frames) this.res.write(frame);
   }
 
   get open(): boolean {
@@ -70,32 +100,13 @@ export class SseOutlet implements Outlet {
 
   send(text: string): boolean {
     if (this.ended) return false;
-    if (this.keep > 0) {
-      const id = this.nextEventId++;
-      this.history.push({ id, text });
-      if (this.history.length > this.keep) this.history.shift();
-      this.res.write(`id: ${id}\nevent: message\ndata: ${text}\n\n`);
-    } else {
-      this.res.write(`event: message\ndata: ${text}\n\n`);
-    }
+    this.res.write(this.log === undefined ? `event: message\ndata: ${text}\n\n` : this.log.append(text));
     if (this.res.writableLength > this.maxBuffer) {
       // The client stopped reading: cut it loose rather than buffer without bound.
       this.res.destroy();
       this.markClosed();
     }
     return true;
-  }
-
-  /** Events after `lastId` still in the history; undefined when the gap cannot be filled. */
-  eventsAfter(lastId: number): Array<{ id: number; text: string }> | undefined {
-    if (lastId >= this.nextEventId) return undefined;
-    const first = this.history[0];
-    if (lastId + 1 < this.nextEventId && (first === undefined || first.id > lastId + 1)) return undefined;
-    return this.history.filter((e) => e.id > lastId);
-  }
-
-  get lastEventId(): number {
-    return this.nextEventId - 1;
   }
 
   close(): void {
@@ -140,8 +151,8 @@ export class PostExchange implements ReplyTarget {
   private state: 'idle' | 'sse' | 'detached' | 'done' = 'idle';
   private sink: ServerResponse;
   private streamNo = 0;
-  private seq = 0;
-  private readonly history: Array<{ seq: number; frame: string }> = [];
+  /** Numbers and keeps the events once the answer is a resumable stream. */
+  private log: EventLog | undefined;
   private finished = false;
   private graceTimer: NodeJS.Timeout | undefined;
 
@@ -166,7 +177,10 @@ export class PostExchange implements ReplyTarget {
     if (this.state === 'idle') {
       this.sink.writeHead(200, { ...this.headers, ...SSE_HEADERS });
       this.state = 'sse';
-      if (this.resumable !== undefined) this.streamNo = this.resumable.streams.addStream(this);
+      if (this.resumable !== undefined) {
+        this.streamNo = this.resumable.streams.addStream(this);
+        this.log = new EventLog(this.resumable.keep, `${this.streamNo}-`);
+      }
     }
     this.emit(text);
     return true;
@@ -198,7 +212,8 @@ export class PostExchange implements ReplyTarget {
     this.sink = res;
     this.state = 'sse';
     res.writeHead(200, SSE_HEADERS);
-    for (const e of this.history) if (e.seq > afterSeq) res.write(e.frame);
+    // What is still kept goes out, even if older events were dropped: the response is what counts.
+    for (const frame of this.log?.after(afterSeq).frames ?? []) res.write(frame);
     res.on('close', () => this.sinkClosed(res));
     if (this.finished) this.finish();
   }
@@ -211,15 +226,7 @@ export class PostExchange implements ReplyTarget {
   }
 
   private emit(text: string): void {
-    let frame: string;
-    if (this.streamNo > 0) {
-      const seq = ++this.seq;
-      frame = `id: ${this.streamNo}-${seq}\nevent: message\ndata: ${text}\n\n`;
-      this.history.push({ seq, frame });
-      if (this.history.length > (this.resumable?.keep ?? 0)) this.history.shift();
-    } else {
-      frame = `event: message\ndata: ${text}\n\n`;
-    }
+    const frame = this.log === undefined ? `event: message\ndata: ${text}\n\n` : this.log.append(text);
     if (this.state !== 'sse' || this.sink.destroyed) return;
     this.sink.write(frame);
     // The client stopped reading: cut it loose rather than buffer without bound (it may resume).

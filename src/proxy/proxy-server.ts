@@ -512,10 +512,7 @@ class McpProxy implements RunningProxy {
       previous,
     );
     session.standing = outlet;
-    if (typeof lastEventId === 'string' && previous !== undefined) {
-      const missed = previous.eventsAfter(Number(lastEventId));
-      if (missed !== undefined) for (const e of missed) outlet.replay(e.id, e.text);
-    }
+    if (typeof lastEventId === 'string' && previous !== undefined) outlet.replayAfter(Number(lastEventId));
     res.flushHeaders();
   }
 
