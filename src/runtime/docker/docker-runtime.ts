@@ -458,10 +458,14 @@ export class DockerRuntime implements Runtime {
           : { PortBindings: { [portKey]: [{ HostIp: '127.0.0.1', HostPort: String(publishPort) }] } }),
       },
     });
+    // Started on the default network alone, then joined to the internal one: the engine sets up
+    // the published port for the networks attached at start, and with both attached it could
+    // forward to the internal address, which the host cannot reach (the port then answered with
+    // someone else's 404, now and then).
+    await egress.start();
     await this.docker
       .getNetwork(network)
       .connect({ Container: egress.id, EndpointConfig: { IPAMConfig: { IPv4Address: ip } } });
-    await egress.start();
     const stream = (await egress.logs({ follow: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
     const demuxer = new FrameDemuxer((_, payload) =>
       log.write(Buffer.concat([Buffer.from('[egress] '), payload])),
