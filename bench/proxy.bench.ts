@@ -14,13 +14,16 @@
  * Session semantics: every worker (1 at c=1, 32 at c=32) initializes its own MCP session
  * (initialize + notifications/initialized, Mcp-Session-Id) before timing starts, then makes
  * sequential tools/call requests on it. Latency is per call (p50/p99); throughput is calls
- * per second over the timed window; RSS is the sum over the measured process tree (from
- * /proc), sampled during the run (peak) and at the end. The bench process itself is excluded.
+ * per second over the timed window. Memory is read from /proc every 100 ms over the whole
+ * measurement, which ends with an untimed soak (BENCH_SOAK_S seconds at concurrency 32), because
+ * a proxy's heap keeps growing well past a few thousand calls: the RSS sum and the PSS sum of
+ * the process tree (peak and end), RSS per process, and the tree's footprint with shared pages
+ * counted once (see `uniqueFootprint`). The bench process itself is excluded.
  *
  * Prints one JSON object on stdout; progress goes to stderr.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -36,6 +39,7 @@ const ECHO = join(here, 'fixtures/echo-server.mjs');
 const WARMUP_CALLS = Number(process.env['BENCH_WARMUP'] ?? 2000);
 const TIMED_CALLS = Number(process.env['BENCH_CALLS'] ?? 10000);
 const CONCURRENCY = [1, 32];
+const SOAK_MS = Number(process.env['BENCH_SOAK_S'] ?? 10) * 1000;
 
 const log = (msg: string): void => {
   process.stderr.write(`[proxy.bench] ${msg}\n`);
@@ -86,6 +90,61 @@ function treeMemory(pid: number): { rss: number; pss: number; byProcess: Map<str
     stack.push(...(kids.get(p) ?? []));
   }
   return { rss, pss, byProcess };
+}
+
+/**
+ * The physical memory a process tree occupies, in bytes: every resident page of every process,
+ * a page shared by several of them (the Node binary's code, libraries) counted once — what the
+ * tree costs the machine when it runs alone, as a cgroup would count it. Read from
+ * /proc/<pid>/pagemap, whose page frame numbers only root may see; undefined otherwise.
+ */
+function uniqueFootprint(pid: number): number | undefined {
+  const kids = childrenOf();
+  const frames = new Set<number>();
+  const entries = Buffer.alloc(8 * 4096);
+  const stack = [pid];
+  let sawFrame = false;
+  while (stack.length > 0) {
+    const p = stack.pop()!;
+    stack.push(...(kids.get(p) ?? []));
+    let smaps: string;
+    let fd: number;
+    try {
+      smaps = readFileSync(`/proc/${p}/smaps`, 'utf8');
+      fd = openSync(`/proc/${p}/pagemap`, 'r');
+    } catch {
+      continue; // gone
+    }
+    try {
+      // Only mappings with resident pages (V8 reserves gigabytes it never touches).
+      let range: [number, number] = [0, 0];
+      for (const line of smaps.split('\n')) {
+        const header = /^([0-9a-f]+)-([0-9a-f]+) /.exec(line);
+        if (header !== null) range = [parseInt(header[1]!, 16) / 4096, parseInt(header[2]!, 16) / 4096];
+        if (!line.startsWith('Rss:') || /^Rss:\s+0 kB/.test(line)) continue;
+        for (let page = range[0]; page < range[1];) {
+          const count = Math.min(4096, range[1] - page);
+          let read = 0;
+          try {
+            read = readSync(fd, entries, 0, count * 8, page * 8);
+          } catch {
+            break; // a special mapping ([vsyscall]) cannot be read
+          }
+          for (let i = 0; i + 8 <= read; i += 8) {
+            const high = entries.readUInt32LE(i + 4);
+            if ((high & 0x80000000) === 0) continue; // not present
+            const frame = (high & 0x7fffff) * 2 ** 32 + entries.readUInt32LE(i);
+            if (frame !== 0) sawFrame = true;
+            frames.add(frame);
+          }
+          page += count;
+        }
+      }
+    } finally {
+      closeSync(fd);
+    }
+  }
+  return sawFrame ? frames.size * 4096 : undefined;
 }
 
 /** A short name for a process of a tree: the script it runs (`runner.mjs runner x`, `echo-server.mjs`). */
@@ -399,15 +458,23 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
-async function phase(target: Target, concurrency: number, total: number, record: boolean): Promise<Phase> {
+/** `total` calls at `concurrency` (or, with `untilMs`, as many as fit in that time). */
+async function phase(
+  target: Target,
+  concurrency: number,
+  total: number,
+  record: boolean,
+  untilMs?: number,
+): Promise<Phase> {
   const calls = await Promise.all(Array.from({ length: concurrency }, () => target.session()));
   const latencies: number[] = [];
   let errors = 0;
   let issued = 0;
   const started = performance.now();
+  const more = untilMs === undefined ? () => issued < total : () => performance.now() - started < untilMs;
   await Promise.all(
     calls.map(async (call, w) => {
-      while (issued < total) {
+      while (more()) {
         issued++;
         const message = `w${w}-${issued}`;
         const t0 = performance.now();
@@ -427,11 +494,11 @@ async function phase(target: Target, concurrency: number, total: number, record:
   const round = (n: number): number => Math.round(n * 1000) / 1000;
   return {
     concurrency,
-    calls: total,
+    calls: issued,
     p50_ms: round(percentile(latencies, 50)),
     p99_ms: round(percentile(latencies, 99)),
     mean_ms: round(latencies.reduce((a, b) => a + b, 0) / Math.max(1, latencies.length)),
-    calls_per_s: Math.round(total / elapsed),
+    calls_per_s: Math.round(issued / elapsed),
     errors,
   };
 }
@@ -457,8 +524,11 @@ async function measure(target: Target): Promise<Record<string, unknown>> {
       phases.push(await phase(target, c, TIMED_CALLS, true));
       log(`${target.name} c=${c}: p50 ${phases.at(-1)!.p50_ms} ms, ${phases.at(-1)!.calls_per_s} calls/s`);
     }
+    const soak = await phase(target, 32, 0, false, SOAK_MS);
+    log(`${target.name} soak: ${soak.calls} calls at c=32 in ${SOAK_MS / 1000} s`);
     const end = treeMemory(target.pid);
     sample();
+    const unique = uniqueFootprint(target.pid);
     return {
       notes: target.notes,
       phases,
@@ -466,6 +536,8 @@ async function measure(target: Target): Promise<Record<string, unknown>> {
       rss_mb_peak: Math.round(peak.rss / 1048576),
       pss_mb_end: Math.round(end.pss / 1048576),
       pss_mb_peak: Math.round(peak.pss / 1048576),
+      soak_calls: soak.calls,
+      unique_mb_end: unique === undefined ? null : Math.round(unique / 1048576),
       rss_mb_end_by_process: megabytes(end.byProcess),
       rss_mb_peak_by_process: megabytes(peakByProcess),
     };
@@ -575,7 +647,7 @@ async function main(): Promise<void> {
     await rm(dir, { recursive: true, force: true });
   }
   process.stdout.write(
-    `${JSON.stringify({ backend: 'bench/fixtures/echo-server.mjs', warmup_calls: WARMUP_CALLS, timed_calls: TIMED_CALLS, node: process.version, results })}\n`,
+    `${JSON.stringify({ backend: 'bench/fixtures/echo-server.mjs', warmup_calls: WARMUP_CALLS, timed_calls: TIMED_CALLS, soak_s: SOAK_MS / 1000, node: process.version, results })}\n`,
   );
 }
 

@@ -35,7 +35,7 @@ export class Session implements StreamRegistry {
   standing: Outlet | undefined;
   /** The target of the latest forwarded request (interim messages prefer it while it is open). */
   lastTarget: ReplyTarget | undefined;
-  /** Requests forwarded to the server and not answered yet. */
+  /** Requests forwarded to the server and not answered yet (`requestStarted`, `requestSettled`). */
   inflight = 0;
   lastActive = Date.now();
   closed = false;
@@ -47,6 +47,18 @@ export class Session implements StreamRegistry {
     readonly id: string,
     readonly transport: SessionTransport,
   ) {}
+
+  /** A request of this session was forwarded; its answer goes to `target`. */
+  requestStarted(target: ReplyTarget | undefined): void {
+    this.inflight++;
+    this.lastTarget = target;
+  }
+
+  /** A request of this session was answered or given up; an idle session keeps no response. */
+  requestSettled(): void {
+    this.inflight--;
+    if (this.inflight <= 0) this.lastTarget = undefined;
+  }
 
   addStream(stream: PostExchange): number {
     const no = this.nextStream++;

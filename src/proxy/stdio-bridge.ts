@@ -197,7 +197,7 @@ export class StdioBridge {
       this.pending.clear();
       this.progress.clear();
       for (const p of pending) {
-        if (p.session !== undefined) p.session.inflight--;
+        p.session?.requestSettled();
         if (p.internal !== undefined) {
           p.internal({
             jsonrpc: '2.0',
@@ -446,8 +446,7 @@ export class StdioBridge {
     }
     msg.id = this.prefix + seq;
     this.pending.set(seq, p);
-    session.inflight++;
-    session.lastTarget = target;
+    session.requestStarted(target);
     channel.send(JSON.stringify(msg));
   }
 
@@ -644,7 +643,7 @@ export class StdioBridge {
   }
 
   private settle(p: Pending): void {
-    if (p.session !== undefined) p.session.inflight--;
+    p.session?.requestSettled();
     if (p.progressKey !== undefined) this.progress.delete(p.progressKey);
   }
 
@@ -708,7 +707,7 @@ export class StdioBridge {
     const method = msg.method as string;
     const childId = msg.id as JsonRpcId;
     // The client's request ends here; the call now belongs to no session until the retry.
-    if (p.session !== undefined) p.session.inflight--;
+    p.session?.requestSettled();
     p.session = undefined;
     p.target = undefined;
     const requestState = `${this.prefix}input-${randomUUID()}`;
@@ -764,8 +763,7 @@ export class StdioBridge {
     p.clientId = clientId;
     p.clientIdJson = typeof clientId === 'number' ? String(clientId) : JSON.stringify(clientId);
     p.target = target;
-    session.inflight++;
-    session.lastTarget = target;
+    session.requestStarted(target);
   }
 
   /** Forgets an in-flight call and tells the child to stop working on it. */

@@ -150,6 +150,26 @@ test('request ids: equal client ids from two sessions reach the child as distinc
   assert.deepEqual(rb.final_, { jsonrpc: '2.0', id: 1, result: { from: 'y' } });
 });
 
+test('a session keeps its latest response target only while a request is in flight', async (t) => {
+  // An idle session must not pin the last HTTP response (and its socket) until it expires.
+  const { bridge, child, open } = await setup(t);
+  const a = open();
+  const first = new Collector();
+  const second = new Collector();
+  bridge.handle(a, request(1, 'tools/call', { name: 'x' }), first);
+  bridge.handle(a, request(2, 'tools/call', { name: 'y' }), second);
+  const calls = [await child.next('tools/call'), await child.next('tools/call')];
+  assert.equal(a.lastTarget, second);
+  child.send({ jsonrpc: '2.0', id: calls[0]!.id, result: {} });
+  await first.done;
+  assert.equal(a.inflight, 1);
+  assert.equal(a.lastTarget, second, 'still in flight: progress and server requests go there');
+  child.send({ jsonrpc: '2.0', id: calls[1]!.id, result: {} });
+  await second.done;
+  assert.equal(a.inflight, 0);
+  assert.equal(a.lastTarget, undefined);
+});
+
 test('progress tokens are rewritten per request and progress goes back to the owner with its own token', async (t) => {
   const { bridge, child, open } = await setup(t);
   const a = open();
