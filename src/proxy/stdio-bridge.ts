@@ -3,7 +3,10 @@
  *
  * - The child is initialized once per attach, by the proxy, with the client capabilities the
  *   proxy can route (sampling, elicitation, roots). Each client's `initialize` is answered from
- *   the cached result; its `notifications/initialized` is swallowed.
+ *   the cached result; its `notifications/initialized` is swallowed, except that a client
+ *   that declares `roots` makes the proxy send `notifications/roots/list_changed` to the
+ *   child: the roots it can ask for changed (a server that asked before any client could
+ *   answer, and got an error, asks again).
  * - Request ids: every forwarded request gets a proxy-unique string id `"<prefix><seq>"`; the
  *   response is matched by that id and the client's own id is spliced back into the text, so
  *   an ordinary response is routed without being parsed or re-serialized. `progressToken`s and
@@ -561,6 +564,8 @@ export class StdioBridge {
     const method = msg.method;
     if (method === 'notifications/initialized') {
       session.initialized = true;
+      if (session.canHandle('roots/list') && session.transport !== 'stateless')
+        this.channel?.send('{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}');
       return;
     }
     const channel = this.channel;

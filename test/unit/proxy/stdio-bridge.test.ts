@@ -44,6 +44,9 @@ class FakeChild {
   has(method: string): boolean {
     return this.seen.some((m) => m.method === method);
   }
+  count(method: string): number {
+    return this.seen.filter((m) => m.method === method).length;
+  }
   send(msg: unknown): void {
     this.stdout.write(`${JSON.stringify(msg)}\n`);
   }
@@ -168,6 +171,19 @@ test('a session keeps its latest response target only while a request is in flig
   await second.done;
   assert.equal(a.inflight, 0);
   assert.equal(a.lastTarget, undefined);
+});
+
+test('a client that can answer roots tells the shared child its roots changed; one that cannot does not', async (t) => {
+  const { bridge, child, open } = await setup(t);
+  const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' } as JsonRpcMessage;
+  bridge.handle(open({}), initialized, undefined);
+  bridge.handle(open({ roots: { listChanged: true } }), initialized, undefined);
+  // A marker request after both: everything the bridge sent before it has arrived.
+  const marker = new Collector();
+  bridge.handle(open(), request(9, 'tools/call', { name: 'x' }), marker);
+  await child.next('tools/call');
+  assert.equal(child.count('notifications/roots/list_changed'), 1);
+  assert.equal(child.has('notifications/initialized'), false, 'a client initialized is never forwarded');
 });
 
 test('progress tokens are rewritten per request and progress goes back to the owner with its own token', async (t) => {
