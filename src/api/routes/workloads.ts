@@ -7,6 +7,7 @@ import { Type } from 'typebox';
 import {
   BulkRequestSchema,
   CreateWorkloadSchema,
+  type ListOptions,
   RunConfigSchema,
   UpdateWorkloadSchema,
   UpgradeCheckResultSchema,
@@ -29,6 +30,15 @@ const LogsQuery = Type.Object({
     Type.Integer({ minimum: 1, maximum: 100_000, default: 1000, description: 'Last N lines.' }),
   ),
 });
+/** Which workloads a list or check covers: running ones unless `all`, optionally one group. */
+const SelectionQuery = Type.Object({
+  all: Type.Optional(Type.Boolean()),
+  group: Type.Optional(Type.String()),
+});
+const selection = (query: { all?: boolean; group?: string }): ListOptions => ({
+  all: query.all === true,
+  ...(query.group === undefined ? {} : { group: query.group }),
+});
 const tags = ['workloads'];
 
 export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<void> {
@@ -42,7 +52,7 @@ export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
         summary: 'List workloads (sorted by name)',
         description:
           'Only running workloads unless `all=true`; `group` filters on the exact group (404 if it does not exist).',
-        querystring: Type.Object({ all: Type.Optional(Type.Boolean()), group: Type.Optional(Type.String()) }),
+        querystring: SelectionQuery,
         response: withErrors(
           { 200: Type.Object({ workloads: Type.Array(WorkloadSummarySchema) }) },
           400,
@@ -51,10 +61,7 @@ export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
       },
     },
     async (request) => ({
-      workloads: workloads.list({
-        all: request.query.all === true,
-        ...(request.query.group === undefined ? {} : { group: request.query.group }),
-      }),
+      workloads: workloads.list(selection(request.query)),
     }),
   );
 
@@ -102,7 +109,7 @@ export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
         description:
           'For each workload (running only unless `all=true`; `group` filters), whether its registry entry now ' +
           'names another image. Offline metadata comparison: nothing is pulled; no secret value is returned.',
-        querystring: Type.Object({ all: Type.Optional(Type.Boolean()), group: Type.Optional(Type.String()) }),
+        querystring: SelectionQuery,
         response: withErrors(
           { 200: Type.Object({ results: Type.Array(UpgradeCheckResultSchema) }) },
           400,
@@ -111,10 +118,7 @@ export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
       },
     },
     async (request) => ({
-      results: await workloads.upgradeCheckAll({
-        all: request.query.all === true,
-        ...(request.query.group === undefined ? {} : { group: request.query.group }),
-      }),
+      results: await workloads.upgradeCheckAll(selection(request.query)),
     }),
   );
 
@@ -254,37 +258,32 @@ export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
     async (request) => workloads.status(request.params.name),
   );
 
-  app.get(
-    '/api/v1beta/workloads/:name/logs',
+  const logRoutes = [
     {
-      schema: {
-        tags,
-        summary: "The server's log (stderr), last lines",
-        params: NameParams,
-        querystring: LogsQuery,
-        response: withErrors({ 200: Type.String() }, 400, 404),
-      },
+      path: 'logs',
+      summary: "The server's log (stderr), last lines",
+      read: (name: string, lines: number) => workloads.logs(name, lines),
     },
-    async (request, reply) =>
-      reply
-        .type('text/plain; charset=utf-8')
-        .send(workloads.logs(request.params.name, request.query.lines ?? 1000)),
-  );
-
-  app.get(
-    '/api/v1beta/workloads/:name/proxy-logs',
     {
-      schema: {
-        tags,
-        summary: "The runner and proxy's log, last lines",
-        params: NameParams,
-        querystring: LogsQuery,
-        response: withErrors({ 200: Type.String() }, 400, 404),
-      },
+      path: 'proxy-logs',
+      summary: "The runner and proxy's log, last lines",
+      read: (name: string, lines: number) => workloads.proxyLogs(name, lines),
     },
-    async (request, reply) =>
-      reply
-        .type('text/plain; charset=utf-8')
-        .send(workloads.proxyLogs(request.params.name, request.query.lines ?? 1000)),
-  );
+  ];
+  for (const { path, summary, read } of logRoutes) {
+    app.get(
+      `/api/v1beta/workloads/:name/${path}`,
+      {
+        schema: {
+          tags,
+          summary,
+          params: NameParams,
+          querystring: LogsQuery,
+          response: withErrors({ 200: Type.String() }, 400, 404),
+        },
+      },
+      async (request, reply) =>
+        reply.type('text/plain; charset=utf-8').send(read(request.params.name, request.query.lines ?? 1000)),
+    );
+  }
 }
