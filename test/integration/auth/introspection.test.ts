@@ -175,6 +175,42 @@ function introspectionConfig(idp: OpaqueIdp, clientSecret: string, checks = true
   };
 }
 
+/**
+ * The setup every test here shares: the provider, the MCP server, and the proxy in front of it
+ * whose chain introspects with `clientSecret` (a value, or a secret reference `secretLookup`
+ * resolves), logging into `lines`, on a clock the test can move.
+ */
+async function introspectingProxy(
+  t: TestContext,
+  options: {
+    clientSecret?: string;
+    checks?: boolean;
+    secretLookup?: (name: string) => Promise<string | undefined>;
+  } = {},
+) {
+  const idp = await startOpaqueIdp(t);
+  const remote = await startRemoteMcp(t);
+  const { logger, lines } = captureLogs();
+  const clock = movableClock();
+  const { proxy, chain, config } = await serveThroughProxy(
+    t,
+    remote,
+    {
+      oidc_config: introspectionConfig(
+        idp,
+        options.clientSecret ?? INTROSPECTOR.secret,
+        options.checks ?? true,
+      ),
+    },
+    {
+      logger,
+      now: clock.now,
+      ...(options.secretLookup === undefined ? {} : { secretLookup: options.secretLookup }),
+    },
+  );
+  return { idp, remote, proxy, chain, config, lines, clock };
+}
+
 /** One raw MCP request through the proxy, so status and challenge can be inspected. */
 async function ping(proxyUrl: string, token?: string): Promise<Response> {
   return fetch(`${proxyUrl}/mcp`, {
@@ -220,17 +256,11 @@ test(
   'RFC 7662 §2.1/§2.2: an opaque token the endpoint calls active is accepted and the request reaches the MCP server; the resource server authenticates with its client credentials; §4 caching bounds the round trips',
   { timeout: 60_000 },
   async (t) => {
-    const idp = await startOpaqueIdp(t);
-    const remote = await startRemoteMcp(t);
-    const { logger, lines } = captureLogs();
-    const clock = movableClock();
     const secrets = new Map([['introspector-secret', INTROSPECTOR.secret]]);
-    const { proxy, chain, config } = await serveThroughProxy(
-      t,
-      remote,
-      { oidc_config: introspectionConfig(idp, 'introspector-secret,target=oidc_client_secret') },
-      { logger, now: clock.now, secretLookup: async (name) => secrets.get(name) },
-    );
+    const { idp, remote, proxy, chain, config, lines, clock } = await introspectingProxy(t, {
+      clientSecret: 'introspector-secret,target=oidc_client_secret',
+      secretLookup: async (name) => secrets.get(name),
+    });
     assert.deepEqual(chain.names, ['auth']);
 
     const token = await idp.clientToken();
@@ -268,16 +298,8 @@ test(
   'RFC 7662 §2.2 active=false: a token revoked through RFC 7009 and a random string get 401 with an RFC 6750 invalid_token challenge; nothing reaches the MCP server',
   { timeout: 60_000 },
   async (t) => {
-    const idp = await startOpaqueIdp(t);
-    const remote = await startRemoteMcp(t);
-    const { logger, lines } = captureLogs();
-    const { proxy } = await serveThroughProxy(
-      t,
-      remote,
-      // Without issuer/audience checks, so the rejection comes from `active` alone.
-      { oidc_config: introspectionConfig(idp, INTROSPECTOR.secret, false) },
-      { logger },
-    );
+    // Without issuer/audience checks, so the rejection comes from `active` alone.
+    const { idp, remote, proxy, lines } = await introspectingProxy(t, { checks: false });
 
     const revoked = await idp.clientToken();
     await idp.revoke(revoked);
@@ -309,16 +331,7 @@ test(
   'RFC 7662 §4 caching trade-off: a token revoked after use is still served from the cache inside the 60 s window, and rejected with 401 once it ends',
   { timeout: 60_000 },
   async (t) => {
-    const idp = await startOpaqueIdp(t);
-    const remote = await startRemoteMcp(t);
-    const { logger, lines } = captureLogs();
-    const clock = movableClock();
-    const { proxy } = await serveThroughProxy(
-      t,
-      remote,
-      { oidc_config: introspectionConfig(idp, INTROSPECTOR.secret) },
-      { logger, now: clock.now },
-    );
+    const { idp, remote, proxy, lines, clock } = await introspectingProxy(t);
     const token = await idp.clientToken();
     const first = await ping(proxy.url, token);
     assert.equal(first.status, 200, await first.text());
@@ -344,15 +357,7 @@ test(
   'RFC 7662 §2.2 aud: an active token issued for another resource is rejected (audience check), and a token for this resource is accepted',
   { timeout: 60_000 },
   async (t) => {
-    const idp = await startOpaqueIdp(t);
-    const remote = await startRemoteMcp(t);
-    const { logger, lines } = captureLogs();
-    const { proxy } = await serveThroughProxy(
-      t,
-      remote,
-      { oidc_config: introspectionConfig(idp, INTROSPECTOR.secret) },
-      { logger },
-    );
+    const { idp, remote, proxy, lines } = await introspectingProxy(t);
     const foreign = await idp.clientToken(OTHER_AUDIENCE);
     const answer = await idp.introspect(foreign);
     assert.equal(answer['active'], true, 'the token itself is valid');
@@ -374,16 +379,8 @@ test(
   'RFC 7662 §2.1: with a wrong introspection client secret the endpoint refuses the proxy, every token is rejected with 401, and the secret is not logged',
   { timeout: 60_000 },
   async (t) => {
-    const idp = await startOpaqueIdp(t);
-    const remote = await startRemoteMcp(t);
-    const { logger, lines } = captureLogs();
     const wrongSecret = 'wrong-introspector-secret-77aa88bb';
-    const { proxy } = await serveThroughProxy(
-      t,
-      remote,
-      { oidc_config: introspectionConfig(idp, wrongSecret) },
-      { logger },
-    );
+    const { idp, remote, proxy, lines } = await introspectingProxy(t, { clientSecret: wrongSecret });
     const token = await idp.clientToken();
     await assertInvalidToken(await ping(proxy.url, token), 'valid token, unauthenticated introspection');
     assert.equal(reached(remote), 0);
@@ -399,16 +396,7 @@ test(
   'RFC 7662 §2.2 nbf: an active token whose nbf is still ahead is rejected with 401, and accepted once the clock passes it',
   { timeout: 60_000 },
   async (t) => {
-    const idp = await startOpaqueIdp(t);
-    const remote = await startRemoteMcp(t);
-    const { logger, lines } = captureLogs();
-    const clock = movableClock();
-    const { proxy } = await serveThroughProxy(
-      t,
-      remote,
-      { oidc_config: introspectionConfig(idp, INTROSPECTOR.secret) },
-      { logger, now: clock.now },
-    );
+    const { idp, remote, proxy, lines, clock } = await introspectingProxy(t);
     // The token lives 600 s; it may be used only from 300 s on.
     idp.extraClaims = { nbf: Math.floor(Date.now() / 1000) + 300 };
     const early = await idp.clientToken();
