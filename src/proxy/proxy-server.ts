@@ -514,6 +514,7 @@ class McpProxy implements RunningProxy {
     session.standing = outlet;
     if (typeof lastEventId === 'string' && previous !== undefined) outlet.replayAfter(Number(lastEventId));
     res.flushHeaders();
+    this.bridgeOf(session).announceRoots(session);
   }
 
   private mcpDelete(req: IncomingMessage, res: ServerResponse): void {

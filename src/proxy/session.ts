@@ -39,6 +39,8 @@ export class Session implements StreamRegistry {
   inflight = 0;
   lastActive = Date.now();
   closed = false;
+  /** The child was told this session's roots can be asked for (`StdioBridge.announceRoots`). */
+  rootsAnnounced = false;
   /** SSE answers to POSTs that can still be resumed, by stream number. */
   private readonly streams = new Map<number, PostExchange>();
   private nextStream = 1;

@@ -3,10 +3,10 @@
  *
  * - The child is initialized once per attach, by the proxy, with the client capabilities the
  *   proxy can route (sampling, elicitation, roots). Each client's `initialize` is answered from
- *   the cached result; its `notifications/initialized` is swallowed, except that a client
- *   that declares `roots` makes the proxy send `notifications/roots/list_changed` to the
- *   child: the roots it can ask for changed (a server that asked before any client could
- *   answer, and got an error, asks again).
+ *   the cached result; its `notifications/initialized` is swallowed. A client that declares
+ *   `roots`, once initialized and holding a stream that server requests can use, makes the
+ *   proxy send `notifications/roots/list_changed` to the child (`announceRoots`): the roots it
+ *   can ask for changed, so a server that asked before any client could answer asks again.
  * - Request ids: every forwarded request gets a proxy-unique string id `"<prefix><seq>"`; the
  *   response is matched by that id and the client's own id is spliced back into the text, so
  *   an ordinary response is routed without being parsed or re-serialized. `progressToken`s and
@@ -564,8 +564,7 @@ export class StdioBridge {
     const method = msg.method;
     if (method === 'notifications/initialized') {
       session.initialized = true;
-      if (session.canHandle('roots/list') && session.transport !== 'stateless')
-        this.channel?.send('{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}');
+      this.announceRoots(session);
       return;
     }
     const channel = this.channel;
@@ -582,6 +581,18 @@ export class StdioBridge {
       return;
     }
     channel.send(JSON.stringify(msg));
+  }
+
+  /**
+   * Tells the child, once per session, that a client able to answer `roots/list` can now be
+   * reached: the session is initialized and has a standing stream (its GET stream, which a
+   * streamable-HTTP client opens after initializing, or its legacy SSE stream).
+   */
+  announceRoots(session: Session): void {
+    if (session.rootsAnnounced || !session.initialized || session.standing?.open !== true) return;
+    if (!session.canHandle('roots/list')) return;
+    session.rootsAnnounced = true;
+    this.channel?.send('{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}');
   }
 
   private fromClientResponse(session: Session, msg: JsonRpcMessage): void {

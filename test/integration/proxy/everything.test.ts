@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ListRootsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { exited, proxyFor, spawnEverything } from './helpers.js';
 
 function client(name = 'skep-test'): Client {
@@ -43,6 +44,45 @@ test('legacy SSE: SDK client lists tools and calls echo through the proxy', asyn
   assert.ok(tools.some((tool) => tool.name === 'echo'));
   const result = await c.callTool({ name: 'echo', arguments: { message: 'over sse' } });
   assert.match(textOf(result), /over sse/);
+});
+
+test('roots: the child, which asked before any client was connected, asks the first client that has roots', async (t) => {
+  // server-everything asks for roots 350 ms after its initialize; with no client connected the
+  // proxy refuses, and the child says so on stderr.
+  const child = spawnEverything(t);
+  let stderr = '';
+  const refused = new Promise<void>((resolve) =>
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      if (stderr.includes('no connected client can answer roots/list')) resolve();
+    }),
+  );
+  const proxy = await proxyFor(t, child);
+  await refused;
+  const c = new Client(
+    { name: 'with-roots', version: '1.0.0' },
+    { capabilities: { roots: { listChanged: true } } },
+  );
+  const root = { uri: 'file:///work/project', name: 'project' };
+  let asked!: () => void;
+  const askedOnce = new Promise<void>((resolve) => {
+    asked = resolve;
+  });
+  c.setRequestHandler(ListRootsRequestSchema, () => {
+    asked();
+    return { roots: [root] };
+  });
+  await c.connect(new StreamableHTTPClientTransport(new URL(`${proxy.url}/mcp`)));
+  t.after(() => c.close());
+  // No request of ours is in flight: the question comes on the session's GET stream.
+  await Promise.race([
+    askedOnce,
+    new Promise((_, reject) =>
+      setTimeout(() => reject(new Error('roots/list never reached the client')), 10_000),
+    ),
+  ]);
+  const result = await c.callTool({ name: 'get-roots-list', arguments: {} });
+  assert.match(textOf(result), /file:\/\/\/work\/project/);
 });
 
 test('20 concurrent sessions on one stdio child each get their own replies', async (t) => {

@@ -173,16 +173,28 @@ test('a session keeps its latest response target only while a request is in flig
   assert.equal(a.lastTarget, undefined);
 });
 
-test('a client that can answer roots tells the shared child its roots changed; one that cannot does not', async (t) => {
+test('a client that can answer roots, once initialized and reachable, tells the shared child its roots changed (once)', async (t) => {
   const { bridge, child, open } = await setup(t);
   const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' } as JsonRpcMessage;
   bridge.handle(open({}), initialized, undefined);
-  bridge.handle(open({ roots: { listChanged: true } }), initialized, undefined);
-  // A marker request after both: everything the bridge sent before it has arrived.
-  const marker = new Collector();
-  bridge.handle(open(), request(9, 'tools/call', { name: 'x' }), marker);
-  await child.next('tools/call');
+  const roots = { roots: { listChanged: true } };
+  bridge.handle(open(roots), initialized, undefined);
+  // Initialized before its GET stream is open: announced when the stream opens, and only then.
+  const late = open(roots);
+  late.standing = undefined;
+  bridge.handle(late, initialized, undefined);
+  const marker = async (id: number) => {
+    // A request after the others: everything the bridge sent before it has arrived.
+    bridge.handle(open(), request(id, 'tools/call', { name: 'x' }), new Collector());
+    await child.next('tools/call');
+  };
+  await marker(9);
   assert.equal(child.count('notifications/roots/list_changed'), 1);
+  late.standing = new StreamOutlet();
+  bridge.announceRoots(late);
+  bridge.announceRoots(late);
+  await marker(10);
+  assert.equal(child.count('notifications/roots/list_changed'), 2);
   assert.equal(child.has('notifications/initialized'), false, 'a client initialized is never forwarded');
 });
 
