@@ -23,7 +23,7 @@ import {
   type ServerHandle,
   type ServerSpec,
 } from '../runtime/index.js';
-import { describeError, type Logger, SkepError, sleepUnlessAborted } from '../shared/index.js';
+import { describeError, isSkepError, type Logger, SkepError, sleepUnlessAborted } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
   AUTHORIZATION_PENDING,
@@ -432,6 +432,13 @@ async function supervise(args: SuperviseArgs): Promise<number> {
     } catch (err) {
       failure = `server failed to start: ${describeError(err)}`;
       if (handle !== undefined) await handle.stop();
+      // A program that is not installed will not appear by retrying.
+      if (isSkepError(err) && err.code === 'executable_not_found') {
+        proxy.upstreamDown(failure);
+        setStatus({ status: 'error', context: failure });
+        logger.error({ workload: name, failure }, 'giving up: the program is not installed');
+        return 1;
+      }
     }
     handle = undefined;
     if (signal.aborted) break;

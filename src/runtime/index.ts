@@ -8,7 +8,7 @@ export { BUILTIN_PROFILES, resolvePermissionProfile } from './docker/profile.js'
 export type { LogFileOptions } from './log-file.js';
 export { RotatingLogFile } from './log-file.js';
 export type { ProcessCommand, ProcessRuntimeOptions } from './process.js';
-export { ProcessRuntime, processCommand } from './process.js';
+export { checkLocalExecutable, ProcessRuntime, processCommand } from './process.js';
 export type {
   PermissionProfile,
   Runtime,

@@ -9,7 +9,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import type { Readable } from 'node:stream';
-import { SkepError } from '../shared/index.js';
+import { findExecutable, isExecutable, SkepError } from '../shared/index.js';
 import { RotatingLogFile } from './log-file.js';
 import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from './types.js';
 
@@ -51,6 +51,33 @@ export function processCommand(image: string, args: readonly string[]): ProcessC
         `unknown scheme '${scheme[1]}://' in '${image}'; use npx://, uvx:// or cmd://`,
       );
   }
+}
+
+/** What to tell the user when `command` is not installed (ENOENT at spawn, or the check before it). */
+export function missingExecutable(command: string): string {
+  const hint =
+    command === 'uvx'
+      ? ' (uvx comes with uv: install uv)'
+      : command === 'npx'
+        ? ' (npx comes with Node.js and npm)'
+        : command.includes('/')
+          ? ''
+          : ' (install it, or give its full path: cmd:///path/to/program)';
+  return `cannot start '${command}': it was not found${command.includes('/') ? '' : ' on PATH'}${hint}`;
+}
+
+/**
+ * Refuses, before anything is written, a `cmd://` workload whose program does not exist
+ * (`env` is the environment it would start with). npx:// and uvx:// may run in a container,
+ * so they are checked only when they start.
+ */
+export function checkLocalExecutable(image: string, env: NodeJS.ProcessEnv): void {
+  const { command } = processCommand(image, []);
+  if (!image.startsWith('cmd://')) return;
+  // A relative path with a slash is relative to the runner's directory: left to the start.
+  if (command.includes('/') && !command.startsWith('/')) return;
+  const found = command.startsWith('/') ? isExecutable(command) : findExecutable(command, env) !== undefined;
+  if (!found) throw new SkepError('executable_not_found', missingExecutable(command));
 }
 
 function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
@@ -126,15 +153,16 @@ export class ProcessRuntime implements Runtime {
     // Wait for 'spawn' (or the spawn error) so a missing executable fails here, clearly.
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve());
-      child.once('error', (err) =>
+      child.once('error', (err) => {
+        const code = (err as NodeJS.ErrnoException).code;
         reject(
-          new SkepError(
-            'bad_request',
-            `cannot start '${command}': ${(err as NodeJS.ErrnoException).code ?? err.message}`,
-            { cause: err },
-          ),
-        ),
-      );
+          code === 'ENOENT'
+            ? new SkepError('executable_not_found', missingExecutable(command), { cause: err })
+            : new SkepError('bad_request', `cannot start '${command}': ${code ?? err.message}`, {
+                cause: err,
+              }),
+        );
+      });
     });
 
     const graceMs = this.#options.stopGraceMs ?? 5000;

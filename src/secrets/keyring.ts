@@ -7,8 +7,7 @@
  * password file. The password travels over stdin, never on a command line.
  */
 import { execFile } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { findExecutable } from '../shared/index.js';
 
 const ATTRIBUTES = ['service', 'skep', 'account', 'secrets-password'];
 const TIMEOUT_MS = 5_000;
@@ -20,21 +19,6 @@ export interface Keyring {
   probe(): Promise<{ usable: true } | { usable: false; reason: string }>;
   get(): Promise<string | undefined>;
   set(password: string): Promise<void>;
-}
-
-/** Finds an executable on the PATH of `env`. */
-export function findExecutable(name: string, env: NodeJS.ProcessEnv): string | undefined {
-  for (const dir of (env['PATH'] ?? '').split(delimiter)) {
-    if (dir === '') continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return undefined;
 }
 
 interface RunResult {

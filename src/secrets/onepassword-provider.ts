@@ -5,8 +5,7 @@
  * stdout straight to the caller and are never logged; `op`'s error text never holds them.
  */
 import { execFile } from 'node:child_process';
-import { SkepError } from '../shared/index.js';
-import { findExecutable } from './keyring.js';
+import { findExecutable, SkepError } from '../shared/index.js';
 import type { ProviderCapabilities, SecretKeyInfo, SecretProvider } from './types.js';
 
 export const ONEPASSWORD_CAPABILITIES: ProviderCapabilities = Object.freeze({

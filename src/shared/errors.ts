@@ -44,6 +44,10 @@ export const ERROR_CODES = {
     status: 422,
     description: 'The upgraded server requires environment variables the workload does not supply.',
   },
+  executable_not_found: {
+    status: 400,
+    description: 'The program a process workload runs (cmd://, or npx/uvx) is not installed or not on PATH.',
+  },
   runtime_unavailable: {
     status: 400,
     description: 'The workload needs a container engine (a container image) and none is available.',

@@ -7,6 +7,7 @@
  */
 import type { SkepConfig } from '../config/index.js';
 import { DEFAULT_GROUP, type GroupMembers, type GroupService, validateGroupName } from '../groups/index.js';
+import { checkLocalExecutable } from '../runtime/index.js';
 import { describeError, type Logger, SkepError, silentLogger } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
@@ -416,9 +417,12 @@ export class WorkloadManager implements GroupMembers {
         'the permission profile asks for a privileged container; set runtime.allow_privileged: true in the config to allow it',
       );
     }
-    if (!IMAGE_SCHEMES.test(config.image) && this.#containers !== undefined) {
+    if (IMAGE_SCHEMES.test(config.image)) {
+      // The runner starts the server with this environment (and the workload's PATH, if set).
+      checkLocalExecutable(config.image, { ...process.env, ...config.env_vars });
+    } else if (this.#containers !== undefined) {
       await this.#containers.check(config.image);
-    } else if (!IMAGE_SCHEMES.test(config.image)) {
+    } else {
       throw new SkepError(
         'bad_request',
         `'${config.image}' is a container image; this build runs servers as local processes only (npx://, uvx://, cmd://)`,

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { createContext } from '../../src/api/context.js';
@@ -99,3 +99,67 @@ test('CLI: run, list, export, stop, run --from-config, rm', { timeout: 300_000 }
   await assert.rejects(skep('run', 'no-such-server-anywhere'), /is not in the registry/);
   await assert.rejects(skep('stop', 'nope'), /workload not found: nope/);
 });
+
+test(
+  'CLI: run says started only once the server answers, reports one that fails, and makes local path arguments absolute',
+  {
+    timeout: 300_000,
+  },
+  async (t) => {
+    const home = tempHome(t);
+    const ctx = createContext(home.config);
+    t.after(async () => {
+      try {
+        await removeAllWorkloads(ctx);
+      } finally {
+        await ctx.close();
+      }
+    });
+    // Run from the folder that holds server-everything, naming its entry by a relative path.
+    const cwd = dirname(dirname(EVERYTHING_ENTRY));
+    const skep = (...args: string[]) =>
+      run(process.execPath, ['--import', 'tsx', cliEntry(), ...args], {
+        cwd,
+        env: { ...home.env, SKEP_LOG_LEVEL: 'silent' },
+        timeout: 120_000,
+      });
+
+    const { stdout } = await skep(
+      'run',
+      `cmd://${process.execPath}`,
+      '--name',
+      'rel',
+      '--',
+      'dist/index.js',
+      'stdio',
+    );
+    assert.match(stdout, /^workload rel started: http:\/\/127\.0\.0\.1:\d+\/mcp$/m);
+    assert.equal(ctx.workloads.status('rel').status, 'running', '"started" means running');
+    assert.deepEqual(ctx.workloads.exportConfig('rel').cmd_args, [EVERYTHING_ENTRY, 'stdio']);
+
+    // A server that exits at once: exit status 1 and the reason, while the runner keeps retrying.
+    const crash = await skep(
+      'run',
+      `cmd://${process.execPath}`,
+      '--name',
+      'crash',
+      '--',
+      '-e',
+      'process.exit(3)',
+    ).then(
+      () => assert.fail('skep run of a crashing server must fail'),
+      (err: { code: number; stderr: string }) => err,
+    );
+    assert.equal(crash.code, 1);
+    assert.match(crash.stderr, /workload crash failed to start: .*restarting in .*skep logs crash/);
+
+    // A program that is not installed: refused before anything is written.
+    const missing = await skep('run', 'cmd://skep-no-such-program').then(
+      () => assert.fail('must fail'),
+      (err: { code: number; stderr: string }) => err,
+    );
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /cannot start 'skep-no-such-program': it was not found on PATH/);
+    assert.deepEqual(ctx.workloads.rows.names().sort(), ['crash', 'rel']);
+  },
+);

@@ -2,7 +2,7 @@
  * Workload commands: `skep run`, `list`, `stop`, `restart`, `rm`, `logs`, `export`, and the
  * hidden `skep runner <name>` that the manager spawns detached for each workload.
  */
-import { closeSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { SkepError } from '../../shared/index.js';
@@ -20,6 +20,8 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 
 /** How long `skep run` of a remote server waits for it to run or to ask for a login, ms. */
 const REMOTE_FOLLOW_MS = 20_000;
+/** How long `skep run` waits for a local server to answer before saying it is still starting. */
+const PROCESS_FOLLOW_MS = 120_000;
 
 function parsePort(value: string): number {
   const port = Number(value);
@@ -53,6 +55,18 @@ function absoluteCommand(ref: string): string {
   return `cmd://${resolve(target)}`;
 }
 
+/**
+ * A local server runs in Skep's data directory, not where `skep run` was typed: arguments that
+ * name an existing file or directory relative to here (`./docs`, `server/index.js`, `.`) are
+ * made absolute, as the command of `cmd://` is. Flags and anything else pass unchanged.
+ */
+function absoluteArgs(image: string, args: string[]): string[] {
+  if (!/^(npx|uvx|cmd):\/\//.test(image)) return args;
+  return args.map((arg) =>
+    arg === '' || arg.startsWith('-') || isAbsolute(arg) || !existsSync(arg) ? arg : resolve(arg),
+  );
+}
+
 interface RunOptions {
   name?: string;
   group?: string;
@@ -71,7 +85,8 @@ export function registerWorkloads(program: Command): void {
   program
     .command('run [server] [args...]')
     .description(
-      'Run an MCP server: a registry name, an image, npx://<pkg>, uvx://<pkg> or cmd://<executable> (server args after --)',
+      'Run an MCP server: a registry name, an image, npx://<pkg>, uvx://<pkg> or cmd://<executable> ' +
+        '(server args after --; for a local server, args naming an existing path here are made absolute)',
     )
     .option('--name <name>', 'workload name (derived from the server when omitted)')
     .option('--group <group>', 'group (default: default)')
@@ -107,11 +122,17 @@ export function registerWorkloads(program: Command): void {
         }
         if (server === undefined)
           throw new SkepError('bad_request', 'name a server to run, or use --from-config <file>');
+        const source = await ctx.workloads.sourceFor(absoluteCommand(server));
+        const image =
+          source.image ??
+          (source.server === undefined
+            ? ''
+            : ((await ctx.workloads.resolveServer(source.server)).image ?? ''));
         const request: CreateWorkloadRequest = {
-          ...(await ctx.workloads.sourceFor(absoluteCommand(server))),
+          ...source,
           ...(opts.name === undefined ? {} : { name: opts.name }),
           ...(opts.group === undefined ? {} : { group: opts.group }),
-          ...(args.length === 0 ? {} : { cmd_arguments: args }),
+          ...(args.length === 0 ? {} : { cmd_arguments: absoluteArgs(image, args) }),
           ...(opts.env.length === 0 ? {} : { env_vars: parseEnv(opts.env) }),
           ...(opts.secret.length === 0 ? {} : { secrets: opts.secret.map(parseSecretFlag) }),
           ...(opts.transport === undefined ? {} : { transport: opts.transport as Transport }),
@@ -136,12 +157,30 @@ export function registerWorkloads(program: Command): void {
       const started = await withContext(async (ctx) => {
         const config = ctx.workloads.exportConfig(result.name);
         let authorizationUrl: string | undefined;
+        let stillStarting = false;
         if (config.image !== '' && !/^[a-z]+:\/\//.test(config.image)) {
           // Container images may need a pull first: show its progress until the server runs.
           const end = await followStart(ctx, result.name, process.stderr);
           if (end.status === 'error')
             throw new SkepError('bad_gateway', `workload ${result.name} failed to start: ${end.context}`);
-        } else if (config.remote_url !== undefined) {
+        } else if (config.remote_url === undefined) {
+          // A local process: say "started" only once the server answered its initialize, and
+          // report a server that fails at once (npx may first download the package).
+          const crashed = (context: string) => context.includes('; restarting in ');
+          const end = await followStart(ctx, result.name, process.stderr, {
+            timeoutMs: PROCESS_FOLLOW_MS,
+            stopAt: crashed,
+          });
+          if (end.status === 'error')
+            throw new SkepError('bad_gateway', `workload ${result.name} failed to start: ${end.context}`);
+          if (end.status === 'starting' && crashed(end.context))
+            throw new SkepError(
+              'bad_gateway',
+              `workload ${result.name} failed to start: ${end.context} (the runner keeps retrying; ` +
+                `'skep logs ${result.name}' shows the server's log, 'skep rm ${result.name}' removes it)`,
+            );
+          if (end.status === 'starting') stillStarting = true;
+        } else {
           // A remote server may need the user to log in first: show where, rather than leave
           // the URL in the runner's log. Unreachable servers keep being retried by the runner.
           const end = await followStart(ctx, result.name, process.stderr, {
@@ -152,9 +191,9 @@ export function registerWorkloads(program: Command): void {
             authorizationUrl = end.context.slice(AUTHORIZATION_PENDING.length);
         }
         const url = ctx.workloads.list({ all: true }).find((w) => w.name === result.name)?.url;
-        return { url, authorizationUrl };
+        return { url, authorizationUrl, stillStarting };
       });
-      const { url, authorizationUrl } = started;
+      const { url, authorizationUrl, stillStarting } = started;
       if (opts.json === true)
         printJson({
           ...result,
@@ -166,7 +205,10 @@ export function registerWorkloads(program: Command): void {
           `workload ${result.name} needs you to authorize access to the remote server; open:\n  ${authorizationUrl}\n` +
             `it serves ${url ?? `port ${result.port}`} once you have logged in\n`,
         );
-      else process.stdout.write(`workload ${result.name} started: ${url ?? `port ${result.port}`}\n`);
+      else
+        process.stdout.write(
+          `workload ${result.name} ${stillStarting ? 'is still starting' : 'started'}: ${url ?? `port ${result.port}`}\n`,
+        );
     });
 
   program

@@ -176,6 +176,32 @@ test(
       },
     );
 
+    await t.test(
+      'a cmd:// program that is not installed → 400 executable_not_found, nothing written; edit too',
+      async () => {
+        for (const image of ['cmd://skep-no-such-program', 'cmd:///nonexistent/skep/server']) {
+          const res = await inject('POST', '/api/v1beta/workloads', { name: 'beta', image });
+          assert.equal(res.statusCode, 400, res.body);
+          const body = res.json() as { code: string; message: string };
+          assert.equal(body.code, 'executable_not_found');
+          assert.match(body.message, /not found/);
+          assert.equal(ctx.workloads.rows.get('beta'), undefined, 'nothing was written');
+        }
+        // The workload's own PATH is where the program is looked for.
+        const hidden = await inject('POST', '/api/v1beta/workloads', {
+          name: 'beta',
+          image: 'cmd://node',
+          env_vars: { PATH: '/nonexistent' },
+        });
+        assert.equal(hidden.statusCode, 400, hidden.body);
+        const edit = await inject('POST', '/api/v1beta/workloads/alpha/edit', {
+          image: 'cmd://skep-no-such-program',
+        });
+        assert.equal(edit.statusCode, 400, edit.body);
+        assert.equal(ctx.workloads.rows.get('alpha')?.config.image, `cmd://${process.execPath}`);
+      },
+    );
+
     await t.test('get and export: detail shape, RunConfig with schema_version, env as given', async () => {
       const detail = (await inject('GET', '/api/v1beta/workloads/alpha')).json() as Record<string, unknown>;
       assert.equal(detail['name'], 'alpha');

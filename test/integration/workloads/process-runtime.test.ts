@@ -87,6 +87,9 @@ test('process runtime: a missing executable fails start with a clear error', asy
       transport: 'stdio',
       logFile: join(dir, 'm.log'),
     }),
-    (e) => isSkepError(e) && /ENOENT/.test(e.message),
+    (e) =>
+      isSkepError(e) &&
+      e.code === 'executable_not_found' &&
+      /cannot start '\/nonexistent\/server': it was not found/.test(e.message),
   );
 });

@@ -64,6 +64,28 @@ test(
   },
 );
 
+test('runner: a program that is not installed is an error at once, not a restart loop', async (t) => {
+  const { ctx, manager } = setup(t);
+  // npx:// is not checked at create (it may run in a container); here the workload's PATH hides it.
+  await manager.create({ name: 'no-npx', image: 'npx://some-server', env_vars: { PATH: '/nonexistent' } });
+  const started = Date.now();
+  const code = await runWorkload({
+    name: 'no-npx',
+    store: ctx.store,
+    config: ctx.config,
+    secretLookup: async () => undefined,
+    logger: silentLogger,
+    pid: IMPOSSIBLE_PID,
+    signal: new AbortController().signal,
+    policy: { initialDelayMs: 5_000, maxDelayMs: 5_000, healthyAfterMs: 60_000, maxRestarts: 3 },
+  });
+  assert.equal(code, 1);
+  assert.ok(Date.now() - started < 5_000, 'no restart delay was waited');
+  const row = manager.rows.get('no-npx');
+  assert.equal(row?.status, 'error');
+  assert.match(row?.statusContext ?? '', /cannot start 'npx': it was not found on PATH/);
+});
+
 test(
   'runner: runs a real server behind the proxy and stops it cleanly when aborted',
   {
