@@ -647,8 +647,64 @@ async function main(): Promise<void> {
     await rm(dir, { recursive: true, force: true });
   }
   process.stdout.write(
-    `${JSON.stringify({ backend: 'bench/fixtures/echo-server.mjs', warmup_calls: WARMUP_CALLS, timed_calls: TIMED_CALLS, soak_s: SOAK_MS / 1000, node: process.version, results })}\n`,
+    `${JSON.stringify({ backend: 'bench/fixtures/echo-server.mjs', warmup_calls: WARMUP_CALLS, timed_calls: TIMED_CALLS, soak_s: SOAK_MS / 1000, node: process.version, results, versus: versus(results) })}\n`,
   );
+}
+
+interface Measured {
+  phases: Phase[];
+  rss_mb_peak: number;
+  pss_mb_peak: number;
+  unique_mb_end: number | null;
+}
+
+/**
+ * Skep against the others, as issue 3 states its targets: latency at concurrency 1 (p50) and
+ * throughput at 1 and 32 against the best peer, latency against the HTTP floor, and the
+ * workload's memory. Ratios are > 1 when Skep is better (or, for the floor, slower).
+ */
+function versus(results: Record<string, unknown>): Record<string, unknown> {
+  const measured = (name: string) => {
+    const r = results[name] as Partial<Measured> | undefined;
+    return r?.phases === undefined ? undefined : (r as Measured);
+  };
+  const skep = measured('skep');
+  if (skep === undefined) return {};
+  const round = (n: number) => Math.round(n * 100) / 100;
+  const peers = ['supergateway', 'mcp-proxy'].flatMap((name) => {
+    const r = measured(name);
+    return r === undefined ? [] : [{ name, r }];
+  });
+  const best = (pick: (r: Measured) => number, lowerIsBetter: boolean) =>
+    peers.reduce<{ name: string; value: number } | undefined>((acc, { name, r }) => {
+      const value = pick(r);
+      if (acc === undefined || (lowerIsBetter ? value < acc.value : value > acc.value))
+        return { name, value };
+      return acc;
+    }, undefined);
+  const out: Record<string, unknown> = {
+    workload_rss_mb_peak: skep.rss_mb_peak,
+    workload_pss_mb_peak: skep.pss_mb_peak,
+    workload_unique_mb_end: skep.unique_mb_end,
+  };
+  const floor = measured('http-floor');
+  if (floor !== undefined)
+    out['latency_c1_vs_http_floor'] = round(skep.phases[0]!.p50_ms / floor.phases[0]!.p50_ms);
+  const latency = best((r) => r.phases[0]!.p50_ms, true);
+  if (latency !== undefined)
+    out['latency_c1_vs_best_peer'] = {
+      peer: latency.name,
+      times_faster: round(latency.value / skep.phases[0]!.p50_ms),
+    };
+  for (const [i, c] of CONCURRENCY.entries()) {
+    const rate = best((r) => r.phases[i]!.calls_per_s, false);
+    if (rate !== undefined)
+      out[`throughput_c${c}_vs_best_peer`] = {
+        peer: rate.name,
+        times: round(skep.phases[i]!.calls_per_s / rate.value),
+      };
+  }
+  return out;
 }
 
 await main();
