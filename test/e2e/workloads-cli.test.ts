@@ -160,6 +160,12 @@ test(
     );
     assert.equal(missing.code, 1);
     assert.match(missing.stderr, /cannot start 'skep-no-such-program': it was not found on PATH/);
+    // A path is a local program (cmd://), never a container image.
+    const path = await skep('run', './no-such-server.sh').then(
+      () => assert.fail('must fail'),
+      (err: { code: number; stderr: string }) => err,
+    );
+    assert.match(path.stderr, /cannot start '\/.*\/no-such-server\.sh': it was not found/);
     assert.deepEqual(ctx.workloads.rows.names().sort(), ['crash', 'rel']);
   },
 );

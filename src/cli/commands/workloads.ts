@@ -47,8 +47,12 @@ function parseSecretFlag(text: string): { name: string; target: string } {
   return { name: match[1] as string, target: match[2] as string };
 }
 
-/** `cmd://./server.js` is relative to where the user typed it, not to the runner's directory. */
+/**
+ * `cmd://./server.js` is relative to where the user typed it, not to the runner's directory;
+ * a path (`./server`, `/opt/srv/server`; never a container image) means `cmd://<path>`.
+ */
 function absoluteCommand(ref: string): string {
+  if (/^\.{0,2}\//.test(ref)) return `cmd://${resolve(ref)}`;
   if (!ref.startsWith('cmd://')) return ref;
   const target = ref.slice('cmd://'.length);
   if (isAbsolute(target) || !target.includes('/')) return ref;
