@@ -1,7 +1,7 @@
-/** File helpers: atomic writes (temp file + fsync + rename) with explicit modes. */
+/** File helpers: atomic writes (temp file + fsync + rename) with explicit modes; existence checks. */
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 function tempPathFor(path: string): string {
@@ -45,4 +45,15 @@ export function writeFileAtomicSync(path: string, data: string | Uint8Array, mod
   }
   closeSync(fd);
   renameSync(tmp, path);
+}
+
+/** True when something (a file, a directory, a link) is at `path`; other errors than ENOENT throw. */
+export async function pathExists(path: string): Promise<boolean> {
+  try {
+    await lstat(path);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw err;
+  }
 }

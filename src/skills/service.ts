@@ -5,11 +5,11 @@
  * archive entries first; nothing is written until every check passed, and a failed install
  * restores files, records and the lock file as they were (skills reference §1.5).
  */
-import { lstat, readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { readdir, readFile, realpath, rm, stat } from 'node:fs/promises';
 import { isAbsolute, join, normalize } from 'node:path';
 import type { GroupService } from '../groups/index.js';
 import { DEFAULT_GROUP } from '../groups/index.js';
-import { SkepError, writeFileAtomic } from '../shared/index.js';
+import { pathExists, SkepError, writeFileAtomic } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
   type ArchiveEntry,
@@ -829,16 +829,6 @@ export class SkillsService {
       if (this.#records.dependents(dep.name, scope, root).length > 0) continue;
       await this.#uninstall(dep.name, scope, root, visited);
     }
-  }
-}
-
-async function pathExists(path: string): Promise<boolean> {
-  try {
-    await lstat(path);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
   }
 }
 

@@ -3,9 +3,9 @@
  * (skills reference §1.2) and the file walk used to package a skill. Symlinks and other
  * non-regular files are refused everywhere, so a skill can never point outside itself.
  */
-import { lstat, readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { basename, isAbsolute, join } from 'node:path';
-import { SkepError } from '../shared/index.js';
+import { pathExists, SkepError } from '../shared/index.js';
 import {
   frontmatterErrors,
   type ParsedSkill,
@@ -35,16 +35,6 @@ export function checkSkillPath(path: string | undefined): string {
   return path;
 }
 
-async function exists(path: string): Promise<boolean> {
-  try {
-    await lstat(path);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw err;
-  }
-}
-
 /** Walks `dir`, returning the first symlink or `..` problem (validate step 2). */
 async function walkProblem(dir: string, rel = ''): Promise<string | undefined> {
   for (const entry of await readdir(join(dir, rel), { withFileTypes: true })) {
@@ -64,7 +54,7 @@ async function walkProblem(dir: string, rel = ''): Promise<string | undefined> {
 export async function validateSkillDir(path: string): Promise<ValidationResult> {
   checkSkillPath(path);
   const skillFile = join(path, SKILL_FILE);
-  if (!(await exists(skillFile)))
+  if (!(await pathExists(skillFile)))
     return { valid: false, errors: ['SKILL.md not found in skill directory'], warnings: [] };
   const errors: string[] = [];
   const warnings: string[] = [];
