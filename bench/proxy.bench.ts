@@ -40,6 +40,8 @@ const WARMUP_CALLS = Number(process.env['BENCH_WARMUP'] ?? 2000);
 const TIMED_CALLS = Number(process.env['BENCH_CALLS'] ?? 10000);
 const CONCURRENCY = [1, 32];
 const SOAK_MS = Number(process.env['BENCH_SOAK_S'] ?? 10) * 1000;
+const INTERLEAVED_ROUNDS = Number(process.env['BENCH_FLOOR_ROUNDS'] ?? 6);
+const INTERLEAVED_CALLS = 3000;
 
 const log = (msg: string): void => {
   process.stderr.write(`[proxy.bench] ${msg}\n`);
@@ -551,6 +553,7 @@ async function main(): Promise<void> {
   await mkdir(join(root, 'node_modules/.cache'), { recursive: true });
   const dir = await mkdtemp(join(root, 'node_modules/.cache/skep-bench-'));
   const results: Record<string, unknown> = {};
+  let floorRounds: Awaited<ReturnType<typeof interleaved>>;
   try {
     const skepJs = await bundleSkep(dir);
     const supergateway = join(dirname(require.resolve('supergateway/package.json')), 'dist/index.js');
@@ -643,12 +646,65 @@ async function main(): Promise<void> {
         await target?.stop();
       }
     }
+    if (
+      (only === undefined || (only.includes('skep') && only.includes('http-floor'))) &&
+      INTERLEAVED_ROUNDS > 0
+    )
+      floorRounds = await interleaved(makers[1]!, makers[2]!);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+  const summary = {
+    ...versus(results),
+    ...(floorRounds === undefined ? {} : { latency_c1_vs_http_floor_interleaved: floorRounds }),
+  };
   process.stdout.write(
-    `${JSON.stringify({ backend: 'bench/fixtures/echo-server.mjs', warmup_calls: WARMUP_CALLS, timed_calls: TIMED_CALLS, soak_s: SOAK_MS / 1000, node: process.version, results, versus: versus(results) })}\n`,
+    `${JSON.stringify({ backend: 'bench/fixtures/echo-server.mjs', warmup_calls: WARMUP_CALLS, timed_calls: TIMED_CALLS, soak_s: SOAK_MS / 1000, node: process.version, results, versus: summary })}\n`,
   );
+}
+
+/**
+ * The floor ratio measured fairly on a noisy machine: the HTTP floor and Skep run side by side
+ * and take turns, `INTERLEAVED_ROUNDS` rounds of `INTERLEAVED_CALLS` sequential calls each (who
+ * goes first alternates); each round gives p50(skep) / p50(floor), and the median is reported.
+ */
+async function interleaved(
+  makeFloor: () => Promise<Target>,
+  makeSkep: () => Promise<Target>,
+): Promise<{ rounds: number[]; median: number } | undefined> {
+  let floor: Target | undefined;
+  let skep: Target | undefined;
+  try {
+    floor = await makeFloor();
+    skep = await makeSkep();
+    log(`interleaving ${floor.name} and ${skep.name} at c=1, ${INTERLEAVED_ROUNDS} rounds`);
+    const p50 = async (target: Target) => (await phase(target, 1, INTERLEAVED_CALLS, true)).p50_ms;
+    await phase(floor, 1, WARMUP_CALLS, false);
+    await phase(skep, 1, WARMUP_CALLS, false);
+    const rounds: number[] = [];
+    for (let r = 0; r < INTERLEAVED_ROUNDS; r++) {
+      let floorP50: number;
+      let skepP50: number;
+      if (r % 2 === 0) {
+        floorP50 = await p50(floor);
+        skepP50 = await p50(skep);
+      } else {
+        skepP50 = await p50(skep);
+        floorP50 = await p50(floor);
+      }
+      rounds.push(Math.round((skepP50 / floorP50) * 100) / 100);
+    }
+    const sorted = [...rounds].sort((a, b) => a - b);
+    const mid = sorted.length / 2;
+    const median = sorted.length % 2 === 1 ? sorted[Math.floor(mid)]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+    return { rounds, median: Math.round(median * 100) / 100 };
+  } catch (err) {
+    log(`interleaved floor rounds failed: ${(err as Error).message}`);
+    return undefined;
+  } finally {
+    await floor?.stop();
+    await skep?.stop();
+  }
 }
 
 interface Measured {
