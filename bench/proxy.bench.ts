@@ -526,6 +526,9 @@ async function measure(target: Target): Promise<Record<string, unknown>> {
       phases.push(await phase(target, c, TIMED_CALLS, true));
       log(`${target.name} c=${c}: p50 ${phases.at(-1)!.p50_ms} ms, ${phases.at(-1)!.calls_per_s} calls/s`);
     }
+    // The timed phases are the issue's benchmark; the soak then shows where memory settles.
+    const timedRss = treeMemory(target.pid).rss;
+    const timedUnique = uniqueFootprint(target.pid);
     const soak = await phase(target, 32, 0, false, SOAK_MS);
     log(`${target.name} soak: ${soak.calls} calls at c=32 in ${SOAK_MS / 1000} s`);
     const end = treeMemory(target.pid);
@@ -538,6 +541,8 @@ async function measure(target: Target): Promise<Record<string, unknown>> {
       rss_mb_peak: Math.round(peak.rss / 1048576),
       pss_mb_end: Math.round(end.pss / 1048576),
       pss_mb_peak: Math.round(peak.pss / 1048576),
+      rss_mb_after_timed: Math.round(timedRss / 1048576),
+      unique_mb_after_timed: timedUnique === undefined ? null : Math.round(timedUnique / 1048576),
       soak_calls: soak.calls,
       unique_mb_end: unique === undefined ? null : Math.round(unique / 1048576),
       rss_mb_end_by_process: megabytes(end.byProcess),
