@@ -11,12 +11,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { promisify } from 'node:util';
-import { createContext } from '../../src/api/context.js';
 import { AUTHORIZATION_PENDING, cliEntry } from '../../src/workloads/index.js';
 import { connectClient, type Idp, startIdp, startRemoteMcp, textOf } from '../integration/auth/harness.js';
 import { browserLogin } from '../integration/authserver/harness.js';
-import { removeAllWorkloads, waitForStatus } from '../integration/workloads/helpers.js';
-import { tempHome } from '../helpers/home.js';
+import { waitForStatus, workloadHome } from '../integration/workloads/helpers.js';
 
 const run = promisify(execFile);
 
@@ -36,15 +34,7 @@ async function remoteSetup(
   const remote = await startRemoteMcp(t);
   remote.resourceMetadata = { resource: remote.url, authorization_servers: [idp.issuer] };
   remote.authorize = (seen) => authorize(idp, seen.headers['authorization'] ?? '', remote.url);
-  const home = tempHome(t);
-  const ctx = createContext(home.config);
-  t.after(async () => {
-    try {
-      await removeAllWorkloads(ctx);
-    } finally {
-      await ctx.close();
-    }
-  });
+  const { ctx, home } = workloadHome(t);
   await ctx.secrets.setup({ provider_type: 'encrypted' });
   const configFile = join(home.dir, 'remote.json');
   writeFileSync(

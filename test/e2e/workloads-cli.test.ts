@@ -8,23 +8,13 @@ import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { createContext } from '../../src/api/context.js';
 import { cliEntry } from '../../src/workloads/index.js';
-import { tempHome } from '../helpers/home.js';
-import { EVERYTHING_ENTRY, removeAllWorkloads, waitForStatus } from '../integration/workloads/helpers.js';
+import { EVERYTHING_ENTRY, waitForStatus, workloadHome } from '../integration/workloads/helpers.js';
 
 const run = promisify(execFile);
 
 test('CLI: run, list, export, stop, run --from-config, rm', { timeout: 300_000 }, async (t) => {
-  const home = tempHome(t);
-  t.after(async () => {
-    const ctx = createContext(home.config);
-    try {
-      await removeAllWorkloads(ctx);
-    } finally {
-      await ctx.close();
-    }
-  });
+  const { ctx, home } = workloadHome(t);
   const skep = async (...args: string[]) => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', cliEntry(), ...args], {
       env: { ...home.env, SKEP_LOG_LEVEL: 'silent' },
@@ -54,8 +44,6 @@ test('CLI: run, list, export, stop, run --from-config, rm', { timeout: 300_000 }
   assert.equal(started.name, 'cli-one');
   assert.equal(started.url, `http://127.0.0.1:${started.port}/mcp`);
 
-  const ctx = createContext(home.config);
-  t.after(() => ctx.close());
   await waitForStatus(ctx, 'cli-one', 'running');
 
   const listed = JSON.parse(await skep('list', '--json')) as {
@@ -106,15 +94,7 @@ test(
     timeout: 300_000,
   },
   async (t) => {
-    const home = tempHome(t);
-    const ctx = createContext(home.config);
-    t.after(async () => {
-      try {
-        await removeAllWorkloads(ctx);
-      } finally {
-        await ctx.close();
-      }
-    });
+    const { ctx, home } = workloadHome(t);
     // Run from the folder that holds server-everything, naming its entry by a relative path.
     const cwd = dirname(dirname(EVERYTHING_ENTRY));
     const skep = (...args: string[]) =>

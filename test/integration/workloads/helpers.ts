@@ -62,19 +62,30 @@ export async function removeAllWorkloads(ctx: ApiContext): Promise<void> {
  * A management API app on a temp home whose clean-up first removes every workload (killing
  * runners), then closes the app and the context.
  */
-export async function workloadApp(
+/** A temporary Skep home and its context; the test's end removes every workload, then closes. */
+export function workloadHome(
   t: TestContext,
-): Promise<{ app: SkepApp; ctx: ApiContext; home: TempHome }> {
+  beforeClose?: () => Promise<void>,
+): { ctx: ApiContext; home: TempHome } {
   const home = tempHome(t);
   const ctx = createContext(home.config);
-  const app = await buildApp(ctx);
   t.after(async () => {
     try {
       await removeAllWorkloads(ctx);
     } finally {
-      await app.close();
+      await beforeClose?.();
       await ctx.close();
     }
   });
+  return { ctx, home };
+}
+
+export async function workloadApp(
+  t: TestContext,
+): Promise<{ app: SkepApp; ctx: ApiContext; home: TempHome }> {
+  const built: { app?: SkepApp } = {};
+  const { ctx, home } = workloadHome(t, async () => built.app?.close());
+  const app = await buildApp(ctx);
+  built.app = app;
   return { app, ctx, home };
 }

@@ -35,6 +35,20 @@ function setup(t: import('node:test').TestContext): { ctx: ApiContext; manager: 
   return { ctx, manager };
 }
 
+/** Runs the workload's runner in this process until it gives up (3 restarts at most). */
+function runToTheEnd(ctx: ApiContext, name: string, delays: { initialDelayMs: number; maxDelayMs: number }) {
+  return runWorkload({
+    name,
+    store: ctx.store,
+    config: ctx.config,
+    secretLookup: async () => undefined,
+    logger: silentLogger,
+    pid: IMPOSSIBLE_PID,
+    signal: new AbortController().signal,
+    policy: { ...delays, healthyAfterMs: 60_000, maxRestarts: 3 },
+  });
+}
+
 test(
   'runner: a server that keeps crashing is restarted with backoff, then the runner gives up with status error',
   {
@@ -47,16 +61,7 @@ test(
       image: `cmd://${process.execPath}`,
       cmd_arguments: ['-e', 'process.exit(3)'],
     });
-    const code = await runWorkload({
-      name: 'crashy',
-      store: ctx.store,
-      config: ctx.config,
-      secretLookup: async () => undefined,
-      logger: silentLogger,
-      pid: IMPOSSIBLE_PID,
-      signal: new AbortController().signal,
-      policy: { initialDelayMs: 10, maxDelayMs: 40, healthyAfterMs: 60_000, maxRestarts: 3 },
-    });
+    const code = await runToTheEnd(ctx, 'crashy', { initialDelayMs: 10, maxDelayMs: 40 });
     assert.equal(code, 1);
     const row = manager.rows.get('crashy');
     assert.equal(row?.status, 'error');
@@ -69,16 +74,7 @@ test('runner: a program that is not installed is an error at once, not a restart
   // npx:// is not checked at create (it may run in a container); here the workload's PATH hides it.
   await manager.create({ name: 'no-npx', image: 'npx://some-server', env_vars: { PATH: '/nonexistent' } });
   const started = Date.now();
-  const code = await runWorkload({
-    name: 'no-npx',
-    store: ctx.store,
-    config: ctx.config,
-    secretLookup: async () => undefined,
-    logger: silentLogger,
-    pid: IMPOSSIBLE_PID,
-    signal: new AbortController().signal,
-    policy: { initialDelayMs: 5_000, maxDelayMs: 5_000, healthyAfterMs: 60_000, maxRestarts: 3 },
-  });
+  const code = await runToTheEnd(ctx, 'no-npx', { initialDelayMs: 5_000, maxDelayMs: 5_000 });
   assert.equal(code, 1);
   assert.ok(Date.now() - started < 5_000, 'no restart delay was waited');
   const row = manager.rows.get('no-npx');
