@@ -54,7 +54,7 @@ export function processCommand(image: string, args: readonly string[]): ProcessC
 }
 
 /** What to tell the user when `command` is not installed (ENOENT at spawn, or the check before it). */
-export function missingExecutable(command: string): string {
+function missingExecutable(command: string): string {
   const hint =
     command === 'uvx'
       ? ' (uvx comes with uv: install uv)'
