@@ -388,18 +388,8 @@ export class StdioBridge {
       }
     }
     if (session.inflight > 0) {
-      for (const [seq, p] of this.pending) {
-        if (p.session !== session) continue;
-        this.pending.delete(seq);
-        this.settle(p);
-        this.channel?.send(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            method: 'notifications/cancelled',
-            params: { requestId: this.prefix + seq, reason: 'client session ended' },
-          }),
-        );
-      }
+      for (const [seq, p] of this.pending)
+        if (p.session === session) this.cancelPending(seq, 'client session ended');
     }
     for (const [key, req] of this.serverRequests) {
       if (req.session !== session) continue;

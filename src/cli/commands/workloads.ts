@@ -127,11 +127,11 @@ export function registerWorkloads(program: Command): void {
         if (server === undefined)
           throw new SkepError('bad_request', 'name a server to run, or use --from-config <file>');
         const source = await ctx.workloads.sourceFor(absoluteCommand(server));
+        // The image decides whether path arguments are local (a registry entry names one too).
         const image =
-          source.image ??
-          (source.server === undefined
-            ? ''
-            : ((await ctx.workloads.resolveServer(source.server)).image ?? ''));
+          args.length === 0 || source.image !== undefined || source.server === undefined
+            ? (source.image ?? '')
+            : ((await ctx.workloads.resolveServer(source.server)).image ?? '');
         const request: CreateWorkloadRequest = {
           ...source,
           ...(opts.name === undefined ? {} : { name: opts.name }),

@@ -55,6 +55,19 @@ function redisConfig(host: Host, upstream: Upstream, redis: RedisConfig): Embedd
 
 const env = (extra: Record<string, string>) => ({ ...TEST_ENV, ...extra });
 
+/**
+ * A client's whole life on tokens kept in Redis: registration, authorization, a call to the
+ * resource, a refresh, and the refreshed access token verified by the server.
+ */
+async function roundTrip(host: Host, auth: Awaited<ReturnType<typeof mountAuthServer>>) {
+  const session = await registerClient(host);
+  const tokens = await authorize(session);
+  assert.equal((await callResource(host, tokens.access_token)).status, 200);
+  const refreshed = await refresh(session, tokens.refresh_token);
+  await auth.verifyAccessToken(refreshed.access_token, host.resource);
+  return { session, tokens, refreshed };
+}
+
 test('Redis standalone with an ACL user: full flow, TTLs from the token lifespans, key prefix', async (t) => {
   if (!requireService(t, 'redis-server', redisAvailable(), REDIS_HINT)) return;
   const redis = await startRedis([
@@ -164,11 +177,7 @@ test('Redis over TLS: the server certificate is verified against tls.ca_cert_fil
     redisConfig(host, upstream, { ...base, tls: { ca_cert_file: files.ca } }),
     opts,
   );
-  const session = await registerClient(host);
-  const tokens = await authorize(session);
-  assert.equal((await callResource(host, tokens.access_token)).status, 200);
-  const refreshed = await refresh(session, tokens.refresh_token);
-  await auth.verifyAccessToken(refreshed.access_token, host.resource);
+  await roundTrip(host, auth);
 
   // The system trust store does not know the test CA: the handshake must fail.
   await assert.rejects(
@@ -278,11 +287,7 @@ test('Redis Cluster (3 masters): full flow with hash-tagged keys', async (t) => 
     }),
     { env: env({ REDIS_PASS: PASSWORD }) },
   );
-  const session = await registerClient(host);
-  const tokens = await authorize(session);
-  assert.equal((await callResource(host, tokens.access_token)).status, 200);
-  const refreshed = await refresh(session, tokens.refresh_token);
-  await auth.verifyAccessToken(refreshed.access_token, host.resource);
+  const { session, tokens, refreshed } = await roundTrip(host, auth);
   await assert.rejects(
     refresh(session, tokens.refresh_token),
     (err: unknown) => err instanceof oauth.ResponseBodyError && err.error === 'invalid_grant',
