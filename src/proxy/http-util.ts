@@ -1,69 +1,9 @@
 /**
  * Small HTTP helpers for the proxy's data plane (node:http, no framework on the hot path):
- * the DNS-rebinding guard, bounded body reading, hop-by-hop header stripping.
+ * bounded body reading, JSON and JSON-RPC error replies.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { errorMessage, INVALID_REQUEST } from './json-rpc.js';
-
-const LOOPBACK = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
-
-function hostnameOf(value: string): string {
-  const v = value.trim().toLowerCase();
-  if (v.startsWith('[')) {
-    const end = v.indexOf(']');
-    return end === -1 ? v : v.slice(0, end + 1);
-  }
-  const colon = v.indexOf(':');
-  return colon === -1 ? v : v.slice(0, colon);
-}
-
-function isLoopback(name: string): boolean {
-  return LOOPBACK.has(name) || name.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(name);
-}
-
-/**
- * DNS rebinding (MCP 2025-11-25 "Transports / Security Warning"): a page on an attacker's
- * domain that resolves to 127.0.0.1 still sends its own Host and Origin. Only loopback names,
- * the bind address and the configured extra names pass.
- */
-export function createHostGuard(
-  bindHost: string,
-  allowedHosts: readonly string[],
-): (headers: IncomingHttpHeaders) => string | undefined {
-  const extra = new Set(allowedHosts.map((h) => h.toLowerCase()));
-  const wildcard = bindHost === '0.0.0.0' || bindHost === '::';
-  if (!wildcard && !isLoopback(bindHost)) extra.add(bindHost.toLowerCase());
-  // Bound to every interface with no allow-list: remote clients use names we cannot know.
-  const open = wildcard && extra.size === 0;
-  const ok = (name: string): boolean => open || isLoopback(name) || extra.has(name);
-  const seen = new Map<string, boolean>();
-  const cachedOk = (name: string): boolean => {
-    let v = seen.get(name);
-    if (v === undefined) {
-      v = ok(name);
-      if (seen.size < 64) seen.set(name, v);
-    }
-    return v;
-  };
-  return (headers) => {
-    const host = headers.host;
-    if (host === undefined || !cachedOk(hostnameOf(host))) return `Host '${host ?? ''}' is not allowed`;
-    const origin = headers.origin;
-    if (origin !== undefined && origin !== 'null') {
-      let name: string | undefined;
-      try {
-        name = new URL(origin).hostname.toLowerCase();
-        if (name.includes(':')) name = `[${name.replace(/^\[|\]$/g, '')}]`;
-      } catch {
-        name = undefined;
-      }
-      if (name === undefined || !cachedOk(name)) return `Origin '${origin}' is not allowed`;
-    } else if (origin === 'null') {
-      return `Origin 'null' is not allowed`;
-    }
-    return undefined;
-  };
-}
 
 export class BodyTooLarge extends Error {}
 

@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { type Logger, silentLogger } from '../shared/index.js';
-import { BodyTooLarge, badRequest, createHostGuard, readBody, sendJson, sendRpcError } from './http-util.js';
+import { createOriginGuard, type Logger, type OriginGuard, silentLogger } from '../shared/index.js';
+import { BodyTooLarge, badRequest, readBody, sendJson, sendRpcError } from './http-util.js';
 import {
   INTERNAL_ERROR,
   INVALID_REQUEST,
@@ -80,7 +80,7 @@ class McpProxy implements RunningProxy {
   private readonly policy: ToolPolicy;
   private readonly middlewares: readonly ProxyMiddleware[];
   private readonly handlers: readonly ProxyHttpHandler[];
-  private readonly guard: ReturnType<typeof createHostGuard>;
+  private readonly guard: OriginGuard;
   private readonly sessions = new Map<string, Session>();
   private readonly bridge: StdioBridge;
   /** Only with `perSession`: one child (and bridge) per session instead of `bridge`. */
@@ -103,7 +103,11 @@ class McpProxy implements RunningProxy {
     this.policy = createToolPolicy(options.toolsFilter, options.toolsOverride);
     this.middlewares = options.middlewares ?? [];
     this.handlers = options.handlers ?? [];
-    this.guard = createHostGuard(this.host, options.allowedHosts ?? []);
+    this.guard = createOriginGuard({
+      bindHost: this.host,
+      allowedHosts: options.allowedHosts ?? [],
+      allowedOrigins: options.allowedOrigins ?? [],
+    });
     this.bridge = new StdioBridge({
       logger: this.logger,
       limits: this.limits,

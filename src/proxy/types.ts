@@ -45,8 +45,10 @@ export interface ProxyOptions {
    * are answered first. MCP requests never reach them, so they cost nothing on the hot path.
    */
   handlers?: ProxyHttpHandler[];
-  /** Host/Origin names accepted besides loopback names (DNS-rebinding guard). */
+  /** Host names accepted besides loopback names and the bind address (DNS-rebinding guard). */
   allowedHosts?: string[];
+  /** Browser origins accepted besides the proxy's own (exact `scheme://host:port`). */
+  allowedOrigins?: string[];
   logger?: Logger;
   /** For logs and the client info the proxy presents to the server. */
   serverName?: string;

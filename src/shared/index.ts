@@ -8,3 +8,11 @@ export { createLineLogger, LOG_LEVELS, REDACTED_KEYS, silentLogger } from './log
 export { createLogger } from './pino-logger.js';
 export { SKEP_VERSION } from './version.js';
 export { sleepUnlessAborted } from './sleep.js';
+export type { OriginGuard, OriginGuardOptions } from './origin-guard.js';
+export {
+  createOriginGuard,
+  hostnameOf,
+  isLoopbackName,
+  isWildcardAddress,
+  normalizeOrigin,
+} from './origin-guard.js';
