@@ -7,6 +7,26 @@ import { errorMessage, INVALID_REQUEST } from './json-rpc.js';
 
 export class BodyTooLarge extends Error {}
 
+/**
+ * True when a `Content-Type` value names the media type `type` (given in lower case), with or
+ * without parameters (`application/json; charset=utf-8`). RFC 9110 §8.3.1: type and subtype
+ * are case-insensitive, and whitespace may precede the `;`. A plain string test: it runs for
+ * every MCP POST, so no parser.
+ */
+export function hasMediaType(value: string | undefined, type: string): boolean {
+  if (value === undefined) return false;
+  if (value === type) return true;
+  const semi = value.indexOf(';');
+  const essence = (semi === -1 ? value : value.slice(0, semi)).trim();
+  return essence.length === type.length && essence.toLowerCase() === type;
+}
+
+/**
+ * Set on every response the proxy sends (its own and relayed ones): a browser must never
+ * sniff a body into HTML or script on the proxy's origin (Fetch, "X-Content-Type-Options").
+ */
+export const NOSNIFF = 'nosniff';
+
 /** Reads a request body as UTF-8, refusing more than `limit` bytes. */
 export function readBody(req: IncomingMessage, limit: number): Promise<string> {
   const declared = req.headers['content-length'];

@@ -8,7 +8,15 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createOriginGuard, type Logger, type OriginGuard, silentLogger } from '../shared/index.js';
-import { BodyTooLarge, badRequest, readBody, sendJson, sendRpcError } from './http-util.js';
+import {
+  BodyTooLarge,
+  badRequest,
+  hasMediaType,
+  NOSNIFF,
+  readBody,
+  sendJson,
+  sendRpcError,
+} from './http-util.js';
 import {
   INTERNAL_ERROR,
   INVALID_REQUEST,
@@ -218,6 +226,9 @@ class McpProxy implements RunningProxy {
   // ---- request dispatch ----
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // Every response, whoever writes it (this class, the outlets, the transparent relay, the
+    // mounted authorization server), is kept from being sniffed into active content.
+    res.setHeader('x-content-type-options', NOSNIFF);
     const rawUrl = req.url ?? '/';
     const q = rawUrl.indexOf('?');
     const path = q === -1 ? rawUrl : rawUrl.slice(0, q);
@@ -252,6 +263,22 @@ class McpProxy implements RunningProxy {
     let body: unknown;
     let text: string | undefined;
     if (method === 'POST') {
+      // MCP 2025-11-25 "Transports": clients POST JSON-RPC as application/json. Any other type
+      // is what a browser page of any origin can send without a CORS preflight (a "simple
+      // request": text/plain, form encodings; Fetch §"CORS-safelisted request-header"), so
+      // nothing else is read, for stdio and HTTP servers alike (issue 16, F3).
+      const type = req.headers['content-type'];
+      if (!hasMediaType(type, 'application/json')) {
+        req.resume();
+        sendRpcError(
+          res,
+          415,
+          INVALID_REQUEST,
+          `Unsupported Media Type: send the JSON-RPC body with Content-Type: application/json` +
+            (type === undefined ? ' (none was given)' : ` (got '${type.slice(0, 100)}')`),
+        );
+        return;
+      }
       try {
         text = await readBody(req, this.limits.maxBodyBytes);
       } catch (err) {

@@ -14,7 +14,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createParser } from 'eventsource-parser';
 import type { Agent } from 'undici';
 import { type Logger, lazyRequire } from '../shared/index.js';
-import { sendRpcError } from './http-util.js';
+import { hasMediaType, NOSNIFF, sendRpcError } from './http-util.js';
 import {
   errorMessage,
   INVALID_PARAMS,
@@ -40,7 +40,13 @@ const FORWARDED_REQUEST_HEADERS = [
   'mcp-protocol-version',
   'last-event-id',
 ];
-/** Server response headers passed back. */
+/**
+ * Server response headers passed back. Nothing else is: in particular no `Set-Cookie`. The
+ * proxy's origin is `http://127.0.0.1:<port>`, and cookies are scoped by host, not port
+ * (RFC 6265 §8.5), so a remote server's cookie would be sent to the management API, every
+ * other workload and their authorization servers on the same host (cookie tossing over their
+ * session and flow cookies). MCP clients authenticate with headers, not cookies.
+ */
 const FORWARDED_RESPONSE_HEADERS = [
   'content-type',
   'mcp-session-id',
@@ -49,6 +55,24 @@ const FORWARDED_RESPONSE_HEADERS = [
   'www-authenticate',
   'retry-after',
 ];
+
+/**
+ * Makes a relayed response inert on the proxy's origin (issue 16, F3): the server is remote
+ * and not trusted with that origin, where a page could call this workload's tools (same
+ * origin) and read the answers. Always `nosniff`; a body that is not JSON or an event stream
+ * (an HTML error page, or anything a hostile server sends) gets `Content-Security-Policy:
+ * sandbox`: the browser renders it in an opaque origin with scripts, forms and plugins off
+ * (CSP 3 §6.3.2.1). It is still served, not refused with a 502, because such bodies are
+ * mostly real error pages whose status (401 with `WWW-Authenticate`, 404 for an expired
+ * session, 429) the client must see unchanged.
+ */
+function inertRelayHeaders(headers: Record<string, string>): Record<string, string> {
+  headers['x-content-type-options'] = NOSNIFF;
+  const type = headers['content-type'];
+  if (!hasMediaType(type, 'application/json') && !hasMediaType(type, 'text/event-stream'))
+    headers['content-security-policy'] = 'sandbox';
+  return headers;
+}
 
 interface SseSession {
   readonly id: string;
@@ -224,6 +248,7 @@ export class TransparentForwarder {
       const v = upstreamRes.headers[name];
       if (typeof v === 'string') headers[name] = v;
     }
+    inertRelayHeaders(headers);
     const toolLists = new Set(rewritten.toolLists);
     const contentType = headers['content-type'] ?? '';
     if (toolLists.size > 0 && contentType.startsWith('application/json')) {
@@ -291,9 +316,10 @@ export class TransparentForwarder {
       return;
     }
     if (upstreamRes.statusCode !== 200) {
-      res.writeHead(upstreamRes.statusCode, {
-        'content-type': String(upstreamRes.headers['content-type'] ?? 'text/plain'),
-      });
+      res.writeHead(
+        upstreamRes.statusCode,
+        inertRelayHeaders({ 'content-type': String(upstreamRes.headers['content-type'] ?? 'text/plain') }),
+      );
       upstreamRes.body.pipe(res);
       return;
     }
@@ -352,9 +378,10 @@ export class TransparentForwarder {
         signal: AbortSignal.timeout(this.deps.limits.upstreamWaitMs),
       });
       const text = await upstreamRes.body.text();
-      res.writeHead(upstreamRes.statusCode, {
-        'content-type': String(upstreamRes.headers['content-type'] ?? 'text/plain'),
-      });
+      res.writeHead(
+        upstreamRes.statusCode,
+        inertRelayHeaders({ 'content-type': String(upstreamRes.headers['content-type'] ?? 'text/plain') }),
+      );
       res.end(text);
     } catch (err) {
       sendRpcError(res, 502, UPSTREAM_UNAVAILABLE, `MCP server unreachable: ${(err as Error).message}`);

@@ -27,6 +27,7 @@ import { describeError, isSkepError, type Logger, SkepError, sleepUnlessAborted 
 import type { Store } from '../store/index.js';
 import {
   AUTHORIZATION_PENDING,
+  hostExposureProblem,
   type RunConfig,
   resolveSecretReferences,
   type SecretLookup,
@@ -102,6 +103,14 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     return 1;
   }
   const runConfig = row.config;
+  // The manager refuses this at create/update/import; a record written before that rule (or
+  // by hand) is refused here, before anything binds (issue 16: beyond loopback needs auth).
+  const exposure = hostExposureProblem(runConfig);
+  if (exposure !== undefined) {
+    setStatus({ status: 'error', context: exposure });
+    logger.error({ workload: name, host: runConfig.host }, 'refusing an unauthenticated non-loopback bind');
+    return 1;
+  }
   const perSession = runConfig.session_mode === 'per-session';
   if (perSession && (runConfig.transport !== 'stdio' || runConfig.remote_url !== undefined)) {
     setStatus({
@@ -246,6 +255,8 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
       // Seed PermissionProfile network.inbound.allow_host: the Host/Origin names clients may
       // use besides loopback names; enforced here, in front of every runtime and transport.
       allowedHosts: runConfig.permission_profile?.network?.inbound?.allow_host ?? [],
+      // Browser origins besides the proxy's own, exact (validated by the manager).
+      allowedOrigins: runConfig.allowed_origins ?? [],
       logger,
       serverName: name,
       middlewares: chain.middlewares,

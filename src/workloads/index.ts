@@ -1,4 +1,5 @@
 /** Workloads: run configurations, the lifecycle manager, and the runner process plumbing. */
+export { allowedOriginsProblem, hostExposureProblem } from './exposure.js';
 export { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
 export type {
   BulkAction,

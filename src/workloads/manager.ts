@@ -11,6 +11,7 @@ import { checkLocalExecutable } from '../runtime/index.js';
 import { describeError, type Logger, SkepError, silentLogger } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
+import { allowedOriginsProblem, hostExposureProblem } from './exposure.js';
 import { baseNameFor, validateWorkloadName, workloadNameProblem } from './names.js';
 import { allocatePort, portFree } from './ports.js';
 import { parseRunConfig, RUN_CONFIG_SCHEMA_VERSION, type RunConfig, workloadUrl } from './run-config.js';
@@ -159,6 +160,7 @@ export class WorkloadManager implements GroupMembers {
     if (overrides.name !== undefined) config.name = overrides.name;
     validateWorkloadName(config.name);
     config.base_name = config.name;
+    checkExposure(config);
     this.#groups.require(config.group);
     for (const text of config.secrets) parseSecretRef(text);
     await requireSecrets(config.secrets.map(parseSecretRef), this.secretLookup);
@@ -307,6 +309,10 @@ export class WorkloadManager implements GroupMembers {
       }
     }
     if (r.host !== undefined) c.host = r.host === '' ? '127.0.0.1' : r.host;
+    if (r.allowed_origins !== undefined) {
+      if (r.allowed_origins.length === 0) delete c.allowed_origins;
+      else c.allowed_origins = [...r.allowed_origins];
+    }
     if (r.cmd_arguments !== undefined) c.cmd_args = [...r.cmd_arguments];
     if (r.target_port !== undefined) c.target_port = r.target_port;
     if (r.env_vars !== undefined) c.env_vars = { ...r.env_vars };
@@ -379,6 +385,7 @@ export class WorkloadManager implements GroupMembers {
 
   /** Everything about a config that can be checked without side effects. */
   async #validateConfig(config: RunConfig): Promise<void> {
+    checkExposure(config);
     if (config.remote_url !== undefined) {
       let url: URL;
       try {
@@ -834,6 +841,12 @@ export class WorkloadManager implements GroupMembers {
       }
     }
   }
+}
+
+/** The proxy's reach (`exposure.ts`): a 400 naming the field before anything is written. */
+function checkExposure(config: RunConfig): void {
+  const problem = allowedOriginsProblem(config.allowed_origins ?? []) ?? hostExposureProblem(config);
+  if (problem !== undefined) throw new SkepError('bad_request', problem);
 }
 
 function bindHostFor(host: string): string {

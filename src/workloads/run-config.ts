@@ -386,7 +386,8 @@ export function parseRunConfig(value: unknown, what = 'run configuration'): RunC
   raw['volumes'] ??= [];
   raw['container_labels'] ??= {};
   raw['permission_profile'] ??= {};
-  raw['host'] ??= '127.0.0.1';
+  // An empty host would make node listen on every interface; the default is loopback.
+  if (raw['host'] === undefined || raw['host'] === '') raw['host'] = '127.0.0.1';
   raw['group'] ??= 'default';
   raw['transport'] ??= 'stdio';
   raw['port'] ??= 0;

@@ -76,7 +76,20 @@ const settableFields = {
     }),
   ),
   url: Opt(Type.String({ description: 'Remote MCP server URL (no local server is started).' })),
-  host: Opt(Type.String({ description: 'Proxy bind address (default 127.0.0.1).' })),
+  host: Opt(
+    Type.String({
+      description:
+        'Proxy bind address (default 127.0.0.1). Anything but a loopback address (wildcards ' +
+        'included) needs inbound authentication (`oidc` or `embedded_auth_server_config`).',
+    }),
+  ),
+  allowed_origins: Opt(
+    Type.Array(Type.String(), {
+      description:
+        'Skep extension (a reference run-configuration field): browser origins ' +
+        '(`scheme://host[:port]`, exact) accepted besides the proxy’s own. An empty list removes them.',
+    }),
+  ),
   cmd_arguments: Opt(Strs()),
   target_port: Opt(
     Type.Integer({

@@ -1,0 +1,78 @@
+/**
+ * Who may reach a workload's proxy: the two run-configuration rules that keep an MCP endpoint
+ * from running tools for strangers (issue 16, finding F3 and item 2).
+ *
+ * - `host` (the proxy's bind address) beyond loopback is an explicit choice: it needs inbound
+ *   authentication (`oidc_config` or `embedded_auth_server_config`). A wildcard bind
+ *   (`0.0.0.0`, `::`) counts as beyond loopback: it listens on every interface. An MCP
+ *   endpoint without authentication on the network runs tools for anyone who can connect, and
+ *   the MCP 2025-11-25 "Transports / Security Warning" asks local servers to bind to localhost.
+ * - `allowed_origins` lists exact browser origins (`scheme://host[:port]`) accepted besides the
+ *   proxy's own; anything looser (a path, a wildcard, `null`) is refused by name.
+ *
+ * The manager checks both at create, update and import (400 before anything is written); the
+ * runner checks the host rule again before it binds, for records written before the rule.
+ * Pure functions with no dependencies beyond `shared`: the runner loads this module up front.
+ */
+import { isLoopbackName, isWildcardAddress, normalizeOrigin } from '../shared/index.js';
+import type { RunConfig } from './run-config.js';
+
+type ExposureFields = Pick<RunConfig, 'host' | 'oidc_config' | 'embedded_auth_server_config'>;
+
+/** True when the workload authenticates its callers (what the auth chain enforces). */
+function hasInboundAuth(config: ExposureFields): boolean {
+  if (config.embedded_auth_server_config !== undefined) return true;
+  const oidc = config.oidc_config;
+  // An oidc_config with none of these verifies nothing (the chain refuses it at start).
+  return (
+    oidc !== undefined &&
+    [oidc.issuer, oidc.jwksurl, oidc.introspectionURL].some((v) => typeof v === 'string' && v !== '')
+  );
+}
+
+/**
+ * Why this bind address may not be used as configured, or undefined when it may. Loopback
+ * names (`127.0.0.1`, `localhost`, `::1`) are always fine; anything else, wildcards included,
+ * needs inbound authentication.
+ */
+export function hostExposureProblem(config: ExposureFields): string | undefined {
+  const host = config.host.trim();
+  if (host !== '' && isLoopbackName(host)) return undefined;
+  if (hasInboundAuth(config)) return undefined;
+  const where =
+    host === '' || isWildcardAddress(host)
+      ? `host '${config.host}' listens on every network interface`
+      : `host '${config.host}' is not a loopback address`;
+  return (
+    `${where}, and the workload has no inbound authentication: anyone who can reach that ` +
+    `address could call its tools. Use host 127.0.0.1 (the default), or require a token with ` +
+    `oidc (oidc_config: issuer, jwksurl or introspectionURL) or embedded_auth_server_config`
+  );
+}
+
+/**
+ * Why an `allowed_origins` entry is not an exact origin, or undefined for a good list. An
+ * origin is what browsers send in the `Origin` header (RFC 6454 §6.1): scheme, host and an
+ * optional port; nothing else.
+ */
+export function allowedOriginsProblem(values: readonly string[]): string | undefined {
+  for (const value of values) {
+    const problem = originProblem(value);
+    if (problem !== undefined) return `allowed_origins: '${value}' ${problem}`;
+  }
+  return undefined;
+}
+
+function originProblem(value: string): string | undefined {
+  if (value.includes('*')) return 'is a pattern; list each origin exactly (e.g. https://app.example.com)';
+  if (value.trim().toLowerCase() === 'null')
+    return 'is the opaque origin of sandboxed and file: pages, which any page can claim; it is never accepted';
+  const origin = normalizeOrigin(value);
+  if (origin === undefined)
+    return 'is not an http(s) origin; write scheme://host[:port] (e.g. https://app.example.com)';
+  const url = new URL(value);
+  // URL accepts a path, query or fragment; an Origin header never carries one.
+  if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || value.trimEnd().endsWith('/'))
+    return `has more than an origin; write '${origin}'`;
+  return undefined;
+}
