@@ -9,6 +9,7 @@ export type { LogFileOptions } from './log-file.js';
 export { RotatingLogFile } from './log-file.js';
 export type { ProcessCommand, ProcessRuntimeOptions } from './process.js';
 export { checkLocalExecutable, ProcessRuntime, processCommand } from './process.js';
+export { inheritable, SERVER_ENV_ALLOWLIST, serverEnvironment } from './server-env.js';
 export type {
   PermissionProfile,
   Runtime,

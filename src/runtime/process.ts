@@ -4,13 +4,15 @@
  * `cmd://<executable>` runs the executable; `args` follow. Stdio servers keep stdin and
  * stdout for the proxy; stderr (and, for HTTP servers, stdout) goes to the workload's log
  * file with size rotation. HTTP servers (sse / streamable-http) get their port through
- * `PORT` and `MCP_PORT` and are ready once the port accepts connections.
+ * `PORT` and `MCP_PORT` and are ready once the port accepts connections. The server's
+ * environment is built from an allow-list (`server-env.ts`), never Skep's whole environment.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { connect } from 'node:net';
 import type { Readable } from 'node:stream';
 import { findExecutable, isExecutable, SkepError } from '../shared/index.js';
 import { RotatingLogFile } from './log-file.js';
+import { serverEnvironment } from './server-env.js';
 import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from './types.js';
 
 export interface ProcessRuntimeOptions {
@@ -122,7 +124,8 @@ export class ProcessRuntime implements Runtime {
     if (http && (spec.targetPort === undefined || spec.targetPort === 0)) {
       throw new SkepError('bad_request', `an ${spec.transport} server needs a target port`);
     }
-    const env: Record<string, string> = { ...filteredParentEnv(), ...spec.env };
+    // Only the allow-listed part of the runner's environment, plus what the run configuration names.
+    const env = serverEnvironment(process.env, spec.env);
     if (http) {
       env['PORT'] = String(spec.targetPort);
       env['MCP_PORT'] = String(spec.targetPort);
@@ -200,15 +203,4 @@ export class ProcessRuntime implements Runtime {
     };
     return handle;
   }
-}
-
-/** The runner's own variables (config, secrets of other workloads) do not leak into servers. */
-function filteredParentEnv(): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined) continue;
-    if (key.startsWith('SKEP_SECRET_') || key === 'SKEP_RUNNER_CONFIG') continue;
-    out[key] = value;
-  }
-  return out;
 }
