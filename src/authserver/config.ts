@@ -111,7 +111,10 @@ export const AUTH_SERVER_DEFAULTS = {
   accessTokenLifespanSec: 3600,
   authCodeLifespanSec: 600,
   refreshTokenLifespanSec: 168 * 3600,
+  /** How long a consent page, and then the upstream login it leads to, may take. */
   pendingAuthorizationSec: 600,
+  /** How long an approval (per user and client) and the browser's "remembered" cookie last. */
+  consentRememberSec: 30 * 24 * 3600,
   scopesSupported: ['openid', 'profile', 'email', 'offline_access'],
   oidcScopes: ['openid', 'offline_access'],
   redisDialTimeoutMs: 5000,

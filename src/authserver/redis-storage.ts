@@ -17,15 +17,18 @@ import type { ResolvedRedis } from './config.js';
 
 const loadIoredis = lazyRequire<typeof import('ioredis')>('ioredis');
 
-import type {
-  AuthCodeRecord,
-  AuthStorage,
-  ClientRecord,
-  Consumed,
-  DcrCredentials,
-  GrantRecord,
-  PendingAuthorization,
-  UpstreamTokenRecord,
+import {
+  type AuthCodeRecord,
+  type AuthStorage,
+  approvalKey,
+  type ClientRecord,
+  type ConsentApproval,
+  type ConsentRequest,
+  type Consumed,
+  type DcrCredentials,
+  type GrantRecord,
+  type PendingAuthorization,
+  type UpstreamTokenRecord,
 } from './storage.js';
 
 /** KEYS[1] = code, KEYS[2] = invalidated marker; ARGV[1] = remember seconds. */
@@ -231,6 +234,41 @@ export class RedisStorage implements AuthStorage {
     const v = await this.#client.getdel(this.#key(`pending:${state}`));
     await this.#replicated(false);
     return v === null ? undefined : (JSON.parse(v) as PendingAuthorization);
+  }
+
+  async saveConsentRequest(flowId: string, request: ConsentRequest, ttlSec: number): Promise<void> {
+    await this.#setJson(`consent:${flowId}`, request, ttlSec);
+  }
+  async getConsentRequest(flowId: string): Promise<ConsentRequest | undefined> {
+    return this.#getJson(`consent:${flowId}`);
+  }
+  async takeConsentRequest(flowId: string): Promise<ConsentRequest | undefined> {
+    const v = await this.#client.getdel(this.#key(`consent:${flowId}`));
+    await this.#replicated(false);
+    return v === null ? undefined : (JSON.parse(v) as ConsentRequest);
+  }
+
+  async saveApproval(
+    userId: string,
+    clientId: string,
+    approval: ConsentApproval,
+    ttlSec: number,
+  ): Promise<void> {
+    await this.#setJson(approvalKey(userId, clientId), approval, ttlSec);
+  }
+  async getApproval(userId: string, clientId: string): Promise<ConsentApproval | undefined> {
+    return this.#getJson(approvalKey(userId, clientId));
+  }
+  async deleteApproval(userId: string, clientId: string): Promise<void> {
+    await this.#client.del(this.#key(approvalKey(userId, clientId)));
+    await this.#replicated();
+  }
+
+  async saveRememberedBrowser(cookieDigest: string, userId: string, ttlSec: number): Promise<void> {
+    await this.#setJson(`browser:${cookieDigest}`, userId, ttlSec);
+  }
+  async getRememberedBrowser(cookieDigest: string): Promise<string | undefined> {
+    return this.#getJson(`browser:${cookieDigest}`);
   }
 
   async saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void> {

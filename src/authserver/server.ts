@@ -11,12 +11,32 @@
  * token rotation with reuse detection, `state` returned unchanged, `iss` in the
  * authorization response (RFC 9207), `Cache-Control: no-store`, a rate limit on the token
  * and registration endpoints, constant-time comparisons, and request bodies capped at 64 KiB.
+ *
+ * Consent per client (MCP security best practices, "Confused Deputy Problem"; issue 16, F2):
+ * any client may register itself (RFC 7591), and the upstream may log a user in without a
+ * click, so `/oauth/authorize` never goes to the upstream on its own. It shows a consent page
+ * naming the client (`consent.ts`); only an approval POSTed from that page — with its CSRF
+ * token, the browser's flow cookie and, when sent, this server's Origin — stores the upstream
+ * `state` and sends the browser on. The callback then honours the `state` only in the browser
+ * holding that flow's cookie (`cookies.ts`), once. An approval is remembered per user and
+ * client; a browser that carries the "remembered" cookie of that user skips the page for the
+ * same redirect URI, scopes and resources.
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type JWTPayload, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
-import { type Logger, SkepError, silentLogger } from '../shared/index.js';
+import { type Logger, normalizeOrigin, SkepError, silentLogger } from '../shared/index.js';
 import { AUTH_SERVER_DEFAULTS, type EmbeddedAuthServerConfig, resolveAuthServerConfig } from './config.js';
+import {
+  approvalCovers,
+  consentResources,
+  htmlHeaders,
+  mergeApproval,
+  redirectTarget,
+  renderConsentPage,
+  renderErrorPage,
+} from './consent.js';
+import { BrowserCookies, digest } from './cookies.js';
 import { type KeySet, loadKeySet } from './keys.js';
 import { OpaqueTokens } from './opaque-token.js';
 import { type RateLimit, RateLimiter } from './rate-limit.js';
@@ -139,10 +159,18 @@ function sendOAuthError(res: ServerResponse, err: OAuthError): void {
   );
 }
 
-function redirect(res: ServerResponse, location: string): void {
-  res.writeHead(302, { location, ...NO_STORE });
+function redirect(
+  res: ServerResponse,
+  location: string,
+  cookies: string[] = [],
+  status: 302 | 303 = 302,
+): void {
+  res.writeHead(status, { location, ...NO_STORE, ...(cookies.length ? { 'set-cookie': cookies } : {}) });
   res.end();
 }
+
+/** The endpoints a browser visits; their errors are a page when the browser asks for HTML. */
+const BROWSER_ROUTES = new Set(['authorize', 'consent', 'callback']);
 
 async function readBody(req: IncomingMessage): Promise<string> {
   const declared = Number(req.headers['content-length'] ?? 0);
@@ -210,6 +238,9 @@ class AuthServerImpl implements AuthServer {
   readonly #tokenLimiter: RateLimiter;
   readonly #registerLimiter: RateLimiter;
   readonly #refreshing = new Map<string, Promise<string>>();
+  readonly #cookies: BrowserCookies;
+  /** Origins a consent POST may come from: the issuer's and the authorization endpoint's. */
+  readonly #consentOrigins: Set<string>;
   #closed = false;
 
   constructor(init: {
@@ -238,6 +269,27 @@ class AuthServerImpl implements AuthServer {
       timeoutMs: deps.upstreamTimeoutMs ?? 10_000,
     };
     this.#upstreams = new Map(cfg.upstreams.map((u) => [u.name, new UpstreamProvider(u, upstreamDeps)]));
+    this.#cookies = new BrowserCookies(cfg.issuer, cfg.authorizationEndpoint);
+    this.#consentOrigins = new Set(
+      [cfg.issuer, cfg.authorizationEndpoint].map((u) => normalizeOrigin(u) as string),
+    );
+    const browserOrigin = new URL(cfg.authorizationEndpoint).origin;
+    for (const u of cfg.upstreams) {
+      const cb = new URL(u.redirectUri);
+      const scope = this.#cookies.path;
+      const inScope = scope === '/' || cb.pathname === scope || cb.pathname.startsWith(`${scope}/`);
+      if (cb.origin !== browserOrigin || !inScope)
+        this.#log.warn(
+          {
+            upstream: u.name,
+            redirect_uri: u.redirectUri,
+            authorization_endpoint: cfg.authorizationEndpoint,
+          },
+          "the upstream redirect_uri is not on the authorization endpoint's origin and path: the browser " +
+            'will not present its flow cookie there and every login will be refused; set redirect_uri to ' +
+            '<authorization endpoint base>/oauth/callback',
+        );
+    }
   }
 
   #nowSec(): number {
@@ -273,10 +325,13 @@ class AuthServerImpl implements AuthServer {
         );
       } else if (route === 'authorize') {
         this.#expect(method, 'GET');
-        await this.#authorize(url.searchParams, res);
+        await this.#authorize(req, url.searchParams, res);
+      } else if (route === 'consent') {
+        this.#expect(method, 'POST');
+        await this.#consent(req, res);
       } else if (route === 'callback') {
         this.#expect(method, 'GET');
-        await this.#callback(url.searchParams, res);
+        await this.#callback(req, url.searchParams, res);
       } else if (route === 'token') {
         this.#expect(method, 'POST');
         await this.#token(req, res);
@@ -285,7 +340,7 @@ class AuthServerImpl implements AuthServer {
         await this.#register(req, res);
       }
     } catch (err) {
-      this.#fail(res, err);
+      this.#fail(req, res, err, BROWSER_ROUTES.has(route));
     }
     return true;
   }
@@ -302,6 +357,7 @@ class AuthServerImpl implements AuthServer {
       return 'protected-resource';
     if (path === '/.well-known/jwks.json') return 'jwks';
     if (path === '/oauth/authorize') return 'authorize';
+    if (path === '/oauth/consent') return 'consent';
     if (path === '/oauth/callback') return 'callback';
     if (path === '/oauth/token') return 'token';
     if (path === '/oauth/register') return 'register';
@@ -312,24 +368,30 @@ class AuthServerImpl implements AuthServer {
     if (method !== wanted) throw new OAuthError('invalid_request', `use ${wanted}`, 405, { allow: wanted });
   }
 
-  #fail(res: ServerResponse, err: unknown): void {
+  #fail(req: IncomingMessage, res: ServerResponse, err: unknown, browserRoute: boolean): void {
     if (res.headersSent) {
       res.destroy();
       return;
     }
-    if (err instanceof OAuthError) {
-      sendOAuthError(res, err);
-      return;
-    }
-    if (err instanceof SkepError) {
+    let oauthErr: OAuthError;
+    if (err instanceof OAuthError) oauthErr = err;
+    else if (err instanceof SkepError) {
       this.#log.warn({ code: err.code, err: err.message }, 'authorization server request failed');
       const status = err.status >= 500 ? (err.code === 'bad_gateway' ? 502 : 503) : err.status;
       const error = status >= 500 ? 'temporarily_unavailable' : 'invalid_request';
-      sendOAuthError(res, new OAuthError(error, err.message, status));
+      oauthErr = new OAuthError(error, err.message, status);
+    } else {
+      this.#log.error({ err }, 'authorization server internal error');
+      oauthErr = new OAuthError('server_error', 'internal error', 500);
+    }
+    // A person in a browser reads a page; a program (and every test client) gets RFC 6749 JSON.
+    if (browserRoute && /\btext\/html\b/.test(String(req.headers.accept ?? ''))) {
+      const html = renderErrorPage(oauthErr.status, oauthErr.error, oauthErr.description);
+      res.writeHead(oauthErr.status, { ...htmlHeaders(undefined), ...oauthErr.headers });
+      res.end(html);
       return;
     }
-    this.#log.error({ err }, 'authorization server internal error');
-    sendOAuthError(res, new OAuthError('server_error', 'internal error', 500));
+    sendOAuthError(res, oauthErr);
   }
 
   #cors(req: IncomingMessage, res: ServerResponse, status: number): void {
@@ -423,7 +485,7 @@ class AuthServerImpl implements AuthServer {
     return [r];
   }
 
-  async #authorize(q: URLSearchParams, res: ServerResponse): Promise<void> {
+  async #authorize(req: IncomingMessage, q: URLSearchParams, res: ServerResponse): Promise<void> {
     const clientId = single(q, 'client_id');
     const redirectUri = single(q, 'redirect_uri');
     const client = clientId ? await this.#storage.getClient(clientId) : undefined;
@@ -476,14 +538,60 @@ class AuthServerImpl implements AuthServer {
         nonce: randomText(20),
         sessionId: randomUUID(),
         createdAt: this.#nowSec(),
+        flowId: randomText(16),
+        browserBinding: '',
       };
       const location = await upstream.authorizationUrl({
         state,
         codeVerifier: pending.upstreamVerifier,
         nonce: pending.nonce,
       });
-      await this.#storage.savePending(state, pending, AUTH_SERVER_DEFAULTS.pendingAuthorizationSec);
-      redirect(res, location);
+      const resources = consentResources(pending, this.#cfg.allowedAudiences);
+      // OIDC Core §3.1.2.1: prompt=consent (or login) asks for the page even when remembered.
+      const prompt = (single(q, 'prompt') ?? '').split(' ');
+      const remembered =
+        prompt.includes('consent') || prompt.includes('login')
+          ? undefined
+          : await this.#rememberedApproval(req, pending, resources);
+      if (remembered !== undefined) {
+        this.#log.info({ client_id: client.client_id }, 'consent: remembered approval, page skipped');
+        return await this.#toUpstream(
+          req,
+          res,
+          { ...pending, rememberedUser: remembered },
+          state,
+          location,
+          302,
+        );
+      }
+
+      // The consent page. Its cookie binds the form to this browser; no upstream `state` is
+      // stored until the user approves (best practices, "OAuth State Parameter Validation").
+      const secret = randomText(32);
+      const csrfToken = randomText(32);
+      const ttl = AUTH_SERVER_DEFAULTS.pendingAuthorizationSec;
+      await this.#storage.saveConsentRequest(
+        pending.flowId,
+        { pending: { ...pending, browserBinding: digest(secret) }, state, location, csrfToken },
+        ttl,
+      );
+      const html = renderConsentPage({
+        clientId: client.client_id,
+        clientName: client.client_name,
+        registeredAt: client.client_id_issued_at,
+        nowSec: this.#nowSec(),
+        redirectUri,
+        scopes: pending.scopes,
+        resources,
+        upstreamHost: new URL(location).host,
+        flowId: pending.flowId,
+        csrfToken,
+      });
+      res.writeHead(200, {
+        ...htmlHeaders([new URL(location).origin, redirectTarget(redirectUri).cspSource]),
+        'set-cookie': this.#cookies.withFlow(req, { id: pending.flowId, secret }, ttl),
+      });
+      res.end(html);
     } catch (err) {
       if (err instanceof OAuthError) return back(err.error, err.description);
       if (err instanceof SkepError && err.status >= 500) {
@@ -494,25 +602,145 @@ class AuthServerImpl implements AuthServer {
     }
   }
 
-  async #callback(q: URLSearchParams, res: ServerResponse): Promise<void> {
+  /** The user whose remembered approval covers this request in this browser, if any. */
+  async #rememberedApproval(
+    req: IncomingMessage,
+    pending: PendingAuthorization,
+    resources: string[],
+  ): Promise<string | undefined> {
+    for (const id of this.#cookies.rememberedIds(req)) {
+      const userId = await this.#storage.getRememberedBrowser(digest(id));
+      if (userId === undefined) continue;
+      const approval = await this.#storage.getApproval(userId, pending.clientId);
+      if (approval && approvalCovers(approval, pending, resources)) return userId;
+    }
+    return undefined;
+  }
+
+  /**
+   * Stores the upstream `state` and sends the browser to the upstream login with a fresh
+   * flow-cookie secret for this flow, set in the same response (best practices: the state
+   * cookie is set immediately before the redirect, never before consent).
+   */
+  async #toUpstream(
+    req: IncomingMessage,
+    res: ServerResponse,
+    pending: PendingAuthorization,
+    state: string,
+    location: string,
+    status: 302 | 303,
+  ): Promise<void> {
+    const secret = randomText(32);
+    const ttl = AUTH_SERVER_DEFAULTS.pendingAuthorizationSec;
+    await this.#storage.savePending(state, { ...pending, browserBinding: digest(secret) }, ttl);
+    redirect(res, location, [this.#cookies.withFlow(req, { id: pending.flowId, secret }, ttl)], status);
+  }
+
+  /**
+   * The consent form's POST. Refused unless it carries the CSRF token of the page, comes
+   * from the browser holding that page's flow cookie, and (when the browser says) from this
+   * server's own origin. One decision per page.
+   */
+  async #consent(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const origin = req.headers.origin;
+    if (origin !== undefined) {
+      const normalized = normalizeOrigin(origin);
+      if (normalized === undefined || !this.#consentOrigins.has(normalized)) {
+        throw new OAuthError(
+          'access_denied',
+          `the consent form must be sent from ${[...this.#consentOrigins].join(' or ')}, not from ${origin}`,
+          403,
+        );
+      }
+    }
+    const type = String(req.headers['content-type'] ?? '');
+    if (!type.startsWith('application/x-www-form-urlencoded')) {
+      throw new OAuthError('invalid_request', 'the consent form must be application/x-www-form-urlencoded');
+    }
+    const form = new URLSearchParams(await readBody(req));
+    const flowId = single(form, 'flow') ?? '';
+    const expired = new OAuthError(
+      'invalid_request',
+      'this consent page is unknown, expired or already answered; start again from your application',
+    );
+    const request = flowId ? await this.#storage.getConsentRequest(flowId) : undefined;
+    if (!request) throw expired;
+    const secret = this.#cookies.flowSecret(req, flowId);
+    if (!secret || !safeEqual(digest(secret), request.pending.browserBinding)) {
+      this.#log.warn(
+        { client_id: request.pending.clientId },
+        'consent: refused, no flow cookie of this page',
+      );
+      throw new OAuthError(
+        'access_denied',
+        'the consent must be given in the browser that opened the authorization request',
+        403,
+      );
+    }
+    if (!safeEqual(single(form, 'csrf_token') ?? '', request.csrfToken)) {
+      this.#log.warn({ client_id: request.pending.clientId }, 'consent: refused, wrong CSRF token');
+      throw new OAuthError('access_denied', 'the consent form is not the one this server sent', 403);
+    }
+    const decision = single(form, 'decision');
+    if (decision !== 'approve' && decision !== 'deny') {
+      throw new OAuthError('invalid_request', 'decision must be approve or deny');
+    }
+    const taken = await this.#storage.takeConsentRequest(flowId);
+    if (!taken) throw expired;
+    const { pending } = taken;
+    this.#log.info({ client_id: pending.clientId, decision }, 'consent: decided');
+    if (decision === 'approve') {
+      return this.#toUpstream(req, res, pending, taken.state, taken.location, 303);
+    }
+    // RFC 6749 §4.1.2.1: the resource owner denied the request. The flow cookie goes first,
+    // in this response, so the client's redirect URI never sees a live entry.
+    const u = new URL(pending.redirectUri);
+    u.searchParams.set('error', 'access_denied');
+    u.searchParams.set('error_description', 'the user denied the request');
+    if (pending.clientState !== undefined) u.searchParams.set('state', pending.clientState);
+    u.searchParams.set('iss', this.issuer);
+    const ttl = AUTH_SERVER_DEFAULTS.pendingAuthorizationSec;
+    redirect(res, u.href, [this.#cookies.withoutFlow(req, flowId, ttl)], 303);
+  }
+
+  async #callback(req: IncomingMessage, q: URLSearchParams, res: ServerResponse): Promise<void> {
     const state = q.get('state');
     const upstreamError = q.get('error');
-    if (upstreamError) {
-      const pending = state ? await this.#storage.takePending(state) : undefined;
-      if (!pending)
-        throw new OAuthError('invalid_request', 'upstream returned an error for an unknown state', 502);
-      const u = new URL(pending.redirectUri);
-      u.searchParams.set('error', 'access_denied');
-      u.searchParams.set('error_description', 'the identity provider refused the login');
-      if (pending.clientState !== undefined) u.searchParams.set('state', pending.clientState);
-      u.searchParams.set('iss', this.issuer);
-      return redirect(res, u.href);
-    }
     if (!state) throw new OAuthError('invalid_request', 'missing state parameter');
-    if (!q.get('code')) throw new OAuthError('invalid_request', 'missing code parameter');
+    if (!upstreamError && !q.get('code')) throw new OAuthError('invalid_request', 'missing code parameter');
+    // Single use: taken before anything else, so a refused callback cannot be tried again.
     const pending = await this.#storage.takePending(state);
     if (!pending || this.#nowSec() - pending.createdAt > AUTH_SERVER_DEFAULTS.pendingAuthorizationSec) {
       throw new OAuthError('invalid_request', 'authorization request not found or expired');
+    }
+    // The browser that approved (or was remembered) must be the one that comes back: a
+    // callback URL replayed elsewhere, or an upstream login link handed to someone else,
+    // carries no flow cookie of this flow (best practices, "OAuth State Parameter Validation").
+    const secret = this.#cookies.flowSecret(req, pending.flowId);
+    if (!secret || !pending.browserBinding || !safeEqual(digest(secret), pending.browserBinding)) {
+      this.#log.warn(
+        { client_id: pending.clientId },
+        'callback: refused, not the browser that started the flow',
+      );
+      throw new OAuthError(
+        'invalid_request',
+        'this sign-in was not started in this browser (its flow cookie is missing); start again from your application',
+      );
+    }
+    const ttl = AUTH_SERVER_DEFAULTS.pendingAuthorizationSec;
+    const cookies = [this.#cookies.withoutFlow(req, pending.flowId, ttl)];
+    const backToClient = (params: Record<string, string>): void => {
+      const u = new URL(pending.redirectUri);
+      for (const [k, v] of Object.entries(params)) u.searchParams.set(k, v);
+      if (pending.clientState !== undefined) u.searchParams.set('state', pending.clientState);
+      u.searchParams.set('iss', this.issuer);
+      redirect(res, u.href, cookies);
+    };
+    if (upstreamError) {
+      return backToClient({
+        error: 'access_denied',
+        error_description: 'the identity provider refused the login',
+      });
     }
     const upstream = this.#upstreams.get(pending.upstream);
     if (!upstream) throw new OAuthError('invalid_request', 'authorization request not found or expired');
@@ -524,6 +752,20 @@ class AuthServerImpl implements AuthServer {
     const userId = identity.synthetic
       ? identity.subject
       : await this.#storage.resolveUser(upstream.name, identity.subject);
+    if (pending.rememberedUser !== undefined && pending.rememberedUser !== userId) {
+      // The page was skipped for the user this browser remembered, but someone else logged in:
+      // that person approved nothing. Forget the browser; the next attempt shows the page.
+      this.#log.warn(
+        { client_id: pending.clientId },
+        'callback: remembered approval belongs to another user',
+      );
+      cookies.push(this.#cookies.forget());
+      return backToClient({
+        error: 'access_denied',
+        error_description:
+          "the approval remembered in this browser is another account's; sign in again to approve",
+      });
+    }
     await this.#storeUpstream(pending.sessionId, upstream.name, tokens, {
       user_id: userId,
       upstream_subject: identity.subject,
@@ -544,11 +786,33 @@ class AuthServerImpl implements AuthServer {
       ...(identity.email === undefined ? {} : { email: identity.email }),
     };
     await this.#storage.saveAuthCode(signature, record, this.#cfg.authCodeLifespanSec);
-    const u = new URL(pending.redirectUri);
-    u.searchParams.set('code', code);
-    if (pending.clientState !== undefined) u.searchParams.set('state', pending.clientState);
-    u.searchParams.set('iss', this.issuer);
-    redirect(res, u.href);
+    // A synthetic subject changes with every token: there is no one to remember.
+    if (!identity.synthetic) cookies.push(await this.#rememberApproval(req, userId, pending));
+    backToClient({ code });
+  }
+
+  /** Records the approval for (user, client) and returns the browser's "remembered" cookie. */
+  async #rememberApproval(
+    req: IncomingMessage,
+    userId: string,
+    pending: PendingAuthorization,
+  ): Promise<string> {
+    const keep = AUTH_SERVER_DEFAULTS.consentRememberSec;
+    const resources = consentResources(pending, this.#cfg.allowedAudiences);
+    const previous = await this.#storage.getApproval(userId, pending.clientId);
+    await this.#storage.saveApproval(
+      userId,
+      pending.clientId,
+      mergeApproval(previous, pending, resources),
+      keep,
+    );
+    let id: string | undefined;
+    for (const presented of this.#cookies.rememberedIds(req)) {
+      if ((await this.#storage.getRememberedBrowser(digest(presented))) === userId) id = presented;
+    }
+    id ??= randomText(32);
+    await this.#storage.saveRememberedBrowser(digest(id), userId, keep);
+    return this.#cookies.remember(id, keep);
   }
 
   async #storeUpstream(
@@ -650,6 +914,8 @@ class AuthServerImpl implements AuthServer {
     if (consumed.reused) {
       // OAuth 2.1 §4.1.3 / RFC 9700 §4.5: a replayed code revokes every token issued from it.
       await this.#storage.revokeSession(rec.sessionId, this.#cfg.refreshTokenLifespanSec);
+      // A leaked code: the next login of this client asks the user again.
+      await this.#storage.deleteApproval(rec.subject, rec.clientId);
       this.#log.warn({ client_id: rec.clientId }, 'authorization code replay: grant revoked');
       throw new OAuthError(
         'invalid_grant',
@@ -687,6 +953,7 @@ class AuthServerImpl implements AuthServer {
     if (consumed.reused) {
       // RFC 9700 §4.14.2: a rotated refresh token presented again means it leaked; end the grant.
       await this.#storage.revokeSession(rec.sessionId, this.#cfg.refreshTokenLifespanSec);
+      await this.#storage.deleteApproval(rec.subject, rec.clientId);
       this.#log.warn({ client_id: rec.clientId }, 'refresh token reuse: grant revoked');
       throw new OAuthError('invalid_grant', 'the refresh token was already used; the grant is revoked');
     }

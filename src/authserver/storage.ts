@@ -1,9 +1,10 @@
 /**
  * The storage interface of the authorization server, and its in-memory backend (the default).
  * Everything the server must remember between requests goes through `AuthStorage`: DCR
- * clients, pending upstream authorizations, authorization codes, refresh tokens, revoked
- * sessions, upstream tokens per session and provider, internal users, and upstream DCR
- * credentials. Records expire with the TTLs the server passes (the token lifespans).
+ * clients, authorization requests waiting on the consent page, pending upstream
+ * authorizations, authorization codes, refresh tokens, revoked sessions, upstream tokens per
+ * session and provider, internal users, consent approvals per user and client, browsers that
+ * remember their user, and upstream DCR credentials. Records expire with the TTLs the server passes (the token lifespans).
  * Operations that must be atomic (take a pending entry once, consume a code once, rotate a
  * refresh token once) are single methods so a backend can make them atomic.
  */
@@ -34,6 +35,38 @@ export interface PendingAuthorization {
   nonce: string;
   sessionId: string;
   createdAt: number;
+  /** The browser flow this login belongs to: its entry in the flow cookie. */
+  flowId: string;
+  /** SHA-256 (base64url) of the flow cookie's secret: the callback must come with that secret. */
+  browserBinding: string;
+  /**
+   * Set when the consent page was skipped because this user had approved the client before:
+   * whoever logs in at the upstream must be that user, or no code is issued.
+   */
+  rememberedUser?: string;
+}
+
+/**
+ * An authorization request shown on the consent page (MCP security best practices,
+ * "Confused Deputy Problem"). The upstream login is prepared but not yet pending: the
+ * `state` is stored as a pending authorization only once the user approves.
+ */
+export interface ConsentRequest {
+  /** `browserBinding` here binds the consent page's cookie; approval binds a fresh one. */
+  pending: PendingAuthorization;
+  /** The upstream `state`. */
+  state: string;
+  /** The upstream authorization URL the browser is sent to on approval. */
+  location: string;
+  /** Must come back with the consent form (CSRF). */
+  csrfToken: string;
+}
+
+/** What a user approved for one client; a later request within it skips the consent page. */
+export interface ConsentApproval {
+  redirectUris: string[];
+  scopes: string[];
+  resources: string[];
 }
 
 /** What an authorization code or refresh token stands for. */
@@ -88,6 +121,19 @@ export interface AuthStorage {
   /** Returns and deletes the entry (single use). */
   takePending(state: string): Promise<PendingAuthorization | undefined>;
 
+  saveConsentRequest(flowId: string, request: ConsentRequest, ttlSec: number): Promise<void>;
+  getConsentRequest(flowId: string): Promise<ConsentRequest | undefined>;
+  /** Returns and deletes the entry (single use: one decision per consent page). */
+  takeConsentRequest(flowId: string): Promise<ConsentRequest | undefined>;
+
+  saveApproval(userId: string, clientId: string, approval: ConsentApproval, ttlSec: number): Promise<void>;
+  getApproval(userId: string, clientId: string): Promise<ConsentApproval | undefined>;
+  deleteApproval(userId: string, clientId: string): Promise<void>;
+
+  /** Maps the digest of a browser's "remembered" cookie to the user who logged in with it. */
+  saveRememberedBrowser(cookieDigest: string, userId: string, ttlSec: number): Promise<void>;
+  getRememberedBrowser(cookieDigest: string): Promise<string | undefined>;
+
   saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void>;
   getAuthCode(signature: string): Promise<AuthCodeRecord | undefined>;
   /** Marks the code used (remembered for `rememberSec`) and returns it with `reused` when it already was. */
@@ -116,6 +162,11 @@ export interface AuthStorage {
   getDcrCredentials(key: string): Promise<DcrCredentials | undefined>;
 
   close(): Promise<void>;
+}
+
+/** Length-prefixed so that no (user, client) pair can spell another's key. */
+export function approvalKey(userId: string, clientId: string): string {
+  return `approval:${userId.length}:${userId}:${clientId}`;
 }
 
 interface Entry {
@@ -175,6 +226,40 @@ export class MemoryStorage implements AuthStorage {
     const p = this.#get<PendingAuthorization>(`pending:${state}`);
     this.#data.delete(`pending:${state}`);
     return p;
+  }
+
+  async saveConsentRequest(flowId: string, request: ConsentRequest, ttlSec: number): Promise<void> {
+    this.#set(`consent:${flowId}`, request, ttlSec);
+  }
+  async getConsentRequest(flowId: string): Promise<ConsentRequest | undefined> {
+    return this.#get(`consent:${flowId}`);
+  }
+  async takeConsentRequest(flowId: string): Promise<ConsentRequest | undefined> {
+    const c = this.#get<ConsentRequest>(`consent:${flowId}`);
+    this.#data.delete(`consent:${flowId}`);
+    return c;
+  }
+
+  async saveApproval(
+    userId: string,
+    clientId: string,
+    approval: ConsentApproval,
+    ttlSec: number,
+  ): Promise<void> {
+    this.#set(approvalKey(userId, clientId), approval, ttlSec);
+  }
+  async getApproval(userId: string, clientId: string): Promise<ConsentApproval | undefined> {
+    return this.#get(approvalKey(userId, clientId));
+  }
+  async deleteApproval(userId: string, clientId: string): Promise<void> {
+    this.#data.delete(approvalKey(userId, clientId));
+  }
+
+  async saveRememberedBrowser(cookieDigest: string, userId: string, ttlSec: number): Promise<void> {
+    this.#set(`browser:${cookieDigest}`, userId, ttlSec);
+  }
+  async getRememberedBrowser(cookieDigest: string): Promise<string | undefined> {
+    return this.#get(`browser:${cookieDigest}`);
   }
 
   async saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void> {

@@ -15,7 +15,9 @@ import {
   baseConfig,
   browserLogin,
   callResource,
+  decideConsent,
   mountAuthServer,
+  openConsentPage,
   refresh,
   registerClient,
   startHost,
@@ -176,8 +178,10 @@ test('authorize: exact redirect-URI matching, PKCE S256 required, unknown scopes
     code_challenge: challenge,
     code_challenge_method: 'S256',
   };
-  const ok = await go(good);
-  assert.equal(ok.status, 302);
+  // The upstream is reached only through the consent page (issue 16, F2).
+  const { form, jar } = await openConsentPage(`${host.url}/oauth/authorize?${new URLSearchParams(good)}`);
+  const ok = await decideConsent(form, jar, 'approve');
+  assert.equal(ok.status, 303);
   const upstreamUrl = new URL(ok.headers.get('location') as string);
   assert.equal(upstreamUrl.origin, upstream.issuer);
   assert.equal(upstreamUrl.searchParams.get('code_challenge_method'), 'S256');

@@ -5,8 +5,8 @@
  * - a small `node:http` host that mounts the authorization server plus a protected `/mcp`
  *   resource that validates bearer tokens the way the proxy does and reports the injected
  *   upstream token;
- * - a real OAuth client (oauth4webapi) running register → authorize → login → callback →
- *   token → refresh.
+ * - a real OAuth client (oauth4webapi) running register → authorize → Skep's consent page
+ *   (approved) → upstream login → callback → token → refresh.
  */
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -175,72 +175,193 @@ export async function mountAuthServer(
   return auth;
 }
 
-/** A tiny cookie jar: enough for oidc-provider's interaction and session cookies. */
-class CookieJar {
-  readonly #cookies = new Map<string, string>();
-  store(res: Response): void {
+/**
+ * A small cookie jar: per host name (cookies ignore ports, RFC 6265 §8.5) and path, with
+ * Max-Age/Expires deletion. Enough for oidc-provider's cookies and Skep's flow and
+ * "remembered" cookies; pass one jar to several logins to play one browser.
+ */
+export class CookieJar {
+  readonly #cookies = new Map<string, { host: string; path: string; name: string; value: string }>();
+  store(res: Response, url: string): void {
+    const host = new URL(url).hostname;
     for (const line of res.headers.getSetCookie()) {
-      const [pair] = line.split(';');
+      const [pair, ...attrs] = line.split(';');
       const eq = (pair as string).indexOf('=');
       const name = (pair as string).slice(0, eq).trim();
       const value = (pair as string).slice(eq + 1).trim();
-      if (/expires=Thu, 01 Jan 1970/i.test(line) || value === '') this.#cookies.delete(name);
-      else this.#cookies.set(name, value);
+      const path = attrs.map((a) => /^\s*path=(.*)$/i.exec(a)?.[1]?.trim()).find(Boolean) ?? '/';
+      const key = `${host} ${path} ${name}`;
+      if (/max-age=0\b/i.test(line) || /expires=Thu, 01 Jan 1970/i.test(line) || value === '')
+        this.#cookies.delete(key);
+      else this.#cookies.set(key, { host, path, name, value });
     }
   }
-  header(): string {
-    return [...this.#cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  header(url: string): string {
+    const { hostname, pathname } = new URL(url);
+    return [...this.#cookies.values()]
+      .filter(
+        (c) =>
+          c.host === hostname && (c.path === '/' || pathname === c.path || pathname.startsWith(`${c.path}/`)),
+      )
+      .map((c) => `${c.name}=${c.value}`)
+      .join('; ');
+  }
+  /** Names of the cookies held for a host. */
+  names(host: string): string[] {
+    return [...this.#cookies.values()].filter((c) => c.host === host).map((c) => c.name);
   }
 }
 
+export interface ConsentForm {
+  /** Where the form posts (absolute). */
+  action: string;
+  flow: string;
+  csrf: string;
+  html: string;
+}
+
+/** Reads Skep's consent page (`<form id="skep-consent">`), or undefined when the page is another. */
+export function parseConsentPage(html: string, pageUrl: string): ConsentForm | undefined {
+  const form = /<form[^>]*id="skep-consent"[^>]*>/.exec(html)?.[0];
+  if (!form) return undefined;
+  const action = /action="([^"]+)"/.exec(form)?.[1] as string;
+  const flow = /name="flow" value="([^"]+)"/.exec(html)?.[1] as string;
+  const csrf = /name="csrf_token" value="([^"]+)"/.exec(html)?.[1] as string;
+  return { action: new URL(action, pageUrl).href, flow, csrf, html };
+}
+
+export interface BrowserLoginOptions {
+  /** One browser's cookies across logins (a fresh jar per login by default). */
+  jar?: CookieJar;
+  /** What the user answers on Skep's consent page (default: approve). */
+  consent?: 'approve' | 'deny';
+  /** Called with each consent page shown. */
+  onConsentPage?: (page: ConsentForm) => void;
+}
+
 /**
- * Plays the browser: follows redirects from the authorize URL through the upstream's login
- * and consent pages (submitting their forms) until the redirect to the client's own URI.
+ * Plays the browser: follows redirects from the authorize URL through Skep's consent page
+ * (approving, as the user would, with the page's Origin) and the upstream's login and
+ * consent pages (submitting their forms) until the redirect to the client's own URI.
  */
 export async function browserLogin(
   authorizeUrl: string,
   clientRedirect: string,
   login = 'alice',
+  options: BrowserLoginOptions = {},
 ): Promise<URL> {
-  const jar = new CookieJar();
+  const jar = options.jar ?? new CookieJar();
   let url = authorizeUrl;
   let method = 'GET';
   let body: URLSearchParams | undefined;
+  let origin: string | undefined;
   for (let hop = 0; hop < 30; hop++) {
     if (url.startsWith(clientRedirect)) return new URL(url);
     const res = await fetch(url, {
       method,
       redirect: 'manual',
       headers: {
-        cookie: jar.header(),
+        cookie: jar.header(url),
         ...(body ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+        ...(origin ? { origin } : {}),
       },
       ...(body ? { body } : {}),
       signal: AbortSignal.timeout(10_000),
     });
-    jar.store(res);
+    jar.store(res, url);
     const location = res.headers.get('location');
     if (res.status >= 300 && res.status < 400 && location) {
       url = new URL(location, url).href;
       method = 'GET';
       body = undefined;
+      origin = undefined;
       await res.arrayBuffer();
       continue;
     }
     const html = await res.text();
     if (res.status !== 200)
       throw new Error(`login step ${url} answered ${res.status}: ${html.slice(0, 300)}`);
+    const consent = parseConsentPage(html, url);
+    if (consent) {
+      options.onConsentPage?.(consent);
+      origin = new URL(url).origin;
+      url = consent.action;
+      method = 'POST';
+      body = new URLSearchParams({
+        flow: consent.flow,
+        csrf_token: consent.csrf,
+        decision: options.consent ?? 'approve',
+      });
+      continue;
+    }
     const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
     const prompt = /name="prompt" value="([^"]+)"/.exec(html)?.[1];
     if (!action || !prompt) throw new Error(`no login or consent form at ${url}`);
     url = new URL(action.replace(/&amp;/g, '&'), url).href;
     method = 'POST';
+    origin = undefined;
     body =
       prompt === 'login'
         ? new URLSearchParams({ prompt, login, password: 'any-password' })
         : new URLSearchParams({ prompt });
   }
   throw new Error('too many redirects during login');
+}
+
+/** A browser's first step: GET the authorize URL; the answer must be Skep's consent page. */
+export async function openConsentPage(
+  authorizeUrl: string,
+  jar: CookieJar = new CookieJar(),
+): Promise<{ res: Response; form: ConsentForm; jar: CookieJar }> {
+  const res = await fetch(authorizeUrl, {
+    redirect: 'manual',
+    headers: { cookie: jar.header(authorizeUrl) },
+  });
+  jar.store(res, authorizeUrl);
+  const html = await res.text();
+  const form = parseConsentPage(html, authorizeUrl);
+  if (res.status !== 200 || !form)
+    throw new Error(`expected the consent page, got ${res.status}: ${html.slice(0, 300)}`);
+  return { res, form, jar };
+}
+
+/**
+ * The user's answer on the consent page, POSTed as the browser does (the page's Origin and
+ * cookies). `fields` and `headers` replace what a test wants to forge.
+ */
+export async function decideConsent(
+  form: ConsentForm,
+  jar: CookieJar,
+  decision: 'approve' | 'deny',
+  overrides: {
+    fields?: Record<string, string | undefined>;
+    headers?: Record<string, string | undefined>;
+  } = {},
+): Promise<Response> {
+  const fields: Record<string, string | undefined> = {
+    flow: form.flow,
+    csrf_token: form.csrf,
+    decision,
+    ...overrides.fields,
+  };
+  const headers: Record<string, string | undefined> = {
+    'content-type': 'application/x-www-form-urlencoded',
+    origin: new URL(form.action).origin,
+    cookie: jar.header(form.action),
+    ...overrides.headers,
+  };
+  const res = await fetch(form.action, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: Object.fromEntries(
+      Object.entries(headers).filter((e): e is [string, string] => e[1] !== undefined),
+    ),
+    body: new URLSearchParams(
+      Object.fromEntries(Object.entries(fields).filter((e): e is [string, string] => e[1] !== undefined)),
+    ),
+  });
+  jar.store(res, form.action);
+  return res;
 }
 
 export interface ClientSession {
@@ -282,8 +403,12 @@ export interface Tokens {
   response: oauth.TokenEndpointResponse;
 }
 
-/** Authorization code + PKCE through the upstream login, then the token request. */
-export async function authorize(session: ClientSession, login = 'alice'): Promise<Tokens> {
+/** Authorization code + PKCE through Skep's consent page and the upstream login, then the token request. */
+export async function authorize(
+  session: ClientSession,
+  login = 'alice',
+  options: BrowserLoginOptions = {},
+): Promise<Tokens> {
   const verifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   const url = new URL(session.as.authorization_endpoint as string);
@@ -294,7 +419,7 @@ export async function authorize(session: ClientSession, login = 'alice'): Promis
   url.searchParams.set('state', state);
   url.searchParams.set('code_challenge', await oauth.calculatePKCECodeChallenge(verifier));
   url.searchParams.set('code_challenge_method', 'S256');
-  const callback = await browserLogin(url.href, session.redirectUri, login);
+  const callback = await browserLogin(url.href, session.redirectUri, login, options);
   // Checks state and the RFC 9207 `iss` parameter.
   const params = oauth.validateAuthResponse(session.as, session.client, callback, state);
   const res = await oauth.authorizationCodeGrantRequest(
