@@ -22,24 +22,54 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Parses JSON text; throws `InvalidRegistryError` naming `where`. */
+/** Line and column (1-based) of a character offset, to point at a syntax error without quoting it. */
+function lineAndColumn(text: string, offset: number): string {
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  return `line ${line}, column ${offset - before.lastIndexOf('\n')}`;
+}
+
+/**
+ * Parses JSON text; throws `InvalidRegistryError` naming `where`. The message never quotes
+ * the text (issue 16, F6): `where` may be any file the caller pointed at, and V8's own
+ * message repeats its first bytes (`"root:*:202"... is not valid JSON` for /etc/shadow).
+ */
 export function parseJson(text: string, where: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (err) {
-    throw new InvalidRegistryError(`${where} is not valid JSON: ${(err as Error).message}`);
+    const first = text.trimStart()[0];
+    if (first !== '{' && first !== '[')
+      throw new InvalidRegistryError(`${where} is not JSON (a registry document is a JSON object)`);
+    const position = /at position (\d+)/.exec((err as Error).message)?.[1];
+    const at = position === undefined ? '' : ` at ${lineAndColumn(text, Number(position))}`;
+    throw new InvalidRegistryError(`${where} is not valid JSON (syntax error${at})`);
   }
 }
 
-/** Validates a whole registry document; every problem (up to 5) is named by its JSON path. */
+const EXPECTED_SHAPE = 'expected {version, meta, data: {servers: [server.json...]}}';
+
+/**
+ * Validates a whole registry document; every problem (up to 5) is named by its JSON path.
+ * JSON that is not shaped like a registry at all is refused before validation, with a
+ * message that names no field of it (F6: it may be any JSON file on the machine).
+ */
 export function toRegistryDocument(value: unknown, where: string): RegistryDocument {
-  if (!isObject(value)) throw new InvalidRegistryError(`${where} is not a JSON object`);
+  if (!isObject(value))
+    throw new InvalidRegistryError(
+      `${where} is not a registry document: not a JSON object (${EXPECTED_SHAPE})`,
+    );
   if (!isObject(value['data']) && ('servers' in value || 'remote_servers' in value || 'groups' in value)) {
     throw new InvalidRegistryError(
       `${where} is in the legacy ToolHive format (top-level servers/remote_servers); ` +
-        'convert it to the upstream MCP registry format {version, meta, data: {servers: [server.json...]}}',
+        `convert it to the upstream MCP registry format ${EXPECTED_SHAPE}`,
     );
   }
+  const data = value['data'];
+  if (!isObject(data) || !Array.isArray(data['servers']))
+    throw new InvalidRegistryError(
+      `${where} is not a registry document: missing data.servers (${EXPECTED_SHAPE})`,
+    );
   const problems = documentValidator.problems(value);
   if (problems.length > 0) {
     const more = problems.length > MAX_PROBLEMS ? ` (and ${problems.length - MAX_PROBLEMS} more)` : '';

@@ -1,17 +1,22 @@
 /**
- * Outgoing HTTP for registry sources, with the SSRF guard.
- *
- * The guard checks the addresses a name RESOLVES to, at connect time (a `lookup` hook on
- * the undici connector), so a name that resolves to a private address — or is re-pointed
- * to one after a first check (DNS rebinding) — is refused for the connection actually
- * made. IP literals never reach `lookup`, so they are checked before the request.
- * Redirects are followed by hand (at most 3) so every hop goes through the same checks.
- * Every call has a deadline (`AbortSignal.timeout`), 5 s unless the caller says otherwise.
+ * Outgoing HTTP for registry sources, under the shared outbound address policy
+ * (`OutboundClient` in `shared/net`): without `allow_private_ip` only public addresses are
+ * reached; link-local and cloud metadata addresses never are. The policy checks the
+ * addresses a name resolves to when the connection is made, and connects to the checked
+ * address, so a name re-pointed after a first check (DNS rebinding) is refused for the
+ * connection actually made; IP literals are checked before the request. Redirects are
+ * followed here, by hand (at most 3), so every hop goes through the same checks. Every call
+ * has a deadline (`AbortSignal.timeout`), 5 s unless the caller says otherwise.
  */
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
-import type { Agent, Dispatcher } from 'undici';
-import { lazyRequire } from '../shared/index.js';
+import type { Dispatcher } from 'undici';
+import {
+  findOutboundRefusal,
+  lazyRequire,
+  OutboundAddressError,
+  OutboundClient,
+  type OutboundPolicy,
+  type Resolver,
+} from '../shared/index.js';
 
 // undici loads only when a remote registry source is configured.
 const loadUndici = lazyRequire<typeof import('undici')>('undici');
@@ -35,86 +40,12 @@ export class SourceFetchError extends Error {
   }
 }
 
-// Non-public ranges (RFC 6890 special-purpose registries, plus CGNAT and multicast).
-const privateRanges = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.0.2.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['198.51.100.0', 24],
-  ['203.0.113.0', 24],
-  ['224.0.0.0', 3],
-] as const) {
-  privateRanges.addSubnet(net, bits, 'ipv4');
-}
-for (const [net, bits] of [
-  ['::', 127],
-  ['64:ff9b:1::', 48],
-  ['100::', 64],
-  ['2001:db8::', 32],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) {
-  privateRanges.addSubnet(net, bits, 'ipv6');
-}
+const PRIVATE_HINT = 'set allow_private_ip to use a source on a private network';
 
-/** True for loopback, private, link-local, CGNAT, documentation, multicast and unspecified addresses. */
-export function isPrivateAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return privateRanges.check(address, 'ipv4');
-  if (family !== 6) return true; // not an address at all: refuse rather than guess
-  const lower = address.toLowerCase();
-  // IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) embed an IPv4 address.
-  const embedded = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (embedded !== null) return privateRanges.check(embedded[1]!, 'ipv4');
-  const mappedHex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (mappedHex !== null) {
-    const hi = Number.parseInt(mappedHex[1]!, 16);
-    const lo = Number.parseInt(mappedHex[2]!, 16);
-    return privateRanges.check(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, 'ipv4');
-  }
-  return privateRanges.check(address, 'ipv6');
+function policyFor(allowPrivate: boolean): OutboundPolicy {
+  // `allow_private_ip` (reference §1.2) covers loopback too; link-local stays refused.
+  return allowPrivate ? { allowLoopback: true, allowPrivate: true } : { hint: PRIVATE_HINT };
 }
-
-function privateRefusal(host: string, address: string): SourceFetchError {
-  return new SourceFetchError(
-    'private',
-    `${host} resolves to the private address ${address}; set allow_private_ip to use a source on a private network`,
-  );
-}
-
-/** A `lookup` that resolves every address of the name and refuses if any is private. */
-const guardedLookup: LookupFunction = (hostname, options, callback) => {
-  dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
-    if (err !== null) {
-      callback(err, '', 0);
-      return;
-    }
-    const bad = addresses.find((a) => isPrivateAddress(a.address));
-    if (bad !== undefined) {
-      callback(privateRefusal(hostname, bad.address) as unknown as NodeJS.ErrnoException, '', 0);
-      return;
-    }
-    if ((options as { all?: boolean }).all === true) {
-      (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-      return;
-    }
-    const first = addresses[0];
-    if (first === undefined) {
-      callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0);
-      return;
-    }
-    callback(null, first.address, first.family);
-  });
-};
 
 export interface HttpResponse {
   status: number;
@@ -131,21 +62,10 @@ export interface FetchOptions {
 
 /** Owns the connection pools; `close()` ends keep-alive sockets (CLI processes must exit). */
 export class RegistryHttp {
-  private guarded: Agent | undefined;
-  private open: Agent | undefined;
-  private closed = false;
+  private readonly client: OutboundClient;
 
-  private agent(allowPrivate: boolean): Dispatcher {
-    if (this.closed) throw new Error('registry HTTP client is closed');
-    if (allowPrivate) {
-      this.open ??= new (loadUndici().Agent)({ keepAliveTimeout: 2_000 });
-      return this.open;
-    }
-    this.guarded ??= new (loadUndici().Agent)({
-      keepAliveTimeout: 2_000,
-      connect: { lookup: guardedLookup },
-    });
-    return this.guarded;
+  constructor(options: { resolve?: Resolver } = {}) {
+    this.client = new OutboundClient({ keepAliveTimeoutMs: 2_000, ...options });
   }
 
   /**
@@ -160,15 +80,12 @@ export class RegistryHttp {
       if (target.protocol !== 'http:' && target.protocol !== 'https:') {
         throw new SourceFetchError('unreachable', `${current}: only http and https are supported`);
       }
-      const host = target.hostname.replace(/^\[|\]$/g, '');
-      if (!options.allowPrivate && isIP(host) !== 0 && isPrivateAddress(host))
-        throw privateRefusal(host, host);
       let res: Dispatcher.ResponseData;
       try {
         res = await loadUndici().request(target, {
           method: options.method ?? 'GET',
           headers: { accept: 'application/json', 'user-agent': 'skep-registry', ...options.headers },
-          dispatcher: this.agent(options.allowPrivate),
+          dispatcher: this.client.dispatcherFor(target, policyFor(options.allowPrivate)),
           signal,
         });
       } catch (err) {
@@ -219,20 +136,20 @@ export class RegistryHttp {
     }
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await Promise.all([this.guarded?.close(), this.open?.close()]);
+  close(): Promise<void> {
+    return this.client.close();
   }
 }
 
 function classify(err: unknown, url: string, timeoutMs: number): SourceFetchError {
   if (err instanceof SourceFetchError) return err;
-  // The lookup hook's refusal arrives wrapped by the connector.
-  let inner: unknown = err;
-  for (let i = 0; i < 4 && inner instanceof Error; i++) {
-    if (inner instanceof SourceFetchError) return inner;
-    inner = inner.cause;
+  // The connector's refusal arrives wrapped by undici.
+  const refusal = findOutboundRefusal(err);
+  if (refusal !== undefined) {
+    // The connector does not know the registry's hint; the literal check does.
+    const { host, address, addressClass } = refusal;
+    const message = new OutboundAddressError(host, address, addressClass, PRIVATE_HINT).message;
+    return new SourceFetchError('private', message, undefined, { cause: err });
   }
   const e = err as NodeJS.ErrnoException & { name?: string };
   if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_ABORTED') {

@@ -1,7 +1,6 @@
 /** The registry domain: the built-in catalog, sources, the native and catalog views, search. */
 export { builtinDocument } from './catalog/index.js';
 export { InvalidRegistryError } from './document.js';
-export { isPrivateAddress } from './fetch.js';
 export {
   CatalogServer,
   CatalogSkill,

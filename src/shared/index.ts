@@ -16,3 +16,14 @@ export {
   isWildcardAddress,
   normalizeOrigin,
 } from './origin-guard.js';
+export type { AddressClass } from './net/address-class.js';
+export { canonicalHost, classifyAddress, isIpLiteral } from './net/address-class.js';
+export type { OutboundClientOptions, OutboundPolicy, ResolvedAddress, Resolver } from './net/outbound.js';
+export {
+  findOutboundRefusal,
+  OutboundAddressError,
+  OutboundClient,
+  outboundAddresses,
+  outboundFetch,
+  parseHostList,
+} from './net/outbound.js';

@@ -68,7 +68,7 @@ test('skep registry set-source: local path, URL with --allow-private-ip, refusal
     home.env,
   );
   assert.equal(refused.status, 1);
-  assert.match(refused.stderr, /private address/);
+  assert.match(refused.stderr, /is a loopback address; set allow_private_ip/);
 
   const url = await runCliAsync(
     ['registry', 'set-source', '--url', `${src.url}/r.json`, '--allow-private-ip'],

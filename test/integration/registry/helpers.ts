@@ -8,6 +8,8 @@ export interface LoopbackServer {
   url: string;
   /** Every request seen: method, url and the If-None-Match header. */
   requests: { method: string; url: string; ifNoneMatch: string | undefined }[];
+  /** TCP connections accepted (a refused source must open none). */
+  connections(): number;
   close(): Promise<void>;
 }
 
@@ -24,6 +26,8 @@ export async function httpServer(
     });
     handler(req, res);
   });
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
   let closed = false;
@@ -34,7 +38,7 @@ export async function httpServer(
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
   t.after(close);
-  return { port, url: `http://127.0.0.1:${port}`, requests, close };
+  return { port, url: `http://127.0.0.1:${port}`, requests, connections: () => connections, close };
 }
 
 /** A TCP server that accepts connections and never answers. */

@@ -66,12 +66,33 @@ test('private-address guard: loopback sources are refused without allow_private_
   const named = await put({ url: `https://localhost:${src.port}/registry.json` });
   assert.equal(named.statusCode, 403);
   assert.equal(named.json().code, 'registry_private_address');
-  assert.match(named.json().message, /localhost resolves to the private address/);
+  assert.match(
+    named.json().message,
+    /localhost resolves to .*, which is a loopback address; set allow_private_ip/,
+  );
 
-  const mapped = await put({ api_url: `https://[::ffff:127.0.0.1]:${src.port}/` });
-  assert.equal(mapped.statusCode, 403);
+  // Every other spelling of loopback (F7: IPv4-compatible and NAT64 included).
+  for (const host of [
+    '[::ffff:127.0.0.1]',
+    '[::7f00:1]',
+    '[::127.0.0.1]',
+    '[64:ff9b::7f00:1]',
+    '0x7f.1',
+    '2130706433',
+    '0177.0.0.1',
+    '127.1',
+  ]) {
+    const refused = await put({ api_url: `https://${host}:${src.port}/` });
+    assert.equal(refused.statusCode, 403, host);
+    assert.equal(refused.json().code, 'registry_private_address', host);
+  }
+  // Link-local / metadata addresses stay refused even with allow_private_ip.
+  const metadata = await put({ url: 'http://169.254.169.254/latest/meta-data/', allow_private_ip: true });
+  assert.equal(metadata.statusCode, 403);
+  assert.match(metadata.json().message, /link-local or cloud metadata address, which is never contacted/);
 
   assert.equal(src.requests.length, 0, 'nothing was sent to the refused source');
+  assert.equal(src.connections(), 0, 'no connection was even opened');
   const info = (await app.inject({ method: 'GET', url: '/api/v1beta/registry' })).json().registries[0];
   assert.equal(info.type, 'default', 'a refused source is not saved');
 });

@@ -182,6 +182,33 @@ test('reference §1.2 PUT: bad input is 400 and changes nothing; other registry 
   assert.equal(list.json().registries[0].type, 'default');
 });
 
+test('issue 16 F6: a local_path that is not a registry is refused without echoing any of its content', async (t) => {
+  const { app, home } = await testApp(t);
+  const secret = 'S3cr3t-Value-9f2c';
+  const files: [content: string, message: RegExp][] = [
+    [`root:${secret}:20211:0:99999:7:::\ndaemon:*:20211:0:99999:7:::\n`, /is not JSON/],
+    [`{"aws_secret_access_key": "${secret}"}`, /not a registry document: missing data\.servers/],
+    [`{"token": "${secret}`, /is not valid JSON \(syntax error/],
+    [`{"token": ${secret}}`, /is not valid JSON \(syntax error/],
+    [`["${secret}"]`, /not a registry document: not a JSON object/],
+    [`{"data": {"servers": "${secret}"}}`, /not a registry document: missing data\.servers/],
+  ];
+  for (const [i, [content, message]] of files.entries()) {
+    const file = join(home.dir, `not-a-registry-${i}`);
+    writeFileSync(file, content);
+    const res = await app.inject({
+      method: 'PUT',
+      url: '/api/v1beta/registry/default',
+      payload: { local_path: file },
+    });
+    assert.equal(res.statusCode, 502, content);
+    assert.equal(res.json().code, 'registry_invalid');
+    assert.match(res.json().message, message);
+    assert.ok(!res.body.includes(secret), `the answer quotes the file: ${res.body}`);
+    assert.ok(!res.body.includes('root:') && !res.body.includes('aws_secret'), res.body);
+  }
+});
+
 test('local file source: validated on PUT (502 when unusable), re-read when it changes, none → back to built-in', async (t) => {
   const { app, home } = await testApp(t);
   const file = join(home.dir, 'reg.json');
