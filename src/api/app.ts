@@ -1,18 +1,28 @@
 /**
  * The management API application: Fastify with TypeBox route schemas, one error shape,
- * a 1 MiB body limit, the DNS-rebinding guard, 404/405 handling and the OpenAPI 3.1
- * document generated from the route schemas.
+ * a 1 MiB body limit, on TCP the DNS-rebinding guard and authentication (bearer token or
+ * browser session), 404/405 handling and the OpenAPI 3.1 document generated from the route
+ * schemas.
  */
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Ajv, type ValidateFunction } from 'ajv';
 import fastJsonStringify from 'fast-json-stringify';
 import addFormatsModule from 'ajv-formats';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyHttpsOptions,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  LogController,
+} from 'fastify';
 import FindMyWay from 'find-my-way';
+import { BEARER_SCHEME, createApiAuth, SESSION_COOKIE, SESSION_SCHEME } from './auth.js';
+import { BrowserSessions } from './browser-sessions.js';
 import type { ApiContext } from './context.js';
 import { DOCS_HTML } from './docs-page.js';
 import { handleError, sendError } from './errors.js';
+import { authRoutes } from './routes/auth.js';
 import { routeModules } from './routes/index.js';
 import { createHostGuard } from './security.js';
 
@@ -30,12 +40,32 @@ export type SkepApp = FastifyInstance<
 >;
 
 export interface AppOptions {
+  /**
+   * The listener the app serves. `tcp` (default): Host/Origin guard and authentication on
+   * every request. `unix`: neither; the socket's file mode decides who may connect, and a
+   * browser cannot reach a socket (ToolHive Studio talks to it unchanged).
+   */
+  transport?: 'tcp' | 'unix';
+  /** The API token every TCP request must carry (`resolveApiToken`); required on TCP. */
+  apiToken?: string;
   /** The address the API is bound to; decides which Host names the guard accepts. */
   bindHost?: string;
+  /** Browser origins allowed besides the server's own; default: config `server.allowed_origins`. */
+  allowedOrigins?: readonly string[];
+  /** PEM private key and certificate (chain): the app serves HTTPS. */
+  tls?: { key: string; cert: string };
+  /** Login tickets and browser sessions; tests pass one with a frozen clock. */
+  sessions?: BrowserSessions;
 }
 
 export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promise<SkepApp> {
-  const app = Fastify({
+  const transport = options.transport ?? 'tcp';
+  // Misuse, not input: an app on TCP without a token would be F1 again (issue 16).
+  if (transport === 'tcp' && (options.apiToken === undefined || options.apiToken === ''))
+    throw new Error('buildApp: an apiToken is required on TCP');
+  const scheme = options.tls === undefined ? 'http' : 'https';
+  const sessions = options.sessions ?? new BrowserSessions();
+  const fastifyOptions: FastifyServerOptions = {
     loggerInstance: ctx.logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
@@ -43,7 +73,15 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     keepAliveTimeout: 120_000,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
-  }).withTypeProvider<TypeBoxTypeProvider>();
+  };
+  // With `https` Fastify's types name an https.Server; the routes and callers use nothing
+  // that differs (`app.server.address()`, `inject`, `listen`), so one app type serves both.
+  const base = (
+    options.tls === undefined
+      ? Fastify(fastifyOptions)
+      : Fastify({ ...fastifyOptions, https: options.tls } as FastifyHttpsOptions<import('node:https').Server>)
+  ) as FastifyInstance;
+  const app = base.withTypeProvider<TypeBoxTypeProvider>() as unknown as SkepApp;
 
   // Bodies are validated strictly (no type coercion: `{"name": 5}` is an error, not "5");
   // query strings and path parameters are text, so they are coerced to the schema's types.
@@ -91,13 +129,19 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     }
   });
 
-  app.addHook(
-    'onRequest',
-    createHostGuard({
-      allowedHosts: ctx.config.server.allowed_hosts,
-      bindHost: options.bindHost ?? ctx.config.server.host,
-    }),
-  );
+  if (transport === 'tcp') {
+    // The guard first: a DNS-rebinding page gets 403 whatever it sends.
+    app.addHook(
+      'onRequest',
+      createHostGuard({
+        allowedHosts: ctx.config.server.allowed_hosts,
+        allowedOrigins: options.allowedOrigins ?? ctx.config.server.allowed_origins,
+        bindHost: options.bindHost ?? ctx.config.server.host,
+        scheme,
+      }),
+    );
+    app.addHook('onRequest', createApiAuth({ token: options.apiToken as string, sessions, scheme }));
+  }
   app.addHook('onSend', async (_request, reply, payload) => {
     reply.header('X-Content-Type-Options', 'nosniff');
     reply.header('Cross-Origin-Resource-Policy', 'same-origin');
@@ -132,11 +176,31 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
           'Run, share and secure MCP tool servers. Wire-compatible with the ToolHive `thv serve` API. ' +
           'Every error body is `{ "code", "message" }`; see the `ErrorBody` schema for the code table.',
       },
-      components: {},
+      components: {
+        securitySchemes: {
+          [BEARER_SCHEME]: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              'The API token: `SKEP_API_TOKEN` of `skep serve`, or the `api-token` file in its state directory. ' +
+              'Required on TCP for every route but `GET /health`; the unix socket needs none.',
+          },
+          [SESSION_SCHEME]: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: SESSION_COOKIE,
+            description:
+              'A browser session from a one-time login link (`POST /api/v1beta/auth/login-link`, `skep ui`); ' +
+              "accepted only on requests from the server's own pages (`Sec-Fetch-Site: same-origin`).",
+          },
+        },
+      },
+      security: [{ [BEARER_SCHEME]: [] }, { [SESSION_SCHEME]: [] }],
     },
   });
 
   for (const register of routeModules) await register(app, ctx);
+  await authRoutes(app, { sessions, scheme, transport });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   app.get('/api/doc', { schema: { hide: true } }, async (_request, reply) =>
     reply

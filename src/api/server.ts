@@ -1,13 +1,19 @@
 /**
  * `skep serve`: binds the management API on TCP or a unix socket, enforces one healthy
  * server per state dir through the discovery file, and shuts down gracefully.
+ *
+ * On TCP every request but `GET /health` needs the API token (issue 16, F1). Binding beyond
+ * loopback is an explicit choice (`allowRemote`), checked with every other listener setting
+ * (origins, TLS files, port) before anything is bound or written.
  */
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { request as httpRequest, type RequestOptions } from 'node:http';
 import { dirname } from 'node:path';
-import type { SkepConfig } from '../config/index.js';
-import { SkepError, writeFileAtomicSync } from '../shared/index.js';
+import { type ApiToken, resolveApiToken, type SkepConfig } from '../config/index.js';
+import { isLoopbackName, isWildcardAddress, SkepError, writeFileAtomicSync } from '../shared/index.js';
 import { buildApp, type SkepApp } from './app.js';
+import { BrowserSessions } from './browser-sessions.js';
 import { type ApiContext, type ContextOptions, createContext } from './context.js';
 
 export interface DiscoveryInfo {
@@ -15,6 +21,8 @@ export interface DiscoveryInfo {
   pid: number;
   nonce: string;
   started_at: string;
+  /** SHA-256 fingerprint of the TLS certificate (`AA:BB:…`) when the API serves HTTPS: `skep ui` pins it. */
+  tls_cert_sha256?: string;
 }
 
 export interface ListenOptions {
@@ -22,6 +30,13 @@ export interface ListenOptions {
   port?: number;
   /** Unix socket path; overrides host and port. */
   socket?: string;
+  /** Allow a bind address that is not loopback (a wildcard or a network interface). */
+  allowRemote?: boolean;
+  /** Browser origins allowed besides the server's own, added to config `server.allowed_origins`. */
+  allowedOrigins?: readonly string[];
+  /** PEM certificate (chain) and key files; default: config `server.tls_cert` / `server.tls_key`. */
+  tlsCert?: string;
+  tlsKey?: string;
 }
 
 /** How often `skep serve` re-checks workloads and client configs. */
@@ -31,7 +46,125 @@ export interface RunningServer {
   readonly url: string;
   readonly app: SkepApp;
   readonly ctx: ApiContext;
+  /** Where the API token came from (TCP only): `SKEP_API_TOKEN` or the token file. */
+  readonly apiToken: Omit<ApiToken, 'token'> | undefined;
+  /** A fresh one-time browser login URL (TCP only; valid once, for 60 s). */
+  loginUrl(): string | undefined;
   close(): Promise<void>;
+}
+
+/** A listener whose every setting has been checked. */
+type ListenPlan =
+  | { kind: 'unix'; socket: string }
+  | {
+      kind: 'tcp';
+      host: string;
+      port: number;
+      remote: boolean;
+      allowedOrigins: string[];
+      tls: { cert: string; key: string; fingerprint: string } | undefined;
+      apiToken: ApiToken;
+    };
+
+/**
+ * Checks an allowed origin: exactly `scheme://host[:port]` (a path, query or credentials
+ * would be silently dropped by the comparison, so they are refused instead).
+ */
+function checkOrigin(value: string, source: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (
+    url === undefined ||
+    (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+    url.username !== '' ||
+    url.password !== '' ||
+    url.pathname !== '/' ||
+    url.search !== '' ||
+    url.hash !== ''
+  )
+    throw new SkepError(
+      'bad_request',
+      `${source}: '${value}' is not an origin; write scheme, host and optional port, e.g. https://ui.example.com:8443`,
+    );
+  return url.origin;
+}
+
+function readPem(file: string, what: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new SkepError(
+      'bad_request',
+      `cannot read the TLS ${what} ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? 'unreadable')}`,
+    );
+  }
+}
+
+/** Loads and cross-checks the PEM files, so a bad pair is a clear start error, not a TLS failure later. */
+function loadTls(certFile: string, keyFile: string): { cert: string; key: string; fingerprint: string } {
+  const cert = readPem(certFile, 'certificate');
+  const key = readPem(keyFile, 'key');
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(cert);
+  } catch {
+    throw new SkepError('bad_request', `${certFile} is not a PEM certificate`);
+  }
+  let privateKey: ReturnType<typeof createPrivateKey>;
+  try {
+    privateKey = createPrivateKey(key);
+  } catch {
+    throw new SkepError('bad_request', `${keyFile} is not an unencrypted PEM private key`);
+  }
+  if (!x509.checkPrivateKey(privateKey))
+    throw new SkepError('bad_request', `${keyFile} is not the private key of the certificate ${certFile}`);
+  return { cert, key, fingerprint: x509.fingerprint256 };
+}
+
+/** Checks every listener setting (flags and config) before anything is bound or written. */
+function planListener(config: SkepConfig, listen: ListenOptions, env: NodeJS.ProcessEnv): ListenPlan {
+  if (listen.socket !== undefined) {
+    if (listen.tlsCert !== undefined || listen.tlsKey !== undefined)
+      throw new SkepError(
+        'bad_request',
+        'TLS is for TCP listeners; a unix socket is protected by its file mode',
+      );
+    return { kind: 'unix', socket: listen.socket };
+  }
+  const host = listen.host ?? config.server.host;
+  const port = listen.port ?? config.server.port;
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new SkepError('bad_request', `invalid port ${port}: use 0 to 65535`);
+  const remote = !isLoopbackName(host);
+  if (remote && listen.allowRemote !== true)
+    throw new SkepError(
+      'forbidden',
+      `refusing to listen on ${isWildcardAddress(host) ? `every interface (${host || 'any'})` : host}: ` +
+        'the management API starts programs as you, and this address can be reached from other machines. ' +
+        'Add --allow-remote to do it on purpose (every client then needs the API token; ' +
+        'add --tls-cert and --tls-key so the token does not travel in clear text), or bind 127.0.0.1.',
+    );
+  const allowedOrigins = [
+    ...config.server.allowed_origins.map((o) =>
+      checkOrigin(o, `server.allowed_origins in ${config.paths.configFile}`),
+    ),
+    ...(listen.allowedOrigins ?? []).map((o) => checkOrigin(o, '--allowed-origin')),
+  ];
+  const certFile = listen.tlsCert ?? config.server.tls_cert;
+  const keyFile = listen.tlsKey ?? config.server.tls_key;
+  if ((certFile === undefined) !== (keyFile === undefined))
+    throw new SkepError(
+      'bad_request',
+      'TLS needs both a certificate and its key: give --tls-cert and --tls-key (or server.tls_cert and server.tls_key)',
+    );
+  const tls = certFile === undefined || keyFile === undefined ? undefined : loadTls(certFile, keyFile);
+  const apiToken = resolveApiToken(config.paths, env, { create: true });
+  return { kind: 'tcp', host, port, remote, allowedOrigins, tls, apiToken };
 }
 
 export function readDiscovery(file: string): DiscoveryInfo | undefined {
@@ -53,16 +186,27 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/** GET /health on a discovered server; true only for a 204 carrying the expected nonce. */
-export function probeHealth(info: DiscoveryInfo, timeoutMs = 1000): Promise<boolean> {
+/**
+ * GET /health on a discovered server; true only for a 204 carrying the expected nonce.
+ * Over HTTPS the certificate is not verified: nothing is sent, and the answer only counts
+ * when it carries the nonce from our own state directory.
+ */
+export async function probeHealth(info: DiscoveryInfo, timeoutMs = 1000): Promise<boolean> {
+  let target: RequestOptions;
+  let request = httpRequest;
+  if (info.url.startsWith('unix://')) {
+    target = { socketPath: info.url.slice('unix://'.length), path: '/health', host: 'localhost' };
+  } else {
+    const u = new URL('/health', info.url);
+    target = { host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(u.port), path: '/health' };
+    if (u.protocol === 'https:') {
+      // Loaded on demand: only a TLS server needs it, and `skep serve` starts lean.
+      request = (await import('node:https')).request;
+      target = { ...target, rejectUnauthorized: false } as RequestOptions;
+    }
+  }
   return new Promise((resolve) => {
-    const target = info.url.startsWith('unix://')
-      ? { socketPath: info.url.slice('unix://'.length), path: '/health', host: 'localhost' }
-      : (() => {
-          const u = new URL('/health', info.url);
-          return { host: u.hostname, port: Number(u.port), path: '/health' };
-        })();
-    const req = httpRequest({ ...target, method: 'GET', timeout: timeoutMs }, (res) => {
+    const req = request({ ...target, method: 'GET', timeout: timeoutMs }, (res) => {
       res.resume();
       resolve(res.statusCode === 204 && res.headers['x-skep-nonce'] === info.nonce);
     });
@@ -88,58 +232,82 @@ export async function claimDiscovery(file: string): Promise<void> {
 export async function startServer(
   config: SkepConfig,
   listen: ListenOptions = {},
-  options: ContextOptions & { sweepIntervalMs?: number } = {},
+  options: ContextOptions & { sweepIntervalMs?: number; sessions?: BrowserSessions } = {},
 ): Promise<RunningServer> {
+  const plan = planListener(config, listen, options.env ?? process.env);
   const discoveryFile = config.paths.discoveryFile;
   await claimDiscovery(discoveryFile);
   const ctx = createContext(config, options);
-  const host = listen.host ?? config.server.host;
+  const sessions = options.sessions ?? new BrowserSessions();
   let app: SkepApp;
   try {
-    app = await buildApp(ctx, { bindHost: host });
+    app = await buildApp(
+      ctx,
+      plan.kind === 'unix'
+        ? { transport: 'unix', sessions }
+        : {
+            transport: 'tcp',
+            apiToken: plan.apiToken.token,
+            bindHost: plan.host,
+            allowedOrigins: plan.allowedOrigins,
+            sessions,
+            ...(plan.tls === undefined ? {} : { tls: { cert: plan.tls.cert, key: plan.tls.key } }),
+          },
+    );
   } catch (err) {
     await ctx.close();
     throw err;
   }
 
   let url: string;
+  const where = plan.kind === 'unix' ? plan.socket : `${plan.host}:${plan.port}`;
   try {
-    if (listen.socket !== undefined) {
-      mkdirSync(dirname(listen.socket), { recursive: true, mode: 0o750 });
-      rmSync(listen.socket, { force: true });
-      await app.listen({ path: listen.socket });
-      chmodSync(listen.socket, 0o660);
-      url = `unix://${listen.socket}`;
+    if (plan.kind === 'unix') {
+      // 0700: only the user reaches the socket inside a directory Skep creates (issue 16 item 1).
+      mkdirSync(dirname(plan.socket), { recursive: true, mode: 0o700 });
+      rmSync(plan.socket, { force: true });
+      await app.listen({ path: plan.socket });
+      chmodSync(plan.socket, 0o660);
+      url = `unix://${plan.socket}`;
     } else {
-      await app.listen({ host, port: listen.port ?? config.server.port });
+      await app.listen({ host: plan.host, port: plan.port });
       const address = app.server.address();
       if (address === null || typeof address === 'string')
         throw new Error('server did not bind a TCP address');
-      const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-      url = `http://${shown}:${address.port}`;
+      // A wildcard bind is reached locally through loopback; the URL is what local clients
+      // (and `skep ui`'s browser) use, and 0.0.0.0 is no address to connect to.
+      const local = isWildcardAddress(address.address)
+        ? address.family === 'IPv6'
+          ? '[::1]'
+          : '127.0.0.1'
+        : address.family === 'IPv6'
+          ? `[${address.address}]`
+          : address.address;
+      url = `${plan.tls === undefined ? 'http' : 'https'}://${local}:${address.port}`;
     }
   } catch (err) {
     await app.close();
     await ctx.close();
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE')
-      throw new SkepError(
-        'conflict',
-        `address already in use: ${listen.socket ?? `${host}:${listen.port ?? config.server.port}`}`,
-      );
-    if (code === 'EACCES')
-      throw new SkepError(
-        'forbidden',
-        `permission denied binding ${listen.socket ?? `${host}:${listen.port}`}`,
-      );
+    if (code === 'EADDRINUSE') throw new SkepError('conflict', `address already in use: ${where}`);
+    if (code === 'EACCES') throw new SkepError('forbidden', `permission denied binding ${where}`);
+    if (code === 'EADDRNOTAVAIL')
+      throw new SkepError('bad_request', `cannot bind ${where}: no network interface has that address`);
     throw err;
   }
+  if (plan.kind === 'tcp' && plan.remote && plan.tls === undefined)
+    ctx.logger.warn(
+      { url, host: plan.host },
+      'THE API IS REACHABLE FROM OTHER MACHINES WITHOUT TLS: the API token and every request travel in clear text. ' +
+        'Add --tls-cert and --tls-key.',
+    );
 
   const info: DiscoveryInfo = {
     url,
     pid: process.pid,
     nonce: ctx.nonce,
     started_at: new Date().toISOString(),
+    ...(plan.kind === 'tcp' && plan.tls !== undefined ? { tls_cert_sha256: plan.tls.fingerprint } : {}),
   };
   writeFileAtomicSync(discoveryFile, JSON.stringify(info, null, 2));
 
@@ -170,6 +338,16 @@ export async function startServer(
     url,
     app,
     ctx,
+    apiToken:
+      plan.kind === 'unix'
+        ? undefined
+        : {
+            source: plan.apiToken.source,
+            ...(plan.apiToken.file === undefined ? {} : { file: plan.apiToken.file }),
+          },
+    loginUrl() {
+      return plan.kind === 'unix' ? undefined : `${url}/auth/login?ticket=${sessions.mintTicket()}`;
+    },
     close() {
       closing ??= (async () => {
         clearInterval(timer);
@@ -179,7 +357,7 @@ export async function startServer(
         } finally {
           const current = readDiscovery(discoveryFile);
           if (current?.nonce === ctx.nonce) rmSync(discoveryFile, { force: true });
-          if (listen.socket !== undefined) rmSync(listen.socket, { force: true });
+          if (plan.kind === 'unix') rmSync(plan.socket, { force: true });
           await ctx.close();
         }
       })();

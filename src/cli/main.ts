@@ -10,6 +10,7 @@ import { registerRegistry } from './commands/registry.js';
 import { registerSecret } from './commands/secret.js';
 import { registerServe } from './commands/serve.js';
 import { registerSkill } from './commands/skill.js';
+import { registerUi } from './commands/ui.js';
 import { registerWorkloads } from './commands/workloads.js';
 import { printJson } from './output.js';
 
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
     });
 
   registerServe(program);
+  registerUi(program);
   registerWorkloads(program);
   registerGroup(program);
   registerExtauth(program);

@@ -25,6 +25,17 @@ export const ConfigSchema = Type.Object(
           default: [],
           description: 'Extra Host/Origin names accepted besides loopback names (DNS-rebinding guard).',
         }),
+        allowed_origins: Type.Array(Type.String(), {
+          default: [],
+          description:
+            'Browser origins (`https://ui.example.com`, exact) allowed to call the API besides its own; added to `skep serve --allowed-origin`.',
+        }),
+        tls_cert: Type.Optional(
+          Type.String({
+            description: 'PEM certificate (chain) file: the API serves HTTPS (with `tls_key`).',
+          }),
+        ),
+        tls_key: Type.Optional(Type.String({ description: 'PEM private key file of `tls_cert`.' })),
       },
       { default: {}, additionalProperties: false },
     ),

@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { apiTokenFor } from './api.js';
 
 export const CLI_ENTRY = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 export const CLI_ARGS = ['--import', 'tsx', CLI_ENTRY];
@@ -29,6 +30,10 @@ export interface ServeProcess {
   child: ChildProcess;
   url: string;
   nonce: string;
+  /** The API token (TCP), read the way a client would: SKEP_API_TOKEN, else the token file. */
+  token: string | undefined;
+  /** `Authorization: Bearer <token>` for fetch. */
+  auth: Record<string, string>;
   stderr(): string;
   /** Sends SIGTERM and waits for the exit code. */
   stop(): Promise<number | null>;
@@ -72,8 +77,12 @@ export async function startServe(
           pid: number;
           nonce: string;
         };
-        if (info.pid === child.pid)
-          return { child, url: info.url, nonce: info.nonce, stderr: () => stderr, stop };
+        if (info.pid === child.pid) {
+          const token = info.url.startsWith('unix://') ? undefined : apiTokenFor(env);
+          const auth: Record<string, string> =
+            token === undefined ? {} : { authorization: `Bearer ${token}` };
+          return { child, url: info.url, nonce: info.nonce, token, auth, stderr: () => stderr, stop };
+        }
       } catch {
         // being written; retry
       }

@@ -1,6 +1,7 @@
 /** Health, version and the discovery endpoints of the server itself. */
 import { Type } from 'typebox';
 import type { SkepApp } from '../app.js';
+import { PUBLIC_ROUTE } from '../auth.js';
 import type { ApiContext } from '../context.js';
 import { ErrorBody } from '../schemas.js';
 
@@ -13,7 +14,8 @@ export async function systemRoutes(app: SkepApp, ctx: ApiContext): Promise<void>
         summary: 'Health check',
         description:
           '204 with the `X-Skep-Nonce` header (also sent as `X-Toolhive-Nonce`) when the workload runtime is usable; ' +
-          '503 with the reason otherwise.',
+          '503 with the reason otherwise. Needs no credentials (liveness probes, `skep serve` finding a running server).',
+        security: PUBLIC_ROUTE,
         response: { 204: Type.Null(), 503: ErrorBody },
       },
     },

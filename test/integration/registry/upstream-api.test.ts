@@ -7,9 +7,8 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { buildApp } from '../../../src/api/app.js';
 import { createContext } from '../../../src/api/context.js';
-import { testApp } from '../../helpers/api.js';
+import { buildTestApp, testApp } from '../../helpers/api.js';
 import { tempHome } from '../../helpers/home.js';
 import { generateDocument } from '../../unit/registry/fixtures.js';
 
@@ -20,7 +19,7 @@ async function upstreamSkep(t: TestContext, servers: number, skills: number) {
   const file = join(home.dir, 'catalog.json');
   writeFileSync(file, JSON.stringify(generateDocument(servers, skills, 11)));
   await ctx.registry.configure('default', { local_path: file });
-  const app = await buildApp(ctx);
+  const app = await buildTestApp(ctx);
   const seen: string[] = [];
   app.server.on('request', (req: { url?: string }) => seen.push(req.url ?? ''));
   await app.listen({ port: 0, host: '127.0.0.1' });

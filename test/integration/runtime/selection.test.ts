@@ -8,8 +8,8 @@ import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { buildApp } from '../../../src/api/app.js';
 import { createContext } from '../../../src/api/context.js';
+import { buildTestApp } from '../../helpers/api.js';
 import type { SkepConfig } from '../../../src/config/index.js';
 import { DockerRuntime } from '../../../src/runtime/docker/docker-runtime.js';
 import { isSkepError } from '../../../src/shared/index.js';
@@ -19,7 +19,7 @@ import { requirePodman, startPodmanService, testImage } from '../../helpers/podm
 async function appWith(t: import('node:test').TestContext, runtime: SkepConfig['runtime']) {
   const home = tempHome(t);
   const ctx = createContext({ ...home.config, runtime }, { env: home.env });
-  const app = await buildApp(ctx);
+  const app = await buildTestApp(ctx);
   t.after(async () => {
     await app.close();
     await ctx.close();

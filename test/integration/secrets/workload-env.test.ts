@@ -10,8 +10,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { buildApp } from '../../../src/api/app.js';
 import { createContext } from '../../../src/api/context.js';
+import { buildTestApp } from '../../helpers/api.js';
 import { loadConfig } from '../../../src/config/index.js';
 import { passwordFilePath } from '../../../src/secrets/index.js';
 import { runnerAlive } from '../../../src/workloads/index.js';
@@ -62,7 +62,7 @@ test(
     const dir = mkdtempSync(join(tmpdir(), 'skep-secrets-wl-'));
     const config = loadConfig({ ...process.env, SKEP_HOME: dir });
     const ctx = createContext(config);
-    const app = await buildApp(ctx);
+    const app = await buildTestApp(ctx);
     t.after(async () => {
       try {
         const rows = ctx.workloads.rows.list();

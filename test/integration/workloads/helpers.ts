@@ -7,9 +7,10 @@ import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { buildApp, type SkepApp } from '../../../src/api/app.js';
+import type { SkepApp } from '../../../src/api/app.js';
 import { type ApiContext, createContext } from '../../../src/api/context.js';
 import { runnerAlive } from '../../../src/workloads/index.js';
+import { buildTestApp } from '../../helpers/api.js';
 import { type TempHome, tempHome } from '../../helpers/home.js';
 
 const require = createRequire(import.meta.url);
@@ -85,7 +86,7 @@ export async function workloadApp(
 ): Promise<{ app: SkepApp; ctx: ApiContext; home: TempHome }> {
   const built: { app?: SkepApp } = {};
   const { ctx, home } = workloadHome(t, async () => built.app?.close());
-  const app = await buildApp(ctx);
+  const app = await buildTestApp(ctx);
   built.app = app;
   return { app, ctx, home };
 }

@@ -103,7 +103,7 @@ test('an unexpected error → opaque 500, details only in the log', async (t) =>
   assert.equal(logged.length, 1);
 });
 
-test('DNS rebinding: foreign Host or Origin → 403; loopback names pass', async (t) => {
+test('DNS rebinding: foreign Host, foreign Origin or another loopback port → 403; the own origin passes', async (t) => {
   const { app } = await testApp(t);
   const evilHost = await app.inject({
     method: 'GET',
@@ -118,6 +118,14 @@ test('DNS rebinding: foreign Host or Origin → 403; loopback names pass', async
     headers: { host: '127.0.0.1:8080', origin: 'http://attacker.example' },
   });
   assert.equal(evilOrigin.statusCode, 403);
+  // SameSite does not separate ports: a page on another loopback port is another origin (issue 16, F3).
+  const otherPort = await app.inject({
+    method: 'GET',
+    url: '/api/v1beta/groups',
+    headers: { host: 'localhost:8080', origin: 'http://localhost:9999' },
+  });
+  assert.equal(otherPort.statusCode, 403);
+  assert.equal(otherPort.json().code, 'forbidden_host');
   for (const host of ['localhost:8080', '127.0.0.1:8080', '[::1]:8080', 'localhost']) {
     const ok = await app.inject({
       method: 'GET',
@@ -136,7 +144,7 @@ test('security headers on every response', async (t) => {
 });
 
 test('GET /health → 503 with the reason when the runtime is not usable', async (t) => {
-  const { buildApp } = await import('../../../src/api/app.js');
+  const { buildTestApp } = await import('../../helpers/api.js');
   const { createContext } = await import('../../../src/api/context.js');
   const { tempHome } = await import('../../helpers/home.js');
   const home = tempHome(t);
@@ -149,7 +157,7 @@ test('GET /health → 503 with the reason when the runtime is not usable', async
       },
     },
   });
-  const app = await buildApp(ctx);
+  const app = await buildTestApp(ctx);
   t.after(async () => {
     await app.close();
     await ctx.close();

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { buildApp } from '../../../src/api/app.js';
 import { createContext } from '../../../src/api/context.js';
+import { buildTestApp } from '../../helpers/api.js';
 import { CLIENT_TYPES } from '../../../src/clients/index.js';
 import { tempHome } from '../../helpers/home.js';
 
@@ -17,7 +17,7 @@ async function api(t: import('node:test').TestContext) {
   const home = join(skep.dir, 'user-home');
   mkdirSync(home, { recursive: true });
   const ctx = createContext(skep.config, { env: { HOME: home } });
-  const app = await buildApp(ctx);
+  const app = await buildTestApp(ctx);
   t.after(async () => {
     await app.close();
     await ctx.close();

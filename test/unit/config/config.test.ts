@@ -27,6 +27,7 @@ test('SKEP_HOME moves every directory', () => {
   assert.equal(paths.configFile, '/tmp/h/config/config.yaml');
   assert.equal(paths.databaseFile, '/tmp/h/state/skep.db');
   assert.equal(paths.discoveryFile, '/tmp/h/state/server/server.json');
+  assert.equal(paths.apiTokenFile, '/tmp/h/state/api-token');
   assert.equal(paths.logsDir, '/tmp/h/data/logs');
 });
 

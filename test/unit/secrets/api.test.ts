@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { buildApp } from '../../../src/api/app.js';
 import { createContext } from '../../../src/api/context.js';
+import { buildTestApp } from '../../helpers/api.js';
 import { tempHome } from '../../helpers/home.js';
 
 const BASE = '/api/v1beta/secrets';
@@ -13,7 +13,7 @@ async function api(t: TestContext, extraEnv: NodeJS.ProcessEnv = {}) {
   const home = tempHome(t);
   const env = { PATH: '/nonexistent-bin', SKEP_HOME: home.dir, ...extraEnv };
   const ctx = createContext(home.config, { env });
-  const app = await buildApp(ctx);
+  const app = await buildTestApp(ctx);
   t.after(async () => {
     await app.close();
     await ctx.close();
