@@ -206,6 +206,10 @@ export class CookieJar {
       .map((c) => `${c.name}=${c.value}`)
       .join('; ');
   }
+  /** Drops the cookies whose name matches (e.g. the upstream's session, to log in as someone else). */
+  forget(name: RegExp): void {
+    for (const [key, c] of this.#cookies) if (name.test(c.name)) this.#cookies.delete(key);
+  }
   /** Names of the cookies held for a host. */
   names(host: string): string[] {
     return [...this.#cookies.values()].filter((c) => c.host === host).map((c) => c.name);

@@ -29,6 +29,7 @@ import {
   authorize,
   baseConfig,
   callResource,
+  CookieJar,
   type Host,
   mountAuthServer,
   refresh,
@@ -110,7 +111,11 @@ test('Redis standalone with an ACL user: full flow, TTLs from the token lifespan
     opts,
   );
   const session = await registerClient(host);
-  const tokens = await authorize(session);
+  const jar = new CookieJar();
+  let consentPages = 0;
+  const browser = { jar, onConsentPage: () => void consentPages++ };
+  const tokens = await authorize(session, 'alice', browser);
+  assert.equal(consentPages, 1);
   assert.equal(
     (decodeJwt(tokens.access_token).exp as number) - (decodeJwt(tokens.access_token).iat as number),
     1800,
@@ -137,7 +142,9 @@ test('Redis standalone with an ACL user: full flow, TTLs from the token lifespan
   assert.equal((await callResource(host, refreshed.access_token)).status, 200);
   const third = await refresh(session, refreshed.refresh_token);
   assert.equal((await callResource(host, third.access_token)).status, 200);
-  const again = await authorize(session);
+  // The approval and the browser it remembers are in Redis too: the other server skips the page.
+  const again = await authorize(session, 'alice', browser);
+  assert.equal(consentPages, 1, 'remembered approval read from Redis');
   assert.equal((await callResource(host, again.access_token)).status, 200);
 
   // A wrong password is reported as unavailable storage, not as a crash.
