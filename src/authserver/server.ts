@@ -632,7 +632,9 @@ class AuthServerImpl implements AuthServer {
   ): Promise<void> {
     const secret = randomText(32);
     const ttl = AUTH_SERVER_DEFAULTS.pendingAuthorizationSec;
-    await this.#storage.savePending(state, { ...pending, browserBinding: digest(secret) }, ttl);
+    // The upstream login gets its own window, however long the consent page stayed open.
+    const started = { ...pending, browserBinding: digest(secret), createdAt: this.#nowSec() };
+    await this.#storage.savePending(state, started, ttl);
     redirect(res, location, [this.#cookies.withFlow(req, { id: pending.flowId, secret }, ttl)], status);
   }
 
