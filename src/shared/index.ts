@@ -23,7 +23,6 @@ export {
   findOutboundRefusal,
   OutboundAddressError,
   OutboundClient,
-  outboundAddresses,
   outboundFetch,
   parseHostList,
 } from './net/outbound.js';

@@ -1,16 +1,31 @@
 /**
  * Skills from git: `git://<host>/<owner>/<repo>[/more][@<ref>][#<path>]` (skills reference
  * §1.4). The system `git` fetches exactly one commit (shallow) into a temp dir; the digest is
- * the commit hash and the skill is the folder at `<path>`. Loopback and private IP literals
- * are refused (SSRF) unless dev mode allows them. Tokens travel in environment-provided git
- * config, never on the command line.
+ * the commit hash and the skill is the folder at `<path>`. Tokens travel in
+ * environment-provided git config, never on the command line.
+ *
+ * Address policy (issue 16 item 7): before git runs, the host is resolved and every address
+ * checked — public only, unless the user listed the host as a private skill host
+ * (`private-hosts.ts`); link-local and metadata addresses never. git then connects to the
+ * checked address and nothing else: over http(s) through curl's resolve table
+ * (`http.curloptResolve`, git ≥ 2.37) with redirects off (`http.followRedirects=false`: a
+ * redirect would go to a host nobody checked); over the git protocol the URL names the
+ * checked address itself (the protocol has no TLS name to keep). ssh is never used:
+ * `GIT_ALLOW_PROTOCOL` admits only the one scheme chosen (`SKEP_GIT_SCHEME`, default https).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SkepError } from '../shared/index.js';
+import {
+  canonicalHost,
+  findOutboundRefusal,
+  isIpLiteral,
+  OutboundClient,
+  type Resolver,
+  SkepError,
+} from '../shared/index.js';
+import { PRIVATE_HOSTS_HINT, privateSkillHosts } from './private-hosts.js';
 
 export interface GitRef {
   host: string;
@@ -21,19 +36,25 @@ export interface GitRef {
 }
 
 export interface GitOptions {
-  /** Accept loopback and private hosts (tests, local development). */
-  allowPrivateHosts: boolean;
+  /** Hosts (`host`, `host:port`) that may be loopback or private: the user's own git servers. */
+  privateHosts: readonly string[];
   /** How the repository is cloned: https (default), http, or the git protocol (`git daemon`). */
   scheme: 'https' | 'http' | 'git';
   timeoutMs: number;
+  /** Name resolution for the address check (tests inject one); default the system resolver. */
+  resolve?: Resolver;
 }
 
-/** Options from the environment: `SKEP_DEV=true` allows private hosts; `SKEP_GIT_SCHEME` picks the protocol. */
-export function gitOptionsFromEnv(env: NodeJS.ProcessEnv): GitOptions {
+/**
+ * Options from the environment: `SKEP_GIT_SCHEME` picks the protocol (`SKEP_DEV=true` makes
+ * http the default); private hosts come from `SKEP_SKILLS_PRIVATE_HOSTS`. (`SKEP_DEV` no
+ * longer allows private hosts: that is an explicit list now.)
+ */
+export function gitOptionsFromEnv(env: NodeJS.ProcessEnv, configured: readonly string[] = []): GitOptions {
   const dev = env['SKEP_DEV'] === 'true';
   const scheme = env['SKEP_GIT_SCHEME'];
   return {
-    allowPrivateHosts: dev,
+    privateHosts: privateSkillHosts(configured, env),
     scheme: scheme === 'http' || scheme === 'git' ? scheme : dev ? 'http' : 'https',
     timeoutMs: 2 * 60_000,
   };
@@ -42,34 +63,12 @@ export function gitOptionsFromEnv(env: NodeJS.ProcessEnv): GitOptions {
 const REF_CHARS = /^[A-Za-z0-9._/-]+$/;
 const TAG_LIKE = /^v\d+\.\d+(\.\d+)*(-[A-Za-z0-9._-]+)?$/;
 
-function isPrivateHost(host: string): boolean {
-  const name = host
-    .replace(/:\d+$/, '')
-    .replace(/^\[|\]$/g, '')
-    .toLowerCase();
-  if (name === 'localhost' || name.endsWith('.localhost')) return true;
-  const kind = isIP(name);
-  if (kind === 4) {
-    const [a = 0, b = 0] = name.split('.').map(Number);
-    return (
-      a === 127 ||
-      a === 10 ||
-      a === 0 ||
-      (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168) ||
-      (a === 169 && b === 254)
-    );
-  }
-  if (kind === 6) return name === '::1' || name === '::' || /^f[cd]/.test(name) || name.startsWith('fe80');
-  return false;
-}
-
 export function isGitRef(value: string): boolean {
   return value.startsWith('git://');
 }
 
 /** Parses a `git://` reference; every problem is a 400. */
-export function parseGitRef(input: string, options: Pick<GitOptions, 'allowPrivateHosts'>): GitRef {
+export function parseGitRef(input: string): GitRef {
   const bad = (why: string) => new SkepError('bad_request', `invalid git reference "${input}": ${why}`);
   if (!isGitRef(input)) throw bad('must start with git://');
   let rest = input.slice('git://'.length);
@@ -100,8 +99,6 @@ export function parseGitRef(input: string, options: Pick<GitOptions, 'allowPriva
   ) {
     throw bad('the repository path needs at least owner/repo, with plain segments');
   }
-  if (!options.allowPrivateHosts && isPrivateHost(host))
-    throw bad(`host "${host}" is a loopback or private address`);
   if (path !== '') {
     if (
       path.includes('\\') ||
@@ -127,12 +124,68 @@ export function parseGitRef(input: string, options: Pick<GitOptions, 'allowPriva
   return { host, repoPath, ref, refKind, path };
 }
 
-function cloneUrl(ref: GitRef, scheme: GitOptions['scheme']): string {
-  return `${scheme}://${ref.host}/${ref.repoPath}`;
+const DEFAULT_PORT: Record<GitOptions['scheme'], number> = { https: 443, http: 80, git: 9418 };
+
+/** `[v6]` for an IPv6 address in a URL or a curl resolve entry; other addresses as they are. */
+function bracket(address: string): string {
+  return address.includes(':') ? `[${address}]` : address;
 }
 
-/** Git auth as env-provided config (`GIT_CONFIG_*`), so no secret appears in the process list. */
-function gitEnv(ref: GitRef, scheme: GitOptions['scheme'], env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+interface PinnedRemote {
+  /** What git is told to fetch. */
+  url: string;
+  /** What messages show (the reference's host, not the address). */
+  display: string;
+  /** git config entries that hold git to the checked addresses. */
+  config: [key: string, value: string][];
+}
+
+/**
+ * Resolves and checks the host, then builds the remote so git connects only to what was
+ * checked. Refusals are 403 `forbidden` naming the opt-in; a name that does not resolve is 502.
+ */
+async function pinRemote(ref: GitRef, options: GitOptions): Promise<PinnedRemote> {
+  const port = /:(\d+)$/.exec(ref.host)?.[1];
+  const portNumber = port === undefined ? DEFAULT_PORT[options.scheme] : Number(port);
+  let host: string;
+  try {
+    host = canonicalHost(ref.host);
+  } catch {
+    throw new SkepError('bad_request', `invalid git host "${ref.host}"`);
+  }
+  const display = `${options.scheme}://${ref.host}/${ref.repoPath}`;
+  let addresses: string[];
+  try {
+    addresses = await new OutboundClient(options.resolve ? { resolve: options.resolve } : {}).addressesFor(
+      host,
+      portNumber,
+      { privateHosts: options.privateHosts, hint: PRIVATE_HOSTS_HINT },
+    );
+  } catch (err) {
+    const refusal = findOutboundRefusal(err);
+    if (refusal !== undefined)
+      throw new SkepError('forbidden', `git skill host ${ref.host}: ${refusal.message}`, { cause: err });
+    throw new SkepError('bad_gateway', `resolving git skill: ${display}: cannot resolve ${host}`, {
+      cause: err,
+    });
+  }
+  const authority = `${bracket(host)}${port === undefined ? '' : `:${port}`}`;
+  if (options.scheme === 'git') {
+    return { url: `git://${bracket(addresses[0]!)}:${portNumber}/${ref.repoPath}`, display, config: [] };
+  }
+  const config: PinnedRemote['config'] = [['http.followRedirects', 'false']];
+  if (!isIpLiteral(host))
+    config.push(['http.curloptResolve', `${host}:${portNumber}:${addresses.map(bracket).join(',')}`]);
+  return { url: `${options.scheme}://${authority}/${ref.repoPath}`, display, config };
+}
+
+/** Git's environment: built from nothing, with config (`GIT_CONFIG_*`) so no secret appears in the process list. */
+function gitEnv(
+  ref: GitRef,
+  scheme: GitOptions['scheme'],
+  config: PinnedRemote['config'],
+  env: NodeJS.ProcessEnv,
+): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {
     PATH: env['PATH'],
     HOME: env['HOME'],
@@ -141,16 +194,24 @@ function gitEnv(ref: GitRef, scheme: GitOptions['scheme'], env: NodeJS.ProcessEn
     GIT_CONFIG_NOSYSTEM: '1',
     LANG: 'C',
   };
+  const entries = [...config];
   const host = ref.host.replace(/:\d+$/, '').toLowerCase();
   const token =
     (host === 'github.com' ? env['GITHUB_TOKEN'] : undefined) ??
     (host === 'gitlab.com' ? env['GITLAB_TOKEN'] : undefined) ??
     env['GIT_TOKEN'];
   if (token !== undefined && token !== '' && scheme !== 'git') {
-    out['GIT_CONFIG_COUNT'] = '1';
-    out['GIT_CONFIG_KEY_0'] = 'http.extraHeader';
-    out['GIT_CONFIG_VALUE_0'] =
-      `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`;
+    entries.push([
+      'http.extraHeader',
+      `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`,
+    ]);
+  }
+  if (entries.length > 0) {
+    out['GIT_CONFIG_COUNT'] = String(entries.length);
+    entries.forEach(([key, value], i) => {
+      out[`GIT_CONFIG_KEY_${i}`] = key;
+      out[`GIT_CONFIG_VALUE_${i}`] = value;
+    });
   }
   return out;
 }
@@ -182,19 +243,23 @@ export interface GitCheckout {
   dispose(): Promise<void>;
 }
 
-/** Fetches one commit of the repository into a temp dir. Failures are 502 (`resolving git skill: …`). */
+/**
+ * Fetches one commit of the repository into a temp dir, from the checked address only.
+ * A refused host is 403; other failures are 502 (`resolving git skill: …`).
+ */
 export async function checkoutGitSkill(
   ref: GitRef,
   options: GitOptions,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<GitCheckout> {
+  const remote = await pinRemote(ref, options);
   const work = await mkdtemp(join(tmpdir(), 'skep-git-'));
-  const genv = gitEnv(ref, options.scheme, env);
-  const url = cloneUrl(ref, options.scheme);
+  const genv = gitEnv(ref, options.scheme, remote.config, env);
+  const url = remote.display;
   const git = (args: string[]) => run(args, work, genv, options.timeoutMs);
   try {
     await git(['init', '-q']);
-    await git(['remote', 'add', 'origin', url]);
+    await git(['remote', 'add', 'origin', remote.url]);
     const wanted =
       ref.refKind === 'commit'
         ? ref.ref!

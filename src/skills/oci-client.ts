@@ -10,8 +10,9 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { SkepError } from '../shared/index.js';
+import { findOutboundRefusal, outboundFetch, SkepError } from '../shared/index.js';
 import type { OciRef } from './oci-ref.js';
+import { PRIVATE_HOSTS_HINT } from './private-hosts.js';
 
 export const MEDIA_INDEX = 'application/vnd.oci.image.index.v1+json';
 export const MEDIA_MANIFEST = 'application/vnd.oci.image.manifest.v1+json';
@@ -30,7 +31,13 @@ export interface Credentials {
 }
 
 export interface OciClientOptions {
+  /** Replaces the guarded fetch (tests); the default applies the outbound address policy. */
   fetch?: typeof fetch;
+  /**
+   * Registries (`host`, `host:port`) that may be loopback or private. Any other registry —
+   * and any host its token realm or redirects name — must be public (issue 16, F5).
+   */
+  privateHosts?: readonly string[];
   /** Deadline for one whole operation (pull or push), milliseconds. */
   timeoutMs?: number;
   /** Looks up credentials for a registry host; default: the Docker config of `$HOME`. */
@@ -67,6 +74,8 @@ export function registryError(status: number, what: string): SkepError {
 
 function transportError(err: unknown, what: string): SkepError {
   if (err instanceof SkepError) return err;
+  const refusal = findOutboundRefusal(err);
+  if (refusal !== undefined) return new SkepError('forbidden', `${what}: ${refusal.message}`, { cause: err });
   const name = (err as Error).name;
   if (name === 'TimeoutError' || name === 'AbortError') {
     return new SkepError('gateway_timeout', `registry did not answer in time for ${what}`, { cause: err });
@@ -157,7 +166,8 @@ export class OciSession {
   constructor(ref: OciRef, push: boolean, options: OciClientOptions = {}) {
     this.#ref = ref;
     this.#push = push;
-    this.#fetch = options.fetch ?? fetch;
+    this.#fetch =
+      options.fetch ?? outboundFetch({ privateHosts: options.privateHosts ?? [], hint: PRIVATE_HOSTS_HINT });
     this.#signal = AbortSignal.timeout(options.timeoutMs ?? 5 * 60_000);
     const env = options.env ?? process.env;
     this.#credentials = options.credentials ?? ((host) => dockerCredentials(host, env));
@@ -215,7 +225,12 @@ export class OciSession {
     if (creds !== undefined)
       headers['authorization'] =
         `Basic ${Buffer.from(`${creds.username}:${creds.password}`).toString('base64')}`;
-    const res = await this.#fetch(url, { headers, signal: this.#signal });
+    let res: Response;
+    try {
+      res = await this.#fetch(url, { headers, signal: this.#signal });
+    } catch (err) {
+      throw transportError(err, `the token endpoint of ${this.#ref.registry}`);
+    }
     if (!res.ok) {
       await res.body?.cancel();
       throw registryError(res.status, what);

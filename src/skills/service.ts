@@ -45,6 +45,7 @@ import {
   writeLock,
 } from './lock-file.js';
 import { type OciClientOptions, OciSession } from './oci-client.js';
+import { privateSkillHosts } from './private-hosts.js';
 import { formatOciRef, looksLikeOciRef, parseOciRef, repositoryName } from './oci-ref.js';
 import { type InstalledSkill, type ListFilter, SkillRecords } from './records.js';
 import {
@@ -63,7 +64,12 @@ export interface SkillsServiceOptions {
   storeDir: string;
   /** Environment for HOME (client dirs), Docker credentials, git tokens and dev switches; read at call time. */
   env?: NodeJS.ProcessEnv;
-  oci?: Omit<OciClientOptions, 'env'>;
+  /**
+   * OCI registries and git servers (`host`, `host:port`) that may be on this machine or a
+   * private network, besides those in `SKEP_SKILLS_PRIVATE_HOSTS` (see `private-hosts.ts`).
+   */
+  privateHosts?: readonly string[];
+  oci?: Omit<OciClientOptions, 'env' | 'privateHosts'>;
   git?: GitOptions;
   limits?: ArchiveLimits;
 }
@@ -152,11 +158,15 @@ export class SkillsService {
   }
 
   get #git(): GitOptions {
-    return this.#options.git ?? gitOptionsFromEnv(this.#env);
+    return this.#options.git ?? gitOptionsFromEnv(this.#env, this.#options.privateHosts);
   }
 
   #session(ref: ReturnType<typeof parseOciRef>, push: boolean): OciSession {
-    return new OciSession(ref, push, { ...this.#options.oci, env: this.#env });
+    return new OciSession(ref, push, {
+      ...this.#options.oci,
+      env: this.#env,
+      privateHosts: privateSkillHosts(this.#options.privateHosts ?? [], this.#env),
+    });
   }
 
   // ---------------------------------------------------------------- validate, build, push
@@ -259,7 +269,7 @@ export class SkillsService {
 
   async #fromGit(input: string): Promise<ResolvedSkill> {
     const git = this.#git;
-    const ref = parseGitRef(input, git);
+    const ref = parseGitRef(input);
     const checkout = await checkoutGitSkill(ref, git, this.#env);
     try {
       try {

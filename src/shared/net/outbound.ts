@@ -374,8 +374,3 @@ export function outboundFetch(policy: OutboundPolicy): typeof fetch {
   return ((input: Parameters<typeof fetch>[0], init?: RequestInit) =>
     (shared ??= new OutboundClient()).fetcher(policy)(input, init)) as typeof fetch;
 }
-
-/** Resolves `host` under `policy` on the process-wide client (see `OutboundClient.addressesFor`). */
-export function outboundAddresses(host: string, port: number, policy: OutboundPolicy): Promise<string[]> {
-  return (shared ??= new OutboundClient()).addressesFor(host, port, policy);
-}

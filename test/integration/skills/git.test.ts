@@ -12,8 +12,9 @@ import { startGitDaemon, tempDir, writeSkill } from './fixtures.js';
 
 const home = tempDir({ after: () => undefined } as never, 'skep-skills-home-');
 process.env['HOME'] = home;
-// Loopback hosts are refused (SSRF) outside dev mode; the daemon speaks the git protocol.
-process.env['SKEP_DEV'] = 'true';
+// The daemon is on loopback, which skills reach only when the user lists the host (issue 16
+// item 7); it speaks the git protocol.
+process.env['SKEP_SKILLS_PRIVATE_HOSTS'] = '127.0.0.1';
 process.env['SKEP_GIT_SCHEME'] = 'git';
 
 test('reference §1.4: git skill at a tag and at a commit (git daemon)', { timeout: 120_000 }, async (t) => {

@@ -16,8 +16,9 @@ import { initGitRepo, startGitDaemon, tempDir, writeSkill } from './fixtures.js'
 
 const home = tempDir({ after: () => undefined } as never, 'skep-skills-home-');
 process.env['HOME'] = home;
-// Loopback hosts are refused (SSRF) outside dev mode; the daemon speaks the git protocol.
-process.env['SKEP_DEV'] = 'true';
+// The registry and the daemon are on loopback, which skills reach only when the user lists the
+// host (issue 16 item 7); the daemon speaks the git protocol.
+process.env['SKEP_SKILLS_PRIVATE_HOSTS'] = '127.0.0.1';
 process.env['SKEP_GIT_SCHEME'] = 'git';
 
 type Lock = { version: number; skills: Array<Record<string, unknown>> };
@@ -136,7 +137,12 @@ test(
     );
 
     // The CLI (its own process, same home) with the reference's exit codes.
-    const env = { ...skepHome.env, HOME: home, SKEP_DEV: 'true', SKEP_GIT_SCHEME: 'git' };
+    const env = {
+      ...skepHome.env,
+      HOME: home,
+      SKEP_SKILLS_PRIVATE_HOSTS: '127.0.0.1',
+      SKEP_GIT_SCHEME: 'git',
+    };
     const cli = (...args: string[]) =>
       runCli(['skill', ...args, '--project-root', project, '--clients', 'claude-code'], env);
     const clean = cli('sync', '--check', '--json');

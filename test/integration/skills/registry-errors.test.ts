@@ -13,6 +13,9 @@ import { OciSession } from '../../../src/skills/oci-client.js';
 import { parseOciRef } from '../../../src/skills/oci-ref.js';
 import { testApp } from '../../helpers/api.js';
 
+// The stub registries run on loopback: listed as the user's own (issue 16 item 7).
+process.env['SKEP_SKILLS_PRIVATE_HOSTS'] = '127.0.0.1';
+
 async function stubRegistry(
   t: { after(fn: () => unknown): void },
   status: number | 'hang',
@@ -64,7 +67,10 @@ test('reference §1.3: a Bearer challenge whose token endpoint refuses → 401',
 
 test('reference §1.3: a registry that does not answer in time → 504 (gateway_timeout)', async (t) => {
   const host = await stubRegistry(t, 'hang');
-  const session = new OciSession(parseOciRef(`${host}/skills/slow-skill:1.0.0`), false, { timeoutMs: 300 });
+  const session = new OciSession(parseOciRef(`${host}/skills/slow-skill:1.0.0`), false, {
+    timeoutMs: 300,
+    privateHosts: ['127.0.0.1'],
+  });
   await assert.rejects(session.getManifest('1.0.0'), (err: unknown) => {
     assert.ok(err instanceof SkepError);
     assert.equal(err.code, 'gateway_timeout');
