@@ -60,7 +60,7 @@ const SCOPE_TEXT: Record<string, string> = {
 
 const STYLE = `
 body{font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#1b1b1b;line-height:1.45}
-h1{font-size:1.35rem}dt{font-weight:600;margin-top:.75rem}dd{margin:.15rem 0 0 0;word-break:break-all}
+h1{font-size:1.35rem}dt{font-weight:600;margin-top:.75rem}dd{margin:.15rem 0 0 0;overflow-wrap:anywhere}
 .note{color:#555;font-size:.9rem}.warn{background:#fff4e5;border-left:4px solid #f0a020;padding:.5rem .75rem}
 form{display:flex;gap:.75rem;margin-top:1.5rem}button{font-size:1rem;padding:.5rem 1.25rem;cursor:pointer}
 button[value=approve]{background:#1d5fd0;color:#fff;border:1px solid #1d5fd0}code{font-size:.9rem}`;
