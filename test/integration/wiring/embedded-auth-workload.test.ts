@@ -4,11 +4,12 @@
  * `upstreamInject`; external-auth.md §3.8). A workload is created through the
  * WorkloadManager with a RunConfig naming an `oidc` upstream (a real `oidc-provider` on
  * loopback); its detached runner mounts the authorization server on the workload's proxy.
- * A real OAuth client (oauth4webapi) then runs metadata → register → authorize → upstream
- * login (driven over HTTP) → callback → token against the proxy URL, and the official MCP
- * SDK client uses the token through the proxy. The issuer is left unset: it defaults to
- * the proxy's origin, and `allowed_audiences` to its `/mcp` URL. The last test pins the
- * proxy's `handlers` hook itself (what a mounted handler is and is not offered).
+ * A real OAuth client (oauth4webapi) then runs metadata → register → authorize → Skep's
+ * consent page (approved) → upstream login (driven over HTTP) → callback → token against the
+ * proxy URL, and the official MCP SDK client uses the token through the proxy. The issuer
+ * is left unset: it defaults to the proxy's origin, and `allowed_audiences` to its `/mcp`
+ * URL. The last test pins the proxy's `handlers` hook itself (what a mounted handler is and
+ * is not offered).
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -111,7 +112,12 @@ async function login(origin: string): Promise<{ accessToken: string; as: oauth.A
   const session = await registerClient({ url: prm.authorization_servers[0] } as Host);
   assert.equal(session.as.issuer, origin);
   assert.equal(session.as.token_endpoint, `${origin}/oauth/token`);
-  const tokens = await authorize(session, 'alice');
+  // Skep's consent page (issue 16, F2) is served, and approved, through the proxy.
+  const consentPages: string[] = [];
+  const tokens = await authorize(session, 'alice', {
+    onConsentPage: (page) => consentPages.push(page.action),
+  });
+  assert.deepEqual(consentPages, [`${origin}/oauth/consent`]);
   return { accessToken: tokens.access_token, as: session.as };
 }
 
