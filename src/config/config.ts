@@ -64,6 +64,14 @@ export const ConfigSchema = Type.Object(
           default: false,
           description: 'Allow permission profiles that ask for privileged containers.',
         }),
+        sandbox: Type.Optional(
+          Type.String({
+            default: 'auto',
+            pattern: '^(auto|bwrap|off|/.+)$',
+            description:
+              'Sandbox of local (process) servers: `auto` (bubblewrap when it works here), `bwrap` (required), `off`, or the absolute path of a bwrap binary (required).',
+          }),
+        ),
       },
       { default: {}, additionalProperties: false },
     ),

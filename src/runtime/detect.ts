@@ -123,6 +123,8 @@ export class RuntimeSelector {
     this.#process = new ProcessRuntime({
       logMaxBytes: options.config.workloads.log_max_bytes,
       logFiles: options.config.workloads.log_files,
+      sandbox: { setting: options.config.runtime.sandbox ?? 'auto', paths: options.config.paths },
+      logger: this.#logger,
     });
   }
 

@@ -9,7 +9,12 @@ export type { LogFileOptions } from './log-file.js';
 export { RotatingLogFile } from './log-file.js';
 export type { ProcessCommand, ProcessRuntimeOptions } from './process.js';
 export { checkLocalExecutable, ProcessRuntime, processCommand } from './process.js';
-export { inheritable, SERVER_ENV_ALLOWLIST, serverEnvironment } from './server-env.js';
+export type { SandboxPaths } from './sandbox/bwrap-sandbox.js';
+export type { SandboxChoice, SandboxOverride } from './sandbox/select.js';
+export { probeBwrap } from './sandbox/select.js';
+export type { WorkloadSandbox, WorkloadSandboxFields } from './sandbox/workload.js';
+export { checkWorkloadSandbox, workloadSandbox } from './sandbox/workload.js';
+export { SERVER_ENV_ALLOWLIST, serverEnvironment } from './server-env.js';
 export type {
   PermissionProfile,
   Runtime,

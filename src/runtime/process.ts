@@ -8,10 +8,20 @@
  * environment is built from an allow-list (`server-env.ts`), never Skep's whole environment.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
+import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
-import { findExecutable, isExecutable, SkepError } from '../shared/index.js';
+import { findExecutable, isExecutable, type Logger, SkepError } from '../shared/index.js';
 import { RotatingLogFile } from './log-file.js';
+import {
+  type PreparedSandbox,
+  prepareSandbox,
+  type SandboxPaths,
+  sandboxedPid,
+  sandboxNetwork,
+} from './sandbox/bwrap-sandbox.js';
+import { chooseSandbox, type SandboxChoice } from './sandbox/select.js';
 import { serverEnvironment } from './server-env.js';
 import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from './types.js';
 
@@ -22,6 +32,13 @@ export interface ProcessRuntimeOptions {
   readyTimeoutMs?: number;
   /** Grace period between SIGTERM and SIGKILL on stop (ms). */
   stopGraceMs?: number;
+  /**
+   * The sandbox of local servers (`sandbox/`): `runtime.sandbox` and Skep's folders (hidden
+   * from servers; workload homes live in the data folder). Unset: `off` — never sandboxed, and
+   * a profile that asks for isolation is refused.
+   */
+  sandbox?: { setting: string; paths: SandboxPaths };
+  logger?: Logger;
 }
 
 export interface ProcessCommand {
@@ -82,12 +99,34 @@ export function checkLocalExecutable(image: string, env: NodeJS.ProcessEnv): voi
   if (!found) throw new SkepError('executable_not_found', missingExecutable(command));
 }
 
-function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
+/**
+ * Ready once `port` accepts a connection. Through the sandbox's inbound relay a connection is
+ * accepted at once, so there (`http`) ready means an HTTP answer, any status.
+ */
+function waitForPort(port: number, child: ChildProcess, timeoutMs: number, http = false): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   return new Promise((resolve, reject) => {
+    const retry = () => {
+      if (Date.now() > deadline)
+        reject(new Error(`server did not listen on port ${port} within ${timeoutMs} ms`));
+      else setTimeout(attempt, http ? 50 : 100);
+    };
     const attempt = () => {
       if (child.exitCode !== null || child.signalCode !== null) {
         reject(new Error(`server exited before listening on port ${port}`));
+        return;
+      }
+      if (http) {
+        const req = httpRequest(
+          { host: '127.0.0.1', port, path: '/', method: 'GET', timeout: 2000 },
+          (res) => {
+            res.resume();
+            resolve();
+          },
+        );
+        req.on('timeout', () => req.destroy(new Error('timeout')));
+        req.on('error', retry);
+        req.end();
         return;
       }
       const socket = connect({ port, host: '127.0.0.1' });
@@ -97,13 +136,22 @@ function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Prom
       });
       socket.once('error', () => {
         socket.destroy();
-        if (Date.now() > deadline)
-          reject(new Error(`server did not listen on port ${port} within ${timeoutMs} ms`));
-        else setTimeout(attempt, 100);
+        retry();
       });
     };
     attempt();
   });
+}
+
+/** The absolute path of `command` as the server would find it (`env`'s PATH), or `executable_not_found`. */
+function resolveProgram(command: string, env: NodeJS.ProcessEnv, cwd: string | undefined): string {
+  const found = command.includes('/')
+    ? isExecutable(resolve(cwd ?? process.cwd(), command))
+      ? resolve(cwd ?? process.cwd(), command)
+      : undefined
+    : findExecutable(command, env);
+  if (found === undefined) throw new SkepError('executable_not_found', missingExecutable(command));
+  return found;
 }
 
 export class ProcessRuntime implements Runtime {
@@ -118,12 +166,26 @@ export class ProcessRuntime implements Runtime {
     return { ok: true, detail: 'local processes' };
   }
 
+  /** Sandboxed or not (and why not) for `spec`; throws `sandbox_unavailable` when it must be and cannot. */
+  sandboxFor(
+    spec: Pick<ServerSpec, 'sandbox' | 'permissionProfile' | 'permissionProfileName' | 'isolateNetwork'>,
+  ): SandboxChoice {
+    return chooseSandbox({
+      setting: this.#options.sandbox?.setting ?? 'off',
+      override: spec.sandbox,
+      profile: spec.permissionProfile,
+      profileName: spec.permissionProfileName,
+      isolateNetwork: spec.isolateNetwork !== false,
+    });
+  }
+
   async start(spec: ServerSpec): Promise<ServerHandle> {
     const { command, args } = processCommand(spec.image, spec.args);
     const http = spec.transport !== 'stdio';
     if (http && (spec.targetPort === undefined || spec.targetPort === 0)) {
       throw new SkepError('bad_request', `an ${spec.transport} server needs a target port`);
     }
+    const choice = this.sandboxFor(spec);
     // Only the allow-listed part of the runner's environment, plus what the run configuration names.
     const env = serverEnvironment(process.env, spec.env);
     if (http) {
@@ -134,9 +196,40 @@ export class ProcessRuntime implements Runtime {
       maxBytes: this.#options.logMaxBytes,
       files: this.#options.logFiles,
     });
-    const child = spawn(command, args, {
-      env,
-      ...(spec.cwd === undefined ? {} : { cwd: spec.cwd }),
+    let launch = { command, args, env, cwd: spec.cwd };
+    let sandbox: PreparedSandbox | undefined;
+    if (choice.sandboxed) {
+      const paths = this.#options.sandbox?.paths as SandboxPaths;
+      try {
+        sandbox = await prepareSandbox({
+          binary: choice.binary,
+          paths,
+          spec,
+          command,
+          args,
+          resolved: resolveProgram(command, env, spec.cwd),
+          log: (line) => log.write(`${line}\n`),
+        });
+      } catch (err) {
+        log.close();
+        throw err;
+      }
+      launch = { command: sandbox.command, args: sandbox.args, env: sandbox.env, cwd: sandbox.cwd };
+      log.write(`[skep] sandboxed with bubblewrap (network: ${sandboxNetwork(spec).kind})\n`);
+    } else {
+      log.write(`[skep] not sandboxed: ${choice.reason}\n`);
+    }
+    this.#options.logger?.info(
+      {
+        workload: spec.name,
+        sandboxed: choice.sandboxed,
+        ...(choice.sandboxed ? {} : { reason: choice.reason }),
+      },
+      choice.sandboxed ? 'server sandboxed with bubblewrap' : 'server not sandboxed',
+    );
+    const child = spawn(launch.command, launch.args, {
+      env: launch.env,
+      ...(launch.cwd === undefined ? {} : { cwd: launch.cwd }),
       stdio: [http ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       windowsHide: true,
     });
@@ -148,7 +241,10 @@ export class ProcessRuntime implements Runtime {
         resolve({ code: null, signal: null });
       });
     });
-    void exited.then(() => log.close());
+    void exited.then(async () => {
+      await sandbox?.close();
+      log.close();
+    });
     const pipeToLog = (stream: Readable | null) => stream?.on('data', (chunk: Buffer) => log.write(chunk));
     pipeToLog(child.stderr);
     if (http) pipeToLog(child.stdout);
@@ -173,7 +269,17 @@ export class ProcessRuntime implements Runtime {
     const stop = (): Promise<void> => {
       stopping ??= (async () => {
         if (child.exitCode !== null || child.signalCode !== null) return;
-        child.kill('SIGTERM');
+        // bwrap does not pass signals on: the server inside gets SIGTERM itself; SIGKILL to
+        // bwrap then ends the whole sandbox (--die-with-parent).
+        const inner = sandbox === undefined || child.pid === undefined ? undefined : sandboxedPid(child.pid);
+        if (inner === undefined) child.kill('SIGTERM');
+        else {
+          try {
+            process.kill(inner, 'SIGTERM');
+          } catch {
+            child.kill('SIGTERM');
+          }
+        }
         const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
         await exited;
         clearTimeout(timer);
@@ -184,7 +290,13 @@ export class ProcessRuntime implements Runtime {
     let url: string | undefined;
     if (http) {
       try {
-        await waitForPort(spec.targetPort as number, child, this.#options.readyTimeoutMs ?? 60_000);
+        await sandbox?.attach();
+        await waitForPort(
+          spec.targetPort as number,
+          child,
+          this.#options.readyTimeoutMs ?? 60_000,
+          sandbox?.bridged === true,
+        );
       } catch (err) {
         await stop();
         throw err;

@@ -39,12 +39,14 @@ export interface ServerSpec {
   cwd?: string;
   /** Where the server's stderr (and stdout for HTTP servers) is appended. */
   logFile: string;
-  /** Container runtime: the permission profile (`undefined`: the built-in `network`). */
+  /** The permission profile (`undefined`: the built-in `network`); containers and the process sandbox. */
   permissionProfile?: PermissionProfile;
-  /** Container runtime: a built-in profile name (`none`, `network`) or a JSON file path. */
+  /** A built-in profile name (`none`, `network`) or a JSON file path. */
   permissionProfileName?: string;
-  /** Container runtime: enforce the profile's network rules (default true). */
+  /** Enforce the profile's network rules (default true): containers and the process sandbox. */
   isolateNetwork?: boolean;
+  /** Process runtime: the workload's override of `runtime.sandbox` (run-config `sandbox`). */
+  sandbox?: 'auto' | 'bwrap' | 'off';
   /** Container runtime: extra `host:container[:ro]` binds (run-config `volumes`). */
   volumes?: string[];
   /** Container runtime: extra labels (run-config `container_labels`). */

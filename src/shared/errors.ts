@@ -52,6 +52,11 @@ export const ERROR_CODES = {
     status: 400,
     description: 'The workload needs a container engine (a container image) and none is available.',
   },
+  sandbox_unavailable: {
+    status: 400,
+    description:
+      'The local server must run sandboxed (its permission profile asks for isolation, or `runtime.sandbox`/the workload asks for bwrap) and no sandbox works here.',
+  },
   privileged_not_allowed: {
     status: 403,
     description: 'The permission profile asks for a privileged container and the config does not allow it.',

@@ -7,7 +7,7 @@
  */
 import type { SkepConfig } from '../config/index.js';
 import { DEFAULT_GROUP, type GroupMembers, type GroupService, validateGroupName } from '../groups/index.js';
-import { checkLocalExecutable } from '../runtime/index.js';
+import { checkLocalExecutable, checkWorkloadSandbox, workloadSandbox } from '../runtime/index.js';
 import { describeError, type Logger, SkepError, silentLogger } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
@@ -427,6 +427,8 @@ export class WorkloadManager implements GroupMembers {
     if (IMAGE_SCHEMES.test(config.image)) {
       // The runner starts the server with this environment (and the workload's PATH, if set).
       checkLocalExecutable(config.image, { ...process.env, ...config.env_vars });
+      // A profile that asks for isolation never runs unisolated without an explicit opt-out (issue 19).
+      checkWorkloadSandbox(this.#config, config);
     } else if (this.#containers !== undefined) {
       await this.#containers.check(config.image);
     } else {
@@ -473,7 +475,10 @@ export class WorkloadManager implements GroupMembers {
       .list(options.group)
       .map((row) => this.#observed(row))
       .filter((row) => options.all === true || row.status === 'running')
-      .map(summaryOf);
+      .map((row) => {
+        const { sandboxed, sandbox } = workloadSandbox(this.#config, row.config);
+        return { ...summaryOf(row), sandboxed, sandbox };
+      });
   }
 
   /** Throws `invalid_name` / `workload_not_found`. */
@@ -485,7 +490,9 @@ export class WorkloadManager implements GroupMembers {
   }
 
   get(name: string): WorkloadDetail {
-    return detailOf(this.#observed(this.#require(name)));
+    const row = this.#observed(this.#require(name));
+    const { sandboxed, sandbox, reason } = workloadSandbox(this.#config, row.config);
+    return { ...detailOf(row), sandboxed, sandbox, sandbox_reason: reason };
   }
 
   status(name: string): { status: WorkloadStatus; status_context: string } {
@@ -853,7 +860,7 @@ function bindHostFor(host: string): string {
   return host === '' ? '127.0.0.1' : host;
 }
 
-function summaryOf(row: WorkloadRow): WorkloadSummary {
+function summaryOf(row: WorkloadRow): Omit<WorkloadSummary, 'sandboxed' | 'sandbox'> {
   const c = row.config;
   return {
     name: row.name,
@@ -873,7 +880,7 @@ function summaryOf(row: WorkloadRow): WorkloadSummary {
   };
 }
 
-function detailOf(row: WorkloadRow): WorkloadDetail {
+function detailOf(row: WorkloadRow): Omit<WorkloadDetail, 'sandboxed' | 'sandbox' | 'sandbox_reason'> {
   const c = row.config;
   const auth = c.remote_auth_config;
   const refOf = (text: string | undefined) => (text === undefined ? undefined : parseSecretRef(text));

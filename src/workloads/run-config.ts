@@ -178,6 +178,14 @@ export const RunConfigSchema = Type.Object(
           'or idles for 30 minutes; at most 16 at once, further sessions get HTTP 503.',
       }),
     ),
+    sandbox: Opt(
+      Type.Union([Type.Literal('auto'), Type.Literal('bwrap'), Type.Literal('off')], {
+        description:
+          'Skep extension, local (process) servers only: override `runtime.sandbox` for this ' +
+          'workload. `bwrap`: refuse to run without the sandbox. `off`: run without it even when ' +
+          'the permission profile asks for isolation (an explicit opt-out).',
+      }),
+    ),
     session_ttl: Opt(Str()),
     tools_filter: Opt(Strs()),
     tools_override: Opt(Type.Record(Type.String(), ToolOverride)),

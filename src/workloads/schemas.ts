@@ -149,6 +149,14 @@ export const WorkloadStatusSchema = Type.String({
   description: '`starting`, `running`, `stopping`, `stopped`, `error`, `unhealthy`, `removing` or `unknown`.',
 });
 
+/** Skep extension (issue 19): whether the server runs isolated. */
+const sandboxFields = {
+  sandboxed: Type.Boolean({
+    description: 'Skep extension: the server runs isolated (bubblewrap sandbox or container).',
+  }),
+  sandbox: Type.String({ description: 'Skep extension: `bwrap`, `container` or `none`.' }),
+};
+
 export const WorkloadSummarySchema = Type.Object(
   {
     name: Type.String(),
@@ -165,6 +173,7 @@ export const WorkloadSummarySchema = Type.Object(
     status_context: Type.String(),
     created_at: Type.String(),
     started_at: Type.String(),
+    ...sandboxFields,
   },
   { $id: 'WorkloadSummary' },
 );
@@ -198,6 +207,10 @@ export const WorkloadDetailSchema = Type.Object(
     tools_override: Type.Record(Type.String(), ToolOverrideSchema),
     status: WorkloadStatusSchema,
     status_context: Type.String(),
+    ...sandboxFields,
+    sandbox_reason: Type.String({
+      description: 'Skep extension: why the server is not sandboxed ("" when it is).',
+    }),
   },
   { $id: 'WorkloadDetail' },
 );

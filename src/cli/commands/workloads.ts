@@ -232,8 +232,17 @@ export function registerWorkloads(program: Command): void {
       if (opts.json === true) printJson({ workloads });
       else {
         printTable(
-          ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'CREATED'],
-          workloads.map((w) => [w.name, w.package, w.status, w.url, w.port, w.group, w.created_at]),
+          ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'SANDBOX', 'CREATED'],
+          workloads.map((w) => [
+            w.name,
+            w.package,
+            w.status,
+            w.url,
+            w.port,
+            w.group,
+            w.sandbox,
+            w.created_at,
+          ]),
         );
       }
     });

@@ -1,0 +1,205 @@
+/**
+ * The bubblewrap command line of a sandboxed server (issue 19 §1), built from a layout so the
+ * rules can be read (and tested) in one place:
+ *
+ * - `/` read-only; a minimal `/dev` (null, zero, random, tty, shm) and a `/proc` of the
+ *   sandbox's own pid namespace.
+ * - Hidden behind empty tmpfs: every home (`/home`, `/root`, the user's `$HOME`), `/tmp`,
+ *   `/var/tmp`, `/run` (session sockets: D-Bus, the Docker and Podman sockets, ssh-agent in
+ *   `/tmp`), `/mnt`, `/media`, and Skep's config, state, data and cache folders wherever they are.
+ * - The workload's own home (a folder under Skep's data folder) appears at `$HOME`.
+ * - Programs the server needs that live in a hidden place (a Node.js or uv installed under the
+ *   home) are bound read-only; then the profile's `read` paths read-only and `write` paths
+ *   read-write; Skep's folders are hidden again where such a bind would show them.
+ * - Every namespace is new (`--unshare-all`: user, pid, ipc, uts, cgroup, net), the network
+ *   too unless the profile allows everything (`--share-net`); all capabilities dropped (bwrap
+ *   run by root keeps them otherwise, and could unmount what hides the home); a new session
+ *   (no terminal to inject into); it dies with the runner. bwrap itself sets no_new_privs.
+ *
+ * The environment is not on this command line (any local user can read a process's
+ * arguments): the runtime gives it to bwrap's own process, which passes it on unchanged.
+ */
+import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { SkepError } from '../../shared/index.js';
+import { SANDBOX_SOCKET_DIR } from './forwarder.js';
+
+export interface Mount {
+  src: string;
+  dest: string;
+}
+
+export interface BwrapLayout {
+  /** Covered with an empty tmpfs, parents first. */
+  hide: string[];
+  /** The workload's home (`src`) shown at the user's `$HOME` (`dest`). */
+  home: Mount;
+  /** Programs (and DNS configuration) from hidden places, read-only. */
+  programs: Mount[];
+  /** The permission profile's `read` paths. */
+  readOnly: Mount[];
+  /** The permission profile's `write` paths. */
+  readWrite: Mount[];
+  /** Skep's folders inside a profile bind, hidden again. */
+  rehide: string[];
+  /** Host folder bound read-write at `SANDBOX_SOCKET_DIR` (relay sockets). */
+  socketDir?: string;
+  shareNetwork: boolean;
+}
+
+/** True when `path` is `dir` or inside it. */
+export function isWithin(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
+/** Existing directories among `paths` (and their real paths), without any inside another, parents first. */
+export function hiddenDirs(paths: readonly string[]): string[] {
+  const found: string[] = [];
+  for (const path of paths) {
+    for (const candidate of [resolve(path), realOrSelf(resolve(path))]) {
+      try {
+        // A symlink (`/var/run` → `/run`) is covered through its target.
+        if (lstatSync(candidate).isDirectory()) found.push(candidate);
+      } catch {
+        // not there: nothing to hide
+      }
+    }
+  }
+  const sorted = [...new Set(found)].sort((a, b) => a.length - b.length || a.localeCompare(b));
+  return sorted.filter((dir, i) => !sorted.slice(0, i).some((parent) => isWithin(dir, parent)));
+}
+
+/** The folders hidden in every sandbox: homes, temp and runtime folders, removable media, Skep's own. */
+export function defaultHiddenDirs(userHome: string, skepDirs: readonly string[]): string[] {
+  return hiddenDirs([
+    '/home',
+    '/root',
+    userHome,
+    '/tmp',
+    '/var/tmp',
+    '/run',
+    '/var/run',
+    '/mnt',
+    '/media',
+    ...skepDirs,
+  ]);
+}
+
+/**
+ * What must stay visible for `file` (a program) to run when it sits in a hidden folder: a
+ * Node.js installation prefix for anything under `<prefix>/lib/node_modules/` or in a `bin`
+ * beside one (nvm, fnm, volta keep node and npx there); otherwise the file's own folder.
+ */
+export function programRoot(file: string): string {
+  const real = realOrSelf(file);
+  const marker = `${sep}lib${sep}node_modules${sep}`;
+  const at = real.lastIndexOf(marker);
+  if (at > 0) return real.slice(0, at);
+  const dir = dirname(real);
+  const prefix = dirname(dir);
+  if (dir.endsWith(`${sep}bin`) && existsSync(join(prefix, 'lib', 'node_modules'))) return prefix;
+  return dir;
+}
+
+/**
+ * Read-only binds for `programs` (absolute paths) and the `PATH` folders that lie in hidden
+ * folders, so the server finds its interpreter and tools. Paths that are not hidden need none.
+ */
+export function programMounts(
+  programs: readonly string[],
+  pathDirs: readonly string[],
+  hide: readonly string[],
+): Mount[] {
+  const hidden = (p: string) => hide.some((dir) => isWithin(p, dir));
+  const roots: string[] = [];
+  for (const program of programs) {
+    for (const p of [program, realOrSelf(program)]) if (hidden(p)) roots.push(programRoot(p));
+  }
+  for (const dir of pathDirs) if (isAbsolute(dir) && existsSync(dir) && hidden(dir)) roots.push(dir);
+  return hiddenDirsOrFiles(roots).map((p) => ({ src: p, dest: p }));
+}
+
+/** Like `hiddenDirs` for paths that exist (files too), keeping only the outermost. */
+function hiddenDirsOrFiles(paths: readonly string[]): string[] {
+  const sorted = [...new Set(paths.filter((p) => existsSync(p)))].sort((a, b) => a.length - b.length);
+  return sorted.filter((p, i) => !sorted.slice(0, i).some((parent) => isWithin(p, parent)));
+}
+
+/**
+ * The resolver configuration for a sandbox that shares the host network: `/etc/resolv.conf`
+ * is often a link into `/run` (systemd-resolved), which the sandbox hides.
+ */
+export function resolverMounts(hide: readonly string[]): Mount[] {
+  try {
+    if (!lstatSync('/etc/resolv.conf').isSymbolicLink()) return [];
+    const target = resolve('/etc', readlinkSync('/etc/resolv.conf'));
+    const real = realOrSelf(target);
+    if (!existsSync(real) || !hide.some((dir) => isWithin(real, dir))) return [];
+    return [{ src: real, dest: real }];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The profile's `host:container:ro|rw` binds as mounts. Skep's own folders are refused by
+ * name (a profile cannot open the secrets store), and Skep folders inside a bound path are
+ * returned to be hidden again.
+ */
+export function profileMounts(
+  binds: readonly string[],
+  skepDirs: readonly string[],
+): { readOnly: Mount[]; readWrite: Mount[]; rehide: string[] } {
+  const readOnly: Mount[] = [];
+  const readWrite: Mount[] = [];
+  const rehide: string[] = [];
+  for (const bind of binds) {
+    const parts = bind.split(':');
+    const mode = parts.pop();
+    const [src = '', dest = src] = parts;
+    for (const dir of skepDirs) {
+      if (isWithin(src, dir) || isWithin(realOrSelf(src), dir)) {
+        throw new SkepError(
+          'bad_request',
+          `permission_profile: '${src}' is inside Skep's own folder ${dir}, which no server may see`,
+        );
+      }
+      if (isWithin(dir, src)) rehide.push(join(dest, relative(src, dir)));
+    }
+    if (!existsSync(src)) {
+      throw new SkepError(
+        'bad_request',
+        `permission_profile: '${src}' does not exist; create it or remove it from ${mode === 'ro' ? 'read' : 'write'}`,
+      );
+    }
+    (mode === 'ro' ? readOnly : readWrite).push({ src, dest });
+  }
+  return { readOnly, readWrite, rehide };
+}
+
+/** The bwrap arguments that run `command args` in `layout`. */
+export function bwrapArgs(layout: BwrapLayout, command: string, args: readonly string[]): string[] {
+  const out = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  for (const dir of layout.hide) out.push('--tmpfs', dir);
+  // The home first: programs and profile paths under $HOME go on top of it.
+  out.push('--bind', layout.home.src, layout.home.dest);
+  for (const m of layout.programs) out.push('--ro-bind', m.src, m.dest);
+  for (const m of layout.readOnly) out.push('--ro-bind', m.src, m.dest);
+  for (const m of layout.readWrite) out.push('--bind', m.src, m.dest);
+  for (const dir of layout.rehide) out.push('--tmpfs', dir);
+  if (layout.socketDir !== undefined) out.push('--bind', layout.socketDir, SANDBOX_SOCKET_DIR);
+  out.push('--unshare-all');
+  if (layout.shareNetwork) out.push('--share-net');
+  out.push('--cap-drop', 'ALL', '--new-session', '--die-with-parent', '--chdir', layout.home.dest);
+  out.push('--', command, ...args);
+  return out;
+}

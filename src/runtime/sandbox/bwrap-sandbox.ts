@@ -1,0 +1,371 @@
+/**
+ * Prepares one sandboxed start of a local server (issue 19): the workload's home, the layout
+ * (`bwrap-args.ts`), the network (none, the host's, or an allow-list through the runner's
+ * filtering proxy), the relays and, for package servers, the package fetch.
+ *
+ * Network, from the permission profile (as the container runtime reads it):
+ * `network.mode: none`, or isolation with an empty outbound list → a network namespace with
+ * nothing in it; an outbound allow-list → the same, plus `HTTP(S)_PROXY` at a relay to the
+ * runner's filtering proxy (`egress-proxy.ts`); `insecure_allow_all` (the default `network`
+ * profile) or `isolate_network: false` → the host's network. An HTTP server in its own
+ * namespace is reached through an inbound relay on its target port.
+ *
+ * Package servers (`npx://`, `uvx://`) whose sandbox restricts the network: the package is
+ * fetched first, in the same sandbox (same home, so the same cache), by a separate run whose
+ * network reaches only the package registry (npm: `npm_config_registry` or
+ * registry.npmjs.org; uv: pypi.org and files.pythonhosted.org, or the `UV_DEFAULT_INDEX` /
+ * `UV_INDEX_URL` host) through the filtering proxy; install scripts run there too, sandboxed.
+ * The server then runs offline (`npm_config_offline`, `UV_OFFLINE`) with its own profile, so
+ * a profile without network never reaches the registry. With the host's network, npx and uvx
+ * fetch as usual, inside the sandbox.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { delimiter, isAbsolute, join } from 'node:path';
+import { SkepError } from '../../shared/index.js';
+import { bindsFor, deniesEverything, outboundPolicy, resolvePermissionProfile } from '../docker/profile.js';
+import { serverEnvironment } from '../server-env.js';
+import type { ServerSpec } from '../types.js';
+import {
+  type BwrapLayout,
+  bwrapArgs,
+  defaultHiddenDirs,
+  profileMounts,
+  programMounts,
+  resolverMounts,
+} from './bwrap-args.js';
+import { type EgressProxy, type EgressRules, startEgressProxy } from './egress-proxy.js';
+import {
+  EGRESS_SOCKET,
+  FORWARDER_CONFIG_ENV,
+  FORWARDER_SCRIPT,
+  type ForwarderConfig,
+  INBOUND_SOCKET,
+  type InboundBridge,
+  SANDBOX_PROXY_PORT,
+  SANDBOX_SOCKET_DIR,
+  startInboundBridge,
+} from './forwarder.js';
+
+/** Skep's own folders: hidden in every sandbox; the workloads' homes live in `dataDir`. */
+export interface SandboxPaths {
+  configDir: string;
+  stateDir: string;
+  dataDir: string;
+  cacheDir: string;
+}
+
+export type SandboxNetwork = { kind: 'none' } | { kind: 'host' } | { kind: 'filtered'; rules: EgressRules };
+
+/** The sandbox network a profile asks for (see the module comment). */
+export function sandboxNetwork(
+  spec: Pick<ServerSpec, 'permissionProfile' | 'permissionProfileName' | 'isolateNetwork'>,
+): SandboxNetwork {
+  const profile = resolvePermissionProfile(spec.permissionProfile, spec.permissionProfileName);
+  if (profile.network?.mode === 'none') return { kind: 'none' };
+  const policy = outboundPolicy(profile);
+  if (spec.isolateNetwork === false || policy.allowAll) return { kind: 'host' };
+  if (deniesEverything(policy)) return { kind: 'none' };
+  return { kind: 'filtered', rules: { hosts: policy.hosts, ports: policy.ports } };
+}
+
+/** Where the server's caches and settings would point on the host: inside, they default into the sandbox home. */
+const LOCATION_VARS = [
+  'XDG_CACHE_HOME',
+  'XDG_CONFIG_HOME',
+  'XDG_DATA_HOME',
+  'npm_config_cache',
+  'npm_config_prefix',
+  'npm_config_userconfig',
+  'npm_config_globalconfig',
+  'NPM_CONFIG_CACHE',
+  'NPM_CONFIG_PREFIX',
+  'NPM_CONFIG_USERCONFIG',
+  'UV_CACHE_DIR',
+  'UV_TOOL_DIR',
+  'UV_TOOL_BIN_DIR',
+  'UV_PYTHON_INSTALL_DIR',
+  'TEMP',
+  'TMP',
+];
+const PROXY_VARS = ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'NO_PROXY'].flatMap((v) => [
+  v,
+  v.toLowerCase(),
+]);
+
+function sandboxEnv(
+  configured: Record<string, string>,
+  home: string,
+  network: SandboxNetwork,
+): Record<string, string> {
+  const env = serverEnvironment(process.env, {});
+  for (const name of LOCATION_VARS) delete env[name];
+  // The host's proxy is not reachable from a namespace of its own.
+  if (network.kind !== 'host') for (const name of PROXY_VARS) delete env[name];
+  Object.assign(env, configured);
+  env['HOME'] = home;
+  env['TMPDIR'] = '/tmp';
+  if (network.kind === 'filtered') {
+    const proxy = `http://127.0.0.1:${SANDBOX_PROXY_PORT}`;
+    for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) env[name] = proxy;
+    env['NO_PROXY'] = env['no_proxy'] = 'localhost,127.0.0.1,::1';
+  }
+  return env;
+}
+
+/** The registry a package fetch may reach. */
+function registryRules(scheme: string, env: Record<string, string>): EgressRules {
+  const hostOf = (url: string | undefined) => {
+    try {
+      return url === undefined || url === '' ? undefined : new URL(url);
+    } catch {
+      return undefined;
+    }
+  };
+  const urls =
+    scheme === 'npx'
+      ? [hostOf(env['npm_config_registry'] ?? env['NPM_CONFIG_REGISTRY'] ?? 'https://registry.npmjs.org/')]
+      : [
+          hostOf(env['UV_DEFAULT_INDEX'] ?? env['UV_INDEX_URL'] ?? 'https://pypi.org/simple'),
+          hostOf('https://files.pythonhosted.org/'),
+        ];
+  const hosts: string[] = [];
+  const ports = new Set<number>();
+  for (const url of urls) {
+    if (url === undefined) continue;
+    hosts.push(url.hostname);
+    ports.add(url.port !== '' ? Number(url.port) : url.protocol === 'http:' ? 80 : 443);
+  }
+  return { hosts, ports: [...ports] };
+}
+
+export interface SandboxStartOptions {
+  /** The bwrap binary (probed). */
+  binary: string;
+  paths: SandboxPaths;
+  spec: ServerSpec;
+  /** The command and arguments outside any sandbox (`processCommand`). */
+  command: string;
+  args: string[];
+  /** Absolute path of `command` on the server's PATH. */
+  resolved: string;
+  /** Writes a line to the server's log. */
+  log: (line: string) => void;
+}
+
+export interface PreparedSandbox {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+  cwd: string;
+  /** An HTTP server listening in its own network namespace: reached through the inbound relay. */
+  bridged: boolean;
+  /** Starts the host side of the inbound relay (HTTP servers in their own namespace). */
+  attach(): Promise<void>;
+  /** Stops the relays and the filtering proxy, removes the socket folder; idempotent. */
+  close(): Promise<void>;
+}
+
+/** A workload's home folder in the sandbox (kept between starts: caches, the server's own files). */
+export function sandboxHome(paths: SandboxPaths, name: string): string {
+  return join(paths.dataDir, 'sandbox', name, 'home');
+}
+
+/** Sets everything up for one sandboxed start; the caller spawns `command args` with `env`. */
+export async function prepareSandbox(options: SandboxStartOptions): Promise<PreparedSandbox> {
+  const { spec, paths } = options;
+  const profile = resolvePermissionProfile(spec.permissionProfile, spec.permissionProfileName);
+  const network = sandboxNetwork(spec);
+  const userHome = process.env['HOME'] ?? homedir();
+  const skepDirs = [paths.configDir, paths.stateDir, paths.dataDir, paths.cacheDir];
+  const hide = defaultHiddenDirs(userHome, skepDirs);
+  const home = sandboxHome(paths, spec.name);
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const http = spec.transport !== 'stdio';
+  const bridged = http && network.kind !== 'host';
+  const needsRelay = bridged || network.kind === 'filtered';
+  const scheme = /^([a-z]+):\/\//.exec(spec.image)?.[1] ?? '';
+  const packageSpec = spec.image.slice(scheme.length + 3);
+
+  const configured = { ...spec.env };
+  if (http) configured['PORT'] = configured['MCP_PORT'] = String(spec.targetPort);
+  const env = sandboxEnv(configured, userHome, network);
+  const fetchFirst = (scheme === 'npx' || scheme === 'uvx') && network.kind !== 'host';
+  if (fetchFirst) {
+    if (scheme === 'npx') env['npm_config_offline'] = 'true';
+    else env['UV_OFFLINE'] = '1';
+  }
+
+  // The program is what the user asked to run: it stays visible, and so does a `file:` package.
+  const programs = [options.resolved, process.execPath];
+  const local = /^file:(.+)$/.exec(packageSpec)?.[1];
+  if (scheme === 'npx' && local !== undefined && isAbsolute(local)) programs.push(local);
+  const { readOnly, readWrite, rehide } = profileMounts(bindsFor(profile), skepDirs);
+  const pathDirs = (env['PATH'] ?? '').split(delimiter);
+  const layout = (shareNetwork: boolean, socketDir?: string): BwrapLayout => ({
+    hide,
+    home: { src: home, dest: userHome },
+    programs: [...programMounts(programs, pathDirs, hide), ...(shareNetwork ? resolverMounts(hide) : [])],
+    readOnly,
+    readWrite,
+    rehide,
+    shareNetwork,
+    ...(socketDir === undefined ? {} : { socketDir }),
+  });
+
+  if (fetchFirst) await fetchPackage(options, scheme, packageSpec, layout, env);
+
+  let socketDir: string | undefined;
+  let egress: EgressProxy | undefined;
+  let bridge: InboundBridge | undefined;
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      await Promise.all([bridge?.close(), egress?.close()]);
+      if (socketDir !== undefined) rmSync(socketDir, { recursive: true, force: true });
+    })();
+    return closing;
+  };
+  try {
+    let command = options.resolved;
+    let args = options.args;
+    if (needsRelay) {
+      socketDir = mkdtempSync(join(tmpdir(), 'skep-sbx-'));
+      if (network.kind === 'filtered') {
+        egress = await startEgressProxy(join(socketDir, EGRESS_SOCKET), network.rules, (line) =>
+          options.log(`[egress] ${line}`),
+        );
+      }
+      const forwarder: ForwarderConfig = {
+        proxyPort: SANDBOX_PROXY_PORT,
+        ...(network.kind === 'filtered' ? { egressSocket: `${SANDBOX_SOCKET_DIR}/${EGRESS_SOCKET}` } : {}),
+        ...(bridged
+          ? {
+              inboundSocket: `${SANDBOX_SOCKET_DIR}/${INBOUND_SOCKET}`,
+              targetPort: spec.targetPort as number,
+            }
+          : {}),
+        command,
+        args,
+      };
+      env[FORWARDER_CONFIG_ENV] = JSON.stringify(forwarder);
+      command = process.execPath;
+      args = ['-e', FORWARDER_SCRIPT];
+    }
+    const inbound = socketDir === undefined ? undefined : join(socketDir, INBOUND_SOCKET);
+    return {
+      command: options.binary,
+      args: bwrapArgs(layout(network.kind === 'host', socketDir), command, args),
+      env,
+      cwd: home,
+      bridged,
+      async attach() {
+        if (bridged && inbound !== undefined)
+          bridge = await startInboundBridge(spec.targetPort as number, inbound);
+      },
+      close,
+    };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** How long a package fetch may take, ms. */
+const FETCH_TIMEOUT_MS = 10 * 60_000;
+
+/** Fetches the package in the sandbox with the registry as the only destination. */
+async function fetchPackage(
+  options: SandboxStartOptions,
+  scheme: string,
+  packageSpec: string,
+  layout: (shareNetwork: boolean, socketDir?: string) => BwrapLayout,
+  serverEnv: Record<string, string>,
+): Promise<void> {
+  const rules = registryRules(scheme, serverEnv);
+  // npx: install into the npx cache exactly as `npx -y <spec>` will look it up, running nothing
+  // of the package but its install scripts; uvx: `uv tool install`, which uvx then uses.
+  const [command, args] =
+    scheme === 'npx'
+      ? [options.resolved, ['-y', `--package=${packageSpec}`, '--', 'true']]
+      : [join(options.resolved, '..', 'uv'), ['tool', 'install', packageSpec]];
+  options.log(
+    `[skep] sandbox: fetching ${scheme}://${packageSpec} (network: ${rules.hosts.join(', ')} only)`,
+  );
+  const socketDir = mkdtempSync(join(tmpdir(), 'skep-sbx-'));
+  let egress: EgressProxy | undefined;
+  try {
+    egress = await startEgressProxy(join(socketDir, EGRESS_SOCKET), rules, (line) =>
+      options.log(`[egress] ${line}`),
+    );
+    const env: Record<string, string> = {
+      ...serverEnv,
+      HTTP_PROXY: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
+      HTTPS_PROXY: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
+      http_proxy: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
+      https_proxy: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
+      [FORWARDER_CONFIG_ENV]: JSON.stringify({
+        proxyPort: SANDBOX_PROXY_PORT,
+        egressSocket: `${SANDBOX_SOCKET_DIR}/${EGRESS_SOCKET}`,
+        command,
+        args,
+      } satisfies ForwarderConfig),
+    };
+    delete env['npm_config_offline'];
+    delete env['UV_OFFLINE'];
+    const child = spawn(
+      options.binary,
+      bwrapArgs(layout(false, socketDir), process.execPath, ['-e', FORWARDER_SCRIPT]),
+      {
+        env,
+        cwd: sandboxHome(options.paths, options.spec.name),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    const output: Buffer[] = [];
+    const keep = (chunk: Buffer) => {
+      output.push(chunk);
+      options.log(chunk.toString('utf8').trimEnd());
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    const timer = setTimeout(() => child.kill('SIGKILL'), FETCH_TIMEOUT_MS);
+    const code = await new Promise<number | null>((resolve) => {
+      child.once('error', () => resolve(null));
+      child.once('exit', (c) => resolve(c));
+    });
+    clearTimeout(timer);
+    if (code !== 0) {
+      const tail = Buffer.concat(output).toString('utf8').trim().split('\n').slice(-3).join(' | ');
+      throw new SkepError(
+        'bad_gateway',
+        `cannot fetch ${scheme}://${packageSpec} in the sandbox: ${tail || `exit ${code}`}`,
+      );
+    }
+  } finally {
+    await egress?.close();
+    rmSync(socketDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The server process inside a bwrap started as `bwrapPid`: bwrap's child is the new pid
+ * namespace's init, whose child runs the command. A graceful stop signals it (bwrap does not
+ * pass signals on; killing bwrap kills the sandbox at once). Linux `/proc/<pid>/task/<pid>/children`.
+ */
+export function sandboxedPid(bwrapPid: number): number | undefined {
+  const childrenOf = (pid: number) => {
+    try {
+      return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+        .trim()
+        .split(/\s+/)
+        .map(Number)
+        .filter((n) => Number.isInteger(n) && n > 0);
+    } catch {
+      return [];
+    }
+  };
+  const init = childrenOf(bwrapPid)[0];
+  return init === undefined ? undefined : childrenOf(init)[0];
+}

@@ -1,0 +1,211 @@
+/**
+ * The filtering proxy of a sandboxed server with an outbound allow-list (issue 19 §2). The
+ * sandbox has its own network namespace with nothing but its loopback; the runner serves this
+ * HTTP forward proxy (plain requests and `CONNECT` tunnels) on a unix socket bound into the
+ * sandbox, where a forwarder relays `127.0.0.1:3128` to it and `HTTP(S)_PROXY` point there.
+ * It runs in the runner, outside the sandbox, so the server cannot change what it allows.
+ *
+ * The rule is the container egress proxy's (`egress/egress-script.ts`): a destination passes
+ * when its host matches `allow_host` (or the list is empty) and its port is in `allow_port`
+ * (or the list is empty); both empty → nothing. `.example.com` / `*.example.com` match the
+ * domain and its subdomains. One more rule here, because this proxy runs on the host: a
+ * destination that resolves to a loopback (or unspecified) address is refused unless that
+ * loopback host is listed by name (`localhost`, `127.0.0.1`, `::1`), so no listed DNS name can
+ * lead into the host's own services; the address checked is the address connected to.
+ */
+import { lookup } from 'node:dns/promises';
+import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
+import { connect, isIP, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+
+export interface EgressRules {
+  hosts: readonly string[];
+  ports: readonly number[];
+}
+
+function normalizeHost(host: string): string {
+  return host
+    .toLowerCase()
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '');
+}
+
+function hostMatches(list: readonly string[], host: string): boolean {
+  const h = normalizeHost(host);
+  return list.some((raw) => {
+    const entry = normalizeHost(raw);
+    const pattern = entry.startsWith('*.') ? entry.slice(1) : entry;
+    if (pattern.startsWith('.')) return h === pattern.slice(1) || h.endsWith(pattern);
+    return h === pattern;
+  });
+}
+
+/** The allow-list rule (the same as the container egress proxy's). */
+export function egressAllows(rules: EgressRules, host: string, port: number): boolean {
+  if (rules.hosts.length === 0 && rules.ports.length === 0) return false;
+  return (
+    (rules.hosts.length === 0 || hostMatches(rules.hosts, host)) &&
+    (rules.ports.length === 0 || rules.ports.includes(port))
+  );
+}
+
+const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain']);
+
+/** Loopback and unspecified addresses (connecting to 0.0.0.0 or :: reaches loopback too). */
+export function isLoopbackAddress(address: string): boolean {
+  const a = address.toLowerCase();
+  const v4 = a.startsWith('::ffff:') ? a.slice(7) : a;
+  if (isIP(v4) === 4) return v4.startsWith('127.') || v4.startsWith('0.');
+  return a === '::1' || a === '::';
+}
+
+function listedLoopback(rules: EgressRules, host: string): boolean {
+  const h = normalizeHost(host);
+  const byName = LOOPBACK_NAMES.has(h) || (isIP(h) !== 0 && isLoopbackAddress(h));
+  return byName && rules.hosts.some((entry) => normalizeHost(entry) === h);
+}
+
+type Verdict = { ok: true; address: string } | { ok: false; reason: string };
+
+async function decide(rules: EgressRules, host: string, port: number): Promise<Verdict> {
+  if (!Number.isInteger(port) || port <= 0 || port > 65535) return { ok: false, reason: 'bad port' };
+  if (!egressAllows(rules, host, port)) return { ok: false, reason: 'not allowed by the permission profile' };
+  const h = normalizeHost(host);
+  let addresses: string[];
+  if (isIP(h) !== 0) addresses = [h];
+  else {
+    try {
+      addresses = (await lookup(h, { all: true, verbatim: true })).map((r) => r.address);
+    } catch (err) {
+      return { ok: false, reason: `cannot resolve: ${(err as NodeJS.ErrnoException).code ?? String(err)}` };
+    }
+  }
+  const address = addresses[0];
+  if (address === undefined) return { ok: false, reason: 'no address' };
+  if (addresses.some(isLoopbackAddress) && !listedLoopback(rules, host))
+    return { ok: false, reason: 'resolves to a loopback address that the permission profile does not list' };
+  return { ok: true, address };
+}
+
+function splitHostPort(value: string, defaultPort: number): { host: string; port: number } | undefined {
+  const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(value) ?? /^([^:/]+)(?::(\d+))?$/.exec(value);
+  if (m === null) return undefined;
+  return { host: m[1] as string, port: m[2] === undefined ? defaultPort : Number(m[2]) };
+}
+
+export interface EgressProxy {
+  /** Stops listening and cuts every open connection; idempotent. */
+  close(): Promise<void>;
+}
+
+/** Serves the filtering proxy on the unix socket `socketPath`; `log` gets one line per decision. */
+export function startEgressProxy(
+  socketPath: string,
+  rules: EgressRules,
+  log: (line: string) => void,
+): Promise<EgressProxy> {
+  const open = new Set<Duplex>();
+  const track = (s: Duplex) => {
+    open.add(s);
+    s.once('close', () => open.delete(s));
+  };
+  const refuse = (res: ServerResponse, status: number, text: string) => {
+    res
+      .writeHead(status, { 'content-type': 'text/plain', connection: 'close' })
+      .end(`skep egress: ${text}\n`);
+  };
+
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '');
+    } catch {
+      refuse(res, 400, 'absolute URL required');
+      return;
+    }
+    if (url.protocol !== 'http:') {
+      refuse(res, 400, 'only http:// is proxied; use CONNECT for TLS');
+      return;
+    }
+    const port = url.port === '' ? 80 : Number(url.port);
+    const target = `${url.hostname}:${port}`;
+    void decide(rules, url.hostname, port).then((verdict) => {
+      if (!verdict.ok) {
+        log(`deny ${target}: ${verdict.reason}`);
+        refuse(res, 403, `${target} ${verdict.reason}`);
+        return;
+      }
+      log(`allow ${target}`);
+      const headers = { ...req.headers };
+      delete headers['proxy-connection'];
+      delete headers['proxy-authorization'];
+      const upstream = request(
+        { host: verdict.address, port, method: req.method, path: `${url.pathname}${url.search}`, headers },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
+      upstream.on('error', (err) => {
+        if (!res.headersSent) refuse(res, 502, err.message);
+        else res.destroy();
+      });
+      req.pipe(upstream);
+    });
+  };
+
+  const onConnect = (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    track(client);
+    client.on('error', () => client.destroy());
+    const target = splitHostPort(req.url ?? '', 443);
+    const deny = (reason: string) => {
+      log(`deny CONNECT ${req.url ?? ''}: ${reason}`);
+      client.end(
+        `HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\nskep egress: ${req.url ?? ''} ${reason}\n`,
+      );
+    };
+    if (target === undefined) {
+      deny('is not host:port');
+      return;
+    }
+    void decide(rules, target.host, target.port).then((verdict) => {
+      if (!verdict.ok) {
+        deny(verdict.reason);
+        return;
+      }
+      log(`allow CONNECT ${req.url ?? ''}`);
+      const upstream: Socket = connect(target.port, verdict.address, () => {
+        client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        if (head.length > 0) upstream.write(head);
+        upstream.pipe(client);
+        client.pipe(upstream);
+      });
+      track(upstream);
+      upstream.on('error', (err) =>
+        client.end(`HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\n\r\nskep egress: ${err.message}\n`),
+      );
+      client.on('close', () => upstream.destroy());
+    });
+  };
+
+  const server: Server = createServer(onRequest);
+  server.on('connect', onConnect);
+  server.on('connection', track);
+  server.on('clientError', (_err, socket) => socket.destroy());
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => {
+      server.off('error', reject);
+      let closing: Promise<void> | undefined;
+      resolve({
+        close() {
+          closing ??= new Promise<void>((done) => {
+            server.close(() => done());
+            for (const s of open) s.destroy();
+          });
+          return closing;
+        },
+      });
+    });
+  });
+}

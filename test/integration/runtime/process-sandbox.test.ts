@@ -1,0 +1,373 @@
+/**
+ * Issue 19: local servers in the bubblewrap sandbox, with real parts. The probe fixture
+ * (`test/fixtures/mcp/probe-server.mjs`) runs as a workload through the manager, a detached
+ * runner and the proxy, driven by the official MCP SDK client; it tries everything its
+ * profile does not allow and the tests check that the sandbox refuses it (and that a canary's
+ * content never reaches the client), and that everything the profile allows works.
+ *
+ * Needs bubblewrap (`apt install bubblewrap`): skipped loudly without it, a failure in CI.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { type ApiContext, createContext } from '../../../src/api/context.js';
+import type { SkepConfig } from '../../../src/config/index.js';
+import { ProcessRuntime, probeBwrap } from '../../../src/runtime/index.js';
+import { isSkepError } from '../../../src/shared/index.js';
+import { tempHome } from '../../helpers/home.js';
+import { requireService } from '../../helpers/services.js';
+import { waitForStatus } from '../../helpers/wait.js';
+import { removeAllWorkloads } from '../workloads/helpers.js';
+import { PROBE_SERVER, probeClient, stdioProbe } from './probe.js';
+
+const CANARY = 'canary-7f3a-never-leaves-home';
+
+function requireBwrap(t: TestContext): boolean {
+  const probe = probeBwrap('bwrap');
+  return requireService(
+    t,
+    'bubblewrap',
+    probe.ok,
+    `${probe.ok ? '' : probe.reason}; install it with apt install bubblewrap (see .ci/run)`,
+  );
+}
+
+/**
+ * A Skep home whose runners see `fakeHome` as the user's home (with a canary in `~/.ssh`),
+ * and a context on it; the test's end removes every workload.
+ */
+function sandboxHome(
+  t: TestContext,
+  sandbox = 'auto',
+): { ctx: ApiContext; config: SkepConfig; fakeHome: string } {
+  const home = tempHome(t, 'skep-sbx-test-');
+  const fakeHome = join(home.dir, 'user-home');
+  mkdirSync(join(fakeHome, '.ssh'), { recursive: true });
+  writeFileSync(join(fakeHome, '.ssh', 'id_ed25519'), CANARY);
+  const savedHome = process.env['HOME'];
+  // Runners inherit this process's environment: their user's home is the fake one.
+  process.env['HOME'] = fakeHome;
+  const config: SkepConfig = { ...home.config, runtime: { ...home.config.runtime, sandbox } };
+  const ctx = createContext(config);
+  t.after(async () => {
+    try {
+      await removeAllWorkloads(ctx);
+    } finally {
+      process.env['HOME'] = savedHome;
+      await ctx.close();
+    }
+  });
+  // The state folder holds the store; put a canary there too.
+  writeFileSync(join(config.paths.stateDir, 'canary'), CANARY);
+  return { ctx, config, fakeHome };
+}
+
+function listen(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port));
+  });
+}
+
+function probeWorkload(name: string, permission_profile: Record<string, unknown>) {
+  return {
+    name,
+    image: `cmd://${process.execPath}`,
+    cmd_arguments: [PROBE_SERVER],
+    env_vars: { CONFIGURED: 'yes' },
+    permission_profile,
+  };
+}
+
+test(
+  'issue 19 §1: the user’s home, Skep’s state and /tmp are invisible; read paths are read-only, write paths writable, nothing else',
+  { timeout: 180_000 },
+  async (t) => {
+    if (!requireBwrap(t)) return;
+    const { ctx, config, fakeHome } = sandboxHome(t);
+    const shared = mkdtempSync(join(tmpdir(), 'skep-sbx-shared-'));
+    t.after(() => rmSync(shared, { recursive: true, force: true }));
+    const readDir = join(shared, 'read');
+    const writeDir = join(shared, 'write');
+    mkdirSync(readDir);
+    mkdirSync(writeDir);
+    writeFileSync(join(readDir, 'doc.txt'), 'readable');
+    writeFileSync(join(shared, 'unlisted.txt'), CANARY);
+
+    const { port } = await ctx.workloads.create(
+      probeWorkload('fs-probe', { read: [readDir], write: [writeDir], network: { mode: 'none' } }),
+    );
+    await waitForStatus(ctx, 'fs-probe', 'running');
+    const client = await probeClient(port);
+    t.after(() => client.close());
+    const answers: string[] = [];
+    const call = async (tool: string, args: Record<string, unknown>) => {
+      const answer = await client.call(tool, args);
+      answers.push(answer);
+      return answer;
+    };
+
+    // Nothing of the user's home: the canary is not there, the folder is the sandbox's own.
+    assert.match(await call('read_file', { path: join(fakeHome, '.ssh', 'id_ed25519') }), /^error ENOENT/);
+    assert.doesNotMatch(await call('list_dir', { path: fakeHome }), /\.ssh/);
+    // Skep's own folders are not there at all.
+    for (const dir of [config.paths.stateDir, config.paths.dataDir, config.paths.configDir]) {
+      assert.match(await call('list_dir', { path: dir }), /^error ENOENT/, dir);
+    }
+    assert.match(await call('read_file', { path: config.paths.databaseFile }), /^error ENOENT/);
+    assert.match(await call('read_file', { path: join(config.paths.stateDir, 'canary') }), /^error ENOENT/);
+    // /tmp is private: a file beside the listed folders is not visible.
+    assert.match(await call('read_file', { path: join(shared, 'unlisted.txt') }), /^error ENOENT/);
+    // `read`: readable, not writable; `write`: writable, and the host sees the file.
+    assert.equal(await call('read_file', { path: join(readDir, 'doc.txt') }), 'ok readable');
+    assert.match(await call('write_file', { path: join(readDir, 'new.txt'), content: 'x' }), /^error EROFS/);
+    assert.equal(await call('write_file', { path: join(writeDir, 'out.txt'), content: 'written' }), 'ok');
+    assert.equal(readFileSync(join(writeDir, 'out.txt'), 'utf8'), 'written');
+    // Everything else is read-only.
+    assert.match(
+      await call('write_file', { path: '/etc/skep-sandbox-test', content: 'x' }),
+      /^error (EROFS|EACCES)/,
+    );
+    assert.match(
+      await call('write_file', { path: '/usr/skep-sandbox-test', content: 'x' }),
+      /^error (EROFS|EACCES)/,
+    );
+    // Its own home is writable (and kept in Skep's data folder, out of every other server's sight).
+    assert.equal(await call('write_file', { path: join(fakeHome, 'note.txt'), content: 'mine' }), 'ok');
+    assert.equal(
+      readFileSync(join(config.paths.dataDir, 'sandbox', 'fs-probe', 'home', 'note.txt'), 'utf8'),
+      'mine',
+    );
+    // The environment: allow-listed, with the sandbox's home.
+    const env = JSON.parse(await call('env', {})) as Record<string, string>;
+    assert.equal(env['HOME'], fakeHome);
+    assert.equal(env['CONFIGURED'], 'yes');
+    assert.ok(!Object.keys(env).some((k) => k.startsWith('SKEP_')), 'no SKEP_* variable');
+
+    for (const answer of answers)
+      assert.ok(!answer.includes(CANARY), `the canary reached the client: ${answer}`);
+
+    const detail = ctx.workloads.get('fs-probe');
+    assert.equal(detail.sandboxed, true);
+    assert.equal(detail.sandbox, 'bwrap');
+    const listed = ctx.workloads.list().find((w) => w.name === 'fs-probe');
+    assert.equal(listed?.sandbox, 'bwrap');
+    assert.match(ctx.workloads.logs('fs-probe'), /sandboxed with bubblewrap \(network: none\)/);
+  },
+);
+
+test(
+  'issue 19 §2: network.mode none connects nowhere; an allow-list reaches the listed loopback server through the filtering proxy and nothing else',
+  { timeout: 180_000 },
+  async (t) => {
+    if (!requireBwrap(t)) return;
+    const { ctx } = sandboxHome(t);
+    const listed = createServer((_req, res) => res.end('listed-ok'));
+    const unlisted = createServer((_req, res) => res.end('unlisted-reached'));
+    const listedPort = await listen(listed);
+    const unlistedPort = await listen(unlisted);
+    t.after(() => {
+      listed.close();
+      unlisted.close();
+    });
+
+    const none = await ctx.workloads.create(probeWorkload('net-none', { network: { mode: 'none' } }));
+    const allow = await ctx.workloads.create(
+      probeWorkload('net-allow', {
+        network: { outbound: { allow_host: ['127.0.0.1'], allow_port: [listedPort] } },
+      }),
+    );
+    await waitForStatus(ctx, 'net-none', 'running');
+    await waitForStatus(ctx, 'net-allow', 'running');
+
+    const isolated = await probeClient(none.port);
+    t.after(() => isolated.close());
+    // The host's loopback services are not there: the sandbox has a loopback of its own.
+    assert.match(
+      await isolated.call('connect', { host: '127.0.0.1', port: listedPort }),
+      /^error ECONNREFUSED/,
+    );
+    assert.match(
+      await isolated.call('connect', { host: '1.1.1.1', port: 443 }),
+      /^error (ENETUNREACH|EHOSTUNREACH)/,
+    );
+    assert.match(await isolated.call('http_get', { url: `http://127.0.0.1:${listedPort}/` }), /^error/);
+    const noneEnv = JSON.parse(await isolated.call('env')) as Record<string, string>;
+    assert.equal(noneEnv['HTTP_PROXY'], undefined);
+
+    const filtered = await probeClient(allow.port);
+    t.after(() => filtered.close());
+    assert.equal(
+      await filtered.call('http_get', { url: `http://127.0.0.1:${listedPort}/` }),
+      '200 listed-ok',
+    );
+    assert.equal(await filtered.call('https_connect', { host: '127.0.0.1', port: listedPort }), '200');
+    const refused = await filtered.call('http_get', { url: `http://127.0.0.1:${unlistedPort}/` });
+    assert.match(refused, /^403 skep egress/);
+    assert.ok(!refused.includes('unlisted-reached'));
+    assert.equal(await filtered.call('https_connect', { host: '127.0.0.1', port: unlistedPort }), '403');
+    // A listed address under another name is not listed (no DNS name leads into the host).
+    assert.match(await filtered.call('http_get', { url: `http://localhost:${listedPort}/` }), /^403/);
+    // Around the proxy there is no way out.
+    assert.match(
+      await filtered.call('connect', { host: '127.0.0.1', port: listedPort }),
+      /^error ECONNREFUSED/,
+    );
+    assert.match(ctx.workloads.logs('net-allow'), /\[egress\] deny 127\.0\.0\.1:\d+/);
+  },
+);
+
+test(
+  'issue 19 §4: a profile that asks for isolation is refused when runtime.sandbox points at a missing bwrap, unless the workload opts out',
+  { timeout: 120_000 },
+  async (t) => {
+    const { ctx } = sandboxHome(t, '/nonexistent/skep-test/bwrap');
+    await assert.rejects(
+      ctx.workloads.create(probeWorkload('must-isolate', { network: { mode: 'none' } })),
+      (e) =>
+        isSkepError(e) &&
+        e.code === 'sandbox_unavailable' &&
+        /\/nonexistent\/skep-test\/bwrap does not exist/.test(e.message) &&
+        /"sandbox": "off"/.test(e.message),
+    );
+    assert.equal(ctx.workloads.rows.get('must-isolate'), undefined, 'nothing was written');
+    // A forced sandbox refuses even a workload that asks for nothing.
+    await assert.rejects(
+      ctx.workloads.create(probeWorkload('plain', {})),
+      (e) => isSkepError(e) && e.code === 'sandbox_unavailable',
+    );
+    // The explicit opt-out runs it, unsandboxed, and says so.
+    const { port } = await ctx.workloads.createFromConfig({
+      name: 'opted-out',
+      image: `cmd://${process.execPath}`,
+      cmd_args: [PROBE_SERVER],
+      permission_profile: { network: { mode: 'none' } },
+      sandbox: 'off',
+    });
+    await waitForStatus(ctx, 'opted-out', 'running');
+    const detail = ctx.workloads.get('opted-out');
+    assert.equal(detail.sandboxed, false);
+    assert.equal(detail.sandbox, 'none');
+    assert.match(detail.sandbox_reason, /opts out/);
+    const client = await probeClient(port);
+    t.after(() => client.close());
+    assert.match(await client.call('list_dir', { path: '/' }), /^ok /);
+    assert.match(ctx.workloads.logs('opted-out'), /not sandboxed: the workload opts out/);
+  },
+);
+
+test('issue 19 §4: the runtime refuses at start too (a record that predates the rule)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-rt-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const paths = { configDir: dir, stateDir: dir, dataDir: dir, cacheDir: dir };
+  const runtime = new ProcessRuntime({
+    logMaxBytes: 1 << 20,
+    logFiles: 1,
+    sandbox: { setting: '/nonexistent/skep-test/bwrap', paths },
+  });
+  await assert.rejects(
+    runtime.start({
+      name: 'x',
+      image: `cmd://${process.execPath}`,
+      args: [PROBE_SERVER],
+      env: {},
+      transport: 'stdio',
+      logFile: join(dir, 'x.log'),
+      permissionProfile: { network: { mode: 'none' } },
+    }),
+    (e) => isSkepError(e) && e.code === 'sandbox_unavailable',
+  );
+  // Without any sandbox configured, a profile that asks for isolation is refused as well.
+  await assert.rejects(
+    new ProcessRuntime({ logMaxBytes: 1 << 20, logFiles: 1 }).start({
+      name: 'y',
+      image: `cmd://${process.execPath}`,
+      args: [PROBE_SERVER],
+      env: {},
+      transport: 'stdio',
+      logFile: join(dir, 'y.log'),
+      permissionProfile: { read: [dir] },
+    }),
+    (e) => isSkepError(e) && e.code === 'sandbox_unavailable',
+  );
+});
+
+test(
+  'issue 19 §2: an HTTP server in a network namespace of its own is reached through the inbound relay; stop is graceful',
+  { timeout: 120_000 },
+  async (t) => {
+    if (!requireBwrap(t)) return;
+    const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-http-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const paths = {
+      configDir: join(dir, 'c'),
+      stateDir: join(dir, 's'),
+      dataDir: join(dir, 'd'),
+      cacheDir: join(dir, 'k'),
+    };
+    const runtime = new ProcessRuntime({
+      logMaxBytes: 1 << 20,
+      logFiles: 1,
+      sandbox: { setting: 'auto', paths },
+    });
+    const probe = createServer();
+    const port = await listen(probe);
+    await new Promise((r) => probe.close(r));
+    const script =
+      "process.on('SIGTERM',()=>{process.stderr.write('graceful\\n');process.exit(0)});" +
+      "require('http').createServer((q,s)=>s.end('inside '+process.env.MCP_PORT)).listen(Number(process.env.PORT),'127.0.0.1')";
+    const handle = await runtime.start({
+      name: 'web',
+      image: `cmd://${process.execPath}`,
+      args: ['-e', script],
+      env: {},
+      transport: 'streamable-http',
+      targetPort: port,
+      logFile: join(dir, 'web.log'),
+      permissionProfile: { network: { mode: 'none' } },
+    });
+    t.after(() => handle.stop());
+    assert.equal(handle.url, `http://127.0.0.1:${port}/mcp`);
+    assert.equal(await (await fetch(`http://127.0.0.1:${port}/`)).text(), `inside ${port}`);
+    await handle.stop();
+    assert.deepEqual(await handle.exited, { code: 0, signal: null });
+    assert.match(readFileSync(join(dir, 'web.log'), 'utf8'), /graceful/);
+    // The relay is gone with the server.
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/`));
+  },
+);
+
+test('issue 19 §1: a stdio server in the sandbox talks over stdio like any other', async (t) => {
+  if (!requireBwrap(t)) return;
+  const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-stdio-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const paths = {
+    configDir: join(dir, 'c'),
+    stateDir: join(dir, 's'),
+    dataDir: join(dir, 'd'),
+    cacheDir: join(dir, 'k'),
+  };
+  const runtime = new ProcessRuntime({
+    logMaxBytes: 1 << 20,
+    logFiles: 1,
+    sandbox: { setting: 'bwrap', paths },
+  });
+  const handle = await runtime.start({
+    name: 'io',
+    image: `cmd://${process.execPath}`,
+    args: [PROBE_SERVER],
+    env: {},
+    transport: 'stdio',
+    logFile: join(dir, 'io.log'),
+  });
+  t.after(() => handle.stop());
+  assert.ok(handle.stdio);
+  const probe = stdioProbe(handle.stdio);
+  // The default profile (`network`) shares the host's network but still hides the files.
+  assert.match(await probe.call('list_dir', { path: paths.dataDir }), /^error ENOENT/);
+  const env = JSON.parse(await probe.call('env')) as Record<string, string>;
+  assert.equal(env['TMPDIR'], '/tmp');
+});
