@@ -443,11 +443,13 @@ async function supervise(args: SuperviseArgs): Promise<number> {
     } catch (err) {
       failure = `server failed to start: ${describeError(err)}`;
       if (handle !== undefined) await handle.stop();
-      // A program that is not installed will not appear by retrying.
-      if (isSkepError(err) && err.code === 'executable_not_found') {
+      // A program that is not installed will not appear by retrying, nor will a sandbox
+      // that this machine cannot provide.
+      const terminal = isSkepError(err) && ['executable_not_found', 'sandbox_unavailable'].includes(err.code);
+      if (terminal) {
         proxy.upstreamDown(failure);
         setStatus({ status: 'error', context: failure });
-        logger.error({ workload: name, failure }, 'giving up: the program is not installed');
+        logger.error({ workload: name, failure }, 'giving up: the server cannot start here');
         return 1;
       }
     }
@@ -492,6 +494,7 @@ function serverSpec(runConfig: RunConfig, env: Record<string, string>, logFile: 
       ? {}
       : { permissionProfileName: runConfig.permission_profile_name_or_path }),
     isolateNetwork: runConfig.isolate_network !== false,
+    ...(runConfig.sandbox === undefined ? {} : { sandbox: runConfig.sandbox }),
     volumes: runConfig.volumes,
     labels: runConfig.container_labels,
   };
