@@ -306,7 +306,8 @@ test(
     });
     const row = manager.rows.get('counter');
     assert.ok(row);
-    manager.rows.saveConfig({ ...row.config, session_mode: 'per-session' });
+    // The pids compared below are host pids: outside the sandbox (which has a pid namespace of its own).
+    manager.rows.saveConfig({ ...row.config, session_mode: 'per-session', sandbox: 'off' });
     const controller = new AbortController();
     t.after(() => controller.abort());
     const done = runWorkload({
