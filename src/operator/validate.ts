@@ -11,8 +11,6 @@
  * Every problem names the field path (`spec.awsSts.roleMappings[0].matcher: ...`).
  */
 import {
-  EXTAUTH_API_VERSION,
-  EXTAUTH_KIND,
   type ExtAuthConfig,
   ExtAuthConfigSchema,
   FORBIDDEN_AUTHORIZATION_PARAMS,
@@ -177,6 +175,3 @@ export async function validateExtAuthConfigWithSecrets(
   }
   return result;
 }
-
-/** A minimal well-formed resource header, for callers that build specs programmatically. */
-export const RESOURCE_HEADER = { apiVersion: EXTAUTH_API_VERSION, kind: EXTAUTH_KIND } as const;

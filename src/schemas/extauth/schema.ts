@@ -7,7 +7,7 @@
  * Rules that need code (CEL matchers compile, issuer host, forbidden parameters, unique names,
  * HMAC secret length) are in the validator, each citing the seed.
  */
-import { type TSchema, Type } from 'typebox';
+import { Type } from 'typebox';
 
 export const EXTAUTH_GROUP = 'skep.dev';
 export const EXTAUTH_VERSION = 'v1beta1';
@@ -523,6 +523,3 @@ export const ExtAuthConfigSchema = Type.Object({
   spec: ExtAuthSpecSchema,
   status: Type.Optional(ExtAuthStatusSchema),
 });
-
-/** Marker for callers that walk the schema generically (CRD generation, CEL evaluation). */
-export type AnySchema = TSchema;
