@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { apiTokenFor } from '../helpers/api.js';
 import { tempHome } from '../helpers/home.js';
 import { requireService } from '../helpers/services.js';
 
@@ -48,6 +49,9 @@ test('the bundled CLI starts skep serve and answers on every domain', async (t) 
   }
   assert.ok(url, 'serve wrote its discovery file');
   assert.equal((await fetch(`${url}/health`)).status, 204);
+  // Every other route needs the API token, read from where the bundle put it.
+  const headers = { authorization: `Bearer ${apiTokenFor(home.env)}` };
+  assert.equal((await fetch(`${url}/api/v1beta/version`)).status, 401);
   for (const path of [
     '/api/v1beta/version',
     '/api/v1beta/groups',
@@ -58,31 +62,31 @@ test('the bundled CLI starts skep serve and answers on every domain', async (t) 
     '/api/v1beta/skills',
     '/api/openapi.json',
   ]) {
-    const res = await fetch(`${url}${path}`);
+    const res = await fetch(`${url}${path}`, { headers });
     assert.equal(res.status, 200, `${path} → ${res.status}`);
   }
   // A workload started through the bundle runs under the bundled runner (dist/runner.mjs).
   const created = await fetch(`${url}/api/v1beta/workloads`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ name: 'bundled-echo', image: `cmd://${process.execPath}`, cmd_arguments: [ECHO] }),
   });
   assert.equal(created.status, 201, await created.clone().text());
   let status = '';
   for (let i = 0; i < 300 && status !== 'running'; i++) {
-    const res = await fetch(`${url}/api/v1beta/workloads/bundled-echo/status`);
+    const res = await fetch(`${url}/api/v1beta/workloads/bundled-echo/status`, { headers });
     status = ((await res.json()) as { status: string }).status;
     if (status !== 'running') await sleep(100);
   }
   assert.equal(status, 'running');
-  const removed = await fetch(`${url}/api/v1beta/workloads/bundled-echo`, { method: 'DELETE' });
+  const removed = await fetch(`${url}/api/v1beta/workloads/bundled-echo`, { method: 'DELETE', headers });
   assert.equal(removed.status, 202);
   for (let i = 0; i < 300; i++) {
-    const res = await fetch(`${url}/api/v1beta/workloads/bundled-echo/status`);
+    const res = await fetch(`${url}/api/v1beta/workloads/bundled-echo/status`, { headers });
     if (res.status === 404) break;
     await sleep(100);
   }
-  assert.equal((await fetch(`${url}/api/v1beta/workloads/bundled-echo/status`)).status, 404);
+  assert.equal((await fetch(`${url}/api/v1beta/workloads/bundled-echo/status`, { headers })).status, 404);
 
   child.kill('SIGTERM');
   const [code] = await exited;

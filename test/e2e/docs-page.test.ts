@@ -1,8 +1,8 @@
 /**
  * The API docs page (`/api/doc`) in a real browser: headless Chromium (Debian's package,
- * driven by playwright-core) against a real `skep serve`. The page must render every
- * operation of the OpenAPI document under its Content-Security-Policy, load nothing but
- * the server's own URLs, and log no errors.
+ * driven by playwright-core) against a real `skep serve`, after a browser login. The page
+ * must render every operation of the OpenAPI document under its Content-Security-Policy,
+ * load nothing but the server's own URLs, and log no errors.
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
@@ -24,7 +24,7 @@ test(
       return;
     const home = tempHome(t);
     const serve = await startServe(t, home.env, home.config.paths.discoveryFile);
-    const doc = (await (await fetch(`${serve.url}/api/openapi.json`)).json()) as {
+    const doc = (await (await fetch(`${serve.url}/api/openapi.json`, { headers: serve.auth })).json()) as {
       info: { title: string; version: string };
       paths: Record<string, Record<string, { tags?: string[] }>>;
     };
@@ -44,7 +44,18 @@ test(
       ],
     });
     t.after(() => browser.close());
-    const page = await browser.newPage();
+    // The page and the document it reads need a login (issue 16, F1), as a user gets it from
+    // `skep ui`: a one-time link that sets the session cookie. It lands on `/` (404 until the
+    // web UI exists), in a tab of its own so that 404 is not this page's console error.
+    const context = await browser.newContext();
+    const link = await fetch(`${serve.url}/api/v1beta/auth/login-link`, {
+      method: 'POST',
+      headers: serve.auth,
+    });
+    const loginTab = await context.newPage();
+    await loginTab.goto(((await link.json()) as { url: string }).url);
+    await loginTab.close();
+    const page = await context.newPage();
     const requested: string[] = [];
     const problems: string[] = [];
     page.on('request', (request) => requested.push(request.url()));

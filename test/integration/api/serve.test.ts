@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { startServe } from '../../helpers/cli.js';
+import { runCli, startServe } from '../../helpers/cli.js';
 import { tempHome } from '../../helpers/home.js';
 
 function getOverSocket(
@@ -38,7 +38,56 @@ test('skep serve on TCP: discovery file, /health 204 with its nonce, graceful SI
   assert.equal(existsSync(file), false, 'discovery file removed on shutdown');
 });
 
-test('skep serve --socket: mode 0660, answers over the socket, removed on shutdown', async (t) => {
+test('F1: skep serve generates the API token file (0600), logs its path and never the token; no token → 401', async (t) => {
+  const home = tempHome(t);
+  const env: NodeJS.ProcessEnv = { ...home.env, SKEP_LOG_LEVEL: 'info' };
+  delete env['SKEP_API_TOKEN'];
+  const serve = await startServe(t, env, home.config.paths.discoveryFile);
+  const tokenFile = home.config.paths.apiTokenFile;
+  assert.equal(statSync(tokenFile).mode & 0o777, 0o600);
+  assert.equal(`${serve.token}\n`, readFileSync(tokenFile, 'utf8'));
+  const without = await fetch(`${serve.url}/api/v1beta/groups`);
+  assert.equal(without.status, 401);
+  assert.equal(without.headers.get('www-authenticate'), 'Bearer realm="skep"');
+  assert.equal(((await without.json()) as { code: string }).code, 'unauthorized');
+  const wrong = await fetch(`${serve.url}/api/v1beta/groups`, {
+    headers: { authorization: `Bearer ${'x'.repeat(43)}` },
+  });
+  assert.equal(wrong.status, 401);
+  const right = await fetch(`${serve.url}/api/v1beta/groups`, { headers: serve.auth });
+  assert.equal(right.status, 200);
+  assert.equal(await serve.stop(), 0);
+  const log = serve.stderr();
+  assert.match(log, /skep serve is listening/);
+  assert.ok(log.includes(tokenFile), 'the log names the token file');
+  assert.ok(!log.includes(serve.token ?? '<none>'), 'the log never holds the token');
+});
+
+test("F1: SKEP_API_TOKEN in skep serve's environment is the token; no file is written and the log names the variable", async (t) => {
+  const home = tempHome(t);
+  const token = `env-token-${'z'.repeat(40)}`;
+  const env = { ...home.env, SKEP_LOG_LEVEL: 'info', SKEP_API_TOKEN: token };
+  const serve = await startServe(t, env, home.config.paths.discoveryFile);
+  assert.equal(serve.token, token);
+  assert.equal(existsSync(home.config.paths.apiTokenFile), false);
+  assert.equal((await fetch(`${serve.url}/api/v1beta/version`, { headers: serve.auth })).status, 200);
+  assert.equal(await serve.stop(), 0);
+  assert.match(serve.stderr(), /"api_token":"\$SKEP_API_TOKEN"/);
+  assert.ok(!serve.stderr().includes(token));
+});
+
+test('a token file others can read stops skep serve with a clear message (no stack trace)', async (t) => {
+  const home = tempHome(t);
+  mkdirSync(dirname(home.config.paths.apiTokenFile), { recursive: true });
+  writeFileSync(home.config.paths.apiTokenFile, `${'k'.repeat(43)}\n`, { mode: 0o644 });
+  const res = runCli(['serve', '--port', '0'], home.env);
+  assert.equal(res.status, 1);
+  assert.match(res.stderr, /api-token can be read by other users \(mode 644\)/);
+  assert.doesNotMatch(res.stderr, /\n\s+at /);
+  assert.equal(existsSync(home.config.paths.discoveryFile), false);
+});
+
+test('skep serve --socket: mode 0660 in a 0700 directory, answers without a token, removed on shutdown', async (t) => {
   const home = tempHome(t);
   const socketPath = join(home.dir, 'run', 'skep.sock');
   const serve = await startServe(t, home.env, home.config.paths.discoveryFile, [
@@ -48,11 +97,14 @@ test('skep serve --socket: mode 0660, answers over the socket, removed on shutdo
   assert.equal(serve.url, `unix://${socketPath}`);
   assert.ok(statSync(socketPath).isSocket());
   assert.equal(statSync(socketPath).mode & 0o777, 0o660);
+  assert.equal(statSync(dirname(socketPath)).mode & 0o777, 0o700, 'the directory skep created is private');
   const health = await getOverSocket(socketPath, '/health');
   assert.equal(health.status, 204);
   assert.equal(health.headers['x-skep-nonce'], serve.nonce);
+  // No token over the socket: its file mode decides who connects (ToolHive Studio works unchanged).
   const groups = await getOverSocket(socketPath, '/api/v1beta/groups');
   assert.equal(groups.status, 200);
+  assert.equal(existsSync(home.config.paths.apiTokenFile), false, 'a socket-only server needs no token');
   assert.deepEqual(JSON.parse(groups.body).groups[0].name, 'default');
   assert.equal(await serve.stop(), 0);
   assert.equal(existsSync(socketPath), false, 'socket removed on shutdown');
@@ -84,5 +136,45 @@ test('a stale discovery file (dead pid) is replaced', async (t) => {
   );
   const serve = await startServe(t, home.env, file);
   assert.equal(JSON.parse(readFileSync(file, 'utf8')).pid, serve.child.pid);
+  await serve.stop();
+});
+
+test('skep ui --print: a one-time login URL from the running server, with the token read like the server does', async (t) => {
+  const home = tempHome(t);
+  const none = runCli(['ui', '--print'], home.env);
+  assert.equal(none.status, 1);
+  assert.match(none.stderr, /no skep serve is running/);
+
+  const serve = await startServe(t, home.env, home.config.paths.discoveryFile);
+  const printed = runCli(['ui', '--print'], home.env);
+  assert.equal(printed.status, 0, printed.stderr);
+  const url = new URL(printed.stdout.trim());
+  assert.equal(url.origin, serve.url);
+  assert.equal(url.pathname, '/auth/login');
+  assert.match(url.searchParams.get('ticket') ?? '', /^[A-Za-z0-9_-]{43}$/);
+
+  const login = await fetch(url, { redirect: 'manual' });
+  assert.equal(login.status, 303);
+  assert.equal(login.headers.get('location'), '/');
+  const cookie = login.headers.get('set-cookie') ?? '';
+  assert.match(cookie, /^skep_session=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=\/$/);
+  const session = cookie.split(';')[0] ?? '';
+  const me = await fetch(`${serve.url}/api/v1beta/version`, {
+    headers: { cookie: session, 'sec-fetch-site': 'same-origin' },
+  });
+  assert.equal(me.status, 200, "the session works from the server's own pages");
+  assert.equal((await fetch(url, { redirect: 'manual' })).status, 401, 'the link works once');
+
+  // Without --print and without a display it still prints the URL (nothing to open).
+  const env = { ...home.env };
+  delete env['DISPLAY'];
+  delete env['WAYLAND_DISPLAY'];
+  const plain = runCli(['ui'], env);
+  assert.equal(plain.status, 0, plain.stderr);
+  assert.match(plain.stdout, /^http:\/\/127\.0\.0\.1:\d+\/auth\/login\?ticket=/);
+
+  const wrong = runCli(['ui', '--print'], { ...home.env, SKEP_API_TOKEN: 'w'.repeat(43) });
+  assert.equal(wrong.status, 1);
+  assert.match(wrong.stderr, /refused the API token from SKEP_API_TOKEN/);
   await serve.stop();
 });

@@ -61,11 +61,13 @@ test(
     const serve = await startServe(t, env, home.config.paths.discoveryFile);
     const post = await fetch(`${serve.url}/api/v1beta/secrets/default/keys`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...serve.auth },
       body: JSON.stringify({ key: 'from-api', value: values[2] }),
     });
     assert.equal(post.status, 201);
-    const keys = (await (await fetch(`${serve.url}/api/v1beta/secrets/default/keys`)).json()) as unknown;
+    const keys = (await (
+      await fetch(`${serve.url}/api/v1beta/secrets/default/keys`, { headers: serve.auth })
+    ).json()) as unknown;
     assert.deepEqual(keys, { keys: [{ key: 'api-key' }, { key: 'from-api' }] });
     assert.equal(runCli(['secret', 'get', 'from-api'], env).stdout, `${values[2]}\n`);
     assert.equal(await serve.stop(), 0);

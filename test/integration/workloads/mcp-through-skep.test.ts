@@ -13,6 +13,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { type RunningServer, startServer } from '../../../src/api/server.js';
 import { runnerAlive } from '../../../src/workloads/index.js';
+import { apiTokenFor } from '../../helpers/api.js';
 import { tempHome } from '../../helpers/home.js';
 import {
   childPids,
@@ -64,9 +65,11 @@ test(
       }
     });
 
+    // The token the first start generated; every later start reads the same file.
+    const auth = { authorization: `Bearer ${apiTokenFor(home.env)}` };
     const res = await fetch(`${server.url}/api/v1beta/workloads`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...auth },
       body: JSON.stringify(everythingBody('everything')),
     });
     assert.equal(res.status, 201, await res.clone().text());
@@ -130,7 +133,7 @@ test(
       const client = await connect(port, 'streamable-http', st);
       assert.equal(await echo(client, 'without serve'), 'Echo: without serve');
       server = await startServer(home.config, { port: 0 });
-      const list = (await (await fetch(`${server.url}/api/v1beta/workloads`)).json()) as {
+      const list = (await (await fetch(`${server.url}/api/v1beta/workloads`, { headers: auth })).json()) as {
         workloads: { name: string; status: string }[];
       };
       assert.deepEqual(

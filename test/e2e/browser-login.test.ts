@@ -1,0 +1,152 @@
+/**
+ * Issue 16, F1 and the browser login, in a real headless Chromium (Debian's package, driven
+ * by playwright-core) against a real `skep serve`. The browser logs in through a one-time
+ * link; the session cookie then works from the API's own pages, and does not from a page on
+ * another port of the same machine — which the browser treats as same-site, so it *does*
+ * attach the SameSite=Strict cookie there (checked below): Fetch Metadata and the origin
+ * guard are what refuse it.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { type Browser, chromium } from 'playwright-core';
+import { startServe } from '../helpers/cli.js';
+import { tempHome } from '../helpers/home.js';
+import { requireService } from '../helpers/services.js';
+
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+
+test(
+  'F1 in Chromium: the login link gives the API’s own pages a session; a page on another local port gets 401/403 with the cookie attached',
+  { timeout: 180_000 },
+  async (t) => {
+    if (
+      !requireService(t, 'Chromium', existsSync(CHROMIUM), `apt-get install chromium, or set CHROMIUM_PATH`)
+    )
+      return;
+    const home = tempHome(t);
+    const serve = await startServe(t, home.env, home.config.paths.discoveryFile);
+    const api = serve.url;
+
+    // Another program on this machine: a page on another loopback port.
+    const other = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>other</title><p>hi</p>');
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => other.close(() => resolve())));
+    const otherOrigin = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+
+    const browser: Browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-sync',
+      ],
+    });
+    t.after(() => browser.close());
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    // What went over the wire, from DevTools (a CORS-refused answer has no page-level response
+    // event, but its status and the Cookie header actually sent are in the Network domain).
+    const cdp = await context.newCDPSession(page);
+    await cdp.send('Network.enable');
+    const wire = new Map<string, { call: string; status?: number; cookie?: boolean }>();
+    const entry = (id: string) => wire.get(id) ?? wire.set(id, { call: '' }).get(id)!;
+    cdp.on('Network.requestWillBeSent', (e) => {
+      entry(e.requestId).call = `${e.request.method} ${e.request.url}`;
+    });
+    cdp.on('Network.requestWillBeSentExtraInfo', (e) => {
+      const cookie = Object.entries(e.headers).find(([name]) => name.toLowerCase() === 'cookie')?.[1];
+      entry(e.requestId).cookie = String(cookie ?? '').includes('skep_session=');
+    });
+    cdp.on('Network.responseReceivedExtraInfo', (e) => {
+      entry(e.requestId).status = e.statusCode;
+    });
+    const seen = (call: string) =>
+      [...wire.values()].filter((w) => w.call === call).map((w) => [w.status, w.cookie === true]);
+
+    // Before login the docs page is refused.
+    assert.equal((await page.goto(`${api}/api/doc`))?.status(), 401);
+
+    // Log in as `skep ui` does: a one-time link minted with the bearer token.
+    const minted = await fetch(`${api}/api/v1beta/auth/login-link`, { method: 'POST', headers: serve.auth });
+    const loginUrl = ((await minted.json()) as { url: string }).url;
+    await page.goto(loginUrl);
+    assert.equal(new URL(page.url()).pathname, '/', 'redirected to the UI root');
+    const cookies = await context.cookies(api);
+    const session = cookies.find((c) => c.name === 'skep_session');
+    assert.ok(session);
+    assert.equal(session.httpOnly, true);
+    assert.equal(session.sameSite, 'Strict');
+
+    // The API's own pages: the cookie authenticates reads and writes.
+    assert.equal((await page.goto(`${api}/api/doc`))?.status(), 200);
+    const own = await page.evaluate(async () => {
+      const list = await fetch('/api/v1beta/groups');
+      const create = await fetch('/api/v1beta/groups', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'from-own-page' }),
+      });
+      return [list.status, create.status];
+    });
+    assert.deepEqual(own, [200, 201]);
+
+    // A page on another port of this machine, in the same browser, with the session cookie.
+    await page.goto(otherOrigin);
+    await page.evaluate(async (target: string) => {
+      // Simple requests (no preflight): the browser sends them with the cookie. A CORS request
+      // carries Origin (the origin guard answers 403); a no-cors GET carries none, so Fetch
+      // Metadata (`Sec-Fetch-Site: same-site`) is what refuses it (401). (No named functions in
+      // here: tsx would wrap them in a helper the page does not have.)
+      await fetch(`${target}/api/v1beta/groups`, { credentials: 'include' }).catch(() => undefined);
+      await fetch(`${target}/api/v1beta/groups`, { credentials: 'include', mode: 'no-cors' }).catch(
+        () => undefined,
+      );
+      await fetch(`${target}/api/v1beta/groups`, {
+        credentials: 'include',
+        method: 'POST',
+        headers: { 'content-type': 'text/plain' },
+        body: JSON.stringify({ name: 'from-other-port' }),
+      }).catch(() => undefined);
+      await fetch(`${target}/api/v1beta/version`, { credentials: 'include', mode: 'no-cors' }).catch(
+        () => undefined,
+      );
+    }, api);
+    // A top-level navigation from that page (a link the user clicks) is same-site, not same-origin.
+    await page.evaluate(`location.href = ${JSON.stringify(`${api}/api/v1beta/groups`)}`);
+    await page.waitForURL(`${api}/api/v1beta/groups`);
+
+    const otherPage = await page.evaluate('location.origin');
+    assert.equal(otherPage, api, 'the navigation arrived');
+    // Every request from the other port carried the session cookie (SameSite=Strict let it
+    // through: same site), and every one was refused.
+    assert.deepEqual(seen(`GET ${api}/api/v1beta/groups`).slice(-3), [
+      [403, true],
+      [401, true],
+      [401, true],
+    ]);
+    assert.deepEqual(seen(`POST ${api}/api/v1beta/groups`).slice(-1), [[403, true]], 'the origin guard: 403');
+    assert.deepEqual(seen(`GET ${api}/api/v1beta/version`), [[401, true]]);
+
+    const groups = (await (await fetch(`${api}/api/v1beta/groups`, { headers: serve.auth })).json()) as {
+      groups: { name: string }[];
+    };
+    assert.deepEqual(groups.groups.map((g) => g.name).sort(), ['default', 'from-own-page']);
+
+    // Logout from the own page ends the session.
+    await page.goto(`${api}/api/doc`);
+    const afterLogout = await page.evaluate(async () => {
+      const out = await fetch('/auth/logout', { method: 'POST' });
+      const again = await fetch('/api/v1beta/groups');
+      return [out.status, again.status];
+    });
+    assert.deepEqual(afterLogout, [204, 401]);
+    await serve.stop();
+  },
+);
