@@ -133,6 +133,7 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
         ...(oidc.clientID ? { clientId: oidc.clientID } : {}),
         ...(clientSecret === undefined ? {} : { clientSecret }),
         allowHttp: oidc.insecureAllowHTTP === true,
+        allowPrivateIP: oidc.allowPrivateIP === true,
       },
       common,
     );

@@ -5,9 +5,35 @@
  */
 import { createHash } from 'node:crypto';
 import type { ProxyMiddlewareResult } from '../proxy/index.js';
-import { SkepError } from '../shared/index.js';
+import { type OutboundPolicy, SkepError } from '../shared/index.js';
 
 export type FetchLike = typeof fetch;
+
+/**
+ * The outbound address policy (issue 16 item 7) for endpoints a run configuration names.
+ * Its author chose those hosts, so they may be loopback or private (any port); what a server
+ * answers with — a discovered `jwks_uri`, authorization server, registration or token
+ * endpoint — must be on one of those hosts or public, unless `allowPrivate` (the block's
+ * `allowPrivateIP` / `insecureAllowHTTP`-style flag) says every private or loopback host
+ * is fine. Link-local and cloud metadata addresses are refused whatever the configuration.
+ */
+export function configuredEndpointsPolicy(
+  urls: readonly (string | undefined)[],
+  options: { allowPrivate?: boolean; hint: string },
+): OutboundPolicy {
+  const hosts = new Set<string>();
+  for (const value of urls) {
+    if (value === undefined || value === '') continue;
+    try {
+      const { hostname } = new URL(value);
+      if (hostname !== '') hosts.add(hostname);
+    } catch {
+      // not a URL: its own check reports it
+    }
+  }
+  const all = options.allowPrivate === true;
+  return { allowLoopback: all, allowPrivate: all, privateHosts: [...hosts], hint: options.hint };
+}
 
 /** Largest token-endpoint or metadata response read, bytes. */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;

@@ -6,14 +6,15 @@
  * cases. A missing or rejected token gets a 401 whose RFC 6750 challenge points at the
  * RFC 9728 protected-resource metadata, which this middleware also serves.
  */
-import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
+import { createRemoteJWKSet, customFetch, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import type { ProxyMiddleware, ProxyMiddlewareResult, ProxyRequestContext } from '../proxy/index.js';
-import { type Logger, SkepError } from '../shared/index.js';
+import { type Logger, outboundFetch, SkepError } from '../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
 import {
   basicAuth,
   bearerFrom,
   challenge,
+  configuredEndpointsPolicy,
   type FetchLike,
   REQUEST_TIMEOUT_MS,
   readJson,
@@ -33,8 +34,13 @@ export interface InboundAuthOptions {
   /** The protected resource (RFC 9728 `resource`), e.g. the workload URL. */
   resourceUrl?: string;
   scopes?: string[];
-  /** Allow an http:// issuer/JWKS outside loopback (tests, private networks). */
+  /** Allow an http:// issuer/JWKS outside loopback (tests, private networks); also allows private addresses. */
   allowHttp?: boolean;
+  /**
+   * `oidc_config.allowPrivateIP`: discovered endpoints (the JWKS) may be on any loopback or
+   * private host, not only on the hosts the configuration names.
+   */
+  allowPrivateIP?: boolean;
 }
 
 /** Verifies a token and returns its claims, or throws (any error = reject). */
@@ -69,7 +75,16 @@ export function createOidcVerifier(
   deps: { fetch?: FetchLike; now?: () => number },
 ): TokenVerifier {
   const allowHttp = options.allowHttp === true;
-  const fetchFn = deps.fetch ?? fetch;
+  // Discovery, the JWKS (jose's own fetch otherwise) and introspection go through the
+  // outbound address policy (issue 16 item 7).
+  const fetchFn =
+    deps.fetch ??
+    outboundFetch(
+      configuredEndpointsPolicy([options.issuer, options.jwksUrl, options.introspectionUrl], {
+        allowPrivate: allowHttp || options.allowPrivateIP === true,
+        hint: 'set oidc_config.allowPrivateIP to use identity-provider endpoints on other private hosts',
+      }),
+    );
   const now = deps.now ?? Date.now;
   if (
     options.issuer === undefined &&
@@ -106,7 +121,11 @@ export function createOidcVerifier(
         if (url === undefined) throw new Error('the issuer publishes no jwks_uri');
       }
       // jose caches the set, re-fetches on an unknown kid (at most every 30 s) and every 10 min.
-      jwks = createRemoteJWKSet(new URL(url), { timeoutDuration: 10_000, cooldownDuration: 30_000 });
+      jwks = createRemoteJWKSet(new URL(url), {
+        timeoutDuration: 10_000,
+        cooldownDuration: 30_000,
+        [customFetch]: fetchFn,
+      });
       return jwks;
     })().finally(() => {
       discovering = undefined;

@@ -15,8 +15,14 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ProxyMiddleware } from '../proxy/index.js';
-import { type Logger, SkepError } from '../shared/index.js';
-import { basicAuth, type FetchLike, REQUEST_TIMEOUT_MS, readJson } from './http.js';
+import { findOutboundRefusal, type Logger, outboundFetch, SkepError } from '../shared/index.js';
+import {
+  basicAuth,
+  configuredEndpointsPolicy,
+  type FetchLike,
+  REQUEST_TIMEOUT_MS,
+  readJson,
+} from './http.js';
 
 /** Where the OAuth client keeps what must survive a restart. `SecretsService` fits. */
 export interface SecretStore {
@@ -123,13 +129,31 @@ export class RemoteOAuthClient {
   constructor(options: RemoteOAuthOptions, deps: RemoteOAuthDeps) {
     this.#o = options;
     this.#d = deps;
-    this.#fetch = deps.fetch ?? fetch;
+    // Discovery, registration and token requests go where the remote server's metadata
+    // points: those must be public or on a host the configuration names (issue 16 item 7).
+    this.#fetch =
+      deps.fetch ??
+      outboundFetch(
+        configuredEndpointsPolicy([options.remoteUrl, options.issuer, options.tokenUrl], {
+          hint: 'set remote_auth_config.issuer (or authorize_url and token_url) to use an authorization server on a private network',
+        }),
+      );
     this.#now = deps.now ?? Date.now;
     this.#names = remoteSecretNames(options.workload);
   }
 
   /** Gets a first access token: refresh token from the secrets store if usable, else a login. */
   async start(): Promise<void> {
+    try {
+      await this.#start();
+    } catch (err) {
+      const refusal = findOutboundRefusal(err);
+      if (refusal === undefined) throw err;
+      throw new SkepError('forbidden', `OAuth for ${this.#o.remoteUrl}: ${refusal.message}`, { cause: err });
+    }
+  }
+
+  async #start(): Promise<void> {
     this.#endpoints = await this.#discover();
     const stored =
       this.#d.secrets === undefined ? undefined : await this.#d.secrets.get(this.#names.refreshToken);

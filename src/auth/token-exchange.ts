@@ -6,13 +6,14 @@
  * a session's requests cost one exchange, not one each. A failed exchange is a 401.
  */
 import type { ProxyMiddleware, ProxyRequestContext } from '../proxy/index.js';
-import { type Logger, SkepError } from '../shared/index.js';
+import { type Logger, outboundFetch, SkepError } from '../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
 import {
   basicAuth,
   bearerFrom,
   challenge,
   checkInjectableHeader,
+  configuredEndpointsPolicy,
   type FetchLike,
   REQUEST_TIMEOUT_MS,
   readJson,
@@ -91,7 +92,14 @@ export class TokenExchanger {
     this.#subjectType = normalizeTokenType(options.subjectTokenType);
     this.#scope = [...new Set(options.scopes ?? [])].sort().join(' ');
     this.#now = deps.now ?? Date.now;
-    this.#fetch = deps.fetch ?? fetch;
+    // The configured token endpoint may be private or loopback; never link-local (issue 16 item 7).
+    this.#fetch =
+      deps.fetch ??
+      outboundFetch(
+        configuredEndpointsPolicy([options.tokenUrl], {
+          hint: 'only the host of token_url may be private or loopback',
+        }),
+      );
     this.#skew = deps.expirySkewMs ?? 30_000;
     this.#defaultLifetime = deps.defaultLifetimeMs ?? 60_000;
     this.#cache = new ExpiringCache({ maxEntries: deps.maxEntries ?? 10_000, now: this.#now });

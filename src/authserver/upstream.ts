@@ -7,10 +7,15 @@
  * without userinfo — synthesis mode: a non-personal subject derived from the access token.
  * Either type can register itself at the upstream with RFC 7591 (`dcr_config`); the
  * obtained credentials are cached in storage. Every outgoing call has a timeout.
+ *
+ * Every outgoing call also goes through the outbound address policy (issue 16 item 7): the
+ * hosts the configuration names (issuer, token, userinfo, DCR endpoints) may be loopback or
+ * private; endpoints a provider's metadata points elsewhere must be public unless the
+ * upstream sets `insecure_allow_http`; link-local and cloud metadata addresses never.
  */
 import { createHash } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
-import { SkepError } from '../shared/index.js';
+import { findOutboundRefusal, outboundFetch, SkepError } from '../shared/index.js';
 import type { ResolvedUpstream } from './config.js';
 import type { AuthStorage, DcrCredentials } from './storage.js';
 
@@ -33,7 +38,8 @@ export interface UpstreamIdentity {
 
 export interface UpstreamDeps {
   storage: AuthStorage;
-  fetch: typeof fetch;
+  /** Replaces the guarded fetch (tests). `globalThis.fetch` counts as "not replaced". */
+  fetch?: typeof fetch;
   now: () => number;
   timeoutMs: number;
 }
@@ -69,20 +75,55 @@ export function syntheticSubject(accessToken: string): string {
 }
 
 function upstreamError(provider: string, message: string, cause?: unknown): SkepError {
-  return new SkepError('bad_gateway', `upstream provider "${provider}": ${message}`, { cause });
+  // A refused address says why (and how to allow it); other causes stay in the log.
+  const refusal = findOutboundRefusal(cause);
+  const why = refusal === undefined ? '' : `: ${refusal.message}`;
+  return new SkepError('bad_gateway', `upstream provider "${provider}": ${message}${why}`, { cause });
+}
+
+/** The outbound policy of one upstream provider (see the module comment). */
+function upstreamPolicy(cfg: ResolvedUpstream): Parameters<typeof outboundFetch>[0] {
+  const named = [
+    cfg.oidc?.issuerUrl,
+    cfg.oauth2?.tokenEndpoint,
+    cfg.userInfo?.endpoint_url,
+    cfg.dcr?.discoveryUrl,
+    cfg.dcr?.registrationEndpoint,
+  ];
+  const hosts = new Set<string>();
+  for (const url of named) {
+    if (url === undefined || url === '') continue;
+    try {
+      hosts.add(new URL(url).hostname);
+    } catch {
+      // validated by the config; an unparsable URL fails where it is used
+    }
+  }
+  return {
+    allowLoopback: cfg.allowHttp,
+    allowPrivate: cfg.allowHttp,
+    privateHosts: [...hosts],
+    hint: `set insecure_allow_http on upstream "${cfg.name}" to use endpoints on other private hosts`,
+  };
 }
 
 export class UpstreamProvider {
   readonly name: string;
   readonly #cfg: ResolvedUpstream;
-  readonly #deps: UpstreamDeps;
+  readonly #deps: UpstreamDeps & { fetch: typeof fetch };
   #metadata: Promise<oauth.AuthorizationServer> | undefined;
   #credentials: Promise<DcrCredentials> | undefined;
 
   constructor(cfg: ResolvedUpstream, deps: UpstreamDeps) {
     this.name = cfg.name;
     this.#cfg = cfg;
-    this.#deps = deps;
+    // The server hands over `globalThis.fetch` when its caller injected nothing: that is the
+    // default, and the default is the guarded fetch.
+    const injected = deps.fetch !== undefined && deps.fetch !== globalThis.fetch;
+    this.#deps = {
+      ...deps,
+      fetch: injected ? (deps.fetch as typeof fetch) : outboundFetch(upstreamPolicy(cfg)),
+    };
   }
 
   #options(): oauth.TokenEndpointRequestOptions & oauth.DiscoveryRequestOptions {
