@@ -7,19 +7,26 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { buildApp } from '../../../src/api/app.js';
 import { createContext } from '../../../src/api/context.js';
 import { buildTestApp, testApp } from '../../helpers/api.js';
 import { tempHome } from '../../helpers/home.js';
 import { generateDocument } from '../../unit/registry/fixtures.js';
 
-/** Starts a Skep API on 127.0.0.1:0 whose default registry is a file of `servers` generated entries. */
-async function upstreamSkep(t: TestContext, servers: number, skills: number) {
+/**
+ * Starts a Skep API on 127.0.0.1:0 whose default registry is a file of `servers` generated
+ * entries. Registry sources send no credentials, and `skep serve` on TCP asks every caller
+ * for its API token (issue 16, F1), so by default the app is built without authentication
+ * (as its unix-socket app is) to serve the v0.1 catalog; `authenticated` builds it as
+ * `skep serve` on TCP does.
+ */
+async function upstreamSkep(t: TestContext, servers: number, skills: number, authenticated = false) {
   const home = tempHome(t, 'skep-upstream-');
   const ctx = createContext(home.config);
   const file = join(home.dir, 'catalog.json');
   writeFileSync(file, JSON.stringify(generateDocument(servers, skills, 11)));
   await ctx.registry.configure('default', { local_path: file });
-  const app = await buildTestApp(ctx);
+  const app = authenticated ? await buildTestApp(ctx) : await buildApp(ctx, { transport: 'unix' });
   const seen: string[] = [];
   app.server.on('request', (req: { url?: string }) => seen.push(req.url ?? ''));
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -117,4 +124,16 @@ test('refresh re-pages the upstream; without allow_private_ip the upstream on lo
   const refreshed = await app.inject({ method: 'POST', url: '/api/v1beta/registry/default/refresh' });
   assert.deepEqual(refreshed.json(), { status: 'refreshed', type: 'api', server_count: 40 });
   assert.ok(upstream.seen.length > before, 'the upstream was asked again');
+});
+
+test('a Skep upstream that asks for its API token is refused with a message naming the 401 (registry sources send no credentials)', async (t) => {
+  const upstream = await upstreamSkep(t, 5, 0, true);
+  const { app } = await testApp(t);
+  const put = await app.inject({
+    method: 'PUT',
+    url: '/api/v1beta/registry/default',
+    payload: { api_url: upstream.url, allow_private_ip: true },
+  });
+  assert.equal(put.statusCode, 502);
+  assert.match(put.json().message, /answered HTTP 401 \(the registry requires authentication\)/);
 });
