@@ -16,6 +16,7 @@ export type {
 export { AUTH_SERVER_DEFAULTS, parseDuration, resolveAuthServerConfig } from './config.js';
 export { RedisStorage } from './redis-storage.js';
 export type { AccessTokenClaims, AuthServer, AuthServerDeps } from './server.js';
-export { createAuthServer, OAuthError } from './server.js';
+export { OAuthError } from './errors.js';
+export { createAuthServer } from './server.js';
 export type { AuthStorage } from './storage.js';
 export { MemoryStorage } from './storage.js';
