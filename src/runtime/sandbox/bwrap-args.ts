@@ -128,6 +128,53 @@ export function programMounts(
   return hiddenDirsOrFiles(roots).map((p) => ({ src: p, dest: p }));
 }
 
+/**
+ * The project folder of a program file: everything before the first `node_modules` (Node
+ * resolves a package's dependencies in the folders above it), else the nearest folder above
+ * with a `package.json`, `pyproject.toml` or `.git`, else the file's folder.
+ */
+export function projectRoot(file: string): string {
+  const marker = `${sep}node_modules${sep}`;
+  const at = file.indexOf(marker);
+  if (at > 0) return file.slice(0, at);
+  for (let dir = dirname(file); dir !== dirname(dir); dir = dirname(dir)) {
+    if (['package.json', 'pyproject.toml', '.git'].some((name) => existsSync(join(dir, name)))) return dir;
+  }
+  return dirname(file);
+}
+
+/**
+ * Read-only binds for the program files a `cmd://` server names in its arguments (`node
+ * ~/proj/server.js`): the user asked to run that program, so its project folder is visible
+ * (read-only), as the executable itself is. Folders given as arguments are data, not
+ * programs: only the profile's `read`/`write` show them. A project folder that is a home, a
+ * temp folder, `/`, or holds Skep's folders is not shown whole: then the file's own folder
+ * (under the same rule), or the file alone.
+ */
+export function argumentMounts(
+  args: readonly string[],
+  hide: readonly string[],
+  never: readonly string[],
+): Mount[] {
+  const hidden = (p: string) => hide.some((dir) => isWithin(p, dir));
+  const allowed = (dir: string) => !never.some((n) => resolve(n) === dir || isWithin(n, dir));
+  const out: string[] = [];
+  for (const arg of args) {
+    if (!isAbsolute(arg)) continue;
+    let file: string;
+    try {
+      file = realpathSync(arg);
+      if (!lstatSync(file).isFile()) continue;
+    } catch {
+      continue;
+    }
+    if (!hidden(file)) continue;
+    const root = projectRoot(file);
+    out.push(allowed(root) ? root : allowed(dirname(file)) ? dirname(file) : file);
+  }
+  return hiddenDirsOrFiles(out).map((p) => ({ src: p, dest: p }));
+}
+
 /** Like `hiddenDirs` for paths that exist (files too), keeping only the outermost. */
 function hiddenDirsOrFiles(paths: readonly string[]): string[] {
   const sorted = [...new Set(paths.filter((p) => existsSync(p)))].sort((a, b) => a.length - b.length);

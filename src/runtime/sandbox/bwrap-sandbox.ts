@@ -28,6 +28,7 @@ import { bindsFor, deniesEverything, outboundPolicy, resolvePermissionProfile } 
 import { serverEnvironment } from '../server-env.js';
 import type { ServerSpec } from '../types.js';
 import {
+  argumentMounts,
   type BwrapLayout,
   bwrapArgs,
   defaultHiddenDirs,
@@ -203,10 +204,18 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
   if (scheme === 'npx' && local !== undefined && isAbsolute(local)) programs.push(local);
   const { readOnly, readWrite, rehide } = profileMounts(bindsFor(profile), skepDirs);
   const pathDirs = (env['PATH'] ?? '').split(delimiter);
+  const never = [userHome, '/', '/home', '/root', '/tmp', '/var/tmp', ...skepDirs];
+  const scripts = scheme === 'cmd' ? argumentMounts(options.args, hide, never) : [];
+  for (const m of scripts)
+    options.log(`[skep] sandbox: ${m.src} is visible read-only (it holds the program)`);
   const layout = (shareNetwork: boolean, socketDir?: string): BwrapLayout => ({
     hide,
     home: { src: home, dest: userHome },
-    programs: [...programMounts(programs, pathDirs, hide), ...(shareNetwork ? resolverMounts(hide) : [])],
+    programs: [
+      ...programMounts(programs, pathDirs, hide),
+      ...scripts,
+      ...(shareNetwork ? resolverMounts(hide) : []),
+    ],
     readOnly,
     readWrite,
     rehide,
@@ -312,6 +321,8 @@ async function fetchPackage(
         args,
       } satisfies ForwarderConfig),
     };
+    // The update check would be one more registry request (and a notice in the log).
+    env['npm_config_update_notifier'] = 'false';
     delete env['npm_config_offline'];
     delete env['UV_OFFLINE'];
     const child = spawn(

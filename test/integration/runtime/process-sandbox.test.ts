@@ -8,7 +8,16 @@
  * Needs bubblewrap (`apt install bubblewrap`): skipped loudly without it, a failure in CI.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,6 +33,7 @@ import { removeAllWorkloads } from '../workloads/helpers.js';
 import { PROBE_SERVER, probeClient, stdioProbe } from './probe.js';
 
 const CANARY = 'canary-7f3a-never-leaves-home';
+const ECHO_SERVER = join(PROBE_SERVER, '..', '..', '..', '..', 'bench', 'fixtures', 'echo-server.mjs');
 
 function requireBwrap(t: TestContext): boolean {
   const probe = probeBwrap('bwrap');
@@ -371,3 +381,113 @@ test('issue 19 §1: a stdio server in the sandbox talks over stdio like any othe
   const env = JSON.parse(await probe.call('env')) as Record<string, string>;
   assert.equal(env['TMPDIR'], '/tmp');
 });
+
+test(
+  'issue 19 §1: a cmd:// program under the home runs: its project folder is visible read-only, nothing else of the home',
+  { timeout: 60_000 },
+  async (t) => {
+    if (!requireBwrap(t)) return;
+    const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-proj-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const fakeHome = join(dir, 'home');
+    const proj = join(fakeHome, 'proj');
+    mkdirSync(proj, { recursive: true });
+    mkdirSync(join(fakeHome, '.ssh'));
+    writeFileSync(join(fakeHome, '.ssh', 'id_ed25519'), CANARY);
+    writeFileSync(join(proj, 'package.json'), '{"type":"module"}');
+    writeFileSync(join(proj, 'server.mjs'), readFileSync(PROBE_SERVER));
+    // The project's dependencies, as an install would put them (here: this repository's).
+    symlinkSync(join(PROBE_SERVER, '..', '..', '..', '..', 'node_modules'), join(proj, 'node_modules'));
+    const savedHome = process.env['HOME'];
+    process.env['HOME'] = fakeHome;
+    t.after(() => {
+      process.env['HOME'] = savedHome;
+    });
+    const paths = {
+      configDir: join(dir, 'c'),
+      stateDir: join(dir, 's'),
+      dataDir: join(dir, 'd'),
+      cacheDir: join(dir, 'k'),
+    };
+    const runtime = new ProcessRuntime({
+      logMaxBytes: 1 << 20,
+      logFiles: 1,
+      sandbox: { setting: 'auto', paths },
+    });
+    const handle = await runtime.start({
+      name: 'proj',
+      image: `cmd://${process.execPath}`,
+      args: [join(proj, 'server.mjs')],
+      env: {},
+      transport: 'stdio',
+      logFile: join(dir, 'proj.log'),
+      permissionProfile: { network: { mode: 'none' } },
+    });
+    t.after(() => handle.stop());
+    assert.ok(handle.stdio);
+    const probe = stdioProbe(handle.stdio);
+    assert.equal(await probe.call('read_file', { path: join(proj, 'package.json') }), 'ok {"type":"module"}');
+    assert.match(await probe.call('write_file', { path: join(proj, 'x'), content: 'x' }), /^error EROFS/);
+    const canary = await probe.call('read_file', { path: join(fakeHome, '.ssh', 'id_ed25519') });
+    assert.match(canary, /^error ENOENT/);
+    assert.ok(!canary.includes(CANARY));
+    assert.match(
+      readFileSync(join(dir, 'proj.log'), 'utf8'),
+      /proj is visible read-only \(it holds the program\)/,
+    );
+  },
+);
+
+test(
+  'issue 19 §3: an npx:// package with network none is fetched in the sandbox first, then runs offline',
+  { timeout: 180_000 },
+  async (t) => {
+    if (!requireBwrap(t)) return;
+    const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-npx-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const pkg = join(dir, 'pkg');
+    mkdirSync(pkg);
+    writeFileSync(
+      join(pkg, 'package.json'),
+      JSON.stringify({ name: 'skep-sbx-echo', version: '1.0.0', bin: { 'skep-sbx-echo': 'server.mjs' } }),
+    );
+    writeFileSync(join(pkg, 'server.mjs'), readFileSync(ECHO_SERVER), { mode: 0o755 });
+    execFileSync('npm', ['pack', '--pack-destination', dir], {
+      cwd: pkg,
+      stdio: 'ignore',
+      env: { ...process.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' },
+    });
+    const tarball = join(dir, 'skep-sbx-echo-1.0.0.tgz');
+    const paths = {
+      configDir: join(dir, 'c'),
+      stateDir: join(dir, 's'),
+      dataDir: join(dir, 'd'),
+      cacheDir: join(dir, 'k'),
+    };
+    const runtime = new ProcessRuntime({
+      logMaxBytes: 1 << 20,
+      logFiles: 1,
+      sandbox: { setting: 'auto', paths },
+    });
+    const handle = await runtime.start({
+      name: 'npx-echo',
+      image: `npx://file:${tarball}`,
+      args: [],
+      env: {},
+      transport: 'stdio',
+      logFile: join(dir, 'npx.log'),
+      permissionProfile: { network: { mode: 'none' } },
+    });
+    t.after(() => handle.stop());
+    assert.ok(handle.stdio);
+    assert.equal(
+      await stdioProbe(handle.stdio).call('echo', { message: 'from the sandbox' }),
+      'from the sandbox',
+    );
+    const log = readFileSync(join(dir, 'npx.log'), 'utf8');
+    assert.match(log, /sandbox: fetching npx:\/\/file:.*registry\.npmjs\.org only/);
+    assert.match(log, /sandboxed with bubblewrap \(network: none\)/);
+    // The package landed in the workload's own npm cache, in its sandbox home.
+    assert.ok(existsSync(join(paths.dataDir, 'sandbox', 'npx-echo', 'home', '.npm', '_npx')));
+  },
+);

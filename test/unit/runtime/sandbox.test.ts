@@ -1,0 +1,208 @@
+/**
+ * The sandbox's rules as pure functions (issue 19): selection (`chooseSandbox`, with a fixed
+ * probe), the bwrap command line, the folders hidden and shown, the egress allow rule.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type TestContext, test } from 'node:test';
+import {
+  argumentMounts,
+  bwrapArgs,
+  hiddenDirs,
+  profileMounts,
+  projectRoot,
+} from '../../../src/runtime/sandbox/bwrap-args.js';
+import { sandboxNetwork } from '../../../src/runtime/sandbox/bwrap-sandbox.js';
+import { egressAllows, isLoopbackAddress } from '../../../src/runtime/sandbox/egress-proxy.js';
+import { chooseSandbox, isolationDemand } from '../../../src/runtime/sandbox/select.js';
+import { isSkepError } from '../../../src/shared/index.js';
+
+const works = () => ({ ok: true as const, path: '/usr/bin/bwrap' });
+const missing = () => ({ ok: false as const, reason: 'bwrap is not installed (not found on PATH)' });
+
+function tempDir(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-unit-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test('issue 19 §4: what a profile asks for', () => {
+  assert.equal(isolationDemand(undefined, undefined, true), undefined, 'no profile: the built-in network');
+  assert.equal(isolationDemand({ name: 'network' }, undefined, true), undefined);
+  assert.match(isolationDemand({}, 'none', true) ?? '', /no outbound network/);
+  assert.match(isolationDemand({ network: { mode: 'none' } }, undefined, true) ?? '', /network.mode none/);
+  const allowList = { network: { outbound: { allow_host: ['api.example.com'] } } };
+  assert.match(isolationDemand(allowList, undefined, true) ?? '', /allow-list/);
+  assert.equal(isolationDemand(allowList, undefined, false), undefined, 'isolate_network false');
+  assert.match(isolationDemand({ read: ['/data'] }, undefined, true) ?? '', /read\/write paths/);
+});
+
+test('issue 19 §4: auto sandboxes when bwrap works; without it, only a profile that asks for nothing runs (and says why)', () => {
+  assert.deepEqual(chooseSandbox({ setting: 'auto', isolateNetwork: true, probe: works }), {
+    sandboxed: true,
+    binary: '/usr/bin/bwrap',
+  });
+  const plain = chooseSandbox({ setting: 'auto', isolateNetwork: true, probe: missing });
+  assert.equal(plain.sandboxed, false);
+  assert.match(plain.sandboxed ? '' : plain.reason, /not installed/);
+  assert.throws(
+    () =>
+      chooseSandbox({
+        setting: 'auto',
+        profile: { network: { mode: 'none' } },
+        isolateNetwork: true,
+        probe: missing,
+      }),
+    (e) => isSkepError(e) && e.code === 'sandbox_unavailable' && /apt install bubblewrap/.test(e.message),
+  );
+});
+
+test('issue 19 §4: bwrap or a path is required; off refuses isolation unless the workload opts out', () => {
+  assert.throws(
+    () => chooseSandbox({ setting: '/opt/missing/bwrap', isolateNetwork: true, probe: missing }),
+    (e) =>
+      isSkepError(e) &&
+      e.code === 'sandbox_unavailable' &&
+      /runtime.sandbox is \/opt\/missing\/bwrap/.test(e.message),
+  );
+  assert.throws(
+    () => chooseSandbox({ setting: 'auto', override: 'bwrap', isolateNetwork: true, probe: missing }),
+    (e) => isSkepError(e) && /the workload asks for the bwrap sandbox/.test(e.message),
+  );
+  assert.throws(
+    () => chooseSandbox({ setting: 'off', profile: { write: ['/x'] }, isolateNetwork: true, probe: works }),
+    (e) => isSkepError(e) && /runtime.sandbox is off/.test(e.message),
+  );
+  assert.deepEqual(chooseSandbox({ setting: 'off', isolateNetwork: true, probe: works }), {
+    sandboxed: false,
+    reason: 'runtime.sandbox is off',
+  });
+  const optOut = chooseSandbox({
+    setting: 'bwrap',
+    override: 'off',
+    profile: { network: { mode: 'none' } },
+    isolateNetwork: true,
+    probe: missing,
+  });
+  assert.equal(optOut.sandboxed, false);
+  // A workload may ask for the sandbox even when the config turns it off.
+  assert.equal(
+    chooseSandbox({ setting: 'off', override: 'bwrap', isolateNetwork: true, probe: works }).sandboxed,
+    true,
+  );
+});
+
+test('issue 19 §2: the network a profile gets', () => {
+  assert.deepEqual(sandboxNetwork({}), { kind: 'host' });
+  assert.deepEqual(sandboxNetwork({ permissionProfileName: 'none' }), { kind: 'none' });
+  assert.deepEqual(sandboxNetwork({ permissionProfile: { network: { mode: 'none' } } }), { kind: 'none' });
+  assert.deepEqual(
+    sandboxNetwork({
+      permissionProfile: { network: { outbound: { allow_host: ['a.example'], allow_port: [443] } } },
+    }),
+    { kind: 'filtered', rules: { hosts: ['a.example'], ports: [443] } },
+  );
+  assert.deepEqual(
+    sandboxNetwork({
+      permissionProfile: { network: { outbound: { allow_host: ['a.example'] } } },
+      isolateNetwork: false,
+    }),
+    { kind: 'host' },
+  );
+});
+
+test('issue 19 §1: the bwrap command line hides, then shows the home, programs and profile paths, in that order', () => {
+  const args = bwrapArgs(
+    {
+      hide: ['/home', '/tmp'],
+      home: { src: '/data/skep/sandbox/w/home', dest: '/home/u' },
+      programs: [{ src: '/home/u/.nvm/versions/node/v20', dest: '/home/u/.nvm/versions/node/v20' }],
+      readOnly: [{ src: '/home/u/docs', dest: '/home/u/docs' }],
+      readWrite: [{ src: '/tmp/out', dest: '/tmp/out' }],
+      rehide: [],
+      socketDir: '/tmp/skep-sbx-1',
+      shareNetwork: false,
+    },
+    '/usr/bin/node',
+    ['server.js'],
+  );
+  const text = args.join(' ');
+  assert.ok(
+    text.startsWith(
+      '--ro-bind / / --dev /dev --proc /proc --tmpfs /home --tmpfs /tmp --bind /data/skep/sandbox/w/home /home/u',
+    ),
+  );
+  assert.ok(text.indexOf('--ro-bind /home/u/.nvm') > text.indexOf('--bind /data/skep/sandbox/w/home'));
+  assert.ok(text.includes('--ro-bind /home/u/docs /home/u/docs --bind /tmp/out /tmp/out'));
+  assert.ok(text.includes('--bind /tmp/skep-sbx-1 /run/skep'));
+  assert.ok(text.includes('--unshare-all --cap-drop ALL --new-session --die-with-parent --chdir /home/u'));
+  assert.ok(!text.includes('--share-net'));
+  assert.deepEqual(args.slice(-3), ['--', '/usr/bin/node', 'server.js']);
+  // Secrets travel in the environment, never on the command line.
+  assert.ok(!text.includes('--setenv'));
+});
+
+test('hidden folders: existing ones only, the outermost, parents first', (t) => {
+  const dir = tempDir(t);
+  mkdirSync(join(dir, 'a', 'b'), { recursive: true });
+  assert.deepEqual(hiddenDirs([join(dir, 'a', 'b'), join(dir, 'a'), join(dir, 'missing')]), [join(dir, 'a')]);
+});
+
+test('issue 19 §1: a profile may not show Skep’s folders; Skep’s folders inside a shown path are hidden again', (t) => {
+  const dir = tempDir(t);
+  const skep = join(dir, 'skep');
+  mkdirSync(join(skep, 'state'), { recursive: true });
+  assert.throws(
+    () => profileMounts([`${join(skep, 'state')}:${join(skep, 'state')}:ro`], [skep]),
+    (e) => isSkepError(e) && e.code === 'bad_request' && /Skep's own folder/.test(e.message),
+  );
+  const shown = profileMounts([`${dir}:${dir}:ro`], [skep]);
+  assert.deepEqual(shown.readOnly, [{ src: dir, dest: dir }]);
+  assert.deepEqual(shown.rehide, [skep]);
+  assert.throws(
+    () => profileMounts([`${join(dir, 'nope')}:${join(dir, 'nope')}:rw`], [skep]),
+    (e) => isSkepError(e) && /does not exist/.test(e.message),
+  );
+});
+
+test('issue 19 §1: a cmd:// program file named in the arguments shows its project folder, never a home or Skep’s folders', (t) => {
+  const dir = tempDir(t);
+  const home = join(dir, 'home');
+  const proj = join(home, 'proj');
+  mkdirSync(join(proj, 'src'), { recursive: true });
+  writeFileSync(join(proj, 'package.json'), '{}');
+  writeFileSync(join(proj, 'src', 'server.js'), '');
+  writeFileSync(join(home, 'loose.js'), '');
+  mkdirSync(join(home, 'data'));
+  symlinkSync(join(proj, 'src', 'server.js'), join(home, 'link.js'));
+  assert.equal(projectRoot(join(proj, 'src', 'server.js')), proj);
+  assert.equal(projectRoot('/srv/app/node_modules/@scope/pkg/dist/index.js'), '/srv/app');
+  const mounts = argumentMounts(
+    ['-e', join(proj, 'src', 'server.js'), join(home, 'loose.js'), join(home, 'data'), 'relative.js'],
+    [dir],
+    [home, dir],
+  );
+  assert.deepEqual(mounts, [
+    { src: proj, dest: proj },
+    { src: join(home, 'loose.js'), dest: join(home, 'loose.js') },
+  ]);
+  // Not hidden: nothing to show.
+  assert.deepEqual(argumentMounts([join(proj, 'src', 'server.js')], ['/elsewhere'], []), []);
+});
+
+test('issue 19 §2: the egress rule (the container egress proxy’s) and loopback addresses', () => {
+  const rules = { hosts: ['api.example.com', '.example.org', '127.0.0.1'], ports: [443, 8080] };
+  assert.equal(egressAllows(rules, 'api.example.com', 443), true);
+  assert.equal(egressAllows(rules, 'API.Example.com.', 443), true);
+  assert.equal(egressAllows(rules, 'api.example.com', 80), false);
+  assert.equal(egressAllows(rules, 'deep.sub.example.org', 8080), true);
+  assert.equal(egressAllows(rules, 'example.org', 8080), true);
+  assert.equal(egressAllows(rules, 'evil-example.org', 8080), false);
+  assert.equal(egressAllows({ hosts: [], ports: [] }, 'anything', 443), false, 'both lists empty: nothing');
+  assert.equal(egressAllows({ hosts: [], ports: [443] }, 'anything', 443), true);
+  for (const a of ['127.0.0.1', '127.8.9.1', '::1', '::ffff:127.0.0.1', '0.0.0.0', '::'])
+    assert.equal(isLoopbackAddress(a), true, a);
+  for (const a of ['10.0.0.1', '93.184.216.34', '2001:db8::1']) assert.equal(isLoopbackAddress(a), false, a);
+});
