@@ -14,12 +14,14 @@ export const ERROR_CODES = {
   invalid_name: { status: 400, description: 'A resource name does not follow the naming rule.' },
   unauthorized: {
     status: 401,
-    description: 'Credentials are missing or were rejected (e.g. by an upstream registry).',
+    description:
+      'Credentials are missing or were rejected: the API token (`Authorization: Bearer`, see `WWW-Authenticate`) or browser session on TCP, a login link, or an upstream registry.',
   },
   forbidden: { status: 403, description: 'The request is not allowed (policy, or a protected resource).' },
   forbidden_host: {
     status: 403,
-    description: 'Host or Origin header is not a loopback name (DNS-rebinding guard).',
+    description:
+      "Host is not a name this server answers to (DNS-rebinding guard), or Origin is neither the server's own nor a configured one.",
   },
   not_found: { status: 404, description: 'No such route or resource.' },
   method_not_allowed: { status: 405, description: 'The route exists but not with this HTTP method.' },
