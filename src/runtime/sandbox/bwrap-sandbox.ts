@@ -20,7 +20,7 @@
  * fetch as usual, inside the sandbox.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { SkepError } from '../../shared/index.js';
@@ -32,6 +32,7 @@ import {
   type BwrapLayout,
   bwrapArgs,
   defaultHiddenDirs,
+  isWithin,
   profileMounts,
   programMounts,
   resolverMounts,
@@ -113,6 +114,14 @@ function sandboxEnv(
     env['NO_PROXY'] = env['no_proxy'] = 'localhost,127.0.0.1,::1';
   }
   return env;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** The registry a package fetch may reach. */
@@ -208,6 +217,15 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
   const scripts = scheme === 'cmd' ? argumentMounts(options.args, hide, never) : [];
   for (const m of scripts)
     options.log(`[skep] sandbox: ${m.src} is visible read-only (it holds the program)`);
+  // A folder named as an argument is data: say why the server will not find it.
+  const shown = [...readOnly, ...readWrite].map((m) => m.dest);
+  for (const arg of options.args) {
+    if (!isAbsolute(arg) || !isDirectory(arg) || !hide.some((dir) => isWithin(arg, dir))) continue;
+    if (shown.some((dest) => isWithin(arg, dest))) continue;
+    options.log(
+      `[skep] sandbox: ${arg} (an argument) is not visible to the server; list it in the permission profile's read or write to show it`,
+    );
+  }
   const layout = (shareNetwork: boolean, socketDir?: string): BwrapLayout => ({
     hide,
     home: { src: home, dest: userHome },

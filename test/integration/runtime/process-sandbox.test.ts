@@ -393,6 +393,7 @@ test(
     const proj = join(fakeHome, 'proj');
     mkdirSync(proj, { recursive: true });
     mkdirSync(join(fakeHome, '.ssh'));
+    mkdirSync(join(fakeHome, 'docs'));
     writeFileSync(join(fakeHome, '.ssh', 'id_ed25519'), CANARY);
     writeFileSync(join(proj, 'package.json'), '{"type":"module"}');
     writeFileSync(join(proj, 'server.mjs'), readFileSync(PROBE_SERVER));
@@ -417,7 +418,8 @@ test(
     const handle = await runtime.start({
       name: 'proj',
       image: `cmd://${process.execPath}`,
-      args: [join(proj, 'server.mjs')],
+      // A folder argument is data: not shown (the log says how to show it).
+      args: [join(proj, 'server.mjs'), join(fakeHome, 'docs')],
       env: {},
       transport: 'stdio',
       logFile: join(dir, 'proj.log'),
@@ -431,10 +433,13 @@ test(
     const canary = await probe.call('read_file', { path: join(fakeHome, '.ssh', 'id_ed25519') });
     assert.match(canary, /^error ENOENT/);
     assert.ok(!canary.includes(CANARY));
+    const log = readFileSync(join(dir, 'proj.log'), 'utf8');
+    assert.match(log, /proj is visible read-only \(it holds the program\)/);
     assert.match(
-      readFileSync(join(dir, 'proj.log'), 'utf8'),
-      /proj is visible read-only \(it holds the program\)/,
+      log,
+      /docs \(an argument\) is not visible to the server; list it in the permission profile's read/,
     );
+    assert.match(await probe.call('list_dir', { path: join(fakeHome, 'docs') }), /^error ENOENT/);
   },
 );
 
