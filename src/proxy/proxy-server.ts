@@ -263,10 +263,10 @@ class McpProxy implements RunningProxy {
     let body: unknown;
     let text: string | undefined;
     if (method === 'POST') {
-      // MCP 2025-11-25 "Transports": clients POST JSON-RPC as application/json. Any other type
-      // is what a browser page of any origin can send without a CORS preflight (a "simple
-      // request": text/plain, form encodings; Fetch §"CORS-safelisted request-header"), so
-      // nothing else is read, for stdio and HTTP servers alike (issue 16, F3).
+      // MCP clients POST JSON-RPC messages as application/json (both SDK generations do).
+      // Other types are what a browser page of any origin can send without a CORS preflight
+      // (a "simple request": text/plain and the form encodings, Fetch "CORS-safelisted
+      // request-header"), so nothing else is read, for stdio and HTTP servers alike (issue 16, F3).
       const type = req.headers['content-type'];
       if (!hasMediaType(type, 'application/json')) {
         req.resume();

@@ -62,7 +62,7 @@ const FORWARDED_RESPONSE_HEADERS = [
  * origin) and read the answers. Always `nosniff`; a body that is not JSON or an event stream
  * (an HTML error page, or anything a hostile server sends) gets `Content-Security-Policy:
  * sandbox`: the browser renders it in an opaque origin with scripts, forms and plugins off
- * (CSP 3 §6.3.2.1). It is still served, not refused with a 502, because such bodies are
+ * (the CSP Level 3 `sandbox` directive, with no `allow-*` flags). It is still served, not refused with a 502, because such bodies are
  * mostly real error pages whose status (401 with `WWW-Authenticate`, 404 for an expired
  * session, 429) the client must see unchanged.
  */
