@@ -62,9 +62,9 @@ const FORWARDED_RESPONSE_HEADERS = [
  * origin) and read the answers. Always `nosniff`; a body that is not JSON or an event stream
  * (an HTML error page, or anything a hostile server sends) gets `Content-Security-Policy:
  * sandbox`: the browser renders it in an opaque origin with scripts, forms and plugins off
- * (the CSP Level 3 `sandbox` directive, with no `allow-*` flags). It is still served, not refused with a 502, because such bodies are
- * mostly real error pages whose status (401 with `WWW-Authenticate`, 404 for an expired
- * session, 429) the client must see unchanged.
+ * (the CSP Level 3 `sandbox` directive, with no `allow-*` flags). It is still served, not
+ * refused with a 502, because such bodies are mostly real error pages whose status (401 with
+ * `WWW-Authenticate`, 404 for an expired session, 429) the client must see unchanged.
  */
 function inertRelayHeaders(headers: Record<string, string>): Record<string, string> {
   headers['x-content-type-options'] = NOSNIFF;
