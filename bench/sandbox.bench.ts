@@ -11,6 +11,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { startProxy } from '../src/proxy/index.js';
 import {
@@ -22,6 +23,8 @@ import {
 
 const ROUNDS = Number(process.env['BENCH_RUNS'] ?? 15);
 const CALLS = Number(process.env['BENCH_CALLS'] ?? 500);
+/** Pause after each stop, ms (see the start phase). */
+const SETTLE_MS = 300;
 const ECHO = join(import.meta.dirname, 'fixtures', 'echo-server.mjs');
 const INIT = {
   jsonrpc: '2.0',
@@ -98,16 +101,24 @@ async function main(): Promise<void> {
       ...(v.profile === undefined ? {} : { permissionProfile: v.profile }),
     });
   try {
-    // Start-to-ready, interleaved rounds (one warm-up round first: disk caches, JIT).
+    // Start-to-ready, interleaved rounds in a shuffled order (one warm-up round first: disk
+    // caches, JIT), with a pause after each stop: the kernel tears a network namespace down
+    // asynchronously, and that work would otherwise be charged to whichever start follows.
     const startMs: Record<string, number[]> = Object.fromEntries(VARIANTS.map((v) => [v.name, []]));
+    let seed = 7;
+    const shuffled = () =>
+      VARIANTS.map((v) => ({ v, k: (seed = (seed * 1103515245 + 12345) % 2 ** 31) }))
+        .sort((a, b) => a.k - b.k)
+        .map((x) => x.v);
     for (let round = -1; round < ROUNDS; round++) {
-      for (const v of VARIANTS) {
+      for (const v of shuffled()) {
         const t0 = performance.now();
         const handle = await start(v, round);
         await initialized(handle);
         const ms = performance.now() - t0;
         await handle.stop();
         if (round >= 0) startMs[v.name]?.push(ms);
+        await sleep(SETTLE_MS);
       }
     }
     const startToReady = Object.fromEntries(
@@ -121,8 +132,9 @@ async function main(): Promise<void> {
       ]),
     );
 
-    // Proxy c1 latency in front of each.
-    const proxyC1: Record<string, { p50_ms: number; p99_ms: number }> = {};
+    // Proxy c1 latency in front of each: all four up at once, one call to each in turn, so
+    // the machine's load drifts over all of them alike.
+    const targets: { name: string; call: (i: number) => Promise<void>; close: () => Promise<void> }[] = [];
     for (const v of VARIANTS) {
       const handle = await start(v, 1000);
       const stdio = handle.stdio;
@@ -132,24 +144,23 @@ async function main(): Promise<void> {
         upstream: { kind: 'stdio', stdin: stdio.stdin, stdout: stdio.stdout },
       });
       const pool = new Pool(`http://127.0.0.1:${proxy.port}`, { connections: 1 });
-      try {
-        const headers: Record<string, string> = {
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-        };
-        const init = await pool.request({
-          path: '/mcp',
-          method: 'POST',
-          headers,
-          body: JSON.stringify({ ...INIT, id: 0 }),
-        });
-        await init.body.text();
-        const sid = init.headers['mcp-session-id'];
-        if (typeof sid === 'string') headers['mcp-session-id'] = sid;
-        headers['mcp-protocol-version'] = '2025-06-18';
-        const times: number[] = [];
-        for (let i = 0; i < CALLS + 50; i++) {
-          const t0 = performance.now();
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      };
+      const init = await pool.request({
+        path: '/mcp',
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ ...INIT, id: 0 }),
+      });
+      await init.body.text();
+      const sid = init.headers['mcp-session-id'];
+      if (typeof sid === 'string') headers['mcp-session-id'] = sid;
+      headers['mcp-protocol-version'] = '2025-06-18';
+      targets.push({
+        name: v.name,
+        async call(i) {
           const res = await pool.request({
             path: '/mcp',
             method: 'POST',
@@ -158,16 +169,32 @@ async function main(): Promise<void> {
           });
           await res.body.text();
           if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}`);
-          if (i >= 50) times.push(performance.now() - t0);
-        }
-        times.sort((a, b) => a - b);
-        proxyC1[v.name] = { p50_ms: percentile(times, 0.5), p99_ms: percentile(times, 0.99) };
-      } finally {
-        await pool.close();
-        await proxy.close();
-        await handle.stop();
-      }
+        },
+        async close() {
+          await pool.close();
+          await proxy.close();
+          await handle.stop();
+        },
+      });
     }
+    const times: Record<string, number[]> = Object.fromEntries(VARIANTS.map((v) => [v.name, []]));
+    try {
+      for (let i = 0; i < CALLS + 50; i++) {
+        for (const target of i % 2 === 0 ? targets : [...targets].reverse()) {
+          const t0 = performance.now();
+          await target.call(i);
+          if (i >= 50) times[target.name]?.push(performance.now() - t0);
+        }
+      }
+    } finally {
+      for (const target of targets) await target.close();
+    }
+    const proxyC1 = Object.fromEntries(
+      VARIANTS.map((v) => {
+        const sorted = [...(times[v.name] ?? [])].sort((a, b) => a - b);
+        return [v.name, { p50_ms: percentile(sorted, 0.5), p99_ms: percentile(sorted, 0.99) }];
+      }),
+    );
     process.stdout.write(
       `${JSON.stringify({
         rounds: ROUNDS,

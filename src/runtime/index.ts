@@ -10,6 +10,7 @@ export { RotatingLogFile } from './log-file.js';
 export type { ProcessCommand, ProcessRuntimeOptions } from './process.js';
 export { checkLocalExecutable, ProcessRuntime, processCommand } from './process.js';
 export type { SandboxPaths } from './sandbox/bwrap-sandbox.js';
+export { removeSandboxHome } from './sandbox/bwrap-sandbox.js';
 export type { SandboxChoice, SandboxOverride } from './sandbox/select.js';
 export { probeBwrap } from './sandbox/select.js';
 export type { WorkloadSandbox, WorkloadSandboxFields } from './sandbox/workload.js';

@@ -7,7 +7,12 @@
  */
 import type { SkepConfig } from '../config/index.js';
 import { DEFAULT_GROUP, type GroupMembers, type GroupService, validateGroupName } from '../groups/index.js';
-import { checkLocalExecutable, checkWorkloadSandbox, workloadSandbox } from '../runtime/index.js';
+import {
+  checkLocalExecutable,
+  checkWorkloadSandbox,
+  removeSandboxHome,
+  workloadSandbox,
+} from '../runtime/index.js';
 import { describeError, type Logger, SkepError, silentLogger } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
@@ -380,6 +385,7 @@ export class WorkloadManager implements GroupMembers {
       c.remote_auth_config = { ...(c.remote_auth_config ?? {}), headers: structuredClone(r.headers) };
     if (r.header_forward !== undefined) c.header_forward = structuredClone(r.header_forward);
     if (r.runtime_config !== undefined) c.runtime_config = structuredClone(r.runtime_config);
+    if (r.sandbox !== undefined) c.sandbox = r.sandbox;
     return c;
   }
 
@@ -666,6 +672,8 @@ export class WorkloadManager implements GroupMembers {
       });
       this.rows.delete(name);
       removeLogs(this.#config.paths.logsDir, name, this.#config.workloads.log_files);
+      // A later workload of the same name must not inherit this one's files.
+      removeSandboxHome(this.#config.paths, name);
       this.#emit(name, 'removed', row);
     });
   }

@@ -125,6 +125,12 @@ const settableFields = {
   headers: Opt(Type.Array(HeaderSchema)),
   header_forward: Opt(HeaderForwardSchema),
   runtime_config: Opt(RuntimeConfigSchema),
+  sandbox: Opt(
+    Type.Union([Type.Literal('auto'), Type.Literal('bwrap'), Type.Literal('off')], {
+      description:
+        'Skep extension, local servers: override `runtime.sandbox` (`off`: run without isolation even when the permission profile asks for it).',
+    }),
+  ),
 };
 
 export const CreateWorkloadSchema = Type.Object(

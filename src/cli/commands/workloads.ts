@@ -81,6 +81,7 @@ interface RunOptions {
   targetPort?: number;
   proxyMode?: string;
   tools?: string;
+  sandbox?: string;
   fromConfig?: string;
   json?: boolean;
 }
@@ -106,6 +107,7 @@ export function registerWorkloads(program: Command): void {
     .option('--target-port <port>', 'port of an sse/streamable-http server', parsePort)
     .option('--proxy-mode <mode>', 'URL advertised to clients: streamable-http or sse')
     .option('--tools <names>', 'comma-separated tools to expose')
+    .option('--sandbox <mode>', 'local servers: auto, bwrap (required) or off (run without isolation)')
     .option('--from-config <file>', 'create from an exported run configuration (JSON)')
     .option('--json', 'print JSON')
     .action(async (server: string | undefined, args: string[], opts: RunOptions) => {
@@ -146,6 +148,7 @@ export function registerWorkloads(program: Command): void {
             ? {}
             : { proxy_mode: opts.proxyMode as 'sse' | 'streamable-http' }),
           ...(opts.tools === undefined ? {} : { tools: opts.tools.split(',').filter((t) => t !== '') }),
+          ...(opts.sandbox === undefined ? {} : { sandbox: opts.sandbox as 'auto' | 'bwrap' | 'off' }),
         };
         if (
           request.transport !== undefined &&
@@ -156,6 +159,11 @@ export function registerWorkloads(program: Command): void {
             `invalid --transport '${request.transport}': use stdio, sse or streamable-http`,
           );
         }
+        if (request.sandbox !== undefined && !['auto', 'bwrap', 'off'].includes(request.sandbox))
+          throw new SkepError(
+            'bad_request',
+            `invalid --sandbox '${request.sandbox}': use auto, bwrap or off`,
+          );
         return ctx.workloads.create(request);
       });
       const started = await withContext(async (ctx) => {

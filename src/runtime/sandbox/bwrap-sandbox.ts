@@ -182,6 +182,11 @@ export function sandboxHome(paths: SandboxPaths, name: string): string {
   return join(paths.dataDir, 'sandbox', name, 'home');
 }
 
+/** Removes a deleted workload's sandbox folder (its home); a missing one is fine. */
+export function removeSandboxHome(paths: SandboxPaths, name: string): void {
+  rmSync(join(paths.dataDir, 'sandbox', name), { recursive: true, force: true });
+}
+
 /** Sets everything up for one sandboxed start; the caller spawns `command args` with `env`. */
 export async function prepareSandbox(options: SandboxStartOptions): Promise<PreparedSandbox> {
   const { spec, paths } = options;

@@ -166,6 +166,10 @@ test(
     const listed = ctx.workloads.list().find((w) => w.name === 'fs-probe');
     assert.equal(listed?.sandbox, 'bwrap');
     assert.match(ctx.workloads.logs('fs-probe'), /sandboxed with bubblewrap \(network: none\)/);
+    // Delete removes its home, so a later workload of the same name starts empty.
+    await client.close();
+    await ctx.workloads.deleteNow('fs-probe');
+    assert.equal(existsSync(join(config.paths.dataDir, 'sandbox', 'fs-probe')), false);
   },
 );
 
@@ -257,6 +261,12 @@ test(
       permission_profile: { network: { mode: 'none' } },
       sandbox: 'off',
     });
+    // The same opt-out through the create request (API, `skep run --sandbox off`).
+    await ctx.workloads.create({
+      ...probeWorkload('opted-out-2', { network: { mode: 'none' } }),
+      sandbox: 'off',
+    });
+    assert.equal(ctx.workloads.exportConfig('opted-out-2').sandbox, 'off');
     await waitForStatus(ctx, 'opted-out', 'running');
     const detail = ctx.workloads.get('opted-out');
     assert.equal(detail.sandboxed, false);
