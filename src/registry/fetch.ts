@@ -15,7 +15,6 @@ import {
   OutboundAddressError,
   OutboundClient,
   type OutboundPolicy,
-  type Resolver,
 } from '../shared/index.js';
 
 // undici loads only when a remote registry source is configured.
@@ -62,11 +61,7 @@ export interface FetchOptions {
 
 /** Owns the connection pools; `close()` ends keep-alive sockets (CLI processes must exit). */
 export class RegistryHttp {
-  private readonly client: OutboundClient;
-
-  constructor(options: { resolve?: Resolver } = {}) {
-    this.client = new OutboundClient({ keepAliveTimeoutMs: 2_000, ...options });
-  }
+  private readonly client = new OutboundClient({ keepAliveTimeoutMs: 2_000 });
 
   /**
    * GET/HEAD `url`. Resolves with any HTTP status (the caller decides what a 404 means);

@@ -62,7 +62,6 @@ const DESCRIPTION: Record<Exclude<AddressClass, 'public'>, string> = {
 /** A request refused by the address policy. `host` is the name asked for, `address` what it is or resolves to. */
 export class OutboundAddressError extends Error {
   override readonly name = 'OutboundAddressError';
-  readonly code = 'ERR_SKEP_OUTBOUND_ADDRESS';
 
   constructor(
     readonly host: string,
