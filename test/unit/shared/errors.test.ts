@@ -1,0 +1,74 @@
+/**
+ * The error-code table is a public contract: clients switch on `code`, and the README and the
+ * OpenAPI `ErrorBody` schema document each code with its HTTP status. This test pins the table
+ * so that adding, renaming or re-mapping a code is a deliberate change made here too.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ERROR_CODES, type ErrorCode, SkepError } from '../../../src/shared/index.js';
+
+const EXPECTED: Record<ErrorCode, number> = {
+  bad_request: 400,
+  invalid_name: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  forbidden_host: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limited: 429,
+  internal_error: 500,
+  not_implemented: 501,
+  bad_gateway: 502,
+  unavailable: 503,
+  gateway_timeout: 504,
+  group_not_found: 404,
+  group_exists: 409,
+  group_protected: 400,
+  workload_not_found: 404,
+  workload_exists: 409,
+  port_unavailable: 400,
+  upgrade_needs_input: 422,
+  executable_not_found: 400,
+  runtime_unavailable: 400,
+  sandbox_unavailable: 400,
+  privileged_not_allowed: 403,
+  registry_not_found: 404,
+  server_not_found: 404,
+  skill_not_found: 404,
+  server_name_ambiguous: 400,
+  registry_private_address: 403,
+  registry_unavailable: 504,
+  registry_invalid: 502,
+  secrets_not_setup: 404,
+  secret_not_found: 404,
+  secret_exists: 409,
+  secrets_read_only: 405,
+  secrets_locked: 400,
+  secrets_corrupt: 500,
+  client_unknown: 400,
+  client_config_invalid: 409,
+  skill_invalid: 400,
+  skill_exists: 409,
+  skill_artifact_invalid: 422,
+};
+
+test('error codes: the table holds exactly the pinned codes, in order', () => {
+  assert.deepEqual(Object.keys(ERROR_CODES), Object.keys(EXPECTED));
+});
+
+test('error codes: each code maps to its pinned HTTP status', () => {
+  for (const [code, status] of Object.entries(EXPECTED)) {
+    assert.equal(ERROR_CODES[code as ErrorCode].status, status, code);
+    assert.equal(new SkepError(code as ErrorCode, 'x').status, status, code);
+  }
+});
+
+test('error codes: codes are snake_case and each has a description', () => {
+  for (const [code, entry] of Object.entries(ERROR_CODES)) {
+    assert.match(code, /^[a-z]+(_[a-z]+)*$/, code);
+    assert.ok(entry.description.trim().length > 0, code);
+  }
+});
