@@ -192,7 +192,10 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
   const { spec, paths } = options;
   const profile = resolvePermissionProfile(spec.permissionProfile, spec.permissionProfileName);
   const network = sandboxNetwork(spec);
-  const userHome = process.env['HOME'] ?? homedir();
+  const realHome = process.env['HOME'] ?? homedir();
+  // A service account's HOME may not exist (`/nonexistent`): the sandbox's home then appears
+  // in its private /tmp, where a mount point can be made.
+  const userHome = isDirectory(realHome) ? realHome : '/tmp/home';
   const skepDirs = [paths.configDir, paths.stateDir, paths.dataDir, paths.cacheDir];
   const hide = defaultHiddenDirs(userHome, skepDirs);
   const home = sandboxHome(paths, spec.name);
