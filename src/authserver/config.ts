@@ -1,112 +1,27 @@
 /**
- * Configuration of the embedded authorization server, typed after the run configuration's
- * `embedded_auth_server_config` (snake_case, as the runner JSON carries it; seed 000
- * "EmbeddedAuth", reference external-auth.md §4.1). `resolveAuthServerConfig` validates it
- * once, reads every referenced secret (key files, HMAC secret files, environment variables)
- * and returns a frozen object the server runs on. Wrong configuration is a `SkepError`
- * (`bad_request`) whose message names the field to fix; secret values never appear in it.
+ * Resolves the run configuration's `embedded_auth_server_config` (its one schema is
+ * `EmbeddedAuthServerConfigSchema` in `src/schemas`; seed 000 "EmbeddedAuth") into the frozen
+ * object the server runs on: `resolveAuthServerConfig` parses the input with that schema,
+ * then checks only what a schema cannot (cross-field rules, URLs, duration bounds, key and
+ * secret sizes), reads every referenced secret (key files, HMAC secret files, environment
+ * variables) and fills the defaults. Wrong configuration is a `SkepError` (`bad_request`)
+ * whose message names the field to fix; secret values never appear in it.
  */
 import { readFileSync } from 'node:fs';
 import { FORBIDDEN_AUTHORIZATION_PARAMS } from '../schemas/extauth/index.js';
+import {
+  createValidator,
+  type EmbeddedAuthServerConfig,
+  EmbeddedAuthServerConfigSchema,
+  type RedisConfig,
+  type RedisTlsConfig,
+  type TokenResponseMapping,
+  type UpstreamConfig,
+  type UserInfoConfig,
+} from '../schemas/index.js';
 import { SkepError } from '../shared/index.js';
 
-export interface UserInfoConfig {
-  endpoint_url: string;
-  http_method?: 'GET' | 'POST';
-  additional_headers?: Record<string, string>;
-  field_mapping?: { subject_fields?: string[]; name_fields?: string[]; email_fields?: string[] };
-}
-
-export interface OidcUpstreamConfig {
-  issuer_url: string;
-  client_id: string;
-  client_secret_file?: string;
-  client_secret_env_var?: string;
-  redirect_uri?: string;
-  scopes?: string[];
-  userinfo_override?: UserInfoConfig;
-  additional_authorization_params?: Record<string, string>;
-  subject_claim?: string;
-  insecure_allow_http?: boolean;
-}
-
-export interface DcrConfig {
-  discovery_url?: string;
-  registration_endpoint?: string;
-  initial_access_token_file?: string;
-  initial_access_token_env_var?: string;
-  software_id?: string;
-  software_statement?: string;
-}
-
-export interface TokenResponseMapping {
-  access_token_path: string;
-  expires_in_path?: string;
-  refresh_token_path?: string;
-  scope_path?: string;
-}
-
-export interface OAuth2UpstreamConfig {
-  authorization_endpoint: string;
-  token_endpoint: string;
-  client_id?: string;
-  client_secret_file?: string;
-  client_secret_env_var?: string;
-  redirect_uri?: string;
-  scopes?: string[];
-  additional_authorization_params?: Record<string, string>;
-  dcr_config?: DcrConfig;
-  token_response_mapping?: TokenResponseMapping;
-  userinfo?: UserInfoConfig;
-  insecure_allow_http?: boolean;
-}
-
-export interface UpstreamConfig {
-  name: string;
-  type: 'oidc' | 'oauth2';
-  oidc_config?: OidcUpstreamConfig;
-  oauth2_config?: OAuth2UpstreamConfig;
-}
-
-export interface RedisTlsConfig {
-  ca_cert_file?: string;
-  insecure_skip_verify?: boolean;
-}
-
-export interface RedisConfig {
-  addr?: string;
-  cluster_mode?: boolean;
-  sentinel_config?: { master_name: string; sentinel_addrs?: string[]; db?: number };
-  auth_type?: string;
-  acl_user_config?: { username_env_var?: string; password_env_var?: string };
-  key_prefix?: string;
-  dial_timeout?: string;
-  read_timeout?: string;
-  write_timeout?: string;
-  tls?: RedisTlsConfig;
-  sentinel_tls?: RedisTlsConfig;
-}
-
-/** `embedded_auth_server_config` of the run configuration. */
-export interface EmbeddedAuthServerConfig {
-  schema_version?: string;
-  issuer: string;
-  authorization_endpoint_base_url?: string;
-  signing_key_config?: { key_dir?: string; signing_key_file?: string; fallback_key_files?: string[] };
-  hmac_secret_files?: string[];
-  token_lifespans?: {
-    access_token_lifespan?: string;
-    auth_code_lifespan?: string;
-    refresh_token_lifespan?: string;
-  };
-  upstreams: UpstreamConfig[];
-  scopes_supported?: string[];
-  allowed_audiences?: string[];
-  storage?: { type?: string; redis_config?: RedisConfig };
-  insecure_allow_http?: boolean;
-}
-
-/** Runtime defaults, with units (external-auth.md §3.8 "Tokens" and the seed's limits). */
+/** Runtime defaults, with units (the seed's token lifespans and limits). */
 export const AUTH_SERVER_DEFAULTS = {
   accessTokenLifespanSec: 3600,
   authCodeLifespanSec: 600,
@@ -124,7 +39,7 @@ export const AUTH_SERVER_DEFAULTS = {
   minHmacSecretBytes: 32,
 } as const;
 
-/** Lifespan bounds (external-auth.md §3.8 "Lifespan bounds"), in seconds. */
+/** Lifespan bounds (seed 001 tokenLifespans), in seconds. */
 const LIFESPAN_BOUNDS = {
   access_token_lifespan: [60, 24 * 3600],
   auth_code_lifespan: [30, 600],
@@ -323,8 +238,6 @@ function resolveUserInfo(
   };
 }
 
-const UPSTREAM_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
-
 function resolveUpstream(
   up: UpstreamConfig,
   index: number,
@@ -333,11 +246,6 @@ function resolveUpstream(
   globalHttp: boolean,
 ): ResolvedUpstream {
   const field = `upstreams[${index}]`;
-  if (!up || typeof up.name !== 'string' || !UPSTREAM_NAME.test(up.name) || up.name.length > 63) {
-    throw bad(
-      `${field}.name must be 1-63 lowercase letters, digits or hyphens, starting and ending alphanumeric`,
-    );
-  }
   const hasOidc = up.oidc_config !== undefined;
   const hasOauth2 = up.oauth2_config !== undefined;
   if (!((up.type === 'oidc' && hasOidc && !hasOauth2) || (up.type === 'oauth2' && hasOauth2 && !hasOidc))) {
@@ -346,10 +254,9 @@ function resolveUpstream(
     );
   }
   const defaultRedirect = `${issuer}/oauth/callback`;
-  if (up.type === 'oidc') {
-    const c = up.oidc_config as OidcUpstreamConfig;
+  if (up.type === 'oidc' && up.oidc_config) {
+    const c = up.oidc_config;
     const allowHttp = globalHttp || c.insecure_allow_http === true;
-    if (!c.client_id) throw bad(`${field}.oidc_config.client_id is required`);
     const resolved: ResolvedUpstream = {
       name: up.name,
       type: 'oidc',
@@ -381,7 +288,7 @@ function resolveUpstream(
     }
     return resolved;
   }
-  const c = up.oauth2_config as OAuth2UpstreamConfig;
+  const c = up.oauth2_config as NonNullable<UpstreamConfig['oauth2_config']>;
   const allowHttp = globalHttp || c.insecure_allow_http === true;
   const f = `${field}.oauth2_config`;
   if (Boolean(c.client_id) === Boolean(c.dcr_config))
@@ -410,7 +317,6 @@ function resolveUpstream(
   };
   if (c.token_response_mapping) {
     const m = c.token_response_mapping;
-    if (!m.access_token_path) throw bad(`${f}.token_response_mapping.access_token_path is required`);
     resolved.tokenResponseMapping = {
       access_token_path: m.access_token_path,
       expires_in_path: m.expires_in_path || 'expires_in',
@@ -467,7 +373,6 @@ function resolveRedis(cfg: RedisConfig | undefined, env: NodeJS.ProcessEnv): Res
   if (hasAddr === Boolean(cfg.sentinel_config))
     throw bad(`${f}: exactly one of addr or sentinel_config must be set`);
   if (cfg.cluster_mode && !hasAddr) throw bad(`${f}: cluster_mode requires addr to be set`);
-  if (cfg.auth_type && cfg.auth_type !== 'aclUser') throw bad(`${f}.auth_type must be "aclUser"`);
   const acl = cfg.acl_user_config;
   if (!acl?.password_env_var) throw bad(`${f}.acl_user_config.password_env_var is required`);
   const redis: ResolvedRedis = {
@@ -489,7 +394,6 @@ function resolveRedis(cfg: RedisConfig | undefined, env: NodeJS.ProcessEnv): Res
   if (cfg.addr) redis.addr = hostPort(cfg.addr, `${f}.addr`);
   if (cfg.sentinel_config) {
     const s = cfg.sentinel_config;
-    if (!s.master_name) throw bad(`${f}.sentinel_config.master_name is required`);
     if (!s.sentinel_addrs?.length)
       throw bad(`${f}.sentinel_config: either sentinel_addrs or a sentinel service must be specified`);
     redis.sentinel = {
@@ -517,13 +421,28 @@ function lifespan(
   return Math.floor(sec);
 }
 
-/** Validates `embedded_auth_server_config` and reads every secret it references. */
+const validator = createValidator(EmbeddedAuthServerConfigSchema);
+
+/** The schema's problems, with array indexes as `[i]` (`upstreams[0].name: ...`). */
+function schemaProblems(input: unknown): string[] {
+  return validator
+    .problems(input)
+    .map((p) => p.replace(/^\(root\): /, '').replace(/\.(\d+)(?=[.:])/g, '[$1]'));
+}
+
+/**
+ * Parses `embedded_auth_server_config` (any input: it is checked here) and reads every
+ * secret it references.
+ */
 export function resolveAuthServerConfig(
-  cfg: EmbeddedAuthServerConfig,
+  input: unknown,
   env: NodeJS.ProcessEnv = process.env,
 ): ResolvedAuthServerConfig {
-  if (!cfg || typeof cfg !== 'object') throw bad('must be an object');
+  const problems = schemaProblems(input);
+  if (problems.length > 0) throw bad(problems.join('; '));
+  const cfg = input as EmbeddedAuthServerConfig;
   const globalHttp = cfg.insecure_allow_http === true;
+  if (!cfg.issuer) throw bad('issuer is required');
   const issuer = checkIssuerUrl(cfg.issuer, 'issuer', globalHttp);
   const authorizeBase = cfg.authorization_endpoint_base_url
     ? checkIssuerUrl(cfg.authorization_endpoint_base_url, 'authorization_endpoint_base_url', globalHttp)
@@ -576,12 +495,10 @@ export function resolveAuthServerConfig(
   }
   for (const [i, a] of allowedAudiences.entries()) checkHttpUrl(a, `allowed_audiences[${i}]`, true);
 
-  const storageType = cfg.storage?.type || 'memory';
-  let storage: ResolvedAuthServerConfig['storage'];
-  if (storageType === 'memory') storage = { type: 'memory' };
-  else if (storageType === 'redis')
-    storage = { type: 'redis', redis: resolveRedis(cfg.storage?.redis_config, env) };
-  else throw bad(`storage.type must be "memory" or "redis" (got "${storageType}")`);
+  const storage: ResolvedAuthServerConfig['storage'] =
+    cfg.storage?.type === 'redis'
+      ? { type: 'redis', redis: resolveRedis(cfg.storage.redis_config, env) }
+      : { type: 'memory' };
 
   return Object.freeze({
     issuer,

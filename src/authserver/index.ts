@@ -9,10 +9,10 @@ export type {
   OAuth2UpstreamConfig,
   OidcUpstreamConfig,
   RedisConfig,
-  ResolvedAuthServerConfig,
   UpstreamConfig,
   UserInfoConfig,
-} from './config.js';
+} from '../schemas/index.js';
+export type { ResolvedAuthServerConfig } from './config.js';
 export { AUTH_SERVER_DEFAULTS, parseDuration, resolveAuthServerConfig } from './config.js';
 export { RedisStorage } from './redis-storage.js';
 export type { AccessTokenClaims, AuthServer, AuthServerDeps } from './server.js';

@@ -21,11 +21,8 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { type JWTPayload, errors as joseErrors, jwtVerify } from 'jose';
 import { type Logger, normalizeOrigin, SkepError, silentLogger } from '../shared/index.js';
-import {
-  type EmbeddedAuthServerConfig,
-  type ResolvedAuthServerConfig,
-  resolveAuthServerConfig,
-} from './config.js';
+import type { EmbeddedAuthServerConfig } from '../schemas/index.js';
+import { type ResolvedAuthServerConfig, resolveAuthServerConfig } from './config.js';
 import { htmlHeaders, renderErrorPage } from './consent.js';
 import { type AuthContext, storeUpstreamTokens } from './context.js';
 import { BrowserCookies } from './cookies.js';

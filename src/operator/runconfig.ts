@@ -9,7 +9,17 @@
  * `signing_key_config`) are emitted as references, with the pod wiring (env from
  * secretKeyRef, Secret files) returned alongside for the workload controller.
  */
-import type { SecretRef, UpstreamProvider, UserInfoConfig } from '../schemas/extauth/index.js';
+import type {
+  SecretRef,
+  UpstreamProvider,
+  UserInfoConfig as CrdUserInfoConfig,
+} from '../schemas/extauth/index.js';
+import type {
+  EmbeddedAuthServerConfig,
+  RedisConfig,
+  UpstreamConfig,
+  UserInfoConfig,
+} from '../schemas/index.js';
 import { SkepError } from '../shared/index.js';
 import { formatProblem, type SecretReader, validateExtAuthConfigWithSecrets } from './validate.js';
 
@@ -45,10 +55,11 @@ export function envName(...parts: string[]): string {
     .replace(/[^A-Z0-9_]/g, '_');
 }
 
-const compact = (o: Record<string, unknown>): Record<string, unknown> =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+/** Drops the fields left undefined (the run configuration omits them), keeping the type. */
+const compact = <T extends object>(o: T): T =>
+  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 
-function userInfo(u: UserInfoConfig | undefined): Record<string, unknown> | undefined {
+function userInfo(u: CrdUserInfoConfig | undefined): UserInfoConfig | undefined {
   if (u === undefined) return undefined;
   return compact({
     endpoint_url: u.endpointUrl,
@@ -158,7 +169,7 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
         return `key-${i}.pem`;
       });
       const storage = e.storage ?? { type: 'memory' };
-      let redisConfig: Record<string, unknown> | undefined;
+      let redisConfig: RedisConfig | undefined;
       const r = storage.redis;
       if (storage.type === 'redis' && r !== undefined) {
         env.push({ name: 'SKEP_AUTH_SERVER_REDIS_PASSWORD', secretRef: r.aclUserConfig.passwordSecretRef });
@@ -174,7 +185,7 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
           });
         };
         const s = r.sentinelConfig;
-        redisConfig = compact({
+        redisConfig = compact<RedisConfig>({
           auth_type: 'aclUser',
           addr: r.addr,
           cluster_mode: r.clusterMode,
@@ -205,7 +216,7 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
             s === undefined ? undefined : tls(r.sentinelTls, `${AUTH_SERVER_DIR}/redis-tls/sentinel-ca.crt`),
         });
       }
-      runConfig['embedded_auth_server_config'] = compact({
+      const embedded: EmbeddedAuthServerConfig = compact({
         issuer: e.issuer,
         authorization_endpoint_base_url: e.authorizationEndpointBaseUrl,
         hmac_secret_files: hmacFiles.length > 0 ? hmacFiles : undefined,
@@ -226,6 +237,7 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
         storage: compact({ type: storage.type ?? 'memory', redis_config: redisConfig }),
         upstreams: e.upstreamProviders.map((p) => upstream(p, env)),
       });
+      runConfig['embedded_auth_server_config'] = embedded;
       // The proxy swaps the embedded server's token for the upstream one (first provider).
       runConfig['upstream_swap_config'] = {
         provider_name: e.upstreamProviders[0]!.name,
@@ -239,7 +251,7 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
   return { runConfig, env, files };
 }
 
-function upstream(p: UpstreamProvider, env: SecretEnv[]): Record<string, unknown> {
+function upstream(p: UpstreamProvider, env: SecretEnv[]): UpstreamConfig {
   const clientSecretEnv = (ref: SecretRef | undefined) => {
     if (ref === undefined) return undefined;
     const name = envName('SKEP_UPSTREAM_CLIENT_SECRET', p.name);

@@ -351,14 +351,7 @@ function embeddedAuthServerConfig(
       'embedded_auth_server_config.issuer: set it, or give the workload a fixed proxy port (the default issuer is the proxy URL)',
     );
   const audiences = eas.allowed_audiences?.length ? eas.allowed_audiences : resourceUrl ? [resourceUrl] : [];
-  // The stored shape is the loosely typed wire schema (seed 000 EmbeddedAuth: upstream `type`
-  // is a string); resolveAuthServerConfig checks every field and names the bad one.
-  return {
-    ...eas,
-    issuer,
-    allowed_audiences: audiences,
-    upstreams: eas.upstreams ?? [],
-  } as EmbeddedAuthServerConfig;
+  return { ...eas, issuer, allowed_audiences: audiences };
 }
 
 /**

@@ -1,3 +1,14 @@
 export { checkMatcher, toCelValue } from './cel.js';
 export type { Validator } from './validate.js';
 export { createValidator, formatAjvError } from './validate.js';
+export type {
+  EmbeddedAuthServerConfig,
+  OAuth2UpstreamConfig,
+  OidcUpstreamConfig,
+  RedisConfig,
+  RedisTlsConfig,
+  TokenResponseMapping,
+  UpstreamConfig,
+  UserInfoConfig,
+} from './embedded-auth-server.js';
+export { EmbeddedAuthServerConfigSchema } from './embedded-auth-server.js';

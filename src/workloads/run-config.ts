@@ -7,7 +7,7 @@
  * (`"<name>,target=<ENV_VAR>"`), never as values.
  */
 import { type Static, Type } from 'typebox';
-import { createValidator } from '../schemas/index.js';
+import { createValidator, EmbeddedAuthServerConfigSchema } from '../schemas/index.js';
 
 export const RUN_CONFIG_SCHEMA_VERSION = 'v0.1.0';
 
@@ -50,22 +50,6 @@ const HeaderForward = Type.Object({
   add_plaintext_headers: Opt(StrMap()),
 });
 const Bucket = Type.Object({ maxTokens: Opt(Type.Integer()), refillPeriod: Opt(Type.Unknown()) });
-const TlsConfig = Type.Object({ ca_cert_file: Opt(Str()), insecure_skip_verify: Opt(Type.Boolean()) });
-const RedisConfig = Type.Object({
-  acl_user_config: Opt(Type.Object({ password_env_var: Opt(Str()), username_env_var: Opt(Str()) })),
-  addr: Opt(Str()),
-  auth_type: Opt(Str()),
-  cluster_mode: Opt(Type.Boolean()),
-  dial_timeout: Opt(Str()),
-  read_timeout: Opt(Str()),
-  write_timeout: Opt(Str()),
-  key_prefix: Opt(Str()),
-  sentinel_config: Opt(
-    Type.Object({ db: Opt(Type.Integer()), master_name: Opt(Str()), sentinel_addrs: Opt(Strs()) }),
-  ),
-  sentinel_tls: Opt(TlsConfig),
-  tls: Opt(TlsConfig),
-});
 const Webhook = Type.Object({
   failure_policy: Opt(Str()),
   hmac_secret_ref: Opt(Str()),
@@ -81,62 +65,6 @@ const Webhook = Type.Object({
     }),
   ),
 });
-const UserInfo = Type.Object({
-  additional_headers: Opt(StrMap()),
-  endpoint_url: Opt(Str()),
-  http_method: Opt(Str()),
-  field_mapping: Opt(
-    Type.Object({ email_fields: Opt(Strs()), name_fields: Opt(Strs()), subject_fields: Opt(Strs()) }),
-  ),
-});
-const Upstream = Type.Object({
-  name: Opt(Str()),
-  type: Opt(Str()),
-  oauth2_config: Opt(
-    Type.Object({
-      additional_authorization_params: Opt(StrMap()),
-      authorization_endpoint: Opt(Str()),
-      client_id: Opt(Str()),
-      client_secret_env_var: Opt(Str()),
-      client_secret_file: Opt(Str()),
-      redirect_uri: Opt(Str()),
-      token_endpoint: Opt(Str()),
-      scopes: Opt(Strs()),
-      dcr_config: Opt(
-        Type.Object({
-          discovery_url: Opt(Str()),
-          initial_access_token_env_var: Opt(Str()),
-          initial_access_token_file: Opt(Str()),
-          registration_endpoint: Opt(Str()),
-          software_id: Opt(Str()),
-          software_statement: Opt(Str()),
-        }),
-      ),
-      token_response_mapping: Opt(
-        Type.Object({
-          access_token_path: Opt(Str()),
-          expires_in_path: Opt(Str()),
-          refresh_token_path: Opt(Str()),
-          scope_path: Opt(Str()),
-        }),
-      ),
-      userinfo: Opt(UserInfo),
-    }),
-  ),
-  oidc_config: Opt(
-    Type.Object({
-      additional_authorization_params: Opt(StrMap()),
-      client_id: Opt(Str()),
-      client_secret_env_var: Opt(Str()),
-      client_secret_file: Opt(Str()),
-      issuer_url: Opt(Str()),
-      redirect_uri: Opt(Str()),
-      scopes: Opt(Strs()),
-      userinfo_override: Opt(UserInfo),
-    }),
-  ),
-});
-
 export const RunConfigSchema = Type.Object(
   {
     schema_version: Str(),
@@ -342,28 +270,8 @@ export const RunConfigSchema = Type.Object(
     upstream_swap_config: Opt(
       Type.Object({ custom_header_name: Opt(Str()), header_strategy: Opt(Str()), provider_name: Opt(Str()) }),
     ),
-    embedded_auth_server_config: Opt(
-      Type.Object({
-        allowed_audiences: Opt(Strs()),
-        hmac_secret_files: Opt(Strs()),
-        scopes_supported: Opt(Strs()),
-        authorization_endpoint_base_url: Opt(Str()),
-        issuer: Opt(Str()),
-        schema_version: Opt(Str()),
-        signing_key_config: Opt(
-          Type.Object({ fallback_key_files: Opt(Strs()), key_dir: Opt(Str()), signing_key_file: Opt(Str()) }),
-        ),
-        token_lifespans: Opt(
-          Type.Object({
-            access_token_lifespan: Opt(Str()),
-            auth_code_lifespan: Opt(Str()),
-            refresh_token_lifespan: Opt(Str()),
-          }),
-        ),
-        storage: Opt(Type.Object({ type: Opt(Str()), redis_config: Opt(RedisConfig) })),
-        upstreams: Opt(Type.Array(Upstream)),
-      }),
-    ),
+    /** The embedded OAuth 2.1 authorization server: its one schema lives in `src/schemas`. */
+    embedded_auth_server_config: Opt(EmbeddedAuthServerConfigSchema),
   },
   {
     $id: 'RunConfig',

@@ -76,7 +76,7 @@ test('seed: reserved names in additional_authorization_params are refused', () =
   ]) {
     const cfg = base();
     (
-      cfg.upstreams[0]?.oidc_config as { additional_authorization_params?: Record<string, string> }
+      cfg.upstreams?.[0]?.oidc_config as { additional_authorization_params?: Record<string, string> }
     ).additional_authorization_params = { [name]: 'x' };
     assert.throws(() => resolveAuthServerConfig(cfg, {}), new RegExp(`"${name}" is set by the server`));
   }
@@ -114,7 +114,7 @@ test('seed: upstream type must match its config block; oauth2 needs exactly one 
         },
         {},
       ),
-    /name must be/,
+    /upstreams\[0\]\.name: must match pattern/,
   );
   const ok = resolveAuthServerConfig(
     {
@@ -157,7 +157,7 @@ test('seed: the current HMAC secret is at least 32 bytes; secrets come from file
     2,
   );
   const withSecret = base();
-  (withSecret.upstreams[0]?.oidc_config as { client_secret_env_var?: string }).client_secret_env_var =
+  (withSecret.upstreams?.[0]?.oidc_config as { client_secret_env_var?: string }).client_secret_env_var =
     'IDP_SECRET';
   assert.throws(() => resolveAuthServerConfig(withSecret, {}), /IDP_SECRET is not set/);
   assert.equal(
