@@ -100,6 +100,14 @@ class McpProxy implements RunningProxy {
   private closing: Promise<void> | undefined;
   private boundPort = 0;
   private readonly host: string;
+  /**
+   * Settles when the first upstream, of any kind, is ready (`setUpstream`), or rejects when the
+   * proxy closes. Requests that arrive before then wait on it (up to `upstreamWaitMs`), so a
+   * server that starts a moment after its proxy loses no request.
+   */
+  private readonly upstreamReady: Promise<void>;
+  private markUpstreamReady!: () => void;
+  private failUpstreamReady!: (err: Error) => void;
 
   constructor(private readonly options: ProxyOptions) {
     if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
@@ -116,6 +124,12 @@ class McpProxy implements RunningProxy {
       allowedHosts: options.allowedHosts ?? [],
       allowedOrigins: options.allowedOrigins ?? [],
     });
+    this.upstreamReady = new Promise<void>((resolve, reject) => {
+      this.markUpstreamReady = resolve;
+      this.failUpstreamReady = reject;
+    });
+    // Nobody may be waiting when the proxy closes; the rejection is then not an error.
+    this.upstreamReady.catch(() => {});
     this.bridge = new StdioBridge({
       logger: this.logger,
       limits: this.limits,
@@ -184,6 +198,7 @@ class McpProxy implements RunningProxy {
       this.transparent?.close();
       this.transparent = undefined;
       await this.bridge.attach(upstream.stdin, upstream.stdout);
+      this.markUpstreamReady();
       this.logger.info({ server: this.options.serverName }, 'stdio server attached');
     } else {
       // Loaded on first use: undici and the SSE parser cost memory a stdio workload never needs.
@@ -199,6 +214,7 @@ class McpProxy implements RunningProxy {
         limits: this.limits,
         policy: this.policy,
       });
+      this.markUpstreamReady();
       this.logger.info({ server: this.options.serverName, url: upstream.url }, 'HTTP server attached');
     }
   }
@@ -211,6 +227,7 @@ class McpProxy implements RunningProxy {
   close(): Promise<void> {
     this.closing ??= (async () => {
       if (this.reaper !== undefined) clearInterval(this.reaper);
+      this.failUpstreamReady(new Error('proxy closed'));
       this.bridge.close();
       this.transparent?.close();
       this.resetSessions();
@@ -339,22 +356,18 @@ class McpProxy implements RunningProxy {
       outboundHeaders = ctx.outboundHeaders;
       signOutbound = ctx.signOutbound;
     }
-    if (this.mode === 'http' && this.transparent !== undefined) {
-      await this.transparent.handle(req, res, path, query, text, outboundHeaders, signOutbound);
-      return;
-    }
     if (this.mode === 'none') {
-      // No server yet: wait for one, like a request to a restarting server.
+      // No server yet: wait for the first one, like a request to a restarting server.
       try {
-        await this.bridge.whenReady();
+        await this.waitForUpstream();
       } catch (err) {
         sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, (err as Error).message);
         return;
       }
-      if ((this.mode as string) !== 'stdio') {
-        await this.onRequest(req, res);
-        return;
-      }
+    }
+    if (this.mode === 'http' && this.transparent !== undefined) {
+      await this.transparent.handle(req, res, path, query, text, outboundHeaders, signOutbound);
+      return;
     }
     if (path === '/mcp') {
       if (method === 'POST') this.mcpPost(req, res, body);
@@ -375,6 +388,22 @@ class McpProxy implements RunningProxy {
     } else {
       res.writeHead(405, { allow: 'POST' });
       res.end();
+    }
+  }
+
+  /** `upstreamReady`, bounded by `upstreamWaitMs`. */
+  private async waitForUpstream(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error('MCP server unavailable: no server attached yet')),
+        this.limits.upstreamWaitMs,
+      );
+    });
+    try {
+      await Promise.race([this.upstreamReady, timeout]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
