@@ -18,4 +18,4 @@ export type {
   SyncResult,
   WorkloadEndpoint,
 } from './service.js';
-export { ClientsService, clientTransport, desiredEntries, workloadUrl } from './service.js';
+export { ClientsService, clientTransport, desiredEntries } from './service.js';

@@ -13,7 +13,7 @@
  */
 import { existsSync } from 'node:fs';
 import { DEFAULT_GROUP, type GroupService } from '../groups/index.js';
-import { describeError, type Logger, SkepError, silentLogger } from '../shared/index.js';
+import { describeError, type Logger, SkepError, silentLogger, workloadUrl } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
   CLIENT_TYPES,
@@ -367,7 +367,11 @@ export function desiredEntries(
   for (const w of sorted) {
     if (!groups.has(w.group) || !SERVING.has(w.status)) continue;
     const transport = clientTransport(w);
-    out.set(w.name, def.entry(w.name, workloadUrl(w, transport), transport));
+    // The engine's proxy URL when it reports one (a remote workload keeps its path), else the
+    // reference form on localhost.
+    const url =
+      w.url !== undefined && w.url !== '' ? w.url : workloadUrl({ name: w.name, port: w.port, transport });
+    out.set(w.name, def.entry(w.name, url, transport));
   }
   return out;
 }
@@ -386,14 +390,4 @@ export function clientTransport(w: WorkloadEndpoint): ClientTransport {
   }
   const transport = w.transport_type === 'stdio' ? (w.proxy_mode ?? 'streamable-http') : w.transport_type;
   return transport === 'sse' ? 'sse' : 'streamable-http';
-}
-
-/**
- * The URL a client uses: the engine's proxy URL when it reports one, else the reference form,
- * `http://localhost:<port>/mcp` or `http://localhost:<port>/sse#<name>`.
- */
-export function workloadUrl(w: WorkloadEndpoint, transport: ClientTransport): string {
-  if (w.url !== undefined && w.url !== '') return w.url;
-  const base = `http://localhost:${w.port}`;
-  return transport === 'sse' ? `${base}/sse#${encodeURIComponent(w.name)}` : `${base}/mcp`;
 }

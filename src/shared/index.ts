@@ -7,6 +7,8 @@ export type { LineLoggerOptions, LogFn, Logger } from './logger.js';
 export { createLineLogger, LOG_LEVELS, REDACTED_KEYS, silentLogger } from './logger.js';
 export { createLogger } from './pino-logger.js';
 export { SKEP_VERSION } from './version.js';
+export type { ProxyEndpoint } from './workload-url.js';
+export { workloadUrl } from './workload-url.js';
 export { sleepUnlessAborted } from './sleep.js';
 export type { OriginGuard, OriginGuardOptions } from './origin-guard.js';
 export {
