@@ -93,11 +93,12 @@ async function codeGrant(
   if (!consumed) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
   if (consumed.reused) {
     // OAuth 2.1 §4.1.3 / RFC 9700 §4.5: a replayed code revokes every token issued from it.
-    await ctx.storage.revokeSession(rec.sessionId, ctx.cfg.refreshTokenLifespanSec);
-    // A leaked code: the next login of this client asks the user again.
-    await ctx.storage.deleteApproval(rec.subject, rec.clientId);
-    ctx.log.warn({ client_id: rec.clientId }, 'authorization code replay: grant revoked');
-    throw new OAuthError('invalid_grant', 'the authorization code was already used; its tokens are revoked');
+    throw await revokeLeakedGrant(
+      ctx,
+      rec,
+      'authorization code replay: grant revoked',
+      'the authorization code was already used; its tokens are revoked',
+    );
   }
   return body;
 }
@@ -133,12 +134,31 @@ async function refreshGrant(
   if (!consumed) throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired');
   if (consumed.reused) {
     // RFC 9700 §4.14.2: a rotated refresh token presented again means it leaked; end the grant.
-    await ctx.storage.revokeSession(rec.sessionId, ctx.cfg.refreshTokenLifespanSec);
-    await ctx.storage.deleteApproval(rec.subject, rec.clientId);
-    ctx.log.warn({ client_id: rec.clientId }, 'refresh token reuse: grant revoked');
-    throw new OAuthError('invalid_grant', 'the refresh token was already used; the grant is revoked');
+    throw await revokeLeakedGrant(
+      ctx,
+      rec,
+      'refresh token reuse: grant revoked',
+      'the refresh token was already used; the grant is revoked',
+    );
   }
   return body;
+}
+
+/**
+ * Ends a grant whose code or refresh token leaked: every token of its session is revoked,
+ * and the user's approval of the client is forgotten, so the next login asks again.
+ * Returns the `invalid_grant` error to answer with.
+ */
+async function revokeLeakedGrant(
+  ctx: AuthContext,
+  rec: GrantRecord,
+  logMessage: string,
+  description: string,
+): Promise<OAuthError> {
+  await ctx.storage.revokeSession(rec.sessionId, ctx.cfg.refreshTokenLifespanSec);
+  await ctx.storage.deleteApproval(rec.subject, rec.clientId);
+  ctx.log.warn({ client_id: rec.clientId }, logMessage);
+  return new OAuthError('invalid_grant', description);
 }
 
 /** Mints the access token and, when offline access was granted, a rotated refresh token. */
