@@ -27,7 +27,7 @@ function portFree(port: number): Promise<boolean> {
 }
 
 /** A free port whose cluster-bus twin (port + 10000) is free too. */
-export async function freePort(): Promise<number> {
+async function freePortWithBus(): Promise<number> {
   for (let i = 0; i < 200; i++) {
     const port = 20000 + Math.floor(Math.random() * 20000);
     if ((await portFree(port)) && (await portFree(port + 10000))) return port;
@@ -117,7 +117,7 @@ export async function startRedis(
 ): Promise<RedisInstance> {
   const own = dir === undefined;
   const workDir = dir ?? mkdtempSync(join(tmpdir(), 'skep-redis-'));
-  const port = await freePort();
+  const port = await freePortWithBus();
   const log: string[] = [];
   const listen =
     tls === undefined
@@ -206,7 +206,7 @@ export async function startSentinelSetup(password: string): Promise<SentinelSetu
       20_000,
     );
     for (let i = 0; i < 3; i++) {
-      const port = await freePort();
+      const port = await freePortWithBus();
       const conf = join(dir, `sentinel-${port}.conf`);
       writeFileSync(
         conf,
@@ -272,7 +272,7 @@ export async function startRedisCluster(password: string): Promise<RedisCluster>
   };
   try {
     for (let i = 0; i < 3; i++) {
-      const port = await freePort();
+      const port = await freePortWithBus();
       nodes.push(
         await startRedis(
           [

@@ -10,6 +10,7 @@ import { createKubeClient } from '../../../src/operator/kube.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { awsSts, embedded, ROLE_ARN, ref, resource } from '../../unit/operator/fixtures.js';
 import { FakeKubeApi } from './fake-kube-api.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const EXT = 'skep.dev/v1beta1/mcpexternalauthconfigs';
 const SERVERS = 'skep.dev/v1beta1/mcpservers';
@@ -35,23 +36,6 @@ async function setup(t: TestContext, prepare?: (api: FakeKubeApi) => void) {
   await controller.start();
   t.after(() => controller.close());
   return { api, controller };
-}
-
-/** Polls until `check` returns a value (not a timing assertion: it only bounds the wait). */
-async function waitFor<T>(what: string, check: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = check();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const condition = (o: Obj | undefined, type: string) =>

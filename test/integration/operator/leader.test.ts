@@ -15,21 +15,12 @@ import { ExtAuthController } from '../../../src/operator/controller.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { CLI_ENTRY } from '../../helpers/cli.js';
 import { FakeKubeApi } from './fake-kube-api.js';
+import { waitFor } from '../../helpers/wait.js';
 import { awsSts, ROLE_ARN, resource } from '../../unit/operator/fixtures.js';
 
 const LEASES = 'coordination.k8s.io/v1/leases';
 const NS = 'skep-system';
 const TIMING = { leaseDurationMs: 600, renewDeadlineMs: 400, retryPeriodMs: 50 };
-
-async function waitFor<T>(what: string, check: () => T | undefined | false, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = check();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 interface Candidate {
   elector: LeaderElector;

@@ -9,15 +9,7 @@ import { createServer, request } from 'node:http';
 import { connect } from 'node:net';
 import { test } from 'node:test';
 import { EGRESS_PROXY_SCRIPT, type EgressConfig } from '../../../src/runtime/egress/egress-script.js';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { freePort } from '../../helpers/net.js';
 
 function viaProxy(proxyPort: number, url: string): Promise<number> {
   return new Promise((resolve, reject) => {

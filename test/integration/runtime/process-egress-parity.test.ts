@@ -8,22 +8,11 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { test } from 'node:test';
 import { EGRESS_CONFIG_ENV, EGRESS_PROXY_SCRIPT } from '../../../src/runtime/egress/egress-script.js';
 import { egressAllows } from '../../../src/runtime/sandbox/egress-proxy.js';
+import { freePort } from '../../helpers/net.js';
 import { waitFor } from '../../helpers/wait.js';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function connectStatus(proxyPort: number, target: string): Promise<number> {
   return new Promise((resolve, reject) => {
