@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from '../shared/index.js';
+import { type Logger, readBody } from '../shared/index.js';
 import { formatProblem, type SecretReader, validateExtAuthConfigWithSecrets } from './validate.js';
 
 export const WEBHOOK_PATH = '/validate-skep-dev-v1beta1-mcpexternalauthconfig';
@@ -82,17 +82,6 @@ export async function review(
   };
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new Error('request body too large');
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = typeof body === 'string' ? body : JSON.stringify(body);
   res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' });
@@ -118,7 +107,7 @@ export async function startWebhook(options: WebhookOptions): Promise<WebhookServ
     if (req.method !== 'POST') return send(res, 405, 'method not allowed');
     let review_: { apiVersion?: string; kind?: string; request?: AdmissionRequest };
     try {
-      review_ = JSON.parse(await readBody(req)) as typeof review_;
+      review_ = JSON.parse(await readBody(req, MAX_BODY)) as typeof review_;
     } catch (err) {
       return send(res, 400, `bad AdmissionReview: ${(err as Error).message}`);
     }

@@ -1,6 +1,7 @@
 export type { ErrorCode } from './errors.js';
 export { describeError, ERROR_CODES, isSkepError, SkepError } from './errors.js';
 export { findExecutable, isExecutable } from './executables.js';
+export { BodyTooLargeError, readBody } from './http-body.js';
 export { pathExists, writeFileAtomic, writeFileAtomicSync } from './fs.js';
 export { lazyRequire } from './lazy.js';
 export type { LineLoggerOptions, LogFn, Logger } from './logger.js';
