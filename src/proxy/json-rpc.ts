@@ -23,7 +23,6 @@ export interface JsonRpcMessage {
 
 export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
-export const METHOD_NOT_FOUND = -32601;
 export const INVALID_PARAMS = -32602;
 export const INTERNAL_ERROR = -32603;
 /** Implementation-defined server errors (-32000..-32099). */
@@ -45,16 +44,25 @@ export function resultMessage(id: JsonRpcId, result: unknown): string {
   return JSON.stringify({ jsonrpc: '2.0', id, result });
 }
 
-export function isRequest(m: JsonRpcMessage): boolean {
+/** A request: it names a method and carries an id its response must echo. */
+export type JsonRpcRequest = JsonRpcMessage & { method: string; id: JsonRpcId };
+/** A notification: a method and no id (JSON-RPC 2.0 §4.1); nobody answers it. */
+export type JsonRpcNotification = JsonRpcMessage & { method: string; id?: null };
+
+export function isRequest(m: JsonRpcMessage): m is JsonRpcRequest {
   return typeof m.method === 'string' && m.id !== undefined && m.id !== null;
 }
 
-export function isNotification(m: JsonRpcMessage): boolean {
+export function isNotification(m: JsonRpcMessage): m is JsonRpcNotification {
   return typeof m.method === 'string' && (m.id === undefined || m.id === null);
 }
 
-export function isResponse(m: JsonRpcMessage): boolean {
-  return m.method === undefined && (m.result !== undefined || m.error !== undefined);
+/**
+ * A JSON object whose members may be read and set by name (`params`, `_meta`, a result).
+ * Arrays pass too: looking a name up in one finds nothing, as it did before the check.
+ */
+export function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
 }
 
 export function isValidId(id: unknown): id is JsonRpcId {

@@ -21,6 +21,7 @@ import {
   INTERNAL_ERROR,
   INVALID_REQUEST,
   invalidReason,
+  isRequest,
   type JsonRpcMessage,
   jsonDepthExceeds,
   PARSE_ERROR,
@@ -30,12 +31,8 @@ import {
 import { BatchExchange, OutletTarget, PostExchange, SSE_HEADERS, SseOutlet } from './outlets.js';
 import { ChildCapReached, SessionChildren } from './per-session.js';
 import { Session } from './session.js';
-import {
-  LEGACY_PROTOCOL_VERSIONS,
-  META_PROTOCOL_VERSION,
-  MODERN_PROTOCOL_VERSIONS,
-  StdioBridge,
-} from './stdio-bridge.js';
+import { modernVersionOf } from './stateless-flow.js';
+import { LEGACY_PROTOCOL_VERSIONS, StdioBridge } from './stdio-bridge.js';
 import { createToolPolicy, type ToolPolicy } from './tool-policy.js';
 import type { TransparentForwarder } from './transparent.js';
 import type {
@@ -487,7 +484,7 @@ class McpProxy implements RunningProxy {
         badRequest(res, `Bad Request: unsupported MCP-Protocol-Version: ${version}`);
         return;
       }
-    } else if (messages.length === 1 && modernVersionOf(first) !== undefined && first.id != null) {
+    } else if (messages.length === 1 && modernVersionOf(first) !== undefined && isRequest(first)) {
       if (this.children !== undefined) {
         badRequest(
           res,
@@ -713,13 +710,4 @@ class McpProxy implements RunningProxy {
       }
     }
   }
-}
-
-/** The 2026-era protocol version a message's `_meta` envelope names, if any. */
-function modernVersionOf(msg: JsonRpcMessage): string | undefined {
-  const meta = msg.params?.['_meta'] as Record<string, unknown> | undefined;
-  const version = meta?.[META_PROTOCOL_VERSION];
-  return typeof version === 'string' && (MODERN_PROTOCOL_VERSIONS as readonly string[]).includes(version)
-    ? version
-    : undefined;
 }

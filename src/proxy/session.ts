@@ -19,9 +19,12 @@ export const LOG_LEVELS = [
 ] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
+export function isLogLevel(value: unknown): value is LogLevel {
+  return (LOG_LEVELS as readonly unknown[]).includes(value);
+}
+
 export function logSeverity(level: unknown): number {
-  const i = LOG_LEVELS.indexOf(level as LogLevel);
-  return i === -1 ? 0 : i;
+  return isLogLevel(level) ? LOG_LEVELS.indexOf(level) : 0;
 }
 
 export class Session implements StreamRegistry {

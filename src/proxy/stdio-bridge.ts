@@ -15,11 +15,8 @@
  *   recent in-flight request that declared the capability; with none, the most recently active
  *   capable session with an open stream; with no candidate the child gets a JSON-RPC error.
  *   An unanswered request times out with an error to the child and a cancel to the client.
- *   A 2026-07-28 (stateless) client takes no requests from the server: its in-flight request
- *   is answered with an `input_required` result embedding the server's request, the child's
- *   call is parked under an opaque `requestState`, and the client's retry (carrying
- *   `inputResponses` and that `requestState`) answers the child and takes the parked call's
- *   eventual response (multi round-trip requests). Unclaimed parked calls time out.
+ *   A 2026-07-28 (stateless) client takes no requests from the server; its requests go
+ *   through `stateless-flow.ts`, which turns such a request into an `input_required` answer.
  * - Notifications: list_changed goes to every session; resources/updated to the subscribers
  *   (the child is subscribed once per URI, unsubscribed when the last subscriber leaves);
  *   notifications/message honours each session's level (the child runs at the most verbose
@@ -28,7 +25,6 @@
  * - A dead child fails every in-flight request with a JSON-RPC error; sessions survive and
  *   continue on the next child after `attach` (subscriptions and log level are re-applied).
  */
-import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../shared/index.js';
 import { SKEP_VERSION } from '../shared/index.js';
@@ -36,43 +32,32 @@ import {
   errorMessage,
   INTERNAL_ERROR,
   INVALID_PARAMS,
+  isJsonObject,
+  isNotification,
+  isRequest,
   isValidId,
   type JsonRpcId,
   type JsonRpcMessage,
+  type JsonRpcNotification,
+  type JsonRpcRequest,
   REQUEST_TIMEOUT,
   resultMessage,
   UPSTREAM_UNAVAILABLE,
 } from './json-rpc.js';
 import { LineChannel } from './line-channel.js';
 import type { ReplyTarget } from './outlets.js';
-import { LOG_LEVELS, type LogLevel, logSeverity, type Session } from './session.js';
+import { isLogLevel, type LogLevel, logSeverity, type Session } from './session.js';
+import { type ParkableCall, type ServerIdentity, StatelessFlow } from './stateless-flow.js';
 import type { ToolPolicy } from './tool-policy.js';
 import type { ProxyLimits } from './types.js';
 
 /** 2025-era protocol revisions the proxy can serve to clients, oldest first. */
 export const LEGACY_PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const;
-/** 2026-era (stateless) revisions served in front of a 2025-era child. */
-export const MODERN_PROTOCOL_VERSIONS = ['2026-07-28'] as const;
-export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
-const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
-const META_LOG_LEVEL = 'io.modelcontextprotocol/logLevel';
-const META_SERVER_INFO = 'io.modelcontextprotocol/serverInfo';
 /** The revision the proxy asks a child for. */
 export const CHILD_PROTOCOL_VERSION = '2025-11-25';
 
-export interface ServerIdentity {
-  protocolVersion: string;
-  capabilities: Record<string, unknown>;
-  serverInfo: Record<string, unknown>;
-  instructions?: string;
-}
-
-interface Pending {
-  /** Reassigned when a parked call is taken over by a client's retry. */
-  session: Session | undefined;
-  clientId: JsonRpcId;
-  clientIdJson: string;
-  target: ReplyTarget | undefined;
+/** A forwarded request; the `ParkableCall` part is reassigned when a client's retry takes it over. */
+interface Pending extends ParkableCall {
   /** Rewrites the parsed response before it goes back (tools/list policy). */
   readonly transform: ((msg: JsonRpcMessage) => void) | undefined;
   /** For the proxy's own requests. */
@@ -83,17 +68,6 @@ interface Pending {
 interface ServerRequest {
   readonly session: Session;
   readonly childId: JsonRpcId;
-  readonly timer: NodeJS.Timeout;
-}
-
-/** A 2026 client's call waiting for the client to come back with input (multi round-trip). */
-interface ParkedCall {
-  readonly seq: number;
-  readonly pending: Pending;
-  /** The child's request that the client must answer, and its key in `inputRequests`. */
-  readonly childId: JsonRpcId;
-  readonly method: string;
-  readonly key: string;
   readonly timer: NodeJS.Timeout;
 }
 
@@ -115,9 +89,7 @@ export class StdioBridge {
   private readonly pending = new Map<number, Pending>();
   private readonly progress = new Map<string, { pending: Pending; token: JsonRpcId }>();
   private readonly serverRequests = new Map<string, ServerRequest>();
-  /** By `requestState`. */
-  private readonly parked = new Map<string, ParkedCall>();
-  private inputSeq = 0;
+  private readonly stateless: StatelessFlow;
   private readonly subscribers = new Map<string, Set<Session>>();
   private childLogLevel: LogLevel | undefined;
   private waiters: Array<{ resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }> = [];
@@ -129,6 +101,18 @@ export class StdioBridge {
     // A per-proxy nonce keeps the proxy's ids from colliding with anything a server echoes.
     this.prefix = `sk${Math.random().toString(36).slice(2, 8)}-`;
     this.idToken = `"${this.prefix}`;
+    this.stateless = new StatelessFlow(
+      {
+        prefix: this.prefix,
+        readyServer: () => (this.ready ? this.identity : undefined),
+        whenReady: () => this.whenReady(),
+        handle: (session, msg, target) => this.handle(session, msg, target),
+        toChild: (text) => this.channel?.send(text),
+        isPending: (seq, call) => this.pending.get(seq) === call,
+        cancelPending: (seq, reason) => this.cancelPending(seq, reason),
+      },
+      options.limits.serverRequestTimeoutMs,
+    );
   }
 
   get isReady(): boolean {
@@ -216,8 +200,7 @@ export class StdioBridge {
     }
     for (const req of this.serverRequests.values()) clearTimeout(req.timer);
     this.serverRequests.clear();
-    for (const call of this.parked.values()) clearTimeout(call.timer);
-    this.parked.clear();
+    this.stateless.clear();
   }
 
   close(): void {
@@ -255,16 +238,17 @@ export class StdioBridge {
    */
   handle(session: Session, msg: JsonRpcMessage, target: ReplyTarget | undefined): void {
     session.lastActive = Date.now();
-    const method = msg.method;
-    if (method === undefined) {
-      this.fromClientResponse(session, msg);
-      return;
-    }
-    if (msg.id === undefined || msg.id === null) {
+    // Client messages passed `invalidReason`: a method makes a request or a notification.
+    if (isNotification(msg)) {
       this.fromClientNotification(session, msg);
       return;
     }
+    if (!isRequest(msg)) {
+      this.fromClientResponse(session, msg);
+      return;
+    }
     if (target === undefined) return;
+    const method = msg.method;
     if (method === 'ping') {
       target.final(resultMessage(msg.id, {}));
       return;
@@ -300,60 +284,13 @@ export class StdioBridge {
     this.forward(session, msg, target, undefined);
   }
 
-  /**
-   * A 2026-07-28 (stateless) request in front of a 2025-era child. Translation: the per-request
-   * `_meta` envelope (protocol version, client info, client capabilities, log level) is read
-   * into the throw-away session and removed before the request reaches the child, which was
-   * initialized once by the proxy; `server/discover` is answered from the cached initialize
-   * result. Everything else is forwarded like a 2025 request.
-   */
-  handleModern(session: Session, msg: JsonRpcMessage, replyTo: ReplyTarget): void {
-    const target = new ModernResultTarget(replyTo, CACHEABLE_METHODS.has(msg.method ?? ''));
-    const meta = msg.params?.['_meta'];
-    if (meta !== null && typeof meta === 'object') {
-      const envelope = meta as Record<string, unknown>;
-      const version = envelope[META_PROTOCOL_VERSION];
-      if (typeof version === 'string') session.protocolVersion = version;
-      const caps = envelope[META_CLIENT_CAPABILITIES];
-      if (caps !== null && typeof caps === 'object')
-        session.clientCapabilities = caps as Record<string, unknown>;
-      const level = envelope[META_LOG_LEVEL];
-      if (LOG_LEVELS.includes(level as LogLevel)) session.logLevel = level as LogLevel;
-      for (const key of Object.keys(envelope))
-        if (key.startsWith('io.modelcontextprotocol/')) delete envelope[key];
-      if (Object.keys(envelope).length === 0) delete (msg.params as Record<string, unknown>)['_meta'];
-    }
-    const requestState = msg.params?.['requestState'];
-    if (typeof requestState === 'string') {
-      this.resumeParked(session, msg, target, requestState);
-      return;
-    }
-    if (msg.method !== 'server/discover') {
-      this.handle(session, msg, target);
-      return;
-    }
-    if (!this.ready) {
-      this.whenReady().then(
-        () => this.handleModern(session, msg, replyTo),
-        (err: Error) => target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, err.message)),
-      );
-      return;
-    }
-    const server = this.identity as ServerIdentity;
-    const result: Record<string, unknown> = {
-      supportedVersions: [...MODERN_PROTOCOL_VERSIONS],
-      capabilities: server.capabilities,
-      // Sessions share the child, so nothing here may be cached across clients.
-      ttlMs: 0,
-      cacheScope: 'private',
-      _meta: { [META_SERVER_INFO]: server.serverInfo },
-    };
-    if (server.instructions !== undefined) result['instructions'] = server.instructions;
-    target.final(resultMessage(msg.id as JsonRpcId, result));
+  /** A 2026-07-28 (stateless) request in front of a 2025-era child (`stateless-flow.ts`). */
+  handleModern(session: Session, msg: JsonRpcRequest, replyTo: ReplyTarget): void {
+    this.stateless.handle(session, msg, replyTo);
   }
 
   /** Answers `initialize` from the cached child result (MCP 2025-11-25 lifecycle). */
-  answerInitialize(session: Session, msg: JsonRpcMessage, target: ReplyTarget): void {
+  answerInitialize(session: Session, msg: JsonRpcRequest, target: ReplyTarget): void {
     const server = this.identity;
     if (server === undefined) {
       target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, 'MCP server not initialized'));
@@ -362,15 +299,14 @@ export class StdioBridge {
     const params = msg.params ?? {};
     session.protocolVersion = negotiateVersion(params['protocolVersion'], server.protocolVersion);
     const caps = params['capabilities'];
-    session.clientCapabilities =
-      caps !== null && typeof caps === 'object' ? (caps as Record<string, unknown>) : {};
+    session.clientCapabilities = isJsonObject(caps) ? caps : {};
     const result: Record<string, unknown> = {
       protocolVersion: session.protocolVersion,
       capabilities: server.capabilities,
       serverInfo: server.serverInfo,
     };
     if (server.instructions !== undefined) result['instructions'] = server.instructions;
-    target.final(resultMessage(msg.id as JsonRpcId, result));
+    target.final(resultMessage(msg.id, result));
   }
 
   /** A client session ended: cancel its work upstream and drop its subscriptions. */
@@ -403,7 +339,7 @@ export class StdioBridge {
 
   private forward(
     session: Session,
-    msg: JsonRpcMessage,
+    msg: JsonRpcRequest,
     target: ReplyTarget,
     transform: ((msg: JsonRpcMessage) => void) | undefined,
   ): void {
@@ -416,7 +352,7 @@ export class StdioBridge {
       target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, 'MCP server is not keeping up; try again'));
       return;
     }
-    const clientId = msg.id as JsonRpcId;
+    const clientId = msg.id;
     const seq = ++this.seq;
     const p: Pending = {
       session,
@@ -427,8 +363,8 @@ export class StdioBridge {
       internal: undefined,
       progressKey: undefined,
     };
-    const meta = msg.params?.['_meta'] as Record<string, unknown> | undefined;
-    if (meta !== undefined && meta !== null && typeof meta === 'object') {
+    const meta = msg.params?.['_meta'];
+    if (isJsonObject(meta)) {
       const token = meta['progressToken'];
       if (isValidId(token)) {
         const key = `${this.prefix}p${seq}`;
@@ -437,7 +373,8 @@ export class StdioBridge {
         meta['progressToken'] = key;
       }
     }
-    msg.id = this.prefix + seq;
+    // Re-addressed to the child; the original id is in `p`.
+    (msg as JsonRpcMessage).id = this.prefix + seq;
     this.pending.set(seq, p);
     session.requestStarted(target);
     channel.send(JSON.stringify(msg));
@@ -488,39 +425,41 @@ export class StdioBridge {
     });
   }
 
-  private applyCallPolicy(msg: JsonRpcMessage, target: ReplyTarget): boolean {
-    const name = msg.params?.['name'];
+  private applyCallPolicy(msg: JsonRpcRequest, target: ReplyTarget): boolean {
+    const params = msg.params;
+    const name = params?.['name'];
     const original = typeof name === 'string' ? this.options.policy.resolveCall(name) : undefined;
-    if (original === undefined) {
+    if (params === undefined || original === undefined) {
       // MCP 2025-11-25 "Tools / Error Handling": unknown tools are a protocol error (-32602).
       target.final(errorMessage(msg.id, INVALID_PARAMS, `Unknown tool: ${String(name)}`));
       return false;
     }
-    (msg.params as Record<string, unknown>)['name'] = original;
+    params['name'] = original;
     return true;
   }
 
-  private setLevel(session: Session, msg: JsonRpcMessage, target: ReplyTarget): void {
-    const level = msg.params?.['level'];
-    if (!LOG_LEVELS.includes(level as LogLevel)) {
+  private setLevel(session: Session, msg: JsonRpcRequest, target: ReplyTarget): void {
+    const params = msg.params;
+    const level = params?.['level'];
+    if (params === undefined || !isLogLevel(level)) {
       target.final(errorMessage(msg.id, INVALID_PARAMS, `Invalid log level: ${String(level)}`));
       return;
     }
-    session.logLevel = level as LogLevel;
+    session.logLevel = level;
     let wanted: LogLevel = session.logLevel;
     for (const s of this.options.sessions()) {
       if (s.logLevel !== undefined && logSeverity(s.logLevel) < logSeverity(wanted)) wanted = s.logLevel;
     }
     if (wanted === this.childLogLevel) {
-      target.final(resultMessage(msg.id as JsonRpcId, {}));
+      target.final(resultMessage(msg.id, {}));
       return;
     }
     this.childLogLevel = wanted;
-    (msg.params as Record<string, unknown>)['level'] = wanted;
+    params['level'] = wanted;
     this.forward(session, msg, target, undefined);
   }
 
-  private subscription(session: Session, msg: JsonRpcMessage, target: ReplyTarget): void {
+  private subscription(session: Session, msg: JsonRpcRequest, target: ReplyTarget): void {
     const uri = msg.params?.['uri'];
     if (typeof uri !== 'string') {
       target.final(errorMessage(msg.id, INVALID_PARAMS, 'uri must be a string'));
@@ -535,14 +474,14 @@ export class StdioBridge {
       }
       set.add(session);
       if (set.size > 1) {
-        target.final(resultMessage(msg.id as JsonRpcId, {}));
+        target.final(resultMessage(msg.id, {}));
         return;
       }
     } else {
       session.subscriptions.delete(uri);
       set?.delete(session);
       if (set !== undefined && set.size > 0) {
-        target.final(resultMessage(msg.id as JsonRpcId, {}));
+        target.final(resultMessage(msg.id, {}));
         return;
       }
       this.subscribers.delete(uri);
@@ -550,7 +489,7 @@ export class StdioBridge {
     this.forward(session, msg, target, undefined);
   }
 
-  private fromClientNotification(session: Session, msg: JsonRpcMessage): void {
+  private fromClientNotification(session: Session, msg: JsonRpcNotification): void {
     const method = msg.method;
     if (method === 'notifications/initialized') {
       session.initialized = true;
@@ -560,10 +499,12 @@ export class StdioBridge {
     const channel = this.channel;
     if (channel === undefined) return;
     if (method === 'notifications/cancelled') {
-      const requestId = msg.params?.['requestId'];
+      const params = msg.params;
+      if (params === undefined) return;
+      const requestId = params['requestId'];
       for (const [seq, p] of this.pending) {
         if (p.session === session && p.clientId === requestId) {
-          (msg.params as Record<string, unknown>)['requestId'] = this.prefix + seq;
+          params['requestId'] = this.prefix + seq;
           channel.send(JSON.stringify(msg));
           return;
         }
@@ -625,10 +566,11 @@ export class StdioBridge {
       this.options.logger.warn('dropped a line from the server that is not JSON');
       return;
     }
-    if (msg === null || typeof msg !== 'object') return;
+    if (!isJsonObject(msg)) return;
     if (msg.method === undefined) this.fromServerResponse(msg);
-    else if (msg.id !== undefined && msg.id !== null) this.fromServerRequest(msg, line);
-    else this.fromServerNotification(msg, line);
+    else if (isRequest(msg)) this.fromServerRequest(msg, line);
+    else if (isNotification(msg)) this.fromServerNotification(msg, line);
+    else this.options.logger.warn('dropped a message from the server whose method is not a string');
   }
 
   private fromServerResponse(msg: JsonRpcMessage): void {
@@ -653,20 +595,21 @@ export class StdioBridge {
     if (p.progressKey !== undefined) this.progress.delete(p.progressKey);
   }
 
-  private fromServerRequest(msg: JsonRpcMessage, line: string): void {
-    const method = msg.method as string;
-    const childId = msg.id as JsonRpcId;
+  private fromServerRequest(msg: JsonRpcRequest, line: string): void {
+    const { method, id: childId } = msg;
     let chosen: Session | undefined;
     let chosenSeq = 0;
+    let chosenCall: Pending | undefined;
     for (const [seq, p] of this.pending) {
       const s = p.session;
       if (s !== undefined && !s.closed && s.canHandle(method)) {
         chosen = s;
         chosenSeq = seq;
+        chosenCall = p;
       }
     }
-    if (chosen?.transport === 'stateless') {
-      this.askForInput(chosenSeq, msg);
+    if (chosen?.transport === 'stateless' && chosenCall !== undefined) {
+      this.stateless.park(chosenSeq, chosenCall, msg);
       return;
     }
     if (chosen === undefined) {
@@ -702,76 +645,6 @@ export class StdioBridge {
     this.serverRequests.set(key, { session, childId, timer });
   }
 
-  /**
-   * 2026-07-28: answers the client's in-flight call with `input_required` embedding the
-   * child's request, and parks the call (the child keeps working on it) until the client
-   * retries with the input.
-   */
-  private askForInput(seq: number, msg: JsonRpcMessage): void {
-    const p = this.pending.get(seq) as Pending;
-    const target = p.target;
-    const method = msg.method as string;
-    const childId = msg.id as JsonRpcId;
-    // The client's request ends here; the call now belongs to no session until the retry.
-    p.session?.requestSettled();
-    p.session = undefined;
-    p.target = undefined;
-    const requestState = `${this.prefix}input-${randomUUID()}`;
-    const key = `input-${++this.inputSeq}`;
-    const timer = setTimeout(() => {
-      if (this.parked.get(requestState)?.pending !== p) return;
-      this.parked.delete(requestState);
-      this.channel?.send(errorMessage(childId, REQUEST_TIMEOUT, `client did not answer ${method} in time`));
-      this.cancelPending(seq, 'the client did not come back with the requested input');
-    }, this.options.limits.serverRequestTimeoutMs);
-    timer.unref();
-    this.parked.set(requestState, { seq, pending: p, childId, method, key, timer });
-    target?.final(
-      resultMessage(p.clientId, {
-        resultType: 'input_required',
-        inputRequests: { [key]: { method, ...(msg.params === undefined ? {} : { params: msg.params }) } },
-        requestState,
-      }),
-    );
-  }
-
-  /** A 2026 client's retry with `requestState`: hands its input to the child, takes over the call. */
-  private resumeParked(
-    session: Session,
-    msg: JsonRpcMessage,
-    target: ReplyTarget,
-    requestState: string,
-  ): void {
-    const call = this.parked.get(requestState);
-    if (call === undefined || this.pending.get(call.seq) !== call.pending) {
-      target.final(
-        errorMessage(
-          msg.id,
-          INVALID_PARAMS,
-          'requestState is unknown or expired; send the request again without requestState and inputResponses',
-        ),
-      );
-      return;
-    }
-    this.parked.delete(requestState);
-    clearTimeout(call.timer);
-    const responses = msg.params?.['inputResponses'] as Record<string, unknown> | undefined;
-    const answer = responses?.[call.key];
-    if (answer !== null && typeof answer === 'object')
-      this.channel?.send(JSON.stringify({ jsonrpc: '2.0', id: call.childId, result: answer }));
-    else
-      this.channel?.send(
-        errorMessage(call.childId, INTERNAL_ERROR, `the client did not answer ${call.method}`),
-      );
-    const p = call.pending;
-    const clientId = msg.id as JsonRpcId;
-    p.session = session;
-    p.clientId = clientId;
-    p.clientIdJson = typeof clientId === 'number' ? String(clientId) : JSON.stringify(clientId);
-    p.target = target;
-    session.requestStarted(target);
-  }
-
   /** Forgets an in-flight call and tells the child to stop working on it. */
   private cancelPending(seq: number, reason: string): void {
     const p = this.pending.get(seq);
@@ -787,7 +660,7 @@ export class StdioBridge {
     );
   }
 
-  private fromServerNotification(msg: JsonRpcMessage, line: string): void {
+  private fromServerNotification(msg: JsonRpcNotification, line: string): void {
     const params = msg.params ?? {};
     switch (msg.method) {
       case 'notifications/progress': {
@@ -820,7 +693,7 @@ export class StdioBridge {
         return;
       }
       default: {
-        const related = !(msg.method ?? '').endsWith('/list_changed');
+        const related = !msg.method.endsWith('/list_changed');
         for (const s of this.options.sessions()) this.deliver(s, line, related);
       }
     }
@@ -860,48 +733,4 @@ export function negotiateVersion(requested: unknown, child: string): string {
     return requested < child ? requested : child;
   }
   return child;
-}
-
-/** 2026-07-28 methods whose results carry caching hints (`ttlMs`, `cacheScope`). */
-const CACHEABLE_METHODS = new Set([
-  'tools/list',
-  'prompts/list',
-  'resources/list',
-  'resources/templates/list',
-]);
-
-/**
- * 2026-07-28 results carry `resultType` ("complete" for an ordinary answer); a 2025-era child
- * never sets it, so the proxy adds it on the way back to a 2026 client.
- */
-class ModernResultTarget implements ReplyTarget {
-  constructor(
-    private readonly inner: ReplyTarget,
-    private readonly cacheable: boolean,
-  ) {}
-  get open(): boolean {
-    return this.inner.open;
-  }
-  interim(text: string): boolean {
-    return this.inner.interim(text);
-  }
-  final(text: string): void {
-    if (!text.includes('"result"')) {
-      this.inner.final(text);
-      return;
-    }
-    const msg = JSON.parse(text) as JsonRpcMessage;
-    const result = msg.result as Record<string, unknown> | undefined;
-    if (result !== null && typeof result === 'object' && result['resultType'] === undefined) {
-      result['resultType'] = 'complete';
-      if (this.cacheable && result['ttlMs'] === undefined) {
-        // SEP-2549 caching hints: the shared child's lists may change at any time.
-        result['ttlMs'] = 0;
-        result['cacheScope'] = 'private';
-      }
-      this.inner.final(JSON.stringify(msg));
-      return;
-    }
-    this.inner.final(text);
-  }
 }
