@@ -167,7 +167,7 @@ export class ProcessRuntime implements Runtime {
   }
 
   /** Sandboxed or not (and why not) for `spec`; throws `sandbox_unavailable` when it must be and cannot. */
-  sandboxFor(
+  #sandboxFor(
     spec: Pick<ServerSpec, 'sandbox' | 'permissionProfile' | 'permissionProfileName' | 'isolateNetwork'>,
   ): SandboxChoice {
     return chooseSandbox({
@@ -185,7 +185,7 @@ export class ProcessRuntime implements Runtime {
     if (http && (spec.targetPort === undefined || spec.targetPort === 0)) {
       throw new SkepError('bad_request', `an ${spec.transport} server needs a target port`);
     }
-    const choice = this.sandboxFor(spec);
+    const choice = this.#sandboxFor(spec);
     // Only the allow-listed part of the runner's environment, plus what the run configuration names.
     const env = serverEnvironment(process.env, spec.env);
     if (http) {

@@ -99,7 +99,7 @@ export function defaultHiddenDirs(userHome: string, skepDirs: readonly string[])
  * Node.js installation prefix for anything under `<prefix>/lib/node_modules/` or in a `bin`
  * beside one (nvm, fnm, volta keep node and npx there); otherwise the file's own folder.
  */
-export function programRoot(file: string): string {
+function programRoot(file: string): string {
   const real = realOrSelf(file);
   const marker = `${sep}lib${sep}node_modules${sep}`;
   const at = real.lastIndexOf(marker);

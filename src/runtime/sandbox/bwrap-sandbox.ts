@@ -178,7 +178,7 @@ export interface PreparedSandbox {
 }
 
 /** A workload's home folder in the sandbox (kept between starts: caches, the server's own files). */
-export function sandboxHome(paths: SandboxPaths, name: string): string {
+function sandboxHome(paths: SandboxPaths, name: string): string {
   return join(paths.dataDir, 'sandbox', name, 'home');
 }
 

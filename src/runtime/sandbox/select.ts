@@ -29,7 +29,7 @@ const probes = new Map<string, { at: number; result: ProbeResult }>();
  * create namespaces here (user namespaces disabled, a seccomp-confined container) fails
  * now, with its own message, instead of at every start.
  */
-export const PROBE_ARGS: readonly string[] = [
+const PROBE_ARGS: readonly string[] = [
   '--ro-bind',
   '/',
   '/',
