@@ -197,7 +197,7 @@ class AuthServerImpl implements AuthServer {
     this.#now = deps.now ?? Date.now;
     const upstreamDeps = {
       storage: this.#storage,
-      fetch: deps.fetch ?? globalThis.fetch,
+      ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
       now: this.#now,
       timeoutMs: deps.upstreamTimeoutMs ?? 10_000,
     };

@@ -38,7 +38,7 @@ export interface UpstreamIdentity {
 
 export interface UpstreamDeps {
   storage: AuthStorage;
-  /** Replaces the guarded fetch (tests). `globalThis.fetch` counts as "not replaced". */
+  /** Replaces the guarded fetch (tests). */
   fetch?: typeof fetch;
   now: () => number;
   timeoutMs: number;
@@ -117,13 +117,8 @@ export class UpstreamProvider {
   constructor(cfg: ResolvedUpstream, deps: UpstreamDeps) {
     this.name = cfg.name;
     this.#cfg = cfg;
-    // The server hands over `globalThis.fetch` when its caller injected nothing: that is the
-    // default, and the default is the guarded fetch.
-    const injected = deps.fetch !== undefined && deps.fetch !== globalThis.fetch;
-    this.#deps = {
-      ...deps,
-      fetch: injected ? (deps.fetch as typeof fetch) : outboundFetch(upstreamPolicy(cfg)),
-    };
+    // Without an injected fetch (tests inject one), upstream calls go through the address policy.
+    this.#deps = { ...deps, fetch: deps.fetch ?? outboundFetch(upstreamPolicy(cfg)) };
   }
 
   #options(): oauth.TokenEndpointRequestOptions & oauth.DiscoveryRequestOptions {
