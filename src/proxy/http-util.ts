@@ -2,7 +2,7 @@
  * Small HTTP helpers for the proxy's data plane (node:http, no framework on the hot path):
  * bounded body reading, JSON and JSON-RPC error replies.
  */
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorMessage, INVALID_REQUEST } from './json-rpc.js';
 
 export class BodyTooLarge extends Error {}
@@ -94,30 +94,4 @@ export function sendJson(
 
 export function badRequest(res: ServerResponse, message: string): void {
   sendRpcError(res, 400, INVALID_REQUEST, message);
-}
-
-/** RFC 9110 §7.6.1: connection-specific fields never cross a proxy. */
-export const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-  'content-length',
-]);
-
-/** Names listed in the Connection header are hop-by-hop too. */
-export function connectionTokens(
-  headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>,
-): Set<string> {
-  const value = headers['connection'];
-  const out = new Set<string>();
-  const text = Array.isArray(value) ? value.join(',') : value;
-  if (text !== undefined) for (const t of text.split(',')) out.add(t.trim().toLowerCase());
-  return out;
 }
