@@ -10,7 +10,7 @@ import { GroupService } from '../groups/index.js';
 import { RegistryService } from '../registry/index.js';
 import { type Runtime, type RuntimeHealth, RuntimeSelector } from '../runtime/index.js';
 import { SecretsService } from '../secrets/index.js';
-import { isSkepError, type Logger, SKEP_VERSION, silentLogger } from '../shared/index.js';
+import { definedOnly, isSkepError, type Logger, SKEP_VERSION, silentLogger } from '../shared/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openStore, type Store } from '../store/index.js';
 import { type ResolveRegistryServer, WorkloadManager } from '../workloads/index.js';
@@ -76,7 +76,7 @@ export function registryResolver(registry: RegistryService): ResolveRegistryServ
     return {
       image: found.is_remote ? '' : found.server.image,
       ...(found.is_remote ? { url: found.remote_server.url } : {}),
-      ...(transport === undefined ? {} : { transport }),
+      ...definedOnly({ transport }),
       ...(found.is_remote || found.server.args === undefined ? {} : { args: found.server.args }),
       ...(Object.keys(env).length === 0 ? {} : { env }),
       ...(found.is_remote || found.server.target_port === undefined
@@ -99,7 +99,8 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     store,
     groups,
     storeDir: join(config.paths.dataDir, 'skills', 'oci'),
-    ...(options.env === undefined ? {} : { env: options.env }),
+    logger,
+    ...definedOnly({ env: options.env }),
   });
   const registry = new RegistryService({
     store,
@@ -110,7 +111,7 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
   const runtimes = new RuntimeSelector({
     config,
     logger,
-    ...(options.env === undefined ? {} : { env: options.env }),
+    ...definedOnly({ env: options.env }),
   });
   const workloads = new WorkloadManager({
     store,

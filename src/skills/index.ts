@@ -2,13 +2,10 @@
 
 export { SKILL_CLIENT_TYPES } from './client-dirs.js';
 export type { InstalledSkill, SkillDependency } from './records.js';
-export type {
-  BuildInfo,
-  InstallRequest,
-  PushRequest,
-  SkillContent,
-  SkillsServiceOptions,
-} from './service.js';
+export type { BuildInfo, PushRequest } from './builds.js';
+export type { InstallRequest } from './install.js';
+export type { SkillContent } from './resolve.js';
+export type { SkillsServiceOptions } from './service.js';
 export type { SyncRequest, SyncResult, UpgradeOutcome, UpgradeSkillsRequest } from './lock-sync.js';
 export { SkillsService } from './service.js';
 export type { ValidationResult } from './skill-dir.js';

@@ -1,7 +1,7 @@
 /**
  * Shapes and helpers of project lock-file sync and upgrade (skills reference §1.7; the
  * reference's SyncResult and UpgradeResult on the wire). The work itself is in
- * `SkillsService.sync` / `.upgrade`; what is here needs no state.
+ * `project-sync.ts`; what is here needs no state.
  */
 import { describeError, isSkepError } from '../shared/index.js';
 import { isGitRef } from './git-source.js';

@@ -20,10 +20,6 @@ const DIGEST = /^sha256:[a-f0-9]{64}$/;
 const HOST =
   /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9A-Fa-f:]+\])(?::[0-9]{1,5})?$/;
 
-export function isDigest(value: string): boolean {
-  return DIGEST.test(value);
-}
-
 /** Parses a reference or throws a 400 naming what is wrong. */
 export function parseOciRef(input: string): OciRef {
   const bad = (why: string) => new SkepError('bad_request', `invalid OCI reference "${input}": ${why}`);

@@ -4,10 +4,11 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
+import { freePort } from '../../helpers/net.js';
+import { waitFor } from '../../helpers/wait.js';
 
 export const REGISTRY_BIN = '/usr/bin/docker-registry';
 
@@ -17,26 +18,7 @@ export function tempDir(t: TestContext, prefix: string): string {
   return dir;
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (await check().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${what} did not become ready`);
-}
+const READY_TIMEOUT_MS = 30_000;
 
 function stopOnExit(t: TestContext, child: ChildProcess): void {
   t.after(async () => {
@@ -65,9 +47,12 @@ export async function startRegistry(t: TestContext): Promise<string> {
   });
   stopOnExit(t, child);
   await waitFor(
+    'docker-registry',
     async () => (await fetch(`http://127.0.0.1:${port}/v2/`)).status === 200,
-    `docker-registry (${stderr})`,
-  );
+    READY_TIMEOUT_MS,
+  ).catch((err: unknown) => {
+    throw new Error(`${String(err)} (its stderr: ${stderr})`);
+  });
   return `127.0.0.1:${port}`;
 }
 
@@ -129,17 +114,18 @@ export async function startGitDaemon(t: TestContext): Promise<GitServer> {
   };
   writeFileSync(join(repo, 'README.md'), 'test repo\n');
   server.commit('init');
-  await waitFor(async () => {
-    try {
+  // A failed ls-remote throws; waitFor retries until the deadline and reports the last error.
+  await waitFor(
+    'git daemon',
+    () => {
       execFileSync('git', ['ls-remote', `git://${server.host}/owner/repo`], {
         stdio: 'ignore',
         timeout: 5000,
       });
       return true;
-    } catch {
-      return false;
-    }
-  }, 'git daemon');
+    },
+    READY_TIMEOUT_MS,
+  );
   return server;
 }
 

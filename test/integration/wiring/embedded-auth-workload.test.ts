@@ -31,7 +31,7 @@ import {
   type Upstream,
 } from '../authserver/harness.js';
 import { EVERYTHING_ENTRY, waitFor, waitForStatus, workloadApp } from '../workloads/helpers.js';
-import { allocatePortForTest } from '../workloads/port.js';
+import { freePort } from '../../helpers/net.js';
 
 const SCOPES = ['openid', 'profile', 'email', 'offline_access'];
 
@@ -72,7 +72,7 @@ interface Prepared {
  */
 async function prepare(t: TestContext): Promise<Prepared> {
   const { ctx, home } = await workloadApp(t);
-  const port = await allocatePortForTest();
+  const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
   const upstream = await startUpstream(t, [`${origin}/oauth/callback`]);
   const secretFile = join(home.dir, 'upstream-client-secret');
@@ -324,7 +324,7 @@ test(
         transport: 'stdio',
         upstream_swap_config: { provider_name: 'idp' },
       },
-      { port: await allocatePortForTest() },
+      { port: await freePort() },
     );
     await waitForStatus(ctx, 'swap-alone', 'error');
     assert.match(ctx.workloads.status('swap-alone').status_context, /embedded_auth_server_config/);

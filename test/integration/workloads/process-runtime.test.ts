@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ProcessRuntime, processCommand } from '../../../src/runtime/index.js';
 import { isSkepError } from '../../../src/shared/index.js';
+import { freePort } from '../../helpers/net.js';
 
 test('npx://, uvx:// and cmd:// map to their commands; a container image is refused', () => {
   assert.deepEqual(processCommand('npx://@scope/pkg@1', ['--x']), {
@@ -55,8 +56,7 @@ test('process runtime: an HTTP server gets PORT/MCP_PORT and is ready once it li
   const dir = mkdtempSync(join(tmpdir(), 'skep-rt-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const runtime = new ProcessRuntime({ logMaxBytes: 1 << 20, logFiles: 1 });
-  const { allocatePortForTest } = await import('./port.js');
-  const port = await allocatePortForTest();
+  const port = await freePort();
   const script =
     "require('http').createServer((q,s)=>s.end(process.env.MCP_PORT)).listen(Number(process.env.PORT),'127.0.0.1')";
   const handle = await runtime.start({

@@ -1,0 +1,104 @@
+/**
+ * Local builds: package a skill folder into the local OCI store, list and remove builds,
+ * and push one to a registry (skills reference §1.3). Validation of a folder is
+ * `validateSkillDir` in `skill-dir.ts`.
+ */
+import { stat } from 'node:fs/promises';
+import { SkepError } from '../shared/index.js';
+import { sourceDateEpoch } from './archive.js';
+import { buildArtifact, LABEL } from './artifact.js';
+import type { SkillsContext } from './context.js';
+import { parseOciRef } from './oci-ref.js';
+import { checkSkillPath, collectSkillFiles, parseCollected } from './skill-dir.js';
+
+export interface BuildInfo {
+  tag: string;
+  digest: string;
+  name: string;
+  description: string;
+  version: string;
+}
+
+export interface PushRequest {
+  reference: string;
+  key?: string | undefined;
+  identity_token?: string | undefined;
+  no_sign?: boolean | undefined;
+}
+
+/** Packages the skill folder into the local store; returns the tag (or the digest when untagged). */
+export async function buildSkill(
+  ctx: SkillsContext,
+  path: string,
+  tag?: string,
+): Promise<{ reference: string }> {
+  checkSkillPath(path);
+  try {
+    if (!(await stat(path)).isDirectory())
+      throw new SkepError('bad_request', `path "${path}" is not a directory`);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new SkepError('bad_request', `path "${path}" does not exist`);
+    throw err;
+  }
+  const files = await collectSkillFiles(path);
+  const parsed = parseCollected(files, path);
+  const finalTag = tag === undefined || tag === '' ? parsed.frontmatter.name : tag;
+  if (finalTag.includes('/') || finalTag.includes('@')) parseOciRef(finalTag);
+  else if (!/^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/.test(finalTag)) {
+    throw new SkepError(
+      'bad_request',
+      `invalid tag "${finalTag}": use a bare tag (letters, digits, "_", ".", "-") or a full OCI reference`,
+    );
+  }
+  const artifact = await buildArtifact(files, parsed.frontmatter, sourceDateEpoch(ctx.env()));
+  await ctx.local.save(finalTag, artifact);
+  return { reference: finalTag };
+}
+
+export async function listBuilds(ctx: SkillsContext): Promise<BuildInfo[]> {
+  const out: BuildInfo[] = [];
+  for (const b of await ctx.local.builds()) {
+    let labels: Record<string, string> = {};
+    try {
+      const root = JSON.parse((await ctx.local.getManifest(b.tag)).bytes.toString('utf8')) as {
+        annotations?: Record<string, string>;
+      };
+      labels = root.annotations ?? {};
+    } catch {
+      // a damaged entry is still listed, without metadata
+    }
+    out.push({
+      tag: b.tag,
+      digest: b.digest,
+      name: labels[LABEL.name] ?? '',
+      description: labels[LABEL.description] ?? '',
+      version: labels[LABEL.version] ?? '',
+    });
+  }
+  return out;
+}
+
+export async function removeBuild(ctx: SkillsContext, tag: string): Promise<void> {
+  if (!(await ctx.local.remove(tag)))
+    throw new SkepError('skill_not_found', `build "${tag}" not found in local store`);
+}
+
+/** Pushes a local build to the registry named by its tag (which must be a full reference). */
+export async function pushBuild(ctx: SkillsContext, request: PushRequest): Promise<void> {
+  if (request.key !== undefined || request.identity_token !== undefined) {
+    throw new SkepError(
+      'not_implemented',
+      'signing skill artifacts is not supported yet; push without key/identity_token',
+    );
+  }
+  const digest = await ctx.local.resolve(request.reference);
+  if (digest === undefined)
+    throw new SkepError('skill_not_found', `reference "${request.reference}" not found in local store`);
+  const ref = parseOciRef(request.reference);
+  const session = ctx.session(ref, true);
+  const { root, manifests, blobs } = await ctx.local.collectBlobs(request.reference);
+  for (const b of blobs) await session.putBlob(await ctx.local.readBlob(b), b);
+  for (const m of manifests) await session.putManifest(m.digest, m.bytes, m.mediaType);
+  await session.putManifest(ref.digest ?? ref.tag ?? root.digest, root.bytes, root.mediaType);
+}

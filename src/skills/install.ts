@@ -1,0 +1,271 @@
+/**
+ * Installing a resolved skill and its dependencies for some clients in one scope, as one
+ * transaction (skills reference §1.5): client folders are written beside the old ones and
+ * swapped in, records and the lock file are updated, and a failure anywhere undoes every step
+ * taken so far, newest first. Backups are dropped only once the whole tree is installed.
+ */
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEFAULT_GROUP } from '../groups/index.js';
+import { pathExists, SkepError, writeFileAtomic } from '../shared/index.js';
+import { writeTree } from './archive.js';
+import { resolveClients, type Scope, skillsDirFor } from './client-dirs.js';
+import type { SkillsContext } from './context.js';
+import { contentDigest, type LockFile, lockPath, readLock, upsertEntry, writeLock } from './lock-file.js';
+import type { InstalledSkill } from './records.js';
+import { type ResolvedSkill, resolveSkill } from './resolve.js';
+import { resolveScope } from './scope.js';
+
+export interface InstallRequest {
+  name: string;
+  version?: string | undefined;
+  scope?: string | undefined;
+  project_root?: string | undefined;
+  clients?: string[] | undefined;
+  force?: boolean | undefined;
+  group?: string | undefined;
+  allow_unsigned?: boolean | undefined;
+}
+
+/** One step of an install's commit or undo; `what` names it in the log line when it fails. */
+export interface InstallStep {
+  what: string;
+  run(): Promise<void>;
+}
+
+export interface InstallTx {
+  scope: Scope;
+  projectRoot: string;
+  clients: string[];
+  group: string;
+  force: boolean;
+  /** Undo steps, run in reverse order when the install fails. */
+  undo: InstallStep[];
+  /** Backups to drop once the whole install succeeded. */
+  commits: InstallStep[];
+  lock: LockFile | undefined;
+  /** Skills installed by this transaction (a diamond dependency is installed once). */
+  visited: Set<string>;
+  /** The dependency path being installed, to detect cycles. */
+  stack: string[];
+  /** Rewrite every client folder even when the digest is already installed (sync repairs drift). */
+  rewrite?: boolean;
+}
+
+const MAX_SKILLS_PER_TREE = 100;
+
+/**
+ * Runs every step, even after one failed: a step skipped would leave more behind than a step
+ * that failed. Each failure is reported with its cause.
+ */
+async function runEach(
+  steps: readonly InstallStep[],
+  failed: (step: InstallStep, err: unknown) => void,
+): Promise<void> {
+  for (const step of steps) {
+    try {
+      await step.run();
+    } catch (err) {
+      failed(step, err);
+    }
+  }
+}
+
+/**
+ * Drops the backups of an install that succeeded. A failure leaves a `.skep-backup-*` folder
+ * next to the skill, but the install itself stands, so it is a warning.
+ */
+export function commitInstall(ctx: SkillsContext, skill: string, tx: InstallTx): Promise<void> {
+  return runEach(tx.commits, (step, err) =>
+    ctx.logger.warn(
+      { skill, step: step.what, err },
+      'skill install: cannot drop a backup; the install stands',
+    ),
+  );
+}
+
+/**
+ * Undoes a failed install, newest step first. The caller rethrows the install's own error, so
+ * a step that fails here is only visible in the log: it leaves files, records or the lock file
+ * half restored.
+ */
+export function rollbackInstall(ctx: SkillsContext, skill: string, tx: InstallTx): Promise<void> {
+  return runEach([...tx.undo].reverse(), (step, err) =>
+    ctx.logger.error(
+      { skill, step: step.what, err },
+      'skill install rollback: a step failed; the install is half undone',
+    ),
+  );
+}
+
+export async function installSkill(ctx: SkillsContext, request: InstallRequest): Promise<InstalledSkill> {
+  if (typeof request.name !== 'string' || request.name.trim() === '')
+    throw new SkepError('bad_request', 'name is required');
+  const { scope, root } = await resolveScope(request.scope, request.project_root);
+  const clients = resolveClients(request.clients, ctx.env());
+  const group = request.group === undefined || request.group === '' ? DEFAULT_GROUP : request.group;
+  ctx.groups.require(group);
+  const resolved = await resolveSkill(ctx, request.name.trim(), request.version);
+  if (scope === 'project' && request.allow_unsigned !== true) {
+    throw new SkepError(
+      'forbidden',
+      `skill "${resolved.name}" is not signed; Skep does not verify signatures yet, so project installs need allow_unsigned=true`,
+    );
+  }
+  const tx: InstallTx = {
+    scope: scope ?? 'user',
+    projectRoot: root,
+    clients,
+    group,
+    force: request.force === true,
+    undo: [],
+    commits: [],
+    lock: undefined,
+    visited: new Set(),
+    stack: [],
+  };
+  if (tx.scope === 'project') {
+    tx.lock = await readLock(root);
+    // The lock file as it was (or its absence), put back last when the install fails.
+    const snapshot = await readFile(lockPath(root), 'utf8').catch(() => undefined);
+    tx.undo.unshift({
+      what: `restore ${lockPath(root)}`,
+      run: () =>
+        snapshot === undefined
+          ? rm(lockPath(root), { force: true })
+          : writeFileAtomic(lockPath(root), snapshot, 0o644),
+    });
+  }
+  try {
+    const skill = await installOne(ctx, resolved, tx, undefined);
+    if (tx.lock !== undefined) await writeLock(root, tx.lock);
+    await commitInstall(ctx, resolved.name, tx);
+    return skill;
+  } catch (err) {
+    await rollbackInstall(ctx, resolved.name, tx);
+    throw err;
+  }
+}
+
+/** Installs one skill of the tree (recursing into its `requires`), recording each step's undo in `tx`. */
+export async function installOne(
+  ctx: SkillsContext,
+  resolved: ResolvedSkill,
+  tx: InstallTx,
+  requiredBy: string | undefined,
+): Promise<InstalledSkill> {
+  const name = resolved.name;
+  if (tx.stack.includes(name))
+    throw new SkepError('skill_artifact_invalid', `dependency cycle detected involving skill "${name}"`);
+  const done = tx.visited.has(name) ? ctx.records.get(name, tx.scope, tx.projectRoot) : undefined;
+  if (done !== undefined) {
+    const entry = tx.lock?.skills.find((e) => e.name === name);
+    if (entry !== undefined && requiredBy !== undefined)
+      upsertEntry(tx.lock!, { ...entry, requiredBy: [requiredBy] });
+    return done;
+  }
+  tx.visited.add(name);
+  if (tx.visited.size > MAX_SKILLS_PER_TREE) {
+    throw new SkepError(
+      'skill_artifact_invalid',
+      `more than ${MAX_SKILLS_PER_TREE} skills in one dependency tree`,
+    );
+  }
+  const env = ctx.env();
+  const existing = ctx.records.get(name, tx.scope, tx.projectRoot);
+  const explicit = requiredBy === undefined || existing?.explicit === true;
+  let writeClients: string[];
+  let allClients: string[];
+  let force = tx.force;
+  if (existing !== undefined && existing.digest === resolved.digest && tx.rewrite !== true) {
+    writeClients = tx.clients.filter((c) => !existing.clients.includes(c));
+    allClients = [...existing.clients, ...writeClients];
+  } else if (existing !== undefined) {
+    allClients = [...new Set([...existing.clients, ...tx.clients])];
+    writeClients = allClients;
+    force = true;
+  } else {
+    writeClients = tx.clients;
+    allClients = [...tx.clients];
+  }
+  // Directories shared by several clients (vscode, vscode-insider) are written once.
+  const dirs = [
+    ...new Set(writeClients.map((c) => join(skillsDirFor(c, tx.scope, tx.projectRoot, env), name))),
+  ];
+  if (!force) {
+    for (const dir of dirs) {
+      if (await pathExists(dir)) {
+        throw new SkepError(
+          'skill_exists',
+          `directory "${dir}" exists but is not managed by Skep; use force to overwrite`,
+        );
+      }
+    }
+  }
+  for (const dir of dirs) {
+    const handle = await writeTree(dir, resolved.entries);
+    tx.undo.push({ what: `restore ${dir}`, run: handle.rollback });
+    tx.commits.push({ what: `drop the backup of ${dir}`, run: handle.commit });
+  }
+  const fm = resolved.parsed.frontmatter;
+  const dependencies: InstalledSkill['dependencies'] = [];
+  const skill: InstalledSkill = {
+    metadata: {
+      name,
+      version: fm.version,
+      description: fm.description,
+      author: fm.metadata['author'] ?? '',
+      tags: (fm.metadata['tags'] ?? '')
+        .split(',')
+        .map((t) => t.trim())
+        .filter((t) => t !== ''),
+    },
+    scope: tx.scope,
+    project_root: tx.projectRoot,
+    reference: resolved.reference,
+    tag: resolved.tag,
+    digest: resolved.digest,
+    status: 'installed',
+    // Re-installing the same digest (e.g. for more clients) keeps the original install time.
+    installed_at:
+      existing !== undefined && existing.digest === resolved.digest
+        ? existing.installed_at
+        : new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    clients: allClients.sort(),
+    dependencies,
+    managed: true,
+    explicit,
+  };
+  const groupHadIt = ctx.records.inGroup(name, tx.group);
+  ctx.records.save(skill, tx.group);
+  tx.undo.push({
+    what: `restore the install record of ${name}`,
+    run: async () => {
+      if (existing === undefined) ctx.records.delete(name, tx.scope, tx.projectRoot);
+      else ctx.records.save(existing, undefined);
+      if (!groupHadIt) ctx.records.removeFromGroup(name, tx.group);
+    },
+  });
+  tx.stack.push(name);
+  for (const depRef of fm.requires) {
+    const dep = await resolveSkill(ctx, depRef);
+    const installed = await installOne(ctx, dep, tx, name);
+    dependencies.push({ name: installed.metadata.name, reference: depRef, digest: installed.digest });
+  }
+  tx.stack.pop();
+  if (dependencies.length > 0) ctx.records.save(skill, undefined);
+  if (tx.lock !== undefined) {
+    const first = dirs[0] ?? join(skillsDirFor(allClients[0]!, tx.scope, tx.projectRoot, env), name);
+    upsertEntry(tx.lock, {
+      name,
+      ...(fm.version === '' ? {} : { version: fm.version }),
+      source: resolved.reference,
+      digest: resolved.digest,
+      contentDigest: await contentDigest(first),
+      unsigned: true,
+      ...(requiredBy === undefined ? {} : { requiredBy: [requiredBy] }),
+      ...(explicit ? { explicit: true } : {}),
+    });
+  }
+  return skill;
+}

@@ -1,0 +1,234 @@
+/**
+ * A project's lock file as the source of truth (skills reference §1.7): `sync` restores the
+ * installed skills to it, `upgrade` re-resolves its sources and pins what moved. The request
+ * and result shapes are in `lock-sync.ts`.
+ */
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DEFAULT_GROUP } from '../groups/index.js';
+import { pathExists, SkepError } from '../shared/index.js';
+import { resolveClients, skillsDirFor } from './client-dirs.js';
+import type { SkillsContext } from './context.js';
+import { commitInstall, type InstallTx, installOne, rollbackInstall } from './install.js';
+import { uninstallTree } from './installed.js';
+import { contentDigest, type LockEntry, readLock, upsertEntry, writeLock } from './lock-file.js';
+import {
+  emptySyncResult,
+  failure,
+  isPinned,
+  NAME_LISTS,
+  pinnedSource,
+  type SyncRequest,
+  type SyncResult,
+  type UpgradeOutcome,
+  type UpgradeSkillsRequest,
+} from './lock-sync.js';
+import type { InstalledSkill } from './records.js';
+import { resolveSkill } from './resolve.js';
+import { resolveScope } from './scope.js';
+
+/**
+ * Restores a project's installed skills to its lock file (skills reference §1.7). Entries
+ * without an install record are `missing`; records whose digest, clients or on-disk
+ * contentDigest differ are `drifted`; both are reinstalled at the pinned digest (never a
+ * newer one), unless `check`. Managed skills absent from the lock are `removed_from_lock`
+ * (`prune` uninstalls them); skill folders Skep never installed are `never_managed`.
+ */
+export async function syncProject(ctx: SkillsContext, request: SyncRequest): Promise<SyncResult> {
+  if (request.adopt === true) {
+    throw new SkepError(
+      'not_implemented',
+      'adopt is not supported yet: install those skills with skep skill install to have them locked',
+    );
+  }
+  const { root } = await resolveScope('project', request.project_root);
+  const env = ctx.env();
+  const clients = resolveClients(request.clients, env);
+  const lock = await readLock(root);
+  const result = emptySyncResult();
+  // Dependencies first, so that a parent's restore finds them in place at their pinned digest.
+  const entries = [...lock.skills].sort(
+    (a, b) => Number(a.requiredBy === undefined) - Number(b.requiredBy === undefined),
+  );
+  const locked = new Set(entries.map((e) => e.name));
+  for (const entry of entries) {
+    const record = ctx.records.get(entry.name, 'project', root);
+    if (record === undefined) result.missing.push(entry.name);
+    else if (await drifted(ctx, entry, record, clients, root)) result.drifted.push(entry.name);
+    else {
+      result.already_current.push(entry.name);
+      continue;
+    }
+    if (request.check === true) continue;
+    try {
+      await installLocked(ctx, entry, pinnedSource(entry.source, entry.digest), clients, root, locked);
+      result.installed.push(entry.name);
+    } catch (err) {
+      result.failed.push(failure(entry.name, err));
+    }
+  }
+  for (const record of ctx.records.list({ scope: 'project', projectRoot: root })) {
+    const name = record.metadata.name;
+    if (!record.managed || locked.has(name)) continue;
+    result.removed_from_lock.push(name);
+    if (request.prune !== true || request.check === true) continue;
+    try {
+      await uninstallTree(ctx, name, 'project', root, new Set());
+      result.pruned.push(name);
+    } catch (err) {
+      result.failed.push(failure(name, err));
+    }
+  }
+  const seen = new Set<string>();
+  for (const client of clients) {
+    const dir = skillsDirFor(client, 'project', root, env);
+    // A client folder that does not exist (or cannot be read) holds no unmanaged skills.
+    const names = await readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const d of names) {
+      if (!d.isDirectory() || seen.has(d.name) || locked.has(d.name)) continue;
+      if (ctx.records.get(d.name, 'project', root) !== undefined) continue;
+      if (!(await pathExists(join(dir, d.name, 'SKILL.md')))) continue;
+      seen.add(d.name);
+      result.never_managed.push(d.name);
+    }
+  }
+  for (const key of NAME_LISTS) result[key].sort();
+  return result;
+}
+
+/**
+ * Re-resolves each lock entry's `source` (skills reference §1.7 "Upgrade"): a moved tag or
+ * branch gets the new content installed and pinned; digest- or commit-pinned sources are
+ * `not-upgradable`. `preview` resolves and compares without installing; `fail_on_changes`
+ * makes any pending upgrade a 409 (for CI freshness checks).
+ */
+export async function upgradeProject(
+  ctx: SkillsContext,
+  request: UpgradeSkillsRequest,
+): Promise<{ outcomes: UpgradeOutcome[] }> {
+  const { root } = await resolveScope('project', request.project_root);
+  const clients = resolveClients(request.clients, ctx.env());
+  const lock = await readLock(root);
+  const wanted = request.names ?? [];
+  const unknown = wanted.filter((n) => !lock.skills.some((e) => e.name === n));
+  if (unknown.length > 0)
+    throw new SkepError('skill_not_found', `not in the lock file: ${unknown.join(', ')}`);
+  const entries = lock.skills.filter((e) => wanted.length === 0 || wanted.includes(e.name));
+  const locked = new Set(lock.skills.map((e) => e.name));
+  const outcomes: UpgradeOutcome[] = [];
+  for (const entry of entries) {
+    const base = { name: entry.name, old_digest: entry.digest };
+    if (isPinned(entry.source)) {
+      outcomes.push({ ...base, status: 'not-upgradable', new_digest: entry.digest });
+      continue;
+    }
+    let digest: string;
+    try {
+      digest = (await resolveSkill(ctx, entry.source)).digest;
+    } catch (err) {
+      const f = failure(entry.name, err);
+      outcomes.push({
+        ...base,
+        status: 'failed',
+        new_digest: entry.digest,
+        reason: f.reason,
+        error: f.error,
+      });
+      continue;
+    }
+    if (digest === entry.digest) {
+      outcomes.push({ ...base, status: 'up-to-date', new_digest: digest });
+      continue;
+    }
+    if (request.fail_on_changes === true) {
+      throw new SkepError(
+        'conflict',
+        `skill "${entry.name}" would upgrade from ${entry.digest} to ${digest} (fail_on_changes)`,
+      );
+    }
+    if (request.preview === true) {
+      outcomes.push({ ...base, status: 'upgraded', new_digest: digest });
+      continue;
+    }
+    try {
+      await installLocked(
+        ctx,
+        { ...entry, digest },
+        pinnedSource(entry.source, digest),
+        clients,
+        root,
+        locked,
+      );
+      outcomes.push({ ...base, status: 'upgraded', new_digest: digest });
+    } catch (err) {
+      const f = failure(entry.name, err);
+      outcomes.push({ ...base, status: 'failed', new_digest: digest, reason: f.reason, error: f.error });
+    }
+  }
+  return { outcomes };
+}
+
+/** True when the install differs from the lock entry: digest, clients, or files on disk. */
+async function drifted(
+  ctx: SkillsContext,
+  entry: LockEntry,
+  record: InstalledSkill,
+  clients: string[],
+  root: string,
+): Promise<boolean> {
+  if (record.digest !== entry.digest) return true;
+  if (clients.some((c) => !record.clients.includes(c))) return true;
+  for (const client of record.clients) {
+    const dir = join(skillsDirFor(client, 'project', root, ctx.env()), entry.name);
+    if (!(await pathExists(dir))) return true;
+    if (entry.contentDigest !== undefined && (await contentDigest(dir)) !== entry.contentDigest) return true;
+  }
+  return false;
+}
+
+/**
+ * Installs one lock entry at exactly `entry.digest` from `pinned`, for `clients`, replacing
+ * what is there. Its dependencies are other lock entries and are left to their own turn.
+ * The lock entry keeps its `source` and flags; digest and contentDigest are written.
+ */
+async function installLocked(
+  ctx: SkillsContext,
+  entry: LockEntry,
+  pinned: string,
+  clients: string[],
+  root: string,
+  locked: ReadonlySet<string>,
+): Promise<void> {
+  const resolved = await resolveSkill(ctx, pinned);
+  if (resolved.digest !== entry.digest) {
+    throw new SkepError(
+      'not_found',
+      `${entry.source} no longer provides ${entry.digest} (it resolves to ${resolved.digest})`,
+    );
+  }
+  const tx: InstallTx = {
+    scope: 'project',
+    projectRoot: root,
+    clients,
+    group: DEFAULT_GROUP,
+    force: true,
+    undo: [],
+    commits: [],
+    lock: undefined,
+    visited: new Set([...locked].filter((n) => n !== entry.name)),
+    stack: [],
+    rewrite: true,
+  };
+  try {
+    const skill = await installOne(ctx, resolved, tx, undefined);
+    if (entry.explicit !== true && skill.explicit) ctx.records.save({ ...skill, explicit: false }, undefined);
+    const dir = join(skillsDirFor(skill.clients[0] as string, 'project', root, ctx.env()), entry.name);
+    const lock = await readLock(root);
+    upsertEntry(lock, { ...entry, contentDigest: await contentDigest(dir) });
+    await writeLock(root, lock);
+    await commitInstall(ctx, entry.name, tx);
+  } catch (err) {
+    await rollbackInstall(ctx, entry.name, tx);
+    throw err;
+  }
+}
