@@ -11,7 +11,13 @@ import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { dirname } from 'node:path';
 import { type ApiToken, resolveApiToken, type SkepConfig } from '../config/index.js';
-import { isLoopbackName, isWildcardAddress, SkepError, writeFileAtomicSync } from '../shared/index.js';
+import {
+  definedOnly,
+  isLoopbackName,
+  isWildcardAddress,
+  SkepError,
+  writeFileAtomicSync,
+} from '../shared/index.js';
 import { buildApp, type SkepApp } from './app.js';
 import { BrowserSessions } from './browser-sessions.js';
 import { type ApiContext, type ContextOptions, createContext } from './context.js';
@@ -343,7 +349,7 @@ export async function startServer(
         ? undefined
         : {
             source: plan.apiToken.source,
-            ...(plan.apiToken.file === undefined ? {} : { file: plan.apiToken.file }),
+            ...definedOnly({ file: plan.apiToken.file }),
           },
     loginUrl() {
       return plan.kind === 'unix' ? undefined : `${url}/auth/login?ticket=${sessions.mintTicket()}`;

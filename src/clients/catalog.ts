@@ -9,6 +9,7 @@
  */
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { definedOnly } from '../shared/index.js';
 
 export const CLIENT_TYPES = [
   'roo-code',
@@ -361,7 +362,7 @@ function define(type: ClientType, spec: Spec): ClientDefinition {
     urlField: spec.urlField ?? 'url',
     typeValues: spec.typeValues,
     supportsSkills: skills !== undefined,
-    ...(spec.deprecated === undefined ? {} : { deprecated: spec.deprecated }),
+    ...definedOnly({ deprecated: spec.deprecated }),
     configPath: spec.path,
     detectPath: (env, platform) =>
       spec.detectByFile === true ? spec.path(env, platform) : dirname(spec.path(env, platform)),

@@ -7,7 +7,7 @@
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SkepPaths } from '../config/index.js';
-import { SkepError } from '../shared/index.js';
+import { definedOnly, SkepError } from '../shared/index.js';
 import { readSetting, type Store, writeSetting } from '../store/index.js';
 import { EncryptedProvider } from './encrypted-provider.js';
 import { EnvironmentProvider } from './environment-provider.js';
@@ -93,7 +93,7 @@ export class SecretsService {
       env: this.#env,
       paths: options.paths,
       keyring: options.keyring ?? secretServiceKeyring(this.#env),
-      ...(options.askPassword === undefined ? {} : { ask: options.askPassword }),
+      ...definedOnly({ ask: options.askPassword }),
     });
   }
 

@@ -3,6 +3,7 @@
  * Fastify. The redact list mirrors `REDACTED_KEYS` of the line logger.
  */
 import { pino } from 'pino';
+import { definedOnly } from './defined-only.js';
 import type { Logger } from './logger.js';
 
 export function createLogger(
@@ -12,7 +13,7 @@ export function createLogger(
   return pino(
     {
       level,
-      ...(options.name === undefined ? {} : { name: options.name }),
+      ...definedOnly({ name: options.name }),
       redact: {
         paths: [
           'req.headers.authorization',

@@ -4,6 +4,7 @@
  * validate the request shape and call the skills service.
  */
 import { Type } from 'typebox';
+import { definedOnly } from '../../shared/index.js';
 import type { InstalledSkill } from '../../skills/index.js';
 import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
@@ -367,7 +368,7 @@ export async function skillRoutes(app: SkepApp, ctx: ApiContext): Promise<void> 
       return {
         metadata: installed.metadata,
         installed_skill: view(installed),
-        ...(unsigned === undefined ? {} : { unsigned }),
+        ...definedOnly({ unsigned }),
       };
     },
   );

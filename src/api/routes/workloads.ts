@@ -4,6 +4,7 @@
  * (management-api.md §1.6, §2); see the route descriptions for where Skep differs.
  */
 import { Type } from 'typebox';
+import { definedOnly } from '../../shared/index.js';
 import {
   BulkRequestSchema,
   CreateWorkloadSchema,
@@ -37,7 +38,7 @@ const SelectionQuery = Type.Object({
 });
 const selection = (query: { all?: boolean; group?: string }): ListOptions => ({
   all: query.all === true,
-  ...(query.group === undefined ? {} : { group: query.group }),
+  ...definedOnly({ group: query.group }),
 });
 const tags = ['workloads'];
 

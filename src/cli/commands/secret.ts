@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import type { Command } from 'commander';
 import { SecretsService } from '../../secrets/index.js';
-import { SkepError } from '../../shared/index.js';
+import { definedOnly, SkepError } from '../../shared/index.js';
 import { withContext } from '../context.js';
 import { printJson, printTable } from '../output.js';
 
@@ -116,8 +116,7 @@ export function registerSecret(program: Command): void {
       const result = await withSecrets((s) =>
         s.setup({
           provider_type: opts.provider,
-          ...(password === undefined ? {} : { password }),
-          ...(newPassword === undefined ? {} : { new_password: newPassword }),
+          ...definedOnly({ password, new_password: newPassword }),
         }),
       );
       if (opts.json === true) printJson(result);

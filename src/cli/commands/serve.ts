@@ -5,7 +5,7 @@
 import { type Command, InvalidArgumentError } from 'commander';
 import { startServer } from '../../api/server.js';
 import { API_TOKEN_ENV, loadConfig } from '../../config/index.js';
-import { createLogger } from '../../shared/index.js';
+import { createLogger, definedOnly } from '../../shared/index.js';
 
 interface ServeFlags {
   host?: string;
@@ -57,13 +57,10 @@ export function registerServe(program: Command): void {
       const server = await startServer(
         config,
         {
-          ...(opts.host === undefined ? {} : { host: opts.host }),
-          ...(opts.port === undefined ? {} : { port: opts.port }),
-          ...(opts.socket === undefined ? {} : { socket: opts.socket }),
+          ...definedOnly({ host: opts.host, port: opts.port, socket: opts.socket }),
           ...(opts.allowRemote === true ? { allowRemote: true } : {}),
           allowedOrigins: opts.allowedOrigin,
-          ...(opts.tlsCert === undefined ? {} : { tlsCert: opts.tlsCert }),
-          ...(opts.tlsKey === undefined ? {} : { tlsKey: opts.tlsKey }),
+          ...definedOnly({ tlsCert: opts.tlsCert, tlsKey: opts.tlsKey }),
         },
         { logger, removeOrphanContainers: true },
       );

@@ -2,6 +2,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
+import { definedOnly } from '../../shared/index.js';
 import { withContext } from '../context.js';
 import { printJson, printTable } from '../output.js';
 
@@ -152,10 +153,9 @@ export function registerSkill(program: Command): void {
       async (opts: JsonOpt & { scope?: string; client?: string; projectRoot?: string; group?: string }) => {
         const skills = await withContext((ctx) =>
           ctx.skills.list({
-            ...(opts.scope === undefined ? {} : { scope: opts.scope }),
-            ...(opts.client === undefined ? {} : { client: opts.client }),
+            ...definedOnly({ scope: opts.scope, client: opts.client }),
             ...(opts.projectRoot === undefined ? {} : { project_root: resolve(opts.projectRoot) }),
-            ...(opts.group === undefined ? {} : { group: opts.group }),
+            ...definedOnly({ group: opts.group }),
           }),
         );
         if (opts.json === true) printJson({ skills });
@@ -231,7 +231,7 @@ export function registerSkill(program: Command): void {
         const result = await withContext((ctx) =>
           ctx.skills.sync({
             project_root: projectRootFrom(opts.projectRoot),
-            ...(opts.clients === undefined ? {} : { clients: opts.clients }),
+            ...definedOnly({ clients: opts.clients }),
             ...(opts.check === true ? { check: true } : {}),
             ...(opts.prune === true ? { prune: true } : {}),
           }),
@@ -278,7 +278,7 @@ export function registerSkill(program: Command): void {
             ctx.skills.upgrade({
               project_root: projectRootFrom(opts.projectRoot),
               ...(names.length === 0 ? {} : { names }),
-              ...(opts.clients === undefined ? {} : { clients: opts.clients }),
+              ...definedOnly({ clients: opts.clients }),
               ...(opts.preview === true ? { preview: true } : {}),
               ...(opts.failOnChanges === true ? { fail_on_changes: true } : {}),
             }),

@@ -5,7 +5,7 @@
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { SkepError } from '../../shared/index.js';
+import { definedOnly, SkepError } from '../../shared/index.js';
 import {
   AUTHORIZATION_PENDING,
   type CreateWorkloadRequest,
@@ -122,8 +122,7 @@ export function registerWorkloads(program: Command): void {
             throw new SkepError('bad_request', `cannot read ${opts.fromConfig}: ${(err as Error).message}`);
           }
           return ctx.workloads.createFromConfig(raw, {
-            ...(opts.name === undefined ? {} : { name: opts.name }),
-            ...(opts.proxyPort === undefined ? {} : { port: opts.proxyPort }),
+            ...definedOnly({ name: opts.name, port: opts.proxyPort }),
           });
         }
         if (server === undefined)
@@ -136,14 +135,12 @@ export function registerWorkloads(program: Command): void {
             : ((await ctx.workloads.resolveServer(source.server)).image ?? '');
         const request: CreateWorkloadRequest = {
           ...source,
-          ...(opts.name === undefined ? {} : { name: opts.name }),
-          ...(opts.group === undefined ? {} : { group: opts.group }),
+          ...definedOnly({ name: opts.name, group: opts.group }),
           ...(args.length === 0 ? {} : { cmd_arguments: absoluteArgs(image, args) }),
           ...(opts.env.length === 0 ? {} : { env_vars: parseEnv(opts.env) }),
           ...(opts.secret.length === 0 ? {} : { secrets: opts.secret.map(parseSecretFlag) }),
           ...(opts.transport === undefined ? {} : { transport: opts.transport as Transport }),
-          ...(opts.proxyPort === undefined ? {} : { proxy_port: opts.proxyPort }),
-          ...(opts.targetPort === undefined ? {} : { target_port: opts.targetPort }),
+          ...definedOnly({ proxy_port: opts.proxyPort, target_port: opts.targetPort }),
           ...(opts.proxyMode === undefined
             ? {}
             : { proxy_mode: opts.proxyMode as 'sse' | 'streamable-http' }),
@@ -210,7 +207,7 @@ export function registerWorkloads(program: Command): void {
         printJson({
           ...result,
           url,
-          ...(authorizationUrl === undefined ? {} : { authorization_url: authorizationUrl }),
+          ...definedOnly({ authorization_url: authorizationUrl }),
         });
       else if (authorizationUrl !== undefined)
         process.stdout.write(
@@ -234,7 +231,7 @@ export function registerWorkloads(program: Command): void {
       const workloads = await withContext((ctx) =>
         ctx.workloads.list({
           all: opts.all === true,
-          ...(opts.group === undefined ? {} : { group: opts.group }),
+          ...definedOnly({ group: opts.group }),
         }),
       );
       if (opts.json === true) printJson({ workloads });
@@ -269,7 +266,7 @@ export function registerWorkloads(program: Command): void {
           ? [await ctx.workloads.upgradeCheck(name)]
           : ctx.workloads.upgradeCheckAll({
               all: opts.all === true,
-              ...(opts.group === undefined ? {} : { group: opts.group }),
+              ...definedOnly({ group: opts.group }),
             }),
       );
       if (opts.json === true) printJson(name !== undefined ? { result: results[0] } : { results });
