@@ -5,10 +5,11 @@
  * (which adds the in-sandbox relay and the runner's filtering proxy). Start-to-ready is
  * `start()` → the server's answer to `initialize`, rounds interleaved so a noisy machine skews
  * all variants alike. Then the proxy (`startProxy`, as the runner hosts it) in front of each,
- * tools/call latency at concurrency 1. Target: ≤ 50 ms added at the median start; proxy c1
+ * tools/call latency at concurrency 1. Also the sandbox alone: `/bin/true` start-to-exit
+ * through the runtime. Target: ≤ 50 ms added at the median start; proxy c1
  * p50 unchanged within noise. Prints one JSON object. Needs bwrap.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -26,6 +27,7 @@ const CALLS = Number(process.env['BENCH_CALLS'] ?? 500);
 /** Pause after each stop, ms (see the start phase). */
 const SETTLE_MS = 300;
 const ECHO = join(import.meta.dirname, 'fixtures', 'echo-server.mjs');
+const TRUE = ['/usr/bin/true', '/bin/true'].find((p) => existsSync(p)) ?? '/bin/true';
 const INIT = {
   jsonrpc: '2.0',
   method: 'initialize',
@@ -132,6 +134,30 @@ async function main(): Promise<void> {
       ]),
     );
 
+    // The sandbox alone: `true` started through the runtime until it exits (no Node start to
+    // drown it in noise), same interleaving.
+    const trueMs: Record<string, number[]> = Object.fromEntries(VARIANTS.map((v) => [v.name, []]));
+    for (let round = -1; round < ROUNDS; round++) {
+      for (const v of shuffled()) {
+        const t0 = performance.now();
+        const handle = await runtimes[v.sandbox].start({
+          name: `true-${v.name}`,
+          image: `cmd://${TRUE}`,
+          args: [],
+          env: {},
+          transport: 'stdio',
+          logFile: join(dir, 'true.log'),
+          ...(v.profile === undefined ? {} : { permissionProfile: v.profile }),
+        });
+        await handle.exited;
+        if (round >= 0) trueMs[v.name]?.push(performance.now() - t0);
+        await sleep(SETTLE_MS);
+      }
+    }
+    const startToExitTrue = Object.fromEntries(
+      VARIANTS.map((v) => [v.name, { median_ms: median(trueMs[v.name] ?? []) }]),
+    );
+
     // Proxy c1 latency in front of each: all four up at once, one call to each in turn, so
     // the machine's load drifts over all of them alike.
     const targets: { name: string; call: (i: number) => Promise<void>; close: () => Promise<void> }[] = [];
@@ -199,6 +225,7 @@ async function main(): Promise<void> {
       `${JSON.stringify({
         rounds: ROUNDS,
         start_to_ready: startToReady,
+        start_to_exit_of_true: startToExitTrue,
         added_at_median_ms: added,
         target_added_ms: 50,
         proxy_c1: proxyC1,
