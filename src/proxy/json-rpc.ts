@@ -89,6 +89,20 @@ export function invalidReason(value: unknown): string | undefined {
 }
 
 /**
+ * The messages of a POST body (one message or a batch), each checked by `invalidReason`; a
+ * string is the reason the first bad one is not JSON-RPC.
+ */
+export function messagesOf(body: unknown): JsonRpcMessage[] | string {
+  const items: unknown[] = Array.isArray(body) ? body : [body];
+  for (const m of items) {
+    const why = invalidReason(m);
+    if (why !== undefined) return why;
+  }
+  // Every item passed invalidReason, the structural check of JsonRpcMessage.
+  return items as JsonRpcMessage[];
+}
+
+/**
  * Depth of the deepest array/object nesting in a JSON text, skipping strings. JSON.parse has
  * no depth limit of its own; checking first keeps a hostile body from building huge trees.
  */

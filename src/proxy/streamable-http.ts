@@ -1,0 +1,196 @@
+/**
+ * `/mcp` in front of a stdio server: the streamable HTTP transport (MCP 2025-11-25
+ * "Transports"). POST carries client messages (`initialize` opens a session, answered with
+ * `Mcp-Session-Id`; a 2026-07-28 request with its `_meta` envelope needs none), GET opens the
+ * session's standing SSE stream or resumes the answer to a POST (`Last-Event-ID`), DELETE
+ * ends the session.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { badRequest, sendJson, sendRpcError } from './http-util.js';
+import {
+  INVALID_REQUEST,
+  isRequest,
+  messagesOf,
+  SESSION_NOT_FOUND,
+  UPSTREAM_UNAVAILABLE,
+} from './json-rpc.js';
+import { BatchExchange, PostExchange, SSE_HEADERS, SseOutlet } from './outlets.js';
+import { Session } from './session.js';
+import { modernVersionOf } from './stateless-flow.js';
+import { LEGACY_PROTOCOL_VERSIONS } from './stdio-bridge.js';
+import type { StdioSessions } from './stdio-sessions.js';
+import type { ProxyLimits } from './types.js';
+
+const HEADER_SESSION = 'mcp-session-id';
+const HEADER_VERSION = 'mcp-protocol-version';
+
+export class StreamableHttpEndpoint {
+  constructor(
+    private readonly sessions: StdioSessions,
+    private readonly limits: ProxyLimits,
+  ) {}
+
+  handle(req: IncomingMessage, res: ServerResponse, method: string, body: unknown): void {
+    if (method === 'POST') this.post(req, res, body);
+    else if (method === 'GET') this.get(req, res);
+    else if (method === 'DELETE') this.delete(req, res);
+    else {
+      res.writeHead(405, { allow: 'GET, POST, DELETE' });
+      res.end();
+    }
+  }
+
+  private post(req: IncomingMessage, res: ServerResponse, body: unknown): void {
+    const messages = messagesOf(body);
+    if (typeof messages === 'string') {
+      badRequest(res, `Invalid Request: ${messages}`);
+      return;
+    }
+    const first = messages[0];
+    if (first === undefined) {
+      badRequest(res, 'Invalid Request: empty batch');
+      return;
+    }
+    const accept = req.headers.accept;
+    const acceptsSse = accept === undefined || accept.includes('text/event-stream') || accept.includes('*/*');
+    const sessionId = req.headers[HEADER_SESSION];
+    const children = this.sessions.children;
+    let session: Session | undefined;
+    const headers: Record<string, string> = {};
+    if (first.method === 'initialize') {
+      if (messages.length > 1) {
+        badRequest(res, 'Invalid Request: initialize must be sent alone');
+        return;
+      }
+      if (this.sessions.full) {
+        sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'Too many sessions; try again later');
+        return;
+      }
+      if (children !== undefined) {
+        const reply = new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes);
+        this.sessions.openWithChild(children, res, 'streamable-http', (s, bridge) => {
+          headers[HEADER_SESSION] = s.id;
+          bridge.handle(s, first, reply);
+        });
+        return;
+      }
+      session = this.sessions.open('streamable-http');
+      headers[HEADER_SESSION] = session.id;
+    } else if (typeof sessionId === 'string') {
+      session = this.sessions.all.get(sessionId);
+      if (session === undefined) {
+        // MCP 2025-11-25 "Session Management": 404 tells the client to start a new session.
+        sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
+        return;
+      }
+      const version = req.headers[HEADER_VERSION];
+      if (typeof version === 'string' && !(LEGACY_PROTOCOL_VERSIONS as readonly string[]).includes(version)) {
+        badRequest(res, `Bad Request: unsupported MCP-Protocol-Version: ${version}`);
+        return;
+      }
+    } else if (messages.length === 1 && modernVersionOf(first) !== undefined && isRequest(first)) {
+      if (children !== undefined) {
+        badRequest(
+          res,
+          'Bad Request: this server runs one process per session; stateless (2026-07-28) requests ' +
+            'are not served, send initialize to open a session',
+        );
+        return;
+      }
+      // MCP 2026-07-28: no initialize, no session; the request carries its own envelope.
+      const bridge = this.sessions.bridge;
+      const stateless = new Session(randomUUID(), 'stateless');
+      res.on('close', () => bridge.sessionClosed(stateless));
+      bridge.handleModern(
+        stateless,
+        first,
+        new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes),
+      );
+      return;
+    } else {
+      badRequest(res, 'Bad Request: Mcp-Session-Id header is required (send initialize first)');
+      return;
+    }
+    const bridge = this.sessions.bridgeOf(session);
+    const requests = messages.filter(isRequest).length;
+    if (requests === 0) {
+      for (const m of messages) bridge.handle(session, m, undefined);
+      res.writeHead(202);
+      res.end();
+      return;
+    }
+    if (messages.length === 1) {
+      bridge.handle(
+        session,
+        first,
+        new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes, {
+          streams: session,
+          keep: this.limits.replayEvents,
+          graceMs: this.limits.streamResumeMs,
+        }),
+      );
+      return;
+    }
+    const batch = new BatchExchange(requests, (text) => sendJson(res, 200, text, headers));
+    for (const m of messages) bridge.handle(session, m, isRequest(m) ? batch : undefined);
+  }
+
+  private get(req: IncomingMessage, res: ServerResponse): void {
+    const session = this.sessionFor(req, res);
+    if (session === undefined) return;
+    const accept = req.headers.accept ?? '';
+    if (!accept.includes('text/event-stream')) {
+      sendRpcError(res, 406, INVALID_REQUEST, 'Not Acceptable: GET needs Accept: text/event-stream');
+      return;
+    }
+    const lastEventId = req.headers['last-event-id'];
+    // `<stream>-<seq>`: the client resumes the SSE answer to one of its POSTs.
+    const post = typeof lastEventId === 'string' ? /^(\d+)-(\d+)$/.exec(lastEventId) : null;
+    if (post !== null) {
+      const stream = session.stream(Number(post[1]));
+      if (stream === undefined) {
+        badRequest(res, `Bad Request: stream ${post[1]} cannot be resumed (it ended, or waited too long)`);
+        return;
+      }
+      stream.resume(res, Number(post[2]));
+      return;
+    }
+    const previous = session.standing instanceof SseOutlet ? session.standing : undefined;
+    if (previous?.open === true) {
+      sendRpcError(res, 409, INVALID_REQUEST, 'Conflict: this session already has an open stream');
+      return;
+    }
+    res.writeHead(200, SSE_HEADERS);
+    const outlet = new SseOutlet(
+      res,
+      this.limits.maxClientBufferBytes,
+      this.limits.replayEvents,
+      () => {},
+      previous,
+    );
+    session.standing = outlet;
+    if (typeof lastEventId === 'string' && previous !== undefined) outlet.replayAfter(Number(lastEventId));
+    res.flushHeaders();
+    this.sessions.bridgeOf(session).announceRoots(session);
+  }
+
+  private delete(req: IncomingMessage, res: ServerResponse): void {
+    const session = this.sessionFor(req, res);
+    if (session === undefined) return;
+    this.sessions.end(session);
+    res.writeHead(200);
+    res.end();
+  }
+
+  private sessionFor(req: IncomingMessage, res: ServerResponse): Session | undefined {
+    const id = req.headers[HEADER_SESSION];
+    if (typeof id !== 'string') {
+      badRequest(res, 'Bad Request: Mcp-Session-Id header is required');
+      return undefined;
+    }
+    const session = this.sessions.all.get(id);
+    if (session === undefined) sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
+    return session;
+  }
+}
