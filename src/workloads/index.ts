@@ -1,18 +1,16 @@
 /** Workloads: run configurations, the lifecycle manager, and the runner process plumbing. */
 export { allowedOriginsProblem, hostExposureProblem } from './exposure.js';
 export { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
+export type { WorkloadContainers } from './config-checks.js';
 export type {
   BulkAction,
   ListOptions,
-  RegistryServerSpec,
-  ResolveRegistryServer,
   WorkloadChange,
   WorkloadChangeKind,
   WorkloadChangeListener,
-  WorkloadContainers,
   WorkloadManagerOptions,
 } from './manager.js';
-export type { UpgradeRequest } from './manager.js';
+export type { RegistryServerSpec, ResolveRegistryServer } from './registry-server.js';
 export { WorkloadManager } from './manager.js';
 export { baseNameFor, validateWorkloadName, workloadNameProblem } from './names.js';
 export type { ProxyMode, RunConfig, Transport } from './run-config.js';
@@ -42,7 +40,7 @@ export {
   WorkloadDetailSchema,
   WorkloadSummarySchema,
 } from './schemas.js';
-export type { UpgradeCheckResult, UpgradeStatus } from './upgrade.js';
+export type { UpgradeCheckResult, UpgradeRequest, UpgradeStatus } from './upgrade.js';
 export type { SecretLookup } from './secrets.js';
 export { resolveSecretReferences } from './secrets.js';
 export type { DesiredState, StatusUpdate, WorkloadRow, WorkloadStatus } from './workload-store.js';

@@ -4,22 +4,38 @@
  * anything is written. The manager records the desired state and spawns or signals the
  * detached runner; the runner records what it observes (status, status_context).
  * Operations on one workload are serialised; different workloads proceed in parallel.
+ * Requests become run configurations in `config-builder.ts` (checked by `config-checks.ts`);
+ * what the API shows of a workload is built in `views.ts`.
  */
 import type { SkepConfig } from '../config/index.js';
-import { DEFAULT_GROUP, type GroupMembers, type GroupService, validateGroupName } from '../groups/index.js';
-import {
-  checkLocalExecutable,
-  checkWorkloadSandbox,
-  removeSandboxHome,
-  workloadSandbox,
-} from '../runtime/index.js';
+import type { GroupMembers, GroupService } from '../groups/index.js';
+import { removeSandboxHome } from '../runtime/index.js';
 import { describeError, type Logger, SkepError, silentLogger } from '../shared/index.js';
 import type { Store } from '../store/index.js';
+import {
+  applyRequest,
+  checkRegistryFields,
+  configFromCreate,
+  configFromFile,
+  IMAGE_SCHEMES,
+  looksLikeImage,
+} from './config-builder.js';
+import {
+  checkExposure,
+  checkRunnable,
+  type ConfigCheckContext,
+  validateConfig,
+  type WorkloadContainers,
+} from './config-checks.js';
 import { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
-import { allowedOriginsProblem, hostExposureProblem } from './exposure.js';
-import { baseNameFor, validateWorkloadName, workloadNameProblem } from './names.js';
+import { validateWorkloadName, workloadNameProblem } from './names.js';
 import { allocatePort, portFree } from './ports.js';
-import { parseRunConfig, RUN_CONFIG_SCHEMA_VERSION, type RunConfig, workloadUrl } from './run-config.js';
+import {
+  type RegistryServerSpec,
+  requireRegistryServer,
+  type ResolveRegistryServer,
+} from './registry-server.js';
+import { parseRunConfig, type RunConfig, workloadUrl } from './run-config.js';
 import { killGroup, runnerAlive, type SpawnRunner, spawnRunner, stopRunner } from './runner-process.js';
 import type {
   BulkRequest,
@@ -28,47 +44,10 @@ import type {
   WorkloadDetail,
   WorkloadSummary,
 } from './schemas.js';
-import {
-  formatSecretReference as formatSecretRef,
-  parseSecretReference as parseSecretRef,
-  requireSecrets,
-  type SecretLookup,
-  type SecretReference as SecretRef,
-  validateSecretRef,
-} from './secrets.js';
-import { checkUpgrade, missingRequired, type UpgradeCheckResult } from './upgrade.js';
+import { parseSecretReference as parseSecretRef, requireSecrets, type SecretLookup } from './secrets.js';
+import { checkUpgrade, missingRequired, type UpgradeCheckResult, type UpgradeRequest } from './upgrade.js';
+import { detailOf, observedRow, summaryOf } from './views.js';
 import { type WorkloadRow, type WorkloadStatus, WorkloadStore } from './workload-store.js';
-
-/** Options of a registry upgrade: extra env values and secret references (`<name>,target=<ENV>`). */
-export interface UpgradeRequest {
-  env?: Record<string, string>;
-  secrets?: string[];
-}
-
-/** What a registry entry contributes to a workload (the registry domain implements the lookup). */
-export interface RegistryServerSpec {
-  /** Image or package reference; '' for a remote server. */
-  image: string;
-  /** Set for a remote server: the URL the proxy forwards to. */
-  url?: string;
-  transport?: 'stdio' | 'sse' | 'streamable-http';
-  args?: string[];
-  env?: Record<string, string>;
-  target_port?: number;
-  tools?: string[];
-  /** The entry's permission profile; applies unless the request brings its own. */
-  permissions?: RunConfig['permission_profile'];
-  /** The environment variables the entry declares (for upgrade checks; no secret values). */
-  envVars?: Array<{
-    name: string;
-    description?: string;
-    required?: boolean;
-    secret?: boolean;
-    default?: string;
-  }>;
-}
-/** Resolves a registry server name; `undefined` when the registry has no such server. */
-export type ResolveRegistryServer = (name: string) => Promise<RegistryServerSpec | undefined>;
 
 export type WorkloadChangeKind = 'started' | 'stopped' | 'removed' | 'updated';
 export interface WorkloadChange {
@@ -95,25 +74,12 @@ export interface WorkloadManagerOptions {
   containers?: WorkloadContainers;
 }
 
-export interface WorkloadContainers {
-  /** Throws `runtime_unavailable` when `image` (a container image) cannot run here. */
-  check(image: string): Promise<void>;
-  /** Removes the containers, networks and volumes of `name` (best effort). */
-  remove(name: string): Promise<void>;
-}
-
 export interface ListOptions {
   all?: boolean;
   group?: string;
 }
 
 export type BulkAction = 'stop' | 'restart' | 'delete';
-
-const IMAGE_SCHEMES = /^(npx|uvx|cmd):\/\/./;
-
-function looksLikeImage(ref: string): boolean {
-  return /[/:@]/.test(ref);
-}
 
 export class WorkloadManager implements GroupMembers {
   readonly rows: WorkloadStore;
@@ -125,6 +91,7 @@ export class WorkloadManager implements GroupMembers {
   readonly #stopGraceMs: number;
   readonly #resolveRegistry: ResolveRegistryServer | undefined;
   readonly #containers: WorkloadContainers | undefined;
+  readonly #checks: ConfigCheckContext;
   readonly #listeners = new Set<WorkloadChangeListener>();
   readonly #queues = new Map<string, Promise<unknown>>();
   readonly #background = new Set<Promise<unknown>>();
@@ -140,6 +107,12 @@ export class WorkloadManager implements GroupMembers {
     this.#spawn = options.spawnRunner ?? spawnRunner;
     this.#stopGraceMs = options.stopGraceMs ?? 15_000;
     this.#containers = options.containers;
+    this.#checks = {
+      config: options.config,
+      groups: options.groups,
+      secretLookup: options.secretLookup,
+      containers: options.containers,
+    };
   }
 
   /** Registers a listener called after a workload starts, stops, is removed or changes port/group. */
@@ -160,16 +133,12 @@ export class WorkloadManager implements GroupMembers {
     value: unknown,
     overrides: { name?: string; port?: number } = {},
   ): Promise<{ name: string; port: number }> {
-    const parsed = parseRunConfig(value, 'run configuration file');
-    const config: RunConfig = { ...parsed, schema_version: RUN_CONFIG_SCHEMA_VERSION };
-    if (overrides.name !== undefined) config.name = overrides.name;
-    validateWorkloadName(config.name);
-    config.base_name = config.name;
+    const config = configFromFile(value, overrides.name);
     checkExposure(config);
     this.#groups.require(config.group);
     for (const text of config.secrets) parseSecretRef(text);
     await requireSecrets(config.secrets.map(parseSecretRef), this.secretLookup);
-    await this.#checkRunnable(config);
+    await checkRunnable(this.#checks, config);
     if (this.rows.get(config.name) !== undefined) {
       throw new SkepError('workload_exists', `workload '${config.name}' already exists`);
     }
@@ -205,52 +174,12 @@ export class WorkloadManager implements GroupMembers {
 
   async #configFromCreate(request: CreateWorkloadRequest): Promise<RunConfig> {
     // Source of the server: image, url, or registry+server (resolved through the seam).
-    let registryEntry: RegistryServerSpec | undefined;
-    if ((request.registry === undefined) !== (request.server === undefined)) {
-      throw new SkepError('bad_request', "both 'registry' and 'server' must be specified together");
-    }
-    if (request.registry !== undefined && request.registry !== 'default') {
-      throw new SkepError(
-        'registry_not_found',
-        `registry '${request.registry}' does not exist; only 'default' is served`,
-      );
-    }
-    if (request.server !== undefined) registryEntry = await this.resolveServer(request.server);
-    const sources = [request.image, request.url, registryEntry?.image, registryEntry?.url].filter(
-      (s) => s !== undefined && s !== '',
-    );
-    if (sources.length === 0)
-      throw new SkepError('bad_request', "one of 'image', 'url' or 'registry' + 'server' is required");
-    if (request.image !== undefined && request.url !== undefined) {
-      throw new SkepError('bad_request', "'image' and 'url' cannot be used together");
-    }
-
-    const base: RunConfig = parseRunConfig({
-      name: '',
-      image: registryEntry?.image ?? '',
-      ...(registryEntry?.url === undefined ? {} : { remote_url: registryEntry.url }),
-      transport: registryEntry?.transport ?? (registryEntry?.url === undefined ? 'stdio' : 'streamable-http'),
-      cmd_args: registryEntry?.args ?? [],
-      env_vars: registryEntry?.env ?? {},
-      ...(registryEntry?.permissions === undefined ? {} : { permission_profile: registryEntry.permissions }),
-      ...(registryEntry?.target_port === undefined ? {} : { target_port: registryEntry.target_port }),
-      ...(registryEntry?.tools === undefined ? {} : { tools_filter: registryEntry.tools }),
-      ...(request.server === undefined ? {} : { registry_server_name: request.server }),
-      proxy_mode: 'streamable-http',
-      isolate_network: true,
-    });
-    if (request.url !== undefined && request.transport === undefined) base.transport = 'streamable-http';
-    const config = this.#applyRequest(base, request);
-    // The entry's defaults stay unless the request sets the same variables.
-    if (registryEntry?.env !== undefined) config.env_vars = { ...registryEntry.env, ...config.env_vars };
-
+    checkRegistryFields(request);
+    const registryEntry: RegistryServerSpec | undefined =
+      request.server === undefined ? undefined : await this.resolveServer(request.server);
+    const config = configFromCreate(request, registryEntry, (name) => this.rows.get(name) !== undefined);
     const explicitName = request.name !== undefined && request.name !== '';
-    if (explicitName) validateWorkloadName(request.name as string);
-    const source = config.remote_url ?? (config.image !== '' ? config.image : (request.server ?? 'workload'));
-    config.name = explicitName ? (request.name as string) : this.#deriveName(source);
-    config.base_name = config.name;
-    config.container_name = config.name;
-    await this.#validateConfig(config);
+    await validateConfig(this.#checks, config);
     if (explicitName && this.rows.get(config.name) !== undefined) {
       throw new SkepError('workload_exists', `workload '${config.name}' already exists`);
     }
@@ -262,17 +191,8 @@ export class WorkloadManager implements GroupMembers {
   }
 
   /** Looks a server up in the registry through the injected seam. */
-  async resolveServer(name: string): Promise<RegistryServerSpec> {
-    if (this.#resolveRegistry === undefined) {
-      throw new SkepError(
-        'bad_request',
-        `'${name}' is not an image or npx://, uvx://, cmd:// reference, and registry lookup is not available in this build`,
-      );
-    }
-    const entry = await this.#resolveRegistry(name);
-    if (entry === undefined)
-      throw new SkepError('server_not_found', `server '${name}' is not in the registry`);
-    return entry;
+  resolveServer(name: string): Promise<RegistryServerSpec> {
+    return requireRegistryServer(this.#resolveRegistry, name);
   }
 
   /**
@@ -287,162 +207,6 @@ export class WorkloadManager implements GroupMembers {
     if (looksLikeImage(ref)) return { image: ref };
     await this.resolveServer(ref);
     return { registry: 'default', server: ref };
-  }
-
-  #deriveName(source: string): string {
-    const base = baseNameFor(source);
-    if (this.rows.get(base) === undefined) return base;
-    for (let i = 2; ; i++) {
-      const candidate = `${base}-${i}`;
-      if (this.rows.get(candidate) === undefined) return candidate;
-    }
-  }
-
-  /** Applies the fields present in `request` over `base` (merge semantics). */
-  #applyRequest(base: RunConfig, request: UpdateWorkloadRequest): RunConfig {
-    const c: RunConfig = structuredClone(base);
-    const r = request;
-    if (r.image !== undefined) {
-      c.image = r.image;
-      if (r.image !== '') delete c.remote_url;
-    }
-    if (r.url !== undefined) {
-      if (r.url === '') delete c.remote_url;
-      else {
-        c.remote_url = r.url;
-        c.image = '';
-      }
-    }
-    if (r.host !== undefined) c.host = r.host === '' ? '127.0.0.1' : r.host;
-    if (r.allowed_origins !== undefined) {
-      if (r.allowed_origins.length === 0) delete c.allowed_origins;
-      else c.allowed_origins = [...r.allowed_origins];
-    }
-    if (r.cmd_arguments !== undefined) c.cmd_args = [...r.cmd_arguments];
-    if (r.target_port !== undefined) c.target_port = r.target_port;
-    if (r.env_vars !== undefined) c.env_vars = { ...r.env_vars };
-    if (r.secrets !== undefined) {
-      for (const ref of r.secrets) validateSecretRef(ref);
-      c.secrets = r.secrets.map(formatSecretRef);
-    }
-    if (r.volumes !== undefined) c.volumes = [...r.volumes];
-    if (r.transport !== undefined) c.transport = r.transport;
-    if (r.authz_config !== undefined) {
-      if (r.authz_config === '') delete c.authz_config_path;
-      else c.authz_config_path = r.authz_config;
-    }
-    if (r.oidc !== undefined) {
-      // The client secret is never stored in plain text (the reference ignores it too).
-      const o = r.oidc;
-      c.oidc_config = {
-        ...(o.issuer === undefined ? {} : { issuer: o.issuer }),
-        ...(o.audience === undefined ? {} : { audience: o.audience }),
-        ...(o.jwks_url === undefined ? {} : { jwksurl: o.jwks_url }),
-        ...(o.introspection_url === undefined ? {} : { introspectionURL: o.introspection_url }),
-        ...(o.client_id === undefined ? {} : { clientID: o.client_id }),
-        ...(o.scopes === undefined ? {} : { scopes: o.scopes }),
-      };
-    }
-    if (r.permission_profile !== undefined) c.permission_profile = structuredClone(r.permission_profile);
-    if (r.proxy_mode !== undefined) c.proxy_mode = r.proxy_mode;
-    if (r.network_isolation !== undefined) c.isolate_network = r.network_isolation ?? true;
-    if (r.trust_proxy_headers !== undefined) c.trust_proxy_headers = r.trust_proxy_headers;
-    if (r.allow_docker_gateway !== undefined) c.allow_docker_gateway = r.allow_docker_gateway;
-    if (r.tools !== undefined) {
-      if (r.tools.length === 0) delete c.tools_filter;
-      else c.tools_filter = [...r.tools];
-    }
-    if (r.tools_override !== undefined) {
-      for (const [tool, o] of Object.entries(r.tools_override)) {
-        if ((o.name ?? '') === '' && (o.description ?? '') === '') {
-          throw new SkepError('bad_request', `tools_override.${tool}: set a name or a description`);
-        }
-      }
-      c.tools_override = structuredClone(r.tools_override);
-    }
-    if (r.group !== undefined) c.group = r.group === '' ? DEFAULT_GROUP : r.group;
-    if (r.oauth_config !== undefined) {
-      const o = r.oauth_config;
-      if (o.client_secret !== undefined) validateSecretRef(o.client_secret);
-      if (o.bearer_token !== undefined) validateSecretRef(o.bearer_token);
-      c.remote_auth_config = {
-        ...(c.remote_auth_config?.headers === undefined ? {} : { headers: c.remote_auth_config.headers }),
-        ...(o.issuer === undefined ? {} : { issuer: o.issuer }),
-        ...(o.authorize_url === undefined ? {} : { authorize_url: o.authorize_url }),
-        ...(o.token_url === undefined ? {} : { token_url: o.token_url }),
-        ...(o.client_id === undefined ? {} : { client_id: o.client_id }),
-        ...(o.client_secret === undefined ? {} : { client_secret: formatSecretRef(o.client_secret) }),
-        ...(o.bearer_token === undefined ? {} : { bearer_token: formatSecretRef(o.bearer_token) }),
-        ...(o.scopes === undefined ? {} : { scopes: o.scopes }),
-        ...(o.use_pkce === undefined ? {} : { use_pkce: o.use_pkce }),
-        ...(o.oauth_params === undefined ? {} : { oauth_params: o.oauth_params }),
-        ...(o.callback_port === undefined ? {} : { callback_port: o.callback_port }),
-        ...(o.skip_browser === undefined ? {} : { skip_browser: o.skip_browser }),
-        ...(o.resource === undefined ? {} : { resource: o.resource }),
-      };
-    }
-    if (r.headers !== undefined)
-      c.remote_auth_config = { ...(c.remote_auth_config ?? {}), headers: structuredClone(r.headers) };
-    if (r.header_forward !== undefined) c.header_forward = structuredClone(r.header_forward);
-    if (r.runtime_config !== undefined) c.runtime_config = structuredClone(r.runtime_config);
-    if (r.sandbox !== undefined) c.sandbox = r.sandbox;
-    return c;
-  }
-
-  /** Everything about a config that can be checked without side effects. */
-  async #validateConfig(config: RunConfig): Promise<void> {
-    checkExposure(config);
-    if (config.remote_url !== undefined) {
-      let url: URL;
-      try {
-        url = new URL(config.remote_url);
-      } catch {
-        throw new SkepError('bad_request', `url '${config.remote_url}' is not a valid URL`);
-      }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:')
-        throw new SkepError('bad_request', 'url must be http:// or https://');
-      if (config.transport === 'stdio')
-        throw new SkepError(
-          'bad_request',
-          "a remote server (url) needs transport 'sse' or 'streamable-http'",
-        );
-    }
-    validateGroupName(config.group);
-    this.#groups.require(config.group);
-    const refs: SecretRef[] = config.secrets.map(parseSecretRef);
-    for (const extra of [config.remote_auth_config?.client_secret, config.remote_auth_config?.bearer_token]) {
-      if (extra !== undefined) refs.push(parseSecretRef(extra));
-    }
-    await requireSecrets(refs, this.secretLookup);
-    await this.#checkRunnable(config);
-    for (const key of Object.keys(config.env_vars)) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
-        throw new SkepError('bad_request', `env_vars: '${key}' is not a valid variable name`);
-    }
-  }
-
-  async #checkRunnable(config: RunConfig): Promise<void> {
-    if (config.remote_url !== undefined) return;
-    if (config.image === '') throw new SkepError('bad_request', "'image' is empty");
-    if (config.permission_profile.privileged === true && !this.#config.runtime.allow_privileged) {
-      throw new SkepError(
-        'privileged_not_allowed',
-        'the permission profile asks for a privileged container; set runtime.allow_privileged: true in the config to allow it',
-      );
-    }
-    if (IMAGE_SCHEMES.test(config.image)) {
-      // The runner starts the server with this environment (and the workload's PATH, if set).
-      checkLocalExecutable(config.image, { ...process.env, ...config.env_vars });
-      // A profile that asks for isolation never runs unisolated without an explicit opt-out (issue 19).
-      checkWorkloadSandbox(this.#config, config);
-    } else if (this.#containers !== undefined) {
-      await this.#containers.check(config.image);
-    } else {
-      throw new SkepError(
-        'bad_request',
-        `'${config.image}' is a container image; this build runs servers as local processes only (npx://, uvx://, cmd://)`,
-      );
-    }
   }
 
   /** Explicit port: must be free (or already this workload's); 0: allocate one in range. */
@@ -479,12 +243,9 @@ export class WorkloadManager implements GroupMembers {
     if (options.group !== undefined) this.#groups.require(options.group);
     return this.rows
       .list(options.group)
-      .map((row) => this.#observed(row))
+      .map(observedRow)
       .filter((row) => options.all === true || row.status === 'running')
-      .map((row) => {
-        const { sandboxed, sandbox } = workloadSandbox(this.#config, row.config);
-        return { ...summaryOf(row), sandboxed, sandbox };
-      });
+      .map((row) => summaryOf(this.#config, row));
   }
 
   /** Throws `invalid_name` / `workload_not_found`. */
@@ -496,13 +257,11 @@ export class WorkloadManager implements GroupMembers {
   }
 
   get(name: string): WorkloadDetail {
-    const row = this.#observed(this.#require(name));
-    const { sandboxed, sandbox, reason } = workloadSandbox(this.#config, row.config);
-    return { ...detailOf(row), sandboxed, sandbox, sandbox_reason: reason };
+    return detailOf(this.#config, observedRow(this.#require(name)));
   }
 
   status(name: string): { status: WorkloadStatus; status_context: string } {
-    const row = this.#observed(this.#require(name));
+    const row = observedRow(this.#require(name));
     return { status: row.status, status_context: row.statusContext };
   }
 
@@ -527,31 +286,14 @@ export class WorkloadManager implements GroupMembers {
       : runnerLogPath(this.#config.paths.logsDir, name);
   }
 
-  /**
-   * The stored status, corrected by what can be observed: a workload recorded as running or
-   * starting whose runner process is gone is reported `unhealthy` (it should run) or `stopped`.
-   */
-  #observed(row: WorkloadRow): WorkloadRow {
-    const active = row.status === 'running' || row.status === 'starting' || row.status === 'stopping';
-    if (!active || runnerAlive(row.runnerPid, row.name)) return row;
-    if (row.desired === 'running') {
-      return {
-        ...row,
-        status: 'unhealthy',
-        statusContext: `runner process ${row.runnerPid ?? '(none)'} is not running`,
-      };
-    }
-    return { ...row, status: 'stopped', statusContext: '' };
-  }
-
   // ---------------------------------------------------------------- update
 
   /** Merge update; restarts the workload when it was meant to be running. */
   async update(name: string, request: UpdateWorkloadRequest): Promise<{ name: string; port: number }> {
     const row = this.#require(name);
-    const next = this.#applyRequest(row.config, request);
+    const next = applyRequest(row.config, request);
     next.name = name;
-    await this.#validateConfig(next);
+    await validateConfig(this.#checks, next);
     const portChanged =
       request.proxy_port !== undefined && request.proxy_port !== 0 && request.proxy_port !== row.port;
     if (portChanged) next.port = await this.#choosePort(request.proxy_port as number, next.host, name);
@@ -668,7 +410,7 @@ export class WorkloadManager implements GroupMembers {
       await stopRunner(row.runnerPid, name, this.#stopGraceMs);
       // A runner that had to be killed could not remove its containers; do it here.
       await this.#containers?.remove(name).catch((err: unknown) => {
-        this.#logger.warn({ workload: name, err: describeError(err) }, 'cannot remove the containers');
+        this.#logger.warn({ workload: name, err }, 'cannot remove the containers');
       });
       this.rows.delete(name);
       removeLogs(this.#config.paths.logsDir, name, this.#config.workloads.log_files);
@@ -830,7 +572,7 @@ export class WorkloadManager implements GroupMembers {
 
   #inBackground(name: string, what: string, fn: () => Promise<void>): void {
     const task = fn().catch((err: unknown) => {
-      this.#logger.error({ workload: name, err: describeError(err) }, `background ${what} failed`);
+      this.#logger.error({ workload: name, err }, `background ${what} failed`);
     });
     this.#background.add(task);
     void task.finally(() => this.#background.delete(task));
@@ -849,99 +591,15 @@ export class WorkloadManager implements GroupMembers {
     for (const listener of this.#listeners) {
       try {
         void Promise.resolve(listener(change)).catch((err: unknown) =>
-          this.#logger.warn({ workload: name, err: describeError(err) }, 'workload change listener failed'),
+          this.#logger.warn({ workload: name, err }, 'workload change listener failed'),
         );
       } catch (err) {
-        this.#logger.warn({ workload: name, err: describeError(err) }, 'workload change listener failed');
+        this.#logger.warn({ workload: name, err }, 'workload change listener failed');
       }
     }
   }
 }
 
-/** The proxy's reach (`exposure.ts`): a 400 naming the field before anything is written. */
-function checkExposure(config: RunConfig): void {
-  const problem = allowedOriginsProblem(config.allowed_origins ?? []) ?? hostExposureProblem(config);
-  if (problem !== undefined) throw new SkepError('bad_request', problem);
-}
-
 function bindHostFor(host: string): string {
   return host === '' ? '127.0.0.1' : host;
-}
-
-function summaryOf(row: WorkloadRow): Omit<WorkloadSummary, 'sandboxed' | 'sandbox'> {
-  const c = row.config;
-  return {
-    name: row.name,
-    package: c.remote_url ?? c.image,
-    group: c.group,
-    labels: c.container_labels,
-    port: c.port,
-    proxy_mode: c.proxy_mode ?? 'streamable-http',
-    remote: c.remote_url !== undefined,
-    url: workloadUrl(c),
-    tools: c.tools_filter ?? [],
-    transport_type: c.transport,
-    status: row.status,
-    status_context: row.statusContext,
-    created_at: row.createdAt,
-    started_at: row.startedAt ?? '',
-  };
-}
-
-function detailOf(row: WorkloadRow): Omit<WorkloadDetail, 'sandboxed' | 'sandbox' | 'sandbox_reason'> {
-  const c = row.config;
-  const auth = c.remote_auth_config;
-  const refOf = (text: string | undefined) => (text === undefined ? undefined : parseSecretRef(text));
-  const clientSecret = refOf(auth?.client_secret);
-  const bearer = refOf(auth?.bearer_token);
-  return {
-    name: row.name,
-    image: c.image,
-    host: c.host,
-    group: c.group,
-    url: c.remote_url ?? '',
-    transport: c.transport,
-    proxy_mode: c.proxy_mode ?? 'streamable-http',
-    authz_config: c.authz_config_path ?? '',
-    cmd_arguments: c.cmd_args,
-    tools: c.tools_filter ?? [],
-    volumes: c.volumes,
-    env_vars: c.env_vars,
-    headers: (auth?.headers as WorkloadDetail['headers'] | undefined) ?? [],
-    header_forward: c.header_forward ?? {},
-    network_isolation: c.isolate_network ?? false,
-    trust_proxy_headers: c.trust_proxy_headers ?? false,
-    proxy_port: c.port,
-    target_port: c.target_port ?? 0,
-    oauth_config: {
-      ...(auth?.issuer === undefined ? {} : { issuer: auth.issuer }),
-      ...(auth?.authorize_url === undefined ? {} : { authorize_url: auth.authorize_url }),
-      ...(auth?.token_url === undefined ? {} : { token_url: auth.token_url }),
-      ...(auth?.client_id === undefined ? {} : { client_id: auth.client_id }),
-      ...(clientSecret === undefined ? {} : { client_secret: clientSecret }),
-      ...(bearer === undefined ? {} : { bearer_token: bearer }),
-      ...(auth?.scopes === undefined ? {} : { scopes: auth.scopes }),
-      ...(auth?.use_pkce === undefined ? {} : { use_pkce: auth.use_pkce }),
-      ...(auth?.oauth_params === undefined ? {} : { oauth_params: auth.oauth_params }),
-      ...(auth?.callback_port === undefined ? {} : { callback_port: auth.callback_port }),
-      ...(auth?.skip_browser === undefined ? {} : { skip_browser: auth.skip_browser }),
-      ...(auth?.resource === undefined ? {} : { resource: auth.resource }),
-    },
-    oidc: {
-      ...(c.oidc_config?.issuer === undefined ? {} : { issuer: c.oidc_config.issuer }),
-      ...(c.oidc_config?.audience === undefined ? {} : { audience: c.oidc_config.audience }),
-      ...(c.oidc_config?.jwksurl === undefined ? {} : { jwks_url: c.oidc_config.jwksurl }),
-      ...(c.oidc_config?.introspectionURL === undefined
-        ? {}
-        : { introspection_url: c.oidc_config.introspectionURL }),
-      ...(c.oidc_config?.clientID === undefined ? {} : { client_id: c.oidc_config.clientID }),
-      ...(c.oidc_config?.scopes === undefined ? {} : { scopes: c.oidc_config.scopes }),
-    },
-    permission_profile: c.permission_profile,
-    runtime_config: c.runtime_config ?? {},
-    secrets: c.secrets.map(parseSecretRef),
-    tools_override: c.tools_override ?? {},
-    status: row.status,
-    status_context: row.statusContext,
-  };
 }

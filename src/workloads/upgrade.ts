@@ -5,7 +5,7 @@
  * variables the new entry declares that the workload does not supply. Secret values never
  * appear; a secret variable's default is left out.
  */
-import type { RegistryServerSpec, ResolveRegistryServer } from './manager.js';
+import type { RegistryServerSpec, ResolveRegistryServer } from './registry-server.js';
 import type { RunConfig } from './run-config.js';
 
 export type UpgradeStatus =
@@ -122,4 +122,10 @@ export function missingRequired(result: UpgradeCheckResult, extra: Set<string>):
   return (result.env_var_drift?.added ?? [])
     .filter((v) => v.required === true && v.default === undefined && !extra.has(v.name))
     .map((v) => v.name);
+}
+
+/** Options of a registry upgrade: extra env values and secret references (`<name>,target=<ENV>`). */
+export interface UpgradeRequest {
+  env?: Record<string, string>;
+  secrets?: string[];
 }

@@ -1,0 +1,191 @@
+/**
+ * The run-configuration builder: a create request (with its registry entry, if any), an
+ * update request over a stored configuration, or a configuration file becomes a `RunConfig`.
+ * Pure: nothing is looked up or written here. What needs a lookup (groups, secrets, the
+ * container engine, free ports, taken names) is checked by `config-checks.ts` and the manager.
+ */
+import { DEFAULT_GROUP } from '../groups/index.js';
+import { SkepError } from '../shared/index.js';
+import { baseNameFor, validateWorkloadName } from './names.js';
+import type { RegistryServerSpec } from './registry-server.js';
+import { parseRunConfig, RUN_CONFIG_SCHEMA_VERSION, type RunConfig } from './run-config.js';
+import type { CreateWorkloadRequest, UpdateWorkloadRequest } from './schemas.js';
+import { formatSecretReference as formatSecretRef, validateSecretRef } from './secrets.js';
+
+/** Package references the runner starts as local processes (everything else is an image or a URL). */
+export const IMAGE_SCHEMES = /^(npx|uvx|cmd):\/\/./;
+
+/** A reference with a registry path, tag or digest separator names an image, not a registry server. */
+export function looksLikeImage(ref: string): boolean {
+  return /[/:@]/.test(ref);
+}
+
+/** The create request's registry fields, checked before the registry is asked. */
+export function checkRegistryFields(request: CreateWorkloadRequest): void {
+  if ((request.registry === undefined) !== (request.server === undefined)) {
+    throw new SkepError('bad_request', "both 'registry' and 'server' must be specified together");
+  }
+  if (request.registry !== undefined && request.registry !== 'default') {
+    throw new SkepError(
+      'registry_not_found',
+      `registry '${request.registry}' does not exist; only 'default' is served`,
+    );
+  }
+}
+
+/**
+ * A create request over its registry entry's defaults, named (the explicit name, or one
+ * derived from the source that `nameTaken` does not know). Port and target port are left to
+ * the manager, which knows which are free.
+ */
+export function configFromCreate(
+  request: CreateWorkloadRequest,
+  registryEntry: RegistryServerSpec | undefined,
+  nameTaken: (name: string) => boolean,
+): RunConfig {
+  const sources = [request.image, request.url, registryEntry?.image, registryEntry?.url].filter(
+    (s) => s !== undefined && s !== '',
+  );
+  if (sources.length === 0)
+    throw new SkepError('bad_request', "one of 'image', 'url' or 'registry' + 'server' is required");
+  if (request.image !== undefined && request.url !== undefined) {
+    throw new SkepError('bad_request', "'image' and 'url' cannot be used together");
+  }
+
+  const base: RunConfig = parseRunConfig({
+    name: '',
+    image: registryEntry?.image ?? '',
+    ...(registryEntry?.url === undefined ? {} : { remote_url: registryEntry.url }),
+    transport: registryEntry?.transport ?? (registryEntry?.url === undefined ? 'stdio' : 'streamable-http'),
+    cmd_args: registryEntry?.args ?? [],
+    env_vars: registryEntry?.env ?? {},
+    ...(registryEntry?.permissions === undefined ? {} : { permission_profile: registryEntry.permissions }),
+    ...(registryEntry?.target_port === undefined ? {} : { target_port: registryEntry.target_port }),
+    ...(registryEntry?.tools === undefined ? {} : { tools_filter: registryEntry.tools }),
+    ...(request.server === undefined ? {} : { registry_server_name: request.server }),
+    proxy_mode: 'streamable-http',
+    isolate_network: true,
+  });
+  if (request.url !== undefined && request.transport === undefined) base.transport = 'streamable-http';
+  const config = applyRequest(base, request);
+  // The entry's defaults stay unless the request sets the same variables.
+  if (registryEntry?.env !== undefined) config.env_vars = { ...registryEntry.env, ...config.env_vars };
+
+  const explicitName = request.name !== undefined && request.name !== '';
+  if (explicitName) validateWorkloadName(request.name as string);
+  const source = config.remote_url ?? (config.image !== '' ? config.image : (request.server ?? 'workload'));
+  config.name = explicitName ? (request.name as string) : deriveName(source, nameTaken);
+  config.base_name = config.name;
+  config.container_name = config.name;
+  return config;
+}
+
+/** `skep run --from-config`: a RunConfig (e.g. an export), at this schema version, renamed if asked. */
+export function configFromFile(value: unknown, name: string | undefined): RunConfig {
+  const parsed = parseRunConfig(value, 'run configuration file');
+  const config: RunConfig = { ...parsed, schema_version: RUN_CONFIG_SCHEMA_VERSION };
+  if (name !== undefined) config.name = name;
+  validateWorkloadName(config.name);
+  config.base_name = config.name;
+  return config;
+}
+
+function deriveName(source: string, nameTaken: (name: string) => boolean): string {
+  const base = baseNameFor(source);
+  if (!nameTaken(base)) return base;
+  for (let i = 2; ; i++) {
+    const candidate = `${base}-${i}`;
+    if (!nameTaken(candidate)) return candidate;
+  }
+}
+
+/** Applies the fields present in `request` over `base` (merge semantics); `base` is not changed. */
+export function applyRequest(base: RunConfig, request: UpdateWorkloadRequest): RunConfig {
+  const c: RunConfig = structuredClone(base);
+  const r = request;
+  if (r.image !== undefined) {
+    c.image = r.image;
+    if (r.image !== '') delete c.remote_url;
+  }
+  if (r.url !== undefined) {
+    if (r.url === '') delete c.remote_url;
+    else {
+      c.remote_url = r.url;
+      c.image = '';
+    }
+  }
+  if (r.host !== undefined) c.host = r.host === '' ? '127.0.0.1' : r.host;
+  if (r.allowed_origins !== undefined) {
+    if (r.allowed_origins.length === 0) delete c.allowed_origins;
+    else c.allowed_origins = [...r.allowed_origins];
+  }
+  if (r.cmd_arguments !== undefined) c.cmd_args = [...r.cmd_arguments];
+  if (r.target_port !== undefined) c.target_port = r.target_port;
+  if (r.env_vars !== undefined) c.env_vars = { ...r.env_vars };
+  if (r.secrets !== undefined) {
+    for (const ref of r.secrets) validateSecretRef(ref);
+    c.secrets = r.secrets.map(formatSecretRef);
+  }
+  if (r.volumes !== undefined) c.volumes = [...r.volumes];
+  if (r.transport !== undefined) c.transport = r.transport;
+  if (r.authz_config !== undefined) {
+    if (r.authz_config === '') delete c.authz_config_path;
+    else c.authz_config_path = r.authz_config;
+  }
+  if (r.oidc !== undefined) {
+    // The client secret is never stored in plain text (the reference ignores it too).
+    const o = r.oidc;
+    c.oidc_config = {
+      ...(o.issuer === undefined ? {} : { issuer: o.issuer }),
+      ...(o.audience === undefined ? {} : { audience: o.audience }),
+      ...(o.jwks_url === undefined ? {} : { jwksurl: o.jwks_url }),
+      ...(o.introspection_url === undefined ? {} : { introspectionURL: o.introspection_url }),
+      ...(o.client_id === undefined ? {} : { clientID: o.client_id }),
+      ...(o.scopes === undefined ? {} : { scopes: o.scopes }),
+    };
+  }
+  if (r.permission_profile !== undefined) c.permission_profile = structuredClone(r.permission_profile);
+  if (r.proxy_mode !== undefined) c.proxy_mode = r.proxy_mode;
+  if (r.network_isolation !== undefined) c.isolate_network = r.network_isolation ?? true;
+  if (r.trust_proxy_headers !== undefined) c.trust_proxy_headers = r.trust_proxy_headers;
+  if (r.allow_docker_gateway !== undefined) c.allow_docker_gateway = r.allow_docker_gateway;
+  if (r.tools !== undefined) {
+    if (r.tools.length === 0) delete c.tools_filter;
+    else c.tools_filter = [...r.tools];
+  }
+  if (r.tools_override !== undefined) {
+    for (const [tool, o] of Object.entries(r.tools_override)) {
+      if ((o.name ?? '') === '' && (o.description ?? '') === '') {
+        throw new SkepError('bad_request', `tools_override.${tool}: set a name or a description`);
+      }
+    }
+    c.tools_override = structuredClone(r.tools_override);
+  }
+  if (r.group !== undefined) c.group = r.group === '' ? DEFAULT_GROUP : r.group;
+  if (r.oauth_config !== undefined) {
+    const o = r.oauth_config;
+    if (o.client_secret !== undefined) validateSecretRef(o.client_secret);
+    if (o.bearer_token !== undefined) validateSecretRef(o.bearer_token);
+    c.remote_auth_config = {
+      ...(c.remote_auth_config?.headers === undefined ? {} : { headers: c.remote_auth_config.headers }),
+      ...(o.issuer === undefined ? {} : { issuer: o.issuer }),
+      ...(o.authorize_url === undefined ? {} : { authorize_url: o.authorize_url }),
+      ...(o.token_url === undefined ? {} : { token_url: o.token_url }),
+      ...(o.client_id === undefined ? {} : { client_id: o.client_id }),
+      ...(o.client_secret === undefined ? {} : { client_secret: formatSecretRef(o.client_secret) }),
+      ...(o.bearer_token === undefined ? {} : { bearer_token: formatSecretRef(o.bearer_token) }),
+      ...(o.scopes === undefined ? {} : { scopes: o.scopes }),
+      ...(o.use_pkce === undefined ? {} : { use_pkce: o.use_pkce }),
+      ...(o.oauth_params === undefined ? {} : { oauth_params: o.oauth_params }),
+      ...(o.callback_port === undefined ? {} : { callback_port: o.callback_port }),
+      ...(o.skip_browser === undefined ? {} : { skip_browser: o.skip_browser }),
+      ...(o.resource === undefined ? {} : { resource: o.resource }),
+    };
+  }
+  if (r.headers !== undefined)
+    c.remote_auth_config = { ...(c.remote_auth_config ?? {}), headers: structuredClone(r.headers) };
+  if (r.header_forward !== undefined) c.header_forward = structuredClone(r.header_forward);
+  if (r.runtime_config !== undefined) c.runtime_config = structuredClone(r.runtime_config);
+  if (r.sandbox !== undefined) c.sandbox = r.sandbox;
+  return c;
+}

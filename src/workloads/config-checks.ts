@@ -1,0 +1,94 @@
+/**
+ * Checks of a built `RunConfig` that need to look something up — the group exists, the
+ * secrets it references exist, the server can run here (a local package's executable, the
+ * sandbox a profile demands, a usable container engine) — and the proxy's reach. Nothing is
+ * written: every check passes before the manager records a workload.
+ */
+import type { SkepConfig } from '../config/index.js';
+import { type GroupService, validateGroupName } from '../groups/index.js';
+import { checkLocalExecutable, checkWorkloadSandbox } from '../runtime/index.js';
+import { SkepError } from '../shared/index.js';
+import { IMAGE_SCHEMES } from './config-builder.js';
+import { allowedOriginsProblem, hostExposureProblem } from './exposure.js';
+import type { RunConfig } from './run-config.js';
+import {
+  parseSecretReference as parseSecretRef,
+  requireSecrets,
+  type SecretLookup,
+  type SecretReference as SecretRef,
+} from './secrets.js';
+
+export interface WorkloadContainers {
+  /** Throws `runtime_unavailable` when `image` (a container image) cannot run here. */
+  check(image: string): Promise<void>;
+  /** Removes the containers, networks and volumes of `name` (best effort). */
+  remove(name: string): Promise<void>;
+}
+
+/** What the checks look things up in. */
+export interface ConfigCheckContext {
+  config: SkepConfig;
+  groups: GroupService;
+  secretLookup: SecretLookup;
+  containers: WorkloadContainers | undefined;
+}
+
+/** The proxy's reach (`exposure.ts`): a 400 naming the field before anything is written. */
+export function checkExposure(config: RunConfig): void {
+  const problem = allowedOriginsProblem(config.allowed_origins ?? []) ?? hostExposureProblem(config);
+  if (problem !== undefined) throw new SkepError('bad_request', problem);
+}
+
+/** Everything about a config that can be checked without side effects. */
+export async function validateConfig(ctx: ConfigCheckContext, config: RunConfig): Promise<void> {
+  checkExposure(config);
+  if (config.remote_url !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(config.remote_url);
+    } catch {
+      throw new SkepError('bad_request', `url '${config.remote_url}' is not a valid URL`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new SkepError('bad_request', 'url must be http:// or https://');
+    if (config.transport === 'stdio')
+      throw new SkepError('bad_request', "a remote server (url) needs transport 'sse' or 'streamable-http'");
+  }
+  validateGroupName(config.group);
+  ctx.groups.require(config.group);
+  const refs: SecretRef[] = config.secrets.map(parseSecretRef);
+  for (const extra of [config.remote_auth_config?.client_secret, config.remote_auth_config?.bearer_token]) {
+    if (extra !== undefined) refs.push(parseSecretRef(extra));
+  }
+  await requireSecrets(refs, ctx.secretLookup);
+  await checkRunnable(ctx, config);
+  for (const key of Object.keys(config.env_vars)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
+      throw new SkepError('bad_request', `env_vars: '${key}' is not a valid variable name`);
+  }
+}
+
+/** Whether the server can run here: a remote URL always can; a package or image is checked. */
+export async function checkRunnable(ctx: ConfigCheckContext, config: RunConfig): Promise<void> {
+  if (config.remote_url !== undefined) return;
+  if (config.image === '') throw new SkepError('bad_request', "'image' is empty");
+  if (config.permission_profile.privileged === true && !ctx.config.runtime.allow_privileged) {
+    throw new SkepError(
+      'privileged_not_allowed',
+      'the permission profile asks for a privileged container; set runtime.allow_privileged: true in the config to allow it',
+    );
+  }
+  if (IMAGE_SCHEMES.test(config.image)) {
+    // The runner starts the server with this environment (and the workload's PATH, if set).
+    checkLocalExecutable(config.image, { ...process.env, ...config.env_vars });
+    // A profile that asks for isolation never runs unisolated without an explicit opt-out (issue 19).
+    checkWorkloadSandbox(ctx.config, config);
+  } else if (ctx.containers !== undefined) {
+    await ctx.containers.check(config.image);
+  } else {
+    throw new SkepError(
+      'bad_request',
+      `'${config.image}' is a container image; this build runs servers as local processes only (npx://, uvx://, cmd://)`,
+    );
+  }
+}

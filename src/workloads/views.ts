@@ -1,0 +1,114 @@
+/**
+ * Wire views of a stored workload: the list row (`WorkloadSummary`) and the detail
+ * (`WorkloadDetail`) the API and `skep list`/`inspect` show, and the status corrected by
+ * what can be observed of the runner process. Secret references are shown, never values.
+ */
+import type { SkepConfig } from '../config/index.js';
+import { workloadSandbox } from '../runtime/index.js';
+import { workloadUrl } from './run-config.js';
+import { runnerAlive } from './runner-process.js';
+import type { WorkloadDetail, WorkloadSummary } from './schemas.js';
+import { parseSecretReference as parseSecretRef } from './secrets.js';
+import type { WorkloadRow } from './workload-store.js';
+
+/**
+ * The stored status, corrected by what can be observed: a workload recorded as running or
+ * starting whose runner process is gone is reported `unhealthy` (it should run) or `stopped`.
+ */
+export function observedRow(row: WorkloadRow): WorkloadRow {
+  const active = row.status === 'running' || row.status === 'starting' || row.status === 'stopping';
+  if (!active || runnerAlive(row.runnerPid, row.name)) return row;
+  if (row.desired === 'running') {
+    return {
+      ...row,
+      status: 'unhealthy',
+      statusContext: `runner process ${row.runnerPid ?? '(none)'} is not running`,
+    };
+  }
+  return { ...row, status: 'stopped', statusContext: '' };
+}
+
+export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
+  const c = row.config;
+  const { sandboxed, sandbox } = workloadSandbox(skep, c);
+  return {
+    name: row.name,
+    package: c.remote_url ?? c.image,
+    group: c.group,
+    labels: c.container_labels,
+    port: c.port,
+    proxy_mode: c.proxy_mode ?? 'streamable-http',
+    remote: c.remote_url !== undefined,
+    url: workloadUrl(c),
+    tools: c.tools_filter ?? [],
+    transport_type: c.transport,
+    status: row.status,
+    status_context: row.statusContext,
+    created_at: row.createdAt,
+    started_at: row.startedAt ?? '',
+    sandboxed,
+    sandbox,
+  };
+}
+
+export function detailOf(skep: SkepConfig, row: WorkloadRow): WorkloadDetail {
+  const c = row.config;
+  const auth = c.remote_auth_config;
+  const refOf = (text: string | undefined) => (text === undefined ? undefined : parseSecretRef(text));
+  const clientSecret = refOf(auth?.client_secret);
+  const bearer = refOf(auth?.bearer_token);
+  const { sandboxed, sandbox, reason } = workloadSandbox(skep, c);
+  return {
+    name: row.name,
+    image: c.image,
+    host: c.host,
+    group: c.group,
+    url: c.remote_url ?? '',
+    transport: c.transport,
+    proxy_mode: c.proxy_mode ?? 'streamable-http',
+    authz_config: c.authz_config_path ?? '',
+    cmd_arguments: c.cmd_args,
+    tools: c.tools_filter ?? [],
+    volumes: c.volumes,
+    env_vars: c.env_vars,
+    headers: (auth?.headers as WorkloadDetail['headers'] | undefined) ?? [],
+    header_forward: c.header_forward ?? {},
+    network_isolation: c.isolate_network ?? false,
+    trust_proxy_headers: c.trust_proxy_headers ?? false,
+    proxy_port: c.port,
+    target_port: c.target_port ?? 0,
+    oauth_config: {
+      ...(auth?.issuer === undefined ? {} : { issuer: auth.issuer }),
+      ...(auth?.authorize_url === undefined ? {} : { authorize_url: auth.authorize_url }),
+      ...(auth?.token_url === undefined ? {} : { token_url: auth.token_url }),
+      ...(auth?.client_id === undefined ? {} : { client_id: auth.client_id }),
+      ...(clientSecret === undefined ? {} : { client_secret: clientSecret }),
+      ...(bearer === undefined ? {} : { bearer_token: bearer }),
+      ...(auth?.scopes === undefined ? {} : { scopes: auth.scopes }),
+      ...(auth?.use_pkce === undefined ? {} : { use_pkce: auth.use_pkce }),
+      ...(auth?.oauth_params === undefined ? {} : { oauth_params: auth.oauth_params }),
+      ...(auth?.callback_port === undefined ? {} : { callback_port: auth.callback_port }),
+      ...(auth?.skip_browser === undefined ? {} : { skip_browser: auth.skip_browser }),
+      ...(auth?.resource === undefined ? {} : { resource: auth.resource }),
+    },
+    oidc: {
+      ...(c.oidc_config?.issuer === undefined ? {} : { issuer: c.oidc_config.issuer }),
+      ...(c.oidc_config?.audience === undefined ? {} : { audience: c.oidc_config.audience }),
+      ...(c.oidc_config?.jwksurl === undefined ? {} : { jwks_url: c.oidc_config.jwksurl }),
+      ...(c.oidc_config?.introspectionURL === undefined
+        ? {}
+        : { introspection_url: c.oidc_config.introspectionURL }),
+      ...(c.oidc_config?.clientID === undefined ? {} : { client_id: c.oidc_config.clientID }),
+      ...(c.oidc_config?.scopes === undefined ? {} : { scopes: c.oidc_config.scopes }),
+    },
+    permission_profile: c.permission_profile,
+    runtime_config: c.runtime_config ?? {},
+    secrets: c.secrets.map(parseSecretRef),
+    tools_override: c.tools_override ?? {},
+    status: row.status,
+    status_context: row.statusContext,
+    sandboxed,
+    sandbox,
+    sandbox_reason: reason,
+  };
+}
