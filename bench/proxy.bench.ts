@@ -31,6 +31,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { freePort } from '../test/helpers/net.js';
 
 const require = createRequire(import.meta.url);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -409,17 +410,6 @@ function findProcess(match: (cmdline: string) => boolean): number | undefined {
     }
   }
   return undefined;
-}
-
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** Bundles the Skep proxy launcher to plain JS so the measured process carries no TS loader. */

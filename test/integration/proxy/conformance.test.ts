@@ -9,10 +9,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { freePort } from '../../helpers/net.js';
 import { FIXTURE_SERVER, proxyFor, spawnFixture, spawnServer } from './helpers.js';
 
 const require = createRequire(import.meta.url);
@@ -56,16 +56,6 @@ async function runSuite(t: TestContext, url: string): Promise<Map<string, Check[
     `the suite ran its scenarios (got ${results.size}); output:\n${log.slice(-2000)}`,
   );
   return results;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 async function startDirect(t: TestContext): Promise<string> {

@@ -68,17 +68,6 @@ export function exited(child: ChildProcessWithoutNullStreams): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-export async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** Resolves when the child prints `pattern` on stdout or stderr. */
 export function printed(child: ChildProcessWithoutNullStreams, pattern: RegExp): Promise<void> {
   return new Promise((resolve, reject) => {

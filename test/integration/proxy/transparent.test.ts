@@ -10,7 +10,8 @@ import { type TestContext, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { EVERYTHING_ENTRY, FIXTURE_SERVER, freePort, printed, proxyFor, spawnServer } from './helpers.js';
+import { freePort } from '../../helpers/net.js';
+import { EVERYTHING_ENTRY, FIXTURE_SERVER, printed, proxyFor, spawnServer } from './helpers.js';
 
 function textOf(result: unknown): string {
   return (result as { content: Array<{ text?: string }> }).content.map((c) => c.text ?? '').join('');
