@@ -278,7 +278,7 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
         ...(bridged
           ? {
               inboundSocket: `${SANDBOX_SOCKET_DIR}/${INBOUND_SOCKET}`,
-              targetPort: spec.targetPort as number,
+              ...(spec.targetPort === undefined ? {} : { targetPort: spec.targetPort }),
             }
           : {}),
         command,
