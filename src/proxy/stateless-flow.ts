@@ -12,6 +12,7 @@
  * calls time out: the child gets an error for its request and a cancel for the call.
  */
 import { randomUUID } from 'node:crypto';
+import type { Logger } from '../shared/index.js';
 import {
   errorMessage,
   INTERNAL_ERROR,
@@ -95,6 +96,7 @@ export class StatelessFlow {
   constructor(
     private readonly host: StatelessHost,
     private readonly serverRequestTimeoutMs: number,
+    private readonly logger: Logger,
   ) {}
 
   /**
@@ -165,6 +167,7 @@ export class StatelessFlow {
       this.parked.delete(requestState);
       this.host.toChild(errorMessage(childId, REQUEST_TIMEOUT, `client did not answer ${method} in time`));
       this.host.cancelPending(seq, 'the client did not come back with the requested input');
+      this.logger.debug({ method }, 'a stateless client did not come back with input; its call is cancelled');
     }, this.serverRequestTimeoutMs);
     timer.unref();
     this.parked.set(requestState, { seq, call, childId, method, key, timer });

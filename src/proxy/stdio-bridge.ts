@@ -112,6 +112,7 @@ export class StdioBridge {
         cancelPending: (seq, reason) => this.cancelPending(seq, reason),
       },
       options.limits.serverRequestTimeoutMs,
+      options.logger,
     );
   }
 

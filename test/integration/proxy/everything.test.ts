@@ -128,14 +128,19 @@ test('kill -9 the child: in-flight calls fail with JSON-RPC errors, sessions kee
   t.after(() => sse.close());
   assert.match(textOf(await c.callTool({ name: 'echo', arguments: { message: 'before' } })), /before/);
 
-  // A long-running call is in flight when the child dies.
+  // A long-running call is in flight when the child dies: its first progress notification
+  // shows the child is working on it.
+  let working!: () => void;
+  const started = new Promise<void>((resolve) => (working = resolve));
   const inflight = c
-    .callTool({ name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } })
+    .callTool({ name: 'trigger-long-running-operation', arguments: { duration: 30, steps: 30 } }, undefined, {
+      onprogress: () => working(),
+    })
     .then(
       () => undefined,
       (err: Error) => err,
     );
-  await new Promise((r) => setTimeout(r, 300));
+  await started;
   child.kill('SIGKILL');
   await exited(child);
   proxy.upstreamDown('server was killed');

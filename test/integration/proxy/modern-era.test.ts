@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { createLineLogger } from '../../../src/shared/index.js';
 import { proxyFor, spawnEverything, spawnFixture } from './helpers.js';
 
 test('2026-07-28: the 2.x SDK client negotiates the modern era through the proxy and calls a 2025-era child', async (t) => {
@@ -111,7 +112,17 @@ test('2026-07-28 multi round-trip: the child’s sampling and elicitation reques
 });
 
 test('2026-07-28 wire: input_required carries the child’s request; a stale requestState is refused; an unclaimed call times out', async (t) => {
+  // The proxy logs when it gives up on a parked call: the test waits for that, not a clock.
+  let expired!: () => void;
+  const gaveUp = new Promise<void>((resolve) => (expired = resolve));
+  const logger = createLineLogger({
+    level: 'debug',
+    write: (line) => {
+      if (line.includes('did not come back with input')) expired();
+    },
+  });
   const proxy = await proxyFor(t, spawnFixture(t), {
+    logger,
     limits: { upstreamInitTimeoutMs: 60_000, serverRequestTimeoutMs: 300 },
   });
   const envelope = {
@@ -168,7 +179,7 @@ test('2026-07-28 wire: input_required carries the child’s request; a stale req
   // Nobody comes back: after serverRequestTimeoutMs the parked call is cancelled at the child.
   const abandoned = await call(4);
   const abandonedState = abandoned.result?.['requestState'] as string;
-  await new Promise((r) => setTimeout(r, 700));
+  await gaveUp;
   const late = await call(5, { requestState: abandonedState, inputResponses: {} });
   assert.match(late.error?.message ?? '', /requestState is unknown or expired/);
   const after = await post({ jsonrpc: '2.0', id: 6, method: 'tools/list', params: { _meta: envelope } });

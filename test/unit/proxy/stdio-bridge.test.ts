@@ -52,8 +52,25 @@ class FakeChild {
   }
 }
 
+/** Messages a fake client receives; a test awaits a count instead of sleeping. */
+class Inbox {
+  readonly messages: JsonRpcMessage[] = [];
+  private waiters: Array<() => void> = [];
+  push(text: string): void {
+    this.messages.push(JSON.parse(text) as JsonRpcMessage);
+    for (const w of this.waiters.splice(0)) w();
+  }
+  /** Resolves once `n` messages arrived. */
+  async holds(n: number): Promise<void> {
+    while (this.messages.length < n) await new Promise<void>((r) => this.waiters.push(r));
+  }
+}
+
 class Collector implements ReplyTarget {
-  readonly interims: JsonRpcMessage[] = [];
+  readonly inbox = new Inbox();
+  get interims(): JsonRpcMessage[] {
+    return this.inbox.messages;
+  }
   final_: JsonRpcMessage | undefined;
   private resolve: (() => void) | undefined;
   readonly done = new Promise<void>((r) => {
@@ -63,7 +80,7 @@ class Collector implements ReplyTarget {
     return this.final_ === undefined;
   }
   interim(text: string): boolean {
-    this.interims.push(JSON.parse(text) as JsonRpcMessage);
+    this.inbox.push(text);
     return true;
   }
   final(text: string): void {
@@ -73,10 +90,13 @@ class Collector implements ReplyTarget {
 }
 
 class StreamOutlet {
-  readonly messages: JsonRpcMessage[] = [];
+  readonly inbox = new Inbox();
+  get messages(): JsonRpcMessage[] {
+    return this.inbox.messages;
+  }
   open = true;
   send(text: string): boolean {
-    this.messages.push(JSON.parse(text) as JsonRpcMessage);
+    this.inbox.push(text);
     return true;
   }
   close(): void {
@@ -246,7 +266,7 @@ test('server → client requests go to the session whose request is in flight; w
   bridge.handle(busy, request(1, 'tools/call', { name: 'sample' }), target);
   const call = await child.next('tools/call');
   child.send({ jsonrpc: '2.0', id: 77, method: 'sampling/createMessage', params: { messages: [] } });
-  await new Promise((r) => setTimeout(r, 20));
+  await target.inbox.holds(1); // the bridge routes a line in one go: the idle session is settled too
   assert.equal(target.interims[0]?.method, 'sampling/createMessage');
   assert.equal((idle.standing as unknown as StreamOutlet).messages.length, 0);
   // The client answers with the child's id; the answer reaches the child unchanged.
@@ -284,7 +304,9 @@ test('resources/subscribe goes upstream once per URI; unsubscribe only when the 
   assert.equal(child.has('resources/subscribe'), false);
 
   child.send({ jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: 'file:///x' } });
-  await new Promise((r) => setTimeout(r, 20));
+  // A line is delivered to every subscriber in one go: once a and b have it, c is settled too.
+  await (a.standing as unknown as StreamOutlet).inbox.holds(1);
+  await (b.standing as unknown as StreamOutlet).inbox.holds(1);
   assert.equal((a.standing as unknown as StreamOutlet).messages.length, 1);
   assert.equal((b.standing as unknown as StreamOutlet).messages.length, 1);
   assert.equal((c.standing as unknown as StreamOutlet).messages.length, 0);
@@ -322,7 +344,8 @@ test('logging: the child runs at the most verbose level asked for; each session 
     params: { level: 'critical', data: 'boom' },
   });
   child.send({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
-  await new Promise((r) => setTimeout(r, 20));
+  // Every session gets list_changed, the last line: once chatty has it, all three lines are routed.
+  await (chatty.standing as unknown as StreamOutlet).inbox.holds(3);
   const q = (quiet.standing as unknown as StreamOutlet).messages.map(
     (m) => m.method + ':' + String(m.params?.['data'] ?? ''),
   );
