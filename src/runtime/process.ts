@@ -57,7 +57,7 @@ export function processCommand(image: string, args: readonly string[]): ProcessC
   }
   const target = scheme[2] ?? '';
   if (target === '') throw new SkepError('bad_request', `'${image}' names no package or executable`);
-  switch (scheme[1]) {
+  switch (scheme[1] ?? '') {
     case 'npx':
       return { command: 'npx', args: ['-y', target, ...args] };
     case 'uvx':
