@@ -35,6 +35,8 @@ import {
   serverLogPath,
   WorkloadStore,
 } from '../workloads/index.js';
+import { Closers } from './closers.js';
+import { watchRecord } from './record-watch.js';
 
 export interface RestartPolicy {
   /** First delay after a crash, ms; doubles per consecutive crash. */
@@ -71,12 +73,48 @@ export interface RunnerOptions {
 
 const sleep = sleepUnlessAborted;
 
+/** How often a runner checks that its workload record still names it. */
+const RECORD_CHECK_INTERVAL_MS = 2000;
+
 /** `session_mode: per-session`: most concurrent server processes, and their idle timeout. */
 export const PER_SESSION_MAX_CHILDREN = 16;
 export const PER_SESSION_IDLE_MS = 30 * 60_000;
 
 /** Runs until stopped or until it gives up; returns the process exit code. */
 export async function runWorkload(options: RunnerOptions): Promise<number> {
+  // Everything the setup starts is registered here and torn down once, newest first.
+  const closers = new Closers(options.logger, options.name);
+  try {
+    const serving = await setUp(options, closers);
+    return typeof serving === 'number' ? serving : await serveWorkload(serving);
+  } finally {
+    await closers.closeAll();
+  }
+}
+
+/** A workload whose proxy is listening: what supervision needs to run (or reach) its server. */
+interface ServingWorkload {
+  options: RunnerOptions;
+  runConfig: RunConfig;
+  env: Record<string, string>;
+  proxy: RunningProxy;
+  chain: AuthChain;
+  setStatus: (u: StatusUpdate) => boolean;
+  /** Aborted on a stop request or when the record is lost. */
+  signal: AbortSignal;
+  policy: RestartPolicy;
+  logFile: string;
+  perSession: boolean;
+  /** Hands the runtime (or `undefined`: none) to per-session spawns waiting for it. */
+  runtimeChosen: (runtime: Runtime | undefined) => void;
+}
+
+/**
+ * Checks the record, resolves secrets, starts the authorization server, the auth chain and
+ * the proxy, registering each in `closers`. Returns the exit code when one of them fails (the
+ * status says why).
+ */
+async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingWorkload | number> {
   const { name, config, logger } = options;
   // Stop on request, and also when this runner is no longer the workload's registered runner
   // or its state is gone (the workload was removed behind our back, or SKEP_HOME deleted):
@@ -89,6 +127,12 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
   const policy: RestartPolicy = { ...DEFAULT_RESTART_POLICY, ...options.policy };
   const rows = new WorkloadStore(options.store);
   const setStatus = (update: StatusUpdate) => rows.setStatusFromRunner(name, pid, update);
+  /** Records `error` with `context` (what the user sees) and logs `message` with the error. */
+  const failed = (context: string, message: string, err: unknown): number => {
+    setStatus({ status: 'error', context });
+    logger.error({ workload: name, err }, message);
+    return 1;
+  };
 
   // The manager records our pid right after spawning us; wait for it, so that a runner
   // that lost a race (the workload was stopped or replaced meanwhile) just leaves.
@@ -120,20 +164,15 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
     });
     return 1;
   }
-  const watchdog = setInterval(() => {
-    let ours: boolean;
-    try {
-      ours = existsSync(config.paths.databaseFile) && rows.get(name)?.runnerPid === pid;
-    } catch {
-      ours = false;
-    }
-    if (!ours && !stopper.signal.aborted) {
-      logger.warn({ workload: name }, 'the workload record is gone or names another runner; stopping');
-      stopper.abort();
-    }
-  }, 2000);
-  watchdog.unref();
-  signal.addEventListener('abort', () => clearInterval(watchdog), { once: true });
+  const stopWatch = watchRecord({
+    workload: name,
+    isOurs: () => existsSync(config.paths.databaseFile) && rows.get(name)?.runnerPid === pid,
+    onLost: () => stopper.abort(),
+    logger,
+    intervalMs: RECORD_CHECK_INTERVAL_MS,
+  });
+  closers.add('record watch', stopWatch);
+  signal.addEventListener('abort', stopWatch, { once: true });
 
   let env: Record<string, string>;
   try {
@@ -142,10 +181,7 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
       ...(await resolveSecretReferences(runConfig.secrets, options.secretLookup)),
     };
   } catch (err) {
-    setStatus({ status: 'error', context: `cannot resolve secrets: ${describeError(err)}` });
-    logger.error({ workload: name, err: describeError(err) }, 'cannot resolve secrets');
-    clearInterval(watchdog);
-    return 1;
+    return failed(`cannot resolve secrets: ${describeError(err)}`, 'cannot resolve secrets', err);
   }
 
   // The proxy's public origin (`http://host:port`; a wildcard bind is reached on loopback).
@@ -168,25 +204,15 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
         env: { ...process.env, ...env },
       });
     } catch (err) {
-      setStatus({
-        status: 'error',
-        context: `cannot start the embedded authorization server: ${describeError(err)}`,
-      });
-      logger.error(
-        { workload: name, err: describeError(err) },
+      return failed(
+        `cannot start the embedded authorization server: ${describeError(err)}`,
         'cannot start the embedded authorization server',
+        err,
       );
-      clearInterval(watchdog);
-      return 1;
     }
+    const started = authServer;
+    closers.add('authorization server', () => started.close());
   }
-  const closeAuthServer = async () => {
-    try {
-      await authServer?.close();
-    } catch (err) {
-      logger.warn({ workload: name, err: describeError(err) }, 'closing the authorization server failed');
-    }
-  };
 
   // Outgoing/inbound auth (src/auth/chain.ts documents the order); bad config stops here.
   let chain: AuthChain;
@@ -205,20 +231,21 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
       },
     });
   } catch (err) {
-    setStatus({ status: 'error', context: `invalid auth configuration: ${describeError(err)}` });
-    logger.error({ workload: name, err: describeError(err) }, 'cannot build the auth middleware chain');
-    await closeAuthServer();
-    clearInterval(watchdog);
-    return 1;
+    return failed(
+      `invalid auth configuration: ${describeError(err)}`,
+      'cannot build the auth middleware chain',
+      err,
+    );
   }
+  const builtChain = chain;
+  closers.add('auth chain', () => builtChain.close());
   if (chain.names.length > 0) logger.info({ workload: name, middlewares: chain.names }, 'auth middlewares');
   // A stop must not wait for an interactive login (the remote OAuth client waits minutes for
   // the user): closing the chain aborts it. Closing twice is harmless.
-  const closeChain = () => void chain.close();
-  signal.addEventListener('abort', closeChain, { once: true });
+  signal.addEventListener('abort', () => void builtChain.close(), { once: true });
 
   // Per-session mode: the proxy starts one server per client session through the runtime,
-  // which is chosen below (after the proxy listens); spawns wait for it.
+  // which is chosen after the proxy listens; spawns wait for it.
   let runtimeChosen: (runtime: Runtime | undefined) => void = () => {};
   const runtimeForSessions = new Promise<Runtime | undefined>((resolve) => {
     runtimeChosen = resolve;
@@ -265,70 +292,87 @@ export async function runWorkload(options: RunnerOptions): Promise<number> {
       ...(runConfig.tools_override === undefined ? {} : { toolsOverride: runConfig.tools_override }),
     });
   } catch (err) {
-    setStatus({
-      status: 'error',
-      context: `cannot serve the proxy on ${runConfig.host}:${runConfig.port}: ${describeError(err)}`,
-    });
-    logger.error({ workload: name, err: describeError(err) }, 'cannot start the proxy');
-    await chain.close();
-    await closeAuthServer();
-    clearInterval(watchdog);
-    return 1;
+    return failed(
+      `cannot serve the proxy on ${runConfig.host}:${runConfig.port}: ${describeError(err)}`,
+      'cannot start the proxy',
+      err,
+    );
   }
+  const listening = proxy;
+  closers.add('proxy', () => listening.close());
+  // Before the proxy closes, spawns still waiting for a runtime learn there is none.
+  closers.add('per-session runtime wait', () => runtimeChosen(undefined));
   logger.info({ workload: name, url: proxy.url }, 'proxy listening');
   if (authServer !== undefined)
     logger.info({ workload: name, issuer: authServer.issuer }, 'embedded authorization server mounted');
+  return {
+    options,
+    runConfig,
+    env,
+    proxy,
+    chain,
+    setStatus,
+    signal,
+    policy,
+    logFile,
+    perSession,
+    runtimeChosen,
+  };
+}
 
+/**
+ * Supervision, once the proxy listens: a remote server is probed; a local one is started
+ * through the runtime and restarted when it dies (or, per session, started by the proxy).
+ */
+async function serveWorkload(w: ServingWorkload): Promise<number> {
+  const { options, runConfig, proxy, setStatus, signal } = w;
+  const { name, logger } = options;
+  if (runConfig.remote_url !== undefined)
+    return serveRemote(runConfig, proxy, w.chain, setStatus, logger, signal);
+  let runtime: Runtime;
   try {
-    if (runConfig.remote_url !== undefined)
-      return await serveRemote(runConfig, proxy, chain, setStatus, logger, signal);
-    let runtime: Runtime;
-    try {
-      runtime = options.runtime ?? (await new RuntimeSelector({ config, logger }).forImage(runConfig.image));
-    } catch (err) {
-      runtimeChosen(undefined);
-      setStatus({ status: 'error', context: describeError(err) });
-      logger.error({ workload: name, err: describeError(err) }, 'no runtime can run this workload');
-      return 1;
-    }
-    if (perSession) {
-      if (runtime.name !== 'process') {
-        runtimeChosen(undefined);
-        setStatus({
-          status: 'error',
-          context: `session_mode per-session runs on the process runtime only, not ${runtime.name}`,
-        });
-        return 1;
-      }
-      runtimeChosen(runtime);
-      setStatus({ status: 'running', context: '', started: true });
-      logger.info({ workload: name }, 'serving one server process per client session');
-      await new Promise<void>((resolve) => {
-        if (signal.aborted) resolve();
-        else signal.addEventListener('abort', () => resolve(), { once: true });
-      });
-      // The proxy (closed below) stops every session's server.
-      setStatus({ status: 'stopped', context: '' });
-      return 0;
-    }
-    return await supervise({
-      runConfig,
-      env,
-      runtime,
-      proxy,
-      setStatus,
-      logger,
-      signal,
-      policy,
-      logFile,
-    });
-  } finally {
-    runtimeChosen(undefined);
-    clearInterval(watchdog);
-    await proxy.close();
-    await chain.close();
-    await closeAuthServer();
+    runtime =
+      options.runtime ??
+      (await new RuntimeSelector({ config: options.config, logger }).forImage(runConfig.image));
+  } catch (err) {
+    setStatus({ status: 'error', context: describeError(err) });
+    logger.error({ workload: name, err }, 'no runtime can run this workload');
+    return 1;
   }
+  if (w.perSession) return servePerSession(w, runtime);
+  return supervise({
+    runConfig,
+    env: w.env,
+    runtime,
+    proxy,
+    setStatus,
+    logger,
+    signal,
+    policy: w.policy,
+    logFile: w.logFile,
+  });
+}
+
+/** Per-session mode: the proxy starts each session's server; this only waits for the stop. */
+async function servePerSession(w: ServingWorkload, runtime: Runtime): Promise<number> {
+  const { setStatus, signal } = w;
+  if (runtime.name !== 'process') {
+    setStatus({
+      status: 'error',
+      context: `session_mode per-session runs on the process runtime only, not ${runtime.name}`,
+    });
+    return 1;
+  }
+  w.runtimeChosen(runtime);
+  setStatus({ status: 'running', context: '', started: true });
+  w.options.logger.info({ workload: w.options.name }, 'serving one server process per client session');
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  // The proxy (closed by the caller) stops every session's server.
+  setStatus({ status: 'stopped', context: '' });
+  return 0;
 }
 
 /**
@@ -442,9 +486,11 @@ async function supervise(args: SuperviseArgs): Promise<number> {
       if (terminal) {
         proxy.upstreamDown(failure);
         setStatus({ status: 'error', context: failure });
-        logger.error({ workload: name, failure }, 'giving up: the server cannot start here');
+        logger.error({ workload: name, failure, err }, 'giving up: the server cannot start here');
         return 1;
       }
+      // The status shows the message; the log keeps the error's stack and cause.
+      logger.warn({ workload: name, err }, 'the server failed to start');
     }
     handle = undefined;
     if (signal.aborted) break;
