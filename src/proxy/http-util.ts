@@ -1,11 +1,9 @@
 /**
  * Small HTTP helpers for the proxy's data plane (node:http, no framework on the hot path):
- * bounded body reading, JSON and JSON-RPC error replies.
+ * the Content-Type test, JSON and JSON-RPC error replies.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { errorMessage, INVALID_REQUEST } from './json-rpc.js';
-
-export class BodyTooLarge extends Error {}
 
 /**
  * True when a `Content-Type` value names the media type `type` (given in lower case), with or
@@ -26,35 +24,6 @@ export function hasMediaType(value: string | undefined, type: string): boolean {
  * sniff a body into HTML or script on the proxy's origin (Fetch, "X-Content-Type-Options").
  */
 export const NOSNIFF = 'nosniff';
-
-/** Reads a request body as UTF-8, refusing more than `limit` bytes. */
-export function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) {
-    req.resume();
-    return Promise.reject(new BodyTooLarge());
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        chunks.length = 0;
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new BodyTooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (size <= limit)
-        resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
-    });
-    req.on('error', reject);
-  });
-}
 
 /** Sends a JSON-RPC error body with an HTTP status (streamable HTTP error replies). */
 export function sendRpcError(

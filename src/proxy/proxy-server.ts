@@ -7,8 +7,15 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { createOriginGuard, type Logger, type OriginGuard, silentLogger } from '../shared/index.js';
-import { BodyTooLarge, hasMediaType, NOSNIFF, readBody, sendJson, sendRpcError } from './http-util.js';
+import {
+  BodyTooLargeError,
+  createOriginGuard,
+  type Logger,
+  type OriginGuard,
+  readBody,
+  silentLogger,
+} from '../shared/index.js';
+import { hasMediaType, NOSNIFF, sendJson, sendRpcError } from './http-util.js';
 import {
   INTERNAL_ERROR,
   INVALID_REQUEST,
@@ -324,7 +331,7 @@ class McpProxy implements RunningProxy {
     try {
       text = await readBody(req, this.limits.maxBodyBytes);
     } catch (err) {
-      if (err instanceof BodyTooLarge) {
+      if (err instanceof BodyTooLargeError) {
         sendRpcError(res, 413, INVALID_REQUEST, `Request body exceeds ${this.limits.maxBodyBytes} bytes`);
       } else {
         res.destroy();
