@@ -226,7 +226,7 @@ function directTarget(): Target {
   const child = spawn(process.execPath, [ECHO], { stdio: ['pipe', 'pipe', 'inherit'] });
   const waiting = new Map<number, (line: string) => void>();
   let nextId = 1;
-  createInterface({ input: child.stdout! }).on('line', (line) => {
+  createInterface({ input: child.stdout }).on('line', (line) => {
     const m = /"id":(\d+)/.exec(line);
     const id = m ? Number(m[1]) : -1;
     waiting.get(id)?.(line);
@@ -236,7 +236,7 @@ function directTarget(): Target {
     new Promise((resolve) => {
       const id = nextId++;
       waiting.set(id, resolve);
-      child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
     });
   let initialized: Promise<string> | undefined;
   return {

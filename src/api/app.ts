@@ -66,7 +66,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   const scheme = options.tls === undefined ? 'http' : 'https';
   const sessions = options.sessions ?? new BrowserSessions();
   const fastifyOptions: FastifyServerOptions = {
-    loggerInstance: ctx.logger as FastifyBaseLogger,
+    loggerInstance: ctx.logger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
     requestTimeout: 30_000,
@@ -100,7 +100,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
       // A schema with an $id may be shared by several routes: compile it once per instance.
       const id = (schema as { $id?: string }).$id;
       compiled ??= (id === undefined ? undefined : ajv.getSchema(id)) ?? ajv.compile(schema as object);
-      const ok = compiled(data) as boolean;
+      const ok = compiled(data);
       validate.errors = compiled.errors;
       return ok;
     };

@@ -165,7 +165,7 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
       createUpstreamInjectMiddleware(
         {
           providerName: swap.provider_name ?? '',
-          ...(custom ? { headerName: swap.custom_header_name as string } : {}),
+          ...(custom ? { headerName: swap.custom_header_name } : {}),
         },
         { source: deps.authServer, logger },
       ),
@@ -203,7 +203,7 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
           ...(te.audience ? { audience: te.audience } : {}),
           ...(te.scopes ? { scopes: te.scopes } : {}),
           ...(te.subject_token_type ? { subjectTokenType: te.subject_token_type } : {}),
-          ...(strategy === 'custom' ? { headerName: te.external_token_header_name as string } : {}),
+          ...(strategy === 'custom' ? { headerName: te.external_token_header_name } : {}),
         },
         common,
       ),

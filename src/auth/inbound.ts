@@ -6,7 +6,7 @@
  * cases. A missing or rejected token gets a 401 whose RFC 6750 challenge points at the
  * RFC 9728 protected-resource metadata, which this middleware also serves.
  */
-import { createRemoteJWKSet, customFetch, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
+import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify } from 'jose';
 import type { ProxyMiddleware, ProxyMiddlewareResult, ProxyRequestContext } from '../proxy/index.js';
 import { type Logger, outboundFetch, SkepError } from '../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
@@ -192,7 +192,7 @@ export function createOidcVerifier(
         clockTolerance: CLOCK_TOLERANCE_SEC,
         currentDate: new Date(now()),
       });
-      return payload as JWTPayload & Record<string, unknown>;
+      return payload;
     }
     if (options.introspectionUrl !== undefined) return introspect(token);
     throw new Error('the token is not a JWT and no introspection endpoint is configured');

@@ -93,8 +93,8 @@ export function collectCelRules(schema: SchemaNode, path = ''): Array<RawRule & 
     for (const r of (node['x-kubernetes-validations'] as RawRule[] | undefined) ?? []) out.push({ ...r, at });
     const props = node['properties'] as Record<string, SchemaNode> | undefined;
     for (const [k, sub] of Object.entries(props ?? {})) visit(sub, at === '' ? k : `${at}.${k}`);
-    if (isObject(node['additionalProperties'])) visit(node['additionalProperties'] as SchemaNode, `${at}.*`);
-    if (isObject(node['items'])) visit(node['items'] as SchemaNode, `${at}[]`);
+    if (isObject(node['additionalProperties'])) visit(node['additionalProperties'], `${at}.*`);
+    if (isObject(node['items'])) visit(node['items'], `${at}[]`);
   };
   visit(schema, path);
   return out;

@@ -149,7 +149,7 @@ export class LeaderElector {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
           metadata: { name, namespace },
-          spec: { ...spec(identity, undefined), leaseTransitions: 0 } as Record<string, unknown>,
+          spec: { ...spec(identity, undefined), leaseTransitions: 0 },
         });
         this.observe(created, now);
         return true;
@@ -161,7 +161,7 @@ export class LeaderElector {
       if (holder !== '' && holder !== identity && !expired) return false;
       const updated = await kube.replace(LEASE_RESOURCE, {
         ...lease,
-        spec: { ...lease.spec, ...spec(identity, current) } as Record<string, unknown>,
+        spec: { ...lease.spec, ...spec(identity, current) },
       });
       this.observe(updated, now);
       return true;

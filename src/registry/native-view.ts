@@ -26,7 +26,7 @@ export function readExtension(server: CatalogServer): ServerExtension {
   const byKey = publisher[EXTENSION_KEY];
   if (!isObject(byKey)) return {};
   for (const value of Object.values(byKey)) {
-    if (isObject(value)) return value as ServerExtension;
+    if (isObject(value)) return value;
   }
   return {};
 }

@@ -298,7 +298,7 @@ export class ApiSource extends CachedRemoteSource {
       items.forEach((item: unknown, i: number) => {
         const inner =
           key === 'servers' && typeof item === 'object' && item !== null && 'server' in item
-            ? (item as { server: unknown }).server
+            ? item.server
             : item;
         out.push(check(inner, `${url} ${key}[${i}]`));
       });

@@ -179,7 +179,7 @@ export class DockerRuntime implements Runtime {
     const progress = new PullProgress();
     let shown = 0;
     try {
-      const stream = (await this.docker.pull(image)) as NodeJS.ReadableStream;
+      const stream = await this.docker.pull(image);
       await new Promise<void>((resolve, reject) => {
         let failure: string | undefined;
         this.docker.modem.followProgress(
@@ -466,7 +466,7 @@ export class DockerRuntime implements Runtime {
     await this.docker
       .getNetwork(network)
       .connect({ Container: egress.id, EndpointConfig: { IPAMConfig: { IPv4Address: ip } } });
-    const stream = (await egress.logs({ follow: true, stdout: true, stderr: true })) as NodeJS.ReadableStream;
+    const stream = await egress.logs({ follow: true, stdout: true, stderr: true });
     const demuxer = new FrameDemuxer((_, payload) =>
       log.write(Buffer.concat([Buffer.from('[egress] '), payload])),
     );
@@ -485,7 +485,7 @@ export class DockerRuntime implements Runtime {
   }
 
   async #logsText(container: Docker.Container): Promise<string> {
-    const raw = (await container.logs({ stdout: true, stderr: true, follow: false })) as unknown as Buffer;
+    const raw = await container.logs({ stdout: true, stderr: true, follow: false });
     const parts: Buffer[] = [];
     new FrameDemuxer((_, payload) => parts.push(payload)).push(
       Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw)),
@@ -497,7 +497,7 @@ export class DockerRuntime implements Runtime {
     container
       .logs({ follow: true, stdout: true, stderr: true })
       .then((stream) => {
-        const s = stream as NodeJS.ReadableStream;
+        const s = stream;
         const demuxer = new FrameDemuxer((_, payload) => log.write(payload));
         s.on('data', (chunk: Buffer) => demuxer.push(chunk));
         s.on('error', () => undefined);

@@ -58,12 +58,12 @@ export function resolvePermissionProfile(
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
       throw new SkepError('bad_request', `permission profile ${nameOrPath} is not a JSON object`);
     }
-    return parsed as PermissionProfile;
+    return parsed;
   }
   if (
     profile !== undefined &&
     profile.name !== undefined &&
-    isEmptyProfile({ ...profile, name: undefined } as PermissionProfile)
+    isEmptyProfile({ ...profile, name: undefined })
   ) {
     if (profile.name === 'none' || profile.name === 'network')
       return structuredClone(BUILTIN_PROFILES[profile.name]);

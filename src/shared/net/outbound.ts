@@ -256,8 +256,7 @@ export class OutboundClient {
       }
       const location = res.headers.get('location');
       // undici's Response is the same class as the global one, from a newer copy of undici.
-      if (mode === 'manual' || !REDIRECT_STATUSES.has(res.status) || location === null)
-        return res as unknown as Response;
+      if (mode === 'manual' || !REDIRECT_STATUSES.has(res.status) || location === null) return res;
       await res.body?.cancel().catch(() => undefined);
       if (mode === 'error') throw new TypeError(`${url.href} answered with a redirect`);
       if (hop >= MAX_REDIRECTS) throw new TypeError(`${String(input)}: more than ${MAX_REDIRECTS} redirects`);
@@ -293,11 +292,11 @@ export class OutboundClient {
 
   /** A `fetch` bound to `policy`, for code that takes an injected `fetch`. */
   fetcher(policy: OutboundPolicy): typeof fetch {
-    return ((input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+    return (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
       if (typeof input !== 'string' && !(input instanceof URL))
         throw new TypeError('the guarded fetch takes a URL, not a Request');
       return this.fetch(input, init, policy);
-    }) as typeof fetch;
+    };
   }
 
   async close(): Promise<void> {
@@ -370,6 +369,6 @@ let shared: OutboundClient | undefined;
  * the default `fetch` of every caller named in the module comment; tests inject their own.
  */
 export function outboundFetch(policy: OutboundPolicy): typeof fetch {
-  return ((input: Parameters<typeof fetch>[0], init?: RequestInit) =>
-    (shared ??= new OutboundClient()).fetcher(policy)(input, init)) as typeof fetch;
+  return (input: Parameters<typeof fetch>[0], init?: RequestInit) =>
+    (shared ??= new OutboundClient()).fetcher(policy)(input, init);
 }

@@ -187,7 +187,7 @@ export async function startIdp(t: TestContext, extraClaims: Record<string, unkno
     },
     async verify(token, audience) {
       const { payload } = await jwtVerify(token, publicKey, { issuer, audience });
-      return payload as Record<string, unknown>;
+      return payload;
     },
   };
 }
@@ -272,7 +272,7 @@ export function captureLogs(): { logger: Logger; lines: string[] } {
       done();
     },
   });
-  return { logger: pino({ level: 'trace' }, sink) as unknown as Logger, lines };
+  return { logger: pino({ level: 'trace' }, sink), lines };
 }
 
 export interface Served {

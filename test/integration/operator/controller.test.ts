@@ -244,7 +244,7 @@ describe('MCPExternalAuthConfig controller against a fake API server', { timeout
     assert.match(String(valid['message']), /spec\.embeddedAuthServer\.hmacSecretRefs\[0\]: .*12 bytes/);
     api.putSecret(NS, 'hmac', { current: Buffer.alloc(32, 7) });
     api.update(EXT, NS, 'eas', (o) => {
-      (o.metadata as Record<string, unknown>)['annotations'] = { touch: '1' };
+      o.metadata['annotations'] = { touch: '1' };
       o['spec'] = embedded({
         hmacSecretRefs: [ref('hmac', 'current')],
         tokenLifespans: { authCodeLifespan: '5m' },

@@ -42,8 +42,8 @@ test('forced docker runtime without an engine: /health 503 naming the runtime; i
     payload: { name: 'img', image: 'ghcr.io/example/server:1' },
   });
   assert.equal(created.statusCode, 400, created.body);
-  assert.equal((created.json() as { code: string }).code, 'runtime_unavailable');
-  assert.match((created.json() as { message: string }).message, /needs a container engine/);
+  assert.equal(created.json<{ code: string }>().code, 'runtime_unavailable');
+  assert.match(created.json<{ message: string }>().message, /needs a container engine/);
   assert.equal(ctx.workloads.rows.get('img'), undefined, 'nothing was stored');
 });
 
@@ -66,7 +66,7 @@ test('seed PermissionProfile privileged: refused with 403 unless runtime.allow_p
     payload: { name: 'priv', image: `cmd://${process.execPath}`, permission_profile: { privileged: true } },
   });
   assert.equal(res.statusCode, 403, res.body);
-  assert.equal((res.json() as { code: string }).code, 'privileged_not_allowed');
+  assert.equal(res.json<{ code: string }>().code, 'privileged_not_allowed');
 });
 
 test(

@@ -65,9 +65,9 @@ test(
       body: JSON.stringify({ key: 'from-api', value: values[2] }),
     });
     assert.equal(post.status, 201);
-    const keys = (await (
+    const keys = await (
       await fetch(`${serve.url}/api/v1beta/secrets/default/keys`, { headers: serve.auth })
-    ).json()) as unknown;
+    ).json();
     assert.deepEqual(keys, { keys: [{ key: 'api-key' }, { key: 'from-api' }] });
     assert.equal(runCli(['secret', 'get', 'from-api'], env).stdout, `${values[2]}\n`);
     assert.equal(await serve.stop(), 0);

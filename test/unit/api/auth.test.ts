@@ -33,7 +33,7 @@ function assertUnauthorized(
 
 test('F1 regression: without a token every operation of the OpenAPI document is 401; only /health and /auth/login are public', async (t) => {
   const { app } = await testApp(t);
-  const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json() as Doc;
+  const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json<Doc>();
   const publicOps: string[] = [];
   let checked = 0;
   for (const [path, item] of Object.entries(doc.paths)) {
@@ -118,11 +118,11 @@ test('the unix-socket app needs no token (ToolHive Studio); a TCP app cannot be 
 
 test('the OpenAPI document declares the bearer and session schemes', async (t) => {
   const { app } = await testApp(t);
-  const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json() as {
+  const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json<{
     components: { securitySchemes: Record<string, Record<string, string>> };
     security: unknown[];
     paths: Record<string, Record<string, { security?: unknown[] }>>;
-  };
+  }>();
   assert.deepEqual(doc.components.securitySchemes['bearer']?.['type'], 'http');
   assert.deepEqual(doc.components.securitySchemes['bearer']?.['scheme'], 'bearer');
   assert.deepEqual(doc.components.securitySchemes['session']?.['in'], 'cookie');
@@ -143,7 +143,7 @@ async function loggedIn(t: import('node:test').TestContext) {
   });
   assert.equal(link.statusCode, 200);
   assert.equal(link.headers['cache-control'], 'no-store');
-  const url = new URL((link.json() as { url: string }).url);
+  const url = new URL(link.json<{ url: string }>().url);
   assert.equal(url.origin, `http://${HOST}`);
   assert.equal(url.pathname, '/auth/login');
   const login = await app.inject({
@@ -188,12 +188,10 @@ test('login link: a ticket expires after 60 s (injected clock)', async (t) => {
   const mint = async () =>
     new URL(
       (
-        (
-          await app.inject({ method: 'POST', url: '/api/v1beta/auth/login-link', headers: { host: HOST } })
-        ).json() as {
-          url: string;
-        }
-      ).url,
+        await app.inject({ method: 'POST', url: '/api/v1beta/auth/login-link', headers: { host: HOST } })
+      ).json<{
+        url: string;
+      }>().url,
     );
   const spend = (u: URL) =>
     app.inject({ method: 'GET', url: `${u.pathname}${u.search}`, headers: { ...NO_TOKEN, host: HOST } });

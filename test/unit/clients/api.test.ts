@@ -32,9 +32,9 @@ test('management-api §1.1: discovery lists all 25 clients in the fixed order wi
   mkdirSync(join(home, '.config', 'Code', 'User'), { recursive: true });
   const res = await app.inject({ method: 'GET', url: '/api/v1beta/discovery/clients' });
   assert.equal(res.statusCode, 200);
-  const { clients } = res.json() as {
+  const { clients } = res.json<{
     clients: { client_type: string; installed: boolean; registered: boolean; supports_skills: boolean }[];
-  };
+  }>();
   assert.deepEqual(
     clients.map((c) => c.client_type),
     [...CLIENT_TYPES],
@@ -62,13 +62,13 @@ test('register defaults to the default group, shows up in list, discovery and th
   assert.deepEqual((await app.inject({ url: '/api/v1beta/clients' })).json(), [
     { name: 'cursor', groups: ['default'] },
   ]);
-  const status = (await app.inject({ url: '/api/v1beta/discovery/clients' })).json() as {
+  const status = (await app.inject({ url: '/api/v1beta/discovery/clients' })).json<{
     clients: { client_type: string; registered: boolean }[];
-  };
+  }>();
   assert.equal(status.clients.find((c) => c.client_type === 'cursor')?.registered, true);
-  const group = (await app.inject({ url: '/api/v1beta/groups/default' })).json() as {
+  const group = (await app.inject({ url: '/api/v1beta/groups/default' })).json<{
     registered_clients: string[];
-  };
+  }>();
   assert.deepEqual(group.registered_clients, ['cursor']);
 });
 

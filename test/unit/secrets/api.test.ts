@@ -26,7 +26,7 @@ async function api(t: TestContext, extraEnv: NodeJS.ProcessEnv = {}) {
     });
     return {
       status: res.statusCode,
-      body: res.body === '' ? undefined : (res.json() as Record<string, unknown>),
+      body: res.body === '' ? undefined : res.json<Record<string, unknown>>(),
     };
   };
   return { call, home };
