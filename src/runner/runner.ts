@@ -340,17 +340,7 @@ async function serveWorkload(w: ServingWorkload): Promise<number> {
     return 1;
   }
   if (w.perSession) return servePerSession(w, runtime);
-  return supervise({
-    runConfig,
-    env: w.env,
-    runtime,
-    proxy,
-    setStatus,
-    logger,
-    signal,
-    policy: w.policy,
-    logFile: w.logFile,
-  });
+  return supervise(w, runtime);
 }
 
 /** Per-session mode: the proxy starts each session's server; this only waits for the stop. */
@@ -438,20 +428,10 @@ async function serveRemote(
   return 0;
 }
 
-interface SuperviseArgs {
-  runConfig: RunConfig;
-  env: Record<string, string>;
-  runtime: Runtime;
-  proxy: RunningProxy;
-  setStatus: (u: StatusUpdate) => boolean;
-  logger: Logger;
-  signal: AbortSignal;
-  policy: RestartPolicy;
-  logFile: string;
-}
-
-async function supervise(args: SuperviseArgs): Promise<number> {
-  const { runConfig, runtime, proxy, setStatus, logger, signal, policy } = args;
+/** Starts the server, re-attaches it after each crash with a capped backoff, gives up after too many. */
+async function supervise(w: ServingWorkload, runtime: Runtime): Promise<number> {
+  const { runConfig, proxy, setStatus, signal, policy } = w;
+  const { logger } = w.options;
   const name = runConfig.name;
   let failures = 0;
   let first = true;
@@ -462,7 +442,7 @@ async function supervise(args: SuperviseArgs): Promise<number> {
     let failure: string;
     try {
       handle = await runtime.start({
-        ...serverSpec(runConfig, args.env, args.logFile),
+        ...serverSpec(runConfig, w.env, w.logFile),
         onProgress: (message) => setStatus({ status: 'starting', context: message }),
       });
       await proxy.setUpstream(upstreamOf(handle, runConfig));

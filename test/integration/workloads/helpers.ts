@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { SkepApp } from '../../../src/api/app.js';
 import { type ApiContext, createContext } from '../../../src/api/context.js';
-import { runnerAlive } from '../../../src/workloads/index.js';
+import { runnerAlive, WorkloadManager } from '../../../src/workloads/index.js';
 import { buildTestApp } from '../../helpers/api.js';
 import { type TempHome, tempHome } from '../../helpers/home.js';
 
@@ -29,6 +29,31 @@ export const everythingBody = (name: string) => ({
 });
 
 export { START_TIMEOUT_MS, waitFor, waitForStatus } from '../../helpers/wait.js';
+
+/** Above Linux's pid_max (2^22): never a live process or process group. */
+export const IMPOSSIBLE_PID = 99_999_999;
+
+/**
+ * A manager over a fresh home whose runners the test runs in-process (`runWorkload` with
+ * `pid: IMPOSSIBLE_PID`): spawning one only records that pid.
+ */
+export function inProcessManager(t: TestContext): { ctx: ApiContext; manager: WorkloadManager } {
+  const home = tempHome(t);
+  const ctx = createContext(home.config);
+  const manager = new WorkloadManager({
+    store: ctx.store,
+    config: home.config,
+    groups: ctx.groups,
+    secretLookup: async () => undefined,
+    spawnRunner: () => IMPOSSIBLE_PID,
+  });
+  ctx.groups.attachMembers(manager);
+  t.after(async () => {
+    await manager.close();
+    await ctx.close();
+  });
+  return { ctx, manager };
+}
 
 /** Direct children of `pid` (Linux `ps`). */
 export function childPids(pid: number): number[] {

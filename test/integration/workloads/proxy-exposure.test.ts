@@ -8,37 +8,15 @@
  */
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
-import { type TestContext, test } from 'node:test';
+import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type ApiContext, createContext } from '../../../src/api/context.js';
 import { runWorkload } from '../../../src/runner/index.js';
 import { isSkepError, silentLogger } from '../../../src/shared/index.js';
 import { WorkloadManager } from '../../../src/workloads/index.js';
-import { tempHome } from '../../helpers/home.js';
-import { waitFor } from './helpers.js';
+import { IMPOSSIBLE_PID, inProcessManager, waitFor } from './helpers.js';
 
-/** Above Linux's pid_max (2^22): never a live process or process group. */
-const IMPOSSIBLE_PID = 99_999_999;
 const ECHO = join(dirname(fileURLToPath(import.meta.url)), '../../../bench/fixtures/echo-server.mjs');
 const echo = (name: string) => ({ name, image: `cmd://${process.execPath}`, cmd_arguments: [ECHO] });
-
-function setup(t: TestContext): { ctx: ApiContext; manager: WorkloadManager } {
-  const home = tempHome(t);
-  const ctx = createContext(home.config);
-  const manager = new WorkloadManager({
-    store: ctx.store,
-    config: home.config,
-    groups: ctx.groups,
-    secretLookup: async () => undefined,
-    spawnRunner: () => IMPOSSIBLE_PID,
-  });
-  ctx.groups.attachMembers(manager);
-  t.after(async () => {
-    await manager.close();
-    await ctx.close();
-  });
-  return { ctx, manager };
-}
 
 /** Asserts a 400 `bad_request` whose message matches. */
 async function badRequest(action: Promise<unknown>, message: RegExp, what: string): Promise<void> {
@@ -68,7 +46,7 @@ const BAD_ORIGINS = [
 ];
 
 test('issue 16 item 3: allowed_origins must be exact origins — 400 naming the value at create, update and import', async (t) => {
-  const { manager } = setup(t);
+  const { manager } = inProcessManager(t);
   for (const bad of BAD_ORIGINS) {
     await badRequest(
       manager.create({ ...echo('w'), allowed_origins: ['https://ok.example', bad] }),
@@ -110,7 +88,7 @@ test('issue 16 item 3: allowed_origins must be exact origins — 400 naming the 
 });
 
 test('issue 16 item 2: a host beyond loopback (wildcards too) needs inbound auth — 400 at create, update and import', async (t) => {
-  const { manager } = setup(t);
+  const { manager } = inProcessManager(t);
   for (const host of ['0.0.0.0', '::', '192.0.2.10', 'mcp.example.com']) {
     await badRequest(
       manager.create({ ...echo('exposed'), host }),
@@ -156,7 +134,7 @@ test('issue 16 item 2: a host beyond loopback (wildcards too) needs inbound auth
 });
 
 test('the runner refuses a stored non-loopback host without auth before it binds', async (t) => {
-  const { ctx, manager } = setup(t);
+  const { ctx, manager } = inProcessManager(t);
   await manager.create(echo('legacy'));
   // A record from before the rule (or edited by hand): the manager's checks never saw it.
   manager.rows.saveConfig({ ...manager.exportConfig('legacy'), host: '0.0.0.0' });
@@ -180,7 +158,7 @@ test(
   'allowed_origins reach the proxy through the runner: configured and own origins pass, other loopback ports do not',
   { timeout: 60_000 },
   async (t) => {
-    const { ctx, manager } = setup(t);
+    const { ctx, manager } = inProcessManager(t);
     await manager.create({ ...echo('origins'), allowed_origins: ['https://app.example.com'] });
     const controller = new AbortController();
     const done = runWorkload({

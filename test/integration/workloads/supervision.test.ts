@@ -7,33 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type ApiContext, createContext } from '../../../src/api/context.js';
+import type { ApiContext } from '../../../src/api/context.js';
 import { runWorkload } from '../../../src/runner/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
-import { type WorkloadChange, WorkloadManager } from '../../../src/workloads/index.js';
-import { tempHome } from '../../helpers/home.js';
-import { childPids, everythingBody, waitFor } from './helpers.js';
-
-/** Above Linux's pid_max (2^22): never a live process or process group. */
-const IMPOSSIBLE_PID = 99_999_999;
-
-function setup(t: import('node:test').TestContext): { ctx: ApiContext; manager: WorkloadManager } {
-  const home = tempHome(t);
-  const ctx = createContext(home.config);
-  const manager = new WorkloadManager({
-    store: ctx.store,
-    config: home.config,
-    groups: ctx.groups,
-    secretLookup: async () => undefined,
-    spawnRunner: () => IMPOSSIBLE_PID,
-  });
-  ctx.groups.attachMembers(manager);
-  t.after(async () => {
-    await manager.close();
-    await ctx.close();
-  });
-  return { ctx, manager };
-}
+import type { WorkloadChange } from '../../../src/workloads/index.js';
+import { childPids, everythingBody, IMPOSSIBLE_PID, inProcessManager, waitFor } from './helpers.js';
 
 /** Runs the workload's runner in this process until it gives up (3 restarts at most). */
 function runToTheEnd(ctx: ApiContext, name: string, delays: { initialDelayMs: number; maxDelayMs: number }) {
@@ -55,7 +33,7 @@ test(
     timeout: 60_000,
   },
   async (t) => {
-    const { ctx, manager } = setup(t);
+    const { ctx, manager } = inProcessManager(t);
     await manager.create({
       name: 'crashy',
       image: `cmd://${process.execPath}`,
@@ -70,7 +48,7 @@ test(
 );
 
 test('runner: a program that is not installed is an error at once, not a restart loop', async (t) => {
-  const { ctx, manager } = setup(t);
+  const { ctx, manager } = inProcessManager(t);
   // npx:// is not checked at create (it may run in a container); here the workload's PATH hides it.
   await manager.create({ name: 'no-npx', image: 'npx://some-server', env_vars: { PATH: '/nonexistent' } });
   const started = Date.now();
@@ -88,7 +66,7 @@ test(
     timeout: 90_000,
   },
   async (t) => {
-    const { ctx, manager } = setup(t);
+    const { ctx, manager } = inProcessManager(t);
     await manager.create(everythingBody('inproc'));
     const controller = new AbortController();
     const done = runWorkload({
@@ -115,7 +93,7 @@ test(
 );
 
 test('status is honest about a dead runner; resume starts it again; onChange reports it', async (t) => {
-  const { manager } = setup(t);
+  const { manager } = inProcessManager(t);
   const changes: WorkloadChange[] = [];
   manager.onChange((c) => {
     changes.push(c);
@@ -141,7 +119,7 @@ test('status is honest about a dead runner; resume starts it again; onChange rep
 });
 
 test('group delete moves its workloads to default, or deletes them with with-workloads', async (t) => {
-  const { ctx, manager } = setup(t);
+  const { ctx, manager } = inProcessManager(t);
   ctx.groups.create('team');
   ctx.groups.create('doomed');
   await manager.create({ ...everythingBody('w1'), group: 'team' });
@@ -155,7 +133,7 @@ test('group delete moves its workloads to default, or deletes them with with-wor
 });
 
 test('a bulk request by group covers every workload of the group, stopped ones included', async (t) => {
-  const { ctx, manager } = setup(t);
+  const { ctx, manager } = inProcessManager(t);
   ctx.groups.create('g');
   await manager.create({ ...everythingBody('b1'), group: 'g' });
   await manager.create({ ...everythingBody('b2'), group: 'g' });
@@ -171,7 +149,7 @@ test(
     timeout: 90_000,
   },
   async (t) => {
-    const { ctx, manager } = setup(t);
+    const { ctx, manager } = inProcessManager(t);
     await manager.create(everythingBody('orphan'));
     const controller = new AbortController();
     t.after(() => controller.abort());
