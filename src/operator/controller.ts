@@ -70,120 +70,129 @@ export function kubeSecretReader(kube: KubeClient, logger: Logger): SecretReader
 }
 
 export class ExtAuthController {
-  private readonly kube: KubeClient;
-  private readonly log: Logger;
-  private readonly queue: WorkQueue;
-  private readonly workloads = new Map<string, Workload>(); // kind/namespace/name → refs
-  private readonly stoppers: Array<() => void> = [];
-  private readonly synced = new Set<string>();
-  private readonly readSecret: SecretReader;
-  private closed = false;
-  private worker: Promise<void> | undefined;
+  readonly #kube: KubeClient;
+  readonly #log: Logger;
+  readonly #queue: WorkQueue;
+  readonly #workloads = new Map<string, Workload>(); // kind/namespace/name → refs
+  readonly #stoppers: Array<() => void> = [];
+  readonly #synced = new Set<string>();
+  readonly #readSecret: SecretReader;
+  #closed = false;
+  #worker: Promise<void> | undefined;
 
-  constructor(private readonly options: ControllerOptions) {
-    this.kube = options.kube;
-    this.log = options.logger;
-    this.queue = new WorkQueue({ baseDelayMs: options.backoffBaseMs ?? 200 });
-    this.readSecret = kubeSecretReader(this.kube, this.log);
+  readonly #options: ControllerOptions;
+
+  constructor(options: ControllerOptions) {
+    this.#options = options;
+    this.#kube = options.kube;
+    this.#log = options.logger;
+    this.#queue = new WorkQueue({ baseDelayMs: options.backoffBaseMs ?? 200 });
+    this.#readSecret = kubeSecretReader(this.#kube, this.#log);
   }
 
   /** Starts informers, waits for their first list, then starts the worker. */
   async start(): Promise<void> {
     const inform = [
-      this.inform('config', EXTAUTH_RESOURCE, (type, obj) => this.onConfig(type, obj)),
+      this.#inform('config', EXTAUTH_RESOURCE, (type, obj) => this.#onConfig(type, obj)),
       ...WORKLOAD_TYPES.map((w) =>
-        this.inform(w.kind, w.type, (type, obj) => this.onWorkload(w.kind, type, obj)),
+        this.#inform(w.kind, w.type, (type, obj) => this.#onWorkload(w.kind, type, obj)),
       ),
     ];
     await Promise.all(inform);
-    this.worker = this.work();
+    this.#worker = this.#work();
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    for (const stop of this.stoppers.splice(0)) stop();
-    this.queue.close();
-    await this.worker;
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const stop of this.#stoppers.splice(0)) stop();
+    this.#queue.close();
+    await this.#worker;
   }
 
   /** List, then watch from the list's resourceVersion; re-list when the watch ends. */
-  private inform(
+  #inform(
     name: string,
     type: ResourceType,
     handle: (type: WatchEventType, obj: KubeObject) => void,
   ): Promise<void> {
-    const relist = this.options.relistDelayMs ?? 1000;
+    const relist = this.#options.relistDelayMs ?? 1000;
     let failures = 0;
     return new Promise<void>((firstSynced) => {
       const cycle = async (): Promise<void> => {
-        if (this.closed) return;
+        if (this.#closed) return;
         try {
-          const { items, resourceVersion } = await this.kube.list(type, this.options.namespace);
+          const { items, resourceVersion } = await this.#kube.list(type, this.#options.namespace);
           failures = 0;
           for (const item of items) handle('ADDED', item);
-          this.synced.add(name);
+          this.#synced.add(name);
           firstSynced();
-          const stop = await this.kube.watch(type, resourceVersion, this.options.namespace, handle, (err) => {
-            if (err !== null && err !== undefined && !this.closed)
-              this.log.debug({ err, name }, 'watch ended');
-            if (!this.closed) setTimeout(() => void cycle(), relist).unref();
-          });
-          if (this.closed) stop();
-          else this.stoppers.push(stop);
+          const stop = await this.#kube.watch(
+            type,
+            resourceVersion,
+            this.#options.namespace,
+            handle,
+            (err) => {
+              if (err !== null && err !== undefined && !this.#closed)
+                this.#log.debug({ err, name }, 'watch ended');
+              if (!this.#closed) setTimeout(() => void cycle(), relist).unref();
+            },
+          );
+          if (this.#closed) stop();
+          else this.#stoppers.push(stop);
         } catch (err) {
           // A workload CRD that is not installed answers 404: nothing can reference through it.
           const status = statusOf(err);
           if (status === 404 && name !== 'config') {
-            this.synced.add(name);
+            this.#synced.add(name);
             firstSynced();
           } else {
-            this.log.warn({ err, name }, 'list failed; retrying');
+            this.#log.warn({ err, name }, 'list failed; retrying');
           }
           failures++;
-          if (!this.closed) setTimeout(() => void cycle(), Math.min(30_000, relist * 2 ** failures)).unref();
+          if (!this.#closed) setTimeout(() => void cycle(), Math.min(30_000, relist * 2 ** failures)).unref();
         }
       };
       void cycle();
     });
   }
 
-  private onConfig(type: WatchEventType, obj: KubeObject): void {
+  #onConfig(type: WatchEventType, obj: KubeObject): void {
     if (type === 'BOOKMARK' || type === 'ERROR' || obj?.metadata?.name === undefined) return;
-    this.queue.add(keyOf(obj.metadata.namespace ?? 'default', obj.metadata.name));
+    this.#queue.add(keyOf(obj.metadata.namespace ?? 'default', obj.metadata.name));
   }
 
-  private onWorkload(kind: WorkloadKind, type: WatchEventType, obj: KubeObject): void {
+  #onWorkload(kind: WorkloadKind, type: WatchEventType, obj: KubeObject): void {
     if (type === 'BOOKMARK' || type === 'ERROR' || obj?.metadata?.name === undefined) return;
     const namespace = obj.metadata.namespace ?? 'default';
     const id = `${kind}/${namespace}/${obj.metadata.name}`;
-    const before = this.workloads.get(id);
+    const before = this.#workloads.get(id);
     const refs = type === 'DELETED' ? [] : referencedConfigs(kind, obj);
-    if (refs.length === 0) this.workloads.delete(id);
-    else this.workloads.set(id, { kind, name: obj.metadata.name, namespace, refs });
+    if (refs.length === 0) this.#workloads.delete(id);
+    else this.#workloads.set(id, { kind, name: obj.metadata.name, namespace, refs });
     // Both the old and the new targets must re-reconcile (a reference moved or disappeared).
-    for (const r of [...(before?.refs ?? []), ...refs]) this.queue.add(keyOf(namespace, r.name));
+    for (const r of [...(before?.refs ?? []), ...refs]) this.#queue.add(keyOf(namespace, r.name));
   }
 
-  private referencing(namespace: string, name: string): Workload[] {
-    return [...this.workloads.values()]
+  #referencing(namespace: string, name: string): Workload[] {
+    return [...this.#workloads.values()]
       .filter((w) => w.namespace === namespace && w.refs.some((r) => r.name === name))
       .sort((a, b) => (a.kind === b.kind ? a.name.localeCompare(b.name) : a.kind.localeCompare(b.kind)));
   }
 
-  private async work(): Promise<void> {
+  async #work(): Promise<void> {
     for (;;) {
-      const key = await this.queue.next();
+      const key = await this.#queue.next();
       if (key === undefined) return;
       try {
         await this.reconcile(key);
-        this.queue.forget(key);
+        this.#queue.forget(key);
       } catch (err) {
-        if (this.closed) return;
-        const delay = this.queue.addRateLimited(key);
-        this.log.warn({ err: (err as Error).message, key, retryInMs: delay }, 'reconcile failed');
+        if (this.#closed) return;
+        const delay = this.#queue.addRateLimited(key);
+        this.#log.warn({ err: (err as Error).message, key, retryInMs: delay }, 'reconcile failed');
       } finally {
-        this.queue.done(key);
+        this.#queue.done(key);
       }
     }
   }
@@ -191,40 +200,40 @@ export class ExtAuthController {
   /** One pass over one config. Exposed for tests that drive reconcile directly. */
   async reconcile(key: string): Promise<void> {
     const [namespace = 'default', name = ''] = key.split('/');
-    let obj = await this.kube.get(EXTAUTH_RESOURCE, namespace, name);
+    let obj = await this.#kube.get(EXTAUTH_RESOURCE, namespace, name);
     if (obj === undefined) return;
-    const refs = this.referencing(namespace, name);
+    const refs = this.#referencing(namespace, name);
 
     if (obj.metadata.deletionTimestamp !== undefined) {
       if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return;
       if (refs.length > 0) {
         const who = refs.map((r) => `${r.kind}/${r.name}`).join(', ');
-        await this.writeStatus(namespace, name, (current) => ({
+        await this.#writeStatus(namespace, name, (current) => ({
           ...current.status,
           referencingWorkloads: statusWorkloads(refs),
-          conditions: setCondition(current, this.now(), {
+          conditions: setCondition(current, this.#now(), {
             type: 'DeletionBlocked',
             status: 'True',
             reason: 'ReferencedByWorkloads',
             message: `Cannot delete: referenced by workloads: ${who}`,
           }),
         }));
-        this.queue.addAfter(key, this.options.blockedRecheckMs ?? 30_000);
-        this.log.info({ key, referencedBy: who }, 'deletion blocked');
+        this.#queue.addAfter(key, this.#options.blockedRecheckMs ?? 30_000);
+        this.#log.info({ key, referencedBy: who }, 'deletion blocked');
         return;
       }
-      await this.kube.mergePatch(EXTAUTH_RESOURCE, namespace, name, {
+      await this.#kube.mergePatch(EXTAUTH_RESOURCE, namespace, name, {
         metadata: {
           resourceVersion: obj.metadata.resourceVersion,
           finalizers: (obj.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
         },
       });
-      this.log.info({ key }, 'finalizer removed');
+      this.#log.info({ key }, 'finalizer removed');
       return;
     }
 
     if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) {
-      obj = await this.kube.mergePatch(EXTAUTH_RESOURCE, namespace, name, {
+      obj = await this.#kube.mergePatch(EXTAUTH_RESOURCE, namespace, name, {
         metadata: {
           resourceVersion: obj.metadata.resourceVersion,
           finalizers: [...(obj.metadata.finalizers ?? []), FINALIZER],
@@ -232,7 +241,7 @@ export class ExtAuthController {
       });
     }
 
-    const { problems } = await validateExtAuthConfigWithSecrets(obj, this.readSecret);
+    const { problems } = await validateExtAuthConfigWithSecrets(obj, this.#readSecret);
     const valid = problems.length === 0;
     const hash = configHash(obj.spec);
     const validCondition: Omit<Condition, 'lastTransitionTime'> = valid
@@ -246,12 +255,12 @@ export class ExtAuthController {
     // Everything written describes the generation that was validated, even if a newer one
     // arrived meanwhile (its own watch event reconciles it next).
     const generation = obj.metadata.generation ?? 0;
-    await this.writeStatus(namespace, name, (current) => {
+    await this.#writeStatus(namespace, name, (current) => {
       const status: Record<string, unknown> = {
         ...current.status,
         observedGeneration: generation,
         referencingWorkloads: statusWorkloads(refs),
-        conditions: setCondition(current, this.now(), validCondition, generation).filter(
+        conditions: setCondition(current, this.#now(), validCondition, generation).filter(
           (c) => c.type !== 'DeletionBlocked',
         ),
       };
@@ -259,11 +268,11 @@ export class ExtAuthController {
       if (valid) status['configHash'] = hash;
       return status;
     });
-    if (valid) await this.rollOut(namespace, name, hash, refs);
+    if (valid) await this.#rollOut(namespace, name, hash, refs);
   }
 
   /** Writes the hash into each referencing workload's annotation(s); a change rolls it out. */
-  private async rollOut(namespace: string, name: string, hash: string, refs: Workload[]): Promise<void> {
+  async #rollOut(namespace: string, name: string, hash: string, refs: Workload[]): Promise<void> {
     for (const w of refs) {
       const type = WORKLOAD_TYPES.find((t) => t.kind === w.kind)!.type;
       const annotations: Record<string, string> = {};
@@ -272,12 +281,12 @@ export class ExtAuthController {
         if (r.name === name && key !== undefined) annotations[key] = hash;
       }
       if (Object.keys(annotations).length === 0) continue;
-      const current = await this.kube.get(type, namespace, w.name);
+      const current = await this.#kube.get(type, namespace, w.name);
       if (current === undefined) continue;
       const have = current.metadata.annotations ?? {};
       if (Object.entries(annotations).every(([k, v]) => have[k] === v)) continue;
-      await this.kube.mergePatch(type, namespace, w.name, { metadata: { annotations } });
-      this.log.info(
+      await this.#kube.mergePatch(type, namespace, w.name, { metadata: { annotations } });
+      this.#log.info(
         { workload: `${w.kind}/${namespace}/${w.name}`, config: name, hash },
         'workload told to roll out',
       );
@@ -285,33 +294,33 @@ export class ExtAuthController {
   }
 
   /** PUT status with the object's resourceVersion; on 409 re-read and recompute. */
-  private async writeStatus(
+  async #writeStatus(
     namespace: string,
     name: string,
     compute: (current: KubeObject) => Record<string, unknown>,
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      const current = await this.kube.get(EXTAUTH_RESOURCE, namespace, name);
+      const current = await this.#kube.get(EXTAUTH_RESOURCE, namespace, name);
       if (current === undefined) return;
       const status = compute(current);
       if (JSON.stringify(status) === JSON.stringify(current.status ?? {})) return;
       try {
-        await this.kube.replaceStatus(EXTAUTH_RESOURCE, { ...current, status });
+        await this.#kube.replaceStatus(EXTAUTH_RESOURCE, { ...current, status });
         return;
       } catch (err) {
         if (statusOf(err) !== 409 || attempt >= STATUS_RETRIES) throw err;
-        this.log.debug({ namespace, name, attempt }, 'status conflict; retrying');
+        this.#log.debug({ namespace, name, attempt }, 'status conflict; retrying');
       }
     }
   }
 
-  private now(): Date {
-    return this.options.now?.() ?? new Date();
+  #now(): Date {
+    return this.#options.now?.() ?? new Date();
   }
 
   /** True once every informer has completed its first list (for readiness probes). */
   get hasSynced(): boolean {
-    return this.synced.size === 1 + WORKLOAD_TYPES.length;
+    return this.#synced.size === 1 + WORKLOAD_TYPES.length;
   }
 }
 

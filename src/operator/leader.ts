@@ -47,22 +47,22 @@ function microTime(ms: number): string {
 }
 
 export class LeaderElector {
-  private readonly o: Required<Omit<LeaderElectionOptions, 'logger' | 'kube'>> &
+  readonly #o: Required<Omit<LeaderElectionOptions, 'logger' | 'kube'>> &
     Pick<LeaderElectionOptions, 'logger' | 'kube'>;
   /** The last Lease record seen, and when (local clock) it last changed. */
-  private observed: { key: string; at: number } | undefined;
-  private readonly stopped = new AbortController();
-  private running: Promise<void> | undefined;
+  #observed: { key: string; at: number } | undefined;
+  readonly #stopped = new AbortController();
+  #running: Promise<void> | undefined;
 
   constructor(options: LeaderElectionOptions) {
-    this.o = {
+    this.#o = {
       leaseDurationMs: 15_000,
       renewDeadlineMs: 10_000,
       retryPeriodMs: 2_000,
       now: Date.now,
       ...options,
     };
-    if (this.o.renewDeadlineMs >= this.o.leaseDurationMs)
+    if (this.#o.renewDeadlineMs >= this.#o.leaseDurationMs)
       throw new Error('leader election: the renew deadline must be shorter than the lease duration');
   }
 
@@ -72,21 +72,21 @@ export class LeaderElector {
    * has stopped.
    */
   run(lead: (signal: AbortSignal) => Promise<void>): Promise<void> {
-    this.running ??= this.campaign(lead);
-    return this.running;
+    this.#running ??= this.#campaign(lead);
+    return this.#running;
   }
 
   /** Stops leading (if leading), releases the Lease and ends `run`. */
   async close(): Promise<void> {
-    this.stopped.abort();
-    await this.running;
+    this.#stopped.abort();
+    await this.#running;
   }
 
-  private async campaign(lead: (signal: AbortSignal) => Promise<void>): Promise<void> {
-    const { logger, identity, name, namespace } = this.o;
-    while (!this.stopped.signal.aborted) {
-      if (!(await this.tryAcquireOrRenew())) {
-        await this.pause();
+  async #campaign(lead: (signal: AbortSignal) => Promise<void>): Promise<void> {
+    const { logger, identity, name, namespace } = this.#o;
+    while (!this.#stopped.signal.aborted) {
+      if (!(await this.#tryAcquireOrRenew())) {
+        await this.#pause();
         continue;
       }
       logger.info({ lease: `${namespace}/${name}`, identity }, 'leading');
@@ -94,12 +94,12 @@ export class LeaderElector {
       const leading = lead(leadership.signal).catch((err: unknown) =>
         logger.error({ err }, 'the leader’s work failed'),
       );
-      let renewed = this.o.now();
-      while (!this.stopped.signal.aborted) {
-        await this.pause();
-        if (this.stopped.signal.aborted) break;
-        if (await this.tryAcquireOrRenew()) renewed = this.o.now();
-        else if (this.o.now() - renewed > this.o.renewDeadlineMs) {
+      let renewed = this.#o.now();
+      while (!this.#stopped.signal.aborted) {
+        await this.#pause();
+        if (this.#stopped.signal.aborted) break;
+        if (await this.#tryAcquireOrRenew()) renewed = this.#o.now();
+        else if (this.#o.now() - renewed > this.#o.renewDeadlineMs) {
           logger.warn(
             { lease: `${namespace}/${name}`, identity },
             'leadership lost: the lease was not renewed',
@@ -109,14 +109,14 @@ export class LeaderElector {
       }
       leadership.abort();
       await leading;
-      if (this.stopped.signal.aborted) await this.release();
+      if (this.#stopped.signal.aborted) await this.#release();
     }
   }
 
-  private pause(): Promise<void> {
+  #pause(): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, this.o.retryPeriodMs);
-      const signal = this.stopped.signal;
+      const timer = setTimeout(done, this.#o.retryPeriodMs);
+      const signal = this.#stopped.signal;
       function done() {
         clearTimeout(timer);
         signal.removeEventListener('abort', done);
@@ -127,12 +127,12 @@ export class LeaderElector {
   }
 
   /** One attempt; true when this replica holds the Lease afterwards. */
-  private async tryAcquireOrRenew(): Promise<boolean> {
-    const { kube, namespace, name, identity, logger } = this.o;
-    const now = this.o.now();
+  async #tryAcquireOrRenew(): Promise<boolean> {
+    const { kube, namespace, name, identity, logger } = this.#o;
+    const now = this.#o.now();
     const spec = (holder: string, previous: LeaseSpec | undefined): LeaseSpec => ({
       holderIdentity: holder,
-      leaseDurationSeconds: Math.ceil(this.o.leaseDurationMs / 1000),
+      leaseDurationSeconds: Math.ceil(this.#o.leaseDurationMs / 1000),
       acquireTime:
         previous?.holderIdentity === identity && previous.acquireTime !== undefined
           ? previous.acquireTime
@@ -151,19 +151,19 @@ export class LeaderElector {
           metadata: { name, namespace },
           spec: { ...spec(identity, undefined), leaseTransitions: 0 },
         });
-        this.observe(created, now);
+        this.#observe(created, now);
         return true;
       }
-      this.observe(lease, now);
+      this.#observe(lease, now);
       const current = (lease.spec ?? {}) as LeaseSpec;
       const holder = current.holderIdentity ?? '';
-      const expired = (this.observed?.at ?? now) + this.o.leaseDurationMs <= now;
+      const expired = (this.#observed?.at ?? now) + this.#o.leaseDurationMs <= now;
       if (holder !== '' && holder !== identity && !expired) return false;
       const updated = await kube.replace(LEASE_RESOURCE, {
         ...lease,
         spec: { ...lease.spec, ...spec(identity, current) },
       });
-      this.observe(updated, now);
+      this.#observe(updated, now);
       return true;
     } catch (err) {
       // 409: another replica wrote first; anything else: the API is unreachable for now.
@@ -172,15 +172,15 @@ export class LeaderElector {
     }
   }
 
-  private observe(lease: KubeObject, now: number): void {
+  #observe(lease: KubeObject, now: number): void {
     const spec = (lease.spec ?? {}) as LeaseSpec;
     const key = `${spec.holderIdentity ?? ''}|${spec.renewTime ?? ''}|${lease.metadata.resourceVersion ?? ''}`;
-    if (this.observed?.key !== key) this.observed = { key, at: now };
+    if (this.#observed?.key !== key) this.#observed = { key, at: now };
   }
 
   /** Hands the Lease back (empty holder) so a successor need not wait for it to expire. */
-  private async release(): Promise<void> {
-    const { kube, namespace, name, identity, logger } = this.o;
+  async #release(): Promise<void> {
+    const { kube, namespace, name, identity, logger } = this.#o;
     try {
       const lease = await kube.get(LEASE_RESOURCE, namespace, name);
       if (lease === undefined || (lease.spec as LeaseSpec | undefined)?.holderIdentity !== identity) return;
@@ -190,7 +190,7 @@ export class LeaderElector {
           ...lease.spec,
           holderIdentity: '',
           leaseDurationSeconds: 1,
-          renewTime: microTime(this.o.now()),
+          renewTime: microTime(this.#o.now()),
         },
       });
       logger.info({ lease: `${namespace}/${name}`, identity }, 'lease released');

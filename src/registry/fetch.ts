@@ -61,7 +61,7 @@ export interface FetchOptions {
 
 /** Owns the connection pools; `close()` ends keep-alive sockets (CLI processes must exit). */
 export class RegistryHttp {
-  private readonly client = new OutboundClient({ keepAliveTimeoutMs: 2_000 });
+  readonly #client = new OutboundClient({ keepAliveTimeoutMs: 2_000 });
 
   /**
    * GET/HEAD `url`. Resolves with any HTTP status (the caller decides what a 404 means);
@@ -80,7 +80,7 @@ export class RegistryHttp {
         res = await loadUndici().request(target, {
           method: options.method ?? 'GET',
           headers: { accept: 'application/json', 'user-agent': 'skep-registry', ...options.headers },
-          dispatcher: this.client.dispatcherFor(target, policyFor(options.allowPrivate)),
+          dispatcher: this.#client.dispatcherFor(target, policyFor(options.allowPrivate)),
           signal,
         });
       } catch (err) {
@@ -132,7 +132,7 @@ export class RegistryHttp {
   }
 
   close(): Promise<void> {
-    return this.client.close();
+    return this.#client.close();
   }
 }
 

@@ -75,35 +75,35 @@ export class RegistryIndex {
   readonly lastUpdated: string;
   /** Entries with the same name after the first are ignored; this counts them. */
   readonly duplicates: number;
-  private readonly servers: ServerEntry[];
-  private readonly skills: SkillEntry[];
-  private readonly byName = new Map<string, CatalogServer>();
-  private readonly byShortName = new Map<string, string[]>();
-  private readonly queryCache = new Map<string, readonly CatalogServer[]>();
-  private native: NativeRegistry | undefined;
+  readonly #servers: ServerEntry[];
+  readonly #skills: SkillEntry[];
+  readonly #byName = new Map<string, CatalogServer>();
+  readonly #byShortName = new Map<string, string[]>();
+  readonly #queryCache = new Map<string, readonly CatalogServer[]>();
+  #native: NativeRegistry | undefined;
 
   constructor(doc: RegistryDocument) {
     this.version = doc.version;
     this.lastUpdated = doc.meta?.last_updated ?? '';
     let duplicates = 0;
     const sorted = [...doc.data.servers].sort((a, b) => byCodeUnits(a.name, b.name));
-    this.servers = [];
+    this.#servers = [];
     for (const server of sorted) {
-      if (this.byName.has(server.name)) {
+      if (this.#byName.has(server.name)) {
         duplicates++;
         continue;
       }
-      this.byName.set(server.name, server);
+      this.#byName.set(server.name, server);
       const short = server.name.slice(server.name.indexOf('/') + 1);
-      const list = this.byShortName.get(short);
-      if (list === undefined) this.byShortName.set(short, [server.name]);
+      const list = this.#byShortName.get(short);
+      if (list === undefined) this.#byShortName.set(short, [server.name]);
       else list.push(server.name);
-      this.servers.push({ server, haystack: `${server.name}\u0000${server.description}`.toLowerCase() });
+      this.#servers.push({ server, haystack: `${server.name}\u0000${server.description}`.toLowerCase() });
     }
     const skills = [...(doc.data.skills ?? [])].sort(
       (a, b) => byCodeUnits(a.name, b.name) || byCodeUnits(a.namespace, b.namespace),
     );
-    this.skills = [];
+    this.#skills = [];
     const seenSkills = new Set<string>();
     for (const skill of skills) {
       const key = `${skill.namespace}/${skill.name}`;
@@ -112,7 +112,7 @@ export class RegistryIndex {
         continue;
       }
       seenSkills.add(key);
-      this.skills.push({
+      this.#skills.push({
         skill,
         name: skill.name.toLowerCase(),
         namespace: skill.namespace.toLowerCase(),
@@ -123,28 +123,28 @@ export class RegistryIndex {
   }
 
   get serverCount(): number {
-    return this.servers.length;
+    return this.#servers.length;
   }
 
   get skillCount(): number {
-    return this.skills.length;
+    return this.#skills.length;
   }
 
   /** All servers matching `q` (case-insensitive substring of name or description), by name. */
   filterServers(q: string | undefined): readonly CatalogServer[] {
     const needle = (q ?? '').replaceAll('\u0000', '').trim().toLowerCase();
-    if (needle === '') return this.servers.map((e) => e.server);
-    const cached = this.queryCache.get(needle);
+    if (needle === '') return this.#servers.map((e) => e.server);
+    const cached = this.#queryCache.get(needle);
     if (cached !== undefined) return cached;
     const out: CatalogServer[] = [];
-    for (const e of this.servers) {
+    for (const e of this.#servers) {
       if (e.haystack.includes(needle)) out.push(e.server);
     }
-    if (this.queryCache.size >= QUERY_CACHE_SIZE) {
-      const oldest = this.queryCache.keys().next().value;
-      if (oldest !== undefined) this.queryCache.delete(oldest);
+    if (this.#queryCache.size >= QUERY_CACHE_SIZE) {
+      const oldest = this.#queryCache.keys().next().value;
+      if (oldest !== undefined) this.#queryCache.delete(oldest);
     }
-    this.queryCache.set(needle, out);
+    this.#queryCache.set(needle, out);
     return out;
   }
 
@@ -157,8 +157,8 @@ export class RegistryIndex {
     const needle = (q ?? '').trim().toLowerCase();
     const all =
       needle === ''
-        ? this.skills
-        : this.skills.filter(
+        ? this.#skills
+        : this.#skills.filter(
             (e) => e.name.includes(needle) || e.namespace.includes(needle) || e.description.includes(needle),
           );
     return slicePage(
@@ -168,7 +168,7 @@ export class RegistryIndex {
   }
 
   getSkill(namespace: string, name: string): CatalogSkill {
-    const found = this.skills.find((e) => e.skill.namespace === namespace && e.skill.name === name);
+    const found = this.#skills.find((e) => e.skill.namespace === namespace && e.skill.name === name);
     if (found === undefined)
       throw new SkepError('skill_not_found', `skill ${namespace}/${name} is not in the registry`);
     return found.skill;
@@ -179,11 +179,11 @@ export class RegistryIndex {
    * (the part after the slash). Several matches → an error listing them.
    */
   getServer(name: string): CatalogServer {
-    const exact = this.byName.get(name);
+    const exact = this.#byName.get(name);
     if (exact !== undefined) return exact;
     if (!name.includes('/')) {
-      const matches = this.byShortName.get(name) ?? [];
-      if (matches.length === 1) return this.byName.get(matches[0]!)!;
+      const matches = this.#byShortName.get(name) ?? [];
+      if (matches.length === 1) return this.#byName.get(matches[0]!)!;
       if (matches.length > 1) {
         throw new SkepError(
           'server_name_ambiguous',
@@ -207,21 +207,21 @@ export class RegistryIndex {
 
   /** The native registry content; computed on first use and kept (the index is immutable). */
   nativeRegistry(): NativeRegistry {
-    if (this.native !== undefined) return this.native;
+    if (this.#native !== undefined) return this.#native;
     const servers: Record<string, ImageServer> = {};
     const remoteServers: Record<string, RemoteServer> = {};
-    for (const { server } of this.servers) {
+    for (const { server } of this.#servers) {
       if (!hasRunnable(server)) continue;
       if (isRemote(server)) remoteServers[server.name] = toRemoteServer(server);
       else servers[server.name] = toImageServer(server);
     }
-    this.native = {
+    this.#native = {
       version: this.version,
       last_updated: this.lastUpdated,
       servers,
       remote_servers: remoteServers,
       groups: [],
     };
-    return this.native;
+    return this.#native;
   }
 }

@@ -70,48 +70,48 @@ export interface ListQuery {
 }
 
 export class RegistryService {
-  private readonly store: Store;
-  private readonly logger: Logger;
-  private readonly http = new RegistryHttp();
-  private readonly timeoutMs: number;
-  private readonly ttlMs: number;
-  private readonly cacheDir: string;
-  private readonly now: () => number;
-  private current: { key: string; source: RegistrySource } | undefined;
-  private warning: string | undefined;
-  private closed = false;
+  readonly #store: Store;
+  readonly #logger: Logger;
+  readonly #http = new RegistryHttp();
+  readonly #timeoutMs: number;
+  readonly #ttlMs: number;
+  readonly #cacheDir: string;
+  readonly #now: () => number;
+  #current: { key: string; source: RegistrySource } | undefined;
+  #warning: string | undefined;
+  #closed = false;
 
   constructor(options: RegistryServiceOptions) {
-    this.store = options.store;
-    this.logger = options.logger ?? silentLogger;
-    this.timeoutMs = options.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
-    this.ttlMs = options.ttlMs ?? DEFAULT_REGISTRY_TTL_MS;
-    this.cacheDir = options.cacheDir;
-    this.now = options.now ?? Date.now;
-    if (!(this.timeoutMs > 0)) throw new TypeError('fetchTimeoutMs must be positive');
+    this.#store = options.store;
+    this.#logger = options.logger ?? silentLogger;
+    this.#timeoutMs = options.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
+    this.#ttlMs = options.ttlMs ?? DEFAULT_REGISTRY_TTL_MS;
+    this.#cacheDir = options.cacheDir;
+    this.#now = options.now ?? Date.now;
+    if (!(this.#timeoutMs > 0)) throw new TypeError('fetchTimeoutMs must be positive');
   }
 
   /** The warning of the last load (set while a stale copy is served), for a response header. */
   lastWarning(): string | undefined {
-    return this.warning;
+    return this.#warning;
   }
 
   // ------------------------------------------------------------------ native view
 
   async listRegistries(): Promise<RegistryInfo[]> {
-    return [await this.info()];
+    return [await this.#info()];
   }
 
   async getRegistry(name: string): Promise<RegistryInfo & { registry: NativeRegistry }> {
     requireDefault(name);
-    const index = await this.index();
-    return { ...this.describe(index), registry: index.nativeRegistry() };
+    const index = await this.#index();
+    return { ...this.#describe(index), registry: index.nativeRegistry() };
   }
 
   /** `{servers, remote_servers}` as arrays, sorted by name. */
   async listNativeServers(name: string): Promise<{ servers: ImageServer[]; remote_servers: RemoteServer[] }> {
     requireDefault(name);
-    const native = (await this.index()).nativeRegistry();
+    const native = (await this.#index()).nativeRegistry();
     return { servers: Object.values(native.servers), remote_servers: Object.values(native.remote_servers) };
   }
 
@@ -122,7 +122,7 @@ export class RegistryService {
    * oauth_config) from the result.
    */
   async findServer(name: string): Promise<FoundServer> {
-    return (await this.index()).findServer(name);
+    return (await this.#index()).findServer(name);
   }
 
   /** `findServer` within a named registry (only `default` exists). */
@@ -134,26 +134,26 @@ export class RegistryService {
   // ------------------------------------------------------------------ catalog view
 
   async listCatalogServers(query: ListQuery): Promise<Page<CatalogServer>> {
-    return (await this.index()).listServers(query.q, normalizePaging(query.page, query.limit));
+    return (await this.#index()).listServers(query.q, normalizePaging(query.page, query.limit));
   }
 
   async getCatalogServer(name: string): Promise<CatalogServer> {
-    return (await this.index()).getServer(name);
+    return (await this.#index()).getServer(name);
   }
 
   async listCatalogSkills(query: ListQuery): Promise<Page<CatalogSkill>> {
-    return (await this.index()).listSkills(query.q, normalizePaging(query.page, query.limit));
+    return (await this.#index()).listSkills(query.q, normalizePaging(query.page, query.limit));
   }
 
   async getCatalogSkill(namespace: string, name: string): Promise<CatalogSkill> {
-    return (await this.index()).getSkill(namespace, name);
+    return (await this.#index()).getSkill(namespace, name);
   }
 
   // ------------------------------------------------------------------ configuration
 
   /** The stored source configuration, or `undefined` for the built-in catalog. */
   sourceConfig(): StoredSourceConfig | undefined {
-    return readSetting<StoredSourceConfig>(this.store, SETTING_KEY);
+    return readSetting<StoredSourceConfig>(this.#store, SETTING_KEY);
   }
 
   /**
@@ -176,9 +176,9 @@ export class RegistryService {
     const allowPrivate = update.allow_private_ip === true;
     const field = given[0];
     if (field === undefined) {
-      deleteSetting(this.store, SETTING_KEY);
-      this.current = undefined;
-      this.warning = undefined;
+      deleteSetting(this.#store, SETTING_KEY);
+      this.#current = undefined;
+      this.#warning = undefined;
       return { type: 'default' };
     }
     const value = (update[field] ?? '').trim();
@@ -187,43 +187,43 @@ export class RegistryService {
       config = { type: 'file', location: checkLocalPath(value), allow_private_ip: false };
     } else {
       const url = checkUrl(value, field, allowPrivate);
-      const type = field === 'api_url' ? 'api' : await this.detectUrlType(url, allowPrivate);
+      const type = field === 'api_url' ? 'api' : await this.#detectUrlType(url, allowPrivate);
       config = { type, location: url, allow_private_ip: allowPrivate };
     }
-    const source = this.build(config);
+    const source = this.#build(config);
     try {
       await source.load({ force: true, noStale: true });
     } catch (err) {
       throw toConfigureError(err, value);
     }
-    writeSetting(this.store, SETTING_KEY, config);
-    this.current = { key: JSON.stringify(config), source };
-    this.warning = undefined;
-    this.logger.info({ type: config.type, source: config.location }, 'registry source changed');
+    writeSetting(this.#store, SETTING_KEY, config);
+    this.#current = { key: JSON.stringify(config), source };
+    this.#warning = undefined;
+    this.#logger.info({ type: config.type, source: config.location }, 'registry source changed');
     return { type: config.type };
   }
 
   /** Reloads the source now, ignoring the TTL; fails if the source cannot be read. */
   async refresh(name: string): Promise<{ status: 'refreshed'; type: SourceType; server_count: number }> {
     requireDefault(name);
-    const index = await this.index({ force: true, noStale: true });
-    return { status: 'refreshed', type: this.source().type, server_count: index.serverCount };
+    const index = await this.#index({ force: true, noStale: true });
+    return { status: 'refreshed', type: this.#source().type, server_count: index.serverCount };
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.http.close();
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#http.close();
   }
 
   // ------------------------------------------------------------------ internals
 
-  private async info(): Promise<RegistryInfo> {
-    return this.describe(await this.index());
+  async #info(): Promise<RegistryInfo> {
+    return this.#describe(await this.#index());
   }
 
-  private describe(index: RegistryIndex): RegistryInfo {
-    const source = this.source();
+  #describe(index: RegistryIndex): RegistryInfo {
+    const source = this.#source();
     return {
       name: DEFAULT_REGISTRY,
       type: source.type,
@@ -237,36 +237,36 @@ export class RegistryService {
     };
   }
 
-  private source(): RegistrySource {
+  #source(): RegistrySource {
     const config = this.sourceConfig();
     const key = config === undefined ? 'builtin' : JSON.stringify(config);
-    if (this.current?.key !== key)
-      this.current = { key, source: config === undefined ? new BuiltinSource() : this.build(config) };
-    return this.current.source;
+    if (this.#current?.key !== key)
+      this.#current = { key, source: config === undefined ? new BuiltinSource() : this.#build(config) };
+    return this.#current.source;
   }
 
-  private build(config: StoredSourceConfig): RegistrySource {
+  #build(config: StoredSourceConfig): RegistrySource {
     if (config.type === 'file') return new FileSource(config.location);
     const options = {
-      http: this.http,
+      http: this.#http,
       allowPrivate: config.allow_private_ip,
-      timeoutMs: this.timeoutMs,
-      ttlMs: this.ttlMs,
-      cacheDir: this.cacheDir,
-      now: this.now,
+      timeoutMs: this.#timeoutMs,
+      ttlMs: this.#ttlMs,
+      cacheDir: this.#cacheDir,
+      now: this.#now,
     };
     return config.type === 'api'
       ? new ApiSource(config.location, options)
       : new UrlSource(config.location, options);
   }
 
-  private async index(options: LoadOptions = {}): Promise<RegistryIndex> {
-    if (this.closed) throw new SkepError('unavailable', 'the registry service is closed');
-    const source = this.source();
+  async #index(options: LoadOptions = {}): Promise<RegistryIndex> {
+    if (this.#closed) throw new SkepError('unavailable', 'the registry service is closed');
+    const source = this.#source();
     try {
       const result = await source.load(options);
-      if (result.warning !== undefined && result.warning !== this.warning) this.logger.warn(result.warning);
-      this.warning = result.warning;
+      if (result.warning !== undefined && result.warning !== this.#warning) this.#logger.warn(result.warning);
+      this.#warning = result.warning;
       return result.index;
     } catch (err) {
       throw toReadError(err, source);
@@ -278,12 +278,12 @@ export class RegistryService {
    * `GET <url>/v0.1/servers?limit=1` and call it `api` when it answers like one
    * (reference §1.2: 2xx with a `servers` array and a `metadata` object, or 401/403).
    */
-  private async detectUrlType(url: string, allowPrivate: boolean): Promise<'url' | 'api'> {
+  async #detectUrlType(url: string, allowPrivate: boolean): Promise<'url' | 'api'> {
     if (new URL(url).pathname.toLowerCase().endsWith('.json')) return 'url';
     try {
-      const res = await this.http.fetch(`${url.replace(/\/+$/, '')}/v0.1/servers?limit=1&version=latest`, {
+      const res = await this.#http.fetch(`${url.replace(/\/+$/, '')}/v0.1/servers?limit=1&version=latest`, {
         allowPrivate,
-        timeoutMs: this.timeoutMs,
+        timeoutMs: this.#timeoutMs,
       });
       if (res.status === 401 || res.status === 403) return 'api';
       if (res.status >= 200 && res.status < 300) {

@@ -61,7 +61,7 @@ export function readRegistryFile(path: string): RegistryIndex {
 
 export class FileSource implements RegistrySource {
   readonly type = 'file' as const;
-  private cached: { key: string; index: RegistryIndex } | undefined;
+  #cached: { key: string; index: RegistryIndex } | undefined;
 
   constructor(readonly location: string) {}
 
@@ -70,15 +70,15 @@ export class FileSource implements RegistrySource {
     try {
       const st = statSync(this.location);
       key = `${st.ino}:${st.size}:${st.mtimeMs}`;
-      if (options.force !== true && this.cached?.key === key) return { index: this.cached.index };
+      if (options.force !== true && this.#cached?.key === key) return { index: this.#cached.index };
       const text = await readFile(this.location, 'utf8');
       const index = new RegistryIndex(toRegistryDocument(parseJson(text, this.location), this.location));
-      this.cached = { key, index };
+      this.#cached = { key, index };
       return { index };
     } catch (err) {
-      if (this.cached === undefined || options.noStale === true) throw err;
+      if (this.#cached === undefined || options.noStale === true) throw err;
       return {
-        index: this.cached.index,
+        index: this.#cached.index,
         warning: `serving the last good copy of ${this.location}: ${(err as Error).message}`,
       };
     }
@@ -108,18 +108,18 @@ const RETRY_AFTER_FAILURE_MS = 30_000;
 /** The shared TTL / disk-cache / stale-on-failure logic of the URL and API sources. */
 abstract class CachedRemoteSource implements RegistrySource {
   abstract readonly type: SourceType;
-  private state: { index: RegistryIndex; etag: string | undefined; fetchedAt: number } | undefined;
-  private diskChecked = false;
-  private failedAt = 0;
-  private lastError = '';
-  private inflight: Promise<LoadResult> | undefined;
+  #state: { index: RegistryIndex; etag: string | undefined; fetchedAt: number } | undefined;
+  #diskChecked = false;
+  #failedAt = 0;
+  #lastError = '';
+  #inflight: Promise<LoadResult> | undefined;
 
   constructor(
     readonly location: string,
     protected readonly options: RemoteSourceOptions,
   ) {}
 
-  private get cacheFile(): string {
+  get #cacheFile(): string {
     const hash = createHash('sha256').update(`${this.type}:${this.location}`).digest('hex').slice(0, 16);
     return join(this.options.cacheDir, 'registry', `${this.type}-${hash}.json`);
   }
@@ -130,28 +130,28 @@ abstract class CachedRemoteSource implements RegistrySource {
   ): Promise<{ document: RegistryDocument; etag?: string } | 'not-modified'>;
 
   load(options: LoadOptions = {}): Promise<LoadResult> {
-    if (options.force !== true && this.inflight !== undefined) return this.inflight;
-    const run = this.doLoad(options).finally(() => {
-      if (this.inflight === run) this.inflight = undefined;
+    if (options.force !== true && this.#inflight !== undefined) return this.#inflight;
+    const run = this.#doLoad(options).finally(() => {
+      if (this.#inflight === run) this.#inflight = undefined;
     });
-    this.inflight = run;
+    this.#inflight = run;
     return run;
   }
 
-  private readDisk(): void {
-    if (this.diskChecked) return;
-    this.diskChecked = true;
+  #readDisk(): void {
+    if (this.#diskChecked) return;
+    this.#diskChecked = true;
     try {
-      const file = JSON.parse(readFileSync(this.cacheFile, 'utf8')) as CacheFile;
+      const file = JSON.parse(readFileSync(this.#cacheFile, 'utf8')) as CacheFile;
       if (file.location !== this.location) return;
-      const index = new RegistryIndex(toRegistryDocument(file.document, this.cacheFile));
-      this.state = { index, etag: file.etag, fetchedAt: file.fetched_at };
+      const index = new RegistryIndex(toRegistryDocument(file.document, this.#cacheFile));
+      this.#state = { index, etag: file.etag, fetchedAt: file.fetched_at };
     } catch {
       // no copy, or a corrupt one: fetch afresh
     }
   }
 
-  private writeDisk(document: RegistryDocument, etag: string | undefined, fetchedAt: number): void {
+  #writeDisk(document: RegistryDocument, etag: string | undefined, fetchedAt: number): void {
     const file: CacheFile = {
       location: this.location,
       fetched_at: fetchedAt,
@@ -160,57 +160,57 @@ abstract class CachedRemoteSource implements RegistrySource {
     };
     try {
       mkdirSync(join(this.options.cacheDir, 'registry'), { recursive: true, mode: 0o700 });
-      writeFileAtomicSync(this.cacheFile, JSON.stringify(file));
+      writeFileAtomicSync(this.#cacheFile, JSON.stringify(file));
     } catch {
       // the cache is an optimisation; a read-only cache dir must not break the registry
     }
   }
 
-  private async doLoad(options: LoadOptions): Promise<LoadResult> {
-    this.readDisk();
+  async #doLoad(options: LoadOptions): Promise<LoadResult> {
+    this.#readDisk();
     const now = this.options.now();
-    const state = this.state;
+    const state = this.#state;
     if (state !== undefined && options.force !== true) {
       if (now - state.fetchedAt < this.options.ttlMs) return { index: state.index };
-      if (options.noStale !== true && now - this.failedAt < RETRY_AFTER_FAILURE_MS) {
-        return { index: state.index, warning: this.staleWarning(state.fetchedAt) };
+      if (options.noStale !== true && now - this.#failedAt < RETRY_AFTER_FAILURE_MS) {
+        return { index: state.index, warning: this.#staleWarning(state.fetchedAt) };
       }
     }
     try {
       const result = await this.fetchDocument(state?.etag);
       const fetchedAt = this.options.now();
       if (result === 'not-modified' && state !== undefined) {
-        this.state = { ...state, fetchedAt };
-        this.touchDisk(fetchedAt);
+        this.#state = { ...state, fetchedAt };
+        this.#touchDisk(fetchedAt);
         return { index: state.index };
       }
       if (result === 'not-modified')
         throw new InvalidRegistryError(`${this.location} answered 304 to a request without a validator`);
       const index = new RegistryIndex(result.document);
-      this.state = { index, etag: result.etag, fetchedAt };
-      this.writeDisk(result.document, result.etag, fetchedAt);
-      this.failedAt = 0;
+      this.#state = { index, etag: result.etag, fetchedAt };
+      this.#writeDisk(result.document, result.etag, fetchedAt);
+      this.#failedAt = 0;
       return { index };
     } catch (err) {
-      this.failedAt = this.options.now();
-      this.lastError = (err as Error).message;
+      this.#failedAt = this.options.now();
+      this.#lastError = (err as Error).message;
       if (state === undefined || options.noStale === true) throw err;
-      return { index: state.index, warning: this.staleWarning(state.fetchedAt) };
+      return { index: state.index, warning: this.#staleWarning(state.fetchedAt) };
     }
   }
 
-  private touchDisk(fetchedAt: number): void {
+  #touchDisk(fetchedAt: number): void {
     try {
-      const file = JSON.parse(readFileSync(this.cacheFile, 'utf8')) as CacheFile;
+      const file = JSON.parse(readFileSync(this.#cacheFile, 'utf8')) as CacheFile;
       file.fetched_at = fetchedAt;
-      writeFileAtomicSync(this.cacheFile, JSON.stringify(file));
+      writeFileAtomicSync(this.#cacheFile, JSON.stringify(file));
     } catch {
       // see writeDisk
     }
   }
 
-  private staleWarning(fetchedAt: number): string {
-    return `registry source ${this.location} is unavailable (${this.lastError}); serving the copy fetched at ${new Date(fetchedAt).toISOString()}`;
+  #staleWarning(fetchedAt: number): string {
+    return `registry source ${this.location} is unavailable (${this.#lastError}); serving the copy fetched at ${new Date(fetchedAt).toISOString()}`;
   }
 
   protected async get(url: string, headers: Record<string, string> = {}): Promise<HttpResponse> {
@@ -250,14 +250,14 @@ const API_MAX_ITEMS = 20_000;
 export class ApiSource extends CachedRemoteSource {
   readonly type = 'api' as const;
 
-  private endpoint(path: string): string {
+  #endpoint(path: string): string {
     return `${this.location.replace(/\/+$/, '')}${path}`;
   }
 
   protected async fetchDocument() {
-    const servers = await this.fetchAll(this.endpoint('/v0.1/servers'), 'servers', toCatalogServer, true);
-    const skills = await this.fetchAll(
-      this.endpoint('/v0.1/x/dev.toolhive/skills'),
+    const servers = await this.#fetchAll(this.#endpoint('/v0.1/servers'), 'servers', toCatalogServer, true);
+    const skills = await this.#fetchAll(
+      this.#endpoint('/v0.1/x/dev.toolhive/skills'),
       'skills',
       toCatalogSkill,
       false,
@@ -275,7 +275,7 @@ export class ApiSource extends CachedRemoteSource {
    * (`metadata.nextCursor`) and the page/limit style of ToolHive's and Skep's own catalog
    * (`metadata.total/page/limit`). Items may be bare or wrapped as `{server, _meta}`.
    */
-  private async fetchAll<T>(
+  async #fetchAll<T>(
     base: string,
     key: 'servers' | 'skills',
     check: (value: unknown, where: string) => T,
