@@ -9,7 +9,7 @@
 import { createHash, createHmac } from 'node:crypto';
 
 import type { ProxyMiddleware, ProxyMiddlewareResult } from '../proxy/index.js';
-import { type Logger, lazyRequire, SkepError } from '../shared/index.js';
+import { definedOnly, lazyRequire, type Logger, SkepError } from '../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
 import { bearerFrom, challenge, REQUEST_TIMEOUT_MS, sha256Hex } from './http.js';
 import { createRoleMapper, type RoleMapper, type RoleMapping } from './role-mapping.js';
@@ -59,7 +59,7 @@ export function sdkAssumeRole(region: string, endpoint?: string): { assumeRole: 
   const { AssumeRoleWithWebIdentityCommand, STSClient } = loadSts();
   const client = new STSClient({
     region,
-    ...(endpoint === undefined ? {} : { endpoint }),
+    ...definedOnly({ endpoint }),
     maxAttempts: 2,
   });
   return {
@@ -141,7 +141,7 @@ export async function signSigV4(
     credentials: {
       accessKeyId: credentials.accessKeyId,
       secretAccessKey: credentials.secretAccessKey,
-      ...(credentials.sessionToken === undefined ? {} : { sessionToken: credentials.sessionToken }),
+      ...definedOnly({ sessionToken: credentials.sessionToken }),
     },
     sha256: NodeSha256,
     // Like the AWS SigV4 test suite (and aws-sdk-go's v4 signer): no X-Amz-Content-Sha256 header.

@@ -20,7 +20,7 @@
 import { readFile } from 'node:fs/promises';
 import type { ProxyMiddleware } from '../proxy/index.js';
 import type { SecretLookup } from '../secrets/index.js';
-import { type Logger, SkepError } from '../shared/index.js';
+import { definedOnly, type Logger, SkepError } from '../shared/index.js';
 import type { RunConfig } from '../workloads/index.js';
 import type { AssumeRole } from './aws-sts.js';
 import type { FetchLike } from './http.js';
@@ -131,7 +131,7 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
         ...(oidc.jwksurl ? { jwksUrl: oidc.jwksurl } : {}),
         ...(oidc.introspectionURL ? { introspectionUrl: oidc.introspectionURL } : {}),
         ...(oidc.clientID ? { clientId: oidc.clientID } : {}),
-        ...(clientSecret === undefined ? {} : { clientSecret }),
+        ...definedOnly({ clientSecret }),
         allowHttp: oidc.insecureAllowHTTP === true,
         allowPrivateIP: oidc.allowPrivateIP === true,
       },
@@ -146,7 +146,7 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
         verify,
         authorizationServers,
         logger,
-        ...(resourceUrl === undefined ? {} : { resourceUrl }),
+        ...definedOnly({ resourceUrl }),
         ...(oidc?.scopes ? { scopes: oidc.scopes } : {}),
       }),
     );
@@ -199,7 +199,7 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
         {
           tokenUrl: te.token_url,
           ...(te.client_id ? { clientId: te.client_id } : {}),
-          ...(secret === undefined ? {} : { clientSecret: secret }),
+          ...definedOnly({ clientSecret: secret }),
           ...(te.audience ? { audience: te.audience } : {}),
           ...(te.scopes ? { scopes: te.scopes } : {}),
           ...(te.subject_token_type ? { subjectTokenType: te.subject_token_type } : {}),
@@ -229,15 +229,13 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
           ...(sts.service ? { service: sts.service } : {}),
           ...(sts.fallback_role_arn ? { fallbackRoleArn: sts.fallback_role_arn } : {}),
           ...(sts.role_claim ? { roleClaim: sts.role_claim } : {}),
-          ...(sts.session_duration === undefined ? {} : { sessionDuration: sts.session_duration }),
+          ...definedOnly({ sessionDuration: sts.session_duration }),
           ...(sts.session_name_claim ? { sessionNameClaim: sts.session_name_claim } : {}),
           ...(sts.role_mappings
             ? {
                 roleMappings: sts.role_mappings.map((m) => ({
                   roleArn: m.role_arn ?? '',
-                  ...(m.claim === undefined ? {} : { claim: m.claim }),
-                  ...(m.matcher === undefined ? {} : { matcher: m.matcher }),
-                  ...(m.priority === undefined ? {} : { priority: m.priority }),
+                  ...definedOnly({ claim: m.claim, matcher: m.matcher, priority: m.priority }),
                 })),
               }
             : {}),
@@ -302,14 +300,13 @@ export async function buildAuthChain(config: RunConfig, deps: AuthChainDeps): Pr
           workload: config.name,
           remoteUrl: config.remote_url,
           ...(remote.client_id ? { clientId: remote.client_id } : {}),
-          ...(clientSecret === undefined ? {} : { clientSecret }),
+          ...definedOnly({ clientSecret }),
           ...(remote.scopes ? { scopes: remote.scopes } : {}),
           ...(remote.issuer ? { issuer: remote.issuer } : {}),
           ...(remote.authorize_url ? { authorizeUrl: remote.authorize_url } : {}),
           ...(remote.token_url ? { tokenUrl: remote.token_url } : {}),
           ...(remote.resource ? { resource: remote.resource } : {}),
-          ...(remote.callback_port === undefined ? {} : { callbackPort: remote.callback_port }),
-          ...(remote.skip_browser === undefined ? {} : { skipBrowser: remote.skip_browser }),
+          ...definedOnly({ callbackPort: remote.callback_port, skipBrowser: remote.skip_browser }),
           ...(remote.oauth_params ? { oauthParams: remote.oauth_params } : {}),
           ...(timeoutSec !== undefined && Number.isFinite(timeoutSec) && timeoutSec > 0
             ? { loginTimeoutMs: timeoutSec * 1000 }

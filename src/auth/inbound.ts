@@ -8,7 +8,7 @@
  */
 import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify } from 'jose';
 import type { ProxyMiddleware, ProxyMiddlewareResult, ProxyRequestContext } from '../proxy/index.js';
-import { type Logger, outboundFetch, SkepError } from '../shared/index.js';
+import { definedOnly, type Logger, outboundFetch, SkepError } from '../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
 import {
   basicAuth,
@@ -187,8 +187,7 @@ export function createOidcVerifier(
     }
     if (isJws && (options.jwksUrl !== undefined || options.issuer !== undefined)) {
       const { payload } = await jwtVerify(token, await keySet(), {
-        ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
-        ...(options.audience === undefined ? {} : { audience: options.audience }),
+        ...definedOnly({ issuer: options.issuer, audience: options.audience }),
         clockTolerance: CLOCK_TOLERANCE_SEC,
         currentDate: new Date(now()),
       });
@@ -228,9 +227,9 @@ export function createInboundAuthMiddleware(options: InboundMiddlewareOptions): 
       401,
       {
         // RFC 9728 §5.1 resource_metadata; RFC 6750 §3 error and scope.
-        ...(metadataUrl === undefined ? {} : { resource_metadata: metadataUrl }),
+        ...definedOnly({ resource_metadata: metadataUrl }),
         ...(error === undefined ? {} : { error, error_description: description }),
-        ...(scope === undefined ? {} : { scope }),
+        ...definedOnly({ scope }),
       },
       error === undefined ? 'authentication required' : 'invalid token',
     );

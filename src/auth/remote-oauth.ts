@@ -15,7 +15,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ProxyMiddleware } from '../proxy/index.js';
-import { findOutboundRefusal, type Logger, outboundFetch, SkepError } from '../shared/index.js';
+import { definedOnly, findOutboundRefusal, type Logger, outboundFetch, SkepError } from '../shared/index.js';
 import {
   basicAuth,
   configuredEndpointsPolicy,
@@ -489,7 +489,7 @@ export class RemoteOAuthClient {
       accessToken: body['access_token'],
       expiresAt: now + lifetime,
       refreshAt: now + Math.max(lifetime - REFRESH_SKEW_MS, lifetime * 0.8),
-      ...(refreshToken === undefined ? {} : { refreshToken }),
+      ...definedOnly({ refreshToken }),
     };
   }
 }

@@ -11,7 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { SkepConfig } from '../config/index.js';
-import { type Logger, SkepError, silentLogger } from '../shared/index.js';
+import { definedOnly, type Logger, SkepError, silentLogger } from '../shared/index.js';
 import { pingEngine } from './docker/client.js';
 import type { DockerRuntime } from './docker/docker-runtime.js';
 import { ProcessRuntime } from './process.js';
@@ -168,9 +168,11 @@ export class RuntimeSelector {
       logMaxBytes: this.#config.workloads.log_max_bytes,
       logFiles: this.#config.workloads.log_files,
       allowPrivileged: runtime.allow_privileged,
-      ...(runtime.node_image === undefined ? {} : { nodeImage: runtime.node_image }),
-      ...(runtime.uvx_image === undefined ? {} : { uvxImage: runtime.uvx_image }),
-      ...(runtime.egress_image === undefined ? {} : { egressImage: runtime.egress_image }),
+      ...definedOnly({
+        nodeImage: runtime.node_image,
+        uvxImage: runtime.uvx_image,
+        egressImage: runtime.egress_image,
+      }),
       logger: this.#logger,
     });
   }

@@ -12,7 +12,7 @@ import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
-import { findExecutable, isExecutable, type Logger, SkepError } from '../shared/index.js';
+import { definedOnly, findExecutable, isExecutable, type Logger, SkepError } from '../shared/index.js';
 import { RotatingLogFile } from './log-file.js';
 import {
   type PreparedSandbox,
@@ -229,7 +229,7 @@ export class ProcessRuntime implements Runtime {
     );
     const child = spawn(launch.command, launch.args, {
       env: launch.env,
-      ...(launch.cwd === undefined ? {} : { cwd: launch.cwd }),
+      ...definedOnly({ cwd: launch.cwd }),
       stdio: [http ? 'ignore' : 'pipe', 'pipe', 'pipe'],
       windowsHide: true,
     });
@@ -311,7 +311,7 @@ export class ProcessRuntime implements Runtime {
       ...(http || child.stdin === null || child.stdout === null
         ? {}
         : { stdio: { stdin: child.stdin, stdout: child.stdout } }),
-      ...(url === undefined ? {} : { url }),
+      ...definedOnly({ url }),
     };
     return handle;
   }

@@ -18,7 +18,7 @@
 import { request as httpRequest } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
-import { describeError, type Logger, SkepError, silentLogger } from '../../shared/index.js';
+import { definedOnly, describeError, type Logger, SkepError, silentLogger } from '../../shared/index.js';
 import {
   EGRESS_CONFIG_ENV,
   EGRESS_PROXY_PORT,
@@ -324,8 +324,7 @@ export class DockerRuntime implements Runtime {
       const container = await this.docker.createContainer({
         name,
         Image: plan.image,
-        ...(plan.entrypoint === undefined ? {} : { Entrypoint: plan.entrypoint }),
-        ...(plan.cmd === undefined ? {} : { Cmd: plan.cmd }),
+        ...definedOnly({ Entrypoint: plan.entrypoint, Cmd: plan.cmd }),
         Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
         Labels: labels('server'),
         Tty: false,
@@ -338,7 +337,7 @@ export class DockerRuntime implements Runtime {
         AttachStderr: true,
         ExposedPorts: exposed,
         HostConfig: hostConfig,
-        ...(networking === undefined ? {} : { NetworkingConfig: networking }),
+        ...definedOnly({ NetworkingConfig: networking }),
       });
 
       let stdio: { stdin: Writable; stdout: Readable } | undefined;
@@ -392,8 +391,7 @@ export class DockerRuntime implements Runtime {
         id: container.id,
         exited,
         stop,
-        ...(stdio === undefined ? {} : { stdio }),
-        ...(url === undefined ? {} : { url }),
+        ...definedOnly({ stdio, url }),
       };
     } catch (err) {
       log.close();

@@ -23,7 +23,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
-import { SkepError } from '../../shared/index.js';
+import { definedOnly, SkepError } from '../../shared/index.js';
 import { bindsFor, deniesEverything, outboundPolicy, resolvePermissionProfile } from '../docker/profile.js';
 import { serverEnvironment } from '../server-env.js';
 import type { ServerSpec } from '../types.js';
@@ -246,7 +246,7 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
     readWrite,
     rehide,
     shareNetwork,
-    ...(socketDir === undefined ? {} : { socketDir }),
+    ...definedOnly({ socketDir }),
   });
 
   if (fetchFirst) await fetchPackage(options, scheme, packageSpec, layout, env);
@@ -278,7 +278,7 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
         ...(bridged
           ? {
               inboundSocket: `${SANDBOX_SOCKET_DIR}/${INBOUND_SOCKET}`,
-              ...(spec.targetPort === undefined ? {} : { targetPort: spec.targetPort }),
+              ...definedOnly({ targetPort: spec.targetPort }),
             }
           : {}),
         command,

@@ -27,6 +27,7 @@ import {
   serveThroughProxy,
   startRemoteMcp,
 } from './harness.js';
+import { definedOnly } from '../../../src/shared/index.js';
 
 const OTHER_AUDIENCE = 'https://other.skep.test/mcp';
 /** The resource server's own credentials at the provider: used only to introspect. */
@@ -205,7 +206,7 @@ async function introspectingProxy(
     {
       logger,
       now: clock.now,
-      ...(options.secretLookup === undefined ? {} : { secretLookup: options.secretLookup }),
+      ...definedOnly({ secretLookup: options.secretLookup }),
     },
   );
   return { idp, remote, proxy, chain, config, lines, clock };

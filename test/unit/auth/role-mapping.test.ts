@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createRoleMapper, type RoleMapping } from '../../../src/auth/role-mapping.js';
+import { definedOnly } from '../../../src/shared/index.js';
 
 const arn = (name: string) => `arn:aws:iam::123456789012:role/${name}`;
 
@@ -104,7 +105,7 @@ for (const c of cases) {
   test(`role mapping: ${c.title}`, () => {
     const mapper = createRoleMapper({
       roleMappings: c.mappings,
-      ...(c.fallback === undefined ? {} : { fallbackRoleArn: c.fallback }),
+      ...definedOnly({ fallbackRoleArn: c.fallback }),
     });
     assert.equal(mapper.select(c.claims), c.expect);
   });

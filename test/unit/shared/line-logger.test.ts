@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createLineLogger, createLogger, type Logger } from '../../../src/shared/index.js';
+import { createLineLogger, createLogger, definedOnly, type Logger } from '../../../src/shared/index.js';
 
 function capture(level?: string): { logger: Logger; lines: () => Record<string, unknown>[] } {
   const out: string[] = [];
@@ -8,7 +8,7 @@ function capture(level?: string): { logger: Logger; lines: () => Record<string, 
     name: 'runner:w',
     write: (line) => out.push(line),
     now: () => 1700000000000,
-    ...(level === undefined ? {} : { level }),
+    ...definedOnly({ level }),
   });
   return {
     logger,
