@@ -15,7 +15,7 @@ import { existsSync } from 'node:fs';
 import { type AuthChain, buildAuthChain, type SecretStore, watchRemote } from '../auth/index.js';
 import type { AuthServer, EmbeddedAuthServerConfig } from '../authserver/index.js';
 import type { SkepConfig } from '../config/index.js';
-import { type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
+import { type PerSessionOptions, type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
 import {
   type Runtime,
   RuntimeSelector,
@@ -33,6 +33,7 @@ import {
   type SecretLookup,
   type StatusUpdate,
   serverLogPath,
+  type WorkloadRow,
   WorkloadStore,
 } from '../workloads/index.js';
 import { Closers } from './closers.js';
@@ -134,15 +135,8 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     return 1;
   };
 
-  // The manager records our pid right after spawning us; wait for it, so that a runner
-  // that lost a race (the workload was stopped or replaced meanwhile) just leaves.
-  const deadline = Date.now() + 15_000;
-  let row = rows.get(name);
-  while (row !== undefined && row.runnerPid !== pid && Date.now() < deadline && !signal.aborted) {
-    await sleep(50, signal);
-    row = rows.get(name);
-  }
-  if (row === undefined || row.runnerPid !== pid) {
+  const row = await claimRecord(rows, name, pid, signal);
+  if (row === undefined) {
     logger.warn({ workload: name }, 'this runner is not the registered runner of the workload; exiting');
     return 1;
   }
@@ -257,21 +251,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
       ...(perSession
         ? {
             perSession: {
-              spawn: async () => {
-                const runtime = await runtimeForSessions;
-                if (runtime === undefined) throw new Error('no runtime can run this workload');
-                const handle = await runtime.start(serverSpec(runConfig, env, logFile));
-                if (handle.stdio === undefined) {
-                  await handle.stop();
-                  throw new Error('the runtime did not attach to the server’s stdio');
-                }
-                return {
-                  stdin: handle.stdio.stdin,
-                  stdout: handle.stdio.stdout,
-                  stop: () => handle.stop(),
-                  exited: handle.exited,
-                };
-              },
+              spawn: sessionServerSpawner(runtimeForSessions, serverSpec(runConfig, env, logFile)),
               maxChildren: PER_SESSION_MAX_CHILDREN,
               idleMs: PER_SESSION_IDLE_MS,
             },
@@ -317,6 +297,48 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     logFile,
     perSession,
     runtimeChosen,
+  };
+}
+
+/**
+ * The manager records our pid right after spawning us; waits for it (15 s at most), so that
+ * a runner that lost a race (the workload was stopped or replaced meanwhile) just leaves.
+ * Returns the record when it names this runner.
+ */
+async function claimRecord(
+  rows: WorkloadStore,
+  name: string,
+  pid: number,
+  signal: AbortSignal,
+): Promise<WorkloadRow | undefined> {
+  const deadline = Date.now() + 15_000;
+  let row = rows.get(name);
+  while (row !== undefined && row.runnerPid !== pid && Date.now() < deadline && !signal.aborted) {
+    await sleep(50, signal);
+    row = rows.get(name);
+  }
+  return row?.runnerPid === pid ? row : undefined;
+}
+
+/** Per-session mode: starts one session's server once the runtime is chosen (after the proxy listens). */
+function sessionServerSpawner(
+  runtimeForSessions: Promise<Runtime | undefined>,
+  spec: ServerSpec,
+): PerSessionOptions['spawn'] {
+  return async () => {
+    const runtime = await runtimeForSessions;
+    if (runtime === undefined) throw new Error('no runtime can run this workload');
+    const handle = await runtime.start(spec);
+    if (handle.stdio === undefined) {
+      await handle.stop();
+      throw new Error('the runtime did not attach to the server’s stdio');
+    }
+    return {
+      stdin: handle.stdio.stdin,
+      stdout: handle.stdio.stdout,
+      stop: () => handle.stop(),
+      exited: handle.exited,
+    };
   };
 }
 
