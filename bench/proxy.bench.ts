@@ -31,6 +31,7 @@ import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { definedOnly } from '../src/shared/index.js';
 import { freePort } from '../test/helpers/net.js';
 
 const require = createRequire(import.meta.url);
@@ -651,7 +652,7 @@ async function main(): Promise<void> {
   }
   const summary = {
     ...versus(results),
-    ...(floorRounds === undefined ? {} : { latency_c1_vs_http_floor_interleaved: floorRounds }),
+    ...definedOnly({ latency_c1_vs_http_floor_interleaved: floorRounds }),
   };
   process.stdout.write(
     `${JSON.stringify({ backend: 'bench/fixtures/echo-server.mjs', warmup_calls: WARMUP_CALLS, timed_calls: TIMED_CALLS, soak_s: SOAK_MS / 1000, node: process.version, results, versus: summary })}\n`,

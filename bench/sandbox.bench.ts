@@ -21,6 +21,7 @@ import {
   probeBwrap,
   type ServerHandle,
 } from '../src/runtime/index.js';
+import { definedOnly } from '../src/shared/index.js';
 
 const ROUNDS = Number(process.env['BENCH_RUNS'] ?? 15);
 const CALLS = Number(process.env['BENCH_CALLS'] ?? 500);
@@ -100,7 +101,7 @@ async function main(): Promise<void> {
       env: {},
       transport: 'stdio',
       logFile: join(dir, `${v.name}.log`),
-      ...(v.profile === undefined ? {} : { permissionProfile: v.profile }),
+      ...definedOnly({ permissionProfile: v.profile }),
     });
   try {
     // Start-to-ready, interleaved rounds in a shuffled order (one warm-up round first: disk
@@ -147,7 +148,7 @@ async function main(): Promise<void> {
           env: {},
           transport: 'stdio',
           logFile: join(dir, 'true.log'),
-          ...(v.profile === undefined ? {} : { permissionProfile: v.profile }),
+          ...definedOnly({ permissionProfile: v.profile }),
         });
         await handle.exited;
         if (round >= 0) trueMs[v.name]?.push(performance.now() - t0);

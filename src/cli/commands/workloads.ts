@@ -139,13 +139,13 @@ export function registerWorkloads(program: Command): void {
           ...(args.length === 0 ? {} : { cmd_arguments: absoluteArgs(image, args) }),
           ...(opts.env.length === 0 ? {} : { env_vars: parseEnv(opts.env) }),
           ...(opts.secret.length === 0 ? {} : { secrets: opts.secret.map(parseSecretFlag) }),
-          ...(opts.transport === undefined ? {} : { transport: opts.transport as Transport }),
+          ...definedOnly({ transport: opts.transport as Transport | undefined }),
           ...definedOnly({ proxy_port: opts.proxyPort, target_port: opts.targetPort }),
           ...(opts.proxyMode === undefined
             ? {}
             : { proxy_mode: opts.proxyMode as 'sse' | 'streamable-http' }),
           ...(opts.tools === undefined ? {} : { tools: opts.tools.split(',').filter((t) => t !== '') }),
-          ...(opts.sandbox === undefined ? {} : { sandbox: opts.sandbox as 'auto' | 'bwrap' | 'off' }),
+          ...definedOnly({ sandbox: opts.sandbox as 'auto' | 'bwrap' | 'off' | undefined }),
         };
         if (
           request.transport !== undefined &&
