@@ -6,7 +6,7 @@
  */
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Ajv, type ValidateFunction } from 'ajv';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import fastJsonStringify from 'fast-json-stringify';
 import addFormatsModule from 'ajv-formats';
 import Fastify, {
@@ -65,7 +65,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     throw new Error('buildApp: an apiToken is required on TCP');
   const scheme = options.tls === undefined ? 'http' : 'https';
   const sessions = options.sessions ?? new BrowserSessions();
-  const fastifyOptions: FastifyServerOptions = {
+  const fastifyOptions = {
     loggerInstance: ctx.logger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: BODY_LIMIT,
@@ -73,7 +73,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     keepAliveTimeout: 120_000,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
-  };
+  } satisfies FastifyServerOptions;
   // With `https` Fastify's types name an https.Server; the routes and callers use nothing
   // that differs (`app.server.address()`, `inject`, `listen`), so one app type serves both.
   const base = (
@@ -101,10 +101,10 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
       const id = (schema as { $id?: string }).$id;
       compiled ??= (id === undefined ? undefined : ajv.getSchema(id)) ?? ajv.compile(schema as object);
       const ok = compiled(data);
-      validate.errors = compiled.errors;
+      validate.errors = compiled.errors ?? null;
       return ok;
     };
-    validate.errors = null as ValidateFunction['errors'];
+    validate.errors = null as ErrorObject[] | null;
     return validate;
   });
   // Response serializers also keep only the fields their schema names (nothing internal leaks).

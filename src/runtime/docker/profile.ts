@@ -60,13 +60,10 @@ export function resolvePermissionProfile(
     }
     return parsed;
   }
-  if (
-    profile !== undefined &&
-    profile.name !== undefined &&
-    isEmptyProfile({ ...profile, name: undefined })
-  ) {
-    if (profile.name === 'none' || profile.name === 'network')
-      return structuredClone(BUILTIN_PROFILES[profile.name]);
+  if (profile?.name !== undefined) {
+    const { name, ...rules } = profile;
+    if (isEmptyProfile(rules) && (name === 'none' || name === 'network'))
+      return structuredClone(BUILTIN_PROFILES[name]);
   }
   if (isEmptyProfile(profile)) return structuredClone(BUILTIN_PROFILES.network);
   return profile as PermissionProfile;

@@ -243,7 +243,7 @@ export class OutboundClient {
           method,
           headers: [...headers],
           // The global BodyInit types and undici's differ only in their stream classes.
-          body: body as UndiciRequestInit['body'],
+          body: body as Exclude<UndiciRequestInit['body'], undefined>,
           redirect: 'manual',
           dispatcher,
           ...(init.signal ? { signal: init.signal } : {}),

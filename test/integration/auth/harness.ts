@@ -249,7 +249,7 @@ export async function startRemoteMcp(t: TestContext): Promise<RemoteServer> {
     mcp.registerTool('echo', { description: 'Echoes' }, async () => ({
       content: [{ type: 'text', text: 'echo' }],
     }));
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    const transport = new StreamableHTTPServerTransport({}); // stateless: no session ids;
     res.on('close', () => {
       void transport.close();
       void mcp.close();
