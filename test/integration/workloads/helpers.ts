@@ -9,6 +9,8 @@ import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { SkepApp } from '../../../src/api/app.js';
 import { type ApiContext, createContext } from '../../../src/api/context.js';
+import { type RestartPolicy, runWorkload } from '../../../src/runner/index.js';
+import { silentLogger } from '../../../src/shared/index.js';
 import { runnerAlive, WorkloadManager } from '../../../src/workloads/index.js';
 import { buildTestApp } from '../../helpers/api.js';
 import { type TempHome, tempHome } from '../../helpers/home.js';
@@ -31,11 +33,11 @@ export const everythingBody = (name: string) => ({
 export { START_TIMEOUT_MS, waitFor, waitForStatus } from '../../helpers/wait.js';
 
 /** Above Linux's pid_max (2^22): never a live process or process group. */
-export const IMPOSSIBLE_PID = 99_999_999;
+const IMPOSSIBLE_PID = 99_999_999;
 
 /**
- * A manager over a fresh home whose runners the test runs in-process (`runWorkload` with
- * `pid: IMPOSSIBLE_PID`): spawning one only records that pid.
+ * A manager over a fresh home whose runners the test runs in-process (`runInProcess`):
+ * spawning one only records a pid that no process has.
  */
 export function inProcessManager(t: TestContext): { ctx: ApiContext; manager: WorkloadManager } {
   const home = tempHome(t);
@@ -53,6 +55,25 @@ export function inProcessManager(t: TestContext): { ctx: ApiContext; manager: Wo
     await ctx.close();
   });
   return { ctx, manager };
+}
+
+/** Runs the runner of `name` (created through `inProcessManager`) in this process, until `signal` or it gives up. */
+export function runInProcess(
+  ctx: ApiContext,
+  name: string,
+  signal: AbortSignal,
+  policy?: Partial<RestartPolicy>,
+): Promise<number> {
+  return runWorkload({
+    name,
+    store: ctx.store,
+    config: ctx.config,
+    secretLookup: async () => undefined,
+    logger: silentLogger,
+    pid: IMPOSSIBLE_PID,
+    signal,
+    ...(policy === undefined ? {} : { policy }),
+  });
 }
 
 /** Direct children of `pid` (Linux `ps`). */

@@ -10,10 +10,9 @@ import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { runWorkload } from '../../../src/runner/index.js';
-import { isSkepError, silentLogger } from '../../../src/shared/index.js';
+import { isSkepError } from '../../../src/shared/index.js';
 import { WorkloadManager } from '../../../src/workloads/index.js';
-import { IMPOSSIBLE_PID, inProcessManager, waitFor } from './helpers.js';
+import { inProcessManager, runInProcess, waitFor } from './helpers.js';
 
 const ECHO = join(dirname(fileURLToPath(import.meta.url)), '../../../bench/fixtures/echo-server.mjs');
 const echo = (name: string) => ({ name, image: `cmd://${process.execPath}`, cmd_arguments: [ECHO] });
@@ -138,16 +137,8 @@ test('the runner refuses a stored non-loopback host without auth before it binds
   await manager.create(echo('legacy'));
   // A record from before the rule (or edited by hand): the manager's checks never saw it.
   manager.rows.saveConfig({ ...manager.exportConfig('legacy'), host: '0.0.0.0' });
-  const code = await runWorkload({
-    name: 'legacy',
-    store: ctx.store,
-    config: ctx.config,
-    secretLookup: async () => undefined,
-    logger: silentLogger,
-    pid: IMPOSSIBLE_PID,
-    // A runner that wrongly binds runs until stopped: stop it, so the test fails instead of hanging.
-    signal: AbortSignal.timeout(15_000),
-  });
+  // A runner that wrongly binds runs until stopped: stop it, so the test fails instead of hanging.
+  const code = await runInProcess(ctx, 'legacy', AbortSignal.timeout(15_000));
   assert.equal(code, 1);
   const row = manager.rows.get('legacy');
   assert.equal(row?.status, 'error');
@@ -161,15 +152,7 @@ test(
     const { ctx, manager } = inProcessManager(t);
     await manager.create({ ...echo('origins'), allowed_origins: ['https://app.example.com'] });
     const controller = new AbortController();
-    const done = runWorkload({
-      name: 'origins',
-      store: ctx.store,
-      config: ctx.config,
-      secretLookup: async () => undefined,
-      logger: silentLogger,
-      pid: IMPOSSIBLE_PID,
-      signal: controller.signal,
-    });
+    const done = runInProcess(ctx, 'origins', controller.signal);
     try {
       await checkOrigins(manager);
     } finally {

@@ -8,22 +8,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ApiContext } from '../../../src/api/context.js';
-import { runWorkload } from '../../../src/runner/index.js';
-import { silentLogger } from '../../../src/shared/index.js';
 import type { WorkloadChange } from '../../../src/workloads/index.js';
-import { childPids, everythingBody, IMPOSSIBLE_PID, inProcessManager, waitFor } from './helpers.js';
+import { childPids, everythingBody, inProcessManager, runInProcess, waitFor } from './helpers.js';
 
 /** Runs the workload's runner in this process until it gives up (3 restarts at most). */
 function runToTheEnd(ctx: ApiContext, name: string, delays: { initialDelayMs: number; maxDelayMs: number }) {
-  return runWorkload({
-    name,
-    store: ctx.store,
-    config: ctx.config,
-    secretLookup: async () => undefined,
-    logger: silentLogger,
-    pid: IMPOSSIBLE_PID,
-    signal: new AbortController().signal,
-    policy: { ...delays, healthyAfterMs: 60_000, maxRestarts: 3 },
+  return runInProcess(ctx, name, new AbortController().signal, {
+    ...delays,
+    healthyAfterMs: 60_000,
+    maxRestarts: 3,
   });
 }
 
@@ -69,15 +62,7 @@ test(
     const { ctx, manager } = inProcessManager(t);
     await manager.create(everythingBody('inproc'));
     const controller = new AbortController();
-    const done = runWorkload({
-      name: 'inproc',
-      store: ctx.store,
-      config: ctx.config,
-      secretLookup: async () => undefined,
-      logger: silentLogger,
-      pid: IMPOSSIBLE_PID,
-      signal: controller.signal,
-    });
+    const done = runInProcess(ctx, 'inproc', controller.signal);
     t.after(() => controller.abort());
     await waitFor('running', () => (manager.rows.get('inproc')?.status === 'running' ? true : undefined));
     const port = manager.rows.get('inproc')?.port as number;
@@ -153,15 +138,7 @@ test(
     await manager.create(everythingBody('orphan'));
     const controller = new AbortController();
     t.after(() => controller.abort());
-    const done = runWorkload({
-      name: 'orphan',
-      store: ctx.store,
-      config: ctx.config,
-      secretLookup: async () => undefined,
-      logger: silentLogger,
-      pid: IMPOSSIBLE_PID,
-      signal: controller.signal,
-    });
+    const done = runInProcess(ctx, 'orphan', controller.signal);
     await waitFor('running', () => (manager.rows.get('orphan')?.status === 'running' ? true : undefined));
     manager.rows.delete('orphan');
     assert.equal(await done, 0, 'the runner noticed and stopped cleanly');
