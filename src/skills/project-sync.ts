@@ -6,7 +6,7 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_GROUP } from '../groups/index.js';
-import { pathExists, SkepError } from '../shared/index.js';
+import { isSkepError, pathExists, SkepError } from '../shared/index.js';
 import { resolveClients, skillsDirFor } from './client-dirs.js';
 import type { SkillsContext } from './context.js';
 import { commitInstall, type InstallTx, installOne, rollbackInstall } from './install.js';
@@ -18,6 +18,7 @@ import {
   isPinned,
   NAME_LISTS,
   pinnedSource,
+  type SyncFailure,
   type SyncRequest,
   type SyncResult,
   type UpgradeOutcome,
@@ -64,7 +65,7 @@ export async function syncProject(ctx: SkillsContext, request: SyncRequest): Pro
       await installLocked(ctx, entry, pinnedSource(entry.source, entry.digest), clients, root, locked);
       result.installed.push(entry.name);
     } catch (err) {
-      result.failed.push(failure(entry.name, err));
+      result.failed.push(failed(ctx, entry.name, err));
     }
   }
   for (const record of ctx.records.list({ scope: 'project', projectRoot: root })) {
@@ -76,7 +77,7 @@ export async function syncProject(ctx: SkillsContext, request: SyncRequest): Pro
       await uninstallTree(ctx, name, 'project', root, new Set());
       result.pruned.push(name);
     } catch (err) {
-      result.failed.push(failure(name, err));
+      result.failed.push(failed(ctx, name, err));
     }
   }
   const seen = new Set<string>();
@@ -126,7 +127,7 @@ export async function upgradeProject(
     try {
       digest = (await resolveSkill(ctx, entry.source)).digest;
     } catch (err) {
-      const f = failure(entry.name, err);
+      const f = failed(ctx, entry.name, err);
       outcomes.push({
         ...base,
         status: 'failed',
@@ -161,11 +162,20 @@ export async function upgradeProject(
       );
       outcomes.push({ ...base, status: 'upgraded', new_digest: digest });
     } catch (err) {
-      const f = failure(entry.name, err);
+      const f = failed(ctx, entry.name, err);
       outcomes.push({ ...base, status: 'failed', new_digest: digest, reason: f.reason, error: f.error });
     }
   }
   return { outcomes };
+}
+
+/**
+ * One skill's failure for the result, which carries only the message. An error that is not a
+ * domain error (a bug, an I/O fault) is logged too, so its stack and cause are not lost.
+ */
+function failed(ctx: SkillsContext, name: string, err: unknown): SyncFailure {
+  if (!isSkepError(err)) ctx.logger.error({ skill: name, err }, 'a skill could not be synced or upgraded');
+  return failure(name, err);
 }
 
 /** True when the install differs from the lock entry: digest, clients, or files on disk. */
