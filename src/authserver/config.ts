@@ -224,7 +224,7 @@ function resolveUserInfo(
   cfg: UserInfoConfig,
   field: string,
   allowHttp: boolean,
-): ResolvedUpstream['userInfo'] {
+): NonNullable<ResolvedUpstream['userInfo']> {
   const method = (cfg.http_method ?? 'GET').toUpperCase();
   if (method !== 'GET' && method !== 'POST') throw bad(`${field}.http_method must be GET or POST`);
   const fm = cfg.field_mapping ?? {};

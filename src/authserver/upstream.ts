@@ -15,7 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
-import { findOutboundRefusal, outboundFetch, SkepError } from '../shared/index.js';
+import { definedOnly, findOutboundRefusal, outboundFetch, SkepError } from '../shared/index.js';
 import type { ResolvedUpstream } from './config.js';
 import type { AuthStorage, DcrCredentials } from './storage.js';
 
@@ -124,7 +124,11 @@ export class UpstreamProvider {
   #options(): oauth.TokenEndpointRequestOptions & oauth.DiscoveryRequestOptions {
     return {
       signal: AbortSignal.timeout(this.#deps.timeoutMs),
-      [oauth.customFetch]: this.#deps.fetch,
+      // oauth4webapi passes `body: undefined` on GET, which RequestInit's type does not allow.
+      [oauth.customFetch]: (
+        url: string,
+        init: oauth.CustomFetchOptions<string, URLSearchParams | undefined>,
+      ) => this.#deps.fetch(url, definedOnly(init)),
       ...(this.#cfg.allowHttp ? { [oauth.allowInsecureRequests]: true } : {}),
     };
   }

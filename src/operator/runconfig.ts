@@ -20,7 +20,7 @@ import type {
   UpstreamConfig,
   UserInfoConfig,
 } from '../schemas/index.js';
-import { SkepError } from '../shared/index.js';
+import { definedOnly, SkepError } from '../shared/index.js';
 import { formatProblem, type SecretReader, validateExtAuthConfigWithSecrets } from './validate.js';
 
 export const AUTH_SERVER_DIR = '/etc/skep/authserver';
@@ -55,20 +55,16 @@ export function envName(...parts: string[]): string {
     .replace(/[^A-Z0-9_]/g, '_');
 }
 
-/** Drops the fields left undefined (the run configuration omits them), keeping the type. */
-const compact = <T extends object>(o: T): T =>
-  Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-
 function userInfo(u: CrdUserInfoConfig | undefined): UserInfoConfig | undefined {
   if (u === undefined) return undefined;
-  return compact({
+  return definedOnly({
     endpoint_url: u.endpointUrl,
     http_method: u.httpMethod ?? 'GET',
     additional_headers: u.additionalHeaders,
     field_mapping:
       u.fieldMapping === undefined
         ? undefined
-        : compact({
+        : definedOnly({
             subject_fields: u.fieldMapping.subjectFields,
             name_fields: u.fieldMapping.nameFields,
             email_fields: u.fieldMapping.emailFields,
@@ -105,7 +101,7 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
     case 'tokenExchange': {
       const te = spec.tokenExchange!;
       const type = te.subjectTokenType ?? '';
-      runConfig['token_exchange_config'] = compact({
+      runConfig['token_exchange_config'] = definedOnly({
         token_url: te.tokenUrl,
         audience: te.audience,
         client_id: te.clientId,
@@ -123,12 +119,12 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
     }
     case 'awsSts': {
       const a = spec.awsSts!;
-      runConfig['aws_sts_config'] = compact({
+      runConfig['aws_sts_config'] = definedOnly({
         region: a.region,
         fallback_role_arn: a.fallbackRoleArn,
         role_claim: a.roleClaim,
         role_mappings: a.roleMappings?.map((m) =>
-          compact({ role_arn: m.roleArn, claim: m.claim, matcher: m.matcher, priority: m.priority }),
+          definedOnly({ role_arn: m.roleArn, claim: m.claim, matcher: m.matcher, priority: m.priority }),
         ),
         service: a.service,
         session_duration: a.sessionDuration,
@@ -179,14 +175,14 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
         const tls = (t: typeof r.tls, file: string) => {
           if (t === undefined) return undefined;
           if (t.caCertSecretRef !== undefined) files.push({ path: file, secretRef: t.caCertSecretRef });
-          return compact({
+          return definedOnly({
             ca_cert_file: t.caCertSecretRef === undefined ? undefined : file,
             insecure_skip_verify: t.insecureSkipVerify,
           });
         };
         const s = r.sentinelConfig;
-        redisConfig = compact<RedisConfig>({
-          auth_type: 'aclUser',
+        redisConfig = definedOnly({
+          auth_type: 'aclUser' as const,
           addr: r.addr,
           cluster_mode: r.clusterMode,
           sentinel_config:
@@ -203,7 +199,7 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
                           `${s.sentinelService.name}.${s.sentinelService.namespace ?? namespace}.svc:${s.sentinelService.port ?? 26379}`,
                         ]),
                 },
-          acl_user_config: compact({
+          acl_user_config: definedOnly({
             username_env_var:
               r.aclUserConfig.usernameSecretRef === undefined ? undefined : 'SKEP_AUTH_SERVER_REDIS_USERNAME',
             password_env_var: 'SKEP_AUTH_SERVER_REDIS_PASSWORD',
@@ -216,7 +212,7 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
             s === undefined ? undefined : tls(r.sentinelTls, `${AUTH_SERVER_DIR}/redis-tls/sentinel-ca.crt`),
         });
       }
-      const embedded: EmbeddedAuthServerConfig = compact({
+      const embedded: EmbeddedAuthServerConfig = definedOnly({
         issuer: e.issuer,
         authorization_endpoint_base_url: e.authorizationEndpointBaseUrl,
         hmac_secret_files: hmacFiles.length > 0 ? hmacFiles : undefined,
@@ -225,7 +221,7 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
             ? undefined
             : {
                 key_dir: `${AUTH_SERVER_DIR}/keys`,
-                signing_key_file: keyFiles[0],
+                signing_key_file: keyFiles[0]!,
                 fallback_key_files: keyFiles.slice(1),
               },
         // seed tokenLifespans: defaults when empty are 1h, 10m and 168h.
@@ -234,7 +230,7 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
           auth_code_lifespan: e.tokenLifespans?.authCodeLifespan || '10m',
           refresh_token_lifespan: e.tokenLifespans?.refreshTokenLifespan || '168h',
         },
-        storage: compact({ type: storage.type ?? 'memory', redis_config: redisConfig }),
+        storage: definedOnly({ type: storage.type ?? 'memory', redis_config: redisConfig }),
         upstreams: e.upstreamProviders.map((p) => upstream(p, env)),
       });
       runConfig['embedded_auth_server_config'] = embedded;
@@ -263,7 +259,7 @@ function upstream(p: UpstreamProvider, env: SecretEnv[]): UpstreamConfig {
     return {
       name: p.name,
       type: 'oidc',
-      oidc_config: compact({
+      oidc_config: definedOnly({
         issuer_url: o.issuerUrl,
         client_id: o.clientId,
         client_secret_env_var: clientSecretEnv(o.clientSecretRef),
@@ -285,7 +281,7 @@ function upstream(p: UpstreamProvider, env: SecretEnv[]): UpstreamConfig {
   return {
     name: p.name,
     type: 'oauth2',
-    oauth2_config: compact({
+    oauth2_config: definedOnly({
       authorization_endpoint: o.authorizationEndpoint,
       token_endpoint: o.tokenEndpoint,
       client_id: o.clientId || undefined,
@@ -296,7 +292,7 @@ function upstream(p: UpstreamProvider, env: SecretEnv[]): UpstreamConfig {
       dcr_config:
         dcr === undefined
           ? undefined
-          : compact({
+          : definedOnly({
               discovery_url: dcr.discoveryUrl,
               registration_endpoint: dcr.registrationEndpoint,
               initial_access_token_env_var: initialTokenEnv,
