@@ -1,41 +1,47 @@
 /** The one workload URL shared by the workload engine and client registration. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { workloadUrl } from '../../../src/shared/index.js';
+import { type ProxyEndpoint, workloadUrl } from '../../../src/shared/index.js';
 
-test('workload URL: /mcp for streamable-http, /sse#name for sse (reference shape)', () => {
-  assert.equal(
-    workloadUrl({ host: '127.0.0.1', port: 20001, name: 'a', transport: 'streamable-http' }),
+const CASES: [what: string, endpoint: ProxyEndpoint, url: string][] = [
+  // ToolHive's shapes: /mcp for streamable HTTP, /sse#<name> for SSE.
+  [
+    'streamable-http',
+    { host: '127.0.0.1', port: 20001, name: 'a', transport: 'streamable-http' },
     'http://127.0.0.1:20001/mcp',
-  );
-  assert.equal(
-    workloadUrl({ host: '127.0.0.1', port: 20001, name: 'a', transport: 'sse' }),
-    'http://127.0.0.1:20001/sse#a',
-  );
-  assert.equal(
-    workloadUrl({ host: '127.0.0.1', port: 20001, name: 'a', transport: undefined }),
+  ],
+  ['sse', { host: '127.0.0.1', port: 20001, name: 'a', transport: 'sse' }, 'http://127.0.0.1:20001/sse#a'],
+  [
+    'no transport',
+    { host: '127.0.0.1', port: 20001, name: 'a', transport: undefined },
     'http://127.0.0.1:20001/mcp',
-  );
-});
-
-test('workload URL: no host is localhost; a wildcard bind is reached on 127.0.0.1; IPv6 takes brackets', () => {
-  assert.equal(
-    workloadUrl({ port: 4101, name: 'w1', transport: 'streamable-http' }),
+  ],
+  [
+    'no host: localhost',
+    { port: 4101, name: 'w1', transport: 'streamable-http' },
     'http://localhost:4101/mcp',
-  );
-  for (const host of ['', '0.0.0.0', '::', '[::]'])
-    assert.equal(
-      workloadUrl({ host, port: 1, name: 'a', transport: 'sse' }),
-      'http://127.0.0.1:1/sse#a',
-      host,
-    );
-  assert.equal(workloadUrl({ host: '::1', port: 2, name: 'a', transport: 'x' }), 'http://[::1]:2/mcp');
-  assert.equal(workloadUrl({ host: '[::1]', port: 2, name: 'a', transport: 'x' }), 'http://[::1]:2/mcp');
-});
-
-test('workload URL: the SSE fragment escapes the name', () => {
-  assert.equal(
-    workloadUrl({ port: 6005, name: 'odd name', transport: 'sse' }),
+  ],
+  ['empty host', { host: '', port: 1, name: 'a', transport: 'sse' }, 'http://127.0.0.1:1/sse#a'],
+  ['IPv4 wildcard', { host: '0.0.0.0', port: 1, name: 'a', transport: 'sse' }, 'http://127.0.0.1:1/sse#a'],
+  ['IPv6 wildcard', { host: '::', port: 1, name: 'a', transport: 'sse' }, 'http://127.0.0.1:1/sse#a'],
+  [
+    'bracketed IPv6 wildcard',
+    { host: '[::]', port: 1, name: 'a', transport: 'sse' },
+    'http://127.0.0.1:1/sse#a',
+  ],
+  [
+    'IPv6 literal (RFC 3986 §3.2.2)',
+    { host: '::1', port: 2, name: 'a', transport: 'x' },
+    'http://[::1]:2/mcp',
+  ],
+  ['bracketed IPv6 literal', { host: '[::1]', port: 2, name: 'a', transport: 'x' }, 'http://[::1]:2/mcp'],
+  [
+    'escaped SSE fragment',
+    { port: 6005, name: 'odd name', transport: 'sse' },
     'http://localhost:6005/sse#odd%20name',
-  );
+  ],
+];
+
+test('workload URL: host, transport and name as clients and the engine report them', () => {
+  for (const [what, endpoint, url] of CASES) assert.equal(workloadUrl(endpoint), url, what);
 });
