@@ -7,25 +7,18 @@
  * guard are what refuse it.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { type Browser, chromium } from 'playwright-core';
+import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
 import { startServe } from '../helpers/cli.js';
 import { tempHome } from '../helpers/home.js';
-import { requireService } from '../helpers/services.js';
-
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
 test(
   'F1 in Chromium: the login link gives the API’s own pages a session; a page on another local port gets 401/403 with the cookie attached',
   { timeout: 180_000 },
   async (t) => {
-    if (
-      !requireService(t, 'Chromium', existsSync(CHROMIUM), `apt-get install chromium, or set CHROMIUM_PATH`)
-    )
-      return;
+    if (!chromiumAvailable(t)) return;
     const home = tempHome(t);
     const serve = await startServe(t, home.env, home.config.paths.discoveryFile);
     const api = serve.url;
@@ -38,17 +31,7 @@ test(
     t.after(() => new Promise<void>((resolve) => other.close(() => resolve())));
     const otherOrigin = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
 
-    const browser: Browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-sync',
-      ],
-    });
-    t.after(() => browser.close());
+    const browser = await launchChromium(t);
     const context = await browser.newContext();
     const page = await context.newPage();
     // What went over the wire, from DevTools (a CORS-refused answer has no page-level response

@@ -5,23 +5,16 @@
  * load nothing but the server's own URLs, and log no errors.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { test } from 'node:test';
-import { type Browser, chromium } from 'playwright-core';
+import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
 import { startServe } from '../helpers/cli.js';
 import { tempHome } from '../helpers/home.js';
-import { requireService } from '../helpers/services.js';
-
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
 test(
   'the docs page renders every API operation in Chromium, offline and without errors',
   { timeout: 120_000 },
   async (t) => {
-    if (
-      !requireService(t, 'Chromium', existsSync(CHROMIUM), `apt-get install chromium, or set CHROMIUM_PATH`)
-    )
-      return;
+    if (!chromiumAvailable(t)) return;
     const home = tempHome(t);
     const serve = await startServe(t, home.env, home.config.paths.discoveryFile);
     const doc = (await (await fetch(`${serve.url}/api/openapi.json`, { headers: serve.auth })).json()) as {
@@ -31,19 +24,7 @@ test(
     const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
     const tags = new Set(operations.map((op) => op.tags?.[0] ?? 'other'));
 
-    const browser: Browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    t.after(() => browser.close());
+    const browser = await launchChromium(t);
     // The page and the document it reads need a login (issue 16, F1), as a user gets it from
     // `skep ui`: a one-time link that sets the session cookie. It lands on `/` (404 until the
     // web UI exists), in a tab of its own so that 404 is not this page's console error.

@@ -7,16 +7,12 @@
  * host in SKEP_SKILLS_PRIVATE_HOSTS does reach it, so the listener would have seen a leak.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { type AddressInfo, createServer } from 'node:net';
 import { test, type TestContext } from 'node:test';
-import { type Browser, chromium } from 'playwright-core';
+import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
 import { startServe } from '../helpers/cli.js';
 import { tempHome } from '../helpers/home.js';
-import { requireService } from '../helpers/services.js';
-
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
 async function countingListener(t: TestContext): Promise<{ port: number; connections(): number }> {
   let count = 0;
@@ -45,10 +41,7 @@ test(
   'issue 16 F5: a cross-site <img> to /skills/content makes Skep open no connection to a loopback "registry"',
   { timeout: 180_000 },
   async (t) => {
-    if (
-      !requireService(t, 'Chromium', existsSync(CHROMIUM), 'apt-get install chromium, or set CHROMIUM_PATH')
-    )
-      return;
+    if (!chromiumAvailable(t)) return;
     const home = tempHome(t);
     delete home.env['SKEP_SKILLS_PRIVATE_HOSTS'];
     const serve = await startServe(t, home.env, home.config.paths.discoveryFile);
@@ -61,11 +54,7 @@ test(
        <img src="${target}" onload="document.title='loaded'" onerror="document.title='failed'">`,
     );
 
-    const browser: Browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
-    t.after(() => browser.close());
+    const browser = await launchChromium(t);
     const tab = await browser.newPage();
     const sent: string[] = [];
     tab.on('request', (request) => {

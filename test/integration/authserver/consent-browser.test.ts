@@ -14,13 +14,12 @@
  * remembered for the same client and scopes, not for another client or wider scopes.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type TestContext, test } from 'node:test';
 import * as oauth from 'oauth4webapi';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
-import { requireService } from '../../helpers/services.js';
+import type { BrowserContext, Page } from 'playwright-core';
+import { chromiumAvailable, launchChromium } from '../../helpers/browser.js';
 import {
   baseConfig,
   browserLogin,
@@ -34,7 +33,6 @@ import {
   type Upstream,
 } from './harness.js';
 
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const SCOPE = 'openid profile email';
 
 interface Hit {
@@ -171,10 +169,7 @@ test(
   'issue 16 F2: a client registered by an attacker gets no code for a victim already logged in upstream unless the victim approves it by name (Chromium)',
   { timeout: 180_000 },
   async (t) => {
-    if (
-      !requireService(t, 'Chromium', existsSync(CHROMIUM), 'apt-get install chromium, or set CHROMIUM_PATH')
-    )
-      return;
+    if (!chromiumAvailable(t)) return;
     const host = await startHost(t);
     const upstream = await startUpstream(t, [host.callbackUrl]);
     await mountAuthServer(host, upstreamConfig(host, upstream), {
@@ -186,19 +181,7 @@ test(
     const attackerName = 'Evil <b>Tool</b> & "Co"';
     const attackerId = await register(host, attackerName, attacker.redirectUri);
 
-    const browser: Browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    t.after(() => browser.close());
+    const browser = await launchChromium(t);
     const victimContext: BrowserContext = await browser.newContext();
     const victim = await victimContext.newPage();
     const problems: string[] = [];

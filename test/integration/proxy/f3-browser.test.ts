@@ -17,15 +17,11 @@
  * does neither.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { type Browser, chromium } from 'playwright-core';
-import { requireService } from '../../helpers/services.js';
+import { chromiumAvailable, launchChromium } from '../../helpers/browser.js';
 import { proxyFor, spawnRecorder, startHttpUpstream, statelessWriteFile } from './helpers.js';
-
-const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
 /** The remote server's page: if its script runs, it renames itself and calls a tool. */
 const REMOTE_PAGE = `<!doctype html><html><head><title>remote</title></head><body>
@@ -81,10 +77,7 @@ test(
   'F3 in Chromium: a page on another loopback port calls no tool through any proxy; remote HTML is sandboxed',
   { timeout: 120_000 },
   async (t) => {
-    if (
-      !requireService(t, 'Chromium', existsSync(CHROMIUM), `apt-get install chromium, or set CHROMIUM_PATH`)
-    )
-      return;
+    if (!chromiumAvailable(t)) return;
 
     // The hostile page: served by some other program on this machine.
     const hostile = createServer((_req, res) => {
@@ -113,19 +106,7 @@ test(
     });
     const remotePosts = () => remote.received.filter((r) => r.method === 'POST');
 
-    const browser: Browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    t.after(() => browser.close());
+    const browser = await launchChromium(t);
     const page = await browser.newPage();
     const statuses: string[] = [];
     page.on('response', (r) => {
