@@ -24,7 +24,7 @@ import { createAwsStsMiddleware, sdkAssumeRole } from '../src/auth/aws-sts.js';
 import { buildAuthChain } from '../src/auth/index.js';
 import { createTokenExchangeMiddleware } from '../src/auth/token-exchange.js';
 import type { ProxyMiddleware, ProxyRequestContext } from '../src/proxy/index.js';
-import { startProxy } from '../src/proxy/index.js';
+import { newRequestContext, startProxy } from '../src/proxy/index.js';
 import { silentLogger } from '../src/shared/index.js';
 import { parseRunConfig } from '../src/workloads/index.js';
 
@@ -40,17 +40,18 @@ async function listen(server: Server): Promise<string> {
 }
 
 function ctxFor(token: string | undefined, claims?: Record<string, unknown>): ProxyRequestContext {
-  return {
+  const { ctx } = newRequestContext({
     method: 'POST',
     path: '/mcp',
-    query: '',
     headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
     remoteAddress: '127.0.0.1',
-    identity:
-      token === undefined ? {} : { token, ...(claims ? { claims, subject: String(claims['sub']) } : {}) },
-    outboundHeaders: {},
-    body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-  };
+    body: { json: { jsonrpc: '2.0', id: 1, method: 'tools/list' } },
+    serverName: 'bench',
+    backendTransport: 'streamable-http',
+  });
+  if (token !== undefined)
+    ctx.identity = { token, ...(claims ? { claims, subject: String(claims['sub']) } : {}) };
+  return ctx;
 }
 
 /** Mean µs per call of `fn` over `n` calls (after a warm-up). */

@@ -20,6 +20,8 @@ export const external = [
   'pino',
   'thread-stream',
   'pino-*',
+  // Loads its .wasm file from its own directory.
+  '@cedar-policy/*',
   // Loaded lazily (src/shared/lazy.ts) only by code paths that need them.
   'undici',
 ];

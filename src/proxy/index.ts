@@ -4,8 +4,14 @@
  * (or, opt-in, one child per session: `per-session.ts`) or passing HTTP traffic through.
  * See `design/proxy.md` for the questions this answers.
  */
+export { BATCH_REFUSED, parseMcpRequest } from './mcp-request.js';
 export { PROXY_DEFAULTS, startProxy } from './proxy-server.js';
+export { runReplyHooks } from './reply-hooks.js';
+export { type BuiltRequestContext, newRequestContext, type RequestContextInit } from './request-context.js';
 export type {
+  BackendTransport,
+  ExchangeEnd,
+  McpRequestInfo,
   OutboundRequest,
   OutboundSigner,
   PerSessionOptions,
@@ -17,6 +23,7 @@ export type {
   ProxyOptions,
   ProxyRequestContext,
   ProxyUpstream,
+  ReplyHook,
   RunningProxy,
   SessionChild,
   ToolOverride,

@@ -10,6 +10,7 @@ import { messagesOf, SESSION_NOT_FOUND, UPSTREAM_UNAVAILABLE } from './json-rpc.
 import { OutletTarget, SSE_HEADERS, SseOutlet } from './outlets.js';
 import type { Session } from './session.js';
 import type { StdioSessions } from './stdio-sessions.js';
+import type { WrapTarget } from './streamable-http.js';
 import type { ProxyLimits } from './types.js';
 
 export class LegacySseEndpoint {
@@ -38,7 +39,13 @@ export class LegacySseEndpoint {
   }
 
   /** `POST /messages` (and `/message`) with the session id the stream announced. */
-  handleMessages(res: ServerResponse, method: string, query: string, body: unknown): void {
+  handleMessages(
+    res: ServerResponse,
+    method: string,
+    query: string,
+    body: unknown,
+    wrap: WrapTarget = (target) => target,
+  ): void {
     if (method !== 'POST') {
       res.writeHead(405, { allow: 'POST' });
       res.end();
@@ -56,7 +63,9 @@ export class LegacySseEndpoint {
       badRequest(res, `Invalid Request: ${messages}`);
       return;
     }
-    const target = new OutletTarget(session.standing);
+    const outlet = new OutletTarget(session.standing);
+    // Reply hooks exist only for a single message (a middleware that judges messages refuses batches).
+    const target = messages.length === 1 ? wrap(outlet) : outlet;
     const bridge = this.sessions.bridgeOf(session);
     for (const m of messages) bridge.handle(session, m, target);
     res.writeHead(202, { 'content-type': 'text/plain' });

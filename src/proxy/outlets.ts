@@ -24,6 +24,8 @@ export interface ReplyTarget {
   final(text: string): void;
   /** True while the target can still deliver. */
   readonly open: boolean;
+  /** Set when the target applies the tools policy to a `tools/list` answer itself (`HookedTarget`). */
+  readonly appliesToolPolicy?: boolean;
 }
 
 export interface Outlet {

@@ -24,11 +24,18 @@ import {
   UPSTREAM_UNAVAILABLE,
 } from './json-rpc.js';
 import { LegacySseEndpoint } from './legacy-sse.js';
+import { BATCH_REFUSED } from './mcp-request.js';
+import { HookedTarget } from './reply-hooks.js';
+import { newRequestContext, type RequestBody } from './request-context.js';
 import { StdioSessions } from './stdio-sessions.js';
 import { StreamableHttpEndpoint } from './streamable-http.js';
+import type { ReplyTarget } from './outlets.js';
 import { createToolPolicy, type ToolPolicy } from './tool-policy.js';
 import type { TransparentForwarder } from './transparent.js';
 import type {
+  BackendTransport,
+  ExchangeEnd,
+  McpRequestInfo,
   OutboundSigner,
   ProxyHttpHandler,
   ProxyLimits,
@@ -36,6 +43,7 @@ import type {
   ProxyOptions,
   ProxyRequestContext,
   ProxyUpstream,
+  ReplyHook,
   RunningProxy,
 } from './types.js';
 
@@ -71,17 +79,18 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
 /** The paths of the MCP transports; anything else goes to the mounted handlers. */
 const MCP_PATHS = new Set(['/mcp', '/sse', '/messages', '/message']);
 
-/** A POST body as read once: its text (relayed as is to an HTTP upstream) and its JSON. */
-interface RequestBody {
-  readonly text: string | undefined;
-  readonly json: unknown;
-}
-
-/** What the middlewares add to a request on its way to an HTTP upstream. */
-interface Outbound {
+/** A request the middlewares let through: the body to serve and what they added to it. */
+interface Passed {
+  readonly body: RequestBody;
+  /** Headers for an HTTP upstream. */
   readonly headers: Record<string, string> | undefined;
   readonly sign: OutboundSigner | undefined;
+  /** The middlewares' hooks on the answer (`ProxyRequestContext.onReply`). */
+  readonly replyHooks: readonly ReplyHook[];
+  readonly mcp: McpRequestInfo | undefined;
 }
+
+const NOTHING_ADDED = { headers: undefined, sign: undefined, replyHooks: [], mcp: undefined } as const;
 
 class McpProxy implements RunningProxy {
   private readonly server: Server;
@@ -96,6 +105,7 @@ class McpProxy implements RunningProxy {
   private readonly legacySse: LegacySseEndpoint;
   private transparent: TransparentForwarder | undefined;
   private mode: 'none' | 'stdio' | 'http' = 'none';
+  private httpTransport: BackendTransport = 'streamable-http';
   private readonly sockets = new Set<Socket>();
   private reaper: NodeJS.Timeout | undefined;
   private closing: Promise<void> | undefined;
@@ -200,6 +210,7 @@ class McpProxy implements RunningProxy {
         this.stdio.endAll();
       }
       this.mode = 'http';
+      this.httpTransport = upstream.transport;
       this.transparent?.close();
       this.transparent = new TransparentForwarder(upstream, {
         logger: this.logger,
@@ -259,8 +270,11 @@ class McpProxy implements RunningProxy {
     }
     const body = await this.readRequestBody(req, res, method);
     if (body === undefined) return;
-    const outbound = await this.runMiddlewares(req, res, { method, path, query, body: body.json });
-    if (outbound === undefined) return;
+    const passed =
+      this.middlewares.length === 0
+        ? { body, ...NOTHING_ADDED }
+        : await this.runMiddlewares(req, res, { method, path, query }, body);
+    if (passed === undefined) return;
     if (this.mode === 'none') {
       // No server yet: wait for the first one, like a request to a restarting server.
       try {
@@ -271,12 +285,42 @@ class McpProxy implements RunningProxy {
       }
     }
     if (this.mode === 'http' && this.transparent !== undefined) {
-      await this.transparent.handle(req, res, path, query, body.text, outbound.headers, outbound.sign);
+      await this.transparent.handle(
+        req,
+        res,
+        path,
+        query,
+        passed.body.text,
+        passed.headers,
+        passed.sign,
+        passed.replyHooks,
+      );
       return;
     }
-    if (path === '/mcp') this.streamableHttp.handle(req, res, method, body.json);
+    const json = passed.body.json;
+    const wrap = this.stdioReplyWrapper(passed);
+    if (path === '/mcp') this.streamableHttp.handle(req, res, method, json, wrap);
     else if (path === '/sse') this.legacySse.handleStream(res, method);
-    else this.legacySse.handleMessages(res, method, query, body.json);
+    else this.legacySse.handleMessages(res, method, query, json, wrap);
+  }
+
+  /**
+   * The middlewares' reply hooks around a stdio request's reply target, with the tools policy
+   * outermost for a `tools/list` (it renames after the middlewares judged the server's names).
+   */
+  private stdioReplyWrapper(passed: Passed): ((target: ReplyTarget) => ReplyTarget) | undefined {
+    if (passed.replyHooks.length === 0) return undefined;
+    const policy = this.policy;
+    const hooks: ReplyHook[] =
+      !policy.passthrough && passed.mcp?.method === 'tools/list'
+        ? [
+            (reply) => {
+              if (reply.result !== undefined) policy.applyToList(reply.result);
+            },
+            ...passed.replyHooks,
+          ]
+        : [...passed.replyHooks];
+    return (target) => new HookedTarget(target, hooks);
   }
 
   /** A document a middleware serves under `/.well-known/` (RFC 8615), e.g. RFC 9728 metadata. */
@@ -351,22 +395,34 @@ class McpProxy implements RunningProxy {
   }
 
   /**
-   * Runs the middleware chain (inbound auth, token exchange, ...). Undefined when one of them
-   * refused the request (its answer is sent); else what they add for an HTTP upstream.
+   * Runs the middleware pipeline (src/pipeline: audit, auth, webhooks, authorization, ...).
+   * Undefined when one of them refused the request (its answer is sent); else what they
+   * added. A batch is refused first: the middlewares judge one message at a time.
    */
   private async runMiddlewares(
     req: IncomingMessage,
     res: ServerResponse,
-    request: { method: string; path: string; query: string; body: unknown },
-  ): Promise<Outbound | undefined> {
-    if (this.middlewares.length === 0) return { headers: undefined, sign: undefined };
-    const ctx: ProxyRequestContext = {
+    request: { method: string; path: string; query: string },
+    received: RequestBody,
+  ): Promise<Passed | undefined> {
+    if (Array.isArray(received.json)) {
+      sendJson(res, 400, { jsonrpc: '2.0', error: { code: INVALID_REQUEST, message: BATCH_REFUSED } });
+      return undefined;
+    }
+    const policy = this.policy;
+    const built = newRequestContext({
       ...request,
       headers: req.headers,
       remoteAddress: req.socket.remoteAddress,
-      identity: {},
-      outboundHeaders: {},
-    };
+      body: received,
+      serverName: this.options.serverName ?? 'mcp-server',
+      backendTransport: this.options.transport ?? (this.mode === 'http' ? this.httpTransport : 'stdio'),
+      toolName: policy.passthrough ? undefined : (n: string) => policy.resolveCall(n) ?? n,
+      whenEnded: (fire) =>
+        res.once('close', () => fire({ status: res.statusCode, completed: res.writableFinished })),
+      logger: this.logger,
+    });
+    const ctx = built.ctx;
     for (const mw of this.middlewares) {
       const rejected = await mw.handle(ctx);
       if (rejected === undefined) continue;
@@ -382,7 +438,8 @@ class McpProxy implements RunningProxy {
       }
       return undefined;
     }
-    return { headers: ctx.outboundHeaders, sign: ctx.signOutbound };
+    const { body, mcp } = built.current();
+    return { body, headers: ctx.outboundHeaders, sign: ctx.signOutbound, replyHooks: built.replyHooks, mcp };
   }
 
   /** `upstreamReady`, bounded by `upstreamWaitMs`. */

@@ -269,7 +269,7 @@ export class StdioBridge {
         if (!this.options.policy.passthrough && !this.applyCallPolicy(msg, target)) return;
         break;
       case 'tools/list':
-        if (!this.options.policy.passthrough) {
+        if (!this.options.policy.passthrough && target.appliesToolPolicy !== true) {
           this.forward(session, msg, target, (reply) => this.options.policy.applyToList(reply.result));
           return;
         }

@@ -15,7 +15,7 @@ import {
   SESSION_NOT_FOUND,
   UPSTREAM_UNAVAILABLE,
 } from './json-rpc.js';
-import { BatchExchange, PostExchange, SSE_HEADERS, SseOutlet } from './outlets.js';
+import { BatchExchange, PostExchange, type ReplyTarget, SSE_HEADERS, SseOutlet } from './outlets.js';
 import { Session } from './session.js';
 import { modernVersionOf } from './stateless-flow.js';
 import { LEGACY_PROTOCOL_VERSIONS } from './stdio-bridge.js';
@@ -25,14 +25,24 @@ import type { ProxyLimits } from './types.js';
 const HEADER_SESSION = 'mcp-session-id';
 const HEADER_VERSION = 'mcp-protocol-version';
 
+/** Wraps the reply target of a single-message POST (the middlewares' reply hooks). */
+export type WrapTarget = (target: ReplyTarget) => ReplyTarget;
+const unwrapped: WrapTarget = (target) => target;
+
 export class StreamableHttpEndpoint {
   constructor(
     private readonly sessions: StdioSessions,
     private readonly limits: ProxyLimits,
   ) {}
 
-  handle(req: IncomingMessage, res: ServerResponse, method: string, body: unknown): void {
-    if (method === 'POST') this.post(req, res, body);
+  handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: string,
+    body: unknown,
+    wrap: WrapTarget = unwrapped,
+  ): void {
+    if (method === 'POST') this.post(req, res, body, wrap);
     else if (method === 'GET') this.get(req, res);
     else if (method === 'DELETE') this.delete(req, res);
     else {
@@ -41,7 +51,7 @@ export class StreamableHttpEndpoint {
     }
   }
 
-  private post(req: IncomingMessage, res: ServerResponse, body: unknown): void {
+  private post(req: IncomingMessage, res: ServerResponse, body: unknown, wrap: WrapTarget): void {
     const messages = messagesOf(body);
     if (typeof messages === 'string') {
       badRequest(res, `Invalid Request: ${messages}`);
@@ -68,7 +78,7 @@ export class StreamableHttpEndpoint {
         return;
       }
       if (children !== undefined) {
-        const reply = new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes);
+        const reply = wrap(new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes));
         this.sessions.openWithChild(children, res, 'streamable-http', (s, bridge) => {
           headers[HEADER_SESSION] = s.id;
           bridge.handle(s, first, reply);
@@ -105,7 +115,7 @@ export class StreamableHttpEndpoint {
       bridge.handleModern(
         stateless,
         first,
-        new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes),
+        wrap(new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes)),
       );
       return;
     } else {
@@ -124,11 +134,13 @@ export class StreamableHttpEndpoint {
       bridge.handle(
         session,
         first,
-        new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes, {
-          streams: session,
-          keep: this.limits.replayEvents,
-          graceMs: this.limits.streamResumeMs,
-        }),
+        wrap(
+          new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes, {
+            streams: session,
+            keep: this.limits.replayEvents,
+            graceMs: this.limits.streamResumeMs,
+          }),
+        ),
       );
       return;
     }

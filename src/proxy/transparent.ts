@@ -24,8 +24,9 @@ import {
   UPSTREAM_UNAVAILABLE,
 } from './json-rpc.js';
 import { SSE_HEADERS } from './outlets.js';
+import { runReplyHooks } from './reply-hooks.js';
 import type { ToolPolicy } from './tool-policy.js';
-import type { OutboundSigner, ProxyLimits, ProxyUpstream } from './types.js';
+import type { OutboundSigner, ProxyLimits, ProxyUpstream, ReplyHook } from './types.js';
 
 // undici is only needed for HTTP upstreams; stdio workloads never load it.
 const loadUndici = lazyRequire<typeof import('undici')>('undici');
@@ -78,8 +79,17 @@ interface SseSession {
   readonly id: string;
   messagesUrl: string | undefined;
   readonly abort: AbortController;
-  /** Ids of in-flight tools/list requests whose results need the tool policy. */
-  readonly toolLists: Set<string>;
+  /** Reply hooks of in-flight requests, by JSON id (their answers come on the stream). */
+  readonly replies: Map<string, ReplyHook[]>;
+}
+
+/** What a request body becomes on its way out, and the hooks its answers need. */
+interface Rewritten {
+  body: string | undefined;
+  /** Reply hooks by the JSON text of the request id. */
+  replies: Map<string, ReplyHook[]>;
+  /** An answer to send instead of forwarding (an unknown tool). */
+  error?: string;
 }
 
 export class TransparentForwarder {
@@ -121,6 +131,7 @@ export class TransparentForwarder {
     body: string | undefined,
     outbound: Record<string, string> | undefined,
     sign?: OutboundSigner,
+    hooks: readonly ReplyHook[] = [],
   ): Promise<void> {
     if (!this.up) {
       sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, `MCP server unavailable: ${this.downReason}`);
@@ -131,12 +142,12 @@ export class TransparentForwarder {
         sendRpcError(res, 404, INVALID_REQUEST, 'This server speaks streamable HTTP; use /mcp');
         return;
       }
-      await this.forwardStreamable(req, res, body, outbound, sign);
+      await this.forwardStreamable(req, res, this.rewriteRequest(body, hooks), outbound, sign);
       return;
     }
     if (path === '/sse' && req.method === 'GET') await this.openSse(req, res, outbound, sign);
     else if ((path === '/messages' || path === '/message') && req.method === 'POST')
-      await this.postSse(res, query, body, outbound, sign);
+      await this.postSse(res, query, this.rewriteRequest(body, hooks), outbound, sign);
     else
       sendRpcError(res, 404, INVALID_REQUEST, 'This server speaks the SSE transport; use /sse and /messages');
   }
@@ -156,26 +167,35 @@ export class TransparentForwarder {
     return headers;
   }
 
-  /** Applies the tool policy to a request body; returns the body to send or an error reply. */
-  private rewriteRequest(body: string | undefined): {
-    body: string | undefined;
-    toolLists: string[];
-    error?: string;
-  } {
-    const toolLists: string[] = [];
-    if (body === undefined || this.deps.policy.passthrough) return { body, toolLists };
+  /**
+   * Applies the tools policy to a request body and collects the reply hooks its answers need:
+   * the policy's for a `tools/list` (outermost: it renames after the middlewares judged the
+   * server's own names), then the middlewares' (`hooks`, for a single request).
+   */
+  private rewriteRequest(body: string | undefined, hooks: readonly ReplyHook[]): Rewritten {
+    const replies = new Map<string, ReplyHook[]>();
+    const policy = this.deps.policy;
+    if (body === undefined || (policy.passthrough && hooks.length === 0)) return { body, replies };
     const parsed = JSON.parse(body) as JsonRpcMessage | JsonRpcMessage[];
     const messages = Array.isArray(parsed) ? parsed : [parsed];
     let changed = false;
     for (const m of messages) {
-      if (m?.method === 'tools/list' && m.id != null) toolLists.push(JSON.stringify(m.id));
-      if (m?.method === 'tools/call' && m.id != null) {
+      if (m?.method === undefined || m.id === undefined || m.id === null) continue;
+      const key = JSON.stringify(m.id);
+      const forThis: ReplyHook[] = [];
+      if (!policy.passthrough && m.method === 'tools/list')
+        forThis.push((reply) => {
+          if (reply.result !== undefined) policy.applyToList(reply.result);
+        });
+      if (!Array.isArray(parsed)) forThis.push(...hooks);
+      if (forThis.length > 0) replies.set(key, forThis);
+      if (!policy.passthrough && m.method === 'tools/call') {
         const name = m.params?.['name'];
-        const original = typeof name === 'string' ? this.deps.policy.resolveCall(name) : undefined;
+        const original = typeof name === 'string' ? policy.resolveCall(name) : undefined;
         if (original === undefined)
           return {
             body,
-            toolLists,
+            replies,
             error: errorMessage(m.id, INVALID_PARAMS, `Unknown tool: ${String(name)}`),
           };
         if (original !== name) {
@@ -184,38 +204,45 @@ export class TransparentForwarder {
         }
       }
     }
-    return { body: changed ? JSON.stringify(parsed) : body, toolLists };
+    return { body: changed ? JSON.stringify(parsed) : body, replies };
   }
 
-  /** Rewrites one server message (JSON text) when it answers a tools/list. */
-  private rewriteReply(text: string, toolLists: Set<string>): string {
-    if (toolLists.size === 0) return text;
+  /**
+   * Runs the reply hooks on one server message (JSON text) that answers a request that has
+   * them; other text passes unchanged. Asynchronous only when a hook is.
+   */
+  private rewriteReply(text: string, replies: Map<string, ReplyHook[]>): string | Promise<string> {
+    if (replies.size === 0) return text;
     let msg: JsonRpcMessage | JsonRpcMessage[];
     try {
       msg = JSON.parse(text) as JsonRpcMessage | JsonRpcMessage[];
     } catch {
       return text;
     }
+    const pending: Promise<void>[] = [];
     let changed = false;
     for (const m of Array.isArray(msg) ? msg : [msg]) {
-      const key = JSON.stringify(m?.id);
-      if (m?.method === undefined && toolLists.has(key) && m.result !== undefined) {
-        toolLists.delete(key);
-        this.deps.policy.applyToList(m.result);
-        changed = true;
-      }
+      if (m === null || typeof m !== 'object' || m.method !== undefined) continue;
+      const key = JSON.stringify(m.id);
+      const hooks = replies.get(key);
+      if (hooks === undefined) continue;
+      replies.delete(key);
+      changed = true;
+      const done = runReplyHooks(hooks, m);
+      if (done !== undefined) pending.push(done);
     }
-    return changed ? JSON.stringify(msg) : text;
+    if (!changed) return text;
+    if (pending.length === 0) return JSON.stringify(msg);
+    return Promise.all(pending).then(() => JSON.stringify(msg));
   }
 
   private async forwardStreamable(
     req: IncomingMessage,
     res: ServerResponse,
-    body: string | undefined,
+    rewritten: Rewritten,
     outbound: Record<string, string> | undefined,
     sign: OutboundSigner | undefined,
   ): Promise<void> {
-    const rewritten = this.rewriteRequest(body);
     if (rewritten.error !== undefined) {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(rewritten.error);
@@ -249,27 +276,28 @@ export class TransparentForwarder {
       if (typeof v === 'string') headers[name] = v;
     }
     inertRelayHeaders(headers);
-    const toolLists = new Set(rewritten.toolLists);
+    const replies = rewritten.replies;
     const contentType = headers['content-type'] ?? '';
-    if (toolLists.size > 0 && contentType.startsWith('application/json')) {
-      const text = this.rewriteReply(await upstreamRes.body.text(), toolLists);
+    if (replies.size > 0 && contentType.startsWith('application/json')) {
+      const text = await this.rewriteReply(await upstreamRes.body.text(), replies);
       headers['content-length'] = String(Buffer.byteLength(text));
       res.writeHead(upstreamRes.statusCode, headers);
       res.end(text);
       return;
     }
     res.writeHead(upstreamRes.statusCode, headers);
-    if (toolLists.size > 0 && contentType.startsWith('text/event-stream')) {
+    if (replies.size > 0 && contentType.startsWith('text/event-stream')) {
+      const write = orderedWriter(res);
       const parser = createParser({
         onEvent: (e) => {
           const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
           const eventLine = e.event === undefined ? '' : `event: ${e.event}\n`;
-          res.write(`${idLine}${eventLine}data: ${this.rewriteReply(e.data, toolLists)}\n\n`);
+          write(this.rewriteReply(e.data, replies), (data) => `${idLine}${eventLine}data: ${data}\n\n`);
         },
-        onRetry: (ms) => res.write(`retry: ${ms}\n\n`),
+        onRetry: (ms) => write(`retry: ${ms}\n\n`, (text) => text),
       });
       feedText(upstreamRes.body, parser);
-      upstreamRes.body.on('end', () => res.end());
+      upstreamRes.body.on('end', () => write('', () => '', true));
       upstreamRes.body.on('error', () => res.destroy());
       return;
     }
@@ -288,7 +316,7 @@ export class TransparentForwarder {
       id: randomUUID(),
       messagesUrl: undefined,
       abort: new AbortController(),
-      toolLists: new Set(),
+      replies: new Map(),
     };
     res.on('close', () => {
       session.abort.abort();
@@ -325,6 +353,7 @@ export class TransparentForwarder {
     }
     this.sseSessions.set(session.id, session);
     res.writeHead(200, SSE_HEADERS);
+    const write = orderedWriter(res);
     const parser = createParser({
       onEvent: (e) => {
         if (e.event === 'endpoint') {
@@ -334,21 +363,23 @@ export class TransparentForwarder {
           return;
         }
         const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
-        res.write(
-          `${idLine}event: ${e.event ?? 'message'}\ndata: ${this.rewriteReply(e.data, session.toolLists)}\n\n`,
+        const event = e.event ?? 'message';
+        write(
+          this.rewriteReply(e.data, session.replies),
+          (data) => `${idLine}event: ${event}\ndata: ${data}\n\n`,
         );
         if (res.writableLength > this.deps.limits.maxClientBufferBytes) res.destroy();
       },
     });
     feedText(upstreamRes.body, parser);
-    upstreamRes.body.on('end', () => res.end());
+    upstreamRes.body.on('end', () => write('', () => '', true));
     upstreamRes.body.on('error', () => res.destroy());
   }
 
   private async postSse(
     res: ServerResponse,
     query: string,
-    body: string | undefined,
+    rewritten: Rewritten,
     outbound: Record<string, string> | undefined,
     sign: OutboundSigner | undefined,
   ): Promise<void> {
@@ -358,14 +389,13 @@ export class TransparentForwarder {
       sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
       return;
     }
-    const rewritten = this.rewriteRequest(body);
     if (rewritten.error !== undefined) {
       // Replies travel on the SSE stream in this transport; the POST is only acknowledged.
       res.writeHead(202);
       res.end();
       return;
     }
-    for (const key of rewritten.toolLists) session.toolLists.add(key);
+    for (const [key, hooks] of rewritten.replies) session.replies.set(key, hooks);
     try {
       const headers = { ...this.headersFor(undefined, outbound), 'content-type': 'application/json' };
       const sent = rewritten.body ?? '';
@@ -387,6 +417,28 @@ export class TransparentForwarder {
       sendRpcError(res, 502, UPSTREAM_UNAVAILABLE, `MCP server unreachable: ${(err as Error).message}`);
     }
   }
+}
+
+/**
+ * Writes relayed SSE frames in arrival order even when a frame waits for an asynchronous
+ * reply hook: `write(data, frame, end?)` queues `frame(data)` behind the frames before it.
+ */
+function orderedWriter(
+  res: ServerResponse,
+): (data: string | Promise<string>, frame: (data: string) => string, end?: boolean) => void {
+  let tail: Promise<void> | undefined;
+  const emit = (text: string, end: boolean): void => {
+    if (text !== '') res.write(text);
+    if (end) res.end();
+  };
+  return (data, frame, end = false) => {
+    if (tail === undefined && typeof data === 'string') {
+      emit(frame(data), end);
+      return;
+    }
+    const previous = tail ?? Promise.resolve();
+    tail = previous.then(async () => emit(frame(await data), end));
+  };
 }
 
 function lastEventId(req: IncomingMessage): Record<string, string> {

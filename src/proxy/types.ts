@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../shared/index.js';
+import type { JsonRpcId, JsonRpcMessage } from './json-rpc.js';
 
 export type ProxyUpstream =
   /** A stdio MCP server (child process or container attach). One child serves every session. */
@@ -50,8 +51,10 @@ export interface ProxyOptions {
   /** Browser origins accepted besides the proxy's own (exact `scheme://host:port`). */
   allowedOrigins?: string[];
   logger?: Logger;
-  /** For logs and the client info the proxy presents to the server. */
+  /** For logs and the client info the proxy presents to the server; middlewares see it too. */
   serverName?: string;
+  /** How the server is reached, for middlewares (audit, webhooks); default from the upstream. */
+  transport?: BackendTransport;
   /** Limits and timeouts; defaults in `PROXY_DEFAULTS`. */
   limits?: Partial<ProxyLimits>;
   /**
@@ -159,11 +162,41 @@ export interface ProxyRequestContext {
   /** Headers to send to an HTTP upstream, e.g. an exchanged token. */
   outboundHeaders: Record<string, string>;
   /**
-   * The parsed JSON-RPC body of a POST (one message or a batch array); undefined for
-   * GET/DELETE. Middlewares may inspect it (authorization per method/tool) but should not
-   * replace it.
+   * The parsed JSON-RPC body of a POST (one message, or a batch array when no middleware
+   * judges messages); undefined for GET/DELETE. Read only: change it with `replaceBody`.
    */
-  body: unknown;
+  readonly body: unknown;
+  /** The body exactly as received (or as `replaceBody` re-serialised it); undefined for GET/DELETE. */
+  readonly bodyText: string | undefined;
+  /**
+   * What the proxy's parser made of a POST body that is one JSON-RPC request or notification
+   * (reference middleware.md §0.3); undefined for GET/DELETE and for a client's responses.
+   * Re-parsed after `replaceBody`.
+   */
+  readonly mcp: McpRequestInfo | undefined;
+  /** The workload's name (`ProxyOptions.serverName`): Cedar's `MCP::` parent, audit, webhooks. */
+  readonly serverName: string;
+  /** How the proxy reaches the server, once known ('stdio' for a stdio child). */
+  readonly backendTransport: BackendTransport;
+  /**
+   * Replaces the JSON-RPC body (a mutating webhook's patch): later middlewares and the server
+   * see the new one; `mcp` is re-parsed. Throws a `TypeError` when `next` is not a single
+   * JSON-RPC request or notification object (the caller answers 500).
+   */
+  replaceBody(next: unknown): void;
+  /**
+   * Registers a hook on the server's answer to this request (or the proxy's own answer, e.g.
+   * an `initialize` served from cache or a JSON-RPC error), on every transport. Hooks run
+   * innermost first: the last registered sees the answer first, like response wrappers. A hook
+   * may rewrite `reply` in place (filter `result.tools`); a hook that throws turns the answer
+   * into a JSON-RPC internal error (fail closed). Only for requests (`mcp.id` set).
+   */
+  onReply(hook: ReplyHook): void;
+  /**
+   * Registers a callback for when the HTTP exchange is over (the response was sent, or the
+   * client went away), with the status it got, including a later middleware's rejection.
+   */
+  onEnd(hook: (end: ExchangeEnd) => void): void;
   /**
    * Set by a middleware that must sign the request as it finally leaves for an HTTP upstream
    * (AWS SigV4 covers the target URL, method, every header and the body bytes, which only
@@ -171,6 +204,38 @@ export interface ProxyRequestContext {
    * the tools policy were applied; it may add or replace headers. Unused for stdio servers.
    */
   signOutbound?: OutboundSigner;
+}
+
+export type BackendTransport = 'stdio' | 'sse' | 'streamable-http';
+
+/** The reference's "mcp-parser" result for one JSON-RPC message. */
+export interface McpRequestInfo {
+  /** The JSON-RPC method. */
+  readonly method: string;
+  /** The request id; undefined for a notification. */
+  readonly id: JsonRpcId | undefined;
+  /**
+   * What the call is about: `tools/call` and `prompts/get` → `params.name` (for `tools/call`
+   * the server's own name, after `tools_override` mapped it back); `resources/read`,
+   * `resources/subscribe`, `resources/unsubscribe` → `params.uri`; list methods → the cursor;
+   * `initialize` → `clientInfo.name`; `completion/complete` → `ref.name` or `ref.uri`;
+   * `logging/setLevel` → the level; `notifications/progress` → the progress token.
+   */
+  readonly resourceId: string | undefined;
+  /** `tools/call` / `prompts/get` `params.arguments`, when an object. */
+  readonly arguments: Record<string, unknown> | undefined;
+  /** The whole message as parsed (read only; use `replaceBody` to change it). */
+  readonly message: JsonRpcMessage;
+}
+
+/** Sees the answer to one request; may rewrite it in place; may be async (an external PDP). */
+export type ReplyHook = (reply: JsonRpcMessage) => void | Promise<void>;
+
+export interface ExchangeEnd {
+  /** The HTTP status the client got (202 for a legacy-SSE POST whose answer went on the stream). */
+  readonly status: number;
+  /** False when the client disconnected before the response was complete. */
+  readonly completed: boolean;
 }
 
 /** The request transparent mode is about to send to an HTTP upstream. */
@@ -197,6 +262,8 @@ export interface ProxyMiddlewareResult {
 
 export interface ProxyMiddleware {
   readonly name: string;
+  /** Releases what the middleware holds (files, timers, connections); awaited at shutdown. */
+  close?(): void | Promise<void>;
   /**
    * Runs for every client HTTP request before it is handled/forwarded. Return a result to
    * reject the request, or undefined to continue (after optionally setting `identity` or

@@ -1,0 +1,62 @@
+/**
+ * The contract of a pipeline stage: one middleware of a workload's proxy, built from the run
+ * configuration. The runner builds the ordered list (`build.ts`); the proxy runs it for every
+ * client request (`ProxyMiddleware.handle`), and a stage that looks at answers registers
+ * `ctx.onReply` / `ctx.onEnd` hooks from its `handle`.
+ */
+import type { AssumeRole } from '../auth/aws-sts.js';
+import type { EmbeddedAuthServerHandle } from '../auth/chain.js';
+import type { FetchLike } from '../auth/http.js';
+import type { SecretStore } from '../auth/remote-oauth.js';
+import type { ProxyMiddleware } from '../proxy/index.js';
+import type { SecretLookup } from '../secrets/index.js';
+import type { Logger } from '../shared/index.js';
+import type { RunConfig } from '../workloads/index.js';
+
+/** One entry of `middleware_configs` (reference middleware.md §0.1, §8). */
+export interface MiddlewareConfig {
+  type: string;
+  parameters?: unknown;
+}
+
+/** A built middleware. `close` (from `ProxyMiddleware`) is awaited when the workload stops. */
+export interface Stage extends ProxyMiddleware {
+  /** Interactive parts (the remote OAuth login), called once the server is reachable. Idempotent. */
+  start?(): Promise<void>;
+}
+
+/** What a stage factory may use besides its parameters. */
+export interface StageDeps {
+  /** The whole run configuration (server name, transport, remote URL, `trust_proxy_headers`). */
+  config: RunConfig;
+  logger: Logger;
+  secretLookup: SecretLookup;
+  /** Persists the remote OAuth client's registration and refresh token (SecretsService fits). */
+  secrets?: SecretStore;
+  /** The embedded authorization server, when the workload runs one. */
+  authServer?: EmbeddedAuthServerHandle;
+  /** The workload's public MCP URL: the RFC 9728 resource unless `oidc_config.resourceURL` says otherwise. */
+  resourceUrl?: string;
+  fetch?: FetchLike;
+  now?: () => number;
+  /** STS endpoint override (a local stand-in in tests); default the regional AWS endpoint. */
+  stsEndpoint?: string;
+  /** Replaces the SDK STS call entirely (benchmarks). */
+  assumeRole?: AssumeRole;
+  /** Shows the remote login URL (tests drive the login over HTTP with it). */
+  openUrl?: (url: string) => Promise<void> | void;
+  /** Told the remote login URL whenever a login starts (the runner publishes it in the status). */
+  onLoginUrl?: (url: string) => void;
+}
+
+/**
+ * Builds one stage type. `fromRunConfig` reads the typed run-configuration fields and returns
+ * the stage's `middleware_configs` parameters (undefined: the stage is absent); `create`
+ * builds the stage from parameters, whichever way they came. Configuration mistakes throw
+ * `bad_request` naming the field, before anything is served.
+ */
+export interface StageFactory {
+  readonly type: string;
+  fromRunConfig?(config: RunConfig): unknown;
+  create(parameters: unknown, deps: StageDeps): Promise<Stage | undefined>;
+}
