@@ -34,14 +34,12 @@ import { createToolPolicy, type ToolPolicy } from './tool-policy.js';
 import type { TransparentForwarder } from './transparent.js';
 import type {
   BackendTransport,
-  ExchangeEnd,
   McpRequestInfo,
   OutboundSigner,
   ProxyHttpHandler,
   ProxyLimits,
   ProxyMiddleware,
   ProxyOptions,
-  ProxyRequestContext,
   ProxyUpstream,
   ReplyHook,
   RunningProxy,
