@@ -1,0 +1,173 @@
+/**
+ * Follows each HTTP exchange through the proxy and writes its audit event when the outcome
+ * is known: the final status (`onEnd`), and the JSON-RPC answer (`onReply`) for application
+ * errors and response data. Audit sits outside authentication and the policy stages, so
+ * their refusals (401, 403, 429, webhook denials) are audited too; it reads the identity and
+ * the parsed request when the exchange ends, after the inner stages set them.
+ *
+ * A legacy-SSE POST is answered 202 at once and its answer travels on the GET stream later;
+ * its event waits for that answer (at most `replyWaitMs`), so its outcome is the answer's.
+ * A stream open (GET with `Accept: text/event-stream`) gives one `sse_connection` event.
+ */
+import type { ProxyRequestContext } from '../proxy/index.js';
+import type { AuditConfig } from './config.js';
+import {
+  type EventSettings,
+  type ExchangeFacts,
+  exchangeEvent,
+  isStreamOpen,
+  type JsonRpcAnswer,
+  streamOpenEvent,
+} from './event.js';
+import type { AuditWriter } from './writer.js';
+
+export interface AuditorOptions {
+  readonly config: AuditConfig;
+  /** Resolved `component` of every event. */
+  readonly component: string;
+  /** `trust_proxy_headers`: believe `X-Forwarded-For` / `X-Real-IP` for `source.value`. */
+  readonly trustProxyHeaders: boolean;
+  readonly writer: AuditWriter;
+  /**
+   * Claims for a request no stage authenticated: the local user when the workload has no
+   * inbound authentication (reference §1.7), undefined (`"anonymous"`) when it has.
+   */
+  readonly unauthenticatedClaims: () => Record<string, unknown> | undefined;
+  /** How long a 202-answered request waits for its answer on the stream, ms (default 60 s). */
+  readonly replyWaitMs?: number;
+  readonly now?: () => number;
+}
+
+const LEGACY_ACCEPTED = 202;
+
+/** How an exchange ended, as `Auditor.record` needs it. */
+interface ExchangeOutcome {
+  readonly status: number;
+  /** When the stage first saw the request, ms. */
+  readonly started: number;
+  readonly reply: JsonRpcAnswer | undefined;
+  readonly requestText: string | undefined;
+  /** A stream open: its `sse_connection` event instead of an exchange event. */
+  readonly streamOpen: boolean;
+}
+
+class Exchange {
+  #reply: JsonRpcAnswer | undefined;
+  #status: number | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #done = false;
+
+  constructor(
+    private readonly auditor: Auditor,
+    private readonly ctx: ProxyRequestContext,
+    private readonly started: number,
+    private readonly requestText: string | undefined,
+    private readonly expectsReply: boolean,
+  ) {}
+
+  replied(reply: JsonRpcAnswer): void {
+    this.#reply = reply;
+    // Outer reply hooks (the tools policy) may still rewrite the answer in this turn.
+    if (this.#status !== undefined) setImmediate(() => this.finish());
+  }
+
+  ended(status: number): void {
+    this.#status = status;
+    if (status === LEGACY_ACCEPTED && this.expectsReply && this.#reply === undefined) {
+      this.#timer = setTimeout(() => this.finish(), this.auditor.replyWaitMs);
+      this.#timer.unref();
+      this.auditor.waiting.add(this);
+      return;
+    }
+    this.finish();
+  }
+
+  /** Writes the event with what is known now. Idempotent. */
+  finish(): void {
+    if (this.#done) return;
+    this.#done = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.auditor.waiting.delete(this);
+    this.auditor.record(this.ctx, {
+      status: this.#status ?? 0,
+      started: this.started,
+      reply: this.#reply,
+      requestText: this.requestText,
+      streamOpen: false,
+    });
+  }
+}
+
+export class Auditor {
+  readonly replyWaitMs: number;
+  /** Exchanges answered 202 whose answer has not been seen yet. */
+  readonly waiting = new Set<Exchange>();
+  readonly #options: AuditorOptions;
+  readonly #settings: EventSettings;
+  readonly #now: () => number;
+  #closing: Promise<void> | undefined;
+
+  constructor(options: AuditorOptions) {
+    this.#options = options;
+    this.replyWaitMs = options.replyWaitMs ?? 60_000;
+    this.#now = options.now ?? Date.now;
+    this.#settings = {
+      config: options.config,
+      component: options.component,
+      trustProxyHeaders: options.trustProxyHeaders,
+      now: this.#now,
+    };
+  }
+
+  /** Starts following one request; never rejects it. */
+  handle(ctx: ProxyRequestContext): void {
+    if (this.#closing !== undefined) return;
+    const started = this.#now();
+    if (isStreamOpen(ctx.method, ctx.headers)) {
+      ctx.onEnd((end) =>
+        this.record(ctx, {
+          status: end.status,
+          started,
+          reply: undefined,
+          requestText: undefined,
+          streamOpen: true,
+        }),
+      );
+      return;
+    }
+    const requestText = this.#options.config.includeRequestData ? ctx.bodyText : undefined;
+    const expectsReply = ctx.mcp?.id !== undefined;
+    const exchange = new Exchange(this, ctx, started, requestText, expectsReply);
+    if (expectsReply) ctx.onReply((reply) => exchange.replied(reply));
+    ctx.onEnd((end) => exchange.ended(end.status));
+  }
+
+  /** Builds and queues the event of a finished exchange. */
+  record(ctx: ProxyRequestContext, end: ExchangeOutcome): void {
+    const { status, started, reply, requestText, streamOpen } = end;
+    const mcp = ctx.mcp;
+    const facts: ExchangeFacts = {
+      httpMethod: ctx.method,
+      path: ctx.path,
+      headers: ctx.headers,
+      remoteAddress: ctx.remoteAddress,
+      mcp: mcp === undefined ? undefined : { method: mcp.method, resourceId: mcp.resourceId },
+      claims: ctx.identity.claims ?? this.#options.unauthenticatedClaims(),
+      status,
+      durationMs: this.#now() - started,
+      reply,
+      requestText,
+    };
+    const event = streamOpen ? streamOpenEvent(facts, this.#settings) : exchangeEvent(facts, this.#settings);
+    if (event !== undefined) this.#options.writer.write(event);
+  }
+
+  /** Writes the events still waiting for an answer (with what is known), then flushes. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      for (const exchange of [...this.waiting]) exchange.finish();
+      await this.#options.writer.close();
+    })();
+    return this.#closing;
+  }
+}

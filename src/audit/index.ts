@@ -1,0 +1,10 @@
+/**
+ * Audit (reference middleware.md §2): the configuration, the events in the reference's wire
+ * format, a writer that never blocks the proxy, and the `Auditor` that follows exchanges. The
+ * pipeline stage (`src/pipeline/stages/audit.ts`) builds it from the run configuration.
+ */
+export type { AuditConfig } from './config.js';
+export { AUDIT_DEFAULTS, AUDIT_EVENT_TYPES, loadAuditConfigFile, parseAuditConfig } from './config.js';
+export type { AuditEvent, AuditOutcome } from './event.js';
+export { Auditor } from './auditor.js';
+export { AuditWriter, loggerSink, openAuditFile } from './writer.js';
