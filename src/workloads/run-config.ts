@@ -55,7 +55,8 @@ const Webhook = Type.Object({
   hmac_secret_ref: Opt(Str()),
   name: Opt(Str()),
   url: Opt(Str()),
-  timeout: Opt(Type.Integer()),
+  // Integer nanoseconds (what the reference writes) or a Go duration string ("5s"), §3.1.
+  timeout: Opt(Type.Union([Type.Integer(), Str()])),
   tls_config: Opt(
     Type.Object({
       ca_bundle_path: Opt(Str()),

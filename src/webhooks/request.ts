@@ -1,0 +1,62 @@
+/**
+ * What both webhook chains share: the request they judge, how a refusal goes back to the MCP
+ * client (reference middleware.md §3.3 "Error mapping": one status → JSON-RPC code table, the
+ * request id echoed, and omitted — never null — when the request has none), and the size cap.
+ */
+import { WEBHOOK_LIMITS } from './config.js';
+import type { WebhookRequestContext } from './client.js';
+import type { WebhookPrincipal } from './principal.js';
+
+/** One MCP request on its way through a webhook chain. */
+export interface WebhookChainInput {
+  /** The JSON-RPC body as received (or as an earlier stage re-serialised it). */
+  readonly bodyText: string;
+  /** The same body, parsed. */
+  readonly body: unknown;
+  /** The JSON-RPC id; undefined for a notification. */
+  readonly id: string | number | undefined;
+  readonly principal: WebhookPrincipal | null;
+  readonly context: WebhookRequestContext;
+}
+
+/** A chain's refusal: the HTTP status and a JSON-RPC error body. */
+export interface WebhookRejection {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: {
+    jsonrpc: '2.0';
+    id?: string | number;
+    error: { code: number; message: string };
+  };
+}
+
+/** §3.3: 403 and 422 → JSON-RPC 403; 413 → -32600 (invalid request); anything else → -32603. */
+export function jsonRpcCodeForStatus(status: number): number {
+  if (status === 403 || status === 422) return 403;
+  if (status === 413) return -32600;
+  return -32603;
+}
+
+export function webhookRejection(
+  status: number,
+  message: string,
+  id: string | number | undefined,
+): WebhookRejection {
+  return {
+    status,
+    headers: { 'content-type': 'application/json' },
+    body: {
+      jsonrpc: '2.0',
+      ...(id === undefined ? {} : { id }),
+      error: { code: jsonRpcCodeForStatus(status), message },
+    },
+  };
+}
+
+/** §3.2: a body over 1 MiB is not sent to webhooks; the request is refused with 413. */
+export function oversizeRejection(
+  input: Pick<WebhookChainInput, 'bodyText' | 'id'>,
+): WebhookRejection | undefined {
+  if (Buffer.byteLength(input.bodyText, 'utf8') <= WEBHOOK_LIMITS.maxRequestBytes) return undefined;
+  return webhookRejection(413, 'Request body exceeds maximum size', input.id);
+}

@@ -1,0 +1,71 @@
+/**
+ * The validating chain (reference middleware.md §3.2/§3.3): each webhook in configuration
+ * order is asked about the request; the first that says no ends it. The refusal never
+ * carries the webhook's own `message` or `reason` (they go to the log), so a policy service
+ * cannot leak details to the caller through Skep.
+ *
+ * | outcome                                   | fail                         | ignore       |
+ * |-------------------------------------------|------------------------------|--------------|
+ * | `allowed: false`                          | 403 "Request denied by policy" | the same   |
+ * | HTTP 422                                  | 403 "Request denied by policy" | the same   |
+ * | timeout, network, other status, bad JSON  | 403 "Request denied by policy" | next webhook |
+ */
+import type { Logger } from '../shared/index.js';
+import { WebhookClient } from './client.js';
+import {
+  oversizeRejection,
+  type WebhookChainInput,
+  type WebhookRejection,
+  webhookRejection,
+} from './request.js';
+import { webhookRequestBody } from './client.js';
+
+export const VALIDATING_DENIED = 'Request denied by policy';
+
+export async function runValidatingChain(
+  clients: readonly WebhookClient[],
+  input: WebhookChainInput,
+  logger: Logger,
+  now: () => number = Date.now,
+): Promise<WebhookRejection | undefined> {
+  const tooLarge = oversizeRejection(input);
+  if (tooLarge !== undefined) return tooLarge;
+  for (const client of clients) {
+    const { name, failurePolicy } = client.config;
+    const result = await client.call(
+      webhookRequestBody({
+        uid: WebhookClient.uid(),
+        timestamp: new Date(now()),
+        principal: input.principal,
+        mcpRequest: input.bodyText,
+        context: input.context,
+      }),
+    );
+    if (result.kind === 'always-deny') {
+      logger.info({ webhook: name }, 'validating webhook denied the request (HTTP 422)');
+      return webhookRejection(403, VALIDATING_DENIED, input.id);
+    }
+    if (result.kind === 'failure') {
+      if (failurePolicy === 'ignore') {
+        logger.warn(
+          { webhook: name, reason: result.reason },
+          'validating webhook failed; ignored (failure_policy ignore)',
+        );
+        continue;
+      }
+      logger.error(
+        { webhook: name, reason: result.reason },
+        'validating webhook failed; request denied (failure_policy fail)',
+      );
+      return webhookRejection(403, VALIDATING_DENIED, input.id);
+    }
+    if (!result.response.allowed) {
+      logger.info(
+        { webhook: name, reason: result.response.reason, message: result.response.message },
+        'validating webhook denied the request',
+      );
+      return webhookRejection(403, VALIDATING_DENIED, input.id);
+    }
+  }
+  return undefined;
+}
