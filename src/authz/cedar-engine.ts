@@ -1,0 +1,121 @@
+/**
+ * The official Cedar engine (`@cedar-policy/cedar-wasm`), loaded on first use: compiling its
+ * 4 MB WebAssembly module takes ~30 ms, which a `skep serve` process or a workload runner
+ * without an `authz_config` never pays. Here: policy and entity compilation (with errors that
+ * name the policy and carry Cedar's own text), the preparsed policy sets, and the entity JSON
+ * format of the reference (`uid` as `{type, id}` or `{"__entity": {type, id}}`, §1.1).
+ */
+import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';
+import { lazyRequire, SkepError } from '../shared/index.js';
+
+export type CedarValue = CedarWasm.CedarValueJson;
+export type CedarEntity = CedarWasm.EntityJson & { uid: CedarWasm.TypeAndId; parents: CedarWasm.TypeAndId[] };
+export type CedarAnswer = CedarWasm.AuthorizationAnswer;
+
+export const loadCedar = lazyRequire<typeof CedarWasm>('@cedar-policy/cedar-wasm/nodejs');
+
+function bad(message: string): SkepError {
+  return new SkepError('bad_request', message);
+}
+
+/** Cedar's error text, with its source label and help when it gives them. */
+export function describeCedarError(error: CedarWasm.DetailedError): string {
+  const label = error.sourceLocations?.find((l) => l.label !== null)?.label;
+  return [
+    error.message,
+    label === undefined || label === null ? '' : `: ${label}`,
+    error.help ? ` (${error.help})` : '',
+  ]
+    .join('')
+    .trim();
+}
+
+/** The reference's policy ids: `policy0` … `policy<N>` in the order given. */
+function policyRecord(policies: readonly string[]): Record<string, string> {
+  const record: Record<string, string> = {};
+  policies.forEach((text, i) => {
+    record[`policy${i}`] = text;
+  });
+  return record;
+}
+
+/** Parses each policy on its own so an error names exactly one (`field[i] (policy<i>)`). */
+export function compilePolicies(policies: readonly string[], field: string): void {
+  const cedar = loadCedar();
+  policies.forEach((text, i) => {
+    const answer = cedar.checkParsePolicySet({ staticPolicies: { [`policy${i}`]: text } });
+    if (answer.type === 'failure')
+      throw bad(`${field}[${i}] (policy${i}): ${answer.errors.map(describeCedarError).join('; ')}`);
+  });
+}
+
+let nextSetId = 0;
+
+/** Preparses the policies once (wasm thread-local cache); the id is what per-request calls name. */
+export function preparsePolicies(policies: readonly string[], field: string): string {
+  const id = `skep-authz-${++nextSetId}`;
+  const answer = loadCedar().preparsePolicySet(id, { staticPolicies: policyRecord(policies) });
+  if (answer.type === 'failure') throw bad(`${field}: ${answer.errors.map(describeCedarError).join('; ')}`);
+  return id;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `{type, id}` or `{"__entity": {type, id}}` → `{type, id}`; anything else (a bare string) is refused. */
+function entityUid(value: unknown, field: string): CedarWasm.TypeAndId {
+  const inner = isRecord(value) && isRecord(value['__entity']) ? value['__entity'] : value;
+  if (!isRecord(inner) || typeof inner['type'] !== 'string' || typeof inner['id'] !== 'string')
+    throw bad(
+      `${field} must be an entity reference {"type": "...", "id": "..."} (or {"__entity": {...}}), not ${JSON.stringify(value)}`,
+    );
+  return { type: inner['type'], id: inner['id'] };
+}
+
+export function entityKey(uid: CedarWasm.TypeAndId): string {
+  return `${uid.type}\u0000${uid.id}`;
+}
+
+/**
+ * `entities_json` (a JSON string holding an array of entities, '' for none) → normalised
+ * entities, checked by Cedar. Duplicate uids are refused (which one would win is not obvious).
+ */
+export function compileEntities(json: string, field: string): CedarEntity[] {
+  if (json.trim() === '') return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(json);
+  } catch (err) {
+    throw bad(`${field} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(parsed)) throw bad(`${field} must hold a JSON array of entities`);
+  const seen = new Set<string>();
+  const entities = parsed.map((entry: unknown, i): CedarEntity => {
+    const at = `${field}[${i}]`;
+    if (!isRecord(entry)) throw bad(`${at} must be an object with uid, attrs and parents`);
+    const unknown = Object.keys(entry).filter((k) => !['uid', 'attrs', 'parents', 'tags'].includes(k));
+    if (unknown.length > 0) throw bad(`${at}: unknown keys ${unknown.map((k) => `'${k}'`).join(', ')}`);
+    const uid = entityUid(entry['uid'], `${at}.uid`);
+    const key = entityKey(uid);
+    if (seen.has(key)) throw bad(`${at}: ${uid.type}::${JSON.stringify(uid.id)} is defined twice`);
+    seen.add(key);
+    const attrs = entry['attrs'] ?? {};
+    if (!isRecord(attrs)) throw bad(`${at}.attrs must be an object`);
+    const parents = entry['parents'] ?? [];
+    if (!Array.isArray(parents)) throw bad(`${at}.parents must be an array`);
+    const entity: CedarEntity = {
+      uid,
+      attrs: attrs as Record<string, CedarValue>,
+      parents: parents.map((p: unknown, j) => entityUid(p, `${at}.parents[${j}]`)),
+    };
+    if (entry['tags'] !== undefined) {
+      if (!isRecord(entry['tags'])) throw bad(`${at}.tags must be an object`);
+      entity.tags = entry['tags'] as Record<string, CedarValue>;
+    }
+    return entity;
+  });
+  const answer = loadCedar().checkParseEntities({ entities });
+  if (answer.type === 'failure') throw bad(`${field}: ${answer.errors.map(describeCedarError).join('; ')}`);
+  return entities;
+}

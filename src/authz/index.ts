@@ -1,0 +1,73 @@
+/**
+ * Authorization at the proxy (`authz_config`, `authz_config_path`; reference middleware.md
+ * §1): the configuration parser and file loader, the run-configuration check, and the two
+ * authorizers — Cedar in-process (`cedarv1`) and an external decision point (`httpv1`). The
+ * pipeline stage that applies them to MCP requests is `src/pipeline/stages/authorization.ts`.
+ */
+import { SkepError } from '../shared/index.js';
+import type { RunConfig } from '../workloads/index.js';
+import type { Authorizer } from './authorizer.js';
+import { CedarAuthorizer } from './cedar.js';
+import { type AuthzConfig, loadAuthzConfigFile, parseAuthzConfig } from './config.js';
+import { HttpPdpAuthorizer } from './http-pdp.js';
+
+export type { AuthzDecision, AuthzFeature, AuthzRequest, Authorizer, ToolAnnotations } from './authorizer.js';
+export { annotationsOf } from './authorizer.js';
+export type { AuthzConfig, CedarAuthzConfig, HttpAuthzConfig } from './config.js';
+export { AUTHZ_DEFAULTS, loadAuthzConfigFile, parseAuthzConfig, readAuthzConfigFile } from './config.js';
+export { CedarAuthorizer } from './cedar.js';
+export { HttpPdpAuthorizer } from './http-pdp.js';
+export { decodeUpstreamClaims, type UpstreamClaims } from './upstream-claims.js';
+
+/**
+ * The upstream provider whose token's claims policies judge (§1.4): the configured
+ * `primary_upstream_provider`, or — as the reference does — the first upstream of the
+ * embedded authorization server; '' when claims come from the request's own token. Throws
+ * `bad_request` when the name is set without the embedded authorization server or names
+ * none of its upstreams.
+ */
+export function claimProvider(
+  config: AuthzConfig,
+  run: Pick<RunConfig, 'embedded_auth_server_config'>,
+): string {
+  if (config.type !== 'cedarv1') return '';
+  const named = config.cedar.primary_upstream_provider;
+  const embedded = run.embedded_auth_server_config;
+  if (embedded === undefined) {
+    if (named !== '')
+      throw new SkepError(
+        'bad_request',
+        'authz_config.cedar.primary_upstream_provider needs the embedded authorization server (embedded_auth_server_config)',
+      );
+    return '';
+  }
+  const upstreams = (embedded.upstreams ?? []).map((u) => u.name);
+  if (named === '') return upstreams[0] ?? '';
+  if (!upstreams.includes(named))
+    throw new SkepError(
+      'bad_request',
+      `authz_config.cedar.primary_upstream_provider: "${named}" is not an upstream of embedded_auth_server_config (${upstreams.join(', ') || 'none configured'})`,
+    );
+  return named;
+}
+
+/**
+ * Validates a run configuration's authorization fields: the inline `authz_config` (as
+ * `skep run --from-config` gives it), or else the file `authz_config_path` names. Throws
+ * `bad_request` naming the field.
+ */
+export function checkAuthzConfig(config: RunConfig): void {
+  let parsed: AuthzConfig;
+  if (config.authz_config !== undefined) parsed = parseAuthzConfig(config.authz_config, 'authz_config');
+  else if (config.authz_config_path !== undefined && config.authz_config_path !== '')
+    parsed = loadAuthzConfigFile(config.authz_config_path, 'authz_config_path').config;
+  else return;
+  claimProvider(parsed, config);
+}
+
+/** Builds the authorizer a configuration names, for the workload `serverName`. */
+export function createAuthorizer(config: AuthzConfig, serverName: string): Authorizer {
+  return config.type === 'cedarv1'
+    ? new CedarAuthorizer(config, serverName)
+    : new HttpPdpAuthorizer(config, serverName);
+}
