@@ -172,6 +172,11 @@ export interface OutboundClientOptions {
   keepAliveTimeoutMs?: number;
   /** Deadline of one TCP/TLS connect, ms (default 10 s). */
   connectTimeoutMs?: number;
+  /**
+   * Skip the server certificate check: only for an endpoint whose configuration says so
+   * (`insecure_skip_verify`). The address policy still applies.
+   */
+  insecureSkipVerify?: boolean;
 }
 
 const MAX_REDIRECTS = 5;
@@ -187,6 +192,7 @@ export class OutboundClient {
   readonly #resolve: Resolver;
   readonly #keepAliveTimeoutMs: number;
   readonly #connectTimeoutMs: number;
+  readonly #insecureSkipVerify: boolean;
   readonly #agents = new Map<string, Agent>();
   #closed = false;
 
@@ -194,6 +200,7 @@ export class OutboundClient {
     this.#resolve = options.resolve ?? systemResolver;
     this.#keepAliveTimeoutMs = options.keepAliveTimeoutMs ?? 4_000;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+    this.#insecureSkipVerify = options.insecureSkipVerify === true;
   }
 
   /**
@@ -327,7 +334,10 @@ export class OutboundClient {
     let agent = this.#agents.get(key);
     if (agent === undefined) {
       const undici = loadUndici();
-      const base = undici.buildConnector({ timeout: this.#connectTimeoutMs });
+      const base = undici.buildConnector({
+        timeout: this.#connectTimeoutMs,
+        ...(this.#insecureSkipVerify ? { rejectUnauthorized: false } : {}),
+      });
       const connect: buildConnector.connector = (options, callback) => {
         this.#checked(options.hostname, flags).then(
           (addresses) => connectInOrder(base, options, addresses, 0, callback),
