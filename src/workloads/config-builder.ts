@@ -1,9 +1,11 @@
 /**
  * The run-configuration builder: a create request (with its registry entry, if any), an
  * update request over a stored configuration, or a configuration file becomes a `RunConfig`.
- * Pure: nothing is looked up or written here. What needs a lookup (groups, secrets, the
+ * Nothing is looked up or written here; the one file read is the authorization config a
+ * request names by path (reference behaviour). What needs a lookup (groups, secrets, the
  * container engine, free ports, taken names) is checked by `config-checks.ts` and the manager.
  */
+import { loadAuthzConfigFile } from '../authz/index.js';
 import { DEFAULT_GROUP } from '../groups/index.js';
 import { SkepError } from '../shared/index.js';
 import { baseNameFor, validateWorkloadName } from './names.js';
@@ -129,8 +131,15 @@ export function applyRequest(base: RunConfig, request: UpdateWorkloadRequest): R
   if (r.volumes !== undefined) c.volumes = [...r.volumes];
   if (r.transport !== undefined) c.transport = r.transport;
   if (r.authz_config !== undefined) {
-    if (r.authz_config === '') delete c.authz_config_path;
-    else c.authz_config_path = r.authz_config;
+    // A path to a JSON or YAML file (reference): read and validated now, stored inline so the
+    // runner enforces what was checked; '' removes both.
+    if (r.authz_config === '') {
+      delete c.authz_config_path;
+      delete c.authz_config;
+    } else {
+      c.authz_config = loadAuthzConfigFile(r.authz_config, 'authz_config').raw;
+      c.authz_config_path = r.authz_config;
+    }
   }
   if (r.oidc !== undefined) {
     // The client secret is never stored in plain text (the reference ignores it too).
