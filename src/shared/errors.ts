@@ -63,6 +63,11 @@ export const ERROR_CODES = {
     status: 403,
     description: 'The permission profile asks for a privileged container and the config does not allow it.',
   },
+  unsupported_field: {
+    status: 400,
+    description:
+      'A run-configuration field is set to something this build does not honour yet (or not for this kind of server); the message names the field and what to do instead.',
+  },
   // Registry
   registry_not_found: { status: 404, description: 'The registry does not exist (only `default` is served).' },
   server_not_found: { status: 404, description: 'The server is not in the registry.' },

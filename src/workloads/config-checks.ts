@@ -11,6 +11,7 @@ import { SkepError } from '../shared/index.js';
 import { IMAGE_SCHEMES } from './config-builder.js';
 import { allowedOriginsProblem, hostExposureProblem } from './exposure.js';
 import type { RunConfig } from './run-config.js';
+import { checkSupportedFields } from './unsupported-fields.js';
 import {
   parseSecretReference as parseSecretRef,
   requireSecrets,
@@ -39,6 +40,14 @@ export function checkExposure(config: RunConfig): void {
   if (problem !== undefined) throw new SkepError('bad_request', problem);
 }
 
+/**
+ * What the run configuration asks of the proxy (issue 17): fields this build would store and
+ * ignore are refused (`unsupported_field`), and an authorization policy must be valid.
+ */
+export function checkHonouredFields(ctx: ConfigCheckContext, config: RunConfig): void {
+  checkSupportedFields(config, ctx.config);
+}
+
 /** Everything about a config that can be checked without side effects. */
 export async function validateConfig(ctx: ConfigCheckContext, config: RunConfig): Promise<void> {
   checkExposure(config);
@@ -62,6 +71,7 @@ export async function validateConfig(ctx: ConfigCheckContext, config: RunConfig)
   }
   await requireSecrets(refs, ctx.secretLookup);
   await checkRunnable(ctx, config);
+  checkHonouredFields(ctx, config);
   for (const key of Object.keys(config.env_vars)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
       throw new SkepError('bad_request', `env_vars: '${key}' is not a valid variable name`);

@@ -22,6 +22,7 @@ import {
 } from './config-builder.js';
 import {
   checkExposure,
+  checkHonouredFields,
   checkRunnable,
   type ConfigCheckContext,
   validateConfig,
@@ -134,11 +135,14 @@ export class WorkloadManager implements GroupMembers {
     overrides: { name?: string; port?: number } = {},
   ): Promise<{ name: string; port: number }> {
     const config = configFromFile(value, overrides.name);
+    // Derived from the name, as on create: an export names the workload it came from.
+    config.container_name = config.name;
     checkExposure(config);
     this.#groups.require(config.group);
     for (const text of config.secrets) parseSecretRef(text);
     await requireSecrets(config.secrets.map(parseSecretRef), this.secretLookup);
     await checkRunnable(this.#checks, config);
+    checkHonouredFields(this.#checks, config);
     if (this.rows.get(config.name) !== undefined) {
       throw new SkepError('workload_exists', `workload '${config.name}' already exists`);
     }

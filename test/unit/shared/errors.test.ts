@@ -35,6 +35,7 @@ const EXPECTED: Record<ErrorCode, number> = {
   runtime_unavailable: 400,
   sandbox_unavailable: 400,
   privileged_not_allowed: 403,
+  unsupported_field: 400,
   registry_not_found: 404,
   server_not_found: 404,
   skill_not_found: 404,
