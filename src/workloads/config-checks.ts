@@ -4,6 +4,7 @@
  * sandbox a profile demands, a usable container engine) — and the proxy's reach. Nothing is
  * written: every check passes before the manager records a workload.
  */
+import { checkAuthzConfig } from '../authz/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { type GroupService, validateGroupName } from '../groups/index.js';
 import { checkLocalExecutable, checkWorkloadSandbox } from '../runtime/index.js';
@@ -46,6 +47,7 @@ export function checkExposure(config: RunConfig): void {
  */
 export function checkHonouredFields(ctx: ConfigCheckContext, config: RunConfig): void {
   checkSupportedFields(config, ctx.config);
+  checkAuthzConfig(config);
 }
 
 /** Everything about a config that can be checked without side effects. */
