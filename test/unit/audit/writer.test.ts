@@ -1,0 +1,200 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type TestContext, test } from 'node:test';
+import type { AuditEvent } from '../../../src/audit/event.js';
+import { type AuditSink, AuditWriter, loggerSink, openAuditFile } from '../../../src/audit/writer.js';
+import { createLineLogger, isSkepError } from '../../../src/shared/index.js';
+
+function tempDir(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'skep-audit-writer-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function event(n: number): AuditEvent {
+  return {
+    audit_id: `id-${n}`,
+    type: 'mcp_tool_call',
+    logged_at: '2026-01-02T03:04:05.12Z',
+    outcome: 'success',
+    component: 'c',
+    source: { type: 'network', value: '127.0.0.1', extra: {} },
+    subjects: { user: 'anonymous' },
+    target: { endpoint: '/mcp', method: 'tools/call', type: 'tool' },
+  };
+}
+
+/** A logger whose lines the test reads back, parsed. */
+function capturingLogger(): {
+  logger: ReturnType<typeof createLineLogger>;
+  lines: Array<Record<string, unknown>>;
+} {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = createLineLogger({
+    write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>),
+  });
+  return { logger, lines };
+}
+
+/** A sink that holds every write until the test releases it (a disk that cannot keep up). */
+function stalledSink(): AuditSink & {
+  written: AuditEvent[];
+  release(): void;
+  writes: number;
+  /** Settles when the writer first calls the sink. */
+  called: Promise<void>;
+} {
+  let release: () => void = () => {};
+  let gate = new Promise<void>((resolve) => (release = resolve));
+  let called: () => void = () => {};
+  const sink = {
+    written: [] as AuditEvent[],
+    writes: 0,
+    called: new Promise<void>((resolve) => (called = resolve)),
+    async write(events: readonly AuditEvent[]) {
+      sink.writes++;
+      called();
+      await gate;
+      sink.written.push(...events);
+    },
+    close() {},
+    release() {
+      release();
+      gate = Promise.resolve();
+    },
+  };
+  return sink;
+}
+
+test('the audit file is created with mode 0600 and appended to, one JSON line per event', async (t) => {
+  const file = join(tempDir(t), 'audit.log');
+  const { logger } = capturingLogger();
+  const writer = new AuditWriter({ sink: await openAuditFile(file), logger });
+  writer.write(event(1));
+  writer.write(event(2));
+  await writer.close();
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  const again = new AuditWriter({ sink: await openAuditFile(file), logger });
+  again.write(event(3));
+  await again.close();
+  const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+  assert.deepEqual(
+    lines.map((l) => (JSON.parse(l) as { audit_id: string }).audit_id),
+    ['id-1', 'id-2', 'id-3'],
+  );
+  assert.equal((JSON.parse(lines[0] ?? '') as { level: string }).level, 'AUDIT');
+});
+
+test('an existing file keeps its content: the writer only appends', async (t) => {
+  const file = join(tempDir(t), 'audit.log');
+  writeFileSync(file, 'earlier line\n', { mode: 0o600 });
+  const writer = new AuditWriter({ sink: await openAuditFile(file), logger: capturingLogger().logger });
+  writer.write(event(1));
+  await writer.close();
+  const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+  assert.equal(lines[0], 'earlier line');
+  assert.equal(lines.length, 2);
+});
+
+test('a file that cannot be opened is a start error naming it', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'missing-dir', 'audit.log');
+  await assert.rejects(
+    openAuditFile(file),
+    (err: unknown) =>
+      isSkepError(err) &&
+      err.code === 'bad_request' &&
+      err.message.includes(file) &&
+      /ENOENT/.test(err.message),
+  );
+  await assert.rejects(openAuditFile(dir), (err: unknown) => isSkepError(err) && /EISDIR/.test(err.message));
+});
+
+test('write() never waits for the disk: it returns before the sink is called', async () => {
+  const sink = stalledSink();
+  const writer = new AuditWriter({ sink, logger: capturingLogger().logger });
+  writer.write(event(1));
+  assert.equal(sink.writes, 0, 'nothing is written in the caller’s turn');
+  sink.release();
+  await writer.close();
+  assert.deepEqual(
+    sink.written.map((e) => e.audit_id),
+    ['id-1'],
+  );
+});
+
+test('a full queue drops and counts; the count is reported in one WARN line per interval and at close', async () => {
+  const sink = stalledSink();
+  const { logger, lines } = capturingLogger();
+  let now = 1_000_000;
+  const writer = new AuditWriter({ sink, logger, maxQueued: 2, dropReportMs: 5000, now: () => now });
+  writer.write(event(1));
+  // The drain takes event 1 and then waits on the stalled sink.
+  await sink.called;
+  assert.equal(sink.writes, 1);
+  writer.write(event(2));
+  writer.write(event(3));
+  writer.write(event(4)); // queue holds 2, 3: this one is dropped and reported at once
+  writer.write(event(5)); // dropped; the next report waits for the interval
+  assert.equal(writer.dropped, 2);
+  const warns = () => lines.filter((l) => l['level'] === 40);
+  assert.equal(warns().length, 1);
+  assert.equal(warns()[0]?.['queue_full'], 1);
+  assert.match(String(warns()[0]?.['msg']), /1 events lost \(the queue was full/);
+  now += 5000;
+  sink.release();
+  await writer.close();
+  assert.equal(warns().length, 2, 'the drops since the last report are reported at close');
+  assert.equal(warns()[1]?.['queue_full'], 1);
+  assert.equal(warns()[1]?.['dropped_total'], 2);
+  assert.deepEqual(
+    sink.written.map((e) => e.audit_id),
+    ['id-1', 'id-2', 'id-3'],
+  );
+});
+
+test('a failed write loses its batch, counted and reported with the error', async () => {
+  const { logger, lines } = capturingLogger();
+  const sink: AuditSink = {
+    write() {
+      throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+    },
+    close() {},
+  };
+  const writer = new AuditWriter({ sink, logger });
+  writer.write(event(1));
+  writer.write(event(2));
+  await writer.close();
+  assert.equal(writer.dropped, 2);
+  const warn = lines.find((l) => l['level'] === 40);
+  assert.equal(warn?.['write_failed'], 2);
+  assert.equal((warn?.['err'] as { code?: string } | undefined)?.code, 'ENOSPC');
+});
+
+test('close() is idempotent and later writes are ignored', async () => {
+  const sink = stalledSink();
+  sink.release();
+  const writer = new AuditWriter({ sink, logger: capturingLogger().logger });
+  writer.write(event(1));
+  const first = writer.close();
+  assert.equal(writer.close(), first);
+  await first;
+  writer.write(event(2));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(sink.written.length, 1);
+});
+
+test('without logFile: one structured INFO line per event in the runner log, msg audit_event', async () => {
+  const { logger, lines } = capturingLogger();
+  const writer = new AuditWriter({ sink: loggerSink(logger), logger });
+  writer.write(event(7));
+  await writer.close();
+  assert.equal(lines.length, 1);
+  assert.equal(lines[0]?.['level'], 30);
+  assert.equal(lines[0]?.['msg'], 'audit_event');
+  assert.equal(lines[0]?.['audit_id'], 'id-7');
+  assert.equal(lines[0]?.['type'], 'mcp_tool_call');
+  assert.deepEqual(lines[0]?.['target'], { endpoint: '/mcp', method: 'tools/call', type: 'tool' });
+});
