@@ -21,7 +21,7 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Pool } from 'undici';
 import { createAwsStsMiddleware, sdkAssumeRole } from '../src/auth/aws-sts.js';
-import { buildAuthChain } from '../src/auth/index.js';
+import { buildPipeline } from '../src/pipeline/index.js';
 import { createTokenExchangeMiddleware } from '../src/auth/token-exchange.js';
 import type { ProxyMiddleware, ProxyRequestContext } from '../src/proxy/index.js';
 import { newRequestContext, startProxy } from '../src/proxy/index.js';
@@ -127,7 +127,7 @@ async function main() {
   const middleware: Record<string, number> = {};
   const base = { name: 'bench', image: '', remote_url: `${upstream}/mcp`, transport: 'streamable-http' };
   const chainOf = async (extra: Record<string, unknown>) =>
-    buildAuthChain(parseRunConfig({ ...base, ...extra }), {
+    buildPipeline(parseRunConfig({ ...base, ...extra }), {
       logger: silentLogger,
       secretLookup: async () => 'secret-value',
       stsEndpoint: stsUrl,

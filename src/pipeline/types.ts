@@ -5,13 +5,19 @@
  * `ctx.onReply` / `ctx.onEnd` hooks from its `handle`.
  */
 import type { AssumeRole } from '../auth/aws-sts.js';
-import type { EmbeddedAuthServerHandle } from '../auth/chain.js';
 import type { FetchLike } from '../auth/http.js';
 import type { SecretStore } from '../auth/remote-oauth.js';
+import type { UpstreamTokenSource } from '../auth/upstream-inject.js';
 import type { ProxyMiddleware } from '../proxy/index.js';
 import type { SecretLookup } from '../secrets/index.js';
 import type { Logger } from '../shared/index.js';
 import type { RunConfig } from '../workloads/index.js';
+
+/** The embedded authorization server as the pipeline sees it (the runner creates it). */
+export interface EmbeddedAuthServerHandle extends UpstreamTokenSource {
+  readonly issuer: string;
+  verifyAccessToken(token: string, expectedAudience: string): Promise<Record<string, unknown>>;
+}
 
 /** One entry of `middleware_configs` (reference middleware.md §0.1, §8). */
 export interface MiddlewareConfig {

@@ -37,7 +37,7 @@ export interface ProxyOptions {
   /** Rename / re-describe tools, keyed by the original name; calls to the new name reach the original. */
   toolsOverride?: Record<string, ToolOverride>;
   /** Run in order for every client HTTP request before it is handled or forwarded. */
-  middlewares?: ProxyMiddleware[];
+  middlewares?: readonly ProxyMiddleware[];
   /**
    * HTTP handlers mounted beside the MCP endpoints (the embedded authorization server):
    * tried in order for every path that is not an MCP endpoint (`/mcp`, `/sse`, `/messages`)

@@ -12,9 +12,10 @@
  */
 
 import { existsSync } from 'node:fs';
-import { type AuthChain, buildAuthChain, type SecretStore, watchRemote } from '../auth/index.js';
+import { type SecretStore, watchRemote } from '../auth/index.js';
 import type { AuthServer, EmbeddedAuthServerConfig } from '../authserver/index.js';
 import type { SkepConfig } from '../config/index.js';
+import { buildPipeline, type Pipeline } from '../pipeline/index.js';
 import { type PerSessionOptions, type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
 import {
   type Runtime,
@@ -23,7 +24,14 @@ import {
   type ServerHandle,
   type ServerSpec,
 } from '../runtime/index.js';
-import { describeError, isSkepError, type Logger, SkepError, sleepUnlessAborted } from '../shared/index.js';
+import {
+  definedOnly,
+  describeError,
+  isSkepError,
+  type Logger,
+  SkepError,
+  sleepUnlessAborted,
+} from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
   AUTHORIZATION_PENDING,
@@ -99,7 +107,7 @@ interface ServingWorkload {
   runConfig: RunConfig;
   env: Record<string, string>;
   proxy: RunningProxy;
-  chain: AuthChain;
+  chain: Pipeline;
   setStatus: (u: StatusUpdate) => boolean;
   /** Aborted on a stop request or when the record is lost. */
   signal: AbortSignal;
@@ -208,10 +216,10 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     closers.add('authorization server', () => started.close());
   }
 
-  // Outgoing/inbound auth (src/auth/chain.ts documents the order); bad config stops here.
-  let chain: AuthChain;
+  // The middleware pipeline (src/pipeline/stages/index.ts has the order); bad config stops here.
+  let chain: Pipeline;
   try {
-    chain = await buildAuthChain(runConfig, {
+    chain = await buildPipeline(runConfig, {
       logger,
       secretLookup: options.secretLookup,
       ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
@@ -226,14 +234,15 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     });
   } catch (err) {
     return failed(
-      `invalid auth configuration: ${describeError(err)}`,
-      'cannot build the auth middleware chain',
+      `invalid middleware configuration: ${describeError(err)}`,
+      'cannot build the middleware pipeline',
       err,
     );
   }
   const builtChain = chain;
-  closers.add('auth chain', () => builtChain.close());
-  if (chain.names.length > 0) logger.info({ workload: name, middlewares: chain.names }, 'auth middlewares');
+  closers.add('middleware pipeline', () => builtChain.close());
+  if (chain.names.length > 0)
+    logger.info({ workload: name, middlewares: chain.names }, 'middleware pipeline');
   // A stop must not wait for an interactive login (the remote OAuth client waits minutes for
   // the user): closing the chain aborts it. Closing twice is harmless.
   signal.addEventListener('abort', () => void builtChain.close(), { once: true });
@@ -263,13 +272,19 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
       // use besides loopback names; enforced here, in front of every runtime and transport.
       allowedHosts: runConfig.permission_profile?.network?.inbound?.allow_host ?? [],
       // Browser origins besides the proxy's own, exact (validated by the manager).
-      allowedOrigins: runConfig.allowed_origins ?? [],
+      allowedOrigins: [...(runConfig.allowed_origins ?? []), ...(chain.proxy.allowedOrigins ?? [])],
       logger,
       serverName: name,
+      transport: runConfig.transport,
       middlewares: chain.middlewares,
       ...(authServer === undefined ? {} : { handlers: [authServer.handle.bind(authServer)] }),
-      ...(runConfig.tools_filter === undefined ? {} : { toolsFilter: runConfig.tools_filter }),
-      ...(runConfig.tools_override === undefined ? {} : { toolsOverride: runConfig.tools_override }),
+      ...definedOnly({
+        toolsFilter: chain.proxy.toolsFilter ?? runConfig.tools_filter,
+        toolsOverride: chain.proxy.toolsOverride ?? runConfig.tools_override,
+      }),
+      ...(chain.proxy.maxBodyBytes === undefined
+        ? {}
+        : { limits: { maxBodyBytes: chain.proxy.maxBodyBytes } }),
     });
   } catch (err) {
     return failed(
@@ -417,7 +432,7 @@ function embeddedAuthServerConfig(
 async function serveRemote(
   runConfig: RunConfig,
   proxy: RunningProxy,
-  chain: AuthChain,
+  chain: Pipeline,
   setStatus: (u: StatusUpdate) => boolean,
   logger: Logger,
   signal: AbortSignal,

@@ -232,7 +232,8 @@ test(
       logger,
       secretLookup: async (name) => secrets.get(name),
     });
-    assert.deepEqual(chain.names, ['bearer-token', 'header-forward', 'header-injection']);
+    // One stage per type: the bearer token is remote-auth; plaintext and secret headers are one header-forward.
+    assert.deepEqual(chain.names, ['remote-auth', 'header-forward']);
     const client = await connectClient(t, proxy.url);
     assert.equal(
       textOf(await client.callTool({ name: 'whoami', arguments: {} })),
@@ -252,9 +253,9 @@ test(
   },
 );
 
-test('a missing secret fails the chain with secret_not_found naming the secret, not a value', async () => {
+test('a missing secret fails the pipeline with secret_not_found naming the secret, not a value', async () => {
   const { logger } = captureLogs();
-  const { buildAuthChain } = await import('../../../src/auth/index.js');
+  const { buildPipeline } = await import('../../../src/pipeline/index.js');
   const { parseRunConfig } = await import('../../../src/workloads/index.js');
   const config = parseRunConfig({
     name: 'w',
@@ -263,7 +264,7 @@ test('a missing secret fails the chain with secret_not_found naming the secret, 
     header_forward: { add_headers_from_secret: { 'X-Api-Key': 'nope' } },
   });
   await assert.rejects(
-    buildAuthChain(config, { logger, secretLookup: async () => undefined }),
+    buildPipeline(config, { logger, secretLookup: async () => undefined }),
     (err: Error) => {
       assert.equal((err as { code?: string }).code, 'secret_not_found');
       assert.match(err.message, /"nope"/);
@@ -277,7 +278,7 @@ test('a missing secret fails the chain with secret_not_found naming the secret, 
     header_forward: { add_plaintext_headers: { Host: 'evil' } },
   });
   await assert.rejects(
-    buildAuthChain(restricted, { logger, secretLookup: async () => undefined }),
+    buildPipeline(restricted, { logger, secretLookup: async () => undefined }),
     /restricted/,
   );
 });

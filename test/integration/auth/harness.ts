@@ -5,7 +5,7 @@
  *   RFC 8693 token-exchange grant added through its `registerGrantType` extension hook;
  * - a remote MCP server: the MCP SDK's streamable-HTTP server on loopback, recording every
  *   HTTP request it receives (headers and body bytes) so tests can check what reached it;
- * - Skep's proxy with the middleware chain built from a run configuration;
+ * - Skep's proxy with the middleware pipeline built from a run configuration;
  * - a log capture, so tests can grep every log line for secret values.
  */
 import { once } from 'node:events';
@@ -20,7 +20,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { exportJWK, generateKeyPair, type JWK, jwtVerify, SignJWT } from 'jose';
 import Provider from 'oidc-provider';
 import { pino } from 'pino';
-import { type AuthChain, type AuthChainDeps, buildAuthChain } from '../../../src/auth/index.js';
+import { buildPipeline, type Pipeline, type StageDeps } from '../../../src/pipeline/index.js';
 import { type RunningProxy, startProxy } from '../../../src/proxy/index.js';
 import type { Logger } from '../../../src/shared/index.js';
 import { parseRunConfig, type RunConfig } from '../../../src/workloads/index.js';
@@ -277,7 +277,7 @@ export function captureLogs(): { logger: Logger; lines: string[] } {
 
 export interface Served {
   proxy: RunningProxy;
-  chain: AuthChain;
+  chain: Pipeline;
   config: RunConfig;
 }
 
@@ -286,9 +286,9 @@ export async function serveThroughProxy(
   t: TestContext,
   remote: RemoteServer,
   runConfig: Record<string, unknown>,
-  deps: Omit<AuthChainDeps, 'logger' | 'secretLookup'> & {
+  deps: Omit<StageDeps, 'config' | 'logger' | 'secretLookup'> & {
     logger: Logger;
-    secretLookup?: AuthChainDeps['secretLookup'];
+    secretLookup?: StageDeps['secretLookup'];
   },
   proxyOptions: {
     toolsFilter?: string[];
@@ -302,7 +302,7 @@ export async function serveThroughProxy(
     remote_url: remote.url,
     ...runConfig,
   });
-  const chain = await buildAuthChain(config, { secretLookup: async () => undefined, ...deps });
+  const chain = await buildPipeline(config, { secretLookup: async () => undefined, ...deps });
   t.after(() => chain.close());
   const proxy = await startProxy({
     port: 0,

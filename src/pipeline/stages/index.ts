@@ -1,0 +1,36 @@
+/**
+ * Every pipeline stage, outermost first: Skep's middleware order (the README shows it). A
+ * request meets them in this order; answers pass their reply hooks in the reverse order.
+ * Adding a stage is writing its file and adding its line here.
+ *
+ * Why this order (the reference's, middleware.md §0.2 A, where it has the stage):
+ * - audit first, so every rejection below it (401, 403, webhook denials) is recorded;
+ * - inbound auth, then the token swaps that need the caller's identity;
+ * - webhooks before authorization, so Cedar judges the request a mutating webhook produced;
+ * - the remote server's own credentials last, closest to the request that leaves.
+ * Built into the proxy, before all of these: the body limit, the Host/Origin guard, the
+ * parser (`ctx.mcp`); after them, the tools filter and override.
+ */
+import type { StageFactory } from '../types.js';
+import { auditStage } from './audit.js';
+import { authStage } from './auth.js';
+import { authorizationStage } from './authorization.js';
+import { awsStsStage } from './aws-sts.js';
+import { headerForwardStage } from './header-forward.js';
+import { remoteAuthStage } from './remote-auth.js';
+import { tokenExchangeStage } from './token-exchange.js';
+import { upstreamSwapStage } from './upstream-swap.js';
+import { mutatingWebhookStage, validatingWebhookStage } from './webhooks.js';
+
+export const STAGES: readonly StageFactory[] = [
+  auditStage,
+  authStage,
+  upstreamSwapStage,
+  tokenExchangeStage,
+  mutatingWebhookStage,
+  validatingWebhookStage,
+  authorizationStage,
+  awsStsStage,
+  remoteAuthStage,
+  headerForwardStage,
+];
