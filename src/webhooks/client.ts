@@ -114,6 +114,9 @@ export interface WebhookClientOptions {
   now?: () => number;
 }
 
+/** What a chain needs of a webhook: its configuration and a way to call it. */
+export type WebhookCaller = Pick<WebhookClient, 'config' | 'call'>;
+
 /** Calls one configured webhook; holds its connection pool until `close()`. */
 export class WebhookClient {
   readonly config: WebhookConfig;

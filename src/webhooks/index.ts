@@ -22,6 +22,7 @@ export {
   TIMESTAMP_HEADER,
   WEBHOOK_API_VERSION,
   WebhookClient,
+  type WebhookCaller,
   type WebhookCallResult,
   type WebhookRequestContext,
   webhookRequestBody,

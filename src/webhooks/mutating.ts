@@ -14,7 +14,7 @@
  * | out-of-scope patch / apply failure             | 500, the message of each (below)       | body unchanged    |
  */
 import type { Logger } from '../shared/index.js';
-import { WebhookClient, webhookRequestBody } from './client.js';
+import { type WebhookCaller, WebhookClient, webhookRequestBody } from './client.js';
 import { applyPatch, checkPatch, decodePatch, jsonEqual, PatchError } from './patch.js';
 import {
   oversizeRejection,
@@ -38,7 +38,7 @@ export type MutationResult =
   | { readonly rejection?: undefined; readonly body: unknown; readonly changed: boolean };
 
 export async function runMutatingChain(
-  clients: readonly WebhookClient[],
+  clients: readonly WebhookCaller[],
   input: WebhookChainInput,
   logger: Logger,
   now: () => number = Date.now,

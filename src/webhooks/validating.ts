@@ -11,19 +11,18 @@
  * | timeout, network, other status, bad JSON  | 403 "Request denied by policy" | next webhook |
  */
 import type { Logger } from '../shared/index.js';
-import { WebhookClient } from './client.js';
+import { type WebhookCaller, WebhookClient, webhookRequestBody } from './client.js';
 import {
   oversizeRejection,
   type WebhookChainInput,
   type WebhookRejection,
   webhookRejection,
 } from './request.js';
-import { webhookRequestBody } from './client.js';
 
 export const VALIDATING_DENIED = 'Request denied by policy';
 
 export async function runValidatingChain(
-  clients: readonly WebhookClient[],
+  clients: readonly WebhookCaller[],
   input: WebhookChainInput,
   logger: Logger,
   now: () => number = Date.now,

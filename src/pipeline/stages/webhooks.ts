@@ -8,7 +8,7 @@
  * this one (authorization, audit) and the server see the request as the webhooks left it.
  */
 import { callerClaims } from '../identity.js';
-import type { ProxyRequestContext } from '../../proxy/index.js';
+import { BATCH_REFUSED, type ProxyRequestContext } from '../../proxy/index.js';
 import {
   parseWebhookStageConfig,
   principalOf,
@@ -21,10 +21,6 @@ import {
   type WebhookStageConfig,
 } from '../../webhooks/index.js';
 import type { Stage, StageDeps, StageFactory } from '../types.js';
-
-/** §0.3: the parser's refusal of a batch, which a patch must not sneak past it. */
-const BATCH_MESSAGE =
-  'JSON-RPC batch requests are not supported (batching was removed in MCP revision 2025-06-18)';
 
 function chainInput(
   ctx: ProxyRequestContext,
@@ -73,7 +69,15 @@ function webhookStage(kind: WebhookKind): StageFactory {
               const result = await runMutatingChain(clients, chainInput(ctx, mcp, config), logger, now);
               if (result.rejection !== undefined) return result.rejection;
               if (!result.changed) return undefined;
-              if (Array.isArray(result.body)) return webhookRejection(400, BATCH_MESSAGE, undefined);
+              // §3.3: a batch is refused as the parser refuses one (§0.3). Patches cannot
+              // replace the request itself (every path is under /mcp_request/), so this
+              // guards the contract rather than a case a webhook can produce today.
+              if (Array.isArray(result.body))
+                return {
+                  status: 400,
+                  headers: { 'content-type': 'application/json' },
+                  body: { jsonrpc: '2.0', error: { code: -32600, message: BATCH_REFUSED } },
+                };
               try {
                 ctx.replaceBody(result.body);
               } catch (err) {

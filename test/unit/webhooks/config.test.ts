@@ -1,0 +1,239 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { generateSelfSignedCert } from '../../../src/operator/certs.js';
+import { isSkepError } from '../../../src/shared/index.js';
+import {
+  parseGoDuration,
+  parseWebhookList,
+  parseWebhookStageConfig,
+  parseWebhookTimeout,
+} from '../../../src/webhooks/index.js';
+
+const noSecrets = async (): Promise<string | undefined> => undefined;
+
+function tempDir(t: TestContext): string {
+  const dir = mkdtempSync(join(tmpdir(), 'skep-webhook-config-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+const base = { name: 'policy', url: 'https://hooks.example/validate', failure_policy: 'fail' };
+
+/** Asserts a bad_request whose message names the webhook and contains every `parts`. */
+async function rejects(entry: unknown, ...parts: string[]): Promise<void> {
+  await assert.rejects(parseWebhookList([entry], 'validating', noSecrets), (err) => {
+    assert.ok(isSkepError(err), String(err));
+    assert.equal(err.code, 'bad_request');
+    for (const part of parts) assert.ok(err.message.includes(part), `"${err.message}" lacks "${part}"`);
+    return true;
+  });
+}
+
+test('§3.1 timeout: Go duration strings and integer nanoseconds', () => {
+  assert.equal(parseWebhookTimeout('5s'), 5000);
+  assert.equal(parseWebhookTimeout('0.5m'), 30_000);
+  assert.equal(parseWebhookTimeout('1500ms'), 1500);
+  assert.equal(parseWebhookTimeout('1.5s'), 1500);
+  assert.equal(parseWebhookTimeout('2s500ms'), 2500);
+  assert.equal(parseWebhookTimeout(10_000_000_000), 10_000);
+  assert.equal(parseGoDuration('1h2m3.5s'), 3_723_500_000_000);
+  assert.equal(parseGoDuration('250us'), 250_000);
+  assert.equal(parseGoDuration('5'), undefined);
+  assert.equal(parseGoDuration('5 s'), undefined);
+});
+
+test('§3.1 timeout: missing, null or 0 means 10 s', () => {
+  for (const value of [undefined, null, 0, '0', '0s']) assert.equal(parseWebhookTimeout(value), 10_000);
+});
+
+test('§3.1 timeout: bounds 1 s to 30 s, and nothing that is not a duration', () => {
+  assert.equal(parseWebhookTimeout('1s'), 1000);
+  assert.equal(parseWebhookTimeout('30s'), 30_000);
+  for (const value of ['999ms', '31s', '1h', 500_000_000, 31_000_000_000])
+    assert.throws(() => parseWebhookTimeout(value), /out of range: use 1s to 30s/);
+  assert.throws(() => parseWebhookTimeout('-5s'), /must not be negative/);
+  assert.throws(() => parseWebhookTimeout('soon'), /not a duration/);
+  assert.throws(() => parseWebhookTimeout(1.5e9 + 0.5), /not an integer number of nanoseconds/);
+  assert.throws(() => parseWebhookTimeout(true), /duration string/);
+});
+
+test('a valid entry becomes a frozen typed config', async () => {
+  const [config] = await parseWebhookList([{ ...base, timeout: '5s' }], 'validating', noSecrets);
+  assert.ok(config !== undefined);
+  assert.equal(config.name, 'policy');
+  assert.equal(config.url.href, 'https://hooks.example/validate');
+  assert.equal(config.timeoutMs, 5000);
+  assert.equal(config.failurePolicy, 'fail');
+  assert.equal(config.tls, undefined);
+  assert.equal(config.hmac, undefined);
+  assert.ok(Object.isFrozen(config));
+});
+
+test('each entry error is a bad_request naming the list, the webhook and the field', async () => {
+  await rejects({ ...base, name: '' }, 'validating_webhooks[0].name is required');
+  await rejects({ url: base.url, failure_policy: 'fail' }, 'validating_webhooks[0].name');
+  await rejects({ ...base, url: undefined }, 'validating_webhooks[0] "policy"', 'url is required');
+  await rejects({ ...base, url: 'not a url' }, '"policy"', 'not an absolute URL');
+  await rejects({ ...base, url: 'ftp://hooks.example/' }, '"policy"', 'url must be https');
+  await rejects({ ...base, url: 'http://hooks.example/' }, '"policy"', 'insecure_skip_verify');
+  await rejects({ ...base, url: 'https://u:p@hooks.example/' }, '"policy"', 'credentials');
+  await rejects({ ...base, failure_policy: undefined }, '"policy"', 'failure_policy is required');
+  await rejects({ ...base, failure_policy: 'Fail' }, '"policy"', 'failure_policy must be "fail" or "ignore"');
+  await rejects({ ...base, timeout: '45s' }, '"policy"', 'timeout 45s is out of range');
+  await rejects({ ...base, failure_polcy: 'fail' }, '"policy"', 'failure_polcy is not a webhook field');
+  await rejects({ ...base, tls_config: 'yes' }, '"policy"', 'tls_config must be an object');
+  await rejects({ ...base, tls_config: { verify: false } }, '"policy"', 'tls_config.verify is not a field');
+  await rejects(
+    { ...base, tls_config: { insecure_skip_verify: 'yes' } },
+    'insecure_skip_verify must be true or false',
+  );
+  await rejects({ ...base, hmac_secret_ref: '' }, '"policy"', 'hmac_secret_ref must be');
+  await rejects('policy', 'validating_webhooks[0] must be an object');
+});
+
+test('http is allowed with insecure_skip_verify (the reference rule)', async () => {
+  const [config] = await parseWebhookList(
+    [{ ...base, url: 'http://127.0.0.1:9/x', tls_config: { insecure_skip_verify: true } }],
+    'mutating',
+    noSecrets,
+  );
+  assert.equal(config?.url.protocol, 'http:');
+  assert.equal(config?.tls?.insecureSkipVerify, true);
+  assert.equal(config?.kind, 'mutating');
+});
+
+test('the list must be non-empty and names unique', async () => {
+  await assert.rejects(
+    parseWebhookList([], 'mutating', noSecrets),
+    /mutating_webhooks must be a non-empty list/,
+  );
+  await assert.rejects(
+    parseWebhookList([base, { ...base, url: 'https://other.example/' }], 'validating', noSecrets),
+    /validating_webhooks\[1\] "policy": the name is used twice/,
+  );
+});
+
+test('§3.1 tls_config: files must exist, be PEM, and cert and key go together', async (t) => {
+  const dir = tempDir(t);
+  const { cert, key } = generateSelfSignedCert(['127.0.0.1']);
+  const certFile = join(dir, 'tls.crt');
+  const keyFile = join(dir, 'tls.key');
+  const junk = join(dir, 'junk.pem');
+  writeFileSync(certFile, cert);
+  writeFileSync(keyFile, key);
+  writeFileSync(junk, 'not a certificate');
+  await rejects(
+    { ...base, tls_config: { ca_bundle_path: join(dir, 'missing.crt') } },
+    'tls_config.ca_bundle_path',
+    'does not exist',
+  );
+  await rejects(
+    { ...base, tls_config: { ca_bundle_path: dir } },
+    'tls_config.ca_bundle_path',
+    'is not a file',
+  );
+  await rejects({ ...base, tls_config: { ca_bundle_path: junk } }, 'tls_config.ca_bundle_path');
+  await rejects({ ...base, tls_config: { client_cert_path: certFile } }, 'set both or neither');
+  await rejects({ ...base, tls_config: { client_key_path: keyFile } }, 'set both or neither');
+  await rejects(
+    { ...base, tls_config: { client_cert_path: certFile, client_key_path: junk } },
+    'client_cert_path/client_key_path',
+  );
+  const [config] = await parseWebhookList(
+    [
+      {
+        ...base,
+        tls_config: { ca_bundle_path: certFile, client_cert_path: certFile, client_key_path: keyFile },
+      },
+    ],
+    'validating',
+    noSecrets,
+  );
+  assert.equal(config?.tls?.ca, cert);
+  assert.equal(config?.tls?.cert, cert);
+  assert.equal(config?.tls?.key, key);
+  assert.equal(config?.tls?.insecureSkipVerify, false);
+});
+
+test('§3.1 hmac_secret_ref: a store name (also name,target=X) is resolved once; missing or empty is an error', async () => {
+  const asked: string[] = [];
+  const lookup = async (name: string): Promise<string | undefined> => {
+    asked.push(name);
+    return { 'hook-key': 's3cret', blank: '' }[name];
+  };
+  const [byName] = await parseWebhookList([{ ...base, hmac_secret_ref: 'hook-key' }], 'validating', lookup);
+  assert.deepEqual(byName?.hmac, { kind: 'value', key: Buffer.from('s3cret') });
+  const [byRef] = await parseWebhookList(
+    [{ ...base, hmac_secret_ref: 'hook-key,target=HOOK' }],
+    'validating',
+    lookup,
+  );
+  assert.deepEqual(byRef?.hmac, { kind: 'value', key: Buffer.from('s3cret') });
+  assert.deepEqual(asked, ['hook-key', 'hook-key']);
+  await assert.rejects(
+    parseWebhookList([{ ...base, hmac_secret_ref: 'nope' }], 'validating', lookup),
+    (err) =>
+      isSkepError(err) &&
+      err.code === 'bad_request' &&
+      /"policy": hmac_secret_ref: secret 'nope' is not in the secrets provider/.test(err.message),
+  );
+  await assert.rejects(
+    parseWebhookList([{ ...base, hmac_secret_ref: 'blank' }], 'validating', lookup),
+    /hmac_secret_ref: secret 'blank' is empty/,
+  );
+  const failing = async (): Promise<string | undefined> => {
+    throw new Error('provider locked');
+  };
+  await assert.rejects(
+    parseWebhookList([{ ...base, hmac_secret_ref: 'hook-key' }], 'validating', failing),
+    /cannot read secret 'hook-key'.*provider locked/,
+  );
+});
+
+test('§3.1 hmac_secret_ref: an absolute path is a file, which must exist and not be empty', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'hmac');
+  writeFileSync(file, 'k');
+  const [config] = await parseWebhookList([{ ...base, hmac_secret_ref: file }], 'validating', noSecrets);
+  assert.deepEqual(config?.hmac, { kind: 'file', path: file });
+  await rejects(
+    { ...base, hmac_secret_ref: join(dir, 'missing') },
+    'hmac_secret_ref: cannot read the file',
+    'ENOENT',
+  );
+  writeFileSync(join(dir, 'empty'), '');
+  await rejects({ ...base, hmac_secret_ref: join(dir, 'empty') }, 'hmac_secret_ref: the file', 'is empty');
+});
+
+test('stage parameters: {webhooks, server_name, transport}; unknown keys and wrong types refused', async () => {
+  const config = await parseWebhookStageConfig(
+    { webhooks: [base], server_name: 'github', transport: 'stdio' },
+    'validating',
+    noSecrets,
+  );
+  assert.equal(config.serverName, 'github');
+  assert.equal(config.transport, 'stdio');
+  assert.equal(config.webhooks.length, 1);
+  const bare = await parseWebhookStageConfig({ webhooks: [base] }, 'mutating', noSecrets);
+  assert.equal(bare.serverName, undefined);
+  assert.equal(bare.transport, undefined);
+  await assert.rejects(
+    parseWebhookStageConfig([base], 'validating', noSecrets),
+    /validating-webhook parameters must be an object/,
+  );
+  await assert.rejects(
+    parseWebhookStageConfig({ webhooks: [base], hooks: [] }, 'validating', noSecrets),
+    /validating-webhook parameters: hooks is not a field/,
+  );
+  await assert.rejects(
+    parseWebhookStageConfig({ webhooks: [base], server_name: 3 }, 'mutating', noSecrets),
+    /mutating-webhook parameters: server_name must be a string/,
+  );
+  await assert.rejects(
+    parseWebhookStageConfig({}, 'mutating', noSecrets),
+    /mutating_webhooks must be a non-empty list/,
+  );
+});
