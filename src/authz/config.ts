@@ -194,7 +194,7 @@ function parsePdp(value: unknown, field: string): PdpOptions {
  * and returns it frozen, with defaults. Throws `bad_request` naming the field — for a Cedar
  * policy, its id `policy<N>` and Cedar's own message.
  */
-export function parseAuthzConfig(value: unknown, field: string): AuthzConfig {
+export function parseAuthzConfig(value: unknown, field = 'authz_config'): AuthzConfig {
   const root = objectAt(value, field);
   const version = root['version'];
   if (typeof version !== 'string' || version === '')

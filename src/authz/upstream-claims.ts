@@ -17,7 +17,9 @@ const B64URL = /^[A-Za-z0-9_-]*$/;
 
 export function decodeUpstreamClaims(token: string): UpstreamClaims {
   const parts = token.split('.');
-  if (parts.length !== 3 || !parts.every((p) => B64URL.test(p))) return { kind: 'opaque' };
+  // JWT-shaped: three dot-separated parts (RFC 7519 §7.2); whether they decode is the next question.
+  if (parts.length !== 3) return { kind: 'opaque' };
+  if (!B64URL.test(parts[1] as string)) return { kind: 'invalid' };
   try {
     const payload: unknown = JSON.parse(Buffer.from(parts[1] as string, 'base64url').toString('utf8'));
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return { kind: 'invalid' };
