@@ -315,13 +315,14 @@ test(
     assert.deepEqual(await ctx.workloads.reconcile(), []);
     assert.equal(ctx.workloads.status('misconfigured').status, 'error');
 
-    // upstream_swap_config without the embedded server is refused the same way.
+    // upstream_swap_config without the embedded server is refused the same way. It sets a
+    // header of requests to an HTTP server (on a stdio server it is refused at create, issue 17
+    // item 5), so this workload is a remote one; the runner stops before reaching it.
     await ctx.workloads.createFromConfig(
       {
         name: 'swap-alone',
-        image: `cmd://${process.execPath}`,
-        cmd_args: [EVERYTHING_ENTRY, 'stdio'],
-        transport: 'stdio',
+        remote_url: 'http://127.0.0.1:1/mcp',
+        transport: 'streamable-http',
         upstream_swap_config: { provider_name: 'idp' },
       },
       { port: await freePort() },
