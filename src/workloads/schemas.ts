@@ -107,24 +107,40 @@ const settableFields = {
   ),
   env_vars: Opt(StrMap()),
   secrets: Opt(Type.Array(SecretRefSchema)),
-  volumes: Opt(Strs()),
+  volumes: Opt(
+    Type.Array(Type.String(), {
+      description:
+        'Container mounts `host:container[:ro]`; only for a server that runs in a container (400 `unsupported_field` otherwise).',
+    }),
+  ),
   transport: Opt(TransportSchema),
   authz_config: Opt(
-    Type.String({ description: 'Path to an authorization config file (stored, not enforced yet).' }),
+    Type.String({
+      description:
+        'Path to an authorization config file (JSON or YAML), read and validated now and enforced by the proxy; an empty string removes it.',
+    }),
   ),
   oidc: Opt(OidcRequestSchema),
   permission_profile: Opt(PermissionProfileSchema),
   proxy_mode: Opt(ProxyModeSchema),
   network_isolation: Opt(Type.Union([Type.Boolean(), Type.Null()])),
   trust_proxy_headers: Opt(Type.Boolean()),
-  allow_docker_gateway: Opt(Type.Boolean()),
+  allow_docker_gateway: Opt(
+    Type.Boolean({
+      description: 'Not supported yet: only `false` is accepted (400 `unsupported_field` otherwise).',
+    }),
+  ),
   tools: Opt(Type.Array(Type.String(), { description: 'Only these tools are exposed.' })),
   tools_override: Opt(Type.Record(Type.String(), ToolOverrideSchema)),
   group: Opt(Type.String()),
   oauth_config: Opt(OAuthConfigSchema),
   headers: Opt(Type.Array(HeaderSchema)),
   header_forward: Opt(HeaderForwardSchema),
-  runtime_config: Opt(RuntimeConfigSchema),
+  runtime_config: Opt(
+    Type.Object(RuntimeConfigSchema.properties, {
+      description: 'Not supported yet: only empty values are accepted (400 `unsupported_field` otherwise).',
+    }),
+  ),
   sandbox: Opt(
     Type.Union([Type.Literal('auto'), Type.Literal('bwrap'), Type.Literal('off')], {
       description:
