@@ -7,6 +7,7 @@
 import { checkAuthzConfig } from '../authz/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { type GroupService, validateGroupName } from '../groups/index.js';
+import { planPipeline } from '../pipeline/index.js';
 import { checkLocalExecutable, checkWorkloadSandbox } from '../runtime/index.js';
 import { SkepError } from '../shared/index.js';
 import { IMAGE_SCHEMES } from './config-builder.js';
@@ -43,10 +44,13 @@ export function checkExposure(config: RunConfig): void {
 
 /**
  * What the run configuration asks of the proxy (issue 17): fields this build would store and
- * ignore are refused (`unsupported_field`), and an authorization policy must be valid.
+ * ignore are refused (`unsupported_field`), the middleware pipeline must be one the runner can
+ * build (known `middleware_configs` types, no conflicting fields), and an authorization policy
+ * must be valid — all before anything is written, not when the workload starts.
  */
 export function checkHonouredFields(ctx: ConfigCheckContext, config: RunConfig): void {
   checkSupportedFields(config, ctx.config);
+  planPipeline(config);
   checkAuthzConfig(config);
 }
 

@@ -123,6 +123,15 @@ test(
         err.status === 400 &&
         err.message.startsWith('telemetry_config is not supported yet'),
     );
+    // The generic middleware list: a reference type Skep does not have yet is refused the same way.
+    await assert.rejects(
+      ctx.workloads.createFromConfig(
+        { ...exported, middleware_configs: [{ type: 'ratelimit' }] },
+        { name: 'imported' },
+      ),
+      (err) =>
+        isSkepError(err) && err.code === 'unsupported_field' && /middleware_configs\[0\]/.test(err.message),
+    );
     assert.deepEqual(stored(), ['studio'], 'a refused import stores nothing');
   },
 );
