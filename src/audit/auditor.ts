@@ -39,9 +39,12 @@ export interface AuditorOptions {
 }
 
 const LEGACY_ACCEPTED = 202;
+/** A stream still open when the proxy shuts down was established (a refusal ends at once). */
+const STREAM_ESTABLISHED = 200;
 
 /** How an exchange ended, as `Auditor.record` needs it. */
 interface ExchangeOutcome {
+  /** The HTTP status; 0 when the exchange never completed. */
   readonly status: number;
   /** When the stage first saw the request, ms. */
   readonly started: number;
@@ -51,6 +54,7 @@ interface ExchangeOutcome {
   readonly streamOpen: boolean;
 }
 
+/** One request followed from `handle` to its event. */
 class Exchange {
   #reply: JsonRpcAnswer | undefined;
   #status: number | undefined;
@@ -63,6 +67,7 @@ class Exchange {
     private readonly started: number,
     private readonly requestText: string | undefined,
     private readonly expectsReply: boolean,
+    readonly streamOpen: boolean,
   ) {}
 
   replied(reply: JsonRpcAnswer): void {
@@ -76,32 +81,34 @@ class Exchange {
     if (status === LEGACY_ACCEPTED && this.expectsReply && this.#reply === undefined) {
       this.#timer = setTimeout(() => this.finish(), this.auditor.replyWaitMs);
       this.#timer.unref();
-      this.auditor.waiting.add(this);
       return;
     }
     this.finish();
   }
 
-  /** Writes the event with what is known now. Idempotent. */
+  /**
+   * Writes the event with what is known now. Idempotent. At shutdown a stream that is still
+   * open counts as established; any other exchange that never ended has no status (0).
+   */
   finish(): void {
     if (this.#done) return;
     this.#done = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.auditor.waiting.delete(this);
+    this.auditor.open.delete(this);
     this.auditor.record(this.ctx, {
-      status: this.#status ?? 0,
+      status: this.#status ?? (this.streamOpen ? STREAM_ESTABLISHED : 0),
       started: this.started,
       reply: this.#reply,
       requestText: this.requestText,
-      streamOpen: false,
+      streamOpen: this.streamOpen,
     });
   }
 }
 
 export class Auditor {
   readonly replyWaitMs: number;
-  /** Exchanges answered 202 whose answer has not been seen yet. */
-  readonly waiting = new Set<Exchange>();
+  /** Exchanges whose event is not written yet (in flight, open streams, 202s awaiting their answer). */
+  readonly open = new Set<Exchange>();
   readonly #options: AuditorOptions;
   readonly #settings: EventSettings;
   readonly #now: () => number;
@@ -123,21 +130,11 @@ export class Auditor {
   handle(ctx: ProxyRequestContext): void {
     if (this.#closing !== undefined) return;
     const started = this.#now();
-    if (isStreamOpen(ctx.method, ctx.headers)) {
-      ctx.onEnd((end) =>
-        this.record(ctx, {
-          status: end.status,
-          started,
-          reply: undefined,
-          requestText: undefined,
-          streamOpen: true,
-        }),
-      );
-      return;
-    }
-    const requestText = this.#options.config.includeRequestData ? ctx.bodyText : undefined;
-    const expectsReply = ctx.mcp?.id !== undefined;
-    const exchange = new Exchange(this, ctx, started, requestText, expectsReply);
+    const streamOpen = isStreamOpen(ctx.method, ctx.headers);
+    const requestText = this.#options.config.includeRequestData && !streamOpen ? ctx.bodyText : undefined;
+    const expectsReply = !streamOpen && ctx.mcp?.id !== undefined;
+    const exchange = new Exchange(this, ctx, started, requestText, expectsReply, streamOpen);
+    this.open.add(exchange);
     if (expectsReply) ctx.onReply((reply) => exchange.replied(reply));
     ctx.onEnd((end) => exchange.ended(end.status));
   }
@@ -162,10 +159,13 @@ export class Auditor {
     if (event !== undefined) this.#options.writer.write(event);
   }
 
-  /** Writes the events still waiting for an answer (with what is known), then flushes. Idempotent. */
+  /**
+   * Writes the events of the exchanges still open (with what is known: a stream that is still
+   * open, an answer still awaited), then flushes. Idempotent.
+   */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      for (const exchange of [...this.waiting]) exchange.finish();
+      for (const exchange of [...this.open]) exchange.finish();
       await this.#options.writer.close();
     })();
     return this.#closing;

@@ -137,11 +137,13 @@ export function auditEventType(httpMethod: string, path: string, mcpMethod: stri
   return 'http_request';
 }
 
-/** §2.3: from the final HTTP status. */
+/** §2.3: from the final HTTP status (0: none, the exchange never completed). */
 export function outcomeForStatus(status: number): AuditOutcome {
   if (status === 401 || status === 403) return 'denied';
   if (status >= 500) return 'error';
   if (status >= 400) return 'failure';
+  // No status at all: the exchange never completed (the proxy shut down with it in flight).
+  if (status < 100) return 'error';
   return 'success';
 }
 

@@ -74,6 +74,8 @@ export class AuditWriter {
   #queue: AuditEvent[] = [];
   #draining: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
+  /** Set when the sink is about to close: from then on events are ignored. */
+  #sealed = false;
   #dropped = 0;
   #failed = 0;
   #lastError: unknown;
@@ -94,9 +96,12 @@ export class AuditWriter {
     return this.#droppedTotal;
   }
 
-  /** Queues one event; never blocks and never throws. */
+  /**
+   * Queues one event; never blocks and never throws. Events that arrive while `close` is
+   * flushing are still written (the last exchanges end as the proxy shuts down).
+   */
   write(event: AuditEvent): void {
-    if (this.#closing !== undefined) return;
+    if (this.#sealed) return;
     if (this.#queue.length >= this.#maxQueued) {
       this.#dropped++;
       this.#droppedTotal++;
@@ -168,6 +173,7 @@ export class AuditWriter {
         this.#draining ??= this.#drain();
         await this.#draining;
       }
+      this.#sealed = true;
       if (this.#reportTimer !== undefined) clearTimeout(this.#reportTimer);
       this.#reportTimer = undefined;
       this.#report();

@@ -143,13 +143,33 @@ test('legacy SSE: the wait is bounded; without an answer the event is written wi
   await auditor.close();
 });
 
-test('close() writes the events still waiting for an answer', async () => {
+test('close() writes the events still open: a 202 awaiting its answer, a stream (established), a request in flight (error)', async () => {
   const { auditor, events } = auditorWith({}, { replyWaitMs: 3_600_000 });
-  const request = fakeContext({ path: '/messages' });
-  auditor.handle(request.ctx);
-  request.end(202);
+  const accepted = fakeContext({ path: '/messages' });
+  auditor.handle(accepted.ctx);
+  accepted.end(202);
+  const stream = fakeContext({
+    method: 'GET',
+    path: '/sse',
+    headers: { accept: 'text/event-stream' },
+    mcp: undefined,
+    bodyText: undefined,
+  });
+  auditor.handle(stream.ctx);
+  const inFlight = fakeContext();
+  auditor.handle(inFlight.ctx);
   await auditor.close();
-  assert.equal(events.length, 1);
+  assert.deepEqual(
+    events.map((e) => [e.type, e.outcome]),
+    [
+      ['mcp_tool_call', 'success'],
+      ['sse_connection', 'success'],
+      ['mcp_tool_call', 'error'],
+    ],
+  );
+  // An end that comes after close writes nothing more.
+  stream.end(200);
+  assert.equal(events.length, 3);
 });
 
 test('a notification (no id) registers no reply hook and is written at its 202', async () => {

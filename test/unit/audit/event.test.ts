@@ -85,6 +85,7 @@ test('§2.3 outcome by status', () => {
     [429, 'failure'],
     [500, 'error'],
     [503, 'error'],
+    [0, 'error'],
   ];
   for (const [status, outcome] of table) assert.equal(outcomeForStatus(status), outcome, String(status));
 });
