@@ -23,6 +23,7 @@ export interface FieldProblem {
 interface Placement {
   runsIn: 'remote' | 'container' | 'process';
   transport: RunConfig['transport'];
+  isolateNetwork: boolean;
 }
 
 interface FieldRule {
@@ -34,7 +35,7 @@ interface FieldRule {
    * not and what to do ("for a remote server: ..."). Absent: the field has no effect anywhere
    * yet, and `hint` says what to do.
    */
-  readonly notHonoured?: (where: Placement) => string | undefined;
+  readonly notHonoured?: (where: Placement, value: unknown) => string | undefined;
   readonly hint?: string;
 }
 
@@ -155,6 +156,18 @@ const RULES: readonly FieldRule[] = [
         : `for ${w.runsIn === 'remote' ? 'a remote server' : 'a server that runs as a local process'}: only a container can be privileged; remove it`,
   },
   {
+    // `none` cuts the network; `host` is what an unisolated server gets (Studio sends it with
+    // network_isolation false). `bridge` names the default.
+    field: 'permission_profile.network.mode',
+    isDefault: (v) => v === undefined || v === '' || v === 'none' || v === 'bridge',
+    notHonoured: (w, v) =>
+      v !== 'host'
+        ? `as '${String(v)}': use none, host (with network_isolation false) or leave it out`
+        : w.isolateNetwork && w.runsIn !== 'remote'
+          ? "as 'host' while network_isolation is on: set network_isolation to false for an unrestricted network, or leave mode out"
+          : undefined,
+  },
+  {
     field: 'sandbox',
     isDefault: (v) => v === undefined || v === 'auto',
     notHonoured: (w) =>
@@ -218,7 +231,7 @@ function placementOf(config: RunConfig, skep: SkepConfig): Placement {
       : workloadSandbox(skep, config).sandbox === 'container'
         ? 'container'
         : 'process';
-  return { runsIn, transport: config.transport };
+  return { runsIn, transport: config.transport, isolateNetwork: config.isolate_network !== false };
 }
 
 /**
@@ -238,7 +251,7 @@ export function unsupportedFields(config: RunConfig, skep: SkepConfig): FieldPro
       continue;
     }
     where ??= placementOf(config, skep);
-    const why = rule.notHonoured(where);
+    const why = rule.notHonoured(where, valueAt(config, rule.field));
     if (why !== undefined)
       problems.push({ field: rule.field, message: `${rule.field} is not supported ${why}` });
   }

@@ -167,6 +167,8 @@ const REFUSED: [string, unknown, Kind, unknown[]][] = [
   ['volumes', ['/data:/data'], 'remote', [[]]],
   ['permission_profile.privileged', true, 'process', [false]],
   ['permission_profile.privileged', true, 'remote', [false]],
+  ['permission_profile.network.mode', 'host', 'process', ['none', 'bridge', '']],
+  ['permission_profile.network.mode', 'macvlan', 'container', ['none']],
   ['sandbox', 'off', 'container', ['auto']],
   ['sandbox', 'bwrap', 'remote', ['auto']],
   ['session_mode', 'per-session', 'container', ['shared']],
@@ -192,6 +194,7 @@ const ACCEPTED_WHERE_HONOURED: [string, unknown, Kind][] = [
   ['volumes', ['/data:/data:ro'], 'container'],
   ['permission_profile.privileged', true, 'container'],
   ['sandbox', 'off', 'process'],
+  ['permission_profile.network.mode', 'none', 'process'],
   ['session_mode', 'per-session', 'process'],
   ['cmd_args', ['--verbose'], 'process'],
   ['permission_profile_name_or_path', 'none', 'container'],
@@ -251,6 +254,15 @@ test('issue 17 item 5: defaults pass (absent, empty, false, the documented defau
 test('fields honoured only for some servers pass where they have an effect', () => {
   for (const [field, value, kind] of ACCEPTED_WHERE_HONOURED)
     assert.deepEqual(unsupportedFields(withValue(base(kind), field, value), skep), [], `${field} on ${kind}`);
+});
+
+test("permission_profile.network.mode 'host' passes with network isolation off (Studio's host access)", () => {
+  const host = withValue(base('container'), 'permission_profile.network.mode', 'host');
+  assert.match(
+    refusal(host)?.message ?? '',
+    /^permission_profile\.network\.mode is not supported as 'host' while network_isolation is on: set network_isolation to false/,
+  );
+  assert.deepEqual(unsupportedFields({ ...host, isolate_network: false }, skep), []);
 });
 
 test('several unsupported fields: the message names the first and lists the others', () => {
