@@ -10,6 +10,7 @@ import type { TestContext } from 'node:test';
 import type { SkepApp } from '../../../src/api/app.js';
 import { type ApiContext, createContext } from '../../../src/api/context.js';
 import { type RestartPolicy, runWorkload } from '../../../src/runner/index.js';
+import type { SecretLookup } from '../../../src/secrets/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { runnerAlive, WorkloadManager } from '../../../src/workloads/index.js';
 import { buildTestApp } from '../../helpers/api.js';
@@ -57,18 +58,22 @@ export function inProcessManager(t: TestContext): { ctx: ApiContext; manager: Wo
   return { ctx, manager };
 }
 
-/** Runs the runner of `name` (created through `inProcessManager`) in this process, until `signal` or it gives up. */
+/**
+ * Runs the runner of `name` (created through `inProcessManager`) in this process, until `signal` or it gives up.
+ * `secretLookup` defaults to a store with no secrets.
+ */
 export function runInProcess(
   ctx: ApiContext,
   name: string,
   signal: AbortSignal,
   policy?: Partial<RestartPolicy>,
+  secretLookup: SecretLookup = async () => undefined,
 ): Promise<number> {
   return runWorkload({
     name,
     store: ctx.store,
     config: ctx.config,
-    secretLookup: async () => undefined,
+    secretLookup,
     logger: silentLogger,
     pid: IMPOSSIBLE_PID,
     signal,
