@@ -7,7 +7,10 @@
  *
  * A legacy-SSE POST is answered 202 at once and its answer travels on the GET stream later;
  * its event waits for that answer (at most `replyWaitMs`), so its outcome is the answer's.
- * A stream open (GET with `Accept: text/event-stream`) gives one `sse_connection` event.
+ * A stream open (GET with `Accept: text/event-stream`) gives one `sse_connection` event,
+ * written when the stream ends with the status it got (the reference writes it when the
+ * response starts; the pipeline has no hook for that moment yet). A refused stream ends at
+ * once, so its `denied` event is immediate. At shutdown every exchange still open is written.
  */
 import type { ProxyRequestContext } from '../proxy/index.js';
 import type { AuditConfig } from './config.js';
