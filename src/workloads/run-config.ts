@@ -50,22 +50,30 @@ const HeaderForward = Type.Object({
   add_plaintext_headers: Opt(StrMap()),
 });
 const Bucket = Type.Object({ maxTokens: Opt(Type.Integer()), refillPeriod: Opt(Type.Unknown()) });
-const Webhook = Type.Object({
-  failure_policy: Opt(Str()),
-  hmac_secret_ref: Opt(Str()),
-  name: Opt(Str()),
-  url: Opt(Str()),
-  // Integer nanoseconds (what the reference writes) or a Go duration string ("5s"), §3.1.
-  timeout: Opt(Type.Union([Type.Integer(), Str()])),
-  tls_config: Opt(
-    Type.Object({
-      ca_bundle_path: Opt(Str()),
-      client_cert_path: Opt(Str()),
-      client_key_path: Opt(Str()),
-      insecure_skip_verify: Opt(Type.Boolean()),
-    }),
-  ),
-});
+// Reference middleware.md §3.1; unknown keys are refused here, on create and import, rather
+// than at the workload's start (src/webhooks/config.ts checks the values).
+const Webhook = Type.Object(
+  {
+    failure_policy: Opt(Str()),
+    hmac_secret_ref: Opt(Str()),
+    name: Opt(Str()),
+    url: Opt(Str()),
+    // Integer nanoseconds (what the reference writes) or a Go duration string ("5s").
+    timeout: Opt(Type.Union([Type.Integer(), Str()])),
+    tls_config: Opt(
+      Type.Object(
+        {
+          ca_bundle_path: Opt(Str()),
+          client_cert_path: Opt(Str()),
+          client_key_path: Opt(Str()),
+          insecure_skip_verify: Opt(Type.Boolean()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
 export const RunConfigSchema = Type.Object(
   {
     schema_version: Str(),

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { generateSelfSignedCert } from '../../../src/operator/certs.js';
 import { isSkepError } from '../../../src/shared/index.js';
+import { parseRunConfig } from '../../../src/workloads/index.js';
 import {
   parseGoDuration,
   parseWebhookList,
@@ -236,4 +237,20 @@ test('stage parameters: {webhooks, server_name, transport}; unknown keys and wro
     parseWebhookStageConfig({}, 'mutating', noSecrets),
     /mutating_webhooks must be a non-empty list/,
   );
+});
+
+test('run-config schema (§3.1): timeout as integer ns or duration string; unknown webhook keys refused at create', () => {
+  const withHook = (hook: Record<string, unknown>) =>
+    parseRunConfig({ name: 'x', image: 'npx://x', validating_webhooks: [{ ...base, ...hook }] });
+  assert.equal(withHook({ timeout: '5s' }).validating_webhooks?.[0]?.timeout, '5s');
+  assert.equal(withHook({ timeout: 5_000_000_000 }).validating_webhooks?.[0]?.timeout, 5_000_000_000);
+  for (const [hook, field] of [
+    [{ colour: 'red' }, 'validating_webhooks.0.colour'],
+    [{ tls_config: { verify: false } }, 'validating_webhooks.0.tls_config.verify'],
+    [{ timeout: 1.5 }, 'validating_webhooks.0.timeout'],
+  ] as const)
+    assert.throws(
+      () => withHook(hook),
+      (err) => isSkepError(err) && err.code === 'bad_request' && err.message.includes(field),
+    );
 });
