@@ -181,13 +181,16 @@ export class WebhookClient {
     return { kind: 'answer', response };
   }
 
-  /** Ends the connection pool; idempotent. */
+  /**
+   * Ends the connection pool; idempotent. Calls still waiting are cut (they count as failed)
+   * rather than awaited: a stopping workload must not wait up to 30 s for a slow webhook.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     const agent = this.#agent;
     this.#agent = undefined;
-    await agent?.close();
+    await agent?.destroy();
   }
 
   async #hmacKey(): Promise<Buffer | undefined> {
