@@ -100,6 +100,15 @@ export function planPipeline(config: RunConfig): MiddlewareConfig[] {
   return explicit.map((e) => ({ type: e.type, parameters: e.parameters }));
 }
 
+/**
+ * Everything about the pipeline a run configuration asks for that can be checked before it
+ * is stored: the plan (`planPipeline`) and each stage's own `check`.
+ */
+export async function checkPipeline(config: RunConfig): Promise<void> {
+  for (const entry of planPipeline(config))
+    await FACTORIES.get(entry.type)?.check?.(entry.parameters, config);
+}
+
 /** Combinations that would fight over `Authorization` are refused. */
 function checkCombinations(config: RunConfig): void {
   const remote = config.remote_auth_config;

@@ -4,7 +4,7 @@
  * built from the run configuration. `build.ts` assembles it; `stages/` holds one file per
  * stage and the order; `types.ts` is the contract.
  */
-export { buildPipeline, type Pipeline, type ProxyTuning, planPipeline } from './build.js';
+export { buildPipeline, checkPipeline, type Pipeline, type ProxyTuning, planPipeline } from './build.js';
 export { callerClaims, localUserClaims, localUserIdentity } from './identity.js';
 export { STAGES } from './stages/index.js';
 export type { EmbeddedAuthServerHandle, MiddlewareConfig, Stage, StageDeps, StageFactory } from './types.js';

@@ -64,5 +64,11 @@ export interface StageDeps {
 export interface StageFactory {
   readonly type: string;
   fromRunConfig?(config: RunConfig): unknown;
+  /**
+   * Validates the parameters without side effects (no secrets resolved, no connections):
+   * create, update and import call it, so a bad configuration is a 400 before anything is
+   * written rather than a start error. `create` validates again at start.
+   */
+  check?(parameters: unknown, config: RunConfig): void | Promise<void>;
   create(parameters: unknown, deps: StageDeps): Promise<Stage | undefined>;
 }

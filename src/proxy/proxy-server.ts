@@ -235,6 +235,9 @@ class McpProxy implements RunningProxy {
         this.server.close(() => resolve());
         for (const socket of this.sockets) socket.destroy();
       });
+      // Responses emit `close` (and the middlewares' end hooks run) in the turn after their
+      // socket went away: let them, so a pipeline closed after the proxy sees every exchange end.
+      await new Promise<void>((resolve) => setImmediate(resolve));
     })();
     return this.closing;
   }

@@ -41,6 +41,7 @@ import {
   type SecretLookup,
   type StatusUpdate,
   serverLogPath,
+  unsupportedFields,
   type WorkloadRow,
   WorkloadStore,
 } from '../workloads/index.js';
@@ -155,6 +156,17 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
   if (exposure !== undefined) {
     setStatus({ status: 'error', context: exposure });
     logger.error({ workload: name, host: runConfig.host }, 'refusing an unauthenticated non-loopback bind');
+    return 1;
+  }
+  // Create, update and import refuse fields this build would ignore; a record written before
+  // that rule (or by hand) is refused here rather than run with a policy silently dropped.
+  const [unsupported] = unsupportedFields(runConfig, config);
+  if (unsupported !== undefined) {
+    setStatus({ status: 'error', context: unsupported.message });
+    logger.error(
+      { workload: name, field: unsupported.field },
+      'refusing a run configuration field this build ignores',
+    );
     return 1;
   }
   const perSession = runConfig.session_mode === 'per-session';

@@ -4,10 +4,9 @@
  * sandbox a profile demands, a usable container engine) — and the proxy's reach. Nothing is
  * written: every check passes before the manager records a workload.
  */
-import { checkAuthzConfig } from '../authz/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { type GroupService, validateGroupName } from '../groups/index.js';
-import { planPipeline } from '../pipeline/index.js';
+import { checkPipeline } from '../pipeline/index.js';
 import { checkLocalExecutable, checkWorkloadSandbox } from '../runtime/index.js';
 import { SkepError } from '../shared/index.js';
 import { IMAGE_SCHEMES } from './config-builder.js';
@@ -48,10 +47,11 @@ export function checkExposure(config: RunConfig): void {
  * build (known `middleware_configs` types, no conflicting fields), and an authorization policy
  * must be valid — all before anything is written, not when the workload starts.
  */
-export function checkHonouredFields(ctx: ConfigCheckContext, config: RunConfig): void {
+export async function checkHonouredFields(ctx: ConfigCheckContext, config: RunConfig): Promise<void> {
   checkSupportedFields(config, ctx.config);
-  planPipeline(config);
-  checkAuthzConfig(config);
+  // The middleware pipeline: types, combinations and each stage's own configuration
+  // (authorization policies, the audit config, webhooks).
+  await checkPipeline(config);
 }
 
 /** Everything about a config that can be checked without side effects. */
@@ -77,7 +77,7 @@ export async function validateConfig(ctx: ConfigCheckContext, config: RunConfig)
   }
   await requireSecrets(refs, ctx.secretLookup);
   await checkRunnable(ctx, config);
-  checkHonouredFields(ctx, config);
+  await checkHonouredFields(ctx, config);
   for (const key of Object.keys(config.env_vars)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
       throw new SkepError('bad_request', `env_vars: '${key}' is not a valid variable name`);

@@ -142,7 +142,7 @@ export class WorkloadManager implements GroupMembers {
     for (const text of config.secrets) parseSecretRef(text);
     await requireSecrets(config.secrets.map(parseSecretRef), this.secretLookup);
     await checkRunnable(this.#checks, config);
-    checkHonouredFields(this.#checks, config);
+    await checkHonouredFields(this.#checks, config);
     if (this.rows.get(config.name) !== undefined) {
       throw new SkepError('workload_exists', `workload '${config.name}' already exists`);
     }

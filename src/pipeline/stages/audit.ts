@@ -82,6 +82,10 @@ export const auditStage: StageFactory = {
     return undefined;
   },
 
+  async check(parameters: unknown) {
+    await configOf(parseParameters(parameters));
+  },
+
   async create(parameters: unknown, deps: StageDeps): Promise<Stage | undefined> {
     const params = parseParameters(parameters);
     const config = await configOf(params);

@@ -328,6 +328,14 @@ class AuthorizationStage implements Stage {
   }
 }
 
+/** The authorizer configuration the parameters give (inline wins over a file). */
+function configOf(parameters: unknown): AuthzConfig {
+  const p = parseParameters(parameters);
+  if (p.config_data !== undefined) return parseAuthzConfig(p.config_data, 'authz_config');
+  if (p.config_path !== undefined) return loadAuthzConfigFile(p.config_path, 'authz_config_path').config;
+  throw new SkepError('bad_request', 'authorization parameters: set config_data or config_path');
+}
+
 export const authorizationStage: StageFactory = {
   type: 'authorization',
 
@@ -338,13 +346,12 @@ export const authorizationStage: StageFactory = {
     return undefined;
   },
 
+  check(parameters, runConfig) {
+    claimProvider(configOf(parameters), runConfig);
+  },
+
   async create(parameters, deps) {
-    const p = parseParameters(parameters);
-    let config: AuthzConfig;
-    if (p.config_data !== undefined) config = parseAuthzConfig(p.config_data, 'authz_config');
-    else if (p.config_path !== undefined)
-      config = loadAuthzConfigFile(p.config_path, 'authz_config_path').config;
-    else throw new SkepError('bad_request', 'authorization parameters: set config_data or config_path');
+    const config = configOf(parameters);
     const provider = claimProvider(config, deps.config);
     if (provider !== '' && deps.authServer === undefined)
       throw new SkepError(
