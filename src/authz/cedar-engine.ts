@@ -5,6 +5,7 @@
  * name the policy and carry Cedar's own text), the preparsed policy sets, and the entity JSON
  * format of the reference (`uid` as `{type, id}` or `{"__entity": {type, id}}`, §1.1).
  */
+import { setFlagsFromString } from 'node:v8';
 import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';
 import { lazyRequire, SkepError } from '../shared/index.js';
 
@@ -12,7 +13,23 @@ export type CedarValue = CedarWasm.CedarValueJson;
 export type CedarEntity = CedarWasm.EntityJson & { uid: CedarWasm.TypeAndId; parents: CedarWasm.TypeAndId[] };
 export type CedarAnswer = CedarWasm.AuthorizationAnswer;
 
-export const loadCedar = lazyRequire<typeof CedarWasm>('@cedar-policy/cedar-wasm/nodejs');
+const requireCedar = lazyRequire<typeof CedarWasm>('@cedar-policy/cedar-wasm/nodejs');
+let flagged = false;
+
+/**
+ * The engine. Node 20's V8 (11.3) crashes the process ("Fatal error … unreachable code" in
+ * `Deoptimizer::DoComputeBuiltinContinuation`) when optimized code that inlined a JS→Wasm
+ * call is deoptimized lazily during that call — reproducibly within a few thousand Cedar
+ * decisions. Turning that inlining off before any caller is optimized avoids it; the cost is
+ * one ordinary call per decision.
+ */
+export function loadCedar(): typeof CedarWasm {
+  if (!flagged) {
+    flagged = true;
+    setFlagsFromString('--no-turbo-inline-js-wasm-calls');
+  }
+  return requireCedar();
+}
 
 function bad(message: string): SkepError {
   return new SkepError('bad_request', message);
@@ -57,6 +74,51 @@ export function preparsePolicies(policies: readonly string[], field: string): st
   const answer = loadCedar().preparsePolicySet(id, { staticPolicies: policyRecord(policies) });
   if (answer.type === 'failure') throw bad(`${field}: ${answer.errors.map(describeCedarError).join('; ')}`);
   return id;
+}
+
+/** Which attribute names the policies can read, and whether one uses `context` as a whole value. */
+export interface AttributeUse {
+  readonly names: ReadonlySet<string>;
+  readonly wholeContext: boolean;
+}
+
+/**
+ * Cedar reads attributes only by literal name (`x.attr`, `x["attr"]`, `x has attr`), so the
+ * names any policy can read are known from the policy text. Handing Cedar only those keeps
+ * each decision cheap (crossing into WebAssembly and building entities costs per attribute)
+ * without changing any decision: an attribute no policy names cannot influence one. The one
+ * exception, `context` compared or used as a whole record, is detected and then the context
+ * is passed whole.
+ */
+export function attributeUse(policies: readonly string[]): AttributeUse {
+  const cedar = loadCedar();
+  const names = new Set<string>();
+  let wholeContext = false;
+  const isContextVar = (node: unknown) => isRecord(node) && node['Var'] === 'context';
+  const walk = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      for (const item of node) walk(item);
+      return;
+    }
+    if (!isRecord(node)) return;
+    if (node['Var'] === 'context') wholeContext = true;
+    for (const [key, value] of Object.entries(node)) {
+      if ((key === '.' || key === 'has') && isRecord(value)) {
+        const attr = value['attr'];
+        for (const a of Array.isArray(attr) ? attr : [attr]) if (typeof a === 'string') names.add(a);
+        // `context.x` / `context has x` read one key; anything else touching `context` is whole.
+        if (!isContextVar(value['left'])) walk(value['left']);
+        continue;
+      }
+      walk(value);
+    }
+  };
+  for (const text of policies) {
+    const answer = cedar.policyToJson(text);
+    if (answer.type === 'failure') return { names, wholeContext: true };
+    walk(answer.json.conditions);
+  }
+  return { names, wholeContext };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

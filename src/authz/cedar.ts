@@ -16,7 +16,15 @@
  */
 import type { AuthzDecision, AuthzFeature, AuthzRequest, Authorizer } from './authorizer.js';
 import type { CedarAuthzConfig } from './config.js';
-import { type CedarEntity, type CedarValue, entityKey, loadCedar, preparsePolicies } from './cedar-engine.js';
+import {
+  type AttributeUse,
+  attributeUse,
+  type CedarEntity,
+  type CedarValue,
+  entityKey,
+  loadCedar,
+  preparsePolicies,
+} from './cedar-engine.js';
 
 const ACTION: Record<AuthzFeature, string> = {
   tool: 'call_tool',
@@ -86,9 +94,17 @@ function stringsOf(value: unknown): string[] {
 }
 
 interface Principal {
-  attrs: Record<string, CedarValue>;
+  /** Every claim as an attribute (what `context` holds when a policy uses it whole). */
+  all: Record<string, CedarValue>;
+  /** The attributes some policy names (what Cedar is given on the entity). */
+  used: Record<string, CedarValue>;
   parents: string[];
+  /** Identifies what Cedar sees of this principal, for the decision cache. */
+  key: string;
 }
+
+/** Most decisions remembered. */
+const DECISION_CACHE_SIZE = 4096;
 
 export class CedarAuthorizer implements Authorizer {
   readonly #setId: string;
@@ -98,11 +114,19 @@ export class CedarAuthorizer implements Authorizer {
   readonly #roleClaim: string;
   readonly #multiValued: readonly string[];
   readonly #static: ReadonlyMap<string, CedarEntity>;
+  readonly #use: AttributeUse;
   /** Claims objects are often reused (the local user, a cached token): convert each once. */
-  readonly #principals = new WeakMap<object, Principal>();
+  readonly #principals = { token: new WeakMap<object, Principal>(), local: new WeakMap<object, Principal>() };
+  /**
+   * Cedar decisions are a pure function of the policies, the static entities (both fixed
+   * here) and the request's entities and context, so equal inputs are answered from memory:
+   * a decision costs ~0.1 ms in the WebAssembly engine, a lookup ~1 µs.
+   */
+  readonly #decisions = new Map<string, AuthzDecision>();
 
   constructor(config: CedarAuthzConfig, serverName: string, field = 'authz_config') {
     this.#setId = preparsePolicies(config.cedar.policies, `${field}.cedar.policies`);
+    this.#use = attributeUse(config.cedar.policies);
     this.#serverName = serverName;
     this.#groupType = config.cedar.group_entity_type;
     this.#groupClaim = config.cedar.group_claim_name;
@@ -125,19 +149,26 @@ export class CedarAuthorizer implements Authorizer {
 
   /** `claim_<name>` (and `claimset_<name>` for multi-valued claims) attributes of the principal and context. */
   claimAttributes(claims: Readonly<Record<string, unknown>>, localUser: boolean): Record<string, CedarValue> {
-    return this.#principal(claims, localUser).attrs;
+    return this.#principal(claims, localUser).all;
+  }
+
+  #used(attrs: Record<string, CedarValue>): Record<string, CedarValue> {
+    const out: Record<string, CedarValue> = {};
+    for (const k in attrs) if (this.#use.names.has(k)) out[k] = attrs[k] as CedarValue;
+    return out;
   }
 
   #principal(claims: Readonly<Record<string, unknown>>, localUser: boolean): Principal {
-    const cached = this.#principals.get(claims);
+    const memo = localUser ? this.#principals.local : this.#principals.token;
+    const cached = memo.get(claims);
     if (cached !== undefined) return cached;
-    const attrs: Record<string, CedarValue> = {};
+    const all: Record<string, CedarValue> = {};
     for (const [name, value] of Object.entries(claims)) {
       const v =
         localUser && LOCAL_USER_LONGS.has(name) && Number.isSafeInteger(value)
           ? (value as number)
           : toCedarValue(value);
-      if (v !== undefined) attrs[`claim_${name}`] = v;
+      if (v !== undefined) all[`claim_${name}`] = v;
     }
     for (const name of this.#multiValued) {
       const value = claims[name];
@@ -148,11 +179,14 @@ export class CedarAuthorizer implements Authorizer {
             ? stringsOf(value)
             : undefined;
       if (values === undefined) continue;
-      attrs[`claim_${name}`] = values.join(' ');
-      attrs[`claimset_${name}`] = values;
+      all[`claim_${name}`] = values.join(' ');
+      all[`claimset_${name}`] = values;
     }
-    const principal = { attrs, parents: this.groupsOf(claims) };
-    this.#principals.set(claims, principal);
+    const used = this.#used(all);
+    const parents = this.groupsOf(claims);
+    const key = JSON.stringify([claims['sub'], used, parents, this.#use.wholeContext ? all : 0]);
+    const principal = { all, used, parents, key };
+    memo.set(claims, principal);
     return principal;
   }
 
@@ -183,7 +217,7 @@ export class CedarAuthorizer implements Authorizer {
         } else if (t === 'object') args[`arg_${k}_present`] = true;
       }
     }
-    const resourceAttrs: Record<string, CedarValue> =
+    const resourceAttrs = this.#used(
       request.feature === 'resource'
         ? { name: request.resourceId, uri: request.resourceId, operation: 'read', feature: 'resource' }
         : {
@@ -193,24 +227,46 @@ export class CedarAuthorizer implements Authorizer {
             name: request.resourceId,
             operation: OPERATION[request.feature],
             feature: request.feature,
-          };
+          },
+    );
+    const contextArgs = this.#use.wholeContext ? args : this.#used(args);
+    const key = `${principal.key}\u0000${request.feature}\u0000${request.resourceId}\u0000${JSON.stringify(resourceAttrs)}\u0000${JSON.stringify(contextArgs)}`;
+    const remembered = this.#decisions.get(key);
+    if (remembered !== undefined) return remembered;
+    const decision = this.#evaluate(sub, principal, actionId, request, resourceAttrs, contextArgs);
+    // Bounded: when full, start over (a working set larger than this gains little anyway).
+    if (this.#decisions.size >= DECISION_CACHE_SIZE) this.#decisions.clear();
+    this.#decisions.set(key, decision);
+    return decision;
+  }
 
+  #evaluate(
+    sub: string,
+    principal: Principal,
+    actionId: string,
+    request: AuthzRequest,
+    resourceAttrs: Record<string, CedarValue>,
+    contextArgs: Record<string, CedarValue>,
+  ): AuthzDecision {
     const principalUid = { type: 'Client', id: sub };
     const actionUid = { type: 'Action', id: actionId };
     const resourceUid = { type: RESOURCE_TYPE[request.feature], id: request.resourceId };
+    const actionAttrs = this.#used({ operation: actionId });
     const synthesised: CedarEntity[] = [
       {
         uid: principalUid,
-        attrs: principal.attrs,
+        attrs: principal.used,
         parents: principal.parents.map((g) => ({ type: this.#groupType, id: g })),
       },
-      { uid: actionUid, attrs: { operation: actionId }, parents: [] },
       {
         uid: resourceUid,
         attrs: resourceAttrs,
         parents: this.#serverName === '' ? [] : [{ type: 'MCP', id: this.#serverName }],
       },
     ];
+    // An entity without attributes or parents is the same to Cedar as an absent one.
+    if (Object.keys(actionAttrs).length > 0 || this.#static.size > 0)
+      synthesised.push({ uid: actionUid, attrs: actionAttrs, parents: [] });
     let entities: CedarEntity[] = synthesised;
     if (this.#static.size > 0) {
       const own = new Set(synthesised.map((e) => entityKey(e.uid)));
@@ -224,7 +280,7 @@ export class CedarAuthorizer implements Authorizer {
       principal: principalUid,
       action: actionUid,
       resource: resourceUid,
-      context: { ...principal.attrs, ...args },
+      context: { ...(this.#use.wholeContext ? principal.all : principal.used), ...contextArgs },
       preparsedPolicySetId: this.#setId,
       entities,
     });

@@ -241,3 +241,50 @@ test('the denial reason carries policy ids, not claim values', () => {
   assert.equal(d.allow, false);
   assert.doesNotMatch(d.reason, /alice-the-subject/);
 });
+
+test('only attributes a policy names reach Cedar, except when a policy uses context as a whole record', () => {
+  const whole = authorizer([
+    'permit(principal, action, resource) when { context == {"claim_sub": "alice", "arg_n": "1"} };',
+  ]);
+  assert.equal(whole.authorize(call('echo', { n: '1' }, { sub: 'alice' })).allow, true);
+  assert.equal(whole.authorize(call('echo', { n: '1' }, { sub: 'alice', email: 'x' })).allow, false);
+  const named = authorizer([
+    'permit(principal, action, resource) when { context["arg_n"] == "1" && resource["arg_n"] == "1" && !(principal has claim_email) };',
+  ]);
+  assert.equal(named.authorize(call('echo', { n: '1' }, { sub: 'alice' })).allow, true);
+  assert.equal(named.authorize(call('echo', { n: '1' }, { sub: 'alice', email: 'x' })).allow, false);
+  assert.equal(named.authorize(call('echo', { n: '2' }, { sub: 'alice' })).allow, false);
+});
+
+test('decisions are remembered per exact input: a changed claim, argument or annotation is decided afresh', () => {
+  const a = authorizer([
+    'permit(principal, action, resource) when { principal.claim_email == "a@x" && resource.arg_n == "1" && !(resource has destructiveHint && resource.destructiveHint) };',
+  ]);
+  for (let i = 0; i < 3; i++) {
+    assert.equal(a.authorize(call('echo', { n: '1' }, { sub: 'a', email: 'a@x' })).allow, true);
+    assert.equal(a.authorize(call('echo', { n: '1' }, { sub: 'a', email: 'b@x' })).allow, false);
+    assert.equal(a.authorize(call('echo', { n: '2' }, { sub: 'a', email: 'a@x' })).allow, false);
+    assert.equal(
+      a.authorize({
+        ...call('echo', { n: '1' }, { sub: 'a', email: 'a@x' }),
+        annotations: { destructiveHint: true },
+      }).allow,
+      false,
+    );
+  }
+});
+
+test('Node 20 V8: tens of thousands of distinct decisions (optimized caller deoptimized around the Wasm call) do not crash the process', () => {
+  const a = authorizer([
+    'permit(principal, action == Action::"call_tool", resource == Tool::"echo");',
+    ...Array.from(
+      { length: 8 },
+      (_, i) =>
+        `permit(principal in THVGroup::"g${i}", action, resource == Tool::"t${i}") when { resource has arg_x && resource.arg_x == "v" && principal.claim_email like "*@example.com" };`,
+    ),
+  ]);
+  let allowed = 0;
+  for (let i = 0; i < 40_000; i++)
+    if (a.authorize(call('echo', { message: 'hello', x: `v${i}` })).allow) allowed++;
+  assert.equal(allowed, 40_000);
+});
