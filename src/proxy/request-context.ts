@@ -6,6 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from '../shared/index.js';
 import { silentLogger } from '../shared/index.js';
+import { invalidReason } from './json-rpc.js';
 import { parseMcpRequest } from './mcp-request.js';
 import type {
   BackendTransport,
@@ -82,7 +83,7 @@ export function newRequestContext(init: RequestContextInit): BuiltRequestContext
     serverName: init.serverName,
     backendTransport: init.backendTransport,
     replaceBody(next) {
-      const parsed = parseMcpRequest(next, toolName);
+      const parsed = invalidReason(next) === undefined ? parseMcpRequest(next, toolName) : undefined;
       if (parsed === undefined) throw new TypeError('the new body is not a JSON-RPC request or notification');
       body = { text: JSON.stringify(next), json: next };
       mcp = parsed;

@@ -50,6 +50,10 @@ function webhookStage(kind: WebhookKind): StageFactory {
       if (webhooks === undefined || webhooks.length === 0) return undefined;
       return { webhooks, server_name: config.name, transport: config.transport };
     },
+    async check(parameters: unknown) {
+      // Everything but the HMAC secret's value, which is looked up when the workload starts.
+      await parseWebhookStageConfig(parameters, kind, async () => 'checked at start');
+    },
     async create(parameters: unknown, deps: StageDeps): Promise<Stage> {
       const config = await parseWebhookStageConfig(parameters, kind, deps.secretLookup);
       const clients = config.webhooks.map(

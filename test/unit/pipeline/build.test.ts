@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { buildPipeline, checkPipeline, planPipeline } from '../../../src/pipeline/index.js';
+import { silentLogger } from '../../../src/shared/index.js';
+import { parseRunConfig } from '../../../src/workloads/index.js';
+
+const base = { name: 'w', image: 'cmd:///bin/true' };
+const authz = {
+  version: '1.0',
+  type: 'cedarv1',
+  cedar: { policies: ['permit(principal, action, resource);'] },
+};
+const webhook = {
+  name: 'v',
+  url: 'http://127.0.0.1:9/validate',
+  failure_policy: 'fail',
+  tls_config: { insecure_skip_verify: true },
+};
+
+const codeOf = (err: unknown): unknown => (err as { code?: unknown }).code;
+
+test('typed fields become stages in Skep order, whatever order the fields are written in', () => {
+  const config = parseRunConfig({
+    ...base,
+    authz_config: authz,
+    validating_webhooks: [webhook],
+    audit_config: { logFile: '/tmp/a.jsonl' },
+    oidc_config: { issuer: 'https://idp.example.com', audience: 'skep' },
+    mutating_webhooks: [webhook],
+  });
+  assert.deepEqual(
+    planPipeline(config).map((e) => e.type),
+    ['audit', 'auth', 'mutating-webhook', 'validating-webhook', 'authorization'],
+  );
+  assert.deepEqual(planPipeline(parseRunConfig(base)), []);
+});
+
+test('middleware_configs: used as given; unknown and not-yet types refused; typed fields and the list not both', () => {
+  const explicit = parseRunConfig({
+    ...base,
+    middleware_configs: [
+      { type: 'authorization', parameters: { config_data: authz } },
+      { type: 'audit', parameters: {} },
+      { type: 'bodylimit', parameters: { max_bytes: 1024 } },
+    ],
+  });
+  assert.deepEqual(
+    planPipeline(explicit).map((e) => e.type),
+    ['authorization', 'audit', 'bodylimit'],
+  );
+  assert.throws(
+    () => planPipeline(parseRunConfig({ ...base, middleware_configs: [{ type: 'magic' }] })),
+    (err: Error) => codeOf(err) === 'bad_request' && /middleware_configs\[0\].*'magic'/.test(err.message),
+  );
+  assert.throws(
+    () => planPipeline(parseRunConfig({ ...base, middleware_configs: [{ type: 'ratelimit' }] })),
+    (err: Error) => codeOf(err) === 'unsupported_field' && /ratelimit/.test(err.message),
+  );
+  assert.throws(
+    () =>
+      planPipeline(parseRunConfig({ ...base, authz_config: authz, middleware_configs: [{ type: 'audit' }] })),
+    (err: Error) => codeOf(err) === 'bad_request' && /authorization/.test(err.message),
+  );
+});
+
+test('checkPipeline runs each stage check: a bad webhook, audit or policy is a 400 before anything is stored', async () => {
+  await checkPipeline(parseRunConfig({ ...base, validating_webhooks: [webhook], authz_config: authz }));
+  const { failure_policy: _, ...noPolicy } = webhook;
+  await assert.rejects(
+    checkPipeline(parseRunConfig({ ...base, validating_webhooks: [noPolicy] })),
+    (err: Error) => codeOf(err) === 'bad_request' && /failure_policy/.test(err.message),
+  );
+  await assert.rejects(
+    checkPipeline(parseRunConfig({ ...base, audit_config: { eventTypes: ['mcp_nope'] } })),
+    (err: Error) => codeOf(err) === 'bad_request' && /mcp_nope/.test(err.message),
+  );
+  await assert.rejects(
+    checkPipeline(
+      parseRunConfig({
+        ...base,
+        authz_config: { ...authz, cedar: { policies: ['permit(principal, action, resource'] } },
+      }),
+    ),
+    (err: Error) => codeOf(err) === 'bad_request' && /policy0/.test(err.message),
+  );
+});
+
+test('built-in types tune the proxy instead of adding stages', async () => {
+  const config = parseRunConfig({
+    ...base,
+    middleware_configs: [
+      { type: 'bodylimit', parameters: { max_bytes: 0 } },
+      { type: 'origin', parameters: { allowed_origins: ['https://app.example.com'] } },
+      { type: 'tool-filter', parameters: { filter_tools: ['echo'], tools_override: {} } },
+      { type: 'mcp-parser' },
+      { type: 'recovery', parameters: null },
+    ],
+  });
+  const pipeline = await buildPipeline(config, { logger: silentLogger, secretLookup: async () => undefined });
+  assert.deepEqual(pipeline.names, []);
+  assert.equal(pipeline.proxy.maxBodyBytes, 8 << 20);
+  assert.deepEqual(pipeline.proxy.allowedOrigins, ['https://app.example.com']);
+  assert.deepEqual(pipeline.proxy.toolsFilter, ['echo']);
+  await pipeline.close();
+  await assert.rejects(
+    buildPipeline(
+      parseRunConfig({
+        ...base,
+        middleware_configs: [{ type: 'origin', parameters: { allowed_origins: ['*'] } }],
+      }),
+      { logger: silentLogger, secretLookup: async () => undefined },
+    ),
+    (err: Error) => codeOf(err) === 'bad_request' && /origin/.test(err.message),
+  );
+});
