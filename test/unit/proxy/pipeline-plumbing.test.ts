@@ -53,7 +53,7 @@ test('reply hooks run innermost first, may be async, and a failing hook fails th
   assert.equal(runReplyHooks([() => {}], syncReply), undefined, 'sync hooks stay sync');
 
   const broken: JsonRpcMessage = { jsonrpc: '2.0', id: 3, result: { secret: 'list' } };
-  runReplyHooks(
+  void runReplyHooks(
     [
       (r) => {
         order.push(`after failure: ${JSON.stringify(r)}`);
