@@ -9,6 +9,7 @@
  * delays anyone else.
  */
 import type { ServerResponse } from 'node:http';
+import type { Logger } from '../shared/index.js';
 
 export const SSE_HEADERS = {
   'content-type': 'text/event-stream',
@@ -137,6 +138,8 @@ export interface ResumeOptions {
   keep: number;
   /** How long a dropped stream waits for the client to resume it, ms. */
   graceMs: number;
+  /** Told (debug) when a dropped stream was not resumed in time and its response is lost. */
+  logger: Logger;
 }
 
 /**
@@ -249,7 +252,14 @@ export class PostExchange implements ReplyTarget {
     if (this.state === 'sse' && this.streamNo > 0 && this.resumable !== undefined && !res.writableEnded) {
       // Dropped before the response: keep collecting for a while, for a resume.
       this.state = 'detached';
-      this.graceTimer = setTimeout(() => this.finish(), this.resumable.graceMs);
+      const { graceMs, logger } = this.resumable;
+      this.graceTimer = setTimeout(() => {
+        logger.debug(
+          { stream: this.streamNo, graceMs },
+          'a dropped POST stream was not resumed in time; it is given up',
+        );
+        this.finish();
+      }, graceMs);
       this.graceTimer.unref();
       return;
     }

@@ -149,7 +149,7 @@ class McpProxy implements RunningProxy {
       options.perSession,
     );
     if (this.stdio.children !== undefined) this.mode = 'stdio';
-    this.streamableHttp = new StreamableHttpEndpoint(this.stdio, this.limits);
+    this.streamableHttp = new StreamableHttpEndpoint(this.stdio, this.limits, this.logger);
     this.legacySse = new LegacySseEndpoint(this.stdio, this.limits);
     this.server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
       this.onRequest(req, res).catch((err: unknown) => {

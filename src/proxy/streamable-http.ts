@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from '../shared/index.js';
 import { badRequest, sendJson, sendRpcError } from './http-util.js';
 import {
   INVALID_REQUEST,
@@ -33,6 +34,7 @@ export class StreamableHttpEndpoint {
   constructor(
     private readonly sessions: StdioSessions,
     private readonly limits: ProxyLimits,
+    private readonly logger: Logger,
   ) {}
 
   handle(
@@ -139,6 +141,7 @@ export class StreamableHttpEndpoint {
             streams: session,
             keep: this.limits.replayEvents,
             graceMs: this.limits.streamResumeMs,
+            logger: this.logger,
           }),
         ),
       );

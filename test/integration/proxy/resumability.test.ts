@@ -10,6 +10,7 @@ import { type TestContext, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { RunningProxy } from '../../../src/proxy/index.js';
+import { createLineLogger } from '../../../src/shared/index.js';
 import { proxyFor, spawnFixture } from './helpers.js';
 
 const ACCEPT = 'application/json, text/event-stream';
@@ -103,8 +104,8 @@ function resume(proxy: RunningProxy, headers: Record<string, string>, lastEventI
   });
 }
 
-async function fixtureProxy(t: TestContext, limits = {}): Promise<RunningProxy> {
-  return proxyFor(t, spawnFixture(t), { limits: { upstreamInitTimeoutMs: 60_000, ...limits } });
+async function fixtureProxy(t: TestContext): Promise<RunningProxy> {
+  return proxyFor(t, spawnFixture(t), { limits: { upstreamInitTimeoutMs: 60_000 } });
 }
 
 test('a POST stream dropped mid-call is resumed by GET + Last-Event-ID: the response arrives once, with the next id', async (t) => {
@@ -186,7 +187,19 @@ test('resuming replays only the events after Last-Event-ID, then carries the liv
 });
 
 test('a dropped stream waits streamResumeMs; after that, or for an unknown stream, resuming is a clear 400', async (t) => {
-  const proxy = await fixtureProxy(t, { streamResumeMs: 200 });
+  // The proxy logs when it gives up on a dropped stream: the test waits for that, not a clock.
+  let expired!: () => void;
+  const gaveUp = new Promise<void>((resolve) => (expired = resolve));
+  const logger = createLineLogger({
+    level: 'debug',
+    write: (line) => {
+      if (line.includes('was not resumed in time')) expired();
+    },
+  });
+  const proxy = await proxyFor(t, spawnFixture(t), {
+    logger,
+    limits: { upstreamInitTimeoutMs: 60_000, streamResumeMs: 200 },
+  });
   const headers = await openSession(proxy);
   const unknown = await resume(proxy, headers, '99-1');
   assert.equal(unknown.status, 400);
@@ -196,7 +209,7 @@ test('a dropped stream waits streamResumeMs; after that, or for an unknown strea
   const call = await callTool(proxy, headers, 'test_tool_with_progress', cut.signal);
   const first = await readEvents(call.body as ReadableStream<Uint8Array>, (e) => e.length === 1);
   cut.abort();
-  await new Promise((r) => setTimeout(r, 600));
+  await gaveUp;
   const late = await resume(proxy, headers, first.events[0]?.id as string);
   assert.equal(late.status, 400);
   await late.text();
