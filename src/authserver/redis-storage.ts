@@ -11,12 +11,9 @@
  * write that no replica acknowledged fails (503) instead of handing out a token that a
  * failover could forget.
  */
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
-import { lazyRequire, SkepError } from '../shared/index.js';
+import type { Cluster, Redis } from 'ioredis';
+import { createRedisClient, loadIoredis, SkepError } from '../shared/index.js';
 import type { ResolvedRedis } from './config.js';
-
-const loadIoredis = lazyRequire<typeof import('ioredis')>('ioredis');
-
 import {
   type AuthCodeRecord,
   type AuthStorage,
@@ -86,32 +83,6 @@ export interface RedisStorageOptions {
   minReplicaAcks?: number;
 }
 
-function tlsOptions(tls: ResolvedRedis['tls'], servername?: string): RedisOptions['tls'] {
-  if (!tls) return undefined;
-  return {
-    rejectUnauthorized: tls.rejectUnauthorized,
-    ...(tls.ca === undefined ? {} : { ca: tls.ca }),
-    ...(servername === undefined ? {} : { servername }),
-  };
-}
-
-function connectionOptions(cfg: ResolvedRedis): RedisOptions {
-  const opts: RedisOptions = {
-    connectTimeout: cfg.dialTimeoutMs,
-    // ioredis has one per-command deadline; it covers both the write and the read of a reply.
-    commandTimeout: Math.max(cfg.readTimeoutMs, cfg.writeTimeoutMs),
-    maxRetriesPerRequest: 3,
-    lazyConnect: true,
-    // After a failover the old master turns read-only: reconnect (Sentinel names the new one) and resend.
-    reconnectOnError: (err) => (err.message.startsWith('READONLY') ? 2 : false),
-  };
-  if (cfg.username !== undefined) opts.username = cfg.username;
-  if (cfg.password !== undefined) opts.password = cfg.password;
-  const tls = tlsOptions(cfg.tls);
-  if (tls) opts.tls = tls;
-  return opts;
-}
-
 export class RedisStorage implements AuthStorage {
   readonly #client: ScriptClient;
   readonly #prefix: string;
@@ -128,35 +99,7 @@ export class RedisStorage implements AuthStorage {
 
   /** Connects (and fails with `unavailable` when Redis cannot be reached within the dial timeout). */
   static async connect(cfg: ResolvedRedis, options: RedisStorageOptions = {}): Promise<RedisStorage> {
-    const { Cluster, Redis } = loadIoredis();
-    const base = connectionOptions(cfg);
-    let client: Redis | Cluster;
-    if (cfg.mode === 'cluster') {
-      const addr = cfg.addr as { host: string; port: number };
-      client = new Cluster([addr], {
-        lazyConnect: true,
-        redisOptions: base,
-        clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
-        ...(cfg.tls ? { dnsLookup: (address, cb) => cb(null, address) } : {}),
-      });
-    } else if (cfg.mode === 'sentinel') {
-      const s = cfg.sentinel as NonNullable<ResolvedRedis['sentinel']>;
-      const sentinelTls = tlsOptions(cfg.sentinelTls);
-      client = new Redis({
-        ...base,
-        sentinels: s.addrs,
-        name: s.masterName,
-        db: s.db,
-        failoverDetector: true,
-        sentinelMaxConnections: 10,
-        ...(sentinelTls ? { enableTLSForSentinelMode: true, sentinelTLS: sentinelTls } : {}),
-      });
-    } else {
-      const addr = cfg.addr as { host: string; port: number };
-      client = new Redis({ ...base, host: addr.host, port: addr.port });
-    }
-    // Errors surface through the failing command; this listener only keeps them from being unhandled.
-    client.on('error', () => {});
+    const client = createRedisClient(cfg);
     const scripts = client as ScriptClient;
     scripts.defineCommand('consumeCode', { numberOfKeys: 2, lua: CONSUME_CODE });
     scripts.defineCommand('consumeRefresh', { numberOfKeys: 2, lua: CONSUME_REFRESH });
