@@ -61,7 +61,7 @@ test(
           authz_config: broken,
         });
         assert.equal(res.statusCode, 400, res.body);
-        const body = res.json() as { code: string; message: string };
+        const body = res.json<{ code: string; message: string }>();
         assert.equal(body.code, 'bad_request');
         assert.match(body.message, /authz_config\.cedar\.policies\[1\] \(policy1\)/);
         assert.match(body.message, /unexpected end of input/);
@@ -71,10 +71,7 @@ test(
           authz_config: join(dir, 'none.yaml'),
         });
         assert.equal(missing.statusCode, 400);
-        assert.match(
-          (missing.json() as { message: string }).message,
-          /authz_config: cannot read .*no such file/,
-        );
+        assert.match(missing.json<{ message: string }>().message, /authz_config: cannot read .*no such file/);
         assert.equal(ctx.workloads.rows.get('broken'), undefined);
       },
     );
@@ -84,15 +81,14 @@ test(
       authz_config: yamlFile,
     });
     assert.equal(created.statusCode, 201, created.body);
-    const { port } = created.json() as { port: number };
+    const { port } = created.json<{ port: number }>();
 
     await t.test(
       'stored inline (the file content) with the path beside it; the detail shows the path',
       async () => {
-        const exported = (await inject('GET', '/api/v1beta/workloads/guarded/export')).json() as Record<
-          string,
-          unknown
-        >;
+        const exported = (await inject('GET', '/api/v1beta/workloads/guarded/export')).json<
+          Record<string, unknown>
+        >();
         assert.deepEqual(exported['authz_config'], {
           version: '1.0',
           type: 'cedarv1',
@@ -101,10 +97,7 @@ test(
           },
         });
         assert.equal(exported['authz_config_path'], yamlFile);
-        const detail = (await inject('GET', '/api/v1beta/workloads/guarded')).json() as Record<
-          string,
-          unknown
-        >;
+        const detail = (await inject('GET', '/api/v1beta/workloads/guarded')).json<Record<string, unknown>>();
         assert.equal(detail['authz_config'], yamlFile);
       },
     );
@@ -122,7 +115,7 @@ test(
     await t.test('update with an invalid file → 400, the stored policy is unchanged', async () => {
       const res = await inject('POST', '/api/v1beta/workloads/guarded/edit', { authz_config: broken });
       assert.equal(res.statusCode, 400, res.body);
-      assert.match((res.json() as { message: string }).message, /policy1/);
+      assert.match(res.json<{ message: string }>().message, /policy1/);
       assert.equal(ctx.workloads.exportConfig('guarded').authz_config_path, yamlFile);
     });
 
