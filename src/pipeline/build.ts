@@ -56,7 +56,6 @@ const BUILT_IN = new Set([
 
 /** Reference stage types Skep does not have yet: a start error, never a silent skip. */
 const NOT_YET: Record<string, string> = {
-  ratelimit: 'rate limiting is not supported yet',
   telemetry: 'telemetry (OpenTelemetry, Prometheus) is not supported yet',
   obo: 'on-behalf-of token exchange is not supported (use tokenexchange)',
 };

@@ -24,6 +24,8 @@ interface Placement {
   runsIn: 'remote' | 'container' | 'process';
   transport: RunConfig['transport'];
   isolateNetwork: boolean;
+  /** `rate_limit_config` asks for limits (the one user of `scaling_config.session_redis`). */
+  rateLimited: boolean;
 }
 
 interface FieldRule {
@@ -110,14 +112,12 @@ const RULES: readonly FieldRule[] = [
     'to trust another certificate authority, start Skep with NODE_EXTRA_CA_CERTS=<file>; remove it',
   ),
   notYet('jwks_auth_token_file', 'the JWKS (oidc_config.jwksurl) is fetched without credentials; remove it'),
-  notYet('rate_limit_config', 'rate limiting is not implemented yet; remove it'),
-  notYet('rate_limit_namespace', 'rate limiting is not implemented yet; remove it'),
   notYet('telemetry_config', 'OpenTelemetry export is not implemented yet; remove it'),
   notYet(
-    'scaling_config',
+    'scaling_config.backend_replicas',
     'Skep runs one proxy and one server per workload; remove it',
     // The reference counts `backend_replicas: 0` as a real value (middleware.md §6).
-    (v) => isEmpty(v) && (v as { backend_replicas?: unknown } | undefined)?.backend_replicas === undefined,
+    (v) => v === undefined || v === null,
   ),
   notYet('additional_middleware_configs', 'list the middlewares in middleware_configs'),
   notYet('oidc_config.authTokenFile', 'token validation calls its endpoints without this token; remove it'),
@@ -210,6 +210,15 @@ const RULES: readonly FieldRule[] = [
   httpOnly('upstream_swap_config'),
   httpOnly('remote_auth_config.bearer_token'),
   httpOnly('remote_auth_config.bearer_token_file'),
+  {
+    // Its only effect so far: the rate limiter's shared buckets (sessions are not kept in Redis yet).
+    field: 'scaling_config.session_redis',
+    isDefault: isEmpty,
+    notHonoured: (w) =>
+      w.rateLimited
+        ? undefined
+        : 'without rate_limit_config: Skep uses it only to share rate-limit buckets between proxies (sessions are not kept in Redis yet); remove it, or set rate_limit_config',
+  },
 ];
 
 /** The fields this module may refuse (for the test that keeps the field audit complete). */
@@ -231,7 +240,12 @@ function placementOf(config: RunConfig, skep: SkepConfig): Placement {
       : workloadSandbox(skep, config).sandbox === 'container'
         ? 'container'
         : 'process';
-  return { runsIn, transport: config.transport, isolateNetwork: config.isolate_network !== false };
+  return {
+    runsIn,
+    transport: config.transport,
+    isolateNetwork: config.isolate_network !== false,
+    rateLimited: !isEmpty(config.rate_limit_config),
+  };
 }
 
 /**

@@ -17,6 +17,7 @@ import { authStage } from './auth.js';
 import { authorizationStage } from './authorization.js';
 import { awsStsStage } from './aws-sts.js';
 import { headerForwardStage } from './header-forward.js';
+import { rateLimitStage } from './rate-limit.js';
 import { remoteAuthStage } from './remote-auth.js';
 import { tokenExchangeStage } from './token-exchange.js';
 import { upstreamSwapStage } from './upstream-swap.js';
@@ -27,6 +28,8 @@ export const STAGES: readonly StageFactory[] = [
   authStage,
   upstreamSwapStage,
   tokenExchangeStage,
+  // Rate limits count the call as received, before webhooks and authorization (the reference's order).
+  rateLimitStage,
   mutatingWebhookStage,
   validatingWebhookStage,
   authorizationStage,

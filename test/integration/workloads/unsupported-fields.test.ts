@@ -99,7 +99,7 @@ test(
       Record<string, unknown>
     >();
     const file = join(home.dir, 'limited.json');
-    writeFileSync(file, JSON.stringify({ ...exported, rate_limit_config: { shared: { maxTokens: 1 } } }));
+    writeFileSync(file, JSON.stringify({ ...exported, session_ttl: '2h' }));
     const refused = await run(
       process.execPath,
       ['--import', 'tsx', cliEntry(), 'run', '--from-config', file, '--name', 'imported'],
@@ -110,7 +110,7 @@ test(
     );
     assert.ok(refused !== undefined, 'skep run --from-config succeeded');
     assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /^error: rate_limit_config is not supported yet: .*remove it/m);
+    assert.match(refused.stderr, /^error: session_ttl is not supported yet: .*remove it/m);
     // The same import in process: the error's code is the API's.
     await assert.rejects(
       ctx.workloads.createFromConfig(
@@ -126,7 +126,7 @@ test(
     // The generic middleware list: a reference type Skep does not have yet is refused the same way.
     await assert.rejects(
       ctx.workloads.createFromConfig(
-        { ...exported, middleware_configs: [{ type: 'ratelimit' }] },
+        { ...exported, middleware_configs: [{ type: 'obo' }] },
         { name: 'imported' },
       ),
       (err) =>

@@ -53,8 +53,8 @@ test('middleware_configs: used as given; unknown and not-yet types refused; type
     (err: Error) => codeOf(err) === 'bad_request' && /middleware_configs\[0\].*'magic'/.test(err.message),
   );
   assert.throws(
-    () => planPipeline(parseRunConfig({ ...base, middleware_configs: [{ type: 'ratelimit' }] })),
-    (err: Error) => codeOf(err) === 'unsupported_field' && /ratelimit/.test(err.message),
+    () => planPipeline(parseRunConfig({ ...base, middleware_configs: [{ type: 'obo' }] })),
+    (err: Error) => codeOf(err) === 'unsupported_field' && /obo/.test(err.message),
   );
   assert.throws(
     () =>

@@ -57,6 +57,8 @@ const HONOURED: Record<string, string> = {
   authz_config_path: 'authorization stage',
   audit_config: 'audit stage',
   audit_config_path: 'audit stage',
+  rate_limit_config: 'ratelimit stage',
+  rate_limit_namespace: 'ratelimit stage (key names)',
   aws_sts_config: 'auth chain (remote servers)',
   oidc_config: 'inbound auth',
   middleware_configs: 'pipeline',
@@ -139,16 +141,14 @@ const REFUSED: [string, unknown, Kind, unknown[]][] = [
   ['endpoint_prefix', '/team-a', 'process', ['']],
   ['svc_ca_bundle', '/etc/ca.pem', 'process', ['']],
   ['jwks_auth_token_file', '/var/run/token', 'process', ['']],
-  ['rate_limit_config', { shared: { maxTokens: 1, refillPeriod: '1m' } }, 'process', [{}]],
-  ['rate_limit_namespace', 'team-a', 'process', ['']],
   [
     'telemetry_config',
     { endpoint: 'otel:4318', tracingEnabled: true },
     'process',
     [{}, { metricsEnabled: false }],
   ],
-  ['scaling_config', { backend_replicas: 0 }, 'container', [{}, { session_redis: {} }]],
-  ['scaling_config', { session_redis: { address: 'redis:6379' } }, 'container', [{}]],
+  ['scaling_config.backend_replicas', 0, 'container', [null]],
+  ['scaling_config.session_redis', { address: 'redis:6379' }, 'container', [{}, { key_prefix: '' }]],
   ['additional_middleware_configs', [{ type: 'ratelimit' }], 'process', [[]]],
   ['oidc_config.authTokenFile', '/var/run/token', 'process', ['']],
   ['oidc_config.cacertPath', '/etc/ca.pem', 'process', ['']],
@@ -208,6 +208,8 @@ const ACCEPTED_WHERE_HONOURED: [string, unknown, Kind][] = [
   ['ignore_config.loadGlobal', true, 'container'],
   ['trust_proxy_headers', true, 'process'],
   ['container_labels', { team: 'a' }, 'process'],
+  ['rate_limit_config', { shared: { maxTokens: 1, refillPeriod: '1m' } }, 'process'],
+  ['rate_limit_namespace', 'team-a', 'process'],
 ];
 
 test('field audit: every RunConfig field is honoured somewhere or refusable', () => {
@@ -266,16 +268,16 @@ test("permission_profile.network.mode 'host' passes with network isolation off (
 });
 
 test('several unsupported fields: the message names the first and lists the others', () => {
-  let config = withValue(base('process'), 'rate_limit_config', { shared: { maxTokens: 1 } });
+  let config = withValue(base('process'), 'session_ttl', '2h');
   config = withValue(config, 'telemetry_config', { endpoint: 'otel:4318' });
   config = withValue(config, 'volumes', ['/a:/a']);
   const err = refusal(config);
   assert.equal(err?.code, 'unsupported_field');
-  assert.match(err.message, /^rate_limit_config is not supported yet: /);
+  assert.match(err.message, /^session_ttl is not supported yet: /);
   assert.match(err.message, /\(also not supported: telemetry_config, volumes\)$/);
   assert.deepEqual(
     unsupportedFields(config, skep).map((p) => p.field),
-    ['rate_limit_config', 'telemetry_config', 'volumes'],
+    ['session_ttl', 'telemetry_config', 'volumes'],
   );
 });
 
@@ -356,4 +358,24 @@ test('the reference’s export defaults import unchanged', () => {
     container_labels: {},
   });
   assert.deepEqual(unsupportedFields(exported, skep), []);
+});
+
+test('issue 18 item 4: scaling_config.session_redis passes only with rate_limit_config (its only use so far)', () => {
+  const redis = withValue(base('container'), 'scaling_config.session_redis', {
+    address: 'redis:6379',
+    db: 2,
+  });
+  assert.match(
+    refusal(redis)?.message ?? '',
+    /^scaling_config\.session_redis is not supported without rate_limit_config: .*sessions are not kept in Redis yet\); remove it/,
+  );
+  const limited = withValue(redis, 'rate_limit_config', { perUser: { maxTokens: 5, refillPeriod: '1m0s' } });
+  assert.deepEqual(unsupportedFields(limited, skep), []);
+  // backend_replicas stays refused, with or without rate limits; 0 counts as a value (§6).
+  const replicas = withValue(limited, 'scaling_config.backend_replicas', 0);
+  assert.deepEqual(
+    unsupportedFields(replicas, skep).map((p) => p.field),
+    ['scaling_config.backend_replicas'],
+  );
+  assert.match(refusal(replicas)?.message ?? '', /one proxy and one server per workload; remove it/);
 });
