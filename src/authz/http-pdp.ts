@@ -119,7 +119,7 @@ export class HttpPdpAuthorizer implements Authorizer {
       const why =
         name === 'TimeoutError' || name === 'AbortError'
           ? `no answer within ${this.#config.http.timeout} s`
-          : (err as Error).message;
+          : describeFailure(err);
       return { allow: false, reason: `decision point unreachable: ${why}` };
     }
     let text: string;
@@ -146,6 +146,13 @@ export class HttpPdpAuthorizer implements Authorizer {
     this.#closed = true;
     if (this.#ownsClient) await this.#client.close();
   }
+}
+
+/** undici says "fetch failed"; the cause says why (refused, certificate, address policy). */
+function describeFailure(err: unknown): string {
+  const message = (err as Error).message;
+  const cause = (err as { cause?: unknown }).cause;
+  return cause instanceof Error && cause.message !== '' ? `${message}: ${cause.message}` : message;
 }
 
 async function readCapped(res: Response): Promise<string> {
