@@ -73,23 +73,4 @@ export default tseslint.config(
       ],
     },
   },
-  {
-    // Still to be cleaned up by their owners (issue 23 item 6); remove a file from this list
-    // once `no-unnecessary-type-assertion` passes on it.
-    files: [
-      'src/authserver/handlers/authorize.ts',
-      'src/authserver/upstream.ts',
-      'src/operator/validate.ts',
-      'src/schemas/extauth/schema.ts',
-      'test/fixtures/mcp/conformance-server.ts',
-      'test/integration/authserver/flow.test.ts',
-      'test/integration/authserver/harness.ts',
-      'test/integration/proxy/f3-browser.test.ts',
-      'test/integration/skills/lock.test.ts',
-      'test/integration/wiring/embedded-auth-workload.test.ts',
-      'test/integration/workloads/api.test.ts',
-      'test/integration/workloads/upgrade.test.ts',
-    ],
-    rules: { '@typescript-eslint/no-unnecessary-type-assertion': 'off' },
-  },
 );

@@ -412,7 +412,7 @@ export class UpstreamProvider {
   async #identify(tokens: UpstreamTokens, idClaims: oauth.IDToken | undefined): Promise<UpstreamIdentity> {
     const ui = this.#cfg.userInfo;
     let profile: unknown;
-    if (ui) profile = await this.#userInfo(tokens.accessToken);
+    if (ui) profile = await this.#userInfo(tokens.accessToken, ui.endpoint_url);
     else if (this.#cfg.type === 'oidc') {
       const as = await this.#as();
       if (as.userinfo_endpoint) profile = await this.#userInfo(tokens.accessToken, as.userinfo_endpoint);
@@ -443,9 +443,9 @@ export class UpstreamProvider {
     return id;
   }
 
-  async #userInfo(accessToken: string, discovered?: string): Promise<unknown> {
+  /** `url` is the configured userinfo endpoint, or the one OIDC discovery found. */
+  async #userInfo(accessToken: string, url: string): Promise<unknown> {
     const ui = this.#cfg.userInfo;
-    const url = ui?.endpoint_url ?? (discovered as string);
     const method = ui?.http_method ?? 'GET';
     try {
       const res = await this.#deps.fetch(url, {

@@ -67,7 +67,7 @@ function unknownFields(schema: Node, value: unknown, path: string, out: Problem[
       }
     }
   } else if (Array.isArray(value) && isObject(schema['items'])) {
-    for (const [i, v] of value.entries()) unknownFields(schema['items'] as Node, v, `${path}[${i}]`, out);
+    for (const [i, v] of value.entries()) unknownFields(schema['items'], v, `${path}[${i}]`, out);
   }
 }
 

@@ -64,8 +64,8 @@ export async function authorize(
         new OAuthError('invalid_scope', `scope not registered for this client: ${unknown.join(' ')}`),
       );
     const audience = q.getAll('resource').length ? audienceOf(ctx, q.getAll('resource')) : [];
-    const upstreamName = single(q, 'upstream') ?? (ctx.cfg.upstreams[0]?.name as string);
-    const upstream = ctx.upstreams.get(upstreamName);
+    const upstreamName = single(q, 'upstream') ?? ctx.cfg.upstreams[0]?.name;
+    const upstream = upstreamName === undefined ? undefined : ctx.upstreams.get(upstreamName);
     if (!upstream) return back(new OAuthError('invalid_request', `unknown upstream "${upstreamName}"`));
 
     const state = randomText(20);

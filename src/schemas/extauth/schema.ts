@@ -86,7 +86,7 @@ const enumOf = <const T extends readonly string[]>(
   values: T,
   description: string,
   extra: Record<string, unknown> = {},
-) => Type.Enum([...values] as unknown as T[number][], { type: 'string', description, ...extra });
+) => Type.Enum<T[number][]>([...values], { type: 'string', description, ...extra });
 const stringMap = (description: string) => Type.Record(Type.String(), Type.String(), { description });
 const stringList = (description: string, item: Record<string, unknown> = {}) =>
   Type.Array(Type.String(item), { description });

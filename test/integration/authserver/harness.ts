@@ -398,7 +398,7 @@ export async function registerClient(
       insecure,
     ),
   );
-  return { as, client: client as oauth.Client, redirectUri };
+  return { as, client, redirectUri };
 }
 
 export interface Tokens {

@@ -121,7 +121,7 @@ test(
     ];
     for (const { name, proxy, refusedWith } of targets) {
       const url = `${proxy.url}/mcp`;
-      const outcome = (await page.evaluate(attack(url, statelessWriteFile(`pwned via ${name}`)))) as string[];
+      const outcome = await page.evaluate<string[]>(attack(url, statelessWriteFile(`pwned via ${name}`)));
       assert.deepEqual(outcome, ['no-cors sent', 'form sent', 'cors blocked'], name);
       // What the proxy answered the two requests that were sent (seen by the browser's network layer).
       assert.deepEqual(

@@ -49,7 +49,7 @@ test(
     const sync = async (extra: Record<string, unknown> = {}) => {
       const res = await post('/sync', { project_root: project, clients: ['claude-code'], ...extra });
       assert.equal(res.statusCode, 200, res.body);
-      return res.json() as Record<string, unknown>;
+      return res.json<Record<string, unknown>>();
     };
     const base = { scope: 'project', project_root: project, clients: ['claude-code'], allow_unsigned: true };
     assert.equal((await post('', { ...base, name: source })).statusCode, 201);

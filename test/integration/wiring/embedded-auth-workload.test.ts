@@ -101,7 +101,7 @@ async function login(origin: string): Promise<{ accessToken: string; as: oauth.A
   const challenge = unauth.headers.get('www-authenticate') ?? '';
   const metadataUrl = /resource_metadata="([^"]+)"/.exec(challenge)?.[1];
   assert.equal(metadataUrl, `${origin}/.well-known/oauth-protected-resource/mcp`, challenge);
-  const prm = (await (await fetch(metadataUrl as string)).json()) as {
+  const prm = (await (await fetch(metadataUrl)).json()) as {
     resource: string;
     authorization_servers: string[];
   };

@@ -23,7 +23,7 @@ test(
       env_vars: { A: '1', B: '2' },
     });
     assert.equal(created.statusCode, 201, created.body);
-    const { name, port } = created.json() as { name: string; port: number };
+    const { name, port } = created.json<{ name: string; port: number }>();
     assert.equal(name, 'alpha');
     const { port_range_start, port_range_end } = ctx.config.workloads;
     assert.ok(port >= port_range_start && port <= port_range_end, `port ${port} in the configured range`);
@@ -32,7 +32,7 @@ test(
     await t.test('list: running by default, sorted, with the seed summary fields', async () => {
       const res = await inject('GET', '/api/v1beta/workloads');
       assert.equal(res.statusCode, 200);
-      const [item] = (res.json() as { workloads: Record<string, unknown>[] }).workloads;
+      const [item] = res.json<{ workloads: Record<string, unknown>[] }>().workloads;
       assert.equal(item?.['name'], 'alpha');
       assert.equal(item?.['status'], 'running');
       assert.equal(item?.['url'], `http://127.0.0.1:${port}/mcp`);
@@ -66,7 +66,7 @@ test(
       ] as const) {
         const res = await inject(method, url);
         assert.equal(res.statusCode, 404, `${method} ${url}`);
-        assert.equal((res.json() as { code: string }).code, 'workload_not_found');
+        assert.equal(res.json<{ code: string }>().code, 'workload_not_found');
       }
       const edit = await inject('POST', '/api/v1beta/workloads/nope/edit', { env_vars: {} });
       assert.equal(edit.statusCode, 404);
@@ -76,12 +76,12 @@ test(
       for (const bad of ['a;b', 'a..b', '%24(x)', 'a%20b']) {
         const res = await inject('GET', `/api/v1beta/workloads/${bad}`);
         assert.equal(res.statusCode, 400, bad);
-        assert.equal((res.json() as { code: string }).code, 'invalid_name');
+        assert.equal(res.json<{ code: string }>().code, 'invalid_name');
       }
       for (const bad of ['bad name', 'x'.repeat(101), '..']) {
         const create = await inject('POST', '/api/v1beta/workloads', everythingBody(bad));
         assert.equal(create.statusCode, 400, bad);
-        assert.match((create.json() as { message: string }).message, /invalid workload name/);
+        assert.match(create.json<{ message: string }>().message, /invalid workload name/);
       }
     });
 
@@ -102,7 +102,7 @@ test(
             names: ['alpha', 'ghost1', 'ghost2'],
           });
           assert.equal(missing.statusCode, 404);
-          assert.match((missing.json() as { message: string }).message, /ghost1, ghost2/);
+          assert.match(missing.json<{ message: string }>().message, /ghost1, ghost2/);
           const unknownGroup = await inject('POST', `/api/v1beta/workloads/${op}`, { group: 'nogroup' });
           assert.equal(unknownGroup.statusCode, 404);
         }
@@ -117,13 +117,13 @@ test(
     await t.test('duplicate name → 409; unknown group → 404; list of unknown group → 404', async () => {
       const dup = await inject('POST', '/api/v1beta/workloads', everythingBody('alpha'));
       assert.equal(dup.statusCode, 409);
-      assert.equal((dup.json() as { code: string }).code, 'workload_exists');
+      assert.equal(dup.json<{ code: string }>().code, 'workload_exists');
       const group = await inject('POST', '/api/v1beta/workloads', {
         ...everythingBody('beta'),
         group: 'nogroup',
       });
       assert.equal(group.statusCode, 404);
-      assert.equal((group.json() as { code: string }).code, 'group_not_found');
+      assert.equal(group.json<{ code: string }>().code, 'group_not_found');
       const list = await inject('GET', '/api/v1beta/workloads?group=nogroup');
       assert.equal(list.statusCode, 404);
       assert.equal(ctx.workloads.rows.get('beta'), undefined, 'nothing was written');
@@ -137,7 +137,7 @@ test(
           proxy_port: port,
         });
         assert.equal(taken.statusCode, 400);
-        assert.equal((taken.json() as { code: string }).code, 'port_unavailable');
+        assert.equal(taken.json<{ code: string }>().code, 'port_unavailable');
         const blocker = createServer();
         await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
         t.after(() => blocker.close());
@@ -147,7 +147,7 @@ test(
           proxy_port: busy,
         });
         assert.equal(res.statusCode, 400);
-        assert.match((res.json() as { message: string }).message, new RegExp(`${busy}`));
+        assert.match(res.json<{ message: string }>().message, new RegExp(`${busy}`));
       },
     );
 
@@ -182,7 +182,7 @@ test(
         for (const image of ['cmd://skep-no-such-program', 'cmd:///nonexistent/skep/server']) {
           const res = await inject('POST', '/api/v1beta/workloads', { name: 'beta', image });
           assert.equal(res.statusCode, 400, res.body);
-          const body = res.json() as { code: string; message: string };
+          const body = res.json<{ code: string; message: string }>();
           assert.equal(body.code, 'executable_not_found');
           assert.match(body.message, /not found/);
           assert.equal(ctx.workloads.rows.get('beta'), undefined, 'nothing was written');
@@ -203,14 +203,13 @@ test(
     );
 
     await t.test('get and export: detail shape, RunConfig with schema_version, env as given', async () => {
-      const detail = (await inject('GET', '/api/v1beta/workloads/alpha')).json() as Record<string, unknown>;
+      const detail = (await inject('GET', '/api/v1beta/workloads/alpha')).json<Record<string, unknown>>();
       assert.equal(detail['name'], 'alpha');
       assert.equal(detail['proxy_port'], port);
       assert.deepEqual(detail['env_vars'], { A: '1', B: '2' });
-      const exported = (await inject('GET', '/api/v1beta/workloads/alpha/export')).json() as Record<
-        string,
-        unknown
-      >;
+      const exported = (await inject('GET', '/api/v1beta/workloads/alpha/export')).json<
+        Record<string, unknown>
+      >();
       assert.equal(exported['schema_version'], 'v0.1.0');
       assert.equal(exported['name'], 'alpha');
       assert.equal(exported['port'], port);
@@ -254,11 +253,11 @@ test(
         const stop = await inject('POST', '/api/v1beta/workloads/alpha/stop');
         assert.equal(stop.statusCode, 202);
         await waitForStatus(ctx, 'alpha', 'stopped');
-        const list = (await inject('GET', '/api/v1beta/workloads')).json() as { workloads: unknown[] };
+        const list = (await inject('GET', '/api/v1beta/workloads')).json<{ workloads: unknown[] }>();
         assert.equal(list.workloads.length, 0);
-        const all = (await inject('GET', '/api/v1beta/workloads?all=true')).json() as {
+        const all = (await inject('GET', '/api/v1beta/workloads?all=true')).json<{
           workloads: { status: string }[];
-        };
+        }>();
         assert.equal(all.workloads[0]?.status, 'stopped');
         const restart = await inject('POST', '/api/v1beta/workloads/alpha/restart');
         assert.equal(restart.statusCode, 202);

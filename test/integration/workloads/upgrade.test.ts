@@ -66,7 +66,7 @@ test('upgrade-check reports a newer registry image and the variables it needs; u
   const check = async (name: string) => {
     const res = await app.inject({ method: 'GET', url: `/api/v1beta/workloads/${name}/upgrade-check` });
     assert.equal(res.statusCode, 200, res.body);
-    return (res.json() as { result: Record<string, unknown> }).result;
+    return res.json<{ result: Record<string, unknown> }>().result;
   };
   assert.deepEqual(await check('echo'), {
     workload_name: 'echo',
@@ -108,10 +108,9 @@ test('upgrade-check reports a newer registry image and the variables it needs; u
   assert.equal(all.statusCode, 200);
   assert.doesNotMatch(all.body, /leak-me-not/, 'a secret variable’s default is never shown');
   assert.deepEqual(
-    (all.json() as { results: { workload_name: string; status: string }[] }).results.map((r) => [
-      r.workload_name,
-      r.status,
-    ]),
+    all
+      .json<{ results: { workload_name: string; status: string }[] }>()
+      .results.map((r) => [r.workload_name, r.status]),
     [
       ['echo', 'upgrade-available'],
       ['plain', 'not-registry-sourced'],
