@@ -9,9 +9,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { extname, isAbsolute, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { SkepError } from '../shared/index.js';
+import { SkepError, lazyRequire } from '../shared/index.js';
 import { type CedarEntity, compileEntities, compilePolicies } from './cedar-engine.js';
+
+/** YAML files are rare; a workload runner loads the parser only for one (runner-footprint check). */
+const loadYaml = lazyRequire<typeof import('yaml')>('yaml');
 
 export interface CedarOptions {
   /** Cedar source, one policy per entry; ids `policy0` … `policy<N>`. */
@@ -242,7 +244,7 @@ export function readAuthzConfigFile(path: string, field: string, cwd = process.c
     throw bad(`${field}: cannot read "${path}" (${why})`);
   }
   try {
-    return yaml ? (parseYaml(text) as unknown) : (JSON.parse(text) as unknown);
+    return yaml ? (loadYaml().parse(text) as unknown) : (JSON.parse(text) as unknown);
   } catch (err) {
     throw bad(`${field}: "${path}" is not valid ${yaml ? 'YAML' : 'JSON'}: ${(err as Error).message}`);
   }

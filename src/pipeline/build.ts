@@ -40,7 +40,9 @@ export interface Pipeline {
   close(): Promise<void>;
 }
 
-const FACTORIES = new Map<string, StageFactory>(STAGES.map((f) => [f.type, f]));
+export const FACTORIES: ReadonlyMap<string, StageFactory> = new Map<string, StageFactory>(
+  STAGES.map((f) => [f.type, f]),
+);
 
 /** The reference's stage types that the proxy itself always performs. */
 const BUILT_IN = new Set([

@@ -1,11 +1,6 @@
-/**
- * Reading a stage's `middleware_configs` parameters. Where a parameter carries a block of the
- * run configuration (`oidc_config`, `token_exchange_config`, ...), it is validated against
- * that block's schema, so both ways of configuring a stage accept exactly the same values.
- */
-import { createValidator, type Validator } from '../../schemas/index.js';
+/** Reading a stage's `middleware_configs` parameters. */
 import { SkepError } from '../../shared/index.js';
-import { type RunConfig, RunConfigSchema } from '../../workloads/run-config.js';
+import type { RunConfig } from '../../workloads/run-config.js';
 
 /** The parameters as an object (`{}` when absent); `bad_request` naming the stage otherwise. */
 export function paramsObject(type: string, parameters: unknown): Record<string, unknown> {
@@ -15,32 +10,22 @@ export function paramsObject(type: string, parameters: unknown): Record<string, 
   return parameters as Record<string, unknown>;
 }
 
-const validators = new Map<string, Validator<never>>();
-
 /**
- * `params[key]`, validated as the run-configuration field `field` (default: `key`);
- * undefined when absent.
+ * `params[key]` as the run-configuration block `field` (undefined when absent). Blocks from
+ * typed fields were validated with the run configuration; blocks in `middleware_configs` are
+ * validated against the same schema at create, update and import (`../check.ts`), so the
+ * runner, which must not load the schemas, only checks the shape here.
  */
 export function runConfigBlock<F extends keyof RunConfig>(
   type: string,
   params: Record<string, unknown>,
   key: string,
-  field: F,
+  _field: F,
 ): RunConfig[F] | undefined {
   const value = params[key];
   if (value === undefined || value === null) return undefined;
-  let validator = validators.get(field);
-  if (validator === undefined) {
-    const schema = (RunConfigSchema.properties as Record<string, unknown>)[field];
-    validator = createValidator(schema as never);
-    validators.set(field, validator);
-  }
-  const problems = validator.problems(value);
-  if (problems.length > 0)
-    throw new SkepError(
-      'bad_request',
-      `middleware_configs: '${type}' parameter '${key}': ${problems.join('; ')}`,
-    );
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new SkepError('bad_request', `middleware_configs: '${type}' parameter '${key}' must be an object`);
   return value as RunConfig[F];
 }
 

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { buildPipeline, checkPipeline, planPipeline } from '../../../src/pipeline/index.js';
+import { checkPipeline } from '../../../src/pipeline/check.js';
+import { buildPipeline, planPipeline } from '../../../src/pipeline/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 
@@ -69,6 +70,17 @@ test('checkPipeline runs each stage check: a bad webhook, audit or policy is a 4
   await assert.rejects(
     checkPipeline(parseRunConfig({ ...base, validating_webhooks: [noPolicy] })),
     (err: Error) => codeOf(err) === 'bad_request' && /failure_policy/.test(err.message),
+  );
+  await assert.rejects(
+    checkPipeline(
+      parseRunConfig({
+        ...base,
+        middleware_configs: [{ type: 'auth', parameters: { oidc_config: { issuer: 5 } } }],
+      }),
+    ),
+    (err: Error) =>
+      codeOf(err) === 'bad_request' && /'auth' parameter 'oidc_config': issuer/.test(err.message),
+    'a middleware_configs block is validated like the typed field',
   );
   await assert.rejects(
     checkPipeline(parseRunConfig({ ...base, audit_config: { eventTypes: ['mcp_nope'] } })),

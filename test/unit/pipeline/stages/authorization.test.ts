@@ -343,3 +343,34 @@ test('reference §1.4: with the embedded authorization server, the upstream acce
     { code: 'bad_request', message: /embedded authorization server, which is not running/ },
   );
 });
+
+test('check (create, update, --from-config): the inline authz_config or the file authz_config_path names is validated', async (t) => {
+  const base = parseRunConfig({ name: 'w', image: 'x', transport: 'stdio' });
+  const check = async (config: RunConfig) => {
+    const parameters = authorizationStage.fromRunConfig?.(config);
+    if (parameters !== undefined) await authorizationStage.check?.(parameters, config);
+  };
+  await check(base);
+  await check({ ...base, authz_config: cedarConfig() });
+  await assert.rejects(check({ ...base, authz_config: cedarConfig(['nope']) }), {
+    code: 'bad_request',
+    message: /authz_config\.cedar\.policies\[0\] \(policy0\)/,
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'skep-authz-check-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'a.json');
+  writeFileSync(file, JSON.stringify(cedarConfig([POLICIES[0] as string, 'forbid('])));
+  await assert.rejects(check({ ...base, authz_config_path: file }), {
+    message: /authz_config_path\.cedar\.policies\[1\] \(policy1\)/,
+  });
+  await assert.rejects(check({ ...base, authz_config_path: join(dir, 'none.json') }), {
+    message: /authz_config_path: cannot read/,
+  });
+  await assert.rejects(
+    check({
+      ...base,
+      authz_config: { ...cedarConfig(), cedar: { policies: POLICIES, primary_upstream_provider: 'okta' } },
+    }),
+    { message: /primary_upstream_provider needs the embedded authorization server/ },
+  );
+});
