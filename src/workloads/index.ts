@@ -14,7 +14,7 @@ export type { RegistryServerSpec, ResolveRegistryServer } from './registry-serve
 export { WorkloadManager } from './manager.js';
 export { baseNameFor, validateWorkloadName, workloadNameProblem } from './names.js';
 export type { ProxyMode, RunConfig, Transport } from './run-config.js';
-export { parseRunConfig, RUN_CONFIG_SCHEMA_VERSION, RunConfigSchema, workloadUrl } from './run-config.js';
+export { parseRunConfig, RUN_CONFIG_SCHEMA_VERSION, RunConfigSchema } from './run-config.js';
 export type { SpawnRunner } from './runner-process.js';
 export {
   cliEntry,

@@ -36,7 +36,7 @@ import {
   requireRegistryServer,
   type ResolveRegistryServer,
 } from './registry-server.js';
-import { parseRunConfig, type RunConfig, workloadUrl } from './run-config.js';
+import { parseRunConfig, type RunConfig } from './run-config.js';
 import { killGroup, runnerAlive, type SpawnRunner, spawnRunner, stopRunner } from './runner-process.js';
 import type {
   BulkRequest,
@@ -47,7 +47,7 @@ import type {
 } from './schemas.js';
 import { parseSecretReference as parseSecretRef, requireSecrets, type SecretLookup } from './secrets.js';
 import { checkUpgrade, missingRequired, type UpgradeCheckResult, type UpgradeRequest } from './upgrade.js';
-import { detailOf, observedRow, summaryOf } from './views.js';
+import { detailOf, observedRow, summaryOf, urlOf } from './views.js';
 import { type WorkloadRow, type WorkloadStatus, WorkloadStore } from './workload-store.js';
 
 export type WorkloadChangeKind = 'started' | 'stopped' | 'removed' | 'updated';
@@ -590,7 +590,7 @@ export class WorkloadManager implements GroupMembers {
       kind,
       group: row.config.group,
       port: row.config.port,
-      url: workloadUrl(row.config),
+      url: urlOf(row.config),
     };
     for (const listener of this.#listeners) {
       try {

@@ -320,13 +320,3 @@ export function parseRunConfig(value: unknown, what = 'run configuration'): RunC
   if (typeof raw['remote_url'] === 'string') raw['image'] ??= '';
   return validator.parse(raw, what);
 }
-
-/** The URL clients use to reach a workload through its proxy. */
-export function workloadUrl(config: Pick<RunConfig, 'host' | 'port' | 'proxy_mode' | 'name'>): string {
-  const host = config.host === '0.0.0.0' || config.host === '' ? '127.0.0.1' : config.host;
-  const shown = host.includes(':') ? `[${host}]` : host;
-  // Same shape as the reference: the SSE URL carries the workload name as a fragment.
-  return config.proxy_mode === 'sse'
-    ? `http://${shown}:${config.port}/sse#${config.name}`
-    : `http://${shown}:${config.port}/mcp`;
-}

@@ -5,7 +5,8 @@
  */
 import type { SkepConfig } from '../config/index.js';
 import { workloadSandbox } from '../runtime/index.js';
-import { workloadUrl } from './run-config.js';
+import { workloadUrl } from '../shared/index.js';
+import type { RunConfig } from './run-config.js';
 import { runnerAlive } from './runner-process.js';
 import type { WorkloadDetail, WorkloadSummary } from './schemas.js';
 import { parseSecretReference as parseSecretRef } from './secrets.js';
@@ -28,6 +29,16 @@ export function observedRow(row: WorkloadRow): WorkloadRow {
   return { ...row, status: 'stopped', statusContext: '' };
 }
 
+/** The URL clients are given for the workload: the same string client registration writes. */
+export function urlOf(config: RunConfig): string {
+  return workloadUrl({
+    name: config.name,
+    port: config.port,
+    host: config.host,
+    transport: config.proxy_mode,
+  });
+}
+
 export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
   const c = row.config;
   const { sandboxed, sandbox } = workloadSandbox(skep, c);
@@ -39,7 +50,7 @@ export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
     port: c.port,
     proxy_mode: c.proxy_mode ?? 'streamable-http',
     remote: c.remote_url !== undefined,
-    url: workloadUrl(c),
+    url: urlOf(c),
     tools: c.tools_filter ?? [],
     transport_type: c.transport,
     status: row.status,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isSkepError } from '../../../src/shared/index.js';
-import { parseRunConfig, RunConfigSchema, workloadUrl } from '../../../src/workloads/index.js';
+import { parseRunConfig, RunConfigSchema } from '../../../src/workloads/index.js';
 
 /** Top-level fields of the seed's "Workload run configuration (export response)" table. */
 const SEED_EXPORT_FIELDS = [
@@ -93,15 +93,4 @@ test('an unknown top-level field or a wrong type is a bad_request naming the fie
       (err) => isSkepError(err) && err.code === 'bad_request' && err.message.includes(field),
     );
   }
-});
-
-test('workload URL: /mcp for streamable-http, /sse#name for sse (reference shape)', () => {
-  assert.equal(
-    workloadUrl({ host: '127.0.0.1', port: 20001, name: 'a', proxy_mode: 'streamable-http' }),
-    'http://127.0.0.1:20001/mcp',
-  );
-  assert.equal(
-    workloadUrl({ host: '127.0.0.1', port: 20001, name: 'a', proxy_mode: 'sse' }),
-    'http://127.0.0.1:20001/sse#a',
-  );
 });
