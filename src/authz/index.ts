@@ -1,6 +1,6 @@
 /**
  * Authorization at the proxy (`authz_config`, `authz_config_path`; reference middleware.md
- * §1): the configuration parser and file loader, the run-configuration check, and the two
+ * §1): the configuration parser and file loader, the claim source check, and the two
  * authorizers — Cedar in-process (`cedarv1`) and an external decision point (`httpv1`). The
  * pipeline stage that applies them to MCP requests is `src/pipeline/stages/authorization.ts`.
  */
@@ -8,13 +8,13 @@ import { SkepError } from '../shared/index.js';
 import type { RunConfig } from '../workloads/index.js';
 import type { Authorizer } from './authorizer.js';
 import { CedarAuthorizer } from './cedar.js';
-import { type AuthzConfig, loadAuthzConfigFile, parseAuthzConfig } from './config.js';
+import type { AuthzConfig } from './config.js';
 import { HttpPdpAuthorizer } from './http-pdp.js';
 
 export type { AuthzDecision, AuthzFeature, AuthzRequest, Authorizer, ToolAnnotations } from './authorizer.js';
 export { annotationsOf } from './authorizer.js';
 export type { AuthzConfig, CedarAuthzConfig, HttpAuthzConfig } from './config.js';
-export { AUTHZ_DEFAULTS, loadAuthzConfigFile, parseAuthzConfig, readAuthzConfigFile } from './config.js';
+export { AUTHZ_DEFAULTS, loadAuthzConfigFile, parseAuthzConfig } from './config.js';
 export { CedarAuthorizer } from './cedar.js';
 export { HttpPdpAuthorizer } from './http-pdp.js';
 export { decodeUpstreamClaims, type UpstreamClaims } from './upstream-claims.js';
@@ -49,20 +49,6 @@ export function claimProvider(
       `authz_config.cedar.primary_upstream_provider: "${named}" is not an upstream of embedded_auth_server_config (${upstreams.join(', ') || 'none configured'})`,
     );
   return named;
-}
-
-/**
- * Validates a run configuration's authorization fields: the inline `authz_config` (as
- * `skep run --from-config` gives it), or else the file `authz_config_path` names. Throws
- * `bad_request` naming the field.
- */
-export function checkAuthzConfig(config: RunConfig): void {
-  let parsed: AuthzConfig;
-  if (config.authz_config !== undefined) parsed = parseAuthzConfig(config.authz_config, 'authz_config');
-  else if (config.authz_config_path !== undefined && config.authz_config_path !== '')
-    parsed = loadAuthzConfigFile(config.authz_config_path, 'authz_config_path').config;
-  else return;
-  claimProvider(parsed, config);
 }
 
 /** Builds the authorizer a configuration names, for the workload `serverName`. */

@@ -5,13 +5,11 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import {
   AUTHZ_DEFAULTS,
-  checkAuthzConfig,
   claimProvider,
   loadAuthzConfigFile,
   parseAuthzConfig,
 } from '../../../src/authz/index.js';
 import { isSkepError } from '../../../src/shared/index.js';
-import { parseRunConfig, type RunConfig } from '../../../src/workloads/index.js';
 
 const PERMIT = 'permit(principal, action, resource);';
 
@@ -247,10 +245,6 @@ test('reference §1.1: the file is JSON or YAML by extension; `..` and other ext
   refused(() => loadAuthzConfigFile(broken), /not valid YAML/);
 });
 
-function run(extra: Partial<RunConfig>): RunConfig {
-  return { ...parseRunConfig({ name: 'w', image: 'x', transport: 'stdio' }), ...extra };
-}
-
 test('reference §1.4: primary_upstream_provider needs the embedded authorization server and one of its upstreams', () => {
   const withProvider = parseAuthzConfig(cedar({ primary_upstream_provider: 'okta' }), 'authz_config');
   refused(
@@ -277,24 +271,4 @@ test('reference §1.4: primary_upstream_provider needs the embedded authorizatio
     'github',
   );
   assert.equal(claimProvider(parseAuthzConfig(cedar(), 'authz_config'), {}), '');
-});
-
-test('checkAuthzConfig: validates the inline authz_config (skep run --from-config), else the file authz_config_path names', (t) => {
-  checkAuthzConfig(run({}));
-  checkAuthzConfig(run({ authz_config: cedar() }));
-  refused(
-    () => checkAuthzConfig(run({ authz_config: cedar({ policies: ['nope'] }) })),
-    /authz_config\.cedar\.policies\[0\] \(policy0\)/,
-  );
-  const dir = tempDir(t);
-  const file = join(dir, 'a.json');
-  writeFileSync(file, JSON.stringify(cedar({ policies: [PERMIT, 'forbid('] })));
-  refused(
-    () => checkAuthzConfig(run({ authz_config_path: file })),
-    /authz_config_path\.cedar\.policies\[1\] \(policy1\)/,
-  );
-  refused(
-    () => checkAuthzConfig(run({ authz_config_path: join(dir, 'none.json') })),
-    /authz_config_path: cannot read/,
-  );
 });

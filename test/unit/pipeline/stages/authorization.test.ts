@@ -369,7 +369,10 @@ test('check (create, update, --from-config): the inline authz_config or the file
   await assert.rejects(
     check({
       ...base,
-      authz_config: { ...cedarConfig(), cedar: { policies: POLICIES, primary_upstream_provider: 'okta' } },
+      authz_config: {
+        ...cedarConfig(),
+        cedar: { policies: POLICIES, primary_upstream_provider: 'okta' },
+      } as Record<string, unknown>,
     }),
     { message: /primary_upstream_provider needs the embedded authorization server/ },
   );
