@@ -7,6 +7,10 @@
  *   authz       Cedar authorization (cedarv1) with 10 policies
  *   full        authorization + audit to a file + one validating webhook on loopback
  *               (a separate receiver process answering `allowed: true`)
+ *   authz-fresh authorization with 10 policies, one of which reads the call's argument, and
+ *               a different argument on every call: no decision is answered from the
+ *               authorizer's cache (decisions are remembered per exact input of the
+ *               attributes policies read), so this is the cost of a first-seen decision
  *
  * Each worker opens its own MCP session, then makes sequential `tools/call` requests. The
  * targets are measured in interleaved rounds (none, authz, full, none, ...) so that machine
@@ -114,8 +118,11 @@ async function startWorkload(
   return { name, port };
 }
 
-/** Opens a session on the workload and returns a function making one tools/call. */
-async function session(pool: Pool): Promise<() => Promise<void>> {
+/**
+ * Opens a session on the workload and returns a function making one tools/call (with a
+ * different message each time when `fresh`).
+ */
+async function session(pool: Pool, fresh: boolean): Promise<() => Promise<void>> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
@@ -134,12 +141,15 @@ async function session(pool: Pool): Promise<() => Promise<void>> {
   });
   await note.body.text();
   let id = 1;
+  const prefix = Math.random().toString(36).slice(2, 8);
   return async () => {
+    const n = id++;
+    const message = fresh ? `hello-${prefix}-${n}` : 'hello';
     const res = await pool.request({
       path: '/mcp',
       method: 'POST',
       headers,
-      body: `{"jsonrpc":"2.0","id":${id++},"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}}`,
+      body: `{"jsonrpc":"2.0","id":${n},"method":"tools/call","params":{"name":"echo","arguments":{"message":"${message}"}}}`,
     });
     const text = await res.body.text();
     if (res.statusCode !== 200 || !text.includes('hello'))
@@ -204,6 +214,10 @@ async function main(): Promise<void> {
     });
     const authz = { authz_config: { version: '1.0', type: 'cedarv1', cedar: { policies: POLICIES } } };
     const auditFile = join(home, 'audit.log');
+    const freshPolicies = [
+      ...POLICIES.slice(0, 9),
+      'forbid(principal, action == Action::"call_tool", resource) when { resource has arg_message && resource.arg_message == "forbidden" };',
+    ];
     const configs: Record<string, Record<string, unknown>> = {
       none: {},
       authz,
@@ -220,6 +234,9 @@ async function main(): Promise<void> {
           },
         ],
       },
+      'authz-fresh': {
+        authz_config: { version: '1.0', type: 'cedarv1', cedar: { policies: freshPolicies } },
+      },
     };
     const targets: Array<{
       label: string;
@@ -232,7 +249,8 @@ async function main(): Promise<void> {
       const w = await startWorkload(env, home, `bench-${label}`, extra);
       names.push(w.name);
       const pool = new Pool(`http://127.0.0.1:${w.port}`, { connections: 64, keepAliveTimeout: 60_000 });
-      const c32 = await Promise.all(Array.from({ length: 32 }, () => session(pool)));
+      const fresh = label === 'authz-fresh';
+      const c32 = await Promise.all(Array.from({ length: 32 }, () => session(pool, fresh)));
       targets.push({ label, pool, c1: [c32[0] as () => Promise<void>], c32 });
       await phase(c32, WARMUP);
     }
@@ -267,6 +285,7 @@ async function main(): Promise<void> {
     };
     const authzVs = versus('authz');
     const fullVs = versus('full');
+    const freshVs = versus('authz-fresh');
     const auditLines = readFileSync(auditFile, 'utf8')
       .split('\n')
       .filter((l) => l !== '').length;
@@ -283,6 +302,10 @@ async function main(): Promise<void> {
           results: summary,
           authz_vs_none: { ...authzVs, target_added_c1_p50_ms: 0.05, target_c32_throughput_kept: 0.9 },
           full_vs_none: { ...fullVs, target_c32_throughput_kept: 0.75 },
+          authz_fresh_vs_none: {
+            ...freshVs,
+            note: 'every decision first-seen (no cache hit): what a policy that reads changing arguments costs',
+          },
           targets_met: {
             authz_c1_p50: authzVs.added_c1_p50_ms <= 0.05,
             authz_c32_throughput: authzVs.c32_throughput_kept >= 0.9,
