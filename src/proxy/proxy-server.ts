@@ -10,6 +10,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import {
   BodyTooLargeError,
   createOriginGuard,
+  definedOnly,
   type Logger,
   type OriginGuard,
   readBody,
@@ -479,7 +480,7 @@ class McpProxy implements RunningProxy {
       status: up ? 'ok' : 'unavailable',
       mode: this.mode,
       sessions: this.stdio.all.size,
-      ...(server === undefined ? {} : { server }),
+      ...definedOnly({ server }),
     });
   }
 }

@@ -12,7 +12,7 @@
  * calls time out: the child gets an error for its request and a cancel for the call.
  */
 import { randomUUID } from 'node:crypto';
-import type { Logger } from '../shared/index.js';
+import { definedOnly, type Logger } from '../shared/index.js';
 import {
   errorMessage,
   INTERNAL_ERROR,
@@ -175,7 +175,7 @@ export class StatelessFlow {
       resultMessage(call.clientId, {
         resultType: 'input_required',
         inputRequests: {
-          [key]: { method, ...(request.params === undefined ? {} : { params: request.params }) },
+          [key]: { method, ...definedOnly({ params: request.params }) },
         },
         requestState,
       }),

@@ -234,9 +234,8 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     chain = await buildPipeline(runConfig, {
       logger,
       secretLookup: options.secretLookup,
-      ...(options.secrets === undefined ? {} : { secrets: options.secrets }),
+      ...definedOnly({ secrets: options.secrets, authServer }),
       ...(proxyOrigin === undefined ? {} : { resourceUrl: `${proxyOrigin}/mcp` }),
-      ...(authServer === undefined ? {} : { authServer }),
       // A remote login needs the user: publish its URL in the status, where `skep run`,
       // `skep list` and the API show it (the runner log has it too).
       onLoginUrl: (url) => {
@@ -555,14 +554,14 @@ function serverSpec(runConfig: RunConfig, env: Record<string, string>, logFile: 
     args: runConfig.cmd_args,
     env,
     transport: runConfig.transport,
-    ...(runConfig.target_port === undefined ? {} : { targetPort: runConfig.target_port }),
     logFile,
     permissionProfile: runConfig.permission_profile,
-    ...(runConfig.permission_profile_name_or_path === undefined
-      ? {}
-      : { permissionProfileName: runConfig.permission_profile_name_or_path }),
     isolateNetwork: runConfig.isolate_network !== false,
-    ...(runConfig.sandbox === undefined ? {} : { sandbox: runConfig.sandbox }),
+    ...definedOnly({
+      targetPort: runConfig.target_port,
+      permissionProfileName: runConfig.permission_profile_name_or_path,
+      sandbox: runConfig.sandbox,
+    }),
     volumes: runConfig.volumes,
     labels: runConfig.container_labels,
   };

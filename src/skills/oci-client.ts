@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { findOutboundRefusal, outboundFetch, SkepError } from '../shared/index.js';
+import { definedOnly, findOutboundRefusal, outboundFetch, SkepError } from '../shared/index.js';
 import type { OciRef } from './oci-ref.js';
 import { PRIVATE_HOSTS_HINT } from './private-hosts.js';
 
@@ -192,7 +192,7 @@ export class OciSession {
           ...init.headers,
           ...(this.#authorization === undefined ? {} : { authorization: this.#authorization }),
         },
-        ...(init.body === undefined ? {} : { body: init.body }),
+        ...definedOnly({ body: init.body }),
         signal: this.#signal,
         redirect: 'follow',
       });

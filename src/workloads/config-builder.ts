@@ -7,12 +7,16 @@
  */
 import { loadAuthzConfigFile } from '../authz/index.js';
 import { DEFAULT_GROUP } from '../groups/index.js';
-import { SkepError } from '../shared/index.js';
+import { definedOnly, SkepError } from '../shared/index.js';
 import { baseNameFor, validateWorkloadName } from './names.js';
 import type { RegistryServerSpec } from './registry-server.js';
 import { parseRunConfig, RUN_CONFIG_SCHEMA_VERSION, type RunConfig } from './run-config.js';
 import type { CreateWorkloadRequest, UpdateWorkloadRequest } from './schemas.js';
-import { formatSecretReference as formatSecretRef, validateSecretRef } from './secrets.js';
+import {
+  formatSecretReference as formatSecretRef,
+  type SecretReference,
+  validateSecretRef,
+} from './secrets.js';
 
 /** Package references the runner starts as local processes (everything else is an image or a URL). */
 export const IMAGE_SCHEMES = /^(npx|uvx|cmd):\/\/./;
@@ -57,14 +61,16 @@ export function configFromCreate(
   const base: RunConfig = parseRunConfig({
     name: '',
     image: registryEntry?.image ?? '',
-    ...(registryEntry?.url === undefined ? {} : { remote_url: registryEntry.url }),
+    ...definedOnly({ remote_url: registryEntry?.url }),
     transport: registryEntry?.transport ?? (registryEntry?.url === undefined ? 'stdio' : 'streamable-http'),
     cmd_args: registryEntry?.args ?? [],
     env_vars: registryEntry?.env ?? {},
-    ...(registryEntry?.permissions === undefined ? {} : { permission_profile: registryEntry.permissions }),
-    ...(registryEntry?.target_port === undefined ? {} : { target_port: registryEntry.target_port }),
-    ...(registryEntry?.tools === undefined ? {} : { tools_filter: registryEntry.tools }),
-    ...(request.server === undefined ? {} : { registry_server_name: request.server }),
+    ...definedOnly({
+      permission_profile: registryEntry?.permissions,
+      target_port: registryEntry?.target_port,
+      tools_filter: registryEntry?.tools,
+      registry_server_name: request.server,
+    }),
     proxy_mode: 'streamable-http',
     isolate_network: true,
   });
@@ -144,14 +150,14 @@ export function applyRequest(base: RunConfig, request: UpdateWorkloadRequest): R
   if (r.oidc !== undefined) {
     // The client secret is never stored in plain text (the reference ignores it too).
     const o = r.oidc;
-    c.oidc_config = {
-      ...(o.issuer === undefined ? {} : { issuer: o.issuer }),
-      ...(o.audience === undefined ? {} : { audience: o.audience }),
-      ...(o.jwks_url === undefined ? {} : { jwksurl: o.jwks_url }),
-      ...(o.introspection_url === undefined ? {} : { introspectionURL: o.introspection_url }),
-      ...(o.client_id === undefined ? {} : { clientID: o.client_id }),
-      ...(o.scopes === undefined ? {} : { scopes: o.scopes }),
-    };
+    c.oidc_config = definedOnly({
+      issuer: o.issuer,
+      audience: o.audience,
+      jwksurl: o.jwks_url,
+      introspectionURL: o.introspection_url,
+      clientID: o.client_id,
+      scopes: o.scopes,
+    });
   }
   if (r.permission_profile !== undefined) c.permission_profile = structuredClone(r.permission_profile);
   if (r.proxy_mode !== undefined) c.proxy_mode = r.proxy_mode;
@@ -175,21 +181,24 @@ export function applyRequest(base: RunConfig, request: UpdateWorkloadRequest): R
     const o = r.oauth_config;
     if (o.client_secret !== undefined) validateSecretRef(o.client_secret);
     if (o.bearer_token !== undefined) validateSecretRef(o.bearer_token);
-    c.remote_auth_config = {
-      ...(c.remote_auth_config?.headers === undefined ? {} : { headers: c.remote_auth_config.headers }),
-      ...(o.issuer === undefined ? {} : { issuer: o.issuer }),
-      ...(o.authorize_url === undefined ? {} : { authorize_url: o.authorize_url }),
-      ...(o.token_url === undefined ? {} : { token_url: o.token_url }),
-      ...(o.client_id === undefined ? {} : { client_id: o.client_id }),
-      ...(o.client_secret === undefined ? {} : { client_secret: formatSecretRef(o.client_secret) }),
-      ...(o.bearer_token === undefined ? {} : { bearer_token: formatSecretRef(o.bearer_token) }),
-      ...(o.scopes === undefined ? {} : { scopes: o.scopes }),
-      ...(o.use_pkce === undefined ? {} : { use_pkce: o.use_pkce }),
-      ...(o.oauth_params === undefined ? {} : { oauth_params: o.oauth_params }),
-      ...(o.callback_port === undefined ? {} : { callback_port: o.callback_port }),
-      ...(o.skip_browser === undefined ? {} : { skip_browser: o.skip_browser }),
-      ...(o.resource === undefined ? {} : { resource: o.resource }),
-    };
+    // Secrets are stored as references (`name,target=...`), never as values.
+    const ref = (secret: SecretReference | undefined) =>
+      secret === undefined ? undefined : formatSecretRef(secret);
+    c.remote_auth_config = definedOnly({
+      headers: c.remote_auth_config?.headers,
+      issuer: o.issuer,
+      authorize_url: o.authorize_url,
+      token_url: o.token_url,
+      client_id: o.client_id,
+      client_secret: ref(o.client_secret),
+      bearer_token: ref(o.bearer_token),
+      scopes: o.scopes,
+      use_pkce: o.use_pkce,
+      oauth_params: o.oauth_params,
+      callback_port: o.callback_port,
+      skip_browser: o.skip_browser,
+      resource: o.resource,
+    });
   }
   if (r.headers !== undefined)
     c.remote_auth_config = { ...(c.remote_auth_config ?? {}), headers: structuredClone(r.headers) };

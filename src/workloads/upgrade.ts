@@ -5,6 +5,7 @@
  * variables the new entry declares that the workload does not supply. Secret values never
  * appear; a secret variable's default is left out.
  */
+import { definedOnly } from '../shared/index.js';
 import type { RegistryServerSpec, ResolveRegistryServer } from './registry-server.js';
 import type { RunConfig } from './run-config.js';
 
@@ -56,9 +57,7 @@ function suppliedEnv(config: RunConfig): Set<string> {
 function envInfo(v: NonNullable<RegistryServerSpec['envVars']>[number]): EnvVarInfo {
   return {
     name: v.name,
-    ...(v.description === undefined ? {} : { description: v.description }),
-    ...(v.required === undefined ? {} : { required: v.required }),
-    ...(v.secret === undefined ? {} : { secret: v.secret }),
+    ...definedOnly({ description: v.description, required: v.required, secret: v.secret }),
     // A secret's default could itself be sensitive: never shown.
     ...(v.default === undefined || v.secret === true ? {} : { default: v.default }),
   };

@@ -5,7 +5,7 @@
  */
 import type { SkepConfig } from '../config/index.js';
 import { workloadSandbox } from '../runtime/index.js';
-import { workloadUrl } from '../shared/index.js';
+import { definedOnly, workloadUrl } from '../shared/index.js';
 import type { RunConfig } from './run-config.js';
 import { runnerAlive } from './runner-process.js';
 import type { WorkloadDetail, WorkloadSummary } from './schemas.js';
@@ -65,9 +65,8 @@ export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
 export function detailOf(skep: SkepConfig, row: WorkloadRow): WorkloadDetail {
   const c = row.config;
   const auth = c.remote_auth_config;
+  const oidc = c.oidc_config;
   const refOf = (text: string | undefined) => (text === undefined ? undefined : parseSecretRef(text));
-  const clientSecret = refOf(auth?.client_secret);
-  const bearer = refOf(auth?.bearer_token);
   const { sandboxed, sandbox, reason } = workloadSandbox(skep, c);
   return {
     name: row.name,
@@ -88,30 +87,28 @@ export function detailOf(skep: SkepConfig, row: WorkloadRow): WorkloadDetail {
     trust_proxy_headers: c.trust_proxy_headers ?? false,
     proxy_port: c.port,
     target_port: c.target_port ?? 0,
-    oauth_config: {
-      ...(auth?.issuer === undefined ? {} : { issuer: auth.issuer }),
-      ...(auth?.authorize_url === undefined ? {} : { authorize_url: auth.authorize_url }),
-      ...(auth?.token_url === undefined ? {} : { token_url: auth.token_url }),
-      ...(auth?.client_id === undefined ? {} : { client_id: auth.client_id }),
-      ...(clientSecret === undefined ? {} : { client_secret: clientSecret }),
-      ...(bearer === undefined ? {} : { bearer_token: bearer }),
-      ...(auth?.scopes === undefined ? {} : { scopes: auth.scopes }),
-      ...(auth?.use_pkce === undefined ? {} : { use_pkce: auth.use_pkce }),
-      ...(auth?.oauth_params === undefined ? {} : { oauth_params: auth.oauth_params }),
-      ...(auth?.callback_port === undefined ? {} : { callback_port: auth.callback_port }),
-      ...(auth?.skip_browser === undefined ? {} : { skip_browser: auth.skip_browser }),
-      ...(auth?.resource === undefined ? {} : { resource: auth.resource }),
-    },
-    oidc: {
-      ...(c.oidc_config?.issuer === undefined ? {} : { issuer: c.oidc_config.issuer }),
-      ...(c.oidc_config?.audience === undefined ? {} : { audience: c.oidc_config.audience }),
-      ...(c.oidc_config?.jwksurl === undefined ? {} : { jwks_url: c.oidc_config.jwksurl }),
-      ...(c.oidc_config?.introspectionURL === undefined
-        ? {}
-        : { introspection_url: c.oidc_config.introspectionURL }),
-      ...(c.oidc_config?.clientID === undefined ? {} : { client_id: c.oidc_config.clientID }),
-      ...(c.oidc_config?.scopes === undefined ? {} : { scopes: c.oidc_config.scopes }),
-    },
+    oauth_config: definedOnly({
+      issuer: auth?.issuer,
+      authorize_url: auth?.authorize_url,
+      token_url: auth?.token_url,
+      client_id: auth?.client_id,
+      client_secret: refOf(auth?.client_secret),
+      bearer_token: refOf(auth?.bearer_token),
+      scopes: auth?.scopes,
+      use_pkce: auth?.use_pkce,
+      oauth_params: auth?.oauth_params,
+      callback_port: auth?.callback_port,
+      skip_browser: auth?.skip_browser,
+      resource: auth?.resource,
+    }),
+    oidc: definedOnly({
+      issuer: oidc?.issuer,
+      audience: oidc?.audience,
+      jwks_url: oidc?.jwksurl,
+      introspection_url: oidc?.introspectionURL,
+      client_id: oidc?.clientID,
+      scopes: oidc?.scopes,
+    }),
     permission_profile: c.permission_profile,
     runtime_config: c.runtime_config ?? {},
     secrets: c.secrets.map(parseSecretRef),

@@ -14,7 +14,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { normalizeOrigin, SkepError } from '../../shared/index.js';
+import { definedOnly, normalizeOrigin, SkepError } from '../../shared/index.js';
 import { AUTH_SERVER_DEFAULTS } from '../config.js';
 import {
   approvalCovers,
@@ -321,8 +321,7 @@ export async function callback(
     audience: pending.audience,
     sessionId: pending.sessionId,
     subject: userId,
-    ...(identity.name === undefined ? {} : { name: identity.name }),
-    ...(identity.email === undefined ? {} : { email: identity.email }),
+    ...definedOnly({ name: identity.name, email: identity.email }),
   };
   await ctx.storage.saveAuthCode(signature, record, ctx.cfg.authCodeLifespanSec);
   // A synthetic subject changes with every token: there is no one to remember.

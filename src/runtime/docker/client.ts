@@ -6,13 +6,13 @@
 import { request as httpRequest } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
-import { lazyRequire, SkepError } from '../../shared/index.js';
+import { definedOnly, lazyRequire, SkepError } from '../../shared/index.js';
 
 const loadDockerode = lazyRequire<typeof Docker>('dockerode');
 
 export function dockerClient(host: string, timeoutMs?: number): Docker {
   const Docker = loadDockerode();
-  const timeout = timeoutMs === undefined ? {} : { timeout: timeoutMs };
+  const timeout = definedOnly({ timeout: timeoutMs });
   if (host.startsWith('unix://')) return new Docker({ socketPath: host.slice('unix://'.length), ...timeout });
   if (host.startsWith('npipe://'))
     return new Docker({ socketPath: host.slice('npipe://'.length), ...timeout });
