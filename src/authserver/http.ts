@@ -5,6 +5,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BodyTooLargeError, readBody as readLimitedBody } from '../shared/index.js';
 import { OAuthError, type OAuthErrorCode } from './errors.js';
 
 /** Request bodies are capped (module comment of `server.ts`). */
@@ -79,19 +80,15 @@ export function expectMethod(method: string, wanted: string): void {
   if (method !== wanted) throw new OAuthError('invalid_request', `use ${wanted}`, 405, { allow: wanted });
 }
 
+/** The body under the authorization server's 64 KiB limit; over it, an OAuth error with HTTP 413. */
 async function readBody(req: IncomingMessage): Promise<string> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > MAX_BODY_BYTES)
-    throw new OAuthError('invalid_request', 'request body is larger than 64 KiB', 413);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES)
+  try {
+    return await readLimitedBody(req, MAX_BODY_BYTES);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError)
       throw new OAuthError('invalid_request', 'request body is larger than 64 KiB', 413);
-    chunks.push(chunk as Buffer);
+    throw err;
   }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** An `application/x-www-form-urlencoded` body; `what` names the request in the refusal. */

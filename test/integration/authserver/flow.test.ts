@@ -306,6 +306,22 @@ test('RFC 7591: registration validates metadata and answers 201 with no-store', 
     body: JSON.stringify({ redirect_uris: ['https://a.example/cb'], client_name: 'x'.repeat(70 * 1024) }),
   });
   assert.equal(big.status, 413);
+  // Sent chunked (no Content-Length), the limit holds as the body grows.
+  const chunk = new TextEncoder().encode(' '.repeat(16 * 1024));
+  let sent = 0;
+  const chunked = await fetch(`${host.url}/oauth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    duplex: 'half',
+    body: new ReadableStream<Uint8Array>({
+      pull(controller) {
+        if (sent++ < 8) controller.enqueue(chunk);
+        else controller.close();
+      },
+    }),
+  });
+  assert.equal(chunked.status, 413);
+  assert.equal(((await chunked.json()) as { error: string }).error, 'invalid_request');
 });
 
 test('token endpoint rate limit answers 429 with Retry-After', async (t) => {
