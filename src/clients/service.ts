@@ -211,7 +211,7 @@ export class ClientsService {
         try {
           results.push(await this.#syncClient(type));
         } catch (err) {
-          this.#logger.error({ client: type, err: describeError(err) }, 'client config sync failed');
+          this.#logger.error({ client: type, err }, 'client config sync failed');
           results.push({
             client_type: type,
             file: this.configPath(type),

@@ -10,7 +10,7 @@
  * The shared-child path never touches this module: the proxy only builds it when the option
  * is set.
  */
-import { describeError, type Logger } from '../shared/index.js';
+import type { Logger } from '../shared/index.js';
 import type { Session } from './session.js';
 import { type BridgeOptions, StdioBridge } from './stdio-bridge.js';
 import type { PerSessionOptions, SessionChild } from './types.js';
@@ -130,7 +130,7 @@ export class SessionChildren {
 
   private track(stopped: Promise<void>): void {
     const p = stopped.catch((err: unknown) =>
-      this.logger.warn({ err: describeError(err) }, 'stopping a per-session MCP server failed'),
+      this.logger.warn({ err }, 'stopping a per-session MCP server failed'),
     );
     this.stopping.add(p);
     void p.then(() => this.stopping.delete(p));

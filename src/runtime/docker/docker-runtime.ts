@@ -353,7 +353,10 @@ export class DockerRuntime implements Runtime {
         .wait()
         .then((r: { StatusCode?: number }) => ({ code: r.StatusCode ?? null, signal: null }))
         .catch((err: unknown) => {
+          // The server's log gets one readable line (a stack of engine-API internals is noise
+          // among the server's output); the runner's log gets the error with its stack.
           log.write(`[skep] lost track of container ${name}: ${describeError(err)}\n`);
+          this.#logger.warn({ workload: spec.name, container: name, err }, 'lost track of a container');
           return { code: null, signal: null };
         });
       void exited.then(() => log.close());
@@ -500,7 +503,11 @@ export class DockerRuntime implements Runtime {
         s.on('data', (chunk: Buffer) => demuxer.push(chunk));
         s.on('error', () => undefined);
       })
-      .catch((err: unknown) => log.write(`[skep] cannot follow container logs: ${describeError(err)}\n`));
+      .catch((err: unknown) => {
+        // As for a lost container: one line in the server's log, the stack in the runner's.
+        log.write(`[skep] cannot follow container logs: ${describeError(err)}\n`);
+        this.#logger.warn({ container: container.id, err }, 'cannot follow container logs');
+      });
   }
 }
 
