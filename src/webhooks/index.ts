@@ -36,7 +36,7 @@ export {
   type PatchOperation,
   parsePointer,
 } from './patch.js';
-export { delegationOf, principalOf, type WebhookPrincipal } from './principal.js';
+export { principalOf, type WebhookPrincipal } from './principal.js';
 export {
   jsonRpcCodeForStatus,
   type WebhookChainInput,

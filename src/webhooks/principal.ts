@@ -5,20 +5,7 @@
  * `PrincipalInfo` JSON (`sub`, `platform_user_id`, `name`, `email`, `groups`, `claims`,
  * `delegation`; empty ones left out).
  */
-
-export interface DelegationActor {
-  iss?: string;
-  sub?: string;
-}
-
-/** The `act` chain, outermost (current actor) first, as the audit log records it (§2.5). */
-export interface DelegationChain {
-  chain: DelegationActor[];
-  truncated: boolean;
-  omitted: number;
-  malformed: boolean;
-  malformedReason?: 'act_not_object' | 'nested_act_not_object' | 'iss_not_string' | 'sub_not_string';
-}
+import { type DelegationChain, delegationChainOf } from '../shared/index.js';
 
 export interface WebhookPrincipal {
   sub?: string;
@@ -32,43 +19,6 @@ export interface WebhookPrincipal {
 
 /** The reference's default cap on recorded `act` hops (`maxDelegationDepth`). */
 const MAX_DELEGATION_DEPTH = 10;
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Walks nested `act` claims (RFC 8693 §4.1); undefined when there is none. */
-export function delegationOf(claims: Record<string, unknown>): DelegationChain | undefined {
-  let act = claims['act'];
-  if (act === undefined || act === null) return undefined;
-  const out: DelegationChain = { chain: [], truncated: false, omitted: 0, malformed: false };
-  for (let depth = 0; act !== undefined && act !== null; depth++) {
-    if (!isObject(act)) {
-      out.malformed = true;
-      out.malformedReason = depth === 0 ? 'act_not_object' : 'nested_act_not_object';
-      break;
-    }
-    const { iss, sub } = act;
-    if (iss !== undefined && typeof iss !== 'string') {
-      out.malformed = true;
-      out.malformedReason = 'iss_not_string';
-      break;
-    }
-    if (sub !== undefined && typeof sub !== 'string') {
-      out.malformed = true;
-      out.malformedReason = 'sub_not_string';
-      break;
-    }
-    if (out.chain.length < MAX_DELEGATION_DEPTH) {
-      out.chain.push({ ...(iss === undefined ? {} : { iss }), ...(sub === undefined ? {} : { sub }) });
-    } else {
-      out.truncated = true;
-      out.omitted++;
-    }
-    act = act['act'];
-  }
-  return out;
-}
 
 function text(value: unknown): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
@@ -89,7 +39,7 @@ export function principalOf(
   const sub = text(claims['sub']) ?? text(subject);
   const name = text(claims['name']);
   const email = text(claims['email']);
-  const delegation = delegationOf(claims);
+  const delegation = delegationChainOf(claims['act'], MAX_DELEGATION_DEPTH);
   const principal: WebhookPrincipal = {};
   if (sub !== undefined) principal.sub = sub;
   if (verified && sub !== undefined) principal.platform_user_id = sub;

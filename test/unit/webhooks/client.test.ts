@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  delegationOf,
   principalOf,
   readWebhookResponse,
   signPayload,
@@ -70,6 +69,7 @@ test('§3.2 principal: credential-free, all claims, platform_user_id only for a 
 });
 
 test('RFC 8693 §4.1 act chain: outermost actor first, capped at 10, malformed links flagged', () => {
+  const delegationOf = (claims: Record<string, unknown>) => principalOf(claims, undefined, true).delegation;
   assert.equal(delegationOf({ sub: 'u' }), undefined);
   assert.deepEqual(delegationOf({ act: { sub: 'agent', iss: 'https://as', act: { sub: 'tool' } } }), {
     chain: [{ iss: 'https://as', sub: 'agent' }, { sub: 'tool' }],
