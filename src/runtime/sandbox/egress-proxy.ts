@@ -17,6 +17,7 @@ import { lookup } from 'node:dns/promises';
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import { connect, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { listenRelay, type RelayListener, TrackedStreams } from './listener.js';
 
 export interface EgressRules {
   hosts: readonly string[];
@@ -93,10 +94,7 @@ function splitHostPort(value: string, defaultPort: number): { host: string; port
   return { host: m[1] as string, port: m[2] === undefined ? defaultPort : Number(m[2]) };
 }
 
-export interface EgressProxy {
-  /** Stops listening and cuts every open connection; idempotent. */
-  close(): Promise<void>;
-}
+export type EgressProxy = RelayListener;
 
 /** Serves the filtering proxy on the unix socket `socketPath`; `log` gets one line per decision. */
 export function startEgressProxy(
@@ -104,11 +102,7 @@ export function startEgressProxy(
   rules: EgressRules,
   log: (line: string) => void,
 ): Promise<EgressProxy> {
-  const open = new Set<Duplex>();
-  const track = (s: Duplex) => {
-    open.add(s);
-    s.once('close', () => open.delete(s));
-  };
+  const streams = new TrackedStreams();
   const refuse = (res: ServerResponse, status: number, text: string) => {
     res
       .writeHead(status, { 'content-type': 'text/plain', connection: 'close' })
@@ -155,7 +149,7 @@ export function startEgressProxy(
   };
 
   const onConnect = (req: IncomingMessage, client: Duplex, head: Buffer) => {
-    track(client);
+    streams.add(client);
     client.on('error', () => client.destroy());
     const target = splitHostPort(req.url ?? '', 443);
     const deny = (reason: string) => {
@@ -180,7 +174,7 @@ export function startEgressProxy(
         upstream.pipe(client);
         client.pipe(upstream);
       });
-      track(upstream);
+      streams.add(upstream);
       upstream.on('error', (err) =>
         client.end(`HTTP/1.1 502 Bad Gateway\r\nconnection: close\r\n\r\nskep egress: ${err.message}\n`),
       );
@@ -190,22 +184,7 @@ export function startEgressProxy(
 
   const server: Server = createServer(onRequest);
   server.on('connect', onConnect);
-  server.on('connection', track);
+  server.on('connection', streams.add);
   server.on('clientError', (_err, socket) => socket.destroy());
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(socketPath, () => {
-      server.off('error', reject);
-      let closing: Promise<void> | undefined;
-      resolve({
-        close() {
-          closing ??= new Promise<void>((done) => {
-            server.close(() => done());
-            for (const s of open) s.destroy();
-          });
-          return closing;
-        },
-      });
-    });
-  });
+  return listenRelay(server, { path: socketPath }, streams);
 }

@@ -15,7 +15,8 @@
  * binary inside the sandbox. Its settings come in `FORWARDER_CONFIG_ENV`, which it removes
  * from the environment before starting the server.
  */
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type Server } from 'node:net';
+import { listenRelay, type RelayListener, TrackedStreams } from './listener.js';
 
 export const SANDBOX_SOCKET_DIR = '/run/skep';
 export const SANDBOX_PROXY_PORT = 3128;
@@ -75,19 +76,15 @@ Promise.all(ready).then(() => {
 });
 `;
 
-export interface InboundBridge {
-  close(): Promise<void>;
-}
+export type InboundBridge = RelayListener;
 
 /** Listens on `127.0.0.1:port` and relays every connection to the unix socket `socketPath`. */
 export function startInboundBridge(port: number, socketPath: string): Promise<InboundBridge> {
-  const open = new Set<Socket>();
+  const streams = new TrackedStreams();
   const server: Server = createServer((client) => {
-    open.add(client);
-    client.once('close', () => open.delete(client));
+    streams.add(client);
     const upstream = connect(socketPath);
-    open.add(upstream);
-    upstream.once('close', () => open.delete(upstream));
+    streams.add(upstream);
     client.on('error', () => upstream.destroy());
     upstream.on('error', () => client.destroy());
     client.on('close', () => upstream.destroy());
@@ -95,20 +92,5 @@ export function startInboundBridge(port: number, socketPath: string): Promise<In
     client.pipe(upstream);
     upstream.pipe(client);
   });
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => {
-      server.off('error', reject);
-      let closing: Promise<void> | undefined;
-      resolve({
-        close() {
-          closing ??= new Promise<void>((done) => {
-            server.close(() => done());
-            for (const s of open) s.destroy();
-          });
-          return closing;
-        },
-      });
-    });
-  });
+  return listenRelay(server, { port, host: '127.0.0.1' }, streams);
 }
