@@ -17,14 +17,12 @@ import type { ResolvedRedis } from './config.js';
 import {
   type AuthCodeRecord,
   type AuthStorage,
-  approvalKey,
-  type ClientRecord,
-  type ConsentApproval,
   type ConsentRequest,
   type Consumed,
-  type DcrCredentials,
   type GrantRecord,
   type PendingAuthorization,
+  RecordStorage,
+  storageKey,
   type UpstreamTokenRecord,
 } from './storage.js';
 
@@ -83,7 +81,7 @@ export interface RedisStorageOptions {
   minReplicaAcks?: number;
 }
 
-export class RedisStorage implements AuthStorage {
+export class RedisStorage extends RecordStorage implements AuthStorage {
   readonly #client: ScriptClient;
   readonly #prefix: string;
   readonly #acks: number;
@@ -91,6 +89,7 @@ export class RedisStorage implements AuthStorage {
   #closed = false;
 
   private constructor(client: ScriptClient, cfg: ResolvedRedis, options: RedisStorageOptions) {
+    super();
     this.#client = client;
     this.#prefix = cfg.keyPrefix;
     this.#acks = options.minReplicaAcks ?? (cfg.mode === 'sentinel' ? 1 : 0);
@@ -148,85 +147,46 @@ export class RedisStorage implements AuthStorage {
     }
   }
 
-  async #setJson(key: string, value: unknown, ttlSec: number | undefined): Promise<void> {
+  protected async writeRecord(key: string, value: unknown, ttlSec: number | undefined): Promise<void> {
     const json = JSON.stringify(value);
     if (ttlSec === undefined) await this.#client.set(this.#key(key), json);
     else await this.#client.set(this.#key(key), json, 'EX', Math.max(1, Math.ceil(ttlSec)));
     await this.#replicated();
   }
 
-  async #getJson<T>(key: string): Promise<T | undefined> {
+  protected async readRecord<T>(key: string): Promise<T | undefined> {
     const v = await this.#client.get(this.#key(key));
     return v === null ? undefined : (JSON.parse(v) as T);
   }
 
-  async saveClient(client: ClientRecord, ttlSec: number): Promise<void> {
-    await this.#setJson(`client:${client.client_id}`, client, ttlSec);
-  }
-  async getClient(clientId: string): Promise<ClientRecord | undefined> {
-    return this.#getJson(`client:${clientId}`);
-  }
   async touchClient(clientId: string, ttlSec: number): Promise<void> {
-    await this.#client.expire(this.#key(`client:${clientId}`), Math.ceil(ttlSec));
+    await this.#client.expire(this.#key(storageKey.client(clientId)), Math.ceil(ttlSec));
   }
 
-  async savePending(state: string, pending: PendingAuthorization, ttlSec: number): Promise<void> {
-    await this.#setJson(`pending:${state}`, pending, ttlSec);
-  }
   async takePending(state: string): Promise<PendingAuthorization | undefined> {
-    const v = await this.#client.getdel(this.#key(`pending:${state}`));
-    await this.#replicated(false);
-    return v === null ? undefined : (JSON.parse(v) as PendingAuthorization);
-  }
-
-  async saveConsentRequest(flowId: string, request: ConsentRequest, ttlSec: number): Promise<void> {
-    await this.#setJson(`consent:${flowId}`, request, ttlSec);
-  }
-  async getConsentRequest(flowId: string): Promise<ConsentRequest | undefined> {
-    return this.#getJson(`consent:${flowId}`);
+    return this.#take(storageKey.pending(state));
   }
   async takeConsentRequest(flowId: string): Promise<ConsentRequest | undefined> {
-    const v = await this.#client.getdel(this.#key(`consent:${flowId}`));
+    return this.#take(storageKey.consent(flowId));
+  }
+  async #take<T>(key: string): Promise<T | undefined> {
+    const v = await this.#client.getdel(this.#key(key));
     await this.#replicated(false);
-    return v === null ? undefined : (JSON.parse(v) as ConsentRequest);
+    return v === null ? undefined : (JSON.parse(v) as T);
   }
 
-  async saveApproval(
-    userId: string,
-    clientId: string,
-    approval: ConsentApproval,
-    ttlSec: number,
-  ): Promise<void> {
-    await this.#setJson(approvalKey(userId, clientId), approval, ttlSec);
-  }
-  async getApproval(userId: string, clientId: string): Promise<ConsentApproval | undefined> {
-    return this.#getJson(approvalKey(userId, clientId));
-  }
   async deleteApproval(userId: string, clientId: string): Promise<void> {
-    await this.#client.del(this.#key(approvalKey(userId, clientId)));
+    await this.#client.del(this.#key(storageKey.approval(userId, clientId)));
     await this.#replicated();
   }
 
-  async saveRememberedBrowser(cookieDigest: string, userId: string, ttlSec: number): Promise<void> {
-    await this.#setJson(`browser:${cookieDigest}`, userId, ttlSec);
-  }
-  async getRememberedBrowser(cookieDigest: string): Promise<string | undefined> {
-    return this.#getJson(`browser:${cookieDigest}`);
-  }
-
-  async saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void> {
-    await this.#setJson(`authcode:${signature}`, record, ttlSec);
-  }
-  async getAuthCode(signature: string): Promise<AuthCodeRecord | undefined> {
-    return this.#getJson(`authcode:${signature}`);
-  }
   async consumeAuthCode(
     signature: string,
     rememberSec: number,
   ): Promise<Consumed<AuthCodeRecord> | undefined> {
     const r = await this.#client.consumeCode(
-      this.#key(`authcode:${signature}`),
-      this.#key(`invalidated:${signature}`),
+      this.#key(storageKey.authCode(signature)),
+      this.#key(storageKey.codeUsed(signature)),
       Math.ceil(rememberSec),
     );
     if (!r) return undefined;
@@ -234,32 +194,31 @@ export class RedisStorage implements AuthStorage {
     return { record: JSON.parse(r[0]) as AuthCodeRecord, reused: r[1] === 1 };
   }
 
-  async saveRefreshToken(signature: string, record: GrantRecord, ttlSec: number): Promise<void> {
-    await this.#setJson(`refresh:${signature}`, record, ttlSec);
-  }
-  async getRefreshToken(signature: string): Promise<GrantRecord | undefined> {
-    return this.#getJson(`refresh:${signature}`);
-  }
   async consumeRefreshToken(signature: string): Promise<Consumed<GrantRecord> | undefined> {
     const r = await this.#client.consumeRefresh(
-      this.#key(`refresh:${signature}`),
-      this.#key(`refresh-used:${signature}`),
+      this.#key(storageKey.refresh(signature)),
+      this.#key(storageKey.refreshUsed(signature)),
     );
     if (!r) return undefined;
     await this.#replicated(false);
     return { record: JSON.parse(r[0]) as GrantRecord, reused: r[1] === 1 };
   }
 
+  /** The set of a session's upstream token keys, so revoking the session can delete them all. */
+  #upstreamIndex(sessionId: string): string {
+    return this.#key(`upstream:idx:${sessionId}`);
+  }
+
   async revokeSession(sessionId: string, ttlSec: number): Promise<void> {
     await this.#client.revokeSession(
-      this.#key(`revoked:${sessionId}`),
-      this.#key(`upstream:idx:${sessionId}`),
+      this.#key(storageKey.revoked(sessionId)),
+      this.#upstreamIndex(sessionId),
       Math.max(1, Math.ceil(ttlSec)),
     );
     await this.#replicated();
   }
   async isSessionRevoked(sessionId: string): Promise<boolean> {
-    return (await this.#client.exists(this.#key(`revoked:${sessionId}`))) === 1;
+    return (await this.#client.exists(this.#key(storageKey.revoked(sessionId)))) === 1;
   }
 
   async saveUpstreamTokens(
@@ -268,31 +227,21 @@ export class RedisStorage implements AuthStorage {
     ttlSec: number | undefined,
   ): Promise<void> {
     await this.#client.saveUpstream(
-      this.#key(`upstream:${sessionId}:${record.provider_id}`),
-      this.#key(`upstream:idx:${sessionId}`),
+      this.#key(storageKey.upstream(sessionId, record.provider_id)),
+      this.#upstreamIndex(sessionId),
       JSON.stringify(record),
       ttlSec === undefined ? 0 : Math.max(1, Math.ceil(ttlSec)),
     );
     await this.#replicated();
   }
-  async getUpstreamTokens(sessionId: string, provider: string): Promise<UpstreamTokenRecord | undefined> {
-    return this.#getJson(`upstream:${sessionId}:${provider}`);
-  }
 
   async resolveUser(provider: string, upstreamSubject: string): Promise<string> {
-    const key = this.#key(`provider:${provider.length}:${provider}:${upstreamSubject}`);
+    const key = this.#key(storageKey.user(provider, upstreamSubject));
     const id = crypto.randomUUID();
     // SET NX ... GET returns the existing value, or null when ours was stored (Redis ≥ 7.0).
     const existing = (await this.#client.call('SET', key, id, 'NX', 'GET')) as string | null;
     if (existing === null) await this.#replicated();
     return existing ?? id;
-  }
-
-  async saveDcrCredentials(key: string, creds: DcrCredentials, ttlSec: number | undefined): Promise<void> {
-    await this.#setJson(`dcr:${key}`, creds, ttlSec);
-  }
-  async getDcrCredentials(key: string): Promise<DcrCredentials | undefined> {
-    return this.#getJson(`dcr:${key}`);
   }
 
   async close(): Promise<void> {

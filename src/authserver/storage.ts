@@ -164,9 +164,102 @@ export interface AuthStorage {
   close(): Promise<void>;
 }
 
-/** Length-prefixed so that no (user, client) pair can spell another's key. */
-export function approvalKey(userId: string, clientId: string): string {
-  return `approval:${userId.length}:${userId}:${clientId}`;
+/** Where each record lives, the same in every backend (a backend may add a prefix). */
+export const storageKey = {
+  client: (clientId: string) => `client:${clientId}`,
+  pending: (state: string) => `pending:${state}`,
+  consent: (flowId: string) => `consent:${flowId}`,
+  /** Length-prefixed so that no (user, client) pair can spell another's key. */
+  approval: (userId: string, clientId: string) => `approval:${userId.length}:${userId}:${clientId}`,
+  browser: (cookieDigest: string) => `browser:${cookieDigest}`,
+  authCode: (signature: string) => `authcode:${signature}`,
+  codeUsed: (signature: string) => `invalidated:${signature}`,
+  refresh: (signature: string) => `refresh:${signature}`,
+  refreshUsed: (signature: string) => `refresh-used:${signature}`,
+  revoked: (sessionId: string) => `revoked:${sessionId}`,
+  upstream: (sessionId: string, provider: string) => `upstream:${sessionId}:${provider}`,
+  /** Length-prefixed like `approval`. */
+  user: (provider: string, upstreamSubject: string) =>
+    `provider:${provider.length}:${provider}:${upstreamSubject}`,
+  dcr: (key: string) => `dcr:${key}`,
+};
+
+/** The operations that only store or read one record under its key. */
+type RecordOperations =
+  | 'saveClient'
+  | 'getClient'
+  | 'savePending'
+  | 'saveConsentRequest'
+  | 'getConsentRequest'
+  | 'saveApproval'
+  | 'getApproval'
+  | 'saveRememberedBrowser'
+  | 'getRememberedBrowser'
+  | 'saveAuthCode'
+  | 'getAuthCode'
+  | 'saveRefreshToken'
+  | 'getRefreshToken'
+  | 'getUpstreamTokens'
+  | 'saveDcrCredentials'
+  | 'getDcrCredentials';
+
+/**
+ * The record-per-key operations, written once for every backend: a backend supplies
+ * `writeRecord`/`readRecord` and the operations that must be atomic or touch several keys.
+ */
+export abstract class RecordStorage implements Pick<AuthStorage, RecordOperations> {
+  /** Stores `value` under `key`, expiring after `ttlSec` (never when undefined). */
+  protected abstract writeRecord(key: string, value: unknown, ttlSec: number | undefined): Promise<void>;
+  protected abstract readRecord<T>(key: string): Promise<T | undefined>;
+
+  saveClient(client: ClientRecord, ttlSec: number): Promise<void> {
+    return this.writeRecord(storageKey.client(client.client_id), client, ttlSec);
+  }
+  getClient(clientId: string): Promise<ClientRecord | undefined> {
+    return this.readRecord(storageKey.client(clientId));
+  }
+  savePending(state: string, pending: PendingAuthorization, ttlSec: number): Promise<void> {
+    return this.writeRecord(storageKey.pending(state), pending, ttlSec);
+  }
+  saveConsentRequest(flowId: string, request: ConsentRequest, ttlSec: number): Promise<void> {
+    return this.writeRecord(storageKey.consent(flowId), request, ttlSec);
+  }
+  getConsentRequest(flowId: string): Promise<ConsentRequest | undefined> {
+    return this.readRecord(storageKey.consent(flowId));
+  }
+  saveApproval(userId: string, clientId: string, approval: ConsentApproval, ttlSec: number): Promise<void> {
+    return this.writeRecord(storageKey.approval(userId, clientId), approval, ttlSec);
+  }
+  getApproval(userId: string, clientId: string): Promise<ConsentApproval | undefined> {
+    return this.readRecord(storageKey.approval(userId, clientId));
+  }
+  saveRememberedBrowser(cookieDigest: string, userId: string, ttlSec: number): Promise<void> {
+    return this.writeRecord(storageKey.browser(cookieDigest), userId, ttlSec);
+  }
+  getRememberedBrowser(cookieDigest: string): Promise<string | undefined> {
+    return this.readRecord(storageKey.browser(cookieDigest));
+  }
+  saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void> {
+    return this.writeRecord(storageKey.authCode(signature), record, ttlSec);
+  }
+  getAuthCode(signature: string): Promise<AuthCodeRecord | undefined> {
+    return this.readRecord(storageKey.authCode(signature));
+  }
+  saveRefreshToken(signature: string, record: GrantRecord, ttlSec: number): Promise<void> {
+    return this.writeRecord(storageKey.refresh(signature), record, ttlSec);
+  }
+  getRefreshToken(signature: string): Promise<GrantRecord | undefined> {
+    return this.readRecord(storageKey.refresh(signature));
+  }
+  getUpstreamTokens(sessionId: string, provider: string): Promise<UpstreamTokenRecord | undefined> {
+    return this.readRecord(storageKey.upstream(sessionId, provider));
+  }
+  saveDcrCredentials(key: string, creds: DcrCredentials, ttlSec: number | undefined): Promise<void> {
+    return this.writeRecord(storageKey.dcr(key), creds, ttlSec);
+  }
+  getDcrCredentials(key: string): Promise<DcrCredentials | undefined> {
+    return this.readRecord(storageKey.dcr(key));
+  }
 }
 
 interface Entry {
@@ -175,13 +268,14 @@ interface Entry {
 }
 
 /** In-process storage; state is lost on restart. Expired entries are swept every 5 minutes. */
-export class MemoryStorage implements AuthStorage {
+export class MemoryStorage extends RecordStorage implements AuthStorage {
   readonly #data = new Map<string, Entry>();
   readonly #now: () => number;
   readonly #sweeper: NodeJS.Timeout;
   #closed = false;
 
   constructor(now: () => number = Date.now) {
+    super();
     this.#now = now;
     this.#sweeper = setInterval(() => this.#sweep(), 5 * 60_000);
     this.#sweeper.unref();
@@ -208,106 +302,69 @@ export class MemoryStorage implements AuthStorage {
       if (e.expiresAt !== undefined && e.expiresAt <= now) this.#data.delete(k);
   }
 
-  async saveClient(client: ClientRecord, ttlSec: number): Promise<void> {
-    this.#set(`client:${client.client_id}`, client, ttlSec);
+  protected async writeRecord(key: string, value: unknown, ttlSec: number | undefined): Promise<void> {
+    this.#set(key, value, ttlSec);
   }
-  async getClient(clientId: string): Promise<ClientRecord | undefined> {
-    return this.#get(`client:${clientId}`);
+  protected async readRecord<T>(key: string): Promise<T | undefined> {
+    return this.#get<T>(key);
   }
+
   async touchClient(clientId: string, ttlSec: number): Promise<void> {
-    const c = this.#get<ClientRecord>(`client:${clientId}`);
-    if (c) this.#set(`client:${clientId}`, c, ttlSec);
+    const key = storageKey.client(clientId);
+    const c = this.#get<ClientRecord>(key);
+    if (c) this.#set(key, c, ttlSec);
   }
 
-  async savePending(state: string, pending: PendingAuthorization, ttlSec: number): Promise<void> {
-    this.#set(`pending:${state}`, pending, ttlSec);
-  }
   async takePending(state: string): Promise<PendingAuthorization | undefined> {
-    const p = this.#get<PendingAuthorization>(`pending:${state}`);
-    this.#data.delete(`pending:${state}`);
-    return p;
-  }
-
-  async saveConsentRequest(flowId: string, request: ConsentRequest, ttlSec: number): Promise<void> {
-    this.#set(`consent:${flowId}`, request, ttlSec);
-  }
-  async getConsentRequest(flowId: string): Promise<ConsentRequest | undefined> {
-    return this.#get(`consent:${flowId}`);
+    return this.#take(storageKey.pending(state));
   }
   async takeConsentRequest(flowId: string): Promise<ConsentRequest | undefined> {
-    const c = this.#get<ConsentRequest>(`consent:${flowId}`);
-    this.#data.delete(`consent:${flowId}`);
-    return c;
+    return this.#take(storageKey.consent(flowId));
+  }
+  #take<T>(key: string): T | undefined {
+    const value = this.#get<T>(key);
+    this.#data.delete(key);
+    return value;
   }
 
-  async saveApproval(
-    userId: string,
-    clientId: string,
-    approval: ConsentApproval,
-    ttlSec: number,
-  ): Promise<void> {
-    this.#set(approvalKey(userId, clientId), approval, ttlSec);
-  }
-  async getApproval(userId: string, clientId: string): Promise<ConsentApproval | undefined> {
-    return this.#get(approvalKey(userId, clientId));
-  }
   async deleteApproval(userId: string, clientId: string): Promise<void> {
-    this.#data.delete(approvalKey(userId, clientId));
+    this.#data.delete(storageKey.approval(userId, clientId));
   }
 
-  async saveRememberedBrowser(cookieDigest: string, userId: string, ttlSec: number): Promise<void> {
-    this.#set(`browser:${cookieDigest}`, userId, ttlSec);
-  }
-  async getRememberedBrowser(cookieDigest: string): Promise<string | undefined> {
-    return this.#get(`browser:${cookieDigest}`);
-  }
-
-  async saveAuthCode(signature: string, record: AuthCodeRecord, ttlSec: number): Promise<void> {
-    this.#set(`authcode:${signature}`, record, ttlSec);
-  }
-  async getAuthCode(signature: string): Promise<AuthCodeRecord | undefined> {
-    return this.#get(`authcode:${signature}`);
-  }
   async consumeAuthCode(
     signature: string,
     rememberSec: number,
   ): Promise<Consumed<AuthCodeRecord> | undefined> {
-    const record = this.#get<AuthCodeRecord>(`authcode:${signature}`);
+    const record = this.#get<AuthCodeRecord>(storageKey.authCode(signature));
     if (!record) return undefined;
-    const reused = this.#get(`invalidated:${signature}`) !== undefined;
+    const reused = this.#get(storageKey.codeUsed(signature)) !== undefined;
     if (!reused) {
-      this.#set(`invalidated:${signature}`, 1, rememberSec);
-      this.#set(`authcode:${signature}`, record, rememberSec);
+      this.#set(storageKey.codeUsed(signature), 1, rememberSec);
+      this.#set(storageKey.authCode(signature), record, rememberSec);
     }
     return { record, reused };
   }
 
-  async saveRefreshToken(signature: string, record: GrantRecord, ttlSec: number): Promise<void> {
-    this.#set(`refresh:${signature}`, record, ttlSec);
-  }
-  async getRefreshToken(signature: string): Promise<GrantRecord | undefined> {
-    return this.#get(`refresh:${signature}`);
-  }
   async consumeRefreshToken(signature: string): Promise<Consumed<GrantRecord> | undefined> {
-    const key = `refresh:${signature}`;
+    const key = storageKey.refresh(signature);
     const e = this.#data.get(key);
     const record = this.#get<GrantRecord>(key);
     if (!record || !e) return undefined;
-    const reused = this.#get(`refresh-used:${signature}`) !== undefined;
+    const reused = this.#get(storageKey.refreshUsed(signature)) !== undefined;
     if (!reused) {
       const ttl = e.expiresAt === undefined ? undefined : Math.ceil((e.expiresAt - this.#now()) / 1000);
-      this.#set(`refresh-used:${signature}`, 1, ttl);
+      this.#set(storageKey.refreshUsed(signature), 1, ttl);
     }
     return { record, reused };
   }
 
   async revokeSession(sessionId: string, ttlSec: number): Promise<void> {
-    this.#set(`revoked:${sessionId}`, 1, ttlSec);
-    for (const key of [...this.#data.keys()])
-      if (key.startsWith(`upstream:${sessionId}:`)) this.#data.delete(key);
+    this.#set(storageKey.revoked(sessionId), 1, ttlSec);
+    const upstreams = storageKey.upstream(sessionId, '');
+    for (const key of [...this.#data.keys()]) if (key.startsWith(upstreams)) this.#data.delete(key);
   }
   async isSessionRevoked(sessionId: string): Promise<boolean> {
-    return this.#get(`revoked:${sessionId}`) !== undefined;
+    return this.#get(storageKey.revoked(sessionId)) !== undefined;
   }
 
   async saveUpstreamTokens(
@@ -315,26 +372,16 @@ export class MemoryStorage implements AuthStorage {
     record: UpstreamTokenRecord,
     ttlSec: number | undefined,
   ): Promise<void> {
-    this.#set(`upstream:${sessionId}:${record.provider_id}`, record, ttlSec);
-  }
-  async getUpstreamTokens(sessionId: string, provider: string): Promise<UpstreamTokenRecord | undefined> {
-    return this.#get(`upstream:${sessionId}:${provider}`);
+    this.#set(storageKey.upstream(sessionId, record.provider_id), record, ttlSec);
   }
 
   async resolveUser(provider: string, upstreamSubject: string): Promise<string> {
-    const key = `provider:${provider.length}:${provider}:${upstreamSubject}`;
+    const key = storageKey.user(provider, upstreamSubject);
     const existing = this.#get<string>(key);
     if (existing) return existing;
     const id = randomUUID();
     this.#set(key, id, undefined);
     return id;
-  }
-
-  async saveDcrCredentials(key: string, creds: DcrCredentials, ttlSec: number | undefined): Promise<void> {
-    this.#set(`dcr:${key}`, creds, ttlSec);
-  }
-  async getDcrCredentials(key: string): Promise<DcrCredentials | undefined> {
-    return this.#get(`dcr:${key}`);
   }
 
   async close(): Promise<void> {
