@@ -127,6 +127,21 @@ function routeOf(path: string): Route | undefined {
   return undefined;
 }
 
+/** The endpoints that answer one HTTP method each, and what serves them. */
+const ENDPOINTS: Record<
+  'authorize' | 'consent' | 'callback' | 'token' | 'register',
+  {
+    method: 'GET' | 'POST';
+    serve(ctx: AuthContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void>;
+  }
+> = {
+  authorize: { method: 'GET', serve: (ctx, req, res, url) => authorize(ctx, req, url.searchParams, res) },
+  consent: { method: 'POST', serve: consent },
+  callback: { method: 'GET', serve: (ctx, req, res, url) => callback(ctx, req, url.searchParams, res) },
+  token: { method: 'POST', serve: token },
+  register: { method: 'POST', serve: register },
+};
+
 /** Serves one route; a thrown error is mapped to the OAuth response by `#fail`. */
 async function dispatch(
   ctx: AuthContext,
@@ -150,21 +165,11 @@ async function dispatch(
       return protectedResourceMetadata(ctx, req, res);
     case 'jwks':
       return jwks(ctx, req, res);
-    case 'authorize':
-      expectMethod(method, 'GET');
-      return authorize(ctx, req, url.searchParams, res);
-    case 'consent':
-      expectMethod(method, 'POST');
-      return consent(ctx, req, res);
-    case 'callback':
-      expectMethod(method, 'GET');
-      return callback(ctx, req, url.searchParams, res);
-    case 'token':
-      expectMethod(method, 'POST');
-      return token(ctx, req, res);
-    case 'register':
-      expectMethod(method, 'POST');
-      return register(ctx, req, res);
+    default: {
+      const endpoint = ENDPOINTS[route];
+      expectMethod(method, endpoint.method);
+      return endpoint.serve(ctx, req, res, url);
+    }
   }
 }
 
