@@ -12,6 +12,7 @@ import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type ProxyOptions, type RunningProxy, startProxy } from '../../../src/proxy/index.js';
+import { createLineLogger, type Logger } from '../../../src/shared/index.js';
 
 const require = createRequire(import.meta.url);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -61,6 +62,22 @@ export async function proxyFor(
   });
   t.after(() => proxy.close());
   return proxy;
+}
+
+/**
+ * A debug logger for a proxy, and a promise that resolves when the proxy logs a line containing
+ * `text`: a test waits for what the proxy did (gave up on a call, a stream), not for a clock.
+ */
+export function loggedLine(text: string): { logger: Logger; logged: Promise<void> } {
+  let seen!: () => void;
+  const logged = new Promise<void>((resolve) => (seen = resolve));
+  const logger = createLineLogger({
+    level: 'debug',
+    write: (line) => {
+      if (line.includes(text)) seen();
+    },
+  });
+  return { logger, logged };
 }
 
 export function exited(child: ChildProcessWithoutNullStreams): Promise<void> {

@@ -9,8 +9,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createLineLogger } from '../../../src/shared/index.js';
-import { proxyFor, spawnEverything, spawnFixture } from './helpers.js';
+import { loggedLine, proxyFor, spawnEverything, spawnFixture } from './helpers.js';
 
 test('2026-07-28: the 2.x SDK client negotiates the modern era through the proxy and calls a 2025-era child', async (t) => {
   const proxy = await proxyFor(t, spawnEverything(t));
@@ -113,14 +112,7 @@ test('2026-07-28 multi round-trip: the child’s sampling and elicitation reques
 
 test('2026-07-28 wire: input_required carries the child’s request; a stale requestState is refused; an unclaimed call times out', async (t) => {
   // The proxy logs when it gives up on a parked call: the test waits for that, not a clock.
-  let expired!: () => void;
-  const gaveUp = new Promise<void>((resolve) => (expired = resolve));
-  const logger = createLineLogger({
-    level: 'debug',
-    write: (line) => {
-      if (line.includes('did not come back with input')) expired();
-    },
-  });
+  const { logger, logged: gaveUp } = loggedLine('did not come back with input');
   const proxy = await proxyFor(t, spawnFixture(t), {
     logger,
     limits: { upstreamInitTimeoutMs: 60_000, serverRequestTimeoutMs: 300 },

@@ -10,8 +10,7 @@ import { type TestContext, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { RunningProxy } from '../../../src/proxy/index.js';
-import { createLineLogger } from '../../../src/shared/index.js';
-import { proxyFor, spawnFixture } from './helpers.js';
+import { loggedLine, proxyFor, spawnFixture } from './helpers.js';
 
 const ACCEPT = 'application/json, text/event-stream';
 
@@ -188,14 +187,7 @@ test('resuming replays only the events after Last-Event-ID, then carries the liv
 
 test('a dropped stream waits streamResumeMs; after that, or for an unknown stream, resuming is a clear 400', async (t) => {
   // The proxy logs when it gives up on a dropped stream: the test waits for that, not a clock.
-  let expired!: () => void;
-  const gaveUp = new Promise<void>((resolve) => (expired = resolve));
-  const logger = createLineLogger({
-    level: 'debug',
-    write: (line) => {
-      if (line.includes('was not resumed in time')) expired();
-    },
-  });
+  const { logger, logged: gaveUp } = loggedLine('was not resumed in time');
   const proxy = await proxyFor(t, spawnFixture(t), {
     logger,
     limits: { upstreamInitTimeoutMs: 60_000, streamResumeMs: 200 },
