@@ -1,6 +1,6 @@
 export type { DefinedOnly } from './defined-only.js';
 export { definedOnly } from './defined-only.js';
-export type { DelegationChain, DelegationHop, MalformedReason } from './delegation.js';
+export type { DelegationChain } from './delegation.js';
 export { delegationChainOf } from './delegation.js';
 export type { ErrorCode } from './errors.js';
 export { describeError, ERROR_CODES, isSkepError, SkepError } from './errors.js';
