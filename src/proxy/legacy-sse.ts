@@ -14,10 +14,13 @@ import type { WrapTarget } from './streamable-http.js';
 import type { ProxyLimits } from './types.js';
 
 export class LegacySseEndpoint {
-  constructor(
-    private readonly sessions: StdioSessions,
-    private readonly limits: ProxyLimits,
-  ) {}
+  readonly #sessions: StdioSessions;
+  readonly #limits: ProxyLimits;
+
+  constructor(sessions: StdioSessions, limits: ProxyLimits) {
+    this.#sessions = sessions;
+    this.#limits = limits;
+  }
 
   /** `GET /sse`. */
   handleStream(res: ServerResponse, method: string): void {
@@ -26,16 +29,16 @@ export class LegacySseEndpoint {
       res.end();
       return;
     }
-    if (this.sessions.full) {
+    if (this.#sessions.full) {
       sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'Too many sessions; try again later');
       return;
     }
-    const children = this.sessions.children;
+    const children = this.#sessions.children;
     if (children !== undefined) {
-      this.sessions.openWithChild(children, res, 'sse', (session) => this.announce(res, session));
+      this.#sessions.openWithChild(children, res, 'sse', (session) => this.#announce(res, session));
       return;
     }
-    this.announce(res, this.sessions.open('sse'));
+    this.#announce(res, this.#sessions.open('sse'));
   }
 
   /** `POST /messages` (and `/message`) with the session id the stream announced. */
@@ -53,7 +56,7 @@ export class LegacySseEndpoint {
     }
     const params = new URLSearchParams(query);
     const sessionId = params.get('session_id') ?? params.get('sessionId');
-    const session = sessionId === null ? undefined : this.sessions.all.get(sessionId);
+    const session = sessionId === null ? undefined : this.#sessions.all.get(sessionId);
     if (session === undefined || session.transport !== 'sse' || session.standing?.open !== true) {
       sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
       return;
@@ -66,15 +69,17 @@ export class LegacySseEndpoint {
     const outlet = new OutletTarget(session.standing);
     // Reply hooks exist only for a single message (a middleware that judges messages refuses batches).
     const target = messages.length === 1 ? wrap(outlet) : outlet;
-    const bridge = this.sessions.bridgeOf(session);
+    const bridge = this.#sessions.bridgeOf(session);
     for (const m of messages) bridge.handle(session, m, target);
     res.writeHead(202, { 'content-type': 'text/plain' });
     res.end('Accepted');
   }
 
-  private announce(res: ServerResponse, session: Session): void {
+  #announce(res: ServerResponse, session: Session): void {
     res.writeHead(200, SSE_HEADERS);
-    const outlet = new SseOutlet(res, this.limits.maxClientBufferBytes, 0, () => this.sessions.end(session));
+    const outlet = new SseOutlet(res, this.#limits.maxClientBufferBytes, 0, () =>
+      this.#sessions.end(session),
+    );
     session.standing = outlet;
     outlet.writeEvent('endpoint', `/messages?session_id=${session.id}`);
   }

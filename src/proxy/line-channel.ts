@@ -15,108 +15,112 @@ export interface LineChannelHandlers {
 }
 
 export class LineChannel {
-  private tail = '';
-  private skipping = false;
-  private ended = false;
-  private readonly onData = (chunk: string): void => this.consume(chunk);
-  private readonly onEnd = (): void => this.finish('server output ended');
-  private readonly onError = (err: Error): void => this.finish(`server stream failed: ${err.message}`);
+  #tail = '';
+  #skipping = false;
+  #ended = false;
+  readonly #onData = (chunk: string): void => this.#consume(chunk);
+  readonly #onEnd = (): void => this.#finish('server output ended');
+  readonly #onError = (err: Error): void => this.#finish(`server stream failed: ${err.message}`);
 
-  constructor(
-    private readonly stdin: Writable,
-    private readonly stdout: Readable,
-    private readonly maxLine: number,
-    private readonly handlers: LineChannelHandlers,
-  ) {
+  readonly #stdin: Writable;
+  readonly #stdout: Readable;
+  readonly #maxLine: number;
+  readonly #handlers: LineChannelHandlers;
+
+  constructor(stdin: Writable, stdout: Readable, maxLine: number, handlers: LineChannelHandlers) {
+    this.#stdin = stdin;
+    this.#stdout = stdout;
+    this.#maxLine = maxLine;
+    this.#handlers = handlers;
     stdout.setEncoding('utf8');
-    stdout.on('data', this.onData);
-    stdout.on('end', this.onEnd);
-    stdout.on('close', this.onEnd);
-    stdout.on('error', this.onError);
-    stdin.on('error', this.onError);
+    stdout.on('data', this.#onData);
+    stdout.on('end', this.#onEnd);
+    stdout.on('close', this.#onEnd);
+    stdout.on('error', this.#onError);
+    stdin.on('error', this.#onError);
   }
 
   get closed(): boolean {
-    return this.ended;
+    return this.#ended;
   }
 
   /** Bytes waiting to be written to the server. */
   get buffered(): number {
-    return this.stdin.writableLength;
+    return this.#stdin.writableLength;
   }
 
   /** Writes one message; false when the channel is closed. */
   send(json: string): boolean {
-    if (this.ended || this.stdin.destroyed || this.stdin.writableEnded) return false;
-    this.stdin.write(json + '\n');
+    if (this.#ended || this.#stdin.destroyed || this.#stdin.writableEnded) return false;
+    this.#stdin.write(json + '\n');
     return true;
   }
 
   /** Detaches from the streams without closing them (the runner owns the process). */
   detach(): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.stdout.off('data', this.onData);
-    this.stdout.off('end', this.onEnd);
-    this.stdout.off('close', this.onEnd);
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#stdout.off('data', this.#onData);
+    this.#stdout.off('end', this.#onEnd);
+    this.#stdout.off('close', this.#onEnd);
     // Keep a no-op error listener: a late EPIPE must not crash the process.
-    this.stdout.off('error', this.onError);
-    this.stdout.on('error', noop);
-    this.stdin.off('error', this.onError);
-    this.stdin.on('error', noop);
+    this.#stdout.off('error', this.#onError);
+    this.#stdout.on('error', noop);
+    this.#stdin.off('error', this.#onError);
+    this.#stdin.on('error', noop);
   }
 
-  private finish(reason: string): void {
-    if (this.ended) return;
+  #finish(reason: string): void {
+    if (this.#ended) return;
     this.detach();
-    this.handlers.onClosed(reason);
+    this.#handlers.onClosed(reason);
   }
 
-  private consume(chunk: string): void {
+  #consume(chunk: string): void {
     let start = 0;
     let nl = chunk.indexOf('\n');
     if (nl === -1) {
-      this.append(chunk);
+      this.#append(chunk);
       return;
     }
     while (nl !== -1) {
       const piece = chunk.slice(start, nl);
-      if (this.skipping) {
-        this.skipping = false;
-      } else if (this.tail.length > 0) {
-        const line = this.tail + piece;
-        this.tail = '';
-        this.emit(line);
+      if (this.#skipping) {
+        this.#skipping = false;
+      } else if (this.#tail.length > 0) {
+        const line = this.#tail + piece;
+        this.#tail = '';
+        this.#emit(line);
       } else {
-        this.emit(piece);
+        this.#emit(piece);
       }
-      if (this.ended) return;
+      if (this.#ended) return;
       start = nl + 1;
       nl = chunk.indexOf('\n', start);
     }
-    if (start < chunk.length) this.append(chunk.slice(start));
+    if (start < chunk.length) this.#append(chunk.slice(start));
   }
 
-  private append(part: string): void {
-    if (this.skipping) return;
-    if (this.tail.length + part.length > this.maxLine) {
-      this.handlers.onOversize(this.tail.length + part.length);
-      this.tail = '';
-      this.skipping = true;
+  #append(part: string): void {
+    if (this.#skipping) return;
+    if (this.#tail.length + part.length > this.#maxLine) {
+      this.#handlers.onOversize(this.#tail.length + part.length);
+      this.#tail = '';
+      this.#skipping = true;
       return;
     }
-    this.tail += part;
+    this.#tail += part;
   }
 
-  private emit(line: string): void {
+  #emit(line: string): void {
     // Tolerate CRLF and blank lines from servers that print them.
     const text = line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
     if (text.length === 0) return;
-    if (text.length > this.maxLine) {
-      this.handlers.onOversize(text.length);
+    if (text.length > this.#maxLine) {
+      this.#handlers.onOversize(text.length);
       return;
     }
-    this.handlers.onLine(text);
+    this.#handlers.onLine(text);
   }
 }
 

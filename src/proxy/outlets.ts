@@ -40,88 +40,98 @@ export interface Outlet {
  * `<prefix><seq>`, the last `keep` kept as ready-to-write frames.
  */
 export class EventLog {
-  private next = 1;
-  private readonly events: Array<{ seq: number; frame: string }> = [];
+  #next = 1;
+  readonly #events: Array<{ seq: number; frame: string }> = [];
 
-  constructor(
-    private readonly keep: number,
-    private readonly prefix = '',
-  ) {}
+  readonly #keep: number;
+  readonly #prefix: string;
+
+  constructor(keep: number, prefix = '') {
+    this.#keep = keep;
+    this.#prefix = prefix;
+  }
 
   /** Numbers `text`, keeps it, and returns its frame. */
   append(text: string): string {
-    const seq = this.next++;
-    const frame = `id: ${this.prefix}${seq}\nevent: message\ndata: ${text}\n\n`;
-    this.events.push({ seq, frame });
-    if (this.events.length > this.keep) this.events.shift();
+    const seq = this.#next++;
+    const frame = `id: ${this.#prefix}${seq}\nevent: message\ndata: ${text}\n\n`;
+    this.#events.push({ seq, frame });
+    if (this.#events.length > this.#keep) this.#events.shift();
     return frame;
   }
 
   /** Kept frames after `seq`, and whether they are all the events after it (none dropped). */
   after(seq: number): { frames: string[]; complete: boolean } {
-    const first = this.events[0]?.seq ?? this.next;
+    const first = this.#events[0]?.seq ?? this.#next;
     return {
-      frames: this.events.filter((e) => e.seq > seq).map((e) => e.frame),
-      complete: seq < this.next && first <= seq + 1,
+      frames: this.#events.filter((e) => e.seq > seq).map((e) => e.frame),
+      complete: seq < this.#next && first <= seq + 1,
     };
   }
 }
 
 export class SseOutlet implements Outlet {
-  private ended = false;
+  #ended = false;
   /** Recent events for `Last-Event-ID` replay (streamable HTTP GET stream only). */
   readonly log: EventLog | undefined;
 
+  readonly #res: ServerResponse;
+  readonly #maxBuffer: number;
+  readonly #onClose: () => void;
+
   constructor(
-    private readonly res: ServerResponse,
-    private readonly maxBuffer: number,
+    res: ServerResponse,
+    maxBuffer: number,
     keep: number,
-    private readonly onClose: () => void,
+    onClose: () => void,
     previous?: SseOutlet,
   ) {
+    this.#res = res;
+    this.#maxBuffer = maxBuffer;
+    this.#onClose = onClose;
     // A reconnected GET stream continues the event numbering and history of the old one.
     this.log = previous?.log ?? (keep > 0 ? new EventLog(keep) : undefined);
-    res.on('close', () => this.markClosed());
+    res.on('close', () => this.#markClosed());
   }
 
   /** Re-sends the events after `lastId` with their original ids, when none of them was dropped. */
   replayAfter(lastId: number): void {
     const missed = this.log?.after(lastId);
-    if (this.ended || missed === undefined || !missed.complete) return;
-    for (const frame of missed.frames) this.res.write(frame);
+    if (this.#ended || missed === undefined || !missed.complete) return;
+    for (const frame of missed.frames) this.#res.write(frame);
   }
 
   get open(): boolean {
-    return !this.ended;
+    return !this.#ended;
   }
 
   /** Writes a raw SSE event (e.g. the legacy `endpoint` event). */
   writeEvent(event: string, data: string): void {
-    if (this.ended) return;
-    this.res.write(`event: ${event}\ndata: ${data}\n\n`);
+    if (this.#ended) return;
+    this.#res.write(`event: ${event}\ndata: ${data}\n\n`);
   }
 
   send(text: string): boolean {
-    if (this.ended) return false;
-    this.res.write(this.log === undefined ? `event: message\ndata: ${text}\n\n` : this.log.append(text));
-    if (this.res.writableLength > this.maxBuffer) {
+    if (this.#ended) return false;
+    this.#res.write(this.log === undefined ? `event: message\ndata: ${text}\n\n` : this.log.append(text));
+    if (this.#res.writableLength > this.#maxBuffer) {
       // The client stopped reading: cut it loose rather than buffer without bound.
-      this.res.destroy();
-      this.markClosed();
+      this.#res.destroy();
+      this.#markClosed();
     }
     return true;
   }
 
   close(): void {
-    if (this.ended) return;
-    this.res.end();
-    this.markClosed();
+    if (this.#ended) return;
+    this.#res.end();
+    this.#markClosed();
   }
 
-  private markClosed(): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.onClose();
+  #markClosed(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#onClose();
   }
 }
 
@@ -153,57 +163,66 @@ export interface ResumeOptions {
  * Redelivery" describes. A client that does not come back loses the response, as before.
  */
 export class PostExchange implements ReplyTarget {
-  private state: 'idle' | 'sse' | 'detached' | 'done' = 'idle';
-  private sink: ServerResponse;
-  private streamNo = 0;
+  #state: 'idle' | 'sse' | 'detached' | 'done' = 'idle';
+  #sink: ServerResponse;
+  #streamNo = 0;
   /** Numbers and keeps the events once the answer is a resumable stream. */
-  private log: EventLog | undefined;
-  private finished = false;
-  private graceTimer: NodeJS.Timeout | undefined;
+  #log: EventLog | undefined;
+  #finished = false;
+  #graceTimer: NodeJS.Timeout | undefined;
+
+  readonly #acceptsSse: boolean;
+  readonly #headers: Record<string, string>;
+  readonly #maxBuffer: number;
+  readonly #resumable: ResumeOptions | undefined;
 
   constructor(
     res: ServerResponse,
-    private readonly acceptsSse: boolean,
-    private readonly headers: Record<string, string>,
-    private readonly maxBuffer: number,
-    private readonly resumable?: ResumeOptions,
+    acceptsSse: boolean,
+    headers: Record<string, string>,
+    maxBuffer: number,
+    resumable?: ResumeOptions,
   ) {
-    this.sink = res;
-    res.on('close', () => this.sinkClosed(res));
+    this.#acceptsSse = acceptsSse;
+    this.#headers = headers;
+    this.#maxBuffer = maxBuffer;
+    this.#resumable = resumable;
+    this.#sink = res;
+    res.on('close', () => this.#sinkClosed(res));
   }
 
   /** Open while the response is still to come, connected or waiting to be resumed. */
   get open(): boolean {
-    return this.state !== 'done';
+    return this.#state !== 'done';
   }
 
   interim(text: string): boolean {
-    if (this.state === 'done' || !this.acceptsSse) return false;
-    if (this.state === 'idle') {
-      this.sink.writeHead(200, { ...this.headers, ...SSE_HEADERS });
-      this.state = 'sse';
-      if (this.resumable !== undefined) {
-        this.streamNo = this.resumable.streams.addStream(this);
-        this.log = new EventLog(this.resumable.keep, `${this.streamNo}-`);
+    if (this.#state === 'done' || !this.#acceptsSse) return false;
+    if (this.#state === 'idle') {
+      this.#sink.writeHead(200, { ...this.#headers, ...SSE_HEADERS });
+      this.#state = 'sse';
+      if (this.#resumable !== undefined) {
+        this.#streamNo = this.#resumable.streams.addStream(this);
+        this.#log = new EventLog(this.#resumable.keep, `${this.#streamNo}-`);
       }
     }
-    this.emit(text);
+    this.#emit(text);
     return true;
   }
 
   final(text: string): void {
-    if (this.state === 'done') return;
-    if (this.state === 'idle') {
-      this.headers['content-type'] = 'application/json';
-      this.headers['content-length'] = String(Buffer.byteLength(text));
-      this.sink.writeHead(200, this.headers);
-      this.sink.end(text);
-      this.state = 'done';
+    if (this.#state === 'done') return;
+    if (this.#state === 'idle') {
+      this.#headers['content-type'] = 'application/json';
+      this.#headers['content-length'] = String(Buffer.byteLength(text));
+      this.#sink.writeHead(200, this.#headers);
+      this.#sink.end(text);
+      this.#state = 'done';
       return;
     }
-    this.finished = true;
-    this.emit(text);
-    if (this.state === 'sse') this.finish();
+    this.#finished = true;
+    this.#emit(text);
+    if (this.#state === 'sse') this.#finish();
   }
 
   /**
@@ -211,75 +230,78 @@ export class PostExchange implements ReplyTarget {
    * the kept events after `seq` first, then whatever comes.
    */
   resume(res: ServerResponse, afterSeq: number): void {
-    if (this.graceTimer !== undefined) clearTimeout(this.graceTimer);
-    this.graceTimer = undefined;
-    if (this.state === 'sse') this.sink.destroy();
-    this.sink = res;
-    this.state = 'sse';
+    if (this.#graceTimer !== undefined) clearTimeout(this.#graceTimer);
+    this.#graceTimer = undefined;
+    if (this.#state === 'sse') this.#sink.destroy();
+    this.#sink = res;
+    this.#state = 'sse';
     res.writeHead(200, SSE_HEADERS);
     // What is still kept goes out, even if older events were dropped: the response is what counts.
-    for (const frame of this.log?.after(afterSeq).frames ?? []) res.write(frame);
-    res.on('close', () => this.sinkClosed(res));
-    if (this.finished) this.finish();
+    for (const frame of this.#log?.after(afterSeq).frames ?? []) res.write(frame);
+    res.on('close', () => this.#sinkClosed(res));
+    if (this.#finished) this.#finish();
   }
 
   /** Gives up the stream (its session ended). */
   abandon(): void {
-    if (this.state === 'done') return;
-    if (this.state === 'sse') this.sink.destroy();
-    this.finish();
+    if (this.#state === 'done') return;
+    if (this.#state === 'sse') this.#sink.destroy();
+    this.#finish();
   }
 
-  private emit(text: string): void {
-    const frame = this.log === undefined ? `event: message\ndata: ${text}\n\n` : this.log.append(text);
-    if (this.state !== 'sse' || this.sink.destroyed) return;
-    this.sink.write(frame);
+  #emit(text: string): void {
+    const frame = this.#log === undefined ? `event: message\ndata: ${text}\n\n` : this.#log.append(text);
+    if (this.#state !== 'sse' || this.#sink.destroyed) return;
+    this.#sink.write(frame);
     // The client stopped reading: cut it loose rather than buffer without bound (it may resume).
-    if (this.sink.writableLength > this.maxBuffer) this.sink.destroy();
+    if (this.#sink.writableLength > this.#maxBuffer) this.#sink.destroy();
   }
 
   /** Ends the connected stream after the response and forgets it. */
-  private finish(): void {
-    if (this.state === 'sse' && !this.sink.writableEnded) this.sink.end();
-    this.state = 'done';
-    if (this.graceTimer !== undefined) clearTimeout(this.graceTimer);
-    this.graceTimer = undefined;
-    if (this.streamNo > 0) this.resumable?.streams.removeStream(this.streamNo);
+  #finish(): void {
+    if (this.#state === 'sse' && !this.#sink.writableEnded) this.#sink.end();
+    this.#state = 'done';
+    if (this.#graceTimer !== undefined) clearTimeout(this.#graceTimer);
+    this.#graceTimer = undefined;
+    if (this.#streamNo > 0) this.#resumable?.streams.removeStream(this.#streamNo);
   }
 
-  private sinkClosed(res: ServerResponse): void {
-    if (res !== this.sink || this.state === 'done') return;
-    if (this.state === 'sse' && this.streamNo > 0 && this.resumable !== undefined && !res.writableEnded) {
+  #sinkClosed(res: ServerResponse): void {
+    if (res !== this.#sink || this.#state === 'done') return;
+    if (this.#state === 'sse' && this.#streamNo > 0 && this.#resumable !== undefined && !res.writableEnded) {
       // Dropped before the response: keep collecting for a while, for a resume.
-      this.state = 'detached';
-      const { graceMs, logger } = this.resumable;
-      this.graceTimer = setTimeout(() => {
+      this.#state = 'detached';
+      const { graceMs, logger } = this.#resumable;
+      this.#graceTimer = setTimeout(() => {
         logger.debug(
-          { stream: this.streamNo, graceMs },
+          { stream: this.#streamNo, graceMs },
           'a dropped POST stream was not resumed in time; it is given up',
         );
-        this.finish();
+        this.#finish();
       }, graceMs);
-      this.graceTimer.unref();
+      this.#graceTimer.unref();
       return;
     }
-    this.state = 'done';
-    if (this.streamNo > 0) this.resumable?.streams.removeStream(this.streamNo);
+    this.#state = 'done';
+    if (this.#streamNo > 0) this.#resumable?.streams.removeStream(this.#streamNo);
   }
 }
 
 /** Collects the responses to a batch (2025-03-26 JSON-RPC batching) and answers with one array. */
 export class BatchExchange implements ReplyTarget {
-  private readonly replies: string[] = [];
-  private done = false;
+  readonly #replies: string[] = [];
+  #done = false;
 
-  constructor(
-    private readonly expected: number,
-    private readonly respond: (body: string) => void,
-  ) {}
+  readonly #expected: number;
+  readonly #respond: (body: string) => void;
+
+  constructor(expected: number, respond: (body: string) => void) {
+    this.#expected = expected;
+    this.#respond = respond;
+  }
 
   get open(): boolean {
-    return !this.done;
+    return !this.#done;
   }
 
   interim(): boolean {
@@ -287,25 +309,29 @@ export class BatchExchange implements ReplyTarget {
   }
 
   final(text: string): void {
-    if (this.done) return;
-    this.replies.push(text);
-    if (this.replies.length >= this.expected) {
-      this.done = true;
-      this.respond(`[${this.replies.join(',')}]`);
+    if (this.#done) return;
+    this.#replies.push(text);
+    if (this.#replies.length >= this.#expected) {
+      this.#done = true;
+      this.#respond(`[${this.#replies.join(',')}]`);
     }
   }
 }
 
 /** A target that hands the response to a callback (legacy SSE: everything goes on the stream). */
 export class OutletTarget implements ReplyTarget {
-  constructor(private readonly outlet: Outlet) {}
+  readonly #outlet: Outlet;
+
+  constructor(outlet: Outlet) {
+    this.#outlet = outlet;
+  }
   get open(): boolean {
-    return this.outlet.open;
+    return this.#outlet.open;
   }
   interim(text: string): boolean {
-    return this.outlet.send(text);
+    return this.#outlet.send(text);
   }
   final(text: string): void {
-    this.outlet.send(text);
+    this.#outlet.send(text);
   }
 }

@@ -24,18 +24,27 @@ interface Entry {
 export class ChildCapReached extends Error {}
 
 export class SessionChildren {
-  private readonly live = new Map<Session, Entry>();
-  private readonly starting = new Set<Promise<unknown>>();
-  private readonly stopping = new Set<Promise<void>>();
-  private closed = false;
+  readonly #live = new Map<Session, Entry>();
+  readonly #starting = new Set<Promise<unknown>>();
+  readonly #stopping = new Set<Promise<void>>();
+  #closed = false;
+
+  readonly #options: PerSessionOptions;
+  readonly #bridgeOptions: Omit<BridgeOptions, 'sessions'>;
+  readonly #logger: Logger;
+  readonly #onExit: (session: Session) => void;
 
   constructor(
-    private readonly options: PerSessionOptions,
-    private readonly bridgeOptions: Omit<BridgeOptions, 'sessions'>,
-    private readonly logger: Logger,
+    options: PerSessionOptions,
+    bridgeOptions: Omit<BridgeOptions, 'sessions'>,
+    logger: Logger,
     /** A child exited by itself: the proxy ends the session. */
-    private readonly onExit: (session: Session) => void,
+    onExit: (session: Session) => void,
   ) {
+    this.#options = options;
+    this.#bridgeOptions = bridgeOptions;
+    this.#logger = logger;
+    this.#onExit = onExit;
     if (!Number.isInteger(options.maxChildren) || options.maxChildren < 1) {
       throw new Error(`perSession.maxChildren must be a positive integer, got ${options.maxChildren}`);
     }
@@ -46,19 +55,19 @@ export class SessionChildren {
 
   /** Live and starting children. */
   get count(): number {
-    return this.live.size + this.starting.size;
+    return this.#live.size + this.#starting.size;
   }
 
   get max(): number {
-    return this.options.maxChildren;
+    return this.#options.maxChildren;
   }
 
   get idleMs(): number {
-    return this.options.idleMs;
+    return this.#options.idleMs;
   }
 
   bridgeOf(session: Session): StdioBridge | undefined {
-    return this.live.get(session)?.bridge;
+    return this.#live.get(session)?.bridge;
   }
 
   /**
@@ -66,41 +75,41 @@ export class SessionChildren {
    * or with the spawn / initialize failure (the child is stopped then).
    */
   start(session: Session): Promise<StdioBridge> {
-    if (this.closed) return Promise.reject(new Error('proxy is closed'));
-    if (this.count >= this.options.maxChildren) {
+    if (this.#closed) return Promise.reject(new Error('proxy is closed'));
+    if (this.count >= this.#options.maxChildren) {
       return Promise.reject(
-        new ChildCapReached(`all ${this.options.maxChildren} per-session MCP server processes are in use`),
+        new ChildCapReached(`all ${this.#options.maxChildren} per-session MCP server processes are in use`),
       );
     }
-    const started = this.spawn(session);
-    this.starting.add(started);
-    const forget = () => this.starting.delete(started);
+    const started = this.#spawn(session);
+    this.#starting.add(started);
+    const forget = () => this.#starting.delete(started);
     started.then(forget, forget);
     return started;
   }
 
-  private async spawn(session: Session): Promise<StdioBridge> {
-    const child = await this.options.spawn();
+  async #spawn(session: Session): Promise<StdioBridge> {
+    const child = await this.#options.spawn();
     const bridge = new StdioBridge({
-      ...this.bridgeOptions,
+      ...this.#bridgeOptions,
       sessions: () => (session.closed ? [] : [session]),
     });
     try {
       await bridge.attach(child.stdin, child.stdout);
-      if (this.closed) throw new Error('proxy closed while the server was starting');
+      if (this.#closed) throw new Error('proxy closed while the server was starting');
       if (session.closed) throw new Error('the client went away while the server was starting');
     } catch (err) {
       bridge.close();
-      this.track(child.stop());
+      this.#track(child.stop());
       throw err;
     }
     const entry: Entry = { bridge, child };
-    this.live.set(session, entry);
+    this.#live.set(session, entry);
     child.exited?.then(
       () => {
-        if (this.live.get(session) !== entry) return;
-        this.logger.warn({ session: session.id }, 'the session’s MCP server exited; ending the session');
-        this.onExit(session);
+        if (this.#live.get(session) !== entry) return;
+        this.#logger.warn({ session: session.id }, 'the session’s MCP server exited; ending the session');
+        this.#onExit(session);
       },
       () => undefined,
     );
@@ -109,30 +118,30 @@ export class SessionChildren {
 
   /** The session ended: cancel its work, then stop and reap its child. Idempotent. */
   release(session: Session): void {
-    const entry = this.live.get(session);
+    const entry = this.#live.get(session);
     if (entry === undefined) {
       session.closed = true;
       return;
     }
-    this.live.delete(session);
+    this.#live.delete(session);
     entry.bridge.sessionClosed(session);
     entry.bridge.close();
-    this.track(entry.child.stop());
+    this.#track(entry.child.stop());
   }
 
   /** Stops every child, including those still starting; resolves when all are gone. */
   async closeAll(): Promise<void> {
-    this.closed = true;
-    for (const session of [...this.live.keys()]) this.release(session);
-    await Promise.allSettled([...this.starting]);
-    await Promise.allSettled([...this.stopping]);
+    this.#closed = true;
+    for (const session of [...this.#live.keys()]) this.release(session);
+    await Promise.allSettled([...this.#starting]);
+    await Promise.allSettled([...this.#stopping]);
   }
 
-  private track(stopped: Promise<void>): void {
+  #track(stopped: Promise<void>): void {
     const p = stopped.catch((err: unknown) =>
-      this.logger.warn({ err }, 'stopping a per-session MCP server failed'),
+      this.#logger.warn({ err }, 'stopping a per-session MCP server failed'),
     );
-    this.stopping.add(p);
-    void p.then(() => this.stopping.delete(p));
+    this.#stopping.add(p);
+    void p.then(() => this.#stopping.delete(p));
   }
 }

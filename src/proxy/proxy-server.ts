@@ -92,160 +92,163 @@ interface Passed {
 const NOTHING_ADDED = { headers: undefined, sign: undefined, replyHooks: [], mcp: undefined } as const;
 
 class McpProxy implements RunningProxy {
-  private readonly server: Server;
-  private readonly logger: Logger;
-  private readonly limits: ProxyLimits;
-  private readonly policy: ToolPolicy;
-  private readonly middlewares: readonly ProxyMiddleware[];
-  private readonly handlers: readonly ProxyHttpHandler[];
-  private readonly guard: OriginGuard;
-  private readonly stdio: StdioSessions;
-  private readonly streamableHttp: StreamableHttpEndpoint;
-  private readonly legacySse: LegacySseEndpoint;
-  private transparent: TransparentForwarder | undefined;
-  private mode: 'none' | 'stdio' | 'http' = 'none';
-  private httpTransport: BackendTransport = 'streamable-http';
-  private readonly sockets = new Set<Socket>();
-  private reaper: NodeJS.Timeout | undefined;
-  private closing: Promise<void> | undefined;
-  private boundPort = 0;
-  private readonly host: string;
+  readonly #server: Server;
+  readonly #logger: Logger;
+  readonly #limits: ProxyLimits;
+  readonly #policy: ToolPolicy;
+  readonly #middlewares: readonly ProxyMiddleware[];
+  readonly #handlers: readonly ProxyHttpHandler[];
+  readonly #guard: OriginGuard;
+  readonly #stdio: StdioSessions;
+  readonly #streamableHttp: StreamableHttpEndpoint;
+  readonly #legacySse: LegacySseEndpoint;
+  #transparent: TransparentForwarder | undefined;
+  #mode: 'none' | 'stdio' | 'http' = 'none';
+  #httpTransport: BackendTransport = 'streamable-http';
+  readonly #sockets = new Set<Socket>();
+  #reaper: NodeJS.Timeout | undefined;
+  #closing: Promise<void> | undefined;
+  #boundPort = 0;
+  readonly #host: string;
   /**
    * Settles when the first upstream, of any kind, is ready (`setUpstream`), or rejects when the
    * proxy closes. Requests that arrive before then wait on it (up to `upstreamWaitMs`), so a
    * server that starts a moment after its proxy loses no request.
    */
-  private readonly upstreamReady: Promise<void>;
-  private markUpstreamReady!: () => void;
-  private failUpstreamReady!: (err: Error) => void;
+  readonly #upstreamReady: Promise<void>;
+  #markUpstreamReady!: () => void;
+  #failUpstreamReady!: (err: Error) => void;
 
-  constructor(private readonly options: ProxyOptions) {
+  readonly #options: ProxyOptions;
+
+  constructor(options: ProxyOptions) {
+    this.#options = options;
     if (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535) {
       throw new Error(`proxy port must be an integer in 0..65535, got ${options.port}`);
     }
-    this.host = options.host ?? '127.0.0.1';
-    this.logger = options.logger ?? silentLogger;
-    this.limits = { ...PROXY_DEFAULTS, ...options.limits };
-    this.policy = createToolPolicy(options.toolsFilter, options.toolsOverride);
-    this.middlewares = options.middlewares ?? [];
-    this.handlers = options.handlers ?? [];
-    this.guard = createOriginGuard({
-      bindHost: this.host,
+    this.#host = options.host ?? '127.0.0.1';
+    this.#logger = options.logger ?? silentLogger;
+    this.#limits = { ...PROXY_DEFAULTS, ...options.limits };
+    this.#policy = createToolPolicy(options.toolsFilter, options.toolsOverride);
+    this.#middlewares = options.middlewares ?? [];
+    this.#handlers = options.handlers ?? [];
+    this.#guard = createOriginGuard({
+      bindHost: this.#host,
       allowedHosts: options.allowedHosts ?? [],
       allowedOrigins: options.allowedOrigins ?? [],
     });
-    this.upstreamReady = new Promise<void>((resolve, reject) => {
-      this.markUpstreamReady = resolve;
-      this.failUpstreamReady = reject;
+    this.#upstreamReady = new Promise<void>((resolve, reject) => {
+      this.#markUpstreamReady = resolve;
+      this.#failUpstreamReady = reject;
     });
     // Nobody may be waiting when the proxy closes; the rejection is then not an error.
-    this.upstreamReady.catch(() => {});
-    this.stdio = new StdioSessions(
+    this.#upstreamReady.catch(() => {});
+    this.#stdio = new StdioSessions(
       {
-        logger: this.logger,
-        limits: this.limits,
-        policy: this.policy,
+        logger: this.#logger,
+        limits: this.#limits,
+        policy: this.#policy,
         serverName: options.serverName ?? 'mcp-server',
       },
       options.perSession,
     );
-    if (this.stdio.children !== undefined) this.mode = 'stdio';
-    this.streamableHttp = new StreamableHttpEndpoint(this.stdio, this.limits, this.logger);
-    this.legacySse = new LegacySseEndpoint(this.stdio, this.limits);
-    this.server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
-      this.onRequest(req, res).catch((err: unknown) => {
-        this.logger.error({ err }, 'proxy request failed');
+    if (this.#stdio.children !== undefined) this.#mode = 'stdio';
+    this.#streamableHttp = new StreamableHttpEndpoint(this.#stdio, this.#limits, this.#logger);
+    this.#legacySse = new LegacySseEndpoint(this.#stdio, this.#limits);
+    this.#server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
+      this.#onRequest(req, res).catch((err: unknown) => {
+        this.#logger.error({ err }, 'proxy request failed');
         sendRpcError(res, 500, INTERNAL_ERROR, 'internal proxy error');
       });
     });
-    this.server.on('connection', (socket: Socket) => {
+    this.#server.on('connection', (socket: Socket) => {
       socket.setNoDelay(true);
-      this.sockets.add(socket);
-      socket.on('close', () => this.sockets.delete(socket));
+      this.#sockets.add(socket);
+      socket.on('close', () => this.#sockets.delete(socket));
     });
   }
 
   get port(): number {
-    return this.boundPort;
+    return this.#boundPort;
   }
 
   get url(): string {
-    const host = this.host.includes(':') ? `[${this.host}]` : this.host;
-    return `http://${host}:${this.boundPort}`;
+    const host = this.#host.includes(':') ? `[${this.#host}]` : this.#host;
+    return `http://${host}:${this.#boundPort}`;
   }
 
   async listen(): Promise<void> {
     await new Promise<void>((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.options.port, this.host, () => {
-        this.server.off('error', reject);
+      this.#server.once('error', reject);
+      this.#server.listen(this.#options.port, this.#host, () => {
+        this.#server.off('error', reject);
         resolve();
       });
     });
-    this.boundPort = (this.server.address() as AddressInfo).port;
-    const idleMs = this.stdio.children?.idleMs ?? this.limits.sessionIdleMs;
-    this.reaper = setInterval(() => this.stdio.reapIdle(idleMs), Math.min(60_000, idleMs));
-    this.reaper.unref();
+    this.#boundPort = (this.#server.address() as AddressInfo).port;
+    const idleMs = this.#stdio.children?.idleMs ?? this.#limits.sessionIdleMs;
+    this.#reaper = setInterval(() => this.#stdio.reapIdle(idleMs), Math.min(60_000, idleMs));
+    this.#reaper.unref();
   }
 
   async setUpstream(upstream: ProxyUpstream): Promise<void> {
-    if (this.closing !== undefined) throw new Error('proxy is closed');
-    if (this.stdio.children !== undefined) {
+    if (this.#closing !== undefined) throw new Error('proxy is closed');
+    if (this.#stdio.children !== undefined) {
       throw new Error('this proxy runs one server per session (perSession); it starts its own children');
     }
     if (upstream.kind === 'stdio') {
-      if (this.mode === 'http') this.stdio.endAll();
-      this.mode = 'stdio';
-      this.transparent?.close();
-      this.transparent = undefined;
-      await this.stdio.bridge.attach(upstream.stdin, upstream.stdout);
-      this.markUpstreamReady();
-      this.logger.info({ server: this.options.serverName }, 'stdio server attached');
+      if (this.#mode === 'http') this.#stdio.endAll();
+      this.#mode = 'stdio';
+      this.#transparent?.close();
+      this.#transparent = undefined;
+      await this.#stdio.bridge.attach(upstream.stdin, upstream.stdout);
+      this.#markUpstreamReady();
+      this.#logger.info({ server: this.#options.serverName }, 'stdio server attached');
     } else {
       // Loaded on first use: undici and the SSE parser cost memory a stdio workload never needs.
       const { TransparentForwarder } = await import('./transparent.js');
-      if (this.mode === 'stdio') {
-        this.stdio.bridge.down('switched to an HTTP server');
-        this.stdio.endAll();
+      if (this.#mode === 'stdio') {
+        this.#stdio.bridge.down('switched to an HTTP server');
+        this.#stdio.endAll();
       }
-      this.mode = 'http';
-      this.httpTransport = upstream.transport;
-      this.transparent?.close();
-      this.transparent = new TransparentForwarder(upstream, {
-        logger: this.logger,
-        limits: this.limits,
-        policy: this.policy,
+      this.#mode = 'http';
+      this.#httpTransport = upstream.transport;
+      this.#transparent?.close();
+      this.#transparent = new TransparentForwarder(upstream, {
+        logger: this.#logger,
+        limits: this.#limits,
+        policy: this.#policy,
       });
-      this.markUpstreamReady();
-      this.logger.info({ server: this.options.serverName, url: upstream.url }, 'HTTP server attached');
+      this.#markUpstreamReady();
+      this.#logger.info({ server: this.#options.serverName, url: upstream.url }, 'HTTP server attached');
     }
   }
 
   upstreamDown(reason: string): void {
-    if (this.mode === 'stdio') this.stdio.bridge.down(reason);
-    else this.transparent?.down(reason);
+    if (this.#mode === 'stdio') this.#stdio.bridge.down(reason);
+    else this.#transparent?.down(reason);
   }
 
   close(): Promise<void> {
-    this.closing ??= (async () => {
-      if (this.reaper !== undefined) clearInterval(this.reaper);
-      this.failUpstreamReady(new Error('proxy closed'));
-      this.transparent?.close();
-      await this.stdio.close();
+    this.#closing ??= (async () => {
+      if (this.#reaper !== undefined) clearInterval(this.#reaper);
+      this.#failUpstreamReady(new Error('proxy closed'));
+      this.#transparent?.close();
+      await this.#stdio.close();
       await new Promise<void>((resolve) => {
-        this.server.close(() => resolve());
-        for (const socket of this.sockets) socket.destroy();
+        this.#server.close(() => resolve());
+        for (const socket of this.#sockets) socket.destroy();
       });
       // Responses emit `close` (and the middlewares' end hooks run) in the turn after their
       // socket went away: let them, so a pipeline closed after the proxy sees every exchange end.
       await new Promise<void>((resolve) => setImmediate(resolve));
     })();
-    return this.closing;
+    return this.#closing;
   }
 
   // ---- request routing ----
 
-  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     // Every response, whoever writes it (this class, the outlets, the transparent relay, the
     // mounted authorization server), is kept from being sniffed into active content.
     res.setHeader('x-content-type-options', NOSNIFF);
@@ -254,7 +257,7 @@ class McpProxy implements RunningProxy {
     const path = q === -1 ? rawUrl : rawUrl.slice(0, q);
     const query = q === -1 ? '' : rawUrl.slice(q + 1);
     const method = req.method ?? 'GET';
-    const denied = this.guard(req.headers);
+    const denied = this.#guard(req.headers);
     if (denied !== undefined) {
       req.resume();
       sendRpcError(res, 403, INVALID_REQUEST, `Forbidden: ${denied}`);
@@ -262,32 +265,32 @@ class McpProxy implements RunningProxy {
     }
     if (path === '/health') {
       req.resume();
-      this.health(res);
+      this.#health(res);
       return;
     }
-    if (method === 'GET' && path.startsWith('/.well-known/') && this.wellKnown(req, res, path)) return;
+    if (method === 'GET' && path.startsWith('/.well-known/') && this.#wellKnown(req, res, path)) return;
     if (!MCP_PATHS.has(path)) {
-      await this.otherPath(req, res, path);
+      await this.#otherPath(req, res, path);
       return;
     }
-    const body = await this.readRequestBody(req, res, method);
+    const body = await this.#readRequestBody(req, res, method);
     if (body === undefined) return;
     const passed =
-      this.middlewares.length === 0
+      this.#middlewares.length === 0
         ? { body, ...NOTHING_ADDED }
-        : await this.runMiddlewares(req, res, { method, path, query }, body);
+        : await this.#runMiddlewares(req, res, { method, path, query }, body);
     if (passed === undefined) return;
-    if (this.mode === 'none') {
+    if (this.#mode === 'none') {
       // No server yet: wait for the first one, like a request to a restarting server.
       try {
-        await this.waitForUpstream();
+        await this.#waitForUpstream();
       } catch (err) {
         sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, (err as Error).message);
         return;
       }
     }
-    if (this.mode === 'http' && this.transparent !== undefined) {
-      await this.transparent.handle(
+    if (this.#mode === 'http' && this.#transparent !== undefined) {
+      await this.#transparent.handle(
         req,
         res,
         path,
@@ -300,19 +303,19 @@ class McpProxy implements RunningProxy {
       return;
     }
     const json = passed.body.json;
-    const wrap = this.stdioReplyWrapper(passed);
-    if (path === '/mcp') this.streamableHttp.handle(req, res, method, json, wrap);
-    else if (path === '/sse') this.legacySse.handleStream(res, method);
-    else this.legacySse.handleMessages(res, method, query, json, wrap);
+    const wrap = this.#stdioReplyWrapper(passed);
+    if (path === '/mcp') this.#streamableHttp.handle(req, res, method, json, wrap);
+    else if (path === '/sse') this.#legacySse.handleStream(res, method);
+    else this.#legacySse.handleMessages(res, method, query, json, wrap);
   }
 
   /**
    * The middlewares' reply hooks around a stdio request's reply target, with the tools policy
    * outermost for a `tools/list` (it renames after the middlewares judged the server's names).
    */
-  private stdioReplyWrapper(passed: Passed): ((target: ReplyTarget) => ReplyTarget) | undefined {
+  #stdioReplyWrapper(passed: Passed): ((target: ReplyTarget) => ReplyTarget) | undefined {
     if (passed.replyHooks.length === 0) return undefined;
-    const policy = this.policy;
+    const policy = this.#policy;
     const hooks: ReplyHook[] =
       !policy.passthrough && passed.mcp?.method === 'tools/list'
         ? [
@@ -326,8 +329,8 @@ class McpProxy implements RunningProxy {
   }
 
   /** A document a middleware serves under `/.well-known/` (RFC 8615), e.g. RFC 9728 metadata. */
-  private wellKnown(req: IncomingMessage, res: ServerResponse, path: string): boolean {
-    for (const mw of this.middlewares) {
+  #wellKnown(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+    for (const mw of this.#middlewares) {
       const doc = mw.wellKnown?.(path);
       if (doc === undefined) continue;
       req.resume();
@@ -338,8 +341,8 @@ class McpProxy implements RunningProxy {
   }
 
   /** Not an MCP path: the mounted handlers (an embedded authorization server), else 404. */
-  private async otherPath(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
-    for (const handler of this.handlers) if (await handler(req, res)) return;
+  async #otherPath(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
+    for (const handler of this.#handlers) if (await handler(req, res)) return;
     req.resume();
     sendRpcError(res, 404, INVALID_REQUEST, `No MCP endpoint at ${path}; use /mcp or /sse`);
   }
@@ -348,7 +351,7 @@ class McpProxy implements RunningProxy {
    * Reads and parses a POST body, once, whatever serves it afterwards; other methods have none.
    * Undefined when the request was refused (the response is sent).
    */
-  private async readRequestBody(
+  async #readRequestBody(
     req: IncomingMessage,
     res: ServerResponse,
     method: string,
@@ -375,17 +378,22 @@ class McpProxy implements RunningProxy {
     }
     let text: string;
     try {
-      text = await readBody(req, this.limits.maxBodyBytes);
+      text = await readBody(req, this.#limits.maxBodyBytes);
     } catch (err) {
       if (err instanceof BodyTooLargeError) {
-        sendRpcError(res, 413, INVALID_REQUEST, `Request body exceeds ${this.limits.maxBodyBytes} bytes`);
+        sendRpcError(res, 413, INVALID_REQUEST, `Request body exceeds ${this.#limits.maxBodyBytes} bytes`);
       } else {
         res.destroy();
       }
       return undefined;
     }
-    if (jsonDepthExceeds(text, this.limits.maxJsonDepth)) {
-      sendRpcError(res, 400, PARSE_ERROR, `Parse error: JSON nested deeper than ${this.limits.maxJsonDepth}`);
+    if (jsonDepthExceeds(text, this.#limits.maxJsonDepth)) {
+      sendRpcError(
+        res,
+        400,
+        PARSE_ERROR,
+        `Parse error: JSON nested deeper than ${this.#limits.maxJsonDepth}`,
+      );
       return undefined;
     }
     try {
@@ -401,7 +409,7 @@ class McpProxy implements RunningProxy {
    * Undefined when one of them refused the request (its answer is sent); else what they
    * added. A batch is refused first: the middlewares judge one message at a time.
    */
-  private async runMiddlewares(
+  async #runMiddlewares(
     req: IncomingMessage,
     res: ServerResponse,
     request: { method: string; path: string; query: string },
@@ -411,21 +419,21 @@ class McpProxy implements RunningProxy {
       sendJson(res, 400, { jsonrpc: '2.0', error: { code: INVALID_REQUEST, message: BATCH_REFUSED } });
       return undefined;
     }
-    const policy = this.policy;
+    const policy = this.#policy;
     const built = newRequestContext({
       ...request,
       headers: req.headers,
       remoteAddress: req.socket.remoteAddress,
       body: received,
-      serverName: this.options.serverName ?? 'mcp-server',
-      backendTransport: this.options.transport ?? (this.mode === 'http' ? this.httpTransport : 'stdio'),
+      serverName: this.#options.serverName ?? 'mcp-server',
+      backendTransport: this.#options.transport ?? (this.#mode === 'http' ? this.#httpTransport : 'stdio'),
       toolName: policy.passthrough ? undefined : (n: string) => policy.resolveCall(n) ?? n,
       whenEnded: (fire) =>
         res.once('close', () => fire({ status: res.statusCode, completed: res.writableFinished })),
-      logger: this.logger,
+      logger: this.#logger,
     });
     const ctx = built.ctx;
-    for (const mw of this.middlewares) {
+    for (const mw of this.#middlewares) {
       const rejected = await mw.handle(ctx);
       if (rejected === undefined) continue;
       const headers = { ...rejected.headers };
@@ -445,41 +453,41 @@ class McpProxy implements RunningProxy {
   }
 
   /** `upstreamReady`, bounded by `upstreamWaitMs`. */
-  private async waitForUpstream(): Promise<void> {
+  async #waitForUpstream(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
         () => reject(new Error('MCP server unavailable: no server attached yet')),
-        this.limits.upstreamWaitMs,
+        this.#limits.upstreamWaitMs,
       );
     });
     try {
-      await Promise.race([this.upstreamReady, timeout]);
+      await Promise.race([this.#upstreamReady, timeout]);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  private health(res: ServerResponse): void {
-    const children = this.stdio.children;
+  #health(res: ServerResponse): void {
+    const children = this.#stdio.children;
     if (children !== undefined) {
       sendJson(res, 200, {
         status: 'ok',
         mode: 'stdio-per-session',
-        sessions: this.stdio.all.size,
+        sessions: this.#stdio.all.size,
         children: children.count,
         maxChildren: children.max,
       });
       return;
     }
-    const bridge = this.stdio.bridge;
+    const bridge = this.#stdio.bridge;
     const up =
-      this.mode === 'stdio' ? bridge.isReady : this.mode === 'http' && this.transparent?.isUp === true;
-    const server = this.mode === 'stdio' ? bridge.server?.serverInfo : undefined;
+      this.#mode === 'stdio' ? bridge.isReady : this.#mode === 'http' && this.#transparent?.isUp === true;
+    const server = this.#mode === 'stdio' ? bridge.server?.serverInfo : undefined;
     sendJson(res, up ? 200 : 503, {
       status: up ? 'ok' : 'unavailable',
-      mode: this.mode,
-      sessions: this.stdio.all.size,
+      mode: this.#mode,
+      sessions: this.#stdio.all.size,
       ...definedOnly({ server }),
     });
   }

@@ -56,17 +56,20 @@ export class HookedTarget implements ReplyTarget {
   /** The proxy puts the tools policy among the hooks (outermost), so the bridge must not. */
   readonly appliesToolPolicy = true;
 
-  constructor(
-    private readonly inner: ReplyTarget,
-    private readonly hooks: readonly ReplyHook[],
-  ) {}
+  readonly #inner: ReplyTarget;
+  readonly #hooks: readonly ReplyHook[];
+
+  constructor(inner: ReplyTarget, hooks: readonly ReplyHook[]) {
+    this.#inner = inner;
+    this.#hooks = hooks;
+  }
 
   get open(): boolean {
-    return this.inner.open;
+    return this.#inner.open;
   }
 
   interim(text: string): boolean {
-    return this.inner.interim(text);
+    return this.#inner.interim(text);
   }
 
   final(text: string): void {
@@ -74,11 +77,11 @@ export class HookedTarget implements ReplyTarget {
     try {
       reply = JSON.parse(text) as JsonRpcMessage;
     } catch {
-      this.inner.final(text);
+      this.#inner.final(text);
       return;
     }
-    const done = runReplyHooks(this.hooks, reply);
-    if (done === undefined) this.inner.final(JSON.stringify(reply));
-    else void done.then(() => this.inner.final(JSON.stringify(reply)));
+    const done = runReplyHooks(this.#hooks, reply);
+    if (done === undefined) this.#inner.final(JSON.stringify(reply));
+    else void done.then(() => this.#inner.final(JSON.stringify(reply)));
   }
 }

@@ -45,8 +45,8 @@ export class Session implements StreamRegistry {
   /** The child was told this session's roots can be asked for (`StdioBridge.announceRoots`). */
   rootsAnnounced = false;
   /** SSE answers to POSTs that can still be resumed, by stream number. */
-  private readonly streams = new Map<number, PostExchange>();
-  private nextStream = 1;
+  readonly #streams = new Map<number, PostExchange>();
+  #nextStream = 1;
 
   constructor(
     readonly id: string,
@@ -66,22 +66,22 @@ export class Session implements StreamRegistry {
   }
 
   addStream(stream: PostExchange): number {
-    const no = this.nextStream++;
-    this.streams.set(no, stream);
+    const no = this.#nextStream++;
+    this.#streams.set(no, stream);
     return no;
   }
 
   removeStream(no: number): void {
-    this.streams.delete(no);
+    this.#streams.delete(no);
   }
 
   stream(no: number): PostExchange | undefined {
-    return this.streams.get(no);
+    return this.#streams.get(no);
   }
 
   abandonStreams(): void {
-    for (const stream of [...this.streams.values()]) stream.abandon();
-    this.streams.clear();
+    for (const stream of [...this.#streams.values()]) stream.abandon();
+    this.#streams.clear();
   }
 
   canHandle(method: string): boolean {

@@ -90,14 +90,18 @@ export function modernVersionOf(msg: JsonRpcMessage): string | undefined {
 
 export class StatelessFlow {
   /** By `requestState`. */
-  private readonly parked = new Map<string, ParkedCall>();
-  private inputSeq = 0;
+  readonly #parked = new Map<string, ParkedCall>();
+  #inputSeq = 0;
 
-  constructor(
-    private readonly host: StatelessHost,
-    private readonly serverRequestTimeoutMs: number,
-    private readonly logger: Logger,
-  ) {}
+  readonly #host: StatelessHost;
+  readonly #serverRequestTimeoutMs: number;
+  readonly #logger: Logger;
+
+  constructor(host: StatelessHost, serverRequestTimeoutMs: number, logger: Logger) {
+    this.#host = host;
+    this.#serverRequestTimeoutMs = serverRequestTimeoutMs;
+    this.#logger = logger;
+  }
 
   /**
    * One stateless request. The envelope is read into the throw-away session and removed
@@ -121,16 +125,16 @@ export class StatelessFlow {
     }
     const requestState = params?.['requestState'];
     if (typeof requestState === 'string') {
-      this.resume(session, msg, target, requestState);
+      this.#resume(session, msg, target, requestState);
       return;
     }
     if (msg.method !== 'server/discover') {
-      this.host.handle(session, msg, target);
+      this.#host.handle(session, msg, target);
       return;
     }
-    const server = this.host.readyServer();
+    const server = this.#host.readyServer();
     if (server === undefined) {
-      this.host.whenReady().then(
+      this.#host.whenReady().then(
         () => this.handle(session, msg, replyTo),
         (err: Error) => target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, err.message)),
       );
@@ -160,17 +164,20 @@ export class StatelessFlow {
     call.session?.requestSettled();
     call.session = undefined;
     call.target = undefined;
-    const requestState = `${this.host.prefix}input-${randomUUID()}`;
-    const key = `input-${++this.inputSeq}`;
+    const requestState = `${this.#host.prefix}input-${randomUUID()}`;
+    const key = `input-${++this.#inputSeq}`;
     const timer = setTimeout(() => {
-      if (this.parked.get(requestState)?.call !== call) return;
-      this.parked.delete(requestState);
-      this.host.toChild(errorMessage(childId, REQUEST_TIMEOUT, `client did not answer ${method} in time`));
-      this.host.cancelPending(seq, 'the client did not come back with the requested input');
-      this.logger.debug({ method }, 'a stateless client did not come back with input; its call is cancelled');
-    }, this.serverRequestTimeoutMs);
+      if (this.#parked.get(requestState)?.call !== call) return;
+      this.#parked.delete(requestState);
+      this.#host.toChild(errorMessage(childId, REQUEST_TIMEOUT, `client did not answer ${method} in time`));
+      this.#host.cancelPending(seq, 'the client did not come back with the requested input');
+      this.#logger.debug(
+        { method },
+        'a stateless client did not come back with input; its call is cancelled',
+      );
+    }, this.#serverRequestTimeoutMs);
     timer.unref();
-    this.parked.set(requestState, { seq, call, childId, method, key, timer });
+    this.#parked.set(requestState, { seq, call, childId, method, key, timer });
     target?.final(
       resultMessage(call.clientId, {
         resultType: 'input_required',
@@ -184,14 +191,14 @@ export class StatelessFlow {
 
   /** The child went away: parked calls died with it. */
   clear(): void {
-    for (const parked of this.parked.values()) clearTimeout(parked.timer);
-    this.parked.clear();
+    for (const parked of this.#parked.values()) clearTimeout(parked.timer);
+    this.#parked.clear();
   }
 
   /** A client's retry with `requestState`: hands its input to the child, takes over the call. */
-  private resume(session: Session, msg: JsonRpcRequest, target: ReplyTarget, requestState: string): void {
-    const parked = this.parked.get(requestState);
-    if (parked === undefined || !this.host.isPending(parked.seq, parked.call)) {
+  #resume(session: Session, msg: JsonRpcRequest, target: ReplyTarget, requestState: string): void {
+    const parked = this.#parked.get(requestState);
+    if (parked === undefined || !this.#host.isPending(parked.seq, parked.call)) {
       target.final(
         errorMessage(
           msg.id,
@@ -201,14 +208,14 @@ export class StatelessFlow {
       );
       return;
     }
-    this.parked.delete(requestState);
+    this.#parked.delete(requestState);
     clearTimeout(parked.timer);
     const responses = msg.params?.['inputResponses'];
     const answer = isJsonObject(responses) ? responses[parked.key] : undefined;
     if (isJsonObject(answer))
-      this.host.toChild(JSON.stringify({ jsonrpc: '2.0', id: parked.childId, result: answer }));
+      this.#host.toChild(JSON.stringify({ jsonrpc: '2.0', id: parked.childId, result: answer }));
     else
-      this.host.toChild(
+      this.#host.toChild(
         errorMessage(parked.childId, INTERNAL_ERROR, `the client did not answer ${parked.method}`),
       );
     const call = parked.call;
@@ -233,33 +240,36 @@ const CACHEABLE_METHODS = new Set([
  * never sets it, so the proxy adds it on the way back to a 2026 client.
  */
 class ModernResultTarget implements ReplyTarget {
-  constructor(
-    private readonly inner: ReplyTarget,
-    private readonly cacheable: boolean,
-  ) {}
+  readonly #inner: ReplyTarget;
+  readonly #cacheable: boolean;
+
+  constructor(inner: ReplyTarget, cacheable: boolean) {
+    this.#inner = inner;
+    this.#cacheable = cacheable;
+  }
   get open(): boolean {
-    return this.inner.open;
+    return this.#inner.open;
   }
   interim(text: string): boolean {
-    return this.inner.interim(text);
+    return this.#inner.interim(text);
   }
   final(text: string): void {
     if (!text.includes('"result"')) {
-      this.inner.final(text);
+      this.#inner.final(text);
       return;
     }
     const msg = JSON.parse(text) as JsonRpcMessage;
     const result = msg.result;
     if (isJsonObject(result) && result['resultType'] === undefined) {
       result['resultType'] = 'complete';
-      if (this.cacheable && result['ttlMs'] === undefined) {
+      if (this.#cacheable && result['ttlMs'] === undefined) {
         // SEP-2549 caching hints: the shared child's lists may change at any time.
         result['ttlMs'] = 0;
         result['cacheScope'] = 'private';
       }
-      this.inner.final(JSON.stringify(msg));
+      this.#inner.final(JSON.stringify(msg));
       return;
     }
-    this.inner.final(text);
+    this.#inner.final(text);
   }
 }

@@ -81,35 +81,38 @@ export interface BridgeOptions {
 }
 
 export class StdioBridge {
-  private channel: LineChannel | undefined;
-  private identity: ServerIdentity | undefined;
-  private ready = false;
-  private downReason = 'no server attached yet';
-  private seq = 0;
-  private readonly pending = new Map<number, Pending>();
-  private readonly progress = new Map<string, { pending: Pending; token: JsonRpcId }>();
-  private readonly serverRequests = new Map<string, ServerRequest>();
-  private readonly stateless: StatelessFlow;
-  private readonly subscribers = new Map<string, Set<Session>>();
-  private childLogLevel: LogLevel | undefined;
-  private waiters: Array<{ resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }> = [];
-  private readonly prefix: string;
-  private readonly idToken: string;
-  private closed = false;
+  #channel: LineChannel | undefined;
+  #identity: ServerIdentity | undefined;
+  #ready = false;
+  #downReason = 'no server attached yet';
+  #seq = 0;
+  readonly #pending = new Map<number, Pending>();
+  readonly #progress = new Map<string, { pending: Pending; token: JsonRpcId }>();
+  readonly #serverRequests = new Map<string, ServerRequest>();
+  readonly #stateless: StatelessFlow;
+  readonly #subscribers = new Map<string, Set<Session>>();
+  #childLogLevel: LogLevel | undefined;
+  #waiters: Array<{ resolve: () => void; reject: (e: Error) => void; timer: NodeJS.Timeout }> = [];
+  readonly #prefix: string;
+  readonly #idToken: string;
+  #closed = false;
 
-  constructor(private readonly options: BridgeOptions) {
+  readonly #options: BridgeOptions;
+
+  constructor(options: BridgeOptions) {
+    this.#options = options;
     // A per-proxy nonce keeps the proxy's ids from colliding with anything a server echoes.
-    this.prefix = `sk${Math.random().toString(36).slice(2, 8)}-`;
-    this.idToken = `"${this.prefix}`;
-    this.stateless = new StatelessFlow(
+    this.#prefix = `sk${Math.random().toString(36).slice(2, 8)}-`;
+    this.#idToken = `"${this.#prefix}`;
+    this.#stateless = new StatelessFlow(
       {
-        prefix: this.prefix,
-        readyServer: () => (this.ready ? this.identity : undefined),
+        prefix: this.#prefix,
+        readyServer: () => (this.#ready ? this.#identity : undefined),
         whenReady: () => this.whenReady(),
         handle: (session, msg, target) => this.handle(session, msg, target),
-        toChild: (text) => this.channel?.send(text),
-        isPending: (seq, call) => this.pending.get(seq) === call,
-        cancelPending: (seq, reason) => this.cancelPending(seq, reason),
+        toChild: (text) => this.#channel?.send(text),
+        isPending: (seq, call) => this.#pending.get(seq) === call,
+        cancelPending: (seq, reason) => this.#cancelPending(seq, reason),
       },
       options.limits.serverRequestTimeoutMs,
       options.logger,
@@ -117,56 +120,56 @@ export class StdioBridge {
   }
 
   get isReady(): boolean {
-    return this.ready;
+    return this.#ready;
   }
 
   get server(): ServerIdentity | undefined {
-    return this.identity;
+    return this.#identity;
   }
 
   /** Attaches a (re)started child and initializes it. Sessions carry on. */
   async attach(stdin: Writable, stdout: Readable): Promise<void> {
-    if (this.closed) throw new Error('proxy is closed');
-    if (this.channel !== undefined) this.down('server replaced');
-    const channel = new LineChannel(stdin, stdout, this.options.limits.maxUpstreamMessageBytes, {
-      onLine: (line) => this.onLine(line),
+    if (this.#closed) throw new Error('proxy is closed');
+    if (this.#channel !== undefined) this.down('server replaced');
+    const channel = new LineChannel(stdin, stdout, this.#options.limits.maxUpstreamMessageBytes, {
+      onLine: (line) => this.#onLine(line),
       onOversize: (n) =>
-        this.options.logger.warn({ bytes: n }, 'dropped an oversized message from the server'),
+        this.#options.logger.warn({ bytes: n }, 'dropped an oversized message from the server'),
       onClosed: (reason) => {
-        if (this.channel === channel) this.down(reason);
+        if (this.#channel === channel) this.down(reason);
       },
     });
-    this.channel = channel;
-    const reply = await this.internalRequest(
+    this.#channel = channel;
+    const reply = await this.#internalRequest(
       'initialize',
       {
         protocolVersion: CHILD_PROTOCOL_VERSION,
         capabilities: { sampling: {}, elicitation: {}, roots: { listChanged: true } },
         clientInfo: { name: 'skep-proxy', version: SKEP_VERSION },
       },
-      this.options.limits.upstreamInitTimeoutMs,
+      this.#options.limits.upstreamInitTimeoutMs,
     );
-    if (this.channel !== channel) throw new Error(`server went away during initialize: ${this.downReason}`);
+    if (this.#channel !== channel) throw new Error(`server went away during initialize: ${this.#downReason}`);
     const result = reply.result as Partial<ServerIdentity> | undefined;
     if (reply.error !== undefined || result === undefined || typeof result.protocolVersion !== 'string') {
       const why = reply.error?.message ?? 'no protocolVersion in the initialize result';
       this.down(`initialize failed: ${why}`);
       throw new Error(`server initialize failed: ${why}`);
     }
-    this.identity = {
+    this.#identity = {
       protocolVersion: result.protocolVersion,
       capabilities: result.capabilities ?? {},
-      serverInfo: result.serverInfo ?? { name: this.options.serverName, version: '0' },
+      serverInfo: result.serverInfo ?? { name: this.#options.serverName, version: '0' },
       ...(typeof result.instructions === 'string' ? { instructions: result.instructions } : {}),
     };
     channel.send('{"jsonrpc":"2.0","method":"notifications/initialized"}');
     // Re-apply state the sessions set on the previous child.
-    for (const uri of this.subscribers.keys()) void this.internalRequest('resources/subscribe', { uri });
-    if (this.childLogLevel !== undefined)
-      void this.internalRequest('logging/setLevel', { level: this.childLogLevel });
-    this.ready = true;
-    const waiters = this.waiters;
-    this.waiters = [];
+    for (const uri of this.#subscribers.keys()) void this.#internalRequest('resources/subscribe', { uri });
+    if (this.#childLogLevel !== undefined)
+      void this.#internalRequest('logging/setLevel', { level: this.#childLogLevel });
+    this.#ready = true;
+    const waiters = this.#waiters;
+    this.#waiters = [];
     for (const w of waiters) {
       clearTimeout(w.timer);
       w.resolve();
@@ -175,15 +178,15 @@ export class StdioBridge {
 
   /** The child died or was detached: fail everything in flight. Idempotent. */
   down(reason: string): void {
-    this.ready = false;
-    this.downReason = reason;
-    const channel = this.channel;
-    this.channel = undefined;
+    this.#ready = false;
+    this.#downReason = reason;
+    const channel = this.#channel;
+    this.#channel = undefined;
     channel?.detach();
-    if (this.pending.size > 0) {
-      const pending = [...this.pending.values()];
-      this.pending.clear();
-      this.progress.clear();
+    if (this.#pending.size > 0) {
+      const pending = [...this.#pending.values()];
+      this.#pending.clear();
+      this.#progress.clear();
       for (const p of pending) {
         p.session?.requestSettled();
         if (p.internal !== undefined) {
@@ -199,37 +202,37 @@ export class StdioBridge {
         }
       }
     }
-    for (const req of this.serverRequests.values()) clearTimeout(req.timer);
-    this.serverRequests.clear();
-    this.stateless.clear();
+    for (const req of this.#serverRequests.values()) clearTimeout(req.timer);
+    this.#serverRequests.clear();
+    this.#stateless.clear();
   }
 
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
+    if (this.#closed) return;
+    this.#closed = true;
     this.down('proxy closed');
-    for (const w of this.waiters) {
+    for (const w of this.#waiters) {
       clearTimeout(w.timer);
       w.reject(new Error('proxy closed'));
     }
-    this.waiters = [];
+    this.#waiters = [];
   }
 
   /** Resolves when a server is attached and initialized; rejects after `upstreamWaitMs`. */
   whenReady(): Promise<void> {
-    if (this.ready) return Promise.resolve();
-    if (this.closed) return Promise.reject(new Error('proxy is closed'));
+    if (this.#ready) return Promise.resolve();
+    if (this.#closed) return Promise.reject(new Error('proxy is closed'));
     return new Promise((resolve, reject) => {
       const entry = {
         resolve,
         reject,
         timer: setTimeout(() => {
-          this.waiters = this.waiters.filter((w) => w !== entry);
-          reject(new Error(`MCP server unavailable: ${this.downReason}`));
-        }, this.options.limits.upstreamWaitMs),
+          this.#waiters = this.#waiters.filter((w) => w !== entry);
+          reject(new Error(`MCP server unavailable: ${this.#downReason}`));
+        }, this.#options.limits.upstreamWaitMs),
       };
       entry.timer.unref();
-      this.waiters.push(entry);
+      this.#waiters.push(entry);
     });
   }
 
@@ -241,11 +244,11 @@ export class StdioBridge {
     session.lastActive = Date.now();
     // Client messages passed `invalidReason`: a method makes a request or a notification.
     if (isNotification(msg)) {
-      this.fromClientNotification(session, msg);
+      this.#fromClientNotification(session, msg);
       return;
     }
     if (!isRequest(msg)) {
-      this.fromClientResponse(session, msg);
+      this.#fromClientResponse(session, msg);
       return;
     }
     if (target === undefined) return;
@@ -254,7 +257,7 @@ export class StdioBridge {
       target.final(resultMessage(msg.id, {}));
       return;
     }
-    if (!this.ready) {
+    if (!this.#ready) {
       this.whenReady().then(
         () => this.handle(session, msg, target),
         (err: Error) => target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, err.message)),
@@ -266,33 +269,33 @@ export class StdioBridge {
         this.answerInitialize(session, msg, target);
         return;
       case 'tools/call':
-        if (!this.options.policy.passthrough && !this.applyCallPolicy(msg, target)) return;
+        if (!this.#options.policy.passthrough && !this.#applyCallPolicy(msg, target)) return;
         break;
       case 'tools/list':
-        if (!this.options.policy.passthrough && target.appliesToolPolicy !== true) {
-          this.forward(session, msg, target, (reply) => this.options.policy.applyToList(reply.result));
+        if (!this.#options.policy.passthrough && target.appliesToolPolicy !== true) {
+          this.#forward(session, msg, target, (reply) => this.#options.policy.applyToList(reply.result));
           return;
         }
         break;
       case 'logging/setLevel':
-        this.setLevel(session, msg, target);
+        this.#setLevel(session, msg, target);
         return;
       case 'resources/subscribe':
       case 'resources/unsubscribe':
-        this.subscription(session, msg, target);
+        this.#subscription(session, msg, target);
         return;
     }
-    this.forward(session, msg, target, undefined);
+    this.#forward(session, msg, target, undefined);
   }
 
   /** A 2026-07-28 (stateless) request in front of a 2025-era child (`stateless-flow.ts`). */
   handleModern(session: Session, msg: JsonRpcRequest, replyTo: ReplyTarget): void {
-    this.stateless.handle(session, msg, replyTo);
+    this.#stateless.handle(session, msg, replyTo);
   }
 
   /** Answers `initialize` from the cached child result (MCP 2025-11-25 lifecycle). */
   answerInitialize(session: Session, msg: JsonRpcRequest, target: ReplyTarget): void {
-    const server = this.identity;
+    const server = this.#identity;
     if (server === undefined) {
       target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, 'MCP server not initialized'));
       return;
@@ -316,45 +319,45 @@ export class StdioBridge {
     session.closed = true;
     session.standing?.close();
     for (const uri of session.subscriptions) {
-      const set = this.subscribers.get(uri);
+      const set = this.#subscribers.get(uri);
       if (set === undefined) continue;
       set.delete(session);
       if (set.size === 0) {
-        this.subscribers.delete(uri);
-        if (this.ready) void this.internalRequest('resources/unsubscribe', { uri });
+        this.#subscribers.delete(uri);
+        if (this.#ready) void this.#internalRequest('resources/unsubscribe', { uri });
       }
     }
     if (session.inflight > 0) {
-      for (const [seq, p] of this.pending)
-        if (p.session === session) this.cancelPending(seq, 'client session ended');
+      for (const [seq, p] of this.#pending)
+        if (p.session === session) this.#cancelPending(seq, 'client session ended');
     }
-    for (const [key, req] of this.serverRequests) {
+    for (const [key, req] of this.#serverRequests) {
       if (req.session !== session) continue;
-      this.serverRequests.delete(key);
+      this.#serverRequests.delete(key);
       clearTimeout(req.timer);
-      this.channel?.send(errorMessage(req.childId, INTERNAL_ERROR, 'client session ended'));
+      this.#channel?.send(errorMessage(req.childId, INTERNAL_ERROR, 'client session ended'));
     }
   }
 
   // ---- client → server ----
 
-  private forward(
+  #forward(
     session: Session,
     msg: JsonRpcRequest,
     target: ReplyTarget,
     transform: ((msg: JsonRpcMessage) => void) | undefined,
   ): void {
-    const channel = this.channel;
+    const channel = this.#channel;
     if (channel === undefined) {
-      target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, `MCP server unavailable: ${this.downReason}`));
+      target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, `MCP server unavailable: ${this.#downReason}`));
       return;
     }
-    if (channel.buffered > this.options.limits.maxUpstreamBufferBytes) {
+    if (channel.buffered > this.#options.limits.maxUpstreamBufferBytes) {
       target.final(errorMessage(msg.id, UPSTREAM_UNAVAILABLE, 'MCP server is not keeping up; try again'));
       return;
     }
     const clientId = msg.id;
-    const seq = ++this.seq;
+    const seq = ++this.#seq;
     const p: Pending = {
       session,
       clientId,
@@ -368,34 +371,34 @@ export class StdioBridge {
     if (isJsonObject(meta)) {
       const token = meta['progressToken'];
       if (isValidId(token)) {
-        const key = `${this.prefix}p${seq}`;
+        const key = `${this.#prefix}p${seq}`;
         p.progressKey = key;
-        this.progress.set(key, { pending: p, token });
+        this.#progress.set(key, { pending: p, token });
         meta['progressToken'] = key;
       }
     }
     // Re-addressed to the child; the original id is in `p`.
-    (msg as JsonRpcMessage).id = this.prefix + seq;
-    this.pending.set(seq, p);
+    (msg as JsonRpcMessage).id = this.#prefix + seq;
+    this.#pending.set(seq, p);
     session.requestStarted(target);
     channel.send(JSON.stringify(msg));
   }
 
-  private internalRequest(
+  #internalRequest(
     method: string,
     params: Record<string, unknown>,
     timeoutMs?: number,
   ): Promise<JsonRpcMessage> {
-    const channel = this.channel;
+    const channel = this.#channel;
     if (channel === undefined) {
       return Promise.resolve({
         jsonrpc: '2.0',
         id: 0,
-        error: { code: UPSTREAM_UNAVAILABLE, message: this.downReason },
+        error: { code: UPSTREAM_UNAVAILABLE, message: this.#downReason },
       });
     }
     return new Promise((resolve) => {
-      const seq = ++this.seq;
+      const seq = ++this.#seq;
       let timer: NodeJS.Timeout | undefined;
       const p: Pending = {
         session: undefined,
@@ -411,7 +414,7 @@ export class StdioBridge {
       };
       if (timeoutMs !== undefined) {
         timer = setTimeout(() => {
-          if (this.pending.delete(seq)) {
+          if (this.#pending.delete(seq)) {
             resolve({
               jsonrpc: '2.0',
               id: seq,
@@ -421,15 +424,15 @@ export class StdioBridge {
         }, timeoutMs);
         timer.unref();
       }
-      this.pending.set(seq, p);
-      channel.send(JSON.stringify({ jsonrpc: '2.0', id: this.prefix + seq, method, params }));
+      this.#pending.set(seq, p);
+      channel.send(JSON.stringify({ jsonrpc: '2.0', id: this.#prefix + seq, method, params }));
     });
   }
 
-  private applyCallPolicy(msg: JsonRpcRequest, target: ReplyTarget): boolean {
+  #applyCallPolicy(msg: JsonRpcRequest, target: ReplyTarget): boolean {
     const params = msg.params;
     const name = params?.['name'];
-    const original = typeof name === 'string' ? this.options.policy.resolveCall(name) : undefined;
+    const original = typeof name === 'string' ? this.#options.policy.resolveCall(name) : undefined;
     if (params === undefined || original === undefined) {
       // MCP 2025-11-25 "Tools / Error Handling": unknown tools are a protocol error (-32602).
       target.final(errorMessage(msg.id, INVALID_PARAMS, `Unknown tool: ${String(name)}`));
@@ -439,7 +442,7 @@ export class StdioBridge {
     return true;
   }
 
-  private setLevel(session: Session, msg: JsonRpcRequest, target: ReplyTarget): void {
+  #setLevel(session: Session, msg: JsonRpcRequest, target: ReplyTarget): void {
     const params = msg.params;
     const level = params?.['level'];
     if (params === undefined || !isLogLevel(level)) {
@@ -448,30 +451,30 @@ export class StdioBridge {
     }
     session.logLevel = level;
     let wanted: LogLevel = session.logLevel;
-    for (const s of this.options.sessions()) {
+    for (const s of this.#options.sessions()) {
       if (s.logLevel !== undefined && logSeverity(s.logLevel) < logSeverity(wanted)) wanted = s.logLevel;
     }
-    if (wanted === this.childLogLevel) {
+    if (wanted === this.#childLogLevel) {
       target.final(resultMessage(msg.id, {}));
       return;
     }
-    this.childLogLevel = wanted;
+    this.#childLogLevel = wanted;
     params['level'] = wanted;
-    this.forward(session, msg, target, undefined);
+    this.#forward(session, msg, target, undefined);
   }
 
-  private subscription(session: Session, msg: JsonRpcRequest, target: ReplyTarget): void {
+  #subscription(session: Session, msg: JsonRpcRequest, target: ReplyTarget): void {
     const uri = msg.params?.['uri'];
     if (typeof uri !== 'string') {
       target.final(errorMessage(msg.id, INVALID_PARAMS, 'uri must be a string'));
       return;
     }
-    let set = this.subscribers.get(uri);
+    let set = this.#subscribers.get(uri);
     if (msg.method === 'resources/subscribe') {
       session.subscriptions.add(uri);
       if (set === undefined) {
         set = new Set();
-        this.subscribers.set(uri, set);
+        this.#subscribers.set(uri, set);
       }
       set.add(session);
       if (set.size > 1) {
@@ -485,27 +488,27 @@ export class StdioBridge {
         target.final(resultMessage(msg.id, {}));
         return;
       }
-      this.subscribers.delete(uri);
+      this.#subscribers.delete(uri);
     }
-    this.forward(session, msg, target, undefined);
+    this.#forward(session, msg, target, undefined);
   }
 
-  private fromClientNotification(session: Session, msg: JsonRpcNotification): void {
+  #fromClientNotification(session: Session, msg: JsonRpcNotification): void {
     const method = msg.method;
     if (method === 'notifications/initialized') {
       session.initialized = true;
       this.announceRoots(session);
       return;
     }
-    const channel = this.channel;
+    const channel = this.#channel;
     if (channel === undefined) return;
     if (method === 'notifications/cancelled') {
       const params = msg.params;
       if (params === undefined) return;
       const requestId = params['requestId'];
-      for (const [seq, p] of this.pending) {
+      for (const [seq, p] of this.#pending) {
         if (p.session === session && p.clientId === requestId) {
-          params['requestId'] = this.prefix + seq;
+          params['requestId'] = this.#prefix + seq;
           channel.send(JSON.stringify(msg));
           return;
         }
@@ -524,38 +527,38 @@ export class StdioBridge {
     if (session.rootsAnnounced || !session.initialized || session.standing?.open !== true) return;
     if (!session.canHandle('roots/list')) return;
     session.rootsAnnounced = true;
-    this.channel?.send('{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}');
+    this.#channel?.send('{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}');
   }
 
-  private fromClientResponse(session: Session, msg: JsonRpcMessage): void {
+  #fromClientResponse(session: Session, msg: JsonRpcMessage): void {
     const key = JSON.stringify(msg.id);
-    const req = this.serverRequests.get(key);
+    const req = this.#serverRequests.get(key);
     if (req === undefined || req.session !== session) {
-      this.options.logger.debug({ id: msg.id }, 'dropped a response to an unknown server request');
+      this.#options.logger.debug({ id: msg.id }, 'dropped a response to an unknown server request');
       return;
     }
-    this.serverRequests.delete(key);
+    this.#serverRequests.delete(key);
     clearTimeout(req.timer);
-    this.channel?.send(JSON.stringify(msg));
+    this.#channel?.send(JSON.stringify(msg));
   }
 
   // ---- server → client ----
 
-  private onLine(line: string): void {
+  #onLine(line: string): void {
     // Fast path: a response to a forwarded request, matched by the proxy id in the text.
-    const at = line.indexOf(this.idToken);
+    const at = line.indexOf(this.#idToken);
     if (at !== -1 && isIdKeyBefore(line, at)) {
-      let end = at + this.idToken.length;
+      let end = at + this.#idToken.length;
       let seq = 0;
       let c = line.charCodeAt(end);
       while (c >= 48 && c <= 57) {
         seq = seq * 10 + (c - 48);
         c = line.charCodeAt(++end);
       }
-      const p = c === 34 ? this.pending.get(seq) : undefined;
+      const p = c === 34 ? this.#pending.get(seq) : undefined;
       if (p !== undefined && p.transform === undefined && p.internal === undefined) {
-        this.pending.delete(seq);
-        this.settle(p);
+        this.#pending.delete(seq);
+        this.#settle(p);
         p.target?.final(line.slice(0, at) + p.clientIdJson + line.slice(end + 1));
         return;
       }
@@ -564,24 +567,24 @@ export class StdioBridge {
     try {
       msg = JSON.parse(line) as JsonRpcMessage;
     } catch {
-      this.options.logger.warn('dropped a line from the server that is not JSON');
+      this.#options.logger.warn('dropped a line from the server that is not JSON');
       return;
     }
     if (!isJsonObject(msg)) return;
-    if (msg.method === undefined) this.fromServerResponse(msg);
-    else if (isRequest(msg)) this.fromServerRequest(msg, line);
-    else if (isNotification(msg)) this.fromServerNotification(msg, line);
-    else this.options.logger.warn('dropped a message from the server whose method is not a string');
+    if (msg.method === undefined) this.#fromServerResponse(msg);
+    else if (isRequest(msg)) this.#fromServerRequest(msg, line);
+    else if (isNotification(msg)) this.#fromServerNotification(msg, line);
+    else this.#options.logger.warn('dropped a message from the server whose method is not a string');
   }
 
-  private fromServerResponse(msg: JsonRpcMessage): void {
+  #fromServerResponse(msg: JsonRpcMessage): void {
     const id = msg.id;
-    if (typeof id !== 'string' || !id.startsWith(this.prefix)) return;
-    const seq = Number(id.slice(this.prefix.length));
-    const p = this.pending.get(seq);
+    if (typeof id !== 'string' || !id.startsWith(this.#prefix)) return;
+    const seq = Number(id.slice(this.#prefix.length));
+    const p = this.#pending.get(seq);
     if (p === undefined) return;
-    this.pending.delete(seq);
-    this.settle(p);
+    this.#pending.delete(seq);
+    this.#settle(p);
     if (p.internal !== undefined) {
       p.internal(msg);
       return;
@@ -591,17 +594,17 @@ export class StdioBridge {
     p.target?.final(JSON.stringify(msg));
   }
 
-  private settle(p: Pending): void {
+  #settle(p: Pending): void {
     p.session?.requestSettled();
-    if (p.progressKey !== undefined) this.progress.delete(p.progressKey);
+    if (p.progressKey !== undefined) this.#progress.delete(p.progressKey);
   }
 
-  private fromServerRequest(msg: JsonRpcRequest, line: string): void {
+  #fromServerRequest(msg: JsonRpcRequest, line: string): void {
     const { method, id: childId } = msg;
     let chosen: Session | undefined;
     let chosenSeq = 0;
     let chosenCall: Pending | undefined;
-    for (const [seq, p] of this.pending) {
+    for (const [seq, p] of this.#pending) {
       const s = p.session;
       if (s !== undefined && !s.closed && s.canHandle(method)) {
         chosen = s;
@@ -610,29 +613,29 @@ export class StdioBridge {
       }
     }
     if (chosen?.transport === 'stateless' && chosenCall !== undefined) {
-      this.stateless.park(chosenSeq, chosenCall, msg);
+      this.#stateless.park(chosenSeq, chosenCall, msg);
       return;
     }
     if (chosen === undefined) {
       let best = 0;
-      for (const s of this.options.sessions()) {
+      for (const s of this.#options.sessions()) {
         if (!s.closed && s.standing?.open === true && s.canHandle(method) && s.lastActive >= best) {
           chosen = s;
           best = s.lastActive;
         }
       }
     }
-    if (chosen === undefined || !this.deliver(chosen, line, true)) {
-      this.channel?.send(errorMessage(childId, INTERNAL_ERROR, `no connected client can answer ${method}`));
+    if (chosen === undefined || !this.#deliver(chosen, line, true)) {
+      this.#channel?.send(errorMessage(childId, INTERNAL_ERROR, `no connected client can answer ${method}`));
       return;
     }
     const session = chosen;
     const key = JSON.stringify(childId);
     const timer = setTimeout(() => {
-      if (this.serverRequests.get(key)?.session !== session) return;
-      this.serverRequests.delete(key);
-      this.channel?.send(errorMessage(childId, REQUEST_TIMEOUT, `client did not answer ${method} in time`));
-      this.deliver(
+      if (this.#serverRequests.get(key)?.session !== session) return;
+      this.#serverRequests.delete(key);
+      this.#channel?.send(errorMessage(childId, REQUEST_TIMEOUT, `client did not answer ${method} in time`));
+      this.#deliver(
         session,
         JSON.stringify({
           jsonrpc: '2.0',
@@ -641,31 +644,31 @@ export class StdioBridge {
         }),
         true,
       );
-    }, this.options.limits.serverRequestTimeoutMs);
+    }, this.#options.limits.serverRequestTimeoutMs);
     timer.unref();
-    this.serverRequests.set(key, { session, childId, timer });
+    this.#serverRequests.set(key, { session, childId, timer });
   }
 
   /** Forgets an in-flight call and tells the child to stop working on it. */
-  private cancelPending(seq: number, reason: string): void {
-    const p = this.pending.get(seq);
+  #cancelPending(seq: number, reason: string): void {
+    const p = this.#pending.get(seq);
     if (p === undefined) return;
-    this.pending.delete(seq);
-    this.settle(p);
-    this.channel?.send(
+    this.#pending.delete(seq);
+    this.#settle(p);
+    this.#channel?.send(
       JSON.stringify({
         jsonrpc: '2.0',
         method: 'notifications/cancelled',
-        params: { requestId: this.prefix + seq, reason },
+        params: { requestId: this.#prefix + seq, reason },
       }),
     );
   }
 
-  private fromServerNotification(msg: JsonRpcNotification, line: string): void {
+  #fromServerNotification(msg: JsonRpcNotification, line: string): void {
     const params = msg.params ?? {};
     switch (msg.method) {
       case 'notifications/progress': {
-        const entry = this.progress.get(String(params['progressToken']));
+        const entry = this.#progress.get(String(params['progressToken']));
         if (entry === undefined) return;
         params['progressToken'] = entry.token;
         const text = JSON.stringify(msg);
@@ -674,28 +677,28 @@ export class StdioBridge {
       }
       case 'notifications/cancelled': {
         const key = JSON.stringify(params['requestId']);
-        const req = this.serverRequests.get(key);
+        const req = this.#serverRequests.get(key);
         if (req === undefined) return;
-        this.serverRequests.delete(key);
+        this.#serverRequests.delete(key);
         clearTimeout(req.timer);
-        this.deliver(req.session, line, true);
+        this.#deliver(req.session, line, true);
         return;
       }
       case 'notifications/resources/updated': {
-        const set = this.subscribers.get(String(params['uri']));
-        if (set !== undefined) for (const s of set) this.deliver(s, line, false);
+        const set = this.#subscribers.get(String(params['uri']));
+        if (set !== undefined) for (const s of set) this.#deliver(s, line, false);
         return;
       }
       case 'notifications/message': {
         const severity = logSeverity(params['level']);
-        for (const s of this.options.sessions()) {
-          if (s.logLevel === undefined || severity >= logSeverity(s.logLevel)) this.deliver(s, line, true);
+        for (const s of this.#options.sessions()) {
+          if (s.logLevel === undefined || severity >= logSeverity(s.logLevel)) this.#deliver(s, line, true);
         }
         return;
       }
       default: {
         const related = !msg.method.endsWith('/list_changed');
-        for (const s of this.options.sessions()) this.deliver(s, line, related);
+        for (const s of this.#options.sessions()) this.#deliver(s, line, related);
       }
     }
   }
@@ -704,7 +707,7 @@ export class StdioBridge {
    * Sends a server-originated message to a session: on the stream of its latest open request
    * when the message relates to ongoing work (`preferRequest`), else on its standing stream.
    */
-  private deliver(session: Session, text: string, preferRequest: boolean): boolean {
+  #deliver(session: Session, text: string, preferRequest: boolean): boolean {
     if (session.closed) return false;
     const live = session.inflight > 0 ? session.lastTarget : undefined;
     if (preferRequest && live?.open === true && live.interim(text)) return true;

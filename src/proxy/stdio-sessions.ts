@@ -19,12 +19,12 @@ export class StdioSessions {
   readonly bridge: StdioBridge;
   /** Only with `perSession`: one child (and bridge) per session instead of `bridge`. */
   readonly children: SessionChildren | undefined;
-  private closed = false;
+  #closed = false;
 
-  constructor(
-    private readonly options: Omit<BridgeOptions, 'sessions'>,
-    perSession: PerSessionOptions | undefined,
-  ) {
+  readonly #options: Omit<BridgeOptions, 'sessions'>;
+
+  constructor(options: Omit<BridgeOptions, 'sessions'>, perSession: PerSessionOptions | undefined) {
+    this.#options = options;
     this.bridge = new StdioBridge({ ...options, sessions: () => this.all.values() });
     this.children =
       perSession === undefined
@@ -34,7 +34,7 @@ export class StdioSessions {
 
   /** `maxSessions` is reached: a new session is refused with 503. */
   get full(): boolean {
-    return this.all.size >= this.options.limits.maxSessions;
+    return this.all.size >= this.#options.limits.maxSessions;
   }
 
   /** The bridge serving a session: the shared one, or the session's own in per-session mode. */
@@ -75,7 +75,7 @@ export class StdioSessions {
     children.start(session).then(
       (bridge) => {
         res.off('close', gone);
-        if (session.closed || this.closed) {
+        if (session.closed || this.#closed) {
           children.release(session);
           if (!res.destroyed && !res.writableEnded)
             sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'the session ended while its server was starting');
@@ -90,7 +90,7 @@ export class StdioSessions {
           sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, `Too many sessions: ${err.message}; try again later`);
           return;
         }
-        this.options.logger.warn({ err: (err as Error).message }, 'cannot start a server for a new session');
+        this.#options.logger.warn({ err: (err as Error).message }, 'cannot start a server for a new session');
         sendRpcError(
           res,
           503,
@@ -123,7 +123,7 @@ export class StdioSessions {
 
   /** Ends every session and stops per-session children; sessions still starting are refused. */
   async close(): Promise<void> {
-    this.closed = true;
+    this.#closed = true;
     this.bridge.close();
     this.endAll();
     await this.children?.closeAll();

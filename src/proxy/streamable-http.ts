@@ -31,11 +31,15 @@ export type WrapTarget = (target: ReplyTarget) => ReplyTarget;
 const unwrapped: WrapTarget = (target) => target;
 
 export class StreamableHttpEndpoint {
-  constructor(
-    private readonly sessions: StdioSessions,
-    private readonly limits: ProxyLimits,
-    private readonly logger: Logger,
-  ) {}
+  readonly #sessions: StdioSessions;
+  readonly #limits: ProxyLimits;
+  readonly #logger: Logger;
+
+  constructor(sessions: StdioSessions, limits: ProxyLimits, logger: Logger) {
+    this.#sessions = sessions;
+    this.#limits = limits;
+    this.#logger = logger;
+  }
 
   handle(
     req: IncomingMessage,
@@ -44,16 +48,16 @@ export class StreamableHttpEndpoint {
     body: unknown,
     wrap: WrapTarget = unwrapped,
   ): void {
-    if (method === 'POST') this.post(req, res, body, wrap);
-    else if (method === 'GET') this.get(req, res);
-    else if (method === 'DELETE') this.delete(req, res);
+    if (method === 'POST') this.#post(req, res, body, wrap);
+    else if (method === 'GET') this.#get(req, res);
+    else if (method === 'DELETE') this.#delete(req, res);
     else {
       res.writeHead(405, { allow: 'GET, POST, DELETE' });
       res.end();
     }
   }
 
-  private post(req: IncomingMessage, res: ServerResponse, body: unknown, wrap: WrapTarget): void {
+  #post(req: IncomingMessage, res: ServerResponse, body: unknown, wrap: WrapTarget): void {
     const messages = messagesOf(body);
     if (typeof messages === 'string') {
       badRequest(res, `Invalid Request: ${messages}`);
@@ -67,7 +71,7 @@ export class StreamableHttpEndpoint {
     const accept = req.headers.accept;
     const acceptsSse = accept === undefined || accept.includes('text/event-stream') || accept.includes('*/*');
     const sessionId = req.headers[HEADER_SESSION];
-    const children = this.sessions.children;
+    const children = this.#sessions.children;
     let session: Session | undefined;
     const headers: Record<string, string> = {};
     if (first.method === 'initialize') {
@@ -75,22 +79,22 @@ export class StreamableHttpEndpoint {
         badRequest(res, 'Invalid Request: initialize must be sent alone');
         return;
       }
-      if (this.sessions.full) {
+      if (this.#sessions.full) {
         sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'Too many sessions; try again later');
         return;
       }
       if (children !== undefined) {
-        const reply = wrap(new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes));
-        this.sessions.openWithChild(children, res, 'streamable-http', (s, bridge) => {
+        const reply = wrap(new PostExchange(res, acceptsSse, headers, this.#limits.maxClientBufferBytes));
+        this.#sessions.openWithChild(children, res, 'streamable-http', (s, bridge) => {
           headers[HEADER_SESSION] = s.id;
           bridge.handle(s, first, reply);
         });
         return;
       }
-      session = this.sessions.open('streamable-http');
+      session = this.#sessions.open('streamable-http');
       headers[HEADER_SESSION] = session.id;
     } else if (typeof sessionId === 'string') {
-      session = this.sessions.all.get(sessionId);
+      session = this.#sessions.all.get(sessionId);
       if (session === undefined) {
         // MCP 2025-11-25 "Session Management": 404 tells the client to start a new session.
         sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
@@ -111,20 +115,20 @@ export class StreamableHttpEndpoint {
         return;
       }
       // MCP 2026-07-28: no initialize, no session; the request carries its own envelope.
-      const bridge = this.sessions.bridge;
+      const bridge = this.#sessions.bridge;
       const stateless = new Session(randomUUID(), 'stateless');
       res.on('close', () => bridge.sessionClosed(stateless));
       bridge.handleModern(
         stateless,
         first,
-        wrap(new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes)),
+        wrap(new PostExchange(res, acceptsSse, headers, this.#limits.maxClientBufferBytes)),
       );
       return;
     } else {
       badRequest(res, 'Bad Request: Mcp-Session-Id header is required (send initialize first)');
       return;
     }
-    const bridge = this.sessions.bridgeOf(session);
+    const bridge = this.#sessions.bridgeOf(session);
     const requests = messages.filter(isRequest).length;
     if (requests === 0) {
       for (const m of messages) bridge.handle(session, m, undefined);
@@ -137,11 +141,11 @@ export class StreamableHttpEndpoint {
         session,
         first,
         wrap(
-          new PostExchange(res, acceptsSse, headers, this.limits.maxClientBufferBytes, {
+          new PostExchange(res, acceptsSse, headers, this.#limits.maxClientBufferBytes, {
             streams: session,
-            keep: this.limits.replayEvents,
-            graceMs: this.limits.streamResumeMs,
-            logger: this.logger,
+            keep: this.#limits.replayEvents,
+            graceMs: this.#limits.streamResumeMs,
+            logger: this.#logger,
           }),
         ),
       );
@@ -151,8 +155,8 @@ export class StreamableHttpEndpoint {
     for (const m of messages) bridge.handle(session, m, isRequest(m) ? batch : undefined);
   }
 
-  private get(req: IncomingMessage, res: ServerResponse): void {
-    const session = this.sessionFor(req, res);
+  #get(req: IncomingMessage, res: ServerResponse): void {
+    const session = this.#sessionFor(req, res);
     if (session === undefined) return;
     const accept = req.headers.accept ?? '';
     if (!accept.includes('text/event-stream')) {
@@ -179,32 +183,32 @@ export class StreamableHttpEndpoint {
     res.writeHead(200, SSE_HEADERS);
     const outlet = new SseOutlet(
       res,
-      this.limits.maxClientBufferBytes,
-      this.limits.replayEvents,
+      this.#limits.maxClientBufferBytes,
+      this.#limits.replayEvents,
       () => {},
       previous,
     );
     session.standing = outlet;
     if (typeof lastEventId === 'string' && previous !== undefined) outlet.replayAfter(Number(lastEventId));
     res.flushHeaders();
-    this.sessions.bridgeOf(session).announceRoots(session);
+    this.#sessions.bridgeOf(session).announceRoots(session);
   }
 
-  private delete(req: IncomingMessage, res: ServerResponse): void {
-    const session = this.sessionFor(req, res);
+  #delete(req: IncomingMessage, res: ServerResponse): void {
+    const session = this.#sessionFor(req, res);
     if (session === undefined) return;
-    this.sessions.end(session);
+    this.#sessions.end(session);
     res.writeHead(200);
     res.end();
   }
 
-  private sessionFor(req: IncomingMessage, res: ServerResponse): Session | undefined {
+  #sessionFor(req: IncomingMessage, res: ServerResponse): Session | undefined {
     const id = req.headers[HEADER_SESSION];
     if (typeof id !== 'string') {
       badRequest(res, 'Bad Request: Mcp-Session-Id header is required');
       return undefined;
     }
-    const session = this.sessions.all.get(id);
+    const session = this.#sessions.all.get(id);
     if (session === undefined) sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
     return session;
   }

@@ -93,34 +93,36 @@ interface Rewritten {
 }
 
 export class TransparentForwarder {
-  private readonly agent: Agent;
-  private readonly sseSessions = new Map<string, SseSession>();
-  private up = true;
-  private downReason = '';
+  readonly #agent: Agent;
+  readonly #sseSessions = new Map<string, SseSession>();
+  #up = true;
+  #downReason = '';
 
-  constructor(
-    private readonly upstream: HttpUpstream,
-    private readonly deps: { logger: Logger; limits: ProxyLimits; policy: ToolPolicy },
-  ) {
+  readonly #upstream: HttpUpstream;
+  readonly #deps: { logger: Logger; limits: ProxyLimits; policy: ToolPolicy };
+
+  constructor(upstream: HttpUpstream, deps: { logger: Logger; limits: ProxyLimits; policy: ToolPolicy }) {
+    this.#upstream = upstream;
+    this.#deps = deps;
     // Validate at construction: a bad URL is a programming error in the caller.
     new URL(upstream.url);
-    this.agent = new (loadUndici().Agent)({ keepAliveTimeout: 30_000, connections: 256 });
+    this.#agent = new (loadUndici().Agent)({ keepAliveTimeout: 30_000, connections: 256 });
   }
 
   get isUp(): boolean {
-    return this.up;
+    return this.#up;
   }
 
   down(reason: string): void {
-    this.up = false;
-    this.downReason = reason;
-    for (const s of this.sseSessions.values()) s.abort.abort();
-    this.sseSessions.clear();
+    this.#up = false;
+    this.#downReason = reason;
+    for (const s of this.#sseSessions.values()) s.abort.abort();
+    this.#sseSessions.clear();
   }
 
   close(): void {
     this.down('proxy closed');
-    void this.agent.close().catch(() => {});
+    void this.#agent.close().catch(() => {});
   }
 
   async handle(
@@ -133,26 +135,26 @@ export class TransparentForwarder {
     sign?: OutboundSigner,
     hooks: readonly ReplyHook[] = [],
   ): Promise<void> {
-    if (!this.up) {
-      sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, `MCP server unavailable: ${this.downReason}`);
+    if (!this.#up) {
+      sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, `MCP server unavailable: ${this.#downReason}`);
       return;
     }
-    if (this.upstream.transport === 'streamable-http') {
+    if (this.#upstream.transport === 'streamable-http') {
       if (path !== '/mcp') {
         sendRpcError(res, 404, INVALID_REQUEST, 'This server speaks streamable HTTP; use /mcp');
         return;
       }
-      await this.forwardStreamable(req, res, this.rewriteRequest(body, hooks), outbound, sign);
+      await this.#forwardStreamable(req, res, this.#rewriteRequest(body, hooks), outbound, sign);
       return;
     }
-    if (path === '/sse' && req.method === 'GET') await this.openSse(req, res, outbound, sign);
+    if (path === '/sse' && req.method === 'GET') await this.#openSse(req, res, outbound, sign);
     else if ((path === '/messages' || path === '/message') && req.method === 'POST')
-      await this.postSse(res, query, this.rewriteRequest(body, hooks), outbound, sign);
+      await this.#postSse(res, query, this.#rewriteRequest(body, hooks), outbound, sign);
     else
       sendRpcError(res, 404, INVALID_REQUEST, 'This server speaks the SSE transport; use /sse and /messages');
   }
 
-  private headersFor(
+  #headersFor(
     req: IncomingMessage | undefined,
     outbound: Record<string, string> | undefined,
   ): Record<string, string> {
@@ -163,7 +165,7 @@ export class TransparentForwarder {
         if (typeof v === 'string') headers[name] = v;
       }
     }
-    Object.assign(headers, this.upstream.headers, outbound);
+    Object.assign(headers, this.#upstream.headers, outbound);
     return headers;
   }
 
@@ -172,9 +174,9 @@ export class TransparentForwarder {
    * the policy's for a `tools/list` (outermost: it renames after the middlewares judged the
    * server's own names), then the middlewares' (`hooks`, for a single request).
    */
-  private rewriteRequest(body: string | undefined, hooks: readonly ReplyHook[]): Rewritten {
+  #rewriteRequest(body: string | undefined, hooks: readonly ReplyHook[]): Rewritten {
     const replies = new Map<string, ReplyHook[]>();
-    const policy = this.deps.policy;
+    const policy = this.#deps.policy;
     if (body === undefined || (policy.passthrough && hooks.length === 0)) return { body, replies };
     const parsed = JSON.parse(body) as JsonRpcMessage | JsonRpcMessage[];
     const messages = Array.isArray(parsed) ? parsed : [parsed];
@@ -211,7 +213,7 @@ export class TransparentForwarder {
    * Runs the reply hooks on one server message (JSON text) that answers a request that has
    * them; other text passes unchanged. Asynchronous only when a hook is.
    */
-  private rewriteReply(text: string, replies: Map<string, ReplyHook[]>): string | Promise<string> {
+  #rewriteReply(text: string, replies: Map<string, ReplyHook[]>): string | Promise<string> {
     if (replies.size === 0) return text;
     let msg: JsonRpcMessage | JsonRpcMessage[];
     try {
@@ -236,7 +238,7 @@ export class TransparentForwarder {
     return Promise.all(pending).then(() => JSON.stringify(msg));
   }
 
-  private async forwardStreamable(
+  async #forwardStreamable(
     req: IncomingMessage,
     res: ServerResponse,
     rewritten: Rewritten,
@@ -253,10 +255,10 @@ export class TransparentForwarder {
     let upstreamRes: Awaited<ReturnType<typeof import('undici').request>>;
     try {
       const method = req.method ?? 'GET';
-      const headers = this.headersFor(req, outbound);
-      await sign?.({ method, url: this.upstream.url, headers, body: rewritten.body });
-      upstreamRes = await loadUndici().request(this.upstream.url, {
-        dispatcher: this.agent,
+      const headers = this.#headersFor(req, outbound);
+      await sign?.({ method, url: this.#upstream.url, headers, body: rewritten.body });
+      upstreamRes = await loadUndici().request(this.#upstream.url, {
+        dispatcher: this.#agent,
         method: method as 'GET' | 'POST' | 'DELETE',
         headers,
         body: rewritten.body ?? null,
@@ -279,7 +281,7 @@ export class TransparentForwarder {
     const replies = rewritten.replies;
     const contentType = headers['content-type'] ?? '';
     if (replies.size > 0 && contentType.startsWith('application/json')) {
-      const text = await this.rewriteReply(await upstreamRes.body.text(), replies);
+      const text = await this.#rewriteReply(await upstreamRes.body.text(), replies);
       headers['content-length'] = String(Buffer.byteLength(text));
       res.writeHead(upstreamRes.statusCode, headers);
       res.end(text);
@@ -292,7 +294,7 @@ export class TransparentForwarder {
         onEvent: (e) => {
           const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
           const eventLine = e.event === undefined ? '' : `event: ${e.event}\n`;
-          write(this.rewriteReply(e.data, replies), (data) => `${idLine}${eventLine}data: ${data}\n\n`);
+          write(this.#rewriteReply(e.data, replies), (data) => `${idLine}${eventLine}data: ${data}\n\n`);
         },
         onRetry: (ms) => write(`retry: ${ms}\n\n`, (text) => text),
       });
@@ -306,7 +308,7 @@ export class TransparentForwarder {
     upstreamRes.body.pipe(res);
   }
 
-  private async openSse(
+  async #openSse(
     req: IncomingMessage,
     res: ServerResponse,
     outbound: Record<string, string> | undefined,
@@ -320,18 +322,18 @@ export class TransparentForwarder {
     };
     res.on('close', () => {
       session.abort.abort();
-      this.sseSessions.delete(session.id);
+      this.#sseSessions.delete(session.id);
     });
     let upstreamRes: Awaited<ReturnType<typeof import('undici').request>>;
     try {
       const headers = {
-        ...this.headersFor(undefined, outbound),
+        ...this.#headersFor(undefined, outbound),
         accept: 'text/event-stream',
         ...lastEventId(req),
       };
-      await sign?.({ method: 'GET', url: this.upstream.url, headers, body: undefined });
-      upstreamRes = await loadUndici().request(this.upstream.url, {
-        dispatcher: this.agent,
+      await sign?.({ method: 'GET', url: this.#upstream.url, headers, body: undefined });
+      upstreamRes = await loadUndici().request(this.#upstream.url, {
+        dispatcher: this.#agent,
         method: 'GET',
         headers,
         signal: session.abort.signal,
@@ -351,24 +353,24 @@ export class TransparentForwarder {
       upstreamRes.body.pipe(res);
       return;
     }
-    this.sseSessions.set(session.id, session);
+    this.#sseSessions.set(session.id, session);
     res.writeHead(200, SSE_HEADERS);
     const write = orderedWriter(res);
     const parser = createParser({
       onEvent: (e) => {
         if (e.event === 'endpoint') {
           // The server announces where to POST; clients get the proxy's own endpoint instead.
-          session.messagesUrl = new URL(e.data.trim(), this.upstream.url).toString();
+          session.messagesUrl = new URL(e.data.trim(), this.#upstream.url).toString();
           res.write(`event: endpoint\ndata: /messages?session_id=${session.id}\n\n`);
           return;
         }
         const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
         const event = e.event ?? 'message';
         write(
-          this.rewriteReply(e.data, session.replies),
+          this.#rewriteReply(e.data, session.replies),
           (data) => `${idLine}event: ${event}\ndata: ${data}\n\n`,
         );
-        if (res.writableLength > this.deps.limits.maxClientBufferBytes) res.destroy();
+        if (res.writableLength > this.#deps.limits.maxClientBufferBytes) res.destroy();
       },
     });
     feedText(upstreamRes.body, parser);
@@ -376,7 +378,7 @@ export class TransparentForwarder {
     upstreamRes.body.on('error', () => res.destroy());
   }
 
-  private async postSse(
+  async #postSse(
     res: ServerResponse,
     query: string,
     rewritten: Rewritten,
@@ -384,7 +386,7 @@ export class TransparentForwarder {
     sign: OutboundSigner | undefined,
   ): Promise<void> {
     const id = new URLSearchParams(query).get('session_id');
-    const session = id === null ? undefined : this.sseSessions.get(id);
+    const session = id === null ? undefined : this.#sseSessions.get(id);
     if (session === undefined || session.messagesUrl === undefined) {
       sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
       return;
@@ -397,15 +399,15 @@ export class TransparentForwarder {
     }
     for (const [key, hooks] of rewritten.replies) session.replies.set(key, hooks);
     try {
-      const headers = { ...this.headersFor(undefined, outbound), 'content-type': 'application/json' };
+      const headers = { ...this.#headersFor(undefined, outbound), 'content-type': 'application/json' };
       const sent = rewritten.body ?? '';
       await sign?.({ method: 'POST', url: session.messagesUrl, headers, body: sent });
       const upstreamRes = await loadUndici().request(session.messagesUrl, {
-        dispatcher: this.agent,
+        dispatcher: this.#agent,
         method: 'POST',
         headers,
         body: sent,
-        signal: AbortSignal.timeout(this.deps.limits.upstreamWaitMs),
+        signal: AbortSignal.timeout(this.#deps.limits.upstreamWaitMs),
       });
       const text = await upstreamRes.body.text();
       res.writeHead(
