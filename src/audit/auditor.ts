@@ -64,14 +64,26 @@ class Exchange {
   #timer: NodeJS.Timeout | undefined;
   #done = false;
 
+  readonly #auditor: Auditor;
+  readonly #ctx: ProxyRequestContext;
+  readonly #started: number;
+  readonly #requestText: string | undefined;
+  readonly #expectsReply: boolean;
+
   constructor(
-    private readonly auditor: Auditor,
-    private readonly ctx: ProxyRequestContext,
-    private readonly started: number,
-    private readonly requestText: string | undefined,
-    private readonly expectsReply: boolean,
+    auditor: Auditor,
+    ctx: ProxyRequestContext,
+    started: number,
+    requestText: string | undefined,
+    expectsReply: boolean,
     readonly streamOpen: boolean,
-  ) {}
+  ) {
+    this.#auditor = auditor;
+    this.#ctx = ctx;
+    this.#started = started;
+    this.#requestText = requestText;
+    this.#expectsReply = expectsReply;
+  }
 
   replied(reply: JsonRpcAnswer): void {
     this.#reply = reply;
@@ -81,8 +93,8 @@ class Exchange {
 
   ended(status: number): void {
     this.#status = status;
-    if (status === LEGACY_ACCEPTED && this.expectsReply && this.#reply === undefined) {
-      this.#timer = setTimeout(() => this.finish(), this.auditor.replyWaitMs);
+    if (status === LEGACY_ACCEPTED && this.#expectsReply && this.#reply === undefined) {
+      this.#timer = setTimeout(() => this.finish(), this.#auditor.replyWaitMs);
       this.#timer.unref();
       return;
     }
@@ -97,12 +109,12 @@ class Exchange {
     if (this.#done) return;
     this.#done = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.auditor.open.delete(this);
-    this.auditor.record(this.ctx, {
+    this.#auditor.open.delete(this);
+    this.#auditor.record(this.#ctx, {
       status: this.#status ?? (this.streamOpen ? STREAM_ESTABLISHED : 0),
-      started: this.started,
+      started: this.#started,
       reply: this.#reply,
-      requestText: this.requestText,
+      requestText: this.#requestText,
       streamOpen: this.streamOpen,
     });
   }
