@@ -17,6 +17,7 @@ import type { Logger } from '../shared/index.js';
 import { type WebhookCaller, WebhookClient, webhookRequestBody } from './client.js';
 import { applyPatch, checkPatch, decodePatch, jsonEqual, PatchError } from './patch.js';
 import {
+  onWebhookFailure,
   oversizeRejection,
   type WebhookChainInput,
   type WebhookRejection,
@@ -64,17 +65,7 @@ export async function runMutatingChain(
       return { rejection: webhookRejection(422, MUTATING_DENIED, input.id) };
     }
     if (result.kind === 'failure') {
-      if (failurePolicy === 'ignore') {
-        logger.warn(
-          { webhook: name, reason: result.reason },
-          'mutating webhook failed; ignored (failure_policy ignore)',
-        );
-        continue;
-      }
-      logger.error(
-        { webhook: name, reason: result.reason },
-        'mutating webhook failed; request refused (failure_policy fail)',
-      );
+      if (onWebhookFailure('mutating', { name, failurePolicy }, result.reason, logger) === 'ignore') continue;
       return { rejection: webhookRejection(500, 'Webhook error', input.id) };
     }
     const { response } = result;

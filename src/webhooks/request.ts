@@ -3,6 +3,7 @@
  * client (reference middleware.md §3.3 "Error mapping": one status → JSON-RPC code table, the
  * request id echoed, and omitted — never null — when the request has none), and the size cap.
  */
+import type { Logger } from '../shared/index.js';
 import { WEBHOOK_LIMITS } from './config.js';
 import type { WebhookRequestContext } from './client.js';
 import type { WebhookPrincipal } from './principal.js';
@@ -59,4 +60,23 @@ export function oversizeRejection(
 ): WebhookRejection | undefined {
   if (Buffer.byteLength(input.bodyText, 'utf8') <= WEBHOOK_LIMITS.maxRequestBytes) return undefined;
   return webhookRejection(413, 'Request body exceeds maximum size', input.id);
+}
+
+/**
+ * A webhook that could not answer (timeout, network, 5xx, bad JSON): logs it and says whether
+ * the chain goes on (`failure_policy: ignore`) or the request is refused (`fail`), §3.3.
+ */
+export function onWebhookFailure(
+  kind: 'validating' | 'mutating',
+  webhook: { name: string; failurePolicy: 'fail' | 'ignore' },
+  reason: string,
+  logger: Logger,
+): 'ignore' | 'fail' {
+  const log = { webhook: webhook.name, reason };
+  if (webhook.failurePolicy === 'ignore') {
+    logger.warn(log, `${kind} webhook failed; ignored (failure_policy ignore)`);
+    return 'ignore';
+  }
+  logger.error(log, `${kind} webhook failed; request refused (failure_policy fail)`);
+  return 'fail';
 }

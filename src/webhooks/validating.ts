@@ -13,6 +13,7 @@
 import type { Logger } from '../shared/index.js';
 import { type WebhookCaller, WebhookClient, webhookRequestBody } from './client.js';
 import {
+  onWebhookFailure,
   oversizeRejection,
   type WebhookChainInput,
   type WebhookRejection,
@@ -45,17 +46,8 @@ export async function runValidatingChain(
       return webhookRejection(403, VALIDATING_DENIED, input.id);
     }
     if (result.kind === 'failure') {
-      if (failurePolicy === 'ignore') {
-        logger.warn(
-          { webhook: name, reason: result.reason },
-          'validating webhook failed; ignored (failure_policy ignore)',
-        );
+      if (onWebhookFailure('validating', { name, failurePolicy }, result.reason, logger) === 'ignore')
         continue;
-      }
-      logger.error(
-        { webhook: name, reason: result.reason },
-        'validating webhook failed; request denied (failure_policy fail)',
-      );
       return webhookRejection(403, VALIDATING_DENIED, input.id);
     }
     if (!result.response.allowed) {

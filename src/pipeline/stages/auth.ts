@@ -7,7 +7,7 @@
 import { definedOnly, SkepError } from '../../shared/index.js';
 import type { StageFactory } from '../types.js';
 import { paramsObject, runConfigBlock } from './params.js';
-import { secretOrLiteral } from './secrets.js';
+import { optionalSecret } from './secrets.js';
 
 const TYPE = 'auth';
 
@@ -46,10 +46,11 @@ export const authStage: StageFactory = {
         'bad_request',
         "middleware_configs: 'auth' needs oidc_config with an issuer, jwksurl or introspectionURL",
       );
-    const clientSecret =
-      oidc.clientSecret === undefined
-        ? undefined
-        : await secretOrLiteral(oidc.clientSecret, deps.secretLookup, 'oidc_config.clientSecret');
+    const clientSecret = await optionalSecret(
+      oidc.clientSecret,
+      deps.secretLookup,
+      'oidc_config.clientSecret',
+    );
     const verify = createOidcVerifier(
       {
         ...(oidc.issuer ? { issuer: oidc.issuer } : {}),

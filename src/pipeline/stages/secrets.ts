@@ -26,6 +26,15 @@ export async function secretOrLiteral(value: string, lookup: SecretLookup, field
   return requireSecret(ref[1] as string, lookup, field);
 }
 
+/** `secretOrLiteral` of an optional value (undefined stays undefined). */
+export async function optionalSecret(
+  value: string | undefined,
+  lookup: SecretLookup,
+  field: string,
+): Promise<string | undefined> {
+  return value === undefined ? undefined : secretOrLiteral(value, lookup, field);
+}
+
 export async function readTokenFile(path: string, field: string): Promise<string> {
   try {
     const text = (await readFile(path, 'utf8')).trim();

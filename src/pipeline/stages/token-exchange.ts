@@ -5,7 +5,7 @@
 import { definedOnly, SkepError } from '../../shared/index.js';
 import type { StageFactory } from '../types.js';
 import { paramsObject, runConfigBlock } from './params.js';
-import { secretOrLiteral } from './secrets.js';
+import { optionalSecret } from './secrets.js';
 
 const TYPE = 'tokenexchange';
 
@@ -44,10 +44,11 @@ export const tokenExchangeStage: StageFactory = {
         'bad_request',
         "token_exchange_config.external_token_header_name must be set when header_strategy is 'custom'",
       );
-    const secret =
-      te.client_secret === undefined
-        ? undefined
-        : await secretOrLiteral(te.client_secret, deps.secretLookup, 'token_exchange_config.client_secret');
+    const secret = await optionalSecret(
+      te.client_secret,
+      deps.secretLookup,
+      'token_exchange_config.client_secret',
+    );
     const { createTokenExchangeMiddleware } = await import('../../auth/token-exchange.js');
     return createTokenExchangeMiddleware(
       {
