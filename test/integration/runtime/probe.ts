@@ -40,7 +40,15 @@ export async function probeClient(port: number): Promise<{
 export function stdioProbe(stdio: { stdin: Writable; stdout: Readable }) {
   let buffered = '';
   let nextId = 1;
-  const waiting = new Map<number, (result: unknown) => void>();
+  const waiting = new Map<number, { resolve: (result: unknown) => void; reject: (err: Error) => void }>();
+  let ended: Error | undefined;
+  // A server that exits (it could not load its modules, say) fails the pending calls with a
+  // clear error instead of leaving them pending until the test runner gives up.
+  stdio.stdout.on('end', () => {
+    ended = new Error('the server closed its stdout (it exited); see its log');
+    for (const w of waiting.values()) w.reject(ended);
+    waiting.clear();
+  });
   stdio.stdout.setEncoding('utf8');
   stdio.stdout.on('data', (chunk: string) => {
     buffered += chunk;
@@ -49,13 +57,17 @@ export function stdioProbe(stdio: { stdin: Writable; stdout: Readable }) {
       buffered = buffered.slice(nl + 1);
       if (line.trim() === '') continue;
       const msg = JSON.parse(line) as { id?: number; result?: unknown; error?: unknown };
-      if (msg.id !== undefined) waiting.get(msg.id)?.(msg.result ?? msg.error);
+      if (msg.id !== undefined) waiting.get(msg.id)?.resolve(msg.result ?? msg.error);
     }
   });
   const request = (method: string, params: unknown) =>
-    new Promise<unknown>((resolve) => {
+    new Promise<unknown>((resolve, reject) => {
+      if (ended !== undefined) {
+        reject(ended);
+        return;
+      }
       const id = nextId++;
-      waiting.set(id, resolve);
+      waiting.set(id, { resolve, reject });
       stdio.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
     });
   let ready: Promise<void> | undefined;

@@ -34,6 +34,7 @@ import { PROBE_SERVER, probeClient, stdioProbe } from './probe.js';
 
 const CANARY = 'canary-7f3a-never-leaves-home';
 const ECHO_SERVER = join(PROBE_SERVER, '..', '..', '..', '..', 'bench', 'fixtures', 'echo-server.mjs');
+const REPO_NODE_MODULES = join(PROBE_SERVER, '..', '..', '..', '..', 'node_modules');
 
 function requireBwrap(t: TestContext): boolean {
   const probe = probeBwrap('bwrap');
@@ -408,7 +409,7 @@ test(
     writeFileSync(join(proj, 'package.json'), '{"type":"module"}');
     writeFileSync(join(proj, 'server.mjs'), readFileSync(PROBE_SERVER));
     // The project's dependencies, as an install would put them (here: this repository's).
-    symlinkSync(join(PROBE_SERVER, '..', '..', '..', '..', 'node_modules'), join(proj, 'node_modules'));
+    symlinkSync(REPO_NODE_MODULES, join(proj, 'node_modules'));
     const savedHome = process.env['HOME'];
     process.env['HOME'] = fakeHome;
     t.after(() => {
@@ -433,7 +434,9 @@ test(
       env: {},
       transport: 'stdio',
       logFile: join(dir, 'proj.log'),
-      permissionProfile: { network: { mode: 'none' } },
+      // The project's dependencies are this repository's (the symlink above); they must be
+      // readable wherever the checkout lives, /tmp included, which the sandbox hides.
+      permissionProfile: { network: { mode: 'none' }, read: [REPO_NODE_MODULES] },
     });
     t.after(() => handle.stop());
     assert.ok(handle.stdio);
