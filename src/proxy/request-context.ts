@@ -12,6 +12,7 @@ import type {
   BackendTransport,
   ExchangeEnd,
   McpRequestInfo,
+  OutboundSigner,
   ProxyRequestContext,
   ReplyHook,
 } from './types.js';
@@ -50,63 +51,95 @@ export interface BuiltRequestContext {
   current(): { body: RequestBody; mcp: McpRequestInfo | undefined };
 }
 
-export function newRequestContext(init: RequestContextInit): BuiltRequestContext {
-  const toolName = init.toolName;
-  let body: RequestBody =
-    init.body === undefined
-      ? { text: undefined, json: undefined }
-      : {
-          text: init.body.text ?? (init.body.json === undefined ? undefined : JSON.stringify(init.body.json)),
-          json: init.body.json,
-        };
-  let mcp = parseMcpRequest(body.json, toolName);
-  const replyHooks: ReplyHook[] = [];
-  let endHooks: Array<(end: ExchangeEnd) => void> | undefined;
-  const logger = init.logger ?? silentLogger;
-  const ctx: ProxyRequestContext = {
-    method: init.method,
-    path: init.path,
-    query: init.query ?? '',
-    headers: init.headers ?? {},
-    remoteAddress: init.remoteAddress,
-    identity: {},
-    outboundHeaders: {},
-    get body() {
-      return body.json;
-    },
-    get bodyText() {
-      return body.text;
-    },
-    get mcp() {
-      return mcp;
-    },
-    serverName: init.serverName,
-    backendTransport: init.backendTransport,
-    replaceBody(next) {
-      const parsed = invalidReason(next) === undefined ? parseMcpRequest(next, toolName) : undefined;
-      if (parsed === undefined) throw new TypeError('the new body is not a JSON-RPC request or notification');
-      body = { text: JSON.stringify(next), json: next };
-      mcp = parsed;
-    },
-    onReply(hook) {
-      replyHooks.push(hook);
-    },
-    onEnd(hook) {
-      if (endHooks === undefined) {
-        const hooks: Array<(end: ExchangeEnd) => void> = [];
-        endHooks = hooks;
-        init.whenEnded?.((end) => {
-          for (const h of hooks) {
-            try {
-              h(end);
-            } catch (err) {
-              logger.error({ err }, 'a middleware end hook failed');
-            }
+/**
+ * One request's context. A class, so that the accessors and methods live on the prototype:
+ * an object literal with getters and methods would allocate a closure for each of them on
+ * every request (measured: ~10 % of a proxy's throughput in garbage collection).
+ */
+class RequestContext implements ProxyRequestContext, BuiltRequestContext {
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly remoteAddress: string | undefined;
+  identity: ProxyRequestContext['identity'] = {};
+  outboundHeaders: Record<string, string> = {};
+  readonly serverName: string;
+  readonly backendTransport: BackendTransport;
+  declare signOutbound?: OutboundSigner;
+  readonly replyHooks: ReplyHook[] = [];
+  #body: RequestBody;
+  #mcp: McpRequestInfo | undefined;
+  #endHooks: Array<(end: ExchangeEnd) => void> | undefined;
+  readonly #init: RequestContextInit;
+
+  constructor(init: RequestContextInit) {
+    this.#init = init;
+    this.method = init.method;
+    this.path = init.path;
+    this.query = init.query ?? '';
+    this.headers = init.headers ?? {};
+    this.remoteAddress = init.remoteAddress;
+    this.serverName = init.serverName;
+    this.backendTransport = init.backendTransport;
+    const b = init.body;
+    this.#body =
+      b === undefined
+        ? { text: undefined, json: undefined }
+        : { text: b.text ?? (b.json === undefined ? undefined : JSON.stringify(b.json)), json: b.json };
+    this.#mcp = parseMcpRequest(this.#body.json, init.toolName);
+  }
+
+  get ctx(): ProxyRequestContext {
+    return this;
+  }
+
+  get body(): unknown {
+    return this.#body.json;
+  }
+
+  get bodyText(): string | undefined {
+    return this.#body.text;
+  }
+
+  get mcp(): McpRequestInfo | undefined {
+    return this.#mcp;
+  }
+
+  current(): { body: RequestBody; mcp: McpRequestInfo | undefined } {
+    return { body: this.#body, mcp: this.#mcp };
+  }
+
+  replaceBody(next: unknown): void {
+    const parsed = invalidReason(next) === undefined ? parseMcpRequest(next, this.#init.toolName) : undefined;
+    if (parsed === undefined) throw new TypeError('the new body is not a JSON-RPC request or notification');
+    this.#body = { text: JSON.stringify(next), json: next };
+    this.#mcp = parsed;
+  }
+
+  onReply(hook: ReplyHook): void {
+    this.replyHooks.push(hook);
+  }
+
+  onEnd(hook: (end: ExchangeEnd) => void): void {
+    if (this.#endHooks === undefined) {
+      const hooks: Array<(end: ExchangeEnd) => void> = [];
+      this.#endHooks = hooks;
+      const logger = this.#init.logger ?? silentLogger;
+      this.#init.whenEnded?.((end) => {
+        for (const h of hooks) {
+          try {
+            h(end);
+          } catch (err) {
+            logger.error({ err }, 'a middleware end hook failed');
           }
-        });
-      }
-      endHooks.push(hook);
-    },
-  };
-  return { ctx, replyHooks, current: () => ({ body, mcp }) };
+        }
+      });
+    }
+    this.#endHooks.push(hook);
+  }
+}
+
+export function newRequestContext(init: RequestContextInit): BuiltRequestContext {
+  return new RequestContext(init);
 }
