@@ -117,6 +117,24 @@ export interface WebhookClientOptions {
 /** What a chain needs of a webhook: its configuration and a way to call it. */
 export type WebhookCaller = Pick<WebhookClient, 'config' | 'call'>;
 
+/** One call of a chain: the §3.2 envelope (a fresh uid, the time, `mcpRequest` as given). */
+export function callWebhook(
+  client: WebhookCaller,
+  input: { principal: WebhookPrincipal | null; context: WebhookRequestContext },
+  mcpRequest: string,
+  now: () => number,
+): ReturnType<WebhookCaller['call']> {
+  return client.call(
+    webhookRequestBody({
+      uid: WebhookClient.uid(),
+      timestamp: new Date(now()),
+      principal: input.principal,
+      mcpRequest,
+      context: input.context,
+    }),
+  );
+}
+
 /** Calls one configured webhook; holds its connection pool until `close()`. */
 export class WebhookClient {
   readonly config: WebhookConfig;

@@ -14,7 +14,7 @@
  * | out-of-scope patch / apply failure             | 500, the message of each (below)       | body unchanged    |
  */
 import type { Logger } from '../shared/index.js';
-import { type WebhookCaller, WebhookClient, webhookRequestBody } from './client.js';
+import { callWebhook, type WebhookCaller } from './client.js';
 import { applyPatch, checkPatch, decodePatch, jsonEqual, PatchError } from './patch.js';
 import {
   onWebhookFailure,
@@ -51,15 +51,7 @@ export async function runMutatingChain(
   let patched = false;
   for (const client of clients) {
     const { name, failurePolicy } = client.config;
-    const result = await client.call(
-      webhookRequestBody({
-        uid: WebhookClient.uid(),
-        timestamp: new Date(now()),
-        principal: input.principal,
-        mcpRequest: bodyText,
-        context: input.context,
-      }),
-    );
+    const result = await callWebhook(client, input, bodyText, now);
     if (result.kind === 'always-deny') {
       logger.info({ webhook: name }, 'mutating webhook denied the request (HTTP 422)');
       return { rejection: webhookRejection(422, MUTATING_DENIED, input.id) };

@@ -11,7 +11,7 @@
  * | timeout, network, other status, bad JSON  | 403 "Request denied by policy" | next webhook |
  */
 import type { Logger } from '../shared/index.js';
-import { type WebhookCaller, WebhookClient, webhookRequestBody } from './client.js';
+import { callWebhook, type WebhookCaller } from './client.js';
 import {
   onWebhookFailure,
   oversizeRejection,
@@ -32,15 +32,7 @@ export async function runValidatingChain(
   if (tooLarge !== undefined) return tooLarge;
   for (const client of clients) {
     const { name, failurePolicy } = client.config;
-    const result = await client.call(
-      webhookRequestBody({
-        uid: WebhookClient.uid(),
-        timestamp: new Date(now()),
-        principal: input.principal,
-        mcpRequest: input.bodyText,
-        context: input.context,
-      }),
-    );
+    const result = await callWebhook(client, input, input.bodyText, now);
     if (result.kind === 'always-deny') {
       logger.info({ webhook: name }, 'validating webhook denied the request (HTTP 422)');
       return webhookRejection(403, VALIDATING_DENIED, input.id);
