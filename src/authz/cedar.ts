@@ -197,7 +197,7 @@ export class CedarAuthorizer implements Authorizer {
     const parents = [...known.parents];
     for (const p of entity.parents)
       if (!parents.some((q) => q.type === p.type && q.id === p.id)) parents.push(p);
-    return { ...known, attrs: { ...known.attrs, ...entity.attrs }, parents };
+    return Object.assign({}, known, { attrs: Object.assign({}, known.attrs, entity.attrs), parents });
   }
 
   authorize(request: AuthzRequest): AuthzDecision {
@@ -220,14 +220,12 @@ export class CedarAuthorizer implements Authorizer {
     const resourceAttrs = this.#used(
       request.feature === 'resource'
         ? { name: request.resourceId, uri: request.resourceId, operation: 'read', feature: 'resource' }
-        : {
-            // Annotations first: the standard attributes win over them (§1.3).
-            ...(request.feature === 'tool' ? request.annotations : undefined),
-            ...args,
+        : // Annotations first: the standard attributes win over them (§1.3).
+          Object.assign({}, request.feature === 'tool' ? request.annotations : undefined, args, {
             name: request.resourceId,
             operation: OPERATION[request.feature],
             feature: request.feature,
-          },
+          }),
     );
     const contextArgs = this.#use.wholeContext ? args : this.#used(args);
     const key = `${principal.key}\u0000${request.feature}\u0000${request.resourceId}\u0000${JSON.stringify(resourceAttrs)}\u0000${JSON.stringify(contextArgs)}`;
@@ -280,7 +278,7 @@ export class CedarAuthorizer implements Authorizer {
       principal: principalUid,
       action: actionUid,
       resource: resourceUid,
-      context: { ...(this.#use.wholeContext ? principal.all : principal.used), ...contextArgs },
+      context: Object.assign({}, this.#use.wholeContext ? principal.all : principal.used, contextArgs),
       preparsedPolicySetId: this.#setId,
       entities,
     });

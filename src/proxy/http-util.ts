@@ -38,11 +38,13 @@ export function sendRpcError(
     return;
   }
   const body = errorMessage(null, code, message);
-  res.writeHead(status, {
-    ...headers,
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-  });
+  res.writeHead(
+    status,
+    Object.assign({}, headers, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+    }),
+  );
   res.end(body);
 }
 
@@ -53,11 +55,13 @@ export function sendJson(
   headers?: Record<string, string>,
 ): void {
   const body = typeof value === 'string' ? value : JSON.stringify(value);
-  res.writeHead(status, {
-    ...headers,
-    'content-type': 'application/json',
-    'content-length': Buffer.byteLength(body),
-  });
+  res.writeHead(
+    status,
+    Object.assign({}, headers, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+    }),
+  );
   res.end(body);
 }
 

@@ -199,7 +199,7 @@ export class PostExchange implements ReplyTarget {
   interim(text: string): boolean {
     if (this.#state === 'done' || !this.#acceptsSse) return false;
     if (this.#state === 'idle') {
-      this.#sink.writeHead(200, { ...this.#headers, ...SSE_HEADERS });
+      this.#sink.writeHead(200, Object.assign({}, this.#headers, SSE_HEADERS));
       this.#state = 'sse';
       if (this.#resumable !== undefined) {
         this.#streamNo = this.#resumable.streams.addStream(this);

@@ -90,10 +90,9 @@ export class SessionChildren {
 
   async #spawn(session: Session): Promise<StdioBridge> {
     const child = await this.#options.spawn();
-    const bridge = new StdioBridge({
-      ...this.#bridgeOptions,
-      sessions: () => (session.closed ? [] : [session]),
-    });
+    const bridge = new StdioBridge(
+      Object.assign({}, this.#bridgeOptions, { sessions: () => (session.closed ? [] : [session]) }),
+    );
     try {
       await bridge.attach(child.stdin, child.stdout);
       if (this.#closed) throw new Error('proxy closed while the server was starting');

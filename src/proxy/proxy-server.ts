@@ -128,7 +128,7 @@ class McpProxy implements RunningProxy {
     }
     this.#host = options.host ?? '127.0.0.1';
     this.#logger = options.logger ?? silentLogger;
-    this.#limits = { ...PROXY_DEFAULTS, ...options.limits };
+    this.#limits = Object.assign({}, PROXY_DEFAULTS, options.limits);
     this.#policy = createToolPolicy(options.toolsFilter, options.toolsOverride);
     this.#middlewares = options.middlewares ?? [];
     this.#handlers = options.handlers ?? [];
@@ -421,7 +421,9 @@ class McpProxy implements RunningProxy {
     }
     const policy = this.#policy;
     const built = newRequestContext({
-      ...request,
+      method: request.method,
+      path: request.path,
+      query: request.query,
       headers: req.headers,
       remoteAddress: req.socket.remoteAddress,
       body: received,

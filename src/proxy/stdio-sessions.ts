@@ -25,7 +25,7 @@ export class StdioSessions {
 
   constructor(options: Omit<BridgeOptions, 'sessions'>, perSession: PerSessionOptions | undefined) {
     this.#options = options;
-    this.bridge = new StdioBridge({ ...options, sessions: () => this.all.values() });
+    this.bridge = new StdioBridge(Object.assign({}, options, { sessions: () => this.all.values() }));
     this.children =
       perSession === undefined
         ? undefined

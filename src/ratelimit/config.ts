@@ -118,8 +118,8 @@ export function parseRateLimitConfig(value: unknown, field = 'rate_limit_config'
   if (shared === undefined && perUser === undefined && tools.length === 0)
     bad(`${field} needs at least one of shared, perUser or a non-empty tools list`);
   return Object.freeze({
+    tools: Object.freeze(tools),
     ...(shared === undefined ? {} : { shared }),
     ...(perUser === undefined ? {} : { perUser }),
-    tools: Object.freeze(tools),
   });
 }

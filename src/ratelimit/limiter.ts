@@ -182,7 +182,7 @@ export class RateLimiter {
 
   /** Counters since start (a copy). */
   stats(): RateLimitStats {
-    return { ...this.#stats, storeErrors: { ...this.#stats.storeErrors } };
+    return Object.assign({}, this.#stats, { storeErrors: { ...this.#stats.storeErrors } });
   }
 
   async close(): Promise<void> {

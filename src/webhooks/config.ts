@@ -186,10 +186,10 @@ function parseTls(value: unknown, fail: (message: string) => never): WebhookTls 
     }
   }
   return Object.freeze({
+    insecureSkipVerify: insecure === true,
     ...(ca === undefined ? {} : { ca }),
     ...(cert === undefined ? {} : { cert }),
     ...(key === undefined ? {} : { key }),
-    insecureSkipVerify: insecure === true,
   });
 }
 

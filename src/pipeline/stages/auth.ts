@@ -53,14 +53,14 @@ export const authStage: StageFactory = {
     );
     const verify = createOidcVerifier(
       {
+        allowHttp: oidc.insecureAllowHTTP === true,
+        allowPrivateIP: oidc.allowPrivateIP === true,
         ...(oidc.issuer ? { issuer: oidc.issuer } : {}),
         ...(oidc.audience ? { audience: oidc.audience } : {}),
         ...(oidc.jwksurl ? { jwksUrl: oidc.jwksurl } : {}),
         ...(oidc.introspectionURL ? { introspectionUrl: oidc.introspectionURL } : {}),
         ...(oidc.clientID ? { clientId: oidc.clientID } : {}),
         ...definedOnly({ clientSecret }),
-        allowHttp: oidc.insecureAllowHTTP === true,
-        allowPrivateIP: oidc.allowPrivateIP === true,
       },
       definedOnly({ fetch: deps.fetch, now: deps.now }),
     );

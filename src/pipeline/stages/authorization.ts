@@ -30,7 +30,7 @@ import {
   type ToolAnnotations,
 } from '../../authz/index.js';
 import type { ProxyMiddlewareResult, ProxyRequestContext, ReplyHook } from '../../proxy/index.js';
-import { type Logger, SkepError } from '../../shared/index.js';
+import { definedOnly, type Logger, SkepError } from '../../shared/index.js';
 import { callerClaims } from '../identity.js';
 import type { Stage, StageDeps, StageFactory } from '../types.js';
 
@@ -131,10 +131,10 @@ function parseParameters(parameters: unknown): AuthorizationParameters {
   const path = parameters['config_path'];
   if (path !== undefined && typeof path !== 'string')
     throw new SkepError('bad_request', 'authorization parameters: config_path must be a string');
-  return {
-    ...(path === undefined || path === '' ? {} : { config_path: path }),
-    ...(parameters['config_data'] === undefined ? {} : { config_data: parameters['config_data'] }),
-  };
+  return definedOnly({
+    config_path: path === '' ? undefined : path,
+    config_data: parameters['config_data'],
+  });
 }
 
 /** Runs `decide` over `items` with bounded concurrency; synchronous when every decision is. */
@@ -218,7 +218,8 @@ class AuthorizationStage implements Stage {
     let decision: AuthzDecision;
     try {
       decision = await this.#authorizer.authorize({
-        ...claims,
+        claims: claims.claims,
+        localUser: claims.localUser,
         feature,
         resourceId,
         arguments: feature === 'resource' ? undefined : mcp.arguments,
@@ -295,7 +296,8 @@ class AuthorizationStage implements Stage {
       if (typeof id !== 'string') return { allow: false, reason: 'item without a name' };
       try {
         return this.#authorizer.authorize({
-          ...claims,
+          claims: claims.claims,
+          localUser: claims.localUser,
           feature,
           resourceId: id,
           // Tools are listed as if called with no arguments, with their own annotations (§1.5).
