@@ -73,3 +73,16 @@ test('close() cuts a call that is still waiting (a stopping workload does not wa
   assert.deepEqual(await client.call('{}'), { kind: 'failure', reason: 'the webhook client is closed' });
   await client.close();
 });
+
+test('§3.1 timeout: a receiver that never answers is a failure after the configured timeout, not later', async (t) => {
+  const receiver = await startReceiver(t, { respond: () => 'hang' });
+  const client = await clientFor(receiver.url, { timeout: '1s' });
+  t.after(() => client.close());
+  const started = Date.now();
+  const result = await client.call('{}');
+  const elapsed = Date.now() - started;
+  assert.deepEqual(result, { kind: 'failure', reason: 'no answer within 1000 ms' });
+  assert.ok(elapsed >= 990, `waited the whole second (${elapsed} ms)`);
+  assert.ok(elapsed < 5_000, `and not much more (${elapsed} ms)`);
+  assert.equal(receiver.calls.length, 1, 'one request was sent, no retry');
+});
