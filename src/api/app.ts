@@ -201,7 +201,6 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
 
   for (const register of routeModules) await register(app, ctx);
   await authRoutes(app, { sessions, scheme, transport });
-  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   app.get('/api/doc', { schema: { hide: true } }, async (_request, reply) =>
     reply
       .type('text/html; charset=utf-8')

@@ -1,4 +1,4 @@
-/** Health, version and the discovery endpoints of the server itself. */
+/** Health, version, the OpenAPI document and the discovery endpoints of the server itself. */
 import { Type } from 'typebox';
 import type { SkepApp } from '../app.js';
 import { PUBLIC_ROUTE } from '../auth.js';
@@ -31,6 +31,22 @@ export async function systemRoutes(app: SkepApp, ctx: ApiContext): Promise<void>
       reply.header('X-Toolhive-Nonce', ctx.nonce);
       return reply.code(204).send(null);
     },
+  );
+
+  // Listed in the document it serves, as the reference lists it (tag `system`).
+  app.get(
+    '/api/openapi.json',
+    {
+      schema: {
+        tags: ['system'],
+        summary: 'Get the OpenAPI specification',
+        description: 'This document (OpenAPI 3.1).',
+        response: {
+          200: Type.Object({}, { additionalProperties: true, description: 'OpenAPI specification' }),
+        },
+      },
+    },
+    async () => app.swagger(),
   );
 
   app.get(

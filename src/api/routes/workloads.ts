@@ -3,6 +3,7 @@
  * delete (one or in bulk), status and logs. Paths and bodies follow the reference
  * (management-api.md §1.6, §2); see the route descriptions for where Skep differs.
  */
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { definedOnly } from '../../shared/index.js';
 import {
@@ -22,10 +23,30 @@ import { withErrors } from '../schemas.js';
 
 const NameParams = Type.Object({ name: Type.String({ description: 'Workload name.' }) });
 const NamePort = Type.Object({ name: Type.String(), port: Type.Integer() });
-const Accepted = Type.Object(
-  { names: Type.Array(Type.String(), { description: 'The workloads the operation applies to.' }) },
-  { description: 'Accepted; the work continues in the background. Poll the status.' },
-);
+/**
+ * seed "Workloads": bulk delete and bulk restart answer 202 with a JSON string (a short
+ * message), and so do the other 202s of the reference document (bulk stop, and stop,
+ * restart and delete of one workload). The names the operation applies to go to the log.
+ */
+const Accepted = Type.String({
+  description: 'Accepted: a short message; the work continues in the background. Poll the status.',
+});
+const ACTION_NOUN = { delete: 'deletion', stop: 'stop', restart: 'restart' } as const;
+
+/** The 202 answer: a JSON string, written as JSON (Fastify sends a bare string as it is). */
+function accepted(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  action: keyof typeof ACTION_NOUN,
+  names: readonly string[],
+): FastifyReply {
+  request.log.info({ action, names }, 'workload operation accepted');
+  const what = names.length === 1 ? `workload ${names[0]}` : `${names.length} workloads`;
+  return reply
+    .code(202)
+    .type('application/json; charset=utf-8')
+    .send(JSON.stringify(`${ACTION_NOUN[action]} of ${what} started`));
+}
 const LogsQuery = Type.Object({
   lines: Type.Optional(
     Type.Integer({ minimum: 1, maximum: 100_000, default: 1000, description: 'Last N lines.' }),
@@ -97,7 +118,7 @@ export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
           response: withErrors({ 202: Accepted }, 400, 404),
         },
       },
-      async (request, reply) => reply.code(202).send({ names: workloads.bulk(action, request.body) }),
+      async (request, reply) => accepted(request, reply, action, workloads.bulk(action, request.body)),
     );
   }
 
@@ -210,18 +231,21 @@ export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
       method: 'POST',
       url: '/api/v1beta/workloads/:name/stop',
       summary: 'Stop a workload',
+      action: 'stop',
       run: workloads.stop,
     },
     {
       method: 'POST',
       url: '/api/v1beta/workloads/:name/restart',
       summary: 'Restart a workload',
+      action: 'restart',
       run: workloads.restart,
     },
     {
       method: 'DELETE',
       url: '/api/v1beta/workloads/:name',
       summary: 'Delete a workload',
+      action: 'delete',
       run: workloads.delete,
     },
   ] as const;
@@ -237,7 +261,7 @@ export async function workloadRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
       },
       handler: async (request, reply) => {
         action.run.call(workloads, request.params.name);
-        return reply.code(202).send({ names: [request.params.name] });
+        return accepted(request, reply, action.action, [request.params.name]);
       },
     });
   }

@@ -252,6 +252,9 @@ test(
       async () => {
         const stop = await inject('POST', '/api/v1beta/workloads/alpha/stop');
         assert.equal(stop.statusCode, 202);
+        // seed "Workloads" / reference document: a 202 body is a JSON string (a short message).
+        assert.match(String(stop.headers['content-type']), /^application\/json/);
+        assert.equal(stop.json(), 'stop of workload alpha started');
         await waitForStatus(ctx, 'alpha', 'stopped');
         const list = (await inject('GET', '/api/v1beta/workloads')).json<{ workloads: unknown[] }>();
         assert.equal(list.workloads.length, 0);
@@ -261,6 +264,17 @@ test(
         assert.equal(all.workloads[0]?.status, 'stopped');
         const restart = await inject('POST', '/api/v1beta/workloads/alpha/restart');
         assert.equal(restart.statusCode, 202);
+        assert.equal(restart.json(), 'restart of workload alpha started');
+        await waitForStatus(ctx, 'alpha', 'running');
+        // seed: bulk stop and bulk restart (by group) answer 202 with a JSON string too.
+        const bulkStop = await inject('POST', '/api/v1beta/workloads/stop', { group: 'default' });
+        assert.equal(bulkStop.statusCode, 202);
+        assert.equal(bulkStop.json(), 'stop of workload alpha started');
+        await waitForStatus(ctx, 'alpha', 'stopped');
+        const bulkRestart = await inject('POST', '/api/v1beta/workloads/restart', { names: ['alpha'] });
+        assert.equal(bulkRestart.statusCode, 202);
+        assert.match(String(bulkRestart.headers['content-type']), /^application\/json/);
+        assert.equal(bulkRestart.json(), 'restart of workload alpha started');
         await waitForStatus(ctx, 'alpha', 'running');
         const logs = await inject('GET', '/api/v1beta/workloads/alpha/proxy-logs');
         assert.equal(logs.statusCode, 200);
@@ -273,6 +287,7 @@ test(
       const pid = ctx.workloads.rows.get('alpha')?.runnerPid;
       const res = await inject('DELETE', '/api/v1beta/workloads/alpha');
       assert.equal(res.statusCode, 202);
+      assert.equal(res.json(), 'deletion of workload alpha started');
       await waitFor('alpha to be gone', () =>
         ctx.workloads.rows.get('alpha') === undefined ? true : undefined,
       );

@@ -25,6 +25,12 @@ test('the OpenAPI document validates as OpenAPI 3.1', async (t) => {
   const doc = res.json();
   assert.equal(doc.openapi, '3.1.0');
   assert.ok(doc.paths['/api/v1beta/groups'], 'groups are documented');
+  // reference (toolhive-openapi.json): the document lists itself, GET /api/openapi.json, tag system.
+  assert.deepEqual(doc.paths['/api/openapi.json']?.get?.tags, ['system']);
+  assert.equal(
+    doc.paths['/api/openapi.json'].get.responses['200'].content['application/json'].schema.type,
+    'object',
+  );
   const validator = new Validator();
   const result = await validator.validate(doc);
   assert.equal(result.valid, true, JSON.stringify(result.errors, null, 2));
