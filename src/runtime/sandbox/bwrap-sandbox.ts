@@ -40,11 +40,12 @@ import {
 import { type EgressProxy, type EgressRules, startEgressProxy } from './egress-proxy.js';
 import {
   EGRESS_SOCKET,
-  FORWARDER_CONFIG_ENV,
-  FORWARDER_SCRIPT,
-  type ForwarderConfig,
   INBOUND_SOCKET,
   type InboundBridge,
+  type RelayPlan,
+  type RelayProgram,
+  relayLaunch,
+  relayProgram,
   SANDBOX_PROXY_PORT,
   SANDBOX_SOCKET_DIR,
   startInboundBridge,
@@ -215,8 +216,18 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
     else env['UV_OFFLINE'] = '1';
   }
 
+  // The relay in the sandbox (`forwarder.ts`): perl when there is one, else Node.
+  const relay = relayProgram(env);
+  if (needsRelay || fetchFirst) {
+    options.log(
+      relay.kind === 'perl'
+        ? `[skep] sandbox: network relay in perl (${relay.path})`
+        : '[skep] sandbox: network relay in Node (no perl on PATH: a slower start)',
+    );
+  }
   // The program is what the user asked to run: it stays visible, and so does a `file:` package.
   const programs = [options.resolved, process.execPath];
+  if (relay.kind === 'perl') programs.push(relay.path);
   const local = /^file:(.+)$/.exec(packageSpec)?.[1];
   if (scheme === 'npx' && local !== undefined && isAbsolute(local)) programs.push(local);
   const { readOnly, readWrite, rehide } = profileMounts(bindsFor(profile), skepDirs);
@@ -249,7 +260,7 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
     ...definedOnly({ socketDir }),
   });
 
-  if (fetchFirst) await fetchPackage(options, scheme, packageSpec, layout, env);
+  if (fetchFirst) await fetchPackage(options, scheme, packageSpec, layout, env, relay);
 
   let socketDir: string | undefined;
   let egress: EgressProxy | undefined;
@@ -272,21 +283,15 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
           options.log(`[egress] ${line}`),
         );
       }
-      const forwarder: ForwarderConfig = {
-        proxyPort: SANDBOX_PROXY_PORT,
-        ...(network.kind === 'filtered' ? { egressSocket: `${SANDBOX_SOCKET_DIR}/${EGRESS_SOCKET}` } : {}),
-        ...(bridged
-          ? {
-              inboundSocket: `${SANDBOX_SOCKET_DIR}/${INBOUND_SOCKET}`,
-              ...definedOnly({ targetPort: spec.targetPort }),
-            }
-          : {}),
-        command,
-        args,
-      };
-      env[FORWARDER_CONFIG_ENV] = JSON.stringify(forwarder);
-      command = process.execPath;
-      args = ['-e', FORWARDER_SCRIPT];
+      const plan: RelayPlan = {};
+      if (network.kind === 'filtered')
+        plan.egress = { port: SANDBOX_PROXY_PORT, socket: `${SANDBOX_SOCKET_DIR}/${EGRESS_SOCKET}` };
+      if (bridged)
+        plan.inbound = { socket: `${SANDBOX_SOCKET_DIR}/${INBOUND_SOCKET}`, port: spec.targetPort as number };
+      const launch = relayLaunch(relay, plan, command, args);
+      Object.assign(env, launch.env);
+      command = launch.command;
+      args = launch.args;
     }
     const inbound = socketDir === undefined ? undefined : join(socketDir, INBOUND_SOCKET);
     return {
@@ -317,6 +322,7 @@ async function fetchPackage(
   packageSpec: string,
   layout: (shareNetwork: boolean, socketDir?: string) => BwrapLayout,
   serverEnv: Record<string, string>,
+  relay: RelayProgram,
 ): Promise<void> {
   const rules = registryRules(scheme, serverEnv);
   // npx: install into the npx cache exactly as `npx -y <spec>` will look it up, running nothing
@@ -334,32 +340,29 @@ async function fetchPackage(
     egress = await startEgressProxy(join(socketDir, EGRESS_SOCKET), rules, (line) =>
       options.log(`[egress] ${line}`),
     );
+    const launch = relayLaunch(
+      relay,
+      { egress: { port: SANDBOX_PROXY_PORT, socket: `${SANDBOX_SOCKET_DIR}/${EGRESS_SOCKET}` } },
+      command,
+      args,
+    );
     const env: Record<string, string> = {
       ...serverEnv,
       HTTP_PROXY: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
       HTTPS_PROXY: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
       http_proxy: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
       https_proxy: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
-      [FORWARDER_CONFIG_ENV]: JSON.stringify({
-        proxyPort: SANDBOX_PROXY_PORT,
-        egressSocket: `${SANDBOX_SOCKET_DIR}/${EGRESS_SOCKET}`,
-        command,
-        args,
-      } satisfies ForwarderConfig),
+      ...launch.env,
     };
     // The update check would be one more registry request (and a notice in the log).
     env['npm_config_update_notifier'] = 'false';
     delete env['npm_config_offline'];
     delete env['UV_OFFLINE'];
-    const child = spawn(
-      options.binary,
-      bwrapArgs(layout(false, socketDir), process.execPath, ['-e', FORWARDER_SCRIPT]),
-      {
-        env,
-        cwd: sandboxHome(options.paths, options.spec.name),
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
+    const child = spawn(options.binary, bwrapArgs(layout(false, socketDir), launch.command, launch.args), {
+      env,
+      cwd: sandboxHome(options.paths, options.spec.name),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const output: Buffer[] = [];
     const keep = (chunk: Buffer) => {
       output.push(chunk);
