@@ -1,12 +1,26 @@
 /**
  * The MCP proxy: serves one MCP server to many clients over streamable HTTP (`/mcp`) and the
  * legacy SSE transport (`/sse` + `/messages`), multiplexing sessions onto one stdio child
- * (or, opt-in, one child per session: `per-session.ts`) or passing HTTP traffic through.
+ * (or, opt-in, one child per session: `per-session.ts`) or passing HTTP traffic through, with
+ * its sessions kept in memory or Redis (`session-store.ts`, `shared-sessions.ts`).
  * See `design/proxy.md` for the questions this answers.
  */
 export { BATCH_REFUSED, parseMcpRequest } from './mcp-request.js';
 export { PROXY_DEFAULTS, startProxy } from './proxy-server.js';
 export { runReplyHooks } from './reply-hooks.js';
+export {
+  checkKeyPrefix,
+  decodeSession,
+  encodeSession,
+  MemorySessionStore,
+  openSessionStore,
+  SESSION_DEFAULTS,
+  SESSION_METADATA,
+  type SessionStorageOptions,
+  type SessionStore,
+  type StoredSession,
+  type StoredSessionType,
+} from './session-store.js';
 export { type BuiltRequestContext, newRequestContext, type RequestContextInit } from './request-context.js';
 export type {
   BackendTransport,

@@ -7,7 +7,11 @@
  * what the server should see through `outboundHeaders`), and the tools filter/override.
  *
  * After the server restarts it no longer knows the old session ids; it answers 404 and the
- * clients re-initialize (MCP 2025-11-25 "Session Management").
+ * clients re-initialize (MCP 2025-11-25 "Session Management") — unless the upstream comes with
+ * a session store (streamable HTTP; the runner gives one to every such workload): then the
+ * proxy re-initializes in the client's place and sessions continue through any proxy sharing
+ * the store (`shared-sessions.ts`). Legacy SSE sessions stay with the proxy that holds their
+ * event stream: the answers travel on that stream, through that proxy's reply hooks.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -25,6 +29,7 @@ import {
 } from './json-rpc.js';
 import { SSE_HEADERS } from './outlets.js';
 import { runReplyHooks } from './reply-hooks.js';
+import { SharedSessions } from './shared-sessions.js';
 import type { ToolPolicy } from './tool-policy.js';
 import type { OutboundSigner, ProxyLimits, ProxyUpstream, ReplyHook } from './types.js';
 
@@ -32,6 +37,10 @@ import type { OutboundSigner, ProxyLimits, ProxyUpstream, ReplyHook } from './ty
 const loadUndici = lazyRequire<typeof import('undici')>('undici');
 
 type HttpUpstream = Extract<ProxyUpstream, { kind: 'http' }>;
+type UpstreamResponse = Awaited<ReturnType<typeof import('undici').request>>;
+
+/** The notification that completes a replayed initialization (MCP 2025-11-25 "Lifecycle"). */
+const INITIALIZED_NOTIFICATION = '{"jsonrpc":"2.0","method":"notifications/initialized"}';
 
 /** Client request headers that mean something to an MCP server. Everything else stays here. */
 const FORWARDED_REQUEST_HEADERS = [
@@ -100,6 +109,8 @@ export class TransparentForwarder {
 
   readonly #upstream: HttpUpstream;
   readonly #deps: { logger: Logger; limits: ProxyLimits; policy: ToolPolicy };
+  /** Streamable-HTTP sessions kept in the upstream's session store, if it has one. */
+  readonly #sessions: SharedSessions | undefined;
 
   constructor(upstream: HttpUpstream, deps: { logger: Logger; limits: ProxyLimits; policy: ToolPolicy }) {
     this.#upstream = upstream;
@@ -107,6 +118,14 @@ export class TransparentForwarder {
     // Validate at construction: a bad URL is a programming error in the caller.
     new URL(upstream.url);
     this.#agent = new (loadUndici().Agent)({ keepAliveTimeout: 30_000, connections: 256 });
+    this.#sessions =
+      upstream.transport === 'streamable-http' && upstream.sessions !== undefined
+        ? new SharedSessions(upstream.sessions, {
+            upstreamUrl: upstream.url,
+            logger: deps.logger,
+            maxCached: deps.limits.maxSessions,
+          })
+        : undefined;
   }
 
   get isUp(): boolean {
@@ -252,20 +271,50 @@ export class TransparentForwarder {
     }
     const abort = new AbortController();
     res.on('close', () => abort.abort());
-    let upstreamRes: Awaited<ReturnType<typeof import('undici').request>>;
+    const method = req.method ?? 'GET';
+    const sessions = this.#sessions;
+    const header = req.headers['mcp-session-id'];
+    const clientSid = sessions !== undefined && typeof header === 'string' ? header : undefined;
+    let sentSid = clientSid;
+    if (clientSid !== undefined) {
+      const route = (sessions as SharedSessions).route(clientSid);
+      sentSid = (route instanceof Promise ? await route : route).backendSid ?? clientSid;
+    }
+    let upstreamRes: UpstreamResponse;
     try {
-      const method = req.method ?? 'GET';
-      const headers = this.#headersFor(req, outbound);
-      await sign?.({ method, url: this.#upstream.url, headers, body: rewritten.body });
-      upstreamRes = await loadUndici().request(this.#upstream.url, {
-        dispatcher: this.#agent,
-        method: method as 'GET' | 'POST' | 'DELETE',
-        headers,
-        body: rewritten.body ?? null,
-        signal: abort.signal,
-        headersTimeout: 0,
-        bodyTimeout: 0,
-      });
+      upstreamRes = await this.#sendStreamable(
+        req,
+        method,
+        sentSid,
+        rewritten.body,
+        outbound,
+        sign,
+        abort.signal,
+      );
+      // The server lost the session (restarted, or it is another replica's): a session the store
+      // knows is re-initialized and the request sent again, at most twice (another proxy's
+      // re-initialization may be stale too).
+      for (
+        let i = 0;
+        i < 2 && upstreamRes.statusCode === 404 && clientSid !== undefined && method !== 'DELETE';
+        i++
+      ) {
+        const renewed = await (sessions as SharedSessions).recover(clientSid, sentSid as string, (initBody) =>
+          this.#reinitialize(initBody, req, outbound, sign),
+        );
+        if (renewed === undefined) break;
+        await upstreamRes.body.dump();
+        sentSid = renewed;
+        upstreamRes = await this.#sendStreamable(
+          req,
+          method,
+          sentSid,
+          rewritten.body,
+          outbound,
+          sign,
+          abort.signal,
+        );
+      }
     } catch (err) {
       if (!abort.signal.aborted) {
         sendRpcError(res, 502, UPSTREAM_UNAVAILABLE, `MCP server unreachable: ${(err as Error).message}`);
@@ -278,6 +327,18 @@ export class TransparentForwarder {
       if (typeof v === 'string') headers[name] = v;
     }
     inertRelayHeaders(headers);
+    if (sessions !== undefined) {
+      const status = upstreamRes.statusCode;
+      const issued = headers['mcp-session-id'];
+      // The client keeps its own id whatever the server now calls the session.
+      if (clientSid !== undefined && issued !== undefined) headers['mcp-session-id'] = clientSid;
+      // Recorded before the client learns the id, so its next request may go to any proxy.
+      else if (issued !== undefined && status >= 200 && status < 300 && isInitialize(rewritten.body))
+        await sessions.initialized(issued, rewritten.body);
+      // 405: the server does not let clients end sessions, so the session goes on.
+      if (clientSid !== undefined && method === 'DELETE' && status !== 405 && status < 500)
+        await sessions.ended(clientSid);
+    }
     const replies = rewritten.replies;
     const contentType = headers['content-type'] ?? '';
     if (replies.size > 0 && contentType.startsWith('application/json')) {
@@ -308,6 +369,94 @@ export class TransparentForwarder {
     upstreamRes.body.pipe(res);
   }
 
+  /** One request of the client's to the streamable-HTTP server, under the session id `sid`. */
+  async #sendStreamable(
+    req: IncomingMessage,
+    method: string,
+    sid: string | undefined,
+    body: string | undefined,
+    outbound: Record<string, string> | undefined,
+    sign: OutboundSigner | undefined,
+    signal: AbortSignal,
+  ): Promise<UpstreamResponse> {
+    const headers = this.#headersFor(req, outbound);
+    if (sid !== undefined) headers['mcp-session-id'] = sid;
+    return this.#send(method, this.#upstream.url, headers, body, sign, signal);
+  }
+
+  async #send(
+    method: string,
+    url: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    sign: OutboundSigner | undefined,
+    signal: AbortSignal,
+  ): Promise<UpstreamResponse> {
+    await sign?.({ method, url, headers, body });
+    return loadUndici().request(url, {
+      dispatcher: this.#agent,
+      method: method as 'GET' | 'POST' | 'DELETE',
+      headers,
+      body: body ?? null,
+      signal,
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    });
+  }
+
+  /**
+   * Initializes a new server session in a client's place: the client's original `initialize`
+   * request, then `notifications/initialized` under the id the server answered with (and the
+   * protocol version it chose). With the current request's credentials (`outbound`, `sign`),
+   * as the reference does. Resolves the new id, or undefined when the server gave none.
+   */
+  async #reinitialize(
+    initBody: string,
+    req: IncomingMessage,
+    outbound: Record<string, string> | undefined,
+    sign: OutboundSigner | undefined,
+  ): Promise<string | undefined> {
+    // Not the client's connection: several requests may wait on this one initialization.
+    const signal = AbortSignal.timeout(this.#deps.limits.upstreamWaitMs);
+    const headers = this.#headersFor(undefined, outbound);
+    headers['content-type'] = 'application/json';
+    headers['accept'] = 'application/json, text/event-stream';
+    const answer = await this.#send('POST', this.#upstream.url, headers, initBody, sign, signal);
+    const sid = answer.headers['mcp-session-id'];
+    if (answer.statusCode !== 200 || typeof sid !== 'string' || sid === '') {
+      await answer.body.dump();
+      this.#deps.logger.warn(
+        { status: answer.statusCode },
+        'the server did not open a session for a replayed initialize request',
+      );
+      return undefined;
+    }
+    const reply = await firstMessage(answer, String(answer.headers['content-type'] ?? ''));
+    const negotiated = (reply?.result as { protocolVersion?: unknown } | undefined)?.protocolVersion;
+    const clientVersion = req.headers['mcp-protocol-version'];
+    const version =
+      typeof negotiated === 'string'
+        ? negotiated
+        : typeof clientVersion === 'string'
+          ? clientVersion
+          : undefined;
+    const notify = this.#headersFor(undefined, outbound);
+    notify['content-type'] = 'application/json';
+    notify['accept'] = 'application/json, text/event-stream';
+    notify['mcp-session-id'] = sid;
+    if (version !== undefined) notify['mcp-protocol-version'] = version;
+    const ack = await this.#send('POST', this.#upstream.url, notify, INITIALIZED_NOTIFICATION, sign, signal);
+    await ack.body.dump();
+    if (ack.statusCode >= 400) {
+      this.#deps.logger.warn(
+        { status: ack.statusCode },
+        'the server refused notifications/initialized for a replayed session',
+      );
+      return undefined;
+    }
+    return sid;
+  }
+
   async #openSse(
     req: IncomingMessage,
     res: ServerResponse,
@@ -324,13 +473,12 @@ export class TransparentForwarder {
       session.abort.abort();
       this.#sseSessions.delete(session.id);
     });
-    let upstreamRes: Awaited<ReturnType<typeof import('undici').request>>;
+    let upstreamRes: UpstreamResponse;
     try {
-      const headers = {
-        ...this.#headersFor(undefined, outbound),
-        accept: 'text/event-stream',
-        ...lastEventId(req),
-      };
+      const headers = this.#headersFor(undefined, outbound);
+      headers['accept'] = 'text/event-stream';
+      const lastEventId = req.headers['last-event-id'];
+      if (typeof lastEventId === 'string') headers['last-event-id'] = lastEventId;
       await sign?.({ method: 'GET', url: this.#upstream.url, headers, body: undefined });
       upstreamRes = await loadUndici().request(this.#upstream.url, {
         dispatcher: this.#agent,
@@ -399,7 +547,8 @@ export class TransparentForwarder {
     }
     for (const [key, hooks] of rewritten.replies) session.replies.set(key, hooks);
     try {
-      const headers = { ...this.#headersFor(undefined, outbound), 'content-type': 'application/json' };
+      const headers = this.#headersFor(undefined, outbound);
+      headers['content-type'] = 'application/json';
       const sent = rewritten.body ?? '';
       await sign?.({ method: 'POST', url: session.messagesUrl, headers, body: sent });
       const upstreamRes = await loadUndici().request(session.messagesUrl, {
@@ -443,9 +592,53 @@ function orderedWriter(
   };
 }
 
-function lastEventId(req: IncomingMessage): Record<string, string> {
-  const v = req.headers['last-event-id'];
-  return typeof v === 'string' ? { 'last-event-id': v } : {};
+/**
+ * Whether a request body is one `initialize` request (the only request sent without a session
+ * id that opens one). Cheap for everything else: only bodies that name the method are parsed.
+ */
+function isInitialize(body: string | undefined): body is string {
+  if (body === undefined || !body.includes('"initialize"')) return false;
+  try {
+    const m = JSON.parse(body) as JsonRpcMessage | JsonRpcMessage[];
+    return !Array.isArray(m) && m?.method === 'initialize' && m.id !== undefined;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The answer to a request: the JSON body, or the first SSE event that is a JSON-RPC response
+ * (the stream is then dropped; a server may keep it open). Undefined when there is none.
+ */
+async function firstMessage(res: UpstreamResponse, contentType: string): Promise<JsonRpcMessage | undefined> {
+  const parse = (text: string): JsonRpcMessage | undefined => {
+    try {
+      const m = JSON.parse(text) as unknown;
+      return m !== null && typeof m === 'object' && !Array.isArray(m) ? (m as JsonRpcMessage) : undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  if (!hasMediaType(contentType, 'text/event-stream')) return parse(await res.body.text());
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (m: JsonRpcMessage | undefined): void => {
+      if (done) return;
+      done = true;
+      resolve(m);
+      res.body.destroy();
+    };
+    const parser = createParser({
+      onEvent: (e) => {
+        // The answer, not a notification the server sends first (a log message).
+        const m = parse(e.data);
+        if (m !== undefined && (m.result !== undefined || m.error !== undefined)) finish(m);
+      },
+    });
+    feedText(res.body, parser);
+    res.body.on('end', () => finish(undefined));
+    res.body.on('error', () => finish(undefined));
+  });
 }
 
 /**

@@ -7,12 +7,24 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../shared/index.js';
 import type { JsonRpcId, JsonRpcMessage } from './json-rpc.js';
+import type { SessionStore } from './session-store.js';
 
 export type ProxyUpstream =
   /** A stdio MCP server (child process or container attach). One child serves every session. */
   | { kind: 'stdio'; stdin: Writable; stdout: Readable }
   /** A server speaking HTTP itself; the proxy passes traffic through (transparent mode). */
-  | { kind: 'http'; url: string; transport: 'sse' | 'streamable-http'; headers?: Record<string, string> };
+  | {
+      kind: 'http';
+      url: string;
+      transport: 'sse' | 'streamable-http';
+      headers?: Record<string, string>;
+      /**
+       * Streamable HTTP only: where the sessions this server issues are recorded, so that they
+       * continue through another proxy of the workload or after the server lost them
+       * (`shared-sessions.ts`). Owned (and closed) by the caller; it outlives upstream changes.
+       */
+      sessions?: SessionStore;
+    };
 
 /**
  * Serves a request it owns (reading the body itself) and resolves true; resolves false,

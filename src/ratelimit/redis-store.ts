@@ -16,8 +16,10 @@
  * and each has a deadline, so an outage adds at most `commandTimeoutMs` to a call.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { createRedisClient, SkepError } from '../shared/index.js';
+import { connectRedisAt, within } from '../shared/index.js';
 import type { Bucket, BucketStore } from './limiter.js';
+
+export { parseRedisAddress } from '../shared/index.js';
 
 /** KEYS = buckets; ARGV = per bucket: capacity, refill period µs, TTL s. Returns 0 or the 1-based rejecting index. */
 const CONSUME = `
@@ -63,35 +65,15 @@ export interface RedisStoreOptions {
   /** `host:port` (`[v6]:port`); `scaling_config.session_redis.address`. */
   address: string;
   db?: number;
-  password?: string;
+  /** From the environment (`sessionRedisPassword`), with the variable's name for messages. */
+  password?: { password: string; from: string };
   pingTimeoutMs?: number;
   commandTimeoutMs?: number;
-}
-
-/** `host:port` → parts; `bad_request` naming the field otherwise. */
-export function parseRedisAddress(address: string, field: string): { host: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(address.trim());
-  const port = Number(m?.[3]);
-  if (m === null || !(port >= 1 && port <= 65535))
-    throw new SkepError('bad_request', `${field} "${address}" must be host:port, e.g. "redis:6379"`);
-  return { host: (m[1] ?? m[2]) as string, port };
 }
 
 /** The TTL of a bucket key: ceil(2 × refillPeriod) s, at least 1. */
 export function bucketTtlSeconds(refillPeriodMs: number): number {
   return Math.max(1, Math.ceil((2 * refillPeriodMs) / 1000));
-}
-
-async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-  });
-  try {
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export class RedisBucketStore implements BucketStore {
@@ -106,60 +88,20 @@ export class RedisBucketStore implements BucketStore {
 
   /** Connects and pings; `unavailable` when Redis does not answer within `pingTimeoutMs`. */
   static async connect(options: RedisStoreOptions): Promise<RedisBucketStore> {
-    const addr = parseRedisAddress(options.address, 'scaling_config.session_redis.address');
-    const pingMs = options.pingTimeoutMs ?? REDIS_STORE_DEFAULTS.pingTimeoutMs;
-    const commandMs = options.commandTimeoutMs ?? REDIS_STORE_DEFAULTS.commandTimeoutMs;
-    const db = options.db ?? 0;
-    const open = async (mode: 'standalone' | 'cluster', selectDb: number): Promise<ScriptClient> => {
-      const client = createRedisClient(
-        {
-          mode,
-          addr,
-          ...(selectDb === 0 ? {} : { db: selectDb }),
-          ...(options.password === undefined || options.password === ''
-            ? {}
-            : { password: options.password }),
-          dialTimeoutMs: pingMs,
-          readTimeoutMs: commandMs,
-          writeTimeoutMs: commandMs,
-        },
-        // Fail fast while Redis is away: the limiter allows the call instead of waiting.
-        { enableOfflineQueue: false, maxRetriesPerRequest: 1 },
-      ) as ScriptClient;
-      client.defineCommand('rateLimitConsume', { lua: CONSUME });
-      try {
-        await within(pingMs, 'connecting to Redis', client.connect());
-        await within(pingMs, 'PING', client.ping());
-      } catch (err) {
-        client.disconnect();
-        throw new SkepError(
-          'unavailable',
-          `rate limit: cannot reach Redis at ${options.address} (scaling_config.session_redis.address): ${err instanceof Error ? err.message : String(err)}`,
-          { cause: err },
-        );
-      }
-      return client;
-    };
-    const probe = await open('standalone', 0);
-    let clusterEnabled: boolean;
-    try {
-      clusterEnabled = /cluster_enabled:1/.test(await within(pingMs, 'INFO', probe.info('cluster')));
-    } catch (err) {
-      probe.disconnect();
-      throw new SkepError('unavailable', `rate limit: Redis at ${options.address} did not answer INFO`, {
-        cause: err,
-      });
-    }
-    if (!clusterEnabled && db === 0) return new RedisBucketStore(probe, 'standalone');
-    probe.disconnect();
-    if (clusterEnabled && db !== 0)
-      throw new SkepError(
-        'bad_request',
-        `scaling_config.session_redis.db must be 0: ${options.address} is a Redis Cluster node, and a Cluster has only database 0`,
-      );
-    return clusterEnabled
-      ? new RedisBucketStore(await open('cluster', 0), 'cluster')
-      : new RedisBucketStore(await open('standalone', db), 'standalone');
+    const { client, mode } = await connectRedisAt({
+      address: options.address,
+      ...(options.db === undefined ? {} : { db: options.db }),
+      ...(options.password === undefined ? {} : { password: options.password }),
+      purpose: 'rate limit',
+      field: 'scaling_config.session_redis',
+      pingTimeoutMs: options.pingTimeoutMs ?? REDIS_STORE_DEFAULTS.pingTimeoutMs,
+      commandTimeoutMs: options.commandTimeoutMs ?? REDIS_STORE_DEFAULTS.commandTimeoutMs,
+      // Fail fast while Redis is away: the limiter allows the call instead of waiting.
+      extra: { enableOfflineQueue: false, maxRetriesPerRequest: 1 },
+    });
+    const scripted = client as ScriptClient;
+    scripted.defineCommand('rateLimitConsume', { lua: CONSUME });
+    return new RedisBucketStore(scripted, mode);
   }
 
   async consume(buckets: readonly Bucket[]): Promise<number> {

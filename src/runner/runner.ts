@@ -16,7 +16,14 @@ import { type SecretStore, watchRemote } from '../auth/index.js';
 import type { AuthServer, EmbeddedAuthServerConfig } from '../authserver/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { buildPipeline, type Pipeline } from '../pipeline/index.js';
-import { type PerSessionOptions, type ProxyUpstream, type RunningProxy, startProxy } from '../proxy/index.js';
+import {
+  openSessionStore,
+  type PerSessionOptions,
+  type ProxyUpstream,
+  type RunningProxy,
+  type SessionStore,
+  startProxy,
+} from '../proxy/index.js';
 import {
   type Runtime,
   RuntimeSelector,
@@ -41,6 +48,7 @@ import {
   type SecretLookup,
   type StatusUpdate,
   serverLogPath,
+  sessionStorageOf,
   unsupportedFields,
   type WorkloadRow,
   WorkloadStore,
@@ -117,6 +125,8 @@ interface ServingWorkload {
   perSession: boolean;
   /** Hands the runtime (or `undefined`: none) to per-session spawns waiting for it. */
   runtimeChosen: (runtime: Runtime | undefined) => void;
+  /** Where a streamable-HTTP server's sessions are kept (memory or `session_redis`). */
+  sessions: SessionStore | undefined;
 }
 
 /**
@@ -258,6 +268,17 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
   // the user): closing the chain aborts it. Closing twice is harmless.
   signal.addEventListener('abort', () => void builtChain.close(), { once: true });
 
+  // A streamable-HTTP server's sessions: in memory, or in Redis shared with the workload's other proxies.
+  let sessions: SessionStore | undefined;
+  try {
+    const storage = sessionStorageOf(runConfig);
+    sessions = storage === undefined ? undefined : await openSessionStore(storage);
+  } catch (err) {
+    return failed(`session storage: ${describeError(err)}`, 'cannot open the session store', err);
+  }
+  const openedSessions = sessions;
+  if (openedSessions !== undefined) closers.add('session store', () => openedSessions.close());
+
   // Per-session mode: the proxy starts one server per client session through the runtime,
   // which is chosen after the proxy listens; spawns wait for it.
   let runtimeChosen: (runtime: Runtime | undefined) => void = () => {};
@@ -323,6 +344,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     logFile,
     perSession,
     runtimeChosen,
+    sessions,
   };
 }
 
@@ -376,7 +398,7 @@ async function serveWorkload(w: ServingWorkload): Promise<number> {
   const { options, runConfig, proxy, setStatus, signal } = w;
   const { name, logger } = options;
   if (runConfig.remote_url !== undefined)
-    return serveRemote(runConfig, proxy, w.chain, setStatus, logger, signal);
+    return serveRemote(runConfig, proxy, w.chain, setStatus, logger, signal, w.sessions);
   let runtime: Runtime;
   try {
     runtime =
@@ -447,6 +469,7 @@ async function serveRemote(
   setStatus: (u: StatusUpdate) => boolean,
   logger: Logger,
   signal: AbortSignal,
+  sessions: SessionStore | undefined,
 ): Promise<number> {
   const transport = runConfig.transport === 'sse' ? 'sse' : 'streamable-http';
   const url = runConfig.remote_url as string;
@@ -458,7 +481,7 @@ async function serveRemote(
     async onHealthy() {
       // The remote OAuth login (if any) runs once, when the server is first reachable.
       await chain.start();
-      await proxy.setUpstream({ kind: 'http', url, transport });
+      await proxy.setUpstream({ kind: 'http', url, transport, ...definedOnly({ sessions }) });
       setStatus({ status: 'running', context: '', started: first });
       first = false;
       logger.info({ workload: runConfig.name }, 'proxying a remote server');
@@ -493,7 +516,7 @@ async function supervise(w: ServingWorkload, runtime: Runtime): Promise<number> 
         ...serverSpec(runConfig, w.env, w.logFile),
         onProgress: (message) => setStatus({ status: 'starting', context: message }),
       });
-      await proxy.setUpstream(upstreamOf(handle, runConfig));
+      await proxy.setUpstream(upstreamOf(handle, runConfig, w.sessions));
       setStatus({ status: 'running', context: '', started: first });
       first = false;
       logger.info({ workload: name, server: handle.id }, 'server running');
@@ -567,7 +590,11 @@ function serverSpec(runConfig: RunConfig, env: Record<string, string>, logFile: 
   };
 }
 
-function upstreamOf(handle: ServerHandle, runConfig: RunConfig): ProxyUpstream {
+function upstreamOf(
+  handle: ServerHandle,
+  runConfig: RunConfig,
+  sessions: SessionStore | undefined,
+): ProxyUpstream {
   if (handle.stdio !== undefined)
     return { kind: 'stdio', stdin: handle.stdio.stdin, stdout: handle.stdio.stdout };
   if (handle.url !== undefined) {
@@ -575,6 +602,7 @@ function upstreamOf(handle: ServerHandle, runConfig: RunConfig): ProxyUpstream {
       kind: 'http',
       url: handle.url,
       transport: runConfig.transport === 'sse' ? 'sse' : 'streamable-http',
+      ...definedOnly({ sessions }),
     };
   }
   throw new Error('the runtime returned neither stdio nor a URL');

@@ -8,8 +8,16 @@ export { findExecutable, isExecutable } from './executables.js';
 export { BodyTooLargeError, readBody } from './http-body.js';
 export { pathExists, writeFileAtomic, writeFileAtomicSync } from './fs.js';
 export { lazyRequire } from './lazy.js';
-export type { RedisConnectionConfig, RedisTls } from './redis.js';
-export { createRedisClient, loadIoredis } from './redis.js';
+export type { RedisAtOptions, RedisConnectionConfig, RedisTls } from './redis.js';
+export {
+  connectRedisAt,
+  createRedisClient,
+  loadIoredis,
+  parseRedisAddress,
+  SESSION_REDIS_PASSWORD_ENV,
+  sessionRedisPassword,
+  within,
+} from './redis.js';
 export type { LineLoggerOptions, LogFn, Logger } from './logger.js';
 export { createLineLogger, LOG_LEVELS, REDACTED_KEYS, silentLogger } from './logger.js';
 export { createLogger } from './pino-logger.js';

@@ -12,6 +12,7 @@ import { SkepError } from '../shared/index.js';
 import { IMAGE_SCHEMES } from './config-builder.js';
 import { allowedOriginsProblem, hostExposureProblem } from './exposure.js';
 import type { RunConfig } from './run-config.js';
+import { sessionStorageOf } from './session-storage.js';
 import { checkSupportedFields } from './unsupported-fields.js';
 import {
   parseSecretReference as parseSecretRef,
@@ -49,6 +50,8 @@ export function checkExposure(config: RunConfig): void {
  */
 export async function checkHonouredFields(ctx: ConfigCheckContext, config: RunConfig): Promise<void> {
   checkSupportedFields(config, ctx.config);
+  // session_ttl and scaling_config.session_redis: durations, address, db, key prefix.
+  sessionStorageOf(config);
   // The middleware pipeline: types, combinations and each stage's own configuration
   // (authorization policies, the audit config, webhooks).
   await checkPipeline(config);

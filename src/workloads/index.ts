@@ -43,6 +43,7 @@ export {
 export type { UpgradeCheckResult, UpgradeRequest, UpgradeStatus } from './upgrade.js';
 export type { SecretLookup } from './secrets.js';
 export { resolveSecretReferences } from './secrets.js';
+export { keepsHttpSessions, sessionStorageOf } from './session-storage.js';
 export type { FieldProblem } from './unsupported-fields.js';
 export { unsupportedFields } from './unsupported-fields.js';
 export type { DesiredState, StatusUpdate, WorkloadRow, WorkloadStatus } from './workload-store.js';

@@ -11,6 +11,7 @@ import type { SkepConfig } from '../config/index.js';
 import { workloadSandbox } from '../runtime/index.js';
 import { SkepError } from '../shared/index.js';
 import type { RunConfig } from './run-config.js';
+import { keepsHttpSessions, sessionRedisWithoutAddress } from './session-storage.js';
 
 /** A field that cannot be honoured, and what to do instead. */
 export interface FieldProblem {
@@ -24,8 +25,10 @@ interface Placement {
   runsIn: 'remote' | 'container' | 'process';
   transport: RunConfig['transport'];
   isolateNetwork: boolean;
-  /** `rate_limit_config` asks for limits (the one user of `scaling_config.session_redis`). */
+  /** `rate_limit_config` asks for limits (their buckets go to `scaling_config.session_redis`). */
   rateLimited: boolean;
+  /** The proxy relays a streamable-HTTP server's sessions and keeps them (`session-storage.ts`). */
+  keepsSessions: boolean;
 }
 
 interface FieldRule {
@@ -98,7 +101,6 @@ const RULES: readonly FieldRule[] = [
     'a network-isolated container cannot reach the Docker host gateway; set network_isolation to false to let the server reach the host',
   ),
   notYet('stateless', REMOVE),
-  notYet('session_ttl', REMOVE),
   notYet(
     'runtime_config',
     'Skep runs npx:// and uvx:// servers as local processes, or in the runtime.node_image / runtime.uvx_image of its config; remove it',
@@ -211,13 +213,25 @@ const RULES: readonly FieldRule[] = [
   httpOnly('remote_auth_config.bearer_token'),
   httpOnly('remote_auth_config.bearer_token_file'),
   {
-    // Its only effect so far: the rate limiter's shared buckets (sessions are not kept in Redis yet).
+    // Sessions of a streamable-HTTP server, and the rate limiter's buckets, go to this Redis.
     field: 'scaling_config.session_redis',
+    isDefault: (v) => sessionRedisWithoutAddress(v) === 'default',
+    notHonoured: (w, v) =>
+      sessionRedisWithoutAddress(v) === 'not-default'
+        ? 'without an address: db and key_prefix apply to the Redis at address; set address (host:port), or remove them'
+        : w.keepsSessions || w.rateLimited
+          ? undefined
+          : w.transport === 'sse'
+            ? 'for a server of the legacy SSE transport without rate_limit_config: its sessions are event streams held open through one proxy, whose answers must pass that proxy, so they are not shared; remove it, or set rate_limit_config to share rate-limit buckets'
+            : 'for a stdio server without rate_limit_config: its sessions live in the server process this proxy started and cannot continue through another proxy; remove it, or set rate_limit_config to share rate-limit buckets',
+  },
+  {
+    field: 'session_ttl',
     isDefault: isEmpty,
     notHonoured: (w) =>
-      w.rateLimited
+      w.keepsSessions
         ? undefined
-        : 'without rate_limit_config: Skep uses it only to share rate-limit buckets between proxies (sessions are not kept in Redis yet); remove it, or set rate_limit_config',
+        : 'except for a streamable-HTTP server: it is how long the proxy keeps a session of such a server after its last use, and the proxy keeps no sessions of stdio or legacy SSE servers; remove it',
   },
 ];
 
@@ -245,6 +259,7 @@ function placementOf(config: RunConfig, skep: SkepConfig): Placement {
     transport: config.transport,
     isolateNetwork: config.isolate_network !== false,
     rateLimited: !isEmpty(config.rate_limit_config),
+    keepsSessions: keepsHttpSessions(config),
   };
 }
 

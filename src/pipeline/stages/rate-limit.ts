@@ -26,15 +26,12 @@ import {
   RateLimiter,
   RedisBucketStore,
 } from '../../ratelimit/index.js';
-import { SkepError } from '../../shared/index.js';
+import { definedOnly, sessionRedisPassword, SkepError } from '../../shared/index.js';
 import { callerClaims } from '../identity.js';
 import type { Stage, StageDeps, StageFactory } from '../types.js';
 
 /** Used in key names when `rate_limit_namespace` is unset (the reference always has a Kubernetes namespace). */
 export const DEFAULT_RATE_LIMIT_NAMESPACE = 'default';
-
-/** Where the Redis password is read from, first match wins. */
-export const REDIS_PASSWORD_ENV = ['SKEP_SESSION_REDIS_PASSWORD', 'THV_SESSION_REDIS_PASSWORD'] as const;
 
 interface RateLimitParameters {
   namespace: string;
@@ -81,14 +78,6 @@ function parseParameters(value: unknown, serverNameDefault: string): RateLimitPa
   return out;
 }
 
-function redisPassword(): string | undefined {
-  for (const name of REDIS_PASSWORD_ENV) {
-    const v = process.env[name];
-    if (v !== undefined && v !== '') return v;
-  }
-  return undefined;
-}
-
 export const rateLimitStage: StageFactory = {
   type: 'ratelimit',
 
@@ -117,7 +106,7 @@ export const rateLimitStage: StageFactory = {
         : await RedisBucketStore.connect({
             address: params.redis.address,
             db: params.redis.db,
-            ...(redisPassword() === undefined ? {} : { password: redisPassword() as string }),
+            ...definedOnly({ password: sessionRedisPassword() }),
           });
     const limiter = new RateLimiter({
       config: params.config,

@@ -110,7 +110,10 @@ test(
     );
     assert.ok(refused !== undefined, 'skep run --from-config succeeded');
     assert.equal(refused.code, 1);
-    assert.match(refused.stderr, /^error: session_ttl is not supported yet: .*remove it/m);
+    assert.match(
+      refused.stderr,
+      /^error: session_ttl is not supported except for a streamable-HTTP server: .*remove it/m,
+    );
     // The same import in process: the error's code is the API's.
     await assert.rejects(
       ctx.workloads.createFromConfig(

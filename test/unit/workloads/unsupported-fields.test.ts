@@ -148,7 +148,12 @@ const REFUSED: [string, unknown, Kind, unknown[]][] = [
     [{}, { metricsEnabled: false }],
   ],
   ['scaling_config.backend_replicas', 0, 'container', [null]],
-  ['scaling_config.session_redis', { address: 'redis:6379' }, 'container', [{}, { key_prefix: '' }]],
+  [
+    'scaling_config.session_redis',
+    { address: 'redis:6379' },
+    'container',
+    [{}, { key_prefix: '' }, { key_prefix: 'thv:proxy:session:', db: 0 }],
+  ],
   ['additional_middleware_configs', [{ type: 'ratelimit' }], 'process', [[]]],
   ['oidc_config.authTokenFile', '/var/run/token', 'process', ['']],
   ['oidc_config.cacertPath', '/etc/ca.pem', 'process', ['']],
@@ -210,6 +215,10 @@ const ACCEPTED_WHERE_HONOURED: [string, unknown, Kind][] = [
   ['container_labels', { team: 'a' }, 'process'],
   ['rate_limit_config', { shared: { maxTokens: 1, refillPeriod: '1m' } }, 'process'],
   ['rate_limit_namespace', 'team-a', 'process'],
+  ['session_ttl', '90m', 'process-http'],
+  ['session_ttl', '2h', 'remote'],
+  ['scaling_config.session_redis', { address: 'redis:6379', key_prefix: 'team-a:' }, 'process-http'],
+  ['scaling_config.session_redis', { address: 'redis:6379', db: 2 }, 'remote'],
 ];
 
 test('field audit: every RunConfig field is honoured somewhere or refusable', () => {
@@ -268,16 +277,16 @@ test("permission_profile.network.mode 'host' passes with network isolation off (
 });
 
 test('several unsupported fields: the message names the first and lists the others', () => {
-  let config = withValue(base('process'), 'session_ttl', '2h');
+  let config = withValue(base('process'), 'stateless', true);
   config = withValue(config, 'telemetry_config', { endpoint: 'otel:4318' });
   config = withValue(config, 'volumes', ['/a:/a']);
   const err = refusal(config);
   assert.equal(err?.code, 'unsupported_field');
-  assert.match(err.message, /^session_ttl is not supported yet: /);
+  assert.match(err.message, /^stateless is not supported yet: /);
   assert.match(err.message, /\(also not supported: telemetry_config, volumes\)$/);
   assert.deepEqual(
     unsupportedFields(config, skep).map((p) => p.field),
-    ['session_ttl', 'telemetry_config', 'volumes'],
+    ['stateless', 'telemetry_config', 'volumes'],
   );
 });
 
@@ -360,14 +369,37 @@ test('the reference’s export defaults import unchanged', () => {
   assert.deepEqual(unsupportedFields(exported, skep), []);
 });
 
-test('issue 18 item 4: scaling_config.session_redis passes only with rate_limit_config (its only use so far)', () => {
-  const redis = withValue(base('container'), 'scaling_config.session_redis', {
-    address: 'redis:6379',
-    db: 2,
-  });
+test('issue 18 item 3: scaling_config.session_redis passes for a streamable-HTTP server (sessions), elsewhere only with rate_limit_config', () => {
+  const value = { address: 'redis:6379', db: 2 };
+  assert.deepEqual(
+    unsupportedFields(withValue(base('process-http'), 'scaling_config.session_redis', value), skep),
+    [],
+  );
+  assert.deepEqual(
+    unsupportedFields(withValue(base('remote'), 'scaling_config.session_redis', value), skep),
+    [],
+  );
+  // stdio: a session lives in the server process and cannot move.
+  const redis = withValue(base('container'), 'scaling_config.session_redis', value);
   assert.match(
     refusal(redis)?.message ?? '',
-    /^scaling_config\.session_redis is not supported without rate_limit_config: .*sessions are not kept in Redis yet\); remove it/,
+    /^scaling_config\.session_redis is not supported for a stdio server without rate_limit_config: its sessions live in the server process .*; remove it, or set rate_limit_config/,
+  );
+  // Legacy SSE: the session is an event stream held through one proxy.
+  const sse = withValue(
+    parseRunConfig({ name: 'w', remote_url: 'https://mcp.example.com/sse', transport: 'sse' }),
+    'scaling_config.session_redis',
+    value,
+  );
+  assert.match(
+    refusal(sse)?.message ?? '',
+    /^scaling_config\.session_redis is not supported for a server of the legacy SSE transport without rate_limit_config: .*remove it/,
+  );
+  // Without an address, a db or prefix other than the defaults would be silent.
+  assert.match(
+    refusal(withValue(base('process-http'), 'scaling_config.session_redis', { key_prefix: 'team-a:' }))
+      ?.message ?? '',
+    /^scaling_config\.session_redis is not supported without an address: .*set address/,
   );
   const limited = withValue(redis, 'rate_limit_config', { perUser: { maxTokens: 5, refillPeriod: '1m0s' } });
   assert.deepEqual(unsupportedFields(limited, skep), []);
