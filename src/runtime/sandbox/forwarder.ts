@@ -74,9 +74,10 @@ export function relayLaunch(
 ): RelayLaunch {
   const pairs = relayPairs(plan);
   if (program.kind === 'perl') {
+    // perl takes a first `--` as the end of its own options: the script's `--` is the second.
     return {
       command: program.path,
-      args: ['-e', PERL_RELAY_SCRIPT, ...pairs, '--', command, ...args],
+      args: ['-e', PERL_RELAY_SCRIPT, '--', ...pairs, '--', command, ...args],
       env: {},
     };
   }
@@ -194,7 +195,7 @@ const ready = [];
 for (let i = 0; i + 1 < config.pairs.length; i += 2) {
   const from = address(config.pairs[i]);
   const to = address(config.pairs[i + 1]);
-  const server = net.createServer((c) => relay(c, net.connect(to)));
+  const server = net.createServer({ allowHalfOpen: true }, (c) => relay(c, net.connect({ ...to, allowHalfOpen: true })));
   ready.push(new Promise((resolve, reject) => {
     server.once('error', (err) => reject(new Error('cannot listen on ' + config.pairs[i] + ': ' + err.message)));
     server.listen(from, resolve);

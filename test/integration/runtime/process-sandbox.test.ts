@@ -25,6 +25,7 @@ import { type TestContext, test } from 'node:test';
 import { type ApiContext, createContext } from '../../../src/api/context.js';
 import type { SkepConfig } from '../../../src/config/index.js';
 import { ProcessRuntime, probeBwrap } from '../../../src/runtime/index.js';
+import { relayProgram } from '../../../src/runtime/sandbox/forwarder.js';
 import { isSkepError } from '../../../src/shared/index.js';
 import { tempHome } from '../../helpers/home.js';
 import { requireService } from '../../helpers/services.js';
@@ -232,6 +233,9 @@ test(
       /^error ECONNREFUSED/,
     );
     assert.match(ctx.workloads.logs('net-allow'), /\[egress\] deny 127\.0\.0\.1:\d+/);
+    // perl is on PATH (Debian's perl-base is essential): the relay is the Perl script.
+    if (relayProgram(process.env).kind === 'perl')
+      assert.match(ctx.workloads.logs('net-allow'), /network relay in perl/);
   },
 );
 
@@ -392,6 +396,55 @@ test('issue 19 §1: a stdio server in the sandbox talks over stdio like any othe
   const env = JSON.parse(await probe.call('env')) as Record<string, string>;
   assert.equal(env['TMPDIR'], '/tmp');
 });
+
+test(
+  'issue 19 §2: without perl on the server’s PATH the relay is a Node process, and the allow-list works the same',
+  { timeout: 60_000 },
+  async (t) => {
+    if (!requireBwrap(t)) return;
+    const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-noperl-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    const listed = createServer((_req, res) => res.end('listed-ok'));
+    const listedPort = await listen(listed);
+    t.after(() => listed.close());
+    const paths = {
+      configDir: join(dir, 'c'),
+      stateDir: join(dir, 's'),
+      dataDir: join(dir, 'd'),
+      cacheDir: join(dir, 'k'),
+    };
+    const runtime = new ProcessRuntime({
+      logMaxBytes: 1 << 20,
+      logFiles: 1,
+      sandbox: { setting: 'bwrap', paths },
+    });
+    const handle = await runtime.start({
+      name: 'noperl',
+      image: `cmd://${process.execPath}`,
+      args: [PROBE_SERVER],
+      // A PATH with no perl on it (the server is named by its full path).
+      env: { PATH: bin },
+      transport: 'stdio',
+      logFile: join(dir, 'noperl.log'),
+      permissionProfile: { network: { outbound: { allow_host: ['127.0.0.1'], allow_port: [listedPort] } } },
+    });
+    t.after(() => handle.stop());
+    assert.ok(handle.stdio);
+    const probe = stdioProbe(handle.stdio);
+    assert.equal(await probe.call('http_get', { url: `http://127.0.0.1:${listedPort}/` }), '200 listed-ok');
+    assert.match(await probe.call('connect', { host: '127.0.0.1', port: listedPort }), /^error ECONNREFUSED/);
+    assert.match(
+      readFileSync(join(dir, 'noperl.log'), 'utf8'),
+      /network relay in Node \(no perl on PATH: a slower start\)/,
+    );
+    // Stop ends it by SIGTERM (128 + 15: the probe has no handler); that the relay passes the
+    // signal on to the server is shown in sandbox-relay.test.ts.
+    await handle.stop();
+    assert.deepEqual(await handle.exited, { code: 143, signal: null });
+  },
+);
 
 test(
   'issue 19 §1: a cmd:// program under the home runs: its project folder is visible read-only, nothing else of the home',

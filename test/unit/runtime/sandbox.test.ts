@@ -16,6 +16,7 @@ import {
 } from '../../../src/runtime/sandbox/bwrap-args.js';
 import { sandboxNetwork } from '../../../src/runtime/sandbox/bwrap-sandbox.js';
 import { egressAllows, isLoopbackAddress } from '../../../src/runtime/sandbox/egress-proxy.js';
+import { NODE_RELAY_CONFIG_ENV, relayLaunch, relayProgram } from '../../../src/runtime/sandbox/forwarder.js';
 import { chooseSandbox, isolationDemand } from '../../../src/runtime/sandbox/select.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
@@ -205,4 +206,31 @@ test('issue 19 §2: the egress rule (the container egress proxy’s) and loopbac
   for (const a of ['127.0.0.1', '127.8.9.1', '::1', '::ffff:127.0.0.1', '0.0.0.0', '::'])
     assert.equal(isLoopbackAddress(a), true, a);
   for (const a of ['10.0.0.1', '93.184.216.34', '2001:db8::1']) assert.equal(isLoopbackAddress(a), false, a);
+});
+
+test('issue 19 §2: the relay inside runs in perl when perl is on the server’s PATH, else in Node; both take the same plan', (t) => {
+  const withPerl = tempDir(t);
+  const without = tempDir(t);
+  writeFileSync(join(withPerl, 'perl'), '#!/bin/sh\n', { mode: 0o755 });
+  const perl = relayProgram({ PATH: `${without}:${withPerl}` });
+  assert.deepEqual(perl, { kind: 'perl', path: join(withPerl, 'perl') });
+  assert.deepEqual(relayProgram({ PATH: without }), { kind: 'node' });
+
+  const plan = {
+    egress: { port: 3128, socket: '/run/skep/egress.sock' },
+    inbound: { socket: '/run/skep/inbound.sock', port: 8080 },
+  };
+  const pairs = ['tcp:3128', 'unix:/run/skep/egress.sock', 'unix:/run/skep/inbound.sock', 'tcp:8080'];
+  const inPerl = relayLaunch(perl, plan, '/usr/bin/server', ['--flag']);
+  assert.equal(inPerl.command, join(withPerl, 'perl'));
+  // perl swallows the first `--`; the script splits its pairs from the server at the second.
+  assert.deepEqual(inPerl.args.slice(2), ['--', ...pairs, '--', '/usr/bin/server', '--flag']);
+  assert.deepEqual(inPerl.env, {});
+  const inNode = relayLaunch({ kind: 'node' }, plan, '/usr/bin/server', ['--flag']);
+  assert.equal(inNode.command, process.execPath);
+  assert.deepEqual(JSON.parse(inNode.env[NODE_RELAY_CONFIG_ENV] ?? ''), {
+    pairs,
+    command: '/usr/bin/server',
+    args: ['--flag'],
+  });
 });
