@@ -5,7 +5,7 @@
  * a message that says so (skills-registry-secrets-clients.md §2.1).
  */
 import { createValidator } from '../schemas/index.js';
-import { CatalogServer, CatalogSkill, RegistryDocument } from './model.js';
+import { CatalogServer, CatalogSkill, RegistryDocument, RegistryGroup } from './model.js';
 
 /** Content that is not a usable registry: maps to 502 when a source is being set. */
 export class InvalidRegistryError extends Error {
@@ -15,6 +15,7 @@ export class InvalidRegistryError extends Error {
 const documentValidator = createValidator(RegistryDocument);
 const serverValidator = createValidator(CatalogServer);
 const skillValidator = createValidator(CatalogSkill);
+const groupValidator = createValidator(RegistryGroup);
 
 const MAX_PROBLEMS = 5;
 
@@ -81,7 +82,45 @@ export function toRegistryDocument(value: unknown, where: string): RegistryDocum
   if (doc.data.servers.length === 0 && (doc.data.skills?.length ?? 0) === 0) {
     throw new InvalidRegistryError(`${where} contains no servers and no skills`);
   }
+  checkGroups(doc.data.groups, doc.data.servers, where);
   return doc;
+}
+
+/**
+ * `data.groups` (Skep's extension): names unique, every member a runnable server of the same
+ * document named by its full name, no member twice. Problems are named by their JSON path.
+ */
+export function checkGroups(
+  groups: readonly RegistryGroup[] | undefined,
+  servers: readonly CatalogServer[],
+  where: string,
+): void {
+  if (groups === undefined || groups.length === 0) return;
+  const runnable = new Set(
+    servers.filter((s) => (s.remotes?.length ?? 0) > 0 || (s.packages?.length ?? 0) > 0).map((s) => s.name),
+  );
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  groups.forEach((group, i) => {
+    if (seen.has(group.name)) problems.push(`data.groups.${i}.name: group ${group.name} is defined twice`);
+    seen.add(group.name);
+    const members = new Set<string>();
+    group.servers.forEach((member, j) => {
+      const path = `data.groups.${i}.servers.${j}`;
+      if (members.has(member)) problems.push(`${path}: ${member} is listed twice`);
+      else if (!runnable.has(member))
+        problems.push(
+          `${path}: ${member} is not a server of data.servers with a package or a remote (use its full name)`,
+        );
+      members.add(member);
+    });
+  });
+  if (problems.length > 0) {
+    const more = problems.length > MAX_PROBLEMS ? ` (and ${problems.length - MAX_PROBLEMS} more)` : '';
+    throw new InvalidRegistryError(
+      `${where} fails validation: ${problems.slice(0, MAX_PROBLEMS).join('; ')}${more}`,
+    );
+  }
 }
 
 /** Validates one server of a paged API answer. */
@@ -102,4 +141,14 @@ export function toCatalogSkill(value: unknown, where: string): CatalogSkill {
       `${where} fails validation: ${problems.slice(0, MAX_PROBLEMS).join('; ')}`,
     );
   return value as CatalogSkill;
+}
+
+/** Validates one group of an API's groups answer (members are checked by `checkGroups`). */
+export function toRegistryGroup(value: unknown, where: string): RegistryGroup {
+  const problems = groupValidator.problems(value);
+  if (problems.length > 0)
+    throw new InvalidRegistryError(
+      `${where} fails validation: ${problems.slice(0, MAX_PROBLEMS).join('; ')}`,
+    );
+  return value as RegistryGroup;
 }

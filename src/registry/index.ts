@@ -8,6 +8,7 @@ export {
   ImageServer,
   type NativeRegistry,
   type RegistryDocument,
+  RegistryGroup,
   type RegistryInfo,
   RemoteServer,
   type SourceType,

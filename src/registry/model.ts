@@ -143,6 +143,26 @@ export const CatalogSkill = Type.Object(
 );
 export type CatalogSkill = Static<typeof CatalogSkill>;
 
+/**
+ * A group of servers that are installed together (Skep's extension of the upstream format,
+ * `data.groups`): members are named by their full reverse-DNS name and must be servers of the
+ * same document. The native view shows each group with its members' `servers` and
+ * `remote_servers` (seed "Group"), which is what ToolHive Studio's group install reads.
+ */
+export const RegistryGroup = Type.Object(
+  {
+    // The group name becomes a Skep group on install: the same rule as `POST /api/v1beta/groups`.
+    name: Type.String({ minLength: 1, maxLength: 100, pattern: '^[a-z0-9_-]+( [a-z0-9_-]+)*$' }),
+    description: Type.String({ minLength: 1 }),
+    servers: Type.Array(Type.String({ minLength: 1 }), {
+      minItems: 1,
+      description: 'Full names of servers of `data.servers`.',
+    }),
+  },
+  { description: 'Servers installed together (Skep extension).' },
+);
+export type RegistryGroup = Static<typeof RegistryGroup>;
+
 /** A registry file or URL body: the upstream registry wrapper (ToolHive `upstream-registry.schema.json`). */
 export const RegistryDocument = Type.Object({
   $schema: Opt(Str()),
@@ -151,6 +171,7 @@ export const RegistryDocument = Type.Object({
   data: Type.Object({
     servers: Type.Array(CatalogServer),
     skills: Opt(Type.Array(CatalogSkill)),
+    groups: Opt(Type.Array(RegistryGroup)),
   }),
 });
 export type RegistryDocument = Static<typeof RegistryDocument>;
@@ -312,18 +333,21 @@ export const RemoteServer = Type.Object(
 );
 export type RemoteServer = Static<typeof RemoteServer>;
 
+/** A group in the native shape (seed: "Group"). */
+export interface NativeGroup {
+  name: string;
+  description: string;
+  servers: Record<string, ImageServer>;
+  remote_servers: Record<string, RemoteServer>;
+}
+
 /** The native registry content (seed: "Registry content"). */
 export interface NativeRegistry {
   version: string;
   last_updated: string;
   servers: Record<string, ImageServer>;
   remote_servers: Record<string, RemoteServer>;
-  groups: {
-    name: string;
-    description: string;
-    servers: Record<string, ImageServer>;
-    remote_servers: Record<string, RemoteServer>;
-  }[];
+  groups: NativeGroup[];
 }
 
 /** Where the default registry reads from (`type` in the API). */

@@ -9,8 +9,10 @@ import type {
   CatalogSkill,
   FoundServer,
   ImageServer,
+  NativeGroup,
   NativeRegistry,
   RegistryDocument,
+  RegistryGroup,
   RemoteServer,
 } from './model.js';
 import { hasRunnable, isRemote, toImageServer, toRemoteServer } from './native-view.js';
@@ -77,6 +79,7 @@ export class RegistryIndex {
   readonly duplicates: number;
   readonly #servers: ServerEntry[];
   readonly #skills: SkillEntry[];
+  readonly #groups: readonly RegistryGroup[];
   readonly #byName = new Map<string, CatalogServer>();
   readonly #byShortName = new Map<string, string[]>();
   readonly #queryCache = new Map<string, readonly CatalogServer[]>();
@@ -120,6 +123,7 @@ export class RegistryIndex {
       });
     }
     this.duplicates = duplicates;
+    this.#groups = doc.data.groups ?? [];
   }
 
   get serverCount(): number {
@@ -128,6 +132,11 @@ export class RegistryIndex {
 
   get skillCount(): number {
     return this.#skills.length;
+  }
+
+  /** The groups as the document defines them (members by full name), in document order. */
+  get groups(): readonly RegistryGroup[] {
+    return this.#groups;
   }
 
   /** All servers matching `q` (case-insensitive substring of name or description), by name. */
@@ -220,8 +229,25 @@ export class RegistryIndex {
       last_updated: this.lastUpdated,
       servers,
       remote_servers: remoteServers,
-      groups: [],
+      groups: this.#groups.map((group) => nativeGroup(group, servers, remoteServers)),
     };
     return this.#native;
   }
+}
+
+/** A group with its members in the native shape, each in the map of its kind (seed "Group"). */
+function nativeGroup(
+  group: RegistryGroup,
+  servers: Record<string, ImageServer>,
+  remoteServers: Record<string, RemoteServer>,
+): NativeGroup {
+  const images: Record<string, ImageServer> = {};
+  const remotes: Record<string, RemoteServer> = {};
+  for (const name of group.servers) {
+    const remote = remoteServers[name];
+    if (remote !== undefined) remotes[name] = remote;
+    const image = servers[name];
+    if (image !== undefined) images[name] = image;
+  }
+  return { name: group.name, description: group.description, servers: images, remote_servers: remotes };
 }

@@ -18,6 +18,7 @@ import type {
   FoundServer,
   ImageServer,
   NativeRegistry,
+  RegistryGroup,
   RegistryInfo,
   RemoteServer,
   SourceType,
@@ -147,6 +148,11 @@ export class RegistryService {
 
   async getCatalogSkill(namespace: string, name: string): Promise<CatalogSkill> {
     return (await this.#index()).getSkill(namespace, name);
+  }
+
+  /** The groups with members by full name (Skep's `x/dev.skep/groups` extension of the v0.1 API). */
+  async listCatalogGroups(): Promise<readonly RegistryGroup[]> {
+    return (await this.#index()).groups;
   }
 
   // ------------------------------------------------------------------ configuration

@@ -12,14 +12,16 @@ import { join } from 'node:path';
 import { writeFileAtomicSync } from '../shared/index.js';
 import { builtinDocument } from './catalog/index.js';
 import {
+  checkGroups,
   InvalidRegistryError,
   parseJson,
   toCatalogServer,
   toCatalogSkill,
   toRegistryDocument,
+  toRegistryGroup,
 } from './document.js';
 import { type HttpResponse, type RegistryHttp, SourceFetchError } from './fetch.js';
-import type { CatalogServer, CatalogSkill, RegistryDocument, SourceType } from './model.js';
+import type { CatalogServer, CatalogSkill, RegistryDocument, RegistryGroup, SourceType } from './model.js';
 import { RegistryIndex } from './search.js';
 
 export interface LoadResult {
@@ -241,6 +243,9 @@ export class UrlSource extends CachedRemoteSource {
   }
 }
 
+/** Skep's extension of the v0.1 API: the registry's groups (`{groups: [{name, description, servers}]}`). */
+export const GROUPS_PATH = '/v0.1/x/dev.skep/groups';
+
 /** Items per request to an upstream API; Skep and ToolHive clamp to 200, the official registry to 100. */
 const API_PAGE_SIZE = 100;
 /** Stop paging after this many items (reference §2.2: the reference stops at 10 000). */
@@ -262,12 +267,31 @@ export class ApiSource extends CachedRemoteSource {
       toCatalogSkill,
       false,
     );
+    const groups = await this.#fetchGroups(servers);
     const document: RegistryDocument = {
       version: '1.0.0',
       meta: { last_updated: new Date(this.options.now()).toISOString() },
-      data: { servers, skills },
+      data: groups.length === 0 ? { servers, skills } : { servers, skills, groups },
     };
     return { document };
+  }
+
+  /**
+   * Skep's extension endpoint `x/dev.skep/groups` (another Skep serves it; other registries
+   * answer 404, which means no groups). Validated like `data.groups` of a file.
+   */
+  async #fetchGroups(servers: readonly CatalogServer[]): Promise<RegistryGroup[]> {
+    const url = this.#endpoint(GROUPS_PATH);
+    const res = await this.get(url);
+    if (res.status === 404 || res.status === 405) return [];
+    if (res.status !== 200) throw statusError(url, res);
+    const body = parseJson(res.text, url) as { groups?: unknown };
+    const items = typeof body === 'object' && body !== null ? body.groups : undefined;
+    if (!Array.isArray(items))
+      throw new InvalidRegistryError(`${url} is not a groups answer (no groups array)`);
+    const groups = items.map((item: unknown, i: number) => toRegistryGroup(item, `${url} groups[${i}]`));
+    checkGroups(groups, servers, url);
+    return groups;
   }
 
   /**

@@ -6,7 +6,13 @@
  */
 import type { FastifyReply } from 'fastify';
 import { type TObject, Type } from 'typebox';
-import { CatalogServer, CatalogSkill, ImageServer, RemoteServer } from '../../registry/index.js';
+import {
+  CatalogServer,
+  CatalogSkill,
+  ImageServer,
+  RegistryGroup as GroupJson,
+  RemoteServer,
+} from '../../registry/index.js';
 import { isSkepError, SkepError } from '../../shared/index.js';
 import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
@@ -34,12 +40,25 @@ const RegistryInfo = Type.Object({
   auth_type: Type.String(),
 });
 
+/** seed "Group": the members of a registry group, each in the map of its kind. */
+const RegistryGroup = Type.Object(
+  {
+    name: Type.String(),
+    description: Type.String(),
+    servers: Type.Record(Type.String(), Image),
+    remote_servers: Type.Record(Type.String(), Remote),
+  },
+  { description: 'Servers installed together: create a group of this name, then one workload per member.' },
+);
+
 const RegistryContent = Type.Object({
   version: Type.String(),
   last_updated: Type.String(),
   servers: Type.Record(Type.String(), Image),
   remote_servers: Type.Record(Type.String(), Remote),
-  groups: Type.Array(Type.Unknown()),
+  groups: Type.Array(RegistryGroup, {
+    description: 'From `data.groups` of the source (Skep extension); the built-in catalog has a few.',
+  }),
 });
 
 const PagingMetadata = Type.Object({ total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() });
@@ -290,6 +309,25 @@ export async function registryRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
       const page = await registry.listCatalogSkills(request.query);
       warn(reply);
       return { skills: page.items, metadata: page.metadata };
+    },
+  );
+
+  app.get(
+    '/registry/:registryName/v0.1/x/dev.skep/groups',
+    {
+      schema: {
+        tags: ['registry catalog'],
+        summary: 'List the groups of servers installed together (Skep extension)',
+        description:
+          'Members are full server names. A Skep that uses this API as its source reads its groups from here.',
+        params: CatalogParams,
+        response: withErrors({ 200: Type.Object({ groups: Type.Array(GroupJson) }) }, 500, 502, 503),
+      },
+    },
+    async (_request, reply) => {
+      const groups = await registry.listCatalogGroups();
+      warn(reply);
+      return { groups };
     },
   );
 

@@ -29,7 +29,14 @@ test('seed "Get a registry": RegistryInfo plus native content; any other name is
   assert.equal(body.name, 'default');
   assert.ok(body.registry.servers['io.github.modelcontextprotocol/fetch'].image === 'mcp/fetch');
   assert.equal(body.registry.remote_servers['com.notion/notion'].url, 'https://mcp.notion.com/mcp');
-  assert.deepEqual(body.registry.groups, []);
+  // seed "Group" (issue 24 item 3): the built-in catalog's groups, members in the map of their kind.
+  const cloudflare = body.registry.groups.find((g: { name: string }) => g.name === 'cloudflare');
+  assert.deepEqual(Object.keys(cloudflare).sort(), ['description', 'name', 'remote_servers', 'servers']);
+  assert.equal(
+    cloudflare.remote_servers['com.cloudflare/cloudflare-docs'].url,
+    body.registry.remote_servers['com.cloudflare/cloudflare-docs'].url,
+  );
+  assert.deepEqual(cloudflare.servers, {});
   assert.equal(
     body.server_count,
     Object.keys(body.registry.servers).length + Object.keys(body.registry.remote_servers).length,
