@@ -562,3 +562,147 @@ test(
     assert.ok(existsSync(join(paths.dataDir, 'sandbox', 'npx-echo', 'home', '.npm', '_npx')));
   },
 );
+
+/**
+ * uv cannot be installed on these machines (PyPI is unreachable, Debian 12 has no uv package,
+ * no npm package ships its binary), so `uv` and `uvx` here are test doubles: two small Node
+ * scripts on the server's PATH. What this shows is Skep's side of a `uvx://` start — the
+ * fetch command (`uv tool install <pkg>`) run in the sandbox first, with the package index
+ * as its only destination through the relay and the filtering proxy, into the workload's own
+ * home; then `uvx <pkg>` with `UV_OFFLINE=1` and the profile's network (none). Not shown: that
+ * real uv honours `HTTP(S)_PROXY`, `UV_DEFAULT_INDEX` and `UV_OFFLINE` as documented, or that
+ * `uvx` then finds the tool `uv tool install` put there.
+ */
+test(
+  'issue 19 §3: a uvx:// package with network none is fetched first (uv tool install, the index only), then runs offline (uv and uvx are test doubles)',
+  { timeout: 60_000 },
+  async (t) => {
+    if (!requireBwrap(t)) return;
+    const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-uvx-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const requests: string[] = [];
+    const index = createServer((req, res) => {
+      requests.push(req.url ?? '');
+      res.end('<html><a href="skep_uvx_echo-1.0-py3-none-any.whl">wheel</a></html>');
+    });
+    const indexPort = await listen(index);
+    t.after(() => index.close());
+    const bin = join(dir, 'bin');
+    mkdirSync(bin);
+    // uv: only `uv tool install <pkg>`; tries the index through HTTP_PROXY, the index directly,
+    // and another host through the proxy; records what it saw in the tool's folder.
+    writeFileSync(
+      join(bin, 'uv'),
+      `#!${process.execPath}
+const http = require('node:http');
+const net = require('node:net');
+const fs = require('node:fs');
+const path = require('node:path');
+const [cmd, sub, pkg] = process.argv.slice(2);
+if (cmd !== 'tool' || sub !== 'install' || !pkg) { process.stderr.write('uv (test double): unexpected ' + process.argv.slice(2).join(' ') + '\\n'); process.exit(2); }
+const proxy = new URL(process.env.HTTP_PROXY);
+const viaProxy = (url) => new Promise((resolve) => {
+  const req = http.request({ host: proxy.hostname, port: Number(proxy.port), path: url }, (res) => {
+    let body = '';
+    res.setEncoding('utf8').on('data', (s) => (body += s)).on('end', () => resolve(res.statusCode + ' ' + body));
+  });
+  req.on('error', (e) => resolve('error ' + e.code));
+  req.end();
+});
+const indexUrl = new URL(process.env.UV_DEFAULT_INDEX);
+const direct = () => new Promise((resolve) => {
+  const s = net.connect(Number(indexUrl.port), indexUrl.hostname, () => { s.destroy(); resolve('connected'); });
+  s.on('error', (e) => resolve('error ' + e.code));
+});
+(async () => {
+  const record = {
+    argv: process.argv.slice(2),
+    index: await viaProxy(process.env.UV_DEFAULT_INDEX + '/' + pkg + '/'),
+    direct: await direct(),
+    other: (await viaProxy('http://example.com/')).slice(0, 3),
+    offline: process.env.UV_OFFLINE ?? null,
+  };
+  const dir = path.join(process.env.HOME, '.local', 'share', 'uv', 'tools', pkg);
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'installed.json'), JSON.stringify(record));
+  process.exit(record.index.startsWith('200 ') ? 0 : 1);
+})();
+`,
+      { mode: 0o755 },
+    );
+    // uvx: runs only an installed tool; a stdio MCP server whose tools answer what the fetch
+    // recorded and the environment it runs with.
+    writeFileSync(
+      join(bin, 'uvx'),
+      `#!${process.execPath}
+const fs = require('node:fs');
+const path = require('node:path');
+const pkg = process.argv[2];
+const file = path.join(process.env.HOME, '.local', 'share', 'uv', 'tools', pkg, 'installed.json');
+if (!fs.existsSync(file)) { process.stderr.write('uvx (test double): ' + pkg + ' is not installed\\n'); process.exit(3); }
+const reply = (id, result) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id, result }) + '\\n');
+require('node:readline').createInterface({ input: process.stdin }).on('line', (line) => {
+  const msg = JSON.parse(line);
+  if (msg.id === undefined) return;
+  if (msg.method === 'initialize') return reply(msg.id, { protocolVersion: msg.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: pkg, version: '1' } });
+  const text = msg.params.name === 'installed' ? fs.readFileSync(file, 'utf8') : JSON.stringify(process.env);
+  reply(msg.id, { content: [{ type: 'text', text }] });
+});
+`,
+      { mode: 0o755 },
+    );
+    const paths = {
+      configDir: join(dir, 'c'),
+      stateDir: join(dir, 's'),
+      dataDir: join(dir, 'd'),
+      cacheDir: join(dir, 'k'),
+    };
+    const runtime = new ProcessRuntime({
+      logMaxBytes: 1 << 20,
+      logFiles: 1,
+      sandbox: { setting: 'bwrap', paths },
+    });
+    const handle = await runtime.start({
+      name: 'uvx-echo',
+      image: 'uvx://skep-uvx-echo',
+      args: [],
+      env: {
+        PATH: `${bin}:${process.env['PATH'] ?? ''}`,
+        UV_DEFAULT_INDEX: `http://127.0.0.1:${indexPort}/simple`,
+      },
+      transport: 'stdio',
+      logFile: join(dir, 'uvx.log'),
+      permissionProfile: { network: { mode: 'none' } },
+    });
+    t.after(() => handle.stop());
+    assert.ok(handle.stdio);
+    const probe = stdioProbe(handle.stdio);
+    // The fetch: `uv tool install`, the index reached through the proxy, nothing else.
+    assert.deepEqual(JSON.parse(await probe.call('installed')), {
+      argv: ['tool', 'install', 'skep-uvx-echo'],
+      index: '200 <html><a href="skep_uvx_echo-1.0-py3-none-any.whl">wheel</a></html>',
+      direct: 'error ECONNREFUSED',
+      other: '403',
+      offline: null,
+    });
+    assert.deepEqual(requests, ['/simple/skep-uvx-echo/']);
+    // The run: offline, with no network and no proxy.
+    const env = JSON.parse(await probe.call('env')) as Record<string, string>;
+    assert.equal(env['UV_OFFLINE'], '1');
+    assert.equal(env['HTTP_PROXY'], undefined);
+    const log = readFileSync(join(dir, 'uvx.log'), 'utf8');
+    assert.match(
+      log,
+      new RegExp(
+        `sandbox: fetching uvx://skep-uvx-echo \\(network: 127\\.0\\.0\\.1, files\\.pythonhosted\\.org only\\)`,
+      ),
+    );
+    assert.match(log, /sandboxed with bubblewrap \(network: none\)/);
+    // The tool landed in the workload's own home, kept between starts.
+    assert.ok(
+      existsSync(
+        join(paths.dataDir, 'sandbox', 'uvx-echo', 'home', '.local', 'share', 'uv', 'tools', 'skep-uvx-echo'),
+      ),
+    );
+  },
+);
