@@ -8,7 +8,7 @@
  * fields there). Checked on create, update and import, and read again by the runner.
  */
 import { checkKeyPrefix, SESSION_DEFAULTS, type SessionStorageOptions } from '../proxy/index.js';
-import { parseRedisAddress, SkepError } from '../shared/index.js';
+import { parseRedisAddress, SESSION_REDIS_PASSWORD_ENV, SkepError } from '../shared/index.js';
 import { parseGoDuration } from '../webhooks/index.js';
 import type { RunConfig } from './run-config.js';
 
@@ -41,6 +41,7 @@ export function sessionRedisWithoutAddress(value: unknown): 'default' | 'not-def
 export function sessionStorageOf(config: SessionFields): SessionStorageOptions | undefined {
   const ttlMs = sessionTtlMs(config.session_ttl);
   const redis = config.scaling_config?.session_redis;
+  refuseUnknownKeys(redis);
   const address = redis?.address ?? '';
   // The prefix is checked wherever it is set, even where only the rate limiter reads the Redis.
   const keyPrefix = checkKeyPrefix(redis?.key_prefix, 'scaling_config.session_redis.key_prefix');
@@ -50,6 +51,23 @@ export function sessionStorageOf(config: SessionFields): SessionStorageOptions |
   if (address !== '') parseRedisAddress(address, 'scaling_config.session_redis.address');
   if (!keepsHttpSessions(config)) return undefined;
   return address === '' ? { ttlMs } : { ttlMs, redis: { address, db, keyPrefix } };
+}
+
+const SESSION_REDIS_KEYS = ['address', 'db', 'key_prefix'];
+
+/** A key the reference does not have would be stored and ignored; a password must not be stored at all. */
+function refuseUnknownKeys(redis: object | undefined): void {
+  const unknown = Object.keys(redis ?? {}).filter((k) => !SESSION_REDIS_KEYS.includes(k));
+  if (unknown.length === 0) return;
+  if (unknown.includes('password'))
+    throw new SkepError(
+      'bad_request',
+      `scaling_config.session_redis.password: a password is never part of the configuration; remove it and set ${SESSION_REDIS_PASSWORD_ENV.join(' or ')} in Skep's environment`,
+    );
+  throw new SkepError(
+    'bad_request',
+    `scaling_config.session_redis: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${SESSION_REDIS_KEYS.join(', ')})`,
+  );
 }
 
 /** `session_ttl`: a Go duration string > 0 (`"2h"`, `"90m"`, `"1h30m0s"`); absent or empty: 2 h. */
