@@ -2,7 +2,8 @@
  * The cost of the bubblewrap sandbox (issue 19): the same stdio server (the echo fixture)
  * started by the process runtime unsandboxed, sandboxed with the default profile (host
  * network), sandboxed with `network.mode: none`, and sandboxed with an outbound allow-list
- * (which adds the in-sandbox relay and the runner's filtering proxy). Start-to-ready is
+ * (which adds the in-sandbox relay and the runner's filtering proxy) — the relay in perl (the
+ * default) and, with no perl on the server's PATH, in Node (the fallback). Start-to-ready is
  * `start()` → the server's answer to `initialize`, rounds interleaved so a noisy machine skews
  * all variants alike. Then the proxy (`startProxy`, as the runner hosts it) in front of each,
  * tools/call latency at concurrency 1. Also the sandbox alone: `/bin/true` start-to-exit
@@ -39,17 +40,22 @@ interface Variant {
   name: string;
   sandbox: 'off' | 'bwrap';
   profile?: PermissionProfile;
+  /** The server's PATH, when not the runner's. */
+  path?: string;
 }
+
+const ALLOW_LIST: PermissionProfile = {
+  network: { outbound: { allow_host: ['example.com'], allow_port: [443] } },
+};
+/** A PATH with no perl on it (the server is named by its full path): the Node relay. */
+const NO_PERL = mkdtempSync(join(tmpdir(), 'skep-bench-noperl-'));
 
 const VARIANTS: Variant[] = [
   { name: 'unsandboxed', sandbox: 'off' },
   { name: 'sandboxed_host_network', sandbox: 'bwrap' },
   { name: 'sandboxed_network_none', sandbox: 'bwrap', profile: { network: { mode: 'none' } } },
-  {
-    name: 'sandboxed_allow_list',
-    sandbox: 'bwrap',
-    profile: { network: { outbound: { allow_host: ['example.com'], allow_port: [443] } } },
-  },
+  { name: 'sandboxed_allow_list', sandbox: 'bwrap', profile: ALLOW_LIST },
+  { name: 'sandboxed_allow_list_node_relay', sandbox: 'bwrap', profile: ALLOW_LIST, path: NO_PERL },
 ];
 
 function median(values: number[]): number {
@@ -98,7 +104,7 @@ async function main(): Promise<void> {
       name: `${v.name}-${i}`,
       image: `cmd://${process.execPath}`,
       args: [ECHO],
-      env: {},
+      env: v.path === undefined ? {} : { PATH: v.path },
       transport: 'stdio',
       logFile: join(dir, `${v.name}.log`),
       ...definedOnly({ permissionProfile: v.profile }),
@@ -145,7 +151,7 @@ async function main(): Promise<void> {
           name: `true-${v.name}`,
           image: `cmd://${TRUE}`,
           args: [],
-          env: {},
+          env: v.path === undefined ? {} : { PATH: v.path },
           transport: 'stdio',
           logFile: join(dir, 'true.log'),
           ...definedOnly({ permissionProfile: v.profile }),
@@ -235,6 +241,7 @@ async function main(): Promise<void> {
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
+    rmSync(NO_PERL, { recursive: true, force: true });
   }
 }
 
