@@ -15,11 +15,9 @@ export {
   MemorySessionStore,
   openSessionStore,
   SESSION_DEFAULTS,
-  SESSION_METADATA,
   type SessionStorageOptions,
   type SessionStore,
   type StoredSession,
-  type StoredSessionType,
 } from './session-store.js';
 export { type BuiltRequestContext, newRequestContext, type RequestContextInit } from './request-context.js';
 export type {
