@@ -11,7 +11,7 @@
  * served. A stage's module, and the libraries behind it (jose, the AWS SDK, Cedar), loads only
  * when the configuration uses it, so a plain workload's runner stays small.
  */
-import type { ToolOverride } from '../proxy/index.js';
+import type { ProxyHttpHandler, ToolOverride } from '../proxy/index.js';
 import { type Logger, SkepError } from '../shared/index.js';
 import { allowedOriginsProblem } from '../workloads/exposure.js';
 import type { RunConfig } from '../workloads/run-config.js';
@@ -34,6 +34,8 @@ export interface Pipeline {
   /** Stage types in order, for logs and status. */
   readonly names: readonly string[];
   readonly proxy: ProxyTuning;
+  /** The stages' own endpoints (telemetry's `/metrics`), for `ProxyOptions.handlers`. */
+  readonly handlers: readonly ProxyHttpHandler[];
   /** Interactive parts (the remote OAuth login); call once the remote server is reachable. Idempotent. */
   start(): Promise<void>;
   /** Closes every stage (files, timers, clients), newest first. Idempotent. */
@@ -58,7 +60,6 @@ const BUILT_IN = new Set([
 
 /** Reference stage types Skep does not have yet: a start error, never a silent skip. */
 const NOT_YET: Record<string, string> = {
-  telemetry: 'telemetry (OpenTelemetry, Prometheus) is not supported yet',
   obo: 'on-behalf-of token exchange is not supported (use tokenexchange)',
 };
 
@@ -190,6 +191,7 @@ export async function buildPipeline(config: RunConfig, deps: Omit<StageDeps, 'co
   const stageDeps: StageDeps = Object.assign({}, deps, { config });
   const middlewares: Stage[] = [];
   const names: string[] = [];
+  const handlers: ProxyHttpHandler[] = [];
   const proxy: ProxyTuning = {};
   const closeAll = async (): Promise<void> => {
     for (const stage of [...middlewares].reverse()) {
@@ -211,6 +213,7 @@ export async function buildPipeline(config: RunConfig, deps: Omit<StageDeps, 'co
       if (stage === undefined) continue;
       middlewares.push(stage);
       names.push(entry.type);
+      if (stage.handler !== undefined) handlers.push(stage.handler);
     }
   } catch (err) {
     await closeAll();
@@ -222,6 +225,7 @@ export async function buildPipeline(config: RunConfig, deps: Omit<StageDeps, 'co
     middlewares,
     names,
     proxy,
+    handlers,
     start() {
       started ??= Promise.all(middlewares.map((s) => s.start?.())).then(
         () => undefined,

@@ -8,8 +8,9 @@ import type { AssumeRole } from '../auth/aws-sts.js';
 import type { FetchLike } from '../auth/http.js';
 import type { SecretStore } from '../auth/remote-oauth.js';
 import type { UpstreamTokenSource } from '../auth/upstream-inject.js';
-import type { ProxyMiddleware } from '../proxy/index.js';
+import type { ProxyHttpHandler, ProxyMiddleware } from '../proxy/index.js';
 import type { SecretLookup } from '../secrets/index.js';
+import type { RateLimitSource } from '../telemetry/index.js';
 import type { Logger } from '../shared/index.js';
 import type { RunConfig } from '../workloads/index.js';
 
@@ -29,12 +30,29 @@ export interface MiddlewareConfig {
 export interface Stage extends ProxyMiddleware {
   /** Interactive parts (the remote OAuth login), called once the server is reachable. Idempotent. */
   start?(): Promise<void>;
+  /**
+   * An endpoint of its own on the proxy's port, outside the pipeline (telemetry's `/metrics`):
+   * mounted with `ProxyOptions.handlers`, behind the Host/Origin guard, tried for paths that
+   * are not MCP endpoints.
+   */
+  handler?: ProxyHttpHandler;
+}
+
+/**
+ * What stages of one pipeline publish for each other while it is built, read at run time (not
+ * in `create`: a stage cannot count on being built after another).
+ */
+export interface PipelinePeers {
+  /** The rate limiters' counters (the `ratelimit` stage adds its own), exported by telemetry. */
+  readonly rateLimits: RateLimitSource[];
 }
 
 /** What a stage factory may use besides its parameters. */
 export interface StageDeps {
   /** The whole run configuration (server name, transport, remote URL, `trust_proxy_headers`). */
   config: RunConfig;
+  /** Shared by the stages of this pipeline (`buildPipeline` creates it). */
+  peers?: PipelinePeers;
   logger: Logger;
   secretLookup: SecretLookup;
   /** Persists the remote OAuth client's registration and refresh token (SecretsService fits). */

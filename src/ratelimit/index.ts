@@ -14,9 +14,11 @@ export {
 } from './config.js';
 export {
   type Bucket,
+  type BucketKind,
   type BucketOperation,
   type BucketScope,
   type BucketStore,
+  CHECK_LATENCY_BOUNDS,
   FAIL_OPEN_LOG_INTERVAL_MS,
   keyPrefix,
   MemoryBucketStore,

@@ -47,6 +47,8 @@ export type RateLimitDecision =
       readonly rejectedBy: `${BucketScope}_${BucketOperation}`;
     };
 
+export type BucketKind = `${BucketScope}_${BucketOperation}`;
+
 export interface RateLimitStats {
   allowed: number;
   rejected: number;
@@ -54,7 +56,27 @@ export interface RateLimitStats {
   failOpen: number;
   /** Store failures by kind (the reference's `error_type`). */
   storeErrors: Record<'timeout' | 'connection' | 'auth' | 'other', number>;
+  /**
+   * Decisions by bucket kind, counted as the reference's `toolhive_rate_limit_decisions`: an
+   * allowed call counts once per bucket it drew from, a rejected one once, for the bucket
+   * that refused it. Fail-open calls are not decisions.
+   */
+  decisions: Record<'allowed' | 'rejected', Record<BucketKind, number>>;
+  /** Time the store took per check, seconds: counts per bucket of `bounds` (the last is +Inf). */
+  latency: { bounds: readonly number[]; counts: number[]; sum: number; count: number };
 }
+
+/** Check latency buckets, seconds: an in-memory check takes µs, a Redis round trip sub-ms to ms. */
+export const CHECK_LATENCY_BOUNDS: readonly number[] = Object.freeze([
+  0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+]);
+
+const noDecisions = (): Record<BucketKind, number> => ({
+  shared_server: 0,
+  shared_tool: 0,
+  per_user_server: 0,
+  per_user_tool: 0,
+});
 
 export const FAIL_OPEN_LOG_INTERVAL_MS = 30_000;
 
@@ -99,6 +121,13 @@ export class RateLimiter {
     rejected: 0,
     failOpen: 0,
     storeErrors: { timeout: 0, connection: 0, auth: 0, other: 0 },
+    decisions: { allowed: noDecisions(), rejected: noDecisions() },
+    latency: {
+      bounds: CHECK_LATENCY_BOUNDS,
+      counts: new Array<number>(CHECK_LATENCY_BOUNDS.length + 1).fill(0),
+      sum: 0,
+      count: 0,
+    },
   };
   #lastWarnAt = -Infinity;
   #unloggedFailOpen = 0;
@@ -146,23 +175,39 @@ export class RateLimiter {
     const buckets = this.bucketsFor(tool, subject);
     if (buckets.length === 0) return { allowed: true, failOpen: false };
     let rejecting: number;
+    const started = performance.now();
     try {
       rejecting = await this.#store.consume(buckets);
     } catch (err) {
+      this.#timed(started);
       this.#failOpen(err);
       return { allowed: true, failOpen: true };
     }
+    this.#timed(started);
     const bucket = buckets[rejecting];
     if (bucket === undefined) {
       this.#stats.allowed++;
+      const allowed = this.#stats.decisions.allowed;
+      for (const b of buckets) allowed[`${b.scope}_${b.operation}`]++;
       return { allowed: true, failOpen: false };
     }
     this.#stats.rejected++;
+    this.#stats.decisions.rejected[`${bucket.scope}_${bucket.operation}`]++;
     return {
       allowed: false,
       retryAfterSeconds: retryAfterSeconds(bucket),
       rejectedBy: `${bucket.scope}_${bucket.operation}`,
     };
+  }
+
+  #timed(started: number): void {
+    const seconds = (performance.now() - started) / 1000;
+    const latency = this.#stats.latency;
+    let i = 0;
+    while (i < CHECK_LATENCY_BOUNDS.length && seconds > (CHECK_LATENCY_BOUNDS[i] as number)) i++;
+    latency.counts[i] = (latency.counts[i] as number) + 1;
+    latency.sum += seconds;
+    latency.count++;
   }
 
   #failOpen(err: unknown): void {

@@ -309,7 +309,11 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
       serverName: name,
       transport: runConfig.transport,
       middlewares: chain.middlewares,
-      ...(authServer === undefined ? {} : { handlers: [authServer.handle.bind(authServer)] }),
+      // The embedded authorization server's endpoints, then the stages' own (telemetry's /metrics).
+      handlers: [
+        ...(authServer === undefined ? [] : [authServer.handle.bind(authServer)]),
+        ...chain.handlers,
+      ],
       ...definedOnly({
         toolsFilter: chain.proxy.toolsFilter ?? runConfig.tools_filter,
         toolsOverride: chain.proxy.toolsOverride ?? runConfig.tools_override,

@@ -10,6 +10,7 @@
 import type { SkepConfig } from '../config/index.js';
 import { workloadSandbox } from '../runtime/index.js';
 import { SkepError } from '../shared/index.js';
+import { telemetryHasDestination } from '../telemetry/index.js';
 import type { RunConfig } from './run-config.js';
 import { keepsHttpSessions, sessionRedisWithoutAddress } from './session-storage.js';
 
@@ -52,6 +53,12 @@ function isEmpty(value: unknown): boolean {
   return false;
 }
 
+const TELEMETRY_SWITCHES = new Set([
+  'tracingEnabled',
+  'metricsEnabled',
+  'useLegacyAttributes',
+  'samplingRate',
+]);
 const LOOPBACK_NAMES = new Set(['127.0.0.1', 'localhost', '::1']);
 const REMOVE = 'remove it';
 
@@ -114,7 +121,6 @@ const RULES: readonly FieldRule[] = [
     'to trust another certificate authority, start Skep with NODE_EXTRA_CA_CERTS=<file>; remove it',
   ),
   notYet('jwks_auth_token_file', 'the JWKS (oidc_config.jwksurl) is fetched without credentials; remove it'),
-  notYet('telemetry_config', 'OpenTelemetry export is not implemented yet; remove it'),
   notYet(
     'scaling_config.backend_replicas',
     'Skep runs one proxy and one server per workload; remove it',
@@ -212,6 +218,23 @@ const RULES: readonly FieldRule[] = [
   httpOnly('upstream_swap_config'),
   httpOnly('remote_auth_config.bearer_token'),
   httpOnly('remote_auth_config.bearer_token_file'),
+  {
+    // Honoured by the telemetry stage when it exports somewhere (its values are checked there);
+    // settings with nowhere to go are refused. The switches and the sampling rate alone are
+    // the reference's defaults (they act on an endpoint), so they pass.
+    field: 'telemetry_config',
+    isDefault: (v) =>
+      isEmpty(v) ||
+      (typeof v === 'object' &&
+        !Array.isArray(v) &&
+        Object.entries(v as Record<string, unknown>).every(
+          ([k, x]) => TELEMETRY_SWITCHES.has(k) || isEmpty(x),
+        )),
+    notHonoured: (_w, v) =>
+      telemetryHasDestination(v)
+        ? undefined
+        : 'without endpoint or enablePrometheusMetricsPath: nothing would be exported; set endpoint (an OTLP/HTTP collector) or enablePrometheusMetricsPath: true, or remove telemetry_config',
+  },
   {
     // Sessions of a streamable-HTTP server, and the rate limiter's buckets, go to this Redis.
     field: 'scaling_config.session_redis',

@@ -19,6 +19,7 @@ import { awsStsStage } from './aws-sts.js';
 import { headerForwardStage } from './header-forward.js';
 import { rateLimitStage } from './rate-limit.js';
 import { remoteAuthStage } from './remote-auth.js';
+import { telemetryStage } from './telemetry.js';
 import { tokenExchangeStage } from './token-exchange.js';
 import { upstreamSwapStage } from './upstream-swap.js';
 import { mutatingWebhookStage, validatingWebhookStage } from './webhooks.js';
@@ -28,6 +29,8 @@ export const STAGES: readonly StageFactory[] = [
   authStage,
   upstreamSwapStage,
   tokenExchangeStage,
+  // Telemetry sees the request after auth and token exchange, and the rate limit's 429s (row 9 of path A).
+  telemetryStage,
   // Rate limits count the call as received, before webhooks and authorization (the reference's order).
   rateLimitStage,
   mutatingWebhookStage,

@@ -115,6 +115,12 @@ export const rateLimitStage: StageFactory = {
       store,
       logger: deps.logger,
     });
+    // Exported as the reference's rate-limit metrics when the workload has telemetry.
+    deps.peers?.rateLimits.push({
+      namespace: params.namespace,
+      server: params.serverName,
+      stats: () => limiter.stats(),
+    });
     deps.logger.info(
       store instanceof RedisBucketStore
         ? `rate limit: buckets in Redis (${store.mode}) at ${params.redis?.address}, shared by every proxy of ${params.namespace}/${params.serverName}`

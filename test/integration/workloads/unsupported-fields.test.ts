@@ -116,15 +116,12 @@ test(
     );
     // The same import in process: the error's code is the API's.
     await assert.rejects(
-      ctx.workloads.createFromConfig(
-        { ...exported, telemetry_config: { endpoint: 'otel.example:4318', tracingEnabled: true } },
-        { name: 'imported' },
-      ),
+      ctx.workloads.createFromConfig({ ...exported, endpoint_prefix: '/team-a' }, { name: 'imported' }),
       (err) =>
         isSkepError(err) &&
         err.code === 'unsupported_field' &&
         err.status === 400 &&
-        err.message.startsWith('telemetry_config is not supported yet'),
+        err.message.startsWith('endpoint_prefix is not supported yet'),
     );
     // The generic middleware list: a reference type Skep does not have yet is refused the same way.
     await assert.rejects(

@@ -52,12 +52,24 @@ test('§4.1 burst = maxTokens; refill rate = maxTokens / refillPeriod, capped at
   assert.equal(await allowedOf(l, 3), 2, 'two more after 4 s');
   c.advance(3_600_000);
   assert.equal(await allowedOf(l, 9), 5, 'an hour later: full again, never above capacity');
-  assert.deepEqual(l.stats(), {
+  const { latency, ...counters } = l.stats();
+  assert.deepEqual(counters, {
     allowed: 13,
     rejected: 10,
     failOpen: 0,
     storeErrors: { timeout: 0, connection: 0, auth: 0, other: 0 },
+    // §4.2 `toolhive_rate_limit_decisions`: one server-shared bucket per call.
+    decisions: {
+      allowed: { shared_server: 13, shared_tool: 0, per_user_server: 0, per_user_tool: 0 },
+      rejected: { shared_server: 10, shared_tool: 0, per_user_server: 0, per_user_tool: 0 },
+    },
   });
+  assert.equal(latency.count, 23, 'every check is timed');
+  assert.equal(
+    latency.counts.reduce((a, b) => a + b, 0),
+    23,
+  );
+  assert.equal(latency.counts.length, latency.bounds.length + 1);
 });
 
 test('§4.2 buckets per call: server shared, tool shared, and per-user ones only with a subject; reference keys', () => {

@@ -141,11 +141,17 @@ const REFUSED: [string, unknown, Kind, unknown[]][] = [
   ['endpoint_prefix', '/team-a', 'process', ['']],
   ['svc_ca_bundle', '/etc/ca.pem', 'process', ['']],
   ['jwks_auth_token_file', '/var/run/token', 'process', ['']],
+  // Issue 18: honoured when it exports somewhere; settings with nowhere to go are refused, the
+  // reference's switches and sampling rate alone pass (they are its defaults).
   [
     'telemetry_config',
-    { endpoint: 'otel:4318', tracingEnabled: true },
+    { headers: { 'x-api-key': 'k' }, tracingEnabled: true },
     'process',
-    [{}, { metricsEnabled: false }],
+    [
+      {},
+      { metricsEnabled: false },
+      { tracingEnabled: true, samplingRate: '0.05', useLegacyAttributes: true },
+    ],
   ],
   ['scaling_config.backend_replicas', 0, 'container', [null]],
   [
@@ -196,6 +202,8 @@ const REFUSED: [string, unknown, Kind, unknown[]][] = [
 
 /** [field, value, server]: honoured there, so accepted. */
 const ACCEPTED_WHERE_HONOURED: [string, unknown, Kind][] = [
+  ['telemetry_config', { endpoint: 'otel:4318' }, 'process'],
+  ['telemetry_config', { enablePrometheusMetricsPath: true, customAttributes: { team: 'a' } }, 'remote'],
   ['volumes', ['/data:/data:ro'], 'container'],
   ['permission_profile.privileged', true, 'container'],
   ['sandbox', 'off', 'process'],
@@ -278,15 +286,15 @@ test("permission_profile.network.mode 'host' passes with network isolation off (
 
 test('several unsupported fields: the message names the first and lists the others', () => {
   let config = withValue(base('process'), 'stateless', true);
-  config = withValue(config, 'telemetry_config', { endpoint: 'otel:4318' });
+  config = withValue(config, 'telemetry_config', { customAttributes: { team: 'a' } });
   config = withValue(config, 'volumes', ['/a:/a']);
   const err = refusal(config);
   assert.equal(err?.code, 'unsupported_field');
   assert.match(err.message, /^stateless is not supported yet: /);
-  assert.match(err.message, /\(also not supported: telemetry_config, volumes\)$/);
+  assert.match(err.message, /\(also not supported: volumes, telemetry_config\)$/);
   assert.deepEqual(
     unsupportedFields(config, skep).map((p) => p.field),
-    ['stateless', 'telemetry_config', 'volumes'],
+    ['stateless', 'volumes', 'telemetry_config'],
   );
 });
 

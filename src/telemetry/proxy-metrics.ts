@@ -1,0 +1,282 @@
+/**
+ * The proxy's metric instruments, named and labelled as the reference emits them
+ * (middleware.md §5.3, meter `github.com/stacklok/toolhive/pkg/telemetry`), and the rate
+ * limiter's (§4.2, meter `github.com/stacklok/toolhive/pkg/ratelimit`).
+ *
+ * Each record method finds its series through a small cache keyed by the label values as
+ * received (the label objects, with client-controlled values cut to 128 bytes, are built once
+ * per distinct set), so a request that repeats a known label set allocates nothing but the key.
+ */
+import {
+  cutLabel,
+  type HistogramCell,
+  type Instrument,
+  type Labels,
+  MAX_SERIES,
+  type MetricFamily,
+  type MetricRegistry,
+  type MetricScope,
+  type NumberCell,
+} from './metrics.js';
+
+export const TELEMETRY_SCOPE: MetricScope = Object.freeze({
+  name: 'github.com/stacklok/toolhive/pkg/telemetry',
+});
+export const RATE_LIMIT_SCOPE: MetricScope = Object.freeze({
+  name: 'github.com/stacklok/toolhive/pkg/ratelimit',
+});
+
+/** MCP semantic conventions' duration buckets, seconds (reference §5.3). */
+export const MCP_DURATION_BUCKETS: readonly number[] = Object.freeze([
+  0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300,
+]);
+
+/** A bounded cache of series by key: past its size, lookups go to the registry every time. */
+class SeriesCache<T> {
+  readonly #map = new Map<string, T>();
+
+  get(key: string, make: () => T): T {
+    let value = this.#map.get(key);
+    if (value !== undefined) return value;
+    value = make();
+    if (this.#map.size < MAX_SERIES) this.#map.set(key, value);
+    return value;
+  }
+}
+
+interface RequestSeries {
+  readonly count: NumberCell;
+  readonly duration: HistogramCell;
+}
+
+export class ProxyMetrics {
+  readonly #server: string;
+  readonly #transport: string;
+  readonly #requests: Instrument<NumberCell>;
+  readonly #requestDuration: Instrument<HistogramCell>;
+  readonly #operationDuration: Instrument<HistogramCell>;
+  readonly #toolCalls: Instrument<NumberCell>;
+  readonly #active: Instrument<NumberCell>;
+  readonly #requestCache = new SeriesCache<RequestSeries>();
+  readonly #operationCache = new SeriesCache<HistogramCell>();
+  readonly #toolCache = new SeriesCache<NumberCell>();
+  readonly #activeCell: NumberCell;
+  readonly #activeSseCell: NumberCell;
+  readonly #sseOpened: NumberCell;
+  readonly #networkProtocol: string | undefined;
+  readonly #networkTransport: string;
+
+  constructor(registry: MetricRegistry, server: string, transport: string) {
+    this.#server = server;
+    this.#transport = transport;
+    this.#networkTransport = transport === 'stdio' ? 'pipe' : 'tcp';
+    this.#networkProtocol = transport === 'stdio' ? undefined : 'http';
+    this.#requests = registry.counter(
+      'toolhive_mcp_requests',
+      'Total number of MCP requests',
+      TELEMETRY_SCOPE,
+    );
+    this.#requestDuration = registry.histogram(
+      'toolhive_mcp_request_duration',
+      'Duration of MCP requests in seconds',
+      MCP_DURATION_BUCKETS,
+      TELEMETRY_SCOPE,
+    );
+    this.#operationDuration = registry.histogram(
+      'mcp.server.operation.duration',
+      'Duration of MCP server operations (MCP semantic conventions)',
+      MCP_DURATION_BUCKETS,
+      TELEMETRY_SCOPE,
+    );
+    this.#toolCalls = registry.counter(
+      'toolhive_mcp_tool_calls',
+      'Total number of MCP tool calls',
+      TELEMETRY_SCOPE,
+    );
+    this.#active = registry.upDownCounter(
+      'toolhive_mcp_active_connections',
+      'Number of active MCP connections',
+      TELEMETRY_SCOPE,
+    );
+    this.#activeCell = this.#active.series({ server, transport });
+    this.#activeSseCell = this.#active.series({ server, transport, connection_type: 'sse' });
+    this.#sseOpened = this.#requests.series({
+      method: 'GET',
+      status_code: '200',
+      status: 'success',
+      mcp_method: 'sse_connection',
+      server,
+      transport,
+    });
+  }
+
+  /** A request started: one more active connection (`sse`: a legacy SSE stream, counted as a request too). */
+  opened(sse: boolean): void {
+    if (sse) {
+      this.#activeSseCell.value++;
+      this.#sseOpened.value++;
+    } else this.#activeCell.value++;
+  }
+
+  closed(sse: boolean): void {
+    if (sse) this.#activeSseCell.value--;
+    else this.#activeCell.value--;
+  }
+
+  /** `toolhive_mcp_requests` and `toolhive_mcp_request_duration` for one finished request. */
+  request(
+    httpMethod: string,
+    status: number,
+    mcpMethod: string | undefined,
+    resourceId: string | undefined,
+    seconds: number,
+  ): void {
+    const key = `${httpMethod}\u0000${status}\u0000${mcpMethod ?? ''}\u0000${resourceId ?? ''}`;
+    const series = this.#requestCache.get(key, () => {
+      const labels: Labels = {
+        method: cutLabel(httpMethod),
+        status_code: String(status),
+        status: status < 400 ? 'success' : 'error',
+        mcp_method: mcpMethod === undefined ? 'unknown' : cutLabel(mcpMethod),
+        mcp_resource_id: resourceId === undefined ? '' : cutLabel(resourceId),
+        server: this.#server,
+        transport: this.#transport,
+      };
+      return { count: this.#requests.series(labels), duration: this.#requestDuration.series(labels) };
+    });
+    series.count.value++;
+    series.duration.record(seconds);
+  }
+
+  /** `mcp.server.operation.duration` for a parsed request; `name` is the tool or prompt name. */
+  operation(mcpMethod: string, name: string | undefined, status: number, seconds: number): void {
+    const errorType = status >= 500 ? String(status) : '';
+    const key = `${mcpMethod}\u0000${name ?? ''}\u0000${errorType}`;
+    const cell = this.#operationCache.get(key, () => {
+      const labels: Record<string, string> = {
+        'mcp.method.name': cutLabel(mcpMethod),
+        'jsonrpc.protocol.version': '2.0',
+        'network.transport': this.#networkTransport,
+      };
+      if (this.#networkProtocol !== undefined) labels['network.protocol.name'] = this.#networkProtocol;
+      if (errorType !== '') labels['error.type'] = errorType;
+      if (name !== undefined && mcpMethod === 'tools/call') {
+        labels['gen_ai.operation.name'] = 'execute_tool';
+        labels['gen_ai.tool.name'] = cutLabel(name);
+      } else if (name !== undefined && mcpMethod === 'prompts/get') {
+        labels['gen_ai.prompt.name'] = cutLabel(name);
+      }
+      return this.#operationDuration.series(labels);
+    });
+    cell.record(seconds);
+  }
+
+  /** `toolhive_mcp_tool_calls` for a finished `tools/call` with a name. */
+  toolCall(tool: string, status: number): void {
+    const ok = status < 400;
+    const key = `${ok ? 's' : 'e'}${tool}`;
+    const cell = this.#toolCache.get(key, () =>
+      this.#toolCalls.series({
+        server: this.#server,
+        tool: cutLabel(tool),
+        status: ok ? 'success' : 'error',
+      }),
+    );
+    cell.value++;
+  }
+}
+
+/** What a rate limiter publishes for export (its `stats()`, see `ratelimit/limiter.ts`). */
+export interface RateLimitSource {
+  readonly namespace: string;
+  readonly server: string;
+  stats(): {
+    readonly failOpen: number;
+    readonly storeErrors: Readonly<Record<string, number>>;
+    readonly decisions: Readonly<Record<string, Readonly<Record<string, number>>>>;
+    /** Per bucket of `bounds` (the last +Inf), seconds. */
+    readonly latency: {
+      readonly bounds: readonly number[];
+      readonly counts: readonly number[];
+      readonly sum: number;
+      readonly count: number;
+    };
+  };
+}
+
+/**
+ * The §4.2 metrics of the rate limiters of a pipeline, read from their counters when metrics
+ * are collected (nothing is added to the limiter's per-call work).
+ */
+export function rateLimitFamilies(sources: readonly RateLimitSource[], startMs: number): MetricFamily[] {
+  const decisions: MetricFamily['points'][number][] = [];
+  const errors: MetricFamily['points'][number][] = [];
+  const failOpen: MetricFamily['points'][number][] = [];
+  const latency: MetricFamily['points'][number][] = [];
+  let bounds: readonly number[] = [];
+  for (const source of sources) {
+    const s = source.stats();
+    const base: Labels = { namespace: source.namespace, server: source.server };
+    for (const [decision, kinds] of Object.entries(s.decisions))
+      for (const [kind, value] of Object.entries(kinds)) {
+        if (value === 0) continue;
+        const [scope, operation] = kind.startsWith('per_user_')
+          ? ['per_user', kind.slice('per_user_'.length)]
+          : ['shared', kind.slice('shared_'.length)];
+        decisions.push({
+          labels: {
+            namespace: source.namespace,
+            server: source.server,
+            decision,
+            scope: scope,
+            operation_type: operation,
+          },
+          value,
+          startMs,
+        });
+      }
+    for (const [type, value] of Object.entries(s.storeErrors))
+      if (value > 0)
+        errors.push({
+          labels: { namespace: source.namespace, server: source.server, error_type: type },
+          value,
+          startMs,
+        });
+    if (s.failOpen > 0) failOpen.push({ labels: base, value: s.failOpen, startMs });
+    if (s.latency.count > 0) bounds = s.latency.bounds;
+    if (s.latency.count > 0)
+      latency.push({
+        labels: base,
+        counts: s.latency.counts,
+        sum: s.latency.sum,
+        count: s.latency.count,
+        startMs,
+      });
+  }
+  const counter = (
+    name: string,
+    description: string,
+    points: MetricFamily['points'][number][],
+  ): MetricFamily => ({
+    name,
+    description,
+    unit: '',
+    kind: 'counter',
+    scope: RATE_LIMIT_SCOPE,
+    points,
+  });
+  return [
+    counter('toolhive_rate_limit_decisions', 'Rate limit decisions per bucket checked', decisions),
+    counter('toolhive_rate_limit_redis_errors', 'Errors of the rate limit bucket store', errors),
+    counter('toolhive_rate_limit_fail_open', 'Calls allowed because the bucket store failed', failOpen),
+    {
+      name: 'toolhive_rate_limit_check_latency',
+      description: 'Latency of rate limit checks in seconds',
+      unit: 's',
+      kind: 'histogram',
+      scope: RATE_LIMIT_SCOPE,
+      boundaries: bounds,
+      points: latency,
+    },
+  ];
+}
