@@ -217,17 +217,16 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
   }
 
   // The relay in the sandbox (`forwarder.ts`): perl when there is one, else Node.
-  const relay = relayProgram(env);
+  const relay = relayProgram(env, hide);
   if (needsRelay || fetchFirst) {
     options.log(
       relay.kind === 'perl'
         ? `[skep] sandbox: network relay in perl (${relay.path})`
-        : '[skep] sandbox: network relay in Node (no perl on PATH: a slower start)',
+        : '[skep] sandbox: network relay in Node (no perl on PATH outside the hidden folders: a slower start)',
     );
   }
   // The program is what the user asked to run: it stays visible, and so does a `file:` package.
   const programs = [options.resolved, process.execPath];
-  if (relay.kind === 'perl') programs.push(relay.path);
   const local = /^file:(.+)$/.exec(packageSpec)?.[1];
   if (scheme === 'npx' && local !== undefined && isAbsolute(local)) programs.push(local);
   const { readOnly, readWrite, rehide } = profileMounts(bindsFor(profile), skepDirs);

@@ -11,19 +11,22 @@
  * - Outside: `startInboundBridge`, the runner's `127.0.0.1:<target port>` → `inbound.sock`,
  *   so the proxy reaches an HTTP server as if it listened on the host.
  *
- * The inside relay is a Perl script when `perl` is on the server's PATH (every Debian and
- * Ubuntu has it: `perl-base` is essential): it binds its sockets, forks one relay process per
- * socket and then *execs* the server, so the server keeps the relay's pid — bwrap's child,
- * which gets the stop signal itself, and whose exit ends the sandbox (the pid namespace takes
- * the relay processes with it). It loads no module (`Socket.pm` alone costs ~15 ms at start,
- * the whole script ~3 ms; a Node relay ~100 ms, issue 19's bench): the constants are Linux's
- * (the sandbox is Linux only) — `SOCK_STREAM` is 1 everywhere but MIPS, which gets the Node relay.
- * Without perl, the relay is the same logic in Node (`NODE_RELAY_SCRIPT`, run by the runner's
- * own Node binary): it stays the server's parent, passes SIGTERM/SIGINT/SIGHUP on and exits
- * with the server's status.
+ * The inside relay is a Perl script when `perl` is on the server's PATH outside the folders
+ * the sandbox hides (every Debian and Ubuntu has `/usr/bin/perl`: `perl-base` is essential):
+ * it binds its sockets, forks one relay process per socket and then *execs* the server, so
+ * the server keeps the relay's pid — bwrap's child, which gets the stop signal itself, and
+ * whose exit ends the sandbox (the pid namespace takes the relay processes with it). It loads
+ * no module (`Socket.pm` alone costs ~15 ms at start, the whole script ~3 ms, a Node relay
+ * ~100 ms on these machines): the constants are Linux's (the sandbox is Linux only), and
+ * `SOCK_STREAM` is 1 everywhere but MIPS, which gets the Node relay. Without perl, the relay
+ * is the same logic in Node (`NODE_RELAY_SCRIPT`, run by the runner's own Node binary): it
+ * stays the server's parent, passes SIGTERM/SIGINT/SIGHUP on and exits with the server's
+ * status.
  */
+import { realpathSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
-import { findExecutable } from '../../shared/index.js';
+import { delimiter, isAbsolute, join, relative } from 'node:path';
+import { isExecutable } from '../../shared/index.js';
 import { listenRelay, type RelayListener, TrackedStreams } from './listener.js';
 
 export const SANDBOX_SOCKET_DIR = '/run/skep';
@@ -44,10 +47,31 @@ export interface RelayPlan {
 /** The program that runs the inside relay: `perl` (its path) or `node`. */
 export type RelayProgram = { kind: 'perl'; path: string } | { kind: 'node' };
 
-/** The perl relay when `perl` is on `env`'s PATH (and not on MIPS), else the Node relay. */
-export function relayProgram(env: NodeJS.ProcessEnv): RelayProgram {
-  const path = process.arch.startsWith('mips') ? undefined : findExecutable('perl', env);
-  return path === undefined ? { kind: 'node' } : { kind: 'perl', path };
+/**
+ * The perl relay when a `perl` is on `env`'s PATH outside the folders the sandbox hides (a
+ * perl under the home would need its installation shown; the system's needs nothing), and
+ * not on MIPS; else the Node relay.
+ */
+export function relayProgram(env: NodeJS.ProcessEnv, hidden: readonly string[] = []): RelayProgram {
+  if (process.arch.startsWith('mips')) return { kind: 'node' };
+  const inHidden = (p: string) =>
+    hidden.some((dir) => {
+      const rel = relative(dir, p);
+      return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+    });
+  for (const dir of (env['PATH'] ?? '').split(delimiter)) {
+    if (!isAbsolute(dir)) continue;
+    const path = join(dir, 'perl');
+    if (!isExecutable(path)) continue;
+    let real: string;
+    try {
+      real = realpathSync(path);
+    } catch {
+      continue;
+    }
+    if (!inHidden(path) && !inHidden(real)) return { kind: 'perl', path };
+  }
+  return { kind: 'node' };
 }
 
 /** `listen connect` address pairs: `tcp:<port>` (127.0.0.1) or `unix:<path>`. */

@@ -437,7 +437,7 @@ test(
     assert.match(await probe.call('connect', { host: '127.0.0.1', port: listedPort }), /^error ECONNREFUSED/);
     assert.match(
       readFileSync(join(dir, 'noperl.log'), 'utf8'),
-      /network relay in Node \(no perl on PATH: a slower start\)/,
+      /network relay in Node \(no perl on PATH outside the hidden folders: a slower start\)/,
     );
     // Stop ends it by SIGTERM (128 + 15: the probe has no handler); that the relay passes the
     // signal on to the server is shown in sandbox-relay.test.ts.

@@ -3,7 +3,7 @@
  * probe), the bwrap command line, the folders hidden and shown, the egress allow rule.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
@@ -215,6 +215,12 @@ test('issue 19 §2: the relay inside runs in perl when perl is on the server’s
   const perl = relayProgram({ PATH: `${without}:${withPerl}` });
   assert.deepEqual(perl, { kind: 'perl', path: join(withPerl, 'perl') });
   assert.deepEqual(relayProgram({ PATH: without }), { kind: 'node' });
+  // A perl in a folder the sandbox hides (under the home, say) is passed over.
+  assert.deepEqual(relayProgram({ PATH: withPerl }, [withPerl]), { kind: 'node' });
+  assert.deepEqual(
+    relayProgram({ PATH: `${withPerl}:/usr/bin` }, [withPerl]).kind,
+    existsSync('/usr/bin/perl') ? 'perl' : 'node',
+  );
 
   const plan = {
     egress: { port: 3128, socket: '/run/skep/egress.sock' },
