@@ -37,17 +37,10 @@ export function sendRpcError(
     res.destroy();
     return;
   }
-  const body = errorMessage(null, code, message);
-  res.writeHead(
-    status,
-    Object.assign({}, headers, {
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(body),
-    }),
-  );
-  res.end(body);
+  sendJson(res, status, errorMessage(null, code, message), headers);
 }
 
+/** Sends `value` as JSON (a string is taken as JSON text already). */
 export function sendJson(
   res: ServerResponse,
   status: number,

@@ -6,7 +6,8 @@
  * environment.
  */
 import { SkepError } from '../shared/index.js';
-import type { ProviderCapabilities, SecretKeyInfo, SecretProvider } from './types.js';
+import { ReadOnlyProvider } from './read-only-provider.js';
+import type { ProviderCapabilities, SecretKeyInfo } from './types.js';
 
 export const ENV_SECRET_PREFIX = 'SKEP_SECRET_';
 
@@ -22,12 +23,13 @@ export function environmentVariableFor(name: string): string {
   return ENV_SECRET_PREFIX + name.toUpperCase().replace(/[^A-Z0-9_]/g, '_');
 }
 
-export class EnvironmentProvider implements SecretProvider {
+export class EnvironmentProvider extends ReadOnlyProvider {
   readonly type = 'environment' as const;
   readonly capabilities = ENVIRONMENT_CAPABILITIES;
   readonly #env: NodeJS.ProcessEnv;
 
   constructor(env: NodeJS.ProcessEnv) {
+    super();
     this.#env = env;
   }
 
@@ -40,27 +42,13 @@ export class EnvironmentProvider implements SecretProvider {
   }
 
   async list(): Promise<SecretKeyInfo[]> {
-    throw readOnly('list secrets');
+    throw this.refusal('list secrets');
   }
 
-  async create(): Promise<void> {
-    throw readOnly('create secrets');
+  protected refusal(what: string): SkepError {
+    return new SkepError(
+      'secrets_read_only',
+      `the environment secrets provider cannot ${what}: set ${ENV_SECRET_PREFIX}<NAME> variables instead, or switch to the encrypted provider`,
+    );
   }
-
-  async update(): Promise<void> {
-    throw readOnly('update secrets');
-  }
-
-  async delete(): Promise<void> {
-    throw readOnly('delete secrets');
-  }
-
-  close(): void {}
-}
-
-function readOnly(what: string): SkepError {
-  return new SkepError(
-    'secrets_read_only',
-    `the environment secrets provider cannot ${what}: set ${ENV_SECRET_PREFIX}<NAME> variables instead, or switch to the encrypted provider`,
-  );
 }

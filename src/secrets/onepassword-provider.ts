@@ -6,7 +6,8 @@
  */
 import { execFile } from 'node:child_process';
 import { findExecutable, SkepError } from '../shared/index.js';
-import type { ProviderCapabilities, SecretKeyInfo, SecretProvider } from './types.js';
+import { ReadOnlyProvider } from './read-only-provider.js';
+import type { ProviderCapabilities, SecretKeyInfo } from './types.js';
 
 export const ONEPASSWORD_CAPABILITIES: ProviderCapabilities = Object.freeze({
   can_read: true,
@@ -31,12 +32,13 @@ interface OpItem extends OpRef {
   fields?: OpRef[];
 }
 
-export class OnePasswordProvider implements SecretProvider {
+export class OnePasswordProvider extends ReadOnlyProvider {
   readonly type = '1password' as const;
   readonly capabilities = ONEPASSWORD_CAPABILITIES;
   readonly #env: NodeJS.ProcessEnv;
 
   constructor(env: NodeJS.ProcessEnv) {
+    super();
     this.#env = env;
   }
 
@@ -78,19 +80,12 @@ export class OnePasswordProvider implements SecretProvider {
     return keys.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
-  async create(): Promise<void> {
-    throw readOnly('create secrets');
+  protected refusal(what: string): SkepError {
+    return new SkepError(
+      'secrets_read_only',
+      `the 1Password secrets provider is read-only and cannot ${what}; manage the item in 1Password instead`,
+    );
   }
-
-  async update(): Promise<void> {
-    throw readOnly('update secrets');
-  }
-
-  async delete(): Promise<void> {
-    throw readOnly('delete secrets');
-  }
-
-  close(): void {}
 
   #op(args: string[]): Promise<string> {
     const op = findExecutable('op', this.#env);
@@ -140,11 +135,4 @@ function parseJson<T>(text: string, what: string): T {
   } catch (err) {
     throw new SkepError('bad_gateway', `${what} did not return JSON`, { cause: err });
   }
-}
-
-function readOnly(what: string): SkepError {
-  return new SkepError(
-    'secrets_read_only',
-    `the 1Password secrets provider is read-only and cannot ${what}; manage the item in 1Password instead`,
-  );
 }
