@@ -188,7 +188,7 @@ function tuneProxy(entry: MiddlewareConfig, tuning: ProxyTuning, logger: Logger)
 
 export async function buildPipeline(config: RunConfig, deps: Omit<StageDeps, 'config'>): Promise<Pipeline> {
   const plan = planPipeline(config);
-  const stageDeps: StageDeps = Object.assign({}, deps, { config });
+  const stageDeps: StageDeps = Object.assign({}, deps, { config, peers: { rateLimits: [] } });
   const middlewares: Stage[] = [];
   const names: string[] = [];
   const handlers: ProxyHttpHandler[] = [];
