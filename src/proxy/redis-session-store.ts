@@ -8,7 +8,7 @@
  * does is in `shared-sessions.ts`. Loaded only when `session_redis` is configured.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { connectRedisAt, within } from '../shared/index.js';
+import { connectRedisAt, type RedisTarget, within } from '../shared/index.js';
 import {
   decodeSession,
   encodeSession,
@@ -17,16 +17,10 @@ import {
   type StoredSession,
 } from './session-store.js';
 
-export interface RedisSessionStoreOptions {
-  /** `host:port`, a standalone server or any Cluster node. */
-  address: string;
-  db?: number;
+export interface RedisSessionStoreOptions extends RedisTarget {
   /** Ends with `:` (`checkKeyPrefix`). */
   keyPrefix: string;
   ttlMs: number;
-  password?: { password: string; from: string };
-  pingTimeoutMs?: number;
-  commandTimeoutMs?: number;
 }
 
 export class RedisSessionStore implements SessionStore {
@@ -54,15 +48,9 @@ export class RedisSessionStore implements SessionStore {
 
   /** Connects and pings; `unavailable` / `unauthorized` / `bad_request` with a message naming the field. */
   static async connect(options: RedisSessionStoreOptions): Promise<RedisSessionStore> {
-    const { client, mode } = await connectRedisAt({
-      address: options.address,
-      ...(options.db === undefined ? {} : { db: options.db }),
-      ...(options.password === undefined ? {} : { password: options.password }),
+    const { client, mode } = await connectRedisAt(options, {
       purpose: 'session storage',
-      field: 'scaling_config.session_redis',
-      pingTimeoutMs: options.pingTimeoutMs ?? SESSION_DEFAULTS.pingTimeoutMs,
-      commandTimeoutMs: options.commandTimeoutMs ?? SESSION_DEFAULTS.commandTimeoutMs,
-      extra: { enableOfflineQueue: false, maxRetriesPerRequest: 1 },
+      defaults: SESSION_DEFAULTS,
     });
     return new RedisSessionStore(client, mode, options.keyPrefix, options.ttlMs);
   }

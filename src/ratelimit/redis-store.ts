@@ -16,7 +16,7 @@
  * and each has a deadline, so an outage adds at most `commandTimeoutMs` to a call.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { connectRedisAt, within } from '../shared/index.js';
+import { connectRedisAt, type RedisTarget, within } from '../shared/index.js';
 import type { Bucket, BucketStore } from './limiter.js';
 
 export { parseRedisAddress } from '../shared/index.js';
@@ -61,15 +61,7 @@ export const REDIS_STORE_DEFAULTS = {
   commandTimeoutMs: 1_000,
 } as const;
 
-export interface RedisStoreOptions {
-  /** `host:port` (`[v6]:port`); `scaling_config.session_redis.address`. */
-  address: string;
-  db?: number;
-  /** From the environment (`sessionRedisPassword`), with the variable's name for messages. */
-  password?: { password: string; from: string };
-  pingTimeoutMs?: number;
-  commandTimeoutMs?: number;
-}
+export type RedisStoreOptions = RedisTarget;
 
 /** The TTL of a bucket key: ceil(2 × refillPeriod) s, at least 1. */
 export function bucketTtlSeconds(refillPeriodMs: number): number {
@@ -88,16 +80,9 @@ export class RedisBucketStore implements BucketStore {
 
   /** Connects and pings; `unavailable` when Redis does not answer within `pingTimeoutMs`. */
   static async connect(options: RedisStoreOptions): Promise<RedisBucketStore> {
-    const { client, mode } = await connectRedisAt({
-      address: options.address,
-      ...(options.db === undefined ? {} : { db: options.db }),
-      ...(options.password === undefined ? {} : { password: options.password }),
+    const { client, mode } = await connectRedisAt(options, {
       purpose: 'rate limit',
-      field: 'scaling_config.session_redis',
-      pingTimeoutMs: options.pingTimeoutMs ?? REDIS_STORE_DEFAULTS.pingTimeoutMs,
-      commandTimeoutMs: options.commandTimeoutMs ?? REDIS_STORE_DEFAULTS.commandTimeoutMs,
-      // Fail fast while Redis is away: the limiter allows the call instead of waiting.
-      extra: { enableOfflineQueue: false, maxRetriesPerRequest: 1 },
+      defaults: REDIS_STORE_DEFAULTS,
     });
     const scripted = client as ScriptClient;
     scripted.defineCommand('rateLimitConsume', { lua: CONSUME });

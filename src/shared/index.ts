@@ -8,7 +8,7 @@ export { findExecutable, isExecutable } from './executables.js';
 export { BodyTooLargeError, readBody } from './http-body.js';
 export { pathExists, writeFileAtomic, writeFileAtomicSync } from './fs.js';
 export { lazyRequire } from './lazy.js';
-export type { RedisAtOptions, RedisConnectionConfig, RedisTls } from './redis.js';
+export type { RedisConnectionConfig, RedisTarget, RedisTls, RedisUse } from './redis.js';
 export {
   connectRedisAt,
   createRedisClient,

@@ -141,22 +141,35 @@ export async function within<T>(ms: number, what: string, work: Promise<T>): Pro
   }
 }
 
-export interface RedisAtOptions {
-  /** `host:port`, a standalone server or any node of a Cluster. */
+/** A Redis of `scaling_config.session_redis`, as the proxy's stores are given it. */
+export interface RedisTarget {
+  /** `host:port` (`[v6]:port`), a standalone server or any node of a Cluster. */
   address: string;
   db?: number;
+  /** From the environment (`sessionRedisPassword`), with the variable's name for messages. */
   password?: { password: string; from: string };
-  /** Who connects, for messages ("rate limit", "session storage"). */
-  purpose: string;
-  /** The configuration field of the address, for messages (`scaling_config.session_redis`). */
-  field: string;
   /** The connect + ping deadline, ms. */
-  pingTimeoutMs: number;
+  pingTimeoutMs?: number;
   /** Each later command's deadline, ms. */
-  commandTimeoutMs: number;
-  /** Per-node ioredis options (e.g. `enableOfflineQueue: false` to fail fast while Redis is away). */
-  extra?: RedisOptions;
+  commandTimeoutMs?: number;
 }
+
+/** Who connects to a `RedisTarget`, for messages, and the deadlines it uses by default. */
+export interface RedisUse {
+  /** "rate limit", "session storage". */
+  purpose: string;
+  defaults: { pingTimeoutMs: number; commandTimeoutMs: number };
+}
+
+type RedisAtOptions = RedisTarget & {
+  purpose: string;
+  field: string;
+  pingTimeoutMs: number;
+  commandTimeoutMs: number;
+};
+
+/** The configuration field every `RedisTarget` comes from. */
+const SESSION_REDIS_FIELD = 'scaling_config.session_redis';
 
 /** What a failed connect means, in words a user can act on (the password itself never appears). */
 function connectFailure(o: RedisAtOptions, err: unknown, lastEvent: Error | undefined): SkepError {
@@ -187,8 +200,15 @@ function connectFailure(o: RedisAtOptions, err: unknown, lastEvent: Error | unde
  * (`unavailable`), a password missing or refused (`unauthorized`).
  */
 export async function connectRedisAt(
-  o: RedisAtOptions,
+  target: RedisTarget,
+  use: RedisUse,
 ): Promise<{ client: Redis | Cluster; mode: 'standalone' | 'cluster' }> {
+  const o: RedisAtOptions = Object.assign({}, target, {
+    purpose: use.purpose,
+    field: SESSION_REDIS_FIELD,
+    pingTimeoutMs: target.pingTimeoutMs ?? use.defaults.pingTimeoutMs,
+    commandTimeoutMs: target.commandTimeoutMs ?? use.defaults.commandTimeoutMs,
+  });
   const addr = parseRedisAddress(o.address, `${o.field}.address`);
   const db = o.db ?? 0;
   const open = async (mode: 'standalone' | 'cluster', selectDb: number): Promise<Redis | Cluster> => {
@@ -202,7 +222,9 @@ export async function connectRedisAt(
         readTimeoutMs: o.commandTimeoutMs,
         writeTimeoutMs: o.commandTimeoutMs,
       },
-      o.extra,
+      // Fail fast while Redis is away: the stores degrade (allow the call, serve from memory)
+      // instead of queueing commands until it returns.
+      { enableOfflineQueue: false, maxRetriesPerRequest: 1 },
     );
     // ioredis reports why a connect failed (NOAUTH, WRONGPASS) only as an `error` event.
     let lastEvent: Error | undefined;
