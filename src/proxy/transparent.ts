@@ -280,17 +280,11 @@ export class TransparentForwarder {
       const route = (sessions as SharedSessions).route(clientSid);
       sentSid = (route instanceof Promise ? await route : route).backendSid ?? clientSid;
     }
+    const send = (): Promise<UpstreamResponse> =>
+      this.#sendStreamable(req, method, sentSid, rewritten.body, outbound, sign, abort.signal);
     let upstreamRes: UpstreamResponse;
     try {
-      upstreamRes = await this.#sendStreamable(
-        req,
-        method,
-        sentSid,
-        rewritten.body,
-        outbound,
-        sign,
-        abort.signal,
-      );
+      upstreamRes = await send();
       // The server lost the session (restarted, or it is another replica's): a session the store
       // knows is re-initialized and the request sent again, at most twice (another proxy's
       // re-initialization may be stale too).
@@ -305,15 +299,7 @@ export class TransparentForwarder {
         if (renewed === undefined) break;
         await upstreamRes.body.dump();
         sentSid = renewed;
-        upstreamRes = await this.#sendStreamable(
-          req,
-          method,
-          sentSid,
-          rewritten.body,
-          outbound,
-          sign,
-          abort.signal,
-        );
+        upstreamRes = await send();
       }
     } catch (err) {
       if (!abort.signal.aborted) {
