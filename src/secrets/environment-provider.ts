@@ -26,16 +26,10 @@ export function environmentVariableFor(name: string): string {
 export class EnvironmentProvider extends ReadOnlyProvider {
   readonly type = 'environment' as const;
   readonly capabilities = ENVIRONMENT_CAPABILITIES;
-  readonly #env: NodeJS.ProcessEnv;
-
-  constructor(env: NodeJS.ProcessEnv) {
-    super();
-    this.#env = env;
-  }
 
   async get(name: string): Promise<string | undefined> {
     for (const variable of [ENV_SECRET_PREFIX + name, environmentVariableFor(name)]) {
-      const value = this.#env[variable];
+      const value = this.env[variable];
       if (value !== undefined && value !== '') return value;
     }
     return undefined;

@@ -35,12 +35,6 @@ interface OpItem extends OpRef {
 export class OnePasswordProvider extends ReadOnlyProvider {
   readonly type = '1password' as const;
   readonly capabilities = ONEPASSWORD_CAPABILITIES;
-  readonly #env: NodeJS.ProcessEnv;
-
-  constructor(env: NodeJS.ProcessEnv) {
-    super();
-    this.#env = env;
-  }
 
   /** Checks that `op` is installed and signed in (used by setup). */
   async verify(): Promise<void> {
@@ -88,7 +82,7 @@ export class OnePasswordProvider extends ReadOnlyProvider {
   }
 
   #op(args: string[]): Promise<string> {
-    const op = findExecutable('op', this.#env);
+    const op = findExecutable('op', this.env);
     if (op === undefined) {
       return Promise.reject(
         new SkepError(
@@ -101,7 +95,7 @@ export class OnePasswordProvider extends ReadOnlyProvider {
       execFile(
         op,
         args,
-        { env: this.#env, timeout: OP_TIMEOUT_MS, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
+        { env: this.env, timeout: OP_TIMEOUT_MS, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
         (err, stdout, stderr) => {
           if (err === null) return resolve(stdout);
           if (err.killed === true) {
