@@ -19,6 +19,12 @@ const BLOCKS: Readonly<Record<string, Readonly<Record<string, keyof RunConfig>>>
   'remote-auth': { remote_auth_config: 'remote_auth_config' },
 };
 
+/**
+ * Stage types that only set headers of the requests to an HTTP server: a stdio server receives
+ * none, so they are refused for one, as their typed fields are (`workloads/unsupported-fields.ts`).
+ */
+const HTTP_ONLY: ReadonlySet<string> = new Set(['header-forward', 'tokenexchange', 'upstreamswap']);
+
 function checkBlock(type: string, key: string, field: keyof RunConfig, value: unknown): void {
   const schema = (RunConfigSchema.properties as Record<string, unknown>)[field];
   const problems = createValidator(schema as never).problems(value);
@@ -33,6 +39,11 @@ export async function checkPipeline(config: RunConfig): Promise<void> {
   const explicit = (config.middleware_configs ?? []).length > 0;
   for (const entry of planPipeline(config)) {
     if (explicit) {
+      if (HTTP_ONLY.has(entry.type) && config.transport === 'stdio' && !config.remote_url)
+        throw new SkepError(
+          'bad_request',
+          `middleware_configs: '${entry.type}' sets headers of requests to an HTTP server (a remote url, or transport sse/streamable-http), and a stdio server receives none; remove it`,
+        );
       const params = entry.parameters;
       if (params !== null && typeof params === 'object' && !Array.isArray(params))
         for (const [key, field] of Object.entries(BLOCKS[entry.type] ?? {})) {

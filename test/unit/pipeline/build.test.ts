@@ -97,6 +97,27 @@ test('checkPipeline runs each stage check: a bad webhook, audit or policy is a 4
   );
 });
 
+test('checkPipeline refuses header-setting stages for a stdio server, given as middleware_configs too', async () => {
+  const headers = { type: 'header-forward', parameters: { add_headers: { 'x-team': 'a' } } };
+  await assert.rejects(
+    checkPipeline(parseRunConfig({ ...base, transport: 'stdio', middleware_configs: [headers] })),
+    (err: Error) =>
+      codeOf(err) === 'bad_request' &&
+      /'header-forward' sets headers .* stdio server receives none/.test(err.message),
+  );
+  await checkPipeline(
+    parseRunConfig({ ...base, transport: 'streamable-http', middleware_configs: [headers] }),
+  );
+  await checkPipeline(
+    parseRunConfig({
+      name: 'r',
+      remote_url: 'https://mcp.example.com/mcp',
+      transport: 'streamable-http',
+      middleware_configs: [headers],
+    }),
+  );
+});
+
 test('built-in types tune the proxy instead of adding stages', async () => {
   const config = parseRunConfig({
     ...base,
