@@ -248,7 +248,8 @@ export function startOtlpExport({
         errors: [],
       }),
     };
-    const interval = Number(process.env['OTEL_METRIC_EXPORT_INTERVAL'] ?? '');
+    const configured = Number(process.env['OTEL_METRIC_EXPORT_INTERVAL'] ?? '');
+    const interval = Number.isInteger(configured) && configured > 0 ? configured : 60_000;
     meterProvider = new MeterProvider({
       resource,
       readers: [
@@ -259,8 +260,9 @@ export function startOtlpExport({
             temporalityPreference: AggregationTemporality.CUMULATIVE,
             ...(settings.ca === undefined ? {} : { httpAgentOptions: { ca: settings.ca, keepAlive: true } }),
           }),
-          exportIntervalMillis: Number.isInteger(interval) && interval > 0 ? interval : 60_000,
-          exportTimeoutMillis: 10_000,
+          exportIntervalMillis: interval,
+          // The SDK refuses a timeout longer than the interval.
+          exportTimeoutMillis: Math.min(10_000, interval),
           metricProducers: [producer],
         }),
       ],
