@@ -274,33 +274,34 @@ export class TransparentForwarder {
     const method = req.method ?? 'GET';
     const sessions = this.#sessions;
     const header = req.headers['mcp-session-id'];
-    const clientSid = sessions !== undefined && typeof header === 'string' ? header : undefined;
-    let sentSid = clientSid;
-    if (clientSid !== undefined) {
-      const route = (sessions as SharedSessions).route(clientSid);
-      sentSid = (route instanceof Promise ? await route : route).backendSid ?? clientSid;
+    // A session the store follows: the client's id, and the id the server knows it by.
+    const session =
+      sessions !== undefined && typeof header === 'string'
+        ? { clientSid: header, sentSid: header }
+        : undefined;
+    if (session !== undefined && sessions !== undefined) {
+      const route = sessions.route(session.clientSid);
+      session.sentSid = (route instanceof Promise ? await route : route).backendSid ?? session.clientSid;
     }
+    const clientSid = session?.clientSid;
     const send = (): Promise<UpstreamResponse> =>
-      this.#sendStreamable(req, method, sentSid, rewritten.body, outbound, sign, abort.signal);
+      this.#sendStreamable(req, method, session?.sentSid, rewritten.body, outbound, sign, abort.signal);
     let upstreamRes: UpstreamResponse;
     try {
       upstreamRes = await send();
       // The server lost the session (restarted, or it is another replica's): a session the store
       // knows is re-initialized and the request sent again, at most twice (another proxy's
       // re-initialization may be stale too).
-      for (
-        let i = 0;
-        i < 2 && upstreamRes.statusCode === 404 && clientSid !== undefined && method !== 'DELETE';
-        i++
-      ) {
-        const renewed = await (sessions as SharedSessions).recover(clientSid, sentSid as string, (initBody) =>
-          this.#reinitialize(initBody, req, outbound, sign),
-        );
-        if (renewed === undefined) break;
-        await upstreamRes.body.dump();
-        sentSid = renewed;
-        upstreamRes = await send();
-      }
+      if (session !== undefined && sessions !== undefined && method !== 'DELETE')
+        for (let i = 0; i < 2 && upstreamRes.statusCode === 404; i++) {
+          const renewed = await sessions.recover(session.clientSid, session.sentSid, (initBody) =>
+            this.#reinitialize(initBody, req, outbound, sign),
+          );
+          if (renewed === undefined) break;
+          await upstreamRes.body.dump();
+          session.sentSid = renewed;
+          upstreamRes = await send();
+        }
     } catch (err) {
       if (!abort.signal.aborted) {
         sendRpcError(res, 502, UPSTREAM_UNAVAILABLE, `MCP server unreachable: ${(err as Error).message}`);
