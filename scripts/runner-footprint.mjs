@@ -22,6 +22,11 @@ export const ON_DEMAND_ONLY = [
   'ioredis',
   'undici',
   '@aws-sdk/client-sts',
+  // OpenTelemetry: only workloads with an OTLP endpoint (src/telemetry/otlp.ts).
+  '@opentelemetry/api',
+  '@opentelemetry/core',
+  '@opentelemetry/sdk-trace-base',
+  '@opentelemetry/sdk-metrics',
 ];
 
 const at = process.argv.indexOf('--entry');

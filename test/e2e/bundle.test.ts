@@ -61,6 +61,7 @@ test('the bundled CLI starts skep serve and answers on every domain', async (t) 
     '/api/v1beta/discovery/clients',
     '/api/v1beta/skills',
     '/api/openapi.json',
+    '/metrics',
   ]) {
     const res = await fetch(`${url}${path}`, { headers });
     assert.equal(res.status, 200, `${path} → ${res.status}`);
