@@ -5,7 +5,7 @@
  * re-checks at a steady interval. Any HTTP answer below 500 (including 401/405) means the
  * server is there; connection errors, timeouts and 5xx mean it is not.
  */
-import { sleepUnlessAborted } from '../shared/index.js';
+import { describeConnectError, describeError, sleepUnlessAborted } from '../shared/index.js';
 import type { FetchLike } from './http.js';
 
 export interface RemoteHealthPolicy {
@@ -56,10 +56,9 @@ export async function probeRemote(
     await res.body?.cancel().catch(() => undefined);
     return res.status >= 500 ? `the remote server answered ${res.status}` : undefined;
   } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code;
-    return abort.signal.aborted
-      ? 'the remote server did not answer in time'
-      : `the remote server is unreachable${cause ? ` (${cause})` : ''}`;
+    if (abort.signal.aborted) return 'the remote server did not answer in time';
+    // `fetch failed` says nothing: name the host and the system's reason (DNS, refused, TLS).
+    return `the remote server is unreachable: ${describeConnectError(err, url) ?? describeError(err)}`;
   } finally {
     clearTimeout(timer);
   }

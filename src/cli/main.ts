@@ -1,7 +1,10 @@
 #!/usr/bin/env node
-/** The `skep` command line. Domain errors print their message and exit 1; usage errors exit 2. */
+/**
+ * The `skep` command line. Domain errors print their message and exit 1; usage errors exit 2;
+ * no user error prints a stack trace, and output into a closed pipe ends quietly (`errors.ts`).
+ */
 import { Command, CommanderError } from 'commander';
-import { isSkepError, SKEP_VERSION } from '../shared/index.js';
+import { SKEP_VERSION } from '../shared/index.js';
 import { registerClient } from './commands/client.js';
 import { registerExtauth } from './commands/extauth.js';
 import { registerGroup } from './commands/group.js';
@@ -12,6 +15,7 @@ import { registerServe } from './commands/serve.js';
 import { registerSkill } from './commands/skill.js';
 import { registerUi } from './commands/ui.js';
 import { registerWorkloads } from './commands/workloads.js';
+import { endQuietlyOnClosedOutput, reportError } from './errors.js';
 import { printJson } from './output.js';
 
 export function buildProgram(): Command {
@@ -20,7 +24,8 @@ export function buildProgram(): Command {
     .name('skep')
     .description('Run, share and secure MCP tool servers')
     .version(SKEP_VERSION, '-V, --version', 'print the version')
-    .showHelpAfterError()
+    // The error is the first line; a pointer to the help, not the whole help, follows it.
+    .showHelpAfterError("(run 'skep help <command>' or add --help for usage)")
     .exitOverride();
 
   program
@@ -46,19 +51,16 @@ export function buildProgram(): Command {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  endQuietlyOnClosedOutput();
   const program = buildProgram();
   try {
     await program.parseAsync(argv);
     // A command may set its own exit status (e.g. `skill sync --check` → 2).
     return Number(process.exitCode ?? 0);
   } catch (err) {
+    // commander has printed its own message (usage errors, --help, --version).
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
-    if (isSkepError(err)) {
-      process.stderr.write(`error: ${err.message}\n`);
-      return 1;
-    }
-    process.stderr.write(`error: ${(err as Error).stack ?? String(err)}\n`);
-    return 1;
+    return reportError(err);
   }
 }
 

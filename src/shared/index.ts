@@ -34,6 +34,7 @@ export {
   normalizeOrigin,
 } from './origin-guard.js';
 export type { AddressClass } from './net/address-class.js';
+export { describeConnectError } from './net/connect-error.js';
 export { canonicalHost, classifyAddress, isIpLiteral } from './net/address-class.js';
 export type { OutboundClientOptions, OutboundPolicy, ResolvedAddress, Resolver } from './net/outbound.js';
 export {

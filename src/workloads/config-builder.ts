@@ -81,7 +81,9 @@ export function configFromCreate(
 
   const explicitName = request.name !== undefined && request.name !== '';
   if (explicitName) validateWorkloadName(request.name as string);
-  const source = config.remote_url ?? (config.image !== '' ? config.image : (request.server ?? 'workload'));
+  // A registry entry names its workload (`skep run fetch` → `fetch`, a remote entry
+  // `app.linear/linear` → `linear`, not its URL's last path segment such as `sse`).
+  const source = request.server ?? config.remote_url ?? (config.image !== '' ? config.image : 'workload');
   config.name = explicitName ? (request.name as string) : deriveName(source, nameTaken);
   config.base_name = config.name;
   config.container_name = config.name;

@@ -91,6 +91,7 @@ export async function validateConfig(ctx: ConfigCheckContext, config: RunConfig)
 export async function checkRunnable(ctx: ConfigCheckContext, config: RunConfig): Promise<void> {
   if (config.remote_url !== undefined) return;
   if (config.image === '') throw new SkepError('bad_request', "'image' is empty");
+  checkImageScheme(config.image);
   if (config.permission_profile.privileged === true && !ctx.config.runtime.allow_privileged) {
     throw new SkepError(
       'privileged_not_allowed',
@@ -109,5 +110,35 @@ export async function checkRunnable(ctx: ConfigCheckContext, config: RunConfig):
       'bad_request',
       `'${config.image}' is a container image; this build runs servers as local processes only (npx://, uvx://, cmd://)`,
     );
+  }
+}
+
+/**
+ * A `scheme://` image must be one the process runtime starts and name what to run: `npx://`
+ * alone would create a workload that can only fail (and be restarted) with nothing to run.
+ */
+function checkImageScheme(image: string): void {
+  const match = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\/(.*)$/.exec(image);
+  if (match === null) return;
+  const scheme = (match[1] as string).toLowerCase();
+  const target = (match[2] as string).trim();
+  if (scheme === 'http' || scheme === 'https')
+    throw new SkepError(
+      'bad_request',
+      `image '${image}' is a URL: give a remote MCP server as 'url' (skep run <url>), not as 'image'`,
+    );
+  if (scheme !== 'npx' && scheme !== 'uvx' && scheme !== 'cmd')
+    throw new SkepError(
+      'bad_request',
+      `image '${image}': unknown scheme '${scheme}://'; use npx://<package>, uvx://<package>, cmd://<executable> or a container image`,
+    );
+  if (target === '') {
+    const hint =
+      scheme === 'npx'
+        ? 'a package: npx://<package>, e.g. npx://@modelcontextprotocol/server-everything'
+        : scheme === 'uvx'
+          ? 'a package: uvx://<package>, e.g. uvx://mcp-server-fetch'
+          : 'a program: cmd://<executable>, e.g. cmd:///usr/local/bin/my-server';
+    throw new SkepError('bad_request', `image '${image}' names nothing to run; add ${hint}`);
   }
 }

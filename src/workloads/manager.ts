@@ -406,6 +406,21 @@ export class WorkloadManager implements GroupMembers {
     });
   }
 
+  /**
+   * A start that never worked was given up on (`skep run`, `skep restart`): the runner stops
+   * (it would retry with backoff for minutes) and the status stays `error` with `context`, the
+   * cause. Like a runner that gave up, the workload is not resumed until it is restarted.
+   */
+  async abandonStart(name: string, context: string): Promise<void> {
+    await this.#serial(name, async () => {
+      const row = this.rows.get(name);
+      if (row === undefined) return;
+      await this.#halt(row, 'stopping', context);
+      this.rows.setStatus(name, { status: 'error', context, runnerPid: null });
+      this.#emit(name, 'stopped');
+    });
+  }
+
   async deleteNow(name: string): Promise<void> {
     await this.#serial(name, async () => {
       const row = this.rows.get(name);
@@ -454,7 +469,11 @@ export class WorkloadManager implements GroupMembers {
       return this.rows.names(request.group);
     }
     const names = [...new Set(request.names)];
-    if (names.length === 0) throw new SkepError('bad_request', 'names is empty; list at least one workload');
+    if (names.length === 0)
+      throw new SkepError(
+        'bad_request',
+        "'names' is empty: list at least one workload name, or give 'group'",
+      );
     for (const name of names) {
       const problem = workloadNameProblem(name);
       if (problem !== undefined)

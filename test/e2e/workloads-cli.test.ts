@@ -117,7 +117,8 @@ test(
     assert.equal(ctx.workloads.status('rel').status, 'running', '"started" means running');
     assert.deepEqual(ctx.workloads.exportConfig('rel').cmd_args, [EVERYTHING_ENTRY, 'stdio']);
 
-    // A server that exits at once: exit status 1 and the reason, while the runner keeps retrying.
+    // A server that exits at once: exit status 1 and the reason; a server that never worked is
+    // given up on (status error, runner stopped), not retried for minutes (issue 24 item 5).
     const crash = await skep(
       'run',
       `cmd://${process.execPath}`,
@@ -131,7 +132,16 @@ test(
       (err: { code: number; stderr: string }) => err,
     );
     assert.equal(crash.code, 1);
-    assert.match(crash.stderr, /workload crash failed to start: .*restarting in .*skep logs crash/);
+    assert.equal(
+      crash.stderr.split('\n')[0],
+      'error: workload crash failed to start: the server exited before it answered the MCP initialize request',
+    );
+    assert.match(crash.stderr, /crash is stopped with status error; .*'skep restart crash'.*'skep logs crash'/);
+    assert.deepEqual(ctx.workloads.status('crash'), {
+      status: 'error',
+      status_context: 'the server exited before it answered the MCP initialize request',
+    });
+    assert.equal(ctx.workloads.rows.get('crash')?.runnerPid, undefined, 'its runner is stopped');
 
     // A program that is not installed: refused before anything is written.
     const missing = await skep('run', 'cmd://skep-no-such-program').then(

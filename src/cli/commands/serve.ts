@@ -99,6 +99,6 @@ function parsePort(value: string): number {
   const port = Number(value);
   // InvalidArgumentError: commander reports it as a usage error (exit 2), without a stack trace.
   if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535)
-    throw new InvalidArgumentError('use a port number from 0 to 65535.');
+    throw new InvalidArgumentError('Use a port number from 0 to 65535.');
   return port;
 }

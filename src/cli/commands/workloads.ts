@@ -4,30 +4,72 @@
  */
 import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import type { Command } from 'commander';
+import { type Command, InvalidArgumentError } from 'commander';
+import type { ApiContext } from '../../api/context.js';
 import { definedOnly, SkepError } from '../../shared/index.js';
-import {
-  AUTHORIZATION_PENDING,
-  type CreateWorkloadRequest,
-  type Transport,
-  tailFile,
-} from '../../workloads/index.js';
+import { type CreateWorkloadRequest, type Transport, tailFile } from '../../workloads/index.js';
 import { withContext } from '../context.js';
+import { UsageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
-import { followStart } from '../pull-progress.js';
+import type { StartFailure } from '../start-failure.js';
+import { defaultWaitMs, failureDetails, type StartOutcome, waitForStart } from '../start-wait.js';
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
-/** How long `skep run` of a remote server waits for it to run or to ask for a login, ms. */
-const REMOTE_FOLLOW_MS = 20_000;
-/** How long `skep run` waits for a local server to answer before saying it is still starting. */
-const PROCESS_FOLLOW_MS = 120_000;
-
+// InvalidArgumentError: commander reports a bad flag value as a usage error (exit 2).
 function parsePort(value: string): number {
   const port = Number(value);
-  if (!Number.isInteger(port) || port < 1 || port > 65535)
-    throw new SkepError('bad_request', `invalid port '${value}'`);
+  if (value.trim() === '' || !Number.isInteger(port) || port < 1 || port > 65535)
+    throw new InvalidArgumentError('Use a port number from 1 to 65535.');
   return port;
+}
+
+function parseWait(value: string): number {
+  const seconds = Number(value);
+  if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0)
+    throw new InvalidArgumentError('Give the number of seconds to wait, e.g. --wait 300.');
+  return seconds * 1000;
+}
+
+const WAIT_HELP =
+  'seconds to wait for the server to answer (default: 120 for npx/uvx/cmd, 600 for an image, 60 for a remote URL)';
+
+/** `skep run` / `skep restart` gave up: the cause on the first line, then evidence and what to do. */
+function startFailed(name: string, failure: StartFailure, stopped: boolean, remote: boolean): SkepError {
+  return new SkepError(
+    'bad_gateway',
+    `workload ${name} failed to start: ${failure.summary}\n${failureDetails(name, failure, stopped, remote)}`,
+  );
+}
+
+function stillStarting(name: string, waitMs: number, context: string): SkepError {
+  return new SkepError(
+    'gateway_timeout',
+    `workload ${name} did not answer within ${Math.round(waitMs / 1000)}s${context === '' ? '' : ` (${context})`}\n` +
+      `  it keeps starting in the background: 'skep list --all' shows its status, 'skep logs ${name}' its log, 'skep rm ${name}' removes it`,
+  );
+}
+
+/**
+ * Waits for `name` to answer. A start that failed is given up on (the runner stopped, status
+ * `error`) unless the workload ran before (`onceWorked`): only a server that once worked is
+ * worth retrying in the background. Throws what to tell the user; returns the outcome otherwise.
+ */
+async function awaitStart(
+  ctx: ApiContext,
+  name: string,
+  waitMs: number | undefined,
+  onceWorked: boolean,
+): Promise<Exclude<StartOutcome, { kind: 'failed' | 'timeout' }>> {
+  const config = ctx.workloads.exportConfig(name);
+  const timeoutMs = waitMs ?? defaultWaitMs(config);
+  const outcome = await waitForStart(ctx, name, { timeoutMs, out: process.stderr });
+  if (outcome.kind === 'failed') {
+    if (!onceWorked) await ctx.workloads.abandonStart(name, outcome.failure.summary);
+    throw startFailed(name, outcome.failure, !onceWorked, config.remote_url !== undefined);
+  }
+  if (outcome.kind === 'timeout') throw stillStarting(name, timeoutMs, outcome.context);
+  return outcome;
 }
 
 function parseEnv(pairs: string[]): Record<string, string> {
@@ -83,6 +125,7 @@ interface RunOptions {
   tools?: string;
   sandbox?: string;
   fromConfig?: string;
+  wait?: number;
   json?: boolean;
 }
 
@@ -109,6 +152,7 @@ export function registerWorkloads(program: Command): void {
     .option('--tools <names>', 'comma-separated tools to expose')
     .option('--sandbox <mode>', 'local servers: auto, bwrap (required) or off (run without isolation)')
     .option('--from-config <file>', 'create from an exported run configuration (JSON)')
+    .option('--wait <seconds>', WAIT_HELP, parseWait)
     .option('--json', 'print JSON')
     .action(async (server: string | undefined, args: string[], opts: RunOptions) => {
       const result = await withContext(async (ctx) => {
@@ -164,45 +208,12 @@ export function registerWorkloads(program: Command): void {
         return ctx.workloads.create(request);
       });
       const started = await withContext(async (ctx) => {
-        const config = ctx.workloads.exportConfig(result.name);
-        let authorizationUrl: string | undefined;
-        let stillStarting = false;
-        if (config.image !== '' && !/^[a-z]+:\/\//.test(config.image)) {
-          // Container images may need a pull first: show its progress until the server runs.
-          const end = await followStart(ctx, result.name, process.stderr);
-          if (end.status === 'error')
-            throw new SkepError('bad_gateway', `workload ${result.name} failed to start: ${end.context}`);
-        } else if (config.remote_url === undefined) {
-          // A local process: say "started" only once the server answered its initialize, and
-          // report a server that fails at once (npx may first download the package).
-          const crashed = (context: string) => context.includes('; restarting in ');
-          const end = await followStart(ctx, result.name, process.stderr, {
-            timeoutMs: PROCESS_FOLLOW_MS,
-            stopAt: crashed,
-          });
-          if (end.status === 'error')
-            throw new SkepError('bad_gateway', `workload ${result.name} failed to start: ${end.context}`);
-          if (end.status === 'starting' && crashed(end.context))
-            throw new SkepError(
-              'bad_gateway',
-              `workload ${result.name} failed to start: ${end.context} (the runner keeps retrying; ` +
-                `'skep logs ${result.name}' shows the server's log, 'skep rm ${result.name}' removes it)`,
-            );
-          if (end.status === 'starting') stillStarting = true;
-        } else {
-          // A remote server may need the user to log in first: show where, rather than leave
-          // the URL in the runner's log. Unreachable servers keep being retried by the runner.
-          const end = await followStart(ctx, result.name, process.stderr, {
-            timeoutMs: REMOTE_FOLLOW_MS,
-            stopAt: (context) => context.startsWith(AUTHORIZATION_PENDING),
-          });
-          if (end.status === 'starting' && end.context.startsWith(AUTHORIZATION_PENDING))
-            authorizationUrl = end.context.slice(AUTHORIZATION_PENDING.length);
-        }
+        // A new workload never worked: a failed start is given up on, not retried for minutes.
+        const outcome = await awaitStart(ctx, result.name, opts.wait, false);
         const url = ctx.workloads.list({ all: true }).find((w) => w.name === result.name)?.url;
-        return { url, authorizationUrl, stillStarting };
+        return { url, authorizationUrl: outcome.kind === 'authorization' ? outcome.url : undefined };
       });
-      const { url, authorizationUrl, stillStarting } = started;
+      const { url, authorizationUrl } = started;
       if (opts.json === true)
         printJson({
           ...result,
@@ -214,10 +225,7 @@ export function registerWorkloads(program: Command): void {
           `workload ${result.name} needs you to authorize access to the remote server; open:\n  ${authorizationUrl}\n` +
             `it serves ${url ?? `port ${result.port}`} once you have logged in\n`,
         );
-      else
-        process.stdout.write(
-          `workload ${result.name} ${stillStarting ? 'is still starting' : 'started'}: ${url ?? `port ${result.port}`}\n`,
-        );
+      else process.stdout.write(`workload ${result.name} started: ${url ?? `port ${result.port}`}\n`);
     });
 
   program
@@ -303,7 +311,6 @@ export function registerWorkloads(program: Command): void {
 
   for (const [verb, description] of [
     ['stop', 'Stop workloads (they keep their configuration)'],
-    ['restart', 'Restart workloads'],
     ['rm', 'Delete workloads'],
   ] as const) {
     program
@@ -311,23 +318,48 @@ export function registerWorkloads(program: Command): void {
       .description(description)
       .option('--group <group>', 'every workload of this group')
       .action(async (names: string[], opts: { group?: string }) => {
+        requireTargets(verb, names, opts.group);
         const done = await withContext(async (ctx) => {
-          const targets =
-            opts.group !== undefined
-              ? ctx.workloads.bulk(
-                  verb === 'rm' ? 'delete' : verb,
-                  names.length > 0 ? { names, group: opts.group } : { group: opts.group },
-                )
-              : ctx.workloads.bulk(verb === 'rm' ? 'delete' : verb, { names });
+          const targets = ctx.workloads.bulk(verb === 'rm' ? 'delete' : verb, bulkRequest(names, opts.group));
           await ctx.workloads.settled();
           return targets;
         });
-        for (const name of done)
-          process.stdout.write(
-            `${name}: ${verb === 'rm' ? 'removed' : verb === 'stop' ? 'stopped' : 'restarted'}\n`,
-          );
+        for (const name of done) process.stdout.write(`${name}: ${verb === 'rm' ? 'removed' : 'stopped'}\n`);
       });
   }
+
+  program
+    .command('restart [names...]')
+    .description('Restart workloads and wait until each answers again')
+    .option('--group <group>', 'every workload of this group')
+    .option('--wait <seconds>', WAIT_HELP, parseWait)
+    .action(async (names: string[], opts: { group?: string; wait?: number }) => {
+      requireTargets('restart', names, opts.group);
+      await withContext(async (ctx) => {
+        const targets = ctx.workloads.bulk('restart', bulkRequest(names, opts.group));
+        // Read before the new runners record anything: did each ever serve?
+        const onceWorked = new Map(
+          targets.map((n) => [n, ctx.workloads.rows.get(n)?.startedAt !== undefined]),
+        );
+        await ctx.workloads.settled();
+        let failed = 0;
+        for (const name of targets) {
+          try {
+            const outcome = await awaitStart(ctx, name, opts.wait, onceWorked.get(name) === true);
+            process.stdout.write(
+              outcome.kind === 'authorization'
+                ? `${name}: restarted; it needs you to authorize access to the remote server; open:\n  ${outcome.url}\n`
+                : `${name}: restarted\n`,
+            );
+          } catch (err) {
+            if (!(err instanceof SkepError)) throw err;
+            failed++;
+            process.stderr.write(`error: ${err.message}\n`);
+          }
+        }
+        if (failed > 0) process.exitCode = 1;
+      });
+    });
 
   program
     .command('logs <name>')
@@ -364,6 +396,19 @@ export function registerWorkloads(program: Command): void {
       const { runnerMain } = await import('../../runner/main.js');
       process.exitCode = await runnerMain(name);
     });
+}
+
+/** `skep stop|restart|rm` needs names or a group; saying so beats the API's wording. */
+function requireTargets(verb: string, names: string[], group: string | undefined): void {
+  if (names.length === 0 && group === undefined)
+    throw new UsageError(
+      `name the workloads to ${verb === 'rm' ? 'remove' : verb} (skep ${verb} <name>...), or give --group <group>; 'skep list --all' lists them`,
+    );
+}
+
+function bulkRequest(names: string[], group: string | undefined): { names?: string[]; group?: string } {
+  if (group === undefined) return { names };
+  return names.length > 0 ? { names, group } : { group };
 }
 
 /** Prints what is appended to `file` until interrupted (follows rotation by re-opening). */
