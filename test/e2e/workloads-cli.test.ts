@@ -136,7 +136,10 @@ test(
       crash.stderr.split('\n')[0],
       'error: workload crash failed to start: the server exited before it answered the MCP initialize request',
     );
-    assert.match(crash.stderr, /crash is stopped with status error; .*'skep restart crash'.*'skep logs crash'/);
+    assert.match(
+      crash.stderr,
+      /crash is stopped with status error; .*'skep restart crash'.*'skep logs crash'/,
+    );
     assert.deepEqual(ctx.workloads.status('crash'), {
       status: 'error',
       status_context: 'the server exited before it answered the MCP initialize request',
