@@ -10,6 +10,7 @@
  */
 import type { Dispatcher } from 'undici';
 import {
+  describeConnectError,
   findOutboundRefusal,
   lazyRequire,
   OutboundAddressError,
@@ -152,10 +153,10 @@ function classify(err: unknown, url: string, timeoutMs: number): SourceFetchErro
       cause: err,
     });
   }
-  const code = e.code ?? '';
+  // `getaddrinfo ENOTFOUND x` names a syscall; say what happened and what to check.
   return new SourceFetchError(
     'unreachable',
-    `${url}: ${code !== '' ? `${code} ` : ''}${e.message}`,
+    `${url}: ${describeConnectError(err, url) ?? e.message}`,
     undefined,
     { cause: err },
   );
