@@ -75,6 +75,10 @@ export interface ClientDefinition {
   configPath(env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string;
   /** What must exist for the client to count as installed (its config dir, or for claude-code the file). */
   detectPath(env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string;
+  /** Whether `detectPath` is a file (claude-code) rather than a directory. */
+  readonly detectsFile: boolean;
+  /** The client's own program, when it has a well-known name: found on PATH, it is installed. */
+  readonly programs: readonly string[];
   /** User-scope skills directory, when the client supports skills. */
   skillsDir(env: NodeJS.ProcessEnv, platform: NodeJS.Platform): string | undefined;
   /** The entry written for one server. */
@@ -135,6 +139,8 @@ interface Spec {
   skills?: string[] | PathFn;
   /** claude-code is detected by its settings file, not by a directory. */
   detectByFile?: boolean;
+  /** Program names that only this client installs (PATH lookup; Windows `.exe` not tried). */
+  programs?: string[];
   deprecated?: string;
   entry?: (name: string, url: string, transport: ClientTransport, self: ClientDefinition) => ServerEntry;
 }
@@ -174,6 +180,7 @@ const SPECS: Record<ClientType, Spec> = {
     skills: ['.cline', 'skills'],
   },
   cursor: {
+    programs: ['cursor'],
     format: 'json',
     layout: MCP_SERVERS,
     path: inHome('.cursor', 'mcp.json'),
@@ -181,6 +188,7 @@ const SPECS: Record<ClientType, Spec> = {
     skills: ['.cursor', 'skills'],
   },
   'vscode-insider': {
+    programs: ['code-insiders'],
     format: 'jsonc',
     layout: jsonMap('servers'),
     path: inApp('Code - Insiders', 'User', 'mcp.json'),
@@ -188,6 +196,7 @@ const SPECS: Record<ClientType, Spec> = {
     skills: ['.copilot', 'skills'],
   },
   vscode: {
+    programs: ['code'],
     format: 'jsonc',
     layout: jsonMap('servers'),
     path: inApp('Code', 'User', 'mcp.json'),
@@ -195,6 +204,7 @@ const SPECS: Record<ClientType, Spec> = {
     skills: ['.copilot', 'skills'],
   },
   'claude-code': {
+    programs: ['claude'],
     format: 'json',
     layout: MCP_SERVERS,
     path: inHome('.claude.json'),
@@ -203,6 +213,7 @@ const SPECS: Record<ClientType, Spec> = {
     detectByFile: true,
   },
   windsurf: {
+    programs: ['windsurf'],
     format: 'json',
     layout: MCP_SERVERS,
     path: inHome('.codeium', 'windsurf', 'mcp_config.json'),
@@ -262,6 +273,7 @@ const SPECS: Record<ClientType, Spec> = {
     entry: (name, url, transport, self) => ({ name, type: self.typeValues![transport], url }),
   },
   opencode: {
+    programs: ['opencode'],
     format: 'jsonc',
     layout: jsonMap('mcp'),
     path: (env, platform) =>
@@ -277,6 +289,7 @@ const SPECS: Record<ClientType, Spec> = {
     entry: (_name, url) => ({ type: 'remote', url }),
   },
   kiro: {
+    programs: ['kiro'],
     format: 'json',
     layout: MCP_SERVERS,
     path: inHome('.kiro', 'settings', 'mcp.json'),
@@ -290,11 +303,13 @@ const SPECS: Record<ClientType, Spec> = {
     skills: AGENTS_SKILLS,
   },
   zed: {
+    programs: ['zed', 'zeditor'],
     format: 'jsonc',
     layout: jsonMap('context_servers'),
     path: inDotConfig(['zed', 'settings.json'], ['Zed', 'settings.json']),
   },
   'gemini-cli': {
+    programs: ['gemini'],
     format: 'json',
     layout: MCP_SERVERS,
     path: inHome('.gemini', 'settings.json'),
@@ -317,6 +332,7 @@ const SPECS: Record<ClientType, Spec> = {
     entry: (name, url, transport, self) => ({ name, transport: self.typeValues![transport], url }),
   },
   codex: {
+    programs: ['codex'],
     format: 'toml',
     layout: { kind: 'toml-map', path: ['mcp_servers'] },
     path: (env) => join(nonEmpty(env['CODEX_HOME']) ?? join(homeOf(env), '.codex'), 'config.toml'),
@@ -336,6 +352,7 @@ const SPECS: Record<ClientType, Spec> = {
     skills: ['.factory', 'skills'],
   },
   'copilot-cli': {
+    programs: ['copilot'],
     format: 'json',
     layout: MCP_SERVERS,
     path: inHome('.copilot', 'mcp-config.json'),
@@ -366,6 +383,8 @@ function define(type: ClientType, spec: Spec): ClientDefinition {
     configPath: spec.path,
     detectPath: (env, platform) =>
       spec.detectByFile === true ? spec.path(env, platform) : dirname(spec.path(env, platform)),
+    detectsFile: spec.detectByFile === true,
+    programs: Object.freeze([...(spec.programs ?? [])]),
     skillsDir: (env, platform) => {
       if (skills === undefined) return undefined;
       return typeof skills === 'function' ? skills(env, platform) : join(homeOf(env), ...skills);

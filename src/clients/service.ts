@@ -21,11 +21,13 @@ import {
   type ClientTransport,
   type ClientType,
   clientDefinition,
+  homeOf,
   isClientType,
   type ServerEntry,
 } from './catalog.js';
 import { editConfigText, readConfigEntries, readConfigFile, writeConfigFile } from './config-file.js';
 import { withFileLock } from './file-lock.js';
+import { CreatedPaths, PRESENCE_MIGRATION, programOnPath } from './presence.js';
 
 /** What the sync needs to know about a workload (a narrow view of the workload engine's records). */
 export interface WorkloadEndpoint {
@@ -90,6 +92,7 @@ const MIGRATIONS = [
      server_name TEXT NOT NULL,
      PRIMARY KEY (client_type, config_path, server_name)
    );`,
+  PRESENCE_MIGRATION,
 ];
 
 export class ClientsService {
@@ -99,6 +102,7 @@ export class ClientsService {
   readonly #env: NodeJS.ProcessEnv;
   readonly #platform: NodeJS.Platform;
   #listWorkloads: ListWorkloads;
+  readonly #created: CreatedPaths;
   #tail: Promise<unknown> = Promise.resolve();
   #queuedSync: Promise<SyncResult[]> | undefined;
   #closed = false;
@@ -111,6 +115,7 @@ export class ClientsService {
     this.#platform = options.platform ?? process.platform;
     this.#listWorkloads = options.listWorkloads ?? (() => []);
     this.#store.migrate('clients', MIGRATIONS);
+    this.#created = new CreatedPaths(this.#store);
   }
 
   /** Late binding: the workload engine is built after this service and plugs its list in here. */
@@ -130,7 +135,9 @@ export class ClientsService {
       const def = clientDefinition(type);
       return {
         client_type: type,
-        installed: existsSync(def.detectPath(this.#env, this.#platform)),
+        installed:
+          this.#created.isClientsOwn(def.detectPath(this.#env, this.#platform), def.detectsFile) ||
+          programOnPath(def.programs, this.#env),
         registered: registered.has(type),
         supports_skills: def.supportsSkills,
       };
@@ -267,6 +274,17 @@ export class ClientsService {
   async #syncClient(type: ClientType): Promise<SyncResult> {
     const def = clientDefinition(type);
     const file = this.configPath(type);
+    // The lock and the write create missing directories: recorded, so that they do not make
+    // the client look installed (`presence.ts`).
+    const missing = CreatedPaths.missingDirectories(file, homeOf(this.#env));
+    try {
+      return await this.#syncClientLocked(type, def, file);
+    } finally {
+      this.#created.add(missing.filter((dir) => existsSync(dir)));
+    }
+  }
+
+  async #syncClientLocked(type: ClientType, def: ClientDefinition, file: string): Promise<SyncResult> {
     return withFileLock(file, async () => {
       const groups = new Set(this.#registrations().get(type) ?? []);
       const wanted =
@@ -281,6 +299,7 @@ export class ClientsService {
         const next = editConfigText(def, previous ?? '', { upsert: wanted, remove }, file);
         if (next !== previous) {
           await writeConfigFile(file, previous, next);
+          if (previous === undefined) this.#created.add([file]);
           changed = true;
         }
       }
