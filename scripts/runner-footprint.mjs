@@ -25,8 +25,8 @@ export const ON_DEMAND_ONLY = [
   // OpenTelemetry: only workloads with an OTLP endpoint (src/telemetry/otlp.ts).
   '@opentelemetry/api',
   '@opentelemetry/core',
-  '@opentelemetry/sdk-trace-base',
   '@opentelemetry/sdk-metrics',
+  '@opentelemetry/otlp-exporter-base',
 ];
 
 const at = process.argv.indexOf('--entry');

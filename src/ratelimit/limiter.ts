@@ -71,6 +71,14 @@ export const CHECK_LATENCY_BOUNDS: readonly number[] = Object.freeze([
   0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
 ]);
 
+/** Bucket lists kept by `RateLimiter.bucketsFor` (per tool and caller). */
+const BUCKET_LISTS = 4096;
+
+function kindOf(b: Bucket): BucketKind {
+  if (b.scope === 'shared') return b.operation === 'server' ? 'shared_server' : 'shared_tool';
+  return b.operation === 'server' ? 'per_user_server' : 'per_user_tool';
+}
+
 const noDecisions = (): Record<BucketKind, number> => ({
   shared_server: 0,
   shared_tool: 0,
@@ -116,6 +124,7 @@ export class RateLimiter {
   readonly #logger: Logger;
   readonly #now: () => number;
   readonly #tools: Map<string, { shared?: BucketLimit; perUser?: BucketLimit }>;
+  readonly #lists = new Map<string, readonly Bucket[]>();
   readonly #stats: RateLimitStats = {
     allowed: 0,
     rejected: 0,
@@ -142,8 +151,22 @@ export class RateLimiter {
     this.#tools = new Map(options.config.tools.map((t) => [t.name, t]));
   }
 
-  /** The buckets a call to `tool` by `subject` draws from, in the reference's order. */
-  bucketsFor(tool: string, subject: string | undefined): Bucket[] {
+  /**
+   * The buckets a call to `tool` by `subject` draws from, in the reference's order. Kept per
+   * (tool, subject), so a call allocates none (at most `BUCKET_LISTS` kept; then started over).
+   */
+  bucketsFor(tool: string, subject: string | undefined): readonly Bucket[] {
+    const key = subject === undefined ? tool : `${tool}\u0000${subject}`;
+    let buckets = this.#lists.get(key);
+    if (buckets === undefined) {
+      buckets = this.#makeBuckets(tool, subject);
+      if (this.#lists.size >= BUCKET_LISTS) this.#lists.clear();
+      this.#lists.set(key, buckets);
+    }
+    return buckets;
+  }
+
+  #makeBuckets(tool: string, subject: string | undefined): Bucket[] {
     const buckets: Bucket[] = [];
     const add = (
       limit: BucketLimit | undefined,
@@ -188,11 +211,11 @@ export class RateLimiter {
     if (bucket === undefined) {
       this.#stats.allowed++;
       const allowed = this.#stats.decisions.allowed;
-      for (const b of buckets) allowed[`${b.scope}_${b.operation}`]++;
+      for (const b of buckets) allowed[kindOf(b)]++;
       return { allowed: true, failOpen: false };
     }
     this.#stats.rejected++;
-    this.#stats.decisions.rejected[`${bucket.scope}_${bucket.operation}`]++;
+    this.#stats.decisions.rejected[kindOf(bucket)]++;
     return {
       allowed: false,
       retryAfterSeconds: retryAfterSeconds(bucket),

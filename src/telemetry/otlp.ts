@@ -1,39 +1,22 @@
 /**
- * OTLP/HTTP export of one workload's telemetry with the OpenTelemetry JS SDK (loaded only
- * when `telemetry_config.endpoint` is set: this module is imported on demand). One tracer
- * provider and one meter provider per workload, never registered globally:
- * - traces: `BasicTracerProvider` with ParentBased(TraceIdRatio(samplingRate)) and a
- *   `BatchSpanProcessor` (`OTEL_BSP_*` variables apply) into an OTLP/HTTP protobuf exporter
- *   at `<endpoint>/v1/traces` — the SDK's transport (headers, TLS with `caCertPath`, retries,
- *   timeouts) with this project's span encoder (`otlp-trace-encoder.ts`, see why there);
+ * OTLP/HTTP export of one workload's telemetry, with the OpenTelemetry JS SDK's exporters
+ * (loaded only when `telemetry_config.endpoint` is set: this module is imported on demand):
+ * - traces: spans recorded by `spans.ts` (already protobuf) are sent by the SDK's OTLP/HTTP
+ *   transport to `<endpoint>/v1/traces` — headers, TLS with `caCertPath`, retries with
+ *   backoff, timeouts, partial-success warnings;
  * - metrics: a `PeriodicExportingMetricReader` (every `OTEL_METRIC_EXPORT_INTERVAL` ms, default
  *   60 000) into the SDK's OTLP/HTTP protobuf metric exporter at `<endpoint>/v1/metrics`, fed
- *   with the registry's families (`metrics.ts`) through a `MetricProducer`, cumulative;
- * - W3C trace context (`traceparent`, `tracestate`) and `baggage`: extracted from the request
- *   and injected into requests to HTTP servers.
+ *   with the registry's families (`metrics.ts`) through a `MetricProducer`, cumulative.
+ * One meter provider per workload, never registered globally.
  */
-import {
-  type Context,
-  defaultTextMapGetter,
-  defaultTextMapSetter,
-  diag,
-  DiagLogLevel,
-  type HrTime,
-  ROOT_CONTEXT,
-  type Span,
-  type SpanOptions,
-  trace,
-  type Tracer,
-  ValueType,
-} from '@opentelemetry/api';
-import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { diag, DiagLogLevel, type HrTime, ValueType } from '@opentelemetry/api';
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
 import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base';
 import {
   convertLegacyHttpOptions,
   createOtlpHttpExportDelegate,
 } from '@opentelemetry/otlp-exporter-base/node-http';
-import { ProtobufTraceSerializer, TraceExporterMetricsHelper } from '@opentelemetry/otlp-transformer';
+import { ProtobufTraceSerializer } from '@opentelemetry/otlp-transformer';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
   AggregationTemporality,
@@ -45,40 +28,19 @@ import {
   PeriodicExportingMetricReader,
   type ScopeMetrics,
 } from '@opentelemetry/sdk-metrics';
-import {
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  type ReadableSpan,
-  type SpanExporter,
-  TraceIdRatioBasedSampler,
-} from '@opentelemetry/sdk-trace-base';
 import type { Logger } from '../shared/index.js';
 import type { TelemetrySettings } from './config.js';
 import type { HistogramPoint, MetricFamily, MetricRegistry, NumberPoint } from './metrics.js';
-import { encodeTraceRequest } from './otlp-trace-encoder.js';
 import { TELEMETRY_SCOPE } from './proxy-metrics.js';
+import { SpanRecorder } from './spans.js';
 
-/** What the telemetry stage uses of the SDK. */
+/** What the telemetry stage uses of the export. */
 export interface OtlpExport {
   /** Undefined when `tracingEnabled` is false. */
-  readonly tracer: Tracer | undefined;
-  /** The parent context of a request: W3C headers, then `params._meta` (which wins). */
-  extract(
-    headers: Readonly<Record<string, unknown>>,
-    meta: Readonly<Record<string, unknown>> | undefined,
-  ): Context;
-  /** Starts a SERVER span under `parent`. */
-  startSpan(name: string, options: SpanOptions, parent: Context): Span;
-  /** Writes `traceparent` (+ `tracestate`, `baggage`) for `span` under `parent` into `headers`. */
-  inject(span: Span, parent: Context, headers: Record<string, string>): void;
-  /** Exports what is pending and stops both providers. Idempotent. */
+  readonly spans: SpanRecorder | undefined;
+  /** Exports what is pending and stops. Idempotent. */
   close(): Promise<void>;
 }
-
-const propagator = new CompositePropagator({
-  propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
-});
 
 let diagLogger: Logger | undefined;
 
@@ -186,7 +148,17 @@ export function toScopeMetrics(families: readonly MetricFamily[], nowMs: number)
   return [...byScope.values()];
 }
 
-function traceExporter(url: string, settings: TelemetrySettings): SpanExporter {
+/** One encoded span batch (`spans.ts`) and how many spans it holds (the SDK counts them). */
+interface SpanBatch {
+  readonly bytes: Uint8Array;
+  readonly spans: number;
+}
+
+/** The SDK's OTLP/HTTP transport for already-encoded span batches. */
+function spanSender(
+  url: string,
+  settings: TelemetrySettings,
+): (bytes: Uint8Array, spans: number) => Promise<void> {
   const options = convertLegacyHttpOptions(
     {
       url,
@@ -197,19 +169,25 @@ function traceExporter(url: string, settings: TelemetrySettings): SpanExporter {
     'v1/traces',
     { 'Content-Type': 'application/x-protobuf' },
   );
-  const serializer = {
-    serializeRequest: (spans: ReadableSpan[]) => encodeTraceRequest(spans),
-    deserializeResponse: (data: Uint8Array) => ProtobufTraceSerializer.deserializeResponse(data),
-  };
-  return new OTLPExporterBase<ReadableSpan[]>(
+  const exporter = new OTLPExporterBase<SpanBatch>(
     createOtlpHttpExportDelegate(
       options,
-      serializer,
+      {
+        serializeRequest: (batch: SpanBatch) => batch.bytes,
+        deserializeResponse: (data: Uint8Array) => ProtobufTraceSerializer.deserializeResponse(data),
+      },
       'otlp_http_span_exporter',
-      TraceExporterMetricsHelper,
+      { name: 'span', countItems: (batch: SpanBatch) => batch.spans },
       undefined,
     ),
   );
+  return (bytes, spans) =>
+    new Promise<void>((resolve, reject) =>
+      exporter.export({ bytes, spans }, (result) => {
+        if (result.code === 0) resolve();
+        else reject(result.error ?? new Error('export failed'));
+      }),
+    );
 }
 
 export interface OtlpExportOptions {
@@ -230,16 +208,15 @@ export function startOtlpExport({
   if (endpoint === undefined) throw new Error('startOtlpExport: no endpoint');
   routeDiagnostics(logger);
   const resource = resourceFromAttributes(attributes);
-  let tracerProvider: BasicTracerProvider | undefined;
-  let tracer: Tracer | undefined;
-  if (settings.tracing) {
-    tracerProvider = new BasicTracerProvider({
-      resource,
-      sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(settings.samplingRate) }),
-      spanProcessors: [new BatchSpanProcessor(traceExporter(`${endpoint}/v1/traces`, settings))],
-    });
-    tracer = tracerProvider.getTracer(TELEMETRY_SCOPE.name);
-  }
+  const spans = settings.tracing
+    ? new SpanRecorder({
+        samplingRate: settings.samplingRate,
+        resource: attributes,
+        scope: TELEMETRY_SCOPE,
+        send: spanSender(`${endpoint}/v1/traces`, settings),
+        logger,
+      })
+    : undefined;
   let meterProvider: MeterProvider | undefined;
   if (settings.otlpMetrics) {
     const producer: MetricProducer = {
@@ -270,24 +247,10 @@ export function startOtlpExport({
   }
   let closed: Promise<void> | undefined;
   return {
-    tracer,
-    extract(headers, meta) {
-      let ctx = ROOT_CONTEXT;
-      if (headers['traceparent'] !== undefined || headers['baggage'] !== undefined)
-        ctx = propagator.extract(ctx, headers, defaultTextMapGetter);
-      if (meta !== undefined && (meta['traceparent'] !== undefined || meta['baggage'] !== undefined))
-        ctx = propagator.extract(ctx, meta, defaultTextMapGetter);
-      return ctx;
-    },
-    startSpan(name, options, parent) {
-      return (tracer as Tracer).startSpan(name, options, parent);
-    },
-    inject(span, parent, headers) {
-      propagator.inject(trace.setSpan(parent, span), headers, defaultTextMapSetter);
-    },
+    spans,
     close() {
       closed ??= (async () => {
-        const results = await Promise.allSettled([tracerProvider?.shutdown(), meterProvider?.shutdown()]);
+        const results = await Promise.allSettled([spans?.shutdown(), meterProvider?.shutdown()]);
         for (const r of results)
           if (r.status === 'rejected')
             logger.warn({ err: r.reason }, 'opentelemetry: the last export before stopping failed');

@@ -1,11 +1,15 @@
 /**
  * The instrumentation of one workload's proxy requests (reference middleware.md §5.2–§5.4):
- * a span per request (with an OTLP exporter), the proxy's metrics, and the `/metrics`
- * endpoint. The `telemetry` pipeline stage (`pipeline/stages/telemetry.ts`) imports this
- * module on demand, so a workload without telemetry loads none of it.
+ * a span per request (with an OTLP endpoint and tracing on), the proxy's metrics, and the
+ * `/metrics` endpoint. The `telemetry` pipeline stage (`pipeline/stages/telemetry.ts`) imports
+ * this module on demand, so a workload without telemetry loads none of it.
+ *
+ * A span's context comes from the request's `traceparent`/`tracestate` headers, then from
+ * `params._meta` (which wins, as in the reference); requests to an HTTP server carry the
+ * span's `traceparent` (and the parent's `tracestate`, and `baggage` as received). The span
+ * is written when the exchange is over, with every attribute at once (`spans.ts`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Attributes, Span } from '@opentelemetry/api';
 import type { ExchangeEnd, ProxyRequestContext } from '../proxy/index.js';
 import { summarizeArguments } from './arguments.js';
 import type { TelemetrySettings } from './config.js';
@@ -13,11 +17,19 @@ import { type MetricRegistry, processFamilies } from './metrics.js';
 import type { OtlpExport } from './otlp.js';
 import { PROMETHEUS_CONTENT_TYPE, toPrometheusText } from './prometheus.js';
 import { ProxyMetrics, type RateLimitSource, rateLimitFamilies } from './proxy-metrics.js';
+import type { ProtobufWriter } from './protobuf-writer.js';
+import {
+  parseTraceparent,
+  type ServerSpan,
+  type SpanRecorder,
+  STATUS_ERROR,
+  STATUS_OK,
+  STATUS_UNSET,
+  type TraceParent,
+} from './spans.js';
 
-/** `@opentelemetry/api` values, written out so that this module loads none of it. */
-const SPAN_KIND_SERVER = 1;
-const STATUS_OK = 1;
-const STATUS_ERROR = 2;
+/** Span.attributes (trace.proto field 9). */
+const A = 9;
 
 const RESOURCE_METHODS = new Set([
   'resources/read',
@@ -46,16 +58,31 @@ function clientName(ctx: ProxyRequestContext, meta: Record<string, unknown> | un
   return undefined;
 }
 
+/** The request's remote parent: `params._meta` wins over the headers (reference §5.2). */
+function parentOf(
+  ctx: ProxyRequestContext,
+  meta: Record<string, unknown> | undefined,
+): TraceParent | undefined {
+  if (meta !== undefined && meta['traceparent'] !== undefined) {
+    const fromMeta = parseTraceparent(meta['traceparent'], meta['tracestate']);
+    if (fromMeta !== undefined) return fromMeta;
+  }
+  const tp = ctx.headers['traceparent'];
+  return tp === undefined ? undefined : parseTraceparent(tp, header(ctx, 'tracestate'));
+}
+
 /** One workload's telemetry: what the stage's `handle` and the `/metrics` endpoint share. */
 export class ProxyTelemetry {
-  readonly #settings: TelemetrySettings;
+  readonly #legacy: boolean;
   readonly #server: string;
   readonly #transport: string;
   readonly #metrics: ProxyMetrics;
   readonly #registry: MetricRegistry;
   readonly #resource: Record<string, string>;
   readonly #otlp: OtlpExport | undefined;
-  readonly #environment: Attributes;
+  readonly #spans: SpanRecorder | undefined;
+  /** `environment.<NAME>` attributes: [key, value] pairs. */
+  readonly #environment: readonly (readonly [string, string])[];
   readonly #rateLimits: readonly RateLimitSource[];
   readonly #startMs = Date.now();
 
@@ -66,19 +93,19 @@ export class ProxyTelemetry {
     otlp: OtlpExport | undefined,
     rateLimits: readonly RateLimitSource[],
   ) {
-    this.#settings = params.settings;
+    this.#legacy = params.settings.legacyAttributes;
     this.#server = params.serverName;
     this.#transport = params.transport;
     this.#registry = registry;
     this.#resource = resource;
     this.#otlp = otlp;
+    this.#spans = otlp?.spans;
     this.#rateLimits = rateLimits;
     this.#metrics = new ProxyMetrics(registry, params.serverName, params.transport);
     // The proxy's environment does not change while it runs: read once (the reference reads it per request).
-    const environment: Attributes = {};
-    for (const name of params.settings.environmentVariables)
-      environment[`environment.${name}`] = process.env[name] ?? '';
-    this.#environment = environment;
+    this.#environment = params.settings.environmentVariables.map(
+      (name) => [`environment.${name}`, process.env[name] ?? ''] as const,
+    );
     // Read at collection time: the rate limit stages may be built after this one.
     registry.collect(() => rateLimitFamilies(this.#rateLimits, this.#startMs));
   }
@@ -87,27 +114,29 @@ export class ProxyTelemetry {
     const start = performance.now();
     if (ctx.method === 'GET' && ctx.path.endsWith('/sse')) {
       this.#metrics.opened(true);
-      if (this.#otlp?.tracer !== undefined) this.#sseSpan(ctx, this.#otlp);
+      if (this.#spans !== undefined) this.#sseSpan(ctx, this.#spans);
       ctx.onEnd(() => this.#metrics.closed(true));
       return;
     }
     this.#metrics.opened(false);
-    let span: Span | undefined;
-    const otlp = this.#otlp;
-    if (otlp?.tracer !== undefined) {
-      const parent = otlp.extract(ctx.headers, metaOf(ctx));
-      span = otlp.startSpan(
-        `${ctx.method} ${ctx.path}`,
-        { kind: SPAN_KIND_SERVER, attributes: this.#httpAttributes(ctx) },
-        parent,
-      );
+    let span: ServerSpan | undefined;
+    const spans = this.#spans;
+    if (spans !== undefined) {
+      const meta = metaOf(ctx);
+      span = spans.start(parentOf(ctx, meta));
       // HTTP servers continue the trace; a stdio server has no headers to carry it.
-      if (ctx.backendTransport !== 'stdio') otlp.inject(span, parent, ctx.outboundHeaders);
+      if (ctx.backendTransport !== 'stdio') {
+        const out = ctx.outboundHeaders;
+        out['traceparent'] = span.traceparent();
+        if (span.parent?.state !== undefined) out['tracestate'] = span.parent.state;
+        const baggage = typeof meta?.['baggage'] === 'string' ? meta['baggage'] : header(ctx, 'baggage');
+        if (baggage !== undefined && baggage !== '') out['baggage'] = baggage;
+      }
     }
     ctx.onEnd((end) => this.#finish(ctx, end, start, span));
   }
 
-  #finish(ctx: ProxyRequestContext, end: ExchangeEnd, start: number, span: Span | undefined): void {
+  #finish(ctx: ProxyRequestContext, end: ExchangeEnd, start: number, span: ServerSpan | undefined): void {
     const seconds = (performance.now() - start) / 1000;
     const status = end.status;
     const mcp = ctx.mcp;
@@ -120,111 +149,116 @@ export class ProxyTelemetry {
       if (mcp.method === 'tools/call' && mcp.resourceId !== undefined)
         metrics.toolCall(mcp.resourceId, status);
     }
-    if (span === undefined) return;
-    const legacy = this.#settings.legacyAttributes;
-    const attrs: Attributes = { 'http.response.status_code': status };
+    if (span === undefined || !span.sampled) return;
+    const spans = this.#spans as SpanRecorder;
+    // Renamed once the request is over: `<mcp method> <resource id>` (reference §5.2).
+    const name =
+      mcp === undefined
+        ? `${ctx.method} ${ctx.path}`
+        : mcp.resourceId === undefined
+          ? mcp.method
+          : `${mcp.method} ${mcp.resourceId}`;
+    const w = spans.open(span, name);
+    if (w === undefined) return;
+    const legacy = this.#legacy;
+    this.#httpAttributes(w, ctx);
+    w.intAttr(A, 'http.response.status_code', status);
     if (legacy) {
-      attrs['http.status_code'] = status;
-      attrs['http.duration_ms'] = seconds * 1000;
+      w.intAttr(A, 'http.status_code', status);
+      w.doubleAttr(A, 'http.duration_ms', seconds * 1000);
     }
     if (mcp !== undefined) {
       const transport = header(ctx, 'x-mcp-transport') ?? this.#transport;
-      attrs['mcp.method.name'] = mcp.method;
-      attrs['rpc.system.name'] = 'jsonrpc';
-      attrs['jsonrpc.protocol.version'] = '2.0';
-      if (mcp.id !== undefined && mcp.id !== null) attrs['jsonrpc.request.id'] = String(mcp.id);
+      w.stringAttr(A, 'mcp.method.name', mcp.method);
+      w.stringAttr(A, 'rpc.system.name', 'jsonrpc');
+      w.stringAttr(A, 'jsonrpc.protocol.version', '2.0');
+      const id = mcp.id === undefined || mcp.id === null ? undefined : String(mcp.id);
+      if (id !== undefined) w.stringAttr(A, 'jsonrpc.request.id', id);
       if (mcp.resourceId !== undefined && RESOURCE_METHODS.has(mcp.method))
-        attrs['mcp.resource.uri'] = mcp.resourceId;
-      attrs['mcp.server.name'] = header(ctx, 'x-mcp-server-name') ?? this.#server;
-      attrs['network.transport'] = transport === 'stdio' ? 'pipe' : 'tcp';
-      if (transport !== 'stdio') attrs['network.protocol.name'] = 'http';
-      if (transport === 'sse') attrs['mcp.backend.protocol.version'] = '1.1';
-      if (ctx.remoteAddress !== undefined) attrs['client.address'] = ctx.remoteAddress;
+        w.stringAttr(A, 'mcp.resource.uri', mcp.resourceId);
+      w.stringAttr(A, 'mcp.server.name', header(ctx, 'x-mcp-server-name') ?? this.#server);
+      w.stringAttr(A, 'network.transport', transport === 'stdio' ? 'pipe' : 'tcp');
+      if (transport !== 'stdio') w.stringAttr(A, 'network.protocol.name', 'http');
+      if (transport === 'sse') w.stringAttr(A, 'mcp.backend.protocol.version', '1.1');
+      if (ctx.remoteAddress !== undefined) w.stringAttr(A, 'client.address', ctx.remoteAddress);
       const session = header(ctx, 'mcp-session-id');
-      if (session !== undefined) attrs['mcp.session.id'] = session;
+      if (session !== undefined) w.stringAttr(A, 'mcp.session.id', session);
       const version = header(ctx, 'mcp-protocol-version');
-      if (version !== undefined) attrs['mcp.protocol.version'] = version;
+      if (version !== undefined) w.stringAttr(A, 'mcp.protocol.version', version);
       const client = clientName(ctx, metaOf(ctx));
-      if (client !== undefined) attrs['mcp.client.name'] = client;
-      attrs['mcp.is_batch'] = false;
+      if (client !== undefined) w.stringAttr(A, 'mcp.client.name', client);
+      w.boolAttr(A, 'mcp.is_batch', false);
       if (legacy) {
-        attrs['mcp.method'] = mcp.method;
-        attrs['rpc.system'] = 'jsonrpc';
-        attrs['rpc.service'] = 'mcp';
-        if (mcp.id !== undefined && mcp.id !== null) attrs['mcp.request.id'] = String(mcp.id);
-        if (mcp.resourceId !== undefined) attrs['mcp.resource.id'] = mcp.resourceId;
-        attrs['mcp.transport'] = transport;
+        w.stringAttr(A, 'mcp.method', mcp.method);
+        w.stringAttr(A, 'rpc.system', 'jsonrpc');
+        w.stringAttr(A, 'rpc.service', 'mcp');
+        if (id !== undefined) w.stringAttr(A, 'mcp.request.id', id);
+        if (mcp.resourceId !== undefined) w.stringAttr(A, 'mcp.resource.id', mcp.resourceId);
+        w.stringAttr(A, 'mcp.transport', transport);
       }
       if (mcp.method === 'tools/call' && mcp.resourceId !== undefined) {
-        attrs['gen_ai.tool.name'] = mcp.resourceId;
-        attrs['gen_ai.operation.name'] = 'execute_tool';
+        w.stringAttr(A, 'gen_ai.tool.name', mcp.resourceId);
+        w.stringAttr(A, 'gen_ai.operation.name', 'execute_tool');
         const args = mcp.arguments === undefined ? undefined : summarizeArguments(mcp.arguments);
-        if (args !== undefined) attrs['gen_ai.tool.call.arguments'] = args;
+        if (args !== undefined) w.stringAttr(A, 'gen_ai.tool.call.arguments', args);
         if (legacy) {
-          attrs['mcp.tool.name'] = mcp.resourceId;
-          if (args !== undefined) attrs['mcp.tool.arguments'] = args;
+          w.stringAttr(A, 'mcp.tool.name', mcp.resourceId);
+          if (args !== undefined) w.stringAttr(A, 'mcp.tool.arguments', args);
         }
       } else if (mcp.method === 'prompts/get' && mcp.resourceId !== undefined) {
-        attrs['gen_ai.prompt.name'] = mcp.resourceId;
-        if (legacy) attrs['mcp.prompt.name'] = mcp.resourceId;
+        w.stringAttr(A, 'gen_ai.prompt.name', mcp.resourceId);
+        if (legacy) w.stringAttr(A, 'mcp.prompt.name', mcp.resourceId);
       }
-      span.updateName(mcp.resourceId === undefined ? mcp.method : `${mcp.method} ${mcp.resourceId}`);
     }
-    for (const name in this.#environment) attrs[name] = this.#environment[name];
+    for (const [key, value] of this.#environment) w.stringAttr(A, key, value);
+    // Status (reference §5.2): ≥ 500 Error with error.type, 4xx unset, else Ok.
     if (status >= 500) {
-      attrs['error.type'] = String(status);
-      span.setStatus({ code: STATUS_ERROR });
-    } else if (status < 400) span.setStatus({ code: STATUS_OK });
-    span.setAttributes(attrs);
-    span.end();
+      w.stringAttr(A, 'error.type', String(status));
+      spans.close(span, STATUS_ERROR);
+    } else spans.close(span, status >= 400 ? STATUS_UNSET : STATUS_OK);
   }
 
-  /** HTTP attributes known when the request arrives (reference §5.2). */
-  #httpAttributes(ctx: ProxyRequestContext): Attributes {
+  /** HTTP attributes of the request (reference §5.2). */
+  #httpAttributes(w: ProtobufWriter, ctx: ProxyRequestContext): void {
     const host = header(ctx, 'host') ?? '';
     const target = ctx.query === '' ? ctx.path : `${ctx.path}?${ctx.query}`;
     const userAgent = header(ctx, 'user-agent');
     const length = header(ctx, 'content-length');
-    const attrs: Attributes = {
-      'http.request.method': ctx.method,
-      'url.full': target,
-      'url.scheme': 'http',
-      'server.address': host,
-      'url.path': ctx.path,
-    };
-    if (userAgent !== undefined) attrs['user_agent.original'] = userAgent;
-    if (ctx.query !== '') attrs['url.query'] = ctx.query;
-    if (length !== undefined && /^\d+$/.test(length)) attrs['http.request.body.size'] = Number(length);
-    if (this.#settings.legacyAttributes) {
-      attrs['http.method'] = ctx.method;
-      attrs['http.url'] = target;
-      attrs['http.scheme'] = 'http';
-      attrs['http.host'] = host;
-      attrs['http.target'] = target;
-      if (userAgent !== undefined) attrs['http.user_agent'] = userAgent;
-      if (length !== undefined) attrs['http.request_content_length'] = length;
-      if (ctx.query !== '') attrs['http.query'] = ctx.query;
+    w.stringAttr(A, 'http.request.method', ctx.method);
+    w.stringAttr(A, 'url.full', target);
+    w.stringAttr(A, 'url.scheme', 'http');
+    w.stringAttr(A, 'server.address', host);
+    w.stringAttr(A, 'url.path', ctx.path);
+    if (userAgent !== undefined) w.stringAttr(A, 'user_agent.original', userAgent);
+    if (ctx.query !== '') w.stringAttr(A, 'url.query', ctx.query);
+    const size = length !== undefined && /^\d+$/.test(length) ? Number(length) : undefined;
+    if (size !== undefined) w.intAttr(A, 'http.request.body.size', size);
+    if (this.#legacy) {
+      w.stringAttr(A, 'http.method', ctx.method);
+      w.stringAttr(A, 'http.url', target);
+      w.stringAttr(A, 'http.scheme', 'http');
+      w.stringAttr(A, 'http.host', host);
+      w.stringAttr(A, 'http.target', target);
+      if (userAgent !== undefined) w.stringAttr(A, 'http.user_agent', userAgent);
+      if (length !== undefined) w.stringAttr(A, 'http.request_content_length', length);
+      if (ctx.query !== '') w.stringAttr(A, 'http.query', ctx.query);
     }
-    return attrs;
   }
 
   /** The short span of a legacy SSE stream's opening (the stream itself gets none). */
-  #sseSpan(ctx: ProxyRequestContext, otlp: OtlpExport): void {
-    const attrs = this.#httpAttributes(ctx);
+  #sseSpan(ctx: ProxyRequestContext, spans: SpanRecorder): void {
+    const span = spans.start(parentOf(ctx, undefined));
+    const w = spans.open(span, 'sse.connection_established');
+    if (w === undefined) return;
     const transport = header(ctx, 'x-mcp-transport') ?? this.#transport;
-    attrs['sse.event_type'] = 'connection_established';
-    attrs['mcp.server.name'] = header(ctx, 'x-mcp-server-name') ?? this.#server;
-    attrs['network.transport'] = transport === 'stdio' ? 'pipe' : 'tcp';
-    if (transport !== 'stdio') attrs['network.protocol.name'] = 'http';
-    if (this.#settings.legacyAttributes) attrs['mcp.transport'] = transport;
-    for (const name in this.#environment) attrs[name] = this.#environment[name];
-    const span = otlp.startSpan(
-      'sse.connection_established',
-      { kind: SPAN_KIND_SERVER, attributes: attrs },
-      otlp.extract(ctx.headers, undefined),
-    );
-    span.setStatus({ code: STATUS_OK });
-    span.end();
+    this.#httpAttributes(w, ctx);
+    w.stringAttr(A, 'sse.event_type', 'connection_established');
+    w.stringAttr(A, 'mcp.server.name', header(ctx, 'x-mcp-server-name') ?? this.#server);
+    w.stringAttr(A, 'network.transport', transport === 'stdio' ? 'pipe' : 'tcp');
+    if (transport !== 'stdio') w.stringAttr(A, 'network.protocol.name', 'http');
+    if (this.#legacy) w.stringAttr(A, 'mcp.transport', transport);
+    for (const [key, value] of this.#environment) w.stringAttr(A, key, value);
+    spans.close(span, STATUS_OK);
   }
 
   /** `/metrics` (GET or HEAD): every family in the Prometheus text format. */
