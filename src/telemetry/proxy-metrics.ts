@@ -31,22 +31,16 @@ export const MCP_DURATION_BUCKETS: readonly number[] = Object.freeze([
   0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300,
 ]);
 
-/** A bounded cache of series by key: past its size, lookups go to the registry every time. */
-class SeriesCache<T> {
-  readonly #map = new Map<string, T>();
-
-  get(key: string, make: () => T): T {
-    let value = this.#map.get(key);
-    if (value !== undefined) return value;
-    value = make();
-    if (this.#map.size < MAX_SERIES) this.#map.set(key, value);
-    return value;
-  }
-}
-
-interface RequestSeries {
+/**
+ * The cells a finished request records into, found with one lookup: the request counter and
+ * histogram, and — for a parsed request — the semconv operation histogram and, for a named
+ * `tools/call`, the tool-call counter.
+ */
+interface FinishedSeries {
   readonly count: NumberCell;
   readonly duration: HistogramCell;
+  readonly operation: HistogramCell | undefined;
+  readonly toolCall: NumberCell | undefined;
 }
 
 export class ProxyMetrics {
@@ -57,9 +51,8 @@ export class ProxyMetrics {
   readonly #operationDuration: Instrument<HistogramCell>;
   readonly #toolCalls: Instrument<NumberCell>;
   readonly #active: Instrument<NumberCell>;
-  readonly #requestCache = new SeriesCache<RequestSeries>();
-  readonly #operationCache = new SeriesCache<HistogramCell>();
-  readonly #toolCache = new SeriesCache<NumberCell>();
+  /** By the label values as received; at most `MAX_SERIES` kept (later ones are looked up each time). */
+  readonly #finished = new Map<string, FinishedSeries>();
   readonly #activeCell: NumberCell;
   readonly #activeSseCell: NumberCell;
   readonly #sseOpened: NumberCell;
@@ -123,8 +116,12 @@ export class ProxyMetrics {
     else this.#activeCell.value--;
   }
 
-  /** `toolhive_mcp_requests` and `toolhive_mcp_request_duration` for one finished request. */
-  request(
+  /**
+   * One finished request: `toolhive_mcp_requests`, `toolhive_mcp_request_duration`, and for a
+   * parsed one `mcp.server.operation.duration` (with the tool or prompt name) and, for a named
+   * `tools/call`, `toolhive_mcp_tool_calls`.
+   */
+  finished(
     httpMethod: string,
     status: number,
     mcpMethod: string | undefined,
@@ -132,57 +129,62 @@ export class ProxyMetrics {
     seconds: number,
   ): void {
     const key = `${httpMethod}\u0000${status}\u0000${mcpMethod ?? ''}\u0000${resourceId ?? ''}`;
-    const series = this.#requestCache.get(key, () => {
-      const labels: Labels = {
-        method: cutLabel(httpMethod),
-        status_code: String(status),
-        status: status < 400 ? 'success' : 'error',
-        mcp_method: mcpMethod === undefined ? 'unknown' : cutLabel(mcpMethod),
-        mcp_resource_id: resourceId === undefined ? '' : cutLabel(resourceId),
-        server: this.#server,
-        transport: this.#transport,
-      };
-      return { count: this.#requests.series(labels), duration: this.#requestDuration.series(labels) };
-    });
+    let series = this.#finished.get(key);
+    if (series === undefined) {
+      series = this.#series(httpMethod, status, mcpMethod, resourceId);
+      if (this.#finished.size < MAX_SERIES) this.#finished.set(key, series);
+    }
     series.count.value++;
     series.duration.record(seconds);
+    series.operation?.record(seconds);
+    if (series.toolCall !== undefined) series.toolCall.value++;
   }
 
-  /** `mcp.server.operation.duration` for a parsed request; `name` is the tool or prompt name. */
-  operation(mcpMethod: string, name: string | undefined, status: number, seconds: number): void {
-    const errorType = status >= 500 ? String(status) : '';
-    const key = `${mcpMethod}\u0000${name ?? ''}\u0000${errorType}`;
-    const cell = this.#operationCache.get(key, () => {
-      const labels: Record<string, string> = {
+  #series(
+    httpMethod: string,
+    status: number,
+    mcpMethod: string | undefined,
+    resourceId: string | undefined,
+  ): FinishedSeries {
+    const ok = status < 400;
+    const labels: Labels = {
+      method: cutLabel(httpMethod),
+      status_code: String(status),
+      status: ok ? 'success' : 'error',
+      mcp_method: mcpMethod === undefined ? 'unknown' : cutLabel(mcpMethod),
+      mcp_resource_id: resourceId === undefined ? '' : cutLabel(resourceId),
+      server: this.#server,
+      transport: this.#transport,
+    };
+    let operation: HistogramCell | undefined;
+    let toolCall: NumberCell | undefined;
+    if (mcpMethod !== undefined) {
+      const op: Record<string, string> = {
         'mcp.method.name': cutLabel(mcpMethod),
         'jsonrpc.protocol.version': '2.0',
         'network.transport': this.#networkTransport,
       };
-      if (this.#networkProtocol !== undefined) labels['network.protocol.name'] = this.#networkProtocol;
-      if (errorType !== '') labels['error.type'] = errorType;
-      if (name !== undefined && mcpMethod === 'tools/call') {
-        labels['gen_ai.operation.name'] = 'execute_tool';
-        labels['gen_ai.tool.name'] = cutLabel(name);
-      } else if (name !== undefined && mcpMethod === 'prompts/get') {
-        labels['gen_ai.prompt.name'] = cutLabel(name);
+      if (this.#networkProtocol !== undefined) op['network.protocol.name'] = this.#networkProtocol;
+      if (status >= 500) op['error.type'] = String(status);
+      if (resourceId !== undefined && mcpMethod === 'tools/call') {
+        op['gen_ai.operation.name'] = 'execute_tool';
+        op['gen_ai.tool.name'] = cutLabel(resourceId);
+        toolCall = this.#toolCalls.series({
+          server: this.#server,
+          tool: cutLabel(resourceId),
+          status: ok ? 'success' : 'error',
+        });
+      } else if (resourceId !== undefined && mcpMethod === 'prompts/get') {
+        op['gen_ai.prompt.name'] = cutLabel(resourceId);
       }
-      return this.#operationDuration.series(labels);
-    });
-    cell.record(seconds);
-  }
-
-  /** `toolhive_mcp_tool_calls` for a finished `tools/call` with a name. */
-  toolCall(tool: string, status: number): void {
-    const ok = status < 400;
-    const key = `${ok ? 's' : 'e'}${tool}`;
-    const cell = this.#toolCache.get(key, () =>
-      this.#toolCalls.series({
-        server: this.#server,
-        tool: cutLabel(tool),
-        status: ok ? 'success' : 'error',
-      }),
-    );
-    cell.value++;
+      operation = this.#operationDuration.series(op);
+    }
+    return {
+      count: this.#requests.series(labels),
+      duration: this.#requestDuration.series(labels),
+      operation,
+      toolCall,
+    };
   }
 }
 

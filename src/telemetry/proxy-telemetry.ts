@@ -142,13 +142,7 @@ export class ProxyTelemetry {
     const mcp = ctx.mcp;
     const metrics = this.#metrics;
     metrics.closed(false);
-    metrics.request(ctx.method, status, mcp?.method, mcp?.resourceId, seconds);
-    if (mcp !== undefined) {
-      const named = mcp.method === 'tools/call' || mcp.method === 'prompts/get' ? mcp.resourceId : undefined;
-      metrics.operation(mcp.method, named, status, seconds);
-      if (mcp.method === 'tools/call' && mcp.resourceId !== undefined)
-        metrics.toolCall(mcp.resourceId, status);
-    }
+    metrics.finished(ctx.method, status, mcp?.method, mcp?.resourceId, seconds);
     if (span === undefined || !span.sampled) return;
     const spans = this.#spans as SpanRecorder;
     // Renamed once the request is over: `<mcp method> <resource id>` (reference §5.2).

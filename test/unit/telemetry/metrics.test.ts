@@ -134,14 +134,12 @@ function proxyText(): string {
   const registry = new MetricRegistry({ now: () => 0 });
   const m = new ProxyMetrics(registry, 'fetch', 'stdio');
   m.opened(false);
-  m.request('POST', 200, 'tools/call', 'fetch', 0.003);
-  m.operation('tools/call', 'fetch', 200, 0.003);
-  m.toolCall('fetch', 200);
+  m.finished('POST', 200, 'tools/call', 'fetch', 0.003);
   m.closed(false);
   m.opened(true);
-  m.request('POST', 500, undefined, undefined, 0.2);
-  m.operation('prompts/get', 'greet', 502, 1);
-  m.toolCall(`quote"back\\slash\nnewline${'x'.repeat(200)}`, 429);
+  m.finished('POST', 500, undefined, undefined, 0.2);
+  m.finished('POST', 502, 'prompts/get', 'greet', 1);
+  m.finished('POST', 429, 'tools/call', `quote"back\\slash\nnewline${'x'.repeat(200)}`, 0.001);
   return toPrometheusText(registry.snapshot(), {
     'service.name': 'thv-fetch',
     'deployment.environment': 'test',
