@@ -90,6 +90,7 @@ test(
         'http.request.method': 'POST',
         'url.path': '/mcp',
         'url.full': '/mcp',
+        'url.scheme': 'http',
         'http.response.status_code': 200,
         'mcp.method.name': 'tools/call',
         'rpc.system.name': 'jsonrpc',
