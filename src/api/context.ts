@@ -7,10 +7,17 @@ import { join } from 'node:path';
 import { ClientsService } from '../clients/index.js';
 import type { SkepConfig } from '../config/index.js';
 import { GroupService } from '../groups/index.js';
-import { RegistryService } from '../registry/index.js';
+import { RegistryService, type RegistryTokenStore } from '../registry/index.js';
 import { type Runtime, type RuntimeHealth, RuntimeSelector } from '../runtime/index.js';
 import { SecretsService } from '../secrets/index.js';
-import { definedOnly, isSkepError, type Logger, SKEP_VERSION, silentLogger } from '../shared/index.js';
+import {
+  definedOnly,
+  isSkepError,
+  type Logger,
+  SKEP_VERSION,
+  SkepError,
+  silentLogger,
+} from '../shared/index.js';
 import { SkillsService } from '../skills/index.js';
 import { openStore, type Store } from '../store/index.js';
 import { type ResolveRegistryServer, WorkloadManager } from '../workloads/index.js';
@@ -90,6 +97,26 @@ export function registryResolver(registry: RegistryService): ResolveRegistryServ
   };
 }
 
+/** The secrets store as the registry login's token store (its refresh token lives there). */
+export function registryTokenStore(secrets: SecretsService): RegistryTokenStore {
+  return {
+    get: (name) => secrets.get(name),
+    create: (name, value) => secrets.create(name, value),
+    update: (name, value) => secrets.update(name, value),
+    delete: (name) => secrets.delete(name),
+    assertWritable() {
+      const { provider_type, capabilities } = secrets.details();
+      if (!capabilities.can_write) {
+        throw new SkepError(
+          'secrets_read_only',
+          `registry login keeps its refresh token in the secrets store, and the ${provider_type} provider ` +
+            'cannot store one; set up the encrypted provider (POST /api/v1beta/secrets {"provider_type": "encrypted"})',
+        );
+      }
+    },
+  };
+}
+
 export function createContext(config: SkepConfig, options: ContextOptions = {}): ApiContext {
   const logger = options.logger ?? silentLogger;
   const store = openStore(config.paths.databaseFile);
@@ -106,6 +133,7 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     store,
     cacheDir: config.paths.cacheDir,
     logger,
+    tokens: registryTokenStore(secrets),
   });
   // The container runtime is detected lazily (first image workload or /health), once.
   const runtimes = new RuntimeSelector({

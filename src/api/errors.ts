@@ -1,6 +1,7 @@
 /**
  * The one place where errors become HTTP responses for the management API. Every error
- * body is `{ code, message }` (codes: `ERROR_CODES` in src/shared/errors.ts). Unexpected
+ * body is `{ code, message }` (codes: `ERROR_CODES` in src/shared/errors.ts), plus the
+ * error's `details` when it has some. Unexpected
  * errors are logged with their stack and answered with an opaque 500.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
@@ -27,11 +28,20 @@ const GENERIC_BY_STATUS: Record<number, ErrorCode> = {
   504: 'gateway_timeout',
 };
 
-export function sendError(reply: FastifyReply, status: number, code: string, message: string): FastifyReply {
-  return reply
-    .code(status)
-    .type('application/json; charset=utf-8')
-    .send({ code, message } satisfies ErrorBody);
+/**
+ * `details` (a `SkepError`'s machine-readable extras, e.g. the auth status of
+ * `registry_auth_required`) are added next to `code` and `message`, which they cannot replace.
+ */
+export function sendError(
+  reply: FastifyReply,
+  status: number,
+  code: string,
+  message: string,
+  details?: Record<string, unknown>,
+): FastifyReply {
+  const body: ErrorBody =
+    details === undefined ? { code, message } : Object.assign({}, details, { code, message });
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
 }
 
 function describeValidation(err: FastifyError): string {
@@ -56,7 +66,7 @@ export function handleError(
   reply: FastifyReply,
 ): FastifyReply {
   if (isSkepError(err)) {
-    return sendError(reply, ERROR_CODES[err.code].status, err.code, err.message);
+    return sendError(reply, ERROR_CODES[err.code].status, err.code, err.message, err.details);
   }
   const fe = err as FastifyError;
   if (fe.validation !== undefined) {

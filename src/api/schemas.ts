@@ -13,6 +13,8 @@ export const ErrorBody = Type.Object(
   },
   {
     $id: 'ErrorBody',
+    // Some errors add fields (registry_auth_required: auth_status, auth_type, auth_config).
+    additionalProperties: true,
     description: `Error body of every failed request.\n\n| code | status | meaning |\n|---|---|---|\n${codeTable}`,
   },
 );

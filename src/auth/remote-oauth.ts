@@ -53,6 +53,16 @@ export interface RemoteOAuthOptions {
   oauthParams?: Record<string, string>;
   /** How long the login may take, ms (default 5 min). */
   loginTimeoutMs?: number;
+  /**
+   * Send the RFC 8707 `resource` parameter (default true). A caller whose authorization server
+   * may not know the resource (the registry login without an audience) turns it off; an explicit
+   * `resource` is sent either way.
+   */
+  sendResource?: boolean;
+  /** Names of the secrets that hold the client registration and the refresh token. */
+  secretNames?: { client: string; refreshToken: string };
+  /** What the login is for, in the prompt and the log (default "the remote MCP server"). */
+  purpose?: string;
 }
 
 export interface RemoteOAuthDeps {
@@ -139,13 +149,57 @@ export class RemoteOAuthClient {
         }),
       );
     this.#now = deps.now ?? Date.now;
-    this.#names = remoteSecretNames(options.workload);
+    this.#names = options.secretNames ?? remoteSecretNames(options.workload);
   }
 
   /** Gets a first access token: refresh token from the secrets store if usable, else a login. */
   async start(): Promise<void> {
+    await this.#outbound(async () => {
+      this.#endpoints ??= await this.#discover();
+      const stored = await this.#storedRefreshToken();
+      if (stored !== undefined) {
+        try {
+          this.#tokens = await this.#refresh(stored);
+          return;
+        } catch (err) {
+          this.#d.logger.info(
+            { reason: (err as Error).message },
+            'stored refresh token unusable; logging in again',
+          );
+        }
+      }
+      this.#tokens = await this.#login();
+    });
+  }
+
+  /** Reads the authorization server's metadata (RFC 8414 / OpenID Connect Discovery), once. */
+  async discover(): Promise<void> {
+    await this.#outbound(async () => {
+      this.#endpoints ??= await this.#discover();
+    });
+  }
+
+  /**
+   * Non-interactive start: an access token from the refresh token in the secrets store.
+   * False when none is stored or the authorization server refuses it (an OAuth error
+   * answer); a failure to reach the server is thrown.
+   */
+  async resume(): Promise<boolean> {
+    return this.#outbound(() => this.#resume());
+  }
+
+  /** Interactive start: the authorization code flow, whatever is stored. */
+  async login(): Promise<void> {
+    await this.#outbound(async () => {
+      this.#endpoints ??= await this.#discover();
+      this.#tokens = await this.#login();
+    });
+  }
+
+  /** Outbound address refusals become a 403 naming the configured server. */
+  async #outbound<T>(fn: () => Promise<T>): Promise<T> {
     try {
-      await this.#start();
+      return await fn();
     } catch (err) {
       const refusal = findOutboundRefusal(err);
       if (refusal === undefined) throw err;
@@ -153,22 +207,32 @@ export class RemoteOAuthClient {
     }
   }
 
-  async #start(): Promise<void> {
-    this.#endpoints = await this.#discover();
-    const stored =
-      this.#d.secrets === undefined ? undefined : await this.#d.secrets.get(this.#names.refreshToken);
-    if (stored !== undefined) {
-      try {
-        this.#tokens = await this.#refresh(stored);
-        return;
-      } catch (err) {
-        this.#d.logger.info(
-          { reason: (err as Error).message },
-          'stored refresh token unusable; logging in again',
-        );
+  async #resume(): Promise<boolean> {
+    this.#endpoints ??= await this.#discover();
+    const stored = await this.#storedRefreshToken();
+    if (stored === undefined) return false;
+    try {
+      this.#tokens = await this.#refresh(stored);
+      return true;
+    } catch (err) {
+      // An OAuth error answer (invalid_grant...) means the token is gone for good.
+      if (err instanceof SkepError && err.code === 'unauthorized') {
+        this.#d.logger.info({ reason: err.message }, 'stored refresh token refused');
+        return false;
       }
+      throw err;
     }
-    this.#tokens = await this.#login();
+  }
+
+  #storedRefreshToken(): Promise<string | undefined> {
+    return this.#d.secrets === undefined
+      ? Promise.resolve(undefined)
+      : this.#d.secrets.get(this.#names.refreshToken);
+  }
+
+  /** The RFC 8707 `resource` parameter, unless turned off. */
+  #resourceParam(resource: string): Record<string, string> {
+    return this.#o.sendResource === false && this.#o.resource === undefined ? {} : { resource };
   }
 
   /** A valid access token, refreshed (once, shared by concurrent callers) when close to expiry. */
@@ -180,7 +244,7 @@ export class RemoteOAuthClient {
       if (t.expiresAt > this.#now()) return t.accessToken;
       throw new Error('access token expired and no refresh token was issued; restart the workload to log in');
     }
-    this.#refreshing ??= this.#refresh(t.refreshToken).finally(() => {
+    this.#refreshing ??= this.#refreshLatest(t.refreshToken).finally(() => {
       this.#refreshing = undefined;
     });
     this.#tokens = await this.#refreshing;
@@ -190,6 +254,16 @@ export class RemoteOAuthClient {
   close(): void {
     this.#closed = true;
     this.#abort.abort();
+  }
+
+  /**
+   * Refreshes with the newest refresh token: another process sharing the secrets store (a
+   * CLI command next to `skep serve`) may have rotated the one held in memory, and
+   * presenting a rotated token can make the server revoke the whole grant.
+   */
+  async #refreshLatest(held: string): Promise<TokenSet> {
+    const stored = await this.#storedRefreshToken().catch(() => undefined);
+    return this.#refresh(stored ?? held);
   }
 
   async #getJson(url: string): Promise<Record<string, unknown> | undefined> {
@@ -348,7 +422,7 @@ export class RemoteOAuthClient {
         state,
         code_challenge: s256(verifier),
         code_challenge_method: 'S256',
-        resource: endpoints.resource,
+        ...this.#resourceParam(endpoints.resource),
         ...(this.#o.scopes?.length ? { scope: this.#o.scopes.join(' ') } : {}),
       };
       for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
@@ -359,7 +433,7 @@ export class RemoteOAuthClient {
         code: await code,
         redirect_uri: redirectUri,
         code_verifier: verifier,
-        resource: endpoints.resource,
+        ...this.#resourceParam(endpoints.resource),
       });
     } finally {
       callback.closeAllConnections();
@@ -414,13 +488,14 @@ export class RemoteOAuthClient {
   }
 
   async #show(url: string): Promise<void> {
-    this.#d.logger.info({ url }, 'open this URL to authorize access to the remote MCP server');
+    const purpose = this.#o.purpose ?? 'the remote MCP server';
+    this.#d.logger.info({ url }, `open this URL to authorize access to ${purpose}`);
     this.#d.onLoginUrl?.(url);
     if (this.#d.openUrl !== undefined) {
       await this.#d.openUrl(url);
       return;
     }
-    process.stderr.write(`To authorize the remote MCP server, open:\n  ${url}\n`);
+    process.stderr.write(`To authorize ${purpose}, open:\n  ${url}\n`);
     const headless =
       process.platform === 'linux' && !process.env['DISPLAY'] && !process.env['WAYLAND_DISPLAY'];
     if (this.#o.skipBrowser || headless) return;
@@ -449,7 +524,7 @@ export class RemoteOAuthClient {
     const set = await this.#tokenRequest({
       grant_type: 'refresh_token',
       refresh_token: refreshToken,
-      resource: (this.#endpoints as Endpoints).resource,
+      ...this.#resourceParam((this.#endpoints as Endpoints).resource),
     });
     // RFC 6749 §6: the old refresh token stays valid unless a new one is issued.
     return set.refreshToken === undefined ? { ...set, refreshToken } : set;

@@ -71,6 +71,7 @@ export class RegistryHttp {
   async fetch(url: string, options: FetchOptions): Promise<HttpResponse> {
     const signal = AbortSignal.timeout(options.timeoutMs);
     let current = url;
+    let headers = options.headers;
     for (let hop = 0; ; hop++) {
       const target = new URL(current);
       if (target.protocol !== 'http:' && target.protocol !== 'https:') {
@@ -80,7 +81,7 @@ export class RegistryHttp {
       try {
         res = await loadUndici().request(target, {
           method: options.method ?? 'GET',
-          headers: { accept: 'application/json', 'user-agent': 'skep-registry', ...options.headers },
+          headers: { accept: 'application/json', 'user-agent': 'skep-registry', ...headers },
           dispatcher: this.#client.dispatcherFor(target, policyFor(options.allowPrivate)),
           signal,
         });
@@ -99,6 +100,11 @@ export class RegistryHttp {
             'unreachable',
             `${current} redirects to ${next.protocol} (https required)`,
           );
+        }
+        // The registry's credentials are for its own origin: not sent on to another one.
+        if (next.origin !== target.origin && headers?.['authorization'] !== undefined) {
+          const { authorization: _dropped, ...rest } = headers;
+          headers = rest;
         }
         current = next.toString();
         continue;

@@ -1,4 +1,5 @@
 /** The registry domain: the built-in catalog, sources, the native and catalog views, search. */
+export { refreshTokenSecretName, type RegistryTokenStore } from './auth.js';
 export { builtinDocument } from './catalog/index.js';
 export { InvalidRegistryError } from './document.js';
 export {
@@ -15,6 +16,8 @@ export {
 } from './model.js';
 export { DEFAULT_LIMIT, MAX_LIMIT, normalizePaging, type Page, RegistryIndex } from './search.js';
 export {
+  type AuthInfo,
+  type AuthUpdate,
   DEFAULT_REGISTRY,
   type ListQuery,
   RegistryService,

@@ -363,6 +363,8 @@ export interface RegistryInfo {
   server_count: number;
   auth_status: string;
   auth_type: string;
+  /** The registry login's public settings, when one is configured (never a secret). */
+  auth_config?: { issuer: string; client_id: string; audience?: string; scopes: string[] };
 }
 
 /** A server looked up by name, with both views; what `skep run <registry-name>` consumes. */

@@ -10,6 +10,14 @@ import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Logger, SkepError, silentLogger } from '../shared/index.js';
 import { deleteSetting, readSetting, type Store, writeSetting } from '../store/index.js';
+import {
+  DEFAULT_CALLBACK_PORT,
+  DEFAULT_SCOPES,
+  deleteQuietly,
+  type RegistryAuthConfig,
+  RegistryLogin,
+  type RegistryTokenStore,
+} from './auth.js';
 import { InvalidRegistryError } from './document.js';
 import { DEFAULT_FETCH_TIMEOUT_MS, RegistryHttp, SourceFetchError } from './fetch.js';
 import type {
@@ -28,6 +36,7 @@ import {
   ApiSource,
   BuiltinSource,
   FileSource,
+  isAuthFailure,
   type LoadOptions,
   type RegistrySource,
   UrlSource,
@@ -35,6 +44,11 @@ import {
 
 export const DEFAULT_REGISTRY = 'default';
 const SETTING_KEY = 'registry.default';
+/** The registry login's configuration, apart from the source so a login does not rebuild it. */
+const AUTH_SETTING_KEY = 'registry.default.auth';
+/** Reference §4.2: the 503 `registry_auth_required` message. */
+const AUTH_REQUIRED_MESSAGE =
+  'Registry authentication required. POST to /api/v1beta/registry/auth/login to authenticate.';
 /** How long a URL or API source's content is used before it is revalidated. */
 export const DEFAULT_REGISTRY_TTL_MS = 10 * 60 * 1000;
 
@@ -45,12 +59,35 @@ export interface StoredSourceConfig {
   allow_private_ip: boolean;
 }
 
+/** The persisted login configuration; `token_ref` names the stored refresh token after a login. */
+export interface StoredAuthConfig extends RegistryAuthConfig {
+  token_ref?: string;
+}
+
+/** `auth` of `PUT /api/v1beta/registry/default` (reference §1.2; `callback_port` is Skep's). */
+export interface AuthUpdate {
+  issuer?: string | undefined;
+  client_id?: string | undefined;
+  audience?: string | undefined;
+  scopes?: string[] | undefined;
+  callback_port?: number | undefined;
+}
+
 /** Body of `PUT /api/v1beta/registry/default` (reference §1.2). */
 export interface SourceUpdate {
   url?: string | undefined;
   api_url?: string | undefined;
   local_path?: string | undefined;
   allow_private_ip?: boolean | undefined;
+  /** OAuth for a URL or API source; omitted → any existing registry login is removed. */
+  auth?: AuthUpdate | undefined;
+}
+
+/** The auth fields of a registry list entry (reference §4.2); never a secret. */
+export interface AuthInfo {
+  auth_status: 'none' | 'configured' | 'authenticated';
+  auth_type: '' | 'oauth';
+  auth_config?: { issuer: string; client_id: string; audience?: string; scopes: string[] };
 }
 
 export interface RegistryServiceOptions {
@@ -62,6 +99,12 @@ export interface RegistryServiceOptions {
   fetchTimeoutMs?: number;
   ttlMs?: number;
   now?: () => number;
+  /** Where a registry login keeps its refresh token (Skep's secrets store). */
+  tokens?: RegistryTokenStore;
+  /** Shows the registry login URL (default: printed on stderr, and a browser opened if possible). */
+  openUrl?: (url: string) => Promise<void> | void;
+  /** How long a registry login may take, ms (default 5 min). */
+  loginTimeoutMs?: number;
 }
 
 export interface ListQuery {
@@ -78,11 +121,15 @@ export class RegistryService {
   readonly #ttlMs: number;
   readonly #cacheDir: string;
   readonly #now: () => number;
+  readonly #options: RegistryServiceOptions;
   #current: { key: string; source: RegistrySource } | undefined;
+  /** The login of the configured source, while its identity (location, auth config) holds. */
+  #login: { key: string; login: RegistryLogin } | undefined;
   #warning: string | undefined;
   #closed = false;
 
   constructor(options: RegistryServiceOptions) {
+    this.#options = options;
     this.#store = options.store;
     this.#logger = options.logger ?? silentLogger;
     this.#timeoutMs = options.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
@@ -180,8 +227,11 @@ export class RegistryService {
       );
     }
     const allowPrivate = update.allow_private_ip === true;
+    const auth = update.auth === undefined || update.auth === null ? undefined : checkAuth(update.auth);
     const field = given[0];
     if (field === undefined) {
+      if (auth !== undefined) throw authNotApplicable('the built-in catalog');
+      await this.#removeAuth();
       deleteSetting(this.#store, SETTING_KEY);
       this.#current = undefined;
       this.#warning = undefined;
@@ -190,23 +240,69 @@ export class RegistryService {
     const value = (update[field] ?? '').trim();
     let config: StoredSourceConfig;
     if (field === 'local_path' || value.startsWith('file://')) {
+      if (auth !== undefined) throw authNotApplicable('a local file');
       config = { type: 'file', location: checkLocalPath(value), allow_private_ip: false };
     } else {
       const url = checkUrl(value, field, allowPrivate);
+      if (auth !== undefined) checkUrl(auth.issuer, 'auth.issuer', allowPrivate);
       const type = field === 'api_url' ? 'api' : await this.#detectUrlType(url, allowPrivate);
       config = { type, location: url, allow_private_ip: allowPrivate };
     }
-    const source = this.#build(config);
+    // Everything is checked before anything is saved (the reference saves the source first).
+    const login = auth === undefined ? undefined : this.#loginFor(config, auth);
+    if (login !== undefined && auth !== undefined) {
+      try {
+        await login.discover();
+      } catch (err) {
+        throw new SkepError(
+          'bad_request',
+          `failed to configure registry auth: OIDC discovery failed for issuer ${auth.issuer}: ${(err as Error).message}`,
+          { cause: err },
+        );
+      }
+    }
+    const source = this.#build(config, login);
     try {
       await source.load({ force: true, noStale: true });
     } catch (err) {
-      throw toConfigureError(err, value);
+      // With a login configured, a registry that asks for a token before the login is
+      // expected: its content is read after the login (as the reference defers the check).
+      if (login === undefined || !isAuthFailure(err)) throw toConfigureError(err, value);
+    }
+    const previous = this.#authConfig();
+    const previousSource = this.sourceConfig();
+    if (auth === undefined) {
+      await this.#removeAuth();
+    } else {
+      const sameLogin =
+        previous?.token_ref !== undefined &&
+        previousSource?.location === config.location &&
+        identityKey(previous) === identityKey(auth);
+      if (!sameLogin) await this.#removeAuth();
+      writeSetting(
+        this.#store,
+        AUTH_SETTING_KEY,
+        sameLogin ? { ...auth, token_ref: previous.token_ref } : auth,
+      );
     }
     writeSetting(this.#store, SETTING_KEY, config);
-    this.#current = { key: JSON.stringify(config), source };
+    this.#current = undefined;
     this.#warning = undefined;
-    this.#logger.info({ type: config.type, source: config.location }, 'registry source changed');
+    this.#logger.info(
+      { type: config.type, source: config.location, auth: auth === undefined ? 'none' : 'oauth' },
+      'registry source changed',
+    );
     return { type: config.type };
+  }
+
+  /** Drops the login configuration and its stored refresh token. */
+  async #removeAuth(): Promise<void> {
+    const auth = this.#authConfig();
+    if (auth === undefined) return;
+    if (auth.token_ref !== undefined) await deleteQuietly(this.#options.tokens, auth.token_ref);
+    deleteSetting(this.#store, AUTH_SETTING_KEY);
+    this.#login?.login.close();
+    this.#login = undefined;
   }
 
   /** Reloads the source now, ignoring the TTL; fails if the source cannot be read. */
@@ -216,9 +312,62 @@ export class RegistryService {
     return { status: 'refreshed', type: this.#source().type, server_count: index.serverCount };
   }
 
+  // ------------------------------------------------------------------ login (reference §4.2)
+
+  /**
+   * Runs the OAuth login for the configured source (interactive: the URL is shown to the
+   * user, who logs in in a browser) and stores the refresh token. Resolves when done.
+   */
+  async loginRegistry(): Promise<{ status: 'authenticated' }> {
+    const { config, auth } = this.#requireAuth();
+    const login = this.#loginFor(config, auth);
+    await login.login();
+    if (
+      this.#options.tokens !== undefined &&
+      (await this.#options.tokens.get(login.secretName)) === undefined
+    )
+      this.#logger.warn(
+        'the authorization server issued no refresh token (offline_access); the registry login lasts as long as its access token',
+      );
+    const current = this.#authConfig();
+    if (current !== undefined && identityKey(current) === identityKey(auth))
+      writeSetting(this.#store, AUTH_SETTING_KEY, { ...current, token_ref: login.secretName });
+    // Content read before the login (or anonymously) is not kept: read it again with the token.
+    this.#source().forget();
+    this.#warning = undefined;
+    this.#logger.info({ registry: config.location }, 'registry login complete');
+    return { status: 'authenticated' };
+  }
+
+  /** Forgets the login: the stored refresh token, the tokens in memory and the fetched content. */
+  async logoutRegistry(): Promise<{ status: 'logged_out' }> {
+    const { config, auth } = this.#requireAuth();
+    await this.#loginFor(config, auth).logout();
+    const { token_ref: _gone, ...rest } = auth;
+    writeSetting(this.#store, AUTH_SETTING_KEY, rest);
+    this.#source().forget();
+    this.#warning = undefined;
+    this.#logger.info({ registry: config.location }, 'registry logout');
+    return { status: 'logged_out' };
+  }
+
+  #requireAuth(): { config: StoredSourceConfig; auth: StoredAuthConfig } {
+    const config = this.sourceConfig();
+    const auth = this.#authConfig();
+    if (config === undefined || auth === undefined || config.type === 'file') {
+      throw new SkepError(
+        'bad_request',
+        'registry authentication is not configured: PUT /api/v1beta/registry/default with a url or api_url ' +
+          'and auth {issuer, client_id} first',
+      );
+    }
+    return { config, auth };
+  }
+
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#login?.login.close();
     await this.#http.close();
   }
 
@@ -238,20 +387,65 @@ export class RegistryService {
       last_updated: index.lastUpdated,
       // Deliberate: counts every server; the reference counts container servers only.
       server_count: index.serverCount,
-      auth_status: 'none',
-      auth_type: '',
+      ...this.authInfo(),
     };
+  }
+
+  /**
+   * `auth_status`: `none` (no login configured), `configured` (no stored login), or
+   * `authenticated` (a refresh token is stored, or this process holds a token).
+   */
+  authInfo(): AuthInfo {
+    const auth = this.#authConfig();
+    if (auth === undefined) return { auth_status: 'none', auth_type: '' };
+    return {
+      auth_status: auth.token_ref !== undefined ? 'authenticated' : 'configured',
+      auth_type: 'oauth',
+      auth_config: {
+        issuer: auth.issuer,
+        client_id: auth.client_id,
+        ...(auth.audience !== undefined ? { audience: auth.audience } : {}),
+        scopes: [...auth.scopes],
+      },
+    };
+  }
+
+  #authConfig(): StoredAuthConfig | undefined {
+    return readSetting<StoredAuthConfig>(this.#store, AUTH_SETTING_KEY);
   }
 
   #source(): RegistrySource {
     const config = this.sourceConfig();
-    const key = config === undefined ? 'builtin' : JSON.stringify(config);
-    if (this.#current?.key !== key)
-      this.#current = { key, source: config === undefined ? new BuiltinSource() : this.#build(config) };
+    const auth = this.#authConfig();
+    const key =
+      config === undefined ? 'builtin' : JSON.stringify([config, auth === undefined ? null : identity(auth)]);
+    if (this.#current?.key !== key) {
+      const login = config === undefined || auth === undefined ? undefined : this.#loginFor(config, auth);
+      this.#current = {
+        key,
+        source: config === undefined ? new BuiltinSource() : this.#build(config, login),
+      };
+    }
     return this.#current.source;
   }
 
-  #build(config: StoredSourceConfig): RegistrySource {
+  /** The login of a source and auth configuration: kept while both stay the same. */
+  #loginFor(config: StoredSourceConfig, auth: RegistryAuthConfig): RegistryLogin {
+    const key = JSON.stringify([config.location, identity(auth)]);
+    if (this.#login?.key === key) return this.#login.login;
+    this.#login?.login.close();
+    const login = new RegistryLogin(config.location, identity(auth), {
+      store: this.#options.tokens,
+      logger: this.#logger,
+      now: this.#now,
+      ...(this.#options.openUrl !== undefined ? { openUrl: this.#options.openUrl } : {}),
+      ...(this.#options.loginTimeoutMs !== undefined ? { loginTimeoutMs: this.#options.loginTimeoutMs } : {}),
+    });
+    this.#login = { key, login };
+    return login;
+  }
+
+  #build(config: StoredSourceConfig, login?: RegistryLogin): RegistrySource {
     if (config.type === 'file') return new FileSource(config.location);
     const options = {
       http: this.#http,
@@ -260,10 +454,24 @@ export class RegistryService {
       ttlMs: this.#ttlMs,
       cacheDir: this.#cacheDir,
       now: this.#now,
+      ...(login !== undefined
+        ? { authorization: () => login.authorization(() => this.#loginLost(login)) }
+        : {}),
     };
     return config.type === 'api'
       ? new ApiSource(config.location, options)
       : new UrlSource(config.location, options);
+  }
+
+  /** A stored login stopped working (refresh token refused or gone): the status says so. */
+  async #loginLost(login: RegistryLogin): Promise<void> {
+    const auth = this.#authConfig();
+    if (auth?.token_ref === undefined || this.#login?.login !== login) return;
+    const { token_ref: _gone, ...rest } = auth;
+    writeSetting(this.#store, AUTH_SETTING_KEY, rest);
+    await deleteQuietly(this.#options.tokens, login.secretName).catch((err: unknown) =>
+      this.#logger.warn({ err }, 'cannot delete the refused registry refresh token'),
+    );
   }
 
   async #index(options: LoadOptions = {}): Promise<RegistryIndex> {
@@ -275,8 +483,30 @@ export class RegistryService {
       this.#warning = result.warning;
       return result.index;
     } catch (err) {
+      if (isAuthFailure(err)) throw this.#authRequired(err, source);
       throw toReadError(err, source);
     }
+  }
+
+  /**
+   * Reference §4.2: with no usable token, or a 401/403 from the registry, 503
+   * `registry_auth_required`. The body also carries the auth fields of the list entry, so
+   * a caller sees `auth_status` even though the content cannot be read.
+   */
+  #authRequired(err: SourceFetchError, source: RegistrySource): SkepError {
+    const info = this.authInfo();
+    const message =
+      info.auth_status === 'none'
+        ? `the registry at ${source.location} requires authentication (HTTP ${err.status}): PUT /api/v1beta/registry/default ` +
+          'with auth {issuer, client_id}, then POST /api/v1beta/registry/auth/login'
+        : info.auth_status === 'authenticated'
+          ? `the registry at ${source.location} refused the access token (HTTP ${err.status}); ` +
+            'POST /api/v1beta/registry/auth/login to log in again, or ask for access'
+          : AUTH_REQUIRED_MESSAGE;
+    return new SkepError('registry_auth_required', message, {
+      cause: err,
+      details: { ...info },
+    });
   }
 
   /**
@@ -302,6 +532,51 @@ export class RegistryService {
     }
     return 'url';
   }
+}
+
+/** What a login depends on (a change to any of it means a new login). */
+function identity(auth: RegistryAuthConfig): RegistryAuthConfig {
+  return {
+    issuer: auth.issuer,
+    client_id: auth.client_id,
+    ...(auth.audience !== undefined ? { audience: auth.audience } : {}),
+    scopes: [...auth.scopes],
+    callback_port: auth.callback_port,
+  };
+}
+
+function identityKey(auth: RegistryAuthConfig): string {
+  return JSON.stringify(identity(auth));
+}
+
+/** Reference §1.2: issuer and client_id are required; scopes default to `openid offline_access`. */
+function checkAuth(update: AuthUpdate): RegistryAuthConfig {
+  const issuer = update.issuer?.trim() ?? '';
+  const clientId = update.client_id?.trim() ?? '';
+  if (issuer === '' || clientId === '')
+    throw new SkepError('bad_request', 'auth.issuer and auth.client_id are required');
+  const audience = update.audience?.trim();
+  const scopes = (update.scopes ?? []).map((s) => s.trim()).filter((s) => s !== '');
+  const port = update.callback_port ?? DEFAULT_CALLBACK_PORT;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new SkepError(
+      'bad_request',
+      'auth.callback_port: must be a port number (0–65535; 0 picks a free one)',
+    );
+  return {
+    issuer,
+    client_id: clientId,
+    ...(audience !== undefined && audience !== '' ? { audience } : {}),
+    scopes: scopes.length > 0 ? scopes : [...DEFAULT_SCOPES],
+    callback_port: port,
+  };
+}
+
+function authNotApplicable(what: string): SkepError {
+  return new SkepError(
+    'bad_request',
+    `auth: registry authentication applies to a url or api_url source; ${what} needs none (omit auth)`,
+  );
 }
 
 function requireDefault(name: string): void {
@@ -351,6 +626,14 @@ function checkLocalPath(value: string): string {
 /** Errors while setting a source (reference §1.2 error mapping). */
 function toConfigureError(err: unknown, input: string): SkepError {
   if (err instanceof SkepError) return err;
+  if (isAuthFailure(err)) {
+    return new SkepError(
+      'registry_invalid',
+      `registry at ${input} requires authentication (HTTP ${err.status}): add auth {issuer, client_id} to this ` +
+        'request, then POST /api/v1beta/registry/auth/login',
+      { cause: err },
+    );
+  }
   if (err instanceof InvalidRegistryError)
     return new SkepError('registry_invalid', err.message, { cause: err });
   if (err instanceof SourceFetchError) {

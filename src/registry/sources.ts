@@ -6,7 +6,7 @@
  * last good copy with a warning; with no copy at all the load fails.
  */
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../shared/index.js';
@@ -42,6 +42,18 @@ export interface RegistrySource {
   readonly type: SourceType;
   readonly location: string;
   load(options?: LoadOptions): Promise<LoadResult>;
+  /** Drops every copy of the content (memory and disk): after a login or logout. */
+  forget(): void;
+}
+
+/**
+ * A 401 or 403 from a URL or API source: the registry wants (other) credentials. Never
+ * answered from a stale copy (reference §2.2: "except on auth errors").
+ */
+export function isAuthFailure(err: unknown): err is SourceFetchError {
+  return (
+    err instanceof SourceFetchError && err.kind === 'status' && (err.status === 401 || err.status === 403)
+  );
 }
 
 let builtinIndex: RegistryIndex | undefined;
@@ -53,6 +65,10 @@ export class BuiltinSource implements RegistrySource {
     // Validated like any other source, so a broken built-in entry fails tests, not users.
     builtinIndex ??= new RegistryIndex(toRegistryDocument(builtinDocument(), 'the built-in catalog'));
     return { index: builtinIndex };
+  }
+
+  forget(): void {
+    // nothing fetched, nothing to drop
   }
 }
 
@@ -85,6 +101,10 @@ export class FileSource implements RegistrySource {
       };
     }
   }
+
+  forget(): void {
+    this.#cached = undefined;
+  }
 }
 
 export interface RemoteSourceOptions {
@@ -95,6 +115,11 @@ export interface RemoteSourceOptions {
   /** Folder for the on-disk copy (shared by `skep serve` and CLI commands). */
   cacheDir: string;
   now: () => number;
+  /**
+   * The `Authorization` value for the source's requests (registry authentication), or
+   * `undefined` to send none (no login yet: the registry's 401 then says one is needed).
+   */
+  authorization?: () => Promise<string | undefined>;
 }
 
 interface CacheFile {
@@ -196,9 +221,21 @@ abstract class CachedRemoteSource implements RegistrySource {
     } catch (err) {
       this.#failedAt = this.options.now();
       this.#lastError = (err as Error).message;
+      if (isAuthFailure(err)) {
+        // The registry wants (other) credentials now: what it served before is not kept either.
+        this.forget();
+        throw err;
+      }
       if (state === undefined || options.noStale === true) throw err;
       return { index: state.index, warning: this.#staleWarning(state.fetchedAt) };
     }
+  }
+
+  forget(): void {
+    this.#state = undefined;
+    this.#diskChecked = true;
+    this.#failedAt = 0;
+    rmSync(this.#cacheFile, { force: true });
   }
 
   #touchDisk(fetchedAt: number): void {
@@ -216,10 +253,11 @@ abstract class CachedRemoteSource implements RegistrySource {
   }
 
   protected async get(url: string, headers: Record<string, string> = {}): Promise<HttpResponse> {
+    const authorization = await this.options.authorization?.();
     return this.options.http.fetch(url, {
       allowPrivate: this.options.allowPrivate,
       timeoutMs: this.options.timeoutMs,
-      headers,
+      headers: authorization === undefined ? headers : Object.assign({ authorization }, headers),
     });
   }
 }

@@ -86,6 +86,11 @@ export const ERROR_CODES = {
     status: 502,
     description: 'The registry source returned content that fails validation.',
   },
+  registry_auth_required: {
+    status: 503,
+    description:
+      'The registry source needs a login, or refused the token: POST /api/v1beta/registry/auth/login (after configuring `auth`). The body also carries `auth_status`, `auth_type` and `auth_config`.',
+  },
   // Secrets
   secrets_not_setup: {
     status: 404,

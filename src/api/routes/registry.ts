@@ -29,6 +29,16 @@ const SkillJson = open(CatalogSkill);
 const Image = open(ImageServer);
 const Remote = open(RemoteServer);
 
+const AuthConfig = Type.Object(
+  {
+    issuer: Type.String(),
+    client_id: Type.String(),
+    audience: Type.Optional(Type.String()),
+    scopes: Type.Array(Type.String()),
+  },
+  { description: 'The registry login (never a secret); present when `auth_status` is not `none`.' },
+);
+
 const RegistryInfo = Type.Object({
   name: Type.String(),
   type: Type.String({ description: '`default` (built-in), `file`, `url` or `api`.' }),
@@ -36,9 +46,33 @@ const RegistryInfo = Type.Object({
   version: Type.String(),
   last_updated: Type.String(),
   server_count: Type.Integer({ description: 'Image and remote servers.' }),
-  auth_status: Type.String(),
-  auth_type: Type.String(),
+  auth_status: Type.String({
+    description:
+      '`none` (no login configured), `configured` (no login stored), `authenticated` (a refresh token is stored).',
+  }),
+  auth_type: Type.String({ description: '`oauth`, or empty without a login.' }),
+  auth_config: Type.Optional(AuthConfig),
 });
+
+const AuthBody = Type.Object(
+  {
+    issuer: Type.Optional(Type.String({ description: 'OpenID Connect issuer (discovery is checked).' })),
+    client_id: Type.Optional(Type.String({ description: 'A public client: PKCE S256, no secret.' })),
+    audience: Type.Optional(Type.String({ description: 'Sent as the RFC 8707 `resource` of the tokens.' })),
+    scopes: Type.Optional(Type.Array(Type.String(), { description: 'Default `openid offline_access`.' })),
+    callback_port: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 65_535,
+        description:
+          'Skep extension: port of the loopback redirect `http://127.0.0.1:<port>/callback`; default 8666, 0 picks a free one.',
+      }),
+    ),
+  },
+  { description: 'OAuth login for a `url` or `api_url` registry; omitted → any existing login is removed.' },
+);
+
+const LoginStatus = Type.Object({ status: Type.String() });
 
 /** seed "Group": the members of a registry group, each in the map of its kind. */
 const RegistryGroup = Type.Object(
@@ -205,28 +239,55 @@ export async function registryRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
           'detected), `api_url` or `local_path`; none goes back to the built-in catalog. URLs must be https unless ' +
           '`allow_private_ip` is true, which also allows private and loopback addresses. The source is fetched ' +
           '(5 s deadline) and validated before anything is saved: unreachable → 504, unusable content → 502, ' +
-          'private address without `allow_private_ip` → 403, bad input → 400.',
+          'private address without `allow_private_ip` → 403, bad input → 400. `auth` adds an OAuth login ' +
+          '(`issuer` and `client_id` required; OIDC discovery is checked, 400 on failure); a registry that asks ' +
+          'for a token is then read after `POST /api/v1beta/registry/auth/login`.',
         params: NameParams,
         body: Type.Object({
           url: Type.Optional(Type.String()),
           api_url: Type.Optional(Type.String()),
           local_path: Type.Optional(Type.String()),
           allow_private_ip: Type.Optional(Type.Boolean()),
-          auth: Type.Optional(Type.Unknown({ description: 'Registry OAuth; not supported yet (501).' })),
+          auth: Type.Optional(Type.Union([AuthBody, Type.Null()])),
         }),
-        response: withErrors({ 200: Type.Object({ type: Type.String() }) }, 400, 403, 404, 501, 502, 504),
+        response: withErrors({ 200: Type.Object({ type: Type.String() }) }, 400, 403, 404, 502, 504),
       },
     },
     async (request) => {
       const { auth, ...update } = request.body;
-      if (request.params.name === 'default' && auth !== undefined && auth !== null) {
-        throw new SkepError(
-          'not_implemented',
-          'registry authentication (auth) is not supported yet; omit the auth field',
-        );
-      }
-      return registry.configure(request.params.name, update);
+      return registry.configure(request.params.name, auth === null ? update : { auth, ...update });
     },
+  );
+
+  app.post(
+    '/api/v1beta/registry/auth/login',
+    {
+      schema: {
+        tags: ['registry'],
+        summary: 'Log in to the registry (OAuth authorization code + PKCE in a browser)',
+        description:
+          'Runs the login on the machine of `skep serve`: the authorization URL is printed on its stderr (and ' +
+          'logged), and a browser is opened when there is a display. Answers when the login is complete (at most ' +
+          '5 min); the refresh token is kept in the secrets store. 400 when no `auth` is configured.',
+        response: withErrors({ 200: LoginStatus }, 400, 404, 405, 502, 503, 504),
+      },
+    },
+    async () => registry.loginRegistry(),
+  );
+
+  app.post(
+    '/api/v1beta/registry/auth/logout',
+    {
+      schema: {
+        tags: ['registry'],
+        summary: 'Log out of the registry',
+        description:
+          'Deletes the stored refresh token, forgets the tokens and the content read with them. 400 when no `auth` ' +
+          'is configured.',
+        response: withErrors({ 200: LoginStatus }, 400, 404, 405),
+      },
+    },
+    async () => registry.logoutRegistry(),
   );
 
   app.post(

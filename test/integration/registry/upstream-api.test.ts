@@ -126,7 +126,7 @@ test('refresh re-pages the upstream; without allow_private_ip the upstream on lo
   assert.ok(upstream.seen.length > before, 'the upstream was asked again');
 });
 
-test('a Skep upstream that asks for its API token is refused with a message naming the 401 (registry sources send no credentials)', async (t) => {
+test('a Skep upstream that asks for its API token is refused with a message naming the 401 (its API token is not an OAuth login)', async (t) => {
   const upstream = await upstreamSkep(t, 5, 0, true);
   const { app } = await testApp(t);
   const put = await app.inject({
@@ -135,5 +135,5 @@ test('a Skep upstream that asks for its API token is refused with a message nami
     payload: { api_url: upstream.url, allow_private_ip: true },
   });
   assert.equal(put.statusCode, 502);
-  assert.match(put.json().message, /answered HTTP 401 \(the registry requires authentication\)/);
+  assert.match(put.json().message, /requires authentication \(HTTP 401\): add auth \{issuer, client_id\}/);
 });

@@ -172,7 +172,9 @@ test('reference §1.2 PUT: bad input is 400 and changes nothing; other registry 
     [{ api_url: 'not a url' }, 400, /is not a URL/],
     [{ local_path: join(home.dir, 'missing.json') }, 400, /does not exist/],
     [{ url: 5 }, 400, /url/],
-    [{ auth: { issuer: 'https://x', client_id: 'y' } }, 501, /not supported/],
+    // Registry authentication (issue 24 item 1) applies to url and api_url sources only.
+    [{ auth: { issuer: 'https://x', client_id: 'y' } }, 400, /built-in catalog needs none/],
+    [{ auth: { issuer: 'https://x' } }, 400, /^auth\.issuer and auth\.client_id are required$/],
   ];
   for (const [payload, status, message] of cases) {
     const res = await app.inject({

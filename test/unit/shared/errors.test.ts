@@ -43,6 +43,7 @@ const EXPECTED: Record<ErrorCode, number> = {
   registry_private_address: 403,
   registry_unavailable: 504,
   registry_invalid: 502,
+  registry_auth_required: 503,
   secrets_not_setup: 404,
   secret_not_found: 404,
   secret_exists: 409,
