@@ -159,11 +159,20 @@ export function registerWorkloads(program: Command): void {
         if (opts.fromConfig !== undefined) {
           if (server !== undefined)
             throw new SkepError('bad_request', 'give either a server or --from-config, not both');
-          let raw: unknown;
+          let text: string;
           try {
-            raw = JSON.parse(readFileSync(opts.fromConfig, 'utf8'));
+            text = readFileSync(opts.fromConfig, 'utf8');
           } catch (err) {
             throw new SkepError('bad_request', `cannot read ${opts.fromConfig}: ${(err as Error).message}`);
+          }
+          let raw: unknown;
+          try {
+            raw = JSON.parse(text);
+          } catch (err) {
+            throw new SkepError(
+              'bad_request',
+              `${opts.fromConfig} is not valid JSON (${(err as Error).message}); 'skep export <name> <file>' writes a run configuration`,
+            );
           }
           return ctx.workloads.createFromConfig(raw, {
             ...definedOnly({ name: opts.name, port: opts.proxyPort }),
