@@ -16,6 +16,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { buildPipeline } from '../../../src/pipeline/index.js';
 import { telemetryStage } from '../../../src/pipeline/stages/telemetry.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
@@ -285,5 +286,75 @@ test(
     );
     assert.equal(missing.status.code, 0, 'a 4xx leaves the status unset');
     assert.equal(missing.attributes['http.response.status_code'], 404);
+  },
+);
+
+test(
+  'path A order: telemetry sees the rate limit’s 429 (span unset, request counted as an error) and the pipeline mounts /metrics',
+  { timeout: 60_000 },
+  async (t) => {
+    const receiver = await OtlpReceiver.start();
+    t.after(() => receiver.close());
+    withEnv(t, { OTEL_BSP_SCHEDULE_DELAY: '50' });
+    const upstream = await startHttpUpstream(t, (req, res) => {
+      const body = JSON.parse(req.body) as { id: unknown };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: body.id, result: { content: [] } }));
+    });
+    const config = parseRunConfig({
+      name: 'limited',
+      image: '',
+      transport: 'streamable-http',
+      remote_url: `${upstream.url}/mcp`,
+      telemetry_config: {
+        endpoint: receiver.endpoint,
+        insecure: true,
+        samplingRate: '1',
+        enablePrometheusMetricsPath: true,
+      },
+      rate_limit_config: { shared: { maxTokens: 1, refillPeriod: '1h' } },
+    });
+    const chain = await buildPipeline(config, { logger: silentLogger, secretLookup: async () => undefined });
+    t.after(() => chain.close());
+    assert.deepEqual(chain.names, ['telemetry', 'ratelimit']);
+    assert.equal(chain.handlers.length, 1, 'the /metrics endpoint');
+    const proxy = await proxyFor(t, undefined, {
+      middlewares: chain.middlewares,
+      handlers: [...chain.handlers],
+      serverName: 'limited',
+      transport: 'streamable-http',
+      upstream: { kind: 'http', url: `${upstream.url}/mcp`, transport: 'streamable-http' },
+    });
+    const call = () =>
+      fetch(`${proxy.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'search' } }),
+      });
+    assert.equal((await call()).status, 200);
+    assert.equal((await call()).status, 429);
+    const limited = await receiver.waitFor('the 429 span', () =>
+      receiver.spans().find((s) => s.attributes['http.response.status_code'] === 429),
+    );
+    assert.equal(limited.name, 'tools/call search');
+    assert.equal(limited.status.code, 0, '4xx: unset');
+    assert.equal(upstream.received.length, 1, 'the limited call never reached the server');
+    const metrics = await (await fetch(`${proxy.url}/metrics`)).text();
+    assert.match(
+      metrics,
+      /^toolhive_mcp_requests_total\{method="POST",status_code="429",status="error",mcp_method="tools\/call",mcp_resource_id="search",server="limited",transport="streamable-http",otel_scope_name="[^"]+"\} 1$/m,
+    );
+    assert.match(
+      metrics,
+      /^toolhive_mcp_tool_calls_total\{server="limited",tool="search",status="error",[^}]*\} 1$/m,
+    );
+    assert.match(
+      metrics,
+      /^toolhive_rate_limit_decisions_total\{namespace="default",server="limited",decision="rejected",scope="shared",operation_type="server",[^}]*\} 1$/m,
+    );
+    assert.match(
+      metrics,
+      /^toolhive_mcp_active_connections\{server="limited",transport="streamable-http",[^}]*\} 0$/m,
+    );
   },
 );
