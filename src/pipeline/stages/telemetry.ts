@@ -33,6 +33,9 @@ import {
 import type { Stage, StageDeps, StageFactory } from '../types.js';
 import { paramsObject, stringParam } from './params.js';
 
+/** The stage never refuses a request: one settled promise for all of them. */
+const PASS: Promise<undefined> = Promise.resolve(undefined);
+
 const PARAMETER_KEYS = ['config', 'server_name', 'transport'];
 const TRANSPORTS = ['stdio', 'sse', 'streamable-http'];
 
@@ -112,9 +115,9 @@ export const telemetryStage: StageFactory = {
     );
     const stage: Stage = {
       name: 'telemetry',
-      async handle(ctx) {
+      handle(ctx) {
         telemetry.handle(ctx);
-        return undefined;
+        return PASS;
       },
       close: () => telemetry.close(),
     };
