@@ -412,3 +412,29 @@ test('without auth configured, a registry that starts answering 401 is registry_
   // The copy read while the registry was open is not served once it asks for a token.
   await rejectsWith(reg.listRegistries(), 'registry_auth_required');
 });
+
+test('a login nobody completes ends with 504 after the login timeout; concurrent logins share one flow; the status stays configured', async (t) => {
+  const idp = await startRegistryIdp(t);
+  const registry = await startProtectedRegistry(t, idp);
+  const { home, ctx, tokens } = await secretsHome(t);
+  const shown: string[] = [];
+  const reg = service(t, home, ctx.store, tokens, {
+    loginTimeoutMs: 300,
+    openUrl: (url) => {
+      shown.push(url);
+    },
+  });
+  await reg.configure('default', { api_url: registry.url, allow_private_ip: true, auth: authBody(idp) });
+  const [first, second] = await Promise.allSettled([reg.loginRegistry(), reg.loginRegistry()]);
+  for (const outcome of [first, second]) {
+    assert.equal(outcome.status, 'rejected');
+    const err = outcome.reason as SkepError;
+    assert.equal(err.code, 'gateway_timeout');
+    assert.match(err.message, /not completed in time/);
+  }
+  assert.equal(shown.length, 1, 'one login flow for both calls');
+  assert.equal(reg.authInfo().auth_status, 'configured');
+  // The flow's loopback callback is closed again.
+  const port = Number(new URL(new URL(shown[0] ?? '').searchParams.get('redirect_uri') ?? '').port);
+  await assert.rejects(fetch(`http://127.0.0.1:${port}/callback`));
+});
