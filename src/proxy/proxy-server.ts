@@ -89,6 +89,13 @@ interface Passed {
   readonly mcp: McpRequestInfo | undefined;
 }
 
+/** The response's `Content-Length`, when it declared one (streams do not). */
+function declaredLength(res: ServerResponse): number | undefined {
+  const value = res.getHeader('content-length');
+  const n = typeof value === 'string' ? Number(value) : value;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
+}
+
 const NOTHING_ADDED = { headers: undefined, sign: undefined, replyHooks: [], mcp: undefined } as const;
 
 class McpProxy implements RunningProxy {
@@ -426,12 +433,20 @@ class McpProxy implements RunningProxy {
       query: request.query,
       headers: req.headers,
       remoteAddress: req.socket.remoteAddress,
+      remotePort: req.socket.remotePort,
+      httpVersion: req.httpVersion,
       body: received,
       serverName: this.#options.serverName ?? 'mcp-server',
       backendTransport: this.#options.transport ?? (this.#mode === 'http' ? this.#httpTransport : 'stdio'),
       toolName: policy.passthrough ? undefined : (n: string) => policy.resolveCall(n) ?? n,
       whenEnded: (fire) =>
-        res.once('close', () => fire({ status: res.statusCode, completed: res.writableFinished })),
+        res.once('close', () =>
+          fire({
+            status: res.statusCode,
+            completed: res.writableFinished,
+            responseBytes: declaredLength(res),
+          }),
+        ),
       logger: this.#logger,
     });
     const ctx = built.ctx;

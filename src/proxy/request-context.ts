@@ -29,6 +29,9 @@ export interface RequestContextInit {
   query?: string;
   headers?: IncomingHttpHeaders;
   remoteAddress?: string | undefined;
+  remotePort?: number | undefined;
+  /** Default `1.1`. */
+  httpVersion?: string;
   /** Undefined for GET/DELETE; `{text, json}` of a POST (the text is derived when omitted). */
   body?: { text?: string | undefined; json: unknown };
   serverName: string;
@@ -62,6 +65,8 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
   readonly query: string;
   readonly headers: IncomingHttpHeaders;
   readonly remoteAddress: string | undefined;
+  readonly remotePort: number | undefined;
+  readonly httpVersion: string;
   identity: ProxyRequestContext['identity'] = {};
   outboundHeaders: Record<string, string> = {};
   readonly serverName: string;
@@ -80,6 +85,8 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
     this.query = init.query ?? '';
     this.headers = init.headers ?? {};
     this.remoteAddress = init.remoteAddress;
+    this.remotePort = init.remotePort;
+    this.httpVersion = init.httpVersion ?? '1.1';
     this.serverName = init.serverName;
     this.backendTransport = init.backendTransport;
     const b = init.body;

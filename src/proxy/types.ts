@@ -169,6 +169,9 @@ export interface ProxyRequestContext {
   /** Incoming request headers (lower-case names). */
   readonly headers: IncomingHttpHeaders;
   readonly remoteAddress: string | undefined;
+  readonly remotePort: number | undefined;
+  /** The client's HTTP version (`1.1`, `2.0`). */
+  readonly httpVersion: string;
   /** Set by an inbound auth middleware. */
   identity: ProxyIdentity;
   /** Headers to send to an HTTP upstream, e.g. an exchanged token. */
@@ -248,6 +251,8 @@ export interface ExchangeEnd {
   readonly status: number;
   /** False when the client disconnected before the response was complete. */
   readonly completed: boolean;
+  /** The response body's size when the response declared it (`Content-Length`); not for streams. */
+  readonly responseBytes?: number | undefined;
 }
 
 /** The request transparent mode is about to send to an HTTP upstream. */

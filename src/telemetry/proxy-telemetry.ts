@@ -157,8 +157,11 @@ export class ProxyTelemetry {
     const legacy = this.#legacy;
     this.#httpAttributes(w, ctx);
     w.intAttr(A, 'http.response.status_code', status);
+    const bytes = end.responseBytes;
+    if (bytes !== undefined) w.intAttr(A, 'http.response.body.size', bytes);
     if (legacy) {
       w.intAttr(A, 'http.status_code', status);
+      if (bytes !== undefined) w.intAttr(A, 'http.response_content_length', bytes);
       w.doubleAttr(A, 'http.duration_ms', seconds * 1000);
     }
     if (mcp !== undefined) {
@@ -174,7 +177,9 @@ export class ProxyTelemetry {
       w.stringAttr(A, 'network.transport', transport === 'stdio' ? 'pipe' : 'tcp');
       if (transport !== 'stdio') w.stringAttr(A, 'network.protocol.name', 'http');
       if (transport === 'sse') w.stringAttr(A, 'mcp.backend.protocol.version', '1.1');
+      w.stringAttr(A, 'network.protocol.version', ctx.httpVersion);
       if (ctx.remoteAddress !== undefined) w.stringAttr(A, 'client.address', ctx.remoteAddress);
+      if (ctx.remotePort !== undefined) w.intAttr(A, 'client.port', ctx.remotePort);
       const session = header(ctx, 'mcp-session-id');
       if (session !== undefined) w.stringAttr(A, 'mcp.session.id', session);
       const version = header(ctx, 'mcp-protocol-version');

@@ -121,6 +121,10 @@ test(
       assert.match(String(a['mcp.session.id']), /^[0-9a-f-]{8,}/, 'the session id header');
       assert.match(String(a['mcp.protocol.version']), /^\d{4}-\d{2}-\d{2}$/);
       assert.equal(typeof a['http.duration_ms'], 'number');
+      assert.equal(a['network.protocol.version'], '1.1', 'the client spoke HTTP/1.1');
+      assert.ok(Number(a['client.port']) > 0, 'the client port');
+      assert.ok(Number(a['http.response.body.size']) > 0, 'the JSON answer declared its length');
+      assert.equal(a['http.response_content_length'], a['http.response.body.size'], 'legacy twin');
       assert.equal(a['network.protocol.name'], undefined, 'not for a stdio server');
       assert.ok(!JSON.stringify(a).includes('sk-never-recorded'), 'the credential is not on the span');
       assert.equal(call.resource['service.name'], 'thv-traced');

@@ -20,6 +20,8 @@ function fakeContext(overrides: Partial<ProxyRequestContext> = {}) {
     query: '',
     headers: {},
     remoteAddress: '127.0.0.1',
+    remotePort: 50000,
+    httpVersion: '1.1',
     identity: {},
     outboundHeaders: {},
     body: undefined,
