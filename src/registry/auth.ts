@@ -143,6 +143,14 @@ export class RegistryLogin {
         throw new SkepError('bad_gateway', `registry login failed: ${err.message}`, { cause: err });
       if (isSkepError(err)) throw err;
       if (this.#closed) throw new SkepError('unavailable', 'registry login aborted: the server is stopping');
+      if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+        throw new SkepError(
+          'conflict',
+          `registry login: the callback port ${this.#config.callback_port} is in use (another login?); ` +
+            'free it, or set auth.callback_port to a port your identity provider accepts',
+          { cause: err },
+        );
+      }
       throw new SkepError(
         'bad_gateway',
         `registry login failed: ${this.#config.issuer} cannot be reached: ${(err as Error).message}`,

@@ -269,7 +269,7 @@ export async function registryRoutes(app: SkepApp, ctx: ApiContext): Promise<voi
           'Runs the login on the machine of `skep serve`: the authorization URL is printed on its stderr (and ' +
           'logged), and a browser is opened when there is a display. Answers when the login is complete (at most ' +
           '5 min); the refresh token is kept in the secrets store. 400 when no `auth` is configured.',
-        response: withErrors({ 200: LoginStatus }, 400, 404, 405, 502, 503, 504),
+        response: withErrors({ 200: LoginStatus }, 400, 404, 405, 409, 502, 503, 504),
       },
     },
     async () => registry.loginRegistry(),

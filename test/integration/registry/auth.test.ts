@@ -6,6 +6,9 @@
  * HTTP client through the provider's login and consent pages to Skep's loopback callback.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
@@ -437,4 +440,28 @@ test('a login nobody completes ends with 504 after the login timeout; concurrent
   // The flow's loopback callback is closed again.
   const port = Number(new URL(new URL(shown[0] ?? '').searchParams.get('redirect_uri') ?? '').port);
   await assert.rejects(fetch(`http://127.0.0.1:${port}/callback`));
+});
+
+test('a callback port already in use is 409 conflict naming auth.callback_port', async (t) => {
+  const idp = await startRegistryIdp(t);
+  const registry = await startProtectedRegistry(t, idp);
+  const busy = createServer();
+  busy.listen(0, '127.0.0.1');
+  await once(busy, 'listening');
+  t.after(() => new Promise<void>((resolve) => busy.close(() => resolve())));
+  const port = (busy.address() as AddressInfo).port;
+  const { home, ctx, tokens } = await secretsHome(t);
+  const reg = service(t, home, ctx.store, tokens, {
+    openUrl: () => assert.fail('no login URL without a callback'),
+  });
+  await reg.configure('default', {
+    api_url: registry.url,
+    allow_private_ip: true,
+    auth: authBody(idp, { callback_port: port }),
+  });
+  await rejectsWith(
+    reg.loginRegistry(),
+    'conflict',
+    new RegExp(`callback port ${port} is in use.*auth\\.callback_port`),
+  );
 });
