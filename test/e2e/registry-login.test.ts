@@ -135,8 +135,15 @@ test(
     const entry = list.json()['registries'][0];
     assert.equal(entry.auth_status, 'authenticated');
     assert.equal(entry.auth_type, 'oauth');
+    assert.equal(entry.auth_config.client_id, REGISTRY_CLIENT_ID);
     assert.equal(entry.type, 'api');
     assert.equal(entry.server_count, registry.document.data.servers.length);
+    // The detail (Studio's /registry page) carries the same auth fields, and the content.
+    const detail = await api('GET', '/api/v1beta/registry/default');
+    assert.equal(detail.status, 200, detail.text);
+    assert.equal(detail.json()['auth_status'], 'authenticated');
+    assert.deepEqual(detail.json()['auth_config'], entry.auth_config);
+    assert.equal(Object.keys(detail.json()['registry'].servers).length > 0, true);
     const servers = await api('GET', '/api/v1beta/registry/default/servers');
     assert.equal(servers.status, 200);
     assert.equal(
