@@ -295,8 +295,17 @@ export async function startServer(
     await app.close();
     await ctx.close();
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'EADDRINUSE') throw new SkepError('conflict', `address already in use: ${where}`);
-    if (code === 'EACCES') throw new SkepError('forbidden', `permission denied binding ${where}`);
+    const tcp = plan.kind === 'tcp';
+    if (code === 'EADDRINUSE')
+      throw new SkepError(
+        'conflict',
+        `address already in use: ${where}; another program (another skep serve?) listens there: stop it, or ${tcp ? 'choose another port with --port' : 'give another --socket path'}`,
+      );
+    if (code === 'EACCES')
+      throw new SkepError(
+        'forbidden',
+        `permission denied binding ${where}${tcp ? '; ports below 1024 need privileges: choose another with --port' : ''}`,
+      );
     if (code === 'EADDRNOTAVAIL')
       throw new SkepError('bad_request', `cannot bind ${where}: no network interface has that address`);
     throw err;

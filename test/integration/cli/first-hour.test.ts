@@ -352,6 +352,15 @@ test(
       1,
       `error: cannot read ${missing}: ENOENT: no such file or directory, open '${missing}'`,
     ]);
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise((resolve) => taken.close(resolve)));
+    const takenPort = (taken.address() as { port: number }).port;
+    cases.push([
+      ['serve', '--port', String(takenPort)],
+      1,
+      `error: address already in use: 127.0.0.1:${takenPort}; another program (another skep serve?) listens there: stop it, or choose another port with --port`,
+    ]);
     for (const [args, status, first] of cases) {
       const r = await skep(...args);
       assert.equal(r.status, status, `skep ${args.join(' ')}: ${r.stderr}`);
