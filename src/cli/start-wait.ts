@@ -48,6 +48,7 @@ export async function waitForStart(
   const slowAfter = options.slowAfterMs ?? 5_000;
   let nextSlowNote = started + slowAfter;
   let shownContext = '';
+  let shownLive = '';
   let liveLine = false;
   const clearLive = () => {
     if (liveLine) out.write('\r\x1b[2K');
@@ -77,7 +78,9 @@ export async function waitForStart(
       const seconds = Math.floor((now - started) / 1000);
       if (out.isTTY) {
         const detail = context === '' ? 'waiting for the server to answer' : progressLine(context);
-        out.write(`\r\x1b[2Kstarting ${name} (${seconds}s): ${detail}`);
+        const live = `starting ${name} (${seconds}s): ${detail}`;
+        if (live !== shownLive) out.write(`\r\x1b[2K${live}`);
+        shownLive = live;
         liveLine = true;
       } else if (context !== '' && context !== shownContext) {
         shownContext = context;

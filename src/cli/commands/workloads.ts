@@ -24,6 +24,13 @@ function parsePort(value: string): number {
   return port;
 }
 
+function parseLines(value: string): number {
+  const lines = Number(value);
+  if (value.trim() === '' || !Number.isInteger(lines) || lines < 0)
+    throw new InvalidArgumentError('Give a number of lines, e.g. -n 50.');
+  return lines;
+}
+
 function parseWait(value: string): number {
   const seconds = Number(value);
   if (value.trim() === '' || !Number.isFinite(seconds) || seconds <= 0)
@@ -375,12 +382,12 @@ export function registerWorkloads(program: Command): void {
     .description("Print a workload's server log (--proxy: the runner/proxy log)")
     .option('-f, --follow', 'keep printing new lines')
     .option('--proxy', 'the runner and proxy log instead of the server log')
-    .option('-n, --lines <n>', 'last N lines', (v) => Number(v), 100)
+    .option('-n, --lines <n>', 'last N lines', parseLines, 100)
     .action(async (name: string, opts: { follow?: boolean; proxy?: boolean; lines: number }) => {
       const file = await withContext((ctx) =>
         ctx.workloads.logFile(name, opts.proxy === true ? 'proxy' : 'server'),
       );
-      process.stdout.write(tailFile(file, opts.lines));
+      if (opts.lines > 0) process.stdout.write(tailFile(file, opts.lines));
       if (opts.follow === true) await follow(file);
     });
 
