@@ -16,9 +16,10 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { type TestContext, test } from 'node:test';
+import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { requireService } from '../helpers/services.js';
+import { cleanupFirst } from '../integration/cli/cleanup.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BUNDLE = join(ROOT, 'dist', 'skep.mjs');
@@ -62,10 +63,10 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-function background(t: TestContext, line: string, env: NodeJS.ProcessEnv): ChildProcess {
+function background(later: (fn: () => unknown) => void, line: string, env: NodeJS.ProcessEnv): ChildProcess {
   const child = spawn('bash', ['-c', `exec ${line}`], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = once(child, 'exit');
-  t.after(async () => {
+  later(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGKILL');
       await exited;
@@ -91,8 +92,10 @@ test('README quick start and first CLI run, as written, on a clean HOME', { time
   const [install, api] = shellBlocks(readme, '## Quick start', 2) as [string[], string[]];
   const [firstRun] = shellBlocks(readme, '### CLI', 1) as [string[]];
 
+  // Clean-up newest first: the workload, then the processes, then the home.
+  const later = cleanupFirst(t);
   const home = mkdtempSync(join(tmpdir(), 'skep-readme-home-'));
-  t.after(() => rmSync(home, { recursive: true, force: true }));
+  later(() => rmSync(home, { recursive: true, force: true }));
   const bin = join(home, '.local', 'bin');
   mkdirSync(bin, { recursive: true });
   writeFileSync(join(bin, 'skep'), `#!/bin/sh\nexec '${process.execPath}' '${BUNDLE}' "$@"\n`);
@@ -114,7 +117,7 @@ test('README quick start and first CLI run, as written, on a clean HOME', { time
 
   // Quick start, block 1: `npm ci && npm start`, `npm test`.
   assert.deepEqual(install.map(command), ['npm ci && npm start', 'npm test']);
-  const serve = background(t, `node dist/skep.mjs serve --port ${port}`, env);
+  const serve = background(later, `node dist/skep.mjs serve --port ${port}`, env);
   await waitFor(serve.stderr as Readable, /skep serve is listening/);
 
   // The sentence between the blocks: /health answers 204.
@@ -142,7 +145,7 @@ test('README quick start and first CLI run, as written, on a clean HOME', { time
     'skep logs -f everything',
     'skep rm everything',
   ]);
-  t.after(() => void spawnSync('bash', ['-c', 'skep rm everything'], { env, timeout: 60_000 }));
+  later(() => spawnSync('bash', ['-c', 'skep rm everything'], { env, timeout: 60_000 }));
   assert.match(
     sh(command(firstRun[0] as string)),
     /^workload everything started: http:\/\/127\.0\.0\.1:\d+\/mcp\n$/,
@@ -151,7 +154,7 @@ test('README quick start and first CLI run, as written, on a clean HOME', { time
     sh('skep list'),
     /^NAME .*\neverything +npx:\/\/@modelcontextprotocol\/server-everything +running /,
   );
-  const logs = background(t, 'skep logs -f everything', env);
+  const logs = background(later, 'skep logs -f everything', env);
   await waitFor(logs.stdout as Readable, /\[skep\] /);
   logs.kill('SIGINT');
   // Ctrl-C ends it: cleanly once it follows, by the signal if it comes sooner.

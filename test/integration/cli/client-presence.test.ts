@@ -13,6 +13,7 @@ import { test } from 'node:test';
 import { CLI_ARGS } from '../../helpers/cli.js';
 import { tempHome } from '../../helpers/home.js';
 import { EVERYTHING_ENTRY } from '../workloads/helpers.js';
+import { cleanupFirst } from './cleanup.js';
 
 interface Status {
   client_type: string;
@@ -24,6 +25,7 @@ test(
   'client status: installed from the client’s own presence, not from files Skep created',
   { timeout: 180_000 },
   (t) => {
+    const later = cleanupFirst(t);
     const skep = tempHome(t, 'skep-presence-');
     const home = join(skep.dir, 'user-home');
     const bin = join(skep.dir, 'bin');
@@ -58,9 +60,9 @@ test(
           c,
         ]),
       );
-    t.after(() => {
-      spawnSync(process.execPath, [...CLI_ARGS, 'rm', '--group', 'default'], { env, timeout: 60_000 });
-    });
+    later(() =>
+      spawnSync(process.execPath, [...CLI_ARGS, 'rm', '--group', 'default'], { env, timeout: 60_000 }),
+    );
 
     // windsurf is there already: its folder holds its own file.
     mkdirSync(join(home, '.codeium', 'windsurf'), { recursive: true });

@@ -17,13 +17,17 @@ import { CLI_ARGS } from '../../helpers/cli.js';
 import { tempHome } from '../../helpers/home.js';
 import { requireService } from '../../helpers/services.js';
 import { startRemoteMcp } from '../auth/harness.js';
+import { cleanupFirst } from './cleanup.js';
 import { EVERYTHING_ENTRY } from '../workloads/helpers.js';
 
 interface Run {
   status: number | null;
   stdout: string;
   stderr: string;
-  /** The first line of stderr. */
+  /**
+   * The first line of the error (`error: ...`; without one, of stderr). Lines before it may
+   * only be progress (`<name>: still starting after 5s ...`: a slow machine shows them).
+   */
   first: string;
   ms: number;
 }
@@ -33,6 +37,7 @@ interface Run {
  * server must keep answering meanwhile); every workload is removed at the end.
  */
 function cliHome(t: TestContext) {
+  const later = cleanupFirst(t);
   const home = tempHome(t, 'skep-first-hour-');
   const env = { ...home.env, SKEP_LOG_LEVEL: 'silent' };
   const skep = (...args: string[]): Promise<Run> => {
@@ -48,7 +53,7 @@ function cliHome(t: TestContext) {
             status: err === null ? 0 : typeof code === 'number' ? code : null,
             stdout,
             stderr,
-            first: stderr.split('\n')[0] ?? '',
+            first: firstErrorLine(stderr),
             ms: Date.now() - started,
           });
         },
@@ -61,11 +66,20 @@ function cliHome(t: TestContext) {
         workloads: { name: string; status: string }[];
       }
     ).workloads.map((w) => [w.name, w.status]);
-  t.after(async () => {
+  later(async () => {
     const names = (await workloads()).map(([name]) => name as string);
     if (names.length > 0) await skep('rm', ...names);
   });
   return { home, env, skep, workloads };
+}
+
+function firstErrorLine(stderr: string): string {
+  const lines = stderr.split('\n');
+  const at = lines.findIndex((l) => l.startsWith('error: '));
+  if (at < 0) return lines[0] ?? '';
+  for (const line of lines.slice(0, at))
+    assert.match(line, /^[\w.-]+: /, `only progress before the error: ${stderr}`);
+  return lines[at] as string;
 }
 
 function assertNoStack(r: Run): void {

@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { CLI_ARGS } from '../../helpers/cli.js';
 import { tempHome } from '../../helpers/home.js';
 import { requirePodman, startPodmanService } from '../../helpers/podman.js';
+import { cleanupFirst } from './cleanup.js';
 
 const exec = promisify(execFile);
 
@@ -22,6 +23,8 @@ test(
   { timeout: 180_000 },
   async (t) => {
     if (!requirePodman(t)) return;
+    // The workload is removed first, then the engine stops, then the home goes.
+    const later = cleanupFirst(t);
     const home = tempHome(t, 'skep-pull-');
     const env = { ...home.env, SKEP_LOG_LEVEL: 'silent' };
     const skep = (...args: string[]) =>
@@ -29,11 +32,9 @@ test(
         (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
         (err: { code: number; stdout: string; stderr: string }) => err,
       );
-    // Removed before the engine stops (hooks run in registration order).
-    t.after(async () => {
-      await skep('rm', 'none');
-    });
     const engine = await startPodmanService(t);
+    later(() => engine.close());
+    later(() => skep('rm', 'none'));
     mkdirSync(dirname(home.config.paths.configFile), { recursive: true });
     writeFileSync(home.config.paths.configFile, `runtime:\n  type: docker\n  docker_host: ${engine.host}\n`);
 

@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import { CLI_ARGS } from '../../helpers/cli.js';
 import { tempHome } from '../../helpers/home.js';
 import { hasCommand, requireService } from '../../helpers/services.js';
+import { cleanupFirst } from './cleanup.js';
 
 const exec = promisify(execFile);
 
@@ -19,9 +20,10 @@ test(
   { timeout: 120_000 },
   async (t) => {
     if (!requireService(t, 'script (util-linux)', hasCommand('script'), 'apt-get install bsdutils')) return;
+    const later = cleanupFirst(t);
     const home = tempHome(t, 'skep-progress-');
     const env = { ...home.env, SKEP_LOG_LEVEL: 'silent' };
-    t.after(async () => {
+    later(async () => {
       await exec(process.execPath, [...CLI_ARGS, 'rm', 'live', 'quiet'], { env }).catch(() => undefined);
     });
 

@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { Readable } from 'node:stream';
-import { type TestContext, test } from 'node:test';
+import { test } from 'node:test';
 import { CLI_ARGS } from '../../helpers/cli.js';
 import { tempHome } from '../../helpers/home.js';
 import { hasCommand, requireService } from '../../helpers/services.js';
+import { cleanupFirst } from './cleanup.js';
 
 /** Resolves with everything read from `stream` once `pattern` matches it (rejects if it ends first). */
 function readUntil(stream: Readable, pattern: RegExp): Promise<string> {
@@ -28,10 +29,10 @@ function readUntil(stream: Readable, pattern: RegExp): Promise<string> {
   });
 }
 
-/** Stops the process group of a detached child at the end of the test. */
-function reap(t: TestContext, child: ChildProcess): void {
+/** Stops the process group of a detached child at the end of the test (before its home goes). */
+function reap(later: (fn: () => unknown) => void, child: ChildProcess): void {
   const exited = once(child, 'exit');
-  t.after(async () => {
+  later(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       process.kill(-(child.pid as number), 'SIGTERM');
       await exited;
@@ -42,13 +43,14 @@ function reap(t: TestContext, child: ChildProcess): void {
 const LISTENING = /skep serve is listening/;
 
 test('skep serve logs JSON lines into a pipe', { timeout: 60_000 }, async (t) => {
+  const later = cleanupFirst(t);
   const home = tempHome(t);
   const child = spawn(process.execPath, [...CLI_ARGS, 'serve', '--port', '0'], {
     env: { ...home.env, SKEP_LOG_LEVEL: 'info' },
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
   });
-  reap(t, child);
+  reap(later, child);
   const text = await readUntil(child.stderr, LISTENING);
   const line = text.split('\n').find((l) => LISTENING.test(l)) as string;
   const entry = JSON.parse(line) as Record<string, unknown>;
@@ -60,6 +62,7 @@ test('skep serve logs JSON lines into a pipe', { timeout: 60_000 }, async (t) =>
 
 test('skep serve logs readable lines on a terminal', { timeout: 60_000 }, async (t) => {
   if (!requireService(t, 'script (util-linux)', hasCommand('script'), 'apt-get install bsdutils')) return;
+  const later = cleanupFirst(t);
   const home = tempHome(t);
   const command = [process.execPath, ...CLI_ARGS, 'serve', '--port', '0'].map((a) => `'${a}'`).join(' ');
   const child = spawn('script', ['-qfec', command, '/dev/null'], {
@@ -67,7 +70,7 @@ test('skep serve logs readable lines on a terminal', { timeout: 60_000 }, async 
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
-  reap(t, child);
+  reap(later, child);
   const text = await readUntil(child.stdout, LISTENING);
   const line = text.split(/\r?\n/).find((l) => LISTENING.test(l)) as string;
   assert.match(
