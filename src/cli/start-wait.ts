@@ -50,6 +50,7 @@ export async function waitForStart(
   let shownContext = '';
   let shownLive = '';
   let liveLine = false;
+  const remote = ctx.workloads.exportConfig(name).remote_url !== undefined;
   const clearLive = () => {
     if (liveLine) out.write('\r\x1b[2K');
     liveLine = false;
@@ -60,7 +61,6 @@ export async function waitForStart(
       if (status === 'running') return { kind: 'running' };
       if (context.startsWith(AUTHORIZATION_PENDING))
         return { kind: 'authorization', url: context.slice(AUTHORIZATION_PENDING.length) };
-      const remote = ctx.workloads.exportConfig(name).remote_url !== undefined;
       if (status === 'error' || status === 'unhealthy' || (status === 'starting' && isFailedAttempt(context)))
         return { kind: 'failed', failure: explainFailure(ctx, name, context, remote), context };
       if (status !== 'starting')
