@@ -1,0 +1,232 @@
+/**
+ * What the pipeline benchmarks (policy, ops) share: the built CLI (`dist/skep.mjs`, bundled
+ * first), stdio echo workloads started with `skep run --from-config`, MCP sessions over one
+ * undici pool per workload, and interleaved rounds of sequential `tools/call`s at concurrency
+ * 1 and 32 whose medians are reported — so that machine noise lands on every workload alike.
+ */
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Pool } from 'undici';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const root = join(here, '../..');
+const ECHO = join(here, '../fixtures/echo-server.mjs');
+
+/** Rounds and calls per phase, from the environment (`BENCH_ROUNDS`, `BENCH_CALLS_C1`, ...). */
+export const SETTINGS = {
+  rounds: Number(process.env['BENCH_ROUNDS'] ?? 3),
+  callsC1: Number(process.env['BENCH_CALLS_C1'] ?? 2000),
+  callsC32: Number(process.env['BENCH_CALLS'] ?? 8000),
+  warmup: Number(process.env['BENCH_WARMUP'] ?? 1000),
+};
+
+const INIT_BODY = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 0,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
+});
+
+export function cli(
+  env: NodeJS.ProcessEnv,
+  args: string[],
+): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [join(root, 'dist/skep.mjs'), ...args], { env, encoding: 'utf8' });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Bundles the CLI and runner into `dist/` (the benchmarks measure the built runner). */
+export function bundleCli(): void {
+  const built = spawnSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('bundling the CLI failed');
+}
+
+/** Starts an echo workload with `extra` run-configuration fields; resolves once it runs. */
+export async function startWorkload(
+  env: NodeJS.ProcessEnv,
+  dir: string,
+  name: string,
+  extra: Record<string, unknown>,
+): Promise<{ name: string; port: number }> {
+  const file = join(dir, `${name}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({
+      name,
+      image: `cmd://${process.execPath}`,
+      cmd_args: [ECHO],
+      transport: 'stdio',
+      ...extra,
+    }),
+  );
+  const run = cli(env, ['run', '--from-config', file, '--json']);
+  if (run.status !== 0) throw new Error(`skep run ${name} failed: ${run.stderr}`);
+  const port = (JSON.parse(run.stdout) as { port: number }).port;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const list = JSON.parse(cli(env, ['list', '--json']).stdout) as {
+      workloads: { name: string; status: string }[];
+    };
+    if (list.workloads.find((w) => w.name === name)?.status === 'running') break;
+    if (Date.now() > deadline) throw new Error(`${name} did not become running`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { name, port };
+}
+
+/**
+ * Opens a session on the workload and returns a function making one `tools/call` (with a
+ * different message each time when `fresh`, so no answer can be remembered).
+ */
+export async function session(pool: Pool, fresh = false): Promise<() => Promise<void>> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  };
+  const init = await pool.request({ path: '/mcp', method: 'POST', headers, body: INIT_BODY });
+  await init.body.text();
+  const sid = init.headers['mcp-session-id'];
+  if (typeof sid !== 'string') throw new Error(`no session id (HTTP ${init.statusCode})`);
+  headers['mcp-session-id'] = sid;
+  headers['mcp-protocol-version'] = '2025-06-18';
+  const note = await pool.request({
+    path: '/mcp',
+    method: 'POST',
+    headers,
+    body: '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+  });
+  await note.body.text();
+  let id = 1;
+  const prefix = Math.random().toString(36).slice(2, 8);
+  return async () => {
+    const n = id++;
+    const message = fresh ? `hello-${prefix}-${n}` : 'hello';
+    const res = await pool.request({
+      path: '/mcp',
+      method: 'POST',
+      headers,
+      body: `{"jsonrpc":"2.0","id":${n},"method":"tools/call","params":{"name":"echo","arguments":{"message":"${message}"}}}`,
+    });
+    const text = await res.body.text();
+    if (res.statusCode !== 200 || !text.includes('hello'))
+      throw new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
+  };
+}
+
+export interface Phase {
+  p50_ms: number;
+  p99_ms: number;
+  calls_per_s: number;
+}
+
+export const round = (n: number, digits: number): number => Number(n.toFixed(digits));
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? Number.NaN;
+};
+
+/** `total` calls spread over the callers, each sequential: latency percentiles and calls/s. */
+export async function phase(calls: Array<() => Promise<void>>, total: number): Promise<Phase> {
+  const latencies: number[] = [];
+  let next = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    calls.map(async (call) => {
+      while (next < total) {
+        next++;
+        const t0 = process.hrtime.bigint();
+        await call();
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  latencies.sort((a, b) => a - b);
+  return {
+    p50_ms: round(percentile(latencies, 50), 4),
+    p99_ms: round(percentile(latencies, 99), 4),
+    calls_per_s: Math.round(total / seconds),
+  };
+}
+
+export type Summary = Record<string, Record<string, number>>;
+
+/**
+ * Starts one workload per entry of `configs` (label → run-configuration fields), opens 32
+ * sessions on each, warms them up, measures them in interleaved rounds and returns the
+ * medians per label. `fresh(label)` says which workloads get a different argument per call.
+ */
+export async function measureWorkloads(
+  env: NodeJS.ProcessEnv,
+  dir: string,
+  configs: Record<string, Record<string, unknown>>,
+  options: {
+    log: (msg: string) => void;
+    started: (name: string) => void;
+    fresh?: (label: string) => boolean;
+  },
+): Promise<{ summary: Summary; ports: Record<string, number> }> {
+  const targets: Array<{
+    label: string;
+    c1: Array<() => Promise<void>>;
+    c32: Array<() => Promise<void>>;
+    pool: Pool;
+  }> = [];
+  const ports: Record<string, number> = {};
+  try {
+    for (const [label, extra] of Object.entries(configs)) {
+      options.log(`starting workload ${label}`);
+      const w = await startWorkload(env, dir, `bench-${label}`, extra);
+      options.started(w.name);
+      ports[label] = w.port;
+      const pool = new Pool(`http://127.0.0.1:${w.port}`, { connections: 64, keepAliveTimeout: 60_000 });
+      const fresh = options.fresh?.(label) ?? false;
+      const c32 = await Promise.all(Array.from({ length: 32 }, () => session(pool, fresh)));
+      targets.push({ label, pool, c1: [c32[0] as () => Promise<void>], c32 });
+      await phase(c32, SETTINGS.warmup);
+    }
+    const rounds: Record<string, { c1: Phase[]; c32: Phase[] }> = {};
+    for (let r = 0; r < SETTINGS.rounds; r++) {
+      for (const t of targets) {
+        options.log(`round ${r + 1}/${SETTINGS.rounds}: ${t.label}`);
+        const entry = (rounds[t.label] ??= { c1: [], c32: [] });
+        entry.c1.push(await phase(t.c1, SETTINGS.callsC1));
+        entry.c32.push(await phase(t.c32, SETTINGS.callsC32));
+      }
+    }
+    const summary: Summary = {};
+    for (const [label, r] of Object.entries(rounds)) {
+      summary[label] = {
+        c1_p50_ms: median(r.c1.map((p) => p.p50_ms)),
+        c1_p99_ms: median(r.c1.map((p) => p.p99_ms)),
+        c1_calls_per_s: median(r.c1.map((p) => p.calls_per_s)),
+        c32_p50_ms: median(r.c32.map((p) => p.p50_ms)),
+        c32_p99_ms: median(r.c32.map((p) => p.p99_ms)),
+        c32_calls_per_s: median(r.c32.map((p) => p.calls_per_s)),
+      };
+    }
+    return { summary, ports };
+  } finally {
+    for (const t of targets) await t.pool.close();
+  }
+}
+
+/** `label` against `none`: p50 added at concurrency 1, throughput kept at concurrency 32. */
+export function versus(
+  summary: Summary,
+  label: string,
+): { added_c1_p50_ms: number; c32_throughput_kept: number } {
+  const none = summary['none'] ?? {};
+  const s = summary[label] ?? {};
+  return {
+    added_c1_p50_ms: round((s['c1_p50_ms'] ?? 0) - (none['c1_p50_ms'] ?? 0), 4),
+    c32_throughput_kept: round((s['c32_calls_per_s'] ?? 0) / (none['c32_calls_per_s'] ?? 1), 3),
+  };
+}
