@@ -13,6 +13,8 @@ export const FIXED32 = 5;
 export class ProtobufWriter {
   buf: Buffer;
   pos = 0;
+  /** The KeyValue an attribute is being written into (attributes do not nest). */
+  #kv = 0;
 
   constructor(size: number) {
     this.buf = Buffer.allocUnsafe(size);
@@ -140,51 +142,52 @@ export class ProtobufWriter {
 
   /** A string attribute as KeyValue field `field` (9 in Span, 1 in Resource). */
   stringAttr(field: number, key: string, value: string): void {
-    const kv = this.begin(field);
-    this.string(1, key);
-    const any = this.begin(2);
+    const any = this.#openAttr(field, key);
     this.string(1, value);
-    this.end(any);
-    this.end(kv);
+    this.#closeAttr(any);
   }
 
+  /** An integer attribute (`int_value`); a negative or unsafe number goes as `double_value`. */
   intAttr(field: number, key: string, value: number): void {
-    const kv = this.begin(field);
-    this.string(1, key);
-    const any = this.begin(2);
+    const any = this.#openAttr(field, key);
     if (Number.isSafeInteger(value) && value >= 0) {
       this.tag(3, VARINT);
       this.varint(value);
-    } else {
-      this.tag(4, FIXED64);
-      this.ensure(8);
-      this.buf.writeDoubleLE(value, this.pos);
-      this.pos += 8;
-    }
-    this.end(any);
-    this.end(kv);
+    } else this.#double(value);
+    this.#closeAttr(any);
   }
 
   doubleAttr(field: number, key: string, value: number): void {
-    const kv = this.begin(field);
+    const any = this.#openAttr(field, key);
+    this.#double(value);
+    this.#closeAttr(any);
+  }
+
+  boolAttr(field: number, key: string, value: boolean): void {
+    const any = this.#openAttr(field, key);
+    this.tag(2, VARINT);
+    this.varint(value ? 1 : 0);
+    this.#closeAttr(any);
+  }
+
+  /** Starts KeyValue `field` with `key` and its AnyValue; returns the AnyValue's mark. */
+  #openAttr(field: number, key: string): number {
+    this.#kv = this.begin(field);
     this.string(1, key);
-    const any = this.begin(2);
+    return this.begin(2);
+  }
+
+  #closeAttr(any: number): void {
+    this.end(any);
+    this.end(this.#kv);
+  }
+
+  /** AnyValue `double_value`. */
+  #double(value: number): void {
     this.tag(4, FIXED64);
     this.ensure(8);
     this.buf.writeDoubleLE(value, this.pos);
     this.pos += 8;
-    this.end(any);
-    this.end(kv);
-  }
-
-  boolAttr(field: number, key: string, value: boolean): void {
-    const kv = this.begin(field);
-    this.string(1, key);
-    const any = this.begin(2);
-    this.tag(2, VARINT);
-    this.varint(value ? 1 : 0);
-    this.end(any);
-    this.end(kv);
   }
 
   /** The bytes written so far (a copy) and a reset. */
