@@ -8,7 +8,7 @@
  * does is in `shared-sessions.ts`. Loaded only when `session_redis` is configured.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { connectRedisAt, type RedisTarget, within } from '../shared/index.js';
+import { closeRedis, connectRedisAt, type RedisTarget } from '../shared/index.js';
 import {
   decodeSession,
   encodeSession,
@@ -78,11 +78,7 @@ export class RedisSessionStore implements SessionStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    try {
-      await within(1_000, 'QUIT', this.#client.quit());
-    } catch {
-      this.#client.disconnect();
-    }
+    await closeRedis(this.#client);
   }
 
   #open(): void {

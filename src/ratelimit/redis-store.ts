@@ -16,7 +16,7 @@
  * and each has a deadline, so an outage adds at most `commandTimeoutMs` to a call.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { connectRedisAt, type RedisTarget, within } from '../shared/index.js';
+import { closeRedis, connectRedisAt, type RedisTarget } from '../shared/index.js';
 import type { Bucket, BucketStore } from './limiter.js';
 
 export { parseRedisAddress } from '../shared/index.js';
@@ -105,10 +105,6 @@ export class RedisBucketStore implements BucketStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    try {
-      await within(1_000, 'QUIT', this.#client.quit());
-    } catch {
-      this.#client.disconnect();
-    }
+    await closeRedis(this.#client);
   }
 }

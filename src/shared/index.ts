@@ -10,6 +10,7 @@ export { pathExists, writeFileAtomic, writeFileAtomicSync } from './fs.js';
 export { lazyRequire } from './lazy.js';
 export type { RedisConnectionConfig, RedisTarget, RedisTls, RedisUse } from './redis.js';
 export {
+  closeRedis,
   connectRedisAt,
   createRedisClient,
   loadIoredis,

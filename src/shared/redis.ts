@@ -141,6 +141,15 @@ export async function within<T>(ms: number, what: string, work: Promise<T>): Pro
   }
 }
 
+/** Ends a connection politely (QUIT) within a second, else drops it. */
+export async function closeRedis(client: Redis | Cluster): Promise<void> {
+  try {
+    await within(1_000, 'QUIT', client.quit());
+  } catch {
+    client.disconnect();
+  }
+}
+
 /** A Redis of `scaling_config.session_redis`, as the proxy's stores are given it. */
 export interface RedisTarget {
   /** `host:port` (`[v6]:port`), a standalone server or any node of a Cluster. */
