@@ -16,12 +16,10 @@
  *
  * Prints one JSON object on stdout; progress goes to stderr.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../test/helpers/net.js';
-import { bundleCli, cli, measureWorkloads, SETTINGS, versus } from './lib/workloads.js';
+import { bundleCli, cli, measureWorkloads, SETTINGS, startLoopbackServer, versus } from './lib/workloads.js';
 
 const log = (msg: string): void => {
   process.stderr.write(`[ops.bench] ${msg}\n`);
@@ -56,16 +54,9 @@ async function main(): Promise<void> {
   bundleCli();
   const home = await mkdtemp(join(tmpdir(), 'skep-bench-ops-'));
   const env = { ...process.env, SKEP_HOME: home, SKEP_LOG_LEVEL: 'silent' };
-  const sinkPort = await freePort();
-  const sink: ChildProcess = spawn(process.execPath, ['-e', SINK, String(sinkPort)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const { port: sinkPort, child: sink } = await startLoopbackServer(SINK, 'OTLP sink');
   const names: string[] = [];
   try {
-    await new Promise<void>((resolve, reject) => {
-      sink.stdout?.once('data', () => resolve());
-      sink.once('exit', (code) => reject(new Error(`OTLP sink exited ${code}`)));
-    });
     const configs: Record<string, Record<string, unknown>> = {
       none: {},
       ops: {

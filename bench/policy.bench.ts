@@ -20,13 +20,11 @@
  *
  * Prints one JSON object on stdout; progress goes to stderr.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from '../test/helpers/net.js';
-import { bundleCli, cli, measureWorkloads, SETTINGS, versus } from './lib/workloads.js';
+import { bundleCli, cli, measureWorkloads, SETTINGS, startLoopbackServer, versus } from './lib/workloads.js';
 
 const log = (msg: string): void => {
   process.stderr.write(`[policy.bench] ${msg}\n`);
@@ -62,16 +60,9 @@ async function main(): Promise<void> {
   bundleCli();
   const home = await mkdtemp(join(tmpdir(), 'skep-bench-policy-'));
   const env = { ...process.env, SKEP_HOME: home, SKEP_LOG_LEVEL: 'silent' };
-  const receiverPort = await freePort();
-  const receiver: ChildProcess = spawn(process.execPath, ['-e', RECEIVER, String(receiverPort)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const { port: receiverPort, child: receiver } = await startLoopbackServer(RECEIVER, 'webhook receiver');
   const names: string[] = [];
   try {
-    await new Promise<void>((resolve, reject) => {
-      receiver.stdout?.once('data', () => resolve());
-      receiver.once('exit', (code) => reject(new Error(`webhook receiver exited ${code}`)));
-    });
     const authz = { authz_config: { version: '1.0', type: 'cedarv1', cedar: { policies: POLICIES } } };
     const auditFile = join(home, 'audit.log');
     const freshPolicies = [

@@ -4,11 +4,12 @@
  * undici pool per workload, and interleaved rounds of sequential `tools/call`s at concurrency
  * 1 and 32 whose medians are reported — so that machine noise lands on every workload alike.
  */
-import { spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
+import { freePort } from '../../test/helpers/net.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const root = join(here, '../..');
@@ -41,6 +42,25 @@ export function cli(
 export function bundleCli(): void {
   const built = spawnSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'inherit' });
   if (built.status !== 0) throw new Error('bundling the CLI failed');
+}
+
+/**
+ * A loopback HTTP server in its own process (the bench process is the client): `script` runs
+ * with `node -e`, listens on the port given as its argument and prints a line when ready.
+ */
+export async function startLoopbackServer(
+  script: string,
+  what: string,
+): Promise<{ port: number; child: ChildProcess }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['-e', script, String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout?.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`${what} exited ${code}`)));
+  });
+  return { port, child };
 }
 
 /** Starts an echo workload with `extra` run-configuration fields; resolves once it runs. */
