@@ -77,6 +77,20 @@ function sandboxHome(
   return { ctx, config, fakeHome };
 }
 
+/** A process runtime whose Skep folders live in `dir` (the sandbox hides them from servers). */
+function sandboxedRuntime(dir: string, setting: 'auto' | 'bwrap') {
+  const paths = {
+    configDir: join(dir, 'c'),
+    stateDir: join(dir, 's'),
+    dataDir: join(dir, 'd'),
+    cacheDir: join(dir, 'k'),
+  };
+  return {
+    paths,
+    runtime: new ProcessRuntime({ logMaxBytes: 1 << 20, logFiles: 1, sandbox: { setting, paths } }),
+  };
+}
+
 function listen(server: Server): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -327,17 +341,7 @@ test(
     if (!requireBwrap(t)) return;
     const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-http-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
-    const paths = {
-      configDir: join(dir, 'c'),
-      stateDir: join(dir, 's'),
-      dataDir: join(dir, 'd'),
-      cacheDir: join(dir, 'k'),
-    };
-    const runtime = new ProcessRuntime({
-      logMaxBytes: 1 << 20,
-      logFiles: 1,
-      sandbox: { setting: 'auto', paths },
-    });
+    const { runtime } = sandboxedRuntime(dir, 'auto');
     const probe = createServer();
     const port = await listen(probe);
     await new Promise((r) => probe.close(r));
@@ -369,17 +373,7 @@ test('issue 19 §1: a stdio server in the sandbox talks over stdio like any othe
   if (!requireBwrap(t)) return;
   const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-stdio-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const paths = {
-    configDir: join(dir, 'c'),
-    stateDir: join(dir, 's'),
-    dataDir: join(dir, 'd'),
-    cacheDir: join(dir, 'k'),
-  };
-  const runtime = new ProcessRuntime({
-    logMaxBytes: 1 << 20,
-    logFiles: 1,
-    sandbox: { setting: 'bwrap', paths },
-  });
+  const { runtime, paths } = sandboxedRuntime(dir, 'bwrap');
   const handle = await runtime.start({
     name: 'io',
     image: `cmd://${process.execPath}`,
@@ -409,17 +403,7 @@ test(
     const listed = createServer((_req, res) => res.end('listed-ok'));
     const listedPort = await listen(listed);
     t.after(() => listed.close());
-    const paths = {
-      configDir: join(dir, 'c'),
-      stateDir: join(dir, 's'),
-      dataDir: join(dir, 'd'),
-      cacheDir: join(dir, 'k'),
-    };
-    const runtime = new ProcessRuntime({
-      logMaxBytes: 1 << 20,
-      logFiles: 1,
-      sandbox: { setting: 'bwrap', paths },
-    });
+    const { runtime } = sandboxedRuntime(dir, 'bwrap');
     const handle = await runtime.start({
       name: 'noperl',
       image: `cmd://${process.execPath}`,
@@ -468,17 +452,7 @@ test(
     t.after(() => {
       process.env['HOME'] = savedHome;
     });
-    const paths = {
-      configDir: join(dir, 'c'),
-      stateDir: join(dir, 's'),
-      dataDir: join(dir, 'd'),
-      cacheDir: join(dir, 'k'),
-    };
-    const runtime = new ProcessRuntime({
-      logMaxBytes: 1 << 20,
-      logFiles: 1,
-      sandbox: { setting: 'auto', paths },
-    });
+    const { runtime } = sandboxedRuntime(dir, 'auto');
     const handle = await runtime.start({
       name: 'proj',
       image: `cmd://${process.execPath}`,
@@ -529,17 +503,7 @@ test(
       env: { ...process.env, npm_config_offline: 'true', npm_config_update_notifier: 'false' },
     });
     const tarball = join(dir, 'skep-sbx-echo-1.0.0.tgz');
-    const paths = {
-      configDir: join(dir, 'c'),
-      stateDir: join(dir, 's'),
-      dataDir: join(dir, 'd'),
-      cacheDir: join(dir, 'k'),
-    };
-    const runtime = new ProcessRuntime({
-      logMaxBytes: 1 << 20,
-      logFiles: 1,
-      sandbox: { setting: 'auto', paths },
-    });
+    const { runtime, paths } = sandboxedRuntime(dir, 'auto');
     const handle = await runtime.start({
       name: 'npx-echo',
       image: `npx://file:${tarball}`,
@@ -651,17 +615,7 @@ require('node:readline').createInterface({ input: process.stdin }).on('line', (l
 `,
       { mode: 0o755 },
     );
-    const paths = {
-      configDir: join(dir, 'c'),
-      stateDir: join(dir, 's'),
-      dataDir: join(dir, 'd'),
-      cacheDir: join(dir, 'k'),
-    };
-    const runtime = new ProcessRuntime({
-      logMaxBytes: 1 << 20,
-      logFiles: 1,
-      sandbox: { setting: 'bwrap', paths },
-    });
+    const { runtime, paths } = sandboxedRuntime(dir, 'bwrap');
     const handle = await runtime.start({
       name: 'uvx-echo',
       image: 'uvx://skep-uvx-echo',
