@@ -1,0 +1,537 @@
+/**
+ * The virtual MCP server's configuration: ONE schema for the reference's single vMCP config
+ * struct (vmcp-operator.md §1.2), used for `skep vmcp --config file.yaml`, the `vmcp` field of
+ * a workload's run configuration (`POST /api/v1beta/workloads {"vmcp": ...}`) and the
+ * `VirtualMCPServer` CRD's `spec.config`. Keys are camelCase as in the reference.
+ *
+ * `parseVmcpConfig` validates (400 naming the field), refuses what this build does not honour
+ * (400 `unsupported_field`: composite tools, code mode, ...; nothing is accepted silently) and
+ * resolves the defaults into a frozen `ResolvedVmcpConfig`. Better than the reference (⚠):
+ * `operational.timeouts` and `failureHandling.partialFailureMode` are read at runtime, and
+ * `conflictResolutionConfig.prefixOnlyConflicts` renames only conflicting names.
+ */
+import { type Static, Type } from 'typebox';
+import { createValidator } from '../schemas/index.js';
+import { SkepError } from '../shared/index.js';
+
+const Str = () => Type.String();
+const Strs = () => Type.Array(Type.String());
+const StrMap = () => Type.Record(Type.String(), Type.String());
+const Opt = Type.Optional;
+const Closed = { additionalProperties: false } as const;
+/** A Go duration string ("30s", "1m30s", "500ms"), the reference's format. */
+const Duration = () =>
+  Type.String({
+    pattern: '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$',
+    description: 'Go duration, e.g. "30s".',
+  });
+
+const HeaderInjectionSchema = Type.Object(
+  { headerName: Str(), headerValue: Opt(Str()), headerValueEnv: Opt(Str()) },
+  Closed,
+);
+const TokenExchangeSchema = Type.Object(
+  {
+    tokenUrl: Str(),
+    clientId: Opt(Str()),
+    clientSecret: Opt(Str()),
+    clientSecretEnv: Opt(Str()),
+    audience: Opt(Str()),
+    scopes: Opt(Strs()),
+    subjectTokenType: Opt(Str()),
+    subjectProviderName: Opt(Str()),
+  },
+  Closed,
+);
+const UpstreamInjectSchema = Type.Object({ providerName: Str() }, Closed);
+const AwsStsSchema = Type.Object(
+  {
+    region: Str(),
+    service: Opt(Str()),
+    fallbackRoleArn: Opt(Str()),
+    roleMappings: Opt(
+      Type.Array(
+        Type.Object(
+          { claim: Opt(Str()), matcher: Opt(Str()), roleArn: Str(), priority: Opt(Type.Integer()) },
+          Closed,
+        ),
+      ),
+    ),
+    roleClaim: Opt(Str()),
+    sessionDuration: Opt(Type.Integer()),
+    sessionNameClaim: Opt(Str()),
+    subjectProviderName: Opt(Str()),
+  },
+  Closed,
+);
+
+/** `pkg/vmcp/auth/types.BackendAuthStrategy` (§1.2). `obo` and `xaa` are accepted by the schema, refused at parse. */
+export const BackendAuthStrategySchema = Type.Object(
+  {
+    type: Type.Union([
+      Type.Literal('unauthenticated'),
+      Type.Literal('header_injection'),
+      Type.Literal('token_exchange'),
+      Type.Literal('upstream_inject'),
+      Type.Literal('aws_sts'),
+      Type.Literal('obo'),
+      Type.Literal('xaa'),
+      // CRD level (§1.5): filled from the backend workload's own configuration.
+      Type.Literal('discovered'),
+    ]),
+    headerInjection: Opt(HeaderInjectionSchema),
+    tokenExchange: Opt(TokenExchangeSchema),
+    upstreamInject: Opt(UpstreamInjectSchema),
+    awsSts: Opt(AwsStsSchema),
+    obo: Opt(Type.Record(Type.String(), Type.Unknown())),
+    xaa: Opt(Type.Record(Type.String(), Type.Unknown())),
+  },
+  Closed,
+);
+
+const ToolAnnotationsSchema = Type.Object(
+  {
+    title: Opt(Str()),
+    readOnlyHint: Opt(Type.Boolean()),
+    destructiveHint: Opt(Type.Boolean()),
+    idempotentHint: Opt(Type.Boolean()),
+    openWorldHint: Opt(Type.Boolean()),
+  },
+  Closed,
+);
+const ToolOverrideSchema = Type.Object(
+  { name: Opt(Str()), description: Opt(Str()), annotations: Opt(ToolAnnotationsSchema) },
+  Closed,
+);
+const WorkloadToolsSchema = Type.Object(
+  {
+    workload: Type.String({ minLength: 1 }),
+    filter: Opt(Strs()),
+    overrides: Opt(Type.Record(Type.String(), ToolOverrideSchema)),
+    excludeAll: Opt(Type.Boolean()),
+    toolConfigRef: Opt(Type.Object({ name: Str() }, Closed)),
+  },
+  Closed,
+);
+
+export const AggregationSchema = Type.Object(
+  {
+    conflictResolution: Opt(
+      Type.Union([Type.Literal('prefix'), Type.Literal('priority'), Type.Literal('manual')]),
+    ),
+    conflictResolutionConfig: Opt(
+      Type.Object(
+        {
+          prefixFormat: Opt(Str()),
+          priorityOrder: Opt(Strs()),
+          prefixOnlyConflicts: Opt(
+            Type.Boolean({
+              description:
+                'Skep extension: with `prefix`, rename only names that more than one backend offers.',
+            }),
+          ),
+        },
+        Closed,
+      ),
+    ),
+    tools: Opt(Type.Array(WorkloadToolsSchema)),
+    excludeAllTools: Opt(Type.Boolean()),
+    defaultToolVisibility: Opt(Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Literal('')])),
+  },
+  Closed,
+);
+
+const OperationalSchema = Type.Object(
+  {
+    logLevel: Opt(Str()),
+    timeouts: Opt(
+      Type.Object(
+        { default: Opt(Duration()), perWorkload: Opt(Type.Record(Type.String(), Duration())) },
+        Closed,
+      ),
+    ),
+    failureHandling: Opt(
+      Type.Object(
+        {
+          healthCheckInterval: Opt(Duration()),
+          unhealthyThreshold: Opt(Type.Integer({ minimum: 1 })),
+          healthCheckTimeout: Opt(Duration()),
+          statusReportingInterval: Opt(Duration()),
+          partialFailureMode: Opt(Type.Union([Type.Literal('fail'), Type.Literal('best_effort')])),
+          circuitBreaker: Opt(
+            Type.Object(
+              {
+                enabled: Opt(Type.Boolean()),
+                failureThreshold: Opt(Type.Integer({ minimum: 1 })),
+                timeout: Opt(Duration()),
+              },
+              Closed,
+            ),
+          ),
+        },
+        Closed,
+      ),
+    ),
+  },
+  Closed,
+);
+
+const StaticBackendSchema = Type.Object(
+  {
+    name: Str(),
+    url: Str(),
+    transport: Type.Union([Type.Literal('sse'), Type.Literal('streamable-http')]),
+    type: Opt(Str()),
+    caBundlePath: Opt(Str()),
+    metadata: Opt(StrMap()),
+  },
+  Closed,
+);
+
+/** §1.9, the fields helper V2's optimizer reads; `enabled` is Skep's switch for BM25-only use. */
+const OptimizerSchema = Type.Object(
+  {
+    enabled: Opt(Type.Boolean()),
+    embeddingService: Opt(Str()),
+    embeddingServiceTimeout: Opt(Duration()),
+    embeddingProvider: Opt(Type.Union([Type.Literal('tei'), Type.Literal('openai')])),
+    embeddingModel: Opt(Str()),
+    embeddingHeaders: Opt(StrMap()),
+    maxToolsToReturn: Opt(Type.Integer({ minimum: 1, maximum: 50 })),
+    hybridSearchSemanticRatio: Opt(Type.Union([Str(), Type.Number()])),
+    semanticDistanceThreshold: Opt(Type.Union([Str(), Type.Number()])),
+  },
+  Closed,
+);
+
+const Loose = () => Type.Record(Type.String(), Type.Unknown());
+
+export const VmcpConfigSchema = Type.Object(
+  {
+    name: Opt(Str()),
+    groupRef: Opt(Str()),
+    backends: Opt(Type.Array(StaticBackendSchema)),
+    incomingAuth: Opt(
+      Type.Object(
+        {
+          type: Type.Union([Type.Literal('oidc'), Type.Literal('local'), Type.Literal('anonymous')]),
+          oidc: Opt(Loose()),
+          authz: Opt(Loose()),
+        },
+        Closed,
+      ),
+    ),
+    outgoingAuth: Opt(
+      Type.Object(
+        {
+          source: Opt(Type.Union([Type.Literal('inline'), Type.Literal('discovered')])),
+          default: Opt(BackendAuthStrategySchema),
+          backends: Opt(Type.Record(Type.String(), BackendAuthStrategySchema)),
+        },
+        Closed,
+      ),
+    ),
+    aggregation: Opt(AggregationSchema),
+    compositeTools: Opt(Type.Array(Loose())),
+    compositeToolRefs: Opt(Type.Array(Type.Object({ name: Str() }, Closed))),
+    operational: Opt(OperationalSchema),
+    metadata: Opt(StrMap()),
+    telemetry: Opt(Loose()),
+    audit: Opt(Loose()),
+    optimizer: Opt(OptimizerSchema),
+    codeMode: Opt(Loose()),
+    sessionStorage: Opt(Loose()),
+    rateLimiting: Opt(Loose()),
+    passthroughHeaders: Opt(Strs()),
+  },
+  {
+    $id: 'VmcpConfig',
+    additionalProperties: false,
+    description: 'Virtual MCP server configuration (the reference vMCP config, camelCase keys).',
+  },
+);
+
+export type VmcpConfig = Static<typeof VmcpConfigSchema>;
+export type BackendAuthStrategy = Static<typeof BackendAuthStrategySchema>;
+export type AggregationConfig = Static<typeof AggregationSchema>;
+export type ToolOverrideConfig = Static<typeof ToolOverrideSchema>;
+export type OptimizerConfig = Static<typeof OptimizerSchema>;
+
+const validator = createValidator(VmcpConfigSchema);
+
+/** Defaults with units (one table, conventions §7). */
+export const VMCP_DEFAULTS = {
+  prefixFormat: '{workload}_',
+  timeoutMs: 30_000,
+  healthCheckIntervalMs: 30_000,
+  healthCheckTimeoutMs: 10_000,
+  unhealthyThreshold: 3,
+  circuitBreakerThreshold: 5,
+  circuitBreakerTimeoutMs: 60_000,
+} as const;
+
+/** The configuration as the runtime reads it: validated, defaults filled, durations in ms. */
+export interface ResolvedVmcpConfig {
+  readonly raw: VmcpConfig;
+  readonly groupRef: string | undefined;
+  readonly aggregation: {
+    readonly conflictResolution: 'prefix' | 'priority' | 'manual';
+    readonly prefixFormat: string;
+    readonly prefixOnlyConflicts: boolean;
+    readonly priorityOrder: readonly string[];
+    readonly tools: ReadonlyMap<string, Static<typeof WorkloadToolsSchema>>;
+    readonly excludeAllTools: boolean;
+    readonly defaultToolVisibility: 'allow' | 'deny';
+  };
+  readonly outgoingAuth: {
+    readonly source: 'inline' | 'discovered';
+    readonly default: BackendAuthStrategy | undefined;
+    readonly backends: Readonly<Record<string, BackendAuthStrategy>>;
+  };
+  readonly timeoutMs: number;
+  readonly perWorkloadTimeoutMs: ReadonlyMap<string, number>;
+  readonly partialFailureMode: 'fail' | 'best_effort';
+  readonly healthCheckIntervalMs: number;
+  readonly healthCheckTimeoutMs: number;
+  readonly unhealthyThreshold: number;
+  readonly circuitBreaker: {
+    readonly enabled: boolean;
+    readonly failureThreshold: number;
+    readonly timeoutMs: number;
+  };
+  readonly passthroughHeaders: readonly string[];
+  readonly optimizer: OptimizerConfig | undefined;
+}
+
+const UNIT_MS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+/** Go duration → ms (the schema already checked the syntax). */
+export function durationMs(text: string): number {
+  let total = 0;
+  for (const m of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g))
+    total += Number(m[1]) * UNIT_MS[m[2]!]!;
+  return total;
+}
+
+function unsupported(field: string, hint: string): SkepError {
+  return new SkepError('unsupported_field', `vmcp.${field} is not supported by this build: ${hint}`);
+}
+
+const HOP_BY_HOP = new Set([
+  'host',
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'upgrade',
+  'te',
+  'trailer',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'content-length',
+]);
+
+/**
+ * Validates a vMCP configuration (400 `bad_request` naming the field), refuses what is not
+ * honoured (400 `unsupported_field`) and resolves defaults.
+ */
+export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConfig {
+  const raw = validator.parse(value ?? {}, what);
+  if (raw.compositeTools !== undefined && raw.compositeTools.length > 0) {
+    throw unsupported('compositeTools', 'composite tools (workflows) are not implemented; remove them');
+  }
+  if (raw.compositeToolRefs !== undefined && raw.compositeToolRefs.length > 0) {
+    throw unsupported('compositeToolRefs', 'composite tools (workflows) are not implemented; remove them');
+  }
+  if (raw.codeMode !== undefined && raw.codeMode['enabled'] === true) {
+    throw unsupported('codeMode', 'code mode is not implemented; remove it');
+  }
+  if (raw.backends !== undefined && raw.backends.length > 0) {
+    throw unsupported(
+      'backends',
+      'backends are the running workloads of `groupRef`; run remote servers as workloads of that group',
+    );
+  }
+  for (const key of ['telemetry', 'audit', 'sessionStorage', 'rateLimiting'] as const) {
+    const v = raw[key];
+    if (v !== undefined && Object.keys(v).length > 0) {
+      throw unsupported(
+        key,
+        `configure it on the virtual workload like on any workload (its run configuration's ${key === 'sessionStorage' ? 'scaling_config' : key === 'rateLimiting' ? 'rate_limit_config' : key === 'audit' ? 'audit_config' : 'telemetry_config'})`,
+      );
+    }
+  }
+  if (raw.incomingAuth !== undefined && raw.incomingAuth.type !== 'anonymous') {
+    throw unsupported(
+      'incomingAuth',
+      'set inbound auth and authorization on the virtual workload (oidc_config, authz_config) like on any workload',
+    );
+  }
+  if (raw.operational?.failureHandling?.statusReportingInterval !== undefined) {
+    // Accepted: status is reported on every health change (no interval needed); documented.
+  }
+  const strategies: Array<[string, BackendAuthStrategy]> = [];
+  if (raw.outgoingAuth?.default !== undefined)
+    strategies.push(['outgoingAuth.default', raw.outgoingAuth.default]);
+  for (const [name, s] of Object.entries(raw.outgoingAuth?.backends ?? {}))
+    strategies.push([`outgoingAuth.backends.${name}`, s]);
+  for (const [field, s] of strategies) checkStrategy(field, s);
+
+  const agg = raw.aggregation ?? {};
+  const crc = agg.conflictResolutionConfig ?? {};
+  const strategy = agg.conflictResolution ?? 'prefix';
+  const prefixFormat = crc.prefixFormat ?? VMCP_DEFAULTS.prefixFormat;
+  if (!prefixFormat.includes('{workload}')) {
+    throw new SkepError(
+      'bad_request',
+      `${what}.aggregation.conflictResolutionConfig.prefixFormat must contain "{workload}" (got "${prefixFormat}")`,
+    );
+  }
+  if (strategy === 'priority' && (crc.priorityOrder === undefined || crc.priorityOrder.length === 0)) {
+    throw new SkepError(
+      'bad_request',
+      `${what}.aggregation.conflictResolutionConfig.priorityOrder must list workloads when conflictResolution is "priority"`,
+    );
+  }
+  const tools = new Map<string, Static<typeof WorkloadToolsSchema>>();
+  for (const [i, entry] of (agg.tools ?? []).entries()) {
+    if (entry.toolConfigRef !== undefined) {
+      throw unsupported(
+        `aggregation.tools[${i}].toolConfigRef`,
+        'MCPToolConfig references are Kubernetes only; use filter and overrides',
+      );
+    }
+    if (tools.has(entry.workload)) {
+      throw new SkepError(
+        'bad_request',
+        `${what}.aggregation.tools[${i}].workload "${entry.workload}" is listed twice; merge the entries`,
+      );
+    }
+    tools.set(entry.workload, entry);
+  }
+  const perWorkload = new Map<string, number>();
+  for (const [name, d] of Object.entries(raw.operational?.timeouts?.perWorkload ?? {}))
+    perWorkload.set(name, positive(durationMs(d), `${what}.operational.timeouts.perWorkload.${name}`));
+  const fh = raw.operational?.failureHandling ?? {};
+  const cb = fh.circuitBreaker ?? {};
+  const cbTimeout = cb.timeout === undefined ? VMCP_DEFAULTS.circuitBreakerTimeoutMs : durationMs(cb.timeout);
+  if (cb.enabled === true && cbTimeout < 1000) {
+    throw new SkepError(
+      'bad_request',
+      `${what}.operational.failureHandling.circuitBreaker.timeout must be at least 1s`,
+    );
+  }
+  for (const h of raw.passthroughHeaders ?? []) {
+    const lower = h.toLowerCase();
+    if (
+      HOP_BY_HOP.has(lower) ||
+      lower.startsWith('x-forwarded-') ||
+      !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(h)
+    ) {
+      throw new SkepError(
+        'bad_request',
+        `${what}.passthroughHeaders: "${h}" cannot be forwarded (Host, hop-by-hop and X-Forwarded-* headers are refused)`,
+      );
+    }
+  }
+  const resolved: ResolvedVmcpConfig = {
+    raw,
+    groupRef: raw.groupRef,
+    aggregation: {
+      conflictResolution: strategy,
+      prefixFormat,
+      prefixOnlyConflicts: crc.prefixOnlyConflicts === true,
+      priorityOrder: crc.priorityOrder ?? [],
+      tools,
+      excludeAllTools: agg.excludeAllTools === true,
+      defaultToolVisibility: agg.defaultToolVisibility === 'deny' ? 'deny' : 'allow',
+    },
+    outgoingAuth: {
+      source: raw.outgoingAuth?.source ?? 'inline',
+      default: raw.outgoingAuth?.default,
+      backends: raw.outgoingAuth?.backends ?? {},
+    },
+    timeoutMs:
+      raw.operational?.timeouts?.default === undefined
+        ? VMCP_DEFAULTS.timeoutMs
+        : positive(durationMs(raw.operational.timeouts.default), `${what}.operational.timeouts.default`),
+    perWorkloadTimeoutMs: perWorkload,
+    partialFailureMode: fh.partialFailureMode ?? 'fail',
+    healthCheckIntervalMs:
+      fh.healthCheckInterval === undefined
+        ? VMCP_DEFAULTS.healthCheckIntervalMs
+        : durationMs(fh.healthCheckInterval),
+    healthCheckTimeoutMs:
+      fh.healthCheckTimeout === undefined
+        ? VMCP_DEFAULTS.healthCheckTimeoutMs
+        : positive(
+            durationMs(fh.healthCheckTimeout),
+            `${what}.operational.failureHandling.healthCheckTimeout`,
+          ),
+    unhealthyThreshold: fh.unhealthyThreshold ?? VMCP_DEFAULTS.unhealthyThreshold,
+    circuitBreaker: {
+      enabled: cb.enabled === true,
+      failureThreshold: cb.failureThreshold ?? VMCP_DEFAULTS.circuitBreakerThreshold,
+      timeoutMs: cbTimeout,
+    },
+    passthroughHeaders: raw.passthroughHeaders ?? [],
+    optimizer: raw.optimizer !== undefined && raw.optimizer.enabled !== false ? raw.optimizer : undefined,
+  };
+  return Object.freeze(resolved);
+}
+
+function positive(ms: number, field: string): number {
+  if (!(ms > 0)) throw new SkepError('bad_request', `${field} must be a positive duration such as "30s"`);
+  return ms;
+}
+
+function checkStrategy(field: string, s: BackendAuthStrategy): void {
+  const need = (key: 'headerInjection' | 'tokenExchange' | 'upstreamInject' | 'awsSts') => {
+    if (s[key] === undefined)
+      throw new SkepError('bad_request', `vmcp.${field}.${key} is required when type is "${s.type}"`);
+  };
+  switch (s.type) {
+    case 'header_injection': {
+      need('headerInjection');
+      const h = s.headerInjection!;
+      if ((h.headerValue === undefined) === (h.headerValueEnv === undefined)) {
+        throw new SkepError(
+          'bad_request',
+          `vmcp.${field}.headerInjection needs exactly one of headerValue and headerValueEnv`,
+        );
+      }
+      return;
+    }
+    case 'token_exchange':
+      need('tokenExchange');
+      if (s.tokenExchange!.clientSecret !== undefined && s.tokenExchange!.clientSecretEnv !== undefined) {
+        throw new SkepError(
+          'bad_request',
+          `vmcp.${field}.tokenExchange: set clientSecret or clientSecretEnv, not both`,
+        );
+      }
+      return;
+    case 'upstream_inject':
+      need('upstreamInject');
+      return;
+    case 'aws_sts':
+      need('awsSts');
+      return;
+    case 'obo':
+      throw unsupported(
+        `${field}.type`,
+        '"obo" is an enterprise-only strategy in the reference; use token_exchange',
+      );
+    case 'xaa':
+      throw unsupported(`${field}.type`, '"xaa" is not implemented; use token_exchange');
+    default:
+      return;
+  }
+}
