@@ -1,0 +1,505 @@
+/**
+ * The vMCP optimizer (issue 20 item 7, reference §1.9): `find_tool` searches the aggregated
+ * tools with BM25 over their names, titles, descriptions and input-schema properties (names
+ * and descriptions), optionally mixed with embedding similarity, and `call_tool` names the
+ * inner tool to call. Differences from the reference: the keywords and the description are
+ * searched together (keywords weigh double) instead of keywords replacing the description;
+ * a hybrid answer is topped up from the other arm when one arm has fewer hits than its share;
+ * an embedding service that fails is skipped for a while (BM25 answers, one log line) instead
+ * of failing `find_tool`.
+ */
+import type { Logger } from '../../shared/index.js';
+import { silentLogger } from '../../shared/index.js';
+import { Bm25Index, type WeightedTerms } from './bm25.js';
+import { OPTIMIZER_DEFAULTS, type OptimizerSettings } from './config.js';
+import { createEmbeddingClient, type EmbeddingClient } from './embeddings.js';
+import { tokenize } from './tokenize.js';
+import type {
+  FindToolOutput,
+  McpTool,
+  Optimizer,
+  OptimizerCallResult,
+  ResolvedCall,
+  TokenMetrics,
+  ToolScope,
+} from './types.js';
+
+export const FIND_TOOL_NAME = 'find_tool';
+export const CALL_TOOL_NAME = 'call_tool';
+
+export interface OptimizerOptions {
+  /** From `resolveOptimizerSettings`; default: BM25 only, 8 results. */
+  settings?: OptimizerSettings;
+  logger?: Logger;
+  /** Clock for the embedding service's back-off (tests). */
+  now?: () => number;
+}
+
+/** Field weights: a word in a tool's name says more about it than one in a parameter's description. */
+const WEIGHT = { name: 3, title: 2, description: 1, property: 1.5, propertyDescription: 0.5 } as const;
+/** Keywords are what the agent says matters most. */
+const KEYWORD_WEIGHT = 2;
+/** After a failure the embedding service is left alone this long (BM25 answers meanwhile). */
+const EMBEDDING_RETRY_MS = 30_000;
+const MAX_DESCRIPTION_CHARS = 4_096;
+const MAX_KEYWORDS = 32;
+const MAX_KEYWORD_CHARS = 256;
+/** How deep nested object/array schemas are searched for property names. */
+const MAX_SCHEMA_DEPTH = 4;
+
+/** One indexed tool, reusable across `index()` calls while its definition does not change. */
+interface Entry {
+  tool: McpTool;
+  json: string;
+  tokens: number;
+  terms: WeightedTerms;
+  embeddingText: string;
+}
+
+interface State {
+  entries: Entry[];
+  byName: Map<string, number>;
+  bm25: Bm25Index;
+  baseline: number;
+  vectors: (Float32Array | undefined)[];
+}
+
+function textResult(text: string, isError: boolean): OptimizerCallResult {
+  return isError
+    ? { content: [{ type: 'text', text }], isError: true }
+    : { content: [{ type: 'text', text }] };
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function typeName(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}
+
+/** Adds the words of `text`, each weighted `weight`, to `terms`; returns the weight added. */
+function addText(terms: Map<string, number>, text: unknown, weight: number): number {
+  if (typeof text !== 'string' || text === '') return 0;
+  const words = tokenize(text);
+  for (const w of words) terms.set(w, (terms.get(w) ?? 0) + weight);
+  return words.length * weight;
+}
+
+/** Property names and descriptions of an input schema, into nested objects and array items. */
+function addSchema(terms: Map<string, number>, schema: unknown, depth: number, names: string[]): number {
+  if (!isPlainObject(schema) || depth > MAX_SCHEMA_DEPTH) return 0;
+  let length = 0;
+  const properties = schema['properties'];
+  if (isPlainObject(properties)) {
+    for (const [name, sub] of Object.entries(properties)) {
+      if (depth === 0) names.push(name);
+      length += addText(terms, name, WEIGHT.property);
+      if (isPlainObject(sub)) {
+        length += addText(terms, sub['description'], WEIGHT.propertyDescription);
+        length += addText(terms, sub['title'], WEIGHT.propertyDescription);
+        length += addSchema(terms, sub, depth + 1, names);
+      }
+    }
+  }
+  const items = schema['items'];
+  if (isPlainObject(items)) length += addSchema(terms, items, depth + 1, names);
+  return length;
+}
+
+function analyse(tool: McpTool, json: string): Entry {
+  const terms = new Map<string, number>();
+  const names: string[] = [];
+  let length = addText(terms, tool.name, WEIGHT.name);
+  length += addText(terms, tool.title, WEIGHT.title);
+  length += addText(terms, tool.description, WEIGHT.description);
+  length += addSchema(terms, tool.inputSchema, 0, names);
+  const parts = [tool.name];
+  if (typeof tool.title === 'string' && tool.title !== '') parts.push(tool.title);
+  if (typeof tool.description === 'string' && tool.description !== '') parts.push(tool.description);
+  if (names.length > 0) parts.push(`Parameters: ${names.join(', ')}`);
+  return {
+    tool,
+    json,
+    // Reference §1.9: JSON bytes ÷ 4, rounded down, per tool.
+    tokens: Math.floor(Buffer.byteLength(json) / 4),
+    terms: { terms, length },
+    embeddingText: parts.join('. '),
+  };
+}
+
+function metrics(baseline: number, returned: number): TokenMetrics {
+  return {
+    baseline_tokens: baseline,
+    returned_tokens: returned,
+    savings_percent: baseline === 0 ? 0 : ((baseline - returned) / baseline) * 100,
+  };
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  for (let i = 0; i < a.length; i++) sum += a[i]! * b[i]!;
+  return sum;
+}
+
+/** The query as term → weight: the description's words once, keywords' words double. */
+function queryTerms(description: string, keywords: readonly string[]): Map<string, number> {
+  const query = new Map<string, number>();
+  addText(query, description, 1);
+  for (const k of keywords) addText(query, k, KEYWORD_WEIGHT);
+  return query;
+}
+
+type FindArgs = { description: string; keywords: string[] } | { error: string };
+
+function parseFindArgs(args: unknown): FindArgs {
+  if (!isPlainObject(args)) {
+    return {
+      error: `${FIND_TOOL_NAME} arguments must be an object with tool_description (got ${typeName(args)})`,
+    };
+  }
+  const description = args['tool_description'];
+  if (typeof description !== 'string') {
+    return {
+      error:
+        description === undefined
+          ? 'tool_description is required: describe the task in plain words, e.g. "send an email"'
+          : `tool_description must be a string (got ${typeName(description)})`,
+    };
+  }
+  if (description.length > MAX_DESCRIPTION_CHARS) {
+    return {
+      error: `tool_description is too long (${description.length} characters; at most ${MAX_DESCRIPTION_CHARS})`,
+    };
+  }
+  const rawKeywords = args['tool_keywords'];
+  const keywords: string[] = [];
+  if (rawKeywords !== undefined && rawKeywords !== null) {
+    if (!Array.isArray(rawKeywords)) {
+      return { error: `tool_keywords must be an array of strings (got ${typeName(rawKeywords)})` };
+    }
+    if (rawKeywords.length > MAX_KEYWORDS) {
+      return { error: `tool_keywords has ${rawKeywords.length} entries; at most ${MAX_KEYWORDS}` };
+    }
+    for (let i = 0; i < rawKeywords.length; i++) {
+      const k: unknown = rawKeywords[i];
+      if (typeof k !== 'string')
+        return { error: `tool_keywords[${i}] must be a string (got ${typeName(k)})` };
+      if (k.length > MAX_KEYWORD_CHARS) {
+        return {
+          error: `tool_keywords[${i}] is too long (${k.length} characters; at most ${MAX_KEYWORD_CHARS})`,
+        };
+      }
+      keywords.push(k);
+    }
+  }
+  if (description.trim() === '' && keywords.every((k) => k.trim() === '')) {
+    return {
+      error: 'tool_description must not be empty: describe the task in plain words, e.g. "send an email"',
+    };
+  }
+  return { description, keywords };
+}
+
+const FIND_TOOL_SCHEMA = {
+  type: 'object',
+  properties: {
+    tool_description: {
+      type: 'string',
+      description: 'The task you want a tool for, in plain words, e.g. "send an email to a colleague".',
+    },
+    tool_keywords: {
+      type: 'array',
+      items: { type: 'string' },
+      description:
+        'Optional words that must weigh more in the search: product or object names, e.g. ["gmail", "email"].',
+    },
+  },
+  required: ['tool_description'],
+  additionalProperties: false,
+};
+
+const CALL_TOOL_SCHEMA = {
+  type: 'object',
+  properties: {
+    tool_name: { type: 'string', description: `Exact name of the tool, as ${FIND_TOOL_NAME} returned it.` },
+    parameters: {
+      type: 'object',
+      description:
+        "The tool's arguments, shaped by the inputSchema find_tool returned for it ({} when it takes none).",
+      additionalProperties: true,
+    },
+  },
+  required: ['tool_name', 'parameters'],
+  additionalProperties: false,
+};
+
+export function createOptimizer(options: OptimizerOptions = {}): Optimizer {
+  const settings = options.settings;
+  const maxResults = settings?.maxToolsToReturn ?? OPTIMIZER_DEFAULTS.maxToolsToReturn;
+  const ratio = settings?.hybridSearchSemanticRatio ?? OPTIMIZER_DEFAULTS.hybridSearchSemanticRatio;
+  const threshold = settings?.semanticDistanceThreshold ?? OPTIMIZER_DEFAULTS.semanticDistanceThreshold;
+  const logger = options.logger ?? silentLogger;
+  const now = options.now ?? Date.now;
+  const embedder: EmbeddingClient | undefined =
+    settings?.embedding === undefined ? undefined : createEmbeddingClient(settings.embedding);
+  const closer = new AbortController();
+
+  const definitions: readonly McpTool[] = Object.freeze([
+    {
+      name: FIND_TOOL_NAME,
+      title: 'Find a tool',
+      description:
+        `Search the tools this server offers. Describe the task; the answer lists up to ${maxResults} matching tools, ` +
+        'best first, with their full definitions (name, description, inputSchema). Then run one with call_tool. ' +
+        'Search again with other words or tool_keywords when nothing fits.',
+      inputSchema: FIND_TOOL_SCHEMA,
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    {
+      name: CALL_TOOL_NAME,
+      title: 'Call a tool',
+      description:
+        `Run a tool found with ${FIND_TOOL_NAME}: pass its exact name as tool_name and its arguments as parameters. ` +
+        "The answer is that tool's own result.",
+      inputSchema: CALL_TOOL_SCHEMA,
+    },
+  ]);
+
+  let state: State = { entries: [], byName: new Map(), bm25: new Bm25Index([]), baseline: 0, vectors: [] };
+  /** Embedding vectors by embedding text, so an unchanged tool is never embedded twice. */
+  let vectorCache = new Map<string, Float32Array>();
+  let embedFailedAt: number | undefined;
+  let failureLogged = false;
+  let backgroundEmbed: Promise<void> | undefined;
+  const scopeBaselines = new WeakMap<ToolScope, { state: State; baseline: number }>();
+
+  function embeddingUsable(): boolean {
+    if (embedder === undefined || closer.signal.aborted) return false;
+    return embedFailedAt === undefined || now() - embedFailedAt >= EMBEDDING_RETRY_MS;
+  }
+
+  function embeddingFailed(err: unknown): void {
+    embedFailedAt = now();
+    if (failureLogged || closer.signal.aborted) return;
+    failureLogged = true;
+    logger.warn(
+      { err: (err as Error).message },
+      `optimizer: the embedding service failed; ${FIND_TOOL_NAME} answers with BM25 alone and retries the service in ${EMBEDDING_RETRY_MS / 1000} s`,
+    );
+  }
+
+  function embeddingWorked(): void {
+    if (embedFailedAt !== undefined && failureLogged)
+      logger.info('optimizer: the embedding service answers again');
+    embedFailedAt = undefined;
+    failureLogged = false;
+  }
+
+  /** Embeds the tools of the current state that have no vector yet; never rejects. */
+  async function embedMissing(): Promise<void> {
+    if (embedder === undefined) return;
+    const target = state;
+    const missing = [
+      ...new Set(
+        target.entries.filter((e, i) => target.vectors[i] === undefined).map((e) => e.embeddingText),
+      ),
+    ];
+    if (missing.length === 0 || !embeddingUsable()) return;
+    try {
+      const vectors = await embedder.embed(missing, closer.signal);
+      embeddingWorked();
+      for (let i = 0; i < missing.length; i++) vectorCache.set(missing[i]!, vectors[i]!);
+      // The list may have been replaced meanwhile: fill whatever state is current now.
+      const current = state;
+      for (let i = 0; i < current.entries.length; i++) {
+        current.vectors[i] ??= vectorCache.get(current.entries[i]!.embeddingText);
+      }
+    } catch (err) {
+      embeddingFailed(err);
+    }
+  }
+
+  function baselineFor(scope: ToolScope | undefined): number {
+    if (scope === undefined) return state.baseline;
+    const cached = scopeBaselines.get(scope);
+    if (cached !== undefined && cached.state === state) return cached.baseline;
+    let baseline = 0;
+    for (const e of state.entries) if (scope.allows(e.tool.name)) baseline += e.tokens;
+    scopeBaselines.set(scope, { state, baseline });
+    return baseline;
+  }
+
+  /** Semantic hits (tool numbers, nearest first) within the distance threshold. */
+  function semanticSearch(target: State, query: Float32Array, scope: ToolScope | undefined): number[] {
+    const hits: { doc: number; distance: number }[] = [];
+    for (let i = 0; i < target.vectors.length; i++) {
+      const v = target.vectors[i];
+      if (v === undefined || v.length !== query.length) continue;
+      const distance = 1 - dot(query, v);
+      if (distance > threshold) continue;
+      if (scope !== undefined && !scope.allows(target.entries[i]!.tool.name)) continue;
+      hits.push({ doc: i, distance });
+    }
+    hits.sort((a, b) => a.distance - b.distance || a.doc - b.doc);
+    return hits.slice(0, maxResults).map((h) => h.doc);
+  }
+
+  async function queryVector(text: string): Promise<Float32Array | undefined> {
+    if (embedder === undefined || !embeddingUsable()) return undefined;
+    if (state.vectors.some((v) => v === undefined))
+      backgroundEmbed ??= embedMissing().finally(() => (backgroundEmbed = undefined));
+    if (!state.vectors.some((v) => v !== undefined)) return undefined;
+    try {
+      const [vector] = await embedder.embed([text], closer.signal);
+      embeddingWorked();
+      return vector;
+    } catch (err) {
+      embeddingFailed(err);
+      return undefined;
+    }
+  }
+
+  return {
+    index(tools) {
+      const previous = new Map<string, Entry>();
+      for (const e of state.entries) previous.set(e.json, e);
+      const entries: Entry[] = [];
+      const byName = new Map<string, number>();
+      let baseline = 0;
+      for (const tool of tools) {
+        if (typeof tool?.name !== 'string' || tool.name === '') {
+          throw new TypeError('optimizer.index: every tool needs a non-empty name');
+        }
+        if (byName.has(tool.name))
+          throw new TypeError(`optimizer.index: tool name ${tool.name} appears twice`);
+        const json = JSON.stringify(tool);
+        const entry = previous.get(json) ?? analyse(tool, json);
+        byName.set(tool.name, entries.length);
+        entries.push(entry);
+        baseline += entry.tokens;
+      }
+      const vectors = entries.map((e) => vectorCache.get(e.embeddingText));
+      // Forget vectors of tools that are gone.
+      const kept = new Map<string, Float32Array>();
+      for (let i = 0; i < entries.length; i++)
+        if (vectors[i] !== undefined) kept.set(entries[i]!.embeddingText, vectors[i]!);
+      vectorCache = kept;
+      state = { entries, byName, bm25: new Bm25Index(entries.map((e) => e.terms)), baseline, vectors };
+      return embedMissing();
+    },
+
+    tools() {
+      return definitions;
+    },
+
+    async find(args, scope) {
+      const parsed = parseFindArgs(args);
+      if ('error' in parsed) return textResult(parsed.error, true);
+      const target = state;
+      const accept =
+        scope === undefined
+          ? undefined
+          : (doc: number): boolean => scope.allows(target.entries[doc]!.tool.name);
+      const lexical = target.bm25.search(queryTerms(parsed.description, parsed.keywords), maxResults, accept);
+      let docs: number[] = lexical.map((h) => h.doc);
+      if (embedder !== undefined && ratio > 0) {
+        const text =
+          parsed.keywords.length === 0
+            ? parsed.description
+            : `${parsed.description} ${parsed.keywords.join(' ')}`;
+        const vector = await queryVector(text);
+        if (vector !== undefined) {
+          const semantic = semanticSearch(target, vector, scope);
+          const quota = Math.round(maxResults * ratio);
+          const merged = new Set<number>(semantic.slice(0, quota));
+          for (const d of docs) if (merged.size < maxResults) merged.add(d);
+          for (const d of semantic) if (merged.size < maxResults) merged.add(d);
+          docs = [...merged];
+        }
+      }
+      let returned = 0;
+      const found: McpTool[] = [];
+      for (const d of docs) {
+        const e = target.entries[d]!;
+        returned += e.tokens;
+        found.push(e.tool);
+      }
+      const output: FindToolOutput = { tools: found, token_metrics: metrics(baselineFor(scope), returned) };
+      return {
+        content: [{ type: 'text', text: JSON.stringify(output) }],
+        structuredContent: output as unknown as Record<string, unknown>,
+      };
+    },
+
+    resolveCall(args, scope): ResolvedCall {
+      if (!isPlainObject(args)) {
+        return {
+          ok: false,
+          result: textResult(
+            `${CALL_TOOL_NAME} arguments must be an object with tool_name and parameters (got ${typeName(args)})`,
+            true,
+          ),
+        };
+      }
+      let parameters: unknown = args['parameters'];
+      if (parameters === undefined || parameters === null) parameters = {};
+      if (!isPlainObject(parameters)) {
+        return {
+          ok: false,
+          result: textResult(
+            `parameters must be an object holding the tool's arguments (got ${typeName(parameters)}); use {} for none`,
+            true,
+          ),
+        };
+      }
+      let name: unknown = args['tool_name'];
+      if (name === undefined && typeof parameters['tool_name'] === 'string') {
+        // Reference §1.9: a tool_name nested inside parameters is hoisted out.
+        name = parameters['tool_name'];
+        const rest: Record<string, unknown> = {};
+        for (const [k, v] of Object.entries(parameters)) if (k !== 'tool_name') rest[k] = v;
+        parameters = rest;
+      }
+      if (typeof name !== 'string' || name === '') {
+        return {
+          ok: false,
+          result: textResult(
+            name === undefined
+              ? `tool_name is required: the exact name of a tool from ${FIND_TOOL_NAME}`
+              : `tool_name must be a non-empty string (got ${typeName(name)})`,
+            true,
+          ),
+        };
+      }
+      const at = state.byName.get(name);
+      if (at === undefined || (scope !== undefined && !scope.allows(name))) {
+        return {
+          ok: false,
+          result: textResult(`tool not found: ${name}. Use ${FIND_TOOL_NAME} to look up tool names.`, true),
+        };
+      }
+      const required = state.entries[at]!.tool.inputSchema?.required;
+      if (Array.isArray(required)) {
+        const args = parameters as Record<string, unknown>;
+        const missing = required.filter((r) => typeof r === 'string' && !Object.hasOwn(args, r));
+        if (missing.length > 0) {
+          return {
+            ok: false,
+            result: textResult(
+              `parameters.${missing[0]} is required by tool ${name}${missing.length > 1 ? ` (missing: ${missing.join(', ')})` : ''}`,
+              true,
+            ),
+          };
+        }
+      }
+      return { ok: true, name, arguments: parameters as Record<string, unknown> };
+    },
+
+    close() {
+      closer.abort();
+    },
+  };
+}
