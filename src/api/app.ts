@@ -22,6 +22,7 @@ import { BrowserSessions } from './browser-sessions.js';
 import type { ApiContext } from './context.js';
 import { DOCS_HTML } from './docs-page.js';
 import { handleError, sendError } from './errors.js';
+import { createSchemaNamer } from './openapi.js';
 import { authRoutes } from './routes/auth.js';
 import { routeModules } from './routes/index.js';
 import { createHostGuard } from './security.js';
@@ -166,7 +167,11 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     return sendError(reply, 404, 'not_found', `no route ${request.method} ${path}`);
   });
 
+  // Named schemas (`$id`) become `components.schemas` entries referenced by `$ref`.
+  const namer = createSchemaNamer();
   await app.register(swagger, {
+    transform: namer.transform,
+    transformObject: namer.transformObject as never,
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -174,7 +179,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
         version: ctx.version,
         description:
           'Run, share and secure MCP tool servers. Wire-compatible with the ToolHive `thv serve` API. ' +
-          'Every error body is `{ "code", "message" }`; see the `ErrorBody` schema for the code table.',
+          'Every error body is `{ "code", "message" }`; see the `Error` schema for the code table.',
       },
       components: {
         securitySchemes: {

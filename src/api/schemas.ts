@@ -1,6 +1,7 @@
 /** Schemas shared by every route module: the error body and common response helpers. */
 import { type TSchema, Type } from 'typebox';
 import { ERROR_CODES } from '../shared/index.js';
+import { ERROR_SCHEMA } from './openapi.js';
 
 const codeTable = Object.entries(ERROR_CODES)
   .map(([code, { status, description }]) => `| \`${code}\` | ${status} | ${description} |`)
@@ -12,7 +13,7 @@ export const ErrorBody = Type.Object(
     message: Type.String({ description: 'What went wrong and, for 4xx, what to fix.' }),
   },
   {
-    $id: 'ErrorBody',
+    $id: ERROR_SCHEMA,
     // Some errors add fields (registry_auth_required: auth_status, auth_type, auth_config).
     additionalProperties: true,
     description: `Error body of every failed request.\n\n| code | status | meaning |\n|---|---|---|\n${codeTable}`,

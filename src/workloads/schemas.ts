@@ -15,58 +15,73 @@ export const SecretRefSchema = Type.Object(
     name: Type.String({ description: 'Secret name in the secrets provider.' }),
     target: Type.String({ description: 'Environment variable the server receives it in.' }),
   },
-  { additionalProperties: false },
+  { title: 'SecretRef', additionalProperties: false },
 );
 
 const ToolOverrideSchema = Type.Object(
   { name: Opt(Type.String()), description: Opt(Type.String()) },
-  { additionalProperties: false },
+  { title: 'ToolOverride', additionalProperties: false },
 );
 
-export const OidcRequestSchema = Type.Object({
-  issuer: Opt(Type.String()),
-  audience: Opt(Type.String()),
-  jwks_url: Opt(Type.String()),
-  introspection_url: Opt(Type.String()),
-  client_id: Opt(Type.String()),
-  client_secret: Opt(Type.String({ description: 'Ignored (never stored in plain text).' })),
-  scopes: Opt(Strs()),
-});
+export const OidcRequestSchema = Type.Object(
+  {
+    issuer: Opt(Type.String()),
+    audience: Opt(Type.String()),
+    jwks_url: Opt(Type.String()),
+    introspection_url: Opt(Type.String()),
+    client_id: Opt(Type.String()),
+    client_secret: Opt(Type.String({ description: 'Ignored (never stored in plain text).' })),
+    scopes: Opt(Strs()),
+  },
+  { title: 'OidcConfig' },
+);
 
-export const OAuthConfigSchema = Type.Object({
-  issuer: Opt(Type.String()),
-  authorize_url: Opt(Type.String()),
-  token_url: Opt(Type.String()),
-  client_id: Opt(Type.String()),
-  client_secret: Opt(SecretRefSchema),
-  bearer_token: Opt(SecretRefSchema),
-  scopes: Opt(Strs()),
-  use_pkce: Opt(Type.Boolean()),
-  oauth_params: Opt(StrMap()),
-  callback_port: Opt(Type.Integer({ minimum: 0, maximum: 65535 })),
-  skip_browser: Opt(Type.Boolean()),
-  resource: Opt(Type.String()),
-});
+export const OAuthConfigSchema = Type.Object(
+  {
+    issuer: Opt(Type.String()),
+    authorize_url: Opt(Type.String()),
+    token_url: Opt(Type.String()),
+    client_id: Opt(Type.String()),
+    client_secret: Opt(SecretRefSchema),
+    bearer_token: Opt(SecretRefSchema),
+    scopes: Opt(Strs()),
+    use_pkce: Opt(Type.Boolean()),
+    oauth_params: Opt(StrMap()),
+    callback_port: Opt(Type.Integer({ minimum: 0, maximum: 65535 })),
+    skip_browser: Opt(Type.Boolean()),
+    resource: Opt(Type.String()),
+  },
+  { title: 'OAuthConfig' },
+);
 
-export const HeaderSchema = Type.Object({
-  name: Type.String(),
-  description: Opt(Type.String()),
-  required: Opt(Type.Boolean()),
-  default: Opt(Type.String()),
-  secret: Opt(Type.Boolean()),
-  choices: Opt(Strs()),
-});
+export const HeaderSchema = Type.Object(
+  {
+    name: Type.String(),
+    description: Opt(Type.String()),
+    required: Opt(Type.Boolean()),
+    default: Opt(Type.String()),
+    secret: Opt(Type.Boolean()),
+    choices: Opt(Strs()),
+  },
+  { title: 'Header' },
+);
 
-const HeaderForwardSchema = Type.Object({
-  add_plaintext_headers: Opt(StrMap()),
-  add_headers_from_secret: Opt(StrMap()),
-});
-const RuntimeConfigSchema = Type.Object({
-  builder_image: Opt(Type.String()),
-  additional_packages: Opt(Strs()),
-  build_with: Opt(Type.String()),
-  runtime_env: Opt(StrMap()),
-});
+const HeaderForwardSchema = Type.Object(
+  {
+    add_plaintext_headers: Opt(StrMap()),
+    add_headers_from_secret: Opt(StrMap()),
+  },
+  { title: 'HeaderForward' },
+);
+const RuntimeConfigSchema = Type.Object(
+  {
+    builder_image: Opt(Type.String()),
+    additional_packages: Opt(Strs()),
+    build_with: Opt(Type.String()),
+    runtime_env: Opt(StrMap()),
+  },
+  { title: 'RuntimeConfig' },
+);
 
 /** Every field a create or update may set (update: all optional, omitted ones keep their value). */
 const settableFields = {
@@ -248,13 +263,16 @@ export const BulkRequestSchema = Type.Object(
 export type BulkRequest = Static<typeof BulkRequestSchema>;
 
 const StringChangeSchema = Type.Object({ from: Type.String(), to: Type.String() });
-const EnvVarInfoSchema = Type.Object({
-  name: Type.String(),
-  description: Opt(Type.String()),
-  required: Opt(Type.Boolean()),
-  secret: Opt(Type.Boolean()),
-  default: Opt(Type.String({ description: 'Left out for secret variables.' })),
-});
+const EnvVarInfoSchema = Type.Object(
+  {
+    name: Type.String(),
+    description: Opt(Type.String()),
+    required: Opt(Type.Boolean()),
+    secret: Opt(Type.Boolean()),
+    default: Opt(Type.String({ description: 'Left out for secret variables.' })),
+  },
+  { title: 'EnvVarInfo' },
+);
 
 export const UpgradeCheckResultSchema = Type.Object(
   {
@@ -275,7 +293,10 @@ export const UpgradeCheckResultSchema = Type.Object(
       Type.Object({ added: Type.Array(EnvVarInfoSchema), removed: Type.Array(EnvVarInfoSchema) }),
     ),
   },
-  { description: 'A registry upgrade check: metadata only, never secret values.' },
+  {
+    title: 'UpgradeCheckResult',
+    description: 'A registry upgrade check: metadata only, never secret values.',
+  },
 );
 
 export const UpgradeRequestSchema = Type.Object(
@@ -285,5 +306,5 @@ export const UpgradeRequestSchema = Type.Object(
       Type.Array(Type.String({ description: 'A secret reference `<name>,target=<ENV>`; never a value.' })),
     ),
   },
-  { additionalProperties: false },
+  { $id: 'UpgradeRequest', additionalProperties: false },
 );

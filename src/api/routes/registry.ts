@@ -18,16 +18,20 @@ import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { withErrors } from '../schemas.js';
 
-/** Response schemas keep fields they do not list (upstream registries may add some). */
-const open = (schema: TObject) =>
+/**
+ * Response schemas keep fields they do not list (upstream registries may add some). The
+ * title names the schema in the OpenAPI document.
+ */
+const open = (schema: TObject, title: string) =>
   Type.Object(schema.properties, {
     additionalProperties: true,
     description: (schema as { description?: string }).description ?? '',
+    title,
   });
-const ServerJson = open(CatalogServer);
-const SkillJson = open(CatalogSkill);
-const Image = open(ImageServer);
-const Remote = open(RemoteServer);
+const ServerJson = open(CatalogServer, 'CatalogServer');
+const SkillJson = open(CatalogSkill, 'CatalogSkill');
+const Image = open(ImageServer, 'ImageServer');
+const Remote = open(RemoteServer, 'RemoteServer');
 
 const AuthConfig = Type.Object(
   {
@@ -36,23 +40,29 @@ const AuthConfig = Type.Object(
     audience: Type.Optional(Type.String()),
     scopes: Type.Array(Type.String()),
   },
-  { description: 'The registry login (never a secret); present when `auth_status` is not `none`.' },
+  {
+    title: 'RegistryAuthConfig',
+    description: 'The registry login (never a secret); present when `auth_status` is not `none`.',
+  },
 );
 
-const RegistryInfo = Type.Object({
-  name: Type.String(),
-  type: Type.String({ description: '`default` (built-in), `file`, `url` or `api`.' }),
-  source: Type.String({ description: 'URL or absolute path; empty for the built-in catalog.' }),
-  version: Type.String(),
-  last_updated: Type.String(),
-  server_count: Type.Integer({ description: 'Image and remote servers.' }),
-  auth_status: Type.String({
-    description:
-      '`none` (no login configured), `configured` (no login stored), `authenticated` (a refresh token is stored).',
-  }),
-  auth_type: Type.String({ description: '`oauth`, or empty without a login.' }),
-  auth_config: Type.Optional(AuthConfig),
-});
+const RegistryInfo = Type.Object(
+  {
+    name: Type.String(),
+    type: Type.String({ description: '`default` (built-in), `file`, `url` or `api`.' }),
+    source: Type.String({ description: 'URL or absolute path; empty for the built-in catalog.' }),
+    version: Type.String(),
+    last_updated: Type.String(),
+    server_count: Type.Integer({ description: 'Image and remote servers.' }),
+    auth_status: Type.String({
+      description:
+        '`none` (no login configured), `configured` (no login stored), `authenticated` (a refresh token is stored).',
+    }),
+    auth_type: Type.String({ description: '`oauth`, or empty without a login.' }),
+    auth_config: Type.Optional(AuthConfig),
+  },
+  { title: 'RegistryInfo' },
+);
 
 const AuthBody = Type.Object(
   {
@@ -82,18 +92,24 @@ const RegistryGroup = Type.Object(
     servers: Type.Record(Type.String(), Image),
     remote_servers: Type.Record(Type.String(), Remote),
   },
-  { description: 'Servers installed together: create a group of this name, then one workload per member.' },
+  {
+    title: 'RegistryGroup',
+    description: 'Servers installed together: create a group of this name, then one workload per member.',
+  },
 );
 
-const RegistryContent = Type.Object({
-  version: Type.String(),
-  last_updated: Type.String(),
-  servers: Type.Record(Type.String(), Image),
-  remote_servers: Type.Record(Type.String(), Remote),
-  groups: Type.Array(RegistryGroup, {
-    description: 'From `data.groups` of the source (Skep extension); the built-in catalog has a few.',
-  }),
-});
+const RegistryContent = Type.Object(
+  {
+    version: Type.String(),
+    last_updated: Type.String(),
+    servers: Type.Record(Type.String(), Image),
+    remote_servers: Type.Record(Type.String(), Remote),
+    groups: Type.Array(RegistryGroup, {
+      description: 'From `data.groups` of the source (Skep extension); the built-in catalog has a few.',
+    }),
+  },
+  { title: 'RegistryContent' },
+);
 
 const PagingMetadata = Type.Object({ total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() });
 

@@ -8,13 +8,16 @@ import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { NoContent, withErrors } from '../schemas.js';
 
-const Capabilities = Type.Object({
-  can_read: Type.Boolean(),
-  can_write: Type.Boolean(),
-  can_delete: Type.Boolean(),
-  can_list: Type.Boolean(),
-  can_cleanup: Type.Boolean(),
-});
+const Capabilities = Type.Object(
+  {
+    can_read: Type.Boolean(),
+    can_write: Type.Boolean(),
+    can_delete: Type.Boolean(),
+    can_list: Type.Boolean(),
+    can_cleanup: Type.Boolean(),
+  },
+  { title: 'SecretsCapabilities' },
+);
 
 const KeyResponse = Type.Object({ key: Type.String(), message: Type.String() });
 const KeyParams = Type.Object({ key: Type.String() });

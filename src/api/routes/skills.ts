@@ -10,13 +10,16 @@ import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { NoContent, withErrors } from '../schemas.js';
 
-const SkillMetadata = Type.Object({
-  name: Type.String(),
-  version: Type.String(),
-  description: Type.String(),
-  author: Type.String(),
-  tags: Type.Array(Type.String()),
-});
+const SkillMetadata = Type.Object(
+  {
+    name: Type.String(),
+    version: Type.String(),
+    description: Type.String(),
+    author: Type.String(),
+    tags: Type.Array(Type.String()),
+  },
+  { title: 'SkillMetadata' },
+);
 
 const InstalledSkillBody = Type.Object(
   {
