@@ -87,6 +87,11 @@ export interface RunnerOptions {
   pid?: number;
   /** Aborting stops the workload (SIGTERM handler). */
   signal: AbortSignal;
+  /**
+   * Why a non-loopback bind without inbound auth is accepted (the Kubernetes pod runner:
+   * the pod network decides who reaches it); logged as a warning. Unset: refused.
+   */
+  exposureAccepted?: string;
 }
 
 const sleep = sleepUnlessAborted;
@@ -163,7 +168,9 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
   // The manager refuses this at create/update/import; a record written before that rule (or
   // by hand) is refused here, before anything binds (issue 16: beyond loopback needs auth).
   const exposure = hostExposureProblem(runConfig);
-  if (exposure !== undefined) {
+  if (exposure !== undefined && options.exposureAccepted !== undefined) {
+    logger.warn({ workload: name, host: runConfig.host, why: options.exposureAccepted }, exposure);
+  } else if (exposure !== undefined) {
     setStatus({ status: 'error', context: exposure });
     logger.error({ workload: name, host: runConfig.host }, 'refusing an unauthenticated non-loopback bind');
     return 1;
