@@ -1,17 +1,26 @@
-// Writes deploy/crds/skep.dev_mcpexternalauthconfigs.yaml from the TypeBox definition.
-// Run: node --import tsx scripts/gen-crd.ts   (add --check to fail when the file is stale)
+// Writes deploy/crds/*.yaml from the TypeBox definitions in src/schemas/.
+// Run: node --import tsx scripts/gen-crd.ts   (add --check to fail when a file is stale)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { CRD_FILE, renderCrdYaml } from '../src/operator/crd-yaml.js';
+import { renderAllCrdFiles } from '../src/operator/crd-yaml.js';
 
-const target = fileURLToPath(new URL(`../${CRD_FILE}`, import.meta.url));
-const text = renderCrdYaml();
-if (process.argv.includes('--check')) {
-  if (readFileSync(target, 'utf8') !== text) {
-    process.stderr.write(`${CRD_FILE} is stale; run node --import tsx scripts/gen-crd.ts\n`);
-    process.exit(1);
+let stale = false;
+for (const { file, text } of renderAllCrdFiles()) {
+  const target = fileURLToPath(new URL(`../${file}`, import.meta.url));
+  if (process.argv.includes('--check')) {
+    let current = '';
+    try {
+      current = readFileSync(target, 'utf8');
+    } catch {
+      // missing counts as stale
+    }
+    if (current !== text) {
+      process.stderr.write(`${file} is stale; run node --import tsx scripts/gen-crd.ts\n`);
+      stale = true;
+    }
+  } else {
+    writeFileSync(target, text);
+    process.stdout.write(`wrote ${file}\n`);
   }
-} else {
-  writeFileSync(target, text);
-  process.stdout.write(`wrote ${CRD_FILE}\n`);
 }
+if (stale) process.exit(1);

@@ -14,6 +14,7 @@ import {
   ExtAuthSpecSchema,
   ExtAuthStatusSchema,
 } from '../schemas/extauth/index.js';
+import { type KindDefinition, WORKLOAD_KINDS } from '../schemas/workloads/index.js';
 
 type Node = Record<string, unknown>;
 
@@ -126,4 +127,56 @@ export function buildCrd(): Node {
       ],
     },
   };
+}
+
+/** The CRD of one workload kind (issue 21), from its TypeBox definition. */
+export function buildWorkloadCrd(def: KindDefinition): Node {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: {
+      name: `${def.plural}.${EXTAUTH_GROUP}`,
+      labels: { 'app.kubernetes.io/name': 'skep', 'app.kubernetes.io/part-of': 'skep' },
+    },
+    spec: {
+      group: EXTAUTH_GROUP,
+      names: {
+        kind: def.kind,
+        listKind: `${def.kind}List`,
+        plural: def.plural,
+        singular: def.singular,
+        shortNames: [...def.shortNames],
+        categories: ['skep'],
+      },
+      scope: 'Namespaced',
+      versions: [
+        {
+          name: EXTAUTH_VERSION,
+          served: true,
+          storage: true,
+          subresources: { status: {} },
+          additionalPrinterColumns: def.printerColumns,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              description: def.description,
+              ...(def.specRequired ? { required: ['spec'] } : {}),
+              properties: {
+                apiVersion: { type: 'string' },
+                kind: { type: 'string' },
+                metadata: { type: 'object' },
+                spec: toStructural(def.spec),
+                status: toStructural(def.status),
+              },
+            },
+          },
+        },
+      ],
+    },
+  };
+}
+
+/** Every CRD Skep serves: MCPExternalAuthConfig and the workload kinds. */
+export function buildAllCrds(): Node[] {
+  return [buildCrd(), ...WORKLOAD_KINDS.map(buildWorkloadCrd)];
 }

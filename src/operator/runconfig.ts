@@ -72,7 +72,23 @@ function userInfo(u: CrdUserInfoConfig | undefined): UserInfoConfig | undefined 
   });
 }
 
-export async function buildRunConfigAuth(input: unknown, readSecret: SecretReader): Promise<RunConfigAuth> {
+export interface BuildOptions {
+  /**
+   * `true` (default): values the run configuration holds directly (the token-exchange client
+   * secret) are read from the Secret. `false` (pods): they become a secret reference
+   * (`<ENV>,target=<field>`) to an env var the pod fills from the Secret, so no value is
+   * written into a ConfigMap.
+   */
+  secretValues?: boolean;
+}
+
+export const TOKEN_EXCHANGE_SECRET_ENV = 'SKEP_TOKEN_EXCHANGE_CLIENT_SECRET';
+
+export async function buildRunConfigAuth(
+  input: unknown,
+  readSecret: SecretReader,
+  options: BuildOptions = {},
+): Promise<RunConfigAuth> {
   const { problems, resource } = await validateExtAuthConfigWithSecrets(input, readSecret);
   if (resource === undefined) {
     throw new SkepError(
@@ -108,7 +124,10 @@ export async function buildRunConfigAuth(input: unknown, readSecret: SecretReade
         client_secret:
           te.clientSecretRef === undefined
             ? undefined
-            : await read(te.clientSecretRef, 'spec.tokenExchange.clientSecretRef'),
+            : options.secretValues === false
+              ? (env.push({ name: TOKEN_EXCHANGE_SECRET_ENV, secretRef: te.clientSecretRef }),
+                `${TOKEN_EXCHANGE_SECRET_ENV},target=token_exchange_config.client_secret`)
+              : await read(te.clientSecretRef, 'spec.tokenExchange.clientSecretRef'),
         scopes: te.scopes,
         subject_token_type:
           type === '' ? undefined : type.startsWith(TOKEN_TYPE_URN) ? type : TOKEN_TYPE_URN + type,

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
+import { parseAllDocuments } from 'yaml';
 import { createLogger, SkepError } from '../../shared/index.js';
 
 interface OperatorOptions {
@@ -36,10 +37,95 @@ function leaseNamespace(flag: string | undefined): string {
   return 'default';
 }
 
+/** Reads a YAML/JSON multi-document file ('-' for stdin); `bad_request` naming the file otherwise. */
+function readDocuments(file: string): unknown[] {
+  let text: string;
+  try {
+    text = readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (err) {
+    throw new SkepError('bad_request', `cannot read ${file}: ${(err as Error).message}`, { cause: err });
+  }
+  const docs: unknown[] = [];
+  parseAllDocuments(text).forEach((doc, i) => {
+    if (doc.errors.length > 0)
+      throw new SkepError(
+        'bad_request',
+        `${file} document ${i + 1}: ${doc.errors.map((e) => e.message).join('; ')}`,
+      );
+    const value = doc.toJS() as unknown;
+    if (value !== null && value !== undefined) docs.push(value);
+  });
+  if (docs.length === 0) throw new SkepError('bad_request', `${file} holds no documents`);
+  return docs;
+}
+
 export function registerOperator(program: Command): void {
-  program
+  const operator = program
     .command('operator')
-    .description('Run the Kubernetes controller and admission webhook for MCPExternalAuthConfig')
+    .description('The Kubernetes operator: run it, render or validate custom resources offline');
+  operator
+    .command('render')
+    .description('Print the objects the controller would apply for the custom resources in a file')
+    .requiredOption(
+      '-f, --file <path>',
+      "YAML with the resources and the Secrets/configs they reference ('-' for stdin)",
+    )
+    .option(
+      '--runner-image <image>',
+      'image of the Skep runner (default: $SKEP_RUNNER_IMAGE or the release image)',
+    )
+    .option('-n, --namespace <ns>', 'namespace of resources that name none', 'default')
+    .action(async (opts: { file: string; runnerImage?: string; namespace: string }) => {
+      const { renderResources, renderYaml } = await import('../../operator/render.js');
+      const docs = readDocuments(opts.file);
+      const result = await renderResources(docs, {
+        namespace: opts.namespace,
+        ...(opts.runnerImage === undefined ? {} : { runnerImage: opts.runnerImage }),
+      });
+      if (result.problems.length > 0) {
+        throw new SkepError(
+          'bad_request',
+          `cannot render: ${result.problems.map((p) => `${p.resource}: ${p.problem}`).join('; ')}`,
+        );
+      }
+      process.stdout.write(renderYaml(result.objects));
+    });
+  operator
+    .command('validate')
+    .description('Validate skep.dev/v1beta1 resources offline (every kind; Secrets are not read)')
+    .requiredOption('-f, --file <path>', "file with one or more documents ('-' for stdin)")
+    .action(async (opts: { file: string }) => {
+      const { validateResource } = await import('../../operator/resource-validate.js');
+      const { formatProblem } = await import('../../operator/validate.js');
+      let invalid = 0;
+      const docs = readDocuments(opts.file);
+      for (const doc of docs) {
+        const d = doc as { apiVersion?: unknown; kind?: unknown; metadata?: { name?: unknown } };
+        const label = `${String(d.kind ?? '?')}/${String(d.metadata?.name ?? '?')}`;
+        if (typeof d.apiVersion === 'string' && !d.apiVersion.startsWith('skep.dev/')) {
+          process.stdout.write(`${label}: skipped (not a skep.dev resource)\n`);
+          continue;
+        }
+        const { problems } = validateResource(doc);
+        if (problems.length === 0) process.stdout.write(`${label}: valid\n`);
+        else invalid++;
+        for (const p of problems) process.stdout.write(`${label}: ${formatProblem(p)}\n`);
+      }
+      if (invalid > 0) throw new SkepError('bad_request', `${invalid} of ${docs.length} document(s) invalid`);
+    });
+  operator
+    .command('pod-runner')
+    .description('Run the workload of a mounted run configuration in the foreground (inside a pod)')
+    .requiredOption('--config <file>', 'the run configuration (runconfig.json)')
+    .action(async (opts: { config: string }) => {
+      const { runPodRunner } = await import('../../operator/pod-runner.js');
+      process.exitCode = await runPodRunner({ configFile: opts.config });
+      // Closed Redis/HTTP keep-alive sockets must not hold the pod open after a stop.
+      process.exit();
+    });
+  operator
+    .command('run', { isDefault: true })
+    .description('Run the Kubernetes controller and admission webhook (the default)')
     .option('-n, --namespace <ns>', 'watch one namespace (default: all)')
     .option('--no-webhook', 'do not serve the admission webhook')
     .option('--webhook-host <host>', 'webhook bind address', '0.0.0.0')

@@ -1,0 +1,968 @@
+/**
+ * Custom resources → the Kubernetes objects that run them (issue 21 items 2 and 3). A pure
+ * function of its input: `skep operator render -f` prints its output, and the controller
+ * applies exactly the same objects. Names follow the reference (vmcp-operator.md §2):
+ *
+ *  - MCPServer `<n>`: ConfigMap `<n>-runconfig` (`runconfig.json`), Deployment `<n>`, Service
+ *    `mcp-<n>-proxy`, ServiceAccount `<n>-proxy-runner`.
+ *  - MCPRemoteProxy `<n>`: ConfigMap `<n>-runconfig`, Deployment `<n>`, Service
+ *    `mcp-<n>-remote-proxy`, ServiceAccount `<n>-remote-proxy-runner`.
+ *  - VirtualMCPServer `<n>`: ConfigMap `<n>-vmcp-config` (`config.yaml`), Deployment `<n>`,
+ *    Service `vmcp-<n>`, ServiceAccount + Role + RoleBinding `<n>-vmcp` (reads its group's members).
+ *  - MCPServerEntry and MCPGroup create nothing.
+ *
+ * How a pod runs (the choice issue 21 leaves open):
+ *  - stdio MCPServer: one container `mcp` from the server's image; the Skep runner starts the
+ *    server as a child process in it. An init container from the runner image copies a
+ *    self-contained runner (node, the shared libraries it was loaded with, the bundle and its
+ *    dependencies) into an emptyDir at `/skep`, and `mcp` runs it through the copied dynamic
+ *    loader, so the server's image needs no Node and no particular libc.
+ *  - streamable-http / sse MCPServer: container `mcp` (the server, on mcpPort) and container
+ *    `skep-runner` (the runner image) proxying to it over the pod's loopback.
+ *  - MCPRemoteProxy: container `skep-runner` only.
+ * The runner reads `/etc/runconfig/runconfig.json` (`skep operator pod-runner`). Secret
+ * values never enter a ConfigMap: the run configuration names environment variables that
+ * the Deployment fills from `secretKeyRef`, or files from Secret volumes. A changed run
+ * configuration or a changed referenced MCPExternalAuthConfig (`configHash`) changes the
+ * pod-template annotations, which rolls the Deployment.
+ */
+import { createHash } from 'node:crypto';
+import { stringify } from 'yaml';
+import { EXTAUTH_API_VERSION, EXTAUTH_KIND } from '../schemas/extauth/index.js';
+import type { MCPRemoteProxySpec, MCPServerSpec, VirtualMCPServerSpec } from '../schemas/workloads/index.js';
+import { canonicalJson, configHash } from './config-hash.js';
+import { formatProblem, type Problem } from './validate.js';
+import { buildRunConfigAuth, envName, type SecretEnv, type SecretFile } from './runconfig.js';
+import { validateResource } from './resource-validate.js';
+
+type Node = Record<string, unknown>;
+
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: Node[];
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
+
+export const DEFAULT_RUNNER_IMAGE = 'ghcr.io/skep-dev/skep:latest';
+/** Env var of the operator naming the runner image (Helm value `operator.runnerImage`). */
+export const RUNNER_IMAGE_ENV = 'SKEP_RUNNER_IMAGE';
+
+export const RUNCONFIG_DIR = '/etc/runconfig';
+export const RUNCONFIG_KEY = 'runconfig.json';
+export const VMCP_CONFIG_DIR = '/etc/vmcp-config';
+export const VMCP_PORT = 4483;
+/** Where the init container puts the self-contained runner in a stdio server's container. */
+export const RUNNER_COPY_DIR = '/skep';
+
+export const ANNOTATIONS = {
+  contentChecksum: 'skep.dev/content-checksum',
+  runconfigChecksum: 'skep.dev/runconfig-checksum',
+  externalAuthHash: 'skep.dev/external-auth-config-hash',
+  authServerHash: 'skep.dev/auth-server-config-hash',
+  generation: 'skep.dev/generation',
+} as const;
+
+export interface RenderOptions {
+  runnerImage?: string;
+  /** Namespace of resources that name none. */
+  namespace?: string;
+  /** Image of the vMCP server (default: the runner image, `skep vmcp serve`). */
+  vmcpImage?: string;
+}
+
+export interface RenderResult {
+  objects: K8sObject[];
+  /** Per resource: its status URL, for the controller. */
+  urls: Map<string, string>;
+  problems: Array<{ resource: string; problem: string }>;
+}
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** Stable checksum of a ConfigMap's data (sorted keys). */
+export function dataChecksum(data: Record<string, string>): string {
+  return sha256(canonicalJson(data));
+}
+
+const keyOf = (kind: string, namespace: string, name: string) => `${kind}/${namespace}/${name}`;
+
+/** The objects of a document set, indexed by kind/namespace/name. */
+class Index {
+  readonly byKey = new Map<string, Node>();
+  constructor(
+    docs: Node[],
+    readonly defaultNamespace: string,
+  ) {
+    for (const d of docs) {
+      const meta = (d['metadata'] ?? {}) as Node;
+      this.byKey.set(keyOf(String(d['kind']), this.ns(d), String(meta['name'])), d);
+    }
+  }
+  ns(d: Node): string {
+    const meta = (d['metadata'] ?? {}) as Node;
+    return typeof meta['namespace'] === 'string' ? meta['namespace'] : this.defaultNamespace;
+  }
+  get(kind: string, namespace: string, name: string): Node | undefined {
+    return this.byKey.get(keyOf(kind, namespace, name));
+  }
+  of(kind: string): Node[] {
+    return [...this.byKey.values()].filter((d) => d['kind'] === kind);
+  }
+}
+
+/** Reads a Secret key from the documents (for validation that needs the value's length). */
+function secretReader(index: Index) {
+  return async (namespace: string, name: string, key: string): Promise<Buffer | undefined> => {
+    const s = index.get('Secret', namespace, name);
+    if (s === undefined) return undefined;
+    const data = s['data'] as Record<string, string> | undefined;
+    const plain = s['stringData'] as Record<string, string> | undefined;
+    if (plain?.[key] !== undefined) return Buffer.from(plain[key], 'utf8');
+    if (data?.[key] !== undefined) return Buffer.from(data[key], 'base64');
+    return undefined;
+  };
+}
+
+function labelsFor(kind: string, name: string): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': kind.toLowerCase(),
+    'app.kubernetes.io/instance': name,
+    'app.kubernetes.io/managed-by': 'skep-operator',
+    'app.kubernetes.io/part-of': 'skep',
+  };
+}
+
+/** Owner reference to the custom resource; only when it has a uid (objects read from a cluster). */
+function ownerRefs(cr: Node): Node[] | undefined {
+  const meta = cr['metadata'] as Node;
+  if (typeof meta['uid'] !== 'string') return undefined;
+  return [
+    {
+      apiVersion: EXTAUTH_API_VERSION,
+      kind: cr['kind'],
+      name: meta['name'],
+      uid: meta['uid'],
+      controller: true,
+      blockOwnerDeletion: true,
+    },
+  ];
+}
+
+function meta(cr: Node, name: string, namespace: string, extra: Node = {}): K8sObject['metadata'] {
+  const owners = ownerRefs(cr);
+  const crName = String((cr['metadata'] as Node)['name']);
+  return {
+    name,
+    namespace,
+    labels: labelsFor(String(cr['kind']), crName),
+    ...(owners === undefined ? {} : { ownerReferences: owners }),
+    ...extra,
+  };
+}
+
+interface PodWiring {
+  env: Node[];
+  volumes: Node[];
+  mounts: Node[];
+}
+
+/** Secret env vars and files → container env (secretKeyRef) and read-only Secret volumes. */
+function wireSecrets(env: SecretEnv[], files: SecretFile[]): PodWiring {
+  const out: PodWiring = { env: [], volumes: [], mounts: [] };
+  for (const e of env)
+    out.env.push({
+      name: e.name,
+      valueFrom: { secretKeyRef: { name: e.secretRef.name, key: e.secretRef.key } },
+    });
+  files.forEach((f, i) => {
+    const slash = f.path.lastIndexOf('/');
+    const volume = `secret-file-${i}`;
+    out.volumes.push({
+      name: volume,
+      secret: {
+        secretName: f.secretRef.name,
+        items: [{ key: f.secretRef.key, path: f.path.slice(slash + 1) }],
+        defaultMode: 0o400,
+      },
+    });
+    out.mounts.push({ name: volume, mountPath: f.path, subPath: f.path.slice(slash + 1), readOnly: true });
+  });
+  return out;
+}
+
+const DEFAULT_RESOURCES = {
+  requests: { cpu: '50m', memory: '64Mi' },
+  limits: { cpu: '500m', memory: '256Mi' },
+};
+
+const RUNNER_SECURITY = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  runAsNonRoot: true,
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  capabilities: { drop: ['ALL'] },
+};
+
+function probes(portName: string): Node {
+  const get = { httpGet: { path: '/health', port: portName } };
+  return {
+    startupProbe: { ...get, periodSeconds: 2, failureThreshold: 60 },
+    readinessProbe: { ...get, periodSeconds: 5 },
+    livenessProbe: { ...get, periodSeconds: 10, failureThreshold: 3 },
+  };
+}
+
+/** Deep merge of the user's podTemplateSpec into the generated one (containers by name). */
+export function mergePodTemplate(base: Node, patch: Node | undefined): Node {
+  if (patch === undefined) return base;
+  const merge = (a: unknown, b: unknown, key = ''): unknown => {
+    if (
+      Array.isArray(a) &&
+      Array.isArray(b) &&
+      (key === 'containers' || key === 'initContainers' || key === 'volumes' || key === 'env')
+    ) {
+      const out = a.map((x) => ({ ...(x as Node) }));
+      for (const item of b as Node[]) {
+        const i = out.findIndex((x) => x['name'] === item['name']);
+        if (i >= 0) out[i] = merge(out[i], item) as Node;
+        else out.push(item);
+      }
+      return out;
+    }
+    if (
+      a !== null &&
+      typeof a === 'object' &&
+      !Array.isArray(a) &&
+      b !== null &&
+      typeof b === 'object' &&
+      !Array.isArray(b)
+    ) {
+      const out: Node = { ...(a as Node) };
+      for (const [k, v] of Object.entries(b as Node)) out[k] = k in out ? merge(out[k], v, k) : v;
+      return out;
+    }
+    return b;
+  };
+  return merge(base, patch) as Node;
+}
+
+interface Shared {
+  runConfig: Node;
+  wiring: PodWiring;
+  annotations: Record<string, string>;
+  problems: string[];
+}
+
+/** The run-configuration fields MCPServer and MCPRemoteProxy share, with their pod wiring. */
+async function sharedRunConfig(
+  cr: Node,
+  spec: MCPServerSpec | MCPRemoteProxySpec,
+  index: Index,
+  namespace: string,
+): Promise<Shared> {
+  const name = String((cr['metadata'] as Node)['name']);
+  const problems: string[] = [];
+  const env: SecretEnv[] = [];
+  const files: SecretFile[] = [];
+  const annotations: Record<string, string> = {};
+  const rc: Node = {
+    schema_version: 'v0.1.0',
+    name,
+    group: spec.groupRef?.name ?? 'default',
+    // In a pod the Service sends traffic to the pod IP: the runner listens on every interface.
+    host: '0.0.0.0',
+    port: spec.proxyPort,
+    env_vars: {},
+    secrets: [],
+    volumes: [],
+    container_labels: {},
+    permission_profile: {},
+  };
+  if (spec.trustProxyHeaders !== undefined) rc['trust_proxy_headers'] = spec.trustProxyHeaders;
+  const o = spec.oidcConfig;
+  if (o !== undefined) {
+    rc['oidc_config'] = Object.fromEntries(
+      Object.entries({
+        issuer: o.issuer,
+        audience: o.audience,
+        jwksurl: o.jwksUrl,
+        introspectionURL: o.introspectionUrl,
+        clientID: o.clientId,
+        resourceURL: o.resourceUrl,
+        scopes: o.scopes,
+      }).filter(([, v]) => v !== undefined),
+    );
+  }
+  if (spec.authzConfig !== undefined) {
+    rc['authz_config'] = {
+      version: '1.0',
+      type: 'cedarv1',
+      cedar: { policies: spec.authzConfig.policies, entities_json: spec.authzConfig.entitiesJson ?? '[]' },
+    };
+  }
+  if (spec.audit?.enabled === true) rc['audit_config'] = { enabled: true, component: name };
+  const t = spec.telemetry;
+  if (t !== undefined) {
+    rc['telemetry_config'] = Object.fromEntries(
+      Object.entries({
+        endpoint: t.endpoint,
+        serviceName: t.serviceName ?? name,
+        insecure: t.insecure,
+        tracingEnabled: t.tracingEnabled,
+        metricsEnabled: t.metricsEnabled,
+        samplingRate: t.samplingRate,
+        enablePrometheusMetricsPath: t.prometheusMetricsPath,
+      }).filter(([, v]) => v !== undefined),
+    );
+  }
+  const ss = spec.sessionStorage;
+  if (ss?.provider === 'redis') {
+    rc['scaling_config'] = {
+      session_redis: Object.fromEntries(
+        Object.entries({ address: ss.address, db: ss.db, key_prefix: ss.keyPrefix }).filter(
+          ([, v]) => v !== undefined,
+        ),
+      ),
+    };
+    if (ss.passwordRef !== undefined)
+      env.push({ name: 'SKEP_SESSION_REDIS_PASSWORD', secretRef: ss.passwordRef });
+  }
+  // Referenced MCPExternalAuthConfigs: outgoing auth (externalAuthConfigRef) and the embedded
+  // authorization server (authServerRef), mapped by the same code as `skep extauth`.
+  const refs: Array<[string, string, string]> = [];
+  if (spec.externalAuthConfigRef !== undefined)
+    refs.push(['spec.externalAuthConfigRef', spec.externalAuthConfigRef.name, ANNOTATIONS.externalAuthHash]);
+  if (spec.authServerRef !== undefined && spec.authServerRef.name !== spec.externalAuthConfigRef?.name)
+    refs.push(['spec.authServerRef', spec.authServerRef.name, ANNOTATIONS.authServerHash]);
+  for (const [field, refName, annotation] of refs) {
+    const config = index.get(EXTAUTH_KIND, namespace, refName);
+    if (config === undefined) {
+      problems.push(`${field}: MCPExternalAuthConfig ${namespace}/${refName} does not exist`);
+      continue;
+    }
+    try {
+      const auth = await buildRunConfigAuth(config, secretReader(index), { secretValues: false });
+      Object.assign(rc, mergeAuth(rc, auth.runConfig));
+      env.push(...auth.env);
+      files.push(...auth.files);
+      const status = config['status'] as Node | undefined;
+      annotations[annotation] =
+        typeof status?.['configHash'] === 'string' ? status['configHash'] : configHash(config['spec']);
+    } catch (err) {
+      problems.push(`${field}: ${(err as Error).message}`);
+    }
+  }
+  return { runConfig: rc, wiring: wireSecrets(env, files), annotations, problems };
+}
+
+/** header_forward blocks from several sources merge; other blocks are set once. */
+function mergeAuth(rc: Node, add: Node): Node {
+  const out: Node = { ...add };
+  const a = rc['header_forward'] as Node | undefined;
+  const b = add['header_forward'] as Node | undefined;
+  if (a !== undefined && b !== undefined) {
+    out['header_forward'] = {
+      add_plaintext_headers: {
+        ...((a['add_plaintext_headers'] as Node) ?? {}),
+        ...((b['add_plaintext_headers'] as Node) ?? {}),
+      },
+      add_headers_from_secret: {
+        ...((a['add_headers_from_secret'] as Node) ?? {}),
+        ...((b['add_headers_from_secret'] as Node) ?? {}),
+      },
+    };
+  }
+  return out;
+}
+
+function runconfigMap(cr: Node, name: string, namespace: string, rc: Node): K8sObject {
+  const data = { [RUNCONFIG_KEY]: `${JSON.stringify(rc, null, 2)}\n` };
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta(cr, `${name}-runconfig`, namespace, {
+      annotations: { [ANNOTATIONS.contentChecksum]: dataChecksum(data) },
+    }),
+    data,
+  };
+}
+
+function serviceAccount(cr: Node, name: string, namespace: string): K8sObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: meta(cr, name, namespace),
+    // The runner never calls the Kubernetes API: no token in its pods.
+    automountServiceAccountToken: false,
+  };
+}
+
+function service(
+  cr: Node,
+  name: string,
+  namespace: string,
+  port: number,
+  affinity: string | undefined,
+  type = 'ClusterIP',
+): K8sObject {
+  const crName = String((cr['metadata'] as Node)['name']);
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta(cr, name, namespace),
+    spec: {
+      type,
+      selector: {
+        'app.kubernetes.io/name': String(cr['kind']).toLowerCase(),
+        'app.kubernetes.io/instance': crName,
+      },
+      ports: [{ name: 'http', port, targetPort: 'http', protocol: 'TCP' }],
+      sessionAffinity: affinity ?? 'ClientIP',
+    },
+  };
+}
+
+function deployment(
+  cr: Node,
+  namespace: string,
+  replicas: number,
+  podSpec: Node,
+  podAnnotations: Record<string, string>,
+  patch: Node | undefined,
+): K8sObject {
+  const crMeta = cr['metadata'] as Node;
+  const crName = String(crMeta['name']);
+  const selector = {
+    'app.kubernetes.io/name': String(cr['kind']).toLowerCase(),
+    'app.kubernetes.io/instance': crName,
+  };
+  const template = mergePodTemplate(
+    {
+      metadata: { labels: labelsFor(String(cr['kind']), crName), annotations: podAnnotations },
+      spec: podSpec,
+    },
+    patch,
+  );
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: meta(cr, crName, namespace),
+    spec: {
+      replicas,
+      selector: { matchLabels: selector },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template,
+    },
+  };
+}
+
+const runnerArgs = ['operator', 'pod-runner', '--config', `${RUNCONFIG_DIR}/${RUNCONFIG_KEY}`];
+const baseEnv = [
+  { name: 'HOME', value: '/tmp' },
+  { name: 'SKEP_HOME', value: '/tmp/skep' },
+];
+
+async function renderMCPServer(
+  cr: Node,
+  index: Index,
+  o: Required<Omit<RenderOptions, 'vmcpImage'>>,
+): Promise<RenderResult> {
+  const namespace = index.ns(cr);
+  const name = String((cr['metadata'] as Node)['name']);
+  const spec = cr['spec'] as MCPServerSpec;
+  const shared = await sharedRunConfig(cr, spec, index, namespace);
+  const problems = [...shared.problems];
+  const rc = shared.runConfig;
+  const envVars: Record<string, string> = {};
+  for (const e of spec.env ?? []) envVars[e.name] = e.value;
+  // The server's own secrets: env of the pod named SKEP_SECRET_<TARGET>, which the run
+  // configuration hands to the server as <TARGET> (secrets "<name>,target=<TARGET>").
+  const secretEnv: SecretEnv[] = [];
+  const serverSecrets: string[] = [];
+  for (const s of spec.secrets ?? []) {
+    const target = s.targetEnvName ?? s.key;
+    const podVar = envName('SKEP_SECRET', target);
+    secretEnv.push({ name: podVar, secretRef: { name: s.name, key: s.key } });
+    serverSecrets.push(`${podVar},target=${target}`);
+  }
+  const profile = spec.permissionProfile;
+  if (profile !== undefined && !(profile.type === 'builtin' && profile.name === 'network')) {
+    problems.push(
+      'spec.permissionProfile: only builtin "network" (no restriction beyond the pod) is supported in Kubernetes; restrict the pod with a NetworkPolicy instead',
+    );
+  }
+  if (
+    spec.replicas !== undefined &&
+    spec.backendReplicas !== undefined &&
+    spec.replicas !== spec.backendReplicas
+  ) {
+    problems.push(
+      'spec.backendReplicas: each Skep pod runs one proxy and one server, so replicas and backendReplicas must be equal (set one of them)',
+    );
+  }
+  const replicas = spec.backendReplicas ?? spec.replicas ?? 1;
+  const mcpPort = spec.mcpPort ?? 8081;
+  const stdio = spec.transport === 'stdio';
+  if (stdio) {
+    const [command = '', ...rest] = spec.command ?? [];
+    Object.assign(rc, {
+      image: `cmd://${command}`,
+      cmd_args: [...rest, ...(spec.args ?? [])],
+      transport: 'stdio',
+      proxy_mode: spec.proxyMode ?? 'streamable-http',
+      env_vars: envVars,
+      secrets: serverSecrets,
+    });
+  } else {
+    Object.assign(rc, {
+      image: spec.image,
+      cmd_args: [],
+      transport: spec.transport,
+      remote_url: `http://127.0.0.1:${mcpPort}/${spec.transport === 'sse' ? 'sse' : 'mcp'}`,
+    });
+  }
+  const cm = runconfigMap(cr, name, namespace, rc);
+  const sa = spec.serviceAccount ?? `${name}-proxy-runner`;
+  const podAnnotations: Record<string, string> = {
+    [ANNOTATIONS.runconfigChecksum]: (cm.metadata.annotations ?? {})[ANNOTATIONS.contentChecksum] ?? '',
+    [ANNOTATIONS.generation]: String((cr['metadata'] as Node)['generation'] ?? 1),
+    ...shared.annotations,
+  };
+  const serverSecretWiring = wireSecrets(secretEnv, []);
+  const runconfigVolume = { name: 'runconfig', configMap: { name: `${name}-runconfig` } };
+  const runconfigMount = { name: 'runconfig', mountPath: RUNCONFIG_DIR, readOnly: true };
+  const resources = spec.resources ?? DEFAULT_RESOURCES;
+  let podSpec: Node;
+  if (stdio) {
+    podSpec = {
+      serviceAccountName: sa,
+      automountServiceAccountToken: false,
+      terminationGracePeriodSeconds: 30,
+      initContainers: [
+        {
+          name: 'skep-install',
+          image: o.runnerImage,
+          command: ['node', '/opt/skep/install-runner.mjs', RUNNER_COPY_DIR],
+          volumeMounts: [{ name: 'skep', mountPath: RUNNER_COPY_DIR }],
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+        },
+      ],
+      containers: [
+        {
+          name: 'mcp',
+          image: spec.image,
+          command: [`${RUNNER_COPY_DIR}/run`, ...runnerArgs],
+          env: [...baseEnv, ...shared.wiring.env, ...serverSecretWiring.env],
+          ports: [{ name: 'http', containerPort: spec.proxyPort, protocol: 'TCP' }],
+          volumeMounts: [
+            runconfigMount,
+            { name: 'skep', mountPath: RUNNER_COPY_DIR, readOnly: true },
+            { name: 'tmp', mountPath: '/tmp' },
+            ...shared.wiring.mounts,
+          ],
+          resources,
+          ...probes('http'),
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+        },
+      ],
+      volumes: [
+        runconfigVolume,
+        { name: 'skep', emptyDir: {} },
+        { name: 'tmp', emptyDir: {} },
+        ...shared.wiring.volumes,
+      ],
+    };
+  } else {
+    podSpec = {
+      serviceAccountName: sa,
+      automountServiceAccountToken: false,
+      terminationGracePeriodSeconds: 30,
+      containers: [
+        {
+          name: 'mcp',
+          image: spec.image,
+          ...(spec.args === undefined ? {} : { args: spec.args }),
+          env: [
+            ...(spec.env ?? []).map((e) => ({ name: e.name, value: e.value })),
+            { name: 'MCP_PORT', value: String(mcpPort) },
+            { name: 'PORT', value: String(mcpPort) },
+            ...(spec.secrets ?? []).map((s) => ({
+              name: s.targetEnvName ?? s.key,
+              valueFrom: { secretKeyRef: { name: s.name, key: s.key } },
+            })),
+          ],
+          ports: [{ name: 'mcp', containerPort: mcpPort, protocol: 'TCP' }],
+        },
+        {
+          name: 'skep-runner',
+          image: o.runnerImage,
+          args: runnerArgs,
+          env: [...baseEnv, ...shared.wiring.env],
+          ports: [{ name: 'http', containerPort: spec.proxyPort, protocol: 'TCP' }],
+          volumeMounts: [runconfigMount, { name: 'tmp', mountPath: '/tmp' }, ...shared.wiring.mounts],
+          resources,
+          ...probes('http'),
+          securityContext: RUNNER_SECURITY,
+        },
+      ],
+      volumes: [runconfigVolume, { name: 'tmp', emptyDir: {} }, ...shared.wiring.volumes],
+    };
+  }
+  const objects: K8sObject[] = [cm];
+  if (spec.serviceAccount === undefined) objects.push(serviceAccount(cr, sa, namespace));
+  objects.push(
+    deployment(cr, namespace, replicas, podSpec, podAnnotations, spec.podTemplateSpec as Node | undefined),
+    service(cr, `mcp-${name}-proxy`, namespace, spec.proxyPort, spec.sessionAffinity),
+  );
+  const path = (stdio ? spec.proxyMode : spec.transport) === 'sse' ? `/sse#${name}` : '/mcp';
+  const url = `http://mcp-${name}-proxy.${namespace}.svc.cluster.local:${spec.proxyPort}${path}`;
+  return {
+    objects,
+    urls: new Map([[keyOf('MCPServer', namespace, name), url]]),
+    problems: problems.map((p) => ({ resource: keyOf('MCPServer', namespace, name), problem: p })),
+  };
+}
+
+async function renderRemoteProxy(
+  cr: Node,
+  index: Index,
+  o: Required<Omit<RenderOptions, 'vmcpImage'>>,
+): Promise<RenderResult> {
+  const namespace = index.ns(cr);
+  const name = String((cr['metadata'] as Node)['name']);
+  const spec = cr['spec'] as MCPRemoteProxySpec;
+  const shared = await sharedRunConfig(cr, spec, index, namespace);
+  const rc = shared.runConfig;
+  Object.assign(rc, { image: '', cmd_args: [], transport: spec.transport, remote_url: spec.remoteUrl });
+  const hf = spec.headerForward;
+  const headerEnv: SecretEnv[] = [];
+  if (hf !== undefined) {
+    const fromSecret: Record<string, string> = {};
+    for (const h of hf.addHeadersFromSecret ?? []) {
+      const variable = envName('SKEP_HEADER_FORWARD', h.headerName);
+      headerEnv.push({ name: variable, secretRef: h.valueSecretRef });
+      fromSecret[h.headerName] = variable;
+    }
+    Object.assign(
+      rc,
+      mergeAuth(rc, {
+        header_forward: {
+          add_plaintext_headers: hf.addPlaintextHeaders ?? {},
+          add_headers_from_secret: fromSecret,
+        },
+      }),
+    );
+    if (rc['header_forward'] === undefined)
+      rc['header_forward'] = {
+        add_plaintext_headers: hf.addPlaintextHeaders ?? {},
+        add_headers_from_secret: fromSecret,
+      };
+  }
+  const headerWiring = wireSecrets(headerEnv, []);
+  const cm = runconfigMap(cr, name, namespace, rc);
+  const sa = spec.serviceAccount ?? `${name}-remote-proxy-runner`;
+  const podAnnotations: Record<string, string> = {
+    [ANNOTATIONS.runconfigChecksum]: (cm.metadata.annotations ?? {})[ANNOTATIONS.contentChecksum] ?? '',
+    [ANNOTATIONS.generation]: String((cr['metadata'] as Node)['generation'] ?? 1),
+    ...shared.annotations,
+  };
+  const podSpec: Node = {
+    serviceAccountName: sa,
+    automountServiceAccountToken: false,
+    terminationGracePeriodSeconds: 30,
+    containers: [
+      {
+        name: 'skep-runner',
+        image: o.runnerImage,
+        args: runnerArgs,
+        env: [...baseEnv, ...shared.wiring.env, ...headerWiring.env],
+        ports: [{ name: 'http', containerPort: spec.proxyPort, protocol: 'TCP' }],
+        volumeMounts: [
+          { name: 'runconfig', mountPath: RUNCONFIG_DIR, readOnly: true },
+          { name: 'tmp', mountPath: '/tmp' },
+          ...shared.wiring.mounts,
+        ],
+        resources: spec.resources ?? DEFAULT_RESOURCES,
+        ...probes('http'),
+        securityContext: RUNNER_SECURITY,
+      },
+    ],
+    volumes: [
+      { name: 'runconfig', configMap: { name: `${name}-runconfig` } },
+      { name: 'tmp', emptyDir: {} },
+      ...shared.wiring.volumes,
+    ],
+  };
+  const objects: K8sObject[] = [cm];
+  if (spec.serviceAccount === undefined) objects.push(serviceAccount(cr, sa, namespace));
+  objects.push(
+    deployment(
+      cr,
+      namespace,
+      spec.replicas ?? 1,
+      podSpec,
+      podAnnotations,
+      spec.podTemplateSpec as Node | undefined,
+    ),
+    service(cr, `mcp-${name}-remote-proxy`, namespace, spec.proxyPort, spec.sessionAffinity),
+  );
+  const url = `http://mcp-${name}-remote-proxy.${namespace}.svc.cluster.local:${spec.proxyPort}${spec.transport === 'sse' ? `/sse#${name}` : '/mcp'}`;
+  return {
+    objects,
+    urls: new Map([[keyOf('MCPRemoteProxy', namespace, name), url]]),
+    problems: shared.problems.map((p) => ({
+      resource: keyOf('MCPRemoteProxy', namespace, name),
+      problem: p,
+    })),
+  };
+}
+
+/** A group's backends, as a VirtualMCPServer in discovered mode sees them. */
+export function groupBackends(
+  index: { of(kind: string): Node[]; ns(d: Node): string },
+  namespace: string,
+  group: string,
+): Node[] {
+  const out: Node[] = [];
+  for (const kind of ['MCPServer', 'MCPRemoteProxy', 'MCPServerEntry']) {
+    for (const d of index.of(kind)) {
+      const spec = (d['spec'] ?? {}) as Node;
+      if (index.ns(d) !== namespace || (spec['groupRef'] as Node | undefined)?.['name'] !== group) continue;
+      const n = String((d['metadata'] as Node)['name']);
+      const port = Number(spec['proxyPort'] ?? 8080);
+      const url =
+        kind === 'MCPServer'
+          ? `http://mcp-${n}-proxy.${namespace}.svc.cluster.local:${port}/mcp`
+          : kind === 'MCPRemoteProxy'
+            ? `http://mcp-${n}-remote-proxy.${namespace}.svc.cluster.local:${port}/mcp`
+            : String(spec['remoteUrl']);
+      const auth = (spec['externalAuthConfigRef'] as Node | undefined)?.['name'];
+      out.push({
+        name: n,
+        kind,
+        url,
+        transport: kind === 'MCPServerEntry' ? String(spec['transport']) : 'streamable-http',
+        ...(typeof auth === 'string' ? { authConfigRef: auth } : {}),
+      });
+    }
+  }
+  return out.sort((a, b) => String(a['name']).localeCompare(String(b['name'])));
+}
+
+function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>): RenderResult {
+  const namespace = index.ns(cr);
+  const name = String((cr['metadata'] as Node)['name']);
+  const spec = cr['spec'] as VirtualMCPServerSpec;
+  const problems: string[] = [];
+  if (index.get('MCPGroup', namespace, spec.groupRef.name) === undefined)
+    problems.push(`spec.groupRef: MCPGroup ${namespace}/${spec.groupRef.name} does not exist`);
+  const backends = groupBackends(index, namespace, spec.groupRef.name);
+  // The vMCP configuration: the user's config, the group, and the backends found in it.
+  const config: Node = {
+    ...((spec.config as Node | undefined) ?? {}),
+    name,
+    group: spec.groupRef.name,
+    backends: backends.map((b) => ({ name: b['name'], url: b['url'], transport: b['transport'] })),
+  };
+  const data = { 'config.yaml': stringify(JSON.parse(canonicalJson(config)) as unknown, { lineWidth: 0 }) };
+  const cm: K8sObject = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta(cr, `${name}-vmcp-config`, namespace, {
+      annotations: { [ANNOTATIONS.contentChecksum]: dataChecksum(data) },
+    }),
+    data,
+  };
+  const sa = spec.serviceAccount ?? `${name}-vmcp`;
+  const objects: K8sObject[] = [cm];
+  if (spec.serviceAccount === undefined) {
+    const discovered = (spec.outgoingAuth?.source ?? 'discovered') === 'discovered';
+    objects.push(
+      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(cr, sa, namespace) },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: meta(cr, sa, namespace),
+        rules: [
+          {
+            apiGroups: ['skep.dev'],
+            resources: ['virtualmcpservers'],
+            resourceNames: [name],
+            verbs: ['get'],
+          },
+          {
+            apiGroups: ['skep.dev'],
+            resources: ['virtualmcpservers/status'],
+            resourceNames: [name],
+            verbs: ['update', 'patch'],
+          },
+          ...(discovered
+            ? [
+                {
+                  apiGroups: ['skep.dev'],
+                  resources: [
+                    'mcpgroups',
+                    'mcpservers',
+                    'mcpremoteproxies',
+                    'mcpserverentries',
+                    'mcpexternalauthconfigs',
+                  ],
+                  verbs: ['get', 'list', 'watch'],
+                },
+              ]
+            : []),
+        ],
+      },
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: meta(cr, sa, namespace),
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: sa },
+        subjects: [{ kind: 'ServiceAccount', name: sa, namespace }],
+      },
+    );
+  }
+  const env: Node[] = [
+    ...baseEnv,
+    { name: 'VMCP_NAME', value: name },
+    { name: 'VMCP_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+  ];
+  if (spec.sessionStorage?.passwordRef !== undefined)
+    env.push({
+      name: 'SKEP_SESSION_REDIS_PASSWORD',
+      valueFrom: {
+        secretKeyRef: {
+          name: spec.sessionStorage.passwordRef.name,
+          key: spec.sessionStorage.passwordRef.key,
+        },
+      },
+    });
+  const podSpec: Node = {
+    serviceAccountName: sa,
+    containers: [
+      {
+        name: 'vmcp',
+        image: o.vmcpImage,
+        args: [
+          'vmcp',
+          'serve',
+          `--config=${VMCP_CONFIG_DIR}/config.yaml`,
+          '--host=0.0.0.0',
+          `--port=${VMCP_PORT}`,
+        ],
+        env,
+        ports: [{ name: 'http', containerPort: VMCP_PORT, protocol: 'TCP' }],
+        volumeMounts: [
+          { name: 'vmcp-config', mountPath: VMCP_CONFIG_DIR, readOnly: true },
+          { name: 'tmp', mountPath: '/tmp' },
+        ],
+        resources: spec.resources ?? {
+          requests: { cpu: '100m', memory: '128Mi' },
+          limits: { cpu: '500m', memory: '512Mi' },
+        },
+        ...probes('http'),
+        securityContext: RUNNER_SECURITY,
+      },
+    ],
+    volumes: [
+      { name: 'vmcp-config', configMap: { name: `${name}-vmcp-config` } },
+      { name: 'tmp', emptyDir: {} },
+    ],
+  };
+  const annotations = {
+    [ANNOTATIONS.runconfigChecksum]: (cm.metadata.annotations ?? {})[ANNOTATIONS.contentChecksum] ?? '',
+  };
+  objects.push(
+    deployment(
+      cr,
+      namespace,
+      spec.replicas ?? 1,
+      podSpec,
+      annotations,
+      spec.podTemplateSpec as Node | undefined,
+    ),
+    service(cr, `vmcp-${name}`, namespace, VMCP_PORT, spec.sessionAffinity, spec.serviceType ?? 'ClusterIP'),
+  );
+  return {
+    objects,
+    urls: new Map([
+      [
+        keyOf('VirtualMCPServer', namespace, name),
+        `http://vmcp-${name}.${namespace}.svc.cluster.local:${VMCP_PORT}/mcp`,
+      ],
+    ]),
+    problems: problems.map((p) => ({ resource: keyOf('VirtualMCPServer', namespace, name), problem: p })),
+  };
+}
+
+const RENDERED_KINDS = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer']);
+const INPUT_ONLY_KINDS = new Set(['Secret', 'ConfigMap', EXTAUTH_KIND, 'MCPGroup', 'MCPServerEntry']);
+
+/**
+ * Renders every workload resource among `docs` (other documents — Secrets, ConfigMaps,
+ * MCPExternalAuthConfigs, groups, entries — are read as referenced objects). Each resource
+ * is validated first with the shared library; an invalid one renders nothing and is reported.
+ */
+export async function renderResources(docs: unknown[], options: RenderOptions = {}): Promise<RenderResult> {
+  const runnerImage = options.runnerImage ?? process.env[RUNNER_IMAGE_ENV] ?? DEFAULT_RUNNER_IMAGE;
+  const o = {
+    runnerImage,
+    namespace: options.namespace ?? 'default',
+    vmcpImage: options.vmcpImage ?? runnerImage,
+  };
+  const result: RenderResult = { objects: [], urls: new Map(), problems: [] };
+  const valid: Node[] = [];
+  for (const [i, d] of docs.entries()) {
+    if (d === null || typeof d !== 'object') {
+      result.problems.push({ resource: `document ${i + 1}`, problem: 'is not an object' });
+      continue;
+    }
+    const doc = d as Node;
+    const kind = String(doc['kind']);
+    const name = String((doc['metadata'] as Node | undefined)?.['name'] ?? '?');
+    if (kind === 'Secret' || kind === 'ConfigMap') {
+      valid.push(doc);
+      continue;
+    }
+    const { problems, resource } = validateResource(doc);
+    if (resource === undefined) {
+      for (const p of problems)
+        result.problems.push({ resource: `${kind}/${name}`, problem: formatProblem(p) });
+      continue;
+    }
+    valid.push(resource);
+  }
+  const index = new Index(valid, o.namespace);
+  for (const doc of valid) {
+    const kind = String(doc['kind']);
+    if (INPUT_ONLY_KINDS.has(kind) || !RENDERED_KINDS.has(kind)) continue;
+    const part =
+      kind === 'MCPServer'
+        ? await renderMCPServer(doc, index, o)
+        : kind === 'MCPRemoteProxy'
+          ? await renderRemoteProxy(doc, index, o)
+          : renderVirtual(doc, index, o);
+    if (part.problems.length > 0) {
+      // A resource with a broken reference renders nothing (the controller reports it in status).
+      result.problems.push(...part.problems);
+      continue;
+    }
+    result.objects.push(...part.objects);
+    for (const [k, v] of part.urls) result.urls.set(k, v);
+  }
+  return result;
+}
+
+/** The objects as one multi-document YAML stream (what `skep operator render` prints). */
+export function renderYaml(objects: K8sObject[]): string {
+  return objects.map((obj) => stringify(obj, { lineWidth: 0 })).join('---\n');
+}
