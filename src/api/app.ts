@@ -20,7 +20,7 @@ import FindMyWay from 'find-my-way';
 import { BEARER_SCHEME, createApiAuth, SESSION_COOKIE, SESSION_SCHEME } from './auth.js';
 import { BrowserSessions } from './browser-sessions.js';
 import type { ApiContext } from './context.js';
-import { DOCS_HTML } from './docs-page.js';
+import { DOCS_CSP, type OpenApiDocument, renderDocsPage } from './docs-page.js';
 import { handleError, sendError } from './errors.js';
 import { createSchemaNamer } from './openapi.js';
 import { authRoutes } from './routes/auth.js';
@@ -206,14 +206,11 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
 
   for (const register of routeModules) await register(app, ctx);
   await authRoutes(app, { sessions, scheme, transport });
-  app.get('/api/doc', { schema: { hide: true } }, async (_request, reply) =>
-    reply
-      .type('text/html; charset=utf-8')
-      .header(
-        'Content-Security-Policy',
-        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
-      )
-      .send(DOCS_HTML),
-  );
+  // Rendered on the server from the OpenAPI document, on the first request (not at start-up).
+  let docsPage: string | undefined;
+  app.get('/api/doc', { schema: { hide: true } }, async (_request, reply) => {
+    docsPage ??= renderDocsPage(app.swagger() as unknown as OpenApiDocument);
+    return reply.type('text/html; charset=utf-8').header('Content-Security-Policy', DOCS_CSP).send(docsPage);
+  });
   return app;
 }
