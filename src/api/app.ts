@@ -26,6 +26,7 @@ import { createSchemaNamer } from './openapi.js';
 import { authRoutes } from './routes/auth.js';
 import { routeModules } from './routes/index.js';
 import { createHostGuard } from './security.js';
+import { uiRoutes } from './ui.js';
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -206,6 +207,12 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
 
   for (const register of routeModules) await register(app, ctx);
   await authRoutes(app, { sessions, scheme, transport });
+  await uiRoutes(app, ctx, {
+    sessions,
+    scheme,
+    transport,
+    ...(options.apiToken === undefined ? {} : { apiToken: options.apiToken }),
+  });
   // Rendered on the server from the OpenAPI document, on the first request (not at start-up).
   let docsPage: string | undefined;
   app.get('/api/doc', { schema: { hide: true } }, async (_request, reply) => {

@@ -1,0 +1,62 @@
+// Builds the web UI (src/ui/, Preact) into dist/ui/: one script and one stylesheet under
+// assets/, named by content hash (served with a year-long cache), and index.html naming them
+// (served no-cache). The page loads nothing else: no CDN, no fonts, no network at run time,
+// and no inline script, so the strict Content-Security-Policy of src/api/ui.ts holds.
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { build } from 'esbuild';
+
+/** The esbuild options of the UI bundle (an entry point per page would only add requests). */
+export function uiBuildOptions(outdir) {
+  return {
+    entryPoints: { app: 'src/ui/main.tsx' },
+    outdir: join(outdir, 'assets'),
+    entryNames: '[name]-[hash]',
+    bundle: true,
+    minify: true,
+    format: 'esm',
+    platform: 'browser',
+    target: ['chrome110', 'firefox110', 'safari16'],
+    jsx: 'automatic',
+    jsxImportSource: 'preact',
+    metafile: true,
+    sourcemap: false,
+    legalComments: 'none',
+    logLevel: 'warning',
+  };
+}
+
+/** Builds the UI into `outdir` (default dist/ui); returns the asset file names. */
+export async function buildUi(outdir = 'dist/ui') {
+  const result = await build(uiBuildOptions(outdir));
+  const outputs = Object.keys(result.metafile.outputs).map((path) => basename(path));
+  const script = outputs.find((name) => name.endsWith('.js'));
+  const style = outputs.find((name) => name.endsWith('.css'));
+  if (script === undefined || style === undefined)
+    throw new Error('the UI build made no script or stylesheet');
+  // Assets of earlier builds go; the page only ever names this build's.
+  for (const name of readdirSync(join(outdir, 'assets')))
+    if (!outputs.includes(name)) rmSync(join(outdir, 'assets', name), { force: true });
+  mkdirSync(outdir, { recursive: true });
+  writeFileSync(
+    join(outdir, 'index.html'),
+    [
+      '<!doctype html>',
+      '<html lang="en">',
+      '<head>',
+      '<meta charset="utf-8">',
+      '<meta name="viewport" content="width=device-width, initial-scale=1">',
+      '<meta name="color-scheme" content="light dark">',
+      '<title>Skep</title>',
+      // No favicon request (the browser would ask for /favicon.ico).
+      '<link rel="icon" href="data:,">',
+      `<link rel="stylesheet" href="/assets/${style}">`,
+      `<script type="module" src="/assets/${script}"></script>`,
+      '</head>',
+      '<body><div id="app"><p class="boot">Loading Skep…</p></div></body>',
+      '</html>',
+      '',
+    ].join('\n'),
+  );
+  return { script, style };
+}

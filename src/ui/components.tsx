@@ -1,0 +1,209 @@
+/** Building blocks shared by the pages: links, data loading, errors, empty states, forms. */
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError } from './api.js';
+import { navigate } from './router.js';
+
+export function Link(props: { href: string; children: ComponentChildren; class?: string }) {
+  const onClick = (event: MouseEvent) => {
+    if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    event.preventDefault();
+    navigate(props.href);
+  };
+  return (
+    <a href={props.href} onClick={onClick} class={props.class}>
+      {props.children}
+    </a>
+  );
+}
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: ApiError | undefined;
+  loading: boolean;
+  reload: () => Promise<void>;
+}
+
+/**
+ * Loads with `load` now, when `deps` change and, with `pollMs`, again at that interval while
+ * the page is visible (a failed poll shows its error and keeps the last data).
+ */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[], pollMs?: number): Loaded<T> {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<ApiError | undefined>(undefined);
+  const [loading, setLoading] = useState(true);
+  const loadRef = useRef(load);
+  loadRef.current = load;
+  const reload = useCallback(async () => {
+    try {
+      const value = await loadRef.current();
+      setData(value);
+      setError(undefined);
+    } catch (err) {
+      setError(asApiError(err));
+    } finally {
+      setLoading(false);
+    }
+  }, []);
+  useEffect(() => {
+    setLoading(true);
+    setData(undefined);
+    void reload();
+    if (pollMs === undefined) return undefined;
+    const timer = setInterval(() => {
+      if (document.visibilityState === 'visible') void reload();
+    }, pollMs);
+    return () => clearInterval(timer);
+  }, deps);
+  return { data, error, loading, reload };
+}
+
+export function asApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  return new ApiError(0, 'client_error', err instanceof Error ? err.message : String(err));
+}
+
+export function ErrorBox(props: { error: ApiError | undefined; title?: string }) {
+  if (props.error === undefined) return null;
+  return (
+    <div class="error" role="alert">
+      <strong>{props.title ?? 'Something went wrong'}</strong>
+      <p>{props.error.message}</p>
+      {props.error.code !== '' && (
+        <p class="muted small">
+          code <code>{props.error.code}</code>
+          {props.error.status > 0 && <> · HTTP {props.error.status}</>}
+        </p>
+      )}
+    </div>
+  );
+}
+
+export function Notice(props: { text: string | undefined }) {
+  if (props.text === undefined) return null;
+  return (
+    <div class="notice" role="status">
+      {props.text}
+    </div>
+  );
+}
+
+export function Empty(props: { title: string; children: ComponentChildren }) {
+  return (
+    <div class="empty">
+      <strong>{props.title}</strong>
+      <div>{props.children}</div>
+    </div>
+  );
+}
+
+export function Loading() {
+  return (
+    <p class="muted" aria-live="polite">
+      Loading…
+    </p>
+  );
+}
+
+export function StatusBadge(props: { status: string }) {
+  return <span class={`badge status-${props.status}`}>{props.status}</span>;
+}
+
+export function CopyButton(props: { text: string; label?: string }) {
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(props.text);
+    } catch {
+      // No clipboard permission (e.g. not a secure context): select-and-copy fallback.
+      const area = document.createElement('textarea');
+      area.value = props.text;
+      document.body.append(area);
+      area.select();
+      document.execCommand('copy');
+      area.remove();
+    }
+    setCopied(true);
+    setTimeout(() => setCopied(false), 1500);
+  };
+  return (
+    <button
+      type="button"
+      class="small"
+      onClick={() => void copy()}
+      aria-label={props.label ?? `Copy ${props.text}`}
+    >
+      {copied ? 'Copied' : 'Copy'}
+    </button>
+  );
+}
+
+/**
+ * Runs an action with a busy state; its error (the API's `{code, message}`) is returned for
+ * the page to show.
+ */
+export function useAction(): {
+  busy: string | undefined;
+  error: ApiError | undefined;
+  run: (label: string, action: () => Promise<void>) => Promise<boolean>;
+  clear: () => void;
+} {
+  const [busy, setBusy] = useState<string | undefined>(undefined);
+  const [error, setError] = useState<ApiError | undefined>(undefined);
+  const run = async (label: string, action: () => Promise<void>): Promise<boolean> => {
+    setBusy(label);
+    setError(undefined);
+    try {
+      await action();
+      return true;
+    } catch (err) {
+      setError(asApiError(err));
+      return false;
+    } finally {
+      setBusy(undefined);
+    }
+  };
+  return { busy, error, run, clear: () => setError(undefined) };
+}
+
+export function Field(props: {
+  label: string;
+  hint?: string | undefined;
+  required?: boolean | undefined;
+  children: ComponentChildren;
+}) {
+  return (
+    <label class="field">
+      <span class="label">
+        {props.label}
+        {props.required === true && <span class="required"> (required)</span>}
+      </span>
+      {props.children}
+      {props.hint !== undefined && props.hint !== '' && <span class="hint">{props.hint}</span>}
+    </label>
+  );
+}
+
+export function TextInput(props: {
+  value: string;
+  onValue: (value: string) => void;
+  required?: boolean;
+  pattern?: string;
+  placeholder?: string;
+  id?: string;
+}) {
+  const { onValue, ...rest } = props;
+  return <input type="text" {...rest} onInput={(e) => onValue((e.target as HTMLInputElement).value)} />;
+}
+
+export function PageHeader(props: { title: string; children?: ComponentChildren }) {
+  useEffect(() => {
+    document.title = `${props.title} · Skep`;
+  }, [props.title]);
+  return (
+    <div class="page-header">
+      <h1>{props.title}</h1>
+      {props.children !== undefined && <div class="actions">{props.children}</div>}
+    </div>
+  );
+}

@@ -1,0 +1,227 @@
+/** Secrets: the provider (set up), and keys (add, update, delete). Values are write-only here. */
+import { useState } from 'preact/hooks';
+import { api, get, seg } from '../api.js';
+import {
+  Empty,
+  ErrorBox,
+  Field,
+  Loading,
+  Notice,
+  PageHeader,
+  TextInput,
+  useAction,
+  useLoad,
+} from '../components.js';
+import type { SecretsProvider } from '../types.js';
+
+function ProviderSetup(props: { current: string | undefined; onDone: () => void }) {
+  const [type, setType] = useState(props.current ?? 'encrypted');
+  const [password, setPassword] = useState('');
+  const action = useAction();
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const body: { provider_type: string; password?: string } = { provider_type: type };
+    if (type === 'encrypted' && password !== '') body.password = password;
+    if (await action.run('Set up', () => api('POST', '/api/v1beta/secrets', body))) {
+      setPassword('');
+      props.onDone();
+    }
+  };
+  return (
+    <form class="card form" onSubmit={(e) => void submit(e)} aria-label="Secrets provider">
+      <h2>{props.current === undefined ? 'Set up a secrets provider' : 'Provider'}</h2>
+      <Field label="Provider">
+        <select value={type} onChange={(e) => setType((e.target as HTMLSelectElement).value)}>
+          <option value="encrypted">encrypted (a local file, encrypted with a password)</option>
+          <option value="1password">1password (read only, needs OP_SERVICE_ACCOUNT_TOKEN)</option>
+          <option value="environment">environment (read only: SKEP_SECRET_* variables)</option>
+        </select>
+      </Field>
+      {type === 'encrypted' && (
+        <Field
+          label="Password"
+          hint="Leave empty to use the saved one (or have a strong one generated and saved)."
+        >
+          <input
+            type="password"
+            autoComplete="new-password"
+            value={password}
+            onInput={(e) => setPassword((e.target as HTMLInputElement).value)}
+          />
+        </Field>
+      )}
+      <ErrorBox error={action.error} title="Could not set up the provider" />
+      <div class="form-actions">
+        <button type="submit" disabled={action.busy !== undefined}>
+          {props.current === undefined ? 'Set up' : 'Reconfigure'}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+export function SecretsPage() {
+  const provider = useLoad(
+    () =>
+      get<SecretsProvider>('/api/v1beta/secrets/default').catch((err: unknown) => {
+        if ((err as { status?: number }).status === 404) return undefined;
+        throw err;
+      }),
+    [],
+  );
+  const keys = useLoad(
+    () =>
+      provider.data === undefined
+        ? Promise.resolve([] as Array<{ key: string; description?: string }>)
+        : get<{ keys: Array<{ key: string; description?: string }> }>(
+            '/api/v1beta/secrets/default/keys',
+          ).then((r) => r.keys),
+    [provider.data?.provider_type],
+  );
+  const [key, setKey] = useState('');
+  const [value, setValue] = useState('');
+  const [editing, setEditing] = useState<string | undefined>(undefined);
+  const [notice, setNotice] = useState<string | undefined>(undefined);
+  const action = useAction();
+  const caps = provider.data?.capabilities;
+  const save = async (event: Event) => {
+    event.preventDefault();
+    setNotice(undefined);
+    const name = editing ?? key.trim();
+    const ok = await action.run('Save', () =>
+      editing === undefined
+        ? api('POST', '/api/v1beta/secrets/default/keys', { key: name, value })
+        : api('PUT', `/api/v1beta/secrets/default/keys/${seg(name)}`, { value }),
+    );
+    if (ok) {
+      setNotice(
+        `${editing === undefined ? 'Added' : 'Updated'} ${name}. The value is stored and never shown again.`,
+      );
+      setKey('');
+      setValue('');
+      setEditing(undefined);
+      await keys.reload();
+    }
+  };
+  const remove = async (name: string) => {
+    if (!window.confirm(`Delete the secret ${name}? Servers that reference it will not start.`)) return;
+    setNotice(undefined);
+    if (await action.run('Delete', () => api('DELETE', `/api/v1beta/secrets/default/keys/${seg(name)}`))) {
+      setNotice(`Deleted ${name}.`);
+      await keys.reload();
+    }
+  };
+  return (
+    <section>
+      <PageHeader title="Secrets" />
+      <ErrorBox error={provider.error} title="Could not read the secrets provider" />
+      {provider.loading && <Loading />}
+      {!provider.loading && provider.error === undefined && (
+        <div class="columns">
+          <div>
+            {provider.data === undefined ? (
+              <Empty title="No secrets provider yet">
+                Set one up with the form: <em>encrypted</em> keeps secrets in a local file.
+              </Empty>
+            ) : (
+              <div class="card">
+                <p>
+                  Provider <strong>{provider.data.provider_type}</strong>
+                  {caps !== undefined && !caps.can_write && <span class="muted"> (read only)</span>}
+                </p>
+                <Notice text={notice} />
+                <ErrorBox error={action.error} title="The secret was not changed" />
+                <ErrorBox error={keys.error} title="Could not list the secrets" />
+                {keys.data !== undefined && keys.data.length === 0 && (
+                  <Empty title="No secrets">Add one below; servers reference secrets by name.</Empty>
+                )}
+                {keys.data !== undefined && keys.data.length > 0 && (
+                  <table class="table" aria-label="Secrets">
+                    <thead>
+                      <tr>
+                        <th scope="col">Name</th>
+                        <th scope="col">Value</th>
+                        <th scope="col">Actions</th>
+                      </tr>
+                    </thead>
+                    <tbody>
+                      {keys.data.map((k) => (
+                        <tr key={k.key} data-secret={k.key}>
+                          <td>
+                            <code>{k.key}</code>
+                            {k.description !== undefined && <div class="muted small">{k.description}</div>}
+                          </td>
+                          <td class="muted">hidden</td>
+                          <td class="row-actions">
+                            {caps?.can_write === true && (
+                              <button
+                                type="button"
+                                class="small"
+                                onClick={() => {
+                                  setEditing(k.key);
+                                  setValue('');
+                                }}
+                              >
+                                Update
+                              </button>
+                            )}
+                            {caps?.can_delete === true && (
+                              <button
+                                type="button"
+                                class="small danger"
+                                onClick={() => void remove(k.key)}
+                                aria-label={`Delete ${k.key}`}
+                              >
+                                Delete
+                              </button>
+                            )}
+                          </td>
+                        </tr>
+                      ))}
+                    </tbody>
+                  </table>
+                )}
+                {caps?.can_write === true && (
+                  <form
+                    class="form"
+                    onSubmit={(e) => void save(e)}
+                    aria-label={editing === undefined ? 'Add a secret' : `Update ${editing}`}
+                  >
+                    <h2>{editing === undefined ? 'Add a secret' : `Update ${editing}`}</h2>
+                    {editing === undefined && (
+                      <Field label="Name" required>
+                        <TextInput value={key} onValue={setKey} required />
+                      </Field>
+                    )}
+                    <Field label="Value" hint="Stored by the provider; it is never shown back." required>
+                      <input
+                        type="password"
+                        autoComplete="off"
+                        required
+                        value={value}
+                        onInput={(e) => setValue((e.target as HTMLInputElement).value)}
+                      />
+                    </Field>
+                    <div class="form-actions">
+                      <button type="submit" disabled={action.busy !== undefined}>
+                        {editing === undefined ? 'Add' : 'Update'}
+                      </button>
+                      {editing !== undefined && (
+                        <button type="button" class="ghost" onClick={() => setEditing(undefined)}>
+                          Cancel
+                        </button>
+                      )}
+                    </div>
+                  </form>
+                )}
+              </div>
+            )}
+          </div>
+          <div>
+            <ProviderSetup current={provider.data?.provider_type} onDone={() => void provider.reload()} />
+          </div>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,425 @@
+/** Servers: every workload with live status, and a workload's detail (configuration, logs, export, edit). */
+import { useState } from 'preact/hooks';
+import { api, get, getText, seg } from '../api.js';
+import {
+  CopyButton,
+  Empty,
+  ErrorBox,
+  Field,
+  Link,
+  Loading,
+  Notice,
+  PageHeader,
+  StatusBadge,
+  TextInput,
+  useAction,
+  useLoad,
+} from '../components.js';
+import { navigate } from '../router.js';
+import type { UpdateWorkloadRequest, WorkloadDetail, WorkloadSummary } from '../types.js';
+
+const POLL_MS = 2000;
+
+/** What a workload in this status can do. */
+const canStop = (status: string) => status === 'running' || status === 'starting' || status === 'unhealthy';
+const canStart = (status: string) => status === 'stopped' || status === 'error';
+
+function WorkloadActions(props: {
+  name: string;
+  status: string;
+  onDone: () => void;
+  onDeleted?: () => void;
+}) {
+  const action = useAction();
+  const { name, status } = props;
+  const act = (label: string, method: string, path: string, confirmText?: string) => async () => {
+    if (confirmText !== undefined && !window.confirm(confirmText)) return;
+    const ok = await action.run(label, () => api(method, path));
+    if (ok) {
+      if (label === 'Delete') props.onDeleted?.();
+      props.onDone();
+    }
+  };
+  const base = `/api/v1beta/workloads/${seg(name)}`;
+  return (
+    <div class="row-actions">
+      {canStart(status) && (
+        <button
+          type="button"
+          class="small"
+          disabled={action.busy !== undefined}
+          onClick={act('Start', 'POST', `${base}/restart`)}
+        >
+          Start
+        </button>
+      )}
+      {canStop(status) && (
+        <button
+          type="button"
+          class="small"
+          disabled={action.busy !== undefined}
+          onClick={act('Stop', 'POST', `${base}/stop`)}
+        >
+          Stop
+        </button>
+      )}
+      {status === 'running' && (
+        <button
+          type="button"
+          class="small"
+          disabled={action.busy !== undefined}
+          onClick={act('Restart', 'POST', `${base}/restart`)}
+        >
+          Restart
+        </button>
+      )}
+      <button
+        type="button"
+        class="small danger"
+        disabled={action.busy !== undefined || status === 'removing'}
+        onClick={act(
+          'Delete',
+          'DELETE',
+          base,
+          `Delete the server ${name}? Its configuration and logs are removed.`,
+        )}
+        aria-label={`Delete ${name}`}
+      >
+        Delete
+      </button>
+      {action.busy !== undefined && <span class="muted small">{action.busy}…</span>}
+      <ErrorBox error={action.error} title={`Could not change ${name}`} />
+    </div>
+  );
+}
+
+export function ServersPage() {
+  const list = useLoad(
+    () => get<{ workloads: WorkloadSummary[] }>('/api/v1beta/workloads?all=true').then((r) => r.workloads),
+    [],
+    POLL_MS,
+  );
+  return (
+    <section>
+      <PageHeader title="Servers">
+        <Link href="/catalog" class="button">
+          Run a server from the catalog
+        </Link>
+      </PageHeader>
+      <ErrorBox error={list.error} title="Could not list the servers" />
+      {list.loading && list.data === undefined && <Loading />}
+      {list.data !== undefined && list.data.length === 0 && (
+        <Empty title="No servers yet">
+          Pick one in the <Link href="/catalog">Catalog</Link> and run it, or use <code>skep run</code> on the
+          command line.
+        </Empty>
+      )}
+      {list.data !== undefined && list.data.length > 0 && (
+        <table class="table" aria-label="Servers">
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Status</th>
+              <th scope="col">URL</th>
+              <th scope="col">Group</th>
+              <th scope="col">Tools</th>
+              <th scope="col">Actions</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.data.map((w) => (
+              <tr key={w.name} data-server={w.name}>
+                <td>
+                  <Link href={`/servers/${seg(w.name)}`}>{w.name}</Link>
+                  <div class="muted small">{w.package}</div>
+                </td>
+                <td>
+                  <StatusBadge status={w.status} />
+                  {w.status_context !== '' && <div class="muted small">{w.status_context}</div>}
+                </td>
+                <td class="url">
+                  {w.url !== '' && (
+                    <>
+                      <code>{w.url}</code> <CopyButton text={w.url} label={`Copy the URL of ${w.name}`} />
+                    </>
+                  )}
+                </td>
+                <td>{w.group}</td>
+                <td>
+                  {w.tools.length === 0 ? (
+                    <span class="muted">—</span>
+                  ) : (
+                    <span title={w.tools.join(', ')}>{w.tools.length}</span>
+                  )}
+                  {w.status === 'running' && (
+                    <div>
+                      <Link href={`/playground/${seg(w.name)}`} class="small">
+                        Playground
+                      </Link>
+                    </div>
+                  )}
+                </td>
+                <td>
+                  <WorkloadActions name={w.name} status={w.status} onDone={() => void list.reload()} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
+function LogTail(props: { name: string }) {
+  const [which, setWhich] = useState<'logs' | 'proxy-logs'>('logs');
+  const logs = useLoad(
+    () => getText(`/api/v1beta/workloads/${seg(props.name)}/${which}?lines=200`),
+    [props.name, which],
+    POLL_MS,
+  );
+  return (
+    <section class="card">
+      <div class="card-header">
+        <h2>Logs</h2>
+        <div role="tablist" aria-label="Log">
+          {(['logs', 'proxy-logs'] as const).map((kind) => (
+            <button
+              key={kind}
+              type="button"
+              role="tab"
+              class={`small ${which === kind ? '' : 'ghost'}`}
+              aria-selected={which === kind}
+              onClick={() => setWhich(kind)}
+            >
+              {kind === 'logs' ? 'Server' : 'Proxy'}
+            </button>
+          ))}
+        </div>
+      </div>
+      <ErrorBox error={logs.error} title="Could not read the log" />
+      <pre
+        class="log"
+        tabIndex={0}
+        aria-label={`${which === 'logs' ? 'Server' : 'Proxy'} log, last 200 lines`}
+      >
+        {logs.data === undefined ? '' : logs.data === '' ? '(empty)' : logs.data}
+      </pre>
+    </section>
+  );
+}
+
+const linesOf = (text: string) =>
+  text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
+
+function EditForm(props: { detail: WorkloadDetail; onSaved: () => void; onCancel: () => void }) {
+  const d = props.detail;
+  const [env, setEnv] = useState(
+    Object.entries(d.env_vars)
+      .map(([k, v]) => `${k}=${v}`)
+      .join('\n'),
+  );
+  const [args, setArgs] = useState(d.cmd_arguments.join('\n'));
+  const [tools, setTools] = useState(d.tools.join(', '));
+  const [group, setGroup] = useState(d.group);
+  const action = useAction();
+  const save = async (event: Event) => {
+    event.preventDefault();
+    const envVars: Record<string, string> = {};
+    for (const line of linesOf(env)) {
+      const eq = line.indexOf('=');
+      if (eq <= 0) {
+        action.clear();
+        await action.run('Save', () =>
+          Promise.reject(
+            new Error(`environment line "${line}" is not NAME=value; write one NAME=value per line`),
+          ),
+        );
+        return;
+      }
+      envVars[line.slice(0, eq)] = line.slice(eq + 1);
+    }
+    const body: UpdateWorkloadRequest = {
+      env_vars: envVars,
+      cmd_arguments: linesOf(args),
+      tools: tools
+        .split(',')
+        .map((t) => t.trim())
+        .filter((t) => t !== ''),
+      group,
+    };
+    if (await action.run('Save', () => api('PUT', `/api/v1beta/workloads/${seg(d.name)}`, body)))
+      props.onSaved();
+  };
+  return (
+    <form class="card form" onSubmit={(e) => void save(e)} aria-label="Edit the server">
+      <h2>Edit</h2>
+      <p class="muted small">
+        A running server restarts with the new configuration. Secrets are kept as they are.
+      </p>
+      <Field label="Environment" hint="One NAME=value per line.">
+        <textarea rows={4} value={env} onInput={(e) => setEnv((e.target as HTMLTextAreaElement).value)} />
+      </Field>
+      <Field label="Arguments" hint="One per line.">
+        <textarea rows={3} value={args} onInput={(e) => setArgs((e.target as HTMLTextAreaElement).value)} />
+      </Field>
+      <Field label="Tools exposed" hint="Comma-separated; empty exposes every tool.">
+        <TextInput value={tools} onValue={setTools} />
+      </Field>
+      <Field label="Group">
+        <TextInput value={group} onValue={setGroup} required />
+      </Field>
+      <ErrorBox error={action.error} title="Could not save" />
+      <div class="form-actions">
+        <button type="submit" disabled={action.busy !== undefined}>
+          {action.busy !== undefined ? 'Saving…' : 'Save'}
+        </button>
+        <button type="button" class="ghost" onClick={props.onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function ConfigTable(props: { detail: WorkloadDetail }) {
+  const d = props.detail;
+  const rows: Array<[string, string]> = [
+    ['Image', d.image],
+    ['Transport', d.transport],
+    ['Proxy mode', d.proxy_mode],
+    ['Host', d.host],
+    ['Proxy port', String(d.proxy_port)],
+    ['Group', d.group],
+    ['Arguments', d.cmd_arguments.join(' ')],
+    ['Environment', Object.keys(d.env_vars).join(', ')],
+    ['Secrets', d.secrets.map((s) => `${s.name} → ${s.target}`).join(', ')],
+    ['Tools exposed', d.tools.length === 0 ? 'all' : d.tools.join(', ')],
+    ['Sandbox', d.sandboxed ? d.sandbox : `none${d.sandbox_reason === '' ? '' : ` (${d.sandbox_reason})`}`],
+    ['Network isolation', d.network_isolation ? 'yes' : 'no'],
+    ['Authorization config', d.authz_config],
+  ];
+  return (
+    <dl class="config">
+      {rows
+        .filter(([, value]) => value !== '')
+        .map(([key, value]) => (
+          <div key={key}>
+            <dt>{key}</dt>
+            <dd>{value}</dd>
+          </div>
+        ))}
+    </dl>
+  );
+}
+
+export function ServerDetailPage(props: { name: string }) {
+  const detail = useLoad(
+    () => get<WorkloadDetail>(`/api/v1beta/workloads/${seg(props.name)}`),
+    [props.name],
+    POLL_MS,
+  );
+  const [editing, setEditing] = useState(false);
+  const [exported, setExported] = useState<string | undefined>(undefined);
+  const [notice, setNotice] = useState<string | undefined>(undefined);
+  const exportAction = useAction();
+  const d = detail.data;
+  const doExport = () =>
+    exportAction.run('Export', async () => {
+      const config = await get<unknown>(`/api/v1beta/workloads/${seg(props.name)}/export`);
+      setExported(JSON.stringify(config, null, 2));
+    });
+  const download = () => {
+    if (exported === undefined) return;
+    const url = URL.createObjectURL(new Blob([exported], { type: 'application/json' }));
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = `${props.name}.json`;
+    a.click();
+    setTimeout(() => URL.revokeObjectURL(url), 1000);
+  };
+  return (
+    <section>
+      <PageHeader title={props.name}>
+        <Link href="/servers">All servers</Link>
+      </PageHeader>
+      <ErrorBox error={detail.error} title={`Could not read ${props.name}`} />
+      {detail.loading && d === undefined && <Loading />}
+      <Notice text={notice} />
+      {d !== undefined && (
+        <>
+          <div class="card">
+            <div class="card-header">
+              <div>
+                <StatusBadge status={d.status} />{' '}
+                {d.status_context !== '' && <span class="muted">{d.status_context}</span>}
+              </div>
+              <WorkloadActions
+                name={d.name}
+                status={d.status}
+                onDone={() => void detail.reload()}
+                onDeleted={() => navigate('/servers')}
+              />
+            </div>
+            {d.url !== '' && (
+              <p class="url">
+                <code>{d.url}</code> <CopyButton text={d.url} label="Copy the URL" />
+                {d.status === 'running' && (
+                  <>
+                    {' '}
+                    <Link href={`/playground/${seg(d.name)}`}>Open in the playground</Link>
+                  </>
+                )}
+              </p>
+            )}
+            <ConfigTable detail={d} />
+            <div class="form-actions">
+              <button
+                type="button"
+                class="small"
+                onClick={() => setEditing(!editing)}
+                aria-expanded={editing}
+              >
+                Edit
+              </button>
+              <button type="button" class="small" onClick={() => void doExport()}>
+                Export
+              </button>
+            </div>
+          </div>
+          {editing && (
+            <EditForm
+              detail={d}
+              onCancel={() => setEditing(false)}
+              onSaved={() => {
+                setEditing(false);
+                setNotice('Saved. A running server restarts with the new configuration.');
+                void detail.reload();
+              }}
+            />
+          )}
+          <ErrorBox error={exportAction.error} title="Could not export" />
+          {exported !== undefined && (
+            <section class="card">
+              <div class="card-header">
+                <h2>Run configuration</h2>
+                <div>
+                  <CopyButton text={exported} label="Copy the run configuration" />{' '}
+                  <button type="button" class="small" onClick={download}>
+                    Download
+                  </button>
+                </div>
+              </div>
+              <p class="muted small">Secrets appear as references, never as values.</p>
+              <pre class="code">{exported}</pre>
+            </section>
+          )}
+          <LogTail name={d.name} />
+        </>
+      )}
+    </section>
+  );
+}
