@@ -148,7 +148,11 @@ function toOpenApi(node: unknown): unknown {
     if (key === '$id' || key === '$schema') continue;
     if (key === 'const') out['enum'] = [value];
     else if (key === 'enum' || key === 'default' || key === 'examples') out[key] = value;
-    else if (key === 'properties' || key === 'patternProperties') {
+    else if (key === 'patternProperties' && isObject(value)) {
+      // As @fastify/swagger converts inline schemas: a map's value schema (TypeBox `Record`).
+      const first = Object.values(value)[0];
+      if (first !== undefined) out['additionalProperties'] = toOpenApi(first);
+    } else if (key === 'properties') {
       const props: Json = {};
       for (const [name, sub] of Object.entries(value as Json)) props[name] = toOpenApi(sub);
       out[key] = props;
