@@ -311,6 +311,7 @@ export function createOptimizer(options: OptimizerOptions = {}): Optimizer {
     try {
       const vectors = await embedder.embed(missing, closer.signal);
       embeddingWorked();
+      logger.debug({ texts: missing.length }, 'optimizer: embedded tool descriptions');
       for (let i = 0; i < missing.length; i++) vectorCache.set(missing[i]!, vectors[i]!);
       // The list may have been replaced meanwhile: fill whatever state is current now.
       const current = state;
