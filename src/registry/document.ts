@@ -19,6 +19,19 @@ const groupValidator = createValidator(RegistryGroup);
 
 const MAX_PROBLEMS = 5;
 
+/**
+ * Throws `InvalidRegistryError` naming the first problems (and, with `countMore`, how many
+ * more there are); does nothing when there are none.
+ */
+function throwProblems(problems: readonly string[], where: string, countMore = true): void {
+  if (problems.length === 0) return;
+  const more =
+    countMore && problems.length > MAX_PROBLEMS ? ` (and ${problems.length - MAX_PROBLEMS} more)` : '';
+  throw new InvalidRegistryError(
+    `${where} fails validation: ${problems.slice(0, MAX_PROBLEMS).join('; ')}${more}`,
+  );
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -71,13 +84,7 @@ export function toRegistryDocument(value: unknown, where: string): RegistryDocum
     throw new InvalidRegistryError(
       `${where} is not a registry document: missing data.servers (${EXPECTED_SHAPE})`,
     );
-  const problems = documentValidator.problems(value);
-  if (problems.length > 0) {
-    const more = problems.length > MAX_PROBLEMS ? ` (and ${problems.length - MAX_PROBLEMS} more)` : '';
-    throw new InvalidRegistryError(
-      `${where} fails validation: ${problems.slice(0, MAX_PROBLEMS).join('; ')}${more}`,
-    );
-  }
+  throwProblems(documentValidator.problems(value), where);
   const doc = value as RegistryDocument;
   if (doc.data.servers.length === 0 && (doc.data.skills?.length ?? 0) === 0) {
     throw new InvalidRegistryError(`${where} contains no servers and no skills`);
@@ -115,40 +122,23 @@ export function checkGroups(
       members.add(member);
     });
   });
-  if (problems.length > 0) {
-    const more = problems.length > MAX_PROBLEMS ? ` (and ${problems.length - MAX_PROBLEMS} more)` : '';
-    throw new InvalidRegistryError(
-      `${where} fails validation: ${problems.slice(0, MAX_PROBLEMS).join('; ')}${more}`,
-    );
-  }
+  throwProblems(problems, where);
 }
 
 /** Validates one server of a paged API answer. */
 export function toCatalogServer(value: unknown, where: string): CatalogServer {
-  const problems = serverValidator.problems(value);
-  if (problems.length > 0)
-    throw new InvalidRegistryError(
-      `${where} fails validation: ${problems.slice(0, MAX_PROBLEMS).join('; ')}`,
-    );
+  throwProblems(serverValidator.problems(value), where, false);
   return value as CatalogServer;
 }
 
 /** Validates one skill of a paged API answer. */
 export function toCatalogSkill(value: unknown, where: string): CatalogSkill {
-  const problems = skillValidator.problems(value);
-  if (problems.length > 0)
-    throw new InvalidRegistryError(
-      `${where} fails validation: ${problems.slice(0, MAX_PROBLEMS).join('; ')}`,
-    );
+  throwProblems(skillValidator.problems(value), where, false);
   return value as CatalogSkill;
 }
 
 /** Validates one group of an API's groups answer (members are checked by `checkGroups`). */
 export function toRegistryGroup(value: unknown, where: string): RegistryGroup {
-  const problems = groupValidator.problems(value);
-  if (problems.length > 0)
-    throw new InvalidRegistryError(
-      `${where} fails validation: ${problems.slice(0, MAX_PROBLEMS).join('; ')}`,
-    );
+  throwProblems(groupValidator.problems(value), where, false);
   return value as RegistryGroup;
 }
