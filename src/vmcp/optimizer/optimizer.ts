@@ -423,14 +423,19 @@ export function createOptimizer(options: OptimizerOptions = {}): Optimizer {
       }
       let returned = 0;
       const found: McpTool[] = [];
+      const jsons: string[] = [];
       for (const d of docs) {
         const e = target.entries[d]!;
         returned += e.tokens;
         found.push(e.tool);
+        jsons.push(e.json);
       }
-      const output: FindToolOutput = { tools: found, token_metrics: metrics(baselineFor(scope), returned) };
+      const tokenMetrics = metrics(baselineFor(scope), returned);
+      const output: FindToolOutput = { tools: found, token_metrics: tokenMetrics };
+      // Same text as JSON.stringify(output), reusing each tool's JSON from index time.
+      const text = `{"tools":[${jsons.join(',')}],"token_metrics":${JSON.stringify(tokenMetrics)}}`;
       return {
-        content: [{ type: 'text', text: JSON.stringify(output) }],
+        content: [{ type: 'text', text }],
         structuredContent: output as unknown as Record<string, unknown>,
       };
     },
