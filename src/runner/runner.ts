@@ -38,6 +38,7 @@ import {
   type Logger,
   SkepError,
   sleepUnlessAborted,
+  workloadUrl,
 } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
@@ -53,6 +54,7 @@ import {
   type WorkloadRow,
   WorkloadStore,
 } from '../workloads/index.js';
+import type { VirtualMcpServer } from '../vmcp/index.js';
 import { Closers } from './closers.js';
 import { watchRecord } from './record-watch.js';
 
@@ -132,6 +134,8 @@ interface ServingWorkload {
   runtimeChosen: (runtime: Runtime | undefined) => void;
   /** Where a streamable-HTTP server's sessions are kept (memory or `session_redis`). */
   sessions: SessionStore | undefined;
+  /** A virtual MCP server (`vmcp`): serves the group's workloads instead of a server of its own. */
+  virtual: VirtualMcpServer | undefined;
 }
 
 /**
@@ -186,8 +190,12 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     );
     return 1;
   }
-  const perSession = runConfig.session_mode === 'per-session';
-  if (perSession && (runConfig.transport !== 'stdio' || runConfig.remote_url !== undefined)) {
+  const perSession = runConfig.session_mode === 'per-session' || runConfig.vmcp !== undefined;
+  if (
+    perSession &&
+    runConfig.vmcp === undefined &&
+    (runConfig.transport !== 'stdio' || runConfig.remote_url !== undefined)
+  ) {
     setStatus({
       status: 'error',
       context:
@@ -293,13 +301,30 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     runtimeChosen = resolve;
   });
   const logFile = serverLogPath(config.paths.logsDir, name);
+  let virtual: VirtualMcpServer | undefined;
+  if (runConfig.vmcp !== undefined) {
+    try {
+      virtual = await startVirtual(options, runConfig, env, authServer, rows, setStatus);
+    } catch (err) {
+      return failed(
+        `invalid vmcp configuration: ${describeError(err)}`,
+        'cannot start the virtual MCP server',
+        err,
+      );
+    }
+    const started = virtual;
+    closers.add('virtual MCP server', () => started.close());
+  }
+  const identityStage = virtual?.identityMiddleware();
   let proxy: RunningProxy;
   try {
     proxy = await startProxy({
       ...(perSession
         ? {
             perSession: {
-              spawn: sessionServerSpawner(runtimeForSessions, serverSpec(runConfig, env, logFile)),
+              spawn:
+                virtual?.spawn ??
+                sessionServerSpawner(runtimeForSessions, serverSpec(runConfig, env, logFile)),
               maxChildren: PER_SESSION_MAX_CHILDREN,
               idleMs: PER_SESSION_IDLE_MS,
             },
@@ -315,7 +340,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
       logger,
       serverName: name,
       transport: runConfig.transport,
-      middlewares: chain.middlewares,
+      middlewares: identityStage === undefined ? chain.middlewares : [...chain.middlewares, identityStage],
       // The embedded authorization server's endpoints, then the stages' own (telemetry's /metrics).
       handlers: [
         ...(authServer === undefined ? [] : [authServer.handle.bind(authServer)]),
@@ -356,7 +381,51 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     perSession,
     runtimeChosen,
     sessions,
+    virtual,
   };
+}
+
+/**
+ * `vmcp`: the virtual MCP server over the other running workloads of the group (`groupRef`,
+ * default the workload's own), loaded only by the runners that serve one.
+ */
+async function startVirtual(
+  options: RunnerOptions,
+  runConfig: RunConfig,
+  env: Record<string, string>,
+  authServer: AuthServer | undefined,
+  rows: WorkloadStore,
+  setStatus: (u: StatusUpdate) => boolean,
+): Promise<VirtualMcpServer> {
+  const { parseVmcpConfig, VirtualMcpServer: Server } = await import('../vmcp/index.js');
+  const vmcp = parseVmcpConfig(runConfig.vmcp);
+  const group = vmcp.groupRef ?? runConfig.group;
+  const server = new Server({
+    name: runConfig.name,
+    config: vmcp,
+    logger: options.logger,
+    discover: () =>
+      rows
+        .list(group)
+        .filter((r) => r.name !== runConfig.name && r.config.vmcp === undefined && r.status === 'running')
+        .map((r) => ({
+          name: r.name,
+          url: workloadUrl({ name: r.name, port: r.port, host: r.config.host, transport: 'streamable-http' }),
+          runConfig: r.config,
+        })),
+    auth: {
+      logger: options.logger,
+      secretLookup: options.secretLookup,
+      env: Object.assign({}, process.env, env),
+      authServer,
+      upstreamNames: (runConfig.embedded_auth_server_config?.upstreams ?? []).map((u) => u.name),
+    },
+    onStatus: (summary) => {
+      if (rows.get(runConfig.name)?.status === 'running') setStatus({ status: 'running', context: summary });
+    },
+  });
+  await server.start();
+  return server;
 }
 
 /**
@@ -410,6 +479,7 @@ async function serveWorkload(w: ServingWorkload): Promise<number> {
   const { name, logger } = options;
   if (runConfig.remote_url !== undefined)
     return serveRemote(runConfig, proxy, w.chain, setStatus, logger, signal, w.sessions);
+  if (w.virtual !== undefined) return serveVirtual(w, w.virtual);
   let runtime: Runtime;
   try {
     runtime =
@@ -422,6 +492,24 @@ async function serveWorkload(w: ServingWorkload): Promise<number> {
   }
   if (w.perSession) return servePerSession(w, runtime);
   return supervise(w, runtime);
+}
+
+/** A virtual MCP server: the proxy opens one in-process session per client; this waits for the stop. */
+async function serveVirtual(w: ServingWorkload, virtual: VirtualMcpServer): Promise<number> {
+  const { setStatus, signal } = w;
+  const { served } = virtual.describe();
+  setStatus({
+    status: 'running',
+    context: `serving ${served.length} backends (${served.join(', ')})`,
+    started: true,
+  });
+  w.options.logger.info({ workload: w.options.name, backends: served }, 'serving a virtual MCP server');
+  await new Promise<void>((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+  setStatus({ status: 'stopped', context: '' });
+  return 0;
 }
 
 /** Per-session mode: the proxy starts each session's server; this only waits for the stop. */

@@ -245,7 +245,7 @@ export const VmcpConfigSchema = Type.Object(
     passthroughHeaders: Opt(Strs()),
   },
   {
-    $id: 'VmcpConfig',
+    // No $id: the run configuration embeds this schema, and one validator may compile both.
     additionalProperties: false,
     description: 'Virtual MCP server configuration (the reference vMCP config, camelCase keys).',
   },

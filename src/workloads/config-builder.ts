@@ -52,8 +52,11 @@ export function configFromCreate(
   const sources = [request.image, request.url, registryEntry?.image, registryEntry?.url].filter(
     (s) => s !== undefined && s !== '',
   );
-  if (sources.length === 0)
-    throw new SkepError('bad_request', "one of 'image', 'url' or 'registry' + 'server' is required");
+  if (request.vmcp !== undefined) {
+    if (sources.length > 0)
+      throw new SkepError('bad_request', "a virtual MCP server ('vmcp') takes no 'image', 'url' or 'server'");
+  } else if (sources.length === 0)
+    throw new SkepError('bad_request', "one of 'image', 'url', 'registry' + 'server' or 'vmcp' is required");
   if (request.image !== undefined && request.url !== undefined) {
     throw new SkepError('bad_request', "'image' and 'url' cannot be used together");
   }
@@ -83,7 +86,10 @@ export function configFromCreate(
   if (explicitName) validateWorkloadName(request.name as string);
   // A registry entry names its workload (`skep run fetch` → `fetch`, a remote entry
   // `app.linear/linear` → `linear`, not its URL's last path segment such as `sse`).
-  const source = request.server ?? config.remote_url ?? (config.image !== '' ? config.image : 'workload');
+  const source =
+    request.server ??
+    config.remote_url ??
+    (config.image !== '' ? config.image : config.vmcp ? 'vmcp' : 'workload');
   config.name = explicitName ? (request.name as string) : deriveName(source, nameTaken);
   config.base_name = config.name;
   config.container_name = config.name;
@@ -207,5 +213,6 @@ export function applyRequest(base: RunConfig, request: UpdateWorkloadRequest): R
   if (r.header_forward !== undefined) c.header_forward = structuredClone(r.header_forward);
   if (r.runtime_config !== undefined) c.runtime_config = structuredClone(r.runtime_config);
   if (r.sandbox !== undefined) c.sandbox = r.sandbox;
+  if (r.vmcp !== undefined) c.vmcp = structuredClone(r.vmcp);
   return c;
 }

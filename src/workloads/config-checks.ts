@@ -89,6 +89,14 @@ export async function validateConfig(ctx: ConfigCheckContext, config: RunConfig)
 
 /** Whether the server can run here: a remote URL always can; a package or image is checked. */
 export async function checkRunnable(ctx: ConfigCheckContext, config: RunConfig): Promise<void> {
+  if (config.vmcp !== undefined) {
+    // A virtual MCP server runs no server of its own: its config is all there is to check.
+    if (config.image !== '' || config.remote_url !== undefined)
+      throw new SkepError('bad_request', "a virtual MCP server ('vmcp') takes no 'image' or 'url'");
+    const { parseVmcpConfig } = await import('../vmcp/config.js');
+    parseVmcpConfig(config.vmcp);
+    return;
+  }
   if (config.remote_url !== undefined) return;
   if (config.image === '') throw new SkepError('bad_request', "'image' is empty");
   checkImageScheme(config.image);

@@ -8,6 +8,7 @@
  */
 import { type Static, Type } from 'typebox';
 import { createValidator, EmbeddedAuthServerConfigSchema } from '../schemas/index.js';
+import { VmcpConfigSchema } from '../vmcp/config.js';
 
 export const RUN_CONFIG_SCHEMA_VERSION = 'v0.1.0';
 
@@ -281,6 +282,11 @@ export const RunConfigSchema = Type.Object(
     ),
     /** The embedded OAuth 2.1 authorization server: its one schema lives in `src/schemas`. */
     embedded_auth_server_config: Opt(EmbeddedAuthServerConfigSchema),
+    /**
+     * Skep extension: this workload is a virtual MCP server over the other workloads of its
+     * group (or `vmcp.groupRef`) instead of running a server; the reference's vMCP config.
+     */
+    vmcp: Opt(VmcpConfigSchema),
   },
   {
     $id: 'RunConfig',
@@ -318,5 +324,7 @@ export function parseRunConfig(value: unknown, what = 'run configuration'): RunC
   raw['port'] ??= 0;
   // A remote server has no image to run.
   if (typeof raw['remote_url'] === 'string') raw['image'] ??= '';
+  // Nor does a virtual MCP server.
+  if (typeof raw['vmcp'] === 'object' && raw['vmcp'] !== null) raw['image'] ??= '';
   return validator.parse(raw, what);
 }

@@ -5,6 +5,7 @@
  */
 import { type Static, Type } from 'typebox';
 import { PermissionProfileSchema, ProxyModeSchema, TransportSchema } from './run-config.js';
+import { VmcpConfigSchema } from '../vmcp/config.js';
 
 const Opt = Type.Optional;
 const Strs = () => Type.Array(Type.String());
@@ -160,6 +161,13 @@ const settableFields = {
     Type.Union([Type.Literal('auto'), Type.Literal('bwrap'), Type.Literal('off')], {
       description:
         'Skep extension, local servers: override `runtime.sandbox` (`off`: run without isolation even when the permission profile asks for it).',
+    }),
+  ),
+  vmcp: Opt(
+    Type.Object(VmcpConfigSchema.properties, {
+      additionalProperties: false,
+      description:
+        'Skep extension: a virtual MCP server (one endpoint over the other workloads of the group, or of `groupRef`), configured with the reference vMCP config (camelCase keys). No image or url.',
     }),
   ),
 };
