@@ -192,7 +192,16 @@ export async function uiRoutes(app: SkepApp, ctx: ApiContext, options: UiRouteOp
           'bad_request',
           `workload ${workload.name} serves SSE (proxy_mode sse); the playground speaks Streamable HTTP: set proxy_mode to streamable-http`,
         );
-      const target = new URL(workload.url);
+      // The detail view's `url` is the configured remote URL; the proxy's is in the summary.
+      const proxyUrl = ctx.workloads.list({ all: true }).find((w) => w.name === workload.name)?.url ?? '';
+      if (proxyUrl === '')
+        return sendError(
+          reply,
+          409,
+          'conflict',
+          `workload ${workload.name} has no proxy URL yet; wait until it runs`,
+        );
+      const target = new URL(proxyUrl);
       target.hash = '';
       const headers: Record<string, string> = {
         'content-type': 'application/json',

@@ -80,11 +80,12 @@ export async function startUiSession(
     if (message.type() === 'error') problems.push(`console: ${message.text()}`);
   });
   page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('requestfailed', (request) =>
-    problems.push(
-      `request failed: ${request.method()} ${request.url()} (${request.failure()?.errorText ?? ''})`,
-    ),
-  );
+  page.on('requestfailed', (request) => {
+    // A navigation (page.goto) aborts the page's polls in flight: not a failure of the page.
+    const reason = request.failure()?.errorText ?? '';
+    if (reason !== 'net::ERR_ABORTED')
+      problems.push(`request failed: ${request.method()} ${request.url()} (${reason})`);
+  });
   context.on('request', (request) => {
     const url = new URL(request.url());
     if ((url.protocol === 'http:' || url.protocol === 'https:') && !LOOPBACK.has(url.hostname))

@@ -351,10 +351,15 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
     [],
   );
   const action = useAction();
-  const setValue = (input: string, value: string) =>
+  // A change of input clears the last error: it was about the values before.
+  const setValue = (input: string, value: string) => {
+    action.clear();
     setValues((v) => Object.assign({}, v, { [input]: value }));
-  const setSecret = (input: string, choice: SecretChoice) =>
+  };
+  const setSecret = (input: string, choice: SecretChoice) => {
+    action.clear();
     setSecrets((s) => Object.assign({}, s, { [input]: choice }));
+  };
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -413,7 +418,7 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
     <form class="card form" onSubmit={(e) => void submit(e)} aria-label={`Run ${server.name}`}>
       <h2>Run it</h2>
       <Field label="Name" hint="Lowercase letters, digits and dashes." required>
-        <TextInput value={name} onValue={setName} required pattern="[a-z0-9][a-z0-9._-]*" />
+        <TextInput value={name} onValue={setName} required pattern="[a-z0-9][a-z0-9._\-]*" />
       </Field>
       <Field label="Group">
         <select value={group} onChange={(e) => setGroup((e.target as HTMLSelectElement).value)}>
@@ -492,8 +497,7 @@ function Progress(props: { name: string }) {
       </h2>
       {status === 'running' ? (
         <p>
-          Running and answering at <code>{detail?.url}</code>.{' '}
-          <Link href={`/servers/${seg(props.name)}`}>Open the server</Link> ·{' '}
+          Running. <Link href={`/servers/${seg(props.name)}`}>Open the server</Link> ·{' '}
           <Link href={`/playground/${seg(props.name)}`}>Try it in the playground</Link>
         </p>
       ) : status === 'error' || status === 'stopped' ? (

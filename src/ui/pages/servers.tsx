@@ -318,7 +318,14 @@ function ConfigTable(props: { detail: WorkloadDetail }) {
 
 export function ServerDetailPage(props: { name: string }) {
   const detail = useLoad(
-    () => get<WorkloadDetail>(`/api/v1beta/workloads/${seg(props.name)}`),
+    async () => {
+      // The detail's `url` is a remote server's own; the proxy URL clients use is in the list.
+      const [d, list] = await Promise.all([
+        get<WorkloadDetail>(`/api/v1beta/workloads/${seg(props.name)}`),
+        get<{ workloads: WorkloadSummary[] }>('/api/v1beta/workloads?all=true'),
+      ]);
+      return Object.assign({}, d, { url: list.workloads.find((w) => w.name === d.name)?.url ?? d.url });
+    },
     [props.name],
     POLL_MS,
   );
