@@ -144,9 +144,7 @@ export class SecretsService {
   }
 
   async listKeys(): Promise<SecretKeyInfo[]> {
-    const provider = this.#provider();
-    if (!provider.capabilities.can_list) throw readOnly(provider.type, 'listing secrets');
-    return provider.list();
+    return this.#providerThatCan('can_list', 'listing secrets').list();
   }
 
   async get(name: string): Promise<string | undefined> {
@@ -157,24 +155,18 @@ export class SecretsService {
   async create(name: string, value: string): Promise<void> {
     validateSecretName(name);
     validateValue(value);
-    const provider = this.#provider();
-    if (!provider.capabilities.can_write) throw readOnly(provider.type, 'creating secrets');
-    await provider.create(name, value);
+    await this.#providerThatCan('can_write', 'creating secrets').create(name, value);
   }
 
   async update(name: string, value: string): Promise<void> {
     validateSecretName(name);
     validateValue(value);
-    const provider = this.#provider();
-    if (!provider.capabilities.can_write) throw readOnly(provider.type, 'updating secrets');
-    await provider.update(name, value);
+    await this.#providerThatCan('can_write', 'updating secrets').update(name, value);
   }
 
   async delete(name: string): Promise<void> {
     validateSecretName(name);
-    const provider = this.#provider();
-    if (!provider.capabilities.can_delete) throw readOnly(provider.type, 'deleting secrets');
-    await provider.delete(name);
+    await this.#providerThatCan('can_delete', 'deleting secrets').delete(name);
   }
 
   /** A lookup for workload start-up: `undefined` for a missing secret. */
@@ -187,6 +179,13 @@ export class SecretsService {
     this.#closed = true;
     for (const provider of this.#providers.values()) provider.close();
     this.#providers.clear();
+  }
+
+  /** The configured provider; refused (`readOnly`) when it lacks `capability` for `action`. */
+  #providerThatCan(capability: 'can_list' | 'can_write' | 'can_delete', action: string): SecretProvider {
+    const provider = this.#provider();
+    if (!provider.capabilities[capability]) throw readOnly(provider.type, action);
+    return provider;
   }
 
   #provider(): SecretProvider {
