@@ -307,8 +307,35 @@ export function unsupportedFields(config: RunConfig, skep: SkepConfig): FieldPro
     if (why !== undefined)
       problems.push({ field: rule.field, message: `${rule.field} is not supported ${why}` });
   }
+  // `vmcp` (honoured: the runner serves a virtual MCP server) runs no server of its own, so
+  // the fields that start or reach one have no effect there.
+  if (config.vmcp !== undefined) {
+    for (const field of VIRTUAL_IGNORES) {
+      if (
+        !isEmpty(valueAt(config, field)) &&
+        !(field === 'session_mode' && valueAt(config, field) === 'shared')
+      )
+        problems.push({
+          field,
+          message: `${field} is not supported for a virtual MCP server (vmcp): it starts no server of its own; remove it`,
+        });
+    }
+  }
   return problems;
 }
+
+const VIRTUAL_IGNORES = [
+  'cmd_args',
+  'volumes',
+  'target_port',
+  'permission_profile_name_or_path',
+  'session_mode',
+  'header_forward',
+  'token_exchange_config',
+  'upstream_swap_config',
+  'aws_sts_config',
+  'remote_auth_config',
+];
 
 /** Throws 400 `unsupported_field` naming the first such field (and the others, if any). */
 export function checkSupportedFields(config: RunConfig, skep: SkepConfig): void {

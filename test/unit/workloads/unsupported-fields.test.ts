@@ -68,6 +68,7 @@ const HONOURED: Record<string, string> = {
   token_exchange_config: 'auth chain (HTTP servers)',
   upstream_swap_config: 'auth chain (HTTP servers)',
   embedded_auth_server_config: 'embedded authorization server',
+  vmcp: 'virtual MCP server (runner, src/vmcp)',
 };
 
 type Kind = 'process' | 'process-http' | 'container' | 'remote';
