@@ -1,6 +1,6 @@
 /**
  * Virtual MCP benchmark (issue 20). Optimizer part, measured through the module
- * (`src/vmcp/optimizer`) on the synthetic tools of test/fixtures/mcp/synthetic-tools.ts:
+ * (`src/vmcp/optimizer`) on the synthetic tools of test/fixtures/mcp/synthetic-tools.mjs:
  *
  * - find_tool: `optimizer.find()` over 1,000 tools with realistic and random queries, one
  *   caller (target p99 ≤ 2 ms); plus the index build (cold, unchanged list, one tool changed).
@@ -14,7 +14,7 @@
  */
 import { loadavg } from 'node:os';
 import { createOptimizer, type McpTool } from '../src/vmcp/optimizer/index.js';
-import { syntheticTools } from '../test/fixtures/mcp/synthetic-tools.js';
+import { syntheticTools } from '../test/fixtures/mcp/synthetic-tools.mjs';
 import { phase, round } from './lib/workloads.js';
 
 const FIND_TOOLS = 1_000;

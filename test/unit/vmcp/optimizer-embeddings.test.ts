@@ -24,7 +24,7 @@ import {
   type OptimizerOptions,
   resolveOptimizerSettings,
 } from '../../../src/vmcp/optimizer/index.js';
-import { syntheticTools } from '../../fixtures/mcp/synthetic-tools.js';
+import { syntheticTools } from '../../fixtures/mcp/synthetic-tools.mjs';
 
 /** Toy semantic space: each concept is one dimension; the last one keeps vectors non-zero. */
 const CONCEPTS: string[][] = [

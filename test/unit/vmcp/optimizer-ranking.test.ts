@@ -2,7 +2,7 @@
  * Ranking quality of the optimizer's BM25 search (issue 20 item 7) on a realistic set: the
  * tool definitions the real `@modelcontextprotocol/server-everything` lists (fetched with the
  * official SDK client over stdio) plus the ~500 synthetic SaaS-style tools of
- * test/fixtures/mcp/synthetic-tools.ts. Each query names the tool a person would pick.
+ * test/fixtures/mcp/synthetic-tools.mjs. Each query names the tool a person would pick.
  */
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
@@ -15,7 +15,7 @@ import {
   type McpTool,
   type Optimizer,
 } from '../../../src/vmcp/optimizer/index.js';
-import { DISTINCT_SYNTHETIC_TOOLS, syntheticTools } from '../../fixtures/mcp/synthetic-tools.js';
+import { DISTINCT_SYNTHETIC_TOOLS, syntheticTools } from '../../fixtures/mcp/synthetic-tools.mjs';
 
 const require = createRequire(import.meta.url);
 

@@ -17,7 +17,7 @@ import {
   type OptimizerCallResult,
   resolveOptimizerSettings,
 } from '../../../src/vmcp/optimizer/index.js';
-import { syntheticTools } from '../../fixtures/mcp/synthetic-tools.js';
+import { syntheticTools } from '../../fixtures/mcp/synthetic-tools.mjs';
 
 function output(result: OptimizerCallResult): FindToolOutput {
   assert.equal(result.isError, undefined, result.content[0]?.text);
