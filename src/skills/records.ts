@@ -139,23 +139,19 @@ export class SkillRecords {
   }
 
   list(filter: ListFilter): InstalledSkill[] {
+    // Each filter that is set adds its condition and its one argument.
+    const conditions: [string, string | undefined][] = [
+      ['scope = ?', filter.scope],
+      ['project_root = ?', filter.projectRoot],
+      ['EXISTS (SELECT 1 FROM json_each(clients) WHERE value = ?)', filter.client],
+      ['name IN (SELECT skill_name FROM skill_groups WHERE group_name = ?)', filter.group],
+    ];
     const where: string[] = [];
     const args: string[] = [];
-    if (filter.scope !== undefined) {
-      where.push('scope = ?');
-      args.push(filter.scope);
-    }
-    if (filter.projectRoot !== undefined) {
-      where.push('project_root = ?');
-      args.push(filter.projectRoot);
-    }
-    if (filter.client !== undefined) {
-      where.push('EXISTS (SELECT 1 FROM json_each(clients) WHERE value = ?)');
-      args.push(filter.client);
-    }
-    if (filter.group !== undefined) {
-      where.push('name IN (SELECT skill_name FROM skill_groups WHERE group_name = ?)');
-      args.push(filter.group);
+    for (const [condition, value] of conditions) {
+      if (value === undefined) continue;
+      where.push(condition);
+      args.push(value);
     }
     const sql = `SELECT * FROM installed_skills${where.length > 0 ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY name, scope, project_root`;
     return (this.#store.db.prepare(sql).all(...args) as Row[]).map((r) => this.#view(r));
