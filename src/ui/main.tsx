@@ -47,7 +47,7 @@ function ThemeToggle() {
     <button
       type="button"
       class="small ghost"
-      onClick={() => setTheme(next[theme])}
+      onClick={() => setTheme((current) => next[current])}
       aria-label={`Theme: ${theme}. Switch to ${next[theme]}`}
       title="Switch theme"
     >
