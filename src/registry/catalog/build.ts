@@ -81,6 +81,16 @@ function commonFields(e: Common) {
   };
 }
 
+/** An environment variable or header as `server.json` describes an input. */
+function input(v: Env) {
+  return {
+    name: v.name,
+    description: v.description,
+    isRequired: v.required ?? false,
+    isSecret: v.secret ?? false,
+  };
+}
+
 function extCommon(e: Common): ServerExtension {
   return {
     status: 'active',
@@ -122,13 +132,9 @@ export function pkg(e: PackageEntry): CatalogServer {
           : {}),
         ...(e.env !== undefined
           ? {
-              environmentVariables: e.env.map((v) => ({
-                name: v.name,
-                description: v.description,
-                isRequired: v.required ?? false,
-                isSecret: v.secret ?? false,
-                ...(v.default !== undefined ? { default: v.default } : {}),
-              })),
+              environmentVariables: e.env.map((v) =>
+                v.default !== undefined ? { ...input(v), default: v.default } : input(v),
+              ),
             }
           : {}),
       },
@@ -150,12 +156,7 @@ export function remote(e: RemoteEntry): CatalogServer {
         url: e.url,
         ...(e.headers !== undefined
           ? {
-              headers: e.headers.map((h) => ({
-                name: h.name,
-                description: h.description,
-                isRequired: h.required ?? false,
-                isSecret: h.secret ?? false,
-              })),
+              headers: e.headers.map(input),
             }
           : {}),
       },
