@@ -6,5 +6,6 @@
 export type { AuditConfig } from './config.js';
 export { AUDIT_DEFAULTS, AUDIT_EVENT_TYPES, loadAuditConfigFile, parseAuditConfig } from './config.js';
 export type { AuditEvent, AuditOutcome } from './event.js';
-export { Auditor } from './auditor.js';
-export { AuditWriter, loggerSink, openAuditFile } from './writer.js';
+export type { AuditorOptions } from './auditor.js';
+export type { AuditSink } from './writer.js';
+// The auditor and its writer: `./runtime.js`, imported on demand by the audit stage.

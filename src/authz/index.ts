@@ -3,21 +3,19 @@
  * §1): the configuration parser and file loader, the claim source check, and the two
  * authorizers — Cedar in-process (`cedarv1`) and an external decision point (`httpv1`). The
  * pipeline stage that applies them to MCP requests is `src/pipeline/stages/authorization.ts`.
+ * What only a running proxy needs is also exported by `runtime.ts`, which the stage imports
+ * on demand, so that a workload without a policy never loads the authorizers.
  */
 import { SkepError } from '../shared/index.js';
 import type { RunConfig } from '../workloads/index.js';
-import type { Authorizer } from './authorizer.js';
-import { CedarAuthorizer } from './cedar.js';
 import type { AuthzConfig } from './config.js';
-import { HttpPdpAuthorizer } from './http-pdp.js';
 
 export type { AuthzDecision, AuthzFeature, AuthzRequest, Authorizer, ToolAnnotations } from './authorizer.js';
-export { annotationsOf } from './authorizer.js';
 export type { AuthzConfig, CedarAuthzConfig, HttpAuthzConfig } from './config.js';
 export { AUTHZ_DEFAULTS, loadAuthzConfigFile, parseAuthzConfig } from './config.js';
-export { CedarAuthorizer } from './cedar.js';
-export { HttpPdpAuthorizer } from './http-pdp.js';
-export { decodeUpstreamClaims, type UpstreamClaims } from './upstream-claims.js';
+export type { UpstreamClaims } from './upstream-claims.js';
+// The authorizers (Cedar, httpv1) and what the stage reads from tools and tokens:
+// `./runtime.js`, imported on demand by the authorization stage.
 
 /**
  * The upstream provider whose token's claims policies judge (§1.4): the configured
@@ -49,11 +47,4 @@ export function claimProvider(
       `authz_config.cedar.primary_upstream_provider: "${named}" is not an upstream of embedded_auth_server_config (${upstreams.join(', ') || 'none configured'})`,
     );
   return named;
-}
-
-/** Builds the authorizer a configuration names, for the workload `serverName`. */
-export function createAuthorizer(config: AuthzConfig, serverName: string): Authorizer {
-  return config.type === 'cedarv1'
-    ? new CedarAuthorizer(config, serverName)
-    : new HttpPdpAuthorizer(config, serverName);
 }

@@ -12,26 +12,15 @@ export {
   type RateLimitConfig,
   type ToolLimit,
 } from './config.js';
-export {
-  type Bucket,
-  type BucketKind,
-  type BucketOperation,
-  type BucketScope,
-  type BucketStore,
-  CHECK_LATENCY_BOUNDS,
-  FAIL_OPEN_LOG_INTERVAL_MS,
-  keyPrefix,
-  MemoryBucketStore,
-  type RateLimitDecision,
-  RateLimiter,
-  type RateLimiterOptions,
-  type RateLimitStats,
-  retryAfterSeconds,
+export type {
+  Bucket,
+  BucketKind,
+  BucketOperation,
+  BucketScope,
+  BucketStore,
+  RateLimitDecision,
+  RateLimiterOptions,
+  RateLimitStats,
 } from './limiter.js';
-export {
-  bucketTtlSeconds,
-  parseRedisAddress,
-  REDIS_STORE_DEFAULTS,
-  RedisBucketStore,
-  type RedisStoreOptions,
-} from './redis-store.js';
+export type { RedisStoreOptions } from './redis-store.js';
+// The limiter and its stores: `./runtime.js`, imported on demand by the rate-limit stage.

@@ -4,7 +4,8 @@
  * proxied request records (`proxy-telemetry.ts`, with `proxy-metrics.ts` and
  * `arguments.ts`) and the OTLP export with the OpenTelemetry SDK (`otlp.ts`) are imported on
  * demand by the telemetry stage and exported here as types only, so a workload without
- * telemetry loads neither, and one without an OTLP endpoint no `@opentelemetry` package.
+ * telemetry loads neither, and one without an OTLP endpoint no `@opentelemetry` package. The
+ * metric instruments and the Prometheus exposition are in `runtime.ts`, for the same reason.
  */
 export {
   DEFAULT_SAMPLING_RATE,
@@ -14,21 +15,16 @@ export {
   type TelemetrySettings,
   telemetryHasDestination,
 } from './config.js';
-export {
-  cutLabel,
-  type HistogramCell,
-  type HistogramPoint,
-  type Labels,
-  MAX_SERIES,
-  type MetricFamily,
-  MetricRegistry,
-  type MetricScope,
-  type NumberCell,
-  type NumberPoint,
-  processFamilies,
+export type {
+  HistogramCell,
+  HistogramPoint,
+  Labels,
+  MetricFamily,
+  MetricScope,
+  NumberCell,
+  NumberPoint,
 } from './metrics.js';
 export type { OtlpExport } from './otlp.js';
-export { PROMETHEUS_CONTENT_TYPE, prometheusName, toPrometheusText } from './prometheus.js';
 export type { RateLimitSource } from './proxy-metrics.js';
 export type { ProxyTelemetry } from './proxy-telemetry.js';
-export { parseResourceAttributesEnv, resourceAttributes } from './resource.js';
+// Metric instruments, the Prometheus text format and the resource attributes: `./runtime.js`.

@@ -15,32 +15,10 @@ export {
   type WebhookKind,
   type WebhookStageConfig,
 } from './config.js';
-export {
-  readWebhookResponse,
-  SIGNATURE_HEADER,
-  signPayload,
-  TIMESTAMP_HEADER,
-  WEBHOOK_API_VERSION,
-  WebhookClient,
-  type WebhookCaller,
-  type WebhookCallResult,
-  type WebhookRequestContext,
-  webhookRequestBody,
-} from './client.js';
-export { MUTATING_DENIED, type MutationResult, runMutatingChain } from './mutating.js';
-export {
-  applyPatch,
-  checkPatch,
-  decodePatch,
-  PatchError,
-  type PatchOperation,
-  parsePointer,
-} from './patch.js';
-export { principalOf, type WebhookPrincipal } from './principal.js';
-export {
-  jsonRpcCodeForStatus,
-  type WebhookChainInput,
-  type WebhookRejection,
-  webhookRejection,
-} from './request.js';
-export { runValidatingChain, VALIDATING_DENIED } from './validating.js';
+export type { WebhookCaller, WebhookCallResult, WebhookRequestContext } from './client.js';
+export type { MutationResult } from './mutating.js';
+export type { PatchOperation } from './patch.js';
+export type { WebhookPrincipal } from './principal.js';
+export type { WebhookChainInput, WebhookRejection } from './request.js';
+// The signed client, JSON Patch and the two chains: `./runtime.js`, imported on demand by the
+// webhook stages.

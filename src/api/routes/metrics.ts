@@ -6,15 +6,13 @@
  * README). Registered first, so its `onResponse` hook sees every later route.
  */
 import { Type } from 'typebox';
+import type { HistogramCell, MetricFamily, NumberCell } from '../../telemetry/index.js';
 import {
-  type HistogramCell,
-  type MetricFamily,
   MetricRegistry,
-  type NumberCell,
   PROMETHEUS_CONTENT_TYPE,
   processFamilies,
   toPrometheusText,
-} from '../../telemetry/index.js';
+} from '../../telemetry/runtime.js';
 import { WORKLOAD_STATUSES } from '../../workloads/index.js';
 import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';

@@ -17,11 +17,7 @@
 import {
   AUDIT_DEFAULTS,
   type AuditConfig,
-  Auditor,
-  AuditWriter,
   loadAuditConfigFile,
-  loggerSink,
-  openAuditFile,
   parseAuditConfig,
 } from '../../audit/index.js';
 import { SkepError } from '../../shared/index.js';
@@ -93,6 +89,8 @@ export const auditStage: StageFactory = {
       deps.logger.info('audit is disabled (audit_config.enabled is false): no audit events are written');
       return undefined;
     }
+    // Loaded here, so that a workload without audit never loads the auditor (runner footprint).
+    const { Auditor, AuditWriter, loggerSink, openAuditFile } = await import('../../audit/runtime.js');
     const sink = config.logFile === undefined ? loggerSink(deps.logger) : await openAuditFile(config.logFile);
     const writer = new AuditWriter({ sink, logger: deps.logger });
     // Without inbound authentication every caller is the local user (§1.7); with it, a

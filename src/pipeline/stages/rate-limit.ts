@@ -17,16 +17,8 @@
  * on a workstation everyone is one user. A limited call gets HTTP 429 with `Retry-After` and
  * the JSON-RPC error code 429, as the reference sends them.
  */
-import {
-  isEmptyRateLimitConfig,
-  MemoryBucketStore,
-  parseRateLimitConfig,
-  parseRedisAddress,
-  type RateLimitConfig,
-  RateLimiter,
-  RedisBucketStore,
-} from '../../ratelimit/index.js';
-import { definedOnly, sessionRedisPassword, SkepError } from '../../shared/index.js';
+import { isEmptyRateLimitConfig, parseRateLimitConfig, type RateLimitConfig } from '../../ratelimit/index.js';
+import { definedOnly, parseRedisAddress, sessionRedisPassword, SkepError } from '../../shared/index.js';
 import { callerClaims } from '../identity.js';
 import type { Stage, StageDeps, StageFactory } from '../types.js';
 
@@ -100,6 +92,8 @@ export const rateLimitStage: StageFactory = {
 
   async create(parameters: unknown, deps: StageDeps): Promise<Stage> {
     const params = parseParameters(parameters, deps.config.name);
+    // Loaded here, so that a workload without rate limits never loads the limiter (runner footprint).
+    const { MemoryBucketStore, RateLimiter, RedisBucketStore } = await import('../../ratelimit/runtime.js');
     const store =
       params.redis === undefined
         ? new MemoryBucketStore(deps.now === undefined ? {} : { now: deps.now })

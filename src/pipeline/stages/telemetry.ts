@@ -23,10 +23,8 @@
  */
 import { SKEP_VERSION, SkepError } from '../../shared/index.js';
 import {
-  MetricRegistry,
   type OtlpExport,
   parseTelemetryConfig,
-  resourceAttributes,
   type TelemetrySettings,
   telemetryHasDestination,
 } from '../../telemetry/index.js';
@@ -87,7 +85,9 @@ export const telemetryStage: StageFactory = {
       deps.logger.info('telemetry_config has no endpoint and no Prometheus path: no telemetry');
       return undefined;
     }
+    // Loaded here, so that a workload without telemetry loads none of it (runner footprint).
     const { ProxyTelemetry } = await import('../../telemetry/proxy-telemetry.js');
+    const { MetricRegistry, resourceAttributes } = await import('../../telemetry/runtime.js');
     const registry = new MetricRegistry();
     const resource = resourceAttributes(settings);
     let otlp: OtlpExport | undefined;

@@ -11,21 +11,25 @@ import { callerClaims } from '../identity.js';
 import { BATCH_REFUSED, type ProxyRequestContext } from '../../proxy/index.js';
 import {
   parseWebhookStageConfig,
-  principalOf,
-  runMutatingChain,
-  runValidatingChain,
-  WebhookClient,
   type WebhookChainInput,
   type WebhookKind,
-  webhookRejection,
+  type WebhookPrincipal,
   type WebhookStageConfig,
 } from '../../webhooks/index.js';
 import type { Stage, StageDeps, StageFactory } from '../types.js';
+
+/** `principalOf` of the webhooks module, loaded with the stage. */
+type PrincipalOf = (
+  claims: Record<string, unknown>,
+  subject: string | undefined,
+  verified: boolean,
+) => WebhookPrincipal;
 
 function chainInput(
   ctx: ProxyRequestContext,
   mcp: NonNullable<ProxyRequestContext['mcp']>,
   config: WebhookStageConfig,
+  principalOf: PrincipalOf,
 ): WebhookChainInput {
   return {
     bodyText: ctx.bodyText ?? JSON.stringify(ctx.body),
@@ -56,6 +60,9 @@ function webhookStage(kind: WebhookKind): StageFactory {
     },
     async create(parameters: unknown, deps: StageDeps): Promise<Stage> {
       const config = await parseWebhookStageConfig(parameters, kind, deps.secretLookup);
+      // Loaded here, so that a workload without webhooks never loads the client (runner footprint).
+      const { principalOf, runMutatingChain, runValidatingChain, WebhookClient, webhookRejection } =
+        await import('../../webhooks/runtime.js');
       const clients = config.webhooks.map(
         (webhook) => new WebhookClient(webhook, deps.now === undefined ? {} : { now: deps.now }),
       );
@@ -65,12 +72,17 @@ function webhookStage(kind: WebhookKind): StageFactory {
         kind === 'validating'
           ? async (ctx: ProxyRequestContext) => {
               if (ctx.mcp === undefined) return undefined;
-              return runValidatingChain(clients, chainInput(ctx, ctx.mcp, config), logger, now);
+              return runValidatingChain(clients, chainInput(ctx, ctx.mcp, config, principalOf), logger, now);
             }
           : async (ctx: ProxyRequestContext) => {
               const mcp = ctx.mcp;
               if (mcp === undefined) return undefined;
-              const result = await runMutatingChain(clients, chainInput(ctx, mcp, config), logger, now);
+              const result = await runMutatingChain(
+                clients,
+                chainInput(ctx, mcp, config, principalOf),
+                logger,
+                now,
+              );
               if (result.rejection !== undefined) return result.rejection;
               if (!result.changed) return undefined;
               // §3.3: a batch is refused as the parser refuses one (§0.3). Patches cannot

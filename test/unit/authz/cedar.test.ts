@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import {
-  type AuthzRequest,
-  CedarAuthorizer,
-  type CedarAuthzConfig,
-  parseAuthzConfig,
-} from '../../../src/authz/index.js';
+import { type AuthzRequest, type CedarAuthzConfig, parseAuthzConfig } from '../../../src/authz/index.js';
+import { CedarAuthorizer } from '../../../src/authz/runtime.js';
 import { localUserClaims } from '../../../src/pipeline/identity.js';
 
 function authorizer(

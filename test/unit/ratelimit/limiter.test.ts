@@ -6,15 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { type Bucket, type BucketStore, parseRateLimitConfig } from '../../../src/ratelimit/index.js';
 import {
-  type Bucket,
-  type BucketStore,
   FAIL_OPEN_LOG_INTERVAL_MS,
   MemoryBucketStore,
-  parseRateLimitConfig,
   RateLimiter,
   retryAfterSeconds,
-} from '../../../src/ratelimit/index.js';
+} from '../../../src/ratelimit/runtime.js';
 import { type Logger, silentLogger } from '../../../src/shared/index.js';
 
 function clock(start = 1_000_000): { now: () => number; advance(ms: number): void } {

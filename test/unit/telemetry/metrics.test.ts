@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { MemoryBucketStore, parseRateLimitConfig, RateLimiter } from '../../../src/ratelimit/index.js';
+import { parseRateLimitConfig } from '../../../src/ratelimit/index.js';
+import { MemoryBucketStore, RateLimiter } from '../../../src/ratelimit/runtime.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { isSensitiveKey, summarizeArguments } from '../../../src/telemetry/arguments.js';
 import {
@@ -16,7 +17,7 @@ import {
   MetricRegistry,
   prometheusName,
   toPrometheusText,
-} from '../../../src/telemetry/index.js';
+} from '../../../src/telemetry/runtime.js';
 import {
   MCP_DURATION_BUCKETS,
   ProxyMetrics,

@@ -3,13 +3,12 @@ import { test } from 'node:test';
 import { silentLogger } from '../../../src/shared/index.js';
 import {
   type FailurePolicy,
-  runMutatingChain,
-  runValidatingChain,
   type WebhookCaller,
   type WebhookCallResult,
   type WebhookChainInput,
   type WebhookConfig,
 } from '../../../src/webhooks/index.js';
+import { runMutatingChain, runValidatingChain } from '../../../src/webhooks/runtime.js';
 
 interface Scripted extends WebhookCaller {
   /** The request envelopes it was sent, parsed. */
