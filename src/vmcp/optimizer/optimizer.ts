@@ -144,12 +144,51 @@ function dot(a: Float32Array, b: Float32Array): number {
   return sum;
 }
 
-/** The query as term → weight: the description's words once, keywords' words double. */
+/**
+ * Words agents use for what tool descriptions say otherwise ("remove" for "delete", "mail"
+ * for "email"). A query word also searches its group's other words at SYNONYM_WEIGHT of its
+ * own weight, so an exact word still ranks first.
+ */
+const SYNONYM_GROUPS = [
+  ['email', 'mail'],
+  ['delete', 'remove', 'erase'],
+  ['update', 'modify', 'edit', 'change'],
+  ['create', 'new', 'make'],
+  ['get', 'fetch', 'retrieve'],
+  ['search', 'find', 'lookup', 'query'],
+  ['send', 'post', 'deliver'],
+  ['directory', 'folder', 'dir'],
+  ['repository', 'repo'],
+  ['database', 'db'],
+  ['kubernetes', 'k8s'],
+  ['issue', 'ticket'],
+  ['meeting', 'appointment', 'event'],
+  ['sms', 'text'],
+  ['document', 'doc'],
+];
+const SYNONYM_WEIGHT = 0.5;
+const SYNONYMS: ReadonlyMap<string, readonly string[]> = (() => {
+  const map = new Map<string, string[]>();
+  for (const group of SYNONYM_GROUPS) {
+    const terms = group.map((w) => tokenize(w)[0]!);
+    for (const t of terms) map.set(t, [...(map.get(t) ?? []), ...terms.filter((o) => o !== t)]);
+  }
+  return map;
+})();
+
+/** The query as term → weight: the description's words once, keywords' words double, synonyms half. */
 function queryTerms(description: string, keywords: readonly string[]): Map<string, number> {
   const query = new Map<string, number>();
   addText(query, description, 1);
   for (const k of keywords) addText(query, k, KEYWORD_WEIGHT);
-  return query;
+  const expanded = new Map(query);
+  for (const [term, weight] of query) {
+    for (const other of SYNONYMS.get(term) ?? []) {
+      if (query.has(other)) continue;
+      expanded.set(other, (expanded.get(other) ?? 0) + weight * SYNONYM_WEIGHT);
+    }
+  }
+  return expanded;
 }
 
 type FindArgs = { description: string; keywords: string[] } | { error: string };
@@ -341,11 +380,16 @@ export function createOptimizer(options: OptimizerOptions = {}): Optimizer {
       if (v === undefined || v.length !== query.length) continue;
       const distance = 1 - dot(query, v);
       if (distance > threshold) continue;
-      if (scope !== undefined && !scope.allows(target.entries[i]!.tool.name)) continue;
       hits.push({ doc: i, distance });
     }
     hits.sort((a, b) => a.distance - b.distance || a.doc - b.doc);
-    return hits.slice(0, maxResults).map((h) => h.doc);
+    // The scope is asked only about the nearest hits, not about every tool.
+    const docs: number[] = [];
+    for (const h of hits) {
+      if (docs.length === maxResults) break;
+      if (scope === undefined || scope.allows(target.entries[h.doc]!.tool.name)) docs.push(h.doc);
+    }
+    return docs;
   }
 
   async function queryVector(text: string): Promise<Float32Array | undefined> {

@@ -134,7 +134,7 @@ function captureLogs(): {
 }
 
 const TOOLS: McpTool[] = syntheticTools(507);
-const appointment = { tool_description: 'set up an appointment with Bob next week' };
+const appointment = { tool_description: 'arrange a rendezvous with Bob next week' };
 
 describe('optimizer with an embedding service (loopback stand-in)', () => {
   const standIn = new StandIn();

@@ -93,6 +93,10 @@ describe('optimizer ranking on server-everything + synthetic tools', () => {
       ['scale the deployment to 5 replicas', 'kubernetes_scale_deployment'],
       ['run a SQL query on postgres', 'postgres_run_query'],
       ['merge the pull request', 'github_merge_pull_request'],
+      // Synonyms: "remove"/"delete", "folder"/"directory", "ticket"/"issue", "new"/"create".
+      ['remove a folder', 'google_drive_delete_folder'],
+      ['erase a directory from the local file system', 'filesystem_delete_directory'],
+      ['open a new Jira ticket', 'jira_create_issue'],
     ];
     for (const [query, expected] of cases) {
       const found = await top(optimizer, query);

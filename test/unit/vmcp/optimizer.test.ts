@@ -186,6 +186,18 @@ describe('optimizer find()', () => {
     assert.deepEqual(names(await o.find({ tool_description: '', tool_keywords: ['chart'] })), ['r2']);
   });
 
+  it('query words also search their synonyms, at half weight', async () => {
+    const o = createOptimizer();
+    const erase: McpTool = { name: 'wipe_disk', description: 'Erase a disk' };
+    const del: McpTool = { name: 'drop_file', description: 'Delete a file' };
+    const inbox: McpTool = { name: 'inbox', description: 'Read your mail' };
+    await o.index([erase, del, inbox]);
+    assert.deepEqual(names(await o.find({ tool_description: 'remove a file' })), ['drop_file', 'wipe_disk']);
+    // The exact word outranks its synonym.
+    assert.deepEqual(names(await o.find({ tool_description: 'erase' })), ['wipe_disk', 'drop_file']);
+    assert.deepEqual(names(await o.find({ tool_description: 'check my email' })), ['inbox']);
+  });
+
   it('returns at most maxToolsToReturn tools (default 8, range 1–50)', async () => {
     const tools = syntheticTools(400);
     const broad = { tool_description: 'list get create update delete search items' };
