@@ -14,6 +14,7 @@ import { registerSecret } from './commands/secret.js';
 import { registerServe } from './commands/serve.js';
 import { registerSkill } from './commands/skill.js';
 import { registerUi } from './commands/ui.js';
+import { registerVmcp } from './commands/vmcp.js';
 import { registerWorkloads } from './commands/workloads.js';
 import { endQuietlyOnClosedOutput, reportError } from './errors.js';
 import { printJson } from './output.js';
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
   registerUi(program);
   registerWorkloads(program);
   registerGroup(program);
+  registerVmcp(program);
   registerExtauth(program);
   registerOperator(program);
   registerClient(program);

@@ -1,0 +1,90 @@
+/**
+ * Issue 20 item 1 through the real CLI and real (detached) runner processes: `skep vmcp
+ * <group> --config file.yaml` creates a virtual workload that is listed, exported, restarted
+ * and removed like any other, and whose endpoint serves the group's workloads; a bad config
+ * is refused naming the field.
+ */
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { runCli } from '../../helpers/cli.js';
+import { tempHome } from '../../helpers/home.js';
+import { cleanupFirst } from '../cli/cleanup.js';
+import { callText, connect, TEAM_SERVER, toolNames, waitFor } from './helpers.js';
+
+test(
+  'skep vmcp: a virtual workload from a config file, managed like any workload',
+  { timeout: 240_000 },
+  async (t) => {
+    const later = cleanupFirst(t);
+    const home = tempHome(t);
+    const cli = (...args: string[]) => runCli(args, home.env);
+    later(() => cli('rm', 'alpha', 'crew-hub'));
+    assert.equal(cli('group', 'create', 'crew').status, 0);
+    const run = cli(
+      'run',
+      `cmd://${process.execPath}`,
+      '--name',
+      'alpha',
+      '--group',
+      'crew',
+      '--',
+      '--import',
+      import.meta.resolve('tsx'),
+      TEAM_SERVER,
+      'alpha',
+    );
+    assert.equal(run.status, 0, run.stderr);
+
+    const bad = join(home.dir, 'bad.yaml');
+    writeFileSync(bad, 'aggregation:\n  conflictResolution: newest\n');
+    const refused = cli('vmcp', 'crew', '--config', bad);
+    assert.equal(refused.status, 1);
+    assert.match(refused.stderr, /aggregation\/conflictResolution|conflictResolution/);
+
+    const file = join(home.dir, 'vmcp.yaml');
+    writeFileSync(
+      file,
+      [
+        'aggregation:',
+        '  conflictResolutionConfig:',
+        '    prefixFormat: "{workload}."',
+        'operational:',
+        '  timeouts:',
+        '    default: 10s',
+      ].join('\n'),
+    );
+    const made = cli('vmcp', 'crew', '--name', 'crew-hub', '--config', file, '--json');
+    assert.equal(made.status, 0, made.stderr);
+    const { port, url } = JSON.parse(made.stdout) as { port: number; url: string };
+    assert.equal(url, `http://127.0.0.1:${port}/mcp`);
+
+    const client = await connect(t, port);
+    assert.ok((await toolNames(client)).includes('alpha.search'));
+    assert.equal(await callText(client, 'alpha.search', { query: 'cli' }), 'alpha found cli');
+    await client.close();
+
+    const listed = JSON.parse(cli('list', '--json').stdout) as {
+      workloads: { name: string; group: string }[];
+    };
+    assert.ok(listed.workloads.some((w) => w.name === 'crew-hub' && w.group === 'crew'));
+    const exported = JSON.parse(cli('export', 'crew-hub').stdout) as { vmcp?: unknown; image: string };
+    assert.deepEqual(exported.vmcp, {
+      aggregation: { conflictResolutionConfig: { prefixFormat: '{workload}.' } },
+      operational: { timeouts: { default: '10s' } },
+    });
+
+    assert.equal(cli('restart', 'crew-hub').status, 0);
+    await waitFor('the restarted endpoint to serve', async () => {
+      try {
+        const again = await connect(t, port);
+        const names = await toolNames(again);
+        await again.close();
+        return names.includes('alpha.search') ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+  },
+);
