@@ -126,6 +126,11 @@ export function checkInjectableHeader(name: string, field: string): string {
   return lower;
 }
 
+/** The header an outgoing token is put in: `authorization`, or the configured one (checked). */
+export function tokenHeader(name: string | undefined, field: string): string {
+  return name === undefined ? 'authorization' : checkInjectableHeader(name, field);
+}
+
 /** Header values may not carry CR/LF (header injection). */
 export function checkHeaderValue(value: string, field: string): void {
   if (/[\r\n\0]/.test(value))

@@ -12,12 +12,12 @@ import {
   basicAuth,
   bearerFrom,
   challenge,
-  checkInjectableHeader,
   configuredEndpointsPolicy,
   type FetchLike,
   REQUEST_TIMEOUT_MS,
   readJson,
   sha256Hex,
+  tokenHeader,
 } from './http.js';
 
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -174,10 +174,7 @@ export function createTokenExchangeMiddleware(
   deps: ExchangeDeps,
 ): ProxyMiddleware & { readonly exchanger: TokenExchanger } {
   const exchanger = new TokenExchanger(options, deps);
-  const header =
-    options.headerName === undefined
-      ? 'authorization'
-      : checkInjectableHeader(options.headerName, 'token_exchange_config.external_token_header_name');
+  const header = tokenHeader(options.headerName, 'token_exchange_config.external_token_header_name');
   return {
     name: 'tokenexchange',
     exchanger,

@@ -7,7 +7,7 @@
  */
 import type { ProxyMiddleware } from '../proxy/index.js';
 import { type Logger, SkepError } from '../shared/index.js';
-import { challenge, checkInjectableHeader } from './http.js';
+import { challenge, tokenHeader } from './http.js';
 
 export interface UpstreamTokenSource {
   upstreamToken(sessionId: string, providerName: string): Promise<string>;
@@ -31,10 +31,7 @@ export function createUpstreamInjectMiddleware(
       'bad_request',
       'upstream_swap_config needs the embedded authorization server (embedded_auth_server_config)',
     );
-  const header =
-    options.headerName === undefined
-      ? 'authorization'
-      : checkInjectableHeader(options.headerName, 'upstream_swap_config.custom_header_name');
+  const header = tokenHeader(options.headerName, 'upstream_swap_config.custom_header_name');
   return {
     name: 'upstreamswap',
     async handle(ctx) {
