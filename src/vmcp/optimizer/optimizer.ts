@@ -4,9 +4,11 @@
  * and descriptions), optionally mixed with embedding similarity, and `call_tool` names the
  * inner tool to call. Differences from the reference: the keywords and the description are
  * searched together (keywords weigh double) instead of keywords replacing the description;
+ * query words also search a few synonyms at half weight ("remove" finds "delete");
  * a hybrid answer is topped up from the other arm when one arm has fewer hits than its share;
- * an embedding service that fails is skipped for a while (BM25 answers, one log line) instead
- * of failing `find_tool`.
+ * `call_tool` checks the inner tool's required parameters before the call goes out;
+ * an embedding service that fails is skipped for a while (BM25 answers; one log line per
+ * outage).
  */
 import type { Logger } from '../../shared/index.js';
 import { silentLogger } from '../../shared/index.js';

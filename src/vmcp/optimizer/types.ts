@@ -45,7 +45,10 @@ export interface FindToolOutput {
 
 /**
  * Restricts one call to the tools a session may see (e.g. after Cedar filtered `tools/list`).
- * Tools it rejects are neither returned, counted in `baseline_tokens`, nor callable.
+ * Tools it rejects are neither returned, counted in `baseline_tokens`, nor callable. Pass the
+ * same object for every call of a session: the session's baseline is computed once per
+ * scope object and tool list (it asks `allows` about every tool), searches ask it only about
+ * their best candidates.
  */
 export interface ToolScope {
   allows(name: string): boolean;
