@@ -284,8 +284,9 @@ export function createOptimizer(options: OptimizerOptions = {}): Optimizer {
   const threshold = settings?.semanticDistanceThreshold ?? OPTIMIZER_DEFAULTS.semanticDistanceThreshold;
   const logger = options.logger ?? silentLogger;
   const now = options.now ?? Date.now;
+  // With a semantic ratio of 0 the embeddings would never be used: do not call the service.
   const embedder: EmbeddingClient | undefined =
-    settings?.embedding === undefined ? undefined : createEmbeddingClient(settings.embedding);
+    settings?.embedding === undefined || ratio === 0 ? undefined : createEmbeddingClient(settings.embedding);
   const closer = new AbortController();
 
   const definitions: readonly McpTool[] = Object.freeze([
@@ -452,7 +453,7 @@ export function createOptimizer(options: OptimizerOptions = {}): Optimizer {
           : (doc: number): boolean => scope.allows(target.entries[doc]!.tool.name);
       const lexical = target.bm25.search(queryTerms(parsed.description, parsed.keywords), maxResults, accept);
       let docs: number[] = lexical.map((h) => h.doc);
-      if (embedder !== undefined && ratio > 0) {
+      if (embedder !== undefined) {
         const text =
           parsed.keywords.length === 0
             ? parsed.description

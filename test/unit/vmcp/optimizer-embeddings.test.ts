@@ -232,6 +232,14 @@ describe('optimizer with an embedding service (loopback stand-in)', () => {
     assert.deepEqual(names(await o.find(appointment)), names(await bm25.find(appointment)));
   });
 
+  it('hybridSearchSemanticRatio 0 never calls the service', async () => {
+    const o = optimizer({ embeddingService: standIn.url, hybridSearchSemanticRatio: 0 });
+    const bm25 = createOptimizer();
+    await Promise.all([o.index(TOOLS), bm25.index(TOOLS)]);
+    assert.deepEqual(names(await o.find(appointment)), names(await bm25.find(appointment)));
+    assert.equal(standIn.seen.length, 0);
+  });
+
   it('a failing service: BM25 answers, one warning, no calls during back-off, then recovery', async () => {
     let clock = 1_000_000;
     const logs = captureLogs();

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { CallToolResultSchema, ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Bm25Index, BM25_B, BM25_K1 } from '../../../src/vmcp/optimizer/bm25.js';
 import { stem, tokenize } from '../../../src/vmcp/optimizer/tokenize.js';
 import {
@@ -147,6 +148,22 @@ describe('optimizer tools()', () => {
   it('says the configured result limit', () => {
     const o = createOptimizer({ settings: resolveOptimizerSettings({ maxToolsToReturn: 3 }) });
     assert.match(o.tools()[0]!.description!, /up to 3 matching tools/);
+  });
+});
+
+describe('optimizer results are valid MCP', () => {
+  it('tools() is a valid tools/list result and find/resolveCall answers are valid CallToolResults (SDK schemas)', async () => {
+    const o = createOptimizer();
+    await o.index([mail, files]);
+    assert.ok(ListToolsResultSchema.safeParse({ tools: o.tools() }).success);
+    const answers = [await o.find({ tool_description: 'send email' }), await o.find({})];
+    const refused = o.resolveCall({ tool_name: 'nope' });
+    assert.equal(refused.ok, false);
+    if (!refused.ok) answers.push(refused.result);
+    for (const a of answers) {
+      const parsed = CallToolResultSchema.safeParse(a);
+      assert.ok(parsed.success, JSON.stringify(parsed.error?.issues));
+    }
   });
 });
 
