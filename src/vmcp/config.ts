@@ -374,9 +374,13 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
       'set inbound auth and authorization on the virtual workload (oidc_config, authz_config) like on any workload',
     );
   }
-  if (raw.operational?.failureHandling?.statusReportingInterval !== undefined) {
-    // Accepted: status is reported on every health change (no interval needed); documented.
+  if (raw.operational?.failureHandling?.circuitBreaker?.enabled === true) {
+    throw unsupported(
+      'operational.failureHandling.circuitBreaker',
+      'there is no circuit breaker; unhealthyThreshold takes a failing backend out of the lists and its calls fail at once; remove it',
+    );
   }
+  // statusReportingInterval is accepted: the status is written on every change of the served set.
   const strategies: Array<[string, BackendAuthStrategy]> = [];
   if (raw.outgoingAuth?.default !== undefined)
     strategies.push(['outgoingAuth.default', raw.outgoingAuth.default]);
@@ -440,6 +444,12 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
         `${what}.passthroughHeaders: "${h}" cannot be forwarded (Host, hop-by-hop and X-Forwarded-* headers are refused)`,
       );
     }
+  }
+  if (raw.passthroughHeaders !== undefined && raw.passthroughHeaders.length > 0) {
+    throw unsupported(
+      'passthroughHeaders',
+      'client headers are not forwarded to backends; use outgoingAuth header_injection; remove it',
+    );
   }
   const resolved: ResolvedVmcpConfig = {
     raw,
@@ -522,8 +532,10 @@ function checkStrategy(field: string, s: BackendAuthStrategy): void {
       need('upstreamInject');
       return;
     case 'aws_sts':
-      need('awsSts');
-      return;
+      throw unsupported(
+        `${field}.type`,
+        '"aws_sts" needs SigV4-signed requests, which the virtual endpoint does not make; use token_exchange',
+      );
     case 'obo':
       throw unsupported(
         `${field}.type`,

@@ -1,0 +1,141 @@
+/**
+ * The vMCP config (vmcp-operator.md §1.2): one schema, defaults resolved, errors naming the
+ * field; fields the reference validates but ignores have an effect here (timeouts,
+ * partialFailureMode) and fields this build does not honour are refused, never kept silently.
+ * The API refuses a bad `vmcp` body with 400 before anything is written.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { isSkepError } from '../../../src/shared/index.js';
+import { parseVmcpConfig } from '../../../src/vmcp/index.js';
+import { testApp } from '../../helpers/api.js';
+
+function refused(value: unknown, code: string, field: RegExp): void {
+  assert.throws(
+    () => parseVmcpConfig(value),
+    (err: unknown) => isSkepError(err) && err.code === code && field.test(err.message),
+  );
+}
+
+test('defaults (reference §1.2): prefix {workload}_, 30s timeouts, fail mode, inline auth', () => {
+  const c = parseVmcpConfig({});
+  assert.equal(c.aggregation.conflictResolution, 'prefix');
+  assert.equal(c.aggregation.prefixFormat, '{workload}_');
+  assert.equal(c.aggregation.prefixOnlyConflicts, false);
+  assert.equal(c.timeoutMs, 30_000);
+  assert.equal(c.partialFailureMode, 'fail');
+  assert.equal(c.outgoingAuth.source, 'inline');
+  assert.equal(c.healthCheckIntervalMs, 30_000);
+  assert.equal(c.unhealthyThreshold, 3);
+  assert.ok(Object.isFrozen(c));
+});
+
+test('durations and per-workload timeouts are read (⚠ the reference never reads them)', () => {
+  const c = parseVmcpConfig({
+    operational: {
+      timeouts: { default: '1m30s', perWorkload: { slow: '500ms' } },
+      failureHandling: {
+        partialFailureMode: 'best_effort',
+        healthCheckInterval: '5s',
+        unhealthyThreshold: 2,
+      },
+    },
+  });
+  assert.equal(c.timeoutMs, 90_000);
+  assert.equal(c.perWorkloadTimeoutMs.get('slow'), 500);
+  assert.equal(c.partialFailureMode, 'best_effort');
+  assert.equal(c.healthCheckIntervalMs, 5000);
+  assert.equal(c.unhealthyThreshold, 2);
+});
+
+test('bad values are 400 bad_request naming the field', () => {
+  refused({ aggregation: { conflictResolution: 'newest' } }, 'bad_request', /conflictResolution/);
+  refused(
+    { operational: { timeouts: { default: 'soon' } } },
+    'bad_request',
+    /timeouts\/default|timeouts.default/,
+  );
+  refused(
+    { operational: { timeouts: { default: '0s' } } },
+    'bad_request',
+    /timeouts\.default must be a positive/,
+  );
+  refused({ aggregation: { conflictResolution: 'priority' } }, 'bad_request', /priorityOrder/);
+  refused(
+    { aggregation: { conflictResolutionConfig: { prefixFormat: 'x_' } } },
+    'bad_request',
+    /prefixFormat/,
+  );
+  refused({ aggregation: { tools: [{ workload: 'a' }, { workload: 'a' }] } }, 'bad_request', /tools\[1\]/);
+  refused({ unknownKey: 1 }, 'bad_request', /unknownKey/);
+  refused(
+    { outgoingAuth: { backends: { b: { type: 'header_injection', headerInjection: { headerName: 'x' } } } } },
+    'bad_request',
+    /outgoingAuth\.backends\.b\.headerInjection needs exactly one/,
+  );
+  refused(
+    { outgoingAuth: { default: { type: 'token_exchange' } } },
+    'bad_request',
+    /tokenExchange is required/,
+  );
+  refused({ passthroughHeaders: ['X-Forwarded-For'] }, 'bad_request', /passthroughHeaders/);
+  refused(
+    { operational: { failureHandling: { circuitBreaker: { enabled: true } } } },
+    'unsupported_field',
+    /circuitBreaker/,
+  );
+  refused(
+    { outgoingAuth: { default: { type: 'aws_sts', awsSts: { region: 'eu-west-1' } } } },
+    'unsupported_field',
+    /aws_sts/,
+  );
+  refused({ passthroughHeaders: ['X-Tenant'] }, 'unsupported_field', /passthroughHeaders/);
+});
+
+test('fields this build does not honour are refused with unsupported_field, never kept silently', () => {
+  refused({ compositeTools: [{ name: 'wf' }] }, 'unsupported_field', /vmcp\.compositeTools/);
+  refused({ codeMode: { enabled: true } }, 'unsupported_field', /vmcp\.codeMode/);
+  refused(
+    { backends: [{ name: 'x', url: 'http://h/mcp', transport: 'sse' }] },
+    'unsupported_field',
+    /vmcp\.backends/,
+  );
+  refused({ outgoingAuth: { default: { type: 'obo' } } }, 'unsupported_field', /obo/);
+  refused({ incomingAuth: { type: 'oidc' } }, 'unsupported_field', /incomingAuth.*oidc_config/);
+  refused({ telemetry: { endpoint: 'x' } }, 'unsupported_field', /telemetry_config/);
+  refused(
+    { aggregation: { tools: [{ workload: 'a', toolConfigRef: { name: 'c' } }] } },
+    'unsupported_field',
+    /toolConfigRef/,
+  );
+  // Their empty forms pass (what an operator or an export may carry).
+  parseVmcpConfig({ compositeTools: [], incomingAuth: { type: 'anonymous' }, telemetry: {} });
+});
+
+test('POST /api/v1beta/workloads with a bad vmcp: 400 naming the field, nothing created', async (t) => {
+  const { app, ctx } = await testApp(t);
+  const bad = await app.inject({
+    method: 'POST',
+    url: '/api/v1beta/workloads',
+    payload: { name: 'hub', vmcp: { aggregation: { conflictResolution: 'newest' } } },
+  });
+  assert.equal(bad.statusCode, 400);
+  assert.match(bad.body, /conflictResolution/);
+  const both = await app.inject({
+    method: 'POST',
+    url: '/api/v1beta/workloads',
+    payload: { name: 'hub', image: 'cmd://node', vmcp: {} },
+  });
+  assert.equal(both.statusCode, 400);
+  assert.match(both.body, /takes no 'image'/);
+  const unsupported = await app.inject({
+    method: 'POST',
+    url: '/api/v1beta/workloads',
+    payload: { name: 'hub', vmcp: { codeMode: { enabled: true } } },
+  });
+  assert.equal(unsupported.statusCode, 400);
+  assert.match(unsupported.body, /unsupported_field|not supported/);
+  assert.equal(ctx.workloads.rows.get('hub'), undefined);
+  const doc = await app.inject({ method: 'GET', url: '/api/openapi.json' });
+  assert.match(doc.body, /"vmcp"/, 'the OpenAPI document describes the vmcp field');
+});
