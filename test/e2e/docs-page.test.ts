@@ -51,14 +51,15 @@ async function openDocs(
 
 async function startDocsServer(
   t: TestContext,
-): Promise<{ serve: ServeProcess; doc: OpenApi; browser: Browser }> {
+): Promise<{ serve: ServeProcess; doc: OpenApi; operations: { tags?: string[] }[]; browser: Browser }> {
   const home = tempHome(t);
   const serve = await startServe(t, home.env, home.config.paths.discoveryFile);
   const doc = (await (
     await fetch(`${serve.url}/api/openapi.json`, { headers: serve.auth })
   ).json()) as OpenApi;
+  const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
   const browser = await launchChromium(t);
-  return { serve, doc, browser };
+  return { serve, doc, operations, browser };
 }
 
 function assertLoopbackOnly(serve: ServeProcess, requested: string[]): void {
@@ -72,8 +73,7 @@ test(
   { timeout: 120_000 },
   async (t) => {
     if (!chromiumAvailable(t)) return;
-    const { serve, doc, browser } = await startDocsServer(t);
-    const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
+    const { serve, doc, operations, browser } = await startDocsServer(t);
     const tags = new Set(operations.map((op) => op.tags?.[0] ?? 'other'));
     const schemaNames = Object.keys(doc.components.schemas);
 
@@ -131,8 +131,7 @@ test(
   { timeout: 120_000 },
   async (t) => {
     if (!chromiumAvailable(t)) return;
-    const { serve, doc, browser } = await startDocsServer(t);
-    const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
+    const { serve, operations, browser } = await startDocsServer(t);
 
     const { page, requested, problems } = await openDocs(browser, serve, true);
     const filter = page.locator('#filter');
