@@ -76,6 +76,7 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
   #body: RequestBody;
   #mcp: McpRequestInfo | undefined;
   #endHooks: Array<(end: ExchangeEnd) => void> | undefined;
+  #spanAttributes: Map<string, string | boolean> | undefined;
   readonly #init: RequestContextInit;
 
   constructor(init: RequestContextInit) {
@@ -122,6 +123,14 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
     if (parsed === undefined) throw new TypeError('the new body is not a JSON-RPC request or notification');
     this.#body = { text: JSON.stringify(next), json: next };
     this.#mcp = parsed;
+  }
+
+  get spanAttributes(): ReadonlyMap<string, string | boolean> | undefined {
+    return this.#spanAttributes;
+  }
+
+  setSpanAttribute(key: string, value: string | boolean): void {
+    (this.#spanAttributes ??= new Map()).set(key, value);
   }
 
   onReply(hook: ReplyHook): void {

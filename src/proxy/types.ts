@@ -213,6 +213,13 @@ export interface ProxyRequestContext {
    */
   onEnd(hook: (end: ExchangeEnd) => void): void;
   /**
+   * Attributes a middleware adds to this request's trace span (e.g. `rate_limit.decision`),
+   * written by the telemetry stage when the exchange ends; undefined until one is added.
+   */
+  readonly spanAttributes: ReadonlyMap<string, string | boolean> | undefined;
+  /** Adds (or replaces) an attribute of this request's span; a no-op cost when nobody traces. */
+  setSpanAttribute(key: string, value: string | boolean): void;
+  /**
    * Set by a middleware that must sign the request as it finally leaves for an HTTP upstream
    * (AWS SigV4 covers the target URL, method, every header and the body bytes, which only
    * transparent mode knows). Called once per upstream request, after `outboundHeaders` and

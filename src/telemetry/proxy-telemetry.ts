@@ -210,6 +210,12 @@ export class ProxyTelemetry {
       }
     }
     for (const [key, value] of this.#environment) w.stringAttr(A, key, value);
+    // What later stages added (the rate limit's decision, reference §4).
+    const added = ctx.spanAttributes;
+    if (added !== undefined)
+      for (const [key, value] of added)
+        if (typeof value === 'boolean') w.boolAttr(A, key, value);
+        else w.stringAttr(A, key, value);
     // Status (reference §5.2): ≥ 500 Error with error.type, 4xx unset, else Ok.
     if (status >= 500) {
       w.stringAttr(A, 'error.type', String(status));

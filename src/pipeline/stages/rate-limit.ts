@@ -130,6 +130,10 @@ export const rateLimitStage: StageFactory = {
           mcp.resourceId ?? '',
           typeof sub === 'string' && sub !== '' ? sub : undefined,
         );
+        // The reference's span attributes (middleware.md §4), written by the telemetry stage.
+        ctx.setSpanAttribute('rate_limit.decision', decision.allowed ? 'allowed' : 'rejected');
+        ctx.setSpanAttribute('rate_limit.rejected_by', decision.allowed ? 'none' : decision.rejectedBy);
+        ctx.setSpanAttribute('rate_limit.fail_open', decision.allowed && decision.failOpen);
         if (decision.allowed) return undefined;
         const seconds = decision.retryAfterSeconds;
         return {

@@ -10,7 +10,8 @@
  *   custom attributes), the `headers` sent on exports, the legacy SSE connection span, and
  *   the metrics exported over OTLP;
  * - an HTTP server behind the proxy receives a `traceparent` that continues the client's
- *   trace with the proxy's span as parent; 5xx spans are errors, 4xx spans unset.
+ *   trace with the proxy's span as parent; 5xx spans are errors, 4xx spans unset;
+ * - a rate limit's decision reaches the span as `rate_limit.*` attributes.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -342,6 +343,16 @@ test(
     );
     assert.equal(limited.name, 'tools/call search');
     assert.equal(limited.status.code, 0, '4xx: unset');
+    // The rate limit's decision on both spans (reference middleware.md §4, "Observability").
+    assert.equal(limited.attributes['rate_limit.decision'], 'rejected');
+    assert.equal(limited.attributes['rate_limit.rejected_by'], 'shared_server');
+    assert.equal(limited.attributes['rate_limit.fail_open'], false);
+    const allowed = await receiver.waitFor('the allowed span', () =>
+      receiver.spans().find((s) => s.attributes['http.response.status_code'] === 200),
+    );
+    assert.equal(allowed.attributes['rate_limit.decision'], 'allowed');
+    assert.equal(allowed.attributes['rate_limit.rejected_by'], 'none');
+    assert.equal(allowed.attributes['rate_limit.fail_open'], false);
     assert.equal(upstream.received.length, 1, 'the limited call never reached the server');
     const metrics = await (await fetch(`${proxy.url}/metrics`)).text();
     assert.match(
