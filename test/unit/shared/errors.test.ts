@@ -1,6 +1,6 @@
 /**
  * The error-code table is a public contract: clients switch on `code`, and the README and the
- * OpenAPI `ErrorBody` schema document each code with its HTTP status. This test pins the table
+ * OpenAPI `Error` schema document each code with its HTTP status. This test pins the table
  * so that adding, renaming or re-mapping a code is a deliberate change made here too.
  */
 import assert from 'node:assert/strict';
