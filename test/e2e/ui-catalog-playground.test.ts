@@ -72,7 +72,6 @@ test(
     await page.getByRole('searchbox', { name: 'Search servers' }).fill('no-such-thing');
     await page.getByText('Nothing matches').waitFor();
     await page.getByRole('searchbox', { name: 'Search servers' }).fill('echoes');
-    await ui.screenshot('catalog');
     await page.getByRole('link', { name: 'Echo (fixture)' }).click();
     await page.waitForURL(`${api}/catalog/${encodeURIComponent(ENTRY)}`);
 

@@ -25,6 +25,8 @@ test(
       beforeServe: (home) => mkdirSync(join(home, 'user', '.cursor'), { recursive: true }),
     });
     const { page, api } = ui;
+    const nav = (name: string) =>
+      page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true });
 
     // Keyboard: the first Tab reaches the skip link, which moves focus to the content.
     await page.getByRole('heading', { name: 'Servers' }).waitFor();
@@ -32,7 +34,7 @@ test(
     assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
 
     // Secrets: no provider yet → set one up, add a secret; its value is never in the page.
-    await page.getByRole('link', { name: 'Secrets' }).click();
+    await nav('Secrets').click();
     await page.getByText('No secrets provider yet').waitFor();
     const provider = page.getByRole('form', { name: 'Secrets provider' });
     await provider.locator('input[type=password]').fill('ui-pages-password-1234');
@@ -68,7 +70,7 @@ test(
     assert.match((await refused.textContent()) ?? '', /twice/);
 
     // Groups: create one.
-    await page.getByRole('link', { name: 'Groups' }).click();
+    await nav('Groups').click();
     const create = page.getByRole('form', { name: 'Create a group' });
     await create.getByRole('textbox', { name: /Name/ }).fill('research');
     await create.getByRole('button', { name: 'Create' }).click();
@@ -76,7 +78,7 @@ test(
     await ui.screenshot('groups');
 
     // Clients: register Cursor in "research" (its config in the temporary HOME gets Skep's entry), then unregister.
-    await page.getByRole('link', { name: 'Clients' }).click();
+    await nav('Clients').click();
     await page.getByRole('combobox', { name: 'Group' }).selectOption('research');
     await page.getByRole('button', { name: 'Register cursor in research' }).click();
     await page.getByRole('status').filter({ hasText: 'Registered cursor in research' }).waitFor();
@@ -113,7 +115,7 @@ test(
         '',
       ].join('\n'),
     );
-    await page.getByRole('link', { name: 'Skills' }).click();
+    await nav('Skills').click();
     await page.getByText('No skills installed').waitFor();
     const validate = page.getByRole('form', { name: 'Validate a skill' });
     await validate.getByRole('textbox', { name: /Directory/ }).fill(skillDir);
@@ -139,8 +141,20 @@ test(
     await page.getByRole('button', { name: 'Uninstall ui-skill' }).click();
     await page.getByText('No skills installed').waitFor();
 
+    // The built-in catalog: servers, and the skills tab.
+    await nav('Catalog').click();
+    await page.getByRole('list', { name: 'Catalog servers' }).locator('li').first().waitFor();
+    await ui.screenshot('catalog');
+    await page.getByRole('tab', { name: 'Skills' }).click();
+    await page
+      .getByRole('list', { name: 'Catalog skills' })
+      .locator('li')
+      .first()
+      .or(page.getByText('The registry has no skills'))
+      .waitFor();
+
     // Registry source: the built-in catalog, and a file source refused with the API's reason.
-    await page.getByRole('link', { name: 'Registry source' }).click();
+    await nav('Registry source').click();
     await page.getByText('built-in catalog').first().waitFor();
     await ui.screenshot('registry-source');
     const source = page.getByRole('form', { name: 'Change the registry source' });
@@ -152,7 +166,7 @@ test(
     await page.getByRole('alert').filter({ hasText: 'The source was not changed' }).waitFor();
 
     // Catalog skills tab and the playground's empty state load too.
-    await page.getByRole('link', { name: 'Playground' }).click();
+    await nav('Playground').click();
     await page.getByText('No server is running').waitFor();
 
     // Themes: the toggle switches to dark and back; the choice survives a reload.

@@ -22,7 +22,7 @@ const TIMEOUT_MS = 10_000;
 export function registerUi(program: Command): void {
   program
     .command('ui')
-    .description('Log in to the running skep serve in a browser (a one-time login URL)')
+    .description('Open the web UI of the running skep serve in a browser (a one-time login URL)')
     .option('--print', 'only print the URL; do not open a browser')
     .action(async (opts: { print?: boolean }) => {
       const config = loadConfig();
