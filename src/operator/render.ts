@@ -31,7 +31,7 @@ import { stringify } from 'yaml';
 import { EXTAUTH_API_VERSION, EXTAUTH_KIND } from '../schemas/extauth/index.js';
 import type { MCPRemoteProxySpec, MCPServerSpec, VirtualMCPServerSpec } from '../schemas/workloads/index.js';
 import { canonicalJson, configHash } from './config-hash.js';
-import { formatProblem, type Problem } from './validate.js';
+import { formatProblem } from './validate.js';
 import { buildRunConfigAuth, envName, type SecretEnv, type SecretFile } from './runconfig.js';
 import { validateResource } from './resource-validate.js';
 
@@ -198,6 +198,9 @@ function wireSecrets(env: SecretEnv[], files: SecretFile[]): PodWiring {
   return out;
 }
 
+/** The runner's only writable place (its private store, logs): small, in memory, mode 1777. */
+const TMP_VOLUME = { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } };
+
 const DEFAULT_RESOURCES = {
   requests: { cpu: '50m', memory: '64Mi' },
   limits: { cpu: '500m', memory: '256Mi' },
@@ -205,7 +208,6 @@ const DEFAULT_RESOURCES = {
 
 const RUNNER_SECURITY = {
   allowPrivilegeEscalation: false,
-  readOnlyRootFilesystem: true,
   runAsNonRoot: true,
   runAsUser: 65532,
   runAsGroup: 65532,
@@ -466,6 +468,15 @@ function deployment(
 }
 
 const runnerArgs = ['operator', 'pod-runner', '--config', `${RUNCONFIG_DIR}/${RUNCONFIG_KEY}`];
+/** How the server's container runs the copied runner (deploy/image/install-runner.mjs). */
+const RUNNER_COPY_COMMAND = [
+  `${RUNNER_COPY_DIR}/lib/ld.so`,
+  '--library-path',
+  `${RUNNER_COPY_DIR}/lib`,
+  `${RUNNER_COPY_DIR}/bin/node`,
+  `${RUNNER_COPY_DIR}/app/dist/skep.mjs`,
+  ...runnerArgs,
+];
 const baseEnv = [
   { name: 'HOME', value: '/tmp' },
   { name: 'SKEP_HOME', value: '/tmp/skep' },
@@ -560,7 +571,7 @@ async function renderMCPServer(
         {
           name: 'mcp',
           image: spec.image,
-          command: [`${RUNNER_COPY_DIR}/run`, ...runnerArgs],
+          command: RUNNER_COPY_COMMAND,
           env: [...baseEnv, ...shared.wiring.env, ...serverSecretWiring.env],
           ports: [{ name: 'http', containerPort: spec.proxyPort, protocol: 'TCP' }],
           volumeMounts: [
@@ -574,12 +585,7 @@ async function renderMCPServer(
           securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
         },
       ],
-      volumes: [
-        runconfigVolume,
-        { name: 'skep', emptyDir: {} },
-        { name: 'tmp', emptyDir: {} },
-        ...shared.wiring.volumes,
-      ],
+      volumes: [runconfigVolume, { name: 'skep', emptyDir: {} }, TMP_VOLUME, ...shared.wiring.volumes],
     };
   } else {
     podSpec = {
@@ -614,7 +620,7 @@ async function renderMCPServer(
           securityContext: RUNNER_SECURITY,
         },
       ],
-      volumes: [runconfigVolume, { name: 'tmp', emptyDir: {} }, ...shared.wiring.volumes],
+      volumes: [runconfigVolume, TMP_VOLUME, ...shared.wiring.volumes],
     };
   }
   const objects: K8sObject[] = [cm];
@@ -698,7 +704,7 @@ async function renderRemoteProxy(
     ],
     volumes: [
       { name: 'runconfig', configMap: { name: `${name}-runconfig` } },
-      { name: 'tmp', emptyDir: {} },
+      TMP_VOLUME,
       ...shared.wiring.volumes,
     ],
   };
@@ -873,10 +879,7 @@ function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>): Rend
         securityContext: RUNNER_SECURITY,
       },
     ],
-    volumes: [
-      { name: 'vmcp-config', configMap: { name: `${name}-vmcp-config` } },
-      { name: 'tmp', emptyDir: {} },
-    ],
+    volumes: [{ name: 'vmcp-config', configMap: { name: `${name}-vmcp-config` } }, TMP_VOLUME],
   };
   const annotations = {
     [ANNOTATIONS.runconfigChecksum]: (cm.metadata.annotations ?? {})[ANNOTATIONS.contentChecksum] ?? '',

@@ -1,0 +1,311 @@
+/**
+ * Issue 21, "the rendered manifests run": `renderResources` turns an MCPServer (a stdio echo
+ * server in a locally built image) and an MCPRemoteProxy (in front of a streamable-HTTP MCP
+ * server on this machine's loopback that demands an API key) into Deployments, ConfigMaps and
+ * Services; the Deployments run under `podman kube play` with the Skep image built from the
+ * repository's Containerfile, and the official MCP SDK client calls tools through the Skep
+ * runner inside each pod.
+ *
+ * No Kubernetes API server can run here; Podman plays the rendered objects. What the test
+ * changes on the way, and why (nothing else is touched):
+ *  - `hostNetwork: true` on each pod template, so the pod reaches the loopback MCP server and
+ *    the test reaches the pod's proxy port; with it the run configuration's `host` is
+ *    rewritten from 0.0.0.0 to 127.0.0.1 (tests bind loopback only).
+ *  - Podman 4.3.1 cannot resolve `secretKeyRef` from a Secret (containers/podman#17071; a
+ *    stored Secret in YAML, JSON or base64 is refused as "not valid JSON"), so each
+ *    `valueFrom.secretKeyRef` env var is given the Secret's value inline, in the Deployment
+ *    only — never in the ConfigMap, which the test checks holds no secret value.
+ *  - Podman 4.3 refuses container ports on the host network, so `ports` are dropped and the
+ *    probes' named port is replaced by its number.
+ *  - Podman 4.3 removes an init container while it still runs, so the test runs it (same
+ *    image, same command) with `podman run` into a named volume that replaces its emptyDir.
+ *  - The ConfigMap is passed with `--configmap` (Podman 4.3 reads ConfigMaps that way).
+ * The image is built once per run (its layers are reused); pods, secrets and the image are
+ * removed at the end.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { stringify } from 'yaml';
+import { z } from 'zod';
+import { type K8sObject, renderResources } from '../../../src/operator/render.js';
+import { freePort } from '../../helpers/net.js';
+import { requirePodman, testImage } from '../../helpers/podman.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const API_KEY = 'k8s-test-key-7f3a9c';
+const GREETING = 'hello from a Secret';
+const RUN = `k${process.pid}`;
+
+function podman(args: string[], input?: string): string {
+  const r = spawnSync('podman', args, { encoding: 'utf8', input, timeout: 300_000 });
+  if (r.status !== 0) throw new Error(`podman ${args.join(' ')} failed: ${r.stderr}`);
+  return r.stdout;
+}
+
+/** Builds the Skep image from the repository's Containerfile on the locally imported Node base. */
+function buildSkepImage(base: string, dir: string): string {
+  const context = join(dir, 'context');
+  execFileSync(process.execPath, ['scripts/image-context.mjs', context], {
+    stdio: 'ignore',
+    timeout: 300_000,
+  });
+  const tag = `localhost/skep-runner-test:${createHash('sha256').update(RUN).digest('hex').slice(0, 8)}`;
+  podman(['build', '-q', '-f', 'Containerfile', '--build-arg', `NODE_IMAGE=${base}`, '-t', tag, context]);
+  return tag;
+}
+
+/** A loopback streamable-HTTP MCP server (official SDK) that answers only with the right API key. */
+async function startRemote(port: number): Promise<{ server: Server; seen: string[] }> {
+  const seen: string[] = [];
+  const server = createServer((req, res) => {
+    seen.push(String(req.headers['x-api-key'] ?? ''));
+    if (req.headers['x-api-key'] !== API_KEY) {
+      res.writeHead(401, { 'content-type': 'text/plain' }).end('missing or wrong X-Api-Key\n');
+      return;
+    }
+    const mcp = new McpServer({ name: 'remote', version: '1.0.0' });
+    mcp.registerTool('whoami', { inputSchema: { who: z.string() } }, async ({ who }) => ({
+      content: [{ type: 'text' as const, text: `remote says hi to ${who}` }],
+    }));
+    const transport = new StreamableHTTPServerTransport({});
+    res.on('close', () => {
+      void transport.close();
+      void mcp.close();
+    });
+    void mcp.connect(transport).then(() => transport.handleRequest(req, res));
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return { server, seen };
+}
+
+async function callTool(url: string, tool: string, args: Record<string, unknown>): Promise<string> {
+  const client = new Client({ name: 'k8s-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  try {
+    const result = (await client.callTool({ name: tool, arguments: args })) as {
+      content: Array<{ type: string; text?: string }>;
+    };
+    return result.content.map((c) => c.text ?? '').join('');
+  } finally {
+    await client.close();
+  }
+}
+
+async function healthy(url: string): Promise<true | undefined> {
+  try {
+    const res = await fetch(url);
+    return res.ok ? true : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The test's translation of a rendered Deployment for Podman (see the header). */
+function forPodman(
+  deployment: K8sObject,
+  docs: Array<{ kind: string; metadata: { name: string } }>,
+  volumes: string[],
+): K8sObject {
+  const copy = structuredClone(deployment);
+  const secretValue = (name: string, key: string): string => {
+    const s = docs.find((d) => d.kind === 'Secret' && d.metadata.name === name) as
+      { stringData: Record<string, string> } | undefined;
+    const v = s?.stringData[key];
+    if (v === undefined) throw new Error(`rendered Deployment references missing Secret ${name}/${key}`);
+    return v;
+  };
+  const template = (
+    copy['spec'] as {
+      template: { metadata: { annotations?: Record<string, string> }; spec: Record<string, unknown> };
+    }
+  ).template;
+  template.spec['hostNetwork'] = true;
+  // Podman 4.3 removes an init container while it still runs ("failed to remove once init
+  // container ... as it is running"): the test runs each init container's exact image and
+  // command itself, with `podman run` into a named volume, and the pod mounts that volume in
+  // place of the emptyDir the init container writes to.
+  const inits = (template.spec['initContainers'] ?? []) as Array<Record<string, unknown>>;
+  delete template.spec['initContainers'];
+  for (const init of inits) {
+    for (const m of (init['volumeMounts'] ?? []) as Array<{ name: string; mountPath: string }>) {
+      const volume = `${deployment.metadata.name}-${m.name}`;
+      volumes.push(volume);
+      podman(['volume', 'create', volume]);
+      podman([
+        'run',
+        '--rm',
+        '-v',
+        `${volume}:${m.mountPath}`,
+        '--entrypoint',
+        (init['command'] as string[])[0]!,
+        String(init['image']),
+        ...(init['command'] as string[]).slice(1),
+      ]);
+      const specVolumes = template.spec['volumes'] as Array<Record<string, unknown>>;
+      const i = specVolumes.findIndex((v) => v['name'] === m.name);
+      specVolumes[i] = { name: m.name, persistentVolumeClaim: { claimName: volume } };
+    }
+  }
+  // Podman 4.3 refuses container ports on the host network ("PortMappings can only be used
+  // with Bridge or slirp4netns networking"): drop them, and name probe ports by number.
+  for (const c of template.spec['containers'] as Array<Record<string, unknown>>) {
+    for (const e of (c['env'] ?? []) as Array<Record<string, unknown>>) {
+      const ref = (e['valueFrom'] as { secretKeyRef?: { name: string; key: string } } | undefined)
+        ?.secretKeyRef;
+      if (ref === undefined) continue;
+      delete e['valueFrom'];
+      e['value'] = secretValue(ref.name, ref.key);
+    }
+    const ports = (c['ports'] ?? []) as Array<{ name: string; containerPort: number }>;
+    delete c['ports'];
+    for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
+      const get = (c[probe] as { httpGet?: { port: unknown } } | undefined)?.httpGet;
+      const named = ports.find((p) => p.name === get?.port);
+      if (get !== undefined && named !== undefined) get.port = named.containerPort;
+    }
+  }
+  return copy;
+}
+
+function forPodmanConfigMap(cm: K8sObject): K8sObject {
+  const copy = structuredClone(cm);
+  const data = copy['data'] as Record<string, string>;
+  const rc = JSON.parse(data['runconfig.json'] ?? '{}') as Record<string, unknown>;
+  rc['host'] = '127.0.0.1';
+  data['runconfig.json'] = JSON.stringify(rc);
+  return copy;
+}
+
+describe('rendered manifests run under podman kube play', { timeout: 900_000 }, () => {
+  it('a stdio MCPServer and an MCPRemoteProxy with header injection answer tools through the runner in their pods', async (t) => {
+    if (!requirePodman(t)) return;
+    const dir = mkdtempSync(join(tmpdir(), 'skep-k8s-'));
+    const pods: string[] = [];
+    const volumes: string[] = [];
+    let image: string | undefined;
+    let remote: Server | undefined;
+    t.after(() => {
+      for (const pod of pods) spawnSync('podman', ['pod', 'rm', '-f', '-t', '0', pod], { stdio: 'ignore' });
+      for (const v of volumes) spawnSync('podman', ['volume', 'rm', '-f', v], { stdio: 'ignore' });
+      if (image !== undefined) spawnSync('podman', ['rmi', '-f', image], { stdio: 'ignore' });
+      remote?.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    const base = await testImage(); // node + the fixture servers (/app/stdio-server.cjs)
+    image = buildSkepImage(base, dir);
+
+    const [remotePort, echoPort, proxyPort] = [await freePort(), await freePort(), await freePort()];
+    const started = await startRemote(remotePort);
+    remote = started.server;
+
+    const names = { key: `${RUN}-api-key`, greeting: `${RUN}-greeting` };
+    const resources = [
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: names.key },
+        type: 'Opaque',
+        stringData: { key: API_KEY },
+      },
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: names.greeting },
+        type: 'Opaque',
+        stringData: { text: GREETING },
+      },
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPExternalAuthConfig',
+        metadata: { name: 'remote-key' },
+        spec: {
+          type: 'headerInjection',
+          headerInjection: { headerName: 'X-Api-Key', valueSecretRef: { name: names.key, key: 'key' } },
+        },
+      },
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPServer',
+        metadata: { name: `${RUN}-echo` },
+        spec: {
+          image: base,
+          transport: 'stdio',
+          command: ['/usr/bin/node', '/app/stdio-server.cjs'],
+          proxyPort: echoPort,
+          secrets: [{ name: names.greeting, key: 'text', targetEnvName: 'GREETING' }],
+        },
+      },
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPRemoteProxy',
+        metadata: { name: `${RUN}-remote` },
+        spec: {
+          remoteUrl: `http://127.0.0.1:${remotePort}/mcp`,
+          allowPrivateEndpoint: true,
+          proxyPort,
+          externalAuthConfigRef: { name: 'remote-key' },
+        },
+      },
+    ];
+    const rendered = await renderResources(resources, { runnerImage: image });
+    assert.deepEqual(rendered.problems, []);
+
+    // Nothing secret is in a ConfigMap.
+    const configMaps = rendered.objects.filter((o) => o.kind === 'ConfigMap');
+    assert.equal(configMaps.length, 2);
+    for (const cm of configMaps) {
+      const text = JSON.stringify(cm);
+      assert.ok(
+        !text.includes(API_KEY) && !text.includes(GREETING),
+        `${cm.metadata.name} holds a secret value`,
+      );
+    }
+
+    for (const deployment of rendered.objects.filter((o) => o.kind === 'Deployment')) {
+      const name = deployment.metadata.name;
+      const cm = configMaps.find((c) => c.metadata.name === `${name}-runconfig`)!;
+      const cmFile = join(dir, `${name}-cm.yaml`);
+      writeFileSync(cmFile, stringify(forPodmanConfigMap(cm)));
+      const kubeFile = join(dir, `${name}.yaml`);
+      writeFileSync(kubeFile, stringify(forPodman(deployment, resources, volumes)));
+      pods.push(`${name}-pod-0`);
+      podman(['kube', 'play', '--configmap', cmFile, kubeFile]);
+    }
+
+    await waitFor('the echo pod proxy', () => healthy(`http://127.0.0.1:${echoPort}/health`), 180_000);
+    const echoed = await callTool(`http://127.0.0.1:${echoPort}/mcp`, 'echo', { message: 'through the pod' });
+    assert.equal(echoed, `echo: through the pod (${GREETING})`);
+
+    await waitFor(
+      'the remote proxy pod',
+      () => healthy(`http://127.0.0.1:${proxyPort}/health`),
+      180_000,
+    ).catch((err: unknown) => {
+      const logs = spawnSync('podman', ['logs', `${RUN}-remote-pod-0-skep-runner`], { encoding: 'utf8' });
+      throw new Error(`${(err as Error).message}; runner log: ${logs.stdout}${logs.stderr}`);
+    });
+    const answer = await callTool(`http://127.0.0.1:${proxyPort}/mcp`, 'whoami', { who: 'skep' });
+    assert.equal(answer, 'remote says hi to skep');
+    // Every request the remote server saw carried the key from the Secret (injected by the runner).
+    assert.ok(started.seen.length > 0);
+    assert.ok(
+      started.seen.every((k) => k === API_KEY),
+      `keys seen: ${JSON.stringify(started.seen)}`,
+    );
+
+    // The test client itself never sent the key: calling the remote server directly fails.
+    const direct = await fetch(`http://127.0.0.1:${remotePort}/mcp`, { method: 'POST', body: '{}' });
+    assert.equal(direct.status, 401);
+  });
+});

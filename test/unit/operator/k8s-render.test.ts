@@ -1,0 +1,220 @@
+// Issue 21: the render of workload resources (names, owner references, checksums that roll
+// pods, secrets only through secretKeyRef) and the shared validator of the new kinds.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { type K8sObject, renderResources } from '../../../src/operator/render.js';
+import { validateResource } from '../../../src/operator/resource-validate.js';
+
+const examples = parseAllDocuments(
+  readFileSync(new URL('../../../deploy/examples/workloads.yaml', import.meta.url), 'utf8'),
+).map((d) => d.toJS() as Record<string, unknown>);
+
+const find = (objects: K8sObject[], kind: string, name: string) =>
+  objects.find((o) => o.kind === kind && o.metadata.name === name);
+
+const podAnnotations = (d: K8sObject | undefined) =>
+  (d?.['spec'] as { template: { metadata: { annotations: Record<string, string> } } }).template.metadata
+    .annotations;
+
+describe('operator render', () => {
+  it('creates the reference names for MCPServer, MCPRemoteProxy and VirtualMCPServer', async () => {
+    const { objects, problems, urls } = await renderResources(examples, { runnerImage: 'skep:test' });
+    assert.deepEqual(problems, []);
+    const names = objects.map((o) => `${o.kind}/${o.metadata.name}`).sort();
+    assert.deepEqual(names, [
+      'ConfigMap/fetch-runconfig',
+      'ConfigMap/github-runconfig',
+      'ConfigMap/team-vmcp-config',
+      'Deployment/fetch',
+      'Deployment/github',
+      'Deployment/team',
+      'Role/team-vmcp',
+      'RoleBinding/team-vmcp',
+      'Service/mcp-fetch-proxy',
+      'Service/mcp-github-remote-proxy',
+      'Service/vmcp-team',
+      'ServiceAccount/fetch-proxy-runner',
+      'ServiceAccount/github-remote-proxy-runner',
+      'ServiceAccount/team-vmcp',
+    ]);
+    assert.equal(
+      urls.get('MCPServer/default/fetch'),
+      'http://mcp-fetch-proxy.default.svc.cluster.local:8080/mcp',
+    );
+    // The vMCP config lists the group's backends (discovered from the group).
+    const vmcp = find(objects, 'ConfigMap', 'team-vmcp-config')!;
+    const config = (vmcp['data'] as Record<string, string>)['config.yaml']!;
+    assert.match(config, /mcp-fetch-proxy\.default\.svc\.cluster\.local:8080\/mcp/);
+    assert.match(config, /mcp-github-remote-proxy\.default/);
+  });
+
+  it('never writes a secret value into a ConfigMap; secrets reach pods through secretKeyRef', async () => {
+    const { objects } = await renderResources(examples, { runnerImage: 'skep:test' });
+    for (const cm of objects.filter((o) => o.kind === 'ConfigMap'))
+      assert.ok(!JSON.stringify(cm).includes('replace-me'), `${cm.metadata.name} holds the secret`);
+    const env = JSON.stringify(find(objects, 'Deployment', 'github'));
+    assert.match(
+      env,
+      /"name":"SKEP_HEADER_AUTHORIZATION","valueFrom":\{"secretKeyRef":\{"name":"github-token","key":"token"\}\}/,
+    );
+    const rc = JSON.parse(
+      (find(objects, 'ConfigMap', 'github-runconfig')!['data'] as Record<string, string>)['runconfig.json']!,
+    ) as Record<string, unknown>;
+    assert.deepEqual(rc['header_forward'], {
+      add_headers_from_secret: { Authorization: 'SKEP_HEADER_AUTHORIZATION' },
+    });
+    assert.equal(rc['remote_url'], 'https://api.githubcopilot.com/mcp/');
+  });
+
+  it('a changed MCPExternalAuthConfig or run configuration changes the pod template (rollout)', async () => {
+    const before = await renderResources(examples);
+    const changed = structuredClone(examples);
+    const extauth = changed.find((d) => d['kind'] === 'MCPExternalAuthConfig')!;
+    (extauth['spec'] as { headerInjection: { headerName: string } }).headerInjection.headerName = 'X-Token';
+    const after = await renderResources(changed);
+    const a = podAnnotations(find(before.objects, 'Deployment', 'github'));
+    const b = podAnnotations(find(after.objects, 'Deployment', 'github'));
+    assert.notEqual(a['skep.dev/external-auth-config-hash'], b['skep.dev/external-auth-config-hash']);
+    assert.notEqual(a['skep.dev/runconfig-checksum'], b['skep.dev/runconfig-checksum']);
+    // The unrelated MCPServer does not roll.
+    assert.deepEqual(
+      podAnnotations(find(before.objects, 'Deployment', 'fetch')),
+      podAnnotations(find(after.objects, 'Deployment', 'fetch')),
+    );
+  });
+
+  it('owner references appear when the resource has a uid (the controller path)', async () => {
+    const withUid = structuredClone(examples);
+    const server = withUid.find((d) => d['kind'] === 'MCPServer')!;
+    (server['metadata'] as Record<string, unknown>)['uid'] = 'uid-1';
+    const { objects } = await renderResources(withUid);
+    assert.deepEqual(find(objects, 'Deployment', 'fetch')!.metadata.ownerReferences, [
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPServer',
+        name: 'fetch',
+        uid: 'uid-1',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
+    assert.equal(find(objects, 'Deployment', 'github')!.metadata.ownerReferences, undefined);
+  });
+
+  it('a stdio server runs the copied runner in its own image; an HTTP server gets a runner sidecar', async () => {
+    const docs = [
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPServer',
+        metadata: { name: 'web' },
+        spec: {
+          image: 'web:1',
+          transport: 'streamable-http',
+          mcpPort: 9000,
+          backendReplicas: 3,
+          sessionStorage: { provider: 'redis', address: 'redis:6379', passwordRef: { name: 'r', key: 'p' } },
+        },
+      },
+      ...examples,
+    ];
+    const { objects, problems } = await renderResources(docs, { runnerImage: 'skep:test' });
+    assert.deepEqual(problems, []);
+    const web = find(objects, 'Deployment', 'web')!;
+    const spec = web['spec'] as {
+      replicas: number;
+      template: { spec: { containers: Array<{ name: string; image: string }> } };
+    };
+    assert.equal(spec.replicas, 3);
+    assert.deepEqual(
+      spec.template.spec.containers.map((c) => `${c.name}=${c.image}`),
+      ['mcp=web:1', 'skep-runner=skep:test'],
+    );
+    const rc = JSON.parse(
+      (find(objects, 'ConfigMap', 'web-runconfig')!['data'] as Record<string, string>)['runconfig.json']!,
+    ) as Record<string, unknown>;
+    assert.equal(rc['remote_url'], 'http://127.0.0.1:9000/mcp');
+    assert.deepEqual(rc['scaling_config'], { session_redis: { address: 'redis:6379' } });
+    assert.match(
+      JSON.stringify(web),
+      /"name":"SKEP_SESSION_REDIS_PASSWORD","valueFrom":\{"secretKeyRef":\{"name":"r","key":"p"\}\}/,
+    );
+    const fetch = find(objects, 'Deployment', 'fetch')!;
+    const fspec = fetch['spec'] as {
+      template: {
+        spec: {
+          initContainers: Array<{ image: string }>;
+          containers: Array<{ name: string; image: string; command: string[] }>;
+        };
+      };
+    };
+    assert.equal(fspec.template.spec.initContainers[0]!.image, 'skep:test');
+    assert.equal(fspec.template.spec.containers[0]!.image, 'ghcr.io/example/mcp-fetch:1.0');
+    assert.equal(fspec.template.spec.containers[0]!.command[0], '/skep/lib/ld.so');
+  });
+
+  it('a missing reference renders nothing for that resource and names the field', async () => {
+    const docs = examples.filter((d) => d['kind'] !== 'MCPExternalAuthConfig');
+    const { objects, problems } = await renderResources(docs);
+    assert.equal(find(objects, 'Deployment', 'github'), undefined);
+    assert.deepEqual(problems, [
+      {
+        resource: 'MCPRemoteProxy/default/github',
+        problem: 'spec.externalAuthConfigRef: MCPExternalAuthConfig default/github-header does not exist',
+      },
+    ]);
+  });
+});
+
+describe('validation of the workload kinds', () => {
+  const server = (spec: Record<string, unknown>, name = 'srv') => ({
+    apiVersion: 'skep.dev/v1beta1',
+    kind: 'MCPServer',
+    metadata: { name },
+    spec,
+  });
+  const messages = (v: unknown) => validateResource(v).problems.map((p) => `${p.path}: ${p.message}`);
+
+  it('applies defaults and accepts the examples', () => {
+    for (const d of examples.filter((x) => String(x['apiVersion']).startsWith('skep.dev/')))
+      assert.deepEqual(messages(d), [], String((d['metadata'] as { name: string }).name));
+    const r = validateResource(server({ image: 'x', command: ['x'] }));
+    assert.equal((r.resource!['spec'] as { proxyPort: number }).proxyPort, 8080);
+  });
+
+  it('reports structure, CEL and code rules with field paths', () => {
+    assert.deepEqual(messages(server({ image: 'x', transport: 'stdio', replicas: 2, bogus: 1 })), [
+      'spec.bogus: is not a known field',
+      'spec.command: a stdio server needs command (the runner starts it inside the server image)',
+      'spec.replicas: a stdio server is one process: replicas must be at most 1',
+      'spec.replicas: more than one replica needs sessionStorage provider redis (sessions must be shared)',
+    ]);
+    assert.deepEqual(messages(server({ image: 'x', command: ['x'] }, 'Bad_Name')), [
+      'metadata.name: must be lowercase letters, digits and hyphens (a DNS label)',
+    ]);
+    assert.deepEqual(
+      messages({
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPRemoteProxy',
+        metadata: { name: 'r' },
+        spec: { remoteUrl: 'http://10.0.0.1/mcp' },
+      }),
+      [
+        'spec.remoteUrl: host 10.0.0.1 is a private, loopback or link-local address; set allowPrivateEndpoint: true to allow it',
+      ],
+    );
+    assert.deepEqual(
+      messages({
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'VirtualMCPServer',
+        metadata: { name: 'v' },
+        spec: { groupRef: { name: 'g' }, incomingAuth: { type: 'oidc' } },
+      }),
+      ['spec.incomingAuth.oidcConfig: oidc incoming auth needs oidcConfig'],
+    );
+    assert.deepEqual(messages({ apiVersion: 'skep.dev/v1beta1', kind: 'Nope', metadata: { name: 'n' } }), [
+      'kind: must be one of MCPExternalAuthConfig, MCPServer, MCPRemoteProxy, MCPServerEntry, VirtualMCPServer, MCPGroup (got "Nope")',
+    ]);
+  });
+});
