@@ -8,7 +8,8 @@
  * opentelemetry-proto v1 messages written out below (the subset a proxy's spans and metrics
  * use) — an encoding independent of the code under test.
  */
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type RequestListener, type Server } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import protobuf from 'protobufjs';
 
@@ -219,10 +220,11 @@ export class OtlpReceiver {
     this.#waiters = waiters;
   }
 
-  static async start(): Promise<OtlpReceiver> {
+  /** Plain HTTP, or HTTPS with `tls` (a PEM certificate and key). */
+  static async start(tls?: { cert: string; key: string }): Promise<OtlpReceiver> {
     const exports: ReceivedExport[] = [];
     const waiters = new Set<() => void>();
-    const server = createServer((req, res) => {
+    const listener: RequestListener = (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -231,7 +233,8 @@ export class OtlpReceiver {
         res.end();
         for (const w of waiters) w();
       });
-    });
+    };
+    const server = tls === undefined ? createServer(listener) : createTlsServer(tls, listener);
     const receiver = new OtlpReceiver(server, exports, waiters);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return receiver;

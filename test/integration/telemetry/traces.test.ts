@@ -11,16 +11,21 @@
  *   the metrics exported over OTLP;
  * - an HTTP server behind the proxy receives a `traceparent` that continues the client's
  *   trace with the proxy's span as parent; 5xx spans are errors, 4xx spans unset;
- * - a rate limit's decision reaches the span as `rate_limit.*` attributes.
+ * - a rate limit's decision reaches the span as `rate_limit.*` attributes;
+ * - a TLS collector with a private CA: spans arrive with `caCertPath`, none without it.
  */
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { generateSelfSignedCert } from '../../../src/operator/index.js';
 import { buildPipeline } from '../../../src/pipeline/index.js';
 import { telemetryStage } from '../../../src/pipeline/stages/telemetry.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
+import { tempHome } from '../../helpers/home.js';
 import { type DecodedSpan, OtlpReceiver } from '../../helpers/otlp.js';
 import { proxyFor, startHttpUpstream } from '../proxy/helpers.js';
 import { sdkClient } from '../ratelimit/helpers.js';
@@ -371,5 +376,71 @@ test(
       metrics,
       /^toolhive_mcp_active_connections\{server="limited",transport="streamable-http",[^}]*\} 0$/m,
     );
+  },
+);
+
+test(
+  'caCertPath: spans reach a TLS collector whose certificate only that CA vouches for, and none without it',
+  { timeout: 60_000 },
+  async (t) => {
+    const { dir } = tempHome(t, 'skep-otlp-tls-');
+    const { cert, key } = generateSelfSignedCert(['127.0.0.1']);
+    const caFile = join(dir, 'collector-ca.pem');
+    writeFileSync(caFile, cert);
+    const receiver = await OtlpReceiver.start({ cert, key });
+    t.after(() => receiver.close());
+    withEnv(t, { OTEL_BSP_SCHEDULE_DELAY: '50' });
+    const upstream = await startHttpUpstream(t, (req, res) => {
+      const body = JSON.parse(req.body) as { id: unknown };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: body.id, result: { content: [] } }));
+    });
+    // One proxied call through a workload whose telemetry exports to the TLS receiver (no scheme: TLS).
+    const callThrough = async (name: string, telemetry: Record<string, unknown>): Promise<void> => {
+      const config = parseRunConfig({
+        name,
+        image: '',
+        transport: 'streamable-http',
+        remote_url: `${upstream.url}/mcp`,
+        telemetry_config: {
+          endpoint: receiver.endpoint,
+          samplingRate: '1',
+          metricsEnabled: false,
+          ...telemetry,
+        },
+      });
+      const chain = await buildPipeline(config, {
+        logger: silentLogger,
+        secretLookup: async () => undefined,
+      });
+      const proxy = await proxyFor(t, undefined, {
+        middlewares: chain.middlewares,
+        serverName: name,
+        transport: 'streamable-http',
+        upstream: { kind: 'http', url: `${upstream.url}/mcp`, transport: 'streamable-http' },
+      });
+      const res = await fetch(`${proxy.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search' } }),
+      });
+      assert.equal(res.status, 200);
+      // Closing the pipeline flushes what is queued: the export is attempted before this returns.
+      await chain.close();
+    };
+    await callThrough('untrusted', {});
+    assert.equal(
+      receiver.exports.length,
+      0,
+      'without caCertPath the private CA is not trusted: nothing delivered',
+    );
+    await callThrough('trusted', { caCertPath: caFile });
+    // Delivered by the same point in the flow where the untrusted export had delivered nothing.
+    assert.ok(receiver.exports.length > 0, 'with caCertPath the export is delivered by the flush');
+    const span = await receiver.waitFor('the span over TLS', () =>
+      receiver.spans().find((s) => s.attributes['mcp.server.name'] === 'trusted'),
+    );
+    assert.equal(span.name, 'tools/call search');
+    assert.ok(receiver.spans().every((s) => s.attributes['mcp.server.name'] === 'trusted'));
   },
 );
