@@ -316,6 +316,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     closers.add('virtual MCP server', () => started.close());
   }
   const identityStage = virtual?.identityMiddleware();
+  const callToolStage = virtual?.callToolMiddleware();
   let proxy: RunningProxy;
   try {
     proxy = await startProxy({
@@ -340,7 +341,12 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
       logger,
       serverName: name,
       transport: runConfig.transport,
-      middlewares: identityStage === undefined ? chain.middlewares : [...chain.middlewares, identityStage],
+      // vMCP: call_tool becomes the inner call before any stage; the caller's identity is passed on last.
+      middlewares: [
+        ...(callToolStage === undefined ? [] : [callToolStage]),
+        ...chain.middlewares,
+        ...(identityStage === undefined ? [] : [identityStage]),
+      ],
       // The embedded authorization server's endpoints, then the stages' own (telemetry's /metrics).
       handlers: [
         ...(authServer === undefined ? [] : [authServer.handle.bind(authServer)]),

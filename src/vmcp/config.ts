@@ -13,6 +13,11 @@
 import { type Static, Type } from 'typebox';
 import { createValidator } from '../schemas/index.js';
 import { SkepError } from '../shared/index.js';
+import {
+  OptimizerConfigSchema,
+  type OptimizerSettings,
+  resolveOptimizerSettings,
+} from './optimizer/config.js';
 
 const Str = () => Type.String();
 const Strs = () => Type.Array(Type.String());
@@ -188,22 +193,6 @@ const StaticBackendSchema = Type.Object(
   Closed,
 );
 
-/** §1.9, the fields helper V2's optimizer reads; `enabled` is Skep's switch for BM25-only use. */
-const OptimizerSchema = Type.Object(
-  {
-    enabled: Opt(Type.Boolean()),
-    embeddingService: Opt(Str()),
-    embeddingServiceTimeout: Opt(Duration()),
-    embeddingProvider: Opt(Type.Union([Type.Literal('tei'), Type.Literal('openai')])),
-    embeddingModel: Opt(Str()),
-    embeddingHeaders: Opt(StrMap()),
-    maxToolsToReturn: Opt(Type.Integer({ minimum: 1, maximum: 50 })),
-    hybridSearchSemanticRatio: Opt(Type.Union([Str(), Type.Number()])),
-    semanticDistanceThreshold: Opt(Type.Union([Str(), Type.Number()])),
-  },
-  Closed,
-);
-
 const Loose = () => Type.Record(Type.String(), Type.Unknown());
 
 export const VmcpConfigSchema = Type.Object(
@@ -238,7 +227,7 @@ export const VmcpConfigSchema = Type.Object(
     metadata: Opt(StrMap()),
     telemetry: Opt(Loose()),
     audit: Opt(Loose()),
-    optimizer: Opt(OptimizerSchema),
+    optimizer: Opt(OptimizerConfigSchema),
     codeMode: Opt(Loose()),
     sessionStorage: Opt(Loose()),
     rateLimiting: Opt(Loose()),
@@ -255,7 +244,6 @@ export type VmcpConfig = Static<typeof VmcpConfigSchema>;
 export type BackendAuthStrategy = Static<typeof BackendAuthStrategySchema>;
 export type AggregationConfig = Static<typeof AggregationSchema>;
 export type ToolOverrideConfig = Static<typeof ToolOverrideSchema>;
-export type OptimizerConfig = Static<typeof OptimizerSchema>;
 
 const validator = createValidator(VmcpConfigSchema);
 
@@ -300,7 +288,8 @@ export interface ResolvedVmcpConfig {
     readonly timeoutMs: number;
   };
   readonly passthroughHeaders: readonly string[];
-  readonly optimizer: OptimizerConfig | undefined;
+  /** Set when `optimizer` is present (its presence turns it on, §1.9). */
+  readonly optimizer: OptimizerSettings | undefined;
 }
 
 const UNIT_MS: Record<string, number> = {
@@ -492,7 +481,7 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
       timeoutMs: cbTimeout,
     },
     passthroughHeaders: raw.passthroughHeaders ?? [],
-    optimizer: raw.optimizer !== undefined && raw.optimizer.enabled !== false ? raw.optimizer : undefined,
+    optimizer: raw.optimizer === undefined ? undefined : resolveOptimizerSettings(raw.optimizer),
   };
   return Object.freeze(resolved);
 }

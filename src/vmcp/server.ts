@@ -11,6 +11,8 @@ import { closePools } from './backend-client.js';
 import { type BackendInfo, BackendSet } from './backends.js';
 import type { ResolvedVmcpConfig } from './config.js';
 import { type AuthDeps, type BackendAuth, buildBackendAuth } from './outgoing-auth.js';
+import type { Obj } from './aggregate.js';
+import type { Optimizer } from './optimizer/index.js';
 import { IDENTITY_META, type SessionHost, VirtualSession } from './session.js';
 
 export interface VirtualServerOptions {
@@ -43,6 +45,8 @@ export class VirtualMcpServer implements SessionHost {
   readonly #auth = new Map<string, AuthEntry>();
   readonly #sessions = new Set<VirtualSession>();
   #served: BackendInfo[] = [];
+  #optimizer: Promise<Optimizer> | undefined;
+  #indexed: Obj[] | undefined;
   #lastStatus = '';
 
   constructor(options: VirtualServerOptions) {
@@ -104,6 +108,65 @@ export class VirtualMcpServer implements SessionHost {
         const nextMeta = Object.assign({}, meta, { [IDENTITY_META]: identity });
         const nextParams = Object.assign({}, params, { _meta: nextMeta });
         ctx.replaceBody(Object.assign({}, msg, { params: nextParams }));
+        return undefined;
+      },
+    };
+  }
+
+  /** The optimizer (loaded only when configured), shared by the sessions. */
+  optimizer(): Promise<Optimizer | undefined> {
+    const settings = this.config.optimizer;
+    if (settings === undefined) return Promise.resolve(undefined);
+    this.#optimizer ??= import('./optimizer/index.js').then((m) =>
+      m.createOptimizer({ settings, logger: this.logger }),
+    );
+    return this.#optimizer;
+  }
+
+  async indexTools(tools: Obj[]): Promise<void> {
+    const optimizer = await this.optimizer();
+    if (optimizer === undefined || this.#indexed === tools) return;
+    this.#indexed = tools;
+    // BM25 is rebuilt before `index` returns; embeddings (if any) follow in the background.
+    void optimizer.index(tools as never);
+  }
+
+  /**
+   * With the optimizer: put FIRST in the workload's chain, so that authorization (and audit)
+   * see the inner tool. A `call_tool` call `{tool_name, parameters}` becomes the `tools/call`
+   * of the inner tool (a `tool_name` nested in `parameters` is hoisted, as the reference does).
+   */
+  callToolMiddleware(): ProxyMiddleware | undefined {
+    if (this.config.optimizer === undefined) return undefined;
+    return {
+      name: 'vmcp-call-tool',
+      async handle(ctx) {
+        const mcp = ctx.mcp;
+        if (mcp === undefined || mcp.method !== 'tools/call' || mcp.resourceId !== 'call_tool')
+          return undefined;
+        const args = mcp.arguments;
+        if (args === undefined) return undefined;
+        let parameters = args['parameters'];
+        let toolName = args['tool_name'];
+        if (typeof parameters === 'object' && parameters !== null && !Array.isArray(parameters)) {
+          const p = parameters as Record<string, unknown>;
+          if (toolName === undefined && typeof p['tool_name'] === 'string') {
+            toolName = p['tool_name'];
+            parameters = Object.fromEntries(Object.entries(p).filter(([k]) => k !== 'tool_name'));
+          }
+        } else if (parameters === undefined) {
+          parameters = {};
+        } else {
+          return undefined; // malformed: the session answers with the optimizer's tool error
+        }
+        if (typeof toolName !== 'string' || toolName === 'call_tool' || toolName === 'find_tool')
+          return undefined;
+        const msg = mcp.message;
+        const params = Object.assign({}, msg.params as Record<string, unknown>, {
+          name: toolName,
+          arguments: parameters,
+        });
+        ctx.replaceBody(Object.assign({}, msg, { params }));
         return undefined;
       },
     };

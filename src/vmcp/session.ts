@@ -15,6 +15,7 @@ import { type Aggregated, aggregate, type BackendLists, type Obj, routeResource 
 import { BackendError, BackendSession, type RpcMessage } from './backend-client.js';
 import type { BackendInfo } from './backends.js';
 import type { ResolvedVmcpConfig } from './config.js';
+import type { Optimizer } from './optimizer/index.js';
 
 /** Where the runner's vMCP middleware puts the caller's identity (it always overwrites it). */
 export const IDENTITY_META = 'dev.skep/identity';
@@ -35,6 +36,10 @@ export interface SessionHost {
   reportUnreachable(backend: string): void;
   /** Whether the caller's identity arrives in `_meta` (outgoing auth needs it). */
   readonly identityInMeta: boolean;
+  /** With `optimizer`: `find_tool` / `call_tool` instead of the aggregated tools (§1.9). */
+  optimizer(): Promise<Optimizer | undefined>;
+  /** Indexes `tools` in the optimizer unless this very list is indexed already. */
+  indexTools(tools: Obj[]): Promise<void>;
   sessionEnded(session: VirtualSession): void;
 }
 
@@ -226,9 +231,12 @@ export class VirtualSession {
         for (const o of this.#open.values()) void this.#forwardLevel(o);
         this.#reply(id, {});
         return;
-      case 'tools/list':
-        this.#reply(id, { tools: (await this.#lists()).tools });
+      case 'tools/list': {
+        const lists = await this.#lists();
+        const optimizer = await this.#host.optimizer();
+        this.#reply(id, { tools: optimizer === undefined ? lists.tools : optimizer.tools() });
         return;
+      }
       case 'prompts/list':
         this.#reply(id, { prompts: (await this.#lists()).prompts });
         return;
@@ -241,6 +249,26 @@ export class VirtualSession {
       case 'tools/call': {
         const name = params['name'];
         const lists = await this.#lists();
+        if (name === 'find_tool' || name === 'call_tool') {
+          const optimizer = await this.#host.optimizer();
+          if (optimizer !== undefined) {
+            await this.#host.indexTools(lists.tools);
+            if (name === 'find_tool') {
+              this.#reply(id, await optimizer.find(params['arguments']));
+              return;
+            }
+            // The runner's middleware rewrote every well-formed call_tool into the inner call
+            // before authorization; what reaches here is malformed or names an unknown tool.
+            const resolved = optimizer.resolveCall(params['arguments']);
+            if (!resolved.ok) {
+              this.#reply(id, resolved.result);
+              return;
+            }
+            params['name'] = resolved.name;
+            params['arguments'] = resolved.arguments;
+            return this.#request(id, method, params);
+          }
+        }
         const route = typeof name === 'string' ? lists.toolRoutes.get(name) : undefined;
         if (route === undefined) throw new BackendError(INVALID_PARAMS, `Unknown tool: ${String(name)}`);
         params['name'] = route.original;
