@@ -192,22 +192,22 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
     const dir = mkdtempSync(join(tmpdir(), 'skep-k8s-'));
     const pods: string[] = [];
     const volumes: string[] = [];
-    let image: string | undefined;
-    let remote: Server | undefined;
+    const held: { image?: string; remote?: Server } = {};
     t.after(() => {
       for (const pod of pods) spawnSync('podman', ['pod', 'rm', '-f', '-t', '0', pod], { stdio: 'ignore' });
       for (const v of volumes) spawnSync('podman', ['volume', 'rm', '-f', v], { stdio: 'ignore' });
-      if (image !== undefined) spawnSync('podman', ['rmi', '-f', image], { stdio: 'ignore' });
-      remote?.close();
+      if (held.image !== undefined) spawnSync('podman', ['rmi', '-f', held.image], { stdio: 'ignore' });
+      held.remote?.close();
       rmSync(dir, { recursive: true, force: true });
     });
 
     const base = await testImage(); // node + the fixture servers (/app/stdio-server.cjs)
-    image = buildSkepImage(base, dir);
+    const image = buildSkepImage(base, dir);
+    held.image = image;
 
     const [remotePort, echoPort, proxyPort] = [await freePort(), await freePort(), await freePort()];
     const started = await startRemote(remotePort);
-    remote = started.server;
+    held.remote = started.server;
 
     const names = { key: `${RUN}-api-key`, greeting: `${RUN}-greeting` };
     const resources = [
