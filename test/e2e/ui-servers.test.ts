@@ -11,7 +11,7 @@ import { chromiumAvailable } from '../helpers/browser.js';
 import { ECHO_SERVER, startUiSession } from '../helpers/ui.js';
 
 test(
-  'Servers: login hint without a session; list, stop, start, detail and delete a real workload',
+  'Servers: login hint without a session; list, stop, start, detail, export, edit and delete a real workload',
   { timeout: 240_000 },
   async (t) => {
     if (!chromiumAvailable(t)) return;
@@ -85,6 +85,24 @@ test(
     await page.getByRole('tab', { name: 'Proxy' }).click();
     await page.locator('pre.log').filter({ hasText: /\S/ }).waitFor();
     await ui.screenshot('server-detail');
+
+    // Edit: a new environment variable; the server restarts with it and the page shows it.
+    await page.getByRole('button', { name: 'Edit' }).click();
+    const edit = page.getByRole('form', { name: 'Edit the server' });
+    await edit.getByRole('textbox', { name: /Environment/ }).fill('GREETING=hi');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+    await page.locator('.config dd', { hasText: 'GREETING' }).waitFor();
+    const edited = (await (await ui.call('GET', '/api/v1beta/workloads/echo')).json()) as {
+      env_vars: Record<string, string>;
+    };
+    assert.deepEqual(edited.env_vars, { GREETING: 'hi' });
+    // A malformed line is refused in the page, naming what to write.
+    await page.getByRole('button', { name: 'Edit' }).click();
+    await edit.getByRole('textbox', { name: /Environment/ }).fill('no equals sign');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await edit.getByRole('alert').filter({ hasText: 'NAME=value' }).waitFor();
+    await edit.getByRole('button', { name: 'Cancel' }).click();
 
     // Delete from the detail page: confirmed, then back on the list, which is empty again.
     page.once('dialog', (dialog) => void dialog.accept());
