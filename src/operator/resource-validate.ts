@@ -175,9 +175,7 @@ export function validateResource(input: unknown): ResourceValidation {
   const kind = input['kind'];
   if (kind === EXTAUTH_KIND) {
     const r = validateExtAuthConfig(input);
-    return r.resource === undefined
-      ? { problems: r.problems }
-      : { problems: [], resource: r.resource };
+    return r.resource === undefined ? { problems: r.problems } : { problems: [], resource: r.resource };
   }
   const def = kindDefinition(kind);
   if (def === undefined) {
