@@ -1,6 +1,6 @@
 /** The web UI's shell: navigation, theme, the session-lost notice, and the page for the path. */
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { onLoggedOut, request } from './api.js';
 import { Link } from './components.js';
 import { CatalogDetailPage, CatalogPage } from './pages/catalog.js';
@@ -87,6 +87,15 @@ function App() {
   const path = usePath();
   const [loggedOut, setLoggedOut] = useState(false);
   useEffect(() => onLoggedOut(() => setLoggedOut(true)), []);
+  // After an in-app navigation, keyboard and screen-reader users continue at the new content.
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    document.getElementById('main')?.focus({ preventScroll: true });
+  }, [path]);
   const section = NAV.find(([href]) => path === href || path.startsWith(`${href}/`))?.[0] ?? '/servers';
   const logout = async () => {
     await request('POST', '/auth/logout').catch(() => undefined);
