@@ -164,7 +164,15 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     groups,
     logger,
     env: options.env ?? process.env,
-    listWorkloads: () => workloads.list({ all: true }),
+    listWorkloads: () =>
+      workloads.list({ all: true }).map((w) => {
+        const vmcp = workloads.rows.get(w.name)?.config.vmcp;
+        return vmcp === undefined
+          ? w
+          : Object.assign({}, w, {
+              virtual: { serves: vmcp.groupRef ?? w.group, clientEntries: vmcp.clientEntries ?? 'virtual' },
+            });
+      }),
   });
   workloads.onChange(() => {
     void clients.syncClientConfigs().catch(() => undefined);

@@ -43,6 +43,11 @@ export interface WorkloadEndpoint {
   /** The proxy URL as the engine reports it; for remote workloads it keeps the remote URL's path. */
   url?: string | undefined;
   remote?: boolean | undefined;
+  /**
+   * A virtual MCP workload (`vmcp`): the group it serves and whether clients of that group get
+   * only the virtual entry (`virtual`, the default) or every workload's (`all`).
+   */
+  virtual?: { serves: string; clientEntries: 'virtual' | 'all' } | undefined;
 }
 
 export type ListWorkloads = () => WorkloadEndpoint[] | Promise<WorkloadEndpoint[]>;
@@ -383,8 +388,17 @@ export function desiredEntries(
 ): Map<string, ServerEntry> {
   const out = new Map<string, ServerEntry>();
   const sorted = [...workloads].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  // Issue 20 item 8: a group served by one of its own virtual workloads is one entry, the
+  // virtual endpoint, unless that workload's vmcp config says `clientEntries: all`.
+  const virtualOnly = new Set<string>();
+  for (const w of sorted) {
+    const v = w.virtual;
+    if (v !== undefined && v.clientEntries === 'virtual' && v.serves === w.group && SERVING.has(w.status))
+      virtualOnly.add(w.group);
+  }
   for (const w of sorted) {
     if (!groups.has(w.group) || !SERVING.has(w.status)) continue;
+    if (virtualOnly.has(w.group) && w.virtual === undefined) continue;
     const transport = clientTransport(w);
     // The engine's proxy URL when it reports one (a remote workload keeps its path), else the
     // reference form on localhost.

@@ -232,6 +232,12 @@ export const VmcpConfigSchema = Type.Object(
     sessionStorage: Opt(Loose()),
     rateLimiting: Opt(Loose()),
     passthroughHeaders: Opt(Strs()),
+    clientEntries: Opt(
+      Type.Union([Type.Literal('virtual'), Type.Literal('all')], {
+        description:
+          'Skep extension: what a client registered for the group gets when this virtual workload serves its own group: `virtual` (default) only the virtual endpoint, `all` every workload besides it.',
+      }),
+    ),
   },
   {
     // No $id: the run configuration embeds this schema, and one validator may compile both.
