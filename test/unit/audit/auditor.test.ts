@@ -36,6 +36,8 @@ function fakeContext(overrides: Partial<ProxyRequestContext> = {}) {
     serverName: 'srv',
     backendTransport: 'stdio',
     replaceBody() {},
+    spanAttributes: undefined,
+    setSpanAttribute() {},
     onReply: (hook: ReplyHook) => replies.push(hook),
     onEnd: (hook: EndHook) => ends.push(hook),
     ...overrides,
