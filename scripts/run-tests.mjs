@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Runs the node:test suites (TypeScript through tsx). With arguments, runs only those
 // files or folders; without, every *.test.ts under test/. Suites that drive the shared
-// container engine (test/integration/runtime/) run after the others, one file at a time:
-// they share one engine's networks, port forwarding and load, and ran into each other.
+// container engine (test/integration/runtime/, and any *-podman.test.ts) run after the others,
+// one file at a time: they share one engine's networks, port forwarding and load, and ran
+// into each other.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,7 +25,10 @@ if (files.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.SKEP_TEST_CONCURRENCY ?? '3';
-const engine = (file) => file.split(/[\\/]/).join('/').includes('test/integration/runtime/');
+const engine = (file) => {
+  const path = file.split(/[\\/]/).join('/');
+  return path.includes('test/integration/runtime/') || path.endsWith('-podman.test.ts');
+};
 const run = (list, parallel) =>
   list.length === 0
     ? 0
