@@ -31,7 +31,7 @@ test(
     // Keyboard: the first Tab reaches the skip link, which moves focus to the content.
     await page.getByRole('heading', { name: 'Servers' }).waitFor();
     await page.keyboard.press('Tab');
-    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+    assert.equal(await page.evaluate('document.activeElement?.textContent'), 'Skip to content');
 
     // Secrets: no provider yet → set one up, add a secret; its value is never in the page.
     await nav('Secrets').click();
@@ -175,13 +175,13 @@ test(
     await page.getByRole('button', { name: 'Theme: light' }).waitFor();
     await toggle.click();
     await page.getByRole('button', { name: 'Theme: dark' }).waitFor();
-    assert.equal(await page.evaluate(() => document.documentElement.dataset['theme']), 'dark');
-    const darkBg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    assert.equal(await page.evaluate('document.documentElement.dataset.theme'), 'dark');
+    const darkBg = await page.evaluate('getComputedStyle(document.body).backgroundColor');
     await page.reload();
     await page.getByRole('button', { name: 'Theme: dark' }).waitFor();
-    assert.equal(await page.evaluate(() => document.documentElement.dataset['theme']), 'dark');
+    assert.equal(await page.evaluate('document.documentElement.dataset.theme'), 'dark');
     await page.getByRole('button', { name: /^Theme:/ }).click(); // dark → system (light here)
-    const lightBg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    const lightBg = await page.evaluate('getComputedStyle(document.body).backgroundColor');
     assert.notEqual(darkBg, lightBg);
 
     // Logging out ends the session: the page says how to log in again.

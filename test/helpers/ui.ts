@@ -16,7 +16,13 @@ import { buildUi } from '../../scripts/bundle-ui.mjs';
 import { launchChromium } from './browser.js';
 import { type ServeProcess, startServe } from './cli.js';
 
-export const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+/**
+ * Where screenshots go: docs/screenshots/ (the README shows them) when SKEP_UPDATE_SCREENSHOTS=1,
+ * else the test's temporary directory — every run takes them, but only an update rewrites the
+ * committed images (ports and timestamps differ on every run).
+ */
+const DOC_SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
+const UPDATE_SCREENSHOTS = process.env['SKEP_UPDATE_SCREENSHOTS'] === '1';
 const DIST_UI = fileURLToPath(new URL('../../dist/ui/', import.meta.url));
 export const ECHO_SERVER = fileURLToPath(new URL('../../bench/fixtures/echo-server.mjs', import.meta.url));
 
@@ -40,7 +46,7 @@ export interface UiSession {
   offLoopback: string[];
   /** A fetch to the API with the bearer token. */
   call(method: string, path: string, body?: unknown): Promise<Response>;
-  /** Writes docs/screenshots/<name>.png (full page). */
+  /** Writes <name>.png (full page) into docs/screenshots/ under SKEP_UPDATE_SCREENSHOTS=1, else a temporary directory. */
   screenshot(name: string): Promise<void>;
 }
 
@@ -117,8 +123,9 @@ export async function startUiSession(
     offLoopback,
     call,
     screenshot: async (name: string) => {
-      mkdirSync(SCREENSHOTS, { recursive: true });
-      await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+      const dir = UPDATE_SCREENSHOTS ? DOC_SCREENSHOTS : join(home, 'screenshots');
+      mkdirSync(dir, { recursive: true });
+      await page.screenshot({ path: join(dir, `${name}.png`), fullPage: true });
     },
   };
 }
