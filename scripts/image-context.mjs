@@ -4,7 +4,7 @@
 // runtime dependencies only (`npm ls --omit=dev`), and deploy/image/install-runner.mjs.
 // Usage: node scripts/image-context.mjs <dir>
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { build } from 'esbuild';
 import { cliBuild } from './bundle-config.mjs';
@@ -15,6 +15,9 @@ mkdirSync(out, { recursive: true });
 await build({ ...cliBuild, outdir: join(out, 'dist'), sourcemap: false });
 copyFileSync('package.json', join(out, 'package.json'));
 copyFileSync('deploy/image/install-runner.mjs', join(out, 'install-runner.mjs'));
+// The runner's home in the image (Containerfile copies it owned by the runtime user).
+mkdirSync(join(out, 'skep-home'));
+writeFileSync(join(out, 'skep-home', '.keep'), '');
 const root = resolve('.');
 const parseable = execFileSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], {
   encoding: 'utf8',

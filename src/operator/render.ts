@@ -477,6 +477,11 @@ const RUNNER_COPY_COMMAND = [
   `${RUNNER_COPY_DIR}/app/dist/skep.mjs`,
   ...runnerArgs,
 ];
+/**
+ * Env of the stdio server's container, which runs the copied runner in the server's image:
+ * its store goes to the `tmp` emptyDir. Containers of the Skep image use the image's
+ * HOME/SKEP_HOME (/var/lib/skep, owned by the image's non-root user).
+ */
 const baseEnv = [
   { name: 'HOME', value: '/tmp' },
   { name: 'SKEP_HOME', value: '/tmp/skep' },
@@ -612,7 +617,7 @@ async function renderMCPServer(
           name: 'skep-runner',
           image: o.runnerImage,
           args: runnerArgs,
-          env: [...baseEnv, ...shared.wiring.env],
+          env: [...shared.wiring.env],
           ports: [{ name: 'http', containerPort: spec.proxyPort, protocol: 'TCP' }],
           volumeMounts: [runconfigMount, { name: 'tmp', mountPath: '/tmp' }, ...shared.wiring.mounts],
           resources,
@@ -690,7 +695,7 @@ async function renderRemoteProxy(
         name: 'skep-runner',
         image: o.runnerImage,
         args: runnerArgs,
-        env: [...baseEnv, ...shared.wiring.env, ...headerWiring.env],
+        env: [...shared.wiring.env, ...headerWiring.env],
         ports: [{ name: 'http', containerPort: spec.proxyPort, protocol: 'TCP' }],
         volumeMounts: [
           { name: 'runconfig', mountPath: RUNCONFIG_DIR, readOnly: true },
@@ -838,7 +843,6 @@ function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>): Rend
     );
   }
   const env: Node[] = [
-    ...baseEnv,
     { name: 'VMCP_NAME', value: name },
     { name: 'VMCP_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
   ];
