@@ -13,12 +13,14 @@ import { test } from 'node:test';
 import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
 import { startServe } from '../helpers/cli.js';
 import { tempHome } from '../helpers/home.js';
+import { ensureUiBuilt } from '../helpers/ui.js';
 
 test(
   'F1 in Chromium: the login link gives the API’s own pages a session; a page on another local port gets 401/403 with the cookie attached',
   { timeout: 180_000 },
   async (t) => {
     if (!chromiumAvailable(t)) return;
+    await ensureUiBuilt();
     const home = tempHome(t);
     const serve = await startServe(t, home.env, home.config.paths.discoveryFile);
     const api = serve.url;
@@ -67,8 +69,10 @@ test(
     assert.equal(session.httpOnly, true);
     assert.equal(session.sameSite, 'Strict');
 
-    // The API's own pages: the cookie authenticates reads and writes.
+    // The API's own pages (the web UI; the docs page's CSP allows it no fetch): the cookie
+    // authenticates reads and writes.
     assert.equal((await page.goto(`${api}/api/doc`))?.status(), 200);
+    assert.equal((await page.goto(`${api}/`))?.status(), 200);
     const own = await page.evaluate(async () => {
       const list = await fetch('/api/v1beta/groups');
       const create = await fetch('/api/v1beta/groups', {
@@ -123,7 +127,7 @@ test(
     assert.deepEqual(groups.groups.map((g) => g.name).sort(), ['default', 'from-own-page']);
 
     // Logout from the own page ends the session.
-    await page.goto(`${api}/api/doc`);
+    await page.goto(`${api}/`);
     const afterLogout = await page.evaluate(async () => {
       const out = await fetch('/auth/logout', { method: 'POST' });
       const again = await fetch('/api/v1beta/groups');
