@@ -2,7 +2,7 @@
 // assets/, named by content hash (served with a year-long cache), and index.html naming them
 // (served no-cache). The page loads nothing else: no CDN, no fonts, no network at run time,
 // and no inline script, so the strict Content-Security-Policy of src/api/ui.ts holds.
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { build } from 'esbuild';
 
@@ -19,26 +19,42 @@ export function uiBuildOptions(outdir) {
     target: ['chrome110', 'firefox110', 'safari16'],
     jsx: 'automatic',
     jsxImportSource: 'preact',
-    metafile: true,
+    // Written below, atomically: a running skep serve (or a parallel test) may be reading them.
+    write: false,
     sourcemap: false,
     legalComments: 'none',
     logLevel: 'warning',
   };
 }
 
+/**
+ * Writes a file only when its content changed, through a temporary name and a rename, so a
+ * reader (a running server, a test that builds the same UI at the same time) never sees a
+ * half-written file.
+ */
+function writeAtomic(path, content) {
+  const bytes = Buffer.from(content);
+  if (existsSync(path) && readFileSync(path).equals(bytes)) return;
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, bytes);
+  renameSync(tmp, path);
+}
+
 /** Builds the UI into `outdir` (default dist/ui); returns the asset file names. */
 export async function buildUi(outdir = 'dist/ui') {
   const result = await build(uiBuildOptions(outdir));
-  const outputs = Object.keys(result.metafile.outputs).map((path) => basename(path));
+  mkdirSync(join(outdir, 'assets'), { recursive: true });
+  for (const file of result.outputFiles) writeAtomic(file.path, file.contents);
+  const outputs = result.outputFiles.map((file) => basename(file.path));
   const script = outputs.find((name) => name.endsWith('.js'));
   const style = outputs.find((name) => name.endsWith('.css'));
   if (script === undefined || style === undefined)
     throw new Error('the UI build made no script or stylesheet');
   // Assets of earlier builds go; the page only ever names this build's.
   for (const name of readdirSync(join(outdir, 'assets')))
-    if (!outputs.includes(name)) rmSync(join(outdir, 'assets', name), { force: true });
-  mkdirSync(outdir, { recursive: true });
-  writeFileSync(
+    if (!outputs.includes(name) && !name.endsWith('.tmp'))
+      rmSync(join(outdir, 'assets', name), { force: true });
+  writeAtomic(
     join(outdir, 'index.html'),
     [
       '<!doctype html>',
