@@ -15,6 +15,7 @@
 import { loadavg } from 'node:os';
 import { createOptimizer, type McpTool } from '../src/vmcp/optimizer/index.js';
 import { syntheticTools } from '../test/fixtures/mcp/synthetic-tools.mjs';
+import { measureVmcpEndpoint } from './lib/vmcp-endpoint.js';
 import { phase, round } from './lib/workloads.js';
 
 const FIND_TOOLS = 1_000;
@@ -140,4 +141,9 @@ const result: Record<string, unknown> = {
   pass: (find['p99_ms'] as number) <= 2 && (bytes['reduction_percent'] as number) >= 80,
 };
 // Endpoint scenarios (bench/lib/vmcp-endpoint.ts) are merged into `result` here.
+if (process.env['BENCH_VMCP_ENDPOINT'] !== '0') {
+  const endpoint = await measureVmcpEndpoint((msg) => process.stderr.write(`vmcp bench: ${msg}\n`));
+  Object.assign(result, endpoint);
+  result['pass'] = result['pass'] === true && endpoint['endpoint_pass'] === true;
+}
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -104,6 +104,8 @@ const RECORD_CHECK_INTERVAL_MS = 2000;
 /** `session_mode: per-session`: most concurrent server processes, and their idle timeout. */
 export const PER_SESSION_MAX_CHILDREN = 16;
 export const PER_SESSION_IDLE_MS = 30 * 60_000;
+/** `vmcp`: most live client sessions of a virtual MCP server (the reference's per-pod LRU size). */
+export const VMCP_MAX_SESSIONS = 1000;
 
 /** Runs until stopped or until it gives up; returns the process exit code. */
 export async function runWorkload(options: RunnerOptions): Promise<number> {
@@ -326,7 +328,8 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
               spawn:
                 virtual?.spawn ??
                 sessionServerSpawner(runtimeForSessions, serverSpec(runConfig, env, logFile)),
-              maxChildren: PER_SESSION_MAX_CHILDREN,
+              // A virtual session is in-process and cheap: as many as the reference keeps live (§1.8).
+              maxChildren: virtual === undefined ? PER_SESSION_MAX_CHILDREN : VMCP_MAX_SESSIONS,
               idleMs: PER_SESSION_IDLE_MS,
             },
           }

@@ -1,0 +1,153 @@
+/**
+ * The virtual MCP endpoint scenarios of `bench/vmcp.bench.ts` (issue 20), on the built CLI and
+ * real runner processes:
+ * - `tools/call` through a virtual workload vs directly to its one backend (an echo workload),
+ *   interleaved rounds at concurrency 1 and 32 (targets: ≤ 1.3× p50 at c1, ≥ 70 % throughput
+ *   at c32);
+ * - aggregated `tools/list` over 10 backends × 50 tools (many-tools-server.mjs), warm (the
+ *   session's lists are cached until a backend or list changes): p50 target ≤ 5 ms.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import { bundleCli, cli, measureWorkloads, phase, root, round } from './workloads.js';
+
+const MANY_TOOLS = join(root, 'test/fixtures/mcp/many-tools-server.mjs');
+const LIST_CALLS = Number(process.env['BENCH_LIST_CALLS'] ?? 300);
+
+async function listSession(pool: Pool): Promise<() => Promise<number>> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+  };
+  const init = await pool.request({
+    path: '/mcp',
+    method: 'POST',
+    headers,
+    body: '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}',
+  });
+  await init.body.text();
+  headers['mcp-session-id'] = String(init.headers['mcp-session-id']);
+  headers['mcp-protocol-version'] = '2025-06-18';
+  await (
+    await pool.request({
+      path: '/mcp',
+      method: 'POST',
+      headers,
+      body: '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    })
+  ).body.text();
+  let id = 1;
+  return async () => {
+    const res = await pool.request({
+      path: '/mcp',
+      method: 'POST',
+      headers,
+      body: `{"jsonrpc":"2.0","id":${id++},"method":"tools/list"}`,
+    });
+    const text = await res.body.text();
+    if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
+    return (JSON.parse(text) as { result: { tools: unknown[] } }).result.tools.length;
+  };
+}
+
+export async function measureVmcpEndpoint(log: (msg: string) => void): Promise<Record<string, unknown>> {
+  bundleCli();
+  const dir = mkdtempSync(join(tmpdir(), 'skep-bench-vmcp-'));
+  const env: NodeJS.ProcessEnv = Object.assign({}, process.env, { SKEP_HOME: dir });
+  const started: string[] = [];
+  try {
+    for (const g of ['bench', 'wide']) cli(env, ['group', 'create', g]);
+    // tools/call: the echo workload directly ("none") and through a virtual workload over it.
+    const { summary } = await measureWorkloads(
+      env,
+      dir,
+      {
+        none: { group: 'bench' },
+        vmcp: {
+          group: 'bench',
+          image: '',
+          cmd_args: [],
+          vmcp: { aggregation: { conflictResolutionConfig: { prefixOnlyConflicts: true } } },
+        },
+      },
+      { log, started: (name) => started.push(name) },
+    );
+    const none = summary['none'] ?? {};
+    const vmcp = summary['vmcp'] ?? {};
+    const c1Ratio = (vmcp['c1_p50_ms'] ?? 0) / (none['c1_p50_ms'] ?? 1);
+    const c32Kept = (vmcp['c32_calls_per_s'] ?? 0) / (none['c32_calls_per_s'] ?? 1);
+
+    // tools/list over 10 backends × 50 tools.
+    for (let i = 0; i < 10; i++) {
+      const name = `many-${i}`;
+      log(`starting ${name}`);
+      const run = cli(env, [
+        'run',
+        `cmd://${process.execPath}`,
+        '--name',
+        name,
+        '--group',
+        'wide',
+        '--env',
+        'MANY_TOOLS_COUNT=50',
+        '--env',
+        `MANY_TOOLS_OFFSET=${i * 50}`,
+        '--',
+        MANY_TOOLS,
+      ]);
+      if (run.status !== 0) throw new Error(`skep run ${name} failed: ${run.stderr}`);
+      started.push(name);
+    }
+    const made = cli(env, ['vmcp', 'wide', '--name', 'wide-hub', '--json']);
+    if (made.status !== 0) throw new Error(`skep vmcp failed: ${made.stderr}`);
+    started.push('wide-hub');
+    const port = (JSON.parse(made.stdout) as { port: number }).port;
+    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 4 });
+    let listed = 0;
+    let cold = 0;
+    let warm;
+    try {
+      const list = await listSession(pool);
+      // The group's 10 workloads are seen by the virtual workload's store watch within 0.5 s.
+      const deadline = Date.now() + 30_000;
+      const t0 = performance.now();
+      while ((listed = await list()) < 500 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 200));
+      cold = performance.now() - t0;
+      warm = await phase(
+        [
+          async () => {
+            await list();
+          },
+        ],
+        LIST_CALLS,
+      );
+    } finally {
+      await pool.close();
+    }
+    return {
+      tools_call: {
+        direct: none,
+        through_vmcp: vmcp,
+        c1_p50_ratio: round(c1Ratio, 3),
+        target_c1_p50_ratio: 1.3,
+        c32_throughput_kept: round(c32Kept, 3),
+        target_c32_throughput_kept: 0.7,
+      },
+      aggregated_tools_list: {
+        backends: 10,
+        tools: listed,
+        first_full_list_ms: round(cold, 1),
+        warm_p50_ms: warm.p50_ms,
+        warm_p99_ms: warm.p99_ms,
+        target_warm_p50_ms: 5,
+      },
+      endpoint_pass: c1Ratio <= 1.3 && c32Kept >= 0.7 && listed === 500 && warm.p50_ms <= 5,
+    };
+  } finally {
+    for (const name of started.reverse()) cli(env, ['rm', name]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
