@@ -17,7 +17,7 @@ import { registerUi } from './commands/ui.js';
 import { registerVmcp } from './commands/vmcp.js';
 import { registerWorkloads } from './commands/workloads.js';
 import { endQuietlyOnClosedOutput, reportError } from './errors.js';
-import { printJson } from './output.js';
+import { type JsonOpt, printOutcome } from './output.js';
 
 export function buildProgram(): Command {
   const program = new Command();
@@ -33,10 +33,7 @@ export function buildProgram(): Command {
     .command('version')
     .description('Print the version')
     .option('--json', 'print JSON')
-    .action((opts: { json?: boolean }) => {
-      if (opts.json === true) printJson({ version: SKEP_VERSION });
-      else process.stdout.write(`skep ${SKEP_VERSION}\n`);
-    });
+    .action((opts: JsonOpt) => printOutcome(opts, { version: SKEP_VERSION }, `skep ${SKEP_VERSION}`));
 
   registerServe(program);
   registerUi(program);

@@ -1,7 +1,7 @@
 /** `skep client status|list|register|remove`: discover clients and manage their registrations. */
 import type { Command } from 'commander';
 import { withContext } from '../context.js';
-import { printJson, printTable } from '../output.js';
+import { type JsonOpt, printListing, printOutcome } from '../output.js';
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
@@ -14,14 +14,14 @@ export function registerClient(program: Command): void {
     .command('status')
     .description('Show every supported client: installed, registered, skills support')
     .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean }) => {
+    .action(async (opts: JsonOpt) => {
       const clients = await withContext((ctx) => ctx.clients.status());
-      if (opts.json === true) printJson({ clients });
-      else
-        printTable(
-          ['CLIENT', 'INSTALLED', 'REGISTERED', 'SKILLS'],
-          clients.map((c) => [c.client_type, c.installed, c.registered, c.supports_skills]),
-        );
+      printListing(
+        opts,
+        { clients },
+        ['CLIENT', 'INSTALLED', 'REGISTERED', 'SKILLS'],
+        clients.map((c) => [c.client_type, c.installed, c.registered, c.supports_skills]),
+      );
     });
 
   client
@@ -29,14 +29,14 @@ export function registerClient(program: Command): void {
     .alias('ls')
     .description('List registered clients and their groups')
     .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean }) => {
+    .action(async (opts: JsonOpt) => {
       const clients = await withContext((ctx) => ctx.clients.list());
-      if (opts.json === true) printJson(clients);
-      else
-        printTable(
-          ['CLIENT', 'GROUPS'],
-          clients.map((c) => [c.name, c.groups.join(',')]),
-        );
+      printListing(
+        opts,
+        clients,
+        ['CLIENT', 'GROUPS'],
+        clients.map((c) => [c.name, c.groups.join(',')]),
+      );
     });
 
   client
@@ -46,10 +46,9 @@ export function registerClient(program: Command): void {
     )
     .option('--group <name>', 'group to register in (repeatable)', collect, [])
     .option('--json', 'print JSON')
-    .action(async (type: string, opts: { group: string[]; json?: boolean }) => {
+    .action(async (type: string, opts: { group: string[] } & JsonOpt) => {
       const result = await withContext((ctx) => ctx.clients.register(type, opts.group));
-      if (opts.json === true) printJson(result);
-      else process.stdout.write(`client ${result.name} registered in ${result.groups.join(', ')}\n`);
+      printOutcome(opts, result, `client ${result.name} registered in ${result.groups.join(', ')}`);
     });
 
   client
@@ -60,11 +59,13 @@ export function registerClient(program: Command): void {
     )
     .option('--group <name>', 'only unregister from this group (repeatable)', collect, [])
     .option('--json', 'print JSON')
-    .action(async (type: string, opts: { group: string[]; json?: boolean }) => {
+    .action(async (type: string, opts: { group: string[] } & JsonOpt) => {
       await withContext((ctx) => ctx.clients.unregisterMany([type], opts.group));
       const scope = opts.group.length > 0 ? ` from ${opts.group.join(', ')}` : '';
-      if (opts.json === true)
-        printJson({ name: type, removed_from: opts.group.length > 0 ? opts.group : 'all' });
-      else process.stdout.write(`client ${type} unregistered${scope}\n`);
+      printOutcome(
+        opts,
+        { name: type, removed_from: opts.group.length > 0 ? opts.group : 'all' },
+        `client ${type} unregistered${scope}`,
+      );
     });
 }

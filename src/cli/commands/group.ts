@@ -1,7 +1,7 @@
 /** `skep group list|create|rm`. */
 import type { Command } from 'commander';
 import { withContext } from '../context.js';
-import { printJson, printTable } from '../output.js';
+import { type JsonOpt, printListing, printOutcome } from '../output.js';
 
 export function registerGroup(program: Command): void {
   const group = program.command('group').description('Manage groups of workloads');
@@ -11,25 +11,23 @@ export function registerGroup(program: Command): void {
     .alias('ls')
     .description('List groups')
     .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean }) => {
+    .action(async (opts: JsonOpt) => {
       const groups = await withContext((ctx) => ctx.groups.list());
-      if (opts.json === true)
-        printJson({ groups: groups.map(({ name, registered_clients }) => ({ name, registered_clients })) });
-      else
-        printTable(
-          ['NAME', 'CLIENTS'],
-          groups.map((g) => [g.name, g.registered_clients.join(',')]),
-        );
+      printListing(
+        opts,
+        { groups: groups.map(({ name, registered_clients }) => ({ name, registered_clients })) },
+        ['NAME', 'CLIENTS'],
+        groups.map((g) => [g.name, g.registered_clients.join(',')]),
+      );
     });
 
   group
     .command('create <name>')
     .description('Create a group')
     .option('--json', 'print JSON')
-    .action(async (name: string, opts: { json?: boolean }) => {
+    .action(async (name: string, opts: JsonOpt) => {
       const created = await withContext((ctx) => ctx.groups.create(name));
-      if (opts.json === true) printJson({ name: created.name });
-      else process.stdout.write(`group ${created.name} created\n`);
+      printOutcome(opts, { name: created.name }, `group ${created.name} created`);
     });
 
   group

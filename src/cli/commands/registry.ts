@@ -3,11 +3,7 @@ import type { Command } from 'commander';
 import type { CatalogServer } from '../../registry/index.js';
 import { SkepError } from '../../shared/index.js';
 import { withContext } from '../context.js';
-import { printJson, printTable } from '../output.js';
-
-interface JsonOpt {
-  json?: boolean;
-}
+import { type JsonOpt, printJson, printListing, printOutcome } from '../output.js';
 
 /** Every matching server, following pages of the catalog view. */
 async function allServers(
@@ -34,31 +30,25 @@ function transportOf(s: CatalogServer): string {
   return s.remotes?.[0]?.type ?? s.packages?.[0]?.transport.type ?? '-';
 }
 
-function printServers(servers: CatalogServer[], json: boolean): void {
-  if (json) {
-    printJson({ servers });
-    return;
-  }
-  printTable(
-    ['NAME', 'KIND', 'TRANSPORT', 'DESCRIPTION'],
-    servers.map((s) => [s.name, kindOf(s), transportOf(s), s.description]),
-  );
-}
-
 export function registerRegistry(program: Command): void {
   const registry = program
     .command('registry')
     .description('Browse the server registry and choose its source');
 
-  const list = (q: string | undefined) =>
-    withContext((ctx) =>
+  /** Every server matching `q` (all of them without one), with the registry's warning on stderr. */
+  const printServers = async (q: string | undefined, opts: JsonOpt) => {
+    const { servers, warning } = await withContext((ctx) =>
       allServers((query, page) => ctx.registry.listCatalogServers({ q: query, page, limit: 200 }), q).then(
-        (servers) => ({ servers, warning: ctx.registry.lastWarning() }),
+        (found) => ({ servers: found, warning: ctx.registry.lastWarning() }),
       ),
     );
-
-  const warnOf = (warning: string | undefined) => {
     if (warning !== undefined) process.stderr.write(`warning: ${warning}\n`);
+    printListing(
+      opts,
+      { servers },
+      ['NAME', 'KIND', 'TRANSPORT', 'DESCRIPTION'],
+      servers.map((s) => [s.name, kindOf(s), transportOf(s), s.description]),
+    );
   };
 
   registry
@@ -66,21 +56,13 @@ export function registerRegistry(program: Command): void {
     .alias('ls')
     .description('List every server of the registry')
     .option('--json', 'print JSON')
-    .action(async (opts: JsonOpt) => {
-      const { servers, warning } = await list(undefined);
-      warnOf(warning);
-      printServers(servers, opts.json === true);
-    });
+    .action((opts: JsonOpt) => printServers(undefined, opts));
 
   registry
     .command('search <query>')
     .description('List servers whose name or description contains <query> (case-insensitive)')
     .option('--json', 'print JSON')
-    .action(async (query: string, opts: JsonOpt) => {
-      const { servers, warning } = await list(query);
-      warnOf(warning);
-      printServers(servers, opts.json === true);
-    });
+    .action((query: string, opts: JsonOpt) => printServers(query, opts));
 
   registry
     .command('info <name>')
@@ -163,8 +145,7 @@ export function registerRegistry(program: Command): void {
             allow_private_ip: opts.allowPrivateIp === true,
           }),
         );
-        if (opts.json === true) printJson(result);
-        else process.stdout.write(`registry source set (type ${result.type})\n`);
+        printOutcome(opts, result, `registry source set (type ${result.type})`);
       },
     );
 
@@ -174,7 +155,6 @@ export function registerRegistry(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: JsonOpt) => {
       const result = await withContext((ctx) => ctx.registry.refresh('default'));
-      if (opts.json === true) printJson(result);
-      else process.stdout.write(`registry refreshed: ${result.server_count} servers (type ${result.type})\n`);
+      printOutcome(opts, result, `registry refreshed: ${result.server_count} servers (type ${result.type})`);
     });
 }

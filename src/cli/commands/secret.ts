@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { SecretsService } from '../../secrets/index.js';
 import { definedOnly, SkepError } from '../../shared/index.js';
 import { withContext } from '../context.js';
-import { printJson, printTable } from '../output.js';
+import { type JsonOpt, printListing, printOutcome } from '../output.js';
 
 /** Reads a line without echoing it; undefined when there is no terminal. */
 async function promptHidden(question: string): Promise<string | undefined> {
@@ -66,11 +66,10 @@ async function withSecrets<T>(fn: (secrets: SecretsService) => Promise<T>): Prom
   });
 }
 
-interface SetupOptions {
+interface SetupOptions extends JsonOpt {
   provider: string;
   passwordStdin?: boolean;
   changePassword?: boolean;
-  json?: boolean;
 }
 
 export function registerSecret(program: Command): void {
@@ -119,8 +118,7 @@ export function registerSecret(program: Command): void {
           ...definedOnly({ password, new_password: newPassword }),
         }),
       );
-      if (opts.json === true) printJson(result);
-      else process.stdout.write(`${result.message}\n`);
+      printOutcome(opts, result, result.message);
     });
 
   secret
@@ -155,14 +153,14 @@ export function registerSecret(program: Command): void {
     .alias('ls')
     .description('List secret names (never values)')
     .option('--json', 'print JSON')
-    .action(async (opts: { json?: boolean }) => {
+    .action(async (opts: JsonOpt) => {
       const keys = await withSecrets((s) => s.listKeys());
-      if (opts.json === true) printJson({ keys });
-      else
-        printTable(
-          ['KEY', 'DESCRIPTION'],
-          keys.map((k) => [k.key, k.description]),
-        );
+      printListing(
+        opts,
+        { keys },
+        ['KEY', 'DESCRIPTION'],
+        keys.map((k) => [k.key, k.description]),
+      );
     });
 
   secret

@@ -4,11 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { definedOnly } from '../../shared/index.js';
 import { withContext } from '../context.js';
-import { printJson, printTable } from '../output.js';
-
-interface JsonOpt {
-  json?: boolean;
-}
+import { type JsonOpt, printJson, printListing, printOutcome, printTable } from '../output.js';
 
 /** Exit codes of `sync` and `upgrade` (skills reference §1.7). */
 const EXIT_CHECK_FAILED = 2;
@@ -50,8 +46,7 @@ export function registerSkill(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (path: string, opts: JsonOpt & { tag?: string }) => {
       const out = await withContext((ctx) => ctx.skills.build(resolve(path), opts.tag));
-      if (opts.json === true) printJson(out);
-      else process.stdout.write(`${out.reference}\n`);
+      printOutcome(opts, out, out.reference);
     });
 
   skill
@@ -60,8 +55,7 @@ export function registerSkill(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (reference: string, opts: JsonOpt) => {
       await withContext((ctx) => ctx.skills.push({ reference }));
-      if (opts.json === true) printJson({ reference });
-      else process.stdout.write(`pushed ${reference}\n`);
+      printOutcome(opts, { reference }, `pushed ${reference}`);
     });
 
   skill
@@ -70,12 +64,12 @@ export function registerSkill(program: Command): void {
     .option('--json', 'print JSON')
     .action(async (opts: JsonOpt) => {
       const builds = await withContext((ctx) => ctx.skills.builds());
-      if (opts.json === true) printJson({ builds });
-      else
-        printTable(
-          ['TAG', 'NAME', 'VERSION', 'DIGEST'],
-          builds.map((b) => [b.tag, b.name, b.version, b.digest]),
-        );
+      printListing(
+        opts,
+        { builds },
+        ['TAG', 'NAME', 'VERSION', 'DIGEST'],
+        builds.map((b) => [b.tag, b.name, b.version, b.digest]),
+      );
     });
 
   skill
@@ -132,11 +126,11 @@ export function registerSkill(program: Command): void {
             allow_unsigned: opts.allowUnsigned === true,
           }),
         );
-        if (opts.json === true) printJson({ skill: installed });
-        else
-          process.stdout.write(
-            `installed ${installed.metadata.name} (${installed.digest}) for ${installed.clients.join(', ')}\n`,
-          );
+        printOutcome(
+          opts,
+          { skill: installed },
+          `installed ${installed.metadata.name} (${installed.digest}) for ${installed.clients.join(', ')}`,
+        );
       },
     );
 
@@ -158,18 +152,12 @@ export function registerSkill(program: Command): void {
             ...definedOnly({ group: opts.group }),
           }),
         );
-        if (opts.json === true) printJson({ skills });
-        else
-          printTable(
-            ['NAME', 'VERSION', 'SCOPE', 'CLIENTS', 'REFERENCE'],
-            skills.map((s) => [
-              s.metadata.name,
-              s.metadata.version,
-              s.scope,
-              s.clients.join(','),
-              s.reference,
-            ]),
-          );
+        printListing(
+          opts,
+          { skills },
+          ['NAME', 'VERSION', 'SCOPE', 'CLIENTS', 'REFERENCE'],
+          skills.map((s) => [s.metadata.name, s.metadata.version, s.scope, s.clients.join(','), s.reference]),
+        );
       },
     );
 
@@ -291,17 +279,17 @@ export function registerSkill(program: Command): void {
           }
           throw err;
         }
-        if (opts.json === true) printJson(result);
-        else
-          printTable(
-            ['SKILL', 'STATUS', 'FROM', 'TO'],
-            result.outcomes.map((o) => [
-              o.name,
-              o.error === undefined ? o.status : `${o.status}: ${o.error}`,
-              o.old_digest,
-              o.new_digest,
-            ]),
-          );
+        printListing(
+          opts,
+          result,
+          ['SKILL', 'STATUS', 'FROM', 'TO'],
+          result.outcomes.map((o) => [
+            o.name,
+            o.error === undefined ? o.status : `${o.status}: ${o.error}`,
+            o.old_digest,
+            o.new_digest,
+          ]),
+        );
         if (result.outcomes.some((o) => o.status === 'failed')) process.exitCode = EXIT_PARTIAL;
       },
     );

@@ -10,7 +10,7 @@ import { definedOnly, SkepError } from '../../shared/index.js';
 import { type CreateWorkloadRequest, type Transport, tailFile } from '../../workloads/index.js';
 import { withContext } from '../context.js';
 import { UsageError } from '../errors.js';
-import { printJson, printTable } from '../output.js';
+import { type JsonOpt, printJson, printListing, printOutcome } from '../output.js';
 import type { StartFailure } from '../start-failure.js';
 import { defaultWaitMs, failureDetails, type StartOutcome, waitForStart } from '../start-wait.js';
 
@@ -251,29 +251,19 @@ export function registerWorkloads(program: Command): void {
     .option('-a, --all', 'include stopped workloads')
     .option('--group <group>', 'only this group')
     .option('--json', 'print JSON')
-    .action(async (opts: { all?: boolean; group?: string; json?: boolean }) => {
+    .action(async (opts: JsonOpt & { all?: boolean; group?: string }) => {
       const workloads = await withContext((ctx) =>
         ctx.workloads.list({
           all: opts.all === true,
           ...definedOnly({ group: opts.group }),
         }),
       );
-      if (opts.json === true) printJson({ workloads });
-      else {
-        printTable(
-          ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'SANDBOX', 'CREATED'],
-          workloads.map((w) => [
-            w.name,
-            w.package,
-            w.status,
-            w.url,
-            w.port,
-            w.group,
-            w.sandbox,
-            w.created_at,
-          ]),
-        );
-      }
+      printListing(
+        opts,
+        { workloads },
+        ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'SANDBOX', 'CREATED'],
+        workloads.map((w) => [w.name, w.package, w.status, w.url, w.port, w.group, w.sandbox, w.created_at]),
+      );
     });
 
   program
@@ -284,7 +274,7 @@ export function registerWorkloads(program: Command): void {
     .option('-a, --all', 'include stopped workloads')
     .option('--group <group>', 'only this group')
     .option('--json', 'print JSON')
-    .action(async (name: string | undefined, opts: { all?: boolean; group?: string; json?: boolean }) => {
+    .action(async (name: string | undefined, opts: JsonOpt & { all?: boolean; group?: string }) => {
       const results = await withContext(async (ctx) =>
         name !== undefined
           ? [await ctx.workloads.upgradeCheck(name)]
@@ -293,19 +283,18 @@ export function registerWorkloads(program: Command): void {
               ...definedOnly({ group: opts.group }),
             }),
       );
-      if (opts.json === true) printJson(name !== undefined ? { result: results[0] } : { results });
-      else {
-        printTable(
-          ['NAME', 'STATUS', 'CURRENT', 'CANDIDATE', 'NEEDS'],
-          results.map((r) => [
-            r.workload_name,
-            r.status,
-            r.current_image,
-            r.candidate_image ?? '',
-            (r.env_var_drift?.added ?? []).map((v) => v.name).join(','),
-          ]),
-        );
-      }
+      printListing(
+        opts,
+        name !== undefined ? { result: results[0] } : { results },
+        ['NAME', 'STATUS', 'CURRENT', 'CANDIDATE', 'NEEDS'],
+        results.map((r) => [
+          r.workload_name,
+          r.status,
+          r.current_image,
+          r.candidate_image ?? '',
+          (r.env_var_drift?.added ?? []).map((v) => v.name).join(','),
+        ]),
+      );
     });
 
   program
@@ -314,15 +303,14 @@ export function registerWorkloads(program: Command): void {
     .option('-e, --env <KEY=VALUE>', 'environment variable to add or override (repeatable)', collect, [])
     .option('--secret <name,target=ENV>', 'secret reference to add (repeatable)', collect, [])
     .option('--json', 'print JSON')
-    .action(async (name: string, opts: { env: string[]; secret: string[]; json?: boolean }) => {
+    .action(async (name: string, opts: JsonOpt & { env: string[]; secret: string[] }) => {
       const result = await withContext((ctx) =>
         ctx.workloads.upgrade(name, {
           ...(opts.env.length === 0 ? {} : { env: parseEnv(opts.env) }),
           ...(opts.secret.length === 0 ? {} : { secrets: opts.secret }),
         }),
       );
-      if (opts.json === true) printJson({ result });
-      else process.stdout.write(`workload ${name}: ${result.status} (${result.current_image})\n`);
+      printOutcome(opts, { result }, `workload ${name}: ${result.status} (${result.current_image})`);
     });
 
   for (const [verb, description] of [
