@@ -69,6 +69,7 @@ export class VirtualSession {
   /** Serialized lists last announced, per kind, to tell whether a change is worth a list_changed. */
   #announced: Record<string, string> | undefined;
   #logLevel: string | undefined;
+  #toolsJson: { of: Aggregated; text: string } | undefined;
   #tail = '';
   #closed = false;
 
@@ -234,7 +235,13 @@ export class VirtualSession {
       case 'tools/list': {
         const lists = await this.#lists();
         const optimizer = await this.#host.optimizer();
-        this.#reply(id, { tools: optimizer === undefined ? lists.tools : optimizer.tools() });
+        if (optimizer !== undefined) {
+          this.#reply(id, { tools: optimizer.tools() });
+          return;
+        }
+        // Serialized once per aggregation: a warm list is one string concatenation.
+        if (this.#toolsJson?.of !== lists) this.#toolsJson = { of: lists, text: JSON.stringify(lists.tools) };
+        this.#send(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"tools":${this.#toolsJson.text}}}`);
         return;
       }
       case 'prompts/list':
