@@ -3,7 +3,8 @@
  * temporary HOME (client configurations are written there, never into the real one):
  * Secrets (set up the provider, add a secret, listed without its value, update, delete),
  * Clients (register and unregister Cursor in a group: its config file changes), Groups,
- * Skills (validate a directory, install a local build, uninstall), Registry source; every
+ * Skills (validate a directory, install a local build by reference and from the catalog,
+ * uninstall), Registry source; every
  * page loads with no console error and no request off loopback; keyboard and themes; a
  * screenshot of each main page (light theme, 1280×800) into docs/screenshots/.
  */
@@ -140,6 +141,39 @@ test(
     page.once('dialog', (dialog) => void dialog.accept());
     await page.getByRole('button', { name: 'Uninstall ui-skill' }).click();
     await page.getByText('No skills installed').waitFor();
+
+    // Install from the catalog: a registry (a local file) that lists the local build as a skill.
+    const skillRegistry = join(ui.home, 'skills-registry.json');
+    writeFileSync(
+      skillRegistry,
+      JSON.stringify({
+        version: '1.0.0',
+        meta: { last_updated: '2026-11-01T00:00:00Z' },
+        data: {
+          servers: [],
+          skills: [
+            {
+              namespace: 'io.example',
+              name: 'ui-skill',
+              description: 'A skill for the UI test.',
+              version: '1.0.0',
+              packages: [{ registryType: 'oci', identifier: 'ui-skill' }],
+            },
+          ],
+        },
+      }),
+    );
+    const pointed = await ui.call('PUT', '/api/v1beta/registry/default', { local_path: skillRegistry });
+    assert.equal(pointed.status, 200, await pointed.clone().text());
+    await nav('Catalog').click();
+    await page.getByRole('tab', { name: 'Skills' }).click();
+    const card = page.getByRole('list', { name: 'Catalog skills' }).locator('li', { hasText: 'ui-skill' });
+    await card.getByRole('button', { name: 'Install' }).click();
+    await page.getByRole('status').filter({ hasText: 'Installed ui-skill' }).waitFor();
+    await nav('Skills').click();
+    await page.getByRole('button', { name: 'Uninstall ui-skill' }).waitFor();
+    const back = await ui.call('PUT', '/api/v1beta/registry/default', {});
+    assert.equal(back.status, 200, 'back to the built-in catalog');
 
     // The built-in catalog: servers, and the skills tab.
     await nav('Catalog').click();
