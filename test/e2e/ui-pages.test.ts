@@ -1,12 +1,12 @@
 /**
  * Issue 22, the other pages of the web UI in Chromium against a real `skep serve`, with a
- * temporary HOME (client configurations are written there, never into the real one):
- * Secrets (set up the provider, add a secret, listed without its value, update, delete),
- * Clients (register and unregister Cursor in a group: its config file changes), Groups,
- * Skills (validate a directory, install a local build by reference and from the catalog,
- * uninstall), Registry source; every
- * page loads with no console error and no request off loopback; keyboard and themes; a
- * screenshot of each main page (light theme, 1280×800) into docs/screenshots/.
+ * temporary HOME (client configurations are looked up and written there, never in the real
+ * one): Secrets (set up the provider, add a secret, listed without its value, update, delete,
+ * a refusal shown), Clients (register and unregister Cursor in a group), Groups, Skills
+ * (validate a directory, install a local build by reference and from the catalog, uninstall),
+ * Registry source; keyboard, themes and logout; no console error and no request off loopback;
+ * a screenshot of each main page (light theme, 1280×800; docs/screenshots/ under
+ * SKEP_UPDATE_SCREENSHOTS=1).
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
