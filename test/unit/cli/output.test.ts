@@ -6,10 +6,10 @@ import { printListing, printOutcome } from '../../../src/cli/output.js';
 function stdoutOf(fn: () => void): string {
   const chunks: string[] = [];
   const write = process.stdout.write;
-  process.stdout.write = ((chunk: string) => {
+  process.stdout.write = (chunk: string) => {
     chunks.push(chunk);
     return true;
-  }) as typeof process.stdout.write;
+  };
   try {
     fn();
   } finally {
