@@ -121,6 +121,9 @@ const inApp =
   (...segments: string[]): PathFn =>
   (env, platform) =>
     join(appPrefix(env, platform), ...segments);
+/** A settings file of a VS Code extension, kept in the editor's global storage under its id. */
+const inVsCodeExtension = (extensionId: string, file: string): PathFn =>
+  inApp('Code', 'User', 'globalStorage', extensionId, 'settings', file);
 /** `~/.config/<segments>` on Unix, `%APPDATA%/<windows>` on Windows. */
 const inDotConfig =
   (segments: string[], windows: string[] = segments): PathFn =>
@@ -153,14 +156,7 @@ const SPECS: Record<ClientType, Spec> = {
   'roo-code': {
     format: 'json',
     layout: MCP_SERVERS,
-    path: inApp(
-      'Code',
-      'User',
-      'globalStorage',
-      'rooveterinaryinc.roo-cline',
-      'settings',
-      'mcp_settings.json',
-    ),
+    path: inVsCodeExtension('rooveterinaryinc.roo-cline', 'mcp_settings.json'),
     typeValues: { sse: 'sse', 'streamable-http': 'streamable-http' },
     skills: ['.roo', 'skills'],
     deprecated: 'roo-code is deprecated upstream; prefer cline',
@@ -168,14 +164,7 @@ const SPECS: Record<ClientType, Spec> = {
   cline: {
     format: 'json',
     layout: MCP_SERVERS,
-    path: inApp(
-      'Code',
-      'User',
-      'globalStorage',
-      'saoudrizwan.claude-dev',
-      'settings',
-      'cline_mcp_settings.json',
-    ),
+    path: inVsCodeExtension('saoudrizwan.claude-dev', 'cline_mcp_settings.json'),
     typeValues: { sse: 'sse', 'streamable-http': 'streamableHttp' },
     skills: ['.cline', 'skills'],
   },

@@ -154,6 +154,32 @@ test('catalog: paths follow HOME, XDG_CONFIG_HOME and APPDATA per platform', () 
     join('/h', '.copilot', 'skills'),
   );
   assert.equal(clientDefinition('zed').skillsDir({ HOME: '/h' }, 'linux'), undefined);
+  // The VS Code extensions keep their settings in the editor's global storage.
+  assert.equal(
+    clientDefinition('cline').configPath({ HOME: '/h' }, 'linux'),
+    join(
+      '/h',
+      '.config',
+      'Code',
+      'User',
+      'globalStorage',
+      'saoudrizwan.claude-dev',
+      'settings',
+      'cline_mcp_settings.json',
+    ),
+  );
+  assert.equal(
+    clientDefinition('roo-code').configPath({ HOME: '/h', APPDATA: '/a' }, 'win32'),
+    join(
+      '/a',
+      'Code',
+      'User',
+      'globalStorage',
+      'rooveterinaryinc.roo-cline',
+      'settings',
+      'mcp_settings.json',
+    ),
+  );
 });
 
 test('a config file behind a symlink is edited in place; the link stays a link', async (t) => {
