@@ -207,3 +207,73 @@ export function PageHeader(props: { title: string; children?: ComponentChildren 
     </div>
   );
 }
+
+/**
+ * `useAction` plus the notice a page shows after a change: `change` clears the old notice, runs
+ * the call, and on success shows `done`, runs `after` (e.g. empty the form) and reloads the page's data.
+ */
+export function useChange(reload: () => Promise<void>) {
+  const action = useAction();
+  const [notice, setNotice] = useState<string | undefined>(undefined);
+  const change = async (
+    label: string,
+    call: () => Promise<unknown>,
+    done: string,
+    after?: () => void,
+  ): Promise<boolean> => {
+    setNotice(undefined);
+    if (!(await action.run(label, async () => void (await call())))) return false;
+    setNotice(done);
+    after?.();
+    await reload();
+    return true;
+  };
+  return { busy: action.busy, error: action.error, run: action.run, notice, setNotice, change };
+}
+
+/** A table with a header row of `columns`; with `items`, one `row` each, or `empty` when there are none. */
+export function DataTable<T>(props: {
+  label?: string;
+  columns: string[];
+  items: T[] | undefined;
+  empty?: ComponentChildren;
+  row: (item: T) => ComponentChildren;
+}) {
+  if (props.items === undefined) return null;
+  if (props.items.length === 0) return <>{props.empty}</>;
+  return (
+    <table class="table" aria-label={props.label}>
+      <thead>
+        <tr>
+          {props.columns.map((column) => (
+            <th key={column} scope="col">
+              {column}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{props.items.map(props.row)}</tbody>
+    </table>
+  );
+}
+
+/** A list of names, or a muted dash when it is empty. */
+export function NameList(props: { names: string[] }) {
+  return props.names.length === 0 ? <span class="muted">—</span> : <>{props.names.join(', ')}</>;
+}
+
+/** A form's submit button (disabled while an action runs), then any further buttons. */
+export function FormActions(props: {
+  busy: string | undefined;
+  submit: ComponentChildren;
+  children?: ComponentChildren;
+}) {
+  return (
+    <div class="form-actions">
+      <button type="submit" disabled={props.busy !== undefined}>
+        {props.submit}
+      </button>
+      {props.children}
+    </div>
+  );
+}

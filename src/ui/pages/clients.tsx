@@ -1,7 +1,17 @@
 /** Clients: which MCP clients are installed, and their registration per group. */
 import { useState } from 'preact/hooks';
 import { api, get, seg } from '../api.js';
-import { Empty, ErrorBox, Loading, Notice, PageHeader, useAction, useLoad } from '../components.js';
+import {
+  DataTable,
+  Empty,
+  ErrorBox,
+  Loading,
+  NameList,
+  Notice,
+  PageHeader,
+  useChange,
+  useLoad,
+} from '../components.js';
 import type { ClientRegistration, ClientStatus, Group } from '../types.js';
 
 export function ClientsPage() {
@@ -14,30 +24,21 @@ export function ClientsPage() {
     return { status, registrations, groups };
   }, []);
   const [group, setGroup] = useState('default');
-  const [notice, setNotice] = useState<string | undefined>(undefined);
-  const action = useAction();
+  const action = useChange(data.reload);
   const groupsOf = (client: string) => data.data?.registrations.find((r) => r.name === client)?.groups ?? [];
   const register = async (client: string) => {
-    setNotice(undefined);
-    if (
-      await action.run('Register', () =>
-        api('POST', '/api/v1beta/clients', { name: client, groups: [group] }),
-      )
-    ) {
-      setNotice(`Registered ${client} in ${group}: its config now lists the group's servers.`);
-      await data.reload();
-    }
+    await action.change(
+      'Register',
+      () => api('POST', '/api/v1beta/clients', { name: client, groups: [group] }),
+      `Registered ${client} in ${group}: its config now lists the group's servers.`,
+    );
   };
   const unregister = async (client: string) => {
-    setNotice(undefined);
-    if (
-      await action.run('Unregister', () =>
-        api('DELETE', `/api/v1beta/clients/${seg(client)}/groups/${seg(group)}`),
-      )
-    ) {
-      setNotice(`Unregistered ${client} from ${group}.`);
-      await data.reload();
-    }
+    await action.change(
+      'Unregister',
+      () => api('DELETE', `/api/v1beta/clients/${seg(client)}/groups/${seg(group)}`),
+      `Unregistered ${client} from ${group}.`,
+    );
   };
   return (
     <section>
@@ -63,59 +64,42 @@ export function ClientsPage() {
       </p>
       <ErrorBox error={data.error} title="Could not read the clients" />
       <ErrorBox error={action.error} title="The registration did not change" />
-      <Notice text={notice} />
+      <Notice text={action.notice} />
       {data.loading && <Loading />}
-      {data.data !== undefined && data.data.status.length === 0 && (
-        <Empty title="No supported clients">This build knows no MCP clients.</Empty>
-      )}
-      {data.data !== undefined && data.data.status.length > 0 && (
-        <table class="table" aria-label="Clients">
-          <thead>
-            <tr>
-              <th scope="col">Client</th>
-              <th scope="col">Installed</th>
-              <th scope="col">Registered in</th>
-              <th scope="col">In {group}</th>
+      <DataTable
+        label="Clients"
+        columns={['Client', 'Installed', 'Registered in', `In ${group}`]}
+        items={data.data?.status}
+        empty={<Empty title="No supported clients">This build knows no MCP clients.</Empty>}
+        row={(c) => {
+          const groups = groupsOf(c.client_type);
+          const inGroup = groups.includes(group);
+          return (
+            <tr key={c.client_type} data-client={c.client_type}>
+              <td>{c.client_type}</td>
+              <td>{c.installed ? 'yes' : <span class="muted">no</span>}</td>
+              <td>
+                <NameList names={groups} />
+              </td>
+              <td>
+                <button
+                  type="button"
+                  class="small"
+                  disabled={action.busy !== undefined}
+                  onClick={() => void (inGroup ? unregister(c.client_type) : register(c.client_type))}
+                  aria-label={
+                    inGroup
+                      ? `Unregister ${c.client_type} from ${group}`
+                      : `Register ${c.client_type} in ${group}`
+                  }
+                >
+                  {inGroup ? 'Unregister' : 'Register'}
+                </button>
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {data.data.status.map((c) => {
-              const groups = groupsOf(c.client_type);
-              const inGroup = groups.includes(group);
-              return (
-                <tr key={c.client_type} data-client={c.client_type}>
-                  <td>{c.client_type}</td>
-                  <td>{c.installed ? 'yes' : <span class="muted">no</span>}</td>
-                  <td>{groups.length === 0 ? <span class="muted">—</span> : groups.join(', ')}</td>
-                  <td>
-                    {inGroup ? (
-                      <button
-                        type="button"
-                        class="small"
-                        disabled={action.busy !== undefined}
-                        onClick={() => void unregister(c.client_type)}
-                        aria-label={`Unregister ${c.client_type} from ${group}`}
-                      >
-                        Unregister
-                      </button>
-                    ) : (
-                      <button
-                        type="button"
-                        class="small"
-                        disabled={action.busy !== undefined}
-                        onClick={() => void register(c.client_type)}
-                        aria-label={`Register ${c.client_type} in ${group}`}
-                      >
-                        Register
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      )}
+          );
+        }}
+      />
     </section>
   );
 }

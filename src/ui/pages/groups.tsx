@@ -2,14 +2,17 @@
 import { useState } from 'preact/hooks';
 import { api, get, seg } from '../api.js';
 import {
+  DataTable,
   Empty,
   ErrorBox,
   Field,
+  FormActions,
   Loading,
+  NameList,
   Notice,
   PageHeader,
   TextInput,
-  useAction,
+  useChange,
   useLoad,
 } from '../components.js';
 import type { Group, WorkloadSummary } from '../types.js';
@@ -23,16 +26,15 @@ export function GroupsPage() {
     return { groups, workloads };
   }, []);
   const [name, setName] = useState('');
-  const [notice, setNotice] = useState<string | undefined>(undefined);
-  const action = useAction();
+  const action = useChange(data.reload);
   const create = async (event: Event) => {
     event.preventDefault();
-    setNotice(undefined);
-    if (await action.run('Create', () => api('POST', '/api/v1beta/groups', { name: name.trim() }))) {
-      setNotice(`Created the group ${name.trim()}.`);
-      setName('');
-      await data.reload();
-    }
+    await action.change(
+      'Create',
+      () => api('POST', '/api/v1beta/groups', { name: name.trim() }),
+      `Created the group ${name.trim()}.`,
+      () => setName(''),
+    );
   };
   const remove = async (group: string, count: number) => {
     const withWorkloads =
@@ -41,78 +43,61 @@ export function GroupsPage() {
         `Also delete the ${count} server(s) of ${group}? Cancel keeps them (they move to default).`,
       );
     if (!window.confirm(`Delete the group ${group}?`)) return;
-    setNotice(undefined);
-    if (
-      await action.run('Delete', () =>
-        api('DELETE', `/api/v1beta/groups/${seg(group)}${withWorkloads ? '?with-workloads=true' : ''}`),
-      )
-    ) {
-      setNotice(`Deleted the group ${group}.`);
-      await data.reload();
-    }
+    await action.change(
+      'Delete',
+      () => api('DELETE', `/api/v1beta/groups/${seg(group)}${withWorkloads ? '?with-workloads=true' : ''}`),
+      `Deleted the group ${group}.`,
+    );
   };
   return (
     <section>
       <PageHeader title="Groups" />
       <ErrorBox error={data.error} title="Could not read the groups" />
       <ErrorBox error={action.error} title="The group was not changed" />
-      <Notice text={notice} />
+      <Notice text={action.notice} />
       {data.loading && <Loading />}
-      {data.data !== undefined && data.data.groups.length === 0 && (
-        <Empty title="No groups">Create one below; servers and client registrations are grouped by it.</Empty>
-      )}
-      {data.data !== undefined && data.data.groups.length > 0 && (
-        <table class="table" aria-label="Groups">
-          <thead>
-            <tr>
-              <th scope="col">Group</th>
-              <th scope="col">Servers</th>
-              <th scope="col">Clients</th>
-              <th scope="col">Actions</th>
+      <DataTable
+        label="Groups"
+        columns={['Group', 'Servers', 'Clients', 'Actions']}
+        items={data.data?.groups}
+        empty={
+          <Empty title="No groups">
+            Create one below; servers and client registrations are grouped by it.
+          </Empty>
+        }
+        row={(g) => {
+          const servers = data.data?.workloads.filter((w) => w.group === g.name).map((w) => w.name) ?? [];
+          return (
+            <tr key={g.name} data-group={g.name}>
+              <td>{g.name}</td>
+              <td>
+                <NameList names={servers} />
+              </td>
+              <td>
+                <NameList names={g.registered_clients} />
+              </td>
+              <td>
+                {g.name !== 'default' && (
+                  <button
+                    type="button"
+                    class="small danger"
+                    onClick={() => void remove(g.name, servers.length)}
+                    aria-label={`Delete the group ${g.name}`}
+                  >
+                    Delete
+                  </button>
+                )}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {data.data.groups.map((g) => {
-              const servers = data.data?.workloads.filter((w) => w.group === g.name).map((w) => w.name) ?? [];
-              return (
-                <tr key={g.name} data-group={g.name}>
-                  <td>{g.name}</td>
-                  <td>{servers.length === 0 ? <span class="muted">—</span> : servers.join(', ')}</td>
-                  <td>
-                    {g.registered_clients.length === 0 ? (
-                      <span class="muted">—</span>
-                    ) : (
-                      g.registered_clients.join(', ')
-                    )}
-                  </td>
-                  <td>
-                    {g.name !== 'default' && (
-                      <button
-                        type="button"
-                        class="small danger"
-                        onClick={() => void remove(g.name, servers.length)}
-                        aria-label={`Delete the group ${g.name}`}
-                      >
-                        Delete
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      )}
+          );
+        }}
+      />
       <form class="card form" onSubmit={(e) => void create(e)} aria-label="Create a group">
         <h2>Create a group</h2>
         <Field label="Name" required>
           <TextInput value={name} onValue={setName} required />
         </Field>
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy !== undefined}>
-            Create
-          </button>
-        </div>
+        <FormActions busy={action.busy} submit="Create" />
       </form>
     </section>
   );

@@ -4,11 +4,12 @@ import { api, get } from '../api.js';
 import {
   ErrorBox,
   Field,
+  FormActions,
   Loading,
   Notice,
   PageHeader,
   TextInput,
-  useAction,
+  useChange,
   useLoad,
 } from '../components.js';
 import type { RegistryInfo } from '../types.js';
@@ -21,26 +22,23 @@ export function RegistrySourcePage() {
   const [kind, setKind] = useState<'default' | 'url' | 'api_url' | 'local_path'>('default');
   const [value, setValue] = useState('');
   const [allowPrivate, setAllowPrivate] = useState(false);
-  const [notice, setNotice] = useState<string | undefined>(undefined);
-  const action = useAction();
+  const action = useChange(info.reload);
   const save = async (event: Event) => {
     event.preventDefault();
-    setNotice(undefined);
     const body: Record<string, unknown> = kind === 'default' ? {} : { [kind]: value.trim() };
     if (kind === 'url' || kind === 'api_url') body['allow_private_ip'] = allowPrivate;
-    if (await action.run('Save', () => api('PUT', '/api/v1beta/registry/default', body))) {
-      setNotice(
-        kind === 'default' ? 'Back to the built-in catalog.' : 'Saved: the source was read and checked.',
-      );
-      await info.reload();
-    }
+    await action.change(
+      'Save',
+      () => api('PUT', '/api/v1beta/registry/default', body),
+      kind === 'default' ? 'Back to the built-in catalog.' : 'Saved: the source was read and checked.',
+    );
   };
   const refresh = async () => {
-    setNotice(undefined);
+    action.setNotice(undefined);
     if (
       await action.run('Refresh', async () => {
         const r = await api<{ server_count: number }>('POST', '/api/v1beta/registry/default/refresh');
-        setNotice(`Reloaded: ${r.server_count} servers.`);
+        action.setNotice(`Reloaded: ${r.server_count} servers.`);
       })
     )
       await info.reload();
@@ -51,7 +49,7 @@ export function RegistrySourcePage() {
       <PageHeader title="Registry source" />
       <ErrorBox error={info.error} title="Could not read the registry" />
       <ErrorBox error={action.error} title="The source was not changed" />
-      <Notice text={notice} />
+      <Notice text={action.notice} />
       {info.loading && <Loading />}
       {r !== undefined && (
         <div class="card">
@@ -123,11 +121,7 @@ export function RegistrySourcePage() {
             Allow private and loopback addresses (and http)
           </label>
         )}
-        <div class="form-actions">
-          <button type="submit" disabled={action.busy !== undefined}>
-            Save
-          </button>
-        </div>
+        <FormActions busy={action.busy} submit="Save" />
       </form>
     </section>
   );

@@ -2,14 +2,17 @@
 import { useState } from 'preact/hooks';
 import { api, get, seg } from '../api.js';
 import {
+  DataTable,
   Empty,
   ErrorBox,
   Field,
+  FormActions,
   Loading,
   Notice,
   PageHeader,
   TextInput,
   useAction,
+  useChange,
   useLoad,
 } from '../components.js';
 import type { SecretsProvider } from '../types.js';
@@ -51,11 +54,7 @@ function ProviderSetup(props: { current: string | undefined; onDone: () => void 
         </Field>
       )}
       <ErrorBox error={action.error} title="Could not set up the provider" />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy !== undefined}>
-          {props.current === undefined ? 'Set up' : 'Reconfigure'}
-        </button>
-      </div>
+      <FormActions busy={action.busy} submit={props.current === undefined ? 'Set up' : 'Reconfigure'} />
     </form>
   );
 }
@@ -81,35 +80,32 @@ export function SecretsPage() {
   const [key, setKey] = useState('');
   const [value, setValue] = useState('');
   const [editing, setEditing] = useState<string | undefined>(undefined);
-  const [notice, setNotice] = useState<string | undefined>(undefined);
-  const action = useAction();
+  const action = useChange(keys.reload);
   const caps = provider.data?.capabilities;
   const save = async (event: Event) => {
     event.preventDefault();
-    setNotice(undefined);
     const name = editing ?? key.trim();
-    const ok = await action.run('Save', () =>
-      editing === undefined
-        ? api('POST', '/api/v1beta/secrets/default/keys', { key: name, value })
-        : api('PUT', `/api/v1beta/secrets/default/keys/${seg(name)}`, { value }),
+    await action.change(
+      'Save',
+      () =>
+        editing === undefined
+          ? api('POST', '/api/v1beta/secrets/default/keys', { key: name, value })
+          : api('PUT', `/api/v1beta/secrets/default/keys/${seg(name)}`, { value }),
+      `${editing === undefined ? 'Added' : 'Updated'} ${name}. The value is stored and never shown again.`,
+      () => {
+        setKey('');
+        setValue('');
+        setEditing(undefined);
+      },
     );
-    if (ok) {
-      setNotice(
-        `${editing === undefined ? 'Added' : 'Updated'} ${name}. The value is stored and never shown again.`,
-      );
-      setKey('');
-      setValue('');
-      setEditing(undefined);
-      await keys.reload();
-    }
   };
   const remove = async (name: string) => {
     if (!window.confirm(`Delete the secret ${name}? Servers that reference it will not start.`)) return;
-    setNotice(undefined);
-    if (await action.run('Delete', () => api('DELETE', `/api/v1beta/secrets/default/keys/${seg(name)}`))) {
-      setNotice(`Deleted ${name}.`);
-      await keys.reload();
-    }
+    await action.change(
+      'Delete',
+      () => api('DELETE', `/api/v1beta/secrets/default/keys/${seg(name)}`),
+      `Deleted ${name}.`,
+    );
   };
   return (
     <section>
@@ -129,58 +125,48 @@ export function SecretsPage() {
                   Provider <strong>{provider.data.provider_type}</strong>
                   {caps !== undefined && !caps.can_write && <span class="muted"> (read only)</span>}
                 </p>
-                <Notice text={notice} />
+                <Notice text={action.notice} />
                 <ErrorBox error={action.error} title="The secret was not changed" />
                 <ErrorBox error={keys.error} title="Could not list the secrets" />
-                {keys.data !== undefined && keys.data.length === 0 && (
-                  <Empty title="No secrets">Add one below; servers reference secrets by name.</Empty>
-                )}
-                {keys.data !== undefined && keys.data.length > 0 && (
-                  <table class="table" aria-label="Secrets">
-                    <thead>
-                      <tr>
-                        <th scope="col">Name</th>
-                        <th scope="col">Value</th>
-                        <th scope="col">Actions</th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      {keys.data.map((k) => (
-                        <tr key={k.key} data-secret={k.key}>
-                          <td>
-                            <code>{k.key}</code>
-                            {k.description !== undefined && <div class="muted small">{k.description}</div>}
-                          </td>
-                          <td class="muted">hidden</td>
-                          <td class="row-actions">
-                            {caps?.can_write === true && (
-                              <button
-                                type="button"
-                                class="small"
-                                onClick={() => {
-                                  setEditing(k.key);
-                                  setValue('');
-                                }}
-                              >
-                                Update
-                              </button>
-                            )}
-                            {caps?.can_delete === true && (
-                              <button
-                                type="button"
-                                class="small danger"
-                                onClick={() => void remove(k.key)}
-                                aria-label={`Delete ${k.key}`}
-                              >
-                                Delete
-                              </button>
-                            )}
-                          </td>
-                        </tr>
-                      ))}
-                    </tbody>
-                  </table>
-                )}
+                <DataTable
+                  label="Secrets"
+                  columns={['Name', 'Value', 'Actions']}
+                  items={keys.data}
+                  empty={<Empty title="No secrets">Add one below; servers reference secrets by name.</Empty>}
+                  row={(k) => (
+                    <tr key={k.key} data-secret={k.key}>
+                      <td>
+                        <code>{k.key}</code>
+                        {k.description !== undefined && <div class="muted small">{k.description}</div>}
+                      </td>
+                      <td class="muted">hidden</td>
+                      <td class="row-actions">
+                        {caps?.can_write === true && (
+                          <button
+                            type="button"
+                            class="small"
+                            onClick={() => {
+                              setEditing(k.key);
+                              setValue('');
+                            }}
+                          >
+                            Update
+                          </button>
+                        )}
+                        {caps?.can_delete === true && (
+                          <button
+                            type="button"
+                            class="small danger"
+                            onClick={() => void remove(k.key)}
+                            aria-label={`Delete ${k.key}`}
+                          >
+                            Delete
+                          </button>
+                        )}
+                      </td>
+                    </tr>
+                  )}
+                />
                 {caps?.can_write === true && (
                   <form
                     class="form"
@@ -202,16 +188,13 @@ export function SecretsPage() {
                         onInput={(e) => setValue((e.target as HTMLInputElement).value)}
                       />
                     </Field>
-                    <div class="form-actions">
-                      <button type="submit" disabled={action.busy !== undefined}>
-                        {editing === undefined ? 'Add' : 'Update'}
-                      </button>
+                    <FormActions busy={action.busy} submit={editing === undefined ? 'Add' : 'Update'}>
                       {editing !== undefined && (
                         <button type="button" class="ghost" onClick={() => setEditing(undefined)}>
                           Cancel
                         </button>
                       )}
-                    </div>
+                    </FormActions>
                   </form>
                 )}
               </div>

@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { api, get, getText, seg } from '../api.js';
 import {
   CopyButton,
+  DataTable,
   Empty,
   ErrorBox,
   Field,
@@ -108,65 +109,54 @@ export function ServersPage() {
       </PageHeader>
       <ErrorBox error={list.error} title="Could not list the servers" />
       {list.loading && list.data === undefined && <Loading />}
-      {list.data !== undefined && list.data.length === 0 && (
-        <Empty title="No servers yet">
-          Pick one in the <Link href="/catalog">Catalog</Link> and run it, or use <code>skep run</code> on the
-          command line.
-        </Empty>
-      )}
-      {list.data !== undefined && list.data.length > 0 && (
-        <table class="table" aria-label="Servers">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Status</th>
-              <th scope="col">URL</th>
-              <th scope="col">Group</th>
-              <th scope="col">Tools</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.map((w) => (
-              <tr key={w.name} data-server={w.name}>
-                <td>
-                  <Link href={`/servers/${seg(w.name)}`}>{w.name}</Link>
-                  <div class="muted small">{w.package}</div>
-                </td>
-                <td>
-                  <StatusBadge status={w.status} />
-                  {w.status_context !== '' && <div class="muted small">{w.status_context}</div>}
-                </td>
-                <td class="url">
-                  {w.url !== '' && (
-                    <>
-                      <code>{w.url}</code> <CopyButton text={w.url} label={`Copy the URL of ${w.name}`} />
-                    </>
-                  )}
-                </td>
-                <td>{w.group}</td>
-                <td>
-                  {w.tools.length === 0 ? (
-                    <span class="muted">—</span>
-                  ) : (
-                    <span title={w.tools.join(', ')}>{w.tools.length}</span>
-                  )}
-                  {w.status === 'running' && (
-                    <div>
-                      <Link href={`/playground/${seg(w.name)}`} class="small">
-                        Playground
-                      </Link>
-                    </div>
-                  )}
-                </td>
-                <td>
-                  <WorkloadActions name={w.name} status={w.status} onDone={() => void list.reload()} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <DataTable
+        label="Servers"
+        columns={['Name', 'Status', 'URL', 'Group', 'Tools', 'Actions']}
+        items={list.data}
+        empty={
+          <Empty title="No servers yet">
+            Pick one in the <Link href="/catalog">Catalog</Link> and run it, or use <code>skep run</code> on
+            the command line.
+          </Empty>
+        }
+        row={(w) => (
+          <tr key={w.name} data-server={w.name}>
+            <td>
+              <Link href={`/servers/${seg(w.name)}`}>{w.name}</Link>
+              <div class="muted small">{w.package}</div>
+            </td>
+            <td>
+              <StatusBadge status={w.status} />
+              {w.status_context !== '' && <div class="muted small">{w.status_context}</div>}
+            </td>
+            <td class="url">
+              {w.url !== '' && (
+                <>
+                  <code>{w.url}</code> <CopyButton text={w.url} label={`Copy the URL of ${w.name}`} />
+                </>
+              )}
+            </td>
+            <td>{w.group}</td>
+            <td>
+              {w.tools.length === 0 ? (
+                <span class="muted">—</span>
+              ) : (
+                <span title={w.tools.join(', ')}>{w.tools.length}</span>
+              )}
+              {w.status === 'running' && (
+                <div>
+                  <Link href={`/playground/${seg(w.name)}`} class="small">
+                    Playground
+                  </Link>
+                </div>
+              )}
+            </td>
+            <td>
+              <WorkloadActions name={w.name} status={w.status} onDone={() => void list.reload()} />
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

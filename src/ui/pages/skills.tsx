@@ -2,15 +2,18 @@
 import { useState } from 'preact/hooks';
 import { api, get, seg } from '../api.js';
 import {
+  DataTable,
   Empty,
   ErrorBox,
   Field,
+  FormActions,
   Link,
   Loading,
+  NameList,
   Notice,
   PageHeader,
   TextInput,
-  useAction,
+  useChange,
   useLoad,
 } from '../components.js';
 import type { InstalledSkill, SkillValidation } from '../types.js';
@@ -23,16 +26,15 @@ export function SkillsPage() {
   const [reference, setReference] = useState('');
   const [path, setPath] = useState('');
   const [validation, setValidation] = useState<SkillValidation | undefined>(undefined);
-  const [notice, setNotice] = useState<string | undefined>(undefined);
-  const action = useAction();
+  const action = useChange(list.reload);
   const install = async (event: Event) => {
     event.preventDefault();
-    setNotice(undefined);
-    if (await action.run('Installing', () => api('POST', '/api/v1beta/skills', { name: reference.trim() }))) {
-      setNotice(`Installed ${reference.trim()}.`);
-      setReference('');
-      await list.reload();
-    }
+    await action.change(
+      'Installing',
+      () => api('POST', '/api/v1beta/skills', { name: reference.trim() }),
+      `Installed ${reference.trim()}.`,
+      () => setReference(''),
+    );
   };
   const validate = async (event: Event) => {
     event.preventDefault();
@@ -47,14 +49,11 @@ export function SkillsPage() {
       skill.scope === 'project' && skill.project_root !== undefined
         ? `?scope=project&project_root=${encodeURIComponent(skill.project_root)}`
         : '';
-    if (
-      await action.run('Uninstalling', () =>
-        api('DELETE', `/api/v1beta/skills/${seg(skill.metadata.name)}${query}`),
-      )
-    ) {
-      setNotice(`Uninstalled ${skill.metadata.name}.`);
-      await list.reload();
-    }
+    await action.change(
+      'Uninstalling',
+      () => api('DELETE', `/api/v1beta/skills/${seg(skill.metadata.name)}${query}`),
+      `Uninstalled ${skill.metadata.name}.`,
+    );
   };
   return (
     <section>
@@ -63,51 +62,42 @@ export function SkillsPage() {
       </PageHeader>
       <ErrorBox error={list.error} title="Could not list the installed skills" />
       <ErrorBox error={action.error} title="That did not work" />
-      <Notice text={notice ?? (action.busy !== undefined ? `${action.busy}…` : undefined)} />
+      <Notice text={action.notice ?? (action.busy !== undefined ? `${action.busy}…` : undefined)} />
       {list.loading && <Loading />}
-      {list.data !== undefined && list.data.length === 0 && (
-        <Empty title="No skills installed">
-          Install one below by reference, or from the <Link href="/catalog">Catalog</Link> (Skills tab).
-        </Empty>
-      )}
-      {list.data !== undefined && list.data.length > 0 && (
-        <table class="table" aria-label="Installed skills">
-          <thead>
-            <tr>
-              <th scope="col">Skill</th>
-              <th scope="col">Version</th>
-              <th scope="col">Scope</th>
-              <th scope="col">Status</th>
-              <th scope="col">Clients</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.map((s) => (
-              <tr key={`${s.scope}:${s.project_root ?? ''}:${s.metadata.name}`}>
-                <td>
-                  {s.metadata.name}
-                  <div class="muted small">{s.metadata.description}</div>
-                </td>
-                <td>{s.metadata.version}</td>
-                <td>{s.scope}</td>
-                <td>{s.status}</td>
-                <td>{s.clients.join(', ') || <span class="muted">—</span>}</td>
-                <td>
-                  <button
-                    type="button"
-                    class="small danger"
-                    onClick={() => void uninstall(s)}
-                    aria-label={`Uninstall ${s.metadata.name}`}
-                  >
-                    Uninstall
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <DataTable
+        label="Installed skills"
+        columns={['Skill', 'Version', 'Scope', 'Status', 'Clients', 'Actions']}
+        items={list.data}
+        empty={
+          <Empty title="No skills installed">
+            Install one below by reference, or from the <Link href="/catalog">Catalog</Link> (Skills tab).
+          </Empty>
+        }
+        row={(s) => (
+          <tr key={`${s.scope}:${s.project_root ?? ''}:${s.metadata.name}`}>
+            <td>
+              {s.metadata.name}
+              <div class="muted small">{s.metadata.description}</div>
+            </td>
+            <td>{s.metadata.version}</td>
+            <td>{s.scope}</td>
+            <td>{s.status}</td>
+            <td>
+              <NameList names={s.clients} />
+            </td>
+            <td>
+              <button
+                type="button"
+                class="small danger"
+                onClick={() => void uninstall(s)}
+                aria-label={`Uninstall ${s.metadata.name}`}
+              >
+                Uninstall
+              </button>
+            </td>
+          </tr>
+        )}
+      />
       <div class="columns">
         <form class="card form" onSubmit={(e) => void install(e)} aria-label="Install a skill">
           <h2>Install</h2>
@@ -118,11 +108,7 @@ export function SkillsPage() {
           >
             <TextInput value={reference} onValue={setReference} required />
           </Field>
-          <div class="form-actions">
-            <button type="submit" disabled={action.busy !== undefined}>
-              Install
-            </button>
-          </div>
+          <FormActions busy={action.busy} submit="Install" />
         </form>
         <form class="card form" onSubmit={(e) => void validate(e)} aria-label="Validate a skill">
           <h2>Validate</h2>
@@ -133,11 +119,7 @@ export function SkillsPage() {
           >
             <TextInput value={path} onValue={setPath} required />
           </Field>
-          <div class="form-actions">
-            <button type="submit" disabled={action.busy !== undefined}>
-              Validate
-            </button>
-          </div>
+          <FormActions busy={action.busy} submit="Validate" />
           {validation !== undefined && (
             <div class={validation.valid ? 'notice' : 'error'} role="status">
               <strong>{validation.valid ? 'Valid' : 'Not valid'}</strong>
