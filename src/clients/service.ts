@@ -13,7 +13,14 @@
  */
 import { existsSync } from 'node:fs';
 import { DEFAULT_GROUP, type GroupService } from '../groups/index.js';
-import { describeError, type Logger, SkepError, silentLogger, workloadUrl } from '../shared/index.js';
+import {
+  describeError,
+  groupBy,
+  type Logger,
+  SkepError,
+  silentLogger,
+  workloadUrl,
+} from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
   CLIENT_TYPES,
@@ -334,16 +341,11 @@ export class ClientsService {
 
   /** client type → its groups (sorted), for every registered client, sorted by type. */
   #registrations(): Map<string, string[]> {
-    const rows = this.#store.db
-      .prepare('SELECT client_type, group_name FROM client_groups ORDER BY client_type, group_name')
-      .all() as { client_type: string; group_name: string }[];
-    const out = new Map<string, string[]>();
-    for (const row of rows) {
-      const list = out.get(row.client_type) ?? [];
-      list.push(row.group_name);
-      out.set(row.client_type, list);
-    }
-    return out;
+    return groupBy(
+      this.#groups.registrations(),
+      (row) => row.client_type,
+      (row) => row.group_name,
+    );
   }
 
   #requireTypes(names: readonly unknown[]): ClientType[] {

@@ -4,10 +4,16 @@
  * digits, `_`, `-` and single inner spaces.
  */
 
-import { SkepError } from '../shared/index.js';
+import { groupBy, SkepError } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 
 export const DEFAULT_GROUP = 'default';
+
+/** One row of `client_groups`: a client registered in a group. */
+export interface ClientRegistrationRow {
+  client_type: string;
+  group_name: string;
+}
 const GROUP_NAME = /^[a-z0-9_-]+(?: [a-z0-9_-]+)*$/;
 const MAX_GROUP_NAME = 100;
 
@@ -117,16 +123,19 @@ export class GroupService {
     this.#store.db.prepare('DELETE FROM groups WHERE name = ?').run(name);
   }
 
+  /** Every registration of a client in a group, sorted by client type, then group. */
+  registrations(): ClientRegistrationRow[] {
+    return this.#store.db
+      .prepare('SELECT client_type, group_name FROM client_groups ORDER BY client_type, group_name')
+      .all() as ClientRegistrationRow[];
+  }
+
+  /** group → the client types registered in it (sorted). */
   #clientsByGroup(): Map<string, string[]> {
-    const rows = this.#store.db
-      .prepare('SELECT client_type, group_name FROM client_groups ORDER BY client_type')
-      .all() as { client_type: string; group_name: string }[];
-    const map = new Map<string, string[]>();
-    for (const row of rows) {
-      const list = map.get(row.group_name) ?? [];
-      list.push(row.client_type);
-      map.set(row.group_name, list);
-    }
-    return map;
+    return groupBy(
+      this.registrations(),
+      (row) => row.group_name,
+      (row) => row.client_type,
+    );
   }
 }

@@ -1,2 +1,2 @@
-export type { Group, GroupMembers } from './groups.js';
+export type { ClientRegistrationRow, Group, GroupMembers } from './groups.js';
 export { DEFAULT_GROUP, GroupService, validateGroupName } from './groups.js';
