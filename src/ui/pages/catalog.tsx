@@ -3,9 +3,11 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, get, getText, seg } from '../api.js';
 import {
   asApiError,
+  DataTable,
   Empty,
   ErrorBox,
   Field,
+  FormActions,
   Link,
   Loading,
   Notice,
@@ -360,6 +362,8 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
     action.clear();
     setSecrets((s) => Object.assign({}, s, { [input]: choice }));
   };
+  /** What both lists of inputs (environment, headers) show and change. */
+  const inputState = { values, setValue, secrets, setSecret, secretKeys: keys.data ?? [] };
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -430,30 +434,10 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
         </select>
       </Field>
       {envInputs.length + headerInputs.length === 0 && <p class="muted">This server needs no settings.</p>}
-      <InputsFields
-        inputs={envInputs}
-        kind="env"
-        values={values}
-        setValue={setValue}
-        secrets={secrets}
-        setSecret={setSecret}
-        secretKeys={keys.data ?? []}
-      />
-      <InputsFields
-        inputs={headerInputs}
-        kind="header"
-        values={values}
-        setValue={setValue}
-        secrets={secrets}
-        setSecret={setSecret}
-        secretKeys={keys.data ?? []}
-      />
+      <InputsFields inputs={envInputs} kind="env" {...inputState} />
+      <InputsFields inputs={headerInputs} kind="header" {...inputState} />
       <ErrorBox error={action.error} title="Could not start the server" />
-      <div class="form-actions">
-        <button type="submit" disabled={action.busy !== undefined}>
-          {action.busy !== undefined ? 'Starting…' : 'Run'}
-        </button>
-      </div>
+      <FormActions busy={action.busy} submit={action.busy !== undefined ? 'Starting…' : 'Run'} />
     </form>
   );
 }
@@ -557,34 +541,24 @@ export function CatalogDetailPage(props: { server: string }) {
                 </ul>
               )}
               <h2>Settings</h2>
-              {(server.env_vars ?? []).length === 0 ? (
-                <p class="muted">No environment variables.</p>
-              ) : (
-                <table class="table">
-                  <thead>
-                    <tr>
-                      <th scope="col">Variable</th>
-                      <th scope="col">Meaning</th>
-                      <th scope="col">Needs</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {(server.env_vars ?? []).map((v) => (
-                      <tr key={v.name}>
-                        <td>
-                          <code>{v.name}</code>
-                        </td>
-                        <td>{v.description ?? ''}</td>
-                        <td>
-                          {[v.required === true ? 'required' : 'optional', v.secret === true ? 'secret' : '']
-                            .filter(Boolean)
-                            .join(', ')}
-                        </td>
-                      </tr>
-                    ))}
-                  </tbody>
-                </table>
-              )}
+              <DataTable
+                columns={['Variable', 'Meaning', 'Needs']}
+                items={server.env_vars ?? []}
+                empty={<p class="muted">No environment variables.</p>}
+                row={(v) => (
+                  <tr key={v.name}>
+                    <td>
+                      <code>{v.name}</code>
+                    </td>
+                    <td>{v.description ?? ''}</td>
+                    <td>
+                      {[v.required === true ? 'required' : 'optional', v.secret === true ? 'secret' : '']
+                        .filter(Boolean)
+                        .join(', ')}
+                    </td>
+                  </tr>
+                )}
+              />
               {f.is_remote ? (
                 <>
                   <h2>Remote access</h2>

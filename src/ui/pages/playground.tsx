@@ -1,4 +1,5 @@
 /** Playground: for a running workload, its tools, resources and prompts; call a tool through a form built from its input schema. */
+import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { get, seg } from '../api.js';
 import { asApiError, Empty, ErrorBox, Link, Loading, PageHeader, useAction, useLoad } from '../components.js';
@@ -8,6 +9,27 @@ import type { WorkloadSummary } from '../types.js';
 
 const typeOf = (schema: JsonSchema): string =>
   (Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type) ?? 'string';
+
+/** A heading and its list (named by the heading), or a muted line when it is empty. */
+function ListSection<T>(props: {
+  title: string;
+  none: string;
+  items: T[];
+  item: (item: T) => ComponentChildren;
+}) {
+  return (
+    <>
+      <h2>{props.title}</h2>
+      {props.items.length === 0 ? (
+        <p class="muted">{props.none}</p>
+      ) : (
+        <ul class="list" aria-label={props.title}>
+          {props.items.map(props.item)}
+        </ul>
+      )}
+    </>
+  );
+}
 
 /** Form values (text) → the tool's arguments, typed by the schema; an error names the field. */
 function toArguments(
@@ -225,54 +247,48 @@ function Connected(props: { name: string }) {
               <p class="muted small">
                 Connected to {session.serverInfo.name ?? props.name} {session.serverInfo.version ?? ''}
               </p>
-              <h2>Tools</h2>
-              {tools.length === 0 ? (
-                <p class="muted">This server offers no tools.</p>
-              ) : (
-                <ul class="list" aria-label="Tools">
-                  {tools.map((t) => (
-                    <li key={t.name}>
-                      <button
-                        type="button"
-                        class={`link ${selected === t.name ? 'active' : ''}`}
-                        aria-pressed={selected === t.name}
-                        onClick={() => setSelected(t.name)}
-                      >
-                        {t.name}
-                      </button>
-                      {t.description !== undefined && <div class="muted small">{t.description}</div>}
-                    </li>
-                  ))}
-                </ul>
-              )}
-              <h2>Resources</h2>
-              {resources.length === 0 ? (
-                <p class="muted">None.</p>
-              ) : (
-                <ul class="list" aria-label="Resources">
-                  {resources.map((r) => (
-                    <li key={r.uri}>
-                      <button type="button" class="link" onClick={() => void readResource(r.uri)}>
-                        {r.name ?? r.uri}
-                      </button>
-                      <div class="muted small">{r.uri}</div>
-                    </li>
-                  ))}
-                </ul>
-              )}
-              <h2>Prompts</h2>
-              {prompts.length === 0 ? (
-                <p class="muted">None.</p>
-              ) : (
-                <ul class="list" aria-label="Prompts">
-                  {prompts.map((p) => (
-                    <li key={p.name}>
-                      <code>{p.name}</code>
-                      {p.description !== undefined && <div class="muted small">{p.description}</div>}
-                    </li>
-                  ))}
-                </ul>
-              )}
+              <ListSection
+                title="Tools"
+                none="This server offers no tools."
+                items={tools}
+                item={(t) => (
+                  <li key={t.name}>
+                    <button
+                      type="button"
+                      class={`link ${selected === t.name ? 'active' : ''}`}
+                      aria-pressed={selected === t.name}
+                      onClick={() => setSelected(t.name)}
+                    >
+                      {t.name}
+                    </button>
+                    {t.description !== undefined && <div class="muted small">{t.description}</div>}
+                  </li>
+                )}
+              />
+              <ListSection
+                title="Resources"
+                none="None."
+                items={resources}
+                item={(r) => (
+                  <li key={r.uri}>
+                    <button type="button" class="link" onClick={() => void readResource(r.uri)}>
+                      {r.name ?? r.uri}
+                    </button>
+                    <div class="muted small">{r.uri}</div>
+                  </li>
+                )}
+              />
+              <ListSection
+                title="Prompts"
+                none="None."
+                items={prompts}
+                item={(p) => (
+                  <li key={p.name}>
+                    <code>{p.name}</code>
+                    {p.description !== undefined && <div class="muted small">{p.description}</div>}
+                  </li>
+                )}
+              />
             </div>
           </div>
           <div>

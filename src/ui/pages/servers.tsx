@@ -42,38 +42,26 @@ function WorkloadActions(props: {
     }
   };
   const base = `/api/v1beta/workloads/${seg(name)}`;
+  const lifecycle: Array<[label: string, shown: boolean, path: string]> = [
+    ['Start', canStart(status), `${base}/restart`],
+    ['Stop', canStop(status), `${base}/stop`],
+    ['Restart', status === 'running', `${base}/restart`],
+  ];
   return (
     <div class="row-actions">
-      {canStart(status) && (
-        <button
-          type="button"
-          class="small"
-          disabled={action.busy !== undefined}
-          onClick={act('Start', 'POST', `${base}/restart`)}
-        >
-          Start
-        </button>
-      )}
-      {canStop(status) && (
-        <button
-          type="button"
-          class="small"
-          disabled={action.busy !== undefined}
-          onClick={act('Stop', 'POST', `${base}/stop`)}
-        >
-          Stop
-        </button>
-      )}
-      {status === 'running' && (
-        <button
-          type="button"
-          class="small"
-          disabled={action.busy !== undefined}
-          onClick={act('Restart', 'POST', `${base}/restart`)}
-        >
-          Restart
-        </button>
-      )}
+      {lifecycle
+        .filter(([, shown]) => shown)
+        .map(([label, , path]) => (
+          <button
+            key={label}
+            type="button"
+            class="small"
+            disabled={action.busy !== undefined}
+            onClick={act(label, 'POST', path)}
+          >
+            {label}
+          </button>
+        ))}
       <button
         type="button"
         class="small danger"
