@@ -64,6 +64,7 @@ export interface KubeClient {
 /** HTTP status of an API error, or undefined for transport errors. */
 export function statusOf(err: unknown): number | undefined {
   if (err instanceof ApiException) return err.code;
+  if (err instanceof KubeHttpError) return err.statusCode;
   const code = (err as { statusCode?: unknown; code?: unknown } | null)?.statusCode;
   return typeof code === 'number' ? code : undefined;
 }
@@ -150,6 +151,71 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
       return Object.fromEntries(
         Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]),
       );
+    },
+  };
+}
+
+/** Built-in kinds the workload controller writes, with their API paths' plural names. */
+export const BUILTIN_PLURALS: Record<string, string> = {
+  ConfigMap: 'configmaps',
+  Service: 'services',
+  ServiceAccount: 'serviceaccounts',
+  Deployment: 'deployments',
+  Role: 'roles',
+  RoleBinding: 'rolebindings',
+};
+
+/** Get/create/replace of namespaced objects of any apiVersion (core `v1` or `group/version`). */
+export interface ObjectClient {
+  get(apiVersion: string, kind: string, namespace: string, name: string): Promise<KubeObject | undefined>;
+  create(object: KubeObject & { apiVersion: string; kind: string }): Promise<KubeObject>;
+  /** PUT with the object's `metadata.resourceVersion` (409 when stale). */
+  replace(object: KubeObject & { apiVersion: string; kind: string }): Promise<KubeObject>;
+}
+
+export class KubeHttpError extends Error {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function createObjectClient(kc: KubeConfig): ObjectClient {
+  const server = kc.getCurrentCluster()?.server;
+  if (server === undefined) throw new Error('the kubeconfig names no cluster');
+  const path = (apiVersion: string, kind: string, namespace: string, name?: string) => {
+    const plural = BUILTIN_PLURALS[kind];
+    if (plural === undefined) throw new Error(`no API path known for kind ${kind}`);
+    const base = apiVersion === 'v1' ? '/api/v1' : `/apis/${apiVersion}`;
+    return `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
+  };
+  const call = async (method: string, url: string, body?: unknown): Promise<KubeObject | undefined> => {
+    const init = await kc.applyToFetchOptions({});
+    const headers = new Headers(init.headers as ConstructorParameters<typeof Headers>[0]);
+    headers.set('accept', 'application/json');
+    if (body !== undefined) headers.set('content-type', 'application/json');
+    const res = await fetch(new URL(url, server), {
+      ...(init as RequestInit),
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    if (method === 'GET' && res.status === 404) return undefined;
+    if (!res.ok) throw new KubeHttpError(res.status, `${method} ${url}: ${res.status} ${text.slice(0, 300)}`);
+    return JSON.parse(text) as KubeObject;
+  };
+  return {
+    get: (apiVersion, kind, namespace, name) => call('GET', path(apiVersion, kind, namespace, name)),
+    async create(object) {
+      const ns = object.metadata.namespace ?? 'default';
+      return (await call('POST', path(object.apiVersion, object.kind, ns), object))!;
+    },
+    async replace(object) {
+      const ns = object.metadata.namespace ?? 'default';
+      return (await call('PUT', path(object.apiVersion, object.kind, ns, object.metadata.name), object))!;
     },
   };
 }

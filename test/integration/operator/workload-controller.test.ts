@@ -1,0 +1,165 @@
+// Issue 21: the workload controller against the in-process FAKE Kubernetes API server
+// (fake-kube-api.ts — no real API server can run on these machines; the fake speaks the
+// HTTP API the real @kubernetes/client-node and the controller's object client use).
+// Covered: create of the rendered objects with owner references, status (phase, url,
+// conditions with observedGeneration), rollout of a consumer when its MCPExternalAuthConfig
+// changes, an update of the resource, a missing reference reported in status, group member
+// status, and vMCP discovered backends.
+import assert from 'node:assert/strict';
+import { describe, it, type TestContext } from 'node:test';
+import { createKubeClient, createObjectClient } from '../../../src/operator/kube.js';
+import { WorkloadController } from '../../../src/operator/workload-controller.js';
+import { createLogger, silentLogger } from '../../../src/shared/index.js';
+import { waitFor } from '../../helpers/wait.js';
+import { FakeKubeApi } from './fake-kube-api.js';
+
+const NS = 'team-a';
+const R = (plural: string) => `skep.dev/v1beta1/${plural}`;
+type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
+const cr = (kind: string, name: string, spec: unknown) =>
+  ({ apiVersion: 'skep.dev/v1beta1', kind, metadata: { name, namespace: NS }, spec }) as Obj;
+const headerConfig = (header: string) =>
+  cr('MCPExternalAuthConfig', 'key', {
+    type: 'headerInjection',
+    headerInjection: { headerName: header, valueSecretRef: { name: 'api', key: 'key' } },
+  });
+
+async function setup(t: TestContext) {
+  const api = new FakeKubeApi();
+  await api.start();
+  t.after(() => api.close());
+  const kc = api.kubeConfig();
+  const controller = new WorkloadController({
+    kube: createKubeClient(kc),
+    objects: createObjectClient(kc),
+    logger: process.env['K_DEBUG'] ? createLogger({ name: 'wc', level: 'debug' }) : silentLogger,
+    render: { runnerImage: 'skep:test' },
+  });
+  await controller.start();
+  t.after(() => controller.close());
+  return api;
+}
+
+const podAnnotation = (d: Obj | undefined, key: string) =>
+  (d?.['spec'] as { template: { metadata: { annotations: Record<string, string> } } } | undefined)?.template
+    .metadata.annotations[key];
+
+describe('workload controller against a fake API server', { timeout: 60_000 }, () => {
+  it('creates the objects, writes status, and rolls the Deployment when the referenced config changes', async (t) => {
+    const api = await setup(t);
+    api.create(R('mcpexternalauthconfigs'), headerConfig('X-Api-Key'));
+    api.create(
+      R('mcpremoteproxies'),
+      cr('MCPRemoteProxy', 'remote', {
+        remoteUrl: 'https://mcp.example.com/mcp',
+        externalAuthConfigRef: { name: 'key' },
+      }),
+    );
+    const deployment = await waitFor('the Deployment', () =>
+      api.getObject('apps/v1/deployments', NS, 'remote'),
+    );
+    const uid = api.getObject(R('mcpremoteproxies'), NS, 'remote')!.metadata['uid'];
+    assert.deepEqual((deployment.metadata['ownerReferences'] as Obj[])[0]?.['uid'], uid);
+    assert.ok(api.getObject('core/v1/configmaps', NS, 'remote-runconfig'));
+    assert.ok(api.getObject('core/v1/services', NS, 'mcp-remote-remote-proxy'));
+    assert.ok(api.getObject('core/v1/serviceaccounts', NS, 'remote-remote-proxy-runner'));
+
+    const status = await waitFor('status', () => {
+      const s = api.getObject(R('mcpremoteproxies'), NS, 'remote')?.['status'] as Obj | undefined;
+      return s?.['url'] !== undefined ? s : undefined;
+    });
+    assert.equal(status['url'], `http://mcp-remote-remote-proxy.${NS}.svc.cluster.local:8080/mcp`);
+    assert.equal(status['phase'], 'Pending'); // the fake runs no pods: 0/1 ready
+    const conditions = status['conditions'] as Array<Record<string, unknown>>;
+    assert.deepEqual(
+      conditions.map((c) => [c['type'], c['status'], c['observedGeneration']]),
+      [
+        ['Valid', 'True', 1],
+        ['Ready', 'False', 1],
+      ],
+    );
+    const hash = status['externalAuthConfigHash'];
+    assert.equal(typeof hash, 'string');
+
+    // A changed MCPExternalAuthConfig re-renders its consumer: new pod annotations (rollout).
+    const before = podAnnotation(deployment, 'skep.dev/runconfig-checksum');
+    api.update(R('mcpexternalauthconfigs'), NS, 'key', (o) => {
+      (o['spec'] as { headerInjection: { headerName: string } }).headerInjection.headerName = 'X-Other';
+    });
+    const rolled = await waitFor('the rollout', () => {
+      const d = api.getObject('apps/v1/deployments', NS, 'remote');
+      return podAnnotation(d, 'skep.dev/runconfig-checksum') !== before ? d : undefined;
+    });
+    assert.notEqual(podAnnotation(rolled, 'skep.dev/external-auth-config-hash'), hash);
+    const cm = api.getObject('core/v1/configmaps', NS, 'remote-runconfig')!;
+    assert.match(String((cm['data'] as Record<string, string>)['runconfig.json']), /X-Other/);
+
+    // An update of the resource itself (generation 2) is applied and observed.
+    api.update(R('mcpremoteproxies'), NS, 'remote', (o) => {
+      (o['spec'] as Record<string, unknown>)['proxyPort'] = 9090;
+    });
+    await waitFor('generation 2', () => {
+      const s = api.getObject(R('mcpremoteproxies'), NS, 'remote')?.['status'] as Obj | undefined;
+      return s?.['observedGeneration'] === 2 && String(s['url']).endsWith(':9090/mcp') ? true : undefined;
+    });
+    const service = api.getObject('core/v1/services', NS, 'mcp-remote-remote-proxy')!;
+    assert.equal(((service['spec'] as Obj)['ports'] as Obj[])[0]?.['port'], 9090);
+  });
+
+  it('reports a missing reference as Failed and creates nothing for it', async (t) => {
+    const api = await setup(t);
+    api.create(
+      R('mcpservers'),
+      cr('MCPServer', 'srv', { image: 'x', command: ['x'], externalAuthConfigRef: { name: 'absent' } }),
+    );
+    const status = await waitFor('Failed status', () => {
+      const s = api.getObject(R('mcpservers'), NS, 'srv')?.['status'] as Obj | undefined;
+      return s?.['phase'] === 'Failed' ? s : undefined;
+    });
+    assert.match(
+      String(status['message']),
+      /spec\.externalAuthConfigRef: MCPExternalAuthConfig team-a\/absent does not exist/,
+    );
+    assert.equal(api.getObject('apps/v1/deployments', NS, 'srv'), undefined);
+  });
+
+  it('an MCPGroup lists its members and a VirtualMCPServer discovers its backends', async (t) => {
+    const api = await setup(t);
+    api.create(R('mcpgroups'), cr('MCPGroup', 'tools', { description: 'd' }));
+    api.create(
+      R('mcpservers'),
+      cr('MCPServer', 'a', { image: 'x', command: ['x'], groupRef: { name: 'tools' } }),
+    );
+    api.create(
+      R('mcpserverentries'),
+      cr('MCPServerEntry', 'e', {
+        remoteUrl: 'https://e.example.com/mcp',
+        transport: 'streamable-http',
+        groupRef: { name: 'tools' },
+        externalAuthConfigRef: { name: 'key' },
+      }),
+    );
+    api.create(
+      R('virtualmcpservers'),
+      cr('VirtualMCPServer', 'v', { groupRef: { name: 'tools' }, incomingAuth: { type: 'anonymous' } }),
+    );
+    const group = await waitFor('group status', () => {
+      const s = api.getObject(R('mcpgroups'), NS, 'tools')?.['status'] as Obj | undefined;
+      return s?.['serverCount'] === 1 && s['entryCount'] === 1 ? s : undefined;
+    });
+    assert.deepEqual(group['servers'], ['a']);
+    const vmcp = await waitFor('vMCP backends', () => {
+      const s = api.getObject(R('virtualmcpservers'), NS, 'v')?.['status'] as Obj | undefined;
+      return s?.['backendCount'] === 2 ? s : undefined;
+    });
+    assert.deepEqual(
+      (vmcp['discoveredBackends'] as Obj[]).map((b) => [b['name'], b['kind'], b['authConfigRef'] ?? null]),
+      [
+        ['a', 'MCPServer', null],
+        ['e', 'MCPServerEntry', 'key'],
+      ],
+    );
+    assert.ok(api.getObject('rbac.authorization.k8s.io/v1/roles', NS, 'v-vmcp'));
+    assert.ok(api.getObject('core/v1/configmaps', NS, 'v-vmcp-config'));
+  });
+});
