@@ -375,7 +375,22 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
       'there is no circuit breaker; unhealthyThreshold takes a failing backend out of the lists and its calls fail at once; remove it',
     );
   }
-  // statusReportingInterval is accepted: the status is written on every change of the served set.
+  // Nothing silent: what has no effect here is refused, not stored and ignored.
+  if (raw.operational?.failureHandling?.statusReportingInterval !== undefined) {
+    throw unsupported(
+      'operational.failureHandling.statusReportingInterval',
+      'the status is written on every change of the served set, not on an interval; remove it',
+    );
+  }
+  if (raw.operational?.logLevel !== undefined && raw.operational.logLevel !== '') {
+    throw unsupported(
+      'operational.logLevel',
+      "the virtual workload logs like any workload (skep serve's log level, SKEP_LOG_LEVEL); remove it",
+    );
+  }
+  if (raw.metadata !== undefined && Object.keys(raw.metadata).length > 0) {
+    throw unsupported('metadata', 'metadata has no effect on a local virtual workload; remove it');
+  }
   const strategies: Array<[string, BackendAuthStrategy]> = [];
   if (raw.outgoingAuth?.default !== undefined)
     strategies.push(['outgoingAuth.default', raw.outgoingAuth.default]);

@@ -108,8 +108,21 @@ test('fields this build does not honour are refused with unsupported_field, neve
     'unsupported_field',
     /toolConfigRef/,
   );
+  refused({ operational: { logLevel: 'debug' } }, 'unsupported_field', /operational\.logLevel/);
+  refused(
+    { operational: { failureHandling: { statusReportingInterval: '30s' } } },
+    'unsupported_field',
+    /statusReportingInterval/,
+  );
+  refused({ metadata: { team: 'a' } }, 'unsupported_field', /vmcp\.metadata/);
   // Their empty forms pass (what an operator or an export may carry).
-  parseVmcpConfig({ compositeTools: [], incomingAuth: { type: 'anonymous' }, telemetry: {} });
+  parseVmcpConfig({
+    compositeTools: [],
+    incomingAuth: { type: 'anonymous' },
+    telemetry: {},
+    metadata: {},
+    operational: { logLevel: '' },
+  });
 });
 
 test('POST /api/v1beta/workloads with a bad vmcp: 400 naming the field, nothing created', async (t) => {
