@@ -19,7 +19,7 @@ import {
   type UpstreamConfig,
   type UserInfoConfig,
 } from '../schemas/index.js';
-import { SkepError } from '../shared/index.js';
+import { parseGoDuration, SkepError } from '../shared/index.js';
 
 /** Runtime defaults, with units (the seed's token lifespans and limits). */
 export const AUTH_SERVER_DEFAULTS = {
@@ -110,29 +110,12 @@ function bad(message: string): SkepError {
   return new SkepError('bad_request', `embedded_auth_server_config: ${message}`);
 }
 
-const DURATION_UNIT_MS: Record<string, number> = {
-  ns: 1e-6,
-  us: 1e-3,
-  µs: 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-};
-
-/** Parses a Go-style duration (`1h30m`, `500ms`); the seed's duration format. */
+/** Parses a Go-style duration (`1h30m`, `500ms`) to ms; the seed's duration format. */
 export function parseDuration(value: string, field: string): number {
-  const re = /([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/gy;
-  let total = 0;
-  let matched = 0;
-  for (let m = re.exec(value); m !== null; m = re.exec(value)) {
-    total += Number(m[1]) * (DURATION_UNIT_MS[m[2] as string] ?? 0);
-    matched = re.lastIndex;
-  }
-  if (value.length === 0 || matched !== value.length) {
+  const ms = parseGoDuration(value);
+  if (ms === undefined)
     throw bad(`${field} must be a duration such as "1h", "10m" or "30s" (got "${value}")`);
-  }
-  return total;
+  return ms;
 }
 
 /** RFC 8414 §2: https (http only on a loopback host or when allowed), no query, fragment or trailing slash. */

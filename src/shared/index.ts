@@ -5,6 +5,7 @@ export { delegationChainOf } from './delegation.js';
 export type { ErrorCode } from './errors.js';
 export { describeError, ERROR_CODES, isSkepError, SkepError } from './errors.js';
 export { findExecutable, isExecutable } from './executables.js';
+export { parseGoDuration } from './go-duration.js';
 export { groupBy } from './group-by.js';
 export { BodyTooLargeError, readBody } from './http-body.js';
 export { pathExists, writeFileAtomic, writeFileAtomicSync } from './fs.js';
