@@ -24,6 +24,7 @@ interface OperatorOptions {
   leaderElect: boolean;
   leaderElectionNamespace?: string;
   leaderElectionId: string;
+  runnerImage?: string;
 }
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -136,6 +137,10 @@ export function registerOperator(program: Command): void {
     .option('--no-leader-elect', 'run the controller without electing a leader (one replica only)')
     .option('--leader-election-namespace <ns>', 'namespace of the Lease (default: the pod’s namespace)')
     .option('--leader-election-id <name>', 'name of the Lease', 'skep-operator')
+    .option(
+      '--runner-image <image>',
+      'image of the Skep runner in workload pods (default: $SKEP_RUNNER_IMAGE)',
+    )
     .action(async (opts: OperatorOptions) => {
       // Loaded on demand: the Kubernetes client is large and only this command needs it.
       const {
@@ -148,13 +153,37 @@ export function registerOperator(program: Command): void {
         startWebhook,
       } = await import('../../operator/index.js');
       const logger = createLogger({ name: 'operator' });
-      const kube = createKubeClient(loadKubeConfig());
-      const newController = () =>
-        new ExtAuthController({
-          kube,
-          logger,
-          ...(opts.namespace ? { namespace: opts.namespace } : {}),
-        });
+      const kc = loadKubeConfig();
+      const kube = createKubeClient(kc);
+      const { createObjectClient } = await import('../../operator/kube.js');
+      const { WorkloadController } = await import('../../operator/workload-controller.js');
+      const objects = createObjectClient(kc);
+      const scope = opts.namespace ? { namespace: opts.namespace } : {};
+      // Both controllers run on the leader: MCPExternalAuthConfig and the workload kinds.
+      const newController = () => {
+        const extauth = new ExtAuthController(Object.assign({ kube, logger }, scope));
+        const workloads = new WorkloadController(
+          Object.assign(
+            {
+              kube,
+              objects,
+              logger,
+              render: opts.runnerImage === undefined ? {} : { runnerImage: opts.runnerImage },
+            },
+            scope,
+          ),
+        );
+        return {
+          start: async () => {
+            await extauth.start();
+            await workloads.start();
+          },
+          close: async () => {
+            await workloads.close();
+            await extauth.close();
+          },
+        };
+      };
       let webhook: Awaited<ReturnType<typeof startWebhook>> | undefined;
       if (opts.webhook) {
         let tls: { cert: string; key: string };
