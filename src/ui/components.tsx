@@ -277,3 +277,40 @@ export function FormActions(props: {
     </div>
   );
 }
+
+/** A labelled one-line text input; `required` both marks the label and makes the input required. */
+export function TextField(props: {
+  label: string;
+  hint?: string | undefined;
+  required?: boolean;
+  pattern?: string;
+  value: string;
+  onValue: (value: string) => void;
+}) {
+  const { label, hint, ...input } = props;
+  return (
+    <Field label={label} hint={hint} required={props.required}>
+      <TextInput {...input} />
+    </Field>
+  );
+}
+
+/**
+ * The status lines under a page's header: the load's error, the last change's error, the notice
+ * of the last change, and "Loading…" while the data loads.
+ */
+export function PageStatus(props: {
+  load: Loaded<unknown>;
+  loadError: string;
+  change: { error: ApiError | undefined; notice: string | undefined };
+  changeError: string;
+}) {
+  return (
+    <>
+      <ErrorBox error={props.load.error} title={props.loadError} />
+      <ErrorBox error={props.change.error} title={props.changeError} />
+      <Notice text={props.change.notice} />
+      {props.load.loading && <Loading />}
+    </>
+  );
+}

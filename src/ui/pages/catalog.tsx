@@ -13,6 +13,7 @@ import {
   Notice,
   PageHeader,
   StatusBadge,
+  TextField,
   TextInput,
   useAction,
   useLoad,
@@ -421,9 +422,14 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
   return (
     <form class="card form" onSubmit={(e) => void submit(e)} aria-label={`Run ${server.name}`}>
       <h2>Run it</h2>
-      <Field label="Name" hint="Lowercase letters, digits and dashes." required>
-        <TextInput value={name} onValue={setName} required pattern="[a-z0-9][a-z0-9._\-]*" />
-      </Field>
+      <TextField
+        label="Name"
+        hint="Lowercase letters, digits and dashes."
+        required
+        value={name}
+        onValue={setName}
+        pattern="[a-z0-9][a-z0-9._\-]*"
+      />
       <Field label="Group">
         <select value={group} onChange={(e) => setGroup((e.target as HTMLSelectElement).value)}>
           {(groups.data ?? [{ name: 'default', registered_clients: [] }]).map((g) => (

@@ -1,17 +1,7 @@
 /** Clients: which MCP clients are installed, and their registration per group. */
 import { useState } from 'preact/hooks';
 import { api, get, seg } from '../api.js';
-import {
-  DataTable,
-  Empty,
-  ErrorBox,
-  Loading,
-  NameList,
-  Notice,
-  PageHeader,
-  useChange,
-  useLoad,
-} from '../components.js';
+import { DataTable, Empty, NameList, PageHeader, PageStatus, useChange, useLoad } from '../components.js';
 import type { ClientRegistration, ClientStatus, Group } from '../types.js';
 
 export function ClientsPage() {
@@ -62,10 +52,12 @@ export function ClientsPage() {
         Registering a client writes the servers of the group into that client's configuration; unregistering
         removes them.
       </p>
-      <ErrorBox error={data.error} title="Could not read the clients" />
-      <ErrorBox error={action.error} title="The registration did not change" />
-      <Notice text={action.notice} />
-      {data.loading && <Loading />}
+      <PageStatus
+        load={data}
+        loadError="Could not read the clients"
+        change={action}
+        changeError="The registration did not change"
+      />
       <DataTable
         label="Clients"
         columns={['Client', 'Installed', 'Registered in', `In ${group}`]}

@@ -4,14 +4,11 @@ import { api, get, seg } from '../api.js';
 import {
   DataTable,
   Empty,
-  ErrorBox,
-  Field,
   FormActions,
-  Loading,
   NameList,
-  Notice,
   PageHeader,
-  TextInput,
+  PageStatus,
+  TextField,
   useChange,
   useLoad,
 } from '../components.js';
@@ -52,10 +49,12 @@ export function GroupsPage() {
   return (
     <section>
       <PageHeader title="Groups" />
-      <ErrorBox error={data.error} title="Could not read the groups" />
-      <ErrorBox error={action.error} title="The group was not changed" />
-      <Notice text={action.notice} />
-      {data.loading && <Loading />}
+      <PageStatus
+        load={data}
+        loadError="Could not read the groups"
+        change={action}
+        changeError="The group was not changed"
+      />
       <DataTable
         label="Groups"
         columns={['Group', 'Servers', 'Clients', 'Actions']}
@@ -94,9 +93,7 @@ export function GroupsPage() {
       />
       <form class="card form" onSubmit={(e) => void create(e)} aria-label="Create a group">
         <h2>Create a group</h2>
-        <Field label="Name" required>
-          <TextInput value={name} onValue={setName} required />
-        </Field>
+        <TextField label="Name" required value={name} onValue={setName} />
         <FormActions busy={action.busy} submit="Create" />
       </form>
     </section>

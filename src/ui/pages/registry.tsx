@@ -1,17 +1,7 @@
 /** Registry source: which registry the catalog reads, change it, refresh it. */
 import { useState } from 'preact/hooks';
 import { api, get } from '../api.js';
-import {
-  ErrorBox,
-  Field,
-  FormActions,
-  Loading,
-  Notice,
-  PageHeader,
-  TextInput,
-  useChange,
-  useLoad,
-} from '../components.js';
+import { Field, FormActions, PageHeader, PageStatus, TextField, useChange, useLoad } from '../components.js';
 import type { RegistryInfo } from '../types.js';
 
 export function RegistrySourcePage() {
@@ -47,10 +37,12 @@ export function RegistrySourcePage() {
   return (
     <section>
       <PageHeader title="Registry source" />
-      <ErrorBox error={info.error} title="Could not read the registry" />
-      <ErrorBox error={action.error} title="The source was not changed" />
-      <Notice text={action.notice} />
-      {info.loading && <Loading />}
+      <PageStatus
+        load={info}
+        loadError="Could not read the registry"
+        change={action}
+        changeError="The source was not changed"
+      />
       {r !== undefined && (
         <div class="card">
           <dl class="config">
@@ -103,13 +95,13 @@ export function RegistrySourcePage() {
           </select>
         </Field>
         {kind !== 'default' && (
-          <Field
+          <TextField
             label={kind === 'local_path' ? 'Absolute path' : 'URL'}
             required
             hint={kind === 'local_path' ? undefined : 'https unless private addresses are allowed.'}
-          >
-            <TextInput value={value} onValue={setValue} required />
-          </Field>
+            value={value}
+            onValue={setValue}
+          />
         )}
         {(kind === 'url' || kind === 'api_url') && (
           <label class="check">

@@ -10,7 +10,7 @@ import {
   Loading,
   Notice,
   PageHeader,
-  TextInput,
+  TextField,
   useAction,
   useChange,
   useLoad,
@@ -175,9 +175,7 @@ export function SecretsPage() {
                   >
                     <h2>{editing === undefined ? 'Add a secret' : `Update ${editing}`}</h2>
                     {editing === undefined && (
-                      <Field label="Name" required>
-                        <TextInput value={key} onValue={setKey} required />
-                      </Field>
+                      <TextField label="Name" required value={key} onValue={setKey} />
                     )}
                     <Field label="Value" hint="Stored by the provider; it is never shown back." required>
                       <input

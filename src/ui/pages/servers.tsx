@@ -12,6 +12,7 @@ import {
   Notice,
   PageHeader,
   StatusBadge,
+  TextField,
   TextInput,
   useAction,
   useLoad,
@@ -244,9 +245,12 @@ function EditForm(props: { detail: WorkloadDetail; onSaved: () => void; onCancel
       <Field label="Arguments" hint="One per line.">
         <textarea rows={3} value={args} onInput={(e) => setArgs((e.target as HTMLTextAreaElement).value)} />
       </Field>
-      <Field label="Tools exposed" hint="Comma-separated; empty exposes every tool.">
-        <TextInput value={tools} onValue={setTools} />
-      </Field>
+      <TextField
+        label="Tools exposed"
+        hint="Comma-separated; empty exposes every tool."
+        value={tools}
+        onValue={setTools}
+      />
       <Field label="Group">
         <TextInput value={group} onValue={setGroup} required />
       </Field>

@@ -5,14 +5,13 @@ import {
   DataTable,
   Empty,
   ErrorBox,
-  Field,
   FormActions,
   Link,
   Loading,
   NameList,
   Notice,
   PageHeader,
-  TextInput,
+  TextField,
   useChange,
   useLoad,
 } from '../components.js';
@@ -101,24 +100,24 @@ export function SkillsPage() {
       <div class="columns">
         <form class="card form" onSubmit={(e) => void install(e)} aria-label="Install a skill">
           <h2>Install</h2>
-          <Field
+          <TextField
             label="Reference"
             hint="An OCI reference, git://host/owner/repo[@ref][#path], or the tag of a local build."
             required
-          >
-            <TextInput value={reference} onValue={setReference} required />
-          </Field>
+            value={reference}
+            onValue={setReference}
+          />
           <FormActions busy={action.busy} submit="Install" />
         </form>
         <form class="card form" onSubmit={(e) => void validate(e)} aria-label="Validate a skill">
           <h2>Validate</h2>
-          <Field
+          <TextField
             label="Directory"
             hint="Absolute path of a skill directory (with SKILL.md) on the server's machine."
             required
-          >
-            <TextInput value={path} onValue={setPath} required />
-          </Field>
+            value={path}
+            onValue={setPath}
+          />
           <FormActions busy={action.busy} submit="Validate" />
           {validation !== undefined && (
             <div class={validation.valid ? 'notice' : 'error'} role="status">
