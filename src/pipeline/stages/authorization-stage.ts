@@ -57,6 +57,12 @@ const LISTS: Readonly<Record<string, { field: 'tools' | 'prompts' | 'resources';
   'resources/list': { field: 'resources', feature: 'resource' },
 };
 
+/**
+ * The virtual MCP optimizer's search tool: its answer lists tool definitions, filtered like a
+ * `tools/list` so that a search never shows a tool the caller may not call.
+ */
+const FIND_TOOL = 'find_tool';
+
 /** At most this many decisions in flight while filtering one list (an external PDP). */
 const LIST_CONCURRENCY = 8;
 
@@ -134,12 +140,15 @@ export class AuthorizationStage implements Stage {
   readonly #provider: string;
   /** Tool annotations as the server last listed them (§1.3 "Annotation cache"). */
   #annotations = new Map<string, ToolAnnotations>();
+  /** A virtual workload with the optimizer: `find_tool` answers are filtered. */
+  readonly #optimizer: boolean;
 
   constructor(authorizer: Authorizer, provider: string, deps: StageDeps) {
     this.#authorizer = authorizer;
     this.#provider = provider;
     this.#logger = deps.logger;
     this.#deps = deps;
+    this.#optimizer = deps.config.vmcp?.optimizer !== undefined;
   }
 
   async handle(ctx: ProxyRequestContext): Promise<ProxyMiddlewareResult | undefined> {
@@ -184,8 +193,31 @@ export class AuthorizationStage implements Stage {
     } catch (err) {
       decision = { allow: false, reason: `authorizer failed: ${(err as Error).message}` };
     }
-    if (decision.allow) return undefined;
-    return this.#deny(ctx, decision.reason, `${feature} ${JSON.stringify(resourceId)}`);
+    if (!decision.allow) return this.#deny(ctx, decision.reason, `${feature} ${JSON.stringify(resourceId)}`);
+    if (this.#optimizer && method === 'tools/call' && resourceId === FIND_TOOL && mcp.id !== undefined)
+      ctx.onReply((reply) => this.#filterFound(reply, claims));
+    return undefined;
+  }
+
+  /**
+   * A `find_tool` answer (`structuredContent: {tools, token_metrics}` and the same JSON as its
+   * text) keeps only the tools the caller may call; anything else is refused (fail closed).
+   */
+  #filterFound(reply: Reply, claims: Pick<AuthzRequest, 'claims' | 'localUser'>): void | Promise<void> {
+    if (reply.error !== undefined) return undefined;
+    const result = reply.result;
+    if (!isRecord(result)) throw new Error('find_tool reply has no result object');
+    if (result['isError'] === true) return undefined;
+    const found = result['structuredContent'];
+    if (!isRecord(found) || !Array.isArray(found['tools']))
+      throw new Error('find_tool reply has no structuredContent.tools');
+    const rewrite = () => {
+      result['content'] = [{ type: 'text', text: JSON.stringify(found) }];
+    };
+    const filtered = this.#filter({ jsonrpc: '2.0', result: found }, 'tools', 'tool', claims, false);
+    if (filtered instanceof Promise) return filtered.then(rewrite);
+    rewrite();
+    return undefined;
   }
 
   #deny(ctx: ProxyRequestContext, reason: string, target?: string): ProxyMiddlewareResult {

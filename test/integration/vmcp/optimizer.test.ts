@@ -2,7 +2,8 @@
  * Issue 20 items 6–7 through a virtual workload: with `optimizer` the endpoint lists only
  * `find_tool` and `call_tool` (helper V2's optimizer over the aggregated tools), `call_tool`
  * reaches the inner tool's backend, and Cedar authorization applies to the inner tool name
- * (the call is rewritten before the pipeline's stages run).
+ * (the call is rewritten before the pipeline's stages run); a `find_tool` answer shows only
+ * tools the policy lets the caller call.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -45,6 +46,20 @@ test(
     assert.ok(names.includes('alpha_search'), names.join(','));
     assert.ok(names.length <= 3);
     assert.ok((found.structuredContent?.token_metrics.savings_percent ?? 0) > 0);
+    // A search never shows a tool the caller may not call: beta_search, the best match for
+    // this query, is left out of both the structured answer and its text.
+    const hidden = (await client.callTool({
+      name: 'find_tool',
+      arguments: { tool_description: 'search beta', tool_keywords: ['search', 'beta'] },
+    })) as { structuredContent?: { tools: { name: string }[] }; content: { text: string }[] };
+    const shown = hidden.structuredContent?.tools.map((x) => x.name) ?? [];
+    assert.ok(!shown.includes('beta_search'), shown.join(','));
+    assert.ok(
+      shown.every((name) => name === 'alpha_search'),
+      shown.join(','),
+    );
+    assert.ok(!(hidden.content[0]?.text ?? '').includes('beta_search'));
+    assert.deepEqual(JSON.parse(hidden.content[0]?.text ?? '{}'), hidden.structuredContent);
 
     assert.equal(
       await callText(client, 'call_tool', { tool_name: 'alpha_search', parameters: { query: 'z' } }),
