@@ -1,11 +1,16 @@
-// Writes deploy/crds/*.yaml from the TypeBox definitions in src/schemas/.
+// Writes deploy/crds/*.yaml (and the Helm chart's copies) from the TypeBox definitions in src/schemas/.
 // Run: node --import tsx scripts/gen-crd.ts   (add --check to fail when a file is stale)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { renderAllCrdFiles } from '../src/operator/crd-yaml.js';
 
 let stale = false;
-for (const { file, text } of renderAllCrdFiles()) {
+// The Helm chart ships the same files (deploy/helm/skep-operator/crds/).
+const files = renderAllCrdFiles().flatMap((f) => [
+  f,
+  { file: f.file.replace('deploy/crds/', 'deploy/helm/skep-operator/crds/'), text: f.text },
+]);
+for (const { file, text } of files) {
   const target = fileURLToPath(new URL(`../${file}`, import.meta.url));
   if (process.argv.includes('--check')) {
     let current = '';
