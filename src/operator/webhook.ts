@@ -9,6 +9,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { type Logger, readBody } from '../shared/index.js';
+import { EXTAUTH_KIND } from '../schemas/extauth/index.js';
+import { validateResource } from './resource-validate.js';
 import { formatProblem, type SecretReader, validateExtAuthConfigWithSecrets } from './validate.js';
 
 export const WEBHOOK_PATH = '/validate-skep-dev-v1beta1-mcpexternalauthconfig';
@@ -68,7 +70,12 @@ export async function review(
     meta['namespace'] === undefined && request.namespace !== undefined
       ? { ...object, metadata: { ...meta, namespace: request.namespace } }
       : object;
-  const { problems } = await validateExtAuthConfigWithSecrets(withNamespace, readSecret);
+  // The workload kinds go through the same shared library as `skep operator validate`.
+  const kind = String(object['kind'] ?? EXTAUTH_KIND);
+  const { problems } =
+    kind === EXTAUTH_KIND
+      ? await validateExtAuthConfigWithSecrets(withNamespace, readSecret)
+      : validateResource(withNamespace);
   if (problems.length === 0) return { uid, allowed: true };
   const name = `${String(request.namespace ?? meta['namespace'] ?? '')}/${String(meta['name'] ?? '')}`;
   return {
@@ -77,7 +84,7 @@ export async function review(
     status: {
       code: 422,
       reason: 'Invalid',
-      message: `MCPExternalAuthConfig ${name} is invalid: ${problems.map(formatProblem).join('; ')}`,
+      message: `${kind} ${name} is invalid: ${problems.map(formatProblem).join('; ')}`,
     },
   };
 }

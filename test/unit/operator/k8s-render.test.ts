@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { type K8sObject, renderResources } from '../../../src/operator/render.js';
 import { validateResource } from '../../../src/operator/resource-validate.js';
+import { review } from '../../../src/operator/webhook.js';
 
 const examples = parseAllDocuments(
   readFileSync(new URL('../../../deploy/examples/workloads.yaml', import.meta.url), 'utf8'),
@@ -216,5 +217,22 @@ describe('validation of the workload kinds', () => {
     assert.deepEqual(messages({ apiVersion: 'skep.dev/v1beta1', kind: 'Nope', metadata: { name: 'n' } }), [
       'kind: must be one of MCPExternalAuthConfig, MCPServer, MCPRemoteProxy, MCPServerEntry, VirtualMCPServer, MCPGroup (got "Nope")',
     ]);
+  });
+
+  it('the admission webhook decides the workload kinds with the same library', async () => {
+    const bad = server({ image: 'x', transport: 'stdio' });
+    const denied = await review({ uid: 'u1', operation: 'CREATE', namespace: 'ns', object: bad });
+    assert.equal(denied.allowed, false);
+    assert.equal(
+      denied.status?.message,
+      'MCPServer ns/srv is invalid: spec.command: a stdio server needs command (the runner starts it inside the server image)',
+    );
+    const ok = await review({
+      uid: 'u2',
+      operation: 'CREATE',
+      namespace: 'ns',
+      object: server({ image: 'x', command: ['x'] }),
+    });
+    assert.equal(ok.allowed, true);
   });
 });
