@@ -43,11 +43,14 @@ export function toStructural(input: unknown): Node {
   const out: Node = {};
   // Literal unions (`anyOf` of `const`) become an enum.
   const anyOf = node['anyOf'] as Node[] | undefined;
-  if (anyOf !== undefined) {
-    if (!anyOf.every((s) => 'const' in s))
-      throw new Error('only unions of literals can be expressed in a CRD');
-    node['enum'] = anyOf.map((s) => s['const']);
+  // A union of different types (e.g. a duration as integer or string) cannot be structural:
+  // Kubernetes keeps such a value as written, and the validator checks it.
+  if (anyOf !== undefined && !anyOf.every((s) => 'const' in s)) {
+    const keep: Node = { 'x-kubernetes-preserve-unknown-fields': true };
+    if (typeof node['description'] === 'string') keep['description'] = node['description'];
+    return keep;
   }
+  if (anyOf !== undefined) node['enum'] = anyOf.map((s) => s['const']);
   if ('const' in node) node['enum'] = [node['const']];
   for (const [key, value] of Object.entries(node)) {
     if (DROP.has(key)) continue;
@@ -69,8 +72,8 @@ export function toStructural(input: unknown): Node {
   }
   if (out['type'] === undefined && Array.isArray(out['enum']))
     out['type'] = inferType(out['enum'] as unknown[]);
-  if (out['type'] === undefined)
-    throw new Error(`schema node without a type: ${JSON.stringify(node).slice(0, 120)}`);
+  // An untyped node (any JSON value) is kept as written.
+  if (out['type'] === undefined) out['x-kubernetes-preserve-unknown-fields'] = true;
   return out;
 }
 

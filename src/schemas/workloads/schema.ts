@@ -11,6 +11,7 @@
  * the runner as `SKEP_SESSION_REDIS_PASSWORD`.
  */
 import { type TSchema, Type } from 'typebox';
+import { VmcpConfigSchema } from '../../vmcp/config.js';
 import {
   type CelRule,
   ConditionSchema,
@@ -396,7 +397,7 @@ export const VirtualMCPServerSpecSchema = Type.Object(
         ),
       }),
     ),
-    config: Opt(rawObject('The vMCP configuration (aggregation, composite tools, ...).')),
+    config: Opt(VmcpConfigSchema),
     passthroughHeaders: Opt(Type.Array(Type.String())),
     serviceType: Opt(
       enumOf(['ClusterIP', 'NodePort', 'LoadBalancer'] as const, 'Service type.', { default: 'ClusterIP' }),
