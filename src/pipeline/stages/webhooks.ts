@@ -13,17 +13,13 @@ import {
   parseWebhookStageConfig,
   type WebhookChainInput,
   type WebhookKind,
-  type WebhookPrincipal,
   type WebhookStageConfig,
 } from '../../webhooks/index.js';
+import type * as WebhookRuntime from '../../webhooks/runtime.js';
 import type { Stage, StageDeps, StageFactory } from '../types.js';
 
-/** `principalOf` of the webhooks module, loaded with the stage. */
-type PrincipalOf = (
-  claims: Record<string, unknown>,
-  subject: string | undefined,
-  verified: boolean,
-) => WebhookPrincipal;
+/** `principalOf` of the webhooks' run-time half, loaded with the stage. */
+type PrincipalOf = typeof WebhookRuntime.principalOf;
 
 function chainInput(
   ctx: ProxyRequestContext,

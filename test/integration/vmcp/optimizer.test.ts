@@ -51,7 +51,7 @@ test(
     const hidden = (await client.callTool({
       name: 'find_tool',
       arguments: { tool_description: 'search beta', tool_keywords: ['search', 'beta'] },
-    })) as { structuredContent?: { tools: { name: string }[] }; content: { text: string }[] };
+    })) as unknown as { structuredContent?: { tools: { name: string }[] }; content: { text: string }[] };
     const shown = hidden.structuredContent?.tools.map((x) => x.name) ?? [];
     assert.ok(!shown.includes('beta_search'), shown.join(','));
     assert.ok(
