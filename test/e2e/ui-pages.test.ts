@@ -215,6 +215,14 @@ test(
     await page.getByRole('button', { name: 'Theme: dark' }).waitFor();
     assert.equal(await page.evaluate('document.documentElement.dataset.theme'), 'dark');
     await page.getByRole('button', { name: /^Theme:/ }).click(); // dark → system (light here)
+    // The page re-renders after the click: wait for the new state, then for its colours.
+    await page.getByRole('button', { name: /^Theme: system/ }).waitFor();
+    assert.equal(await page.evaluate('document.documentElement.dataset.theme ?? ""'), '');
+    await page.waitForFunction(
+      `getComputedStyle(document.body).backgroundColor !== ${JSON.stringify(darkBg)}`,
+      undefined,
+      { timeout: 5_000 },
+    );
     const lightBg = await page.evaluate('getComputedStyle(document.body).backgroundColor');
     assert.notEqual(darkBg, lightBg);
 
