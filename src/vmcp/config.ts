@@ -12,7 +12,7 @@
  */
 import { type Static, Type } from 'typebox';
 import { createValidator } from '../schemas/index.js';
-import { SkepError } from '../shared/index.js';
+import { parseGoDuration, SkepError } from '../shared/index.js';
 import {
   OptimizerConfigSchema,
   type OptimizerSettings,
@@ -298,22 +298,9 @@ export interface ResolvedVmcpConfig {
   readonly optimizer: OptimizerSettings | undefined;
 }
 
-const UNIT_MS: Record<string, number> = {
-  ns: 1e-6,
-  us: 1e-3,
-  µs: 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-};
-
 /** Go duration → ms (the schema already checked the syntax). */
 export function durationMs(text: string): number {
-  let total = 0;
-  for (const m of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g))
-    total += Number(m[1]) * UNIT_MS[m[2]!]!;
-  return total;
+  return parseGoDuration(text) ?? 0;
 }
 
 function unsupported(field: string, hint: string): SkepError {
