@@ -1,5 +1,5 @@
 /** Servers: every workload with live status, and a workload's detail (configuration, logs, export, edit). */
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { api, get, getText, seg } from '../api.js';
 import {
   CopyButton,
@@ -30,17 +30,24 @@ function WorkloadActions(props: {
   name: string;
   status: string;
   onDone: () => void;
+  /**
+   * A page about this one workload: told when a delete starts (true) and when it failed
+   * (false), so it stops reading the workload meanwhile; it leaves in `onDeleted`.
+   */
+  onDeleting?: (active: boolean) => void;
   onDeleted?: () => void;
 }) {
   const action = useAction();
   const { name, status } = props;
   const act = (label: string, method: string, path: string, confirmText?: string) => async () => {
     if (confirmText !== undefined && !window.confirm(confirmText)) return;
+    const deleting = label === 'Delete';
+    if (deleting) props.onDeleting?.(true);
     const ok = await action.run(label, () => api(method, path));
-    if (ok) {
-      if (label === 'Delete') props.onDeleted?.();
-      props.onDone();
-    }
+    if (deleting && !ok) props.onDeleting?.(false);
+    // A deleted workload is not read again (a 404 the browser would log): its page is left.
+    if (ok && deleting && props.onDeleted !== undefined) props.onDeleted();
+    else if (ok) props.onDone();
   };
   const base = `/api/v1beta/workloads/${seg(name)}`;
   const lifecycle: Array<[label: string, shown: boolean, path: string]> = [
@@ -299,8 +306,12 @@ function ConfigTable(props: { detail: WorkloadDetail }) {
 }
 
 export function ServerDetailPage(props: { name: string }) {
+  // While a delete runs, the page stops polling the workload and its logs.
+  const [deleting, setDeleting] = useState(false);
+  const shown = useRef<WorkloadDetail | undefined>(undefined);
   const detail = useLoad(
     async () => {
+      if (deleting && shown.current !== undefined) return shown.current;
       // The detail's `url` is a remote server's own; the proxy URL clients use is in the list.
       const [d, list] = await Promise.all([
         get<WorkloadDetail>(`/api/v1beta/workloads/${seg(props.name)}`),
@@ -316,6 +327,7 @@ export function ServerDetailPage(props: { name: string }) {
   const [notice, setNotice] = useState<string | undefined>(undefined);
   const exportAction = useAction();
   const d = detail.data;
+  shown.current = d;
   const doExport = () =>
     exportAction.run('Export', async () => {
       const config = await get<unknown>(`/api/v1beta/workloads/${seg(props.name)}/export`);
@@ -350,6 +362,7 @@ export function ServerDetailPage(props: { name: string }) {
                 name={d.name}
                 status={d.status}
                 onDone={() => void detail.reload()}
+                onDeleting={setDeleting}
                 onDeleted={() => navigate('/servers')}
               />
             </div>
@@ -406,7 +419,7 @@ export function ServerDetailPage(props: { name: string }) {
               <pre class="code">{exported}</pre>
             </section>
           )}
-          <LogTail name={d.name} />
+          {!deleting && <LogTail name={d.name} />}
         </>
       )}
     </section>
