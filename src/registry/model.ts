@@ -10,6 +10,7 @@
  * computed from it in `native-view.ts`; nothing is stored twice.
  */
 import { type Static, Type } from 'typebox';
+import { PermissionProfileSchema } from '../schemas/index.js';
 
 const Opt = Type.Optional;
 const Str = () => Type.String();
@@ -205,27 +206,6 @@ export const Header = Type.Object({
 });
 export type Header = Static<typeof Header>;
 
-export const PermissionProfile = Type.Object({
-  name: Opt(Str()),
-  network: Opt(
-    Type.Object({
-      mode: Opt(Str()),
-      inbound: Opt(Type.Object({ allow_host: Opt(StrArr()) })),
-      outbound: Opt(
-        Type.Object({
-          allow_host: Opt(StrArr()),
-          allow_port: Opt(Type.Array(Type.Integer())),
-          insecure_allow_all: Opt(Type.Boolean()),
-        }),
-      ),
-    }),
-  ),
-  privileged: Opt(Type.Boolean()),
-  read: Opt(StrArr()),
-  write: Opt(StrArr()),
-});
-export type PermissionProfile = Static<typeof PermissionProfile>;
-
 export const Metadata = Type.Object({
   stars: Opt(Type.Integer()),
   last_updated: Opt(Str()),
@@ -274,7 +254,7 @@ export const ServerExtension = Type.Object({
   custom_metadata: Opt(Type.Record(Type.String(), Type.Unknown())),
   stateless: Opt(Type.Boolean()),
   // image servers
-  permissions: Opt(PermissionProfile),
+  permissions: Opt(PermissionProfileSchema),
   args: Opt(StrArr()),
   provenance: Opt(Provenance),
   docker_tags: Opt(StrArr()),
@@ -315,7 +295,7 @@ export const ImageServer = Type.Object(
     docker_tags: Opt(StrArr()),
     args: Opt(StrArr()),
     target_port: Opt(Type.Integer()),
-    permissions: Opt(PermissionProfile),
+    permissions: Opt(PermissionProfileSchema),
     provenance: Opt(Provenance),
   },
   { description: 'A server that runs from an image or a package (`npx://`, `uvx://`).' },

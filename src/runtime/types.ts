@@ -5,24 +5,14 @@
  * (Docker Engine API; Docker or Podman).
  */
 import type { Readable, Writable } from 'node:stream';
+import type { PermissionProfile } from '../schemas/index.js';
+
+export type { PermissionProfile };
 
 export type RuntimeName = 'process' | 'docker';
 export type ServerTransport = 'stdio' | 'sse' | 'streamable-http';
 
 export type RuntimeHealth = { ok: true; detail?: string } | { ok: false; reason: string };
-
-/** Seed: PermissionProfile (the same shape as the run configuration's `permission_profile`). */
-export interface PermissionProfile {
-  name?: string;
-  network?: {
-    inbound?: { allow_host?: string[] };
-    mode?: string;
-    outbound?: { allow_host?: string[]; allow_port?: number[]; insecure_allow_all?: boolean };
-  };
-  privileged?: boolean;
-  read?: string[];
-  write?: string[];
-}
 
 /** Everything a runtime needs to start one server. Secrets are already resolved into `env`. */
 export interface ServerSpec {

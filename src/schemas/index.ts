@@ -12,3 +12,5 @@ export type {
   UserInfoConfig,
 } from './embedded-auth-server.js';
 export { EmbeddedAuthServerConfigSchema } from './embedded-auth-server.js';
+export type { PermissionProfile } from './permission-profile.js';
+export { PermissionProfileSchema } from './permission-profile.js';

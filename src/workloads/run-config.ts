@@ -7,7 +7,11 @@
  * (`"<name>,target=<ENV_VAR>"`), never as values.
  */
 import { type Static, Type } from 'typebox';
-import { createValidator, EmbeddedAuthServerConfigSchema } from '../schemas/index.js';
+import {
+  createValidator,
+  EmbeddedAuthServerConfigSchema,
+  PermissionProfileSchema,
+} from '../schemas/index.js';
 import { VmcpConfigSchema } from '../vmcp/config.js';
 
 export const RUN_CONFIG_SCHEMA_VERSION = 'v0.1.0';
@@ -23,26 +27,6 @@ export const TransportSchema = Type.Union(
 );
 export const ProxyModeSchema = Type.Union([Type.Literal('sse'), Type.Literal('streamable-http')], {
   description: 'Which transport the proxy advertises as the workload URL (both are always served).',
-});
-
-export const PermissionProfileSchema = Type.Object({
-  name: Opt(Str()),
-  network: Opt(
-    Type.Object({
-      inbound: Opt(Type.Object({ allow_host: Opt(Strs()) })),
-      mode: Opt(Str()),
-      outbound: Opt(
-        Type.Object({
-          allow_host: Opt(Strs()),
-          allow_port: Opt(Type.Array(Type.Integer())),
-          insecure_allow_all: Opt(Type.Boolean()),
-        }),
-      ),
-    }),
-  ),
-  privileged: Opt(Type.Boolean()),
-  read: Opt(Strs()),
-  write: Opt(Strs()),
 });
 
 const ToolOverride = Type.Object({ name: Opt(Str()), description: Opt(Str()) });

@@ -4,7 +4,8 @@
  * the reference's `createRequest`, so existing clients keep working.
  */
 import { type Static, Type } from 'typebox';
-import { PermissionProfileSchema, ProxyModeSchema, TransportSchema } from './run-config.js';
+import { PermissionProfileSchema } from '../schemas/index.js';
+import { ProxyModeSchema, TransportSchema } from './run-config.js';
 import { VmcpConfigSchema } from '../vmcp/config.js';
 
 const Opt = Type.Optional;

@@ -6,11 +6,11 @@
 import {
   type CatalogServer,
   EXTENSION_KEY,
-  type PermissionProfile,
   PUBLISHER_META_KEY,
   SERVER_SCHEMA_URL,
   type ServerExtension,
 } from '../model.js';
+import type { PermissionProfile } from '../../schemas/index.js';
 
 /** The version of a catalog entry (not of the server software, which the image tag tracks). */
 const ENTRY_VERSION = '1.0.0';
