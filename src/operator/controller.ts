@@ -1,6 +1,7 @@
 /**
- * The MCPExternalAuthConfig controller: list+watch of the configs and of the workloads that
- * reference them, a work queue with backoff, and a reconcile that
+ * The MCPExternalAuthConfig controller: informers (`informer.ts`: list+watch, re-list after a
+ * 410 or a failed watch) of the configs and of the workloads that reference them, a work
+ * queue with backoff, and a reconcile that
  *  - keeps a finalizer, and blocks deletion while workloads reference the config
  *    (condition `DeletionBlocked`, naming them), releasing it once they are gone;
  *  - validates with the shared library (reading Secrets for the HMAC length) and writes the
@@ -14,13 +15,8 @@ import type { Logger } from '../shared/index.js';
 import type { Condition, ReferencingWorkload } from '../schemas/extauth/index.js';
 import { REFERENCING_KINDS } from '../schemas/extauth/index.js';
 import { configHash } from './config-hash.js';
-import {
-  type KubeClient,
-  type KubeObject,
-  type ResourceType,
-  statusOf,
-  type WatchEventType,
-} from './kube.js';
+import { type KubeClient, type KubeObject, type ResourceType, statusOf } from './kube.js';
+import { Informer, type InformerEvent, type InformerOptions } from './informer.js';
 import {
   EXTAUTH_RESOURCE,
   REF_ANNOTATIONS,
@@ -43,7 +39,7 @@ export interface ControllerOptions {
   /** How soon a deletion blocked by references is re-checked (references also trigger it). */
   blockedRecheckMs?: number;
   backoffBaseMs?: number;
-  /** Delay before re-listing after a watch ends or fails. */
+  /** First delay before re-listing after a watch fails or expires (410); doubles per failure. */
   relistDelayMs?: number;
   now?: () => Date;
 }
@@ -74,8 +70,7 @@ export class ExtAuthController {
   readonly #log: Logger;
   readonly #queue: WorkQueue;
   readonly #workloads = new Map<string, Workload>(); // kind/namespace/name → refs
-  readonly #stoppers: Array<() => void> = [];
-  readonly #synced = new Set<string>();
+  readonly #informers: Informer[] = [];
   readonly #readSecret: SecretReader;
   #closed = false;
   #worker: Promise<void> | undefined;
@@ -92,78 +87,50 @@ export class ExtAuthController {
 
   /** Starts informers, waits for their first list, then starts the worker. */
   async start(): Promise<void> {
-    const inform = [
-      this.#inform('config', EXTAUTH_RESOURCE, (type, obj) => this.#onConfig(type, obj)),
+    const informer = (
+      name: string,
+      type: ResourceType,
+      onEvent: InformerOptions['onEvent'],
+      optional: boolean,
+    ) =>
+      new Informer(
+        Object.assign(
+          {
+            kube: this.#kube,
+            type,
+            logger: this.#log,
+            name,
+            onEvent,
+            // A workload CRD that is not installed answers 404: nothing can reference through it.
+            optional,
+            backoffBaseMs: this.#options.relistDelayMs ?? 1000,
+          },
+          this.#options.namespace === undefined ? {} : { namespace: this.#options.namespace },
+        ),
+      );
+    this.#informers.push(
+      informer('config', EXTAUTH_RESOURCE, (type, obj) => this.#onConfig(type, obj), false),
       ...WORKLOAD_TYPES.map((w) =>
-        this.#inform(w.kind, w.type, (type, obj) => this.#onWorkload(w.kind, type, obj)),
+        informer(w.kind, w.type, (type, obj) => this.#onWorkload(w.kind, type, obj), true),
       ),
-    ];
-    await Promise.all(inform);
+    );
+    await Promise.all(this.#informers.map((i) => i.start()));
     this.#worker = this.#work();
   }
 
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const stop of this.#stoppers.splice(0)) stop();
+    await Promise.all(this.#informers.map((i) => i.close()));
     this.#queue.close();
     await this.#worker;
   }
 
-  /** List, then watch from the list's resourceVersion; re-list when the watch ends. */
-  #inform(
-    name: string,
-    type: ResourceType,
-    handle: (type: WatchEventType, obj: KubeObject) => void,
-  ): Promise<void> {
-    const relist = this.#options.relistDelayMs ?? 1000;
-    let failures = 0;
-    return new Promise<void>((firstSynced) => {
-      const cycle = async (): Promise<void> => {
-        if (this.#closed) return;
-        try {
-          const { items, resourceVersion } = await this.#kube.list(type, this.#options.namespace);
-          failures = 0;
-          for (const item of items) handle('ADDED', item);
-          this.#synced.add(name);
-          firstSynced();
-          const stop = await this.#kube.watch(
-            type,
-            resourceVersion,
-            this.#options.namespace,
-            handle,
-            (err) => {
-              if (err !== null && err !== undefined && !this.#closed)
-                this.#log.debug({ err, name }, 'watch ended');
-              if (!this.#closed) setTimeout(() => void cycle(), relist).unref();
-            },
-          );
-          if (this.#closed) stop();
-          else this.#stoppers.push(stop);
-        } catch (err) {
-          // A workload CRD that is not installed answers 404: nothing can reference through it.
-          const status = statusOf(err);
-          if (status === 404 && name !== 'config') {
-            this.#synced.add(name);
-            firstSynced();
-          } else {
-            this.#log.warn({ err, name }, 'list failed; retrying');
-          }
-          failures++;
-          if (!this.#closed) setTimeout(() => void cycle(), Math.min(30_000, relist * 2 ** failures)).unref();
-        }
-      };
-      void cycle();
-    });
-  }
-
-  #onConfig(type: WatchEventType, obj: KubeObject): void {
-    if (type === 'BOOKMARK' || type === 'ERROR' || obj?.metadata?.name === undefined) return;
+  #onConfig(_type: InformerEvent, obj: KubeObject): void {
     this.#queue.add(keyOf(obj.metadata.namespace ?? 'default', obj.metadata.name));
   }
 
-  #onWorkload(kind: WorkloadKind, type: WatchEventType, obj: KubeObject): void {
-    if (type === 'BOOKMARK' || type === 'ERROR' || obj?.metadata?.name === undefined) return;
+  #onWorkload(kind: WorkloadKind, type: InformerEvent, obj: KubeObject): void {
     const namespace = obj.metadata.namespace ?? 'default';
     const id = `${kind}/${namespace}/${obj.metadata.name}`;
     const before = this.#workloads.get(id);
@@ -180,21 +147,12 @@ export class ExtAuthController {
       .sort((a, b) => (a.kind === b.kind ? a.name.localeCompare(b.name) : a.kind.localeCompare(b.kind)));
   }
 
-  async #work(): Promise<void> {
-    for (;;) {
-      const key = await this.#queue.next();
-      if (key === undefined) return;
-      try {
-        await this.reconcile(key);
-        this.#queue.forget(key);
-      } catch (err) {
-        if (this.#closed) return;
-        const delay = this.#queue.addRateLimited(key);
-        this.#log.warn({ err: (err as Error).message, key, retryInMs: delay }, 'reconcile failed');
-      } finally {
-        this.#queue.done(key);
-      }
-    }
+  #work(): Promise<void> {
+    return this.#queue.process(
+      (key) => this.reconcile(key),
+      (err, key, retryInMs) =>
+        this.#log.warn({ err: (err as Error).message, key, retryInMs }, 'reconcile failed'),
+    );
   }
 
   /** One pass over one config. Exposed for tests that drive reconcile directly. */
@@ -320,7 +278,7 @@ export class ExtAuthController {
 
   /** True once every informer has completed its first list (for readiness probes). */
   get hasSynced(): boolean {
-    return this.#synced.size === 1 + WORKLOAD_TYPES.length;
+    return this.#informers.length > 0 && this.#informers.every((i) => i.synced);
   }
 }
 

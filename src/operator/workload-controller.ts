@@ -1,6 +1,7 @@
 /**
- * The workload controller (issue 21 item 2): list+watch of MCPServer, MCPRemoteProxy,
- * VirtualMCPServer, MCPGroup, MCPServerEntry and MCPExternalAuthConfig, and a reconcile that
+ * The workload controller (issue 21 item 2): informers (`informer.ts`: list+watch, re-list
+ * after a 410 or a failed watch) of MCPServer, MCPRemoteProxy, VirtualMCPServer, MCPGroup,
+ * MCPServerEntry and MCPExternalAuthConfig, and a reconcile that
  * applies exactly what `renderResources` (`skep operator render`) produces for a resource from
  * the objects of its namespace, then writes its status: `phase`, `url`, `message`,
  * `observedGeneration`, the referenced configs' hashes and conditions (`Valid`, `Ready`) with
@@ -14,6 +15,7 @@ import type { Logger } from '../shared/index.js';
 import type { Condition } from '../schemas/extauth/index.js';
 import { EXTAUTH_KIND } from '../schemas/extauth/index.js';
 import { WORKLOAD_KINDS } from '../schemas/workloads/index.js';
+import { Informer, type InformerEvent } from './informer.js';
 import { type KubeClient, type KubeObject, type ObjectClient, type ResourceType, statusOf } from './kube.js';
 import { EXTAUTH_RESOURCE } from './references.js';
 import { groupBackends, type K8sObject, type RenderOptions, renderResources } from './render.js';
@@ -28,6 +30,8 @@ export interface WorkloadControllerOptions {
   namespace?: string;
   render?: RenderOptions;
   now?: () => Date;
+  /** First delay before re-listing after a watch fails or expires (410); doubles per failure. */
+  relistDelayMs?: number;
 }
 
 const TYPES: Array<{ kind: string; type: ResourceType }> = [
@@ -48,7 +52,7 @@ export class WorkloadController {
   readonly #o: WorkloadControllerOptions;
   readonly #cache = new Map<string, KubeObject>(); // kind/ns/name
   readonly #queue = new WorkQueue({ baseDelayMs: 200 });
-  readonly #stoppers: Array<() => void> = [];
+  readonly #informers: Informer[] = [];
   #worker: Promise<void> | undefined;
   #closed = false;
 
@@ -57,44 +61,35 @@ export class WorkloadController {
   }
 
   async start(): Promise<void> {
-    await Promise.all(TYPES.map((t) => this.#inform(t.kind, t.type)));
+    const { kube, namespace, logger } = this.#o;
+    for (const { kind, type } of TYPES) {
+      const onEvent = (event: InformerEvent, obj: KubeObject) => {
+        const key = `${kind}/${nsOf(obj)}/${obj.metadata.name}`;
+        if (event === 'DELETED') this.#cache.delete(key);
+        else this.#cache.set(key, obj);
+        this.#enqueueAffected(kind, obj);
+      };
+      this.#informers.push(
+        new Informer(
+          Object.assign(
+            // A CRD that is not installed: nothing of this kind exists (re-listed with backoff).
+            { kube, type, logger, name: kind, onEvent, optional: true },
+            namespace === undefined ? {} : { namespace },
+            this.#o.relistDelayMs === undefined ? {} : { backoffBaseMs: this.#o.relistDelayMs },
+          ),
+        ),
+      );
+    }
+    await Promise.all(this.#informers.map((i) => i.start()));
     this.#worker = this.#work();
   }
 
   async close(): Promise<void> {
+    if (this.#closed) return;
     this.#closed = true;
-    for (const stop of this.#stoppers.splice(0)) stop();
+    await Promise.all(this.#informers.map((i) => i.close()));
     this.#queue.close();
     await this.#worker;
-  }
-
-  async #inform(kind: string, type: ResourceType): Promise<void> {
-    const { kube, namespace } = this.#o;
-    const onEvent = (event: string, obj: KubeObject) => {
-      if (obj?.metadata?.name === undefined || event === 'BOOKMARK' || event === 'ERROR') return;
-      const key = `${kind}/${nsOf(obj)}/${obj.metadata.name}`;
-      if (event === 'DELETED') this.#cache.delete(key);
-      else this.#cache.set(key, obj);
-      this.#enqueueAffected(kind, obj);
-    };
-    let list: Awaited<ReturnType<KubeClient['list']>>;
-    try {
-      list = await kube.list(type, namespace);
-    } catch (err) {
-      if (statusOf(err) === 404) return; // CRD not installed: nothing of this kind exists
-      throw err;
-    }
-    for (const item of list.items) onEvent('ADDED', item);
-    // The first list is the sync point; the watch's response may only start with its first event.
-    void kube
-      .watch(type, list.resourceVersion, namespace, onEvent, (err) => {
-        if (!this.#closed && err) this.#o.logger.debug({ err, kind }, 'watch ended');
-      })
-      .then((stop) => {
-        if (this.#closed) stop();
-        else this.#stoppers.push(stop);
-      })
-      .catch((err: unknown) => this.#o.logger.warn({ err, kind }, 'watch failed'));
   }
 
   /** The resource itself, and whatever renders from it (consumers of a config, vMCPs of a group). */
@@ -120,21 +115,12 @@ export class WorkloadController {
     }
   }
 
-  async #work(): Promise<void> {
-    for (;;) {
-      const key = await this.#queue.next();
-      if (key === undefined) return;
-      try {
-        await this.reconcile(key);
-        this.#queue.forget(key);
-      } catch (err) {
-        if (this.#closed) return;
-        const delay = this.#queue.addRateLimited(key);
-        this.#o.logger.warn({ err: (err as Error).message, key, retryInMs: delay }, 'reconcile failed');
-      } finally {
-        this.#queue.done(key);
-      }
-    }
+  #work(): Promise<void> {
+    return this.#queue.process(
+      (key) => this.reconcile(key),
+      (err, key, retryInMs) =>
+        this.#o.logger.warn({ err: (err as Error).message, key, retryInMs }, 'reconcile failed'),
+    );
   }
 
   /** One pass over one resource (`Kind/namespace/name`). */

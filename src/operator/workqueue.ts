@@ -79,6 +79,29 @@ export class WorkQueue {
     if (this.#dirty.delete(key)) this.add(key);
   }
 
+  /**
+   * The worker loop of a controller: reconciles keys one at a time until the queue closes; a
+   * success forgets the key's failures, a failure re-queues it with backoff (`onFailure` is told
+   * when, unless the queue is closing).
+   */
+  async process(
+    reconcile: (key: string) => Promise<void>,
+    onFailure: (err: unknown, key: string, retryInMs: number) => void,
+  ): Promise<void> {
+    for (;;) {
+      const key = await this.next();
+      if (key === undefined) return;
+      try {
+        await reconcile(key);
+        this.forget(key);
+      } catch (err) {
+        if (!this.#closed) onFailure(err, key, this.addRateLimited(key));
+      } finally {
+        this.done(key);
+      }
+    }
+  }
+
   close(): void {
     this.#closed = true;
     for (const t of this.#timers) clearTimeout(t);

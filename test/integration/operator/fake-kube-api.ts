@@ -6,7 +6,10 @@
  * merge-patch, PUT and the
  * status subresource (resourceVersion optimistic locking → 409 Conflict), delete with
  * finalizers (deletionTimestamp, removal when the last finalizer goes), `generation` bumps on
- * spec changes, and core/v1 Secrets. Tests can inject 409s to exercise conflict retries.
+ * spec changes, and core/v1 Secrets. Tests can inject 409s to exercise conflict retries, end
+ * every open watch (`endWatches`, as the API server's request timeout does), and compact the
+ * event history (`compact`) so that a watch from an older resourceVersion is answered as the
+ * real API server answers it: HTTP 200, one `ERROR` event with a 410 `Expired` Status, end.
  */
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -100,6 +103,8 @@ export class FakeKubeApi {
   /** Resources whose list/watch answer 404 (a CRD that is not installed). */
   readonly missingResources = new Set<string>();
   port = 0;
+  /** Watches from a resourceVersion below this get 410 Gone (`compact`). */
+  private compactedRv = 0;
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
@@ -135,6 +140,20 @@ export class FakeKubeApi {
   /** The next `count` writes of this kind answer 409 Conflict ('status' or 'main' PUT/PATCH). */
   injectConflicts(target: 'status' | 'main', count: number): void {
     this.conflicts.set(target, (this.conflicts.get(target) ?? 0) + count);
+  }
+
+  /** Ends every open watch stream cleanly; returns how many were open. */
+  endWatches(): number {
+    const open = this.watchers.size;
+    for (const w of this.watchers) w.res.end();
+    this.watchers.clear();
+    return open;
+  }
+
+  /** Forgets the event history up to now (etcd compaction): older resourceVersions expire. */
+  compact(): void {
+    this.compactedRv = this.rv;
+    this.events.splice(0);
   }
 
   /** Direct store access for tests (no HTTP). */
@@ -380,6 +399,15 @@ export class FakeKubeApi {
     this.requests.push({ method: 'WATCH', path: req.url ?? '', status: 200 });
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     const since = fromRv === null || fromRv === '' ? this.rv : Number(fromRv);
+    if (since < this.compactedRv) {
+      const gone = this.statusBody(
+        410,
+        'Expired',
+        `too old resource version: ${since} (${this.compactedRv})`,
+      );
+      res.end(`${JSON.stringify({ type: 'ERROR', object: gone })}\n`);
+      return;
+    }
     for (const e of this.events) {
       if (
         e.rv > since &&
