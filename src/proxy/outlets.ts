@@ -29,6 +29,32 @@ export interface ReplyTarget {
   readonly appliesToolPolicy?: boolean;
 }
 
+/**
+ * A reply target in front of another one that changes only the response: interim messages and
+ * `open` pass through. A subclass implements `final` and hands its result on with `forward`.
+ */
+export abstract class ForwardingTarget implements ReplyTarget {
+  readonly #inner: ReplyTarget;
+
+  constructor(inner: ReplyTarget) {
+    this.#inner = inner;
+  }
+
+  get open(): boolean {
+    return this.#inner.open;
+  }
+
+  interim(text: string): boolean {
+    return this.#inner.interim(text);
+  }
+
+  abstract final(text: string): void;
+
+  protected forward(text: string): void {
+    this.#inner.final(text);
+  }
+}
+
 export interface Outlet {
   send(text: string): boolean;
   readonly open: boolean;

@@ -4,7 +4,7 @@
  * target, the transparent forwarder calls `runReplyHooks` on the answers it relays.
  */
 import { INTERNAL_ERROR, type JsonRpcMessage } from './json-rpc.js';
-import type { ReplyTarget } from './outlets.js';
+import { ForwardingTarget, type ReplyTarget } from './outlets.js';
 import type { ReplyHook } from './types.js';
 
 /** Turns the answer into the fail-closed error a broken hook leaves behind. */
@@ -52,24 +52,15 @@ export function runReplyHooks(hooks: readonly ReplyHook[], reply: JsonRpcMessage
 }
 
 /** A reply target whose final answer passes the hooks first. Interim messages pass as they are. */
-export class HookedTarget implements ReplyTarget {
+export class HookedTarget extends ForwardingTarget {
   /** The proxy puts the tools policy among the hooks (outermost), so the bridge must not. */
   readonly appliesToolPolicy = true;
 
-  readonly #inner: ReplyTarget;
   readonly #hooks: readonly ReplyHook[];
 
   constructor(inner: ReplyTarget, hooks: readonly ReplyHook[]) {
-    this.#inner = inner;
+    super(inner);
     this.#hooks = hooks;
-  }
-
-  get open(): boolean {
-    return this.#inner.open;
-  }
-
-  interim(text: string): boolean {
-    return this.#inner.interim(text);
   }
 
   final(text: string): void {
@@ -77,11 +68,11 @@ export class HookedTarget implements ReplyTarget {
     try {
       reply = JSON.parse(text) as JsonRpcMessage;
     } catch {
-      this.#inner.final(text);
+      this.forward(text);
       return;
     }
     const done = runReplyHooks(this.#hooks, reply);
-    if (done === undefined) this.#inner.final(JSON.stringify(reply));
-    else void done.then(() => this.#inner.final(JSON.stringify(reply)));
+    if (done === undefined) this.forward(JSON.stringify(reply));
+    else void done.then(() => this.forward(JSON.stringify(reply)));
   }
 }

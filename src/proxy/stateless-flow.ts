@@ -25,7 +25,7 @@ import {
   resultMessage,
   UPSTREAM_UNAVAILABLE,
 } from './json-rpc.js';
-import type { ReplyTarget } from './outlets.js';
+import { ForwardingTarget, type ReplyTarget } from './outlets.js';
 import { isLogLevel, type Session } from './session.js';
 
 /** 2026-era (stateless) revisions served in front of a 2025-era child. */
@@ -239,23 +239,16 @@ const CACHEABLE_METHODS = new Set([
  * 2026-07-28 results carry `resultType` ("complete" for an ordinary answer); a 2025-era child
  * never sets it, so the proxy adds it on the way back to a 2026 client.
  */
-class ModernResultTarget implements ReplyTarget {
-  readonly #inner: ReplyTarget;
+class ModernResultTarget extends ForwardingTarget {
   readonly #cacheable: boolean;
 
   constructor(inner: ReplyTarget, cacheable: boolean) {
-    this.#inner = inner;
+    super(inner);
     this.#cacheable = cacheable;
-  }
-  get open(): boolean {
-    return this.#inner.open;
-  }
-  interim(text: string): boolean {
-    return this.#inner.interim(text);
   }
   final(text: string): void {
     if (!text.includes('"result"')) {
-      this.#inner.final(text);
+      this.forward(text);
       return;
     }
     const msg = JSON.parse(text) as JsonRpcMessage;
@@ -267,9 +260,9 @@ class ModernResultTarget implements ReplyTarget {
         result['ttlMs'] = 0;
         result['cacheScope'] = 'private';
       }
-      this.#inner.final(JSON.stringify(msg));
+      this.forward(JSON.stringify(msg));
       return;
     }
-    this.#inner.final(text);
+    this.forward(text);
   }
 }
