@@ -21,6 +21,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
   AggregationTemporality,
   type CollectionResult,
+  type DataPoint,
   DataPointType,
   type MetricData,
   MeterProvider,
@@ -75,6 +76,16 @@ function hrTime(ms: number): HrTime {
   return [seconds, Math.round((ms - seconds * 1000) * 1e6)];
 }
 
+/** The points of a counter, up-down counter or gauge as SDK data points, up to `end`. */
+function numberDataPoints(points: readonly NumberPoint[], end: HrTime): DataPoint<number>[] {
+  return points.map((p) => ({
+    startTime: hrTime(p.startMs),
+    endTime: end,
+    attributes: p.labels,
+    value: p.value,
+  }));
+}
+
 /** The registry's families (those with an OpenTelemetry scope) as SDK metric data, cumulative. */
 export function toScopeMetrics(families: readonly MetricFamily[], nowMs: number): ScopeMetrics[] {
   const end = hrTime(nowMs);
@@ -122,12 +133,7 @@ export function toScopeMetrics(families: readonly MetricFamily[], nowMs: number)
         descriptor,
         aggregationTemporality: AggregationTemporality.CUMULATIVE,
         dataPointType: DataPointType.GAUGE,
-        dataPoints: (f.points as NumberPoint[]).map((p) => ({
-          startTime: hrTime(p.startMs),
-          endTime: end,
-          attributes: p.labels,
-          value: p.value,
-        })),
+        dataPoints: numberDataPoints(f.points as NumberPoint[], end),
       };
     } else {
       data = {
@@ -135,12 +141,7 @@ export function toScopeMetrics(families: readonly MetricFamily[], nowMs: number)
         aggregationTemporality: AggregationTemporality.CUMULATIVE,
         dataPointType: DataPointType.SUM,
         isMonotonic: f.kind === 'counter',
-        dataPoints: (f.points as NumberPoint[]).map((p) => ({
-          startTime: hrTime(p.startMs),
-          endTime: end,
-          attributes: p.labels,
-          value: p.value,
-        })),
+        dataPoints: numberDataPoints(f.points as NumberPoint[], end),
       };
     }
     scope.metrics.push(data);
