@@ -10,7 +10,9 @@
  * computed from it in `native-view.ts`; nothing is stored twice.
  */
 import { type Static, Type } from 'typebox';
-import { PermissionProfileSchema } from '../schemas/index.js';
+// The file itself, not the schemas index: the web UI type-checks this module with the browser's
+// types, and the index reaches Node-only code (src/ui/types.ts).
+import { PermissionProfileSchema } from '../schemas/permission-profile.js';
 
 const Opt = Type.Optional;
 const Str = () => Type.String();
