@@ -409,19 +409,29 @@ async function startVirtual(
   const { parseVmcpConfig, VirtualMcpServer: Server } = await import('../vmcp/index.js');
   const vmcp = parseVmcpConfig(runConfig.vmcp);
   const group = vmcp.groupRef ?? runConfig.group;
+  // The config's static `backends[]` (a Kubernetes pod: the operator resolved the group), or
+  // the other running workloads of the group, read from the store.
+  const listed = vmcp.staticBackends?.map((b) => ({
+    name: b.name,
+    url: b.url,
+    runConfig: undefined,
+    probe: b.type === 'entry' ? ('reachable' as const) : ('health' as const),
+  }));
+  const staticList = listed === undefined ? undefined : () => listed;
+  const fromGroup = () =>
+    rows
+      .list(group)
+      .filter((r) => r.name !== runConfig.name && r.config.vmcp === undefined && r.status === 'running')
+      .map((r) => ({
+        name: r.name,
+        url: workloadUrl({ name: r.name, port: r.port, host: r.config.host, transport: 'streamable-http' }),
+        runConfig: r.config,
+      }));
   const server = new Server({
     name: runConfig.name,
     config: vmcp,
     logger: options.logger,
-    discover: () =>
-      rows
-        .list(group)
-        .filter((r) => r.name !== runConfig.name && r.config.vmcp === undefined && r.status === 'running')
-        .map((r) => ({
-          name: r.name,
-          url: workloadUrl({ name: r.name, port: r.port, host: r.config.host, transport: 'streamable-http' }),
-          runConfig: r.config,
-        })),
+    discover: staticList ?? fromGroup,
     auth: {
       logger: options.logger,
       secretLookup: options.secretLookup,

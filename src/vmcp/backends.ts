@@ -1,6 +1,7 @@
 /**
  * Which backends the virtual MCP server serves, and whether each is up (vmcp-operator.md §1.8).
- * Backends are the other workloads of the group: the store is read every `pollMs` (the way
+ * Backends are the config's static `backends[]` when it lists them, else the other workloads of
+ * the group: `discover` is called every `pollMs` (for workloads, a read of the store, the way
  * runners watch their own record), so a workload that starts, stops or moves to another port
  * is seen within that time, and a probe of its proxy's `/health` (every
  * `healthCheckInterval`, with `healthCheckTimeout`) plus the outcome of real calls decide
@@ -17,8 +18,13 @@ export interface BackendInfo {
   readonly name: string;
   /** The workload's MCP endpoint (`http://host:port/mcp`). */
   readonly url: string;
-  /** The workload's run configuration, for discovered outgoing auth. */
+  /** The workload's run configuration, for discovered outgoing auth (none for static backends). */
   readonly runConfig: unknown;
+  /**
+   * How health is probed: `health` (default) asks a Skep proxy's `/health`; `reachable` (a remote
+   * server reached directly, which has no such endpoint) counts any HTTP answer at `url`.
+   */
+  readonly probe?: 'health' | 'reachable';
 }
 
 export type BackendHealth = 'unknown' | 'healthy' | 'unhealthy';
@@ -27,7 +33,8 @@ interface State {
   info: BackendInfo;
   health: BackendHealth;
   failures: number;
-  probing: boolean;
+  /** The probe in flight, so that `start` can wait for the first one. */
+  probing: Promise<void> | undefined;
 }
 
 export interface BackendSetOptions {
@@ -109,7 +116,7 @@ export class BackendSet extends EventEmitter {
       seen.add(info.name);
       const s = this.#states.get(info.name);
       if (s === undefined || s.info.url !== info.url) {
-        const state: State = { info, health: 'unknown', failures: 0, probing: false };
+        const state: State = { info, health: 'unknown', failures: 0, probing: undefined };
         this.#states.set(info.name, state);
         if (s?.health === 'healthy') changed = true;
         void this.#probe(state);
@@ -126,22 +133,32 @@ export class BackendSet extends EventEmitter {
     if (changed) this.#recompute();
   }
 
-  async #probe(s: State): Promise<void> {
-    if (s.probing || this.#closed) return;
-    s.probing = true;
+  #probe(s: State): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    s.probing ??= this.#probeOnce(s).finally(() => {
+      s.probing = undefined;
+    });
+    return s.probing;
+  }
+
+  async #probeOnce(s: State): Promise<void> {
     const url = new URL(s.info.url);
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), this.#options.config.healthCheckTimeoutMs);
     try {
-      const res = await poolFor(url.origin).request({ method: 'GET', path: '/health', signal: abort.signal });
+      const reachable = s.info.probe === 'reachable';
+      const res = await poolFor(url.origin).request({
+        method: 'GET',
+        path: reachable ? url.pathname + url.search : '/health',
+        signal: abort.signal,
+      });
       await res.body.dump();
-      if (res.statusCode === 200) this.#succeeded(s);
+      if (res.statusCode === 200 || (reachable && res.statusCode < 500)) this.#succeeded(s);
       else this.#failed(s, `health answered HTTP ${res.statusCode}`);
     } catch (err) {
       this.#failed(s, (err as Error).message);
     } finally {
       clearTimeout(timer);
-      s.probing = false;
     }
   }
 

@@ -294,6 +294,11 @@ export interface ResolvedVmcpConfig {
     readonly timeoutMs: number;
   };
   readonly passthroughHeaders: readonly string[];
+  /**
+   * `backends[]` when the file lists them (static mode, e.g. a Kubernetes pod whose backends the
+   * operator resolved): these are the backends, instead of the running workloads of the group.
+   */
+  readonly staticBackends: readonly StaticBackend[] | undefined;
   /** Set when `optimizer` is present (its presence turns it on, §1.9). */
   readonly optimizer: OptimizerSettings | undefined;
 }
@@ -335,12 +340,7 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
   if (raw.codeMode !== undefined && raw.codeMode['enabled'] === true) {
     throw unsupported('codeMode', 'code mode is not implemented; remove it');
   }
-  if (raw.backends !== undefined && raw.backends.length > 0) {
-    throw unsupported(
-      'backends',
-      'backends are the running workloads of `groupRef`; run remote servers as workloads of that group',
-    );
-  }
+  const staticBackends = raw.backends === undefined ? undefined : checkStaticBackends(raw.backends, what);
   for (const key of ['telemetry', 'audit', 'sessionStorage', 'rateLimiting'] as const) {
     const v = raw[key];
     if (v !== undefined && Object.keys(v).length > 0) {
@@ -384,6 +384,15 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
   for (const [name, s] of Object.entries(raw.outgoingAuth?.backends ?? {}))
     strategies.push([`outgoingAuth.backends.${name}`, s]);
   for (const [field, s] of strategies) checkStrategy(field, s);
+  if (
+    staticBackends !== undefined &&
+    (raw.outgoingAuth?.source === 'discovered' || strategies.some(([, s]) => s.type === 'discovered'))
+  ) {
+    throw new SkepError(
+      'bad_request',
+      `${what}.outgoingAuth: static backends have no workload configuration to discover auth from; set source "inline" and give each backend's strategy in outgoingAuth.backends`,
+    );
+  }
 
   const agg = raw.aggregation ?? {};
   const crc = agg.conflictResolutionConfig ?? {};
@@ -489,9 +498,61 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
       timeoutMs: cbTimeout,
     },
     passthroughHeaders: raw.passthroughHeaders ?? [],
+    staticBackends,
     optimizer: raw.optimizer === undefined ? undefined : resolveOptimizerSettings(raw.optimizer),
   };
   return Object.freeze(resolved);
+}
+
+export interface StaticBackend {
+  readonly name: string;
+  /** The backend's MCP endpoint (streamable HTTP). */
+  readonly url: string;
+  /**
+   * `entry` (a remote server listed by an MCPServerEntry, reached directly) has no Skep
+   * `/health`: any HTTP answer at its URL counts as reachable. Others are Skep proxies.
+   */
+  readonly type: 'entry' | '';
+}
+
+const BACKEND_TYPES = new Set(['', 'entry', 'container', 'proxy']);
+
+/** `backends[]` (§1.1 static mode): unique names, absolute http(s) URLs, streamable HTTP. */
+function checkStaticBackends(list: Static<typeof StaticBackendSchema>[], what: string): StaticBackend[] {
+  const seen = new Set<string>();
+  return list.map((b, i) => {
+    const field = `${what}.backends[${i}]`;
+    if (b.name === '' || seen.has(b.name))
+      throw new SkepError('bad_request', `${field}.name must be a unique, non-empty name (got "${b.name}")`);
+    seen.add(b.name);
+    let url: URL | undefined;
+    try {
+      url = new URL(b.url);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+      throw new SkepError('bad_request', `${field}.url must be an absolute http(s) URL (got "${b.url}")`);
+    if (b.transport !== 'streamable-http')
+      throw unsupported(
+        `backends[${i}].transport`,
+        'backends are reached over streamable HTTP; put an SSE server behind a Skep workload and list its proxy',
+      );
+    if (b.caBundlePath !== undefined)
+      throw unsupported(
+        `backends[${i}].caBundlePath`,
+        'backends are verified against the system CAs; remove it',
+      );
+    if (b.metadata !== undefined && Object.keys(b.metadata).length > 0)
+      throw unsupported(`backends[${i}].metadata`, 'backend metadata has no effect here; remove it');
+    const type = b.type ?? '';
+    if (!BACKEND_TYPES.has(type))
+      throw new SkepError(
+        'bad_request',
+        `${field}.type must be "", "entry", "container" or "proxy" (got "${type}")`,
+      );
+    return { name: b.name, url: url.href, type: type === 'entry' ? 'entry' : '' };
+  });
 }
 
 function positive(ms: number, field: string): number {

@@ -50,7 +50,10 @@ export async function buildBackendAuth(
 ): Promise<BackendAuth> {
   const explicit = config.outgoingAuth.backends[backend];
   if (explicit !== undefined && explicit.type !== 'discovered') return fromStrategy(backend, explicit, deps);
-  if (explicit?.type === 'discovered' || config.outgoingAuth.source === 'discovered') {
+  if (
+    backendRunConfig !== undefined &&
+    (explicit?.type === 'discovered' || config.outgoingAuth.source === 'discovered')
+  ) {
     const discovered = await fromRunConfig(backend, backendRunConfig as RunConfig, deps);
     if (discovered !== undefined) return discovered;
   }

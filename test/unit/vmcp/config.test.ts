@@ -92,13 +92,58 @@ test('bad values are 400 bad_request naming the field', () => {
   refused({ passthroughHeaders: ['X-Tenant'] }, 'unsupported_field', /passthroughHeaders/);
 });
 
+test('static backends[]: checked and resolved; discovered auth is refused with them', () => {
+  const c = parseVmcpConfig({
+    backends: [
+      { name: 'a', url: 'http://a.example:8080/mcp', transport: 'streamable-http' },
+      { name: 'b', url: 'https://b.example/mcp', transport: 'streamable-http', type: 'entry', metadata: {} },
+    ],
+    outgoingAuth: {
+      source: 'inline',
+      backends: {
+        b: { type: 'header_injection', headerInjection: { headerName: 'X-Key', headerValueEnv: 'K' } },
+      },
+    },
+  });
+  assert.deepEqual(c.staticBackends, [
+    { name: 'a', url: 'http://a.example:8080/mcp', type: '' },
+    { name: 'b', url: 'https://b.example/mcp', type: 'entry' },
+  ]);
+  assert.equal(parseVmcpConfig({}).staticBackends, undefined);
+  const one = { name: 'a', url: 'http://a/mcp', transport: 'streamable-http' };
+  refused({ backends: [one, one] }, 'bad_request', /backends\[1\]\.name must be a unique/);
+  refused({ backends: [{ ...one, url: 'ftp://a/mcp' }] }, 'bad_request', /backends\[0\]\.url/);
+  refused({ backends: [{ ...one, url: 'not a url' }] }, 'bad_request', /backends\[0\]\.url/);
+  refused({ backends: [{ ...one, type: 'pod' }] }, 'bad_request', /backends\[0\]\.type/);
+  refused(
+    { backends: [one], outgoingAuth: { source: 'discovered' } },
+    'bad_request',
+    /static backends have no workload configuration/,
+  );
+  refused(
+    { backends: [one], outgoingAuth: { backends: { a: { type: 'discovered' } } } },
+    'bad_request',
+    /static backends have no workload configuration/,
+  );
+});
+
 test('fields this build does not honour are refused with unsupported_field, never kept silently', () => {
   refused({ compositeTools: [{ name: 'wf' }] }, 'unsupported_field', /vmcp\.compositeTools/);
   refused({ codeMode: { enabled: true } }, 'unsupported_field', /vmcp\.codeMode/);
   refused(
     { backends: [{ name: 'x', url: 'http://h/mcp', transport: 'sse' }] },
     'unsupported_field',
-    /vmcp\.backends/,
+    /vmcp\.backends\[0\]\.transport/,
+  );
+  refused(
+    { backends: [{ name: 'x', url: 'https://h/mcp', transport: 'streamable-http', caBundlePath: '/ca' }] },
+    'unsupported_field',
+    /vmcp\.backends\[0\]\.caBundlePath/,
+  );
+  refused(
+    { backends: [{ name: 'x', url: 'http://h/mcp', transport: 'streamable-http', metadata: { a: 'b' } }] },
+    'unsupported_field',
+    /vmcp\.backends\[0\]\.metadata/,
   );
   refused({ outgoingAuth: { default: { type: 'obo' } } }, 'unsupported_field', /obo/);
   refused({ incomingAuth: { type: 'oidc' } }, 'unsupported_field', /incomingAuth.*oidc_config/);
