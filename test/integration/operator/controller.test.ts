@@ -256,6 +256,83 @@ describe('MCPExternalAuthConfig controller against a fake API server', { timeout
     );
   });
 
+  // Fake API (fake-kube-api.ts): `endWatches` closes every watch stream as the API server's
+  // request timeout does; `compact` drops its event history so the controller's next watch
+  // gets the 410 Expired ERROR event a real API server sends for a too-old resourceVersion.
+  const referencing = (api: FakeKubeApi, name: string) =>
+    JSON.stringify(
+      ((api.getObject(EXT, NS, name)?.['status'] as Record<string, unknown> | undefined)?.[
+        'referencingWorkloads'
+      ] as Array<{ name: string }> | undefined) ?? null,
+    );
+  const lists = (api: FakeKubeApi) =>
+    api.requests.filter(
+      (r) => r.method === 'GET' && /\/(mcp[a-z]+|virtualmcpservers)(\?(?!.*watch=true)|$)/.test(r.path),
+    ).length;
+
+  it('a watch that ends is resumed from its last resourceVersion: a workload created meanwhile is reconciled, nothing re-listed', async (t) => {
+    const { api } = await setup(t);
+    api.create(EXT, config('auth', embedded()));
+    api.create(SERVERS, workload('MCPServer', 'one', { externalAuthConfigRef: { name: 'auth' } }));
+    await waitFor(
+      'one referencing',
+      () => referencing(api, 'auth') === '[{"kind":"MCPServer","name":"one"}]',
+    );
+    const listed = lists(api);
+    assert.equal(api.endWatches(), 5, 'the config and the four workload kinds were watched');
+    api.create(SERVERS, workload('MCPServer', 'two', { externalAuthConfigRef: { name: 'auth' } }));
+    await waitFor(
+      'two referencing',
+      () =>
+        referencing(api, 'auth') === '[{"kind":"MCPServer","name":"one"},{"kind":"MCPServer","name":"two"}]',
+    );
+    assert.equal(lists(api), listed, 'resumed by watching again, not by listing');
+  });
+
+  it('410 Gone: re-lists and reconciles a workload created and one deleted while no watch ran', async (t) => {
+    const { api } = await setup(t);
+    api.create(EXT, config('auth', embedded()));
+    api.create(SERVERS, workload('MCPServer', 'old', { externalAuthConfigRef: { name: 'auth' } }));
+    await waitFor(
+      'old referencing',
+      () => referencing(api, 'auth') === '[{"kind":"MCPServer","name":"old"}]',
+    );
+    const listed = lists(api);
+    api.endWatches();
+    api.delete(SERVERS, NS, 'old');
+    api.create(PROXIES, workload('MCPRemoteProxy', 'new', { externalAuthConfigRef: { name: 'auth' } }));
+    api.compact(); // the events above are gone from the history: only a re-list can see them
+    await waitFor(
+      'new referencing, old gone',
+      () => referencing(api, 'auth') === '[{"kind":"MCPRemoteProxy","name":"new"}]',
+    );
+    assert.ok(lists(api) >= listed + 5, 'every informer re-listed after its 410');
+    // The re-listed informers watch again: a later change still arrives.
+    api.create(SERVERS, workload('MCPServer', 'later', { externalAuthConfigRef: { name: 'auth' } }));
+    await waitFor(
+      'later referencing',
+      () =>
+        referencing(api, 'auth') ===
+        '[{"kind":"MCPRemoteProxy","name":"new"},{"kind":"MCPServer","name":"later"}]',
+    );
+  });
+
+  it('410 Gone: a config marked for deletion while no watch ran is seen by the re-list and its finalizer released', async (t) => {
+    const { api } = await setup(t);
+    api.create(EXT, config('gone', { type: 'unauthenticated' }));
+    await waitFor(
+      'finalizer',
+      () => (api.getObject(EXT, NS, 'gone')?.metadata['finalizers'] as string[] | undefined)?.length === 1,
+    );
+    api.endWatches();
+    api.delete(EXT, NS, 'gone'); // marks it: the finalizer holds it
+    api.compact();
+    await waitFor(
+      'the finalizer removed after the re-list',
+      () => api.getObject(EXT, NS, 'gone') === undefined,
+    );
+  });
+
   it('works when the workload CRDs are not installed (their lists answer 404)', async (t) => {
     const { api } = await setup(t, (a) => {
       for (const r of [SERVERS, PROXIES, VMCP, ENTRIES]) a.missingResources.add(r);

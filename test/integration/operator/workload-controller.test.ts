@@ -4,7 +4,7 @@
 // Covered: create of the rendered objects with owner references, status (phase, url,
 // conditions with observedGeneration), rollout of a consumer when its MCPExternalAuthConfig
 // changes, an update of the resource, a missing reference reported in status, group member
-// status, and vMCP discovered backends.
+// status, vMCP discovered backends, and watches that end or expire (410 Gone).
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { createKubeClient, createObjectClient } from '../../../src/operator/kube.js';
@@ -34,6 +34,7 @@ async function setup(t: TestContext) {
     objects: createObjectClient(kc),
     logger: process.env['K_DEBUG'] ? createLogger({ name: 'wc', level: 'debug' }) : silentLogger,
     render: { runnerImage: 'skep:test' },
+    relistDelayMs: 20,
   });
   await controller.start();
   t.after(() => controller.close());
@@ -161,5 +162,67 @@ describe('workload controller against a fake API server', { timeout: 60_000 }, (
     );
     assert.ok(api.getObject('rbac.authorization.k8s.io/v1/roles', NS, 'v-vmcp'));
     assert.ok(api.getObject('core/v1/configmaps', NS, 'v-vmcp-config'));
+  });
+
+  // The fake's `endWatches` closes every watch stream (the API server's request timeout);
+  // `compact` drops its event history, so the next watch from an older resourceVersion gets
+  // the 410 Expired ERROR event a real API server sends.
+  const members = (api: Awaited<ReturnType<typeof setup>>) =>
+    JSON.stringify(
+      (api.getObject(R('mcpgroups'), NS, 'tools')?.['status'] as Obj | undefined)?.['servers'] ?? null,
+    );
+  const lists = (api: Awaited<ReturnType<typeof setup>>) =>
+    api.requests.filter(
+      (r) => r.method === 'GET' && /\/(mcp[a-z]+|virtualmcpservers)(\?(?!.*watch=true)|$)/.test(r.path),
+    ).length;
+  const server = (name: string) =>
+    cr('MCPServer', name, { image: 'x', command: ['x'], groupRef: { name: 'tools' } });
+
+  it('a watch that ends is watched again from its last resourceVersion: a server created meanwhile is deployed', async (t) => {
+    const api = await setup(t);
+    api.create(R('mcpgroups'), cr('MCPGroup', 'tools', {}));
+    api.create(R('mcpservers'), server('a'));
+    await waitFor('group [a]', () => members(api) === '["a"]');
+    const listed = lists(api);
+    assert.equal(api.endWatches(), 6, 'five workload kinds and MCPExternalAuthConfig were watched');
+    api.create(R('mcpservers'), server('b'));
+    await waitFor('group [a,b]', () => members(api) === '["a","b"]');
+    assert.ok(await waitFor('the Deployment of b', () => api.getObject('apps/v1/deployments', NS, 'b')));
+    assert.equal(lists(api), listed, 'resumed by watching again, not by listing');
+  });
+
+  it('410 Gone: re-lists; a server created, one deleted and one changed while no watch ran are all reconciled', async (t) => {
+    const api = await setup(t);
+    api.create(R('mcpgroups'), cr('MCPGroup', 'tools', {}));
+    api.create(R('mcpservers'), server('keep'));
+    api.create(R('mcpservers'), server('drop'));
+    api.create(
+      R('virtualmcpservers'),
+      cr('VirtualMCPServer', 'v', { groupRef: { name: 'tools' }, incomingAuth: { type: 'anonymous' } }),
+    );
+    await waitFor('group [drop,keep]', () => members(api) === '["drop","keep"]');
+    const listed = lists(api);
+    api.endWatches();
+    api.delete(R('mcpservers'), NS, 'drop');
+    api.create(R('mcpservers'), server('added'));
+    api.update(R('mcpservers'), NS, 'keep', (o) => {
+      (o['spec'] as Record<string, unknown>)['proxyPort'] = 9191;
+    });
+    api.compact(); // the events above are gone from the history: only a re-list can see them
+    await waitFor('group [added,keep]', () => members(api) === '["added","keep"]');
+    assert.ok(lists(api) >= listed + 6, 'every informer re-listed after its 410');
+    assert.ok(
+      await waitFor('the Deployment of added', () => api.getObject('apps/v1/deployments', NS, 'added')),
+    );
+    await waitFor('the changed server re-rendered', () => {
+      const svc = api.getObject('core/v1/services', NS, 'mcp-keep-proxy');
+      return ((svc?.['spec'] as Obj | undefined)?.['ports'] as Obj[] | undefined)?.[0]?.['port'] === 9191;
+    });
+    const vmcp = await waitFor('vMCP backends without the deleted server', () => {
+      const s = api.getObject(R('virtualmcpservers'), NS, 'v')?.['status'] as Obj | undefined;
+      const names = ((s?.['discoveredBackends'] as Obj[] | undefined) ?? []).map((b) => b['name']);
+      return JSON.stringify(names) === '["added","keep"]' ? names : undefined;
+    });
+    assert.deepEqual(vmcp, ['added', 'keep']);
   });
 });
