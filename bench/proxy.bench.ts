@@ -32,6 +32,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
 import { definedOnly } from '../src/shared/index.js';
+import { MCP_POST_HEADERS, openMcpSession } from './lib/workloads.js';
 import { freePort } from '../test/helpers/net.js';
 
 const require = createRequire(import.meta.url);
@@ -259,17 +260,6 @@ function directTarget(): Target {
   };
 }
 
-const INIT_BODY = JSON.stringify({
-  jsonrpc: '2.0',
-  id: 0,
-  method: 'initialize',
-  params: {
-    protocolVersion: '2025-06-18',
-    capabilities: {},
-    clientInfo: { name: 'bench', version: '1.0.0' },
-  },
-});
-
 function dataOf(body: string): string {
   if (body.startsWith('{') || body.startsWith('[')) return body;
   // An SSE answer: the response is the last data line.
@@ -306,29 +296,12 @@ function sessionTarget(
 ): Target {
   const origin = `http://127.0.0.1:${port}`;
   const pool = new Pool(origin, { connections: 64, pipelining: 1, keepAliveTimeout: 60_000 });
-  const baseHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
   return {
     name,
     notes,
     pid,
     async session() {
-      const headers: Record<string, string> = { ...baseHeaders };
-      if (stateful) {
-        const init = await pool.request({ path: '/mcp', method: 'POST', headers, body: INIT_BODY });
-        const sid = init.headers['mcp-session-id'];
-        await init.body.text();
-        if (typeof sid !== 'string')
-          throw new Error(`${name}: no Mcp-Session-Id (status ${init.statusCode})`);
-        headers['mcp-session-id'] = sid;
-        headers['mcp-protocol-version'] = '2025-06-18';
-        const note = await pool.request({
-          path: '/mcp',
-          method: 'POST',
-          headers,
-          body: '{"jsonrpc":"2.0","method":"notifications/initialized"}',
-        });
-        await note.body.text();
-      }
+      const headers = stateful ? await openMcpSession(pool, name) : { ...MCP_POST_HEADERS };
       let id = 1;
       return async (message) => {
         const res = await pool.request({

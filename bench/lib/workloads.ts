@@ -96,19 +96,23 @@ export async function startWorkload(
   return { name, port };
 }
 
+/** The headers of an MCP POST (streamable HTTP) before a session exists. */
+export const MCP_POST_HEADERS = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+} as const;
+
 /**
- * Opens a session on the workload and returns a function making one `tools/call` (with a
- * different message each time when `fresh`, so no answer can be remembered).
+ * Opens a stateful MCP session on the server behind `pool` (initialize, then
+ * notifications/initialized) and returns the headers of the session's later requests. `who`
+ * names the server in errors.
  */
-export async function session(pool: Pool, fresh = false): Promise<() => Promise<void>> {
-  const headers: Record<string, string> = {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-  };
+export async function openMcpSession(pool: Pool, who: string): Promise<Record<string, string>> {
+  const headers: Record<string, string> = { ...MCP_POST_HEADERS };
   const init = await pool.request({ path: '/mcp', method: 'POST', headers, body: INIT_BODY });
   await init.body.text();
   const sid = init.headers['mcp-session-id'];
-  if (typeof sid !== 'string') throw new Error(`no session id (HTTP ${init.statusCode})`);
+  if (typeof sid !== 'string') throw new Error(`${who}: no Mcp-Session-Id (HTTP ${init.statusCode})`);
   headers['mcp-session-id'] = sid;
   headers['mcp-protocol-version'] = '2025-06-18';
   const note = await pool.request({
@@ -118,6 +122,15 @@ export async function session(pool: Pool, fresh = false): Promise<() => Promise<
     body: '{"jsonrpc":"2.0","method":"notifications/initialized"}',
   });
   await note.body.text();
+  return headers;
+}
+
+/**
+ * Opens a session on the workload and returns a function making one `tools/call` (with a
+ * different message each time when `fresh`, so no answer can be remembered).
+ */
+export async function session(pool: Pool, fresh = false): Promise<() => Promise<void>> {
+  const headers = await openMcpSession(pool, 'workload');
   let id = 1;
   const prefix = Math.random().toString(36).slice(2, 8);
   return async () => {
