@@ -29,7 +29,7 @@ export const DEFAULT_REMOTE_HEALTH: Readonly<RemoteHealthPolicy> = Object.freeze
 export async function probeRemote(
   url: string,
   transport: 'sse' | 'streamable-http',
-  options: { fetch?: FetchLike; timeoutMs?: number; headers?: Record<string, string> } = {},
+  options: { fetch?: FetchLike; timeoutMs?: number; headers?: Readonly<Record<string, string>> } = {},
 ): Promise<string | undefined> {
   const fetchFn = options.fetch ?? fetch;
   const abort = new AbortController();
@@ -69,6 +69,8 @@ export interface RemoteWatch {
   transport: 'sse' | 'streamable-http';
   policy?: Partial<RemoteHealthPolicy>;
   fetch?: FetchLike;
+  /** Sent with every probe (the headers the proxy adds to every request for the server). */
+  headers?: Readonly<Record<string, string>>;
   signal: AbortSignal;
   /** The server became healthy (first time or again); a rejection counts as a failed probe. */
   onHealthy(): Promise<void>;
@@ -87,6 +89,7 @@ export async function watchRemote(w: RemoteWatch): Promise<void> {
     let reason = await probeRemote(w.url, w.transport, {
       timeoutMs: policy.probeTimeoutMs,
       ...(w.fetch ? { fetch: w.fetch } : {}),
+      ...(w.headers ? { headers: w.headers } : {}),
     });
     if (reason === undefined && !healthy) {
       try {

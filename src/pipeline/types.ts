@@ -31,6 +31,12 @@ export interface Stage extends ProxyMiddleware {
   /** Interactive parts (the remote OAuth login), called once the server is reachable. Idempotent. */
   start?(): Promise<void>;
   /**
+   * Headers this stage sets on every request for the server, the same each time (header
+   * forward/injection, a fixed bearer token): the runner's reachability probe of a remote
+   * server sends them too. Per-request credentials (token exchange, SigV4, OAuth) are not here.
+   */
+  readonly staticHeaders?: Readonly<Record<string, string>>;
+  /**
    * An endpoint of its own on the proxy's port, outside the pipeline (telemetry's `/metrics`):
    * mounted with `ProxyOptions.handlers`, behind the Host/Origin guard, tried for paths that
    * are not MCP endpoints.

@@ -592,9 +592,17 @@ async function serveRemote(
   const transport = runConfig.transport === 'sse' ? 'sse' : 'streamable-http';
   const url = runConfig.remote_url as string;
   let first = true;
+  // The probe carries the headers the proxy adds to every request for this server
+  // (header_forward, header injection, a fixed bearer token), taken from the built stages, so
+  // it reaches the server as the proxied requests do. Not a cheaper TCP/TLS connect: that
+  // cannot tell a working server from a gateway answering 5xx. Not an unauthenticated request:
+  // the server or its gateway would log a failed login per probe (every 30 s), and may lock
+  // out or rate-limit unauthenticated traffic. Per-user credentials stay out (no user here).
+  const headers: Record<string, string> = Object.assign({}, ...chain.middlewares.map((m) => m.staticHeaders));
   await watchRemote({
     url,
     transport,
+    headers,
     signal,
     async onHealthy() {
       // The remote OAuth login (if any) runs once, when the server is first reachable.
