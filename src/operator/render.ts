@@ -7,8 +7,9 @@
  *    `mcp-<n>-proxy`, ServiceAccount `<n>-proxy-runner`.
  *  - MCPRemoteProxy `<n>`: ConfigMap `<n>-runconfig`, Deployment `<n>`, Service
  *    `mcp-<n>-remote-proxy`, ServiceAccount `<n>-remote-proxy-runner`.
- *  - VirtualMCPServer `<n>`: ConfigMap `<n>-vmcp-config` (`config.yaml`), Deployment `<n>`,
- *    Service `vmcp-<n>`, ServiceAccount + Role + RoleBinding `<n>-vmcp` (reads its group's members).
+ *  - VirtualMCPServer `<n>`: ConfigMap `<n>-vmcp-config` (`runconfig.json`, whose `vmcp` block
+ *    lists the group's members as static backends), Deployment `<n>`, Service `vmcp-<n>`,
+ *    ServiceAccount `<n>-vmcp` (no Role: the pod never reads the Kubernetes API).
  *  - MCPServerEntry and MCPGroup create nothing.
  *
  * How a pod runs (the choice issue 21 leaves open):
@@ -19,7 +20,7 @@
  *    loader, so the server's image needs no Node and no particular libc.
  *  - streamable-http / sse MCPServer: container `mcp` (the server, on mcpPort) and container
  *    `skep-runner` (the runner image) proxying to it over the pod's loopback.
- *  - MCPRemoteProxy: container `skep-runner` only.
+ *  - MCPRemoteProxy: container `skep-runner` only; VirtualMCPServer: container `vmcp` only.
  * The runner reads `/etc/runconfig/runconfig.json` (`skep operator pod-runner`). Secret
  * values never enter a ConfigMap: the run configuration names environment variables that
  * the Deployment fills from `secretKeyRef`, or files from Secret volumes. A changed run
@@ -33,6 +34,8 @@ import type { MCPRemoteProxySpec, MCPServerSpec, VirtualMCPServerSpec } from '..
 import { canonicalJson, configHash } from './config-hash.js';
 import { formatProblem } from './validate.js';
 import { buildRunConfigAuth, envName, type SecretEnv, type SecretFile } from './runconfig.js';
+import { type BackendAuthStrategy, parseVmcpConfig } from '../vmcp/config.js';
+import { vmcpStrategyFor } from './vmcp-auth.js';
 import { validateResource } from './resource-validate.js';
 
 type Node = Record<string, unknown>;
@@ -83,6 +86,11 @@ export interface RenderResult {
   /** Per resource: its status URL, for the controller. */
   urls: Map<string, string>;
   problems: Array<{ resource: string; problem: string }>;
+  /**
+   * What rendered with a part left out (a VirtualMCPServer's member whose auth cannot be
+   * expressed is not served): the resource still renders; the controller reports these.
+   */
+  warnings: Array<{ resource: string; problem: string }>;
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -265,9 +273,24 @@ interface Shared {
 }
 
 /** The run-configuration fields MCPServer and MCPRemoteProxy share, with their pod wiring. */
+/** The runner fields every rendered workload shares (a VirtualMCPServer maps its own onto them). */
+type RunnerFields = Pick<
+  MCPRemoteProxySpec,
+  | 'trustProxyHeaders'
+  | 'oidcConfig'
+  | 'authzConfig'
+  | 'audit'
+  | 'telemetry'
+  | 'sessionStorage'
+  | 'externalAuthConfigRef'
+  | 'authServerRef'
+  | 'groupRef'
+  | 'proxyPort'
+>;
+
 async function sharedRunConfig(
   cr: Node,
-  spec: MCPServerSpec | MCPRemoteProxySpec,
+  spec: RunnerFields,
   index: Index,
   namespace: string,
 ): Promise<Shared> {
@@ -640,6 +663,7 @@ async function renderMCPServer(
     objects,
     urls: new Map([[keyOf('MCPServer', namespace, name), url]]),
     problems: problems.map((p) => ({ resource: keyOf('MCPServer', namespace, name), problem: p })),
+    warnings: [],
   };
 }
 
@@ -734,6 +758,7 @@ async function renderRemoteProxy(
       resource: keyOf('MCPRemoteProxy', namespace, name),
       problem: p,
     })),
+    warnings: [],
   };
 }
 
@@ -769,22 +794,115 @@ export function groupBackends(
   return out.sort((a, b) => String(a['name']).localeCompare(String(b['name'])));
 }
 
-function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>): RenderResult {
+/** Keys of `spec.config` the operator sets itself, from the fields named here. */
+const VMCP_OPERATOR_KEYS: Record<string, string> = {
+  backends: "spec.groupRef (the group's members are the backends)",
+  groupRef: 'spec.groupRef',
+  outgoingAuth: "spec.outgoingAuth and the members' externalAuthConfigRef",
+  incomingAuth: 'spec.incomingAuth',
+};
+
+/**
+ * A VirtualMCPServer runs the Skep runner like every other pod, with a run configuration whose
+ * `vmcp` block the operator resolves here: the group's members as static `backends[]` (their
+ * Service URLs) and their outgoing auth as inline strategies (§1.5: `spec.outgoingAuth.default`,
+ * then each member's own `externalAuthConfigRef`). A member whose auth cannot be expressed is
+ * left out (never called with the default identity). A change to the group, a member or a
+ * referenced config changes the ConfigMap, so the pod rolls (the reference's inline mode; the
+ * pod itself never reads the Kubernetes API, so its token is not mounted).
+ */
+async function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>): Promise<RenderResult> {
   const namespace = index.ns(cr);
   const name = String((cr['metadata'] as Node)['name']);
   const spec = cr['spec'] as VirtualMCPServerSpec;
   const problems: string[] = [];
-  if (index.get('MCPGroup', namespace, spec.groupRef.name) === undefined)
-    problems.push(`spec.groupRef: MCPGroup ${namespace}/${spec.groupRef.name} does not exist`);
-  const backends = groupBackends(index, namespace, spec.groupRef.name);
-  // The vMCP configuration: the user's config, the group, and the backends found in it.
-  const config: Node = {
-    ...((spec.config as Node | undefined) ?? {}),
-    name,
-    group: spec.groupRef.name,
-    backends: backends.map((b) => ({ name: b['name'], url: b['url'], transport: b['transport'] })),
+  const group = spec.groupRef.name;
+  if (index.get('MCPGroup', namespace, group) === undefined)
+    problems.push(`spec.groupRef: MCPGroup ${namespace}/${group} does not exist`);
+  const userConfig = (spec.config as Node | undefined) ?? {};
+  for (const [key, from] of Object.entries(VMCP_OPERATOR_KEYS))
+    if (userConfig[key] !== undefined)
+      problems.push(`spec.config.${key}: set by the operator from ${from}; remove it`);
+  if ((spec.passthroughHeaders ?? []).length > 0)
+    problems.push('spec.passthroughHeaders: client headers are not forwarded to backends; remove it');
+
+  const warnings: string[] = [];
+  const env: SecretEnv[] = [];
+  const hashes: string[] = [];
+  const strategyOf = async (
+    field: string,
+    ref: string,
+    sink: string[],
+  ): Promise<BackendAuthStrategy | undefined> => {
+    const config = index.get(EXTAUTH_KIND, namespace, ref);
+    if (config === undefined) {
+      sink.push(`${field}: MCPExternalAuthConfig ${namespace}/${ref} does not exist`);
+      return undefined;
+    }
+    try {
+      const resolved = await vmcpStrategyFor(config, secretReader(index));
+      env.push(...resolved.env.filter((e) => !env.some((x) => x.name === e.name)));
+      const status = config['status'] as Node | undefined;
+      hashes.push(
+        typeof status?.['configHash'] === 'string' ? status['configHash'] : configHash(config['spec']),
+      );
+      return resolved.strategy;
+    } catch (err) {
+      sink.push(`${field}: ${(err as Error).message}`);
+      return undefined;
+    }
   };
-  const data = { 'config.yaml': stringify(JSON.parse(canonicalJson(config)) as unknown, { lineWidth: 0 }) };
+  const outgoing: Node = { source: 'inline' };
+  const d = spec.outgoingAuth?.default;
+  if (d?.type === 'unauthenticated') outgoing['default'] = { type: 'unauthenticated' };
+  else if (d?.type === 'externalAuthConfigRef') {
+    const ref = d.externalAuthConfigRef?.name;
+    const strategy =
+      ref === undefined
+        ? (problems.push('spec.outgoingAuth.default.externalAuthConfigRef: name the MCPExternalAuthConfig'),
+          undefined)
+        : await strategyOf('spec.outgoingAuth.default.externalAuthConfigRef', ref, problems);
+    if (strategy !== undefined) outgoing['default'] = strategy;
+  }
+  const perBackend: Node = {};
+  const backends: Node[] = [];
+  for (const b of groupBackends(index, namespace, group)) {
+    const member = `${String(b['kind'])} ${namespace}/${String(b['name'])}`;
+    if (b['transport'] !== 'streamable-http') {
+      warnings.push(`${member}: left out, its transport "${String(b['transport'])}" is not streamable-http`);
+      continue;
+    }
+    const ref = b['authConfigRef'];
+    if (typeof ref === 'string') {
+      const strategy = await strategyOf(`${member} left out: spec.externalAuthConfigRef`, ref, warnings);
+      if (strategy === undefined) continue; // left out, never called with the default identity
+      perBackend[String(b['name'])] = strategy;
+    }
+    backends.push(
+      Object.assign(
+        { name: b['name'], url: b['url'], transport: 'streamable-http' },
+        b['kind'] === 'MCPServerEntry' ? { type: 'entry' } : {},
+      ),
+    );
+  }
+  outgoing['backends'] = perBackend;
+  const vmcp: Node = Object.assign({}, userConfig, { groupRef: group, backends, outgoingAuth: outgoing });
+  try {
+    parseVmcpConfig(vmcp);
+  } catch (err) {
+    problems.push(`spec.config: ${(err as Error).message}`);
+  }
+
+  const fields: RunnerFields = { groupRef: spec.groupRef, proxyPort: VMCP_PORT };
+  if (spec.incomingAuth.type === 'oidc' && spec.incomingAuth.oidcConfig !== undefined)
+    fields.oidcConfig = spec.incomingAuth.oidcConfig;
+  if (spec.sessionStorage !== undefined) fields.sessionStorage = spec.sessionStorage;
+  const shared = await sharedRunConfig(cr, fields, index, namespace);
+  problems.push(...shared.problems);
+  const rc = shared.runConfig;
+  Object.assign(rc, { image: '', cmd_args: [], transport: 'streamable-http', vmcp });
+  const wiring = wireSecrets(env, []);
+  const data = { [RUNCONFIG_KEY]: `${JSON.stringify(rc, null, 2)}\n` };
   const cm: K8sObject = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -795,85 +913,22 @@ function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>): Rend
   };
   const sa = spec.serviceAccount ?? `${name}-vmcp`;
   const objects: K8sObject[] = [cm];
-  if (spec.serviceAccount === undefined) {
-    const discovered = (spec.outgoingAuth?.source ?? 'discovered') === 'discovered';
-    objects.push(
-      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(cr, sa, namespace) },
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'Role',
-        metadata: meta(cr, sa, namespace),
-        rules: [
-          {
-            apiGroups: ['skep.dev'],
-            resources: ['virtualmcpservers'],
-            resourceNames: [name],
-            verbs: ['get'],
-          },
-          {
-            apiGroups: ['skep.dev'],
-            resources: ['virtualmcpservers/status'],
-            resourceNames: [name],
-            verbs: ['update', 'patch'],
-          },
-          ...(discovered
-            ? [
-                {
-                  apiGroups: ['skep.dev'],
-                  resources: [
-                    'mcpgroups',
-                    'mcpservers',
-                    'mcpremoteproxies',
-                    'mcpserverentries',
-                    'mcpexternalauthconfigs',
-                  ],
-                  verbs: ['get', 'list', 'watch'],
-                },
-              ]
-            : []),
-        ],
-      },
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'RoleBinding',
-        metadata: meta(cr, sa, namespace),
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: sa },
-        subjects: [{ kind: 'ServiceAccount', name: sa, namespace }],
-      },
-    );
-  }
-  const env: Node[] = [
-    { name: 'VMCP_NAME', value: name },
-    { name: 'VMCP_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-  ];
-  if (spec.sessionStorage?.passwordRef !== undefined)
-    env.push({
-      name: 'SKEP_SESSION_REDIS_PASSWORD',
-      valueFrom: {
-        secretKeyRef: {
-          name: spec.sessionStorage.passwordRef.name,
-          key: spec.sessionStorage.passwordRef.key,
-        },
-      },
-    });
+  if (spec.serviceAccount === undefined) objects.push(serviceAccount(cr, sa, namespace));
   const podSpec: Node = {
     serviceAccountName: sa,
+    automountServiceAccountToken: false,
+    terminationGracePeriodSeconds: 30,
     containers: [
       {
         name: 'vmcp',
         image: o.vmcpImage,
-        args: [
-          'vmcp',
-          'serve',
-          `--config=${VMCP_CONFIG_DIR}/config.yaml`,
-          '--host=0.0.0.0',
-          `--port=${VMCP_PORT}`,
-        ],
-        env,
+        args: ['operator', 'pod-runner', '--config', `${VMCP_CONFIG_DIR}/${RUNCONFIG_KEY}`],
+        env: [...shared.wiring.env, ...wiring.env],
         ports: [{ name: 'http', containerPort: VMCP_PORT, protocol: 'TCP' }],
         volumeMounts: [
           { name: 'vmcp-config', mountPath: VMCP_CONFIG_DIR, readOnly: true },
           { name: 'tmp', mountPath: '/tmp' },
+          ...shared.wiring.mounts,
         ],
         resources: spec.resources ?? {
           requests: { cpu: '100m', memory: '128Mi' },
@@ -883,11 +938,16 @@ function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>): Rend
         securityContext: RUNNER_SECURITY,
       },
     ],
-    volumes: [{ name: 'vmcp-config', configMap: { name: `${name}-vmcp-config` } }, TMP_VOLUME],
+    volumes: [
+      { name: 'vmcp-config', configMap: { name: `${name}-vmcp-config` } },
+      TMP_VOLUME,
+      ...shared.wiring.volumes,
+    ],
   };
-  const annotations = {
+  const annotations: Record<string, string> = {
     [ANNOTATIONS.runconfigChecksum]: (cm.metadata.annotations ?? {})[ANNOTATIONS.contentChecksum] ?? '',
   };
+  if (hashes.length > 0) annotations[ANNOTATIONS.externalAuthHash] = sha256(hashes.join(','));
   objects.push(
     deployment(
       cr,
@@ -908,6 +968,7 @@ function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>): Rend
       ],
     ]),
     problems: problems.map((p) => ({ resource: keyOf('VirtualMCPServer', namespace, name), problem: p })),
+    warnings: warnings.map((p) => ({ resource: keyOf('VirtualMCPServer', namespace, name), problem: p })),
   };
 }
 
@@ -926,7 +987,7 @@ export async function renderResources(docs: unknown[], options: RenderOptions = 
     namespace: options.namespace ?? 'default',
     vmcpImage: options.vmcpImage ?? runnerImage,
   };
-  const result: RenderResult = { objects: [], urls: new Map(), problems: [] };
+  const result: RenderResult = { objects: [], urls: new Map(), problems: [], warnings: [] };
   const valid: Node[] = [];
   for (const [i, d] of docs.entries()) {
     if (d === null || typeof d !== 'object') {
@@ -957,12 +1018,13 @@ export async function renderResources(docs: unknown[], options: RenderOptions = 
         ? await renderMCPServer(doc, index, o)
         : kind === 'MCPRemoteProxy'
           ? await renderRemoteProxy(doc, index, o)
-          : renderVirtual(doc, index, o);
+          : await renderVirtual(doc, index, o);
     if (part.problems.length > 0) {
       // A resource with a broken reference renders nothing (the controller reports it in status).
       result.problems.push(...part.problems);
       continue;
     }
+    result.warnings.push(...part.warnings);
     result.objects.push(...part.objects);
     for (const [k, v] of part.urls) result.urls.set(k, v);
   }

@@ -89,6 +89,7 @@ export function registerOperator(program: Command): void {
           `cannot render: ${result.problems.map((p) => `${p.resource}: ${p.problem}`).join('; ')}`,
         );
       }
+      for (const w of result.warnings) process.stderr.write(`warning: ${w.resource}: ${w.problem}\n`);
       process.stdout.write(renderYaml(result.objects));
     });
   operator

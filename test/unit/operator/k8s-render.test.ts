@@ -31,8 +31,6 @@ describe('operator render', () => {
       'Deployment/fetch',
       'Deployment/github',
       'Deployment/team',
-      'Role/team-vmcp',
-      'RoleBinding/team-vmcp',
       'Service/mcp-fetch-proxy',
       'Service/mcp-github-remote-proxy',
       'Service/vmcp-team',
@@ -44,11 +42,139 @@ describe('operator render', () => {
       urls.get('MCPServer/default/fetch'),
       'http://mcp-fetch-proxy.default.svc.cluster.local:8080/mcp',
     );
-    // The vMCP config lists the group's backends (discovered from the group).
+    // The vMCP pod runs the runner; its run configuration lists the group's members as static
+    // backends and their outgoing auth as inline strategies (secrets by env var name only).
     const vmcp = find(objects, 'ConfigMap', 'team-vmcp-config')!;
-    const config = (vmcp['data'] as Record<string, string>)['config.yaml']!;
-    assert.match(config, /mcp-fetch-proxy\.default\.svc\.cluster\.local:8080\/mcp/);
-    assert.match(config, /mcp-github-remote-proxy\.default/);
+    const rc = JSON.parse((vmcp['data'] as Record<string, string>)['runconfig.json']!) as {
+      host: string;
+      port: number;
+      vmcp: Record<string, unknown>;
+    };
+    assert.equal(rc.port, 4483);
+    assert.deepEqual(rc.vmcp['backends'], [
+      {
+        name: 'fetch',
+        url: 'http://mcp-fetch-proxy.default.svc.cluster.local:8080/mcp',
+        transport: 'streamable-http',
+      },
+      {
+        name: 'github',
+        url: 'http://mcp-github-remote-proxy.default.svc.cluster.local:8080/mcp',
+        transport: 'streamable-http',
+      },
+    ]);
+    assert.deepEqual(rc.vmcp['outgoingAuth'], {
+      source: 'inline',
+      backends: {
+        github: {
+          type: 'header_injection',
+          headerInjection: {
+            headerName: 'Authorization',
+            headerValueEnv: 'SKEP_HEADER_INJECTION_VALUE_GITHUB_HEADER',
+          },
+        },
+      },
+    });
+    const team = find(objects, 'Deployment', 'team')!;
+    assert.match(
+      JSON.stringify(team),
+      /"name":"SKEP_HEADER_INJECTION_VALUE_GITHUB_HEADER","valueFrom":\{"secretKeyRef":\{"name":"github-token","key":"token"\}\}/,
+    );
+    assert.match(
+      JSON.stringify(team),
+      /"args":\["operator","pod-runner","--config","\/etc\/vmcp-config\/runconfig.json"\]/,
+    );
+  });
+
+  it('VirtualMCPServer: auth resolution, members left out with a warning, operator-owned keys refused', async () => {
+    const docs = structuredClone(examples);
+    docs.push(
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPExternalAuthConfig',
+        metadata: { name: 'bearer' },
+        spec: {
+          type: 'bearerToken',
+          bearerToken: { tokenSecretRef: { name: 'github-token', key: 'token' } },
+        },
+      },
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPServerEntry',
+        metadata: { name: 'docs' },
+        spec: {
+          remoteUrl: 'https://docs.example/mcp',
+          transport: 'streamable-http',
+          groupRef: { name: 'tools' },
+          externalAuthConfigRef: { name: 'bearer' },
+        },
+      },
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPServerEntry',
+        metadata: { name: 'wiki' },
+        spec: {
+          remoteUrl: 'https://wiki.example/mcp',
+          transport: 'streamable-http',
+          groupRef: { name: 'tools' },
+        },
+      },
+    );
+    const team = docs.find((d) => d['kind'] === 'VirtualMCPServer')!;
+    Object.assign(team['spec'] as Record<string, unknown>, {
+      incomingAuth: { type: 'oidc', oidcConfig: { issuer: 'https://idp.example', audience: 'team' } },
+      outgoingAuth: { source: 'discovered', default: { type: 'unauthenticated' } },
+    });
+    const { objects, problems, warnings } = await renderResources(docs);
+    assert.deepEqual(problems, []);
+    // docs' bearerToken cannot be a vMCP strategy: it is left out (never called with the
+    // default identity) and said; wiki is an entry, reached directly.
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!.problem, /MCPServerEntry default\/docs left out: .*bearerToken/);
+    const rc = JSON.parse(
+      (find(objects, 'ConfigMap', 'team-vmcp-config')!['data'] as Record<string, string>)['runconfig.json']!,
+    ) as {
+      oidc_config: Record<string, unknown>;
+      vmcp: { backends: Array<Record<string, unknown>>; outgoingAuth: Record<string, unknown> };
+    };
+    assert.deepEqual(
+      rc.vmcp.backends.map((b) => `${String(b['name'])}:${String(b['type'] ?? '')}`),
+      ['fetch:', 'github:', 'wiki:entry'],
+    );
+    assert.deepEqual(rc.vmcp.outgoingAuth['default'], { type: 'unauthenticated' });
+    assert.deepEqual(rc.oidc_config, { issuer: 'https://idp.example', audience: 'team' });
+
+    // Keys the operator sets, and fields with no effect, are refused by name: nothing renders.
+    Object.assign(team['spec'] as Record<string, unknown>, {
+      config: { backends: [], outgoingAuth: { source: 'inline' } },
+      passthroughHeaders: ['X-Tenant'],
+    });
+    const refused = await renderResources(docs);
+    assert.equal(
+      refused.objects.some((o) => o.metadata.name === 'team'),
+      false,
+    );
+    const messages = refused.problems.map((p) => p.problem).join('\n');
+    assert.match(messages, /spec\.config\.backends: set by the operator/);
+    assert.match(messages, /spec\.config\.outgoingAuth: set by the operator/);
+    assert.match(messages, /spec\.passthroughHeaders/);
+    // A config the runner would refuse is refused here, not in a crash-looping pod.
+    (team['spec'] as Record<string, unknown>)['config'] = { operational: { logLevel: 'debug' } };
+    delete (team['spec'] as Record<string, unknown>)['passthroughHeaders'];
+    const bad = await renderResources(docs);
+    assert.match(bad.problems.map((p) => p.problem).join('\n'), /spec\.config: vmcp\.operational\.logLevel/);
+  });
+
+  it('a changed member auth config rolls the VirtualMCPServer pod', async () => {
+    const before = await renderResources(examples);
+    const changed = structuredClone(examples);
+    const extauth = changed.find((d) => d['kind'] === 'MCPExternalAuthConfig')!;
+    (extauth['spec'] as { headerInjection: { headerName: string } }).headerInjection.headerName = 'X-Token';
+    const after = await renderResources(changed);
+    const a = podAnnotations(find(before.objects, 'Deployment', 'team'));
+    const b = podAnnotations(find(after.objects, 'Deployment', 'team'));
+    assert.notEqual(a['skep.dev/runconfig-checksum'], b['skep.dev/runconfig-checksum']);
+    assert.notEqual(a['skep.dev/external-auth-config-hash'], b['skep.dev/external-auth-config-hash']);
   });
 
   it('never writes a secret value into a ConfigMap; secrets reach pods through secretKeyRef', async () => {

@@ -87,7 +87,7 @@ describe('rendered objects validate against the Kubernetes schemas (kubernetes-m
       runnerImage: 'skep:test',
     });
     assert.deepEqual(problems, []);
-    assert.ok(objects.length >= 17);
+    assert.equal(objects.length, 16); // ConfigMap, ServiceAccount, Deployment, Service × 4
     for (const obj of objects) {
       assert.doesNotThrow(() => validateK8s(obj), `${obj.kind}/${obj.metadata.name}`);
       if (obj.kind !== 'Deployment') continue;
