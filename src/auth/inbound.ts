@@ -8,7 +8,7 @@
  */
 import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify } from 'jose';
 import type { ProxyMiddleware, ProxyMiddlewareResult, ProxyRequestContext } from '../proxy/index.js';
-import { definedOnly, type Logger, outboundFetch, SkepError } from '../shared/index.js';
+import { definedOnly, isLoopbackUrl, type Logger, outboundFetch, SkepError } from '../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
 import {
   basicAuth,
@@ -59,8 +59,7 @@ function checkUrl(value: string, field: string, allowHttp: boolean): URL {
   } catch {
     throw new SkepError('bad_request', `${field}: "${value}" is not an absolute URL`);
   }
-  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (loopback || allowHttp))) {
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (isLoopbackUrl(url) || allowHttp))) {
     throw new SkepError(
       'bad_request',
       `${field}: use https (http only for loopback or with insecureAllowHTTP)`,

@@ -19,7 +19,7 @@ import {
   type UpstreamConfig,
   type UserInfoConfig,
 } from '../schemas/index.js';
-import { parseGoDuration, SkepError } from '../shared/index.js';
+import { isLoopbackUrl, parseGoDuration, SkepError } from '../shared/index.js';
 
 /** Runtime defaults, with units (the seed's token lifespans and limits). */
 export const AUTH_SERVER_DEFAULTS = {
@@ -126,8 +126,7 @@ function checkIssuerUrl(value: string, field: string, allowHttp: boolean): strin
   } catch {
     throw bad(`${field} must be an absolute URL (got "${value}")`);
   }
-  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (loopback || allowHttp))) {
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (isLoopbackUrl(url) || allowHttp))) {
     throw bad(`${field} must use https (http is allowed only for localhost)`);
   }
   if (url.search || url.hash || value.includes('?') || value.includes('#')) {

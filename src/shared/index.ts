@@ -33,6 +33,7 @@ export {
   createOriginGuard,
   hostnameOf,
   isLoopbackName,
+  isLoopbackUrl,
   isWildcardAddress,
   normalizeOrigin,
 } from './origin-guard.js';

@@ -33,6 +33,15 @@ export function isLoopbackName(hostname: string): boolean {
   return LOOPBACK_NAMES.has(name) || name.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(name);
 }
 
+/**
+ * True when a URL's host is one of the three standard loopback names (`localhost`, `127.0.0.1`,
+ * `[::1]`): where the OAuth and OIDC endpoints Skep checks may use plain http (RFC 8252 §7.3).
+ * Stricter than `isLoopbackName`, which also takes `*.localhost` and all of 127.0.0.0/8.
+ */
+export function isLoopbackUrl(url: URL): boolean {
+  return url.hostname === 'localhost' || url.hostname === '127.0.0.1' || url.hostname === '[::1]';
+}
+
 /** True for a bind address that listens on every interface. */
 export function isWildcardAddress(host: string): boolean {
   return host === '0.0.0.0' || host === '::' || host === '[::]' || host === '';

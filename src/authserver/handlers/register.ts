@@ -10,10 +10,7 @@ import { type AuthContext, DCR_CLIENT_TTL_SEC } from '../context.js';
 import { OAuthError } from '../errors.js';
 import { NO_STORE, readJsonObject, sendJson } from '../http.js';
 import type { ClientRecord } from '../storage.js';
-
-function isLoopbackHost(host: string): boolean {
-  return host === 'localhost' || host === '127.0.0.1' || host === '[::1]';
-}
+import { isLoopbackUrl } from '../../shared/index.js';
 
 /** RFC 7591 / OAuth 2.1 §2.3.1: https, loopback http, or a private-use scheme; absolute, no fragment. */
 function checkRedirectUri(uri: unknown): string {
@@ -29,7 +26,7 @@ function checkRedirectUri(uri: unknown): string {
     throw new OAuthError('invalid_redirect_uri', `redirect URI "${uri}" has a fragment`);
   if (url.protocol === 'https:') return uri;
   if (url.protocol === 'http:') {
-    if (isLoopbackHost(url.hostname)) return uri;
+    if (isLoopbackUrl(url)) return uri;
     throw new OAuthError(
       'invalid_redirect_uri',
       `redirect URI "${uri}" must use https unless it is a loopback address`,
