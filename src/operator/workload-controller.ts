@@ -219,8 +219,33 @@ export class WorkloadController {
         namespace,
         String(refName(specOf(obj)['groupRef'])),
       );
-      status['discoveredBackends'] = backends.map((b) => Object.assign({}, b, { status: 'ready' }));
-      status['backendCount'] = backends.length;
+      // Served: the backends the rendered run configuration lists; a member left out (its
+      // auth cannot be expressed) is `unavailable`, with the reason in BackendsDiscovered.
+      const cm = own.find((o) => o.kind === 'ConfigMap');
+      const rc = JSON.parse(String((cm?.['data'] as Node | undefined)?.['runconfig.json'] ?? '{}')) as {
+        vmcp?: { backends?: Array<{ name: string }> };
+      };
+      const served = new Set((rc.vmcp?.backends ?? []).map((b) => b.name));
+      status['discoveredBackends'] = backends.map((b) =>
+        Object.assign({}, b, { status: served.has(String(b['name'])) ? 'ready' : 'unavailable' }),
+      );
+      status['backendCount'] = served.size;
+      const left = result.warnings.filter((w) => w.resource === `${kind}/${namespace}/${name}`);
+      (status['conditions'] as Condition[]).push(
+        ...this.#conditions(obj, generation, [
+          left.length === 0
+            ? { type: 'BackendsDiscovered', status: 'True', reason: 'AllBackendsServed', message: '' }
+            : {
+                type: 'BackendsDiscovered',
+                status: 'False',
+                reason: 'BackendsLeftOut',
+                message: left
+                  .map((w) => w.problem)
+                  .join('; ')
+                  .slice(0, 32768),
+              },
+        ]),
+      );
     }
     await this.#writeStatus(kind, obj, status);
   }

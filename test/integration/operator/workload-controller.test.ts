@@ -24,10 +24,11 @@ const headerConfig = (header: string) =>
     headerInjection: { headerName: header, valueSecretRef: { name: 'api', key: 'key' } },
   });
 
-async function setup(t: TestContext) {
+async function setup(t: TestContext, prepare?: (api: FakeKubeApi) => void) {
   const api = new FakeKubeApi();
   await api.start();
   t.after(() => api.close());
+  prepare?.(api);
   const kc = api.kubeConfig();
   const controller = new WorkloadController({
     kube: createKubeClient(kc),
@@ -151,17 +152,40 @@ describe('workload controller against a fake API server', { timeout: 60_000 }, (
     assert.deepEqual(group['servers'], ['a']);
     const vmcp = await waitFor('vMCP backends', () => {
       const s = api.getObject(R('virtualmcpservers'), NS, 'v')?.['status'] as Obj | undefined;
-      return s?.['backendCount'] === 2 ? s : undefined;
+      return (s?.['discoveredBackends'] as Obj[] | undefined)?.length === 2 ? s : undefined;
     });
+    // `e` references an MCPExternalAuthConfig that does not exist: it is left out (never called
+    // without its auth), said in BackendsDiscovered; `a` is served.
     assert.deepEqual(
-      (vmcp['discoveredBackends'] as Obj[]).map((b) => [b['name'], b['kind'], b['authConfigRef'] ?? null]),
+      (vmcp['discoveredBackends'] as Obj[]).map((b) => [
+        b['name'],
+        b['kind'],
+        b['authConfigRef'] ?? null,
+        b['status'],
+      ]),
       [
-        ['a', 'MCPServer', null],
-        ['e', 'MCPServerEntry', 'key'],
+        ['a', 'MCPServer', null, 'ready'],
+        ['e', 'MCPServerEntry', 'key', 'unavailable'],
       ],
     );
-    assert.ok(api.getObject('rbac.authorization.k8s.io/v1/roles', NS, 'v-vmcp'));
-    assert.ok(api.getObject('core/v1/configmaps', NS, 'v-vmcp-config'));
+    assert.equal(vmcp['backendCount'], 1);
+    const discovered = (vmcp['conditions'] as Obj[]).find((c) => c['type'] === 'BackendsDiscovered')!;
+    assert.equal(discovered['status'], 'False');
+    assert.match(String(discovered['message']), /MCPServerEntry team-a\/e left out: .*key does not exist/);
+    // The vMCP pod never reads the API: a ServiceAccount without token, no Role.
+    assert.equal(api.getObject('rbac.authorization.k8s.io/v1/roles', NS, 'v-vmcp'), undefined);
+    assert.equal(
+      api.getObject('core/v1/serviceaccounts', NS, 'v-vmcp')?.['automountServiceAccountToken'],
+      false,
+    );
+    const cm = api.getObject('core/v1/configmaps', NS, 'v-vmcp-config')!;
+    const rc = JSON.parse((cm['data'] as Record<string, string>)['runconfig.json']!) as {
+      vmcp: { backends: Obj[] };
+    };
+    assert.deepEqual(
+      rc.vmcp.backends.map((b) => b['name']),
+      ['a'],
+    );
   });
 
   // The fake's `endWatches` closes every watch stream (the API server's request timeout);
@@ -224,5 +248,16 @@ describe('workload controller against a fake API server', { timeout: 60_000 }, (
       return JSON.stringify(names) === '["added","keep"]' ? names : undefined;
     });
     assert.deepEqual(vmcp, ['added', 'keep']);
+  });
+
+  it('a CRD installed after the controller started is listed again (with backoff) and its resources reconciled', async (t) => {
+    const api = await setup(t, (a) => a.missingResources.add(R('mcpservers')));
+    api.missingResources.delete(R('mcpservers')); // "kubectl apply" of the CRD
+    api.create(R('mcpgroups'), cr('MCPGroup', 'tools', {}));
+    api.create(R('mcpservers'), server('late'));
+    assert.ok(
+      await waitFor('the Deployment of late', () => api.getObject('apps/v1/deployments', NS, 'late')),
+    );
+    await waitFor('group [late]', () => members(api) === '["late"]');
   });
 });
