@@ -71,24 +71,20 @@ export interface CreateWorkloadRequest {
   };
 }
 
-export type { CatalogSkill, EnvVar, Header, ImageServer, RemoteServer } from '../registry/model.js';
+// RegistryInfo: `GET /api/v1beta/registry` answers `{ registries: RegistryInfo[] }`.
+export type {
+  CatalogSkill,
+  EnvVar,
+  Header,
+  ImageServer,
+  RegistryInfo,
+  RemoteServer,
+} from '../registry/model.js';
 
 /** `GET /api/v1beta/registry/default/servers/:name`. */
 export type FoundServer =
   | { is_remote: false; server: import('../registry/model.js').ImageServer }
   | { is_remote: true; remote_server: import('../registry/model.js').RemoteServer };
-
-/** `GET /api/v1beta/registry` (routes/registry.ts `RegistryInfo`). */
-export interface RegistryInfo {
-  name: string;
-  type: string;
-  source: string;
-  version: string;
-  last_updated: string;
-  server_count: number;
-  auth_status: string;
-  auth_type: string;
-}
 
 /** `GET /api/v1beta/secrets/default`. */
 export interface SecretsProvider {
