@@ -333,6 +333,47 @@ describe('MCPExternalAuthConfig controller against a fake API server', { timeout
     );
   });
 
+  it('410 Gone answered as the HTTP status of the watch request: re-lists all the same', async (t) => {
+    const { api } = await setup(t);
+    api.create(EXT, config('auth', embedded()));
+    api.create(SERVERS, workload('MCPServer', 'old', { externalAuthConfigRef: { name: 'auth' } }));
+    await waitFor(
+      'old referencing',
+      () => referencing(api, 'auth') === '[{"kind":"MCPServer","name":"old"}]',
+    );
+    api.endWatches();
+    api.delete(SERVERS, NS, 'old');
+    api.create(SERVERS, workload('MCPServer', 'new', { externalAuthConfigRef: { name: 'auth' } }));
+    api.compact('status');
+    await waitFor(
+      'new referencing, old gone',
+      () => referencing(api, 'auth') === '[{"kind":"MCPServer","name":"new"}]',
+    );
+    assert.ok(api.requests.some((r) => r.method === 'WATCH' && r.status === 410));
+  });
+
+  it('a server that ends every watch at once is re-watched with a growing delay, not in a tight loop', async (t) => {
+    const { api } = await setup(t); // relistDelayMs 50: waits of 50, 100, 200 ms... between empty watches
+    api.create(EXT, config('auth', { type: 'unauthenticated' }));
+    await waitFor('Valid', () => condition(api.getObject(EXT, NS, 'auth'), 'Valid')?.['status'] === 'True');
+    const configWatches = () =>
+      api.requests.filter((r) => r.method === 'WATCH' && /\/mcpexternalauthconfigs\?/.test(r.path)).length;
+    api.endWatchesAtOnce = true;
+    const started = Date.now();
+    const before = configWatches();
+    api.endWatches();
+    await waitFor('four more watches of the configs', () => configWatches() >= before + 4, 10_000);
+    // 3 waits at least (50 + 100 + 200 ms) between the 4 watches; a tight loop takes a few ms.
+    assert.ok(Date.now() - started >= 350, `re-watched after ${Date.now() - started} ms`);
+    // Watches that stay open again: changes arrive.
+    api.endWatchesAtOnce = false;
+    api.create(SERVERS, workload('MCPServer', 'late', { externalAuthConfigRef: { name: 'auth' } }));
+    await waitFor(
+      'late referencing',
+      () => referencing(api, 'auth') === '[{"kind":"MCPServer","name":"late"}]',
+    );
+  });
+
   it('works when the workload CRDs are not installed (their lists answer 404)', async (t) => {
     const { api } = await setup(t, (a) => {
       for (const r of [SERVERS, PROXIES, VMCP, ENTRIES]) a.missingResources.add(r);

@@ -105,6 +105,9 @@ export class FakeKubeApi {
   port = 0;
   /** Watches from a resourceVersion below this get 410 Gone (`compact`). */
   private compactedRv = 0;
+  private goneAs: 'event' | 'status' = 'event';
+  /** When true, every watch ends right after replaying the history (a server that drops watches). */
+  endWatchesAtOnce = false;
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
@@ -150,8 +153,12 @@ export class FakeKubeApi {
     return open;
   }
 
-  /** Forgets the event history up to now (etcd compaction): older resourceVersions expire. */
-  compact(): void {
+  /**
+   * Forgets the event history up to now (etcd compaction): older resourceVersions expire,
+   * answered as an `ERROR` event (the API server's way) or, with `'status'`, as HTTP 410.
+   */
+  compact(goneAs: 'event' | 'status' = 'event'): void {
+    this.goneAs = goneAs;
     this.compactedRv = this.rv;
     this.events.splice(0);
   }
@@ -396,15 +403,18 @@ export class FakeKubeApi {
   }
 
   private watch(req: IncomingMessage, res: ServerResponse, route: Route, fromRv: string | null): void {
-    this.requests.push({ method: 'WATCH', path: req.url ?? '', status: 200 });
-    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     const since = fromRv === null || fromRv === '' ? this.rv : Number(fromRv);
-    if (since < this.compactedRv) {
-      const gone = this.statusBody(
-        410,
-        'Expired',
-        `too old resource version: ${since} (${this.compactedRv})`,
-      );
+    const expired = since < this.compactedRv;
+    const gone = this.statusBody(410, 'Expired', `too old resource version: ${since} (${this.compactedRv})`);
+    const status = expired && this.goneAs === 'status' ? 410 : 200;
+    this.requests.push({ method: 'WATCH', path: req.url ?? '', status });
+    if (status === 410) {
+      res.writeHead(410, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(gone));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    if (expired) {
       res.end(`${JSON.stringify({ type: 'ERROR', object: gone })}\n`);
       return;
     }
@@ -416,6 +426,10 @@ export class FakeKubeApi {
       ) {
         res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
       }
+    }
+    if (this.endWatchesAtOnce) {
+      res.end();
+      return;
     }
     const watcher: Watcher = { resource: route.resource, namespace: route.namespace, res };
     this.watchers.add(watcher);
