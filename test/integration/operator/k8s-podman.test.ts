@@ -1,9 +1,11 @@
 /**
  * Issue 21, "the rendered manifests run": `renderResources` turns an MCPServer (a stdio echo
- * server in a locally built image) and an MCPRemoteProxy (in front of a streamable-HTTP MCP
- * server on this machine's loopback that demands an API key) into Deployments, ConfigMaps and
- * Services; the Deployments run under `podman kube play` with the Skep image built from the
- * repository's Containerfile, and the official MCP SDK client calls tools through the Skep
+ * server in a locally built image), an MCPRemoteProxy (in front of a streamable-HTTP MCP
+ * server on this machine's loopback that demands an API key), and a VirtualMCPServer over
+ * their MCPGroup plus an MCPServerEntry for the same remote server (reached directly by the
+ * vMCP pod with the key from the entry's MCPExternalAuthConfig) into Deployments, ConfigMaps
+ * and Services; the Deployments run under `podman kube play` with the Skep image built from
+ * the repository's Containerfile, and the official MCP SDK client calls tools through the Skep
  * runner inside each pod.
  *
  * No Kubernetes API server can run here; Podman plays the rendered objects. What the test
@@ -20,6 +22,8 @@
  *  - Podman 4.3 removes an init container while it still runs, so the test runs it (same
  *    image, same command) with `podman run` into a named volume that replaces its emptyDir.
  *  - The ConfigMap is passed with `--configmap` (Podman 4.3 reads ConfigMaps that way).
+ *  - No cluster DNS: the vMCP run configuration's backend URLs (`mcp-<n>-proxy.<ns>.svc...`)
+ *    are rewritten to the pods' loopback ports, and its port 4483 to a free one.
  * The image is built once per run (its layers are reused); pods, secrets and the image are
  * removed at the end.
  */
@@ -177,11 +181,17 @@ function forPodman(
   return copy;
 }
 
-function forPodmanConfigMap(cm: K8sObject): K8sObject {
+/** Host → loopback; for the vMCP: its port and its backends' Service URLs (see the header). */
+function forPodmanConfigMap(cm: K8sObject, vmcp?: { port: number; urls: Record<string, string> }): K8sObject {
   const copy = structuredClone(cm);
   const data = copy['data'] as Record<string, string>;
   const rc = JSON.parse(data['runconfig.json'] ?? '{}') as Record<string, unknown>;
   rc['host'] = '127.0.0.1';
+  if (vmcp !== undefined) {
+    rc['port'] = vmcp.port;
+    const backends = (rc['vmcp'] as { backends: Array<{ name: string; url: string }> }).backends;
+    for (const b of backends) b.url = vmcp.urls[b.name] ?? b.url;
+  }
   data['runconfig.json'] = JSON.stringify(rc);
   return copy;
 }
@@ -209,7 +219,12 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
     const image = buildSkepImage(base, dir);
     held.image = image;
 
-    const [remotePort, echoPort, proxyPort] = [await freePort(), await freePort(), await freePort()];
+    const [remotePort, echoPort, proxyPort, vmcpPort] = [
+      await freePort(),
+      await freePort(),
+      await freePort(),
+      await freePort(),
+    ];
     const started = await startRemote(remotePort);
     held.remote = started.server;
 
@@ -248,6 +263,7 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
           command: ['/usr/bin/node', '/app/stdio-server.cjs'],
           proxyPort: echoPort,
           secrets: [{ name: names.greeting, key: 'text', targetEnvName: 'GREETING' }],
+          groupRef: { name: 'team' },
         },
       },
       {
@@ -259,15 +275,36 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
           allowPrivateEndpoint: true,
           proxyPort,
           externalAuthConfigRef: { name: 'remote-key' },
+          groupRef: { name: 'team' },
         },
+      },
+      { apiVersion: 'skep.dev/v1beta1', kind: 'MCPGroup', metadata: { name: 'team' }, spec: {} },
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPServerEntry',
+        metadata: { name: `${RUN}-direct` },
+        spec: {
+          remoteUrl: `http://127.0.0.1:${remotePort}/mcp`,
+          allowPrivateEndpoint: true,
+          transport: 'streamable-http',
+          externalAuthConfigRef: { name: 'remote-key' },
+          groupRef: { name: 'team' },
+        },
+      },
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'VirtualMCPServer',
+        metadata: { name: `${RUN}-hub` },
+        spec: { groupRef: { name: 'team' }, incomingAuth: { type: 'anonymous' } },
       },
     ];
     const rendered = await renderResources(resources, { runnerImage: image });
     assert.deepEqual(rendered.problems, []);
+    assert.deepEqual(rendered.warnings, []);
 
     // Nothing secret is in a ConfigMap.
     const configMaps = rendered.objects.filter((o) => o.kind === 'ConfigMap');
-    assert.equal(configMaps.length, 2);
+    assert.equal(configMaps.length, 3);
     for (const cm of configMaps) {
       const text = JSON.stringify(cm);
       assert.ok(
@@ -276,11 +313,30 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
       );
     }
 
+    const hub = `${RUN}-hub`;
     for (const deployment of rendered.objects.filter((o) => o.kind === 'Deployment')) {
       const name = deployment.metadata.name;
-      const cm = configMaps.find((c) => c.metadata.name === `${name}-runconfig`)!;
+      const isHub = name === hub;
+      const cm = configMaps.find(
+        (c) => c.metadata.name === `${name}${isHub ? '-vmcp-config' : '-runconfig'}`,
+      )!;
       const cmFile = join(dir, `${name}-cm.yaml`);
-      writeFileSync(cmFile, stringify(forPodmanConfigMap(cm)));
+      const vmcp = isHub
+        ? {
+            port: vmcpPort,
+            urls: {
+              [`${RUN}-echo`]: `http://127.0.0.1:${echoPort}/mcp`,
+              [`${RUN}-remote`]: `http://127.0.0.1:${proxyPort}/mcp`,
+            },
+          }
+        : undefined;
+      writeFileSync(cmFile, stringify(forPodmanConfigMap(cm, vmcp)));
+      if (isHub) {
+        const pod = (
+          deployment['spec'] as { template: { spec: { containers: Array<Record<string, unknown>> } } }
+        ).template.spec;
+        (pod.containers[0]!['ports'] as Array<{ containerPort: number }>)[0]!.containerPort = vmcpPort;
+      }
       const kubeFile = join(dir, `${name}.yaml`);
       writeFileSync(kubeFile, stringify(forPodman(deployment, resources, volumes)));
       pods.push(`${name}-pod-0`);
@@ -304,13 +360,40 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
     const answer = await callTool(`http://127.0.0.1:${proxyPort}/mcp`, 'whoami', { who: 'skep' });
     assert.equal(answer, 'remote says hi to skep');
     // The tool call could only succeed with the key (the remote answers 401 without it), and the
-    // requests carrying it came from the runner: the test client never sends it. Seen here: the
-    // runner's first reachability probe of the remote (one POST at start-up) goes out without
-    // the injected header; every later request carries it.
-    const withKey = started.seen.filter((s) => s.endsWith(` ${API_KEY}`));
-    const without = started.seen.filter((s) => !s.endsWith(` ${API_KEY}`));
-    assert.ok(withKey.length >= 2, `requests seen: ${JSON.stringify(started.seen)}`);
-    assert.ok(without.length <= 1, `requests seen: ${JSON.stringify(started.seen)}`);
+    // requests carrying it came from the runners: the test client never sends it. Every POST
+    // carries it (the runner's start-up probe too); only the vMCP's reachability probe of the
+    // entry (a GET: any HTTP answer counts) goes without.
+    const posts = started.seen.filter((s) => s.startsWith('POST '));
+    assert.ok(posts.length >= 2, `requests seen: ${JSON.stringify(started.seen)}`);
+    assert.deepEqual(
+      posts.filter((s) => s !== `POST ${API_KEY}`),
+      [],
+      `requests seen: ${JSON.stringify(started.seen)}`,
+    );
+
+    // The VirtualMCPServer pod: one endpoint over the group — the echo server's pod, the remote
+    // proxy's pod, and the entry reached directly with the key from its Secret.
+    await waitFor('the vMCP pod', () => healthy(`http://127.0.0.1:${vmcpPort}/health`), 180_000).catch(
+      (err: unknown) => {
+        const logs = spawnSync('podman', ['logs', `${hub}-pod-0-vmcp`], { encoding: 'utf8' });
+        throw new Error(`${(err as Error).message}; vmcp log: ${logs.stdout}${logs.stderr}`);
+      },
+    );
+    const hubUrl = `http://127.0.0.1:${vmcpPort}/mcp`;
+    const postsBefore = started.seen.filter((s) => s.startsWith('POST ')).length;
+    assert.equal(
+      await callTool(hubUrl, `${RUN}-echo_echo`, { message: 'through the hub' }),
+      `echo: through the hub (${GREETING})`,
+    );
+    assert.equal(await callTool(hubUrl, `${RUN}-remote_whoami`, { who: 'hub' }), 'remote says hi to hub');
+    assert.equal(await callTool(hubUrl, `${RUN}-direct_whoami`, { who: 'entry' }), 'remote says hi to entry');
+    const hubPosts = started.seen.filter((s) => s.startsWith('POST ')).slice(postsBefore);
+    assert.ok(hubPosts.length >= 2, `requests seen: ${JSON.stringify(started.seen)}`);
+    assert.deepEqual(
+      hubPosts.filter((s) => s !== `POST ${API_KEY}`),
+      [],
+      `requests seen: ${JSON.stringify(started.seen)}`,
+    );
     // The test client itself never sent the key: calling the remote server directly fails.
     const direct = await fetch(`http://127.0.0.1:${remotePort}/mcp`, { method: 'POST', body: '{}' });
     assert.equal(direct.status, 401);
