@@ -77,7 +77,7 @@ export interface RenderOptions {
   runnerImage?: string;
   /** Namespace of resources that name none. */
   namespace?: string;
-  /** Image of the vMCP server (default: the runner image, `skep vmcp serve`). */
+  /** Image of the vMCP pod (default: the runner image; it runs `skep operator pod-runner`). */
   vmcpImage?: string;
 }
 
