@@ -357,14 +357,24 @@ describe('MCPExternalAuthConfig controller against a fake API server', { timeout
     api.create(EXT, config('auth', { type: 'unauthenticated' }));
     await waitFor('Valid', () => condition(api.getObject(EXT, NS, 'auth'), 'Valid')?.['status'] === 'True');
     const configWatches = () =>
-      api.requests.filter((r) => r.method === 'WATCH' && /\/mcpexternalauthconfigs\?/.test(r.path)).length;
+      api.requests.filter((r) => r.method === 'WATCH' && /\/mcpexternalauthconfigs\?/.test(r.path));
     api.endWatchesAtOnce = true;
-    const started = Date.now();
-    const before = configWatches();
+    const before = configWatches().length;
+    const ended = performance.now();
     api.endWatches();
-    await waitFor('four more watches of the configs', () => configWatches() >= before + 4, 10_000);
-    // 3 waits at least (50 + 100 + 200 ms) between the 4 watches; a tight loop takes a few ms.
-    assert.ok(Date.now() - started >= 350, `re-watched after ${Date.now() - started} ms`);
+    const next = await waitFor(
+      'four more watches of the configs',
+      () => (configWatches().length >= before + 4 ? configWatches().slice(before, before + 4) : undefined),
+      10_000,
+    );
+    // The first is at once (the ended watch had delivered events), then 3 growing waits
+    // (50 + 100 + 200 ms, less a margin for timer rounding); a tight loop takes a few ms.
+    assert.ok(next[0]!.at - ended < 200, 'the ended watch was resumed at once');
+    const gaps = next.slice(1).map((r, i) => r.at - next[i]!.at);
+    assert.ok(
+      gaps[0]! >= 45 && gaps[1]! >= 95 && gaps[2]! >= 195,
+      `gaps between watches: ${gaps.join(', ')} ms`,
+    );
     // Watches that stay open again: changes arrive.
     api.endWatchesAtOnce = false;
     api.create(SERVERS, workload('MCPServer', 'late', { externalAuthConfigRef: { name: 'auth' } }));

@@ -44,6 +44,8 @@ export interface RequestRecord {
   method: string;
   path: string;
   status: number;
+  /** `performance.now()` when it was answered (watches: when the stream started). */
+  at: number;
 }
 
 function parseRoute(pathname: string): Route | undefined {
@@ -290,7 +292,7 @@ export class FakeKubeApi {
   }
 
   private reply(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
-    this.requests.push({ method: req.method ?? '', path: req.url ?? '', status });
+    this.requests.push({ method: req.method ?? '', path: req.url ?? '', status, at: performance.now() });
     res.writeHead(status, { 'content-type': 'application/json' });
     res.end(JSON.stringify(body));
   }
@@ -407,7 +409,7 @@ export class FakeKubeApi {
     const expired = since < this.compactedRv;
     const gone = this.statusBody(410, 'Expired', `too old resource version: ${since} (${this.compactedRv})`);
     const status = expired && this.goneAs === 'status' ? 410 : 200;
-    this.requests.push({ method: 'WATCH', path: req.url ?? '', status });
+    this.requests.push({ method: 'WATCH', path: req.url ?? '', status, at: performance.now() });
     if (status === 410) {
       res.writeHead(410, { 'content-type': 'application/json' });
       res.end(JSON.stringify(gone));
