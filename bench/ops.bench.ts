@@ -16,10 +16,7 @@
  *
  * Prints one JSON object on stdout; progress goes to stderr.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { bundleCli, cli, measureWorkloads, SETTINGS, startLoopbackServer, versus } from './lib/workloads.js';
+import { measureWorkloads, openBenchHome, SETTINGS, startLoopbackServer, versus } from './lib/workloads.js';
 
 const log = (msg: string): void => {
   process.stderr.write(`[ops.bench] ${msg}\n`);
@@ -50,12 +47,8 @@ http.createServer((req, res) => {
 `;
 
 async function main(): Promise<void> {
-  log('bundling the CLI');
-  bundleCli();
-  const home = await mkdtemp(join(tmpdir(), 'skep-bench-ops-'));
-  const env = { ...process.env, SKEP_HOME: home, SKEP_LOG_LEVEL: 'silent' };
+  const bench = await openBenchHome('ops', log);
   const { port: sinkPort, child: sink } = await startLoopbackServer(SINK, 'OTLP sink');
-  const names: string[] = [];
   try {
     const configs: Record<string, Record<string, unknown>> = {
       none: {},
@@ -70,9 +63,9 @@ async function main(): Promise<void> {
         rate_limit_config: { shared: { maxTokens: 1_000_000_000, refillPeriod: '1s' } },
       },
     };
-    const { summary, ports } = await measureWorkloads(env, home, configs, {
+    const { summary, ports } = await measureWorkloads(bench.env, bench.home, configs, {
       log,
-      started: (name) => names.push(name),
+      started: bench.started,
     });
     const { added_c1_p50_ms: added, c32_throughput_kept: kept } = versus(summary, 'ops');
     // What the ops workload exported, and its own view of the calls (its /metrics).
@@ -114,9 +107,8 @@ async function main(): Promise<void> {
       )}\n`,
     );
   } finally {
-    for (const name of names) cli(env, ['rm', name]);
+    await bench.close();
     sink.kill();
-    await rm(home, { recursive: true, force: true });
   }
 }
 

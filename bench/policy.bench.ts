@@ -21,10 +21,8 @@
  * Prints one JSON object on stdout; progress goes to stderr.
  */
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bundleCli, cli, measureWorkloads, SETTINGS, startLoopbackServer, versus } from './lib/workloads.js';
+import { measureWorkloads, openBenchHome, SETTINGS, startLoopbackServer, versus } from './lib/workloads.js';
 
 const log = (msg: string): void => {
   process.stderr.write(`[policy.bench] ${msg}\n`);
@@ -56,15 +54,11 @@ http.createServer((req, res) => {
 `;
 
 async function main(): Promise<void> {
-  log('bundling the CLI');
-  bundleCli();
-  const home = await mkdtemp(join(tmpdir(), 'skep-bench-policy-'));
-  const env = { ...process.env, SKEP_HOME: home, SKEP_LOG_LEVEL: 'silent' };
+  const bench = await openBenchHome('policy', log);
   const { port: receiverPort, child: receiver } = await startLoopbackServer(RECEIVER, 'webhook receiver');
-  const names: string[] = [];
   try {
     const authz = { authz_config: { version: '1.0', type: 'cedarv1', cedar: { policies: POLICIES } } };
-    const auditFile = join(home, 'audit.log');
+    const auditFile = join(bench.home, 'audit.log');
     const freshPolicies = [
       ...POLICIES.slice(0, 9),
       'forbid(principal, action == Action::"call_tool", resource) when { resource has arg_message && resource.arg_message == "forbidden" };',
@@ -89,9 +83,9 @@ async function main(): Promise<void> {
         authz_config: { version: '1.0', type: 'cedarv1', cedar: { policies: freshPolicies } },
       },
     };
-    const { summary } = await measureWorkloads(env, home, configs, {
+    const { summary } = await measureWorkloads(bench.env, bench.home, configs, {
       log,
-      started: (name) => names.push(name),
+      started: bench.started,
       fresh: (label) => label === 'authz-fresh',
     });
     const authzVs = versus(summary, 'authz');
@@ -129,9 +123,8 @@ async function main(): Promise<void> {
       )}\n`,
     );
   } finally {
-    for (const name of names) cli(env, ['rm', name]);
+    await bench.close();
     receiver.kill();
-    await rm(home, { recursive: true, force: true });
   }
 }
 

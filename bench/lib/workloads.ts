@@ -6,6 +6,8 @@
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Pool } from 'undici';
@@ -42,6 +44,35 @@ export function cli(
 export function bundleCli(): void {
   const built = spawnSync(process.execPath, ['scripts/bundle.mjs'], { cwd: root, stdio: 'inherit' });
   if (built.status !== 0) throw new Error('bundling the CLI failed');
+}
+
+/** A fresh SKEP_HOME for one bench run, and the workloads started in it. */
+export interface BenchHome {
+  readonly home: string;
+  /** The CLI's environment: this home, logs silent. */
+  readonly env: NodeJS.ProcessEnv;
+  /** Records a workload to remove on `close`. */
+  readonly started: (name: string) => void;
+  /** Removes the recorded workloads, then the home. */
+  close(): Promise<void>;
+}
+
+/** Bundles the CLI (the benchmarks measure the built runner) and makes a fresh SKEP_HOME. */
+export async function openBenchHome(tag: string, log: (msg: string) => void): Promise<BenchHome> {
+  log('bundling the CLI');
+  bundleCli();
+  const home = await mkdtemp(join(tmpdir(), `skep-bench-${tag}-`));
+  const env = { ...process.env, SKEP_HOME: home, SKEP_LOG_LEVEL: 'silent' };
+  const names: string[] = [];
+  return {
+    home,
+    env,
+    started: (name) => void names.push(name),
+    async close() {
+      for (const name of names) cli(env, ['rm', name]);
+      await rm(home, { recursive: true, force: true });
+    },
+  };
 }
 
 /**
