@@ -10,8 +10,13 @@
  * - A standing GET stream carries what the backend sends outside a call (list_changed,
  *   resources/updated, logging, requests); it is reopened while the session lives.
  * - Headers for the backend (outgoing auth) are computed per request by `headers()`.
- * - Timeouts are one `setTimeout` per call (no per-call `AbortSignal.timeout`).
+ * - Per call, nothing but the request itself: a POST's answer is read straight from undici's
+ *   dispatch callbacks (no response body stream, no promise per chunk), and timeouts are
+ *   deadlines that one shared sweep checks every `SWEEP_MS` (no timer per call), so a call
+ *   times out within `SWEEP_MS` after its deadline.
  */
+import type { IncomingHttpHeaders } from 'node:http';
+import { StringDecoder } from 'node:string_decoder';
 import { type Dispatcher, Pool } from 'undici';
 
 export const BACKEND_PROTOCOL_VERSION = '2025-11-25';
@@ -53,8 +58,21 @@ export interface BackendCallbacks {
   onNotification(message: RpcMessage): void;
 }
 
+/**
+ * A result passed through as the backend sent it (its JSON text), so that the virtual session
+ * relays it without re-serialising it (`CallOptions.raw`).
+ */
+export class RawJson {
+  constructor(readonly json: string) {}
+}
+
 export interface CallOptions {
   timeoutMs: number;
+  /**
+   * The caller relays the result: when the answer is a plain JSON body in one of the two usual
+   * layouts, resolve with a `RawJson` of the result's own text instead of the parsed value.
+   */
+  raw?: boolean;
   /** `notifications/progress` params for this call (the call carries a progress token). */
   onProgress?: (params: Record<string, unknown>) => void;
   /** Told the backend request id, e.g. to cancel it later. */
@@ -65,7 +83,35 @@ interface Pending {
   resolve(value: unknown): void;
   reject(err: Error): void;
   onProgress: ((params: Record<string, unknown>) => void) | undefined;
-  timer: NodeJS.Timeout;
+  /** `performance.now()` after which the call fails. */
+  deadline: number;
+  raw: boolean;
+  method: string;
+  timeoutMs: number;
+}
+
+/** How often the shared sweep looks for calls past their deadline, ms. */
+export const SWEEP_MS = 100;
+
+/** Sessions that may have calls in flight; the sweep runs while there are any. */
+const watched = new Set<BackendSession>();
+let sweeper: NodeJS.Timeout | undefined;
+
+function watch(session: BackendSession): void {
+  watched.add(session);
+  if (sweeper === undefined) {
+    sweeper = setInterval(sweep, SWEEP_MS);
+    sweeper.unref();
+  }
+}
+
+function sweep(): void {
+  const now = performance.now();
+  for (const session of watched) if (!session.expire(now)) watched.delete(session);
+  if (watched.size === 0 && sweeper !== undefined) {
+    clearInterval(sweeper);
+    sweeper = undefined;
+  }
 }
 
 const pools = new Map<string, Pool>();
@@ -101,6 +147,8 @@ export class BackendSession {
   #standing: AbortController | undefined;
   /** The backend's `initialize` result (capabilities). */
   initializeResult: Record<string, unknown> | undefined;
+  /** The id of the last request sent (set synchronously by `request`, e.g. to cancel it later). */
+  lastRequestId: string | undefined;
 
   constructor(url: string, headers: () => Promise<Record<string, string>>, callbacks: BackendCallbacks) {
     this.#url = new URL(url);
@@ -140,16 +188,18 @@ export class BackendSession {
     if (this.#closed)
       return Promise.reject(new BackendError(-32000, 'backend session closed', undefined, true));
     const id = `v${++seq}`;
+    this.lastRequestId = id;
     return new Promise<unknown>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        if (this.#pending.delete(id)) {
-          reject(new BackendError(-32001, `backend did not answer ${method} within ${options.timeoutMs} ms`));
-          void this.notify('notifications/cancelled', { requestId: id, reason: 'timeout' }).catch(
-            () => undefined,
-          );
-        }
-      }, options.timeoutMs);
-      this.#pending.set(id, { resolve, reject, onProgress: options.onProgress, timer });
+      this.#pending.set(id, {
+        resolve,
+        reject,
+        onProgress: options.onProgress,
+        deadline: performance.now() + options.timeoutMs,
+        raw: options.raw === true,
+        method,
+        timeoutMs: options.timeoutMs,
+      });
+      watch(this);
       options.onId?.(id);
       if (options.onProgress !== undefined && params !== undefined) {
         // The backend's progress for this call names our request id as its token.
@@ -167,12 +217,27 @@ export class BackendSession {
     });
   }
 
+  /**
+   * Fails the calls whose deadline is past (the shared sweep calls it); false when nothing is
+   * in flight any more.
+   */
+  expire(now: number): boolean {
+    for (const [id, p] of this.#pending) {
+      if (p.deadline > now) continue;
+      this.#pending.delete(id);
+      p.reject(new BackendError(-32001, `backend did not answer ${p.method} within ${p.timeoutMs} ms`));
+      void this.notify('notifications/cancelled', { requestId: id, reason: 'timeout' }).catch(
+        () => undefined,
+      );
+    }
+    return this.#pending.size > 0;
+  }
+
   /** Cancels an in-flight request (the client cancelled it). */
   cancel(requestId: string, reason: string | undefined): void {
     const p = this.#pending.get(requestId);
     if (p === undefined) return;
     this.#pending.delete(requestId);
-    clearTimeout(p.timer);
     p.reject(new BackendError(-32800, 'request cancelled'));
     void this.notify(
       'notifications/cancelled',
@@ -193,8 +258,8 @@ export class BackendSession {
     if (this.#closed) return;
     this.#closed = true;
     this.#standing?.abort();
+    watched.delete(this);
     for (const [id, p] of this.#pending) {
-      clearTimeout(p.timer);
       p.reject(new BackendError(-32000, 'backend session closed', undefined, true));
       this.#pending.delete(id);
     }
@@ -211,7 +276,6 @@ export class BackendSession {
     const p = this.#pending.get(id);
     if (p === undefined) return;
     this.#pending.delete(id);
-    clearTimeout(p.timer);
     p.reject(
       err instanceof BackendError
         ? err
@@ -229,42 +293,71 @@ export class BackendSession {
   }
 
   async #post(body: string): Promise<void> {
-    const headers = await this.#baseHeaders('application/json, text/event-stream');
-    const res = await this.#pool.request({ method: 'POST', path: this.#path, headers, body });
-    const sid = res.headers['mcp-session-id'];
+    const headers = await this.#headers();
+    headers['accept'] = 'application/json, text/event-stream';
+    headers['content-type'] = 'application/json';
+    headers['mcp-protocol-version'] = this.#protocol;
+    if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
+    const answer = await new Promise<PostAnswer>((resolve, reject) => {
+      this.#pool.dispatch(
+        { method: 'POST', path: this.#path, headers, body },
+        new PostReader(this.#onMessage, resolve, reject),
+      );
+    });
+    const sid = answer.headers['mcp-session-id'];
     if (typeof sid === 'string' && this.#sessionId === undefined) this.#sessionId = sid;
-    if (res.statusCode === 202) {
-      await res.body.dump();
-      return;
-    }
-    if (res.statusCode === 401 || res.statusCode === 403) {
-      await res.body.dump();
-      throw new BackendHttpError(res.statusCode);
-    }
-    const type = String(res.headers['content-type'] ?? '');
-    if (type.startsWith('text/event-stream')) {
-      await this.#readSse(res.body);
-      return;
-    }
-    const text = await res.body.text();
-    if (res.statusCode === 404 && this.#sessionId !== undefined) {
+    const status = answer.status;
+    if (status === 202) return;
+    if (status === 401 || status === 403) throw new BackendHttpError(status);
+    // An event stream was dispatched as it arrived.
+    const text = answer.text;
+    if (text === undefined) return;
+    if (status === 404 && this.#sessionId !== undefined) {
       // The backend forgot the session (it restarted): everything in flight fails; the owner reopens.
       this.close();
       throw new BackendError(-32000, 'backend session expired', undefined, true);
     }
     if (text.length === 0) {
-      if (res.statusCode >= 400) throw new BackendError(-32000, `backend answered HTTP ${res.statusCode}`);
+      if (status >= 400) throw new BackendError(-32000, `backend answered HTTP ${status}`);
       return;
     }
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
-      throw new BackendError(-32000, `backend answered HTTP ${res.statusCode} with a body that is not JSON`);
+      throw new BackendError(-32000, `backend answered HTTP ${status} with a body that is not JSON`);
     }
     if (Array.isArray(parsed)) for (const m of parsed) this.#dispatch(m as RpcMessage);
-    else this.#dispatch(parsed as RpcMessage);
+    else if (!this.#passRaw(parsed as RpcMessage, text)) this.#dispatch(parsed as RpcMessage);
   }
+
+  /**
+   * Settles a `raw` call with its result's own JSON text, when the answer (already parsed, so
+   * valid) has exactly the keys jsonrpc, id and result laid out as `{"jsonrpc":"2.0","id":ID,
+   * "result":R}` or as `{"result":R,"jsonrpc":"2.0","id":ID}` (the MCP SDK's): R is then exactly
+   * the text between. Anything else is dispatched as usual.
+   */
+  #passRaw(m: RpcMessage, text: string): boolean {
+    const id = m.id;
+    if (typeof id !== 'string' || m.method !== undefined || !('result' in m)) return false;
+    const p = this.#pending.get(id);
+    if (p === undefined || !p.raw || Object.keys(m).length !== 3) return false;
+    const idJson = JSON.stringify(id);
+    let json: string | undefined;
+    const head = `{"jsonrpc":"2.0","id":${idJson},"result":`;
+    if (text.startsWith(head) && text.endsWith('}')) json = text.slice(head.length, -1);
+    else {
+      const tail = `,"jsonrpc":"2.0","id":${idJson}}`;
+      if (text.startsWith('{"result":') && text.endsWith(tail))
+        json = text.slice(10, text.length - tail.length);
+    }
+    if (json === undefined) return false;
+    this.#pending.delete(id);
+    p.resolve(new RawJson(json));
+    return true;
+  }
+
+  readonly #onMessage = (m: RpcMessage): void => this.#dispatch(m);
 
   #openStanding(): void {
     if (this.#closed) return;
@@ -283,7 +376,8 @@ export class BackendSession {
         await res.body.dump();
         return;
       }
-      await this.#readSse(res.body);
+      const events = new SseReader(this.#onMessage);
+      for await (const chunk of res.body as AsyncIterable<Buffer>) events.push(chunk);
     })()
       .catch(() => undefined)
       .finally(() => {
@@ -292,39 +386,12 @@ export class BackendSession {
       });
   }
 
-  async #readSse(body: Dispatcher.ResponseData['body']): Promise<void> {
-    body.setEncoding('utf8');
-    let buffer = '';
-    for await (const chunk of body as AsyncIterable<string>) {
-      buffer += chunk;
-      let end = buffer.indexOf('\n\n');
-      while (end !== -1) {
-        const event = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        let data = '';
-        for (const line of event.split('\n')) {
-          if (line.startsWith('data:'))
-            data += (data ? '\n' : '') + line.slice(line.charCodeAt(5) === 32 ? 6 : 5);
-        }
-        if (data !== '') {
-          try {
-            this.#dispatch(JSON.parse(data) as RpcMessage);
-          } catch {
-            /* a malformed event is skipped */
-          }
-        }
-        end = buffer.indexOf('\n\n');
-      }
-    }
-  }
-
   #dispatch(m: RpcMessage): void {
     if (m.method === undefined) {
       const id = String(m.id);
       const p = this.#pending.get(id);
       if (p === undefined) return;
       this.#pending.delete(id);
-      clearTimeout(p.timer);
       if (m.error !== undefined) p.reject(new BackendError(m.error.code, m.error.message, m.error.data));
       else p.resolve(m.result);
       return;
@@ -356,5 +423,102 @@ export class BackendSession {
 
   #answer(body: string): void {
     this.#post(body).catch(() => undefined);
+  }
+}
+
+interface PostAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** The JSON body; undefined for an event stream (its messages were dispatched). */
+  text: string | undefined;
+}
+
+/**
+ * Reads one POST's answer from undici's dispatch callbacks: a JSON body is collected, an event
+ * stream is parsed and its messages dispatched as they arrive (progress and server requests
+ * come before the final answer).
+ */
+class PostReader implements Dispatcher.DispatchHandler {
+  #status = 0;
+  #headers: IncomingHttpHeaders = {};
+  #events: SseReader | undefined;
+  #chunks: Buffer[] = [];
+  readonly #onMessage: (m: RpcMessage) => void;
+  readonly #resolve: (answer: PostAnswer) => void;
+  readonly #reject: (err: Error) => void;
+
+  constructor(
+    onMessage: (m: RpcMessage) => void,
+    resolve: (answer: PostAnswer) => void,
+    reject: (err: Error) => void,
+  ) {
+    this.#onMessage = onMessage;
+    this.#resolve = resolve;
+    this.#reject = reject;
+  }
+
+  /** Present so undici treats this as a (non-deprecated) dispatch handler. */
+  onRequestStart(): void {}
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    this.#status = statusCode;
+    this.#headers = headers;
+    const type = headers['content-type'];
+    if (typeof type === 'string' && type.startsWith('text/event-stream'))
+      this.#events = new SseReader(this.#onMessage);
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#events !== undefined) this.#events.push(chunk);
+    else this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    const chunks = this.#chunks;
+    let text: string | undefined;
+    if (this.#events === undefined)
+      text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+    this.#resolve({ status: this.#status, headers: this.#headers, text });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.#reject(err);
+  }
+}
+
+/** Server-sent events carrying JSON-RPC messages (one per event's `data`); a malformed event is skipped. */
+class SseReader {
+  readonly #decoder = new StringDecoder('utf8');
+  readonly #onMessage: (m: RpcMessage) => void;
+  #buffer = '';
+
+  constructor(onMessage: (m: RpcMessage) => void) {
+    this.#onMessage = onMessage;
+  }
+
+  push(chunk: Buffer): void {
+    this.#buffer += this.#decoder.write(chunk);
+    let end = this.#buffer.indexOf('\n\n');
+    while (end !== -1) {
+      const event = this.#buffer.slice(0, end);
+      this.#buffer = this.#buffer.slice(end + 2);
+      let data = '';
+      for (const line of event.split('\n')) {
+        if (line.startsWith('data:'))
+          data += (data ? '\n' : '') + line.slice(line.charCodeAt(5) === 32 ? 6 : 5);
+      }
+      if (data !== '') {
+        try {
+          this.#onMessage(JSON.parse(data) as RpcMessage);
+        } catch {
+          /* a malformed event is skipped */
+        }
+      }
+      end = this.#buffer.indexOf('\n\n');
+    }
   }
 }

@@ -12,9 +12,16 @@ import { PassThrough } from 'node:stream';
 import type { ProxyIdentity, SessionChild } from '../proxy/index.js';
 import type { Logger } from '../shared/index.js';
 import { type Aggregated, aggregate, type BackendLists, type Obj, routeResource } from './aggregate.js';
-import { BackendError, BackendSession, type RpcMessage } from './backend-client.js';
+import {
+  BackendError,
+  BackendSession,
+  type CallOptions,
+  RawJson,
+  type RpcMessage,
+} from './backend-client.js';
 import type { BackendInfo } from './backends.js';
 import type { ResolvedVmcpConfig } from './config.js';
+import { LIST_CACHE_MAX_AGE_MS, ListCache } from './list-cache.js';
 import type { Optimizer } from './optimizer/index.js';
 
 /** Where the runner's vMCP middleware puts the caller's identity (it always overwrites it). */
@@ -41,22 +48,37 @@ export interface SessionHost {
   /** Indexes `tools` in the optimizer unless this very list is indexed already. */
   indexTools(tools: Obj[]): Promise<void>;
   sessionEnded(session: VirtualSession): void;
+  /** How old the shared cache of backend lists may get (default `LIST_CACHE_MAX_AGE_MS`). */
+  readonly listCacheMaxAgeMs?: number;
+}
+
+/** The backend lists shared by the sessions of one virtual server (`list-cache.ts`). */
+const listCaches = new WeakMap<SessionHost, ListCache>();
+
+export function listCacheOf(host: SessionHost): ListCache {
+  let cache = listCaches.get(host);
+  if (cache === undefined) {
+    cache = new ListCache(host.listCacheMaxAgeMs ?? LIST_CACHE_MAX_AGE_MS);
+    listCaches.set(host, cache);
+  }
+  return cache;
 }
 
 interface Open {
   readonly info: BackendInfo;
   readonly session: BackendSession;
   readonly ready: Promise<void>;
-  lists: BackendLists | undefined;
-  listsLoading: Promise<BackendLists> | undefined;
+  /** `ready` has resolved: calls go out without waiting on it. */
+  isReady: boolean;
 }
 
 const CLIENT_CAPABILITIES = { sampling: {}, elicitation: {}, roots: { listChanged: true } };
 
 export class VirtualSession {
   readonly #host: SessionHost;
-  readonly #toServer = new PassThrough();
-  readonly #fromServer = new PassThrough();
+  // Strings stay strings on both in-memory streams (no UTF-8 encode and decode per message).
+  readonly #toServer = new PassThrough({ decodeStrings: false, encoding: 'utf8' });
+  readonly #fromServer = new PassThrough({ decodeStrings: false, encoding: 'utf8' });
   readonly #open = new Map<string, Open>();
   /** Client request id (as the bridge sent it) → where it went, for cancellation. */
   readonly #inflight = new Map<string, { open: Open; backendId: string | undefined }>();
@@ -65,7 +87,11 @@ export class VirtualSession {
   #askSeq = 0;
   #identity: ProxyIdentity = {};
   #aggregated: Aggregated | undefined;
+  /** `performance.now()` when `#aggregated` was computed (it is recomputed past the cache's age). */
+  #aggregatedAt = 0;
   #aggregating: Promise<Aggregated> | undefined;
+  readonly #cache: ListCache;
+  readonly #unsubscribe: () => void;
   /** Serialized lists last announced, per kind, to tell whether a change is worth a list_changed. */
   #announced: Record<string, string> | undefined;
   #logLevel: string | undefined;
@@ -75,7 +101,8 @@ export class VirtualSession {
 
   constructor(host: SessionHost) {
     this.#host = host;
-    this.#toServer.setEncoding('utf8');
+    this.#cache = listCacheOf(host);
+    this.#unsubscribe = this.#cache.subscribe(() => this.#invalidate());
     this.#toServer.on('data', (chunk: string) => this.#consume(chunk));
     this.#toServer.on('error', () => this.close());
   }
@@ -100,6 +127,7 @@ export class VirtualSession {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#unsubscribe();
     for (const o of this.#open.values()) o.session.close();
     this.#open.clear();
     for (const a of this.#asked.values()) a.reject(new BackendError(-32000, 'client session ended'));
@@ -112,7 +140,9 @@ export class VirtualSession {
   /** The backend set changed: close sessions of backends that left, then announce list changes. */
   backendsChanged(): void {
     if (this.#closed) return;
-    const up = new Set(this.#host.backends().map((b) => b.url));
+    const served = this.#host.backends();
+    this.#cache.prune(served);
+    const up = new Set(served.map((b) => b.url));
     for (const [name, o] of this.#open) {
       if (!up.has(o.info.url)) {
         o.session.close();
@@ -233,7 +263,7 @@ export class VirtualSession {
         this.#reply(id, {});
         return;
       case 'tools/list': {
-        const lists = await this.#lists();
+        const lists = this.#warm() ?? (await this.#lists());
         const optimizer = await this.#host.optimizer();
         if (optimizer !== undefined) {
           this.#reply(id, { tools: optimizer.tools() });
@@ -255,7 +285,7 @@ export class VirtualSession {
         return;
       case 'tools/call': {
         const name = params['name'];
-        const lists = await this.#lists();
+        const lists = this.#warm() ?? (await this.#lists());
         if (name === 'find_tool' || name === 'call_tool') {
           const optimizer = await this.#host.optimizer();
           if (optimizer !== undefined) {
@@ -349,38 +379,40 @@ export class VirtualSession {
     const meta = params['_meta'] as Obj | undefined;
     const wantsProgress = meta !== undefined && meta['progressToken'] !== undefined;
     const clientToken = wantsProgress ? meta['progressToken'] : undefined;
+    const timeoutMs = this.#timeout(backend);
+    // `raw`: a plain JSON answer's result is relayed as the backend's own text (not re-serialised).
+    const options: CallOptions = wantsProgress
+      ? {
+          timeoutMs,
+          raw: true,
+          onProgress: (p: Record<string, unknown>) => {
+            const relayed = Object.assign({}, p, { progressToken: clientToken });
+            this.#send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: relayed }));
+          },
+        }
+      : { timeoutMs, raw: true };
     for (let attempt = 0; ; attempt++) {
       let open: Open;
       try {
-        open = await this.#session(backend);
+        const opening = this.#session(backend);
+        open = opening instanceof Promise ? await opening : opening;
       } catch (err) {
         return this.#backendFailed(id, backend, err, isTool);
       }
-      const entry: { open: Open; backendId: string | undefined } = { open, backendId: undefined };
-      this.#inflight.set(key, entry);
+      const call = open.session.request(method, params, options);
+      // The backend request id, assigned synchronously by `request`, for a later cancellation.
+      this.#inflight.set(key, { open, backendId: open.session.lastRequestId });
       try {
-        const result = await open.session.request(method, params, {
-          timeoutMs: this.#timeout(backend),
-          onId: (backendId) => {
-            entry.backendId = backendId;
-          },
-          ...(wantsProgress
-            ? {
-                onProgress: (p: Record<string, unknown>) => {
-                  const relayed = Object.assign({}, p, { progressToken: clientToken });
-                  this.#send(
-                    JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: relayed }),
-                  );
-                },
-              }
-            : {}),
-        });
-        this.#reply(id, result);
+        const result = await call;
+        if (result instanceof RawJson)
+          this.#send(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result.json}}`);
+        else this.#reply(id, result);
         return;
       } catch (err) {
         // The backend restarted and forgot our session: open a new one and try once more.
         if (err instanceof BackendError && err.message === 'backend session expired' && attempt === 0) {
           this.#open.delete(backend);
+          this.#cache.invalidate(backend);
           continue;
         }
         if (err instanceof BackendError && !err.unreachable && err.code !== -32000) {
@@ -406,10 +438,13 @@ export class VirtualSession {
     else this.#error(id, -32000, message);
   }
 
-  /** The backend session, opened on first use. */
-  #session(backend: string): Promise<Open> {
+  /** The backend session, opened on first use (the session itself once it is ready). */
+  #session(backend: string): Open | Promise<Open> {
     const existing = this.#open.get(backend);
-    if (existing !== undefined && !existing.session.closed) return existing.ready.then(() => existing);
+    if (existing !== undefined && !existing.session.closed) {
+      if (existing.isReady) return existing;
+      return existing.ready.then(() => existing);
+    }
     const info = this.#host.backends().find((b) => b.name === backend);
     if (info === undefined)
       return Promise.reject(new BackendError(-32000, 'it is not running or not healthy', undefined, false));
@@ -421,14 +456,18 @@ export class VirtualSession {
       info,
       session,
       ready: session.open(this.#timeout(backend), CLIENT_CAPABILITIES),
-      lists: undefined,
-      listsLoading: undefined,
+      isReady: false,
     };
     this.#open.set(backend, open);
-    open.ready.catch(() => {
-      if (this.#open.get(backend) === open) this.#open.delete(backend);
-      session.close();
-    });
+    open.ready.then(
+      () => {
+        open.isReady = true;
+      },
+      () => {
+        if (this.#open.get(backend) === open) this.#open.delete(backend);
+        session.close();
+      },
+    );
     if (this.#logLevel !== undefined) void this.#forwardLevel(open);
     return open.ready.then(() => open);
   }
@@ -450,12 +489,8 @@ export class VirtualSession {
   #backendNotification(backend: string, m: RpcMessage): void {
     const method = m.method!;
     if (method.endsWith('/list_changed') && method !== 'notifications/roots/list_changed') {
-      const o = this.#open.get(backend);
-      if (o !== undefined) {
-        o.lists = undefined;
-        o.listsLoading = undefined;
-      }
-      this.#invalidate();
+      // Every session of this virtual server re-reads the backend's lists (`list-cache.ts`).
+      this.#cache.invalidate(backend);
       return;
     }
     if (method === 'notifications/resources/updated' || method === 'notifications/message') {
@@ -465,6 +500,7 @@ export class VirtualSession {
 
   /** Drops the aggregated lists; when the client has seen lists, recomputes and announces what changed. */
   #invalidate(): void {
+    if (this.#closed) return;
     this.#aggregated = undefined;
     this.#aggregating = undefined;
     if (this.#announced === undefined) return;
@@ -474,13 +510,25 @@ export class VirtualSession {
     );
   }
 
-  /** The aggregated lists of this session (computed once, until a backend or list changes). */
+  /** The aggregated lists when they are computed and younger than the cache's bound. */
+  #warm(): Aggregated | undefined {
+    const a = this.#aggregated;
+    if (a === undefined || performance.now() - this.#aggregatedAt >= this.#cache.maxAgeMs) return undefined;
+    return a;
+  }
+
+  /**
+   * The aggregated lists of this session: computed from the shared backend lists, kept until a
+   * backend or a list changes, or the cache's age bound passes.
+   */
   #lists(): Promise<Aggregated> {
-    if (this.#aggregated !== undefined) return Promise.resolve(this.#aggregated);
+    const warm = this.#warm();
+    if (warm !== undefined) return Promise.resolve(warm);
     if (this.#aggregating !== undefined) return this.#aggregating;
     const computing = this.#compute().then((a) => {
       if (this.#aggregating === computing) {
         this.#aggregated = a;
+        this.#aggregatedAt = performance.now();
         this.#aggregating = undefined;
         this.#announce(a);
       }
@@ -511,7 +559,10 @@ export class VirtualSession {
 
   async #compute(): Promise<Aggregated> {
     const backends = this.#host.backends();
-    const settled = await Promise.allSettled(backends.map((b) => this.#backendLists(b.name)));
+    const viewer = this.#viewer();
+    const settled = await Promise.allSettled(
+      backends.map((b) => this.#cache.get(b.name, b.url, viewer, () => this.#loadLists(b.name))),
+    );
     const lists: BackendLists[] = [];
     for (const [i, s] of settled.entries()) {
       if (s.status === 'fulfilled') {
@@ -536,10 +587,19 @@ export class VirtualSession {
     return a;
   }
 
-  async #backendLists(backend: string): Promise<BackendLists> {
+  /**
+   * Whose view of the backends' lists this session gets: with outgoing auth that carries the
+   * caller, a backend may list per caller, so the caller (subject, else token) keys the shared
+   * cache; otherwise every session reaches the backends alike.
+   */
+  #viewer(): string {
+    if (!this.#host.identityInMeta) return '';
+    return this.#identity.subject ?? this.#identity.token ?? '';
+  }
+
+  /** Lists a backend through this session's backend session (on a miss of the shared cache). */
+  async #loadLists(backend: string): Promise<BackendLists> {
     const open = await this.#session(backend);
-    if (open.lists !== undefined) return open.lists;
-    if (open.listsLoading !== undefined) return open.listsLoading;
     const caps = (open.session.initializeResult?.['capabilities'] ?? {}) as Obj;
     const timeoutMs = this.#timeout(backend);
     const all = async (method: string, key: string): Promise<Obj[]> => {
@@ -555,23 +615,12 @@ export class VirtualSession {
       } while (typeof cursor === 'string' && cursor !== '');
       return out;
     };
-    const loading = Promise.all([
+    const [tools, prompts, resources, templates] = await Promise.all([
       caps['tools'] !== undefined ? all('tools/list', 'tools') : [],
       caps['prompts'] !== undefined ? all('prompts/list', 'prompts') : [],
       caps['resources'] !== undefined ? all('resources/list', 'resources') : [],
       caps['resources'] !== undefined ? all('resources/templates/list', 'resourceTemplates') : [],
-    ]).then(([tools, prompts, resources, templates]) => {
-      const lists: BackendLists = { name: backend, tools, prompts, resources, templates };
-      if (open.listsLoading === loading) {
-        open.lists = lists;
-        open.listsLoading = undefined;
-      }
-      return lists;
-    });
-    open.listsLoading = loading;
-    loading.catch(() => {
-      if (open.listsLoading === loading) open.listsLoading = undefined;
-    });
-    return loading;
+    ]);
+    return { name: backend, tools, prompts, resources, templates };
   }
 }
