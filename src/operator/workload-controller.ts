@@ -47,6 +47,7 @@ const RECONCILED = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer', '
 const nsOf = (o: KubeObject) => o.metadata.namespace ?? 'default';
 const specOf = (o: KubeObject) => (o.spec ?? {}) as Node;
 const refName = (v: unknown) => (v as Node | undefined)?.['name'];
+const MEMBER_KINDS = new Set(['MCPServer', 'MCPRemoteProxy', 'MCPServerEntry']);
 
 export class WorkloadController {
   readonly #o: WorkloadControllerOptions;
@@ -110,9 +111,23 @@ export class WorkloadController {
         const vgroup = refName(spec['groupRef']);
         if ((kind === 'MCPGroup' && vgroup === name) || (group !== undefined && vgroup === group))
           this.#queue.add(key);
+        // Its pod's configuration holds the strategies of the default and of every member.
+        if (kind === EXTAUTH_KIND && this.#vmcpUsesConfig(ns, spec, vgroup, name)) this.#queue.add(key);
       }
       if (k === 'MCPGroup' && group !== undefined && o.metadata.name === group) this.#queue.add(key);
     }
+  }
+
+  #vmcpUsesConfig(ns: string, spec: Node, group: unknown, config: string): boolean {
+    const outgoing = (spec['outgoingAuth'] ?? {}) as Node;
+    if (refName(((outgoing['default'] ?? {}) as Node)['externalAuthConfigRef']) === config) return true;
+    for (const [key, o] of this.#cache) {
+      if (nsOf(o) !== ns || !MEMBER_KINDS.has(key.split('/')[0] ?? '')) continue;
+      const member = specOf(o);
+      if (refName(member['groupRef']) === group && refName(member['externalAuthConfigRef']) === config)
+        return true;
+    }
+    return false;
   }
 
   #work(): Promise<void> {

@@ -186,6 +186,31 @@ describe('workload controller against a fake API server', { timeout: 60_000 }, (
       rc.vmcp.backends.map((b) => b['name']),
       ['a'],
     );
+
+    // The member's config appears: the vMCP is re-rendered (it references the config only
+    // through its group's member), `e` is served with the strategy, and the pod rolls.
+    const before = podAnnotation(
+      api.getObject('apps/v1/deployments', NS, 'v'),
+      'skep.dev/runconfig-checksum',
+    );
+    api.create(R('mcpexternalauthconfigs'), headerConfig('X-Api-Key'));
+    await waitFor('e served', () => {
+      const s = api.getObject(R('virtualmcpservers'), NS, 'v')?.['status'] as Obj | undefined;
+      return s?.['backendCount'] === 2 ? s : undefined;
+    });
+    const after = JSON.parse(
+      (api.getObject('core/v1/configmaps', NS, 'v-vmcp-config')!['data'] as Record<string, string>)[
+        'runconfig.json'
+      ]!,
+    ) as { vmcp: { outgoingAuth: { backends: Obj } } };
+    assert.deepEqual(after.vmcp.outgoingAuth.backends['e'], {
+      type: 'header_injection',
+      headerInjection: { headerName: 'X-Api-Key', headerValueEnv: 'SKEP_HEADER_INJECTION_VALUE_KEY' },
+    });
+    assert.notEqual(
+      podAnnotation(api.getObject('apps/v1/deployments', NS, 'v'), 'skep.dev/runconfig-checksum'),
+      before,
+    );
   });
 
   // The fake's `endWatches` closes every watch stream (the API server's request timeout);
