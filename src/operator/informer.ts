@@ -125,8 +125,21 @@ export class Informer {
 
   /** Lists, delivers the differences to the store, and returns the list's resourceVersion. */
   async #relist(): Promise<string> {
-    const { items, resourceVersion } = await this.#o.kube.list(this.#o.type, this.#o.namespace);
-    if (this.#abort.signal.aborted) return resourceVersion;
+    const signal = this.#abort.signal;
+    // `close` does not wait for a list the API server is slow to answer (it cannot be aborted).
+    let onAbort = () => {};
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(new Error('informer closed'));
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    let listed: Awaited<ReturnType<KubeClient['list']>>;
+    try {
+      listed = await Promise.race([this.#o.kube.list(this.#o.type, this.#o.namespace), aborted]);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+    const { items, resourceVersion } = listed;
+    if (signal.aborted) return resourceVersion;
     this.#replace(items);
     return resourceVersion;
   }
