@@ -16,6 +16,7 @@
  *   forgot a session (it restarted), and pruned when the served set changes (a backend that
  *   left, or moved to another URL). Every session is told, once per turn of the event loop,
  *   so that those whose client has seen lists recompute them and announce what changed.
+ * - Bounded size (`LIST_CACHE_MAX_ENTRIES`, oldest first out), for the per-caller entries.
  * - Bounded age (`maxAgeMs`, 30 s like the reference's `capabilityCacheTTL`): an older entry
  *   is reloaded on next use, so a backend that changes its lists without announcing it is
  *   seen within that time.
@@ -29,6 +30,8 @@
 import type { BackendLists } from './aggregate.js';
 
 export const LIST_CACHE_MAX_AGE_MS = 30_000;
+/** Most entries kept (the reference's LRU holds 1024): beyond it the oldest is dropped. */
+export const LIST_CACHE_MAX_ENTRIES = 1024;
 
 interface Entry {
   readonly backend: string;
@@ -67,6 +70,10 @@ export class ListCache {
       if (entry.loading !== undefined) return entry.loading;
     } else {
       entry = { backend, url, lists: undefined, loading: undefined, at: 0 };
+      if (this.#entries.size >= LIST_CACHE_MAX_ENTRIES) {
+        const oldest = this.#entries.keys().next();
+        if (oldest.done !== true) this.#entries.delete(oldest.value);
+      }
       this.#entries.set(key, entry);
     }
     const current = entry;

@@ -2,7 +2,7 @@
  * The shared cache of backend lists (src/vmcp/list-cache.ts), pure: one load per (backend,
  * URL, viewer) shared by concurrent callers; viewers do not share entries; an invalidation
  * while a load runs keeps that (possibly older) result out of the cache; a failed load is not
- * cached; pruning drops backends that left or moved; sessions are told once per turn of the
+ * cached; the number of entries is bounded; pruning drops backends that left or moved; sessions are told once per turn of the
  * event loop however many times a backend is invalidated in it. (Through a real virtual server
  * and real backends: test/integration/vmcp/list-cache.test.ts.)
  */
@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { setImmediate as tick } from 'node:timers/promises';
 import { test } from 'node:test';
 import type { BackendLists } from '../../../src/vmcp/aggregate.js';
-import { ListCache } from '../../../src/vmcp/list-cache.js';
+import { LIST_CACHE_MAX_ENTRIES, ListCache } from '../../../src/vmcp/list-cache.js';
 
 const lists = (name: string, tool: string): BackendLists => ({
   name,
@@ -64,6 +64,22 @@ test('each viewer and each URL has its own entry', async () => {
   assert.equal(bob.tools[0]?.['name'], 'for-bob');
   assert.equal(moved.tools[0]?.['name'], 'moved');
   assert.equal(cache.size, 3);
+});
+
+test('the cache keeps at most LIST_CACHE_MAX_ENTRIES entries, dropping the oldest', async () => {
+  const cache = new ListCache();
+  for (let i = 0; i <= LIST_CACHE_MAX_ENTRIES; i++)
+    await cache.get('a', 'u', `viewer-${i}`, async () => lists('a', 'x'));
+  assert.equal(cache.size, LIST_CACHE_MAX_ENTRIES);
+  let loads = 0;
+  const load = async () => {
+    loads++;
+    return lists('a', 'x');
+  };
+  await cache.get('a', 'u', `viewer-${LIST_CACHE_MAX_ENTRIES}`, load);
+  assert.equal(loads, 0, 'the newest is kept');
+  await cache.get('a', 'u', 'viewer-0', load);
+  assert.equal(loads, 1, 'the oldest was dropped');
 });
 
 test('an invalidation during a load keeps that result out; a failed load is not cached', async () => {
