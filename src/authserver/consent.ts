@@ -83,6 +83,8 @@ export interface ConsentPage {
   resources: string[];
   /** Host of the upstream login the user goes to next. */
   upstreamHost: string;
+  /** Hosts of the other upstreams of a login chain, signed in at after the first. */
+  laterUpstreamHosts?: string[];
   flowId: string;
   csrfToken: string;
 }
@@ -117,7 +119,9 @@ registered ${escapeHtml(ago(p.nowSec - p.registeredAt))})</span></dd>
 <dt>MCP server</dt><dd><ul id="resources">${resources}</ul></dd>
 </dl>
 <p class="warn">If you did not just ask an application to connect, choose <em>Deny</em>.
-After <em>Approve</em> you sign in at <code>${escapeHtml(p.upstreamHost)}</code>.</p>
+After <em>Approve</em> you sign in at <code>${escapeHtml(p.upstreamHost)}</code>${(p.laterUpstreamHosts ?? [])
+    .map((h) => `, then at <code>${escapeHtml(h)}</code>`)
+    .join('')}.</p>
 <form method="post" action="consent" id="skep-consent">
 <input type="hidden" name="flow" value="${escapeHtml(p.flowId)}">
 <input type="hidden" name="csrf_token" value="${escapeHtml(p.csrfToken)}">

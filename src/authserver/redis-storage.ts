@@ -235,9 +235,9 @@ export class RedisStorage extends RecordStorage implements AuthStorage {
     await this.#replicated();
   }
 
-  async resolveUser(provider: string, upstreamSubject: string): Promise<string> {
+  async resolveUser(provider: string, upstreamSubject: string, candidate?: string): Promise<string> {
     const key = this.#key(storageKey.user(provider, upstreamSubject));
-    const id = crypto.randomUUID();
+    const id = candidate ?? crypto.randomUUID();
     // SET NX ... GET returns the existing value, or null when ours was stored (Redis ≥ 7.0).
     const existing = (await this.#client.call('SET', key, id, 'NX', 'GET')) as string | null;
     if (existing === null) await this.#replicated();

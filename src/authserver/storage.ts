@@ -44,6 +44,20 @@ export interface PendingAuthorization {
    * whoever logs in at the upstream must be that user, or no code is issued.
    */
   rememberedUser?: string;
+  /**
+   * Set on the second and later legs of a login chain (several upstreams, issue 20 item 5):
+   * the upstreams already walked, in order, and the user the first one identified.
+   */
+  chain?: { done: string[]; user: ChainUser };
+}
+
+/** Who the first upstream of a login chain identified: the user of the whole login. */
+export interface ChainUser {
+  id: string;
+  /** A token-derived subject (no user row): later legs are not linked to it. */
+  synthetic: boolean;
+  name?: string;
+  email?: string;
 }
 
 /**
@@ -155,8 +169,11 @@ export interface AuthStorage {
   ): Promise<void>;
   getUpstreamTokens(sessionId: string, provider: string): Promise<UpstreamTokenRecord | undefined>;
 
-  /** The internal user id linked to (provider, upstream subject); created on first use. */
-  resolveUser(provider: string, upstreamSubject: string): Promise<string>;
+  /**
+   * The internal user id linked to (provider, upstream subject). On first use the identity is
+   * linked to `candidate` (a later leg of a login chain: the chain's user), else to a new id.
+   */
+  resolveUser(provider: string, upstreamSubject: string, candidate?: string): Promise<string>;
 
   saveDcrCredentials(key: string, creds: DcrCredentials, ttlSec: number | undefined): Promise<void>;
   getDcrCredentials(key: string): Promise<DcrCredentials | undefined>;
@@ -375,11 +392,11 @@ export class MemoryStorage extends RecordStorage implements AuthStorage {
     this.#set(storageKey.upstream(sessionId, record.provider_id), record, ttlSec);
   }
 
-  async resolveUser(provider: string, upstreamSubject: string): Promise<string> {
+  async resolveUser(provider: string, upstreamSubject: string, candidate?: string): Promise<string> {
     const key = storageKey.user(provider, upstreamSubject);
     const existing = this.#get<string>(key);
     if (existing) return existing;
-    const id = randomUUID();
+    const id = candidate ?? randomUUID();
     this.#set(key, id, undefined);
     return id;
   }

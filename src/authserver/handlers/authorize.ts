@@ -11,6 +11,13 @@
  * consent page — with its CSRF token, the browser's flow cookie and, when sent, this server's
  * Origin — stores the upstream `state` and sends the browser on. The callback then honours the
  * `state` only in the browser holding that flow's cookie, once.
+ *
+ * Login chain (several upstreams; external-auth.md §3.8 point 6, vmcp-operator.md §1.7): the
+ * login starts at the first upstream, whose account is the user of the grant; each callback
+ * then sends the browser to the next upstream (config order) that holds no usable token for
+ * the session, as a new pending entry with the same checks, and the code is issued only after
+ * the last leg. A later leg's account already linked to another user is refused, and a failed
+ * later leg deletes the session's upstream tokens.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -28,7 +35,9 @@ import { type AuthContext, audienceOf, storeUpstreamTokens } from '../context.js
 import { digest } from '../cookies.js';
 import { OAuthError } from '../errors.js';
 import { errorRedirectUrl, randomText, readForm, redirect, safeEqual, single } from '../http.js';
-import type { PendingAuthorization } from '../storage.js';
+import type { ResolvedUpstream } from '../config.js';
+import type { ChainUser, PendingAuthorization, UpstreamTokenRecord } from '../storage.js';
+import type { UpstreamProvider } from '../upstream.js';
 
 export async function authorize(
   ctx: AuthContext,
@@ -64,9 +73,11 @@ export async function authorize(
         new OAuthError('invalid_scope', `scope not registered for this client: ${unknown.join(' ')}`),
       );
     const audience = q.getAll('resource').length ? audienceOf(ctx, q.getAll('resource')) : [];
-    const upstreamName = single(q, 'upstream') ?? ctx.cfg.upstreams[0]?.name;
-    const upstream = upstreamName === undefined ? undefined : ctx.upstreams.get(upstreamName);
-    if (!upstream) return back(new OAuthError('invalid_request', `unknown upstream "${upstreamName}"`));
+    // The login always starts at the first upstream: its account is the user of the grant;
+    // the others follow in config order (`callback`, login chain).
+    const firstName = ctx.cfg.upstreams[0]?.name;
+    const upstream = firstName === undefined ? undefined : ctx.upstreams.get(firstName);
+    if (!upstream) return back(new OAuthError('server_error', 'no upstream provider is configured'));
 
     const state = randomText(20);
     const pending: PendingAuthorization = {
@@ -128,6 +139,7 @@ export async function authorize(
       scopes: pending.scopes,
       resources,
       upstreamHost: new URL(location).host,
+      laterUpstreamHosts: ctx.cfg.upstreams.slice(1).map(upstreamHost),
       flowId: pending.flowId,
       csrfToken,
     });
@@ -280,37 +292,89 @@ export async function callback(
   const cookies = [ctx.cookies.withoutFlow(req, pending.flowId, ttl)];
   const backWithError = (err: OAuthError): void =>
     redirect(res, errorRedirectUrl(pending.redirectUri, err, pending.clientState, ctx.issuer), cookies);
+  // A later leg of a chain that fails leaves none of the earlier legs' upstream tokens behind.
+  const abandon = async (): Promise<void> => {
+    if (pending.chain !== undefined) await ctx.storage.revokeSession(pending.sessionId, ttl);
+  };
   if (upstreamError) {
+    await abandon();
     return backWithError(new OAuthError('access_denied', 'the identity provider refused the login'));
   }
   const upstream = ctx.upstreams.get(pending.upstream);
   if (!upstream) throw new OAuthError('invalid_request', 'authorization request not found or expired');
-  const { tokens, identity } = await upstream.exchangeCode(q, {
-    state,
-    codeVerifier: pending.upstreamVerifier,
-    nonce: pending.nonce,
-  });
-  const userId = identity.synthetic
-    ? identity.subject
-    : await ctx.storage.resolveUser(upstream.name, identity.subject);
-  if (pending.rememberedUser !== undefined && pending.rememberedUser !== userId) {
-    // The page was skipped for the user this browser remembered, but someone else logged in:
-    // that person approved nothing. Forget the browser; the next attempt shows the page.
-    ctx.log.warn({ client_id: pending.clientId }, 'callback: remembered approval belongs to another user');
-    cookies.push(ctx.cookies.forget());
-    return backWithError(
-      new OAuthError(
-        'access_denied',
-        "the approval remembered in this browser is another account's; sign in again to approve",
-      ),
-    );
+  let exchanged: Awaited<ReturnType<typeof upstream.exchangeCode>>;
+  try {
+    exchanged = await upstream.exchangeCode(q, {
+      state,
+      codeVerifier: pending.upstreamVerifier,
+      nonce: pending.nonce,
+    });
+  } catch (err) {
+    await abandon();
+    throw err;
+  }
+  const { tokens, identity } = exchanged;
+  let user: ChainUser;
+  if (pending.chain === undefined) {
+    const id = identity.synthetic
+      ? identity.subject
+      : await ctx.storage.resolveUser(upstream.name, identity.subject);
+    if (pending.rememberedUser !== undefined && pending.rememberedUser !== id) {
+      // The page was skipped for the user this browser remembered, but someone else logged in:
+      // that person approved nothing. Forget the browser; the next attempt shows the page.
+      ctx.log.warn({ client_id: pending.clientId }, 'callback: remembered approval belongs to another user');
+      cookies.push(ctx.cookies.forget());
+      return backWithError(
+        new OAuthError(
+          'access_denied',
+          "the approval remembered in this browser is another account's; sign in again to approve",
+        ),
+      );
+    }
+    user = {
+      id,
+      synthetic: identity.synthetic,
+      ...definedOnly({ name: identity.name, email: identity.email }),
+    };
+  } else {
+    user = pending.chain.user;
+    // A later leg's account is linked to the chain's user on first use; an account already
+    // linked to someone else is refused, never merged (the reference's "identity
+    // verification failed"). A token-derived first identity has no user row to link to.
+    if (!identity.synthetic && !user.synthetic) {
+      const linked = await ctx.storage.resolveUser(upstream.name, identity.subject, user.id);
+      if (linked !== user.id) {
+        ctx.log.warn(
+          { client_id: pending.clientId, upstream: upstream.name },
+          'callback: chain refused, the account belongs to another user',
+        );
+        await abandon();
+        return backWithError(
+          new OAuthError(
+            'access_denied',
+            `identity verification failed: the ${upstream.name} account you signed in with belongs to another user; sign in there with your own account`,
+          ),
+        );
+      }
+    }
   }
   await storeUpstreamTokens(ctx, pending.sessionId, upstream.name, tokens, {
-    user_id: userId,
+    user_id: user.id,
     upstream_subject: identity.subject,
     client_id: pending.clientId,
     session_expires_at: ctx.nowSec() + ctx.cfg.refreshTokenLifespanSec,
   });
+
+  const done = [...(pending.chain?.done ?? []), upstream.name];
+  const next = await nextLeg(ctx, pending.sessionId, done);
+  if (next !== undefined) {
+    try {
+      return await toNextLeg(ctx, req, res, pending, next, { done, user });
+    } catch (err) {
+      await ctx.storage.revokeSession(pending.sessionId, ttl);
+      throw err;
+    }
+  }
 
   const { token: code, signature } = ctx.opaque.mint('skc');
   const record = {
@@ -320,18 +384,85 @@ export async function callback(
     scopes: pending.scopes,
     audience: pending.audience,
     sessionId: pending.sessionId,
-    subject: userId,
-    ...definedOnly({ name: identity.name, email: identity.email }),
+    subject: user.id,
+    ...definedOnly({ name: user.name, email: user.email }),
   };
   await ctx.storage.saveAuthCode(signature, record, ctx.cfg.authCodeLifespanSec);
   // A synthetic subject changes with every token: there is no one to remember.
-  if (!identity.synthetic) cookies.push(await rememberApproval(ctx, req, userId, pending));
+  if (!user.synthetic) cookies.push(await rememberApproval(ctx, req, user.id, pending));
   // RFC 6749 §4.1.2 and RFC 9207 §2: the code, the client's state, and this issuer.
   const u = new URL(pending.redirectUri);
   u.searchParams.set('code', code);
   if (pending.clientState !== undefined) u.searchParams.set('state', pending.clientState);
   u.searchParams.set('iss', ctx.issuer);
   redirect(res, u.href, cookies);
+}
+
+/** The host a browser signs in at for an upstream (shown on the consent page). */
+function upstreamHost(u: ResolvedUpstream): string {
+  return new URL(u.oidc?.issuerUrl ?? u.oauth2?.authorizationEndpoint ?? '').host;
+}
+
+/** An upstream token the session can still use: current, or refreshable. */
+function usable(rec: UpstreamTokenRecord | undefined, nowSec: number): boolean {
+  if (rec?.access_token === undefined || rec.access_token === '') return false;
+  return rec.expires_at === undefined || rec.expires_at > nowSec || rec.refresh_token !== undefined;
+}
+
+/**
+ * Login chain (external-auth.md §3.8, point 6): the next upstream, in config order, that has
+ * not been walked and holds no usable token for this session; none when the chain is done.
+ */
+async function nextLeg(
+  ctx: AuthContext,
+  sessionId: string,
+  done: string[],
+): Promise<UpstreamProvider | undefined> {
+  for (const u of ctx.cfg.upstreams) {
+    if (done.includes(u.name)) continue;
+    if (usable(await ctx.storage.getUpstreamTokens(sessionId, u.name), ctx.nowSec())) continue;
+    return ctx.upstreams.get(u.name);
+  }
+  return undefined;
+}
+
+/**
+ * Sends the browser on to the next upstream of the chain: a new pending entry (fresh `state`,
+ * PKCE verifier and nonce; same session, client request and user) bound to this browser by
+ * a fresh flow-cookie secret, exactly as the first leg.
+ */
+async function toNextLeg(
+  ctx: AuthContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  previous: PendingAuthorization,
+  next: UpstreamProvider,
+  chain: NonNullable<PendingAuthorization['chain']>,
+): Promise<void> {
+  const state = randomText(20);
+  const leg: PendingAuthorization = {
+    clientId: previous.clientId,
+    redirectUri: previous.redirectUri,
+    clientState: previous.clientState,
+    codeChallenge: previous.codeChallenge,
+    scopes: previous.scopes,
+    audience: previous.audience,
+    upstream: next.name,
+    upstreamVerifier: randomText(32),
+    nonce: randomText(20),
+    sessionId: previous.sessionId,
+    createdAt: ctx.nowSec(),
+    flowId: previous.flowId,
+    browserBinding: '',
+    chain,
+  };
+  const location = await next.authorizationUrl({
+    state,
+    codeVerifier: leg.upstreamVerifier,
+    nonce: leg.nonce,
+  });
+  ctx.log.info({ client_id: leg.clientId, upstream: next.name }, 'callback: login chain goes on');
+  await toUpstream(ctx, req, res, leg, state, location, 302);
 }
 
 /** Records the approval for (user, client) and returns the browser's "remembered" cookie. */

@@ -19,6 +19,8 @@ import { type AuthServer, createAuthServer } from '../../../src/authserver/index
 
 export const UPSTREAM_CLIENT_ID = 'skep-upstream';
 export const UPSTREAM_CLIENT_SECRET = 'upstream-secret-for-tests-only-0123456789';
+/** A resource server's client at the upstream (`startUpstream({ introspection: true })`). */
+export const INTROSPECTOR_CLIENT_ID = 'resource-introspector';
 
 export interface Upstream {
   issuer: string;
@@ -40,7 +42,14 @@ function closeServer(server: Server): Promise<void> {
 export async function startUpstream(
   t: TestContext,
   redirectUris: string[],
-  options: { accessTokenTtlSec?: number } = {},
+  options: {
+    accessTokenTtlSec?: number;
+    /**
+     * RFC 7662 introspection for resource servers: the public client `INTROSPECTOR_CLIENT_ID`
+     * may introspect any token (oidc-provider's default lets a public client see its own only).
+     */
+    introspection?: boolean;
+  } = {},
 ): Promise<Upstream> {
   const server = createServer();
   const port = await listen(server);
@@ -55,6 +64,17 @@ export async function startUpstream(
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_basic',
       },
+      ...(options.introspection
+        ? [
+            {
+              client_id: INTROSPECTOR_CLIENT_ID,
+              grant_types: [],
+              response_types: [],
+              redirect_uris: [],
+              token_endpoint_auth_method: 'none',
+            },
+          ]
+        : []),
     ],
     async findAccount(_ctx: unknown, id: string) {
       return {
@@ -69,6 +89,7 @@ export async function startUpstream(
     features: {
       devInteractions: { enabled: true },
       registration: { enabled: true },
+      ...(options.introspection ? { introspection: { enabled: true, allowedPolicy: () => true } } : {}),
     },
     pkce: { required: () => true },
     ttl: { AccessToken: options.accessTokenTtlSec ?? 3600 },
@@ -241,6 +262,10 @@ export interface BrowserLoginOptions {
   consent?: 'approve' | 'deny';
   /** Called with each consent page shown. */
   onConsentPage?: (page: ConsentForm) => void;
+  /** The name typed at an upstream's login page (given the page's URL); default `login`. */
+  loginAt?: (pageUrl: string) => string;
+  /** Awaited before each request the browser makes (a test replays or forges a step there). */
+  beforeHop?: (url: string, jar: CookieJar) => Promise<void>;
 }
 
 /**
@@ -261,6 +286,7 @@ export async function browserLogin(
   let origin: string | undefined;
   for (let hop = 0; hop < 30; hop++) {
     if (url.startsWith(clientRedirect)) return new URL(url);
+    await options.beforeHop?.(url, jar);
     const res = await fetch(url, {
       method,
       redirect: 'manual',
@@ -301,12 +327,13 @@ export async function browserLogin(
     const action = /<form[^>]*action="([^"]+)"/.exec(html)?.[1];
     const prompt = /name="prompt" value="([^"]+)"/.exec(html)?.[1];
     if (!action || !prompt) throw new Error(`no login or consent form at ${url}`);
+    const name = options.loginAt?.(url) ?? login;
     url = new URL(action.replace(/&amp;/g, '&'), url).href;
     method = 'POST';
     origin = undefined;
     body =
       prompt === 'login'
-        ? new URLSearchParams({ prompt, login, password: 'any-password' })
+        ? new URLSearchParams({ prompt, login: name, password: 'any-password' })
         : new URLSearchParams({ prompt });
   }
   throw new Error('too many redirects during login');
