@@ -110,15 +110,22 @@ test(
   async (t) => {
     const lab = await setUp(t);
     const hops: string[] = [];
-    let consentPages = 0;
+    const consentPages: string[] = [];
     const tokens = await authorize(lab.session, 'alice', {
       loginAt: loginAt(lab),
-      onConsentPage: () => consentPages++,
+      onConsentPage: (page) => consentPages.push(page.html),
       beforeHop: async (url) => {
         hops.push(url);
       },
     });
-    assert.equal(consentPages, 1, 'one consent page for the whole chain');
+    assert.equal(consentPages.length, 1, 'one consent page for the whole chain');
+    const host = (u: Upstream) => new URL(u.issuer).host;
+    assert.ok(
+      (consentPages[0] as string).includes(
+        `you sign in at <code>${host(lab.first)}</code>, then at <code>${host(lab.second)}</code>.`,
+      ),
+      'the consent page names both upstreams, in order',
+    );
     const at = (prefix: string) => hops.findIndex((u) => u.startsWith(prefix));
     const callbacks = hops.filter((u) => u.startsWith(lab.host.callbackUrl));
     assert.equal(callbacks.length, 2, 'one callback per upstream');
