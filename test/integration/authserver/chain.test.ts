@@ -11,6 +11,8 @@ import { type TestContext, test } from 'node:test';
 import * as oauth from 'oauth4webapi';
 import type { EmbeddedAuthServerConfig } from '../../../src/authserver/index.js';
 import { MemoryStorage } from '../../../src/authserver/index.js';
+import { cli, REDIS_HINT, redisAvailable, startRedis } from '../../helpers/redis.js';
+import { requireService } from '../../helpers/services.js';
 import {
   authorize,
   baseConfig,
@@ -22,6 +24,7 @@ import {
   registerClient,
   startHost,
   startUpstream,
+  TEST_ENV,
   type Upstream,
 } from './harness.js';
 
@@ -262,5 +265,66 @@ test(
     // alice with the same accounts still logs in.
     const tokens = await authorize(lab.session, 'alice', { loginAt: loginAt(lab, 'shared') });
     assert.ok(tokens.access_token);
+  },
+);
+
+test(
+  'login chain on Redis storage: both legs stored under one session; a refused chain leaves no upstream key',
+  { timeout: 60_000 },
+  async (t) => {
+    if (!requireService(t, 'redis-server', redisAvailable(), REDIS_HINT)) return;
+    const password = 'redis-chain-password-0123456789';
+    const redis = await startRedis([
+      '--user',
+      'default',
+      'off',
+      '--user',
+      'skep',
+      'on',
+      `>${password}`,
+      '~*',
+      '&*',
+      '+@all',
+    ]);
+    t.after(() => redis.stop());
+    const host = await startHost(t);
+    const first = await startUpstream(t, [host.callbackUrl]);
+    const second = await startUpstream(t, [host.callbackUrl]);
+    const prefix = 'skep:auth:{chain}:';
+    const config = Object.assign({}, chainConfig(host, first, second), {
+      storage: {
+        type: 'redis' as const,
+        redis_config: {
+          auth_type: 'aclUser',
+          addr: redis.addr,
+          key_prefix: prefix,
+          acl_user_config: { username_env_var: 'REDIS_USER', password_env_var: 'REDIS_PASS' },
+        },
+      },
+    });
+    const auth = await mountAuthServer(host, config, {
+      env: Object.assign({}, TEST_ENV, { REDIS_USER: 'skep', REDIS_PASS: password }),
+    });
+    const upstreamKeys = () =>
+      cli(redis.port, password, '--user', 'skep', '--scan', '--pattern', `${prefix}upstream:*`)
+        .trim()
+        .split('\n')
+        .filter((k) => k !== '' && !k.includes(':idx:'))
+        .sort();
+    const session = await registerClient(host);
+    const as = (who: string) => (page: string) => (page.startsWith(second.issuer) ? 'shared' : who);
+
+    const tokens = await authorize(session, 'alice', { loginAt: as('alice') });
+    const claims = await auth.verifyAccessToken(tokens.access_token, host.resource);
+    assert.deepEqual(upstreamKeys(), [
+      `${prefix}upstream:${claims.tsid}:first`,
+      `${prefix}upstream:${claims.tsid}:second`,
+    ]);
+    assert.equal(await userinfo(second, await auth.upstreamToken(claims.tsid, 'second')), 'shared');
+
+    const { url } = await authorizeUrl(session);
+    const back = await browserLogin(url, session.redirectUri, 'bob', { loginAt: as('bob') });
+    assert.match(back.searchParams.get('error_description') ?? '', /^identity verification failed: /);
+    assert.equal(upstreamKeys().length, 2, "bob's first-leg tokens were deleted with the refused chain");
   },
 );
