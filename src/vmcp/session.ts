@@ -547,6 +547,8 @@ export class VirtualSession {
       prompts: JSON.stringify(a.prompts),
       resources: JSON.stringify(a.resources) + JSON.stringify(a.templates),
     };
+    // The same text is what tools/list sends: serialised once per aggregation, not twice.
+    this.#toolsJson = { of: a, text: now['tools']! };
     const before = this.#announced;
     this.#announced = now;
     if (before === undefined) return;
