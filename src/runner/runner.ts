@@ -517,11 +517,8 @@ async function serveWorkload(w: ServingWorkload): Promise<number> {
 async function serveVirtual(w: ServingWorkload, virtual: VirtualMcpServer): Promise<number> {
   const { setStatus, signal } = w;
   const { served } = virtual.describe();
-  setStatus({
-    status: 'running',
-    context: `serving ${served.length} backends (${served.join(', ')})`,
-    started: true,
-  });
+  // The summary names left-out backends too; `onStatus` skips it while not yet running.
+  setStatus({ status: 'running', context: virtual.summary(), started: true });
   w.options.logger.info({ workload: w.options.name, backends: served }, 'serving a virtual MCP server');
   await new Promise<void>((resolve) => {
     if (signal.aborted) resolve();

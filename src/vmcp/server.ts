@@ -172,6 +172,11 @@ export class VirtualMcpServer implements SessionHost {
     };
   }
 
+  /** The last one-line summary of the served set (what `onStatus` was told). */
+  summary(): string {
+    return this.#lastStatus;
+  }
+
   backends(): readonly BackendInfo[] {
     return this.#served;
   }
