@@ -31,17 +31,15 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { stringify } from 'yaml';
-import { z } from 'zod';
 import { type K8sObject, renderResources } from '../../../src/operator/render.js';
+import { startKeyedMcpServer } from '../../helpers/keyed-mcp.js';
 import { freePort } from '../../helpers/net.js';
 import { requirePodman, testImage } from '../../helpers/podman.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -66,30 +64,6 @@ function buildSkepImage(base: string, dir: string): string {
   const tag = `localhost/skep-runner-test:${createHash('sha256').update(RUN).digest('hex').slice(0, 8)}`;
   podman(['build', '-q', '-f', 'Containerfile', '--build-arg', `NODE_IMAGE=${base}`, '-t', tag, context]);
   return tag;
-}
-
-/** A loopback streamable-HTTP MCP server (official SDK) that answers only with the right API key. */
-async function startRemote(port: number): Promise<{ server: Server; seen: string[] }> {
-  const seen: string[] = [];
-  const server = createServer((req, res) => {
-    seen.push(`${req.method ?? ''} ${String(req.headers['x-api-key'] ?? '')}`);
-    if (req.headers['x-api-key'] !== API_KEY) {
-      res.writeHead(401, { 'content-type': 'text/plain' }).end('missing or wrong X-Api-Key\n');
-      return;
-    }
-    const mcp = new McpServer({ name: 'remote', version: '1.0.0' });
-    mcp.registerTool('whoami', { inputSchema: { who: z.string() } }, async ({ who }) => ({
-      content: [{ type: 'text' as const, text: `remote says hi to ${who}` }],
-    }));
-    const transport = new StreamableHTTPServerTransport({});
-    res.on('close', () => {
-      void transport.close();
-      void mcp.close();
-    });
-    void mcp.connect(transport).then(() => transport.handleRequest(req, res));
-  });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return { server, seen };
 }
 
 async function callTool(url: string, tool: string, args: Record<string, unknown>): Promise<string> {
@@ -225,7 +199,7 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
       await freePort(),
       await freePort(),
     ];
-    const started = await startRemote(remotePort);
+    const started = await startKeyedMcpServer(API_KEY, remotePort);
     held.remote = started.server;
 
     const names = { key: `${RUN}-api-key`, greeting: `${RUN}-greeting` };
