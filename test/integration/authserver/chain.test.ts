@@ -8,12 +8,12 @@
  */
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
-import * as oauth from 'oauth4webapi';
 import type { EmbeddedAuthServerConfig } from '../../../src/authserver/index.js';
 import { MemoryStorage } from '../../../src/authserver/index.js';
 import { cli, REDIS_HINT, redisAvailable, startRedis } from '../../helpers/redis.js';
 import { requireService } from '../../helpers/services.js';
 import {
+  authorizationRequest,
   authorize,
   baseConfig,
   browserLogin,
@@ -85,21 +85,6 @@ function loginAt(lab: Lab, second = 'alice-at-second'): (pageUrl: string) => str
   return (pageUrl) => (pageUrl.startsWith(lab.second.issuer) ? second : 'alice');
 }
 
-/** An authorization request as a client makes it (PKCE S256, its own state). */
-async function authorizeUrl(session: ClientSession): Promise<{ url: string; state: string }> {
-  const state = oauth.generateRandomState();
-  const url = new URL(session.as.authorization_endpoint as string);
-  url.searchParams.set('response_type', 'code');
-  url.searchParams.set('client_id', session.client.client_id);
-  url.searchParams.set('redirect_uri', session.redirectUri);
-  url.searchParams.set('scope', 'openid profile offline_access');
-  url.searchParams.set('state', state);
-  const verifier = oauth.generateRandomCodeVerifier();
-  url.searchParams.set('code_challenge', await oauth.calculatePKCECodeChallenge(verifier));
-  url.searchParams.set('code_challenge_method', 'S256');
-  return { url: url.href, state };
-}
-
 /** OIDC Core §5.3: whose account a provider's access token is (its userinfo), or the HTTP status. */
 async function userinfo(upstream: Upstream, token: string): Promise<string | number> {
   const res = await fetch(`${upstream.issuer}/me`, { headers: { authorization: `Bearer ${token}` } });
@@ -164,7 +149,7 @@ test(
   async (t) => {
     // prompt=none without a session at the second provider: it answers error=login_required.
     const lab = await setUp(t, { prompt: 'none' });
-    const { url, state } = await authorizeUrl(lab.session);
+    const { url, state } = await authorizationRequest(lab.session);
     const jar = new CookieJar();
     const back = await browserLogin(url, lab.session.redirectUri, 'alice', { jar, loginAt: loginAt(lab) });
     assert.equal(back.searchParams.get('error'), 'access_denied');
@@ -224,7 +209,7 @@ test(
     });
 
     await t.test('the second leg in another browser is refused and spends the state', async () => {
-      const { url } = await authorizeUrl(lab.session);
+      const { url } = await authorizationRequest(lab.session);
       let stranger: { status: number; body: { error_description: string } } | undefined;
       let legs = 0;
       await assert.rejects(
@@ -251,7 +236,7 @@ test(
     await authorize(lab.session, 'alice', { loginAt: loginAt(lab, 'shared') });
     const before = lab.storage.sessions.size;
 
-    const { url, state } = await authorizeUrl(lab.session);
+    const { url, state } = await authorizationRequest(lab.session);
     const bob = (pageUrl: string) => (pageUrl.startsWith(lab.second.issuer) ? 'shared' : 'bob');
     const back = await browserLogin(url, lab.session.redirectUri, 'bob', { loginAt: bob });
     assert.equal(back.searchParams.get('error'), 'access_denied');
@@ -322,7 +307,7 @@ test(
     ]);
     assert.equal(await userinfo(second, await auth.upstreamToken(claims.tsid, 'second')), 'shared');
 
-    const { url } = await authorizeUrl(session);
+    const { url } = await authorizationRequest(session);
     const back = await browserLogin(url, session.redirectUri, 'bob', { loginAt: as('bob') });
     assert.match(back.searchParams.get('error_description') ?? '', /^identity verification failed: /);
     assert.equal(upstreamKeys().length, 2, "bob's first-leg tokens were deleted with the refused chain");

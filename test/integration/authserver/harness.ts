@@ -434,12 +434,10 @@ export interface Tokens {
   response: oauth.TokenEndpointResponse;
 }
 
-/** Authorization code + PKCE through Skep's consent page and the upstream login, then the token request. */
-export async function authorize(
+/** An authorization request as a client makes it (PKCE S256, its own state). */
+export async function authorizationRequest(
   session: ClientSession,
-  login = 'alice',
-  options: BrowserLoginOptions = {},
-): Promise<Tokens> {
+): Promise<{ url: string; state: string; verifier: string }> {
   const verifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   const url = new URL(session.as.authorization_endpoint as string);
@@ -450,7 +448,17 @@ export async function authorize(
   url.searchParams.set('state', state);
   url.searchParams.set('code_challenge', await oauth.calculatePKCECodeChallenge(verifier));
   url.searchParams.set('code_challenge_method', 'S256');
-  const callback = await browserLogin(url.href, session.redirectUri, login, options);
+  return { url: url.href, state, verifier };
+}
+
+/** Authorization code + PKCE through Skep's consent page and the upstream login, then the token request. */
+export async function authorize(
+  session: ClientSession,
+  login = 'alice',
+  options: BrowserLoginOptions = {},
+): Promise<Tokens> {
+  const { url, state, verifier } = await authorizationRequest(session);
+  const callback = await browserLogin(url, session.redirectUri, login, options);
   // Checks state and the RFC 9207 `iss` parameter.
   const params = oauth.validateAuthResponse(session.as, session.client, callback, state);
   const res = await oauth.authorizationCodeGrantRequest(
