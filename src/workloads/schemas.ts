@@ -180,11 +180,17 @@ export const CreateWorkloadSchema = Type.Object(
     server: Opt(Type.String({ description: 'Server name in the registry; with `registry`.' })),
     ...settableFields,
   },
-  { $id: 'CreateWorkloadRequest' },
+  {
+    $id: 'CreateWorkloadRequest',
+    // Nothing silent: a field this request does not know (a run-configuration field such as
+    // `token_exchange_config`, a typo) is a 400 naming it, never accepted and dropped.
+    additionalProperties: false,
+  },
 );
 
 export const UpdateWorkloadSchema = Type.Object(settableFields, {
   $id: 'UpdateWorkloadRequest',
+  additionalProperties: false,
   description: 'Merge update: fields that are present replace the stored value; omitted fields keep theirs.',
 });
 

@@ -49,6 +49,19 @@ test(
       assert.equal(body.code, 'unsupported_field');
       assert.ok(body.message.startsWith(`${field} is not supported`), body.message);
     }
+    // A field the create request does not know — a run-configuration field it does not take
+    // (`token_exchange_config`, as the reference's API) or a typo — is refused, not dropped.
+    for (const field of ['token_exchange_config', 'enviroment_vars']) {
+      const res = await inject('POST', '/api/v1beta/workloads', {
+        ...everythingBody(`unknown-${field}`),
+        [field]: { token_url: 'https://idp.example/token' },
+      });
+      assert.equal(res.statusCode, 400, res.body);
+      assert.deepEqual(res.json<ErrorBody>(), {
+        code: 'bad_request',
+        message: `body.${field}: is not a known field`,
+      });
+    }
     assert.deepEqual(stored(), [], 'a refused create stores nothing');
     const listed = await inject('GET', '/api/v1beta/workloads?all=true');
     assert.deepEqual(listed.json<{ workloads: unknown[] }>().workloads, []);
@@ -90,6 +103,9 @@ test(
       assert.equal(body.code, 'unsupported_field');
       assert.ok(body.message.startsWith(`${field} is not supported`), body.message);
     }
+    const unknown = await inject('POST', '/api/v1beta/workloads/studio/edit', { audit_config: {} });
+    assert.equal(unknown.statusCode, 400, unknown.body);
+    assert.equal(unknown.json<ErrorBody>().message, 'body.audit_config: is not a known field');
     assert.deepEqual(ctx.workloads.exportConfig('studio'), before, 'a refused update changes nothing');
     assert.equal(runnerPidOf(ctx, 'studio'), runner, 'a refused update does not restart the workload');
     assert.equal(ctx.workloads.status('studio').status, 'running');
