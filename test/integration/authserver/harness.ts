@@ -22,9 +22,16 @@ export const UPSTREAM_CLIENT_SECRET = 'upstream-secret-for-tests-only-0123456789
 /** A resource server's client at the upstream (`startUpstream({ introspection: true })`). */
 export const INTROSPECTOR_CLIENT_ID = 'resource-introspector';
 
+/** A confidential client allowed RFC 8693 token exchange (`startUpstream({ exchange: true })`). */
+export const EXCHANGE_CLIENT = { id: 'skep-exchanger', secret: 'exchanger-secret-for-tests-only-987654' };
+const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+
 export interface Upstream {
   issuer: string;
   provider: Provider;
+  /** Token exchanges this provider granted: whose token was the subject, for which audience. */
+  exchanges: Array<{ account: string; audience: string | undefined }>;
 }
 
 async function listen(server: Server): Promise<number> {
@@ -49,6 +56,12 @@ export async function startUpstream(
      * may introspect any token (oidc-provider's default lets a public client see its own only).
      */
     introspection?: boolean;
+    /**
+     * RFC 8693 for `EXCHANGE_CLIENT`: the subject token must be a live access token this
+     * provider issued (an opaque one, looked up in its store); the answer is a new access token
+     * of this provider for the same account.
+     */
+    exchange?: boolean;
   } = {},
 ): Promise<Upstream> {
   const server = createServer();
@@ -64,6 +77,18 @@ export async function startUpstream(
         response_types: ['code'],
         token_endpoint_auth_method: 'client_secret_basic',
       },
+      ...(options.exchange
+        ? [
+            {
+              client_id: EXCHANGE_CLIENT.id,
+              client_secret: EXCHANGE_CLIENT.secret,
+              grant_types: [TOKEN_EXCHANGE],
+              response_types: [],
+              redirect_uris: [],
+              token_endpoint_auth_method: 'client_secret_basic',
+            },
+          ]
+        : []),
       ...(options.introspection
         ? [
             {
@@ -101,10 +126,58 @@ export async function startUpstream(
       code: { scopes: Set<string> },
     ) => client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
   });
+  const exchanges: Upstream['exchanges'] = [];
+  if (options.exchange) registerTokenExchange(provider, exchanges);
   const callback = provider.callback();
   server.on('request', callback);
   t.after(() => closeServer(server));
-  return { issuer, provider };
+  return { issuer, provider, exchanges };
+}
+
+interface ExchangeContext {
+  oidc: { params: Record<string, string | undefined>; client: unknown };
+  status: number;
+  body: unknown;
+}
+
+function registerTokenExchange(provider: Provider, exchanges: Upstream['exchanges']): void {
+  const p = provider as unknown as {
+    registerGrantType(name: string, handler: (ctx: ExchangeContext) => Promise<void>, params: string[]): void;
+    AccessToken: {
+      find(value: string): Promise<{ accountId?: string } | undefined>;
+      new (fields: Record<string, unknown>): { save(): Promise<string> };
+    };
+  };
+  p.registerGrantType(
+    TOKEN_EXCHANGE,
+    async (ctx) => {
+      const params = ctx.oidc.params;
+      const subject = await p.AccessToken.find(params['subject_token'] ?? '');
+      if (params['subject_token_type'] !== ACCESS_TOKEN_TYPE || subject?.accountId === undefined) {
+        ctx.status = 400;
+        ctx.body = {
+          error: 'invalid_grant',
+          error_description: 'subject_token is not a token of this provider',
+        };
+        return;
+      }
+      exchanges.push({ account: subject.accountId, audience: params['audience'] });
+      const token = new p.AccessToken({
+        accountId: subject.accountId,
+        client: ctx.oidc.client,
+        gty: TOKEN_EXCHANGE,
+        scope: 'openid',
+      });
+      ctx.status = 200;
+      ctx.body = {
+        access_token: await token.save(),
+        issued_token_type: ACCESS_TOKEN_TYPE,
+        token_type: 'Bearer',
+        expires_in: 300,
+      };
+    },
+    ['subject_token', 'subject_token_type', 'audience', 'scope', 'requested_token_type', 'resource'],
+  );
 }
 
 export interface Host {

@@ -6,7 +6,9 @@
  * walks both upstreams, the browser legs driven over HTTP); two team-fixture backends whose
  * own proxies take inbound OIDC from their own upstream only (RFC 7662 introspection of that
  * provider's opaque access tokens); the official MCP SDK client calls through the virtual
- * endpoint. With the providers crossed, both backends refuse.
+ * endpoint. With the providers crossed, both backends refuse. `token_exchange` takes its subject
+ * token from the upstream `subjectProviderName` names, by default the first (both providers
+ * exchange only their own live tokens, RFC 8693).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -14,6 +16,7 @@ import * as oauth from 'oauth4webapi';
 import { freePort } from '../../helpers/net.js';
 import {
   authorize,
+  EXCHANGE_CLIENT,
   type Host,
   INTROSPECTOR_CLIENT_ID,
   registerClient,
@@ -42,16 +45,29 @@ function upstreamEntry(name: string, upstream: Upstream): Record<string, unknown
   };
 }
 
+const inject = (providerName: string) => ({ type: 'upstream_inject', upstreamInject: { providerName } });
+
+/** RFC 8693 at `upstream`, with the subject token of `subjectProviderName` (default: the first). */
+const exchangeAt = (upstream: Upstream, audience: string, subjectProviderName?: string) => ({
+  type: 'token_exchange',
+  tokenExchange: {
+    tokenUrl: `${upstream.issuer}/token`,
+    clientId: EXCHANGE_CLIENT.id,
+    clientSecret: EXCHANGE_CLIENT.secret,
+    audience,
+    ...(subjectProviderName === undefined ? {} : { subjectProviderName }),
+  },
+});
+
 /** A virtual workload over group `team` with the embedded AS (upstreams `first`, `second`). */
 async function gate(
   l: Lab,
   name: string,
   port: number,
   upstreams: [Upstream, Upstream],
-  providers: { a: string; b: string },
+  backends: { a: object; b: object },
   partialFailureMode: 'fail' | 'best_effort' = 'fail',
 ): Promise<string> {
-  const inject = (providerName: string) => ({ type: 'upstream_inject', upstreamInject: { providerName } });
   await l.manager.createFromConfig(
     {
       name,
@@ -63,7 +79,7 @@ async function gate(
       vmcp: {
         outgoingAuth: {
           source: 'inline',
-          backends: { a: inject(providers.a), b: inject(providers.b) },
+          backends,
         },
         operational: { failureHandling: { partialFailureMode } },
       },
@@ -109,10 +125,10 @@ test(
   'virtual MCP with two upstreams: upstream_inject providerName sends each backend its own provider token',
   { timeout: 300_000 },
   async (t) => {
-    const ports = [await freePort(), await freePort()];
+    const ports = [await freePort(), await freePort(), await freePort(), await freePort()];
     const callbacks = ports.map((p) => `http://127.0.0.1:${p}/oauth/callback`);
-    const first = await startUpstream(t, callbacks, { introspection: true });
-    const second = await startUpstream(t, callbacks, { introspection: true });
+    const first = await startUpstream(t, callbacks, { introspection: true, exchange: true });
+    const second = await startUpstream(t, callbacks, { introspection: true, exchange: true });
     const upstreams: [Upstream, Upstream] = [first, second];
 
     const l = lab(t);
@@ -129,7 +145,10 @@ test(
     await team(l, 'b', 'team', await inbound(second));
 
     await t.test('each backend gets its provider token: a ← first, b ← second', async (t) => {
-      const origin = await gate(l, 'gate', ports[0] as number, upstreams, { a: 'first', b: 'second' });
+      const origin = await gate(l, 'gate', ports[0] as number, upstreams, {
+        a: inject('first'),
+        b: inject('second'),
+      });
       const client = await connect(t, ports[0] as number, { token: await login(origin, upstreams) });
       const names = await toolNames(client);
       for (const n of ['a_search', 'b_search']) assert.ok(names.includes(n), names.join(','));
@@ -144,12 +163,48 @@ test(
         'crossed',
         ports[1] as number,
         upstreams,
-        { a: 'second', b: 'first' },
+        { a: inject('second'), b: inject('first') },
         'best_effort',
       );
       const client = await connect(t, ports[1] as number, { token: await login(origin, upstreams) });
       // Both backends are running and discovered (the first gate listed them); each refused.
       assert.deepEqual(await toolNames(client), []);
+    });
+
+    await t.test(
+      'token_exchange: subjectProviderName picks the subject token, the first upstream by default',
+      async (t) => {
+        // a: exchanged at `first`, no subjectProviderName (§1.7: the first upstream's token);
+        // b: exchanged at `second` with subjectProviderName `second`. Each provider exchanges
+        // only its own live tokens, and each backend's proxy takes only its provider's tokens.
+        const origin = await gate(l, 'exchange', ports[2] as number, upstreams, {
+          a: exchangeAt(first, 'https://a.test'),
+          b: exchangeAt(second, 'https://b.test', 'second'),
+        });
+        const client = await connect(t, ports[2] as number, { token: await login(origin, upstreams) });
+        assert.equal(await callText(client, 'a_search', { query: 'x' }), 'a found x');
+        assert.equal(await callText(client, 'b_search', { query: 'y' }), 'b found y');
+        assert.deepEqual(first.exchanges.at(-1), { account: 'alice', audience: 'https://a.test' });
+        assert.deepEqual(second.exchanges.at(-1), { account: 'alice-at-second', audience: 'https://b.test' });
+      },
+    );
+
+    await t.test('token_exchange with the wrong subjectProviderName: that backend is left out', async (t) => {
+      const before = second.exchanges.length;
+      const origin = await gate(
+        l,
+        'exchange-crossed',
+        ports[3] as number,
+        upstreams,
+        // b's subject is `first`'s token, which `second` refuses to exchange.
+        { a: exchangeAt(first, 'https://a.test'), b: exchangeAt(second, 'https://b.test', 'first') },
+        'best_effort',
+      );
+      const client = await connect(t, ports[3] as number, { token: await login(origin, upstreams) });
+      const names = await toolNames(client);
+      assert.ok(names.includes('a_search'), names.join(','));
+      assert.ok(!names.some((n) => n.startsWith('b_')), names.join(','));
+      assert.equal(second.exchanges.length, before, 'second granted no exchange');
     });
   },
 );
