@@ -96,6 +96,32 @@ export function basicAuth(clientId: string, clientSecret: string): string {
 }
 
 /**
+ * POSTs `form` to an authorization server's endpoint (token, introspection) as a client
+ * (RFC 6749 §2.3.1): a confidential client authenticates with Basic, a public one only names
+ * itself with `client_id` in the form. Asks for JSON; bounded by `REQUEST_TIMEOUT_MS`.
+ */
+export function postClientForm(
+  fetchFn: FetchLike,
+  url: string,
+  form: URLSearchParams,
+  client: { id: string | undefined; secret: string | undefined },
+): Promise<Response> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/x-www-form-urlencoded',
+    accept: 'application/json',
+  };
+  if (client.id !== undefined && client.secret !== undefined)
+    headers['authorization'] = basicAuth(client.id, client.secret);
+  else if (client.id !== undefined) form.set('client_id', client.id);
+  return fetchFn(url, {
+    method: 'POST',
+    headers,
+    body: form,
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+}
+
+/**
  * Header names configuration may not inject: the transport's own (hop-by-hop per RFC 9110
  * §7.6.1, framing), proxy-identifying headers, and what the proxy itself computes.
  */

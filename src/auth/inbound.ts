@@ -11,11 +11,11 @@ import type { ProxyMiddleware, ProxyMiddlewareResult, ProxyRequestContext } from
 import { definedOnly, isLoopbackUrl, type Logger, outboundFetch, SkepError } from '../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
 import {
-  basicAuth,
   bearerFrom,
   challenge,
   configuredEndpointsPolicy,
   type FetchLike,
+  postClientForm,
   REQUEST_TIMEOUT_MS,
   readJson,
   sha256Hex,
@@ -152,19 +152,10 @@ export function createOidcVerifier(
   const introspect = async (token: string): Promise<Record<string, unknown>> => {
     const url = options.introspectionUrl as string;
     return introspected.getOrLoad(sha256Hex(token), async () => {
-      const headers: Record<string, string> = {
-        'content-type': 'application/x-www-form-urlencoded',
-        accept: 'application/json',
-      };
       const form = new URLSearchParams({ token, token_type_hint: 'access_token' });
-      if (options.clientId !== undefined && options.clientSecret !== undefined)
-        headers['authorization'] = basicAuth(options.clientId, options.clientSecret);
-      else if (options.clientId !== undefined) form.set('client_id', options.clientId);
-      const res = await fetchFn(url, {
-        method: 'POST',
-        headers,
-        body: form,
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      const res = await postClientForm(fetchFn, url, form, {
+        id: options.clientId,
+        secret: options.clientSecret,
       });
       if (!res.ok) throw new Error(`introspection answered ${res.status}`);
       const claims = (await readJson(res)) as Record<string, unknown> | undefined;

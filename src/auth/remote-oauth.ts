@@ -17,9 +17,9 @@ import type { AddressInfo } from 'node:net';
 import type { ProxyMiddleware } from '../proxy/index.js';
 import { definedOnly, findOutboundRefusal, type Logger, outboundFetch, SkepError } from '../shared/index.js';
 import {
-  basicAuth,
   configuredEndpointsPolicy,
   type FetchLike,
+  postClientForm,
   REQUEST_TIMEOUT_MS,
   readJson,
 } from './http.js';
@@ -533,20 +533,12 @@ export class RemoteOAuthClient {
   async #tokenRequest(params: Record<string, string>): Promise<TokenSet> {
     if (this.#closed) throw new Error('closed');
     const client = this.#client as ClientRegistration;
-    const headers: Record<string, string> = {
-      'content-type': 'application/x-www-form-urlencoded',
-      accept: 'application/json',
-    };
-    const form = new URLSearchParams(params);
-    if (client.client_secret !== undefined)
-      headers['authorization'] = basicAuth(client.client_id, client.client_secret);
-    else form.set('client_id', client.client_id);
-    const res = await this.#fetch((this.#endpoints as Endpoints).tokenEndpoint, {
-      method: 'POST',
-      headers,
-      body: form,
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
+    const res = await postClientForm(
+      this.#fetch,
+      (this.#endpoints as Endpoints).tokenEndpoint,
+      new URLSearchParams(params),
+      { id: client.client_id, secret: client.client_secret },
+    );
     const body = (await readJson(res).catch(() => undefined)) as Record<string, unknown> | undefined;
     if (!res.ok || typeof body?.['access_token'] !== 'string') {
       throw new SkepError(

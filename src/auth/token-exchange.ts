@@ -9,12 +9,11 @@ import type { ProxyMiddleware, ProxyRequestContext } from '../proxy/index.js';
 import { type Logger, outboundFetch, SkepError } from '../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
 import {
-  basicAuth,
   bearerFrom,
   challenge,
   configuredEndpointsPolicy,
   type FetchLike,
-  REQUEST_TIMEOUT_MS,
+  postClientForm,
   readJson,
   sha256Hex,
   tokenHeader,
@@ -130,22 +129,9 @@ export class TokenExchanger {
     });
     if (o.audience) form.set('audience', o.audience);
     if (this.#scope) form.set('scope', this.#scope);
-    const headers: Record<string, string> = {
-      'content-type': 'application/x-www-form-urlencoded',
-      accept: 'application/json',
-    };
-    // RFC 6749 §2.3.1 Basic for confidential clients; a public client only names itself.
-    if (o.clientId !== undefined && o.clientSecret !== undefined)
-      headers['authorization'] = basicAuth(o.clientId, o.clientSecret);
-    else if (o.clientId !== undefined) form.set('client_id', o.clientId);
     let res: Response;
     try {
-      res = await this.#fetch(o.tokenUrl, {
-        method: 'POST',
-        headers,
-        body: form,
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
+      res = await postClientForm(this.#fetch, o.tokenUrl, form, { id: o.clientId, secret: o.clientSecret });
     } catch (err) {
       throw new TokenExchangeError(`token endpoint unreachable: ${(err as Error).message}`);
     }
