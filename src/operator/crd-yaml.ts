@@ -1,6 +1,6 @@
 /** YAML rendering of the CRDs, shared by `scripts/gen-crd.ts` and the freshness tests. */
 import { stringify } from 'yaml';
-import { buildCrd, buildWorkloadCrd } from './crd.js';
+import { buildCrd, buildKindCrd } from './crd.js';
 import { WORKLOAD_KINDS } from '../schemas/workloads/index.js';
 
 export const CRD_FILE = 'deploy/crds/skep.dev_mcpexternalauthconfigs.yaml';
@@ -17,7 +17,7 @@ export function renderAllCrdFiles(): Array<{ file: string; text: string }> {
     { file: CRD_FILE, text: renderCrdYaml() },
     ...WORKLOAD_KINDS.map((def) => ({
       file: `deploy/crds/skep.dev_${def.plural}.yaml`,
-      text: HEADER + stringify(buildWorkloadCrd(def), { lineWidth: 0 }),
+      text: HEADER + stringify(buildKindCrd(def), { lineWidth: 0 }),
     })),
   ];
 }

@@ -1,19 +1,10 @@
 /**
- * Generates the CustomResourceDefinition of MCPExternalAuthConfig from the TypeBox
+ * Generates the CustomResourceDefinitions of the skep.dev kinds from their TypeBox
  * definition. TypeBox emits plain JSON Schema; Kubernetes wants a *structural* schema
  * (apiextensions.k8s.io/v1): `type` on every node, no `$id`, no `const`/`anyOf` unions, no
  * `additionalProperties` next to `properties`, and string maps as `additionalProperties`.
  */
-import {
-  EXTAUTH_GROUP,
-  EXTAUTH_KIND,
-  EXTAUTH_PLURAL,
-  EXTAUTH_SHORT_NAMES,
-  EXTAUTH_SINGULAR,
-  EXTAUTH_VERSION,
-  ExtAuthSpecSchema,
-  ExtAuthStatusSchema,
-} from '../schemas/extauth/index.js';
+import { EXTAUTH_GROUP, EXTAUTH_VERSION, MCP_EXTERNAL_AUTH_CONFIG } from '../schemas/extauth/index.js';
 import { type KindDefinition, WORKLOAD_KINDS } from '../schemas/workloads/index.js';
 
 type Node = Record<string, unknown>;
@@ -77,63 +68,15 @@ export function toStructural(input: unknown): Node {
   return out;
 }
 
-export const CRD_NAME = `${EXTAUTH_PLURAL}.${EXTAUTH_GROUP}`;
+export const CRD_NAME = `${MCP_EXTERNAL_AUTH_CONFIG.plural}.${EXTAUTH_GROUP}`;
 
-/** The full CRD object, ready to be serialized to YAML. */
+/** The MCPExternalAuthConfig CRD object, ready to be serialized to YAML. */
 export function buildCrd(): Node {
-  return {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: {
-      name: CRD_NAME,
-      labels: { 'app.kubernetes.io/name': 'skep', 'app.kubernetes.io/part-of': 'skep' },
-    },
-    spec: {
-      group: EXTAUTH_GROUP,
-      names: {
-        kind: EXTAUTH_KIND,
-        listKind: `${EXTAUTH_KIND}List`,
-        plural: EXTAUTH_PLURAL,
-        singular: EXTAUTH_SINGULAR,
-        shortNames: [...EXTAUTH_SHORT_NAMES],
-        categories: ['skep'],
-      },
-      scope: 'Namespaced',
-      versions: [
-        {
-          name: EXTAUTH_VERSION,
-          served: true,
-          storage: true,
-          subresources: { status: {} },
-          additionalPrinterColumns: [
-            { name: 'Type', type: 'string', jsonPath: '.spec.type' },
-            { name: 'Valid', type: 'string', jsonPath: ".status.conditions[?(@.type=='Valid')].status" },
-            { name: 'Hash', type: 'string', jsonPath: '.status.configHash', priority: 1 },
-            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-          ],
-          schema: {
-            openAPIV3Schema: {
-              type: 'object',
-              description:
-                'MCPExternalAuthConfig configures how a tool server or proxy authenticates to external services.',
-              required: ['spec'],
-              properties: {
-                apiVersion: { type: 'string' },
-                kind: { type: 'string' },
-                metadata: { type: 'object' },
-                spec: toStructural(ExtAuthSpecSchema),
-                status: toStructural(ExtAuthStatusSchema),
-              },
-            },
-          },
-        },
-      ],
-    },
-  };
+  return buildKindCrd(MCP_EXTERNAL_AUTH_CONFIG);
 }
 
-/** The CRD of one workload kind (issue 21), from its TypeBox definition. */
-export function buildWorkloadCrd(def: KindDefinition): Node {
+/** The CRD of one kind, from its TypeBox definition. */
+export function buildKindCrd(def: KindDefinition): Node {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -181,5 +124,5 @@ export function buildWorkloadCrd(def: KindDefinition): Node {
 
 /** Every CRD Skep serves: MCPExternalAuthConfig and the workload kinds. */
 export function buildAllCrds(): Node[] {
-  return [buildCrd(), ...WORKLOAD_KINDS.map(buildWorkloadCrd)];
+  return [buildCrd(), ...WORKLOAD_KINDS.map(buildKindCrd)];
 }

@@ -1,4 +1,5 @@
-export type { CelRule } from './schema.js';
+export type { CelRule } from '../k8s-builders.js';
+export { MCP_EXTERNAL_AUTH_CONFIG } from './kind.js';
 export {
   AUTH_TYPES,
   BLOCK_TYPES,
@@ -6,8 +7,6 @@ export {
   EXTAUTH_GROUP,
   EXTAUTH_KIND,
   EXTAUTH_PLURAL,
-  EXTAUTH_SHORT_NAMES,
-  EXTAUTH_SINGULAR,
   EXTAUTH_VERSION,
   ExtAuthConfigSchema,
   ExtAuthSpecSchema,

@@ -8,24 +8,20 @@
  * HMAC secret length) are in the validator, each citing the seed.
  */
 import { Type } from 'typebox';
+import { type CelRule, enumOf, rules, str, stringList, stringMap } from '../k8s-builders.js';
 
 export const EXTAUTH_GROUP = 'skep.dev';
 export const EXTAUTH_VERSION = 'v1beta1';
 export const EXTAUTH_API_VERSION = `${EXTAUTH_GROUP}/${EXTAUTH_VERSION}`;
 export const EXTAUTH_KIND = 'MCPExternalAuthConfig';
 export const EXTAUTH_PLURAL = 'mcpexternalauthconfigs';
-export const EXTAUTH_SINGULAR = 'mcpexternalauthconfig';
-export const EXTAUTH_SHORT_NAMES = ['extauth', 'mcpextauth'] as const;
 
-/** A CEL rule as Kubernetes reads it from `x-kubernetes-validations`. */
-export interface CelRule {
-  rule: string;
-  message: string;
-  /** JSONPath-like suffix (`.awsSts`) naming the field the message is about. */
-  fieldPath?: string;
-}
-
-const rules = (...list: CelRule[]) => ({ 'x-kubernetes-validations': list });
+/** The block of a `type` (`oidcConfig` for `oidc`) is set if and only if `type` names it. */
+const typeBlockRule = (type: string, block: string): CelRule => ({
+  rule: `self.type == '${type}' ? has(self.${block}) : !has(self.${block})`,
+  message: `${block} must be set if and only if type is '${type}'`,
+  fieldPath: `.${block}`,
+});
 
 // Patterns (seed tables; Go RE2 and JavaScript `u` regexes agree on all of them).
 export const PATTERNS = {
@@ -79,17 +75,6 @@ export const FORBIDDEN_AUTHORIZATION_PARAMS = [
   'code_challenge_method',
   'nonce',
 ] as const;
-
-const str = (description: string, extra: Record<string, unknown> = {}) =>
-  Type.String({ description, ...extra });
-const enumOf = <const T extends readonly string[]>(
-  values: T,
-  description: string,
-  extra: Record<string, unknown> = {},
-) => Type.Enum<T[number][]>([...values], { type: 'string', description, ...extra });
-const stringMap = (description: string) => Type.Record(Type.String(), Type.String(), { description });
-const stringList = (description: string, item: Record<string, unknown> = {}) =>
-  Type.Array(Type.String(item), { description });
 
 export const SecretRefSchema = Type.Object(
   {
@@ -404,18 +389,7 @@ export const UpstreamProviderSchema = Type.Object(
   },
   {
     description: 'Upstream identity provider the embedded server delegates login to.',
-    ...rules(
-      {
-        rule: "self.type == 'oauth2' ? has(self.oauth2Config) : !has(self.oauth2Config)",
-        message: "oauth2Config must be set if and only if type is 'oauth2'",
-        fieldPath: '.oauth2Config',
-      },
-      {
-        rule: "self.type == 'oidc' ? has(self.oidcConfig) : !has(self.oidcConfig)",
-        message: "oidcConfig must be set if and only if type is 'oidc'",
-        fieldPath: '.oidcConfig',
-      },
-    ),
+    ...rules(typeBlockRule('oauth2', 'oauth2Config'), typeBlockRule('oidc', 'oidcConfig')),
   },
 );
 
@@ -444,11 +418,7 @@ export const EmbeddedAuthServerSchema = Type.Object(
 );
 
 // ---- spec, status, resource ----------------------------------------------------------
-const typeBlockRules: CelRule[] = BLOCK_TYPES.map((t) => ({
-  rule: `self.type == '${t}' ? has(self.${t}) : !has(self.${t})`,
-  message: `${t} must be set if and only if type is '${t}'`,
-  fieldPath: `.${t}`,
-}));
+const typeBlockRules = BLOCK_TYPES.map((t) => typeBlockRule(t, t));
 
 export const ExtAuthSpecSchema = Type.Object(
   {

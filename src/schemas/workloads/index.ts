@@ -8,7 +8,7 @@ import type {
   VirtualMCPServerSpecSchema,
 } from './schema.js';
 
-export type { KindDefinition } from './schema.js';
+export type { KindDefinition } from '../kind.js';
 export {
   DiscoveredBackendSchema,
   MCP_GROUP,

@@ -12,25 +12,10 @@
  */
 import { type TSchema, Type } from 'typebox';
 import { VmcpConfigSchema } from '../../vmcp/config.js';
-import {
-  type CelRule,
-  ConditionSchema,
-  EXTAUTH_API_VERSION,
-  EXTAUTH_KIND,
-  ObjectMetaSchema,
-  PATTERNS,
-  SecretRefSchema,
-} from '../extauth/schema.js';
+import { ConditionSchema, EXTAUTH_KIND, PATTERNS, SecretRefSchema } from '../extauth/schema.js';
+import { type CelRule, enumOf, rules, str, stringMap } from '../k8s-builders.js';
+import { AGE_COLUMN, column, conditionColumn, defineKind } from '../kind.js';
 
-const rules = (...list: CelRule[]) => ({ 'x-kubernetes-validations': list });
-const str = (description: string, extra: Record<string, unknown> = {}) =>
-  Type.String({ description, ...extra });
-const enumOf = <const T extends readonly string[]>(
-  values: T,
-  description: string,
-  extra: Record<string, unknown> = {},
-) => Type.Enum<T[number][]>([...values], { type: 'string', description, ...extra });
-const stringMap = (description: string) => Type.Record(Type.String(), Type.String(), { description });
 const Opt = Type.Optional;
 /** An object whose fields Kubernetes keeps as written (raw PodTemplateSpec, vMCP config). */
 const rawObject = (description: string) =>
@@ -433,125 +418,76 @@ export const VirtualMCPServerStatusSchema = Type.Object({
   backendCount: Opt(Type.Integer({ format: 'int32' })),
 });
 
-/** Everything the CRD generator, the validator and the controller need to know of a kind. */
-export interface KindDefinition {
-  kind: string;
-  plural: string;
-  singular: string;
-  shortNames: readonly string[];
-  description: string;
-  spec: TSchema;
-  status: TSchema;
-  /** Whether `spec` is required on the object. */
-  specRequired: boolean;
-  printerColumns: Array<{ name: string; type: string; jsonPath: string; priority?: number }>;
-  /** The whole object, for the validator. */
-  object: TSchema;
-}
+const READY = conditionColumn('Ready');
+const PHASE = column('Phase', '.status.phase');
+const URL = column('URL', '.status.url');
+const REMOTE_URL = column('Remote URL', '.spec.remoteUrl');
 
-const AGE = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' };
-const READY = { name: 'Ready', type: 'string', jsonPath: ".status.conditions[?(@.type=='Ready')].status" };
-
-const objectSchema = (kind: string, spec: TSchema, status: TSchema, specRequired = true) =>
-  Type.Object({
-    apiVersion: Type.Literal(EXTAUTH_API_VERSION),
-    kind: Type.Literal(kind),
-    metadata: ObjectMetaSchema,
-    spec: specRequired ? spec : Type.Optional(spec),
-    status: Type.Optional(status),
-  });
-
-const define = (d: Omit<KindDefinition, 'object'>): KindDefinition => ({
-  ...d,
-  object: objectSchema(d.kind, d.spec, d.status, d.specRequired),
-});
-
-export const MCP_SERVER = define({
+export const MCP_SERVER = defineKind({
   kind: 'MCPServer',
   plural: 'mcpservers',
-  singular: 'mcpserver',
   shortNames: ['mcpsrv'],
   description: 'MCPServer runs an MCP server image behind the Skep proxy.',
   spec: MCPServerSpecSchema,
   status: MCPServerStatusSchema,
-  specRequired: true,
   printerColumns: [
-    { name: 'Status', type: 'string', jsonPath: '.status.phase' },
+    column('Status', '.status.phase'),
     READY,
-    { name: 'Replicas', type: 'integer', jsonPath: '.status.readyReplicas' },
-    { name: 'URL', type: 'string', jsonPath: '.status.url' },
-    AGE,
+    column('Replicas', '.status.readyReplicas', 'integer'),
+    URL,
+    AGE_COLUMN,
   ],
 });
 
-export const MCP_REMOTE_PROXY = define({
+export const MCP_REMOTE_PROXY = defineKind({
   kind: 'MCPRemoteProxy',
   plural: 'mcpremoteproxies',
-  singular: 'mcpremoteproxy',
   shortNames: ['rp', 'mcprp'],
   description: 'MCPRemoteProxy runs the Skep proxy in front of a remote MCP server.',
   spec: MCPRemoteProxySpecSchema,
   status: MCPRemoteProxyStatusSchema,
-  specRequired: true,
-  printerColumns: [
-    { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
-    { name: 'Remote URL', type: 'string', jsonPath: '.spec.remoteUrl' },
-    { name: 'URL', type: 'string', jsonPath: '.status.url' },
-    READY,
-    AGE,
-  ],
+  printerColumns: [PHASE, REMOTE_URL, URL, READY, AGE_COLUMN],
 });
 
-export const MCP_SERVER_ENTRY = define({
+export const MCP_SERVER_ENTRY = defineKind({
   kind: 'MCPServerEntry',
   plural: 'mcpserverentries',
-  singular: 'mcpserverentry',
   shortNames: ['mcpentry'],
   description: 'MCPServerEntry lists a remote MCP server in a group; it creates no workload.',
   spec: MCPServerEntrySpecSchema,
   status: MCPServerEntryStatusSchema,
-  specRequired: true,
   printerColumns: [
-    { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
-    { name: 'Transport', type: 'string', jsonPath: '.spec.transport' },
-    { name: 'Remote URL', type: 'string', jsonPath: '.spec.remoteUrl' },
-    { name: 'Group', type: 'string', jsonPath: '.spec.groupRef.name' },
-    AGE,
+    PHASE,
+    column('Transport', '.spec.transport'),
+    REMOTE_URL,
+    column('Group', '.spec.groupRef.name'),
+    AGE_COLUMN,
   ],
 });
 
-export const VIRTUAL_MCP_SERVER = define({
+export const VIRTUAL_MCP_SERVER = defineKind({
   kind: 'VirtualMCPServer',
   plural: 'virtualmcpservers',
-  singular: 'virtualmcpserver',
   shortNames: ['vmcp', 'virtualmcp'],
   description: 'VirtualMCPServer aggregates the backends of an MCPGroup behind one endpoint.',
   spec: VirtualMCPServerSpecSchema,
   status: VirtualMCPServerStatusSchema,
-  specRequired: true,
-  printerColumns: [
-    { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
-    { name: 'URL', type: 'string', jsonPath: '.status.url' },
-    { name: 'Backends', type: 'integer', jsonPath: '.status.backendCount' },
-    AGE,
-    READY,
-  ],
+  printerColumns: [PHASE, URL, column('Backends', '.status.backendCount', 'integer'), AGE_COLUMN, READY],
 });
 
-export const MCP_GROUP = define({
+export const MCP_GROUP = defineKind({
   kind: 'MCPGroup',
   plural: 'mcpgroups',
-  singular: 'mcpgroup',
   shortNames: ['mcpg', 'mcpgroup'],
   description: 'MCPGroup gathers MCP servers, remote proxies and entries.',
   spec: MCPGroupSpecSchema,
   status: MCPGroupStatusSchema,
   specRequired: false,
   printerColumns: [
-    { name: 'Servers', type: 'integer', jsonPath: '.status.serverCount' },
-    { name: 'Proxies', type: 'integer', jsonPath: '.status.remoteProxyCount' },
-    { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
-    AGE,
+    column('Servers', '.status.serverCount', 'integer'),
+    column('Proxies', '.status.remoteProxyCount', 'integer'),
+    PHASE,
+    AGE_COLUMN,
   ],
 });
 
