@@ -5,7 +5,8 @@ export interface JsonOpt {
   json?: boolean;
 }
 
-type Cell = string | number | boolean | undefined;
+/** One table cell; `undefined` prints as empty. */
+export type Cell = string | number | boolean | undefined;
 
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);

@@ -1,7 +1,8 @@
 /** `skep client status|list|register|remove`: discover clients and manage their registrations. */
 import type { Command } from 'commander';
 import { withContext } from '../context.js';
-import { type JsonOpt, printListing, printOutcome } from '../output.js';
+import { addListing } from '../listing-command.js';
+import { type JsonOpt, printOutcome } from '../output.js';
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
@@ -10,34 +11,19 @@ export function registerClient(program: Command): void {
     .command('client')
     .description('Register IDE and agent clients so they see running servers');
 
-  client
-    .command('status')
-    .description('Show every supported client: installed, registered, skills support')
-    .option('--json', 'print JSON')
-    .action(async (opts: JsonOpt) => {
-      const clients = await withContext((ctx) => ctx.clients.status());
-      printListing(
-        opts,
-        { clients },
-        ['CLIENT', 'INSTALLED', 'REGISTERED', 'SKILLS'],
-        clients.map((c) => [c.client_type, c.installed, c.registered, c.supports_skills]),
-      );
-    });
+  addListing(client, 'status', 'Show every supported client: installed, registered, skills support', {
+    load: () => withContext((ctx) => ctx.clients.status()),
+    json: (clients) => ({ clients }),
+    headers: ['CLIENT', 'INSTALLED', 'REGISTERED', 'SKILLS'],
+    row: (c) => [c.client_type, c.installed, c.registered, c.supports_skills],
+  });
 
-  client
-    .command('list')
-    .alias('ls')
-    .description('List registered clients and their groups')
-    .option('--json', 'print JSON')
-    .action(async (opts: JsonOpt) => {
-      const clients = await withContext((ctx) => ctx.clients.list());
-      printListing(
-        opts,
-        clients,
-        ['CLIENT', 'GROUPS'],
-        clients.map((c) => [c.name, c.groups.join(',')]),
-      );
-    });
+  addListing(client, 'list', 'List registered clients and their groups', {
+    load: () => withContext((ctx) => ctx.clients.list()),
+    json: (clients) => clients,
+    headers: ['CLIENT', 'GROUPS'],
+    row: (c) => [c.name, c.groups.join(',')],
+  }).alias('ls');
 
   client
     .command('register <type>')

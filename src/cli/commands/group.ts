@@ -1,25 +1,20 @@
 /** `skep group list|create|rm`. */
 import type { Command } from 'commander';
 import { withContext } from '../context.js';
-import { type JsonOpt, printListing, printOutcome } from '../output.js';
+import { addListing } from '../listing-command.js';
+import { type JsonOpt, printOutcome } from '../output.js';
 
 export function registerGroup(program: Command): void {
   const group = program.command('group').description('Manage groups of workloads');
 
-  group
-    .command('list')
-    .alias('ls')
-    .description('List groups')
-    .option('--json', 'print JSON')
-    .action(async (opts: JsonOpt) => {
-      const groups = await withContext((ctx) => ctx.groups.list());
-      printListing(
-        opts,
-        { groups: groups.map(({ name, registered_clients }) => ({ name, registered_clients })) },
-        ['NAME', 'CLIENTS'],
-        groups.map((g) => [g.name, g.registered_clients.join(',')]),
-      );
-    });
+  addListing(group, 'list', 'List groups', {
+    load: () => withContext((ctx) => ctx.groups.list()),
+    json: (groups) => ({
+      groups: groups.map(({ name, registered_clients }) => ({ name, registered_clients })),
+    }),
+    headers: ['NAME', 'CLIENTS'],
+    row: (g) => [g.name, g.registered_clients.join(',')],
+  }).alias('ls');
 
   group
     .command('create <name>')

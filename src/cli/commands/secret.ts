@@ -8,7 +8,8 @@ import type { Command } from 'commander';
 import { SecretsService } from '../../secrets/index.js';
 import { definedOnly, SkepError } from '../../shared/index.js';
 import { withContext } from '../context.js';
-import { type JsonOpt, printListing, printOutcome } from '../output.js';
+import { addListing } from '../listing-command.js';
+import { type JsonOpt, printOutcome } from '../output.js';
 
 /** Reads a line without echoing it; undefined when there is no terminal. */
 async function promptHidden(question: string): Promise<string | undefined> {
@@ -148,20 +149,12 @@ export function registerSecret(program: Command): void {
       process.stdout.write(`${value}\n`);
     });
 
-  secret
-    .command('list')
-    .alias('ls')
-    .description('List secret names (never values)')
-    .option('--json', 'print JSON')
-    .action(async (opts: JsonOpt) => {
-      const keys = await withSecrets((s) => s.listKeys());
-      printListing(
-        opts,
-        { keys },
-        ['KEY', 'DESCRIPTION'],
-        keys.map((k) => [k.key, k.description]),
-      );
-    });
+  addListing(secret, 'list', 'List secret names (never values)', {
+    load: () => withSecrets((s) => s.listKeys()),
+    json: (keys) => ({ keys }),
+    headers: ['KEY', 'DESCRIPTION'],
+    row: (k) => [k.key, k.description],
+  }).alias('ls');
 
   secret
     .command('rm <name>')

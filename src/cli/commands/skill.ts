@@ -4,6 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { definedOnly } from '../../shared/index.js';
 import { withContext } from '../context.js';
+import { addListing } from '../listing-command.js';
 import { type JsonOpt, printJson, printListing, printOutcome, printTable } from '../output.js';
 
 /** Exit codes of `sync` and `upgrade` (skills reference §1.7). */
@@ -58,19 +59,12 @@ export function registerSkill(program: Command): void {
       printOutcome(opts, { reference }, `pushed ${reference}`);
     });
 
-  skill
-    .command('builds')
-    .description('List local builds')
-    .option('--json', 'print JSON')
-    .action(async (opts: JsonOpt) => {
-      const builds = await withContext((ctx) => ctx.skills.builds());
-      printListing(
-        opts,
-        { builds },
-        ['TAG', 'NAME', 'VERSION', 'DIGEST'],
-        builds.map((b) => [b.tag, b.name, b.version, b.digest]),
-      );
-    });
+  addListing(skill, 'builds', 'List local builds', {
+    load: () => withContext((ctx) => ctx.skills.builds()),
+    json: (builds) => ({ builds }),
+    headers: ['TAG', 'NAME', 'VERSION', 'DIGEST'],
+    row: (b) => [b.tag, b.name, b.version, b.digest],
+  });
 
   skill
     .command('content <ref>')
