@@ -35,13 +35,20 @@ export async function token(ctx: AuthContext, req: IncomingMessage, res: ServerR
       `grant_type ${grantType ?? '(missing)'} is not allowed for this client`,
     );
   }
-  let body: Record<string, unknown>;
-  if (grantType === 'authorization_code') body = await codeGrant(ctx, client, form);
-  else if (grantType === 'refresh_token') body = await refreshGrant(ctx, client, form);
-  else throw new OAuthError('unsupported_grant_type', `grant_type ${grantType} is not supported`);
+  const grant = GRANTS.get(grantType);
+  if (grant === undefined)
+    throw new OAuthError('unsupported_grant_type', `grant_type ${grantType} is not supported`);
+  const body = await grant(ctx, client, form);
   await ctx.storage.touchClient(client.client_id, DCR_CLIENT_TTL_SEC);
   sendJson(res, 200, body, NO_STORE);
 }
+
+/** One grant type's exchange (RFC 6749 §4.x): checks the form for `client`, returns the token response. */
+type GrantHandler = (
+  ctx: AuthContext,
+  client: ClientRecord,
+  form: URLSearchParams,
+) => Promise<Record<string, unknown>>;
 
 /** Public clients identify themselves with `client_id` (in the body, or as Basic user with no secret). */
 function clientIdOf(req: IncomingMessage, form: URLSearchParams): string {
@@ -64,11 +71,7 @@ function clientIdOf(req: IncomingMessage, form: URLSearchParams): string {
  * failure therefore leaves the presented credential unused, and the client may simply
  * retry; consuming first would burn it and turn the retry into a "replay".
  */
-async function codeGrant(
-  ctx: AuthContext,
-  client: ClientRecord,
-  form: URLSearchParams,
-): Promise<Record<string, unknown>> {
+const codeGrant: GrantHandler = async (ctx, client, form) => {
   const code = single(form, 'code') ?? '';
   const verifier = single(form, 'code_verifier');
   const signature = ctx.opaque.verify('skc', code);
@@ -89,25 +92,16 @@ async function codeGrant(
   }
   const audience = audienceOf(ctx, form.getAll('resource'), rec.audience);
   const body = await issue(ctx, { ...rec, audience });
-  const consumed = await ctx.storage.consumeAuthCode(signature, INVALIDATED_CODE_REMEMBER_SEC);
-  if (!consumed) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
-  if (consumed.reused) {
-    // OAuth 2.1 §4.1.3 / RFC 9700 §4.5: a replayed code revokes every token issued from it.
-    throw await revokeLeakedGrant(
-      ctx,
-      rec,
-      'authorization code replay: grant revoked',
-      'the authorization code was already used; its tokens are revoked',
-    );
-  }
+  // OAuth 2.1 §4.1.3 / RFC 9700 §4.5: a replayed code revokes every token issued from it.
+  await checkConsumed(ctx, rec, await ctx.storage.consumeAuthCode(signature, INVALIDATED_CODE_REMEMBER_SEC), {
+    invalid: 'the authorization code is invalid or expired',
+    reuseLog: 'authorization code replay: grant revoked',
+    reused: 'the authorization code was already used; its tokens are revoked',
+  });
   return body;
-}
+};
 
-async function refreshGrant(
-  ctx: AuthContext,
-  client: ClientRecord,
-  form: URLSearchParams,
-): Promise<Record<string, unknown>> {
+const refreshGrant: GrantHandler = async (ctx, client, form) => {
   const signature = ctx.opaque.verify('skr', single(form, 'refresh_token') ?? '');
   if (!signature) throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired');
   const rec = await ctx.storage.getRefreshToken(signature);
@@ -130,35 +124,40 @@ async function refreshGrant(
   }
   const audience = audienceOf(ctx, form.getAll('resource'), rec.audience);
   const body = await issue(ctx, { ...rec, scopes, audience }, rec.scopes);
-  const consumed = await ctx.storage.consumeRefreshToken(signature);
-  if (!consumed) throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired');
-  if (consumed.reused) {
-    // RFC 9700 §4.14.2: a rotated refresh token presented again means it leaked; end the grant.
-    throw await revokeLeakedGrant(
-      ctx,
-      rec,
-      'refresh token reuse: grant revoked',
-      'the refresh token was already used; the grant is revoked',
-    );
-  }
+  // RFC 9700 §4.14.2: a rotated refresh token presented again means it leaked; end the grant.
+  await checkConsumed(ctx, rec, await ctx.storage.consumeRefreshToken(signature), {
+    invalid: 'the refresh token is invalid or expired',
+    reuseLog: 'refresh token reuse: grant revoked',
+    reused: 'the refresh token was already used; the grant is revoked',
+  });
   return body;
-}
+};
+
+/** The grant types this server issues tokens for. */
+const GRANTS = new Map<string, GrantHandler>([
+  ['authorization_code', codeGrant],
+  ['refresh_token', refreshGrant],
+]);
 
 /**
- * Ends a grant whose code or refresh token leaked: every token of its session is revoked,
- * and the user's approval of the client is forgotten, so the next login asks again.
- * Returns the `invalid_grant` error to answer with.
+ * What consuming the presented code or refresh token found (after the new tokens are stored,
+ * see above). Nothing: it expired or another request used it first, `invalid_grant`. Already
+ * used: it leaked, so the grant ends — every token of its session is revoked and the user's
+ * approval of the client is forgotten, so the next login asks again — and the answer is
+ * `invalid_grant` with `messages.reused` (`messages.reuseLog` goes to the log).
  */
-async function revokeLeakedGrant(
+async function checkConsumed(
   ctx: AuthContext,
   rec: GrantRecord,
-  logMessage: string,
-  description: string,
-): Promise<OAuthError> {
+  consumed: { reused: boolean } | undefined,
+  messages: { invalid: string; reuseLog: string; reused: string },
+): Promise<void> {
+  if (!consumed) throw new OAuthError('invalid_grant', messages.invalid);
+  if (!consumed.reused) return;
   await ctx.storage.revokeSession(rec.sessionId, ctx.cfg.refreshTokenLifespanSec);
   await ctx.storage.deleteApproval(rec.subject, rec.clientId);
-  ctx.log.warn({ client_id: rec.clientId }, logMessage);
-  return new OAuthError('invalid_grant', description);
+  ctx.log.warn({ client_id: rec.clientId }, messages.reuseLog);
+  throw new OAuthError('invalid_grant', messages.reused);
 }
 
 /** Mints the access token and, when offline access was granted, a rotated refresh token. */
