@@ -14,10 +14,11 @@
  * | out-of-scope patch / apply failure             | 500, the message of each (below)       | body unchanged    |
  */
 import type { Logger } from '../shared/index.js';
-import { callWebhook, type WebhookCaller } from './client.js';
+import type { WebhookCaller } from './client.js';
 import { applyPatch, checkPatch, decodePatch, jsonEqual, PatchError } from './patch.js';
 import {
-  onWebhookFailure,
+  askWebhook,
+  type ChainRefusals,
   oversizeRejection,
   type WebhookChainInput,
   type WebhookRejection,
@@ -25,6 +26,13 @@ import {
 } from './request.js';
 
 export const MUTATING_DENIED = 'Request denied by webhook policy';
+
+/** The first three rows of the table above. */
+const MUTATING_REFUSALS: ChainRefusals = {
+  alwaysDeny: [422, MUTATING_DENIED],
+  failure: [500, 'Webhook error'],
+  denied: [403, MUTATING_DENIED],
+};
 export const PATCH_TYPE_JSON_PATCH = 'json_patch';
 
 const PATCH_MESSAGES: Record<PatchError['kind'], string> = {
@@ -50,25 +58,11 @@ export async function runMutatingChain(
   let bodyText = input.bodyText;
   let patched = false;
   for (const client of clients) {
+    const step = await askWebhook('mutating', client, input, bodyText, MUTATING_REFUSALS, logger, now);
+    if (step === undefined) continue;
+    if (step.rejection !== undefined) return step;
     const { name, failurePolicy } = client.config;
-    const result = await callWebhook(client, input, bodyText, now);
-    if (result.kind === 'always-deny') {
-      logger.info({ webhook: name }, 'mutating webhook denied the request (HTTP 422)');
-      return { rejection: webhookRejection(422, MUTATING_DENIED, input.id) };
-    }
-    if (result.kind === 'failure') {
-      if (onWebhookFailure('mutating', { name, failurePolicy }, result.reason, logger) === 'ignore') continue;
-      return { rejection: webhookRejection(500, 'Webhook error', input.id) };
-    }
-    const { response } = result;
-    // An explicit "no" is a decision, honoured whatever the failure policy says.
-    if (!response.allowed) {
-      logger.info(
-        { webhook: name, reason: response.reason, message: response.message },
-        'mutating webhook denied the request',
-      );
-      return { rejection: webhookRejection(403, MUTATING_DENIED, input.id) };
-    }
+    const { response } = step;
     const patch = response.patch;
     if (
       response.patchType === undefined ||

@@ -5,7 +5,12 @@
  */
 import type { Logger } from '../shared/index.js';
 import { WEBHOOK_LIMITS } from './config.js';
-import type { WebhookRequestContext } from './client.js';
+import {
+  callWebhook,
+  type WebhookCaller,
+  type WebhookRequestContext,
+  type WebhookResponse,
+} from './client.js';
 import type { WebhookPrincipal } from './principal.js';
 
 /** One MCP request on its way through a webhook chain. */
@@ -79,4 +84,57 @@ export function onWebhookFailure(
   }
   logger.error(log, `${kind} webhook failed; request refused (failure_policy fail)`);
   return 'fail';
+}
+
+/** A chain's refusal of one outcome: the HTTP status and the message the MCP client gets. */
+export type ChainRefusal = readonly [status: number, message: string];
+
+/** How a chain refuses each outcome of a webhook call but an allowing answer (§3.3). */
+export interface ChainRefusals {
+  /** HTTP 422: refused whatever `failure_policy` says. */
+  readonly alwaysDeny: ChainRefusal;
+  /** The webhook could not answer (timeout, network, other status, bad JSON) under `failure_policy: fail`. */
+  readonly failure: ChainRefusal;
+  /** `allowed: false`: a decision, honoured whatever the failure policy says. */
+  readonly denied: ChainRefusal;
+}
+
+/** One webhook's part in a chain: its allowing answer, or the rejection that ends the chain. */
+export type WebhookStep =
+  | { readonly response: WebhookResponse; readonly rejection?: undefined }
+  | { readonly rejection: WebhookRejection; readonly response?: undefined };
+
+/**
+ * Asks one webhook of a `kind` chain about `bodyText` (the request as the chain has it so far).
+ * `undefined`: it could not answer and `failure_policy: ignore` lets the chain go on. Denials
+ * and failures are logged; the webhook's own `reason` and `message` go only to the log.
+ */
+export async function askWebhook(
+  kind: 'validating' | 'mutating',
+  client: WebhookCaller,
+  input: WebhookChainInput,
+  bodyText: string,
+  refusals: ChainRefusals,
+  logger: Logger,
+  now: () => number,
+): Promise<WebhookStep | undefined> {
+  const { name, failurePolicy } = client.config;
+  const result = await callWebhook(client, input, bodyText, now);
+  if (result.kind === 'always-deny') {
+    logger.info({ webhook: name }, `${kind} webhook denied the request (HTTP 422)`);
+    return { rejection: webhookRejection(refusals.alwaysDeny[0], refusals.alwaysDeny[1], input.id) };
+  }
+  if (result.kind === 'failure') {
+    if (onWebhookFailure(kind, { name, failurePolicy }, result.reason, logger) === 'ignore') return undefined;
+    return { rejection: webhookRejection(refusals.failure[0], refusals.failure[1], input.id) };
+  }
+  const { response } = result;
+  if (!response.allowed) {
+    logger.info(
+      { webhook: name, reason: response.reason, message: response.message },
+      `${kind} webhook denied the request`,
+    );
+    return { rejection: webhookRejection(refusals.denied[0], refusals.denied[1], input.id) };
+  }
+  return { response };
 }

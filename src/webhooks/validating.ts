@@ -11,16 +11,23 @@
  * | timeout, network, other status, bad JSON  | 403 "Request denied by policy" | next webhook |
  */
 import type { Logger } from '../shared/index.js';
-import { callWebhook, type WebhookCaller } from './client.js';
+import type { WebhookCaller } from './client.js';
 import {
-  onWebhookFailure,
+  askWebhook,
+  type ChainRefusals,
   oversizeRejection,
   type WebhookChainInput,
   type WebhookRejection,
-  webhookRejection,
 } from './request.js';
 
 export const VALIDATING_DENIED = 'Request denied by policy';
+
+/** The table above: every refusal is the same 403. */
+const VALIDATING_REFUSALS: ChainRefusals = {
+  alwaysDeny: [403, VALIDATING_DENIED],
+  failure: [403, VALIDATING_DENIED],
+  denied: [403, VALIDATING_DENIED],
+};
 
 export async function runValidatingChain(
   clients: readonly WebhookCaller[],
@@ -31,24 +38,16 @@ export async function runValidatingChain(
   const tooLarge = oversizeRejection(input);
   if (tooLarge !== undefined) return tooLarge;
   for (const client of clients) {
-    const { name, failurePolicy } = client.config;
-    const result = await callWebhook(client, input, input.bodyText, now);
-    if (result.kind === 'always-deny') {
-      logger.info({ webhook: name }, 'validating webhook denied the request (HTTP 422)');
-      return webhookRejection(403, VALIDATING_DENIED, input.id);
-    }
-    if (result.kind === 'failure') {
-      if (onWebhookFailure('validating', { name, failurePolicy }, result.reason, logger) === 'ignore')
-        continue;
-      return webhookRejection(403, VALIDATING_DENIED, input.id);
-    }
-    if (!result.response.allowed) {
-      logger.info(
-        { webhook: name, reason: result.response.reason, message: result.response.message },
-        'validating webhook denied the request',
-      );
-      return webhookRejection(403, VALIDATING_DENIED, input.id);
-    }
+    const step = await askWebhook(
+      'validating',
+      client,
+      input,
+      input.bodyText,
+      VALIDATING_REFUSALS,
+      logger,
+      now,
+    );
+    if (step?.rejection !== undefined) return step.rejection;
   }
   return undefined;
 }
