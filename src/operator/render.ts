@@ -101,6 +101,7 @@ export function dataChecksum(data: Record<string, string>): string {
 }
 
 const keyOf = (kind: string, namespace: string, name: string) => `${kind}/${namespace}/${name}`;
+const nameOf = (cr: Node) => String((cr['metadata'] as Node)['name']);
 
 /** The objects of a document set, indexed by kind/namespace/name. */
 class Index {
@@ -139,6 +140,14 @@ function secretReader(index: Index) {
   };
 }
 
+/** The labels that select the pods of a custom resource (a subset of `labelsFor`). */
+function selectorOf(cr: Node): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': String(cr['kind']).toLowerCase(),
+    'app.kubernetes.io/instance': nameOf(cr),
+  };
+}
+
 function labelsFor(kind: string, name: string): Record<string, string> {
   return {
     'app.kubernetes.io/name': kind.toLowerCase(),
@@ -166,11 +175,10 @@ function ownerRefs(cr: Node): Node[] | undefined {
 
 function meta(cr: Node, name: string, namespace: string, extra: Node = {}): K8sObject['metadata'] {
   const owners = ownerRefs(cr);
-  const crName = String((cr['metadata'] as Node)['name']);
   return {
     name,
     namespace,
-    labels: labelsFor(String(cr['kind']), crName),
+    labels: labelsFor(String(cr['kind']), nameOf(cr)),
     ...(owners === undefined ? {} : { ownerReferences: owners }),
     ...extra,
   };
@@ -294,7 +302,7 @@ async function sharedRunConfig(
   index: Index,
   namespace: string,
 ): Promise<Shared> {
-  const name = String((cr['metadata'] as Node)['name']);
+  const name = nameOf(cr);
   const problems: string[] = [];
   const env: SecretEnv[] = [];
   const files: SecretFile[] = [];
@@ -409,12 +417,24 @@ function mergeAuth(rc: Node, add: Node): Node {
   return out;
 }
 
-function runconfigMap(cr: Node, name: string, namespace: string, rc: Node): K8sObject {
+/** Where a pod reads its run configuration: a ConfigMap mounted read-only at `dir`. */
+interface MountedConfig {
+  volume: string;
+  configMap: string;
+  dir: string;
+}
+
+const configVolume = (c: MountedConfig) => ({ name: c.volume, configMap: { name: c.configMap } });
+const configMount = (c: MountedConfig) => ({ name: c.volume, mountPath: c.dir, readOnly: true });
+const TMP_MOUNT = { name: 'tmp', mountPath: '/tmp' };
+
+/** The ConfigMap holding the run configuration `rc`, with the checksum that rolls its pods. */
+function runconfigMap(cr: Node, config: MountedConfig, namespace: string, rc: Node): K8sObject {
   const data = { [RUNCONFIG_KEY]: `${JSON.stringify(rc, null, 2)}\n` };
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: meta(cr, `${name}-runconfig`, namespace, {
+    metadata: meta(cr, config.configMap, namespace, {
       annotations: { [ANNOTATIONS.contentChecksum]: dataChecksum(data) },
     }),
     data,
@@ -439,17 +459,13 @@ function service(
   affinity: string | undefined,
   type = 'ClusterIP',
 ): K8sObject {
-  const crName = String((cr['metadata'] as Node)['name']);
   return {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: meta(cr, name, namespace),
     spec: {
       type,
-      selector: {
-        'app.kubernetes.io/name': String(cr['kind']).toLowerCase(),
-        'app.kubernetes.io/instance': crName,
-      },
+      selector: selectorOf(cr),
       ports: [{ name: 'http', port, targetPort: 'http', protocol: 'TCP' }],
       sessionAffinity: affinity ?? 'ClientIP',
     },
@@ -464,12 +480,7 @@ function deployment(
   podAnnotations: Record<string, string>,
   patch: Node | undefined,
 ): K8sObject {
-  const crMeta = cr['metadata'] as Node;
-  const crName = String(crMeta['name']);
-  const selector = {
-    'app.kubernetes.io/name': String(cr['kind']).toLowerCase(),
-    'app.kubernetes.io/instance': crName,
-  };
+  const crName = nameOf(cr);
   const template = mergePodTemplate(
     {
       metadata: { labels: labelsFor(String(cr['kind']), crName), annotations: podAnnotations },
@@ -483,14 +494,108 @@ function deployment(
     metadata: meta(cr, crName, namespace),
     spec: {
       replicas,
-      selector: { matchLabels: selector },
+      selector: { matchLabels: selectorOf(cr) },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       template,
     },
   };
 }
 
-const runnerArgs = ['operator', 'pod-runner', '--config', `${RUNCONFIG_DIR}/${RUNCONFIG_KEY}`];
+const contentChecksumOf = (cm: K8sObject) =>
+  (cm.metadata.annotations ?? {})[ANNOTATIONS.contentChecksum] ?? '';
+
+/** Pod-template annotations of a server or remote proxy: a change to any of them rolls its pods. */
+function rolloutAnnotations(cr: Node, cm: K8sObject, shared: Shared): Record<string, string> {
+  return {
+    [ANNOTATIONS.runconfigChecksum]: contentChecksumOf(cm),
+    [ANNOTATIONS.generation]: String((cr['metadata'] as Node)['generation'] ?? 1),
+    ...shared.annotations,
+  };
+}
+
+/** A rendered pod: its own ServiceAccount, whose token is never mounted. */
+function podSpecOf(
+  serviceAccountName: string,
+  parts: { initContainers?: Node[]; containers: Node[]; volumes: Node[] },
+): Node {
+  return Object.assign(
+    { serviceAccountName, automountServiceAccountToken: false, terminationGracePeriodSeconds: 30 },
+    parts,
+  );
+}
+
+/** `skep operator pod-runner` reading the run configuration mounted at `dir`. */
+const runnerArgs = (dir: string) => ['operator', 'pod-runner', '--config', `${dir}/${RUNCONFIG_KEY}`];
+
+/** The container of the Skep runner image: `skep operator pod-runner` serving on port `http`. */
+function runnerContainer(c: {
+  name: string;
+  image: string;
+  config: MountedConfig;
+  port: number;
+  env: Node[];
+  mounts: Node[];
+  resources: unknown;
+}): Node {
+  return {
+    name: c.name,
+    image: c.image,
+    args: runnerArgs(c.config.dir),
+    env: c.env,
+    ports: [{ name: 'http', containerPort: c.port, protocol: 'TCP' }],
+    volumeMounts: [configMount(c.config), TMP_MOUNT, ...c.mounts],
+    resources: c.resources,
+    ...probes('http'),
+    securityContext: RUNNER_SECURITY,
+  };
+}
+
+/** A workload's objects: its ConfigMap, ServiceAccount `sa` (unless the spec names one), Deployment, Service. */
+function workloadObjects(
+  cr: Node,
+  namespace: string,
+  spec: { serviceAccount?: string; podTemplateSpec?: unknown },
+  w: {
+    cm: K8sObject;
+    sa: string;
+    replicas: number;
+    podSpec: Node;
+    podAnnotations: Record<string, string>;
+    service: K8sObject;
+  },
+): K8sObject[] {
+  const objects: K8sObject[] = [w.cm];
+  if (spec.serviceAccount === undefined) objects.push(serviceAccount(cr, w.sa, namespace));
+  const patch = spec.podTemplateSpec as Node | undefined;
+  objects.push(deployment(cr, namespace, w.replicas, w.podSpec, w.podAnnotations, patch), w.service);
+  return objects;
+}
+
+/** The result of one resource: its objects, its status URL, and what went wrong. */
+function rendered(
+  kind: string,
+  namespace: string,
+  name: string,
+  objects: K8sObject[],
+  url: string,
+  problems: string[],
+  warnings: string[] = [],
+): RenderResult {
+  const resource = keyOf(kind, namespace, name);
+  return {
+    objects,
+    urls: new Map([[resource, url]]),
+    problems: problems.map((problem) => ({ resource, problem })),
+    warnings: warnings.map((problem) => ({ resource, problem })),
+  };
+}
+
+/** The run configuration of a server or remote proxy, as its pod mounts it. */
+const runconfigOf = (name: string): MountedConfig => ({
+  volume: 'runconfig',
+  configMap: `${name}-runconfig`,
+  dir: RUNCONFIG_DIR,
+});
 /** How the server's container runs the copied runner (deploy/image/install-runner.mjs). */
 const RUNNER_COPY_COMMAND = [
   `${RUNNER_COPY_DIR}/lib/ld.so`,
@@ -498,7 +603,7 @@ const RUNNER_COPY_COMMAND = [
   `${RUNNER_COPY_DIR}/lib`,
   `${RUNNER_COPY_DIR}/bin/node`,
   `${RUNNER_COPY_DIR}/app/dist/skep.mjs`,
-  ...runnerArgs,
+  ...runnerArgs(RUNCONFIG_DIR),
 ];
 /**
  * Env of the stdio server's container, which runs the copied runner in the server's image:
@@ -510,13 +615,9 @@ const baseEnv = [
   { name: 'SKEP_HOME', value: '/tmp/skep' },
 ];
 
-async function renderMCPServer(
-  cr: Node,
-  index: Index,
-  o: Required<Omit<RenderOptions, 'vmcpImage'>>,
-): Promise<RenderResult> {
+async function renderMCPServer(cr: Node, index: Index, o: Required<RenderOptions>): Promise<RenderResult> {
   const namespace = index.ns(cr);
-  const name = String((cr['metadata'] as Node)['name']);
+  const name = nameOf(cr);
   const spec = cr['spec'] as MCPServerSpec;
   const shared = await sharedRunConfig(cr, spec, index, namespace);
   const problems = [...shared.problems];
@@ -569,23 +670,14 @@ async function renderMCPServer(
       remote_url: `http://127.0.0.1:${mcpPort}/${spec.transport === 'sse' ? 'sse' : 'mcp'}`,
     });
   }
-  const cm = runconfigMap(cr, name, namespace, rc);
+  const config = runconfigOf(name);
+  const cm = runconfigMap(cr, config, namespace, rc);
   const sa = spec.serviceAccount ?? `${name}-proxy-runner`;
-  const podAnnotations: Record<string, string> = {
-    [ANNOTATIONS.runconfigChecksum]: (cm.metadata.annotations ?? {})[ANNOTATIONS.contentChecksum] ?? '',
-    [ANNOTATIONS.generation]: String((cr['metadata'] as Node)['generation'] ?? 1),
-    ...shared.annotations,
-  };
   const serverSecretWiring = wireSecrets(secretEnv, []);
-  const runconfigVolume = { name: 'runconfig', configMap: { name: `${name}-runconfig` } };
-  const runconfigMount = { name: 'runconfig', mountPath: RUNCONFIG_DIR, readOnly: true };
   const resources = spec.resources ?? DEFAULT_RESOURCES;
   let podSpec: Node;
   if (stdio) {
-    podSpec = {
-      serviceAccountName: sa,
-      automountServiceAccountToken: false,
-      terminationGracePeriodSeconds: 30,
+    podSpec = podSpecOf(sa, {
       initContainers: [
         {
           name: 'skep-install',
@@ -603,9 +695,9 @@ async function renderMCPServer(
           env: [...baseEnv, ...shared.wiring.env, ...serverSecretWiring.env],
           ports: [{ name: 'http', containerPort: spec.proxyPort, protocol: 'TCP' }],
           volumeMounts: [
-            runconfigMount,
+            configMount(config),
             { name: 'skep', mountPath: RUNNER_COPY_DIR, readOnly: true },
-            { name: 'tmp', mountPath: '/tmp' },
+            TMP_MOUNT,
             ...shared.wiring.mounts,
           ],
           resources,
@@ -613,13 +705,10 @@ async function renderMCPServer(
           securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
         },
       ],
-      volumes: [runconfigVolume, { name: 'skep', emptyDir: {} }, TMP_VOLUME, ...shared.wiring.volumes],
-    };
+      volumes: [configVolume(config), { name: 'skep', emptyDir: {} }, TMP_VOLUME, ...shared.wiring.volumes],
+    });
   } else {
-    podSpec = {
-      serviceAccountName: sa,
-      automountServiceAccountToken: false,
-      terminationGracePeriodSeconds: 30,
+    podSpec = podSpecOf(sa, {
       containers: [
         {
           name: 'mcp',
@@ -636,44 +725,35 @@ async function renderMCPServer(
           ],
           ports: [{ name: 'mcp', containerPort: mcpPort, protocol: 'TCP' }],
         },
-        {
+        runnerContainer({
           name: 'skep-runner',
           image: o.runnerImage,
-          args: runnerArgs,
+          config,
+          port: spec.proxyPort,
           env: [...shared.wiring.env],
-          ports: [{ name: 'http', containerPort: spec.proxyPort, protocol: 'TCP' }],
-          volumeMounts: [runconfigMount, { name: 'tmp', mountPath: '/tmp' }, ...shared.wiring.mounts],
+          mounts: shared.wiring.mounts,
           resources,
-          ...probes('http'),
-          securityContext: RUNNER_SECURITY,
-        },
+        }),
       ],
-      volumes: [runconfigVolume, TMP_VOLUME, ...shared.wiring.volumes],
-    };
+      volumes: [configVolume(config), TMP_VOLUME, ...shared.wiring.volumes],
+    });
   }
-  const objects: K8sObject[] = [cm];
-  if (spec.serviceAccount === undefined) objects.push(serviceAccount(cr, sa, namespace));
-  objects.push(
-    deployment(cr, namespace, replicas, podSpec, podAnnotations, spec.podTemplateSpec as Node | undefined),
-    service(cr, `mcp-${name}-proxy`, namespace, spec.proxyPort, spec.sessionAffinity),
-  );
+  const objects = workloadObjects(cr, namespace, spec, {
+    cm,
+    sa,
+    replicas,
+    podSpec,
+    podAnnotations: rolloutAnnotations(cr, cm, shared),
+    service: service(cr, `mcp-${name}-proxy`, namespace, spec.proxyPort, spec.sessionAffinity),
+  });
   const path = (stdio ? spec.proxyMode : spec.transport) === 'sse' ? `/sse#${name}` : '/mcp';
   const url = `http://mcp-${name}-proxy.${namespace}.svc.cluster.local:${spec.proxyPort}${path}`;
-  return {
-    objects,
-    urls: new Map([[keyOf('MCPServer', namespace, name), url]]),
-    problems: problems.map((p) => ({ resource: keyOf('MCPServer', namespace, name), problem: p })),
-    warnings: [],
-  };
+  return rendered('MCPServer', namespace, name, objects, url, problems);
 }
 
-async function renderRemoteProxy(
-  cr: Node,
-  index: Index,
-  o: Required<Omit<RenderOptions, 'vmcpImage'>>,
-): Promise<RenderResult> {
+async function renderRemoteProxy(cr: Node, index: Index, o: Required<RenderOptions>): Promise<RenderResult> {
   const namespace = index.ns(cr);
-  const name = String((cr['metadata'] as Node)['name']);
+  const name = nameOf(cr);
   const spec = cr['spec'] as MCPRemoteProxySpec;
   const shared = await sharedRunConfig(cr, spec, index, namespace);
   const rc = shared.runConfig;
@@ -703,63 +783,33 @@ async function renderRemoteProxy(
       };
   }
   const headerWiring = wireSecrets(headerEnv, []);
-  const cm = runconfigMap(cr, name, namespace, rc);
+  const config = runconfigOf(name);
+  const cm = runconfigMap(cr, config, namespace, rc);
   const sa = spec.serviceAccount ?? `${name}-remote-proxy-runner`;
-  const podAnnotations: Record<string, string> = {
-    [ANNOTATIONS.runconfigChecksum]: (cm.metadata.annotations ?? {})[ANNOTATIONS.contentChecksum] ?? '',
-    [ANNOTATIONS.generation]: String((cr['metadata'] as Node)['generation'] ?? 1),
-    ...shared.annotations,
-  };
-  const podSpec: Node = {
-    serviceAccountName: sa,
-    automountServiceAccountToken: false,
-    terminationGracePeriodSeconds: 30,
+  const podSpec = podSpecOf(sa, {
     containers: [
-      {
+      runnerContainer({
         name: 'skep-runner',
         image: o.runnerImage,
-        args: runnerArgs,
+        config,
+        port: spec.proxyPort,
         env: [...shared.wiring.env, ...headerWiring.env],
-        ports: [{ name: 'http', containerPort: spec.proxyPort, protocol: 'TCP' }],
-        volumeMounts: [
-          { name: 'runconfig', mountPath: RUNCONFIG_DIR, readOnly: true },
-          { name: 'tmp', mountPath: '/tmp' },
-          ...shared.wiring.mounts,
-        ],
+        mounts: shared.wiring.mounts,
         resources: spec.resources ?? DEFAULT_RESOURCES,
-        ...probes('http'),
-        securityContext: RUNNER_SECURITY,
-      },
+      }),
     ],
-    volumes: [
-      { name: 'runconfig', configMap: { name: `${name}-runconfig` } },
-      TMP_VOLUME,
-      ...shared.wiring.volumes,
-    ],
-  };
-  const objects: K8sObject[] = [cm];
-  if (spec.serviceAccount === undefined) objects.push(serviceAccount(cr, sa, namespace));
-  objects.push(
-    deployment(
-      cr,
-      namespace,
-      spec.replicas ?? 1,
-      podSpec,
-      podAnnotations,
-      spec.podTemplateSpec as Node | undefined,
-    ),
-    service(cr, `mcp-${name}-remote-proxy`, namespace, spec.proxyPort, spec.sessionAffinity),
-  );
+    volumes: [configVolume(config), TMP_VOLUME, ...shared.wiring.volumes],
+  });
+  const objects = workloadObjects(cr, namespace, spec, {
+    cm,
+    sa,
+    replicas: spec.replicas ?? 1,
+    podSpec,
+    podAnnotations: rolloutAnnotations(cr, cm, shared),
+    service: service(cr, `mcp-${name}-remote-proxy`, namespace, spec.proxyPort, spec.sessionAffinity),
+  });
   const url = `http://mcp-${name}-remote-proxy.${namespace}.svc.cluster.local:${spec.proxyPort}${spec.transport === 'sse' ? `/sse#${name}` : '/mcp'}`;
-  return {
-    objects,
-    urls: new Map([[keyOf('MCPRemoteProxy', namespace, name), url]]),
-    problems: shared.problems.map((p) => ({
-      resource: keyOf('MCPRemoteProxy', namespace, name),
-      problem: p,
-    })),
-    warnings: [],
-  };
+  return rendered('MCPRemoteProxy', namespace, name, objects, url, shared.problems);
 }
 
 /** A group's backends, as a VirtualMCPServer in discovered mode sees them. */
@@ -813,7 +863,7 @@ const VMCP_OPERATOR_KEYS: Record<string, string> = {
  */
 async function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>): Promise<RenderResult> {
   const namespace = index.ns(cr);
-  const name = String((cr['metadata'] as Node)['name']);
+  const name = nameOf(cr);
   const spec = cr['spec'] as VirtualMCPServerSpec;
   const problems: string[] = [];
   const group = spec.groupRef.name;
@@ -902,74 +952,49 @@ async function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>)
   const rc = shared.runConfig;
   Object.assign(rc, { image: '', cmd_args: [], transport: 'streamable-http', vmcp });
   const wiring = wireSecrets(env, []);
-  const data = { [RUNCONFIG_KEY]: `${JSON.stringify(rc, null, 2)}\n` };
-  const cm: K8sObject = {
-    apiVersion: 'v1',
-    kind: 'ConfigMap',
-    metadata: meta(cr, `${name}-vmcp-config`, namespace, {
-      annotations: { [ANNOTATIONS.contentChecksum]: dataChecksum(data) },
-    }),
-    data,
+  const config: MountedConfig = {
+    volume: 'vmcp-config',
+    configMap: `${name}-vmcp-config`,
+    dir: VMCP_CONFIG_DIR,
   };
+  const cm = runconfigMap(cr, config, namespace, rc);
   const sa = spec.serviceAccount ?? `${name}-vmcp`;
-  const objects: K8sObject[] = [cm];
-  if (spec.serviceAccount === undefined) objects.push(serviceAccount(cr, sa, namespace));
-  const podSpec: Node = {
-    serviceAccountName: sa,
-    automountServiceAccountToken: false,
-    terminationGracePeriodSeconds: 30,
+  const podSpec = podSpecOf(sa, {
     containers: [
-      {
+      runnerContainer({
         name: 'vmcp',
         image: o.vmcpImage,
-        args: ['operator', 'pod-runner', '--config', `${VMCP_CONFIG_DIR}/${RUNCONFIG_KEY}`],
+        config,
+        port: VMCP_PORT,
         env: [...shared.wiring.env, ...wiring.env],
-        ports: [{ name: 'http', containerPort: VMCP_PORT, protocol: 'TCP' }],
-        volumeMounts: [
-          { name: 'vmcp-config', mountPath: VMCP_CONFIG_DIR, readOnly: true },
-          { name: 'tmp', mountPath: '/tmp' },
-          ...shared.wiring.mounts,
-        ],
+        mounts: shared.wiring.mounts,
         resources: spec.resources ?? {
           requests: { cpu: '100m', memory: '128Mi' },
           limits: { cpu: '500m', memory: '512Mi' },
         },
-        ...probes('http'),
-        securityContext: RUNNER_SECURITY,
-      },
+      }),
     ],
-    volumes: [
-      { name: 'vmcp-config', configMap: { name: `${name}-vmcp-config` } },
-      TMP_VOLUME,
-      ...shared.wiring.volumes,
-    ],
-  };
-  const annotations: Record<string, string> = {
-    [ANNOTATIONS.runconfigChecksum]: (cm.metadata.annotations ?? {})[ANNOTATIONS.contentChecksum] ?? '',
-  };
+    volumes: [configVolume(config), TMP_VOLUME, ...shared.wiring.volumes],
+  });
+  const annotations: Record<string, string> = { [ANNOTATIONS.runconfigChecksum]: contentChecksumOf(cm) };
   if (hashes.length > 0) annotations[ANNOTATIONS.externalAuthHash] = sha256(hashes.join(','));
-  objects.push(
-    deployment(
+  const objects = workloadObjects(cr, namespace, spec, {
+    cm,
+    sa,
+    replicas: spec.replicas ?? 1,
+    podSpec,
+    podAnnotations: annotations,
+    service: service(
       cr,
+      `vmcp-${name}`,
       namespace,
-      spec.replicas ?? 1,
-      podSpec,
-      annotations,
-      spec.podTemplateSpec as Node | undefined,
+      VMCP_PORT,
+      spec.sessionAffinity,
+      spec.serviceType ?? 'ClusterIP',
     ),
-    service(cr, `vmcp-${name}`, namespace, VMCP_PORT, spec.sessionAffinity, spec.serviceType ?? 'ClusterIP'),
-  );
-  return {
-    objects,
-    urls: new Map([
-      [
-        keyOf('VirtualMCPServer', namespace, name),
-        `http://vmcp-${name}.${namespace}.svc.cluster.local:${VMCP_PORT}/mcp`,
-      ],
-    ]),
-    problems: problems.map((p) => ({ resource: keyOf('VirtualMCPServer', namespace, name), problem: p })),
-    warnings: warnings.map((p) => ({ resource: keyOf('VirtualMCPServer', namespace, name), problem: p })),
-  };
+  });
+  const url = `http://vmcp-${name}.${namespace}.svc.cluster.local:${VMCP_PORT}/mcp`;
+  return rendered('VirtualMCPServer', namespace, name, objects, url, problems, warnings);
 }
 
 const RENDERED_KINDS = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer']);
