@@ -70,6 +70,14 @@ export class ProtobufWriter {
     this.pos += this.buf.write(s, this.pos, 'utf8');
   }
 
+  /** A bytes field, or an embedded message encoded before (`take()` of another writer). */
+  bytes(field: number, value: Buffer): void {
+    this.tag(field, LEN);
+    this.varint(value.length);
+    this.ensure(value.length);
+    this.pos += value.copy(this.buf, this.pos);
+  }
+
   /** A bytes field of 4-byte big-endian words (trace and span ids as the SDK's hex reads). */
   words(field: number, w0: number, w1: number, w2?: number, w3?: number): void {
     const n = w2 === undefined ? 8 : 16;

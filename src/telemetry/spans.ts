@@ -21,17 +21,49 @@ import { randomFillSync } from 'node:crypto';
 import type { Logger } from '../shared/index.js';
 import { LEN, ProtobufWriter, VARINT } from './protobuf-writer.js';
 
-/** A remote parent from `traceparent` (+ `tracestate`). Ids as 32-bit words, big-endian. */
-export interface TraceParent {
+const hex8 = (n: number): string => (n >>> 0).toString(16).padStart(8, '0');
+
+/** A trace id as four 32-bit words and a span id as two, big-endian. */
+export type SpanIdWords = readonly [t0: number, t1: number, t2: number, t3: number, s0: number, s1: number];
+
+/** The ids of a span (its own, or a remote parent's): trace id `t0`–`t3`, span id `s0`–`s1`. */
+export class SpanIds {
   readonly t0: number;
   readonly t1: number;
   readonly t2: number;
   readonly t3: number;
   readonly s0: number;
   readonly s1: number;
+
+  constructor(ids: SpanIdWords) {
+    this.t0 = ids[0];
+    this.t1 = ids[1];
+    this.t2 = ids[2];
+    this.t3 = ids[3];
+    this.s0 = ids[4];
+    this.s1 = ids[5];
+  }
+
+  get traceId(): string {
+    return `${hex8(this.t0)}${hex8(this.t1)}${hex8(this.t2)}${hex8(this.t3)}`;
+  }
+
+  get spanId(): string {
+    return `${hex8(this.s0)}${hex8(this.s1)}`;
+  }
+}
+
+/** A remote parent from `traceparent` (+ `tracestate`). */
+export class TraceParent extends SpanIds {
   /** W3C trace flags (bit 0: sampled). */
   readonly flags: number;
   readonly state: string | undefined;
+
+  constructor(ids: SpanIdWords, flags: number, state: string | undefined) {
+    super(ids);
+    this.flags = flags;
+    this.state = state;
+  }
 }
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
@@ -58,43 +90,22 @@ export function parseTraceparent(value: unknown, state?: unknown): TraceParent |
   // tracestate is passed on as received when it is plausible (§3.3: at most 512 characters kept).
   const ts =
     typeof state === 'string' && state.length <= 512 && !/[\r\n]/.test(state) ? state.trim() : undefined;
-  return {
-    t0: word(trace, 0),
-    t1: word(trace, 1),
-    t2: word(trace, 2),
-    t3: word(trace, 3),
-    s0: word(parent, 0),
-    s1: word(parent, 1),
-    flags: Number.parseInt(flags, 16),
-    state: ts === '' ? undefined : ts,
-  };
+  return new TraceParent(
+    [word(trace, 0), word(trace, 1), word(trace, 2), word(trace, 3), word(parent, 0), word(parent, 1)],
+    Number.parseInt(flags, 16),
+    ts === '' ? undefined : ts,
+  );
 }
 
 /** One request's span while it is open: ids, sampling, start time. */
-export class ServerSpan {
-  readonly t0: number;
-  readonly t1: number;
-  readonly t2: number;
-  readonly t3: number;
-  readonly s0: number;
-  readonly s1: number;
+export class ServerSpan extends SpanIds {
   readonly sampled: boolean;
   readonly parent: TraceParent | undefined;
   /** Unix ms with µs precision. */
   readonly startMs: number;
 
-  constructor(
-    ids: readonly [number, number, number, number, number, number],
-    sampled: boolean,
-    parent: TraceParent | undefined,
-    startMs: number,
-  ) {
-    this.t0 = ids[0];
-    this.t1 = ids[1];
-    this.t2 = ids[2];
-    this.t3 = ids[3];
-    this.s0 = ids[4];
-    this.s1 = ids[5];
+  constructor(ids: SpanIdWords, sampled: boolean, parent: TraceParent | undefined, startMs: number) {
+    super(ids);
     this.sampled = sampled;
     this.parent = parent;
     this.startMs = startMs;
@@ -102,19 +113,9 @@ export class ServerSpan {
 
   /** `traceparent` for a request this span makes (W3C, version 00). */
   traceparent(): string {
-    return `00-${hex8(this.t0)}${hex8(this.t1)}${hex8(this.t2)}${hex8(this.t3)}-${hex8(this.s0)}${hex8(this.s1)}-${this.sampled ? '01' : '00'}`;
-  }
-
-  get traceId(): string {
-    return `${hex8(this.t0)}${hex8(this.t1)}${hex8(this.t2)}${hex8(this.t3)}`;
-  }
-
-  get spanId(): string {
-    return `${hex8(this.s0)}${hex8(this.s1)}`;
+    return `00-${this.traceId}-${this.spanId}-${this.sampled ? '01' : '00'}`;
   }
 }
-
-const hex8 = (n: number): string => (n >>> 0).toString(16).padStart(8, '0');
 
 /** What sends one encoded `ExportTraceServiceRequest` (the SDK's OTLP/HTTP transport, `otlp.ts`). */
 export type SendSpans = (request: Uint8Array, spans: number) => Promise<void>;
@@ -327,16 +328,10 @@ export class SpanRecorder {
       1 + size(this.#resource.length) + this.#resource.length + 1 + size(scopeSpans) + scopeSpans;
     head.tag(1, LEN);
     head.varint(resourceSpans);
-    head.tag(1, LEN);
-    head.varint(this.#resource.length);
-    head.ensure(this.#resource.length);
-    head.pos += this.#resource.copy(head.buf, head.pos);
+    head.bytes(1, this.#resource);
     head.tag(2, LEN);
     head.varint(scopeSpans);
-    head.tag(1, LEN);
-    head.varint(this.#scope.length);
-    head.ensure(this.#scope.length);
-    head.pos += this.#scope.copy(head.buf, head.pos);
+    head.bytes(1, this.#scope);
     return Buffer.concat([head.buf.subarray(0, head.pos), spans]);
   }
 
