@@ -1,8 +1,8 @@
 /** `skep extauth validate -f file.yaml`: offline validation of MCPExternalAuthConfig documents. */
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { parseAllDocuments } from 'yaml';
 import { SkepError } from '../../shared/index.js';
+import { readInputFile } from '../input-file.js';
 import { printJson } from '../output.js';
 
 interface Outcome {
@@ -22,14 +22,7 @@ export function registerExtauth(program: Command): void {
     .action(async (opts: { file: string; json?: boolean }) => {
       // Loaded on demand (the operator module pulls in the Kubernetes client).
       const { formatProblem, validateExtAuthConfig } = await import('../../operator/index.js');
-      let text: string;
-      try {
-        text = readFileSync(opts.file === '-' ? 0 : opts.file, 'utf8');
-      } catch (err) {
-        throw new SkepError('bad_request', `cannot read ${opts.file}: ${(err as Error).message}`, {
-          cause: err,
-        });
-      }
+      const text = readInputFile(opts.file, { dashIsStdin: true });
       const outcomes: Outcome[] = [];
       parseAllDocuments(text).forEach((doc, i) => {
         if (doc.errors.length > 0) {

@@ -12,6 +12,7 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { parseAllDocuments } from 'yaml';
 import { createLogger, SkepError } from '../../shared/index.js';
+import { readInputFile } from '../input-file.js';
 
 interface OperatorOptions {
   namespace?: string;
@@ -40,12 +41,7 @@ function leaseNamespace(flag: string | undefined): string {
 
 /** Reads a YAML/JSON multi-document file ('-' for stdin); `bad_request` naming the file otherwise. */
 function readDocuments(file: string): unknown[] {
-  let text: string;
-  try {
-    text = readFileSync(file === '-' ? 0 : file, 'utf8');
-  } catch (err) {
-    throw new SkepError('bad_request', `cannot read ${file}: ${(err as Error).message}`, { cause: err });
-  }
+  const text = readInputFile(file, { dashIsStdin: true });
   const docs: unknown[] = [];
   parseAllDocuments(text).forEach((doc, i) => {
     if (doc.errors.length > 0)

@@ -5,12 +5,12 @@
  * resolution `{workload}_`, no outgoing auth). The workload is then listed, stopped,
  * restarted, exported and registered into clients like any other.
  */
-import { readFileSync } from 'node:fs';
 import { type Command, InvalidArgumentError } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { SkepError } from '../../shared/index.js';
 import type { CreateWorkloadRequest } from '../../workloads/index.js';
 import { withContext } from '../context.js';
+import { readInputFile } from '../input-file.js';
 import { printJson } from '../output.js';
 import { waitForStart } from '../start-wait.js';
 
@@ -23,12 +23,7 @@ function parsePort(value: string): number {
 
 /** Reads a vMCP config file (YAML is a superset of JSON). */
 export function readVmcpConfigFile(path: string): Record<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new SkepError('bad_request', `cannot read ${path}: ${(err as Error).message}`);
-  }
+  const text = readInputFile(path, { dashIsStdin: false });
   let value: unknown;
   try {
     value = parseYaml(text);

@@ -2,7 +2,7 @@
  * Workload commands: `skep run`, `list`, `stop`, `restart`, `rm`, `logs`, `export`, and the
  * hidden `skep runner <name>` that the manager spawns detached for each workload.
  */
-import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { ApiContext } from '../../api/context.js';
@@ -10,6 +10,7 @@ import { definedOnly, SkepError } from '../../shared/index.js';
 import { type CreateWorkloadRequest, type Transport, tailFile } from '../../workloads/index.js';
 import { withContext } from '../context.js';
 import { UsageError } from '../errors.js';
+import { readInputFile } from '../input-file.js';
 import { type JsonOpt, printJson, printListing, printOutcome } from '../output.js';
 import type { StartFailure } from '../start-failure.js';
 import { defaultWaitMs, failureDetails, type StartOutcome, waitForStart } from '../start-wait.js';
@@ -166,12 +167,7 @@ export function registerWorkloads(program: Command): void {
         if (opts.fromConfig !== undefined) {
           if (server !== undefined)
             throw new SkepError('bad_request', 'give either a server or --from-config, not both');
-          let text: string;
-          try {
-            text = readFileSync(opts.fromConfig, 'utf8');
-          } catch (err) {
-            throw new SkepError('bad_request', `cannot read ${opts.fromConfig}: ${(err as Error).message}`);
-          }
+          const text = readInputFile(opts.fromConfig, { dashIsStdin: false });
           let raw: unknown;
           try {
             raw = JSON.parse(text);
