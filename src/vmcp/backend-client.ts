@@ -116,11 +116,16 @@ function sweep(): void {
 
 const pools = new Map<string, Pool>();
 
-/** One keep-alive pool per backend origin, shared by every session of this process. */
+/**
+ * One keep-alive pool per backend origin, shared by every session of this process. It has no
+ * connection cap: each backend session's standing GET holds a connection for as long as the
+ * session lives, so a cap would let open sessions starve every call at that backend (with 64,
+ * the 65th client session's calls waited for a connection until they timed out).
+ */
 export function poolFor(origin: string): Pool {
   let pool = pools.get(origin);
   if (pool === undefined) {
-    pool = new Pool(origin, { connections: 64, pipelining: 1, keepAliveTimeout: 30_000 });
+    pool = new Pool(origin, { pipelining: 1, keepAliveTimeout: 30_000 });
     pools.set(origin, pool);
   }
   return pool;

@@ -84,6 +84,20 @@ test(
       assert.equal(await callText(client, 'alpha_grown'), 'grown');
     });
 
+    await t.test('80 client sessions open at once are all served (no per-backend session cap)', async (t) => {
+      // Each client session holds a backend session with a standing GET stream open. The
+      // streams must not take the connections the calls need: with a fixed 64-connection pool
+      // the 65th session's calls waited for a connection until their timeout.
+      const clients = await Promise.all(Array.from({ length: 80 }, () => connect(t, l.port('hub'))));
+      const answers = await Promise.all(
+        clients.map((c, i) => callText(c, 'alpha_search', { query: `s${i}` }).catch((e: Error) => e.message)),
+      );
+      assert.deepEqual(
+        answers,
+        clients.map((_, i) => `alpha found s${i}`),
+      );
+    });
+
     await t.test(
       'a stopped backend leaves the lists and fails fast; it comes back when started',
       async (t) => {
