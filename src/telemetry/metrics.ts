@@ -193,6 +193,18 @@ export class Instrument<C extends NumberCell | HistogramCell> {
 /** Families computed when metrics are read (rate-limit counters, workloads by status, process). */
 export type MetricCollector = () => readonly MetricFamily[];
 
+/** A registry's instruments of one scope, from `MetricRegistry.meter`; units default as there. */
+export interface Meter {
+  counter(name: string, description: string, unit?: string): Instrument<NumberCell>;
+  upDownCounter(name: string, description: string, unit?: string): Instrument<NumberCell>;
+  histogram(
+    name: string,
+    description: string,
+    boundaries: readonly number[],
+    unit?: string,
+  ): Instrument<HistogramCell>;
+}
+
 export class MetricRegistry {
   readonly #instruments: Instrument<NumberCell | HistogramCell>[] = [];
   readonly #collectors: MetricCollector[] = [];
@@ -234,6 +246,16 @@ export class MetricRegistry {
         (labels) => new HistogramCell(labels, this.#now(), bounds),
       ),
     );
+  }
+
+  /** The instruments of one instrumentation scope (an OpenTelemetry meter). */
+  meter(scope: MetricScope): Meter {
+    return {
+      counter: (name, description, unit) => this.counter(name, description, scope, unit),
+      upDownCounter: (name, description, unit) => this.upDownCounter(name, description, scope, unit),
+      histogram: (name, description, boundaries, unit) =>
+        this.histogram(name, description, boundaries, scope, unit),
+    };
   }
 
   /** Adds families computed at read time. */

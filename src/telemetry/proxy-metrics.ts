@@ -64,33 +64,20 @@ export class ProxyMetrics {
     this.#transport = transport;
     this.#networkTransport = transport === 'stdio' ? 'pipe' : 'tcp';
     this.#networkProtocol = transport === 'stdio' ? undefined : 'http';
-    this.#requests = registry.counter(
-      'toolhive_mcp_requests',
-      'Total number of MCP requests',
-      TELEMETRY_SCOPE,
-    );
-    this.#requestDuration = registry.histogram(
+    const meter = registry.meter(TELEMETRY_SCOPE);
+    this.#requests = meter.counter('toolhive_mcp_requests', 'Total number of MCP requests');
+    this.#requestDuration = meter.histogram(
       'toolhive_mcp_request_duration',
       'Duration of MCP requests in seconds',
       MCP_DURATION_BUCKETS,
-      TELEMETRY_SCOPE,
     );
-    this.#operationDuration = registry.histogram(
+    this.#operationDuration = meter.histogram(
       'mcp.server.operation.duration',
       'Duration of MCP server operations (MCP semantic conventions)',
       MCP_DURATION_BUCKETS,
-      TELEMETRY_SCOPE,
     );
-    this.#toolCalls = registry.counter(
-      'toolhive_mcp_tool_calls',
-      'Total number of MCP tool calls',
-      TELEMETRY_SCOPE,
-    );
-    this.#active = registry.upDownCounter(
-      'toolhive_mcp_active_connections',
-      'Number of active MCP connections',
-      TELEMETRY_SCOPE,
-    );
+    this.#toolCalls = meter.counter('toolhive_mcp_tool_calls', 'Total number of MCP tool calls');
+    this.#active = meter.upDownCounter('toolhive_mcp_active_connections', 'Number of active MCP connections');
     this.#activeCell = this.#active.series({ server, transport });
     this.#activeSseCell = this.#active.series({ server, transport, connection_type: 'sse' });
     this.#sseOpened = this.#requests.series({
