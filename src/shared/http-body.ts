@@ -3,8 +3,10 @@
  * framework (workload proxy, operator webhook, embedded authorization server). A declared
  * `Content-Length` over the limit is refused before any byte is read; a body that grows past
  * it is refused as soon as it does, and the rest is drained so the connection stays usable.
+ * The capped read itself (`readTextUpTo`) also serves bodies Skep receives (webhook answers).
  */
 import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
 
 /** The body is larger than the limit; each surface maps it to its own 413 (or 400) shape. */
 export class BodyTooLargeError extends Error {
@@ -21,24 +23,42 @@ export function readBody(req: IncomingMessage, limit: number): Promise<string> {
     req.resume();
     return Promise.reject(new BodyTooLargeError(limit));
   }
+  // Past the limit the rest is drained, so the connection stays usable for the answer.
+  return readTextUpTo(req, limit, () => req.resume()).then((text) => {
+    if (text === undefined) throw new BodyTooLargeError(limit);
+    return text;
+  });
+}
+
+/**
+ * Reads `stream` to its end as UTF-8; `undefined` once more than `limit` bytes arrived: then
+ * it stops collecting and calls `overflow` (which drains or destroys the stream). Read with
+ * listeners: an async iterator over the stream costs tens of µs per call on Node 20.
+ */
+export function readTextUpTo(
+  stream: Readable,
+  limit: number,
+  overflow: () => void,
+): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
         chunks.length = 0;
-        req.removeAllListeners('data');
-        req.resume();
-        reject(new BodyTooLargeError(limit));
+        stream.off('data', onData);
+        overflow();
+        resolve(undefined);
         return;
       }
       chunks.push(chunk);
-    });
-    req.on('end', () => {
+    };
+    stream.on('data', onData);
+    stream.on('end', () => {
       if (size <= limit)
         resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
     });
-    req.on('error', reject);
+    stream.on('error', reject);
   });
 }

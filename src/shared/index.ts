@@ -7,7 +7,7 @@ export { describeError, ERROR_CODES, isSkepError, SkepError } from './errors.js'
 export { findExecutable, isExecutable } from './executables.js';
 export { parseGoDuration } from './go-duration.js';
 export { groupBy } from './group-by.js';
-export { BodyTooLargeError, readBody } from './http-body.js';
+export { BodyTooLargeError, readBody, readTextUpTo } from './http-body.js';
 export { pathExists, writeFileAtomic, writeFileAtomicSync } from './fs.js';
 export { lazyRequire } from './lazy.js';
 export type { RedisConnectionConfig, RedisTarget, RedisTls, RedisUse } from './redis.js';

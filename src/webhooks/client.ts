@@ -12,9 +12,8 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
 import type { Pool } from 'undici';
-import { lazyRequire } from '../shared/index.js';
+import { lazyRequire, readTextUpTo } from '../shared/index.js';
 import { WEBHOOK_LIMITS, type WebhookConfig } from './config.js';
 import type { WebhookPrincipal } from './principal.js';
 
@@ -193,7 +192,8 @@ export class WebhookClient {
         signal: abort,
       });
       status = res.statusCode;
-      const read = await readLimited(res.body, WEBHOOK_LIMITS.maxResponseBytes);
+      // Past the limit the rest is not read.
+      const read = await readTextUpTo(res.body, WEBHOOK_LIMITS.maxResponseBytes, () => res.body.destroy());
       if (read === undefined)
         return { kind: 'failure', reason: `answer larger than ${WEBHOOK_LIMITS.maxResponseBytes} bytes` };
       text = read;
@@ -254,28 +254,6 @@ export class WebhookClient {
     }
     return this.#pool;
   }
-}
-
-/**
- * The body as UTF-8, or undefined once it passes `limit` bytes (the rest is not read). Read
- * with listeners: an async iterator over the stream costs tens of µs per call on Node 20.
- */
-function readLimited(body: Readable, limit: number): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    body.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        body.destroy();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    body.once('end', () => resolve(Buffer.concat(chunks, size).toString('utf8')));
-    body.once('error', reject);
-  });
 }
 
 /** A network error for logs: its code and message (undici wraps the cause). */
