@@ -158,9 +158,9 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
   const policy: RestartPolicy = { ...DEFAULT_RESTART_POLICY, ...options.policy };
   const rows = new WorkloadStore(options.store);
   const setStatus = (update: StatusUpdate) => rows.setStatusFromRunner(name, pid, update);
-  /** Records `error` with `context` (what the user sees) and logs `message` with the error. */
-  const failed = (context: string, message: string, err: unknown): number => {
-    setStatus({ status: 'error', context });
+  /** Records `error` with `<what>: <the error>` (what the user sees) and logs `message` with the error. */
+  const failed = (what: string, message: string, err: unknown): number => {
+    setStatus({ status: 'error', context: `${what}: ${describeError(err)}` });
     logger.error({ workload: name, err }, message);
     return 1;
   };
@@ -222,7 +222,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
       ...(await resolveSecretReferences(runConfig.secrets, options.secretLookup)),
     };
   } catch (err) {
-    return failed(`cannot resolve secrets: ${describeError(err)}`, 'cannot resolve secrets', err);
+    return failed('cannot resolve secrets', 'cannot resolve secrets', err);
   }
 
   // The proxy's public origin (`http://host:port`; a wildcard bind is reached on loopback).
@@ -246,7 +246,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
       });
     } catch (err) {
       return failed(
-        `cannot start the embedded authorization server: ${describeError(err)}`,
+        'cannot start the embedded authorization server',
         'cannot start the embedded authorization server',
         err,
       );
@@ -271,11 +271,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
       },
     });
   } catch (err) {
-    return failed(
-      `invalid middleware configuration: ${describeError(err)}`,
-      'cannot build the middleware pipeline',
-      err,
-    );
+    return failed('invalid middleware configuration', 'cannot build the middleware pipeline', err);
   }
   const builtChain = chain;
   closers.add('middleware pipeline', () => builtChain.close());
@@ -291,7 +287,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     const storage = sessionStorageOf(runConfig);
     sessions = storage === undefined ? undefined : await openSessionStore(storage);
   } catch (err) {
-    return failed(`session storage: ${describeError(err)}`, 'cannot open the session store', err);
+    return failed('session storage', 'cannot open the session store', err);
   }
   const openedSessions = sessions;
   if (openedSessions !== undefined) closers.add('session store', () => openedSessions.close());
@@ -308,11 +304,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     try {
       virtual = await startVirtual(options, runConfig, env, authServer, rows, setStatus);
     } catch (err) {
-      return failed(
-        `invalid vmcp configuration: ${describeError(err)}`,
-        'cannot start the virtual MCP server',
-        err,
-      );
+      return failed('invalid vmcp configuration', 'cannot start the virtual MCP server', err);
     }
     const started = virtual;
     closers.add('virtual MCP server', () => started.close());
@@ -365,7 +357,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     });
   } catch (err) {
     return failed(
-      `cannot serve the proxy on ${runConfig.host}:${runConfig.port}: ${describeError(err)}`,
+      `cannot serve the proxy on ${runConfig.host}:${runConfig.port}`,
       'cannot start the proxy',
       err,
     );
