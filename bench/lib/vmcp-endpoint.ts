@@ -3,14 +3,17 @@
  * real runner processes:
  * - `tools/call` through a virtual workload vs directly to its one backend (an echo workload),
  *   interleaved rounds at concurrency 1 and 32 (targets: ≤ 1.3× p50 at c1, ≥ 70 % throughput
- *   at c32);
+ *   at c32), and through a bare relay in front of the same backend: the floor of one more hop;
  * - aggregated `tools/list` over 10 backends × 50 tools (many-tools-server.mjs), warm (the
  *   session's lists are cached until a backend or list changes; time to the whole answer, as
  *   for tools/call; also with the client's JSON.parse): p50 target ≤ 5 ms; and the
  *   first `tools/list` of new sessions once the server is warm (served from the backend lists
  *   the virtual server's sessions share, src/vmcp/list-cache.ts, without asking any backend).
  */
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
@@ -72,11 +75,63 @@ async function listSession(pool: Pool): Promise<(parse?: boolean) => Promise<num
   };
 }
 
+const RELAYED = ['content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version'];
+
+/**
+ * The floor of any extra hop: a bare relay (node:http in, undici keep-alive pool out, the MCP
+ * headers and body passed through, no parsing) in front of the backend workload. A virtual
+ * endpoint cannot be cheaper than this on the same machine.
+ */
+async function startRelay(backendPort: number): Promise<{ port: number; close: () => Promise<void> }> {
+  const pool = new Pool(`http://127.0.0.1:${backendPort}`, { pipelining: 1, keepAliveTimeout: 60_000 });
+  const pick = (headers: IncomingHttpHeaders): Record<string, string> => {
+    const out: Record<string, string> = {};
+    for (const name of RELAYED) {
+      const v = headers[name];
+      if (typeof v === 'string') out[name] = v;
+    }
+    return out;
+  };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      pool
+        .request({
+          method: 'POST',
+          path: req.url ?? '/mcp',
+          headers: pick(req.headers),
+          body: Buffer.concat(chunks),
+        })
+        .then(async (answer) => {
+          const body = Buffer.from(await answer.body.arrayBuffer());
+          res.writeHead(answer.statusCode, pick(answer.headers));
+          res.end(body);
+        })
+        .catch(() => {
+          res.writeHead(502).end();
+        });
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      await pool.close();
+    },
+  };
+}
+
 export async function measureVmcpEndpoint(log: (msg: string) => void): Promise<Record<string, unknown>> {
   bundleCli();
   const dir = mkdtempSync(join(tmpdir(), 'skep-bench-vmcp-'));
   const env: NodeJS.ProcessEnv = Object.assign({}, process.env, { SKEP_HOME: dir });
   const started: string[] = [];
+  let relay: Awaited<ReturnType<typeof startRelay>> | undefined;
   try {
     for (const g of ['bench', 'wide']) cli(env, ['group', 'create', g]);
     // tools/call: the echo workload directly ("none") and through a virtual workload over it.
@@ -92,10 +147,18 @@ export async function measureVmcpEndpoint(log: (msg: string) => void): Promise<R
           vmcp: { aggregation: { conflictResolutionConfig: { prefixOnlyConflicts: true } } },
         },
       },
-      { log, started: (name) => started.push(name) },
+      {
+        log,
+        started: (name) => started.push(name),
+        more: async (ports) => {
+          relay = await startRelay(ports['none'] as number);
+          return { relay: relay.port };
+        },
+      },
     );
     const none = summary['none'] ?? {};
     const vmcp = summary['vmcp'] ?? {};
+    const floor = summary['relay'] ?? {};
     const c1Ratio = (vmcp['c1_p50_ms'] ?? 0) / (none['c1_p50_ms'] ?? 1);
     const c32Kept = (vmcp['c32_calls_per_s'] ?? 0) / (none['c32_calls_per_s'] ?? 1);
 
@@ -172,6 +235,13 @@ export async function measureVmcpEndpoint(log: (msg: string) => void): Promise<R
         target_c1_p50_ratio: 1.3,
         c32_throughput_kept: round(c32Kept, 3),
         target_c32_throughput_kept: 0.7,
+        // The same two numbers for a bare relay: no extra hop does better on this machine.
+        bare_relay: floor,
+        bare_relay_c1_p50_ratio: round((floor['c1_p50_ms'] ?? 0) / (none['c1_p50_ms'] ?? 1), 3),
+        bare_relay_c32_throughput_kept: round(
+          (floor['c32_calls_per_s'] ?? 0) / (none['c32_calls_per_s'] ?? 1),
+          3,
+        ),
       },
       aggregated_tools_list: {
         backends: 10,
@@ -186,6 +256,7 @@ export async function measureVmcpEndpoint(log: (msg: string) => void): Promise<R
       endpoint_pass: c1Ratio <= 1.3 && c32Kept >= 0.7 && listed === 500 && warm.p50_ms <= 5,
     };
   } finally {
+    await relay?.close();
     for (const name of started.reverse()) cli(env, ['rm', name]);
     rmSync(dir, { recursive: true, force: true });
   }

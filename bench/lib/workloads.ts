@@ -235,6 +235,11 @@ export async function measureWorkloads(
     log: (msg: string) => void;
     started: (name: string) => void;
     fresh?: (label: string) => boolean;
+    /**
+     * More endpoints measured in the same interleaved rounds (label → port), made once the
+     * workloads run (e.g. a bare relay in front of one of them, as a floor).
+     */
+    more?: (ports: Record<string, number>) => Promise<Record<string, number>>;
   },
 ): Promise<{ summary: Summary; ports: Record<string, number> }> {
   const targets: Array<{
@@ -245,12 +250,17 @@ export async function measureWorkloads(
   }> = [];
   const ports: Record<string, number> = {};
   try {
+    const endpoints: Array<[string, number]> = [];
     for (const [label, extra] of Object.entries(configs)) {
       options.log(`starting workload ${label}`);
       const w = await startWorkload(env, dir, `bench-${label}`, extra);
       options.started(w.name);
       ports[label] = w.port;
-      const pool = new Pool(`http://127.0.0.1:${w.port}`, { connections: 64, keepAliveTimeout: 60_000 });
+      endpoints.push([label, w.port]);
+    }
+    if (options.more !== undefined) endpoints.push(...Object.entries(await options.more({ ...ports })));
+    for (const [label, port] of endpoints) {
+      const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 64, keepAliveTimeout: 60_000 });
       const fresh = options.fresh?.(label) ?? false;
       const c32 = await Promise.all(Array.from({ length: 32 }, () => session(pool, fresh)));
       targets.push({ label, pool, c1: [c32[0] as () => Promise<void>], c32 });
