@@ -257,6 +257,35 @@ export function DataTable<T>(props: {
   );
 }
 
+/**
+ * A row of tabs (`role="tablist"`): a button for each key of `tabs` (its value is the button's
+ * text); the `selected` one is marked, the others are ghost buttons.
+ */
+export function Tabs<T extends string>(props: {
+  label: string;
+  tabs: Record<T, string>;
+  selected: T;
+  onSelect: (tab: T) => void;
+  small?: boolean;
+}) {
+  return (
+    <div role="tablist" aria-label={props.label}>
+      {(Object.keys(props.tabs) as T[]).map((tab) => (
+        <button
+          key={tab}
+          type="button"
+          role="tab"
+          aria-selected={props.selected === tab}
+          class={`${props.small === true ? 'small ' : ''}${props.selected === tab ? '' : 'ghost'}`}
+          onClick={() => props.onSelect(tab)}
+        >
+          {props.tabs[tab]}
+        </button>
+      ))}
+    </div>
+  );
+}
+
 /** A list of names, or a muted dash when it is empty. */
 export function NameList(props: { names: string[] }) {
   return props.names.length === 0 ? <span class="muted">—</span> : <>{props.names.join(', ')}</>;

@@ -13,6 +13,7 @@ import {
   Notice,
   PageHeader,
   StatusBadge,
+  Tabs,
   TextField,
   TextInput,
   useAction,
@@ -55,20 +56,12 @@ export function CatalogPage() {
         <Link href="/registry-source">Registry source</Link>
       </PageHeader>
       <div class="toolbar">
-        <div role="tablist" aria-label="Catalog">
-          {(['servers', 'skills'] as const).map((kind) => (
-            <button
-              key={kind}
-              type="button"
-              role="tab"
-              aria-selected={tab === kind}
-              class={tab === kind ? '' : 'ghost'}
-              onClick={() => setTab(kind)}
-            >
-              {kind === 'servers' ? 'Servers' : 'Skills'}
-            </button>
-          ))}
-        </div>
+        <Tabs
+          label="Catalog"
+          tabs={{ servers: 'Servers', skills: 'Skills' }}
+          selected={tab}
+          onSelect={setTab}
+        />
         <input
           type="search"
           placeholder={`Search ${tab}`}

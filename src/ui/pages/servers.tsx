@@ -12,6 +12,7 @@ import {
   Notice,
   PageHeader,
   StatusBadge,
+  Tabs,
   TextField,
   TextInput,
   useAction,
@@ -157,8 +158,11 @@ export function ServersPage() {
   );
 }
 
+/** A workload's two logs: the API path of each, and its name on the tab. */
+const LOGS = { logs: 'Server', 'proxy-logs': 'Proxy' };
+
 function LogTail(props: { name: string }) {
-  const [which, setWhich] = useState<'logs' | 'proxy-logs'>('logs');
+  const [which, setWhich] = useState<keyof typeof LOGS>('logs');
   const logs = useLoad(
     () => getText(`/api/v1beta/workloads/${seg(props.name)}/${which}?lines=200`),
     [props.name, which],
@@ -168,27 +172,10 @@ function LogTail(props: { name: string }) {
     <section class="card">
       <div class="card-header">
         <h2>Logs</h2>
-        <div role="tablist" aria-label="Log">
-          {(['logs', 'proxy-logs'] as const).map((kind) => (
-            <button
-              key={kind}
-              type="button"
-              role="tab"
-              class={`small ${which === kind ? '' : 'ghost'}`}
-              aria-selected={which === kind}
-              onClick={() => setWhich(kind)}
-            >
-              {kind === 'logs' ? 'Server' : 'Proxy'}
-            </button>
-          ))}
-        </div>
+        <Tabs label="Log" tabs={LOGS} selected={which} onSelect={setWhich} small />
       </div>
       <ErrorBox error={logs.error} title="Could not read the log" />
-      <pre
-        class="log"
-        tabIndex={0}
-        aria-label={`${which === 'logs' ? 'Server' : 'Proxy'} log, last 200 lines`}
-      >
+      <pre class="log" tabIndex={0} aria-label={`${LOGS[which]} log, last 200 lines`}>
         {logs.data === undefined ? '' : logs.data === '' ? '(empty)' : logs.data}
       </pre>
     </section>
