@@ -2,7 +2,7 @@
  * The client catalog: every MCP client application Skep can register with, where its MCP
  * configuration file lives on each OS, how the servers are laid out in that file and which
  * entry shape it expects. Facts from the reference table (skills-registry-secrets-clients §4.1);
- * the order of `CLIENT_TYPES` is the fixed discovery order of management-api §1.1.
+ * the order of `CLIENT_TYPES` (wire.ts) is the fixed discovery order of management-api §1.1.
  *
  * Paths are resolved at call time from an environment (HOME, APPDATA, XDG_CONFIG_HOME) so a
  * test, or a CLI run for another user, can point every client at a temporary home.
@@ -10,36 +10,7 @@
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { definedOnly } from '../shared/index.js';
-
-export const CLIENT_TYPES = [
-  'roo-code',
-  'cline',
-  'cursor',
-  'vscode-insider',
-  'vscode',
-  'claude-code',
-  'windsurf',
-  'windsurf-jetbrains',
-  'amp-cli',
-  'lm-studio',
-  'goose',
-  'trae',
-  'continue',
-  'opencode',
-  'kiro',
-  'antigravity',
-  'zed',
-  'gemini-cli',
-  'vscode-server',
-  'mistral-vibe',
-  'codex',
-  'kimi-cli',
-  'factory',
-  'copilot-cli',
-  'qoder',
-] as const;
-
-export type ClientType = (typeof CLIENT_TYPES)[number];
+import { CLIENT_TYPES, type ClientType } from './wire.js';
 
 /** The transport a client reaches a Skep proxy with (stdio servers are served through their proxy mode). */
 export type ClientTransport = 'sse' | 'streamable-http';

@@ -23,10 +23,8 @@ import {
 } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
-  CLIENT_TYPES,
   type ClientDefinition,
   type ClientTransport,
-  type ClientType,
   clientDefinition,
   homeOf,
   isClientType,
@@ -35,6 +33,7 @@ import {
 import { editConfigText, readConfigEntries, readConfigFile, writeConfigFile } from './config-file.js';
 import { withFileLock } from './file-lock.js';
 import { CreatedPaths, PRESENCE_MIGRATION, programOnPath } from './presence.js';
+import { CLIENT_TYPES, type ClientRegistration, type ClientStatus, type ClientType } from './wire.js';
 
 /** What the sync needs to know about a workload (a narrow view of the workload engine's records). */
 export interface WorkloadEndpoint {
@@ -58,18 +57,6 @@ export interface WorkloadEndpoint {
 }
 
 export type ListWorkloads = () => WorkloadEndpoint[] | Promise<WorkloadEndpoint[]>;
-
-export interface ClientStatus {
-  client_type: ClientType;
-  installed: boolean;
-  registered: boolean;
-  supports_skills: boolean;
-}
-
-export interface ClientRegistration {
-  name: string;
-  groups: string[];
-}
 
 export interface SyncResult {
   client_type: ClientType;

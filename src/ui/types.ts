@@ -1,6 +1,7 @@
 /**
  * The wire objects the UI reads and writes. The registry's are the API's own TypeBox static
- * types (imported as types only: nothing of the server lands in the bundle). The workload
+ * types, the clients' the clients domain's (`src/clients/wire.ts`; both imported as types only:
+ * nothing of the server lands in the bundle). The workload
  * objects mirror `src/workloads/schemas.ts` — whose module graph reaches Node-only code the
  * browser's type environment cannot hold — and test/unit/ui/wire-types.test.ts makes the
  * type checker prove that every server object fits what the UI reads and every UI request
@@ -99,19 +100,8 @@ export interface SecretsProvider {
   };
 }
 
-/** `GET /api/v1beta/discovery/clients` (routes/clients.ts `ClientStatus`). */
-export interface ClientStatus {
-  client_type: string;
-  installed: boolean;
-  registered: boolean;
-  supports_skills: boolean;
-}
-
-/** routes/clients.ts `ClientRegistration`. */
-export interface ClientRegistration {
-  name: string;
-  groups: string[];
-}
+// `GET /api/v1beta/discovery/clients` and `GET /api/v1beta/clients`: the clients domain's own types.
+export type { ClientRegistration, ClientStatus } from '../clients/wire.js';
 
 /** routes/groups.ts `Group`. */
 export interface Group {
