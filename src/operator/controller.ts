@@ -15,8 +15,9 @@ import type { Logger } from '../shared/index.js';
 import type { Condition, ReferencingWorkload } from '../schemas/extauth/index.js';
 import { REFERENCING_KINDS } from '../schemas/extauth/index.js';
 import { configHash } from './config-hash.js';
-import { type KubeClient, type KubeObject, type ResourceType, statusOf } from './kube.js';
-import { Informer, type InformerEvent, type InformerOptions } from './informer.js';
+import { ControllerLoop } from './controller-loop.js';
+import { type KubeClient, type KubeObject, statusOf } from './kube.js';
+import type { InformerEvent } from './informer.js';
 import {
   EXTAUTH_RESOURCE,
   REF_ANNOTATIONS,
@@ -26,7 +27,7 @@ import {
   type WorkloadKind,
 } from './references.js';
 import { formatProblem, type SecretReader, validateExtAuthConfigWithSecrets } from './validate.js';
-import { WorkQueue } from './workqueue.js';
+import type { WorkQueue } from './workqueue.js';
 
 export const FINALIZER = 'skep.dev/mcpexternalauthconfig-finalizer';
 const STATUS_RETRIES = 5;
@@ -68,12 +69,10 @@ export function kubeSecretReader(kube: KubeClient, logger: Logger): SecretReader
 export class ExtAuthController {
   readonly #kube: KubeClient;
   readonly #log: Logger;
+  readonly #loop: ControllerLoop;
   readonly #queue: WorkQueue;
   readonly #workloads = new Map<string, Workload>(); // kind/namespace/name → refs
-  readonly #informers: Informer[] = [];
   readonly #readSecret: SecretReader;
-  #closed = false;
-  #worker: Promise<void> | undefined;
 
   readonly #options: ControllerOptions;
 
@@ -81,49 +80,29 @@ export class ExtAuthController {
     this.#options = options;
     this.#kube = options.kube;
     this.#log = options.logger;
-    this.#queue = new WorkQueue({ baseDelayMs: options.backoffBaseMs ?? 200 });
+    this.#loop = new ControllerLoop({
+      kube: options.kube,
+      logger: options.logger,
+      namespace: options.namespace,
+      relistDelayMs: options.relistDelayMs,
+      retryDelayMs: options.backoffBaseMs ?? 200,
+      reconcile: (key) => this.reconcile(key),
+    });
+    this.#queue = this.#loop.queue;
     this.#readSecret = kubeSecretReader(this.#kube, this.#log);
   }
 
   /** Starts informers, waits for their first list, then starts the worker. */
   async start(): Promise<void> {
-    const informer = (
-      name: string,
-      type: ResourceType,
-      onEvent: InformerOptions['onEvent'],
-      optional: boolean,
-    ) =>
-      new Informer(
-        Object.assign(
-          {
-            kube: this.#kube,
-            type,
-            logger: this.#log,
-            name,
-            onEvent,
-            // A workload CRD that is not installed answers 404: nothing can reference through it.
-            optional,
-            backoffBaseMs: this.#options.relistDelayMs ?? 1000,
-          },
-          this.#options.namespace === undefined ? {} : { namespace: this.#options.namespace },
-        ),
-      );
-    this.#informers.push(
-      informer('config', EXTAUTH_RESOURCE, (type, obj) => this.#onConfig(type, obj), false),
-      ...WORKLOAD_TYPES.map((w) =>
-        informer(w.kind, w.type, (type, obj) => this.#onWorkload(w.kind, type, obj), true),
-      ),
-    );
-    await Promise.all(this.#informers.map((i) => i.start()));
-    this.#worker = this.#work();
+    this.#loop.watch('config', EXTAUTH_RESOURCE, (type, obj) => this.#onConfig(type, obj), false);
+    // A workload CRD that is not installed answers 404: nothing can reference through it.
+    for (const w of WORKLOAD_TYPES)
+      this.#loop.watch(w.kind, w.type, (type, obj) => this.#onWorkload(w.kind, type, obj), true);
+    await this.#loop.start();
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await Promise.all(this.#informers.map((i) => i.close()));
-    this.#queue.close();
-    await this.#worker;
+  close(): Promise<void> {
+    return this.#loop.close();
   }
 
   #onConfig(_type: InformerEvent, obj: KubeObject): void {
@@ -145,14 +124,6 @@ export class ExtAuthController {
     return [...this.#workloads.values()]
       .filter((w) => w.namespace === namespace && w.refs.some((r) => r.name === name))
       .sort((a, b) => (a.kind === b.kind ? a.name.localeCompare(b.name) : a.kind.localeCompare(b.kind)));
-  }
-
-  #work(): Promise<void> {
-    return this.#queue.process(
-      (key) => this.reconcile(key),
-      (err, key, retryInMs) =>
-        this.#log.warn({ err: (err as Error).message, key, retryInMs }, 'reconcile failed'),
-    );
   }
 
   /** One pass over one config. Exposed for tests that drive reconcile directly. */
@@ -278,7 +249,7 @@ export class ExtAuthController {
 
   /** True once every informer has completed its first list (for readiness probes). */
   get hasSynced(): boolean {
-    return this.#informers.length > 0 && this.#informers.every((i) => i.synced);
+    return this.#loop.hasSynced;
   }
 }
 

@@ -15,11 +15,12 @@ import type { Logger } from '../shared/index.js';
 import type { Condition } from '../schemas/extauth/index.js';
 import { EXTAUTH_KIND } from '../schemas/extauth/index.js';
 import { WORKLOAD_KINDS } from '../schemas/workloads/index.js';
-import { Informer, type InformerEvent } from './informer.js';
+import { ControllerLoop } from './controller-loop.js';
+import type { InformerEvent } from './informer.js';
 import { type KubeClient, type KubeObject, type ObjectClient, type ResourceType, statusOf } from './kube.js';
 import { EXTAUTH_RESOURCE } from './references.js';
 import { groupBackends, type K8sObject, type RenderOptions, renderResources } from './render.js';
-import { WorkQueue } from './workqueue.js';
+import type { WorkQueue } from './workqueue.js';
 
 type Node = Record<string, unknown>;
 
@@ -52,45 +53,38 @@ const MEMBER_KINDS = new Set(['MCPServer', 'MCPRemoteProxy', 'MCPServerEntry']);
 export class WorkloadController {
   readonly #o: WorkloadControllerOptions;
   readonly #cache = new Map<string, KubeObject>(); // kind/ns/name
-  readonly #queue = new WorkQueue({ baseDelayMs: 200 });
-  readonly #informers: Informer[] = [];
-  #worker: Promise<void> | undefined;
-  #closed = false;
+  readonly #loop: ControllerLoop;
+  readonly #queue: WorkQueue;
 
   constructor(options: WorkloadControllerOptions) {
     this.#o = options;
+    this.#loop = new ControllerLoop({
+      kube: options.kube,
+      logger: options.logger,
+      namespace: options.namespace,
+      relistDelayMs: options.relistDelayMs,
+      retryDelayMs: 200,
+      reconcile: (key) => this.reconcile(key),
+    });
+    this.#queue = this.#loop.queue;
   }
 
   async start(): Promise<void> {
-    const { kube, namespace, logger } = this.#o;
-    for (const { kind, type } of TYPES) {
-      const onEvent = (event: InformerEvent, obj: KubeObject) => {
-        const key = `${kind}/${nsOf(obj)}/${obj.metadata.name}`;
-        if (event === 'DELETED') this.#cache.delete(key);
-        else this.#cache.set(key, obj);
-        this.#enqueueAffected(kind, obj);
-      };
-      this.#informers.push(
-        new Informer(
-          Object.assign(
-            // A CRD that is not installed: nothing of this kind exists (re-listed with backoff).
-            { kube, type, logger, name: kind, onEvent, optional: true },
-            namespace === undefined ? {} : { namespace },
-            this.#o.relistDelayMs === undefined ? {} : { backoffBaseMs: this.#o.relistDelayMs },
-          ),
-        ),
-      );
-    }
-    await Promise.all(this.#informers.map((i) => i.start()));
-    this.#worker = this.#work();
+    // A CRD that is not installed: nothing of this kind exists (re-listed with backoff).
+    for (const { kind, type } of TYPES)
+      this.#loop.watch(kind, type, (event, obj) => this.#onEvent(kind, event, obj), true);
+    await this.#loop.start();
   }
 
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    await Promise.all(this.#informers.map((i) => i.close()));
-    this.#queue.close();
-    await this.#worker;
+  close(): Promise<void> {
+    return this.#loop.close();
+  }
+
+  #onEvent(kind: string, event: InformerEvent, obj: KubeObject): void {
+    const key = `${kind}/${nsOf(obj)}/${obj.metadata.name}`;
+    if (event === 'DELETED') this.#cache.delete(key);
+    else this.#cache.set(key, obj);
+    this.#enqueueAffected(kind, obj);
   }
 
   /** The resource itself, and whatever renders from it (consumers of a config, vMCPs of a group). */
@@ -128,14 +122,6 @@ export class WorkloadController {
         return true;
     }
     return false;
-  }
-
-  #work(): Promise<void> {
-    return this.#queue.process(
-      (key) => this.reconcile(key),
-      (err, key, retryInMs) =>
-        this.#o.logger.warn({ err: (err as Error).message, key, retryInMs }, 'reconcile failed'),
-    );
   }
 
   /** One pass over one resource (`Kind/namespace/name`). */
