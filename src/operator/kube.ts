@@ -88,6 +88,11 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
       throw err;
     }
   };
+  /** A PUT of `object` to its own namespace and name. */
+  const putOf = (type: ResourceType, object: KubeObject) => {
+    const { name, namespace = 'default' } = object.metadata;
+    return { ...type, namespace, name, body: object };
+  };
   return {
     async list(type, namespace) {
       // eslint-disable-next-line @typescript-eslint/no-explicit-any -- client-node types custom objects as `any`
@@ -125,25 +130,13 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
       )) as KubeObject;
     },
     async replaceStatus(type, object) {
-      const { name, namespace = 'default' } = object.metadata;
-      return (await custom.replaceNamespacedCustomObjectStatus({
-        ...type,
-        namespace,
-        name,
-        body: object,
-      })) as KubeObject;
+      return (await custom.replaceNamespacedCustomObjectStatus(putOf(type, object))) as KubeObject;
     },
     async create(type, namespace, object) {
       return (await custom.createNamespacedCustomObject({ ...type, namespace, body: object })) as KubeObject;
     },
     async replace(type, object) {
-      const { name, namespace = 'default' } = object.metadata;
-      return (await custom.replaceNamespacedCustomObject({
-        ...type,
-        namespace,
-        name,
-        body: object,
-      })) as KubeObject;
+      return (await custom.replaceNamespacedCustomObject(putOf(type, object))) as KubeObject;
     },
     async readSecret(namespace, name) {
       const secret = await notFoundAsUndefined(core.readNamespacedSecret({ namespace, name }));
