@@ -1,7 +1,7 @@
 /** `skep client status|list|register|remove`: discover clients and manage their registrations. */
 import type { Command } from 'commander';
 import { withContext } from '../context.js';
-import { addListing } from '../listing-command.js';
+import { addListing } from '../command-shapes.js';
 import { type JsonOpt, printOutcome } from '../output.js';
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];

@@ -1,8 +1,8 @@
 /** `skep group list|create|rm`. */
 import type { Command } from 'commander';
 import { withContext } from '../context.js';
-import { addListing } from '../listing-command.js';
-import { type JsonOpt, printOutcome } from '../output.js';
+import { addCall, addListing } from '../command-shapes.js';
+import { printOutcome } from '../output.js';
 
 export function registerGroup(program: Command): void {
   const group = program.command('group').description('Manage groups of workloads');
@@ -16,14 +16,10 @@ export function registerGroup(program: Command): void {
     row: (g) => [g.name, g.registered_clients.join(',')],
   }).alias('ls');
 
-  group
-    .command('create <name>')
-    .description('Create a group')
-    .option('--json', 'print JSON')
-    .action(async (name: string, opts: JsonOpt) => {
-      const created = await withContext((ctx) => ctx.groups.create(name));
-      printOutcome(opts, { name: created.name }, `group ${created.name} created`);
-    });
+  addCall(group, 'create <name>', 'Create a group', {
+    run: (ctx, name) => ctx.groups.create(name),
+    print: (created, opts) => printOutcome(opts, { name: created.name }, `group ${created.name} created`),
+  });
 
   group
     .command('rm <name>')

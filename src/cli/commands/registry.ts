@@ -1,7 +1,8 @@
 /** `skep registry list|search|info|set-source|refresh`: browse and configure the server registry. */
 import type { Command } from 'commander';
-import type { CatalogServer } from '../../registry/index.js';
+import type { CatalogServer, FoundServer } from '../../registry/index.js';
 import { SkepError } from '../../shared/index.js';
+import { addCall } from '../command-shapes.js';
 import { withContext } from '../context.js';
 import { type JsonOpt, printJson, printListing, printOutcome } from '../output.js';
 
@@ -28,6 +29,42 @@ function kindOf(s: CatalogServer): string {
 
 function transportOf(s: CatalogServer): string {
   return s.remotes?.[0]?.type ?? s.packages?.[0]?.transport.type ?? '-';
+}
+
+/** `registry info`: with `--json` the found server as the API answers it, else `Field: value` lines. */
+function printFound(found: FoundServer, opts: JsonOpt): void {
+  if (opts.json === true) {
+    printJson(
+      found.is_remote
+        ? { is_remote: true, remote_server: found.remote_server }
+        : { is_remote: false, server: found.server },
+    );
+    return;
+  }
+  const s = found.is_remote ? found.remote_server : found.server;
+  const rows: [string, string][] = [
+    ['Name', s.name],
+    ['Title', s.title ?? ''],
+    ['Description', s.description],
+    [found.is_remote ? 'URL' : 'Image', found.is_remote ? found.remote_server.url : found.server.image],
+    ['Transport', s.transport],
+    ['Tier', s.tier],
+    ['Repository', s.repository_url ?? ''],
+    ['Tools', s.tools.join(', ')],
+    ['Tags', (s.tags ?? []).join(', ')],
+  ];
+  if (!found.is_remote && found.server.args !== undefined) rows.push(['Args', found.server.args.join(' ')]);
+  for (const env of s.env_vars ?? []) {
+    const flags = [
+      env.required === true ? 'required' : 'optional',
+      env.secret === true ? 'secret' : '',
+    ].filter(Boolean);
+    rows.push([`Env ${env.name}`, `${env.description ?? ''} (${flags.join(', ')})`]);
+  }
+  if (found.is_remote) {
+    for (const h of found.remote_server.headers ?? []) rows.push([`Header ${h.name}`, h.description ?? '']);
+  }
+  for (const [k, v] of rows) if (v !== '') process.stdout.write(`${`${k}:`.padEnd(14)}${v}\n`);
 }
 
 export function registerRegistry(program: Command): void {
@@ -64,47 +101,10 @@ export function registerRegistry(program: Command): void {
     .option('--json', 'print JSON')
     .action((query: string, opts: JsonOpt) => printServers(query, opts));
 
-  registry
-    .command('info <name>')
-    .description('Show a server by full name or unique short name')
-    .option('--json', 'print JSON')
-    .action(async (name: string, opts: JsonOpt) => {
-      const found = await withContext((ctx) => ctx.registry.findServer(name));
-      if (opts.json === true) {
-        printJson(
-          found.is_remote
-            ? { is_remote: true, remote_server: found.remote_server }
-            : { is_remote: false, server: found.server },
-        );
-        return;
-      }
-      const s = found.is_remote ? found.remote_server : found.server;
-      const rows: [string, string][] = [
-        ['Name', s.name],
-        ['Title', s.title ?? ''],
-        ['Description', s.description],
-        [found.is_remote ? 'URL' : 'Image', found.is_remote ? found.remote_server.url : found.server.image],
-        ['Transport', s.transport],
-        ['Tier', s.tier],
-        ['Repository', s.repository_url ?? ''],
-        ['Tools', s.tools.join(', ')],
-        ['Tags', (s.tags ?? []).join(', ')],
-      ];
-      if (!found.is_remote && found.server.args !== undefined)
-        rows.push(['Args', found.server.args.join(' ')]);
-      for (const env of s.env_vars ?? []) {
-        const flags = [
-          env.required === true ? 'required' : 'optional',
-          env.secret === true ? 'secret' : '',
-        ].filter(Boolean);
-        rows.push([`Env ${env.name}`, `${env.description ?? ''} (${flags.join(', ')})`]);
-      }
-      if (found.is_remote) {
-        for (const h of found.remote_server.headers ?? [])
-          rows.push([`Header ${h.name}`, h.description ?? '']);
-      }
-      for (const [k, v] of rows) if (v !== '') process.stdout.write(`${`${k}:`.padEnd(14)}${v}\n`);
-    });
+  addCall(registry, 'info <name>', 'Show a server by full name or unique short name', {
+    run: (ctx, name) => ctx.registry.findServer(name),
+    print: printFound,
+  });
 
   registry
     .command('set-source')

@@ -8,7 +8,7 @@ import type { Command } from 'commander';
 import { SecretsService } from '../../secrets/index.js';
 import { definedOnly, SkepError } from '../../shared/index.js';
 import { withContext } from '../context.js';
-import { addListing } from '../listing-command.js';
+import { addListing } from '../command-shapes.js';
 import { type JsonOpt, printOutcome } from '../output.js';
 
 /** Reads a line without echoing it; undefined when there is no terminal. */

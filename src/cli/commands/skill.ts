@@ -4,7 +4,7 @@ import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { definedOnly } from '../../shared/index.js';
 import { withContext } from '../context.js';
-import { addListing } from '../listing-command.js';
+import { addCall, addListing } from '../command-shapes.js';
 import { type JsonOpt, printJson, printListing, printOutcome, printTable } from '../output.js';
 
 /** Exit codes of `sync` and `upgrade` (skills reference §1.7). */
@@ -25,12 +25,9 @@ const list = (value: string) => value.split(',').filter((c) => c !== '');
 export function registerSkill(program: Command): void {
   const skill = program.command('skill').description('Validate, build, share and install agent skills');
 
-  skill
-    .command('validate <path>')
-    .description('Validate a skill directory (SKILL.md rules and limits)')
-    .option('--json', 'print JSON')
-    .action(async (path: string, opts: JsonOpt) => {
-      const result = await withContext((ctx) => ctx.skills.validate(resolve(path)));
+  addCall(skill, 'validate <path>', 'Validate a skill directory (SKILL.md rules and limits)', {
+    run: (ctx, path) => ctx.skills.validate(resolve(path)),
+    print: (result, opts) => {
       if (opts.json === true) printJson(result);
       else {
         for (const e of result.errors) process.stdout.write(`Error: ${e}\n`);
@@ -38,7 +35,8 @@ export function registerSkill(program: Command): void {
         if (result.valid) process.stdout.write('skill is valid\n');
       }
       if (!result.valid) process.exitCode = 1;
-    });
+    },
+  });
 
   skill
     .command('build <path>')
@@ -50,14 +48,10 @@ export function registerSkill(program: Command): void {
       printOutcome(opts, out, out.reference);
     });
 
-  skill
-    .command('push <reference>')
-    .description('Push a local build to the registry named by its reference')
-    .option('--json', 'print JSON')
-    .action(async (reference: string, opts: JsonOpt) => {
-      await withContext((ctx) => ctx.skills.push({ reference }));
-      printOutcome(opts, { reference }, `pushed ${reference}`);
-    });
+  addCall(skill, 'push <reference>', 'Push a local build to the registry named by its reference', {
+    run: (ctx, reference) => ctx.skills.push({ reference }),
+    print: (_pushed, opts, reference) => printOutcome(opts, { reference }, `pushed ${reference}`),
+  });
 
   addListing(skill, 'builds', 'List local builds', {
     load: () => withContext((ctx) => ctx.skills.builds()),
@@ -66,21 +60,24 @@ export function registerSkill(program: Command): void {
     row: (b) => [b.tag, b.name, b.version, b.digest],
   });
 
-  skill
-    .command('content <ref>')
-    .description('Show a skill (OCI reference, git:// reference or local build) without installing it')
-    .option('--json', 'print JSON')
-    .action(async (ref: string, opts: JsonOpt) => {
-      const content = await withContext((ctx) => ctx.skills.content(ref));
-      if (opts.json === true) printJson(content);
-      else {
-        process.stdout.write(`${content.name} ${content.version}\n${content.description}\n\n`);
-        printTable(
-          ['FILE', 'SIZE'],
-          content.files.map((f) => [f.path, f.size]),
-        );
-      }
-    });
+  addCall(
+    skill,
+    'content <ref>',
+    'Show a skill (OCI reference, git:// reference or local build) without installing it',
+    {
+      run: (ctx, ref) => ctx.skills.content(ref),
+      print: (content, opts) => {
+        if (opts.json === true) printJson(content);
+        else {
+          process.stdout.write(`${content.name} ${content.version}\n${content.description}\n\n`);
+          printTable(
+            ['FILE', 'SIZE'],
+            content.files.map((f) => [f.path, f.size]),
+          );
+        }
+      },
+    },
+  );
 
   skill
     .command('install <name>')
