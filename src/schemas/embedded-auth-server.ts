@@ -31,17 +31,26 @@ const UserInfoSchema = Type.Object({
   ),
 });
 
-const OidcUpstreamSchema = Type.Object({
-  issuer_url: Str(),
-  client_id: Type.String({ minLength: 1 }),
+/**
+ * What the embedded server uses at an upstream of either kind, as its OAuth client there: its
+ * secret (a file or an env var), the redirect back to it, the scopes and extra authorization
+ * parameters it asks for, and whether plain HTTP is allowed.
+ */
+const upstreamClientFields = {
   client_secret_file: Opt(Str()),
   client_secret_env_var: Opt(Str()),
   redirect_uri: Opt(Str()),
   scopes: Opt(Strs()),
-  userinfo_override: Opt(UserInfoSchema),
   additional_authorization_params: Opt(StrMap()),
-  subject_claim: Opt(Str()),
   insecure_allow_http: Opt(Bool()),
+};
+
+const OidcUpstreamSchema = Type.Object({
+  issuer_url: Str(),
+  client_id: Type.String({ minLength: 1 }),
+  ...upstreamClientFields,
+  userinfo_override: Opt(UserInfoSchema),
+  subject_claim: Opt(Str()),
 });
 
 const DcrSchema = Type.Object({
@@ -64,15 +73,10 @@ const OAuth2UpstreamSchema = Type.Object({
   authorization_endpoint: Str(),
   token_endpoint: Str(),
   client_id: Opt(Str()),
-  client_secret_file: Opt(Str()),
-  client_secret_env_var: Opt(Str()),
-  redirect_uri: Opt(Str()),
-  scopes: Opt(Strs()),
-  additional_authorization_params: Opt(StrMap()),
+  ...upstreamClientFields,
   dcr_config: Opt(DcrSchema),
   token_response_mapping: Opt(TokenResponseMappingSchema),
   userinfo: Opt(UserInfoSchema),
-  insecure_allow_http: Opt(Bool()),
 });
 
 const UpstreamSchema = Type.Object({
