@@ -198,14 +198,8 @@ export const EnvVar = Type.Object({
 });
 export type EnvVar = Static<typeof EnvVar>;
 
-export const Header = Type.Object({
-  name: Str(),
-  description: Opt(Str()),
-  required: Opt(Type.Boolean()),
-  secret: Opt(Type.Boolean()),
-  default: Opt(Str()),
-  choices: Opt(StrArr()),
-});
+/** A remote's header: what an environment variable has, and the values it may take. */
+export const Header = Type.Object({ ...EnvVar.properties, choices: Opt(StrArr()) });
 export type Header = Static<typeof Header>;
 
 export const Metadata = Type.Object({
