@@ -1,6 +1,6 @@
 /** The web UI's shell: navigation, theme, the session-lost notice, and the page for the path. */
 import { render } from 'preact';
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { onLoggedOut, request } from './api.js';
 import { Link } from './components.js';
 import { CatalogDetailPage, CatalogPage } from './pages/catalog.js';
@@ -37,7 +37,9 @@ function ThemeToggle() {
   const [theme, setTheme] = useState<Theme>(
     () => (localStorage.getItem(THEME_KEY) as Theme | null) ?? 'system',
   );
-  useEffect(() => {
+  // A layout effect: the page's colours change in the same commit as the button's label
+  // (a plain effect ran later, so for a moment the label and the colours disagreed).
+  useLayoutEffect(() => {
     applyTheme(theme);
     if (theme === 'system') localStorage.removeItem(THEME_KEY);
     else localStorage.setItem(THEME_KEY, theme);
