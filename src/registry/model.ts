@@ -13,10 +13,7 @@ import { type Static, Type } from 'typebox';
 // The file itself, not the schemas index: the web UI type-checks this module with the browser's
 // types, and the index reaches Node-only code (src/ui/types.ts).
 import { PermissionProfileSchema } from '../schemas/permission-profile.js';
-
-const Opt = Type.Optional;
-const Str = () => Type.String();
-const StrArr = () => Type.Array(Type.String());
+import { Opt, Str, Strs } from '../schemas/shorthand.js';
 
 // ---------------------------------------------------------------------------------------
 // Catalog shape (server.json)
@@ -30,7 +27,7 @@ const inputFields = {
   default: Opt(Str()),
   placeholder: Opt(Str()),
   value: Opt(Str()),
-  choices: Opt(StrArr()),
+  choices: Opt(Strs()),
 };
 
 const NestedInput = Type.Object(inputFields);
@@ -94,7 +91,7 @@ export const CatalogServer = Type.Object(
     websiteUrl: Opt(Str()),
     icons: Opt(
       Type.Array(
-        Type.Object({ src: Opt(Str()), mimeType: Opt(Str()), sizes: Opt(StrArr()), theme: Opt(Str()) }),
+        Type.Object({ src: Opt(Str()), mimeType: Opt(Str()), sizes: Opt(Strs()), theme: Opt(Str()) }),
       ),
     ),
     repository: Opt(
@@ -120,7 +117,7 @@ export const CatalogSkill = Type.Object(
     title: Opt(Str()),
     license: Opt(Str()),
     compatibility: Opt(Str()),
-    allowedTools: Opt(StrArr()),
+    allowedTools: Opt(Strs()),
     repository: Opt(Type.Object({ url: Opt(Str()), type: Opt(Str()) })),
     icons: Opt(
       Type.Array(Type.Object({ src: Opt(Str()), size: Opt(Str()), type: Opt(Str()), label: Opt(Str()) })),
@@ -199,7 +196,7 @@ export const EnvVar = Type.Object({
 export type EnvVar = Static<typeof EnvVar>;
 
 /** A remote's header: what an environment variable has, and the values it may take. */
-export const Header = Type.Object({ ...EnvVar.properties, choices: Opt(StrArr()) });
+export const Header = Type.Object({ ...EnvVar.properties, choices: Opt(Strs()) });
 export type Header = Static<typeof Header>;
 
 export const Metadata = Type.Object({
@@ -234,7 +231,7 @@ export const OAuthConfig = Type.Object({
   issuer: Opt(Str()),
   oauth_params: Opt(Type.Record(Type.String(), Type.String())),
   resource: Opt(Str()),
-  scopes: Opt(StrArr()),
+  scopes: Opt(Strs()),
   token_url: Opt(Str()),
   use_pkce: Opt(Type.Boolean()),
 });
@@ -243,17 +240,17 @@ export const OAuthConfig = Type.Object({
 export const ServerExtension = Type.Object({
   status: Opt(Str()),
   tier: Opt(Str()),
-  tools: Opt(StrArr()),
-  tags: Opt(StrArr()),
+  tools: Opt(Strs()),
+  tags: Opt(Strs()),
   overview: Opt(Str()),
   metadata: Opt(Metadata),
   custom_metadata: Opt(Type.Record(Type.String(), Type.Unknown())),
   stateless: Opt(Type.Boolean()),
   // image servers
   permissions: Opt(PermissionProfileSchema),
-  args: Opt(StrArr()),
+  args: Opt(Strs()),
   provenance: Opt(Provenance),
-  docker_tags: Opt(StrArr()),
+  docker_tags: Opt(Strs()),
   proxy_port: Opt(Type.Integer()),
   target_port: Opt(Type.Integer()),
   // remote servers
@@ -275,8 +272,8 @@ const baseNative = {
   status: Str(),
   transport: Str(),
   stateless: Opt(Type.Boolean()),
-  tools: StrArr(),
-  tags: Opt(StrArr()),
+  tools: Strs(),
+  tags: Opt(Strs()),
   metadata: Opt(Metadata),
   repository_url: Opt(Str()),
   custom_metadata: Opt(Type.Record(Type.String(), Type.Unknown())),
@@ -288,8 +285,8 @@ export const ImageServer = Type.Object(
   {
     ...baseNative,
     image: Str(),
-    docker_tags: Opt(StrArr()),
-    args: Opt(StrArr()),
+    docker_tags: Opt(Strs()),
+    args: Opt(Strs()),
     target_port: Opt(Type.Integer()),
     permissions: Opt(PermissionProfileSchema),
     provenance: Opt(Provenance),

@@ -14,12 +14,7 @@
  */
 import { type Static, Type } from 'typebox';
 import { PATTERNS } from './extauth/schema.js';
-
-const Str = () => Type.String();
-const Strs = () => Type.Array(Type.String());
-const StrMap = () => Type.Record(Type.String(), Type.String());
-const Bool = () => Type.Boolean();
-const Opt = Type.Optional;
+import { Bool, Opt, Str, StrMap, Strs } from './shorthand.js';
 
 const UserInfoSchema = Type.Object({
   endpoint_url: Str(),

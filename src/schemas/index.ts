@@ -14,3 +14,4 @@ export type {
 export { EmbeddedAuthServerConfigSchema } from './embedded-auth-server.js';
 export type { PermissionProfile } from './permission-profile.js';
 export { PermissionProfileSchema } from './permission-profile.js';
+export { Bool, Opt, Str, StrMap, Strs } from './shorthand.js';

@@ -4,9 +4,7 @@
  * `permission_profile` and the runtimes that apply it (`src/runtime/docker/profile.ts`).
  */
 import { type Static, Type } from 'typebox';
-
-const Opt = Type.Optional;
-const Strs = () => Type.Array(Type.String());
+import { Opt, Strs } from './shorthand.js';
 
 export const PermissionProfileSchema = Type.Object({
   name: Opt(Type.String()),

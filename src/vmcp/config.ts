@@ -11,7 +11,7 @@
  * `conflictResolutionConfig.prefixOnlyConflicts` renames only conflicting names.
  */
 import { type Static, Type } from 'typebox';
-import { createValidator } from '../schemas/index.js';
+import { createValidator, Opt, Str, StrMap, Strs } from '../schemas/index.js';
 import { parseGoDuration, SkepError } from '../shared/index.js';
 import {
   OptimizerConfigSchema,
@@ -19,10 +19,6 @@ import {
   resolveOptimizerSettings,
 } from './optimizer/config.js';
 
-const Str = () => Type.String();
-const Strs = () => Type.Array(Type.String());
-const StrMap = () => Type.Record(Type.String(), Type.String());
-const Opt = Type.Optional;
 const Closed = { additionalProperties: false } as const;
 /** A Go duration string ("30s", "1m30s", "500ms"), the reference's format. */
 const Duration = () =>

@@ -10,16 +10,15 @@ import { type Static, Type } from 'typebox';
 import {
   createValidator,
   EmbeddedAuthServerConfigSchema,
+  Opt,
   PermissionProfileSchema,
+  Str,
+  StrMap,
+  Strs,
 } from '../schemas/index.js';
 import { VmcpConfigSchema } from '../vmcp/config.js';
 
 export const RUN_CONFIG_SCHEMA_VERSION = 'v0.1.0';
-
-const Str = () => Type.String();
-const Strs = () => Type.Array(Type.String());
-const StrMap = () => Type.Record(Type.String(), Type.String());
-const Opt = Type.Optional;
 
 export const TransportSchema = Type.Union(
   [Type.Literal('stdio'), Type.Literal('sse'), Type.Literal('streamable-http')],

@@ -15,8 +15,8 @@ import { VmcpConfigSchema } from '../../vmcp/config.js';
 import { ConditionSchema, EXTAUTH_KIND, PATTERNS, SecretRefSchema } from '../extauth/schema.js';
 import { type CelRule, enumOf, rules, str, stringMap } from '../k8s-builders.js';
 import { AGE_COLUMN, column, conditionColumn, defineKind } from '../kind.js';
+import { Opt } from '../shorthand.js';
 
-const Opt = Type.Optional;
 /** An object whose fields Kubernetes keeps as written (raw PodTemplateSpec, vMCP config). */
 const rawObject = (description: string) =>
   Type.Object({}, { description, additionalProperties: true, 'x-kubernetes-preserve-unknown-fields': true });

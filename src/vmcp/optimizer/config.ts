@@ -6,10 +6,10 @@
  * (Kubernetes has no portable float) are accepted as strings or numbers.
  */
 import { type Static, Type } from 'typebox';
+import { Opt } from '../../schemas/index.js';
 import { SkepError } from '../../shared/index.js';
 import { parseGoDuration } from '../../webhooks/index.js';
 
-const Opt = Type.Optional;
 const NumberOrString = () => Type.Union([Type.Number(), Type.String()]);
 
 /** TypeBox schema of the `optimizer` block, for the vMCP config schema to embed. */
