@@ -14,6 +14,7 @@
 import type { Logger } from '../shared/index.js';
 import type { Condition, ReferencingWorkload } from '../schemas/extauth/index.js';
 import { REFERENCING_KINDS } from '../schemas/extauth/index.js';
+import { conditionsOf, stampCondition } from './conditions.js';
 import { configHash } from './config-hash.js';
 import { ControllerLoop } from './controller-loop.js';
 import { type KubeClient, type KubeObject, statusOf } from './kube.js';
@@ -269,15 +270,6 @@ function setCondition(
   next: Omit<Condition, 'lastTransitionTime'>,
   generation = obj.metadata.generation ?? 0,
 ): Condition[] {
-  const list = ((obj.status?.['conditions'] as Condition[] | undefined) ?? []).filter(
-    (c) => c.type !== next.type,
-  );
-  const previous = ((obj.status?.['conditions'] as Condition[] | undefined) ?? []).find(
-    (c) => c.type === next.type,
-  );
-  const lastTransitionTime =
-    previous !== undefined && previous.status === next.status
-      ? previous.lastTransitionTime
-      : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
-  return [...list, { ...next, observedGeneration: generation, lastTransitionTime }];
+  const current = conditionsOf(obj);
+  return [...current.filter((c) => c.type !== next.type), stampCondition(current, next, generation, now)];
 }

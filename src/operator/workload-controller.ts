@@ -15,6 +15,7 @@ import type { Logger } from '../shared/index.js';
 import type { Condition } from '../schemas/extauth/index.js';
 import { EXTAUTH_KIND } from '../schemas/extauth/index.js';
 import { WORKLOAD_KINDS } from '../schemas/workloads/index.js';
+import { conditionsOf, stampCondition } from './conditions.js';
 import { ControllerLoop } from './controller-loop.js';
 import type { InformerEvent } from './informer.js';
 import { type KubeClient, type KubeObject, type ObjectClient, type ResourceType, statusOf } from './kube.js';
@@ -309,14 +310,9 @@ export class WorkloadController {
     generation: number,
     next: Array<Omit<Condition, 'lastTransitionTime'>>,
   ): Condition[] {
-    const now = (this.#o.now?.() ?? new Date()).toISOString().replace(/\.\d{3}Z$/, 'Z');
-    const previous = (obj.status?.['conditions'] as Condition[] | undefined) ?? [];
-    return next.map((c) => {
-      const before = previous.find((p) => p.type === c.type);
-      const lastTransitionTime =
-        before !== undefined && before.status === c.status ? before.lastTransitionTime : now;
-      return Object.assign({}, c, { observedGeneration: generation, lastTransitionTime });
-    });
+    const now = this.#o.now?.() ?? new Date();
+    const previous = conditionsOf(obj);
+    return next.map((c) => stampCondition(previous, c, generation, now));
   }
 
   async #writeStatus(kind: string, obj: KubeObject, status: Node): Promise<void> {
