@@ -418,10 +418,10 @@ export const VirtualMCPServerStatusSchema = Type.Object({
   backendCount: Opt(Type.Integer({ format: 'int32' })),
 });
 
-const READY = conditionColumn('Ready');
-const PHASE = column('Phase', '.status.phase');
-const URL = column('URL', '.status.url');
-const REMOTE_URL = column('Remote URL', '.spec.remoteUrl');
+const READY_COLUMN = conditionColumn('Ready');
+const PHASE_COLUMN = column('Phase', '.status.phase');
+const URL_COLUMN = column('URL', '.status.url');
+const REMOTE_URL_COLUMN = column('Remote URL', '.spec.remoteUrl');
 
 export const MCP_SERVER = defineKind({
   kind: 'MCPServer',
@@ -432,9 +432,9 @@ export const MCP_SERVER = defineKind({
   status: MCPServerStatusSchema,
   printerColumns: [
     column('Status', '.status.phase'),
-    READY,
+    READY_COLUMN,
     column('Replicas', '.status.readyReplicas', 'integer'),
-    URL,
+    URL_COLUMN,
     AGE_COLUMN,
   ],
 });
@@ -446,7 +446,7 @@ export const MCP_REMOTE_PROXY = defineKind({
   description: 'MCPRemoteProxy runs the Skep proxy in front of a remote MCP server.',
   spec: MCPRemoteProxySpecSchema,
   status: MCPRemoteProxyStatusSchema,
-  printerColumns: [PHASE, REMOTE_URL, URL, READY, AGE_COLUMN],
+  printerColumns: [PHASE_COLUMN, REMOTE_URL_COLUMN, URL_COLUMN, READY_COLUMN, AGE_COLUMN],
 });
 
 export const MCP_SERVER_ENTRY = defineKind({
@@ -457,9 +457,9 @@ export const MCP_SERVER_ENTRY = defineKind({
   spec: MCPServerEntrySpecSchema,
   status: MCPServerEntryStatusSchema,
   printerColumns: [
-    PHASE,
+    PHASE_COLUMN,
     column('Transport', '.spec.transport'),
-    REMOTE_URL,
+    REMOTE_URL_COLUMN,
     column('Group', '.spec.groupRef.name'),
     AGE_COLUMN,
   ],
@@ -472,7 +472,13 @@ export const VIRTUAL_MCP_SERVER = defineKind({
   description: 'VirtualMCPServer aggregates the backends of an MCPGroup behind one endpoint.',
   spec: VirtualMCPServerSpecSchema,
   status: VirtualMCPServerStatusSchema,
-  printerColumns: [PHASE, URL, column('Backends', '.status.backendCount', 'integer'), AGE_COLUMN, READY],
+  printerColumns: [
+    PHASE_COLUMN,
+    URL_COLUMN,
+    column('Backends', '.status.backendCount', 'integer'),
+    AGE_COLUMN,
+    READY_COLUMN,
+  ],
 });
 
 export const MCP_GROUP = defineKind({
@@ -486,7 +492,7 @@ export const MCP_GROUP = defineKind({
   printerColumns: [
     column('Servers', '.status.serverCount', 'integer'),
     column('Proxies', '.status.remoteProxyCount', 'integer'),
-    PHASE,
+    PHASE_COLUMN,
     AGE_COLUMN,
   ],
 });
