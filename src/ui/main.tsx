@@ -28,9 +28,17 @@ const NAV = [
 type Theme = 'light' | 'dark' | 'system';
 const THEME_KEY = 'skep-theme';
 
+const PREFERS_DARK = window.matchMedia('(prefers-color-scheme: dark)');
+
+/**
+ * `data-theme` is the user's choice (absent: follow the system); `data-scheme` is the one
+ * the stylesheet reads: the choice, or the system's preference while there is none.
+ */
 function applyTheme(theme: Theme): void {
-  if (theme === 'system') delete document.documentElement.dataset['theme'];
-  else document.documentElement.dataset['theme'] = theme;
+  const root = document.documentElement.dataset;
+  if (theme === 'system') delete root['theme'];
+  else root['theme'] = theme;
+  root['scheme'] = theme === 'system' ? (PREFERS_DARK.matches ? 'dark' : 'light') : theme;
 }
 
 function ThemeToggle() {
@@ -41,8 +49,14 @@ function ThemeToggle() {
   // (a plain effect ran later, so for a moment the label and the colours disagreed).
   useLayoutEffect(() => {
     applyTheme(theme);
-    if (theme === 'system') localStorage.removeItem(THEME_KEY);
-    else localStorage.setItem(THEME_KEY, theme);
+    if (theme !== 'system') {
+      localStorage.setItem(THEME_KEY, theme);
+      return undefined;
+    }
+    localStorage.removeItem(THEME_KEY);
+    const follow = () => applyTheme('system');
+    PREFERS_DARK.addEventListener('change', follow);
+    return () => PREFERS_DARK.removeEventListener('change', follow);
   }, [theme]);
   const next: Record<Theme, Theme> = { system: 'light', light: 'dark', dark: 'system' };
   return (

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { chromiumAvailable } from '../helpers/browser.js';
 import { startUiSession } from '../helpers/ui.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SECRET_VALUE = 'do-not-show-me-0xC0FFEE';
 
@@ -225,6 +226,14 @@ test(
     );
     const lightBg = await page.evaluate('getComputedStyle(document.body).backgroundColor');
     assert.notEqual(darkBg, lightBg);
+    // Following the system: it turning dark turns the page dark, without a reload.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await waitFor(
+      'the page to follow the system to dark',
+      async () => (await page.evaluate('getComputedStyle(document.body).backgroundColor')) === darkBg,
+      5_000,
+    );
+    await page.emulateMedia({ colorScheme: 'light' });
 
     // Logging out ends the session: the page says how to log in again.
     await page.getByRole('button', { name: 'Log out' }).click();
