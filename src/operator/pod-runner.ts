@@ -12,7 +12,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseConfig, resolvePaths, type SkepConfig } from '../config/index.js';
-import { runWorkload } from '../runner/index.js';
+import { abortOnStopSignals, runWorkload } from '../runner/index.js';
 import { createLogger, SkepError } from '../shared/index.js';
 import { openStore } from '../store/index.js';
 import { parseRunConfig, WorkloadStore } from '../workloads/index.js';
@@ -59,13 +59,7 @@ export async function runPodRunner(options: PodRunnerOptions): Promise<number> {
   if (rows.insert(runConfig, 'starting', 'running') !== 'ok')
     throw new SkepError('conflict', `workload ${runConfig.name} could not be recorded`);
   rows.setStatus(runConfig.name, { status: 'starting', runnerPid: process.pid });
-  const controller = new AbortController();
-  const stop = (signal: string) => {
-    logger.info({ signal }, 'stopping');
-    controller.abort();
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
+  const controller = abortOnStopSignals(logger);
   options.signal?.addEventListener('abort', () => controller.abort(), { once: true });
   try {
     return await runWorkload({

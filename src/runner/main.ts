@@ -12,6 +12,7 @@ import { createLineLogger } from '../shared/index.js';
 import { openStore } from '../store/index.js';
 import { RUNNER_CONFIG_ENV, runnerLogPath } from '../workloads/index.js';
 import { runWorkload } from './runner.js';
+import { abortOnStopSignals } from './signals.js';
 
 export async function runnerMain(name: string): Promise<number> {
   const fromParent = process.env[RUNNER_CONFIG_ENV];
@@ -30,13 +31,7 @@ export async function runnerMain(name: string): Promise<number> {
     name: `runner:${name}`,
     write: (line) => logFile.write(line),
   });
-  const controller = new AbortController();
-  const onSignal = (signal: string) => {
-    logger.info({ signal }, 'stopping');
-    controller.abort();
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  const controller = abortOnStopSignals(logger);
   // A runner must not die on a stray async error from a client connection; log it instead.
   process.on('uncaughtException', (err) => logger.error({ err }, 'uncaught exception'));
   const store = openStore(config.paths.databaseFile);
