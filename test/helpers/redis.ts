@@ -107,6 +107,14 @@ export interface RedisTlsFiles {
 }
 
 /**
+ * Directives for a server whose `default` user is off and whose only user is `user` with
+ * `password` and every permission: clients must authenticate as that ACL user.
+ */
+export function aclUserArgs(user: string, password: string): string[] {
+  return ['--user', 'default', 'off', '--user', user, 'on', `>${password}`, '~*', '&*', '+@all'];
+}
+
+/**
  * Starts `redis-server` with the given extra directives (`--name value` pairs). With `tls`
  * it listens only with TLS (no plain port) and does not ask clients for certificates.
  */

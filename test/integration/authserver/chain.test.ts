@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import type { EmbeddedAuthServerConfig } from '../../../src/authserver/index.js';
 import { MemoryStorage } from '../../../src/authserver/index.js';
-import { cli, REDIS_HINT, redisAvailable, startRedis } from '../../helpers/redis.js';
+import { aclUserArgs, cli, REDIS_HINT, redisAvailable, startRedis } from '../../helpers/redis.js';
 import { requireService } from '../../helpers/services.js';
 import {
   authorizationRequest,
@@ -259,18 +259,7 @@ test(
   async (t) => {
     if (!requireService(t, 'redis-server', redisAvailable(), REDIS_HINT)) return;
     const password = 'redis-chain-password-0123456789';
-    const redis = await startRedis([
-      '--user',
-      'default',
-      'off',
-      '--user',
-      'skep',
-      'on',
-      `>${password}`,
-      '~*',
-      '&*',
-      '+@all',
-    ]);
+    const redis = await startRedis(aclUserArgs('skep', password));
     t.after(() => redis.stop());
     const host = await startHost(t);
     const first = await startUpstream(t, [host.callbackUrl]);

@@ -22,6 +22,9 @@ export const UPSTREAM_CLIENT_SECRET = 'upstream-secret-for-tests-only-0123456789
 /** A resource server's client at the upstream (`startUpstream({ introspection: true })`). */
 export const INTROSPECTOR_CLIENT_ID = 'resource-introspector';
 
+/** The scopes the upstream provider grants and the embedded server asks it for. */
+export const UPSTREAM_SCOPES = ['openid', 'profile', 'email', 'offline_access'];
+
 /** A confidential client allowed RFC 8693 token exchange (`startUpstream({ exchange: true })`). */
 export const EXCHANGE_CLIENT = { id: 'skep-exchanger', secret: 'exchanger-secret-for-tests-only-987654' };
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -238,7 +241,7 @@ export function baseConfig(host: Host, upstream: Upstream): EmbeddedAuthServerCo
   return {
     issuer: host.url,
     allowed_audiences: [host.resource],
-    scopes_supported: ['openid', 'profile', 'email', 'offline_access'],
+    scopes_supported: UPSTREAM_SCOPES,
     upstreams: [
       {
         name: 'idp',
@@ -247,7 +250,7 @@ export function baseConfig(host: Host, upstream: Upstream): EmbeddedAuthServerCo
           issuer_url: upstream.issuer,
           client_id: UPSTREAM_CLIENT_ID,
           client_secret_env_var: 'SKEP_TEST_UPSTREAM_SECRET',
-          scopes: ['openid', 'profile', 'email', 'offline_access'],
+          scopes: UPSTREAM_SCOPES,
           additional_authorization_params: { prompt: 'consent' },
           insecure_allow_http: true,
         },

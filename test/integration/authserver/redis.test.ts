@@ -15,6 +15,7 @@ import { decodeJwt } from 'jose';
 import * as oauth from 'oauth4webapi';
 import type { EmbeddedAuthServerConfig, RedisConfig } from '../../../src/authserver/index.js';
 import {
+  aclUserArgs,
   cli,
   makeTlsFiles,
   REDIS_HINT,
@@ -71,18 +72,7 @@ async function roundTrip(host: Host, auth: Awaited<ReturnType<typeof mountAuthSe
 
 test('Redis standalone with an ACL user: full flow, TTLs from the token lifespans, key prefix', async (t) => {
   if (!requireService(t, 'redis-server', redisAvailable(), REDIS_HINT)) return;
-  const redis = await startRedis([
-    '--user',
-    'default',
-    'off',
-    '--user',
-    'skep',
-    'on',
-    `>${PASSWORD}`,
-    '~*',
-    '&*',
-    '+@all',
-  ]);
+  const redis = await startRedis(aclUserArgs('skep', PASSWORD));
   t.after(() => redis.stop());
   const host = await startHost(t);
   const upstream = await startUpstream(t, [host.callbackUrl]);

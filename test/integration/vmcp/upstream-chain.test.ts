@@ -23,11 +23,10 @@ import {
   startUpstream,
   UPSTREAM_CLIENT_ID,
   UPSTREAM_CLIENT_SECRET,
+  UPSTREAM_SCOPES,
   type Upstream,
 } from '../authserver/harness.js';
 import { addGroup, callText, connect, lab, type Lab, team, toolNames } from './helpers.js';
-
-const SCOPES = ['openid', 'profile', 'email', 'offline_access'];
 
 function upstreamEntry(name: string, upstream: Upstream): Record<string, unknown> {
   return {
@@ -37,7 +36,7 @@ function upstreamEntry(name: string, upstream: Upstream): Record<string, unknown
       issuer_url: upstream.issuer,
       client_id: UPSTREAM_CLIENT_ID,
       client_secret_env_var: 'UPSTREAM_SECRET',
-      scopes: SCOPES,
+      scopes: UPSTREAM_SCOPES,
       // oidc-provider grants offline_access (a refresh token) only after consent.
       additional_authorization_params: { prompt: 'consent' },
       insecure_allow_http: true,
@@ -84,7 +83,7 @@ async function gate(
         operational: { failureHandling: { partialFailureMode } },
       },
       embedded_auth_server_config: {
-        scopes_supported: SCOPES,
+        scopes_supported: UPSTREAM_SCOPES,
         upstreams: [upstreamEntry('first', upstreams[0]), upstreamEntry('second', upstreams[1])],
       },
     },

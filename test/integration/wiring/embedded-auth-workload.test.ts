@@ -28,17 +28,16 @@ import {
   startUpstream,
   UPSTREAM_CLIENT_ID,
   UPSTREAM_CLIENT_SECRET,
+  UPSTREAM_SCOPES,
   type Upstream,
 } from '../authserver/harness.js';
 import { EVERYTHING_ENTRY, waitFor, waitForStatus, workloadApp } from '../workloads/helpers.js';
 import { freePort } from '../../helpers/net.js';
 
-const SCOPES = ['openid', 'profile', 'email', 'offline_access'];
-
 /** The `embedded_auth_server_config` block: one oidc upstream, secret read from a file. */
 function embeddedConfig(upstream: Upstream, secretFile: string): Record<string, unknown> {
   return {
-    scopes_supported: SCOPES,
+    scopes_supported: UPSTREAM_SCOPES,
     upstreams: [
       {
         name: 'idp',
@@ -47,7 +46,7 @@ function embeddedConfig(upstream: Upstream, secretFile: string): Record<string, 
           issuer_url: upstream.issuer,
           client_id: UPSTREAM_CLIENT_ID,
           client_secret_file: secretFile,
-          scopes: SCOPES,
+          scopes: UPSTREAM_SCOPES,
           // oidc-provider grants offline_access (a refresh token) only after consent.
           additional_authorization_params: { prompt: 'consent' },
           // The test provider is plain http on loopback.
