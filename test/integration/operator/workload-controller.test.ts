@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import { createKubeClient, createObjectClient } from '../../../src/operator/kube.js';
 import { WorkloadController } from '../../../src/operator/workload-controller.js';
-import { createLogger, silentLogger } from '../../../src/shared/index.js';
+import { createLineLogger, createLogger } from '../../../src/shared/index.js';
 import { waitFor } from '../../helpers/wait.js';
 import { FakeKubeApi } from './fake-kube-api.js';
 
@@ -30,10 +30,17 @@ async function setup(t: TestContext, prepare?: (api: FakeKubeApi) => void) {
   t.after(() => api.close());
   prepare?.(api);
   const kc = api.kubeConfig();
+  // The controller's warnings (a failed reconcile, retried with backoff) are shown with the
+  // test's result, so a slow or failed run says what the controller met.
+  const warnings = createLineLogger({
+    name: 'wc',
+    level: 'warn',
+    write: (line) => t.diagnostic(line.trim()),
+  });
   const controller = new WorkloadController({
     kube: createKubeClient(kc),
     objects: createObjectClient(kc),
-    logger: process.env['K_DEBUG'] ? createLogger({ name: 'wc', level: 'debug' }) : silentLogger,
+    logger: process.env['K_DEBUG'] ? createLogger({ name: 'wc', level: 'debug' }) : warnings,
     render: { runnerImage: 'skep:test' },
     relistDelayMs: 20,
   });
@@ -57,14 +64,18 @@ describe('workload controller against a fake API server', { timeout: 60_000 }, (
         externalAuthConfigRef: { name: 'key' },
       }),
     );
-    const deployment = await waitFor('the Deployment', () =>
-      api.getObject('apps/v1/deployments', NS, 'remote'),
-    );
+    // The controller applies the objects one after another: wait until all four exist.
+    const [deployment] = await waitFor('the rendered objects', () => {
+      const objects = [
+        api.getObject('apps/v1/deployments', NS, 'remote'),
+        api.getObject('core/v1/configmaps', NS, 'remote-runconfig'),
+        api.getObject('core/v1/services', NS, 'mcp-remote-remote-proxy'),
+        api.getObject('core/v1/serviceaccounts', NS, 'remote-remote-proxy-runner'),
+      ];
+      return objects.every((o) => o !== undefined) ? (objects as Obj[]) : undefined;
+    });
     const uid = api.getObject(R('mcpremoteproxies'), NS, 'remote')!.metadata['uid'];
-    assert.deepEqual((deployment.metadata['ownerReferences'] as Obj[])[0]?.['uid'], uid);
-    assert.ok(api.getObject('core/v1/configmaps', NS, 'remote-runconfig'));
-    assert.ok(api.getObject('core/v1/services', NS, 'mcp-remote-remote-proxy'));
-    assert.ok(api.getObject('core/v1/serviceaccounts', NS, 'remote-remote-proxy-runner'));
+    assert.deepEqual((deployment!.metadata['ownerReferences'] as Obj[])[0]?.['uid'], uid);
 
     const status = await waitFor('status', () => {
       const s = api.getObject(R('mcpremoteproxies'), NS, 'remote')?.['status'] as Obj | undefined;
