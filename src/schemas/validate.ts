@@ -10,7 +10,13 @@ import { SkepError } from '../shared/index.js';
 // ajv-formats is CommonJS; its default export is the plugin function.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: false }));
+// `validateSchema: false`: the schemas are TypeBox's, checked by the type system and by the tests
+// that use them; checking each against the JSON Schema meta-schema first meant compiling that
+// meta-schema in every process, about half of the config file's validation at `skep serve`
+// start-up.
+const ajv = addFormats(
+  new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: false, validateSchema: false }),
+);
 
 export interface Validator<S extends TSchema> {
   /** Returns the value typed, or throws `SkepError('bad_request')` naming every bad field. */
