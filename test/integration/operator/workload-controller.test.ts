@@ -72,7 +72,7 @@ describe('workload controller against a fake API server', { timeout: 60_000 }, (
         api.getObject('core/v1/services', NS, 'mcp-remote-remote-proxy'),
         api.getObject('core/v1/serviceaccounts', NS, 'remote-remote-proxy-runner'),
       ];
-      return objects.every((o) => o !== undefined) ? (objects as Obj[]) : undefined;
+      return objects.every((o) => o !== undefined) ? objects : undefined;
     });
     const uid = api.getObject(R('mcpremoteproxies'), NS, 'remote')!.metadata['uid'];
     assert.deepEqual((deployment!.metadata['ownerReferences'] as Obj[])[0]?.['uid'], uid);
