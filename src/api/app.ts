@@ -89,24 +89,12 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   // query strings and path parameters are text, so they are coerced to the schema's types.
   // The route schemas are TypeBox's: not checked against the meta-schema (as in `schemas/validate.ts`),
   // which would compile that meta-schema on each instance's first request.
-  const strict = addFormats(
-    new Ajv({
-      useDefaults: true,
-      coerceTypes: false,
-      allErrors: false,
-      strict: false,
-      validateSchema: false,
-    }),
-  );
-  const lenient = addFormats(
-    new Ajv({
-      useDefaults: true,
-      coerceTypes: 'array',
-      allErrors: false,
-      strict: false,
-      validateSchema: false,
-    }),
-  );
+  const ajvCoercing = (coerceTypes: false | 'array') =>
+    addFormats(
+      new Ajv({ useDefaults: true, coerceTypes, allErrors: false, strict: false, validateSchema: false }),
+    );
+  const strict = ajvCoercing(false);
+  const lenient = ajvCoercing('array');
   // Validators and serializers are compiled on a route's first request, not at start-up:
   // compiling ~90 routes' schemas up front cost most of `skep serve`'s start time and memory.
   app.setValidatorCompiler(({ schema, httpPart }) => {
