@@ -34,20 +34,33 @@ test(
         else process.env[k] = v;
       }
     });
+    // node:test runs after-hooks in the order they were added: this one, added before the
+    // engine's own, stops and removes the container while the engine still answers.
+    const made: { runtime?: DockerRuntime; handle?: Awaited<ReturnType<DockerRuntime['start']>> } = {};
+    t.after(async () => {
+      // stop() waits on unref'd timers (a runner's proxy keeps its loop alive); here nothing
+      // else would, and node:test would cancel the hook.
+      const keepAlive = setInterval(() => undefined, 1000);
+      try {
+        await made.handle?.stop();
+        await made.runtime?.removeWorkload('env-ctr').catch(() => undefined);
+      } finally {
+        clearInterval(keepAlive);
+      }
+    });
     const image = await testImage();
     const home = tempHome(t);
     const engine = await startPodmanService(t);
-    const runtime = new DockerRuntime({
+    const runtime = (made.runtime = new DockerRuntime({
       host: engine.host,
       instance: 'envtest1',
       logMaxBytes: 1 << 20,
       logFiles: 1,
       allowPrivileged: false,
-    });
-    t.after(() => runtime.removeWorkload('env-ctr').catch(() => undefined));
+    }));
     const logFile = join(home.dir, 'env-ctr.log');
     // The server prints its environment to stderr (the log) and then stays up.
-    const handle = await runtime.start({
+    const handle = (made.handle = await runtime.start({
       name: 'env-ctr',
       image,
       args: [
@@ -58,18 +71,7 @@ test(
       transport: 'stdio',
       logFile,
       permissionProfile: { network: { outbound: { insecure_allow_all: true } } },
-    });
-    t.after(async () => {
-      // stop() waits on unref'd timers (a runner's proxy keeps its loop alive); here nothing
-      // else would, and node:test would cancel the hook.
-      const keepAlive = setInterval(() => undefined, 1000);
-      try {
-        await handle.stop();
-      } finally {
-        clearInterval(keepAlive);
-      }
-    });
-
+    }));
     const recorded =
       ((await runtime.docker.getContainer(handle.id).inspect()) as { Config: { Env?: string[] } }).Config
         .Env ?? [];
