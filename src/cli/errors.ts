@@ -3,8 +3,10 @@
  * what to do>` (exit 1; usage errors exit 2) and never a stack trace; output into a closed
  * pipe (`skep registry list | head -2`) ends the command quietly, as a Unix tool ends on
  * SIGPIPE. Only an unexpected failure mentions the stack, on request (`SKEP_DEBUG=1`).
+ * A message may quote a server (the last lines of its log, the error it answered), so it is
+ * written through `terminalSafe`.
  */
-import { isSkepError } from '../shared/index.js';
+import { isSkepError, terminalSafe } from '../shared/index.js';
 
 /** Wrong use of a command (missing operands, conflicting flags): exit status 2, like commander's. */
 export class UsageError extends Error {
@@ -14,8 +16,9 @@ export class UsageError extends Error {
 /** The exit status for `err`, after telling the user about it on stderr. */
 export function reportError(
   err: unknown,
-  write: (text: string) => void = (t) => process.stderr.write(t),
+  writeRaw: (text: string) => void = (t) => process.stderr.write(t),
 ): number {
+  const write = (text: string) => writeRaw(terminalSafe(text));
   if (err instanceof UsageError) {
     write(`error: ${err.message}\n`);
     return 2;

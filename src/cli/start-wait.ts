@@ -7,6 +7,7 @@
  * once the wait gets slow.
  */
 import type { ApiContext } from '../api/context.js';
+import { terminalSafe } from '../shared/index.js';
 import { AUTHORIZATION_PENDING, type RunConfig, tailFile } from '../workloads/index.js';
 import { progressLine } from './pull-progress.js';
 import { explainStartFailure, isFailedAttempt, type StartFailure } from './start-failure.js';
@@ -77,14 +78,18 @@ export async function waitForStart(
       if (now > deadline) return { kind: 'timeout', context };
       const seconds = Math.floor((now - started) / 1000);
       if (out.isTTY) {
-        const detail = context === '' ? 'waiting for the server to answer' : progressLine(context);
+        // The context may quote the server; only Skep's own line control reaches the terminal.
+        const detail =
+          context === ''
+            ? 'waiting for the server to answer'
+            : terminalSafe(progressLine(context).replace(/\s*\n\s*/g, ' '));
         const live = `starting ${name} (${seconds}s): ${detail}`;
         if (live !== shownLive) out.write(`\r\x1b[2K${live}`);
         shownLive = live;
         liveLine = true;
       } else if (context !== '' && context !== shownContext) {
         shownContext = context;
-        out.write(`${name}: ${progressLine(context)}\n`);
+        out.write(`${name}: ${terminalSafe(progressLine(context))}\n`);
         nextSlowNote = now + REPEAT_SLOW_MS;
       } else if (now >= nextSlowNote) {
         out.write(`${name}: still starting after ${seconds}s (waiting for the server to answer)\n`);

@@ -3,8 +3,10 @@
  * collectors and files); on a TTY each line is re-written as
  * `12:04:05.123 INFO  skep: skep serve is listening url=http://127.0.0.1:8080`, the level in
  * colour unless NO_COLOR is set, an error's message (and, at error level, its stack) below.
- * Small on purpose: pino-pretty would add a dozen packages for this.
+ * Small on purpose: pino-pretty would add a dozen packages for this. A message or field may
+ * quote a server or a request, so all but the level's colour passes `terminalSafe`.
  */
+import { terminalSafe } from './terminal-text.js';
 
 const LEVEL_NAMES: Readonly<Record<number, string>> = {
   10: 'TRACE',
@@ -52,16 +54,16 @@ function field(key: string, value: unknown): string {
 
 /**
  * One JSON log line (pino's format) as text for a terminal, newline included. A line that is
- * not JSON is returned unchanged.
+ * not JSON is returned as it is, but for its control characters.
  */
 export function formatLogLine(line: string, options: { colour: boolean }): string {
   let entry: Record<string, unknown>;
   try {
     const parsed = JSON.parse(line) as unknown;
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return line;
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return terminalSafe(line);
     entry = parsed as Record<string, unknown>;
   } catch {
-    return line;
+    return terminalSafe(line);
   }
   const level = typeof entry['level'] === 'number' ? entry['level'] : 30;
   const levelName = (LEVEL_NAMES[level] ?? `L${level}`).padEnd(5);
@@ -71,14 +73,14 @@ export function formatLogLine(line: string, options: { colour: boolean }): strin
   const fields = Object.entries(entry)
     .filter(([key, value]) => !FIXED.has(key) && value !== undefined)
     .map(([key, value]) => field(key, value));
-  let text = `${clock(entry['time'])} ${levelText} ${name}${msg}${fields.length > 0 ? ` ${fields.join(' ')}` : ''}`;
+  let text = `${name}${msg}${fields.length > 0 ? ` ${fields.join(' ')}` : ''}`;
   const err = entry['err'] as { type?: unknown; message?: unknown; stack?: unknown } | undefined;
   if (err !== null && typeof err === 'object') {
     const stack = typeof err.stack === 'string' && level >= 50 ? err.stack : undefined;
     const head = `${typeof err.type === 'string' ? err.type : 'Error'}: ${typeof err.message === 'string' ? err.message : ''}`;
     text += `\n    ${(stack ?? head).split('\n').join('\n    ')}`;
   }
-  return `${text}\n`;
+  return `${clock(entry['time'])} ${levelText} ${terminalSafe(text)}\n`;
 }
 
 /** Human-readable lines on a terminal, unless `SKEP_LOG_FORMAT` says `json` (or `pretty` forces them). */

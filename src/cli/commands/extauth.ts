@@ -1,7 +1,7 @@
 /** `skep extauth validate -f file.yaml`: offline validation of MCPExternalAuthConfig documents. */
 import type { Command } from 'commander';
 import { parseAllDocuments } from 'yaml';
-import { SkepError } from '../../shared/index.js';
+import { SkepError, terminalSafe } from '../../shared/index.js';
 import { readInputFile } from '../input-file.js';
 import { printJson } from '../output.js';
 
@@ -46,7 +46,7 @@ export function registerExtauth(program: Command): void {
       } else {
         for (const o of outcomes) {
           if (o.valid) process.stdout.write(`${o.name}: valid\n`);
-          else for (const p of o.problems) process.stdout.write(`${o.name}: ${p}\n`);
+          else for (const p of o.problems) process.stdout.write(`${o.name}: ${terminalSafe(p)}\n`);
         }
       }
       const invalid = outcomes.filter((o) => !o.valid).length;

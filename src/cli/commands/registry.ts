@@ -1,7 +1,7 @@
 /** `skep registry list|search|info|set-source|refresh`: browse and configure the server registry. */
 import type { Command } from 'commander';
 import type { CatalogServer, FoundServer } from '../../registry/index.js';
-import { SkepError } from '../../shared/index.js';
+import { SkepError, terminalSafe } from '../../shared/index.js';
 import { addCall } from '../command-shapes.js';
 import { withContext } from '../context.js';
 import { type JsonOpt, printJson, printListing, printOutcome } from '../output.js';
@@ -64,7 +64,8 @@ function printFound(found: FoundServer, opts: JsonOpt): void {
   if (found.is_remote) {
     for (const h of found.remote_server.headers ?? []) rows.push([`Header ${h.name}`, h.description ?? '']);
   }
-  for (const [k, v] of rows) if (v !== '') process.stdout.write(`${`${k}:`.padEnd(14)}${v}\n`);
+  // A registry's entry is someone else's text.
+  for (const [k, v] of rows) if (v !== '') process.stdout.write(terminalSafe(`${`${k}:`.padEnd(14)}${v}\n`));
 }
 
 export function registerRegistry(program: Command): void {
@@ -79,7 +80,7 @@ export function registerRegistry(program: Command): void {
         (found) => ({ servers: found, warning: ctx.registry.lastWarning() }),
       ),
     );
-    if (warning !== undefined) process.stderr.write(`warning: ${warning}\n`);
+    if (warning !== undefined) process.stderr.write(`warning: ${terminalSafe(warning)}\n`);
     printListing(
       opts,
       { servers },

@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { definedOnly } from '../../shared/index.js';
+import { definedOnly, terminalSafe } from '../../shared/index.js';
 import { withContext } from '../context.js';
 import { addCall, addListing } from '../command-shapes.js';
 import { type JsonOpt, printJson, printListing, printOutcome, printTable } from '../output.js';
@@ -30,8 +30,8 @@ export function registerSkill(program: Command): void {
     print: (result, opts) => {
       if (opts.json === true) printJson(result);
       else {
-        for (const e of result.errors) process.stdout.write(`Error: ${e}\n`);
-        for (const w of result.warnings) process.stdout.write(`Warning: ${w}\n`);
+        for (const e of result.errors) process.stdout.write(`Error: ${terminalSafe(e)}\n`);
+        for (const w of result.warnings) process.stdout.write(`Warning: ${terminalSafe(w)}\n`);
         if (result.valid) process.stdout.write('skill is valid\n');
       }
       if (!result.valid) process.exitCode = 1;
@@ -69,7 +69,10 @@ export function registerSkill(program: Command): void {
       print: (content, opts) => {
         if (opts.json === true) printJson(content);
         else {
-          process.stdout.write(`${content.name} ${content.version}\n${content.description}\n\n`);
+          // A skill from a registry: its name and description are the publisher's text.
+          process.stdout.write(
+            terminalSafe(`${content.name} ${content.version}\n${content.description}\n\n`),
+          );
           printTable(
             ['FILE', 'SIZE'],
             content.files.map((f) => [f.path, f.size]),
@@ -171,7 +174,9 @@ export function registerSkill(program: Command): void {
       else {
         const s = info.installed;
         process.stdout.write(
-          `${s.metadata.name} ${s.metadata.version}\n${s.metadata.description}\nscope: ${s.scope}\nreference: ${s.reference}\ndigest: ${s.digest}\nclients: ${s.clients.join(', ')}\n`,
+          terminalSafe(
+            `${s.metadata.name} ${s.metadata.version}\n${s.metadata.description}\nscope: ${s.scope}\nreference: ${s.reference}\ndigest: ${s.digest}\nclients: ${s.clients.join(', ')}\n`,
+          ),
         );
       }
     });
@@ -264,7 +269,7 @@ export function registerSkill(program: Command): void {
           );
         } catch (err) {
           if (opts.failOnChanges === true && (err as { code?: string }).code === 'conflict') {
-            process.stderr.write(`${(err as Error).message}\n`);
+            process.stderr.write(`${terminalSafe((err as Error).message)}\n`);
             process.exitCode = EXIT_CHECK_FAILED;
             return;
           }

@@ -4,9 +4,10 @@
  */
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { ApiContext } from '../../api/context.js';
-import { definedOnly, SkepError } from '../../shared/index.js';
+import { definedOnly, SkepError, terminalSafe } from '../../shared/index.js';
 import { type CreateWorkloadRequest, type Transport, tailFile } from '../../workloads/index.js';
 import { withContext } from '../context.js';
 import { UsageError } from '../errors.js';
@@ -234,7 +235,7 @@ export function registerWorkloads(program: Command): void {
         });
       else if (authorizationUrl !== undefined)
         process.stdout.write(
-          `workload ${result.name} needs you to authorize access to the remote server; open:\n  ${authorizationUrl}\n` +
+          `workload ${result.name} needs you to authorize access to the remote server; open:\n  ${terminalSafe(authorizationUrl)}\n` +
             `it serves ${url ?? `port ${result.port}`} once you have logged in\n`,
         );
       else process.stdout.write(`workload ${result.name} started: ${url ?? `port ${result.port}`}\n`);
@@ -348,13 +349,13 @@ export function registerWorkloads(program: Command): void {
             const outcome = await awaitStart(ctx, name, opts.wait, onceWorked.get(name) === true);
             process.stdout.write(
               outcome.kind === 'authorization'
-                ? `${name}: restarted; it needs you to authorize access to the remote server; open:\n  ${outcome.url}\n`
+                ? `${name}: restarted; it needs you to authorize access to the remote server; open:\n  ${terminalSafe(outcome.url)}\n`
                 : `${name}: restarted\n`,
             );
           } catch (err) {
             if (!(err instanceof SkepError)) throw err;
             failed++;
-            process.stderr.write(`error: ${err.message}\n`);
+            process.stderr.write(`error: ${terminalSafe(err.message)}\n`);
           }
         }
         if (failed > 0) process.exitCode = 1;
@@ -363,7 +364,9 @@ export function registerWorkloads(program: Command): void {
 
   program
     .command('logs <name>')
-    .description("Print a workload's server log (--proxy: the runner/proxy log)")
+    .description(
+      "Print a workload's server log (--proxy: the runner/proxy log); control characters are shown as \\xNN",
+    )
     .option('-f, --follow', 'keep printing new lines')
     .option('--proxy', 'the runner and proxy log instead of the server log')
     .option('-n, --lines <n>', 'last N lines', parseLines, 100)
@@ -371,7 +374,8 @@ export function registerWorkloads(program: Command): void {
       const file = await withContext((ctx) =>
         ctx.workloads.logFile(name, opts.proxy === true ? 'proxy' : 'server'),
       );
-      if (opts.lines > 0) process.stdout.write(tailFile(file, opts.lines));
+      // The server wrote this log: a terminal must not act on its escape sequences.
+      if (opts.lines > 0) process.stdout.write(terminalSafe(tailFile(file, opts.lines)));
       if (opts.follow === true) await follow(file);
     });
 
@@ -411,9 +415,14 @@ function bulkRequest(names: string[], group: string | undefined): { names?: stri
   return names.length > 0 ? { names, group } : { group };
 }
 
-/** Prints what is appended to `file` until interrupted (follows rotation by re-opening). */
+/**
+ * Prints what is appended to `file` until interrupted (follows rotation by re-opening), through
+ * `terminalSafe`: a UTF-8 character or a CRLF cut by a read is completed by the next one.
+ */
 async function follow(file: string): Promise<void> {
   let offset = sizeOf(file);
+  const decoder = new StringDecoder('utf8');
+  let heldCr = '';
   let stopped = false;
   const stop = () => {
     stopped = true;
@@ -429,7 +438,9 @@ async function follow(file: string): Promise<void> {
       const buffer = Buffer.alloc(size - offset);
       readSync(fd, buffer, 0, buffer.length, offset);
       closeSync(fd);
-      process.stdout.write(buffer);
+      const text = heldCr + decoder.write(buffer);
+      heldCr = text.endsWith('\r') ? '\r' : '';
+      process.stdout.write(terminalSafe(heldCr === '' ? text : text.slice(0, -1)));
       offset = size;
     }
   }

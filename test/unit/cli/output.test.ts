@@ -48,3 +48,23 @@ test('an outcome is one line of text, or the JSON value with --json', () => {
     '{\n  "name": "g"\n}\n',
   );
 });
+
+test('server text in a table cell or an outcome line cannot move the cursor, write the clipboard or add a row', () => {
+  const hostile = '\x1b]52;c;ZXZpbA==\x07ok\x1b[2A\u009b2J\rfake\nNAME  forged-row';
+  const table = stdoutOf(() => printListing({}, {}, ['NAME', 'DESCRIPTION'], [['echo', hostile]]));
+  assert.ok(!/[\x00-\x08\x0b-\x1f\x7f-\x9f]/.test(table.replace(/\n/g, '')), JSON.stringify(table));
+  assert.equal(table.split('\n').length, 3, `one header, one row: ${JSON.stringify(table)}`);
+  assert.match(table, /\\x1b\]52;c;ZXZpbA==\\x07ok\\x1b\[2A\\x9b2J\\x0dfake NAME {2}forged-row/);
+  const line = stdoutOf(() => printOutcome({}, {}, `pushed ${hostile}`));
+  assert.ok(
+    !line.includes('\x1b') && !line.includes('\u009b') && !/\r(?!\n)/.test(line),
+    JSON.stringify(line),
+  );
+});
+
+test('--json keeps the value but escapes DEL and C1 controls as \\u00XX (C0 is escaped by JSON itself)', () => {
+  const value = { description: '\x1b[31m\u009b2J\x7f' };
+  const out = stdoutOf(() => printListing({ json: true }, value, ['X'], []));
+  assert.equal(out, '{\n  "description": "\\u001b[31m\\u009b2J\\u007f"\n}\n');
+  assert.deepEqual(JSON.parse(out), value);
+});

@@ -62,3 +62,21 @@ test('pretty on a terminal unless SKEP_LOG_FORMAT=json; SKEP_LOG_FORMAT=pretty f
   assert.equal(wantsPrettyLogs({ isTTY: true }, { SKEP_LOG_FORMAT: 'json' }), false);
   assert.equal(wantsPrettyLogs({ isTTY: false }, { SKEP_LOG_FORMAT: 'pretty' }), true);
 });
+
+test("a field or message that quotes a server cannot drive the terminal; the level's own colour stays", () => {
+  const line = JSON.stringify({
+    level: 50,
+    time: at(1, 2, 3, 4),
+    name: 'runner:x',
+    reason: '\x1b]52;c;ZXZpbA==\x07',
+    msg: 'server said \x1b[2Kfake\rline',
+    err: { type: 'Error', message: '\u009b2J', stack: 'Error: \u009b2J\n    at \x1b[1A' },
+  });
+  const text = formatLogLine(line, { colour: true });
+  assert.equal(
+    text,
+    '01:02:03.004 \x1b[31mERROR\x1b[0m runner:x: server said \\x1b[2Kfake\\x0dline reason="\\u001b]52;c;ZXZpbA==\\u0007"\n' +
+      '    Error: \\x9b2J\n        at \\x1b[1A\n',
+  );
+  assert.equal(formatLogLine('plain \x1b[2J text\n', { colour: false }), 'plain \\x1b[2J text\n');
+});
