@@ -1,6 +1,7 @@
 /**
  * Reading, editing and writing one client's MCP config file. Writes are atomic (temp file +
- * rename), keep the file's mode (0600 for new files), go to the real file behind a symlink,
+ * rename), keep the file's mode without its group and other bits (0600 for new files: the
+ * entries carry each workload's access token), go to the real file behind a symlink,
  * and keep one backup of the previous content in `<file>.skep.bak`. A missing file, and its
  * directories, are created on the first entry written.
  */
@@ -73,7 +74,8 @@ export async function writeConfigFile(
   let mode = 0o600;
   if (previous !== undefined) {
     target = await realpath(file).catch(() => file);
-    mode = (await stat(target)).mode & 0o777;
+    // The entries Skep writes carry credentials: nobody but the owner may read the file.
+    mode = (await stat(target)).mode & 0o700;
     const backup = `${file}${BACKUP_SUFFIX}`;
     // The backup holds exactly the text this edit started from.
     await writeFileAtomic(backup, previous, 0o600);

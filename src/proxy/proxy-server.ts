@@ -16,6 +16,7 @@ import {
   readBody,
   silentLogger,
 } from '../shared/index.js';
+import { CallerToken } from './caller-token.js';
 import { hasMediaType, NOSNIFF, sendJson, sendRpcError } from './http-util.js';
 import {
   INTERNAL_ERROR,
@@ -78,6 +79,10 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
 /** The paths of the MCP transports; anything else goes to the mounted handlers. */
 const MCP_PATHS = new Set(['/mcp', '/sse', '/messages', '/message']);
 
+const NOT_THE_OWNER =
+  'Unauthorized: this workload answers only its owner. Use the URL that `skep list --json` ' +
+  '(or the API) gives, which carries the access token, or send it as a bearer token';
+
 /** A request the middlewares let through: the body to serve and what they added to it. */
 interface Passed {
   readonly body: RequestBody;
@@ -106,6 +111,7 @@ class McpProxy implements RunningProxy {
   readonly #middlewares: readonly ProxyMiddleware[];
   readonly #handlers: readonly ProxyHttpHandler[];
   readonly #guard: OriginGuard;
+  readonly #callerToken: CallerToken | undefined;
   readonly #stdio: StdioSessions;
   readonly #streamableHttp: StreamableHttpEndpoint;
   readonly #legacySse: LegacySseEndpoint;
@@ -144,6 +150,7 @@ class McpProxy implements RunningProxy {
       allowedHosts: options.allowedHosts ?? [],
       allowedOrigins: options.allowedOrigins ?? [],
     });
+    this.#callerToken = options.callerToken === undefined ? undefined : new CallerToken(options.callerToken);
     this.#upstreamReady = new Promise<void>((resolve, reject) => {
       this.#markUpstreamReady = resolve;
       this.#failUpstreamReady = reject;
@@ -262,7 +269,7 @@ class McpProxy implements RunningProxy {
     const rawUrl = req.url ?? '/';
     const q = rawUrl.indexOf('?');
     const path = q === -1 ? rawUrl : rawUrl.slice(0, q);
-    const query = q === -1 ? '' : rawUrl.slice(q + 1);
+    let query = q === -1 ? '' : rawUrl.slice(q + 1);
     const method = req.method ?? 'GET';
     const denied = this.#guard(req.headers);
     if (denied !== undefined) {
@@ -279,6 +286,16 @@ class McpProxy implements RunningProxy {
     if (!MCP_PATHS.has(path)) {
       await this.#otherPath(req, res, path);
       return;
+    }
+    if (this.#callerToken !== undefined) {
+      const access = this.#callerToken.admit(req, query);
+      query = access.query;
+      // Legacy SSE messages are admitted by their session id (see caller-token.ts).
+      if (!access.admitted && path !== '/messages' && path !== '/message') {
+        req.resume();
+        sendRpcError(res, 401, INVALID_REQUEST, NOT_THE_OWNER, { 'www-authenticate': 'Bearer realm="skep"' });
+        return;
+      }
     }
     const body = await this.#readRequestBody(req, res, method);
     if (body === undefined) return;

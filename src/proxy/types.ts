@@ -62,6 +62,11 @@ export interface ProxyOptions {
   allowedHosts?: string[];
   /** Browser origins accepted besides the proxy's own (exact `scheme://host:port`). */
   allowedOrigins?: string[];
+  /**
+   * The owner's access token (`caller-token.ts`): when set, every MCP request must carry it.
+   * Unset for a workload that authenticates its callers itself, or that its owner opened.
+   */
+  callerToken?: string;
   logger?: Logger;
   /** For logs and the client info the proxy presents to the server; middlewares see it too. */
   serverName?: string;

@@ -38,12 +38,13 @@ import {
   type Logger,
   SkepError,
   sleepUnlessAborted,
-  workloadUrl,
 } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
   AUTHORIZATION_PENDING,
+  endpointAccessOf,
   hostExposureProblem,
+  proxyUrlOf,
   type RunConfig,
   resolveSecretReferences,
   type SecretLookup,
@@ -333,6 +334,11 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
       allowedHosts: runConfig.permission_profile?.network?.inbound?.allow_host ?? [],
       // Browser origins besides the proxy's own, exact (validated by the manager).
       allowedOrigins: [...(runConfig.allowed_origins ?? []), ...(chain.proxy.allowedOrigins ?? [])],
+      // Only the owner's clients may call it, unless it authenticates callers itself or its
+      // owner opened it; in a Kubernetes pod the Service and NetworkPolicies decide instead.
+      ...(options.exposureAccepted === undefined && endpointAccessOf(runConfig) === 'owner'
+        ? { callerToken: row.accessToken }
+        : {}),
       logger,
       serverName: name,
       transport: runConfig.transport,
@@ -416,7 +422,7 @@ async function startVirtual(
       .filter((r) => r.name !== runConfig.name && r.config.vmcp === undefined && r.status === 'running')
       .map((r) => ({
         name: r.name,
-        url: workloadUrl({ name: r.name, port: r.port, host: r.config.host, transport: 'streamable-http' }),
+        url: proxyUrlOf(r, 'streamable-http'),
         runConfig: r.config,
       }));
   const server = new Server({

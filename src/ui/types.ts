@@ -25,6 +25,8 @@ export interface WorkloadSummary {
   started_at: string;
   sandboxed: boolean;
   sandbox: string;
+  /** `owner`, `inbound-auth` or `anyone-on-this-machine`. */
+  endpoint_access: string;
 }
 
 /** `WorkloadDetail` (GET /api/v1beta/workloads/:name): the fields the UI shows. */
@@ -48,6 +50,7 @@ export interface WorkloadDetail {
   sandboxed: boolean;
   sandbox: string;
   sandbox_reason: string;
+  endpoint_access: string;
 }
 
 /** The fields of `UpdateWorkloadRequest` the edit form sends. */

@@ -213,6 +213,7 @@ export function applyRequest(base: RunConfig, request: UpdateWorkloadRequest): R
   if (r.header_forward !== undefined) c.header_forward = structuredClone(r.header_forward);
   if (r.runtime_config !== undefined) c.runtime_config = structuredClone(r.runtime_config);
   if (r.sandbox !== undefined) c.sandbox = r.sandbox;
+  if (r.endpoint_access !== undefined) c.endpoint_access = r.endpoint_access;
   if (r.vmcp !== undefined) c.vmcp = structuredClone(r.vmcp);
   return c;
 }

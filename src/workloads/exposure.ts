@@ -14,10 +14,49 @@
  * runner checks the host rule again before it binds, for records written before the rule.
  * Pure functions with no dependencies beyond `shared`: the runner loads this module up front.
  */
-import { isLoopbackName, isWildcardAddress, normalizeOrigin } from '../shared/index.js';
+import { isLoopbackName, isWildcardAddress, normalizeOrigin, workloadUrl } from '../shared/index.js';
 import type { RunConfig } from './run-config.js';
+import type { WorkloadRow } from './workload-store.js';
 
 type ExposureFields = Pick<RunConfig, 'host' | 'oidc_config' | 'embedded_auth_server_config'>;
+
+/** `endpoint_access` value by which an owner opens a workload to every local caller. */
+export const OPEN_TO_LOCAL_CALLERS = 'anyone-on-this-machine';
+
+/**
+ * Who may call the workload's tools, as the API, `skep list` and the UI say it:
+ * - `owner`: whoever holds its access token (the owner's store and client configs);
+ * - `inbound-auth`: whoever its own inbound authentication admits (`oidc_config`, or the
+ *   embedded authorization server);
+ * - `anyone-on-this-machine`: every account and process that can connect (the owner's
+ *   explicit choice, `endpoint_access`).
+ */
+export type EndpointAccess = 'owner' | 'inbound-auth' | typeof OPEN_TO_LOCAL_CALLERS;
+
+export function endpointAccessOf(
+  config: ExposureFields & Pick<RunConfig, 'endpoint_access'>,
+): EndpointAccess {
+  if (hasInboundAuth(config)) return 'inbound-auth';
+  return config.endpoint_access === OPEN_TO_LOCAL_CALLERS ? OPEN_TO_LOCAL_CALLERS : 'owner';
+}
+
+/**
+ * The URL a client of this workload is given: its proxy endpoint, carrying the access token
+ * when the proxy asks for one. `transport` overrides the proxy mode (the virtual MCP speaks
+ * streamable HTTP to every backend).
+ */
+export function proxyUrlOf(
+  row: Pick<WorkloadRow, 'name' | 'port' | 'config' | 'accessToken'>,
+  transport: string | undefined = row.config.proxy_mode,
+): string {
+  return workloadUrl({
+    name: row.name,
+    port: row.port,
+    host: row.config.host,
+    transport,
+    accessToken: endpointAccessOf(row.config) === 'owner' ? row.accessToken : undefined,
+  });
+}
 
 /** True when the workload authenticates its callers (what the auth chain enforces). */
 function hasInboundAuth(config: ExposureFields): boolean {

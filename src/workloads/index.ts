@@ -1,5 +1,12 @@
 /** Workloads: run configurations, the lifecycle manager, and the runner process plumbing. */
-export { allowedOriginsProblem, hostExposureProblem } from './exposure.js';
+export type { EndpointAccess } from './exposure.js';
+export {
+  allowedOriginsProblem,
+  endpointAccessOf,
+  hostExposureProblem,
+  OPEN_TO_LOCAL_CALLERS,
+  proxyUrlOf,
+} from './exposure.js';
 export { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
 export type { WorkloadContainers } from './config-checks.js';
 export type {

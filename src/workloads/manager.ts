@@ -28,6 +28,7 @@ import {
   validateConfig,
   type WorkloadContainers,
 } from './config-checks.js';
+import { proxyUrlOf } from './exposure.js';
 import { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
 import { validateWorkloadName, workloadNameProblem } from './names.js';
 import { allocatePort, portFree } from './ports.js';
@@ -47,7 +48,7 @@ import type {
 } from './schemas.js';
 import { parseSecretReference as parseSecretRef, requireSecrets, type SecretLookup } from './secrets.js';
 import { checkUpgrade, missingRequired, type UpgradeCheckResult, type UpgradeRequest } from './upgrade.js';
-import { detailOf, observedRow, summaryOf, urlOf } from './views.js';
+import { detailOf, observedRow, summaryOf } from './views.js';
 import { type WorkloadRow, type WorkloadStatus, WorkloadStore } from './workload-store.js';
 
 export type WorkloadChangeKind = 'started' | 'stopped' | 'removed' | 'updated';
@@ -609,7 +610,7 @@ export class WorkloadManager implements GroupMembers {
       kind,
       group: row.config.group,
       port: row.config.port,
-      url: urlOf(row.config),
+      url: proxyUrlOf(row),
     };
     for (const listener of this.#listeners) {
       try {

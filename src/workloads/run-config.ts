@@ -78,6 +78,16 @@ export const RunConfigSchema = Type.Object(
     target_host: Opt(Str()),
     publish: Opt(Strs()),
     allowed_origins: Opt(Strs()),
+    endpoint_access: Opt(
+      Type.Union([Type.Literal('owner'), Type.Literal('anyone-on-this-machine')], {
+        description:
+          'Skep extension: who may call the workload through its proxy when it has no inbound ' +
+          'authentication of its own. `owner` (default): only callers that present the ' +
+          "workload's access token (its URL from the API carries it; client configs Skep writes " +
+          'have it). `anyone-on-this-machine`: every local account and process that can connect ' +
+          '(an explicit opt-out, shown by `skep list` and the UI).',
+      }),
+    ),
     group: Str(),
     env_vars: StrMap(),
     env_file_dir: Opt(Str()),

@@ -164,6 +164,12 @@ const settableFields = {
         'Skep extension, local servers: override `runtime.sandbox` (`off`: run without isolation even when the permission profile asks for it).',
     }),
   ),
+  endpoint_access: Opt(
+    Type.Union([Type.Literal('owner'), Type.Literal('anyone-on-this-machine')], {
+      description:
+        "Skep extension: `owner` (default) — the proxy answers only callers with the workload's access token (the `url` carries it); `anyone-on-this-machine` — every local account and process that can connect may call its tools.",
+    }),
+  ),
   vmcp: Opt(
     Type.Object(VmcpConfigSchema.properties, {
       additionalProperties: false,
@@ -207,6 +213,10 @@ const sandboxFields = {
     description: 'Skep extension: the server runs isolated (bubblewrap sandbox or container).',
   }),
   sandbox: Type.String({ description: 'Skep extension: `bwrap`, `container` or `none`.' }),
+  endpoint_access: Type.String({
+    description:
+      "Skep extension: who may call the workload's tools: `owner` (holders of its access token, which `url` carries), `inbound-auth` (its own OIDC or embedded authorization server decides) or `anyone-on-this-machine` (opened by its owner).",
+  }),
 };
 
 export const WorkloadSummarySchema = Type.Object(

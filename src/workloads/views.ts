@@ -5,8 +5,8 @@
  */
 import type { SkepConfig } from '../config/index.js';
 import { workloadSandbox } from '../runtime/index.js';
-import { definedOnly, workloadUrl } from '../shared/index.js';
-import type { RunConfig } from './run-config.js';
+import { definedOnly } from '../shared/index.js';
+import { endpointAccessOf, proxyUrlOf } from './exposure.js';
 import { runnerAlive } from './runner-process.js';
 import type { WorkloadDetail, WorkloadSummary } from './schemas.js';
 import { parseSecretReference as parseSecretRef } from './secrets.js';
@@ -29,16 +29,6 @@ export function observedRow(row: WorkloadRow): WorkloadRow {
   return { ...row, status: 'stopped', statusContext: '' };
 }
 
-/** The URL clients are given for the workload: the same string client registration writes. */
-export function urlOf(config: RunConfig): string {
-  return workloadUrl({
-    name: config.name,
-    port: config.port,
-    host: config.host,
-    transport: config.proxy_mode,
-  });
-}
-
 export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
   const c = row.config;
   const { sandboxed, sandbox } = workloadSandbox(skep, c);
@@ -50,7 +40,7 @@ export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
     port: c.port,
     proxy_mode: c.proxy_mode ?? 'streamable-http',
     remote: c.remote_url !== undefined,
-    url: urlOf(c),
+    url: proxyUrlOf(row),
     tools: c.tools_filter ?? [],
     transport_type: c.transport,
     status: row.status,
@@ -59,6 +49,7 @@ export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
     started_at: row.startedAt ?? '',
     sandboxed,
     sandbox,
+    endpoint_access: endpointAccessOf(c),
   };
 }
 
@@ -118,5 +109,6 @@ export function detailOf(skep: SkepConfig, row: WorkloadRow): WorkloadDetail {
     sandboxed,
     sandbox,
     sandbox_reason: reason,
+    endpoint_access: endpointAccessOf(c),
   };
 }

@@ -3,6 +3,7 @@
  * configuration (JSON), the desired state (what the user asked for), and the observed
  * status written by the runner. `skep serve`, the CLI and every runner read and write it.
  */
+import { randomBytes } from 'node:crypto';
 import type { Store } from '../store/index.js';
 import type { RunConfig } from './run-config.js';
 
@@ -60,7 +61,16 @@ const MIGRATIONS = [
      updated_at TEXT NOT NULL
    );
    CREATE INDEX workloads_group ON workloads(group_name);`,
+  // The credential a workload's endpoints ask of their callers (exposure.ts): 32 random bytes,
+  // hex. Rows written before it get one here; SQLite's randomblob is a CSPRNG.
+  `ALTER TABLE workloads ADD COLUMN access_token TEXT;
+   UPDATE workloads SET access_token = lower(hex(randomblob(32))) WHERE access_token IS NULL;`,
 ];
+
+/** A new workload's access token: 256 bits from the CSPRNG, hex (URL- and header-safe). */
+export function newAccessToken(): string {
+  return randomBytes(32).toString('hex');
+}
 
 export interface WorkloadRow {
   name: string;
@@ -74,6 +84,11 @@ export interface WorkloadRow {
   createdAt: string;
   startedAt: string | undefined;
   updatedAt: string;
+  /**
+   * The credential the workload's proxy asks of its callers (when `needsAccessToken` says it
+   * does). Never part of the run configuration, so an export never carries it.
+   */
+  accessToken: string;
 }
 
 interface RawRow {
@@ -88,6 +103,7 @@ interface RawRow {
   created_at: string;
   started_at: string | null;
   updated_at: string;
+  access_token: string | null;
 }
 
 function toRow(raw: RawRow, parse: RunConfigParser): WorkloadRow {
@@ -105,6 +121,7 @@ function toRow(raw: RawRow, parse: RunConfigParser): WorkloadRow {
     createdAt: raw.created_at,
     startedAt: raw.started_at ?? undefined,
     updatedAt: raw.updated_at,
+    accessToken: raw.access_token ?? '',
   };
 }
 
@@ -176,10 +193,20 @@ export class WorkloadStore {
         return 'port_taken';
       this.#store.db
         .prepare(
-          `INSERT INTO workloads (name, run_config, group_name, port, desired_state, status, status_context, created_at, updated_at)
-           VALUES (?, ?, ?, ?, ?, ?, '', ?, ?)`,
+          `INSERT INTO workloads (name, run_config, group_name, port, desired_state, status, status_context, created_at, updated_at, access_token)
+           VALUES (?, ?, ?, ?, ?, ?, '', ?, ?, ?)`,
         )
-        .run(config.name, JSON.stringify(config), config.group, config.port, desired, status, now, now);
+        .run(
+          config.name,
+          JSON.stringify(config),
+          config.group,
+          config.port,
+          desired,
+          status,
+          now,
+          now,
+          newAccessToken(),
+        );
       return 'ok';
     });
   }

@@ -7,7 +7,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { ApiContext } from '../../api/context.js';
-import { definedOnly, SkepError, terminalSafe } from '../../shared/index.js';
+import { definedOnly, SkepError, terminalSafe, withoutAccessToken } from '../../shared/index.js';
 import { type CreateWorkloadRequest, type Transport, tailFile } from '../../workloads/index.js';
 import { withContext } from '../context.js';
 import { UsageError } from '../errors.js';
@@ -133,6 +133,7 @@ interface RunOptions {
   proxyMode?: string;
   tools?: string;
   sandbox?: string;
+  openToLocalUsers?: boolean;
   fromConfig?: string;
   wait?: number;
   json?: boolean;
@@ -160,6 +161,10 @@ export function registerWorkloads(program: Command): void {
     .option('--proxy-mode <mode>', 'URL advertised to clients: streamable-http or sse')
     .option('--tools <names>', 'comma-separated tools to expose')
     .option('--sandbox <mode>', 'local servers: auto, bwrap (required) or off (run without isolation)')
+    .option(
+      '--open-to-local-users',
+      'let every local user and process call its tools (by default only clients with its access token can)',
+    )
     .option('--from-config <file>', 'create from an exported run configuration (JSON)')
     .option('--wait <seconds>', WAIT_HELP, parseWait)
     .option('--json', 'print JSON')
@@ -203,6 +208,7 @@ export function registerWorkloads(program: Command): void {
             : { proxy_mode: opts.proxyMode as 'sse' | 'streamable-http' }),
           ...(opts.tools === undefined ? {} : { tools: opts.tools.split(',').filter((t) => t !== '') }),
           ...definedOnly({ sandbox: opts.sandbox as 'auto' | 'bwrap' | 'off' | undefined }),
+          ...(opts.openToLocalUsers === true ? { endpoint_access: 'anyone-on-this-machine' as const } : {}),
         };
         if (
           request.transport !== undefined &&
@@ -258,8 +264,19 @@ export function registerWorkloads(program: Command): void {
       printListing(
         opts,
         { workloads },
-        ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'SANDBOX', 'CREATED'],
-        workloads.map((w) => [w.name, w.package, w.status, w.url, w.port, w.group, w.sandbox, w.created_at]),
+        ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'SANDBOX', 'CALLERS', 'CREATED'],
+        // The table leaves out the access token; `--json` (and the API) give the working URL.
+        workloads.map((w) => [
+          w.name,
+          w.package,
+          w.status,
+          withoutAccessToken(w.url),
+          w.port,
+          w.group,
+          w.sandbox,
+          w.endpoint_access,
+          w.created_at,
+        ]),
       );
     });
 

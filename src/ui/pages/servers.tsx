@@ -129,7 +129,11 @@ export function ServersPage() {
             <td class="url">
               {w.url !== '' && (
                 <>
-                  <code>{w.url}</code> <CopyButton text={w.url} label={`Copy the URL of ${w.name}`} />
+                  <code>{shownUrl(w.url)}</code>{' '}
+                  <CopyButton text={w.url} label={`Copy the URL of ${w.name}`} />
+                  {w.endpoint_access === 'anyone-on-this-machine' && (
+                    <div class="muted small">open to every local user</div>
+                  )}
                 </>
               )}
             </td>
@@ -261,6 +265,17 @@ function EditForm(props: { detail: WorkloadDetail; onSaved: () => void; onCancel
   );
 }
 
+const ACCESS_WORDS: Record<string, string> = {
+  owner: 'you: clients with its access token (the copied URL carries it)',
+  'inbound-auth': 'callers its own authentication (OIDC) admits',
+  'anyone-on-this-machine': 'every local user and process (opened by its owner)',
+};
+
+/** A workload URL as shown on screen: its access token stays in the copied text only. */
+function shownUrl(url: string): string {
+  return url.replace(/([?&])skep_token=[^&#]*&?/, '$1').replace(/[?&](#|$)/, '$1');
+}
+
 function ConfigTable(props: { detail: WorkloadDetail }) {
   const d = props.detail;
   const rows: Array<[string, string]> = [
@@ -276,6 +291,7 @@ function ConfigTable(props: { detail: WorkloadDetail }) {
     ['Tools exposed', d.tools.length === 0 ? 'all' : d.tools.join(', ')],
     ['Sandbox', d.sandboxed ? d.sandbox : `none${d.sandbox_reason === '' ? '' : ` (${d.sandbox_reason})`}`],
     ['Network isolation', d.network_isolation ? 'yes' : 'no'],
+    ['Who can call it', ACCESS_WORDS[d.endpoint_access] ?? d.endpoint_access],
     ['Authorization config', d.authz_config],
   ];
   return (
@@ -355,7 +371,7 @@ export function ServerDetailPage(props: { name: string }) {
             </div>
             {d.url !== '' && (
               <p class="url">
-                <code>{d.url}</code> <CopyButton text={d.url} label="Copy the URL" />
+                <code>{shownUrl(d.url)}</code> <CopyButton text={d.url} label="Copy the URL" />
                 {d.status === 'running' && (
                   <>
                     {' '}

@@ -34,6 +34,16 @@ const CASES: [what: string, endpoint: ProxyEndpoint, url: string][] = [
     { host: '::1', port: 2, name: 'a', transport: 'x' },
     'http://[::1]:2/mcp',
   ],
+  [
+    'access token in the query, before the SSE fragment',
+    { host: '127.0.0.1', port: 3, name: 'a', transport: 'sse', accessToken: 'ab12' },
+    'http://127.0.0.1:3/sse?skep_token=ab12#a',
+  ],
+  [
+    'access token on the streamable-HTTP endpoint',
+    { host: '127.0.0.1', port: 3, name: 'a', transport: 'streamable-http', accessToken: 'ab12' },
+    'http://127.0.0.1:3/mcp?skep_token=ab12',
+  ],
   ['bracketed IPv6 literal', { host: '[::1]', port: 2, name: 'a', transport: 'x' }, 'http://[::1]:2/mcp'],
   [
     'escaped SSE fragment',

@@ -43,6 +43,7 @@ const summaryKeys = {
   started_at: true,
   sandboxed: true,
   sandbox: true,
+  endpoint_access: true,
 } satisfies Record<keyof Ui.WorkloadSummary, true>;
 
 const detailKeys = {
@@ -65,6 +66,7 @@ const detailKeys = {
   sandboxed: true,
   sandbox: true,
   sandbox_reason: true,
+  endpoint_access: true,
 } satisfies Record<keyof Ui.WorkloadDetail, true>;
 
 test('every workload field the UI reads is a field of the API schema (and required there)', () => {
