@@ -9,6 +9,7 @@ import { parse as parseYaml } from 'yaml';
 import { createValidator } from '../schemas/index.js';
 import { SkepError } from '../shared/index.js';
 import { resolvePaths, type SkepPaths } from './paths.js';
+import { securePrivateDirs } from './private-dirs.js';
 
 export const ConfigSchema = Type.Object(
   {
@@ -115,9 +116,17 @@ export function parseConfig(text: string, source = 'config'): Static<typeof Conf
   return validator.parse(structuredClone(raw), source);
 }
 
-/** Loads the config file (absent file → all defaults). */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): SkepConfig {
+/**
+ * Loads the config file (absent file → all defaults), after making sure Skep's folders are
+ * private (`private-dirs.ts`): every process that reads or writes them starts here. A repaired
+ * folder is reported through `warn` (stderr by default).
+ */
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  warn: (message: string) => void = (message) => void process.stderr.write(`warning: ${message}\n`),
+): SkepConfig {
   const paths = resolvePaths(env);
+  securePrivateDirs(paths, warn);
   let text = '';
   try {
     text = readFileSync(paths.configFile, 'utf8');

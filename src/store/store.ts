@@ -4,7 +4,7 @@
  * concurrent writers from several processes wait instead of failing. Each domain owns its
  * tables and registers its own ordered migrations under its own name.
  */
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 
@@ -38,8 +38,28 @@ const CORE_MIGRATIONS: Migrations = [
    );`,
 ];
 
+/**
+ * The store holds workloads' `env_vars` values (API keys among them): owner-only, like every
+ * file of user data. SQLite creates a new database with 0644 less the umask, and its `-wal`
+ * and `-shm` files (created on first use) with the database file's own mode (its unix VFS,
+ * `findCreateFileMode`), so the database is created 0600 before SQLite opens it, and a store
+ * left looser by an older version is narrowed, with the journal files it has now.
+ */
+function ownerOnly(file: string): void {
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  closeSync(openSync(file, 'a', 0o600));
+  if (process.platform === 'win32') return;
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+}
+
 export function openStore(file: string): Store {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  if (file !== ':memory:') ownerOnly(file);
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 10000');
