@@ -316,10 +316,16 @@ export async function serveThroughProxy(
   return { proxy, chain, config };
 }
 
-/** An MCP SDK client through the proxy, presenting `token` (if any). */
+/**
+ * An MCP SDK client through the proxy, presenting `token` (if any). `proxyUrl` is the proxy's
+ * origin (the client calls its `/mcp`) or a full endpoint URL, such as a workload's working URL
+ * that carries its access token.
+ */
 export async function connectClient(t: TestContext, proxyUrl: string, token?: string): Promise<Client> {
   const client = new Client({ name: 'auth-e2e', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(new URL(`${proxyUrl}/mcp`), {
+  const endpoint = new URL(proxyUrl);
+  if (endpoint.pathname === '/') endpoint.pathname = '/mcp';
+  const transport = new StreamableHTTPClientTransport(endpoint, {
     requestInit: { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } },
   });
   await client.connect(transport);

@@ -35,7 +35,11 @@ test(
       const [item] = res.json<{ workloads: Record<string, unknown>[] }>().workloads;
       assert.equal(item?.['name'], 'alpha');
       assert.equal(item?.['status'], 'running');
-      assert.equal(item?.['url'], `http://127.0.0.1:${port}/mcp`);
+      // The working URL carries the workload's access token (it answers only its owner).
+      const token = ctx.workloads.rows.get('alpha')?.accessToken as string;
+      assert.match(token, /^[0-9a-f]{64}$/);
+      assert.equal(item?.['url'], `http://127.0.0.1:${port}/mcp?skep_token=${token}`);
+      assert.equal(item?.['endpoint_access'], 'owner');
       assert.equal(item?.['transport_type'], 'stdio');
       for (const field of [
         'package',

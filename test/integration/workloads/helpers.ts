@@ -12,7 +12,7 @@ import { type ApiContext, createContext } from '../../../src/api/context.js';
 import { type RestartPolicy, runWorkload } from '../../../src/runner/index.js';
 import type { SecretLookup } from '../../../src/secrets/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
-import { runnerAlive, WorkloadManager } from '../../../src/workloads/index.js';
+import { proxyUrlOf, runnerAlive, WorkloadManager } from '../../../src/workloads/index.js';
 import { buildTestApp } from '../../helpers/api.js';
 import { type TempHome, tempHome } from '../../helpers/home.js';
 
@@ -79,6 +79,24 @@ export function runInProcess(
     signal,
     ...(policy === undefined ? {} : { policy }),
   });
+}
+
+/**
+ * The working URL of a workload's proxy endpoint `path` (`/mcp` by default, `/sse`, or any other
+ * path of the proxy): what a client is given, so it carries the workload's access token
+ * (`?skep_token=`) when the proxy asks for one (not for a workload with inbound auth of its own).
+ */
+export function workloadEndpoint(
+  source: Pick<ApiContext, 'workloads'> | WorkloadManager,
+  name: string,
+  path = '/mcp',
+): string {
+  const rows = 'rows' in source ? source.rows : source.workloads.rows;
+  const row = rows.get(name);
+  if (row === undefined) throw new Error(`no workload ${name}`);
+  const url = new URL(proxyUrlOf(row, 'streamable-http'));
+  url.pathname = path;
+  return url.href;
 }
 
 /** Direct children of `pid` (Linux `ps`). */

@@ -22,17 +22,21 @@ import {
   runnerPidOf,
   waitFor,
   waitForStatus,
+  workloadEndpoint,
 } from './helpers.js';
 
 type Transport = 'streamable-http' | 'sse';
 
+/** The workload's working URLs (with its access token), by transport. */
+type Endpoints = Record<Transport, string>;
+
 async function connect(
-  port: number,
+  endpoints: Endpoints,
   transport: Transport,
   t: { after(fn: () => Promise<void>): void },
 ): Promise<Client> {
   const client = new Client({ name: 'skep-test', version: '1.0.0' });
-  const url = new URL(`http://127.0.0.1:${port}/${transport === 'sse' ? 'sse' : 'mcp'}`);
+  const url = new URL(endpoints[transport]);
   await client.connect(
     transport === 'sse' ? new SSEClientTransport(url) : new StreamableHTTPClientTransport(url),
   );
@@ -73,18 +77,22 @@ test(
       body: JSON.stringify(everythingBody('everything')),
     });
     assert.equal(res.status, 201, await res.clone().text());
-    const { port } = (await res.json()) as { name: string; port: number };
+    await res.body?.cancel();
     await waitForStatus(server.ctx, 'everything', 'running');
+    const endpoints: Endpoints = {
+      'streamable-http': workloadEndpoint(server.ctx, 'everything'),
+      sse: workloadEndpoint(server.ctx, 'everything', '/sse'),
+    };
 
     await t.test('streamable HTTP: list tools and call echo', async (st) => {
-      const client = await connect(port, 'streamable-http', st);
+      const client = await connect(endpoints, 'streamable-http', st);
       const { tools } = await client.listTools();
       assert.ok(tools.some((tool) => tool.name === 'echo'));
       assert.equal(await echo(client, 'over streamable http'), 'Echo: over streamable http');
     });
 
     await t.test('legacy SSE: list tools and call echo', async (st) => {
-      const client = await connect(port, 'sse', st);
+      const client = await connect(endpoints, 'sse', st);
       const { tools } = await client.listTools();
       assert.ok(tools.some((tool) => tool.name === 'echo'));
       assert.equal(await echo(client, 'over sse'), 'Echo: over sse');
@@ -92,7 +100,7 @@ test(
 
     await t.test('20 concurrent sessions on the one stdio child each get their own replies', async (st) => {
       const clients = await Promise.all(
-        Array.from({ length: 20 }, () => connect(port, 'streamable-http', st)),
+        Array.from({ length: 20 }, () => connect(endpoints, 'streamable-http', st)),
       );
       const replies = await Promise.all(clients.map((c, i) => echo(c, `session ${i}`)));
       assert.deepEqual(
@@ -104,7 +112,7 @@ test(
     await t.test(
       'kill -9 of the server child: the runner restarts it and the client recovers',
       async (st) => {
-        const client = await connect(port, 'streamable-http', st);
+        const client = await connect(endpoints, 'streamable-http', st);
         assert.equal(await echo(client, 'before'), 'Echo: before');
         const runner = runnerPidOf((server as RunningServer).ctx, 'everything');
         const [child] = childPids(runner);
@@ -130,7 +138,7 @@ test(
       await (server as RunningServer).close();
       server = undefined;
       assert.ok(runnerAlive(runner, 'everything'), 'the runner outlives skep serve');
-      const client = await connect(port, 'streamable-http', st);
+      const client = await connect(endpoints, 'streamable-http', st);
       assert.equal(await echo(client, 'without serve'), 'Echo: without serve');
       server = await startServer(home.config, { port: 0 });
       const list = (await (await fetch(`${server.url}/api/v1beta/workloads`, { headers: auth })).json()) as {
@@ -159,7 +167,7 @@ test(
           return pid !== undefined && pid !== runner ? pid : undefined;
         });
         await waitForStatus(current.ctx, 'everything', 'running');
-        const client = await connect(port, 'streamable-http', st);
+        const client = await connect(endpoints, 'streamable-http', st);
         assert.equal(await echo(client, 'after reboot'), 'Echo: after reboot');
       },
     );

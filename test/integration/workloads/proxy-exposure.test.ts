@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { isSkepError } from '../../../src/shared/index.js';
 import { WorkloadManager } from '../../../src/workloads/index.js';
-import { inProcessManager, runInProcess, waitFor } from './helpers.js';
+import { inProcessManager, runInProcess, waitFor, workloadEndpoint } from './helpers.js';
 
 const ECHO = join(dirname(fileURLToPath(import.meta.url)), '../../../bench/fixtures/echo-server.mjs');
 const echo = (name: string) => ({ name, image: `cmd://${process.execPath}`, cmd_arguments: [ECHO] });
@@ -167,7 +167,7 @@ async function checkOrigins(manager: WorkloadManager): Promise<void> {
   await waitFor('running', () => (manager.rows.get('origins')?.status === 'running' ? true : undefined));
   const port = manager.rows.get('origins')?.port as number;
   const ping = (origin: string) =>
-    fetch(`http://127.0.0.1:${port}/mcp`, {
+    fetch(workloadEndpoint(manager, 'origins'), {
       method: 'POST',
       headers: {
         'content-type': 'application/json',

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { connectClient, startRemoteMcp, textOf } from '../auth/harness.js';
-import { inProcessManager, runInProcess, waitFor } from './helpers.js';
+import { inProcessManager, runInProcess, waitFor, workloadEndpoint } from './helpers.js';
 
 const API_KEY = 'remote-api-key-3f9c2a71';
 const TOKEN = 'remote-bearer-token-8d41e0';
@@ -62,8 +62,7 @@ test(
     assert.equal(probe.headers['authorization'], `Bearer ${TOKEN}`);
 
     // A client's call through the proxy reaches the remote (authorized) with the same headers.
-    const port = manager.rows.get('guarded-remote')?.port as number;
-    const client = await connectClient(t, `http://127.0.0.1:${port}`);
+    const client = await connectClient(t, workloadEndpoint(manager, 'guarded-remote'));
     assert.equal(textOf(await client.callTool({ name: 'whoami', arguments: {} })), `Bearer ${TOKEN}`);
     const call = remote.seen.find((r) => r.body.includes('"tools/call"'));
     assert.ok(call, 'the tool call reached the remote');

@@ -16,7 +16,7 @@ import { freePort } from '../../helpers/net.js';
 import { cli, REDIS_HINT, redisAvailable, startRedis } from '../../helpers/redis.js';
 import { requireService } from '../../helpers/services.js';
 import { FIXTURE_SERVER, printed, spawnServer } from '../proxy/helpers.js';
-import { inProcessManager, runInProcess, waitFor } from './helpers.js';
+import { inProcessManager, runInProcess, waitFor, workloadEndpoint } from './helpers.js';
 
 async function simpleText(client: Client): Promise<string> {
   const result = (await client.callTool({ name: 'test_simple_text', arguments: {} })) as {
@@ -53,7 +53,7 @@ test(
         await waitFor(`${name} to be running`, () =>
           manager.rows.get(name)?.status === 'running' ? true : undefined,
         );
-        urls.push(`http://127.0.0.1:${manager.rows.get(name)?.port as number}/mcp`);
+        urls.push(workloadEndpoint(manager, name));
       }
       const [one, two] = urls as [string, string];
 

@@ -95,12 +95,15 @@ test('status is honest about a dead runner; resume starts it again; onChange rep
   assert.match(listed?.status_context ?? '', /runner process .* is not running/);
   assert.deepEqual(await manager.reconcile(), ['ghost']);
   assert.equal(manager.rows.get('ghost')?.status, 'starting');
+  const token = manager.rows.get('ghost')?.accessToken as string;
+  assert.match(token, /^[0-9a-f]{64}$/);
   await manager.deleteNow('ghost');
   assert.deepEqual(
     changes.map((c) => c.kind),
     ['started', 'started', 'removed'],
   );
-  assert.equal(changes[2]?.url, `http://127.0.0.1:${changes[2]?.port}/mcp`);
+  // The working URL: it carries the workload's access token.
+  assert.equal(changes[2]?.url, `http://127.0.0.1:${changes[2]?.port}/mcp?skep_token=${token}`);
 });
 
 test('group delete moves its workloads to default, or deletes them with with-workloads', async (t) => {

@@ -15,7 +15,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { isSkepError } from '../../../src/shared/index.js';
 import { cliEntry } from '../../../src/workloads/index.js';
-import { everythingBody, runnerPidOf, waitForStatus, workloadApp } from './helpers.js';
+import { everythingBody, runnerPidOf, waitForStatus, workloadApp, workloadEndpoint } from './helpers.js';
 
 const run = promisify(execFile);
 
@@ -79,10 +79,9 @@ test(
       allow_docker_gateway: false,
     });
     assert.equal(created.statusCode, 201, created.body);
-    const { port } = created.json<{ port: number }>();
     await waitForStatus(ctx, 'studio', 'running');
     const client = new Client({ name: 'skep-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
+    await client.connect(new StreamableHTTPClientTransport(new URL(workloadEndpoint(ctx, 'studio'))));
     t.after(() => client.close());
     const echoed = (await client.callTool({ name: 'echo', arguments: { message: 'studio' } })) as {
       content: { text: string }[];
