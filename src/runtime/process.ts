@@ -14,6 +14,7 @@ import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { definedOnly, findExecutable, isExecutable, type Logger, SkepError } from '../shared/index.js';
 import { RotatingLogFile } from './log-file.js';
+import { checkPackageSpec } from './package-spec.js';
 import {
   type PreparedSandbox,
   prepareSandbox,
@@ -59,8 +60,11 @@ export function processCommand(image: string, args: readonly string[]): ProcessC
   if (target === '') throw new SkepError('bad_request', `'${image}' names no package or executable`);
   switch (scheme[1] ?? '') {
     case 'npx':
-      return { command: 'npx', args: ['-y', target, ...args] };
+      checkPackageSpec(image, 'npx', target);
+      // `--` ends npx's options (XBD §12.2, guideline 10): the package and its arguments follow.
+      return { command: 'npx', args: ['-y', '--', target, ...args] };
     case 'uvx':
+      checkPackageSpec(image, 'uvx', target);
       return { command: 'uvx', args: [target, ...args] };
     case 'cmd':
       return { command: target, args: [...args] };

@@ -26,6 +26,7 @@ import {
   type EgressConfig,
 } from '../egress/egress-script.js';
 import { RotatingLogFile } from '../log-file.js';
+import { checkPackageSpec } from '../package-spec.js';
 import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from '../types.js';
 import { attachStdio, dockerClient } from './client.js';
 import { demultiplex, FrameDemuxer } from './demux.js';
@@ -152,9 +153,11 @@ export class DockerRuntime implements Runtime {
     const target = scheme[2] ?? '';
     if (target === '') throw new SkepError('bad_request', `'${spec.image}' names no package`);
     if (scheme[1] === 'npx' && this.#options.nodeImage !== undefined) {
-      return { image: this.#options.nodeImage, entrypoint: ['npx'], cmd: ['-y', target, ...spec.args] };
+      checkPackageSpec(spec.image, 'npx', target);
+      return { image: this.#options.nodeImage, entrypoint: ['npx'], cmd: ['-y', '--', target, ...spec.args] };
     }
     if (scheme[1] === 'uvx' && this.#options.uvxImage !== undefined) {
+      checkPackageSpec(spec.image, 'uvx', target);
       return { image: this.#options.uvxImage, entrypoint: ['uvx'], cmd: [target, ...spec.args] };
     }
     throw new SkepError(

@@ -158,12 +158,12 @@ test(
     const proxyUrl = (name: string) => `http://127.0.0.1:${live.workloads.rows.get(name)?.port}/mcp`;
 
     await t.test(
-      'npx:// runs `npx -y <pkg> <args>` in runtime.node_image, installed from a local tarball with no network',
+      'npx:// runs `npx -y -- <pkg> <args>` in runtime.node_image, installed from a local tarball with no network',
       async () => {
         const info = await serverContainer(docker, instance, 'npx-srv');
         assert.equal(info.Config.Image, image, 'the configured node image');
         assert.deepEqual(info.Config.Entrypoint, ['npx']);
-        assert.deepEqual(info.Config.Cmd, ['-y', `file:${NPX_FIXTURE_TARBALL}`, '--mode', 'offline']);
+        assert.deepEqual(info.Config.Cmd, ['-y', '--', `file:${NPX_FIXTURE_TARBALL}`, '--mode', 'offline']);
         assert.equal(info.HostConfig.NetworkMode, 'none');
       },
     );

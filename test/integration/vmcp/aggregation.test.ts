@@ -19,7 +19,7 @@ test('virtual MCP aggregation over three real backends', { timeout: 300_000 }, a
     'prefix (default): every tool renamed {workload}_, calls reach the backend with the original name',
     async (t) => {
       await virtual(l, 'v-prefix', 'team');
-      const client = await connect(t, l.port('v-prefix'));
+      const client = await connect(t, l.url('v-prefix'));
       const names = await toolNames(client);
       assert.ok(names.includes('alpha_search') && names.includes('beta_search'), names.join(','));
       assert.ok(names.includes('everything_echo'), names.join(','));
@@ -49,7 +49,7 @@ test('virtual MCP aggregation over three real backends', { timeout: 300_000 }, a
     await virtual(l, 'v-only', 'team', {
       aggregation: { conflictResolutionConfig: { prefixOnlyConflicts: true, prefixFormat: '{workload}.' } },
     });
-    const client = await connect(t, l.port('v-only'));
+    const client = await connect(t, l.url('v-only'));
     const names = await toolNames(client);
     assert.ok(names.includes('alpha.search') && names.includes('beta.search'), names.join(','));
     assert.ok(names.includes('alpha_status') && names.includes('echo'), names.join(','));
@@ -67,7 +67,7 @@ test('virtual MCP aggregation over three real backends', { timeout: 300_000 }, a
           conflictResolutionConfig: { priorityOrder: ['beta', 'alpha'] },
         },
       });
-      const client = await connect(t, l.port('v-prio'));
+      const client = await connect(t, l.url('v-prio'));
       const names = await toolNames(client);
       assert.ok(names.includes('search') && !names.includes('alpha_search'), names.join(','));
       assert.equal(await callText(client, 'search', { query: 'p' }), 'beta found p');
@@ -88,7 +88,7 @@ test('virtual MCP aggregation over three real backends', { timeout: 300_000 }, a
         ],
       },
     });
-    const client = await connect(t, l.port('v-manual'));
+    const client = await connect(t, l.url('v-manual'));
     const tools = (await client.listTools()).tools;
     const names = tools.map((x) => x.name);
     assert.ok(names.includes('find_in_alpha') && names.includes('search'), names.join(','));
@@ -111,7 +111,7 @@ test('virtual MCP aggregation over three real backends', { timeout: 300_000 }, a
         ],
       },
     });
-    const client = await connect(t, l.port('v-filter'));
+    const client = await connect(t, l.url('v-filter'));
     assert.deepEqual(await toolNames(client), ['alpha_search']);
     // Filtering only affects what is advertised (§1.3).
     assert.equal(await callText(client, 'beta_search', { query: 'h' }), 'beta found h');
@@ -120,7 +120,7 @@ test('virtual MCP aggregation over three real backends', { timeout: 300_000 }, a
 
   await t.test('excludeAllTools hides every tool but leaves prompts and resources', async (t) => {
     await virtual(l, 'v-none', 'team', { aggregation: { excludeAllTools: true } });
-    const client = await connect(t, l.port('v-none'));
+    const client = await connect(t, l.url('v-none'));
     assert.deepEqual(await toolNames(client), []);
     assert.ok((await client.listPrompts()).prompts.length >= 2);
   });

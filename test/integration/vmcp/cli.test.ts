@@ -58,9 +58,10 @@ test(
     const made = cli('vmcp', 'crew', '--name', 'crew-hub', '--config', file, '--json');
     assert.equal(made.status, 0, made.stderr);
     const { port, url } = JSON.parse(made.stdout) as { port: number; url: string };
-    assert.equal(url, `http://127.0.0.1:${port}/mcp`);
+    // The working URL: the virtual workload answers only its owner, so it carries the token.
+    assert.match(url, new RegExp(`^http://127\\.0\\.0\\.1:${port}/mcp\\?skep_token=[0-9a-f]{64}$`));
 
-    const client = await connect(t, port);
+    const client = await connect(t, url);
     assert.ok((await toolNames(client)).includes('alpha.search'));
     assert.equal(await callText(client, 'alpha.search', { query: 'cli' }), 'alpha found cli');
     await client.close();
@@ -78,7 +79,7 @@ test(
     assert.equal(cli('restart', 'crew-hub').status, 0);
     await waitFor('the restarted endpoint to serve', async () => {
       try {
-        const again = await connect(t, port);
+        const again = await connect(t, url);
         const names = await toolNames(again);
         await again.close();
         return names.includes('alpha.search') ? true : undefined;

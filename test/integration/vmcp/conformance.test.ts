@@ -28,8 +28,8 @@ test(
       aggregation: { conflictResolutionConfig: { prefixOnlyConflicts: true } },
     });
 
-    const direct = await runConformanceSuite(t, `http://127.0.0.1:${l.port('fixture')}/mcp`);
-    const through = await runConformanceSuite(t, `http://127.0.0.1:${l.port('conf-hub')}/mcp`);
+    const direct = await runConformanceSuite(t, l.url('fixture'));
+    const through = await runConformanceSuite(t, l.url('conf-hub'));
     const regressions: string[] = [];
     let compared = 0;
     for (const [scenario, checks] of direct) {

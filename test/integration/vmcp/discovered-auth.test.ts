@@ -49,7 +49,7 @@ test(
     await team(l, 'open', 'disc');
     await virtual(l, 'hub', 'disc', { outgoingAuth: { source: 'discovered' } }, oidc(PROXY_AUDIENCE));
 
-    const client = await connect(t, l.port('hub'), { token: await idp.clientToken() });
+    const client = await connect(t, l.url('hub'), { token: await idp.clientToken() });
     const names = await toolNames(client);
     assert.ok(names.includes('exchanged_search') && names.includes('open_search'), names.join(','));
     // Only a token for https://exchanged.test gets past that backend's proxy: the virtual
@@ -64,7 +64,7 @@ test(
     // The same group with inline auth and no strategy for `exchanged`: its proxy refuses the
     // caller's token (wrong audience), so the list fails naming it (partialFailureMode fail).
     await virtual(l, 'plain', 'disc', { outgoingAuth: { source: 'inline' } }, oidc(PROXY_AUDIENCE));
-    const plain = await connect(t, l.port('plain'), { token: await idp.clientToken() });
+    const plain = await connect(t, l.url('plain'), { token: await idp.clientToken() });
     await assert.rejects(plain.listTools(), /backend exchanged failed to list its capabilities/);
   },
 );

@@ -11,7 +11,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { type ApiContext, createContext } from '../../../src/api/context.js';
 import { WorkloadManager } from '../../../src/workloads/index.js';
 import { tempHome } from '../../helpers/home.js';
-import { everythingBody, runInProcess, waitFor } from '../workloads/helpers.js';
+import { everythingBody, runInProcess, waitFor, workloadEndpoint } from '../workloads/helpers.js';
 
 export const TEAM_SERVER = fileURLToPath(new URL('../../fixtures/mcp/team-server.ts', import.meta.url));
 /** tsx's loader by absolute URL: the runner starts servers in another working directory. */
@@ -25,6 +25,11 @@ export interface Lab {
   /** Stops a running runner (abort) and waits for it to exit cleanly. */
   stop(name: string): Promise<void>;
   port(name: string): number;
+  /**
+   * The working URL of the workload's `/mcp` (or `path`): with its access token, unless it
+   * authenticates its callers itself.
+   */
+  url(name: string, path?: string): string;
 }
 
 export function lab(t: TestContext): Lab {
@@ -68,6 +73,7 @@ export function lab(t: TestContext): Lab {
       assert.equal(await r.done, 0);
     },
     port: (name) => manager.rows.get(name)?.port as number,
+    url: (name, path) => workloadEndpoint(manager, name, path),
   };
   return l;
 }
@@ -117,9 +123,10 @@ export async function virtual(
   await l.run(name);
 }
 
+/** An MCP SDK client of `url` (a workload's working URL: `Lab.url`), closed when `t` ends. */
 export async function connect(
   t: TestContext,
-  port: number,
+  url: string,
   options: { token?: string; capabilities?: Record<string, unknown> } = {},
 ): Promise<Client> {
   const client = new Client(
@@ -130,7 +137,7 @@ export async function connect(
     options.token === undefined
       ? {}
       : { requestInit: { headers: { authorization: `Bearer ${options.token}` } } };
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), init));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), init));
   t.after(() => client.close());
   return client;
 }

@@ -35,7 +35,7 @@ test(
       }),
     );
     await virtual(l, 'finder', 'opt', { optimizer: { maxToolsToReturn: 3 } }, { authz_config: policy });
-    const client = await connect(t, l.port('finder'));
+    const client = await connect(t, l.url('finder'));
 
     assert.deepEqual(await toolNames(client), ['call_tool', 'find_tool']);
     const found = (await client.callTool({

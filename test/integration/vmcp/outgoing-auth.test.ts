@@ -57,7 +57,7 @@ test(
       'each backend gets its own credentials; the caller token is exchanged per backend',
       async (t) => {
         const token = await idp.clientToken();
-        const client = await connect(t, l.port('gate'), { token });
+        const client = await connect(t, l.url('gate'), { token });
         const names = await toolNames(client);
         for (const n of ['keyed_search', 'exchanged_search', 'open_search'])
           assert.ok(names.includes(n), names.join(','));
@@ -101,7 +101,7 @@ test(
             ? true
             : undefined,
         );
-        const client = await connect(t, l.port('gate2'));
+        const client = await connect(t, l.url('gate2'));
         const names = await toolNames(client);
         // keyed and exchanged answer 401 to the default (no credentials): left out of the lists
         // under best_effort; open is not served at all.
@@ -115,7 +115,7 @@ test(
       'partialFailureMode fail: a backend that refuses fails the list with its name',
       async (t) => {
         await virtual(l, 'gate3', 'sec', {});
-        const client = await connect(t, l.port('gate3'));
+        const client = await connect(t, l.url('gate3'));
         await assert.rejects(client.listTools(), /backend (exchanged|keyed) failed to list its capabilities/);
       },
     );

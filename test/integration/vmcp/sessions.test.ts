@@ -29,8 +29,8 @@ test(
       'sampling and elicitation from a backend reach the calling client session only',
       async (t) => {
         const caps = { sampling: {}, elicitation: {} };
-        const a = await connect(t, l.port('hub'), { capabilities: caps });
-        const b = await connect(t, l.port('hub'), { capabilities: caps });
+        const a = await connect(t, l.url('hub'), { capabilities: caps });
+        const b = await connect(t, l.url('hub'), { capabilities: caps });
         let askedB = 0;
         b.setRequestHandler(CreateMessageRequestSchema, async () => {
           askedB++;
@@ -53,7 +53,7 @@ test(
     await t.test(
       'progress is relayed to the call; a cancelled call ends and the session goes on',
       async (t) => {
-        const client = await connect(t, l.port('hub'));
+        const client = await connect(t, l.url('hub'));
         const seen: number[] = [];
         const result = (await client.callTool({ name: 'beta_slow', arguments: { steps: 3 } }, undefined, {
           onprogress: (p) => seen.push(p.progress),
@@ -73,7 +73,7 @@ test(
     );
 
     await t.test('a backend that changes its tools is announced (tools/list_changed)', async (t) => {
-      const client = await connect(t, l.port('hub'));
+      const client = await connect(t, l.url('hub'));
       assert.ok(!(await toolNames(client)).includes('alpha_grown'));
       const changed = new Promise<void>((resolve) =>
         client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
@@ -88,7 +88,7 @@ test(
       // Each client session holds a backend session with a standing GET stream open. The
       // streams must not take the connections the calls need: with a fixed 64-connection pool
       // the 65th session's calls waited for a connection until their timeout.
-      const clients = await Promise.all(Array.from({ length: 80 }, () => connect(t, l.port('hub'))));
+      const clients = await Promise.all(Array.from({ length: 80 }, () => connect(t, l.url('hub'))));
       const answers = await Promise.all(
         clients.map((c, i) => callText(c, 'alpha_search', { query: `s${i}` }).catch((e: Error) => e.message)),
       );
@@ -101,7 +101,7 @@ test(
     await t.test(
       'a stopped backend leaves the lists and fails fast; it comes back when started',
       async (t) => {
-        const client = await connect(t, l.port('hub'));
+        const client = await connect(t, l.url('hub'));
         assert.ok((await toolNames(client)).includes('beta_search'));
         let changes = 0;
         const events = new (await import('node:events')).EventEmitter();

@@ -29,7 +29,8 @@ test(
       'hubs',
       {
         backends: [
-          { name: 'alpha', url: `http://127.0.0.1:${l.port('alpha')}/mcp`, transport: 'streamable-http' },
+          // The URL a client is given for the workload (with its access token).
+          { name: 'alpha', url: l.url('alpha'), transport: 'streamable-http' },
           { name: 'remote', url: remote.url, transport: 'streamable-http', type: 'entry' },
         ],
         outgoingAuth: {
@@ -46,7 +47,7 @@ test(
     );
     // The runner reports running once the first probes and auth builds are done.
     assert.equal(l.manager.rows.get('hub')?.statusContext, 'serving 2 backends (alpha, remote)');
-    const client = await connect(t, l.port('hub'));
+    const client = await connect(t, l.url('hub'));
     const names = await toolNames(client);
     assert.ok(names.includes('alpha_search') && names.includes('remote_whoami'), names.join(','));
     assert.equal(await callText(client, 'alpha_search', { query: 'q' }), 'alpha found q');

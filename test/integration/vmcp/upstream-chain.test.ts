@@ -148,7 +148,7 @@ test(
         a: inject('first'),
         b: inject('second'),
       });
-      const client = await connect(t, ports[0] as number, { token: await login(origin, upstreams) });
+      const client = await connect(t, `${origin}/mcp`, { token: await login(origin, upstreams) });
       const names = await toolNames(client);
       for (const n of ['a_search', 'b_search']) assert.ok(names.includes(n), names.join(','));
       assert.equal(await callText(client, 'a_search', { query: 'x' }), 'a found x');
@@ -165,7 +165,7 @@ test(
         { a: inject('second'), b: inject('first') },
         'best_effort',
       );
-      const client = await connect(t, ports[1] as number, { token: await login(origin, upstreams) });
+      const client = await connect(t, `${origin}/mcp`, { token: await login(origin, upstreams) });
       // Both backends are running and discovered (the first gate listed them); each refused.
       assert.deepEqual(await toolNames(client), []);
     });
@@ -180,7 +180,7 @@ test(
           a: exchangeAt(first, 'https://a.test'),
           b: exchangeAt(second, 'https://b.test', 'second'),
         });
-        const client = await connect(t, ports[2] as number, { token: await login(origin, upstreams) });
+        const client = await connect(t, `${origin}/mcp`, { token: await login(origin, upstreams) });
         assert.equal(await callText(client, 'a_search', { query: 'x' }), 'a found x');
         assert.equal(await callText(client, 'b_search', { query: 'y' }), 'b found y');
         assert.deepEqual(first.exchanges.at(-1), { account: 'alice', audience: 'https://a.test' });
@@ -199,7 +199,7 @@ test(
         { a: exchangeAt(first, 'https://a.test'), b: exchangeAt(second, 'https://b.test', 'first') },
         'best_effort',
       );
-      const client = await connect(t, ports[3] as number, { token: await login(origin, upstreams) });
+      const client = await connect(t, `${origin}/mcp`, { token: await login(origin, upstreams) });
       const names = await toolNames(client);
       assert.ok(names.includes('a_search'), names.join(','));
       assert.ok(!names.some((n) => n.startsWith('b_')), names.join(','));

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -10,7 +11,7 @@ import { freePort } from '../../helpers/net.js';
 test('npx://, uvx:// and cmd:// map to their commands; a container image is refused', () => {
   assert.deepEqual(processCommand('npx://@scope/pkg@1', ['--x']), {
     command: 'npx',
-    args: ['-y', '@scope/pkg@1', '--x'],
+    args: ['-y', '--', '@scope/pkg@1', '--x'],
   });
   assert.deepEqual(processCommand('uvx://mcp-fetch', []), { command: 'uvx', args: ['mcp-fetch'] });
   assert.deepEqual(processCommand('cmd:///bin/srv', ['a']), { command: '/bin/srv', args: ['a'] });
@@ -22,6 +23,68 @@ test('npx://, uvx:// and cmd:// map to their commands; a container image is refu
     () => processCommand('ftp://x', []),
     (e) => isSkepError(e) && /unknown scheme/.test(e.message),
   );
+});
+
+test('XBD §12.2 guideline 4: a package spec that npx or uvx would read as an option is refused, naming the image field', () => {
+  for (const image of [
+    'npx://--call=touch /tmp/skep-pwned',
+    'npx://-c',
+    'uvx://--from=evil-package',
+    'uvx://-w',
+    'npx://pkg --call=x',
+    'npx://pkg\t--call=x',
+    'uvx://pkg\u009b2J',
+  ])
+    assert.throws(
+      () => processCommand(image, []),
+      (e) =>
+        isSkepError(e) &&
+        e.code === 'bad_request' &&
+        e.message.startsWith(`image: the package in '${image}' `) &&
+        /starts with '-'|white space or a control character/.test(e.message),
+      image,
+    );
+});
+
+test('npx gets the package after `--` (XBD §12.2 guideline 10): server arguments that look like npx options reach the server', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'skep-npx-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // A real package, packed offline: its bin prints the arguments it was given.
+  const pkg = join(dir, 'pkg');
+  mkdirSync(pkg);
+  writeFileSync(
+    join(pkg, 'package.json'),
+    JSON.stringify({ name: 'skep-argv-echo', version: '1.0.0', bin: { 'skep-argv-echo': 'argv.js' } }),
+  );
+  writeFileSync(
+    join(pkg, 'argv.js'),
+    '#!/usr/bin/env node\nprocess.stderr.write(`argv=${JSON.stringify(process.argv.slice(2))}\\n`);\n',
+  );
+  chmodSync(join(pkg, 'argv.js'), 0o755);
+  const offline = {
+    npm_config_offline: 'true',
+    npm_config_update_notifier: 'false',
+    npm_config_cache: join(dir, 'cache'),
+  };
+  execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], {
+    cwd: pkg,
+    env: { ...process.env, ...offline },
+    stdio: 'ignore',
+    timeout: 60_000,
+  });
+  const runtime = new ProcessRuntime({ logMaxBytes: 1 << 20, logFiles: 1 });
+  const handle = await runtime.start({
+    name: 'npx-argv',
+    image: `npx://file:${join(dir, 'skep-argv-echo-1.0.0.tgz')}`,
+    args: ['--version', '-y', '--call=echo pwned'],
+    env: offline,
+    transport: 'stdio',
+    logFile: join(dir, 'npx.log'),
+  });
+  t.after(() => handle.stop());
+  handle.stdio?.stdin.end();
+  await handle.exited;
+  assert.match(readFileSync(join(dir, 'npx.log'), 'utf8'), /argv=\["--version","-y","--call=echo pwned"\]/);
 });
 
 test('process runtime: stdio server gets env and args, stderr goes to the log file, stop is idempotent', async (t) => {
