@@ -34,7 +34,10 @@ test('a running workload in a registered client’s group appears in its config;
   await waitFor('the workload to appear in the Cursor config', () =>
     servers()['live-sync'] === undefined ? undefined : true,
   );
-  assert.equal(servers()['live-sync']?.url, `http://127.0.0.1:${created.port}/mcp`);
+  // The working URL, with the workload's access token (it answers only its owner).
+  const token = ctx.workloads.rows.get('live-sync')?.accessToken as string;
+  assert.match(token, /^[0-9a-f]{64}$/);
+  assert.equal(servers()['live-sync']?.url, `http://127.0.0.1:${created.port}/mcp?skep_token=${token}`);
   assert.deepEqual(servers()['mine'], { command: 'my-server' }, 'user entries are kept');
 
   await ctx.workloads.stopNow('live-sync');
