@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { type Logger, readBody } from '../shared/index.js';
+import { BodyBudget, LISTENER_DEFAULTS, listenerOptions, type Logger, readBody } from '../shared/index.js';
 import { EXTAUTH_KIND } from '../schemas/extauth/index.js';
 import { validateResource } from './resource-validate.js';
 import { formatProblem, type SecretReader, validateExtAuthConfigWithSecrets } from './validate.js';
@@ -97,8 +97,10 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 
 export async function startWebhook(options: WebhookOptions): Promise<WebhookServer> {
   const { logger } = options;
+  // The API server is its only client, but the listener is bounded all the same.
+  const budget = new BodyBudget(LISTENER_DEFAULTS.maxUnfinishedBodyBytes);
   const server: Server = createServer(
-    { cert: options.cert, key: options.key, minVersion: 'TLSv1.2' },
+    { cert: options.cert, key: options.key, minVersion: 'TLSv1.2', ...listenerOptions(LISTENER_DEFAULTS) },
     (req, res) => {
       void handle(req, res).catch((err: unknown) => {
         logger.error({ err }, 'webhook request failed');
@@ -107,6 +109,8 @@ export async function startWebhook(options: WebhookOptions): Promise<WebhookServ
     },
   );
 
+  server.maxConnections = LISTENER_DEFAULTS.maxConnections;
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && (path === '/healthz' || path === '/readyz')) return send(res, 200, 'ok');
@@ -114,7 +118,7 @@ export async function startWebhook(options: WebhookOptions): Promise<WebhookServ
     if (req.method !== 'POST') return send(res, 405, 'method not allowed');
     let review_: { apiVersion?: string; kind?: string; request?: AdmissionRequest };
     try {
-      review_ = JSON.parse(await readBody(req, MAX_BODY)) as typeof review_;
+      review_ = JSON.parse(await readBody(req, MAX_BODY, budget)) as typeof review_;
     } catch (err) {
       return send(res, 400, `bad AdmissionReview: ${(err as Error).message}`);
     }

@@ -8,9 +8,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import {
+  BodyBudget,
   BodyTooLargeError,
   createOriginGuard,
   definedOnly,
+  LISTENER_DEFAULTS,
+  listenerOptions,
   type Logger,
   type OriginGuard,
   readBody,
@@ -47,20 +50,22 @@ import type {
   RunningProxy,
 } from './types.js';
 
-export const PROXY_DEFAULTS: Readonly<ProxyLimits> = Object.freeze({
-  maxBodyBytes: 4 * 1024 * 1024,
-  maxJsonDepth: 64,
-  maxUpstreamMessageBytes: 32 * 1024 * 1024,
-  upstreamWaitMs: 30_000,
-  upstreamInitTimeoutMs: 60_000,
-  serverRequestTimeoutMs: 5 * 60_000,
-  maxClientBufferBytes: 8 * 1024 * 1024,
-  maxUpstreamBufferBytes: 16 * 1024 * 1024,
-  sessionIdleMs: 30 * 60_000,
-  maxSessions: 10_000,
-  replayEvents: 100,
-  streamResumeMs: 60_000,
-});
+export const PROXY_DEFAULTS: Readonly<ProxyLimits> = Object.freeze(
+  Object.assign({}, LISTENER_DEFAULTS, {
+    maxBodyBytes: 4 * 1024 * 1024,
+    maxJsonDepth: 64,
+    maxUpstreamMessageBytes: 32 * 1024 * 1024,
+    upstreamWaitMs: 30_000,
+    upstreamInitTimeoutMs: 60_000,
+    serverRequestTimeoutMs: 5 * 60_000,
+    maxClientBufferBytes: 8 * 1024 * 1024,
+    maxUpstreamBufferBytes: 16 * 1024 * 1024,
+    sessionIdleMs: 30 * 60_000,
+    maxSessions: 10_000,
+    replayEvents: 100,
+    streamResumeMs: 60_000,
+  }),
+);
 
 export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
   const proxy = new McpProxy(options);
@@ -119,6 +124,7 @@ class McpProxy implements RunningProxy {
   #mode: 'none' | 'stdio' | 'http' = 'none';
   #httpTransport: BackendTransport = 'streamable-http';
   readonly #sockets = new Set<Socket>();
+  readonly #bodyBudget: BodyBudget;
   #reaper: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
   #boundPort = 0;
@@ -169,12 +175,17 @@ class McpProxy implements RunningProxy {
     if (this.#stdio.children !== undefined) this.#mode = 'stdio';
     this.#streamableHttp = new StreamableHttpEndpoint(this.#stdio, this.#limits, this.#logger);
     this.#legacySse = new LegacySseEndpoint(this.#stdio, this.#limits);
-    this.#server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
-      this.#onRequest(req, res).catch((err: unknown) => {
-        this.#logger.error({ err }, 'proxy request failed');
-        sendRpcError(res, 500, INTERNAL_ERROR, 'internal proxy error');
-      });
-    });
+    this.#bodyBudget = new BodyBudget(this.#limits.maxUnfinishedBodyBytes);
+    this.#server = createServer(
+      { keepAliveTimeout: 65_000, ...listenerOptions(this.#limits) },
+      (req, res) => {
+        this.#onRequest(req, res).catch((err: unknown) => {
+          this.#logger.error({ err }, 'proxy request failed');
+          sendRpcError(res, 500, INTERNAL_ERROR, 'internal proxy error');
+        });
+      },
+    );
+    this.#server.maxConnections = this.#limits.maxConnections;
     this.#server.on('connection', (socket: Socket) => {
       socket.setNoDelay(true);
       this.#sockets.add(socket);
@@ -402,7 +413,7 @@ class McpProxy implements RunningProxy {
     }
     let text: string;
     try {
-      text = await readBody(req, this.#limits.maxBodyBytes);
+      text = await readBody(req, this.#limits.maxBodyBytes, this.#bodyBudget);
     } catch (err) {
       if (err instanceof BodyTooLargeError) {
         sendRpcError(res, 413, INVALID_REQUEST, `Request body exceeds ${this.#limits.maxBodyBytes} bytes`);

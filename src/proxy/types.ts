@@ -5,7 +5,7 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
-import type { Logger } from '../shared/index.js';
+import type { ListenerLimits, Logger } from '../shared/index.js';
 import type { JsonRpcId, JsonRpcMessage } from './json-rpc.js';
 import type { SessionStore } from './session-store.js';
 
@@ -103,7 +103,8 @@ export interface PerSessionOptions {
   idleMs: number;
 }
 
-export interface ProxyLimits {
+/** With the listener's bounds (`shared/listener-limits.ts`): timeouts, connections, body bytes. */
+export interface ProxyLimits extends ListenerLimits {
   /** Largest accepted request body, bytes. */
   maxBodyBytes: number;
   /** Deepest accepted JSON nesting in a request body. */

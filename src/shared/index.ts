@@ -8,6 +8,8 @@ export { findExecutable, isExecutable } from './executables.js';
 export { parseGoDuration } from './go-duration.js';
 export { groupBy } from './group-by.js';
 export { BodyTooLargeError, readBody, readTextUpTo } from './http-body.js';
+export type { ListenerLimits, PendingBody } from './listener-limits.js';
+export { BodyBudget, LISTENER_DEFAULTS, listenerOptions } from './listener-limits.js';
 export { pathExists, writeFileAtomic, writeFileAtomicSync } from './fs.js';
 export { lazyRequire } from './lazy.js';
 export type { RedisConnectionConfig, RedisTarget, RedisTls, RedisUse } from './redis.js';

@@ -166,7 +166,11 @@ test('workload endpoints answer only the owner’s clients; the token is nowhere
   // Another local account: 401 on the port it can reach; the owner's files and the runner's
   // process hold the token where it cannot read them.
   const other = otherAccount();
-  if (!requireService(t, 'a second local account', other !== undefined, 'run as root to create one')) return;
+  if (
+    !requireService(t, 'a second local account', other !== undefined, 'run as root to create one') ||
+    other === undefined
+  )
+    return;
   const runnerPid = ctx.workloads.rows.get('owned')?.runnerPid as number;
   const probe = `
     const fs = require('node:fs');

@@ -26,7 +26,7 @@ test('a package spec that is an npx or uvx option is refused at create with 400 
       payload: { name: `inject-${i}`, image, transport: 'stdio' },
     });
     assert.equal(res.statusCode, 400, res.body);
-    const body = res.json() as { code: string; message: string };
+    const body = res.json<{ code: string; message: string }>();
     assert.equal(body.code, 'bad_request');
     assert.match(body.message, /^image: the package in '.*' (starts with '-'|contains white space)/);
     assert.ok(!res.body.includes(' at '), `no stack trace: ${res.body}`);
