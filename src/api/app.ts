@@ -58,6 +58,8 @@ export interface AppOptions {
   tls?: { key: string; cert: string };
   /** Login tickets and browser sessions; tests pass one with a frozen clock. */
   sessions?: BrowserSessions;
+  /** The secret of the discovery file, which `GET /auth/challenge` proves (`skep serve` on TCP). */
+  discoveryProofKey?: Buffer;
 }
 
 export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promise<SkepApp> {
@@ -199,7 +201,8 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
             name: SESSION_COOKIE,
             description:
               'A browser session from a one-time login link (`POST /api/v1beta/auth/login-link`, `skep ui`); ' +
-              "accepted only on requests from the server's own pages (`Sec-Fetch-Site: same-origin`).",
+              "accepted only from the server's own pages (`Sec-Fetch-Site: same-origin`) and with the session's CSRF token " +
+              'in `X-Skep-CSRF`, which the login gives the page (the docs page, opened by a link, needs only the cookie).',
           },
         },
       },
@@ -208,7 +211,12 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   });
 
   for (const register of routeModules) await register(app, ctx);
-  await authRoutes(app, { sessions, scheme, transport });
+  await authRoutes(app, {
+    sessions,
+    scheme,
+    transport,
+    ...(options.discoveryProofKey === undefined ? {} : { discoveryProofKey: options.discoveryProofKey }),
+  });
   await uiRoutes(app, ctx, {
     sessions,
     scheme,

@@ -7,21 +7,29 @@
  * `security: []` is public (`GET /health`, `GET /auth/login`), a requirement without the
  * session scheme is bearer only, and a route that says nothing accepts either.
  *
- * The cookie is `SameSite=Strict`, but SameSite does not separate ports: a page on any other
- * port of `localhost` is same-site and would get the cookie sent along. So the cookie counts
- * only on a request from the server's own pages, as Fetch Metadata tells it
- * (`Sec-Fetch-Site: same-origin`, or `none` for what the user typed or bookmarked). Without
- * that header (browsers older than 2023), it counts only when `Origin` is the server's own,
- * for every method: a GET can have effects here (`/api/v1beta/skills/content` fetches from the
- * network), so "safe method" is not a reason to trust a cookie.
+ * A cookie is not enough on its own. Cookies ignore ports (RFC 6265 §8.5): the browser also
+ * sends it to any other program listening on this host name, which can then replay it with
+ * whatever headers it likes (`Sec-Fetch-Site: none` included). So a cookie counts only with
+ * the session's CSRF token in the `X-Skep-CSRF` header (OWASP CSRF Prevention Cheat Sheet,
+ * "Synchronizer Token Pattern"), which only the login gave to the page, on every method: a
+ * GET can have effects here (`/api/v1beta/skills/content` fetches from the network) and reads
+ * workload configurations. The one exception is the docs page, which the UI opens by a link
+ * (no header rides along) and which shows only the API description. On top of that, the
+ * cookie counts only on a request from the server's own pages, as Fetch Metadata tells it
+ * (`Sec-Fetch-Site: same-origin`, or `none` for what the user typed or bookmarked); without
+ * that header (browsers older than 2023), only when `Origin` is the server's own.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeOrigin } from '../shared/index.js';
 import type { BrowserSessions } from './browser-sessions.js';
 import { sendError } from './errors.js';
 
 export const SESSION_COOKIE = 'skep_session';
+/** The request header that carries the session's CSRF token (lower case, as Node reports headers). */
+export const CSRF_HEADER = 'x-skep-csrf';
+/** Pages the web UI opens by a link, where no header can ride along: they need the cookie only. */
+const LINKED_PAGES = new Set(['/api/doc']);
 /** Names of the OpenAPI security schemes (`components.securitySchemes`). */
 export const BEARER_SCHEME = 'bearer';
 export const SESSION_SCHEME = 'session';
@@ -88,6 +96,14 @@ export function fromOwnPage(request: FastifyRequest, scheme: 'http' | 'https'): 
   return own !== undefined && normalizeOrigin(origin) === own;
 }
 
+/**
+ * The answer to `skep ui`'s challenge: HMAC-SHA256 of its nonce under the discovery file's
+ * secret (base64url). Only the server that wrote the file (0600) and its user know the key.
+ */
+export function discoveryProof(key: Buffer, nonce: string): string {
+  return createHmac('sha256', key).update(`skep-discovery-proof\u0000${nonce}`).digest('base64url');
+}
+
 const HOW_TO_AUTHENTICATE =
   "send 'Authorization: Bearer <token>' with the API token (SKEP_API_TOKEN, or the api-token file in skep serve's state directory)";
 
@@ -120,10 +136,26 @@ export function createApiAuth(options: ApiAuthOptions) {
         );
         return;
       }
-      if (options.sessions.touch(session)) return;
-      await sendUnauthorized(
+      if (!options.sessions.touch(session)) {
+        await sendUnauthorized(
+          reply,
+          'the browser session has expired or ended; run `skep ui` to log in again',
+        );
+        return;
+      }
+      const linked =
+        (request.method === 'GET' || request.method === 'HEAD') &&
+        LINKED_PAGES.has(request.routeOptions.url ?? '');
+      const csrf = request.headers[CSRF_HEADER];
+      if (linked || (typeof csrf === 'string' && options.sessions.csrfMatches(session, csrf))) return;
+      // The header tells the web UI to show its "log in again" notice.
+      reply.header('X-Skep-CSRF', 'required');
+      await sendError(
         reply,
-        'the browser session has expired or ended; run `skep ui` to log in again',
+        403,
+        'forbidden',
+        `the session cookie counts only with the session's ${CSRF_HEADER} header, which the web UI got at login; ` +
+          'reload the UI, or run `skep ui` to log in again',
       );
       return;
     }

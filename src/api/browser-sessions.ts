@@ -9,8 +9,14 @@
  * Expiration"). Everything is in memory: a restart of `skep serve` logs every browser out,
  * which is the safe direction. Only SHA-256 digests of tickets and session ids are kept as
  * map keys, so a lookup's timing says nothing about a valid value.
+ *
+ * Each session also has a CSRF token (OWASP CSRF Prevention Cheat Sheet, "Synchronizer Token
+ * Pattern"): an HMAC of the session id under a key of this process, handed to the page only
+ * by the login that created the session. Cookies ignore ports (RFC 6265 §8.5), so another
+ * program on this host may see the cookie; it never sees the token, which the page keeps in
+ * its own origin's storage and sends in a header.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** A login ticket is valid this long after it is minted. */
 export const TICKET_TTL_MS = 60_000;
@@ -47,6 +53,8 @@ export class BrowserSessions {
   readonly #tickets = new Map<string, number>();
   /** session digest → session. Re-inserted on use, so iteration order is least recently used first. */
   readonly #sessions = new Map<string, Session>();
+  /** Signs session ids into CSRF tokens; a restart changes it, as it ends every session. */
+  readonly #csrfKey = randomBytes(32);
 
   constructor(options: BrowserSessionsOptions = {}) {
     this.#now = options.now ?? Date.now;
@@ -99,6 +107,19 @@ export class BrowserSessions {
     this.#sessions.delete(key);
     this.#sessions.set(key, session);
     return true;
+  }
+
+  /** The CSRF token of a session id (43 characters, base64url). */
+  csrfToken(id: string): string {
+    return createHmac('sha256', this.#csrfKey).update(id).digest('base64url');
+  }
+
+  /** True when `candidate` is the session's CSRF token; constant time (both sides hashed to one length). */
+  csrfMatches(id: string, candidate: string): boolean {
+    return timingSafeEqual(
+      createHash('sha256').update(candidate).digest(),
+      createHash('sha256').update(this.csrfToken(id)).digest(),
+    );
   }
 
   /** Ends a session (logout); unknown ids are ignored. */

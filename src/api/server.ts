@@ -6,7 +6,7 @@
  * loopback is an explicit choice (`allowRemote`), checked with every other listener setting
  * (origins, TLS files, port) before anything is bound or written.
  */
-import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest, type RequestOptions } from 'node:http';
 import { dirname } from 'node:path';
@@ -27,6 +27,13 @@ export interface DiscoveryInfo {
   pid: number;
   nonce: string;
   started_at: string;
+  /**
+   * A secret of this start (32 random bytes, base64url), TCP only: `skep ui` asks the server at
+   * `url` to prove it holds it before sending the API token (`GET /auth/challenge`). The file
+   * is 0600, so only the user and the server that wrote it know it; the public `nonce` is no
+   * proof, since `GET /health` tells it to anyone.
+   */
+  proof_key?: string;
   /** SHA-256 fingerprint of the TLS certificate (`AA:BB:…`) when the API serves HTTPS: `skep ui` pins it. */
   tls_cert_sha256?: string;
 }
@@ -245,6 +252,7 @@ export async function startServer(
   await claimDiscovery(discoveryFile);
   const ctx = createContext(config, options);
   const sessions = options.sessions ?? new BrowserSessions();
+  const proofKey = randomBytes(32);
   let app: SkepApp;
   try {
     app = await buildApp(
@@ -257,6 +265,7 @@ export async function startServer(
             bindHost: plan.host,
             allowedOrigins: plan.allowedOrigins,
             sessions,
+            discoveryProofKey: proofKey,
             ...(plan.tls === undefined ? {} : { tls: { cert: plan.tls.cert, key: plan.tls.key } }),
           },
     );
@@ -322,6 +331,7 @@ export async function startServer(
     pid: process.pid,
     nonce: ctx.nonce,
     started_at: new Date().toISOString(),
+    ...(plan.kind === 'tcp' ? { proof_key: proofKey.toString('base64url') } : {}),
     ...(plan.kind === 'tcp' && plan.tls !== undefined ? { tls_cert_sha256: plan.tls.fingerprint } : {}),
   };
   writeFileAtomicSync(discoveryFile, JSON.stringify(info, null, 2));

@@ -12,6 +12,8 @@ export type { ListenerLimits, PendingBody } from './listener-limits.js';
 export { BodyBudget, LISTENER_DEFAULTS, listenerOptions } from './listener-limits.js';
 export { pathExists, writeFileAtomic, writeFileAtomicSync } from './fs.js';
 export { lazyRequire } from './lazy.js';
+export type { OpenResult, OpenUrlOptions } from './open-url.js';
+export { authorizationEndpointRefusal, openInBrowser } from './open-url.js';
 export type { RedisConnectionConfig, RedisTarget, RedisTls, RedisUse } from './redis.js';
 export {
   closeRedis,

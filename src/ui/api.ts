@@ -1,7 +1,11 @@
 /**
- * The UI's calls to the management API. They carry no credential of their own: the browser
- * sends the HttpOnly session cookie (same origin). A failure becomes an `ApiError` with the
- * API's `{code, message}`; a 401 also tells the shell to show how to log in again.
+ * The UI's calls to the management API. The browser sends the HttpOnly session cookie (same
+ * origin); each call adds the session's CSRF token in `X-Skep-CSRF`, without which the API
+ * does not honour the cookie (another program on this host may have seen the cookie, never
+ * the token). The login page hands the token over in the URL fragment (`#skep-csrf=…`);
+ * `adoptCsrfToken` moves it to this origin's storage and out of the address bar. A failure
+ * becomes an `ApiError` with the API's `{code, message}`; a 401, or a 403 for a missing or
+ * stale token, also tells the shell to show how to log in again.
  */
 export class ApiError extends Error {
   constructor(
@@ -11,6 +15,23 @@ export class ApiError extends Error {
   ) {
     super(message);
   }
+}
+
+const CSRF_KEY = 'skep-csrf';
+const CSRF_FRAGMENT = /^#skep-csrf=([A-Za-z0-9_-]{20,128})$/;
+
+/** Takes the CSRF token from the URL fragment the login page forwarded to, and removes it from the URL. */
+export function adoptCsrfToken(): void {
+  const token = CSRF_FRAGMENT.exec(location.hash)?.[1];
+  if (token === undefined) return;
+  localStorage.setItem(CSRF_KEY, token);
+  history.replaceState(history.state, '', `${location.pathname}${location.search}`);
+}
+
+/** The headers every API call carries: the CSRF token, when the page has one. */
+export function csrfHeaders(): Record<string, string> {
+  const token = localStorage.getItem(CSRF_KEY);
+  return token === null ? {} : { 'x-skep-csrf': token };
 }
 
 type Listener = () => void;
@@ -32,7 +53,8 @@ async function failure(res: Response): Promise<ApiError> {
   } catch {
     // not JSON: keep the text
   }
-  if (res.status === 401) for (const listener of loggedOutListeners) listener();
+  if (res.status === 401 || (res.status === 403 && res.headers.get('x-skep-csrf') === 'required'))
+    for (const listener of loggedOutListeners) listener();
   return new ApiError(res.status, code, message);
 }
 
@@ -41,7 +63,7 @@ export async function request(method: string, path: string, body?: unknown): Pro
   try {
     res = await fetch(path, {
       method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      headers: { ...csrfHeaders(), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
   } catch (err) {

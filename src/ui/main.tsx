@@ -1,7 +1,7 @@
 /** The web UI's shell: navigation, theme, the session-lost notice, and the page for the path. */
 import { render } from 'preact';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
-import { onLoggedOut, request } from './api.js';
+import { adoptCsrfToken, onLoggedOut, request } from './api.js';
 import { Link } from './components.js';
 import { CatalogDetailPage, CatalogPage } from './pages/catalog.js';
 import { ClientsPage } from './pages/clients.js';
@@ -156,6 +156,7 @@ function App() {
   );
 }
 
+adoptCsrfToken();
 const root = document.getElementById('app');
 if (root !== null) {
   root.textContent = '';

@@ -4,7 +4,7 @@
  * Streamable HTTP exchange through; the answer is JSON or an SSE stream read to its end.
  * Every exchange is kept as raw JSON-RPC for the page to show.
  */
-import { ApiError, request } from './api.js';
+import { ApiError, csrfHeaders, request } from './api.js';
 
 export interface JsonRpcResponse {
   jsonrpc: '2.0';
@@ -68,6 +68,7 @@ export class McpSession {
 
   async #post(message: Record<string, unknown>): Promise<JsonRpcResponse | undefined> {
     const headers: Record<string, string> = {
+      ...csrfHeaders(),
       'content-type': 'application/json',
       'mcp-protocol-version': this.#protocol,
     };

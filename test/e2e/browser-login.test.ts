@@ -1,18 +1,21 @@
 /**
  * Issue 16, F1 and the browser login, in a real headless Chromium (Debian's package, driven
- * by playwright-core) against a real `skep serve`. The browser logs in through a one-time
- * link; the session cookie then works from the API's own pages, and does not from a page on
- * another port of the same machine — which the browser treats as same-site, so it *does*
- * attach the SameSite=Strict cookie there (checked below): Fetch Metadata and the origin
- * guard are what refuse it.
+ * by playwright-core) against a real `skep serve`. The browser logs in as a user does: `skep
+ * ui` hands the opener a page only the user can read, which forwards to the one-time link;
+ * the session cookie then works from the API's own pages together with the CSRF token the
+ * login gave the page, and does not from a page on another port of the same machine — which
+ * the browser treats as same-site, so it *does* attach the SameSite=Strict cookie there
+ * (checked below): Fetch Metadata, the origin guard and the missing token refuse it. A
+ * program that saw the cookie and replays it with forged headers gets 403.
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
-import { startServe } from '../helpers/cli.js';
+import { runCli, startServe } from '../helpers/cli.js';
 import { tempHome } from '../helpers/home.js';
+import { recordingOpener } from '../helpers/opener.js';
 import { ensureUiBuilt } from '../helpers/ui.js';
 
 test(
@@ -58,11 +61,22 @@ test(
     // Before login the docs page is refused.
     assert.equal((await page.goto(`${api}/api/doc`))?.status(), 401);
 
-    // Log in as `skep ui` does: a one-time link minted with the bearer token.
-    const minted = await fetch(`${api}/api/v1beta/auth/login-link`, { method: 'POST', headers: serve.auth });
-    const loginUrl = ((await minted.json()) as { url: string }).url;
-    await page.goto(loginUrl);
-    assert.equal(new URL(page.url()).pathname, '/', 'redirected to the UI root');
+    // Log in as the user does: `skep ui` gives the opener the path of a 0600 page, never the
+    // link; the browser opens that page, which forwards to the link, whose page forwards to
+    // the UI with the CSRF token in the fragment.
+    const opener = recordingOpener(t);
+    const ui = runCli(['ui'], { ...home.env, ...opener.env });
+    assert.equal(ui.status, 0, ui.stderr);
+    const call = await opener.waitForCall();
+    assert.equal(call.argv.length, 1);
+    assert.match(call.argv[0] ?? '', /^file:\/\/\/.*\/open-[0-9a-f]{32}\.html$/);
+    assert.equal(call.mode, 0o600);
+    await page.goto(call.argv[0] ?? '');
+    await page.waitForURL(`${api}/`);
+    assert.equal(new URL(page.url()).hash, '', 'the token left the address bar');
+    await page.getByRole('heading', { name: 'Servers' }).waitFor();
+    const token = await page.evaluate("localStorage.getItem('skep-csrf')");
+    assert.match(String(token), /^[A-Za-z0-9_-]{43}$/);
     const cookies = await context.cookies(api);
     const session = cookies.find((c) => c.name === 'skep_session');
     assert.ok(session);
@@ -70,19 +84,41 @@ test(
     assert.equal(session.sameSite, 'Strict');
 
     // The API's own pages (the web UI; the docs page's CSP allows it no fetch): the cookie
-    // authenticates reads and writes.
+    // with the page's CSRF token authenticates reads and writes; without the token it does not.
     assert.equal((await page.goto(`${api}/api/doc`))?.status(), 200);
     assert.equal((await page.goto(`${api}/`))?.status(), 200);
     const own = await page.evaluate(async () => {
-      const list = await fetch('/api/v1beta/groups');
+      const csrf = { 'x-skep-csrf': localStorage.getItem('skep-csrf') ?? '' };
+      const list = await fetch('/api/v1beta/groups', { headers: csrf });
       const create = await fetch('/api/v1beta/groups', {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...csrf },
         body: JSON.stringify({ name: 'from-own-page' }),
       });
-      return [list.status, create.status];
+      const bareList = await fetch('/api/v1beta/groups');
+      const bareCreate = await fetch('/api/v1beta/groups', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'without-token' }),
+      });
+      return [list.status, create.status, bareList.status, bareCreate.status];
     });
-    assert.deepEqual(own, [200, 201]);
+    assert.deepEqual(own, [200, 201, 403, 403]);
+
+    // A program that saw the cookie (cookies ignore ports) replays it with forged Fetch
+    // Metadata: without the token nothing happens.
+    for (const site of ['none', 'same-origin']) {
+      const replay = await fetch(`${api}/api/v1beta/workloads`, {
+        method: 'POST',
+        headers: {
+          cookie: `skep_session=${session.value}`,
+          'sec-fetch-site': site,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ name: 'replayed-shell', url: 'cmd:///bin/sh' }),
+      });
+      assert.equal(replay.status, 403, `replayed cookie, Sec-Fetch-Site: ${site}`);
+    }
 
     // A page on another port of this machine, in the same browser, with the session cookie.
     await page.goto(otherOrigin);
@@ -125,12 +161,15 @@ test(
       groups: { name: string }[];
     };
     assert.deepEqual(groups.groups.map((g) => g.name).sort(), ['default', 'from-own-page']);
+    const workloads = await fetch(`${api}/api/v1beta/workloads?all=true`, { headers: serve.auth });
+    assert.deepEqual(((await workloads.json()) as { workloads: unknown[] }).workloads, []);
 
     // Logout from the own page ends the session.
     await page.goto(`${api}/`);
     const afterLogout = await page.evaluate(async () => {
-      const out = await fetch('/auth/logout', { method: 'POST' });
-      const again = await fetch('/api/v1beta/groups');
+      const csrf = { 'x-skep-csrf': localStorage.getItem('skep-csrf') ?? '' };
+      const out = await fetch('/auth/logout', { method: 'POST', headers: csrf });
+      const again = await fetch('/api/v1beta/groups', { headers: csrf });
       return [out.status, again.status];
     });
     assert.deepEqual(afterLogout, [204, 401]);

@@ -111,6 +111,10 @@ export async function startUiSession(
   const minted = await call('POST', '/api/v1beta/auth/login-link');
   const { url } = (await minted.json()) as { url: string };
   await page.goto(url);
+  // The login page forwards to the UI with the CSRF token, which the UI keeps; wait for that
+  // before the test navigates elsewhere.
+  await page.waitForURL(`${api}/`);
+  await page.waitForFunction("localStorage.getItem('skep-csrf') !== null");
 
   return {
     serve,

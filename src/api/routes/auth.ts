@@ -1,11 +1,21 @@
 /**
  * Browser login for the web UI (issue 16, item 1). A bearer-token holder asks for a login
- * link; the browser that opens it gets an `HttpOnly; SameSite=Strict` session cookie and is
- * sent to `/`. The mechanism and its rules are in `../browser-sessions.ts` and `../auth.ts`.
+ * link; the browser that opens it gets an `HttpOnly; SameSite=Strict` session cookie and a
+ * page that forwards it to `/` with the session's CSRF token in the URL fragment, which the
+ * UI keeps and sends in `X-Skep-CSRF`. The mechanism and its rules are in
+ * `../browser-sessions.ts` and `../auth.ts`. `GET /auth/challenge` lets `skep ui` check that
+ * the server its discovery file names is the one that wrote it, before it sends the token.
  */
 import { Type } from 'typebox';
 import type { SkepApp } from '../app.js';
-import { BEARER_ONLY, PUBLIC_ROUTE, readCookie, SESSION_COOKIE, sendUnauthorized } from '../auth.js';
+import {
+  BEARER_ONLY,
+  discoveryProof,
+  PUBLIC_ROUTE,
+  readCookie,
+  SESSION_COOKIE,
+  sendUnauthorized,
+} from '../auth.js';
 import type { BrowserSessions } from '../browser-sessions.js';
 import { sendError } from '../errors.js';
 import { NoContent, withErrors } from '../schemas.js';
@@ -16,6 +26,28 @@ export interface AuthRouteOptions {
   scheme: 'http' | 'https';
   /** On the unix socket there is no browser URL to hand out. */
   transport: 'tcp' | 'unix';
+  /** The discovery file's secret (`skep serve` on TCP); without it the challenge route is 404. */
+  discoveryProofKey?: Buffer;
+}
+
+/** The login landing page may run nothing and load nothing; it only forwards. */
+const LANDING_CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/**
+ * The page a spent ticket answers with: a meta refresh (and a link) to `/#skep-csrf=<token>`.
+ * Not a 303: a login opened from a file (the redirect page of `skep ui`) or another site is a
+ * cross-site navigation, and the browser would not send the SameSite=Strict cookie on a redirect
+ * in that chain; the refresh is a new navigation from this origin. The token goes in the
+ * fragment, which no request carries (RFC 3986 §3.5), so it stays out of logs and Referer.
+ */
+function landingPage(csrf: string): string {
+  const target = `/#skep-csrf=${csrf}`;
+  return [
+    '<!doctype html><html lang="en"><head><meta charset="utf-8">',
+    `<meta http-equiv="refresh" content="0;url=${target}">`,
+    '<title>Logging in · Skep</title></head>',
+    `<body><p>Logged in. <a href="${target}">Continue to Skep</a>.</p></body></html>`,
+  ].join('');
 }
 
 export async function authRoutes(app: SkepApp, options: AuthRouteOptions): Promise<void> {
@@ -53,10 +85,13 @@ export async function authRoutes(app: SkepApp, options: AuthRouteOptions): Promi
     {
       schema: {
         tags: ['auth'],
-        summary: 'Spend a login ticket: sets the session cookie and redirects to /',
+        summary: 'Spend a login ticket: sets the session cookie and forwards to / with the CSRF token',
+        description:
+          'A page (text/html) that sets the `skep_session` cookie and forwards the browser to ' +
+          '`/#skep-csrf=<token>`: the web UI sends that token in `X-Skep-CSRF` with every API call.',
         security: PUBLIC_ROUTE,
         querystring: Type.Object({ ticket: Type.Optional(Type.String({ maxLength: 256 })) }),
-        response: withErrors({ 303: NoContent }, 401),
+        response: withErrors({ 200: Type.String({ description: 'HTML page' }) }, 401),
       },
     },
     async (request, reply) => {
@@ -71,7 +106,36 @@ export async function authRoutes(app: SkepApp, options: AuthRouteOptions): Promi
         );
       return reply
         .header('Set-Cookie', `${SESSION_COOKIE}=${session}; ${cookieAttributes}`)
-        .redirect('/', 303);
+        .header('Content-Security-Policy', LANDING_CSP)
+        .header('X-Frame-Options', 'DENY')
+        .type('text/html; charset=utf-8')
+        .serializer((payload: unknown) => payload as string)
+        .send(landingPage(options.sessions.csrfToken(session)));
+    },
+  );
+
+  app.get(
+    '/auth/challenge',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Prove to `skep ui` that this is the server its discovery file names',
+        description:
+          'No credentials. `proof` is HMAC-SHA256, keyed with the `proof_key` of the discovery file this ' +
+          'server wrote (0600), of `skep-discovery-proof`, a NUL and the nonce; base64url. `skep ui` checks it ' +
+          'before it sends the API token, so a program on a stale discovery URL gets no token.',
+        security: PUBLIC_ROUTE,
+        querystring: Type.Object({ nonce: Type.String({ pattern: '^[A-Za-z0-9_-]{22,128}$' }) }),
+        response: withErrors({ 200: Type.Object({ proof: Type.String() }) }, 400, 404),
+      },
+    },
+    async (request, reply) => {
+      const key = options.discoveryProofKey;
+      if (key === undefined)
+        return sendError(reply, 404, 'not_found', 'this server was not started with a discovery file');
+      return reply
+        .header('Cache-Control', 'no-store')
+        .send({ proof: discoveryProof(key, request.query.nonce) });
     },
   );
 

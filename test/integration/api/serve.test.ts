@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, type IncomingHttpHeaders, request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { runCli, startServe } from '../../helpers/cli.js';
+import { fileURLToPath } from 'node:url';
+import { execFile } from 'node:child_process';
+import { CLI_ARGS, type CliResult, runCli, startServe } from '../../helpers/cli.js';
 import { tempHome } from '../../helpers/home.js';
+import { recordingOpener } from '../../helpers/opener.js';
 
 function getOverSocket(
   socketPath: string,
@@ -28,7 +31,8 @@ test('skep serve on TCP: discovery file, /health 204 with its nonce, graceful SI
   const file = home.config.paths.discoveryFile;
   const serve = await startServe(t, home.env, file);
   const info = JSON.parse(readFileSync(file, 'utf8'));
-  assert.deepEqual(Object.keys(info).sort(), ['nonce', 'pid', 'started_at', 'url']);
+  assert.deepEqual(Object.keys(info).sort(), ['nonce', 'pid', 'proof_key', 'started_at', 'url']);
+  assert.match(info.proof_key, /^[A-Za-z0-9_-]{43}$/);
   assert.match(info.url, /^http:\/\/127\.0\.0\.1:\d+$/);
   assert.equal(statSync(file).mode & 0o777, 0o600);
   const res = await fetch(`${serve.url}/health`);
@@ -154,15 +158,15 @@ test('skep ui --print: a one-time login URL from the running server, with the to
   assert.match(url.searchParams.get('ticket') ?? '', /^[A-Za-z0-9_-]{43}$/);
 
   const login = await fetch(url, { redirect: 'manual' });
-  assert.equal(login.status, 303);
-  assert.equal(login.headers.get('location'), '/');
+  assert.equal(login.status, 200);
+  const csrf = /#skep-csrf=([A-Za-z0-9_-]{43})"/.exec(await login.text())?.[1] ?? '';
   const cookie = login.headers.get('set-cookie') ?? '';
   assert.match(cookie, /^skep_session=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=\/$/);
   const session = cookie.split(';')[0] ?? '';
   const me = await fetch(`${serve.url}/api/v1beta/version`, {
-    headers: { cookie: session, 'sec-fetch-site': 'same-origin' },
+    headers: { cookie: session, 'sec-fetch-site': 'same-origin', 'x-skep-csrf': csrf },
   });
-  assert.equal(me.status, 200, "the session works from the server's own pages");
+  assert.equal(me.status, 200, "the session works from the server's own pages, with its CSRF token");
   assert.equal((await fetch(url, { redirect: 'manual' })).status, 401, 'the link works once');
 
   // Without --print and without a display it still prints the URL (nothing to open).
@@ -177,4 +181,89 @@ test('skep ui --print: a one-time login URL from the running server, with the to
   assert.equal(wrong.status, 1);
   assert.match(wrong.stderr, /refused the API token from SKEP_API_TOKEN/);
   await serve.stop();
+});
+
+test("skep ui opens the login URL through a 0600 page: the opener's command line holds no ticket", async (t) => {
+  const home = tempHome(t);
+  const serve = await startServe(t, home.env, home.config.paths.discoveryFile);
+  const opener = recordingOpener(t);
+  const res = runCli(['ui'], { ...home.env, ...opener.env });
+  assert.equal(res.status, 0, res.stderr);
+  const printed = res.stdout.trim();
+  const call = await opener.waitForCall();
+  assert.equal(call.argv.length, 1);
+  const page = fileURLToPath(call.argv[0] ?? '');
+  assert.equal(dirname(page), join(home.config.paths.stateDir, 'open'));
+  assert.equal(statSync(dirname(page)).mode & 0o777, 0o700);
+  assert.equal(call.mode, 0o600, 'only the user reads the page');
+  assert.ok(!call.argv.join(' ').includes('ticket'), call.argv.join(' '));
+  const ticket = new URL(printed).searchParams.get('ticket') ?? '';
+  assert.ok(!call.argv.join(' ').includes(ticket));
+  assert.equal(opener.forwardsTo(call), printed, 'the page forwards to the login URL');
+  await serve.stop();
+});
+
+/** The CLI without blocking this process (the impostor below answers from here). */
+function runCliAsync(args: string[], env: NodeJS.ProcessEnv): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [...CLI_ARGS, ...args], { env, timeout: 60_000 }, (err, stdout, stderr) => {
+      const code = (err as { code?: unknown } | null)?.code;
+      resolve({ status: err === null ? 0 : typeof code === 'number' ? code : null, stdout, stderr });
+    });
+  });
+}
+
+test('skep ui: a stale discovery file naming an impostor\'s port gets no token; the CLI stops with "the discovery file is stale"', async (t) => {
+  const home = tempHome(t);
+  const file = home.config.paths.discoveryFile;
+  const serve = await startServe(t, home.env, file);
+  const stale = readFileSync(file, 'utf8');
+  const port = Number(new URL(serve.url).port);
+  assert.equal(await serve.stop(), 0);
+
+  // Another account takes the freed port and answers like skep serve would, as far as it can.
+  const seen: { method: string; url: string; headers: IncomingHttpHeaders }[] = [];
+  const impostor = createServer((req, res) => {
+    seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+    req.resume();
+    const body =
+      req.url?.startsWith('/auth/challenge') === true
+        ? { proof: 'A'.repeat(43) }
+        : { url: `http://127.0.0.1:${port}/auth/login?ticket=x` };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  });
+  await new Promise<void>((resolve, reject) => {
+    impostor.once('error', reject);
+    impostor.listen(port, '127.0.0.1', resolve);
+  });
+  t.after(() => new Promise<void>((resolve) => impostor.close(() => resolve())));
+  // The file a crash would have left behind.
+  writeFileSync(file, stale, { mode: 0o600 });
+  const opener = recordingOpener(t);
+  const res = await runCliAsync(['ui'], { ...home.env, ...opener.env });
+  assert.equal(res.status, 1, res.stdout);
+  assert.match(
+    res.stderr,
+    /the discovery file is stale \(the program at http:\/\/127\.0\.0\.1:\d+ cannot prove/,
+  );
+  assert.equal(res.stdout, '', 'no URL printed');
+  assert.deepEqual(
+    seen.map((r) => `${r.method} ${r.url.split('?')[0]}`),
+    ['GET /auth/challenge'],
+    'only the challenge reached it',
+  );
+  assert.ok(
+    seen.every((r) => r.headers.authorization === undefined),
+    'no Authorization header',
+  );
+  assert.deepEqual(opener.calls(), [], 'nothing opened');
+
+  // A discovery file without a proof key (another version) is stale too, and nothing is sent.
+  const { proof_key: _dropped, ...old } = JSON.parse(stale) as Record<string, unknown>;
+  writeFileSync(file, JSON.stringify(old), { mode: 0o600 });
+  const before = seen.length;
+  const again = await runCliAsync(['ui', '--print'], home.env);
+  assert.equal(again.status, 1);
+  assert.match(again.stderr, /the discovery file is stale \(.*holds no proof key/);
+  assert.equal(seen.length, before, 'no request at all');
 });

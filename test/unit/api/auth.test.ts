@@ -1,10 +1,12 @@
 /**
  * Issue 16, F1: the management API on TCP had no authentication. Every route but
- * `GET /health` (and the login link's landing `GET /auth/login`) now needs the bearer token
- * or a browser session used from the server's own pages. The table below walks the OpenAPI
+ * `GET /health` (and the login link's landing `GET /auth/login`, and `GET /auth/challenge`,
+ * which proves the server to `skep ui`) now needs the bearer token or a browser session used
+ * from the server's own pages with its CSRF token. The table below walks the OpenAPI
  * document, so a route added later is covered without touching this file.
  */
 import assert from 'node:assert/strict';
+import { createHmac, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { buildApp } from '../../../src/api/app.js';
 import {
@@ -31,7 +33,7 @@ function assertUnauthorized(
   assert.match(String(res.headers['www-authenticate']), /^Bearer realm="skep"/, what);
 }
 
-test('F1 regression: without a token every operation of the OpenAPI document is 401; only /health and /auth/login are public', async (t) => {
+test('F1 regression: without a token every operation of the OpenAPI document is 401; only /health, /auth/login and /auth/challenge are public', async (t) => {
   const { app } = await testApp(t);
   const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json<Doc>();
   const publicOps: string[] = [];
@@ -56,7 +58,7 @@ test('F1 regression: without a token every operation of the OpenAPI document is 
       checked++;
     }
   }
-  assert.deepEqual(publicOps.sort(), ['GET /auth/login', 'GET /health']);
+  assert.deepEqual(publicOps.sort(), ['GET /auth/challenge', 'GET /auth/login', 'GET /health']);
   assert.ok(checked > 50, `walked ${checked} protected operations`);
   // Beyond the document: the document itself, the docs page, HEAD, unknown routes.
   for (const [method, url] of [
@@ -151,16 +153,23 @@ async function loggedIn(t: import('node:test').TestContext) {
     url: `${url.pathname}${url.search}`,
     headers: { ...NO_TOKEN, host: HOST },
   });
-  assert.equal(login.statusCode, 303);
+  assert.equal(login.statusCode, 200);
   const cookie = String(login.headers['set-cookie']);
   const session = /^skep_session=([A-Za-z0-9_-]{43});/.exec(cookie)?.[1];
   assert.ok(session, cookie);
-  return { app, clock, url, login, cookie: `skep_session=${session}` };
+  const csrf = /content="0;url=\/#skep-csrf=([A-Za-z0-9_-]{43})"/.exec(login.body)?.[1];
+  assert.ok(csrf, login.body);
+  return { app, clock, url, login, cookie: `skep_session=${session}`, csrf, sessions };
 }
 
-test('login link: a one-time ticket sets an HttpOnly, SameSite=Strict session cookie and redirects to /', async (t) => {
-  const { app, url, login } = await loggedIn(t);
-  assert.equal(login.headers.location, '/');
+test('login link: a one-time ticket sets an HttpOnly, SameSite=Strict session cookie and forwards to / with the CSRF token in the fragment', async (t) => {
+  const { app, url, login, csrf } = await loggedIn(t);
+  // A page from this origin, not a 303: the refresh is a same-origin navigation even when the
+  // link was opened from a file or another site, so the Strict cookie rides along.
+  assert.match(String(login.headers['content-type']), /^text\/html/);
+  assert.equal(login.headers.location, undefined);
+  assert.ok(login.body.includes(`<a href="/#skep-csrf=${csrf}">`));
+  assert.match(String(login.headers['content-security-policy']), /^default-src 'none'/);
   assert.equal(login.headers['cache-control'], 'no-store');
   assert.equal(login.headers['referrer-policy'], 'no-referrer');
   const attributes = String(login.headers['set-cookie'])
@@ -200,7 +209,7 @@ test('login link: a ticket expires after 60 s (injected clock)', async (t) => {
   assertUnauthorized(await spend(late), 'expired ticket');
   const inTime = await mint();
   clock.now += TICKET_TTL_MS - 1;
-  assert.equal((await spend(inTime)).statusCode, 303);
+  assert.equal((await spend(inTime)).statusCode, 200);
 });
 
 test('login link: only the bearer token mints one, not a session cookie', async (t) => {
@@ -214,12 +223,12 @@ test('login link: only the bearer token mints one, not a session cookie', async 
 });
 
 test('session cookie: accepted from the server’s own pages only (Fetch Metadata, else an own Origin)', async (t) => {
-  const { app, cookie } = await loggedIn(t);
+  const { app, cookie, csrf } = await loggedIn(t);
   const call = (headers: Record<string, string>, method: 'GET' | 'POST' = 'GET') =>
     app.inject({
       method,
       url: '/api/v1beta/groups',
-      headers: { ...NO_TOKEN, host: HOST, cookie, ...headers },
+      headers: { ...NO_TOKEN, host: HOST, cookie, 'x-skep-csrf': csrf, ...headers },
       ...(method === 'POST' ? { payload: { name: `g${Math.floor(Math.random() * 1e9)}` } } : {}),
     });
   assert.equal((await call({ 'sec-fetch-site': 'same-origin' })).statusCode, 200);
@@ -263,7 +272,13 @@ test('session: ends after the idle time and after the absolute lifetime (injecte
     s.app.inject({
       method: 'GET',
       url: '/api/v1beta/version',
-      headers: { ...NO_TOKEN, host: HOST, cookie: s.cookie, 'sec-fetch-site': 'same-origin' },
+      headers: {
+        ...NO_TOKEN,
+        host: HOST,
+        cookie: s.cookie,
+        'x-skep-csrf': s.csrf,
+        'sec-fetch-site': 'same-origin',
+      },
     });
   idle.clock.now += SESSION_IDLE_MS - 1;
   assert.equal((await use(idle)).statusCode, 200, 'activity just inside the idle time');
@@ -281,18 +296,110 @@ test('session: ends after the idle time and after the absolute lifetime (injecte
 });
 
 test('logout ends the session and clears the cookie', async (t) => {
-  const { app, cookie } = await loggedIn(t);
-  const headers = { ...NO_TOKEN, host: HOST, cookie, 'sec-fetch-site': 'same-origin' };
+  const { app, cookie, csrf } = await loggedIn(t);
+  const headers = { ...NO_TOKEN, host: HOST, cookie, 'x-skep-csrf': csrf, 'sec-fetch-site': 'same-origin' };
   const out = await app.inject({ method: 'POST', url: '/auth/logout', headers });
   assert.equal(out.statusCode, 204);
   assert.match(String(out.headers['set-cookie']), /^skep_session=; Max-Age=0;.*HttpOnly/);
   assertUnauthorized(await app.inject({ method: 'GET', url: '/api/v1beta/groups', headers }), 'after logout');
   // A cross-site form cannot log the user out either.
-  const { app: other, cookie: otherCookie } = await loggedIn(t);
-  const csrf = await other.inject({
+  const { app: other, cookie: otherCookie, csrf: otherCsrf } = await loggedIn(t);
+  const crossSite = await other.inject({
     method: 'POST',
     url: '/auth/logout',
-    headers: { ...NO_TOKEN, host: HOST, cookie: otherCookie, 'sec-fetch-site': 'same-site' },
+    headers: {
+      ...NO_TOKEN,
+      host: HOST,
+      cookie: otherCookie,
+      'x-skep-csrf': otherCsrf,
+      'sec-fetch-site': 'same-site',
+    },
   });
-  assertUnauthorized(csrf, 'logout from another page');
+  assertUnauthorized(crossSite, 'logout from another page');
+});
+
+test('OWASP CSRF synchronizer token: a replayed cookie without the session’s X-Skep-CSRF is 403 on every method, whatever Sec-Fetch-Site says', async (t) => {
+  const { app, cookie, csrf, sessions } = await loggedIn(t);
+  const other = sessions.login(sessions.mintTicket());
+  assert.ok(other !== undefined);
+  const workload = { name: 'csrf-shell', url: 'cmd:///bin/sh' };
+  const calls = [
+    ['POST', '/api/v1beta/workloads', workload],
+    ['POST', '/api/v1beta/groups', { name: 'csrf-group' }],
+    ['PUT', '/api/v1beta/registry/default', { url: 'https://example.com/registry.json' }],
+    ['DELETE', '/api/v1beta/groups/csrf-group', undefined],
+    ['GET', '/api/v1beta/workloads', undefined],
+  ] as const;
+  for (const site of ['same-origin', 'none']) {
+    for (const token of [undefined, '', csrf.slice(0, -1), `${csrf}x`, sessions.csrfToken(other)]) {
+      for (const [method, url, payload] of calls) {
+        const res = await app.inject({
+          method,
+          url,
+          headers: {
+            ...NO_TOKEN,
+            host: HOST,
+            cookie,
+            'sec-fetch-site': site,
+            ...(token === undefined ? {} : { 'x-skep-csrf': token }),
+          },
+          ...(payload === undefined ? {} : { payload }),
+        });
+        const what = `${method} ${url}, Sec-Fetch-Site ${site}, token ${token === undefined ? 'absent' : JSON.stringify(token.slice(0, 6))}`;
+        assert.equal(res.statusCode, 403, what);
+        assert.equal(res.json<{ code: string }>().code, 'forbidden', what);
+        assert.equal(res.headers['x-skep-csrf'], 'required', what);
+      }
+    }
+  }
+  // Nothing was created.
+  const workloads = await app.inject({ method: 'GET', url: '/api/v1beta/workloads?all=true' });
+  assert.deepEqual(workloads.json<{ workloads: unknown[] }>().workloads, []);
+  // With the token the same cookie works (the docs page, opened by a link, needs only the cookie).
+  const withToken = await app.inject({
+    method: 'POST',
+    url: '/api/v1beta/groups',
+    headers: { ...NO_TOKEN, host: HOST, cookie, 'sec-fetch-site': 'same-origin', 'x-skep-csrf': csrf },
+    payload: { name: 'csrf-group' },
+  });
+  assert.equal(withToken.statusCode, 201, withToken.body);
+  const removed = await app.inject({
+    method: 'DELETE',
+    url: '/api/v1beta/groups/csrf-group',
+    headers: { ...NO_TOKEN, host: HOST, cookie, 'sec-fetch-site': 'same-origin', 'x-skep-csrf': csrf },
+  });
+  assert.equal(removed.statusCode, 204, removed.body);
+  const docs = await app.inject({
+    method: 'GET',
+    url: '/api/doc',
+    headers: { ...NO_TOKEN, host: HOST, cookie, 'sec-fetch-site': 'same-origin' },
+  });
+  assert.equal(docs.statusCode, 200);
+});
+
+test('discovery proof: GET /auth/challenge answers HMAC-SHA256(proof key, nonce) without credentials; 404 without a key', async (t) => {
+  const key = randomBytes(32);
+  const { app } = await testApp(t, { discoveryProofKey: key });
+  const nonce = randomBytes(32).toString('base64url');
+  const res = await app.inject({
+    method: 'GET',
+    url: `/auth/challenge?nonce=${nonce}`,
+    headers: { ...NO_TOKEN, host: HOST },
+  });
+  assert.equal(res.statusCode, 200, res.body);
+  const expected = createHmac('sha256', key).update(`skep-discovery-proof\u0000${nonce}`).digest('base64url');
+  assert.equal(res.json<{ proof: string }>().proof, expected);
+  assert.notEqual(
+    res.json<{ proof: string }>().proof,
+    createHmac('sha256', randomBytes(32)).update(`skep-discovery-proof\u0000${nonce}`).digest('base64url'),
+  );
+  const short = await app.inject({ method: 'GET', url: '/auth/challenge?nonce=abc', headers: NO_TOKEN });
+  assert.equal(short.statusCode, 400);
+  const { app: keyless } = await testApp(t);
+  const none = await keyless.inject({
+    method: 'GET',
+    url: `/auth/challenge?nonce=${nonce}`,
+    headers: NO_TOKEN,
+  });
+  assert.equal(none.statusCode, 404);
 });
