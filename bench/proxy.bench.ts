@@ -293,6 +293,7 @@ function sessionTarget(
   pid: number,
   stateful: boolean,
   stopServer: () => Promise<void>,
+  path = '/mcp',
 ): Target {
   const origin = `http://127.0.0.1:${port}`;
   const pool = new Pool(origin, { connections: 64, pipelining: 1, keepAliveTimeout: 60_000 });
@@ -301,11 +302,11 @@ function sessionTarget(
     notes,
     pid,
     async session() {
-      const headers = stateful ? await openMcpSession(pool, name) : { ...MCP_POST_HEADERS };
+      const headers = stateful ? await openMcpSession(pool, name, path) : { ...MCP_POST_HEADERS };
       let id = 1;
       return async (message) => {
         const res = await pool.request({
-          path: '/mcp',
+          path,
           method: 'POST',
           headers,
           body: `{"jsonrpc":"2.0","id":${id++},"method":"tools/call","params":{"name":"echo","arguments":{"message":${JSON.stringify(message)}}}}`,
@@ -337,7 +338,8 @@ async function workloadTarget(): Promise<Target> {
   const name = 'bench-echo';
   const run = cli(['run', `cmd://${process.execPath}`, '--name', name, '--json', '--', ECHO]);
   if (run.status !== 0) throw new Error(`skep run failed: ${run.stderr}`);
-  const port = (JSON.parse(run.stdout) as { port: number }).port;
+  // The URL the owner's clients get: its query carries the workload's access token.
+  const { port, url } = JSON.parse(run.stdout) as { port: number; url: string };
   const deadline = Date.now() + 30_000;
   for (;;) {
     const list = cli(['list', '--json']);
@@ -369,6 +371,7 @@ async function workloadTarget(): Promise<Target> {
       }
       await rm(home, { recursive: true, force: true });
     },
+    new URL(url).pathname + new URL(url).search,
   );
 }
 

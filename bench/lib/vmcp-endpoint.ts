@@ -30,13 +30,13 @@ const NEW_SESSIONS = 20;
  * machine, client work that is not the endpoint's latency); the answer is still checked: its
  * length must equal that of the last parsed answer (ids aside), so a list missing a tool fails.
  */
-async function listSession(pool: Pool): Promise<(parse?: boolean) => Promise<number>> {
+async function listSession(pool: Pool, path: string): Promise<(parse?: boolean) => Promise<number>> {
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
   };
   const init = await pool.request({
-    path: '/mcp',
+    path,
     method: 'POST',
     headers,
     body: '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}',
@@ -46,7 +46,7 @@ async function listSession(pool: Pool): Promise<(parse?: boolean) => Promise<num
   headers['mcp-protocol-version'] = '2025-06-18';
   await (
     await pool.request({
-      path: '/mcp',
+      path,
       method: 'POST',
       headers,
       body: '{"jsonrpc":"2.0","method":"notifications/initialized"}',
@@ -57,7 +57,7 @@ async function listSession(pool: Pool): Promise<(parse?: boolean) => Promise<num
   return async (parse = true) => {
     const n = id++;
     const res = await pool.request({
-      path: '/mcp',
+      path,
       method: 'POST',
       headers,
       body: `{"jsonrpc":"2.0","id":${n},"method":"tools/list"}`,
@@ -150,9 +150,11 @@ export async function measureVmcpEndpoint(log: (msg: string) => void): Promise<R
       {
         log,
         started: (name) => started.push(name),
-        more: async (ports) => {
-          relay = await startRelay(ports['none'] as number);
-          return { relay: relay.port };
+        more: async (workloads) => {
+          const none = new URL(workloads['none']?.url as string);
+          relay = await startRelay(Number(none.port));
+          // The relay passes the path on, so the client's request carries the backend's token.
+          return { relay: `http://127.0.0.1:${relay.port}${none.pathname}${none.search}` };
         },
       },
     );
@@ -186,15 +188,16 @@ export async function measureVmcpEndpoint(log: (msg: string) => void): Promise<R
     const made = cli(env, ['vmcp', 'wide', '--name', 'wide-hub', '--json']);
     if (made.status !== 0) throw new Error(`skep vmcp failed: ${made.stderr}`);
     started.push('wide-hub');
-    const port = (JSON.parse(made.stdout) as { port: number }).port;
-    const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 4 });
+    const hub = new URL((JSON.parse(made.stdout) as { url: string }).url);
+    const hubPath = hub.pathname + hub.search;
+    const pool = new Pool(hub.origin, { connections: 4 });
     let listed = 0;
     let cold = 0;
     let warm;
     let parsed;
     const firsts: number[] = [];
     try {
-      const list = await listSession(pool);
+      const list = await listSession(pool, hubPath);
       // The group's 10 workloads are seen by the virtual workload's store watch within 0.5 s.
       const deadline = Date.now() + 30_000;
       const t0 = performance.now();
@@ -218,7 +221,7 @@ export async function measureVmcpEndpoint(log: (msg: string) => void): Promise<R
         Math.ceil(LIST_CALLS / 3),
       );
       for (let i = 0; i < NEW_SESSIONS; i++) {
-        const fresh = await listSession(pool);
+        const fresh = await listSession(pool, hubPath);
         const t0 = performance.now();
         await fresh();
         firsts.push(performance.now() - t0);

@@ -5,7 +5,7 @@
  * 1 and 32 whose medians are reported — so that machine noise lands on every workload alike.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -94,13 +94,20 @@ export async function startLoopbackServer(
   return { port, child };
 }
 
+/** A running workload: its port, the working URL its owner's clients get (with the access token). */
+export interface StartedWorkload {
+  name: string;
+  port: number;
+  url: string;
+}
+
 /** Starts an echo workload with `extra` run-configuration fields; resolves once it runs. */
 export async function startWorkload(
   env: NodeJS.ProcessEnv,
   dir: string,
   name: string,
   extra: Record<string, unknown>,
-): Promise<{ name: string; port: number }> {
+): Promise<StartedWorkload> {
   const file = join(dir, `${name}.json`);
   writeFileSync(
     file,
@@ -114,7 +121,7 @@ export async function startWorkload(
   );
   const run = cli(env, ['run', '--from-config', file, '--json']);
   if (run.status !== 0) throw new Error(`skep run ${name} failed: ${run.stderr}`);
-  const port = (JSON.parse(run.stdout) as { port: number }).port;
+  const { port, url } = JSON.parse(run.stdout) as { port: number; url: string };
   const deadline = Date.now() + 30_000;
   for (;;) {
     const list = JSON.parse(cli(env, ['list', '--json']).stdout) as {
@@ -124,8 +131,33 @@ export async function startWorkload(
     if (Date.now() > deadline) throw new Error(`${name} did not become running`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { name, port };
+  return { name, port, url };
 }
+
+/** The pid of the detached runner of workload `name` (its command line ends `runner <name>`). */
+export function runnerPidOf(name: string): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0$/, '');
+      if (cmd.includes('runner.mjs') && cmd.endsWith(`runner\0${name}`)) return Number(entry);
+    } catch {
+      // gone
+    }
+  }
+  return undefined;
+}
+
+/** User + system CPU time a process has used, µs (`/proc/<pid>/stat`, fields 14 and 15). */
+export function cpuMicrosOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1e6) / CLOCK_TICKS;
+}
+
+/** USER_HZ: the unit of /proc's CPU times (100 on every Linux ABI Node runs on). */
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 /** The headers of an MCP POST (streamable HTTP) before a session exists. */
 export const MCP_POST_HEADERS = {
@@ -138,16 +170,20 @@ export const MCP_POST_HEADERS = {
  * notifications/initialized) and returns the headers of the session's later requests. `who`
  * names the server in errors.
  */
-export async function openMcpSession(pool: Pool, who: string): Promise<Record<string, string>> {
+export async function openMcpSession(
+  pool: Pool,
+  who: string,
+  path = '/mcp',
+): Promise<Record<string, string>> {
   const headers: Record<string, string> = { ...MCP_POST_HEADERS };
-  const init = await pool.request({ path: '/mcp', method: 'POST', headers, body: INIT_BODY });
+  const init = await pool.request({ path, method: 'POST', headers, body: INIT_BODY });
   await init.body.text();
   const sid = init.headers['mcp-session-id'];
   if (typeof sid !== 'string') throw new Error(`${who}: no Mcp-Session-Id (HTTP ${init.statusCode})`);
   headers['mcp-session-id'] = sid;
   headers['mcp-protocol-version'] = '2025-06-18';
   const note = await pool.request({
-    path: '/mcp',
+    path,
     method: 'POST',
     headers,
     body: '{"jsonrpc":"2.0","method":"notifications/initialized"}',
@@ -157,18 +193,19 @@ export async function openMcpSession(pool: Pool, who: string): Promise<Record<st
 }
 
 /**
- * Opens a session on the workload and returns a function making one `tools/call` (with a
- * different message each time when `fresh`, so no answer can be remembered).
+ * Opens a session on the workload at `path` (its MCP endpoint, with the access token's query)
+ * and returns a function making one `tools/call` (with a different message each time when
+ * `fresh`, so no answer can be remembered).
  */
-export async function session(pool: Pool, fresh = false): Promise<() => Promise<void>> {
-  const headers = await openMcpSession(pool, 'workload');
+export async function session(pool: Pool, path: string, fresh = false): Promise<() => Promise<void>> {
+  const headers = await openMcpSession(pool, 'workload', path);
   let id = 1;
   const prefix = Math.random().toString(36).slice(2, 8);
   return async () => {
     const n = id++;
     const message = fresh ? `hello-${prefix}-${n}` : 'hello';
     const res = await pool.request({
-      path: '/mcp',
+      path,
       method: 'POST',
       headers,
       body: `{"jsonrpc":"2.0","id":${n},"method":"tools/call","params":{"name":"echo","arguments":{"message":"${message}"}}}`,
@@ -183,6 +220,8 @@ export interface Phase {
   p50_ms: number;
   p99_ms: number;
   calls_per_s: number;
+  /** CPU the measured process (the workload's runner) used per call, µs; NaN without one. */
+  cpu_us_per_call: number;
 }
 
 export const round = (n: number, digits: number): number => Number(n.toFixed(digits));
@@ -196,10 +235,14 @@ const median = (xs: number[]): number => {
   return s[Math.floor(s.length / 2)] ?? Number.NaN;
 };
 
-/** `total` calls spread over the callers, each sequential: latency percentiles and calls/s. */
-export async function phase(calls: Array<() => Promise<void>>, total: number): Promise<Phase> {
+/**
+ * `total` calls spread over the callers, each sequential: latency percentiles and calls/s,
+ * and the CPU process `pid` (the runner serving them) spent per call.
+ */
+export async function phase(calls: Array<() => Promise<void>>, total: number, pid?: number): Promise<Phase> {
   const latencies: number[] = [];
   let next = 0;
+  const cpuBefore = pid === undefined ? Number.NaN : cpuMicrosOf(pid);
   const started = process.hrtime.bigint();
   await Promise.all(
     calls.map(async (call) => {
@@ -212,11 +255,13 @@ export async function phase(calls: Array<() => Promise<void>>, total: number): P
     }),
   );
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const cpu = pid === undefined ? Number.NaN : cpuMicrosOf(pid) - cpuBefore;
   latencies.sort((a, b) => a - b);
   return {
     p50_ms: round(percentile(latencies, 50), 4),
     p99_ms: round(percentile(latencies, 99), 4),
     calls_per_s: Math.round(total / seconds),
+    cpu_us_per_call: round(cpu / total, 2),
   };
 }
 
@@ -236,10 +281,10 @@ export async function measureWorkloads(
     started: (name: string) => void;
     fresh?: (label: string) => boolean;
     /**
-     * More endpoints measured in the same interleaved rounds (label → port), made once the
-     * workloads run (e.g. a bare relay in front of one of them, as a floor).
+     * More endpoints measured in the same interleaved rounds (label → MCP endpoint URL), made
+     * once the workloads run (e.g. a bare relay in front of one of them, as a floor).
      */
-    more?: (ports: Record<string, number>) => Promise<Record<string, number>>;
+    more?: (workloads: Record<string, StartedWorkload>) => Promise<Record<string, string>>;
   },
 ): Promise<{ summary: Summary; ports: Record<string, number> }> {
   const targets: Array<{
@@ -247,23 +292,30 @@ export async function measureWorkloads(
     c1: Array<() => Promise<void>>;
     c32: Array<() => Promise<void>>;
     pool: Pool;
+    pid: number | undefined;
   }> = [];
   const ports: Record<string, number> = {};
   try {
-    const endpoints: Array<[string, number]> = [];
+    const started: Record<string, StartedWorkload> = {};
+    const endpoints: Array<[label: string, url: string, pid: number | undefined]> = [];
     for (const [label, extra] of Object.entries(configs)) {
       options.log(`starting workload ${label}`);
       const w = await startWorkload(env, dir, `bench-${label}`, extra);
       options.started(w.name);
       ports[label] = w.port;
-      endpoints.push([label, w.port]);
+      started[label] = w;
+      endpoints.push([label, w.url, runnerPidOf(w.name)]);
     }
-    if (options.more !== undefined) endpoints.push(...Object.entries(await options.more({ ...ports })));
-    for (const [label, port] of endpoints) {
-      const pool = new Pool(`http://127.0.0.1:${port}`, { connections: 64, keepAliveTimeout: 60_000 });
+    if (options.more !== undefined)
+      for (const [label, url] of Object.entries(await options.more({ ...started })))
+        endpoints.push([label, url, undefined]);
+    for (const [label, url, pid] of endpoints) {
+      const target = new URL(url);
+      const pool = new Pool(target.origin, { connections: 64, keepAliveTimeout: 60_000 });
       const fresh = options.fresh?.(label) ?? false;
-      const c32 = await Promise.all(Array.from({ length: 32 }, () => session(pool, fresh)));
-      targets.push({ label, pool, c1: [c32[0] as () => Promise<void>], c32 });
+      const path = target.pathname + target.search;
+      const c32 = await Promise.all(Array.from({ length: 32 }, () => session(pool, path, fresh)));
+      targets.push({ label, pool, c1: [c32[0] as () => Promise<void>], c32, pid });
       await phase(c32, SETTINGS.warmup);
     }
     const rounds: Record<string, { c1: Phase[]; c32: Phase[] }> = {};
@@ -271,8 +323,8 @@ export async function measureWorkloads(
       for (const t of targets) {
         options.log(`round ${r + 1}/${SETTINGS.rounds}: ${t.label}`);
         const entry = (rounds[t.label] ??= { c1: [], c32: [] });
-        entry.c1.push(await phase(t.c1, SETTINGS.callsC1));
-        entry.c32.push(await phase(t.c32, SETTINGS.callsC32));
+        entry.c1.push(await phase(t.c1, SETTINGS.callsC1, t.pid));
+        entry.c32.push(await phase(t.c32, SETTINGS.callsC32, t.pid));
       }
     }
     const summary: Summary = {};
@@ -284,6 +336,8 @@ export async function measureWorkloads(
         c32_p50_ms: median(r.c32.map((p) => p.p50_ms)),
         c32_p99_ms: median(r.c32.map((p) => p.p99_ms)),
         c32_calls_per_s: median(r.c32.map((p) => p.calls_per_s)),
+        c1_runner_cpu_us_per_call: median(r.c1.map((p) => p.cpu_us_per_call)),
+        c32_runner_cpu_us_per_call: median(r.c32.map((p) => p.cpu_us_per_call)),
       };
     }
     return { summary, ports };
