@@ -10,7 +10,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
-import { SkepError } from '../shared/index.js';
+import { jsonSyntaxError, SkepError } from '../shared/index.js';
 
 /** The event types the filters accept: the reference's list plus `sse_connection`. */
 export const AUDIT_EVENT_TYPES: ReadonlySet<string> = new Set([
@@ -173,7 +173,7 @@ export async function loadAuditConfigFile(path: string, field = 'audit_config_pa
     value = JSON.parse(text);
   } catch (err) {
     bad(
-      `${field}: the audit configuration file ${path} is not valid JSON (${(err as Error).message}); ` +
+      `${field}: the audit configuration file ${path} is not valid JSON (${jsonSyntaxError(text, err)}); ` +
         'the file must be JSON (YAML is not supported)',
     );
   }

@@ -7,7 +7,7 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';
-import { lazyRequire, SkepError } from '../shared/index.js';
+import { jsonSyntaxError, lazyRequire, SkepError } from '../shared/index.js';
 
 export type CedarValue = CedarWasm.CedarValueJson;
 export type CedarEntity = CedarWasm.EntityJson & { uid: CedarWasm.TypeAndId; parents: CedarWasm.TypeAndId[] };
@@ -149,7 +149,8 @@ export function compileEntities(json: string, field: string): CedarEntity[] {
   try {
     parsed = JSON.parse(json);
   } catch (err) {
-    throw bad(`${field} is not valid JSON: ${(err as Error).message}`);
+    // V8's message quotes the text, which may come from an authorizer file.
+    throw bad(`${field} is not valid JSON (${jsonSyntaxError(json, err)})`);
   }
   if (!Array.isArray(parsed)) throw bad(`${field} must hold a JSON array of entities`);
   const seen = new Set<string>();

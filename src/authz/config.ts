@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { extname, isAbsolute, resolve } from 'node:path';
-import { SkepError, lazyRequire } from '../shared/index.js';
+import { jsonSyntaxError, lazyRequire, SkepError, yamlSyntaxError } from '../shared/index.js';
 import { type CedarEntity, compileEntities, compilePolicies } from './cedar-engine.js';
 
 /** YAML files are rare; a workload runner loads the parser only for one (runner-footprint check). */
@@ -246,7 +246,9 @@ export function readAuthzConfigFile(path: string, field: string, cwd = process.c
   try {
     return yaml ? (loadYaml().parse(text) as unknown) : (JSON.parse(text) as unknown);
   } catch (err) {
-    throw bad(`${field}: "${path}" is not valid ${yaml ? 'YAML' : 'JSON'}: ${(err as Error).message}`);
+    // The parsers' messages quote the text; the file may be any file this process can read.
+    const where = yaml ? yamlSyntaxError(err) : jsonSyntaxError(text, err);
+    throw bad(`${field}: "${path}" is not valid ${yaml ? 'YAML' : 'JSON'} (${where})`);
   }
 }
 
@@ -257,6 +259,12 @@ export function loadAuthzConfigFile(
   cwd?: string,
 ): { raw: Record<string, unknown>; config: AuthzConfig } {
   const raw = readAuthzConfigFile(path, field, cwd);
+  // A file that is not an authorizer configuration at all (a key file, /etc/passwd read as a
+  // YAML string) is refused before validation, whose messages name its keys.
+  if (!isRecord(raw) || (raw['type'] !== 'cedarv1' && raw['type'] !== 'httpv1'))
+    throw bad(
+      `${field}: "${path}" is not an authorizer configuration (expected an object with version and type "cedarv1" or "httpv1")`,
+    );
   const config = parseAuthzConfig(raw, field);
-  return { raw: raw as Record<string, unknown>, config };
+  return { raw, config };
 }

@@ -13,7 +13,7 @@
 import { readFileSync } from 'node:fs';
 import { parseConfig, resolvePaths, type SkepConfig } from '../config/index.js';
 import { abortOnStopSignals, runWorkload } from '../runner/index.js';
-import { createLogger, SkepError } from '../shared/index.js';
+import { createLogger, jsonSyntaxError, SkepError } from '../shared/index.js';
 import { openStore } from '../store/index.js';
 import { parseRunConfig, WorkloadStore } from '../workloads/index.js';
 
@@ -42,7 +42,7 @@ export async function runPodRunner(options: PodRunnerOptions): Promise<number> {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new SkepError('bad_request', `${options.configFile} is not JSON: ${(err as Error).message}`);
+    throw new SkepError('bad_request', `${options.configFile} is not JSON (${jsonSyntaxError(text, err)})`);
   }
   const runConfig = parseRunConfig(raw, options.configFile);
   const config = podRunnerConfig(env);

@@ -5,6 +5,7 @@
  * a message that says so (skills-registry-secrets-clients.md §2.1).
  */
 import { createValidator } from '../schemas/index.js';
+import { jsonSyntaxError } from '../shared/index.js';
 import { CatalogServer, CatalogSkill, RegistryDocument, RegistryGroup } from './model.js';
 
 /** Content that is not a usable registry: maps to 502 when a source is being set. */
@@ -36,13 +37,6 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Line and column (1-based) of a character offset, to point at a syntax error without quoting it. */
-function lineAndColumn(text: string, offset: number): string {
-  const before = text.slice(0, offset);
-  const line = before.split('\n').length;
-  return `line ${line}, column ${offset - before.lastIndexOf('\n')}`;
-}
-
 /**
  * Parses JSON text; throws `InvalidRegistryError` naming `where`. The message never quotes
  * the text (issue 16, F6): `where` may be any file the caller pointed at, and V8's own
@@ -55,9 +49,7 @@ export function parseJson(text: string, where: string): unknown {
     const first = text.trimStart()[0];
     if (first !== '{' && first !== '[')
       throw new InvalidRegistryError(`${where} is not JSON (a registry document is a JSON object)`);
-    const position = /at position (\d+)/.exec((err as Error).message)?.[1];
-    const at = position === undefined ? '' : ` at ${lineAndColumn(text, Number(position))}`;
-    throw new InvalidRegistryError(`${where} is not valid JSON (syntax error${at})`);
+    throw new InvalidRegistryError(`${where} is not valid JSON (${jsonSyntaxError(text, err)})`);
   }
 }
 

@@ -10,7 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
-import { SkepError } from '../../shared/index.js';
+import { jsonSyntaxError, SkepError } from '../../shared/index.js';
 import type { PermissionProfile } from '../types.js';
 
 export const BUILTIN_PROFILES: Readonly<Record<'none' | 'network', PermissionProfile>> = Object.freeze({
@@ -45,14 +45,24 @@ export function resolvePermissionProfile(
         `permission profile '${nameOrPath}' is neither 'none', 'network' nor an absolute file path`,
       );
     }
-    let parsed: unknown;
+    let text: string;
     try {
-      parsed = JSON.parse(readFileSync(nameOrPath, 'utf8'));
+      text = readFileSync(nameOrPath, 'utf8');
     } catch (err) {
       throw new SkepError(
         'bad_request',
         `cannot read permission profile ${nameOrPath}: ${(err as Error).message}`,
         { cause: err },
+      );
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (err) {
+      // V8's message quotes the text: the path may name any file this process can read.
+      throw new SkepError(
+        'bad_request',
+        `permission profile ${nameOrPath} is not valid JSON (${jsonSyntaxError(text, err)})`,
       );
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
