@@ -11,11 +11,11 @@ import { type TestContext, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { tempHome } from '../../helpers/home.js';
-import { everythingBody, waitForStatus, workloadApp } from '../workloads/helpers.js';
+import { everythingBody, waitForStatus, workloadApp, workloadEndpoint } from '../workloads/helpers.js';
 
-async function connect(t: TestContext, port: number): Promise<Client> {
+async function connect(t: TestContext, url: string): Promise<Client> {
   const client = new Client({ name: 'authz-api-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   t.after(() => client.close());
   return client;
 }
@@ -81,7 +81,6 @@ test(
       authz_config: yamlFile,
     });
     assert.equal(created.statusCode, 201, created.body);
-    const { port } = created.json<{ port: number }>();
 
     await t.test(
       'stored inline (the file content) with the path beside it; the detail shows the path',
@@ -104,7 +103,7 @@ test(
 
     await t.test('the runner enforces it', async (st) => {
       await waitForStatus(ctx, 'guarded', 'running');
-      const client = await connect(st, port);
+      const client = await connect(st, workloadEndpoint(ctx, 'guarded'));
       const ok = (await client.callTool({ name: 'echo', arguments: { message: 'x' } })) as {
         content: { text: string }[];
       };

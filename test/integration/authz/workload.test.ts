@@ -15,10 +15,17 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { closeServer, PROXY_AUDIENCE, startIdp } from '../auth/harness.js';
-import { everythingBody, inProcessManager, runInProcess, waitFor } from '../workloads/helpers.js';
+import {
+  everythingBody,
+  inProcessManager,
+  runInProcess,
+  waitFor,
+  workloadEndpoint,
+} from '../workloads/helpers.js';
 
 interface Running {
-  port: number;
+  /** The working URL of its `/mcp` (or `path`), with the access token when it asks for one. */
+  url(path?: string): string;
   /** Stops the runner (before the store closes, which the manager's own clean-up does); checks it exited cleanly. */
   stop(): Promise<void>;
 }
@@ -39,12 +46,12 @@ async function workload(t: TestContext, name: string, extra: Record<string, unkn
     if (row?.status === 'error') throw new Error(`${name}: ${row.statusContext}`);
     return row?.status === 'running' ? true : undefined;
   });
-  return { port: manager.rows.get(name)?.port as number, stop };
+  return { url: (path) => workloadEndpoint(manager, name, path), stop };
 }
 
 async function connect(
   t: TestContext,
-  port: number,
+  w: Running,
   options: { token?: string; transport?: 'streamable-http' | 'sse' } = {},
 ): Promise<Client> {
   const client = new Client({ name: 'authz-test', version: '1.0.0' });
@@ -54,8 +61,8 @@ async function connect(
       : { requestInit: { headers: { authorization: `Bearer ${options.token}` } } };
   await client.connect(
     options.transport === 'sse'
-      ? new SSEClientTransport(new URL(`http://127.0.0.1:${port}/sse`), init)
-      : new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), init),
+      ? new SSEClientTransport(new URL(w.url('/sse')), init)
+      : new StreamableHTTPClientTransport(new URL(w.url()), init),
   );
   t.after(() => client.close());
   return client;
@@ -104,7 +111,7 @@ test(
         `permit(principal, action == Action::"read_resource", resource in MCP::"cedar-local") when { resource.uri like "${DOC}*" };`,
       ]),
     );
-    const client = await connect(t, w.port);
+    const client = await connect(t, w);
 
     await t.test('allowed call', async () => {
       assert.equal(await echo(client, 'hi'), 'Echo: hi');
@@ -150,7 +157,7 @@ test(
       await assertDenied(client.readResource({ uri: 'demo://resource/dynamic/text/1' }));
     });
     await t.test('legacy SSE transport: the same decisions', async (st) => {
-      const sse = await connect(st, w.port, { transport: 'sse' });
+      const sse = await connect(st, w, { transport: 'sse' });
       assert.equal(await echo(sse, 'over sse'), 'Echo: over sse');
       await assertDenied(sse.callTool({ name: 'get-env', arguments: {} }));
       assert.deepEqual(
@@ -180,7 +187,7 @@ test(
         'permit(principal in THVGroup::"admins", action == Action::"call_tool", resource == Tool::"get-env");',
       ]),
     });
-    const client = await connect(t, w.port, { token: await idp.clientToken(PROXY_AUDIENCE) });
+    const client = await connect(t, w, { token: await idp.clientToken(PROXY_AUDIENCE) });
     assert.equal(await echo(client, 'from eng'), 'Echo: from eng');
     await assertDenied(client.callTool({ name: 'get-env', arguments: {} }));
     assert.deepEqual(
@@ -246,7 +253,7 @@ test(
         },
       },
     });
-    const client = await connect(t, w.port);
+    const client = await connect(t, w);
 
     const tools = await client.listTools();
     assert.deepEqual(

@@ -8,7 +8,13 @@ import { request } from 'node:http';
 import type { TestContext } from 'node:test';
 import type { ApiContext } from '../../../src/api/context.js';
 import type { WorkloadManager } from '../../../src/workloads/index.js';
-import { everythingBody, inProcessManager, runInProcess, waitFor } from '../workloads/helpers.js';
+import {
+  everythingBody,
+  inProcessManager,
+  runInProcess,
+  waitFor,
+  workloadEndpoint,
+} from '../workloads/helpers.js';
 
 /** Runners started by one test; `stopAll` ends them (the pipeline closes: last exports flushed). */
 export class Runners {
@@ -35,6 +41,11 @@ export class Runners {
     });
     if (status === 'error') throw new Error(`${name}: ${manager.rows.get(name)?.statusContext}`);
     return `http://127.0.0.1:${manager.rows.get(name)?.port as number}`;
+  }
+
+  /** The working URL of `name`'s `/mcp` (or `path`): with its access token. */
+  endpoint(name: string, path?: string): string {
+    return workloadEndpoint(this.manager, name, path);
   }
 
   async stopAll(): Promise<void> {

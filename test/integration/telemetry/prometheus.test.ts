@@ -43,7 +43,7 @@ test(
       assert.equal(post.headers['allow'], 'GET, HEAD');
 
       const prometheus = await startPrometheus(t, [{ job: 'workload', target: new URL(url).host }]);
-      const client = await sdkClient(t, url);
+      const client = await sdkClient(t, runners.endpoint('observed'));
       const calls = 3;
       for (let i = 0; i < calls; i++)
         assert.deepEqual(await echo(client, `m${i}`), { ok: true, text: `Echo: m${i}` });

@@ -75,7 +75,7 @@ test(
       });
       const client = new Client({ name: 'telemetry-test', version: '1.0.0' });
       await client.connect(
-        new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+        new StreamableHTTPClientTransport(new URL(runners.endpoint('traced')), {
           requestInit: { headers: { traceparent: `00-${TRACE}-${PARENT}-01` } },
         }),
       );
@@ -157,7 +157,7 @@ test(
       assert.equal(meta.parentSpanId, META_PARENT);
 
       // Without trace context: a new root span.
-      const plain = await sdkClient(t, url);
+      const plain = await sdkClient(t, runners.endpoint('traced'));
       await plain.listTools();
       const root = await receiver.waitFor('a root tools/list span', () =>
         receiver.spans().find((s) => s.name === 'tools/list' && s.traceId !== TRACE),
@@ -165,7 +165,7 @@ test(
       assert.equal(root.parentSpanId, '');
 
       // Legacy SSE: a short connection span for the stream.
-      const sse = await sdkClient(t, url, true);
+      const sse = await sdkClient(t, runners.endpoint('traced'), true);
       const opened = await receiver.waitFor('the SSE connection span', () =>
         receiver.spans().find((s) => s.name === 'sse.connection_established'),
       );
