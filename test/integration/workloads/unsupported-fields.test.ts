@@ -80,8 +80,14 @@ test(
     });
     assert.equal(created.statusCode, 201, created.body);
     await waitForStatus(ctx, 'studio', 'running');
+    // Studio reads the workload's URL from the list and hands it to the client as it is: that
+    // URL carries the access token, so it works with no step of Studio's own.
+    const studioUrl = (await inject('GET', '/api/v1beta/workloads'))
+      .json<{ workloads: { name: string; url: string }[] }>()
+      .workloads.find((w) => w.name === 'studio')?.url;
+    assert.equal(studioUrl, workloadEndpoint(ctx, 'studio'));
     const client = new Client({ name: 'skep-test', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(workloadEndpoint(ctx, 'studio'))));
+    await client.connect(new StreamableHTTPClientTransport(new URL(studioUrl)));
     t.after(() => client.close());
     const echoed = (await client.callTool({ name: 'echo', arguments: { message: 'studio' } })) as {
       content: { text: string }[];
