@@ -22,6 +22,7 @@ import {
   sandboxedPid,
   sandboxNetwork,
 } from './sandbox/bwrap-sandbox.js';
+import { closeInheritedFds } from './sandbox/inherited-fds.js';
 import { chooseSandbox, type SandboxChoice } from './sandbox/select.js';
 import { serverEnvironment } from './server-env.js';
 import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from './types.js';
@@ -231,6 +232,9 @@ export class ProcessRuntime implements Runtime {
       },
       choice.sandboxed ? 'server sandboxed with bubblewrap' : 'server not sandboxed',
     );
+    // Descriptors this process inherited without close-on-exec would reach the server (and
+    // through bwrap, the sandbox): closed here, in the same synchronous step as the spawn.
+    closeInheritedFds();
     const child = spawn(launch.command, launch.args, {
       env: launch.env,
       ...definedOnly({ cwd: launch.cwd }),

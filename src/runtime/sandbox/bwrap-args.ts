@@ -6,11 +6,15 @@
  *   sandbox's own pid namespace.
  * - Hidden behind empty tmpfs: every home (`/home`, `/root`, the user's `$HOME`), `/tmp`,
  *   `/var/tmp`, `/run` (session sockets: D-Bus, the Docker and Podman sockets, ssh-agent in
- *   `/tmp`), `/mnt`, `/media`, and Skep's config, state, data and cache folders wherever they are.
+ *   `/tmp`), `/mnt`, `/media`, and what `hidden-paths.ts` lists: Skep's config, state, data
+ *   and cache folders, its relay sockets' folder and the API socket's, wherever they are.
  * - The workload's own home (a folder under Skep's data folder) appears at `$HOME`.
- * - Programs the server needs that live in a hidden place (a Node.js or uv installed under the
- *   home) are bound read-only; then the profile's `read` paths read-only and `write` paths
- *   read-write; Skep's folders are hidden again where such a bind would show them.
+ * - Programs the server needs that live in a hidden place (a Node.js or uv installation under
+ *   the home) are bound read-only; then the profile's `read` paths read-only and `write` paths
+ *   read-write, each bound by its real path (bwrap binds the object a path leads to, so the
+ *   path checked must be the path bound); after every bind, the hidden paths that a bind shows
+ *   are hidden again (a tmpfs over a folder, `/dev/null` over a file), bwrap applying its
+ *   arguments in order.
  * - Every namespace is new (`--unshare-all`: user, pid, ipc, uts, cgroup, net), the network
  *   too unless the profile allows everything (`--share-net`); all capabilities dropped (bwrap
  *   run by root keeps them otherwise, and could unmount what hides the home); a new session
@@ -23,6 +27,7 @@ import { existsSync, lstatSync, readlinkSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { SkepError } from '../../shared/index.js';
 import { SANDBOX_SOCKET_DIR } from './forwarder.js';
+import { type HiddenPaths, isWithin, resolvedPath } from './hidden-paths.js';
 
 export interface Mount {
   src: string;
@@ -40,17 +45,13 @@ export interface BwrapLayout {
   readOnly: Mount[];
   /** The permission profile's `write` paths. */
   readWrite: Mount[];
-  /** Skep's folders inside a profile bind, hidden again. */
+  /** Hidden folders that a bind above shows, hidden again (an empty tmpfs each). */
   rehide: string[];
+  /** Hidden files the sandbox would show, covered with `/dev/null` (after every bind). */
+  cover: string[];
   /** Host folder bound read-write at `SANDBOX_SOCKET_DIR` (relay sockets). */
   socketDir?: string;
   shareNetwork: boolean;
-}
-
-/** True when `path` is `dir` or inside it. */
-export function isWithin(path: string, dir: string): boolean {
-  const rel = relative(dir, path);
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
 }
 
 function realOrSelf(path: string): string {
@@ -197,40 +198,109 @@ export function resolverMounts(hide: readonly string[]): Mount[] {
   }
 }
 
+/** The kernel's own file systems: their paths lead anywhere (`/proc/self/root`, `/proc/<pid>/cwd`). */
+const KERNEL_FILESYSTEMS = ['/proc', '/sys'];
+
+/** One `read`/`write` entry of a permission profile, checked. */
+export interface ProfileBind {
+  /** As written. */
+  spelled: string;
+  /** The real path of `spelled` (of its longest existing prefix, when it does not exist). */
+  src: string;
+  /** Where it appears in the sandbox, when the profile says (`host:container`). */
+  dest?: string;
+  readOnly: boolean;
+}
+
+function refuse(spelled: string, why: string): never {
+  throw new SkepError('bad_request', `permission_profile: '${spelled}' ${why}`);
+}
+
 /**
- * The profile's `host:container:ro|rw` binds as mounts. Skep's own folders are refused by
- * name (a profile cannot open the secrets store), and Skep folders inside a bound path are
- * returned to be hidden again.
+ * Checks the profile's `host[:container]:ro|rw` binds (as `bindsFor` writes them) against the
+ * paths no server may see: a path that leads into one of them is refused, as is a path in
+ * `/proc` or `/sys` (as written or as it resolves). A path that holds one of them is allowed;
+ * the sandbox hides them again. The same check runs when a workload is created and when it
+ * starts (the paths may have changed in between).
+ */
+export function checkProfileBinds(binds: readonly string[], hidden: HiddenPaths): ProfileBind[] {
+  return binds.map((bind) => {
+    const parts = bind.split(':');
+    const mode = parts.pop();
+    // `bindsFor` writes the container path even when the profile gives none (then the same).
+    const [spelled = '', given = spelled] = parts;
+    const container = given === spelled ? undefined : given;
+    const src = resolvedPath(spelled);
+    const places = container === undefined ? [spelled, src] : [spelled, src, container];
+    if (places.some((p) => KERNEL_FILESYSTEMS.some((k) => isWithin(resolve(p), k))))
+      refuse(spelled, 'is in /proc or /sys, whose paths lead anywhere; name the folder itself');
+    for (const place of [...hidden.dirs, ...hidden.files]) {
+      if (isWithin(src, place))
+        refuse(
+          spelled,
+          `${src === spelled ? 'is' : `leads to ${src}, which is`} inside Skep's own folder ${place}, which no server may see`,
+        );
+    }
+    return { spelled, src, readOnly: mode === 'ro', ...(container === undefined ? {} : { dest: container }) };
+  });
+}
+
+/**
+ * The profile's binds as mounts, at start: each must exist (bwrap cannot bind nothing), and
+ * is bound by its real path at its real path, so the symlinks on the way (`/home -> /var/home`)
+ * resolve in the sandbox as on the host. A path written through a symlink that lies in a
+ * hidden folder (`~/docs -> /data/docs`: the sandbox has a home of its own) is shown at the
+ * written path too. A `container` path that lies outside the hidden folders is resolved the
+ * same way (the sandbox sees the host's tree there); inside them it is the sandbox's own.
  */
 export function profileMounts(
   binds: readonly string[],
-  skepDirs: readonly string[],
-): { readOnly: Mount[]; readWrite: Mount[]; rehide: string[] } {
+  hidden: HiddenPaths,
+  hide: readonly string[],
+): { readOnly: Mount[]; readWrite: Mount[] } {
   const readOnly: Mount[] = [];
   const readWrite: Mount[] = [];
-  const rehide: string[] = [];
-  for (const bind of binds) {
-    const parts = bind.split(':');
-    const mode = parts.pop();
-    const [src = '', dest = src] = parts;
-    for (const dir of skepDirs) {
-      if (isWithin(src, dir) || isWithin(realOrSelf(src), dir)) {
-        throw new SkepError(
-          'bad_request',
-          `permission_profile: '${src}' is inside Skep's own folder ${dir}, which no server may see`,
-        );
-      }
-      if (isWithin(dir, src)) rehide.push(join(dest, relative(src, dir)));
+  const inHidden = (p: string) => hide.some((dir) => isWithin(p, dir));
+  for (const bind of checkProfileBinds(binds, hidden)) {
+    if (!existsSync(bind.src)) {
+      refuse(bind.spelled, `does not exist; create it or remove it from ${bind.readOnly ? 'read' : 'write'}`);
     }
-    if (!existsSync(src)) {
-      throw new SkepError(
-        'bad_request',
-        `permission_profile: '${src}' does not exist; create it or remove it from ${mode === 'ro' ? 'read' : 'write'}`,
-      );
+    const out = bind.readOnly ? readOnly : readWrite;
+    if (bind.dest !== undefined) {
+      const lexical = resolve(bind.dest);
+      out.push({ src: bind.src, dest: inHidden(lexical) ? lexical : resolvedPath(lexical) });
+      continue;
     }
-    (mode === 'ro' ? readOnly : readWrite).push({ src, dest });
+    out.push({ src: bind.src, dest: bind.src });
+    const lexical = resolve(bind.spelled);
+    if (lexical !== bind.src && inHidden(lexical)) out.push({ src: bind.src, dest: lexical });
   }
-  return { readOnly, readWrite, rehide };
+  return { readOnly, readWrite };
+}
+
+/**
+ * Where the hidden paths reappear through `mounts` (each mapped to its place in the sandbox),
+ * to be hidden again after every bind; and the hidden files that no hidden folder covers.
+ * Only what exists is listed: bwrap cannot mount over nothing inside a read-only bind
+ * (`createHiddenDirs` makes Skep's folders first).
+ */
+export function hiddenAgain(
+  mounts: readonly Mount[],
+  hidden: HiddenPaths,
+  hide: readonly string[],
+): { rehide: string[]; cover: string[] } {
+  const rehide: string[] = [];
+  const cover: string[] = [];
+  for (const file of hidden.files) {
+    if (existsSync(file) && !hide.some((dir) => isWithin(file, dir))) cover.push(file);
+  }
+  for (const mount of mounts) {
+    const real = resolvedPath(mount.src);
+    const at = (path: string) => join(mount.dest, relative(real, path));
+    for (const dir of hidden.dirs) if (isWithin(dir, real) && existsSync(dir)) rehide.push(at(dir));
+    for (const file of hidden.files) if (isWithin(file, real) && existsSync(file)) cover.push(at(file));
+  }
+  return { rehide: [...new Set(rehide)], cover: [...new Set(cover)] };
 }
 
 /** The bwrap arguments that run `command args` in `layout`. */
@@ -243,6 +313,7 @@ export function bwrapArgs(layout: BwrapLayout, command: string, args: readonly s
   for (const m of layout.readOnly) out.push('--ro-bind', m.src, m.dest);
   for (const m of layout.readWrite) out.push('--bind', m.src, m.dest);
   for (const dir of layout.rehide) out.push('--tmpfs', dir);
+  for (const file of layout.cover) out.push('--ro-bind', '/dev/null', file);
   if (layout.socketDir !== undefined) out.push('--bind', layout.socketDir, SANDBOX_SOCKET_DIR);
   out.push('--unshare-all');
   if (layout.shareNetwork) out.push('--share-net');

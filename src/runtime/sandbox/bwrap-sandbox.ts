@@ -21,7 +21,7 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
+import { homedir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { definedOnly, SkepError } from '../../shared/index.js';
 import { bindsFor, deniesEverything, outboundPolicy, resolvePermissionProfile } from '../docker/profile.js';
@@ -32,7 +32,8 @@ import {
   type BwrapLayout,
   bwrapArgs,
   defaultHiddenDirs,
-  isWithin,
+  hiddenAgain,
+  type Mount,
   profileMounts,
   programMounts,
   resolverMounts,
@@ -50,14 +51,17 @@ import {
   SANDBOX_SOCKET_DIR,
   startInboundBridge,
 } from './forwarder.js';
+import {
+  createHiddenDirs,
+  ensureSandboxRunDir,
+  hiddenPathsOf,
+  isWithin,
+  resolvedPath,
+  type SandboxPaths,
+} from './hidden-paths.js';
+import { closeInheritedFds } from './inherited-fds.js';
 
-/** Skep's own folders: hidden in every sandbox; the workloads' homes live in `dataDir`. */
-export interface SandboxPaths {
-  configDir: string;
-  stateDir: string;
-  dataDir: string;
-  cacheDir: string;
-}
+export type { SandboxPaths } from './hidden-paths.js';
 
 export type SandboxNetwork = { kind: 'none' } | { kind: 'host' } | { kind: 'filtered'; rules: EgressRules };
 
@@ -197,8 +201,11 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
   // A service account's HOME may not exist (`/nonexistent`): the sandbox's home then appears
   // in its private /tmp, where a mount point can be made.
   const userHome = isDirectory(realHome) ? realHome : '/tmp/home';
-  const skepDirs = [paths.configDir, paths.stateDir, paths.dataDir, paths.cacheDir];
-  const hide = defaultHiddenDirs(userHome, skepDirs);
+  // Every hidden folder exists before the sandbox starts, so each is hidden now and stays
+  // hidden (one made later, in a place the sandbox shows, would be visible).
+  const runDir = ensureSandboxRunDir();
+  const hidden = createHiddenDirs(hiddenPathsOf(paths));
+  const hide = defaultHiddenDirs(userHome, hidden.dirs);
   const home = sandboxHome(paths, spec.name);
   mkdirSync(home, { recursive: true, mode: 0o700 });
   const http = spec.transport !== 'stdio';
@@ -229,10 +236,18 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
   const programs = [options.resolved, process.execPath];
   const local = /^file:(.+)$/.exec(packageSpec)?.[1];
   if (scheme === 'npx' && local !== undefined && isAbsolute(local)) programs.push(local);
-  const { readOnly, readWrite, rehide } = profileMounts(bindsFor(profile), skepDirs);
+  const { readOnly, readWrite } = profileMounts(bindsFor(profile), hidden, hide);
   const pathDirs = (env['PATH'] ?? '').split(delimiter);
-  const never = [userHome, '/', '/home', '/root', '/tmp', '/var/tmp', ...skepDirs];
-  const scripts = scheme === 'cmd' ? argumentMounts(options.args, hide, never) : [];
+  const never = [userHome, '/', '/home', '/root', '/tmp', '/var/tmp', ...hidden.dirs];
+  // A program inside a hidden folder is not shown: that would show the folder's files.
+  const outsideHidden = (mounts: Mount[]) =>
+    mounts.filter((m) => {
+      const inside = hidden.dirs.some((dir) => isWithin(resolvedPath(m.src), dir));
+      if (inside) options.log(`[skep] sandbox: ${m.src} is not shown: it is inside Skep's own folders`);
+      return !inside;
+    });
+  const scripts = scheme === 'cmd' ? outsideHidden(argumentMounts(options.args, hide, never)) : [];
+  const programsShown = outsideHidden(programMounts(programs, pathDirs, hide));
   for (const m of scripts)
     options.log(`[skep] sandbox: ${m.src} is visible read-only (it holds the program)`);
   // A folder named as an argument is data: say why the server will not find it.
@@ -244,22 +259,21 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
       `[skep] sandbox: ${arg} (an argument) is not visible to the server; list it in the permission profile's read or write to show it`,
     );
   }
-  const layout = (shareNetwork: boolean, socketDir?: string): BwrapLayout => ({
-    hide,
-    home: { src: home, dest: userHome },
-    programs: [
-      ...programMounts(programs, pathDirs, hide),
-      ...scripts,
-      ...(shareNetwork ? resolverMounts(hide) : []),
-    ],
-    readOnly,
-    readWrite,
-    rehide,
-    shareNetwork,
-    ...definedOnly({ socketDir }),
-  });
+  const layout = (shareNetwork: boolean, socketDir?: string): BwrapLayout => {
+    const shown = [...programsShown, ...scripts, ...(shareNetwork ? resolverMounts(hide) : [])];
+    return {
+      hide,
+      home: { src: home, dest: userHome },
+      programs: shown,
+      readOnly,
+      readWrite,
+      ...hiddenAgain([...shown, ...readOnly, ...readWrite], hidden, hide),
+      shareNetwork,
+      ...definedOnly({ socketDir }),
+    };
+  };
 
-  if (fetchFirst) await fetchPackage(options, scheme, packageSpec, layout, env, relay);
+  if (fetchFirst) await fetchPackage(options, scheme, packageSpec, layout, env, relay, runDir);
 
   let socketDir: string | undefined;
   let egress: EgressProxy | undefined;
@@ -276,7 +290,7 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
     let command = options.resolved;
     let args = options.args;
     if (needsRelay) {
-      socketDir = mkdtempSync(join(tmpdir(), 'skep-sbx-'));
+      socketDir = mkdtempSync(join(runDir, 'sbx-'));
       if (network.kind === 'filtered') {
         egress = await startEgressProxy(join(socketDir, EGRESS_SOCKET), network.rules, (line) =>
           options.log(`[egress] ${line}`),
@@ -322,6 +336,7 @@ async function fetchPackage(
   layout: (shareNetwork: boolean, socketDir?: string) => BwrapLayout,
   serverEnv: Record<string, string>,
   relay: RelayProgram,
+  runDir: string,
 ): Promise<void> {
   const rules = registryRules(scheme, serverEnv);
   // npx: install into the npx cache exactly as `npx -y <spec>` will look it up, running nothing
@@ -333,7 +348,7 @@ async function fetchPackage(
   options.log(
     `[skep] sandbox: fetching ${scheme}://${packageSpec} (network: ${rules.hosts.join(', ')} only)`,
   );
-  const socketDir = mkdtempSync(join(tmpdir(), 'skep-sbx-'));
+  const socketDir = mkdtempSync(join(runDir, 'sbx-'));
   let egress: EgressProxy | undefined;
   try {
     egress = await startEgressProxy(join(socketDir, EGRESS_SOCKET), rules, (line) =>
@@ -357,6 +372,7 @@ async function fetchPackage(
     env['npm_config_update_notifier'] = 'false';
     delete env['npm_config_offline'];
     delete env['UV_OFFLINE'];
+    closeInheritedFds();
     const child = spawn(options.binary, bwrapArgs(layout(false, socketDir), launch.command, launch.args), {
       env,
       cwd: sandboxHome(options.paths, options.spec.name),

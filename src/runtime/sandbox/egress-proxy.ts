@@ -9,14 +9,19 @@
  * when its host matches `allow_host` (or the list is empty) and its port is in `allow_port`
  * (or the list is empty); both empty → nothing. `.example.com` / `*.example.com` match the
  * domain and its subdomains. One more rule here, because this proxy runs on the host: a
- * destination that resolves to a loopback (or unspecified) address is refused unless that
- * loopback host is listed by name (`localhost`, `127.0.0.1`, `::1`), so no listed DNS name can
- * lead into the host's own services; the address checked is the address connected to.
+ * destination whose address leads into the host or its cloud — loopback, link-local and cloud
+ * metadata, unspecified (`0.0.0.0` reaches the host) and the other special-purpose ranges, in
+ * every spelling the shared address policy knows (`src/shared/net`: IPv4-mapped, -compatible
+ * and -translated IPv6, NAT64, 6to4, Teredo; `inet_aton` forms of IPv4) — is refused unless
+ * the profile lists that host itself, by the address (`127.0.0.1`, `::1`, `169.254.169.254`)
+ * or as `localhost`. A port-only allow-list therefore never leads into the host, and no listed
+ * DNS name can (whatever it resolves to); the address checked is the address connected to.
  */
 import { lookup } from 'node:dns/promises';
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import { connect, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { type AddressClass, canonicalHost, classifyAddress } from '../../shared/index.js';
 import { listenRelay, type RelayListener, TrackedStreams } from './listener.js';
 
 export interface EgressRules {
@@ -31,13 +36,26 @@ function normalizeHost(host: string): string {
     .replace(/\.$/, '');
 }
 
-function hostMatches(list: readonly string[], host: string): boolean {
+/**
+ * A host as the WHATWG URL parser reads it (`0x7f.1` → `127.0.0.1`, IPv6 compressed), so every
+ * spelling of an address compares equal; `undefined` when it is no host.
+ */
+function canonicalName(host: string): string | undefined {
   const h = normalizeHost(host);
+  try {
+    return canonicalHost(isIP(h) === 6 ? `[${h}]` : h);
+  } catch {
+    return undefined;
+  }
+}
+
+function hostMatches(list: readonly string[], host: string): boolean {
+  const h = canonicalName(host) ?? normalizeHost(host);
   return list.some((raw) => {
     const entry = normalizeHost(raw);
     const pattern = entry.startsWith('*.') ? entry.slice(1) : entry;
     if (pattern.startsWith('.')) return h === pattern.slice(1) || h.endsWith(pattern);
-    return h === pattern;
+    return h === (canonicalName(entry) ?? entry);
   });
 }
 
@@ -50,28 +68,28 @@ export function egressAllows(rules: EgressRules, host: string, port: number): bo
   );
 }
 
+/** Address classes that lead into this host or its cloud (`classifyAddress`). */
+const GUARDED: ReadonlySet<AddressClass> = new Set<AddressClass>(['loopback', 'link-local', 'special']);
+
 const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain']);
 
-/** Loopback and unspecified addresses (connecting to 0.0.0.0 or :: reaches loopback too). */
-export function isLoopbackAddress(address: string): boolean {
-  const a = address.toLowerCase();
-  const v4 = a.startsWith('::ffff:') ? a.slice(7) : a;
-  if (isIP(v4) === 4) return v4.startsWith('127.') || v4.startsWith('0.');
-  return a === '::1' || a === '::';
+/**
+ * True when `host` (canonical) is an address, or `localhost` resolving to loopback, that the
+ * profile lists exactly: the only way to a guarded address.
+ */
+function listedItself(rules: EgressRules, host: string, addressClass: AddressClass): boolean {
+  const literal = isIP(host) !== 0 || (LOOPBACK_NAMES.has(host) && addressClass === 'loopback');
+  return literal && rules.hosts.some((entry) => (canonicalName(entry) ?? normalizeHost(entry)) === host);
 }
 
-function listedLoopback(rules: EgressRules, host: string): boolean {
-  const h = normalizeHost(host);
-  const byName = LOOPBACK_NAMES.has(h) || (isIP(h) !== 0 && isLoopbackAddress(h));
-  return byName && rules.hosts.some((entry) => normalizeHost(entry) === h);
-}
+export type EgressVerdict = { ok: true; address: string } | { ok: false; reason: string };
 
-type Verdict = { ok: true; address: string } | { ok: false; reason: string };
-
-async function decide(rules: EgressRules, host: string, port: number): Promise<Verdict> {
+/** Whether the proxy lets `host:port` through, and to which address; literals need no lookup. */
+export async function egressVerdict(rules: EgressRules, host: string, port: number): Promise<EgressVerdict> {
   if (!Number.isInteger(port) || port <= 0 || port > 65535) return { ok: false, reason: 'bad port' };
-  if (!egressAllows(rules, host, port)) return { ok: false, reason: 'not allowed by the permission profile' };
-  const h = normalizeHost(host);
+  const h = canonicalName(host);
+  if (h === undefined) return { ok: false, reason: 'is not a host name' };
+  if (!egressAllows(rules, h, port)) return { ok: false, reason: 'not allowed by the permission profile' };
   let addresses: string[];
   if (isIP(h) !== 0) addresses = [h];
   else {
@@ -83,8 +101,16 @@ async function decide(rules: EgressRules, host: string, port: number): Promise<V
   }
   const address = addresses[0];
   if (address === undefined) return { ok: false, reason: 'no address' };
-  if (addresses.some(isLoopbackAddress) && !listedLoopback(rules, host))
-    return { ok: false, reason: 'resolves to a loopback address that the permission profile does not list' };
+  for (const a of addresses) {
+    const addressClass = classifyAddress(a);
+    if (GUARDED.has(addressClass) && !listedItself(rules, h, addressClass)) {
+      const what = addressClass === 'special' ? 'an unspecified or special-purpose' : `a ${addressClass}`;
+      return {
+        ok: false,
+        reason: `${a === h ? 'is' : `resolves to ${a}, which is`} ${what} address that the permission profile does not list`,
+      };
+    }
+  }
   return { ok: true, address };
 }
 
@@ -123,7 +149,7 @@ export function startEgressProxy(
     }
     const port = url.port === '' ? 80 : Number(url.port);
     const target = `${url.hostname}:${port}`;
-    void decide(rules, url.hostname, port).then((verdict) => {
+    void egressVerdict(rules, url.hostname, port).then((verdict) => {
       if (!verdict.ok) {
         log(`deny ${target}: ${verdict.reason}`);
         refuse(res, 403, `${target} ${verdict.reason}`);
@@ -162,7 +188,7 @@ export function startEgressProxy(
       deny('is not host:port');
       return;
     }
-    void decide(rules, target.host, target.port).then((verdict) => {
+    void egressVerdict(rules, target.host, target.port).then((verdict) => {
       if (!verdict.ok) {
         deny(verdict.reason);
         return;

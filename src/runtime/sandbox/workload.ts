@@ -6,7 +6,10 @@
  */
 import type { SkepConfig } from '../../config/index.js';
 import { isSkepError } from '../../shared/index.js';
+import { bindsFor, resolvePermissionProfile } from '../docker/profile.js';
 import type { PermissionProfile } from '../types.js';
+import { checkProfileBinds } from './bwrap-args.js';
+import { hiddenPathsOf } from './hidden-paths.js';
 import { chooseSandbox, type SandboxOverride } from './select.js';
 
 /** The run-configuration fields that decide it. */
@@ -38,16 +41,24 @@ function runsInContainer(config: SkepConfig, image: string): boolean {
   return base !== undefined;
 }
 
-/** Throws `sandbox_unavailable` when the workload's server would have to run sandboxed and cannot. */
+/**
+ * Throws `sandbox_unavailable` when the workload's server would have to run sandboxed and
+ * cannot, and `bad_request` when it runs sandboxed and its profile names a path that leads
+ * into Skep's own folders, the API socket, `/proc` or `/sys` (the runner checks again at
+ * every start).
+ */
 export function checkWorkloadSandbox(config: SkepConfig, w: WorkloadSandboxFields): void {
   if (w.remote_url !== undefined || runsInContainer(config, w.image)) return;
-  chooseSandbox({
+  const choice = chooseSandbox({
     setting: config.runtime.sandbox ?? 'auto',
     override: w.sandbox,
     profile: w.permission_profile,
     profileName: w.permission_profile_name_or_path,
     isolateNetwork: w.isolate_network !== false,
   });
+  if (!choice.sandboxed) return;
+  const profile = resolvePermissionProfile(w.permission_profile, w.permission_profile_name_or_path);
+  checkProfileBinds(bindsFor(profile), hiddenPathsOf(config.paths));
 }
 
 /** Whether (and how) the workload's server runs isolated, and why not. */

@@ -3,20 +3,37 @@
  * probe), the bwrap command line, the folders hidden and shown, the egress allow rule.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import {
   argumentMounts,
   bwrapArgs,
+  checkProfileBinds,
+  hiddenAgain,
   hiddenDirs,
   profileMounts,
   projectRoot,
 } from '../../../src/runtime/sandbox/bwrap-args.js';
 import { sandboxNetwork } from '../../../src/runtime/sandbox/bwrap-sandbox.js';
-import { egressAllows, isLoopbackAddress } from '../../../src/runtime/sandbox/egress-proxy.js';
+import { egressAllows, egressVerdict } from '../../../src/runtime/sandbox/egress-proxy.js';
 import { NODE_RELAY_CONFIG_ENV, relayLaunch, relayProgram } from '../../../src/runtime/sandbox/forwarder.js';
+import {
+  createHiddenDirs,
+  hiddenPathsOf,
+  resolvedPath,
+  sandboxRunDir,
+} from '../../../src/runtime/sandbox/hidden-paths.js';
 import { chooseSandbox, isolationDemand } from '../../../src/runtime/sandbox/select.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
@@ -24,7 +41,8 @@ const works = () => ({ ok: true as const, path: '/usr/bin/bwrap' });
 const missing = () => ({ ok: false as const, reason: 'bwrap is not installed (not found on PATH)' });
 
 function tempDir(t: TestContext): string {
-  const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-unit-'));
+  // Real path: the expectations below compare with resolved paths.
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'skep-sbx-unit-')));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
@@ -122,7 +140,8 @@ test('issue 19 §1: the bwrap command line hides, then shows the home, programs 
       programs: [{ src: '/home/u/.nvm/versions/node/v20', dest: '/home/u/.nvm/versions/node/v20' }],
       readOnly: [{ src: '/home/u/docs', dest: '/home/u/docs' }],
       readWrite: [{ src: '/tmp/out', dest: '/tmp/out' }],
-      rehide: [],
+      rehide: ['/home/u/docs/skep'],
+      cover: ['/srv/api/api.sock'],
       socketDir: '/tmp/skep-sbx-1',
       shareNetwork: false,
     },
@@ -136,7 +155,12 @@ test('issue 19 §1: the bwrap command line hides, then shows the home, programs 
     ),
   );
   assert.ok(text.indexOf('--ro-bind /home/u/.nvm') > text.indexOf('--bind /data/skep/sandbox/w/home'));
-  assert.ok(text.includes('--ro-bind /home/u/docs /home/u/docs --bind /tmp/out /tmp/out'));
+  // What a bind shows of the hidden paths is hidden again after every bind.
+  assert.ok(
+    text.includes(
+      '--ro-bind /home/u/docs /home/u/docs --bind /tmp/out /tmp/out --tmpfs /home/u/docs/skep --ro-bind /dev/null /srv/api/api.sock',
+    ),
+  );
   assert.ok(text.includes('--bind /tmp/skep-sbx-1 /run/skep'));
   assert.ok(text.includes('--unshare-all --cap-drop ALL --new-session --die-with-parent --chdir /home/u'));
   assert.ok(!text.includes('--share-net'));
@@ -155,17 +179,110 @@ test('issue 19 §1: a profile may not show Skep’s folders; Skep’s folders in
   const dir = tempDir(t);
   const skep = join(dir, 'skep');
   mkdirSync(join(skep, 'state'), { recursive: true });
+  const hidden = { dirs: [skep], files: [] };
   assert.throws(
-    () => profileMounts([`${join(skep, 'state')}:${join(skep, 'state')}:ro`], [skep]),
+    () => profileMounts([`${join(skep, 'state')}:${join(skep, 'state')}:ro`], hidden, []),
     (e) => isSkepError(e) && e.code === 'bad_request' && /Skep's own folder/.test(e.message),
   );
-  const shown = profileMounts([`${dir}:${dir}:ro`], [skep]);
+  const shown = profileMounts([`${dir}:${dir}:ro`], hidden, []);
   assert.deepEqual(shown.readOnly, [{ src: dir, dest: dir }]);
-  assert.deepEqual(shown.rehide, [skep]);
+  assert.deepEqual(hiddenAgain(shown.readOnly, hidden, []), { rehide: [skep], cover: [] });
   assert.throws(
-    () => profileMounts([`${join(dir, 'nope')}:${join(dir, 'nope')}:rw`], [skep]),
+    () => profileMounts([`${join(dir, 'nope')}:${join(dir, 'nope')}:rw`], hidden, []),
     (e) => isSkepError(e) && /does not exist/.test(e.message),
   );
+});
+
+test('profile paths are resolved once: where a path really leads is what is checked and bound', (t) => {
+  const dir = tempDir(t);
+  const skep = join(dir, 'skep');
+  mkdirSync(join(skep, 'state'), { recursive: true });
+  mkdirSync(join(dir, 'real', 'docs'), { recursive: true });
+  symlinkSync(dir, join(dir, 'up')); // a symlink to an ancestor of Skep's folders
+  symlinkSync(join(skep, 'state'), join(dir, 'token-dir')); // a symlink into them
+  symlinkSync(join(dir, 'real'), join(dir, 'home-link')); // like /home -> /var/home
+  assert.equal(resolvedPath(join(dir, 'up', 'up', 'skep')), skep);
+  // A path that does not exist is judged by where it would be created.
+  assert.equal(resolvedPath(join(dir, 'token-dir', 'new', 'file')), join(skep, 'state', 'new', 'file'));
+  // `..` after a symlink goes up from its target, as the kernel resolves it.
+  assert.equal(resolvedPath(`${dir}/token-dir/../state`), join(skep, 'state'));
+  assert.equal(resolvedPath(`/proc/self/root${dir}`), dir);
+  const hidden = { dirs: [skep], files: [join(dir, 'api.sock')] };
+  const refused = (path: string, why: RegExp) =>
+    assert.throws(
+      () => checkProfileBinds([`${path}:${path}:ro`], hidden),
+      (e) => isSkepError(e) && e.code === 'bad_request' && why.test(e.message),
+      path,
+    );
+  refused(join(dir, 'token-dir'), /leads to .*state, which is inside Skep's own folder/);
+  refused(join(dir, 'token-dir', 'not-yet'), /inside Skep's own folder/);
+  refused(join(dir, 'up', 'skep', 'state'), /inside Skep's own folder/);
+  refused(`${dir}/token-dir/../state`, /inside Skep's own folder/);
+  refused(join(dir, 'api.sock'), /inside Skep's own folder .*api\.sock/);
+  // /proc and /sys by name: their paths lead anywhere, whatever they resolve to now.
+  refused(`/proc/self/root${dir}`, /in \/proc or \/sys/);
+  refused(`/proc/self/root${skep}`, /in \/proc or \/sys|Skep's own folder/);
+  refused('/sys/kernel', /in \/proc or \/sys/);
+  refused('/dev/fd/0', /in \/proc or \/sys/);
+  assert.throws(
+    () => checkProfileBinds([`${dir}:/proc/sys:ro`], hidden),
+    (e) => isSkepError(e) && /in \/proc or \/sys/.test(e.message),
+  );
+  // An ancestor through a symlink: bound by its real path, Skep's folders hidden again there.
+  const up = profileMounts([`${join(dir, 'up')}:${join(dir, 'up')}:ro`], hidden, [dir]);
+  assert.deepEqual(up.readOnly, [
+    { src: dir, dest: dir },
+    // The written path lies in a hidden folder (its symlink is not in the sandbox): shown there too.
+    { src: dir, dest: join(dir, 'up') },
+  ]);
+  assert.deepEqual(hiddenAgain(up.readOnly, hidden, [dir]).rehide, [skep, join(dir, 'up', 'skep')]);
+  // A symlinked path outside the hidden folders resolves in the sandbox as on the host.
+  const docs = join(dir, 'home-link', 'docs');
+  assert.deepEqual(profileMounts([`${docs}:${docs}:rw`], hidden, []).readWrite, [
+    { src: join(dir, 'real', 'docs'), dest: join(dir, 'real', 'docs') },
+  ]);
+  // A container path of its own, outside the hidden folders, is resolved the same way.
+  assert.deepEqual(profileMounts([`${join(dir, 'real')}:${docs}:ro`], hidden, []).readOnly, [
+    { src: join(dir, 'real'), dest: join(dir, 'real', 'docs') },
+  ]);
+});
+
+test('hidden paths: Skep’s folders, the relay folder and the API socket, made before the sandbox starts', (t) => {
+  const dir = tempDir(t);
+  const paths = {
+    configDir: join(dir, 'c'),
+    stateDir: join(dir, 's'),
+    dataDir: join(dir, 'd'),
+    cacheDir: join(dir, 'k'),
+    discoveryFile: join(dir, 'server.json'),
+  };
+  const skepDirs = [paths.configDir, paths.stateDir, paths.dataDir, paths.cacheDir];
+  const runDir = resolvedPath(sandboxRunDir());
+  assert.deepEqual(hiddenPathsOf(paths), { dirs: [...skepDirs, runDir], files: [] });
+  // A socket alone in its folder: the folder is hidden (a tmpfs outlives a new socket there).
+  mkdirSync(join(dir, 'api'));
+  writeFileSync(join(dir, 'api', 'api.sock'), '');
+  writeFileSync(paths.discoveryFile, JSON.stringify({ url: `unix://${join(dir, 'api', 'api.sock')}` }));
+  assert.deepEqual(hiddenPathsOf(paths).dirs.slice(-1), [join(dir, 'api')]);
+  // Beside other files: the socket alone.
+  writeFileSync(join(dir, 'api', 'notes.txt'), '');
+  assert.deepEqual(hiddenPathsOf(paths).files, [join(dir, 'api', 'api.sock')]);
+  // A TCP server has no socket to hide.
+  writeFileSync(paths.discoveryFile, JSON.stringify({ url: 'http://127.0.0.1:8080' }));
+  assert.deepEqual(hiddenPathsOf(paths).files, []);
+  // Skep's folders that do not exist yet are made, private.
+  const made = createHiddenDirs({ dirs: skepDirs, files: [] });
+  assert.deepEqual(made.dirs, skepDirs);
+  for (const d of skepDirs) assert.equal(statSync(d).mode & 0o777, 0o700, d);
+  // Only what exists is hidden again, and a file is covered where the sandbox shows it.
+  const sock = join(dir, 'api', 'api.sock');
+  assert.deepEqual(
+    hiddenAgain([{ src: dir, dest: '/data' }], { dirs: [...skepDirs, join(dir, 'gone')], files: [sock] }, [
+      dir,
+    ]),
+    { rehide: ['/data/c', '/data/s', '/data/d', '/data/k'], cover: ['/data/api/api.sock'] },
+  );
+  assert.deepEqual(hiddenAgain([], { dirs: [], files: [sock] }, []), { rehide: [], cover: [sock] });
 });
 
 test('issue 19 §1: a cmd:// program file named in the arguments shows its project folder, never a home or Skep’s folders', (t) => {
@@ -203,9 +320,56 @@ test('issue 19 §2: the egress rule (the container egress proxy’s) and loopbac
   assert.equal(egressAllows(rules, 'evil-example.org', 8080), false);
   assert.equal(egressAllows({ hosts: [], ports: [] }, 'anything', 443), false, 'both lists empty: nothing');
   assert.equal(egressAllows({ hosts: [], ports: [443] }, 'anything', 443), true);
-  for (const a of ['127.0.0.1', '127.8.9.1', '::1', '::ffff:127.0.0.1', '0.0.0.0', '::'])
-    assert.equal(isLoopbackAddress(a), true, a);
-  for (const a of ['10.0.0.1', '93.184.216.34', '2001:db8::1']) assert.equal(isLoopbackAddress(a), false, a);
+});
+
+test('the sandbox egress proxy classifies addresses with the shared address policy: no spelling of a guarded address passes unless listed itself', async () => {
+  const portOnly = { hosts: [], ports: [8080] };
+  const guarded = [
+    '127.0.0.1',
+    '127.8.9.1',
+    '127.1',
+    '0x7f.1',
+    '2130706433',
+    '0177.0.0.1',
+    '0.0.0.0',
+    '[::1]',
+    '[::]',
+    '[::ffff:7f00:1]',
+    '[::ffff:127.0.0.1]',
+    '[0:0:0:0:0:ffff:7f00:1]',
+    '[0000:0000:0000:0000:0000:FFFF:7F00:0001]',
+    '[::127.0.0.1]',
+    '[::ffff:0:7f00:1]',
+    '[64:ff9b::7f00:1]',
+    '[2002:7f00:1::]',
+    '169.254.169.254',
+    '[::ffff:a9fe:a9fe]',
+    '[fe80::1]',
+    '[fd00:ec2::254]',
+    '100.100.100.200',
+  ];
+  for (const host of guarded) {
+    const verdict = await egressVerdict(portOnly, host, 8080);
+    assert.equal(verdict.ok, false, host);
+    assert.match(verdict.ok ? '' : verdict.reason, /address that the permission profile does not list/, host);
+  }
+  // Private and public addresses pass a port-only list, as from a container.
+  for (const host of ['10.1.2.3', '93.184.216.34', '[2606:4700::1111]'])
+    assert.equal((await egressVerdict(portOnly, host, 8080)).ok, true, host);
+  // Listed itself: the address, in any spelling of that same address, or localhost.
+  assert.deepEqual(await egressVerdict({ hosts: ['127.0.0.1'], ports: [] }, '127.1', 80), {
+    ok: true,
+    address: '127.0.0.1',
+  });
+  assert.equal((await egressVerdict({ hosts: ['::1'], ports: [] }, '[0:0:0:0:0:0:0:1]', 80)).ok, true);
+  assert.equal(
+    (await egressVerdict({ hosts: ['169.254.169.254'], ports: [] }, '169.254.169.254', 80)).ok,
+    true,
+  );
+  // An IPv4-mapped spelling is another host than the IPv4 address the list names.
+  assert.equal((await egressVerdict({ hosts: ['127.0.0.1'], ports: [] }, '[::ffff:7f00:1]', 80)).ok, false);
+  assert.equal((await egressVerdict(portOnly, 'not a host', 8080)).ok, false);
+  assert.equal((await egressVerdict(portOnly, '127.0.0.1', 0)).ok, false);
 });
 
 test('issue 19 §2: the relay inside runs in perl when perl is on the server’s PATH, else in Node; both take the same plan', (t) => {
