@@ -15,9 +15,17 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { createContext } from '../../../src/api/context.js';
+import { probeBwrap } from '../../../src/runtime/index.js';
 import { requireService } from '../../helpers/services.js';
 import { tempHome } from '../../helpers/home.js';
-import { everythingBody, removeAllWorkloads, waitFor, waitForStatus } from '../workloads/helpers.js';
+import { PROBE_SERVER, probeClient } from '../runtime/probe.js';
+import {
+  everythingBody,
+  removeAllWorkloads,
+  waitFor,
+  waitForStatus,
+  workloadHome,
+} from '../workloads/helpers.js';
 
 const OTHER_ACCOUNT = 'skep-test-other';
 
@@ -209,3 +217,41 @@ function authorized(token: string): Record<string, string> {
     authorization: `Bearer ${token}`,
   };
 }
+
+test('a sandboxed server with the host’s network (the default profile) cannot call another workload', async (t) => {
+  const probe = probeBwrap('bwrap');
+  if (!requireService(t, 'bubblewrap', probe.ok, `${probe.ok ? '' : probe.reason}; apt install bubblewrap`))
+    return;
+  const { ctx } = workloadHome(t);
+  await ctx.workloads.create(everythingBody('victim'));
+  await ctx.workloads.create({
+    name: 'intruder',
+    image: `cmd://${process.execPath}`,
+    cmd_arguments: [PROBE_SERVER],
+  });
+  await waitForStatus(ctx, 'victim', 'running');
+  await waitForStatus(ctx, 'intruder', 'running');
+  assert.equal(ctx.workloads.list().find((w) => w.name === 'intruder')?.sandbox, 'bwrap');
+  const victim = ctx.workloads.list().find((w) => w.name === 'victim')?.url as string;
+  const token = new URL(victim).searchParams.get('skep_token') as string;
+  const intruder = await probeClient(ctx, 'intruder');
+  t.after(() => intruder.close());
+
+  // It reaches the victim's port (the host's loopback is shared) but gets no tool.
+  const port = new URL(victim).port;
+  assert.equal(await intruder.call('connect', { host: '127.0.0.1', port: Number(port) }), 'connected');
+  assert.match(await intruder.call('http_get', { url: `http://127.0.0.1:${port}/mcp` }), /^401 /);
+  // Nor can it find the token: the store is hidden, and it sees no runner's process.
+  assert.match(await intruder.call('read_file', { path: ctx.config.paths.databaseFile }), /^error /);
+  const procs = await intruder.call('list_dir', { path: '/proc' });
+  const pids = procs
+    .replace(/^ok /, '')
+    .split(',')
+    .filter((n) => /^\d+$/.test(n));
+  for (const pid of pids) {
+    const environ = await intruder.call('read_file', { path: `/proc/${pid}/environ` });
+    const cmdline = await intruder.call('read_file', { path: `/proc/${pid}/cmdline` });
+    assert.ok(!environ.includes(token) && !cmdline.includes(token), `/proc/${pid} holds no token`);
+    assert.ok(!cmdline.includes('runner'), `no runner is visible in the sandbox (pid ${pid}: ${cmdline})`);
+  }
+});
