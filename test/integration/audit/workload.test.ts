@@ -16,7 +16,13 @@ import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { tempHome } from '../../helpers/home.js';
 import { MCP_CLIENT, PROXY_AUDIENCE, startIdp } from '../auth/harness.js';
-import { everythingBody, inProcessManager, runInProcess, waitFor } from '../workloads/helpers.js';
+import {
+  everythingBody,
+  inProcessManager,
+  runInProcess,
+  waitFor,
+  workloadEndpoint,
+} from '../workloads/helpers.js';
 
 type Line = Record<string, unknown> & {
   type: string;
@@ -49,7 +55,8 @@ const KEY_ORDER = [
 ];
 
 interface Audited {
-  port: number;
+  /** The working URL of its `/mcp` (or `path`): with the access token unless it has inbound auth. */
+  url(path?: string): string;
   file: string;
   /** Stops the runner (the pipeline closes, the audit writer flushes) and returns the file's lines. */
   stop(): Promise<Line[]>;
@@ -76,10 +83,9 @@ async function auditedWorkload(
     if (row?.status === 'error') throw new Error(`${name}: ${row.statusContext}`);
     return row?.status === 'running' ? true : undefined;
   });
-  const port = manager.rows.get(name)?.port as number;
   const file = (extra['audit_config'] as { logFile: string }).logFile;
   return {
-    port,
+    url: (path) => workloadEndpoint(manager, name, path),
     file,
     async stop() {
       controller.abort();
@@ -117,7 +123,7 @@ const call = (name: string) => (l: Line) => l.type === 'mcp_tool_call' && l.targ
 
 async function streamableClient(
   t: TestContext,
-  port: number,
+  url: string,
   token?: string,
   sampling = false,
 ): Promise<Client> {
@@ -126,7 +132,7 @@ async function streamableClient(
     sampling ? { capabilities: { sampling: {} } } : {},
   );
   const init = token === undefined ? {} : { requestInit: { headers: { authorization: `Bearer ${token}` } } };
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`), init));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), init));
   t.after(() => client.close());
   return client;
 }
@@ -141,7 +147,7 @@ test(
       audit_config: { logFile: file, includeRequestData: true, includeResponseData: true, maxDataSize: 2048 },
     });
 
-    const client = await streamableClient(t, w.port, undefined, true);
+    const client = await streamableClient(t, w.url(), undefined, true);
     client.setRequestHandler(CreateMessageRequestSchema, () => {
       throw new Error('this client refuses to sample');
     });
@@ -160,7 +166,7 @@ test(
     await assert.rejects(client.request({ method: 'no/such-method', params: {} }, z.object({})));
 
     // A hand-made request with proxy headers the configuration does not trust.
-    const ping = await fetch(`http://127.0.0.1:${w.port}/mcp`, {
+    const ping = await fetch(w.url(), {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -177,15 +183,18 @@ test(
     await ping.text();
 
     const legacy = new Client({ name: 'audit-legacy', version: '0.9' });
-    await legacy.connect(new SSEClientTransport(new URL(`http://127.0.0.1:${w.port}/sse`)));
+    await legacy.connect(new SSEClientTransport(new URL(w.url('/sse'))));
     await legacy.callTool({ name: 'echo', arguments: { message: 'over sse' } });
     const legacyInvalid = await legacy.callTool({ name: 'get-sum', arguments: { a: 'one', b: 2 } });
     assert.equal(legacyInvalid.isError, true);
     await legacy.close();
     await client.close();
 
+    const accessToken = new URL(w.url()).searchParams.get('skep_token') as string;
+    assert.match(accessToken, /^[0-9a-f]{64}$/, 'the clients presented the access token');
     const lines = await w.stop();
     assert.equal(statSync(file).mode & 0o777, 0o600, 'the audit file is created 0600');
+    assert.ok(!readFileSync(file, 'utf8').includes(accessToken), 'the access token is never audited');
     for (const line of lines) {
       checkKeyOrder(line);
       assert.equal(line['level'], 'AUDIT');
@@ -329,7 +338,7 @@ test(
         excludeEventTypes: ['mcp_tools_list'],
       },
     });
-    const url = `http://127.0.0.1:${w.port}/mcp`;
+    const url = w.url();
 
     const denied = await fetch(url, {
       method: 'POST',
@@ -349,7 +358,7 @@ test(
     await deniedStream.text();
 
     const token = await idp.clientToken(PROXY_AUDIENCE);
-    const client = await streamableClient(t, w.port, token);
+    const client = await streamableClient(t, url, token);
     await client.listTools();
     await client.callTool({ name: 'echo', arguments: { message: 'small' } });
     await client.callTool({ name: 'echo', arguments: { message: 'large '.repeat(40) } });

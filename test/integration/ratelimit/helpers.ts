@@ -8,13 +8,15 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-export async function sdkClient(t: TestContext, baseUrl: string, sse = false): Promise<Client> {
+/**
+ * An SDK client of the proxy at `url`, over its `/mcp` or (`sse`) legacy `/sse`. `url` is the
+ * proxy's origin or a workload's working URL, whose query (the access token) is kept.
+ */
+export async function sdkClient(t: TestContext, url: string, sse = false): Promise<Client> {
   const client = new Client({ name: 'ratelimit-test', version: '1.0.0' });
-  await client.connect(
-    sse
-      ? new SSEClientTransport(new URL(`${baseUrl}/sse`))
-      : new StreamableHTTPClientTransport(new URL(`${baseUrl}/mcp`)),
-  );
+  const endpoint = new URL(url);
+  endpoint.pathname = sse ? '/sse' : '/mcp';
+  await client.connect(sse ? new SSEClientTransport(endpoint) : new StreamableHTTPClientTransport(endpoint));
   t.after(() => client.close());
   return client;
 }

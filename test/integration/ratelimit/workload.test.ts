@@ -13,7 +13,13 @@ import type { ApiContext } from '../../../src/api/context.js';
 import type { WorkloadManager } from '../../../src/workloads/index.js';
 import { REDIS_HINT, redisAvailable, startRedis } from '../../helpers/redis.js';
 import { requireService } from '../../helpers/services.js';
-import { everythingBody, inProcessManager, runInProcess, waitFor } from '../workloads/helpers.js';
+import {
+  everythingBody,
+  inProcessManager,
+  runInProcess,
+  waitFor,
+  workloadEndpoint,
+} from '../workloads/helpers.js';
 import { assertLimited, echo, sdkClient } from './helpers.js';
 
 /** Runners started by one test; `stopAll` ends them before the home's store closes. */
@@ -27,7 +33,7 @@ class Runners {
     this.#manager = manager;
   }
 
-  /** Imports `fields` over server-everything as `name`, runs its runner here; resolves its URL. */
+  /** Imports `fields` over server-everything as `name`, runs its runner here; resolves its working URL. */
   async start(name: string, fields: Record<string, unknown>): Promise<string> {
     const manager = this.#manager;
     if (manager.rows.get('template') === undefined) await manager.create(everythingBody('template'));
@@ -37,7 +43,7 @@ class Runners {
     await waitFor(`${name} to be running`, () =>
       manager.rows.get(name)?.status === 'running' ? true : undefined,
     );
-    return `http://127.0.0.1:${manager.rows.get(name)?.port as number}`;
+    return workloadEndpoint(manager, name);
   }
 
   async stopAll(): Promise<void> {

@@ -16,7 +16,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { generateSelfSignedCert } from '../../../src/operator/certs.js';
-import { everythingBody, inProcessManager, runInProcess, waitFor } from '../workloads/helpers.js';
+import {
+  everythingBody,
+  inProcessManager,
+  runInProcess,
+  waitFor,
+  workloadEndpoint,
+} from '../workloads/helpers.js';
 import { ALLOW, DENY, type ReceivedCall, startReceiver } from './receiver.js';
 
 function tempDir(t: TestContext): string {
@@ -130,12 +136,14 @@ test(
       await waitFor('hooked to be running', () =>
         manager.rows.get('hooked')?.status === 'running' ? true : undefined,
       );
-      const port = manager.rows.get('hooked')?.port as number;
+      // Its working URLs, with the access token.
+      const mcp = workloadEndpoint(manager, 'hooked');
+      const sse = workloadEndpoint(manager, 'hooked', '/sse');
 
       await t.test(
         'streamable HTTP: the mutated call reaches the server; both receivers verified the HMAC',
         async (st) => {
-          const client = await connect(st, new URL(`http://127.0.0.1:${port}/mcp`));
+          const client = await connect(st, new URL(mcp));
           const before = { m: mutator.calls.length, v: validator.calls.length };
           assert.equal(await echo(client, 'hello'), 'Echo: [checked] hello');
           const m = mutator.calls.slice(before.m).find((c) => c.body.mcp_request['method'] === 'tools/call');
@@ -161,7 +169,7 @@ test(
       );
 
       await t.test('a denial: HTTP 403 with JSON-RPC 403 "Request denied by policy"', async (st) => {
-        const client = await connect(st, new URL(`http://127.0.0.1:${port}/mcp`));
+        const client = await connect(st, new URL(mcp));
         await assert.rejects(echo(client, 'forbidden thing'), (err: Error & { code?: number }) => {
           assert.equal(err.code, 403);
           const body = JSON.parse(err.message.slice(err.message.indexOf('{'))) as {
@@ -173,7 +181,7 @@ test(
       });
 
       await t.test('§3.1 a rotated key file is read on the next call', async (st) => {
-        const client = await connect(st, new URL(`http://127.0.0.1:${port}/mcp`));
+        const client = await connect(st, new URL(mcp));
         mutatingKey = Buffer.from('second mutating key, after rotation');
         writeFileSync(keyFile, mutatingKey);
         const before = mutator.calls.length;
@@ -187,7 +195,7 @@ test(
       });
 
       await t.test('legacy SSE: the same webhooks apply', async (st) => {
-        const client = await connect(st, new URL(`http://127.0.0.1:${port}/sse`), true);
+        const client = await connect(st, new URL(sse), true);
         assert.equal(await echo(client, 'over sse'), 'Echo: [checked] over sse');
         await assert.rejects(echo(client, 'forbidden over sse'), /403|denied/i);
       });
