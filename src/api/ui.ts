@@ -98,6 +98,17 @@ export interface UiRouteOptions {
 /** Headers that carry the MCP session between the playground and the workload. */
 const MCP_REQUEST_HEADERS = ['mcp-session-id', 'mcp-protocol-version', 'last-event-id'] as const;
 const MCP_TIMEOUT_MS = 120_000;
+/**
+ * What the playground relays: a Streamable HTTP answer is JSON or an event stream (MCP
+ * 2025-06-18, Transports §Sending Messages to the Server). Anything else comes from a server
+ * that is not trusted with the API's origin, where the UI's session cookie lives.
+ */
+const RELAYED_TYPES: ReadonlySet<string> = new Set(['application/json', 'text/event-stream']);
+/**
+ * On every answer of the relay, as the workload proxy sends them: the browser neither sniffs
+ * the body into another type nor runs it as a document of this origin (CSP Level 3 `sandbox`).
+ */
+const RELAY_HEADERS = { 'Content-Security-Policy': 'sandbox', 'X-Content-Type-Options': 'nosniff' } as const;
 
 export async function uiRoutes(app: SkepApp, ctx: ApiContext, options: UiRouteOptions): Promise<void> {
   const uiDir = options.uiDir ?? findUiDir();
@@ -177,6 +188,7 @@ export async function uiRoutes(app: SkepApp, ctx: ApiContext, options: UiRouteOp
       },
     },
     async (request, reply) => {
+      reply.headers(RELAY_HEADERS);
       const workload = ctx.workloads.get(request.params.name);
       if (workload.status !== 'running')
         return sendError(
@@ -229,12 +241,23 @@ export async function uiRoutes(app: SkepApp, ctx: ApiContext, options: UiRouteOp
           `workload ${workload.name} did not answer at ${target.origin}${target.pathname}: ${(err as Error).message}`,
         );
       }
+      // Only a body of an MCP type is relayed (a notification's 202 has none): an HTML page
+      // served here would run as the API's own.
+      const contentType = upstream.headers.get('content-type');
+      const mediaType = contentType?.split(';')[0]?.trim().toLowerCase() ?? '';
+      if (text !== '' && !RELAYED_TYPES.has(mediaType))
+        return sendError(
+          reply,
+          502,
+          'bad_gateway',
+          `workload ${workload.name} answered ${upstream.status} with ${mediaType === '' ? 'no Content-Type' : `Content-Type ${mediaType}`}; the playground relays only MCP answers (application/json or text/event-stream)`,
+        );
       const session = upstream.headers.get('mcp-session-id');
       if (session !== null) reply.header('Mcp-Session-Id', session);
+      reply.code(upstream.status).header('Cache-Control', 'no-store');
+      if (text === '') return reply.send();
       return reply
-        .code(upstream.status)
-        .header('Cache-Control', 'no-store')
-        .type(upstream.headers.get('content-type') ?? 'text/plain; charset=utf-8')
+        .type(contentType as string)
         .serializer((payload: unknown) => payload as string)
         .send(text);
     },
