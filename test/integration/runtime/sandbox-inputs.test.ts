@@ -17,6 +17,7 @@ import {
   mkdirSync,
   mkdtempSync,
   openSync,
+  readFileSync,
   realpathSync,
   rmSync,
   statSync,
@@ -219,6 +220,38 @@ test(
         JSON.stringify(profile),
       );
     }
+  },
+);
+
+test(
+  'programs the server names are not shown from inside Skep’s folders: a PATH entry or a program file there stays hidden, a PATH entry above them shows the rest',
+  { timeout: 60_000 },
+  async (t) => {
+    if (!requireBwrap(t)) return;
+    const home = tempHome(t, 'skep-inputs-path-');
+    seedCanaries(home.config);
+    const { stateDir } = home.config.paths;
+    writeFileSync(join(stateDir, 'tool.js'), '');
+    writeFileSync(join(home.dir, 'above.txt'), 'above');
+    const runtime = new ProcessRuntime({
+      logMaxBytes: 1 << 20,
+      logFiles: 1,
+      sandbox: { setting: 'bwrap', paths: home.config.paths },
+    });
+    const spec = stdioSpec(home.dir, 'path-probe', { network: { mode: 'none' } });
+    const handle = await runtime.start({
+      ...spec,
+      // Whoever writes the run configuration (a registry entry's env) chooses PATH.
+      env: { PATH: `${stateDir}:${realpathSync(home.dir)}:/usr/bin:/bin` },
+      args: [PROBE_SERVER, join(stateDir, 'tool.js')],
+    });
+    t.after(() => handle.stop());
+    assert.ok(handle.stdio);
+    const probe = stdioProbe(handle.stdio);
+    assert.match(await probe.call('read_file', { path: home.config.paths.apiTokenFile }), /^error ENOENT/);
+    assert.match(await probe.call('read_file', { path: join(stateDir, 'tool.js') }), /^error ENOENT/);
+    assert.equal(await probe.call('read_file', { path: join(home.dir, 'above.txt') }), 'ok above');
+    assert.match(readFileSync(spec.logFile, 'utf8'), /is not shown: it is inside Skep's own folders/);
   },
 );
 
