@@ -304,7 +304,11 @@ test(
     assert.equal(JSON.parse(local.stdout).name, 'everything-local', 'not "node", the executable');
     const rem = await skep('run', 'remote-echo');
     assert.equal(rem.status, 0, rem.stderr);
-    assert.match(rem.stdout, /^workload remote-echo started: http:\/\/127\.0\.0\.1:\d+\/mcp\n$/);
+    // The working URL: it carries the workload's access token.
+    assert.match(
+      rem.stdout,
+      /^workload remote-echo started: http:\/\/127\.0\.0\.1:\d+\/mcp\?skep_token=[0-9a-f]{64}\n$/,
+    );
 
     // Restart answers once each server serves again: a list right after shows them running.
     const restarted = await skep('restart', 'everything-local', 'remote-echo');
