@@ -9,13 +9,21 @@
  * token live in the secrets store (never in the run configuration); the access token only in
  * memory.
  */
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import type { ProxyMiddleware } from '../proxy/index.js';
-import { definedOnly, findOutboundRefusal, type Logger, outboundFetch, SkepError } from '../shared/index.js';
+import {
+  authorizationEndpointRefusal,
+  definedOnly,
+  findOutboundRefusal,
+  type Logger,
+  openInBrowser,
+  outboundFetch,
+  SkepError,
+} from '../shared/index.js';
 import {
   configuredEndpointsPolicy,
   type FetchLike,
@@ -115,6 +123,26 @@ async function putSecret(store: SecretStore, name: string, value: string): Promi
 
 function s256(verifier: string): string {
   return createHash('sha256').update(verifier).digest('base64url');
+}
+
+/**
+ * The authorization endpoint is where the user's browser is sent, and a remote server's
+ * metadata chooses it: only https (http on loopback) is used (RFC 6749 §3.1, MCP 2025-06-18
+ * "Communication Security"), checked before anything is registered, fetched or opened (a
+ * `file:` or `javascript:` URL handed to the desktop's opener runs code: CVE-2025-6514).
+ */
+function checkedEndpoint(
+  value: string,
+  source: string,
+  code: 'bad_gateway' | 'bad_request' = 'bad_gateway',
+): string {
+  const refusal = authorizationEndpointRefusal(value);
+  if (refusal !== undefined)
+    throw new SkepError(
+      code,
+      `${source} names the authorization endpoint ${JSON.stringify(value)}, which is refused: ${refusal}`,
+    );
+  return value;
 }
 
 /** RFC 9728 §5.1: the `resource_metadata` parameter of a Bearer challenge. */
@@ -283,7 +311,11 @@ export class RemoteOAuthClient {
     const o = this.#o;
     if (o.authorizeUrl !== undefined && o.tokenUrl !== undefined) {
       return {
-        authorizationEndpoint: o.authorizeUrl,
+        authorizationEndpoint: checkedEndpoint(
+          o.authorizeUrl,
+          'remote_auth_config.authorize_url',
+          'bad_request',
+        ),
         tokenEndpoint: o.tokenUrl,
         resource: o.resource ?? o.remoteUrl,
       };
@@ -339,7 +371,10 @@ export class RemoteOAuthClient {
         throw new SkepError('bad_gateway', `authorization server metadata at ${url} lacks endpoints`);
       return {
         issuer,
-        authorizationEndpoint: o.authorizeUrl ?? doc['authorization_endpoint'],
+        authorizationEndpoint:
+          o.authorizeUrl === undefined
+            ? checkedEndpoint(doc['authorization_endpoint'], `the authorization server metadata at ${url}`)
+            : checkedEndpoint(o.authorizeUrl, 'remote_auth_config.authorize_url', 'bad_request'),
         tokenEndpoint: o.tokenUrl ?? doc['token_endpoint'],
         ...(typeof doc['registration_endpoint'] === 'string'
           ? { registrationEndpoint: doc['registration_endpoint'] }
@@ -496,14 +531,13 @@ export class RemoteOAuthClient {
       return;
     }
     process.stderr.write(`To authorize ${purpose}, open:\n  ${url}\n`);
-    const headless =
-      process.platform === 'linux' && !process.env['DISPLAY'] && !process.env['WAYLAND_DISPLAY'];
-    if (this.#o.skipBrowser || headless) return;
-    const opener =
-      process.platform === 'darwin' ? 'open' : process.platform === 'win32' ? 'explorer' : 'xdg-open';
-    const child = spawn(opener, [url], { stdio: 'ignore', detached: true });
-    child.on('error', () => undefined);
-    child.unref();
+    if (this.#o.skipBrowser) return;
+    // The URL holds the state and the PKCE challenge: it goes to the browser through a page
+    // only the user can read, never on the opener's command line (RFC 9700 §4.7 login CSRF).
+    // The paths are loaded here, on a login only: the runner does not need them otherwise.
+    const { resolvePaths } = await import('../config/index.js');
+    const result = await openInBrowser(url, { dir: join(resolvePaths(process.env).stateDir, 'open') });
+    if (!result.opened) this.#d.logger.info({ reason: result.reason }, 'no browser opened');
   }
 
   async #refresh(refreshToken: string): Promise<TokenSet> {

@@ -15,7 +15,13 @@
  */
 import { createHash } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
-import { definedOnly, findOutboundRefusal, outboundFetch, SkepError } from '../shared/index.js';
+import {
+  authorizationEndpointRefusal,
+  definedOnly,
+  findOutboundRefusal,
+  outboundFetch,
+  SkepError,
+} from '../shared/index.js';
 import type { ResolvedUpstream } from './config.js';
 import type { AuthStorage, DcrCredentials } from './storage.js';
 
@@ -264,8 +270,14 @@ export class UpstreamProvider {
   /** The URL the user is sent to (302), with PKCE S256, the nonce and the extra parameters. */
   async authorizationUrl(params: { state: string; codeVerifier: string; nonce: string }): Promise<string> {
     const as = await this.#as();
-    const client = await this.#client();
     if (!as.authorization_endpoint) throw upstreamError(this.name, 'no authorization_endpoint');
+    // The user's browser is sent there, and a provider's discovery document chooses it: https
+    // only (RFC 6749 §3.1), plain http on loopback or with insecure_allow_http; never another
+    // scheme. Checked before a client is registered.
+    const refusal = authorizationEndpointRefusal(as.authorization_endpoint, this.#cfg.allowHttp);
+    if (refusal !== undefined)
+      throw upstreamError(this.name, `the authorization_endpoint is refused: ${refusal}`);
+    const client = await this.#client();
     const url = new URL(as.authorization_endpoint);
     for (const [k, v] of Object.entries(this.#cfg.additionalParams)) url.searchParams.set(k, v);
     url.searchParams.set('response_type', 'code');

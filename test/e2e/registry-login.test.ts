@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { startServe, type ServeProcess } from '../helpers/cli.js';
 import { tempHome } from '../helpers/home.js';
+import { recordingOpener } from '../helpers/opener.js';
 import { browserLogin } from '../integration/authserver/harness.js';
 import {
   REGISTRY_AUDIENCE,
@@ -62,15 +63,17 @@ function studio(serve: ServeProcess) {
 
 function serveEnv(t: TestContext) {
   const home = tempHome(t, 'skep-registry-login-');
+  // skep serve prints the login URL and gives this recording opener a page that forwards to it.
+  const opener = recordingOpener(t);
   const env: NodeJS.ProcessEnv = {
     ...home.env,
+    ...opener.env,
     SKEP_LOG_LEVEL: 'info',
     SKEP_SECRETS_PASSWORD: 'registry-login-e2e-password',
   };
-  // Headless: skep serve prints the login URL and opens no browser.
   delete env['DISPLAY'];
   delete env['WAYLAND_DISPLAY'];
-  return { home, env };
+  return { home, env, opener };
 }
 
 test(
@@ -79,7 +82,7 @@ test(
   async (t) => {
     const idp = await startRegistryIdp(t);
     const registry = await startProtectedRegistry(t, idp);
-    const { home, env } = serveEnv(t);
+    const { home, env, opener } = serveEnv(t);
     let serve = await startServe(t, env, home.config.paths.discoveryFile);
     let api = studio(serve);
 
@@ -122,6 +125,15 @@ test(
     const authorize = new URL(url);
     assert.equal(authorize.origin, idp.issuer);
     assert.equal(authorize.searchParams.get('code_challenge_method'), 'S256');
+    // RFC 9700 §4.7: the opener's command line (readable by every account) holds a file path
+    // only; the page, 0600, forwards to the URL with its state and PKCE challenge.
+    const opened = await opener.waitForCall();
+    assert.equal(opened.argv.length, 1);
+    assert.match(opened.argv[0] ?? '', /^file:\/\/\/.*\/open-[0-9a-f]{32}\.html$/);
+    for (const secret of [authorize.searchParams.get('state') ?? '', 'code_challenge', 'state='])
+      assert.ok(!opened.argv.join(' ').includes(secret), opened.argv.join(' '));
+    assert.equal(opened.mode, 0o600);
+    assert.equal(opener.forwardsTo(opened), url);
     const callback = await browserLogin(url, authorize.searchParams.get('redirect_uri') as string);
     const done = await fetch(callback);
     assert.equal(done.status, 200, await done.text());
