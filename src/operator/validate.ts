@@ -166,8 +166,10 @@ export async function validateExtAuthConfigWithSecrets(
       return {
         problems: [
           {
+            // Never the length: whoever may create this resource in the namespace (or asks the
+            // webhook with a dry run) would learn the size of a Secret they may not read.
             path: 'spec.embeddedAuthServer.hmacSecretRefs[0]',
-            message: `Secret ${current.name} key ${current.key} holds ${value.length} bytes; the current HMAC secret must be at least ${MIN_HMAC_BYTES} bytes`,
+            message: `Secret ${current.name} key ${current.key} is shorter than ${MIN_HMAC_BYTES} bytes; the current HMAC secret must be at least ${MIN_HMAC_BYTES} bytes`,
           },
         ],
       };
