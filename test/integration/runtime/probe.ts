@@ -8,6 +8,8 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { ApiContext } from '../../../src/api/context.js';
+import { workloadEndpoint } from '../workloads/helpers.js';
 
 export const PROBE_SERVER = join(
   dirname(fileURLToPath(import.meta.url)),
@@ -18,13 +20,16 @@ export const PROBE_SERVER = join(
   'probe-server.mjs',
 );
 
-/** A connected SDK client on a workload's proxy (`http://127.0.0.1:<port>/mcp`). */
-export async function probeClient(port: number): Promise<{
+/** A connected SDK client on workload `name`'s proxy, by its working URL (with the access token). */
+export async function probeClient(
+  ctx: Pick<ApiContext, 'workloads'>,
+  name: string,
+): Promise<{
   call(name: string, args?: Record<string, unknown>): Promise<string>;
   close(): Promise<void>;
 }> {
   const client = new Client({ name: 'skep-probe-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${port}/mcp`)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(workloadEndpoint(ctx, name))));
   return {
     async call(name, args = {}) {
       const result = (await client.callTool({ name, arguments: args })) as {

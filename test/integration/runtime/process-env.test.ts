@@ -72,7 +72,7 @@ test(
   async (t) => {
     withSkepSecrets(t);
     const { ctx } = workloadHome(t);
-    const { port } = await ctx.workloads.create({
+    await ctx.workloads.create({
       name: 'env-probe',
       image: `cmd://${process.execPath}`,
       cmd_arguments: [PROBE_SERVER],
@@ -80,7 +80,7 @@ test(
       env_vars: { CONFIGURED: 'from-run-config', GITHUB_TOKEN: 'given-by-config' },
     });
     await waitForStatus(ctx, 'env-probe', 'running');
-    const client = await probeClient(port);
+    const client = await probeClient(ctx, 'env-probe');
     t.after(() => client.close());
     const env = JSON.parse(await client.call('env')) as Record<string, string>;
     assertOnlyGiven(env);

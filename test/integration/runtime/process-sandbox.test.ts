@@ -123,11 +123,11 @@ test(
     writeFileSync(join(readDir, 'doc.txt'), 'readable');
     writeFileSync(join(shared, 'unlisted.txt'), CANARY);
 
-    const { port } = await ctx.workloads.create(
+    await ctx.workloads.create(
       probeWorkload('fs-probe', { read: [readDir], write: [writeDir], network: { mode: 'none' } }),
     );
     await waitForStatus(ctx, 'fs-probe', 'running');
-    const client = await probeClient(port);
+    const client = await probeClient(ctx, 'fs-probe');
     t.after(() => client.close());
     const answers: string[] = [];
     const call = async (tool: string, args: Record<string, unknown>) => {
@@ -213,7 +213,7 @@ test(
     await waitForStatus(ctx, 'net-none', 'running');
     await waitForStatus(ctx, 'net-allow', 'running');
 
-    const isolated = await probeClient(none.port);
+    const isolated = await probeClient(ctx, none.name);
     t.after(() => isolated.close());
     // The host's loopback services are not there: the sandbox has a loopback of its own.
     assert.match(
@@ -228,7 +228,7 @@ test(
     const noneEnv = JSON.parse(await isolated.call('env')) as Record<string, string>;
     assert.equal(noneEnv['HTTP_PROXY'], undefined);
 
-    const filtered = await probeClient(allow.port);
+    const filtered = await probeClient(ctx, allow.name);
     t.after(() => filtered.close());
     assert.equal(
       await filtered.call('http_get', { url: `http://127.0.0.1:${listedPort}/` }),
@@ -273,7 +273,7 @@ test(
       (e) => isSkepError(e) && e.code === 'sandbox_unavailable',
     );
     // The explicit opt-out runs it, unsandboxed, and says so.
-    const { port } = await ctx.workloads.createFromConfig({
+    await ctx.workloads.createFromConfig({
       name: 'opted-out',
       image: `cmd://${process.execPath}`,
       cmd_args: [PROBE_SERVER],
@@ -291,7 +291,7 @@ test(
     assert.equal(detail.sandboxed, false);
     assert.equal(detail.sandbox, 'none');
     assert.match(detail.sandbox_reason, /opts out/);
-    const client = await probeClient(port);
+    const client = await probeClient(ctx, 'opted-out');
     t.after(() => client.close());
     assert.match(await client.call('list_dir', { path: '/' }), /^ok /);
     assert.match(ctx.workloads.logs('opted-out'), /not sandboxed: the workload opts out/);
