@@ -9,7 +9,7 @@
  */
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { definedOnly } from '../shared/index.js';
+import { definedOnly, splitAccessToken } from '../shared/index.js';
 import { CLIENT_TYPES, type ClientType } from './wire.js';
 
 /** The transport a client reaches a Skep proxy with (stdio servers are served through their proxy mode). */
@@ -30,7 +30,7 @@ export type ServersLayout =
   /** An array of tables `[[path]]` identified by their `name` field (TOML). */
   | { readonly kind: 'toml-list'; readonly path: readonly string[] };
 
-export type ServerEntry = Record<string, string | number | boolean>;
+export type ServerEntry = Record<string, string | number | boolean | Readonly<Record<string, string>>>;
 
 export interface ClientDefinition {
   readonly type: ClientType;
@@ -113,6 +113,12 @@ interface Spec {
   skills?: string[] | PathFn;
   /** claude-code is detected by its settings file, not by a directory. */
   detectByFile?: boolean;
+  /**
+   * The client's entry for an HTTP server takes request headers (`headers`): the workload's
+   * access token goes there as a bearer token, and the URL stays plain. Other clients get the
+   * URL that carries it.
+   */
+  headers?: boolean;
   /** Program names that only this client installs (PATH lookup; Windows `.exe` not tried). */
   programs?: string[];
   deprecated?: string;
@@ -141,6 +147,7 @@ const SPECS: Record<ClientType, Spec> = {
   },
   cursor: {
     programs: ['cursor'],
+    headers: true,
     format: 'json',
     layout: MCP_SERVERS,
     path: inHome('.cursor', 'mcp.json'),
@@ -149,6 +156,7 @@ const SPECS: Record<ClientType, Spec> = {
   },
   'vscode-insider': {
     programs: ['code-insiders'],
+    headers: true,
     format: 'jsonc',
     layout: jsonMap('servers'),
     path: inApp('Code - Insiders', 'User', 'mcp.json'),
@@ -157,6 +165,7 @@ const SPECS: Record<ClientType, Spec> = {
   },
   vscode: {
     programs: ['code'],
+    headers: true,
     format: 'jsonc',
     layout: jsonMap('servers'),
     path: inApp('Code', 'User', 'mcp.json'),
@@ -165,6 +174,7 @@ const SPECS: Record<ClientType, Spec> = {
   },
   'claude-code': {
     programs: ['claude'],
+    headers: true,
     format: 'json',
     layout: MCP_SERVERS,
     path: inHome('.claude.json'),
@@ -351,8 +361,10 @@ function define(type: ClientType, spec: Spec): ClientDefinition {
     },
     entry: (name, url, transport) => {
       if (spec.entry !== undefined) return spec.entry(name, url, transport, def);
-      const entry: ServerEntry = { [def.urlField]: url };
+      const split = spec.headers === true ? splitAccessToken(url) : { url, token: undefined };
+      const entry: ServerEntry = { [def.urlField]: split.url };
       if (def.typeValues !== undefined) entry['type'] = def.typeValues[transport];
+      if (split.token !== undefined) entry['headers'] = { Authorization: `Bearer ${split.token}` };
       return entry;
     },
   };

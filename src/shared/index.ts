@@ -30,7 +30,7 @@ export { createLineLogger, LOG_LEVELS, REDACTED_KEYS, silentLogger } from './log
 export { createLogger } from './pino-logger.js';
 export { SKEP_VERSION } from './version.js';
 export type { ProxyEndpoint } from './workload-url.js';
-export { ACCESS_TOKEN_PARAM, withoutAccessToken, workloadUrl } from './workload-url.js';
+export { ACCESS_TOKEN_PARAM, splitAccessToken, withoutAccessToken, workloadUrl } from './workload-url.js';
 export { jsonSyntaxError, yamlSyntaxError } from './syntax-error.js';
 export { terminalSafe } from './terminal-text.js';
 export { sleepUnlessAborted } from './sleep.js';

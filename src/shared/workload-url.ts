@@ -43,11 +43,20 @@ export function workloadUrl(endpoint: ProxyEndpoint): string {
  * the machine-readable outputs (`--json`, the API) and the client configurations.
  */
 export function withoutAccessToken(url: string): string {
+  return splitAccessToken(url).url;
+}
+
+/** A workload URL's access token (undefined when it carries none) and the URL without it. */
+export function splitAccessToken(url: string): { url: string; token: string | undefined } {
   const q = url.indexOf('?');
-  if (q === -1 || !url.includes(`${ACCESS_TOKEN_PARAM}=`)) return url;
+  if (q === -1 || !url.includes(`${ACCESS_TOKEN_PARAM}=`)) return { url, token: undefined };
   const hash = url.indexOf('#', q);
   const params = new URLSearchParams(url.slice(q + 1, hash === -1 ? undefined : hash));
+  const token = params.get(ACCESS_TOKEN_PARAM) ?? undefined;
   params.delete(ACCESS_TOKEN_PARAM);
   const query = params.toString();
-  return url.slice(0, q) + (query === '' ? '' : `?${query}`) + (hash === -1 ? '' : url.slice(hash));
+  return {
+    url: url.slice(0, q) + (query === '' ? '' : `?${query}`) + (hash === -1 ? '' : url.slice(hash)),
+    token,
+  };
 }

@@ -28,16 +28,19 @@ test('a running workload in a registered client’s group appears in its config;
   const created = await ctx.workloads.create(everythingBody('live-sync'));
   await waitForStatus(ctx, 'live-sync', 'running');
   const servers = () =>
-    (JSON.parse(readFileSync(cursorConfig, 'utf8')) as { mcpServers: Record<string, { url?: string }> })
-      .mcpServers;
+    (JSON.parse(readFileSync(cursorConfig, 'utf8')) as { mcpServers: Record<string, unknown> }).mcpServers;
 
   await waitFor('the workload to appear in the Cursor config', () =>
     servers()['live-sync'] === undefined ? undefined : true,
   );
-  // The working URL, with the workload's access token (it answers only its owner).
+  // Cursor's config takes headers: the plain URL, and the workload's access token as a bearer.
   const token = ctx.workloads.rows.get('live-sync')?.accessToken as string;
   assert.match(token, /^[0-9a-f]{64}$/);
-  assert.equal(servers()['live-sync']?.url, `http://127.0.0.1:${created.port}/mcp?skep_token=${token}`);
+  assert.deepEqual(servers()['live-sync'], {
+    url: `http://127.0.0.1:${created.port}/mcp`,
+    type: 'http',
+    headers: { Authorization: `Bearer ${token}` },
+  });
   assert.deepEqual(servers()['mine'], { command: 'my-server' }, 'user entries are kept');
 
   await ctx.workloads.stopNow('live-sync');

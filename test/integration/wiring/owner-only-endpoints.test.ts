@@ -38,11 +38,18 @@ function otherAccount(): { uid: number; gid: number } | undefined {
   return { uid: id('-u'), gid: id('-g') };
 }
 
-async function callEcho(url: string, transport: 'sse' | 'streamable-http'): Promise<string> {
+async function callEcho(
+  url: string,
+  transport: 'sse' | 'streamable-http',
+  headers?: Record<string, string>,
+): Promise<string> {
   const client = new Client({ name: 'owner', version: '1.0.0' });
   const target = new URL(url);
+  const options = headers === undefined ? {} : { requestInit: { headers } };
   await client.connect(
-    transport === 'sse' ? new SSEClientTransport(target) : new StreamableHTTPClientTransport(target),
+    transport === 'sse'
+      ? new SSEClientTransport(target, { ...options, eventSourceInit: { fetch: withHeaders(headers) } })
+      : new StreamableHTTPClientTransport(target, options),
   );
   try {
     const result = (await client.callTool({ name: 'echo', arguments: { message: 'hi' } })) as {
@@ -81,6 +88,7 @@ test('workload endpoints answer only the owner’s clients; the token is nowhere
   chmodSync(userHome, 0o755);
   const cursorConfig = join(userHome, '.cursor', 'mcp.json');
   const vscodeConfig = join(userHome, '.config', 'Code', 'User', 'mcp.json');
+  const windsurfConfig = join(userHome, '.codeium', 'windsurf', 'mcp_config.json');
   // A config file the user made world-readable: Skep's entries carry tokens, so it is tightened.
   writeFileSync(cursorConfig, '{ "mcpServers": {} }\n', { mode: 0o644 });
   chmodSync(cursorConfig, 0o644);
@@ -94,6 +102,7 @@ test('workload endpoints answer only the owner’s clients; the token is nowhere
 
   await ctx.clients.register('cursor', ['default']);
   await ctx.clients.register('vscode', ['default']);
+  await ctx.clients.register('windsurf', ['default']);
   await ctx.workloads.create(everythingBody('owned'));
   await ctx.workloads.create({ ...everythingBody('owned-sse'), proxy_mode: 'sse' });
   await waitForStatus(ctx, 'owned', 'running');
@@ -110,29 +119,41 @@ test('workload endpoints answer only the owner’s clients; the token is nowhere
   await waitForStatus(ctx, 'owned-virtual', 'running');
   const virtual = ctx.workloads.list({ all: true }).find((w) => w.name === 'owned-virtual')?.url as string;
 
+  type Entry = { url?: string; serverUrl?: string; headers?: Record<string, string> };
   const entries = (file: string, key: string) => async () => {
-    const servers = (
-      JSON.parse(readFileSync(file, 'utf8')) as Record<string, Record<string, { url?: string }>>
-    )[key];
-    const all = ['owned', 'owned-sse'].flatMap((n) => servers?.[n]?.url ?? []);
-    return all.length === 2 ? all : undefined;
+    const servers = (JSON.parse(readFileSync(file, 'utf8')) as Record<string, Record<string, Entry>>)[key];
+    const found = ['owned', 'owned-sse'].flatMap((n) => servers?.[n] ?? []);
+    return found.length === 2 ? found : undefined;
   };
-  const cursorUrls = await waitFor(
-    'Cursor’s config to list the workloads',
-    entries(cursorConfig, 'mcpServers'),
+  const cursor = await waitFor('Cursor’s config to list the workloads', entries(cursorConfig, 'mcpServers'));
+  const vscode = await waitFor('VS Code’s config to list the workloads', entries(vscodeConfig, 'servers'));
+  const windsurf = await waitFor(
+    'Windsurf’s config to list the workloads',
+    entries(windsurfConfig, 'mcpServers'),
   );
-  const vscodeUrls = await waitFor(
-    'VS Code’s config to list the workloads',
-    entries(vscodeConfig, 'servers'),
+  assert.deepEqual(
+    vscode.map((e) => [e.url, e.headers]),
+    cursor.map((e) => [e.url, e.headers]),
   );
-  assert.deepEqual(vscodeUrls, cursorUrls, 'both clients get the same working URLs');
-  assert.equal(statSync(cursorConfig).mode & 0o077, 0, 'the Cursor config is private now');
-  assert.equal(statSync(vscodeConfig).mode & 0o077, 0, 'the VS Code config is private');
+  for (const file of [cursorConfig, vscodeConfig, windsurfConfig])
+    assert.equal(statSync(file).mode & 0o077, 0, `${file} is private`);
 
-  // The owner's clients work with what Skep wrote, over both transports and through the vMCP.
-  const [plain, sse] = cursorUrls as [string, string];
+  // Clients whose config takes headers get the plain URL and the token as a bearer header;
+  // a client that takes only a URL (Windsurf) gets the URL that carries it.
+  const [plain, sse] = windsurf.map((e) => e.serverUrl) as [string, string];
   assert.match(plain, /\/mcp\?skep_token=[0-9a-f]{64}$/);
   assert.match(sse, /\/sse\?skep_token=[0-9a-f]{64}#owned-sse$/);
+  const token = new URL(plain).searchParams.get('skep_token') as string;
+  const bare = plain.replace(/\?.*$/, '');
+  assert.deepEqual(cursor[0], { url: bare, type: 'http', headers: { Authorization: `Bearer ${token}` } });
+  assert.doesNotMatch(JSON.stringify(cursor[1]?.url), /skep_token/);
+
+  // The owner's clients work with what Skep wrote, over both transports and through the vMCP.
+  for (const [entry, transport] of [
+    [cursor[0], 'streamable-http'],
+    [cursor[1], 'sse'],
+  ] as const)
+    assert.equal(await callEcho(entry?.url as string, transport, entry?.headers), 'Echo: hi');
   assert.equal(await callEcho(plain, 'streamable-http'), 'Echo: hi');
   assert.equal(await callEcho(sse, 'sse'), 'Echo: hi');
   const viaVirtual = new Client({ name: 'owner', version: '1.0.0' });
@@ -143,9 +164,7 @@ test('workload endpoints answer only the owner’s clients; the token is nowhere
     tools.some((name) => name.includes('echo')),
     `the virtual MCP reaches its backends: ${tools.join(', ')}`,
   );
-  // The same token as a bearer header (for clients whose config takes headers).
-  const token = new URL(plain).searchParams.get('skep_token') as string;
-  const bare = plain.replace(/\?.*$/, '');
+  const cursorUrls = [plain, sse];
   assert.equal(await statusOf(bare, { headers: authorized(token) }), 200);
 
   // Without the token, or with another workload's, every endpoint refuses.
@@ -209,6 +228,12 @@ test('workload endpoints answer only the owner’s clients; the token is nowhere
     if (i < 4) assert.match(text, /^ERR EACCES/, `${stateFiles[i]} is unreadable to the other account`);
   }
 });
+
+/** The SDK's SSE stream is opened with `fetch`: this one adds the client's headers to it. */
+function withHeaders(headers: Record<string, string> | undefined): typeof fetch {
+  return (input, init) =>
+    fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } });
+}
 
 function authorized(token: string): Record<string, string> {
   return {
