@@ -30,6 +30,7 @@ import {
 import { tempHome } from '../../helpers/home.js';
 import { requirePodman, startPodmanService, testImage } from '../../helpers/podman.js';
 import { waitFor, waitForStatus } from '../../helpers/wait.js';
+import { workloadEndpoint } from '../workloads/helpers.js';
 
 async function callTool(url: string, name: string, args: Record<string, unknown>): Promise<string> {
   const client = new Client({ name: 'skep-test', version: '1.0.0' });
@@ -157,7 +158,7 @@ test(
     });
     for (const name of ['stdio-srv', 'http-srv', 'http-iso'])
       await waitForStatus(live, name, 'running', 180_000);
-    const url = (name: string) => `http://127.0.0.1:${live.workloads.rows.get(name)?.port}/mcp`;
+    const url = (name: string) => workloadEndpoint(live, name);
 
     await t.test(
       'the MCP SDK client calls a tool of a stdio server in a container (env reaches it)',

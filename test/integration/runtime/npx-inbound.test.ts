@@ -29,6 +29,7 @@ import {
 import { tempHome } from '../../helpers/home.js';
 import { NPX_FIXTURE_TARBALL, requirePodman, startPodmanService, testImage } from '../../helpers/podman.js';
 import { waitForStatus } from '../../helpers/wait.js';
+import { workloadEndpoint } from '../workloads/helpers.js';
 
 type ToolResult = { content: { type: string; text?: string }[] };
 const textOf = (result: unknown) => (result as ToolResult).content.map((c) => c.text ?? '').join('');
@@ -155,7 +156,7 @@ test(
       },
     });
     for (const name of workloads) await waitForStatus(live, name, 'running', 180_000);
-    const proxyUrl = (name: string) => `http://127.0.0.1:${live.workloads.rows.get(name)?.port}/mcp`;
+    const proxyUrl = (name: string) => workloadEndpoint(live, name);
 
     await t.test(
       'npx:// runs `npx -y -- <pkg> <args>` in runtime.node_image, installed from a local tarball with no network',
