@@ -21,7 +21,13 @@ import { lookup } from 'node:dns/promises';
 import { createServer, type IncomingMessage, request, type Server, type ServerResponse } from 'node:http';
 import { connect, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { type AddressClass, canonicalHost, classifyAddress } from '../../shared/index.js';
+import {
+  type AddressClass,
+  canonicalHost,
+  classifyAddress,
+  LISTENER_DEFAULTS,
+  listenerOptions,
+} from '../../shared/index.js';
 import { listenRelay, type RelayListener, TrackedStreams } from './listener.js';
 
 export interface EgressRules {
@@ -208,7 +214,13 @@ export function startEgressProxy(
     });
   };
 
-  const server: Server = createServer(onRequest);
+  // Bounded like every listener: a server that opens connections and sends no headers is cut
+  // off. The request timeout stays off: a relayed upload streams through for as long as it takes.
+  const server: Server = createServer(
+    listenerOptions({ ...LISTENER_DEFAULTS, requestTimeoutMs: 0 }),
+    onRequest,
+  );
+  server.maxConnections = LISTENER_DEFAULTS.maxConnections;
   server.on('connect', onConnect);
   server.on('connection', streams.add);
   server.on('clientError', (_err, socket) => socket.destroy());
