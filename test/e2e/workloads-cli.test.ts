@@ -42,16 +42,19 @@ test('CLI: run, list, export, stop, run --from-config, rm', { timeout: 300_000 }
     url: string;
   };
   assert.equal(started.name, 'cli-one');
-  assert.equal(started.url, `http://127.0.0.1:${started.port}/mcp`);
+  // The working URL: the workload answers only its owner, so it carries the access token.
+  const token = ctx.workloads.rows.get('cli-one')?.accessToken as string;
+  assert.match(token, /^[0-9a-f]{64}$/);
+  assert.equal(started.url, `http://127.0.0.1:${started.port}/mcp?skep_token=${token}`);
 
   await waitForStatus(ctx, 'cli-one', 'running');
 
   const listed = JSON.parse(await skep('list', '--json')) as {
-    workloads: { name: string; status: string }[];
+    workloads: { name: string; status: string; url: string }[];
   };
   assert.deepEqual(
-    listed.workloads.map((w) => [w.name, w.status]),
-    [['cli-one', 'running']],
+    listed.workloads.map((w) => [w.name, w.status, w.url]),
+    [['cli-one', 'running', started.url]],
   );
 
   const exported = JSON.parse(await skep('export', 'cli-one')) as Record<string, unknown>;
@@ -113,7 +116,7 @@ test(
       'dist/index.js',
       'stdio',
     );
-    assert.match(stdout, /^workload rel started: http:\/\/127\.0\.0\.1:\d+\/mcp$/m);
+    assert.match(stdout, /^workload rel started: http:\/\/127\.0\.0\.1:\d+\/mcp\?skep_token=[0-9a-f]{64}$/m);
     assert.equal(ctx.workloads.status('rel').status, 'running', '"started" means running');
     assert.deepEqual(ctx.workloads.exportConfig('rel').cmd_args, [EVERYTHING_ENTRY, 'stdio']);
 
