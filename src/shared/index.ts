@@ -52,5 +52,6 @@ export {
   OutboundAddressError,
   OutboundClient,
   outboundFetch,
+  parseHostEntry,
   parseHostList,
 } from './net/outbound.js';

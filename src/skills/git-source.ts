@@ -12,6 +12,11 @@
  * redirect would go to a host nobody checked); over the git protocol the URL names the
  * checked address itself (the protocol has no TLS name to keep). ssh is never used:
  * `GIT_ALLOW_PROTOCOL` admits only the one scheme chosen (`SKEP_GIT_SCHEME`, default https).
+ *
+ * Credentials go only where they are meant: a reference names any host, so `GITHUB_TOKEN`
+ * goes only to github.com, `GITLAB_TOKEN` only to gitlab.com, and the generic `GIT_TOKEN`
+ * only to the hosts listed in `SKEP_GIT_TOKEN_HOSTS` (`host` for any port, or `host:port`) —
+ * to none when the list is empty (whose token it is, Skep cannot know).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -22,6 +27,8 @@ import {
   findOutboundRefusal,
   isIpLiteral,
   OutboundClient,
+  parseHostEntry,
+  parseHostList,
   type Resolver,
   SkepError,
 } from '../shared/index.js';
@@ -179,9 +186,37 @@ async function pinRemote(ref: GitRef, options: GitOptions): Promise<PinnedRemote
   return { url: `${options.scheme}://${authority}/${ref.repoPath}`, display, config };
 }
 
+/** The hosts `GIT_TOKEN` may be sent to. */
+export const GIT_TOKEN_HOSTS_ENV = 'SKEP_GIT_TOKEN_HOSTS';
+
+/** True when `GIT_TOKEN_HOSTS_ENV` names this host (and port). A bad entry is a 400 naming the variable. */
+function listedForToken(host: string, port: number, env: NodeJS.ProcessEnv): boolean {
+  let listed: string[];
+  try {
+    listed = parseHostList(env[GIT_TOKEN_HOSTS_ENV]);
+  } catch (err) {
+    throw new SkepError('bad_request', `${GIT_TOKEN_HOSTS_ENV}: ${(err as Error).message}`);
+  }
+  return listed.some((entry) => {
+    const e = parseHostEntry(entry);
+    return e.host === host && (e.port === undefined || e.port === port);
+  });
+}
+
+/** The token for this reference's host, if the user meant one for it (see the module comment). */
+function tokenFor(ref: GitRef, scheme: GitOptions['scheme'], env: NodeJS.ProcessEnv): string | undefined {
+  const { host, port = DEFAULT_PORT[scheme] } = parseHostEntry(ref.host);
+  const set = (name: string): string | undefined => (env[name] === '' ? undefined : env[name]);
+  const specific =
+    host === 'github.com' ? set('GITHUB_TOKEN') : host === 'gitlab.com' ? set('GITLAB_TOKEN') : undefined;
+  if (specific !== undefined) return specific;
+  const generic = set('GIT_TOKEN');
+  return generic !== undefined && listedForToken(host, port, env) ? generic : undefined;
+}
+
 /** Git's environment: built from nothing, with config (`GIT_CONFIG_*`) so no secret appears in the process list. */
 function gitEnv(
-  ref: GitRef,
+  token: string | undefined,
   scheme: GitOptions['scheme'],
   config: PinnedRemote['config'],
   env: NodeJS.ProcessEnv,
@@ -195,12 +230,8 @@ function gitEnv(
     LANG: 'C',
   };
   const entries = [...config];
-  const host = ref.host.replace(/:\d+$/, '').toLowerCase();
-  const token =
-    (host === 'github.com' ? env['GITHUB_TOKEN'] : undefined) ??
-    (host === 'gitlab.com' ? env['GITLAB_TOKEN'] : undefined) ??
-    env['GIT_TOKEN'];
-  if (token !== undefined && token !== '' && scheme !== 'git') {
+  // The git protocol has no authentication: a token would travel for nothing.
+  if (token !== undefined && scheme !== 'git') {
     entries.push([
       'http.extraHeader',
       `Authorization: Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`,
@@ -253,8 +284,14 @@ export async function checkoutGitSkill(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<GitCheckout> {
   const remote = await pinRemote(ref, options);
+  const token = tokenFor(ref, options.scheme, env);
+  // GIT_TOKEN is set but not for this host: a failure below may be the missing login.
+  const withheld =
+    token === undefined && options.scheme !== 'git' && (env['GIT_TOKEN'] ?? '') !== ''
+      ? ` (GIT_TOKEN was not sent: ${ref.host} is not in ${GIT_TOKEN_HOSTS_ENV})`
+      : '';
   const work = await mkdtemp(join(tmpdir(), 'skep-git-'));
-  const genv = gitEnv(ref, options.scheme, remote.config, env);
+  const genv = gitEnv(token, options.scheme, remote.config, env);
   const url = remote.display;
   const git = (args: string[]) => run(args, work, genv, options.timeoutMs);
   try {
@@ -297,6 +334,6 @@ export async function checkoutGitSkill(
     const message = (err as Error).message;
     if (/timed out/.test(message))
       throw new SkepError('gateway_timeout', `resolving git skill: ${url}: ${message}`);
-    throw new SkepError('bad_gateway', `resolving git skill: ${url}: ${message}`, { cause: err });
+    throw new SkepError('bad_gateway', `resolving git skill: ${url}: ${message}${withheld}`, { cause: err });
   }
 }

@@ -97,7 +97,7 @@ interface HostEntry {
 }
 
 /** Parses one `privateHosts` entry; throws `TypeError` naming it when it is not a host[:port]. */
-function parseHostEntry(entry: string): HostEntry {
+export function parseHostEntry(entry: string): HostEntry {
   const text = entry.trim();
   const bad = () => new TypeError(`"${entry}" is not a host or host:port`);
   let host = text;

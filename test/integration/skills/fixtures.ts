@@ -1,9 +1,12 @@
 /**
- * Real services for the skills tests: Debian's `docker-registry` (distribution 2.8) and
- * `git daemon`, each on a free loopback port in a temp dir, stopped when the test ends.
+ * Real services for the skills tests: Debian's `docker-registry` (distribution 2.8),
+ * `git daemon`, and git's smart HTTP (`git http-backend` behind a Node server), each on a
+ * free loopback port in a temp dir, stopped when the test ends.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -171,4 +174,68 @@ export function hasRegistry(): boolean {
 export function initGitRepo(dir: string): void {
   mkdirSync(dir, { recursive: true });
   git(dir, 'init', '-q');
+}
+
+export interface GitHttpServer {
+  port: number;
+  /** TCP connections accepted so far. */
+  connections(): number;
+  /** The `Authorization` header of every request, in order (undefined when absent). */
+  authorizations: (string | undefined)[];
+}
+
+/** Smart HTTP for the repositories under `root`, through `git http-backend` (CGI). */
+export async function startGitHttp(t: TestContext, root: string): Promise<GitHttpServer> {
+  let count = 0;
+  const authorizations: (string | undefined)[] = [];
+  const server = createHttpServer((req, res) => {
+    authorizations.push(req.headers.authorization);
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const child = spawn('git', ['http-backend'], {
+      env: {
+        PATH: process.env['PATH'],
+        GIT_PROJECT_ROOT: root,
+        GIT_HTTP_EXPORT_ALL: '1',
+        PATH_INFO: url.pathname,
+        QUERY_STRING: url.search.slice(1),
+        REQUEST_METHOD: req.method ?? 'GET',
+        CONTENT_TYPE: req.headers['content-type'] ?? '',
+        HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
+        GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
+        REMOTE_ADDR: '127.0.0.1',
+      },
+    });
+    req.pipe(child.stdin);
+    let head = Buffer.alloc(0);
+    let started = false;
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (started) {
+        res.write(chunk);
+        return;
+      }
+      head = Buffer.concat([head, chunk]);
+      const end = head.indexOf('\r\n\r\n');
+      if (end === -1) return;
+      const headers: Record<string, string> = {};
+      let status = 200;
+      for (const line of head.subarray(0, end).toString('latin1').split('\r\n')) {
+        const colon = line.indexOf(':');
+        const name = line.slice(0, colon).trim().toLowerCase();
+        const value = line.slice(colon + 1).trim();
+        if (name === 'status') status = Number.parseInt(value, 10);
+        else headers[name] = value;
+      }
+      res.writeHead(status, headers);
+      res.write(head.subarray(end + 4));
+      started = true;
+    });
+    child.stdout.on('end', () => res.end());
+  });
+  server.on('connection', () => count++);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return { port: (server.address() as AddressInfo).port, connections: () => count, authorizations };
 }

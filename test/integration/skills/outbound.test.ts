@@ -5,7 +5,6 @@
  * that was checked (curl's resolve table), not to what the name resolves to later.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { type AddressInfo, createServer, type Server } from 'node:net';
@@ -17,7 +16,7 @@ import { OciSession } from '../../../src/skills/oci-client.js';
 import { parseOciRef } from '../../../src/skills/oci-ref.js';
 import { testApp } from '../../helpers/api.js';
 import { hasCommand, requireService } from '../../helpers/services.js';
-import { startGitDaemon, tempDir, writeSkill } from './fixtures.js';
+import { startGitDaemon, startGitHttp, tempDir, writeSkill } from './fixtures.js';
 
 // No private skill hosts in this file: the defaults are under test.
 delete process.env['SKEP_SKILLS_PRIVATE_HOSTS'];
@@ -148,60 +147,6 @@ test('issue 16 F5: a git skill on an unlisted loopback host is refused before gi
   assert.equal(server.connections(), 0);
 });
 
-/** Smart HTTP for the repositories under `root`, through `git http-backend` (CGI). */
-async function gitHttpServer(t: TestContext, root: string): Promise<Listener> {
-  let count = 0;
-  const server = createHttpServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const child = spawn('git', ['http-backend'], {
-      env: {
-        PATH: process.env['PATH'],
-        GIT_PROJECT_ROOT: root,
-        GIT_HTTP_EXPORT_ALL: '1',
-        PATH_INFO: url.pathname,
-        QUERY_STRING: url.search.slice(1),
-        REQUEST_METHOD: req.method ?? 'GET',
-        CONTENT_TYPE: req.headers['content-type'] ?? '',
-        HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
-        GIT_PROTOCOL: String(req.headers['git-protocol'] ?? ''),
-        REMOTE_ADDR: '127.0.0.1',
-      },
-    });
-    req.pipe(child.stdin);
-    let head = Buffer.alloc(0);
-    let started = false;
-    child.stdout.on('data', (chunk: Buffer) => {
-      if (started) {
-        res.write(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf('\r\n\r\n');
-      if (end === -1) return;
-      const headers: Record<string, string> = {};
-      let status = 200;
-      for (const line of head.subarray(0, end).toString('latin1').split('\r\n')) {
-        const colon = line.indexOf(':');
-        const name = line.slice(0, colon).trim().toLowerCase();
-        const value = line.slice(colon + 1).trim();
-        if (name === 'status') status = Number.parseInt(value, 10);
-        else headers[name] = value;
-      }
-      res.writeHead(status, headers);
-      res.write(head.subarray(end + 4));
-      started = true;
-    });
-    child.stdout.on('end', () => res.end());
-  });
-  server.on('connection', () => count++);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    server.closeAllConnections();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return { port: (server.address() as AddressInfo).port, connections: () => count };
-}
-
 test(
   'issue 16 item 7: git over http connects to the checked address (curl resolve table), once per name',
   { timeout: 120_000 },
@@ -210,7 +155,7 @@ test(
     const daemon = await startGitDaemon(t);
     writeSkill(join(daemon.repo, 'skills'), 'pinned-skill');
     const commit = daemon.commit('pinned skill');
-    const http = await gitHttpServer(t, dirname(dirname(daemon.repo)));
+    const http = await startGitHttp(t, dirname(dirname(daemon.repo)));
     let calls = 0;
     // `git.example.test` exists only in this resolver: git can reach it only through the pin.
     const resolve: Resolver = async (name) => {
