@@ -146,14 +146,17 @@ test('README quick start and first CLI run, as written, on a clean HOME', { time
     'skep rm everything',
   ]);
   later(() => spawnSync('bash', ['-c', 'skep rm everything'], { env, timeout: 60_000 }));
+  // `skep run` prints the working URL (with the access token); `skep list` shows it without.
   assert.match(
     sh(command(firstRun[0] as string)),
-    /^workload everything started: http:\/\/127\.0\.0\.1:\d+\/mcp\n$/,
+    /^workload everything started: http:\/\/127\.0\.0\.1:\d+\/mcp\?skep_token=[0-9a-f]{64}\n$/,
   );
+  const listed = sh('skep list');
   assert.match(
-    sh('skep list'),
-    /^NAME .*\neverything +npx:\/\/@modelcontextprotocol\/server-everything +running /,
+    listed,
+    /^NAME .* CALLERS .*\neverything +npx:\/\/@modelcontextprotocol\/server-everything +running +http:\/\/127\.0\.0\.1:\d+\/mcp .* owner /,
   );
+  assert.doesNotMatch(listed, /skep_token/);
   const logs = background(later, 'skep logs -f everything', env);
   await waitFor(logs.stdout as Readable, /\[skep\] /);
   logs.kill('SIGINT');
@@ -164,7 +167,10 @@ test('README quick start and first CLI run, as written, on a clean HOME', { time
 
   // The comment's alternative: the catalog entry, named as the README says.
   assert.match(firstRun[0] as string, /# or: skep run everything \(from the catalog\)$/);
-  assert.match(sh('skep run everything'), /^workload everything started: http:\/\/127\.0\.0\.1:\d+\/mcp\n$/);
+  assert.match(
+    sh('skep run everything'),
+    /^workload everything started: http:\/\/127\.0\.0\.1:\d+\/mcp\?skep_token=[0-9a-f]{64}\n$/,
+  );
   assert.equal(sh('skep rm everything'), 'everything: removed\n');
 
   serve.kill('SIGTERM');
