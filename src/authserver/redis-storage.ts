@@ -4,6 +4,9 @@
  * prefix, which carries a hash tag (`{...}`), so in Cluster mode all keys of one server
  * live in one slot and the Lua scripts that touch several keys stay legal (no CROSSSLOT).
  * Values are JSON; TTLs follow the token lifespans (external-auth.md §3.8, "Redis backend").
+ * Records that hold upstream credentials (`upstream:` tokens, `dcr:` client registrations)
+ * are sealed with the server's HMAC secrets (`sealed-record.ts`) instead: whoever else reads
+ * Redis gets no usable upstream token.
  *
  * Durability across a Sentinel failover: Redis replicates asynchronously, so a write that
  * the master acknowledged can be lost when the master fails before the replica received it.
@@ -14,6 +17,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { createRedisClient, loadIoredis, SkepError } from '../shared/index.js';
 import type { ResolvedRedis } from './config.js';
+import { RecordSealer } from './sealed-record.js';
 import {
   type AuthCodeRecord,
   type AuthStorage,
@@ -81,23 +85,42 @@ export interface RedisStorageOptions {
   minReplicaAcks?: number;
 }
 
+/** The records sealed before they are stored: those that hold upstream credentials. */
+const SEALED_RECORDS = /^(?:upstream|dcr):/;
+
 export class RedisStorage extends RecordStorage implements AuthStorage {
   readonly #client: ScriptClient;
+  readonly #sealer: RecordSealer;
   readonly #prefix: string;
   readonly #acks: number;
   readonly #ackTimeoutMs: number;
   #closed = false;
 
-  private constructor(client: ScriptClient, cfg: ResolvedRedis, options: RedisStorageOptions) {
+  private constructor(
+    client: ScriptClient,
+    sealer: RecordSealer,
+    cfg: ResolvedRedis,
+    options: RedisStorageOptions,
+  ) {
     super();
     this.#client = client;
+    this.#sealer = sealer;
     this.#prefix = cfg.keyPrefix;
     this.#acks = options.minReplicaAcks ?? (cfg.mode === 'sentinel' ? 1 : 0);
     this.#ackTimeoutMs = cfg.writeTimeoutMs;
   }
 
-  /** Connects (and fails with `unavailable` when Redis cannot be reached within the dial timeout). */
-  static async connect(cfg: ResolvedRedis, options: RedisStorageOptions = {}): Promise<RedisStorage> {
+  /**
+   * Connects (and fails with `unavailable` when Redis cannot be reached within the dial
+   * timeout). `sealingSecrets`: the server's HMAC secrets, current first, which seal the
+   * records of upstream credentials.
+   */
+  static async connect(
+    cfg: ResolvedRedis,
+    sealingSecrets: readonly Buffer[],
+    options: RedisStorageOptions = {},
+  ): Promise<RedisStorage> {
+    const sealer = new RecordSealer(sealingSecrets);
     const client = createRedisClient(cfg);
     const scripts = client as ScriptClient;
     scripts.defineCommand('consumeCode', { numberOfKeys: 2, lua: CONSUME_CODE });
@@ -117,7 +140,7 @@ export class RedisStorage extends RecordStorage implements AuthStorage {
         },
       );
     }
-    return new RedisStorage(scripts, cfg, options);
+    return new RedisStorage(scripts, sealer, cfg, options);
   }
 
   #key(rest: string): string {
@@ -148,15 +171,19 @@ export class RedisStorage extends RecordStorage implements AuthStorage {
   }
 
   protected async writeRecord(key: string, value: unknown, ttlSec: number | undefined): Promise<void> {
-    const json = JSON.stringify(value);
-    if (ttlSec === undefined) await this.#client.set(this.#key(key), json);
-    else await this.#client.set(this.#key(key), json, 'EX', Math.max(1, Math.ceil(ttlSec)));
+    const full = this.#key(key);
+    const text = SEALED_RECORDS.test(key) ? this.#sealer.seal(full, value) : JSON.stringify(value);
+    if (ttlSec === undefined) await this.#client.set(full, text);
+    else await this.#client.set(full, text, 'EX', Math.max(1, Math.ceil(ttlSec)));
     await this.#replicated();
   }
 
   protected async readRecord<T>(key: string): Promise<T | undefined> {
-    const v = await this.#client.get(this.#key(key));
-    return v === null ? undefined : (JSON.parse(v) as T);
+    const full = this.#key(key);
+    const v = await this.#client.get(full);
+    if (v === null) return undefined;
+    // A sealed record that does not open is as good as absent.
+    return SEALED_RECORDS.test(key) ? this.#sealer.open<T>(full, v) : (JSON.parse(v) as T);
   }
 
   async touchClient(clientId: string, ttlSec: number): Promise<void> {
@@ -226,10 +253,11 @@ export class RedisStorage extends RecordStorage implements AuthStorage {
     record: UpstreamTokenRecord,
     ttlSec: number | undefined,
   ): Promise<void> {
+    const key = this.#key(storageKey.upstream(sessionId, record.provider_id));
     await this.#client.saveUpstream(
-      this.#key(storageKey.upstream(sessionId, record.provider_id)),
+      key,
       this.#upstreamIndex(sessionId),
-      JSON.stringify(record),
+      this.#sealer.seal(key, record),
       ttlSec === undefined ? 0 : Math.max(1, Math.ceil(ttlSec)),
     );
     await this.#replicated();

@@ -407,7 +407,7 @@ export async function createAuthServer(
   if (!storage) {
     storage =
       cfg.storage.type === 'redis'
-        ? await RedisStorage.connect(cfg.storage.redis, deps.redis ?? {})
+        ? await RedisStorage.connect(cfg.storage.redis, hmacSecrets, deps.redis ?? {})
         : new MemoryStorage(deps.now ?? Date.now);
   }
   return new AuthServerImpl({ cfg, keys, hmacSecrets, storage, ownsStorage, deps });
