@@ -63,6 +63,7 @@ test(
     await row.locator('.badge', { hasText: 'running' }).waitFor({ timeout: 60_000 });
     const url = await row.locator('td.url code').textContent();
     assert.match(url ?? '', /^http:\/\/127\.0\.0\.1:\d+\//);
+    assert.doesNotMatch(url ?? '', /skep_token/, 'the page shows the URL without the access token');
     await row.getByRole('button', { name: 'Copy the URL of echo' }).waitFor();
     await ui.screenshot('servers');
 
