@@ -18,7 +18,7 @@ import { runWorkload } from '../../../src/runner/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { WorkloadManager } from '../../../src/workloads/index.js';
 import { tempHome } from '../../helpers/home.js';
-import { waitFor } from '../workloads/helpers.js';
+import { waitFor, workloadEndpoint } from '../workloads/helpers.js';
 import { proxyFor } from './helpers.js';
 
 const COUNTER = join(dirname(fileURLToPath(import.meta.url)), '../../fixtures/mcp/counter-server.ts');
@@ -320,7 +320,7 @@ test(
       signal: controller.signal,
     });
     await waitFor('running', () => (manager.rows.get('counter')?.status === 'running' ? true : undefined));
-    const url = new URL(`http://127.0.0.1:${row.config.port}/mcp`);
+    const url = new URL(workloadEndpoint(manager, 'counter'));
     const a = new Client({ name: 'a', version: '1.0.0' });
     await a.connect(new StreamableHTTPClientTransport(url));
     const b = new Client({ name: 'b', version: '1.0.0' });
