@@ -17,6 +17,7 @@ import Fastify, {
   LogController,
 } from 'fastify';
 import FindMyWay from 'find-my-way';
+import { LISTENER_DEFAULTS } from '../shared/index.js';
 import { BEARER_SCHEME, createApiAuth, SESSION_COOKIE, SESSION_SCHEME } from './auth.js';
 import { BrowserSessions } from './browser-sessions.js';
 import type { ApiContext } from './context.js';
@@ -86,6 +87,9 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
       : Fastify({ ...fastifyOptions, https: options.tls } as FastifyHttpsOptions<import('node:https').Server>)
   ) as FastifyInstance;
   const app = base.withTypeProvider<TypeBoxTypeProvider>() as unknown as SkepApp;
+  // Bounded like every listener (`shared/listener-limits.ts`); bodies are read only after the
+  // `onRequest` authentication, within `bodyLimit` and `requestTimeout`.
+  app.server.maxConnections = LISTENER_DEFAULTS.maxConnections;
 
   // Bodies are validated strictly (no type coercion: `{"name": 5}` is an error, not "5");
   // query strings and path parameters are text, so they are coerced to the schema's types.
