@@ -92,7 +92,8 @@ try {
   if (created.status !== 201)
     throw new Error(`creating the workload: ${created.status} ${await created.text()}`);
 
-  // One login; its session cookie is given to every fresh context.
+  // One login; its session cookie and the CSRF token the UI keeps (localStorage) are given to
+  // every fresh context.
   const login = await browser.newContext();
   const loginPage = await login.newPage();
   const link = (await (
@@ -101,12 +102,14 @@ try {
     url: string;
   };
   await loginPage.goto(link.url);
-  const cookies = await login.cookies(serve.url);
+  await loginPage.waitForURL(`${serve.url}/`);
+  await loginPage.waitForFunction("localStorage.getItem('skep-csrf') !== null");
   // Wait until the workload runs, so every load renders the same table.
   await loginPage.goto(`${serve.url}/servers`);
   await loginPage
     .locator('tr[data-server="echo"] .badge', { hasText: 'running' })
     .waitFor({ timeout: 60_000 });
+  const storageState = await login.storageState();
   await login.close();
 
   /** Milliseconds from navigation start to the table row, measured in the page. */
@@ -128,8 +131,7 @@ try {
   const cold: number[] = [];
   const warm: number[] = [];
   for (let i = 0; i < LOADS; i++) {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    await context.addCookies(cookies);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, storageState });
     const page = await context.newPage();
     cold.push(await load(page));
     warm.push(await load(page));

@@ -165,7 +165,8 @@ export async function openInBrowser(url: string, options: OpenUrlOptions): Promi
   const ttlMs = options.ttlMs ?? REDIRECT_TTL_MS;
   privateDir(options.dir);
   sweep(options.dir, ttlMs, Date.now());
-  const file = writePage(options.dir, url);
+  // The parser's serialization: quotes and angle brackets in the query come out percent-encoded.
+  const file = writePage(options.dir, new URL(url).href);
   setTimeout(() => rmSync(file, { force: true }), ttlMs).unref();
   const target = (options.platform ?? process.platform) === 'win32' ? file : pathToFileURL(file).href;
   const child = spawn(opener, [target], { detached: true, stdio: 'ignore' });

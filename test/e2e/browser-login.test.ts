@@ -87,8 +87,8 @@ test(
     // with the page's CSRF token authenticates reads and writes; without the token it does not.
     assert.equal((await page.goto(`${api}/api/doc`))?.status(), 200);
     assert.equal((await page.goto(`${api}/`))?.status(), 200);
-    const own = await page.evaluate(async () => {
-      const csrf = { 'x-skep-csrf': localStorage.getItem('skep-csrf') ?? '' };
+    const own = await page.evaluate(async (token: string) => {
+      const csrf = { 'x-skep-csrf': token };
       const list = await fetch('/api/v1beta/groups', { headers: csrf });
       const create = await fetch('/api/v1beta/groups', {
         method: 'POST',
@@ -102,7 +102,7 @@ test(
         body: JSON.stringify({ name: 'without-token' }),
       });
       return [list.status, create.status, bareList.status, bareCreate.status];
-    });
+    }, String(token));
     assert.deepEqual(own, [200, 201, 403, 403]);
 
     // A program that saw the cookie (cookies ignore ports) replays it with forged Fetch
@@ -166,12 +166,12 @@ test(
 
     // Logout from the own page ends the session.
     await page.goto(`${api}/`);
-    const afterLogout = await page.evaluate(async () => {
-      const csrf = { 'x-skep-csrf': localStorage.getItem('skep-csrf') ?? '' };
+    const afterLogout = await page.evaluate(async (token: string) => {
+      const csrf = { 'x-skep-csrf': token };
       const out = await fetch('/auth/logout', { method: 'POST', headers: csrf });
       const again = await fetch('/api/v1beta/groups', { headers: csrf });
       return [out.status, again.status];
-    });
+    }, String(token));
     assert.deepEqual(afterLogout, [204, 401]);
     await serve.stop();
   },

@@ -68,7 +68,7 @@ export function recordingOpener(t: TestContext): RecordingOpener {
     forwardsTo(call) {
       const found = /<meta http-equiv="refresh" content="0;url=([^"]+)">/.exec(call.page ?? '')?.[1];
       if (found === undefined) throw new Error(`no meta refresh in ${call.page ?? '(no page)'}`);
-      return found.replaceAll('&#38;', '&').replaceAll('&#39;', "'").replaceAll('&#34;', '"');
+      return found.replace(/&#(\d+);/g, (_, code: string) => String.fromCharCode(Number(code)));
     },
   };
 }

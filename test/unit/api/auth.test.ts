@@ -331,9 +331,16 @@ test('OWASP CSRF synchronizer token: a replayed cookie without the session’s X
     ['GET', '/api/v1beta/workloads', undefined],
   ] as const;
   for (const site of ['same-origin', 'none']) {
-    for (const token of [undefined, '', csrf.slice(0, -1), `${csrf}x`, sessions.csrfToken(other)]) {
+    const tokens: (string | undefined)[] = [
+      undefined,
+      '',
+      csrf.slice(0, -1),
+      `${csrf}x`,
+      sessions.csrfToken(other),
+    ];
+    for (const token of tokens) {
       for (const [method, url, payload] of calls) {
-        const res = await app.inject({
+        const res: Awaited<ReturnType<typeof app.inject>> = await app.inject({
           method,
           url,
           headers: {
