@@ -282,11 +282,17 @@ export class DockerRuntime implements Runtime {
       if (noNetwork) {
         hostConfig.NetworkMode = 'none';
       } else if (useEgress) {
-        const { network, serverIp, egressIp } = await this.#createInternalNetwork(name, labels('network'));
+        const { network, serverIp, egressIp, gateways } = await this.#createInternalNetwork(
+          name,
+          labels('network'),
+        );
         const egressConfig: EgressConfig = {
           proxyPort: EGRESS_PROXY_PORT,
           allowHosts: policy.hosts,
           allowPorts: policy.ports,
+          // The internal network's gateway is the host's side of its bridge; the egress proxy
+          // finds the default network's gateway in its own routes.
+          hostAddresses: gateways,
           ...(http
             ? {
                 inbound: {
@@ -409,7 +415,10 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  /** A per-workload internal network, and the fixed addresses of the server and the egress proxy on it. */
+  /**
+   * A per-workload internal network, the fixed addresses of the server and the egress proxy on
+   * it, and its gateway addresses (the host, as seen from the network).
+   */
   async #createInternalNetwork(name: string, labels: Record<string, string>) {
     const created = await this.docker.createNetwork({
       Name: name,
@@ -419,7 +428,7 @@ export class DockerRuntime implements Runtime {
     });
     const info = (await this.docker.getNetwork(created.id).inspect()) as {
       Name?: string;
-      IPAM?: { Config?: { Subnet?: string }[] };
+      IPAM?: { Config?: { Subnet?: string; Gateway?: string }[] };
     };
     const subnet = info.IPAM?.Config?.find((c) => c.Subnet?.includes('.'))?.Subnet;
     const match = subnet === undefined ? null : /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(subnet);
@@ -432,7 +441,8 @@ export class DockerRuntime implements Runtime {
       const n = (base + offset) >>> 0;
       return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
     };
-    return { network: info.Name ?? name, egressIp: ip(10), serverIp: ip(11) };
+    const gateways = (info.IPAM?.Config ?? []).flatMap((c) => (c.Gateway ? [c.Gateway] : []));
+    return { network: info.Name ?? name, egressIp: ip(10), serverIp: ip(11), gateways };
   }
 
   async #startEgress(

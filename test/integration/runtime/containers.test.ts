@@ -154,7 +154,8 @@ test(
       image,
       transport: 'streamable-http',
       cmd_arguments: ['/app/http-server.cjs'],
-      permission_profile: { network: { outbound: {} } },
+      // Port-only: any host on that port, except the container host and the metadata service.
+      permission_profile: { network: { outbound: { allow_port: [allowedPort] } } },
     });
     for (const name of ['stdio-srv', 'http-srv', 'http-iso'])
       await waitForStatus(live, name, 'running', 180_000);
@@ -212,13 +213,29 @@ test(
     );
 
     await t.test(
-      'an isolated HTTP server is reachable inbound through the egress container and cannot get out',
+      'an isolated HTTP server is reachable inbound through the egress container; a port-only list reaches neither the container host (its gateway, any spelling) nor metadata',
       async () => {
         assert.equal(await callTool(url('http-iso'), 'echo', { message: 'iso' }), 'echo: iso (no greeting)');
         const out = await callTool(url('http-iso'), 'fetch_via_proxy', {
           url: `http://${gateway}:${allowedPort}/`,
         });
-        assert.match(out, /^403 /);
+        assert.match(out, /^403 skep egress: .* the container host's gateway address/);
+        const mapped = `[::ffff:${gateway
+          .split('.')
+          .map((n) => Number(n).toString(16).padStart(2, '0'))
+          .join('')
+          .replace(/^(....)/, '$1:')}]`;
+        const viaMapped = await callTool(url('http-iso'), 'fetch_via_proxy', {
+          url: `http://${mapped}:${allowedPort}/`,
+        });
+        assert.match(viaMapped, /^403 skep egress: .* the container host's gateway address/);
+        const metadata = await callTool(url('http-iso'), 'fetch_via_proxy', {
+          url: `http://169.254.169.254:${allowedPort}/`,
+        });
+        assert.match(
+          metadata,
+          /^403 skep egress: .* a link-local address that the permission profile does not list/,
+        );
         const { containers, networks } = await labelled(docker, instance, 'http-iso');
         assert.deepEqual(containers.map((c) => c.Labels[LABEL_ROLE]).sort(), ['egress', 'server']);
         assert.equal(networks.length, 1);
