@@ -18,8 +18,8 @@
  * alike: `0x7f.1` is `127.0.0.1`).
  *
  * Address rule, the sandbox proxy's (`sandbox/egress-proxy.ts`): a destination whose address
- * is loopback, link-local or cloud metadata, unspecified or otherwise special-purpose (the
- * classes of `src/shared/net/address-class.ts`, in every spelling: IPv4-mapped, -compatible
+ * is loopback, link-local or cloud metadata, or unspecified (the classes of
+ * `src/shared/net/address-class.ts` that lead into this host or its cloud, in every spelling: IPv4-mapped, -compatible
  * and -translated IPv6, NAT64, 6to4, Teredo, `inet_aton` forms of IPv4) is refused unless the
  * profile lists that address itself (or `localhost` for loopback). Private addresses (RFC 1918,
  * RFC 4193) pass like public ones, as they do there, with one exception a container needs: the
@@ -56,7 +56,7 @@ export const EGRESS_PROXY_PORT = 3128;
  * a sweep of range boundaries; the two must agree on every address.
  */
 export const EGRESS_ADDRESS_CLASS_SOURCE = String.raw`
-const SEVERITY = { 'link-local': 4, special: 3, loopback: 2, private: 1, public: 0 };
+const SEVERITY = { 'link-local': 5, unspecified: 4, special: 3, loopback: 2, private: 1, public: 0 };
 const worst = (a, b) => (SEVERITY[a] >= SEVERITY[b] ? a : b);
 const v4 = (text) => text.split('.').reduce((acc, part) => acc * 256 + Number(part), 0);
 // RFC 6890 special-purpose registries; first match wins (metadata /32s before their ranges).
@@ -65,7 +65,7 @@ const V4_RANGES = [
   ['100.100.100.200', 32, 'link-local'], // Alibaba Cloud metadata
   ['168.63.129.16', 32, 'link-local'], // Azure WireServer
   ['127.0.0.0', 8, 'loopback'],
-  ['0.0.0.0', 8, 'special'], // RFC 1122 "this network"; 0.0.0.0 reaches the local host
+  ['0.0.0.0', 8, 'unspecified'], // RFC 1122 "this network"; 0.0.0.0 reaches the local host
   ['10.0.0.0', 8, 'private'], // RFC 1918
   ['172.16.0.0', 12, 'private'],
   ['192.168.0.0', 16, 'private'],
@@ -105,7 +105,7 @@ function classifyV6(g) {
   const low32 = g6 * 65536 + g7;
   const zero5 = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0;
   if (zero5 && g5 === 0) {
-    if (low32 === 0) return 'special'; // ::
+    if (low32 === 0) return 'unspecified'; // ::
     if (low32 === 1) return 'loopback'; // ::1
     return classifyV4(low32); // IPv4-compatible (RFC 4291 §2.5.5.1)
   }
@@ -217,7 +217,9 @@ function splitHostPort(value, defaultPort) {
 }
 
 // Address classes that lead into this container, the host or its cloud: the sandbox proxy's set.
-const GUARDED = new Set(['loopback', 'link-local', 'special']);
+// What leads into this host or its cloud; documentation, benchmarking and multicast ranges
+// lead nowhere here (and some resolving proxies answer public names with RFC 5737 addresses).
+const GUARDED = new Set(['loopback', 'link-local', 'unspecified']);
 const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain']);
 // The host running the engine, as this container reaches it: a private address passes a
 // port-only list, but these lead into the host's own services, as loopback does on the host.
@@ -300,7 +302,7 @@ async function verdict(host, port) {
     const cls = classifyAddress(a);
     const where = a === h ? 'is' : 'resolves to ' + a + ', which is';
     if (GUARDED.has(cls) && !(listedItself(h) && (literal || (LOOPBACK_NAMES.has(h) && cls === 'loopback')))) {
-      const what = cls === 'special' ? 'an unspecified or special-purpose' : 'a ' + cls;
+      const what = cls === 'unspecified' ? 'the unspecified' : 'a ' + cls;
       return { status: 403, reason: where + ' ' + what + ' address that the permission profile does not list' };
     }
     if (isHostAddress(a, keys) && !(listedItself(h) && (literal || HOST_NAMES.includes(h))))

@@ -74,8 +74,12 @@ export function egressAllows(rules: EgressRules, host: string, port: number): bo
   );
 }
 
-/** Address classes that lead into this host or its cloud (`classifyAddress`). */
-const GUARDED: ReadonlySet<AddressClass> = new Set<AddressClass>(['loopback', 'link-local', 'special']);
+/**
+ * Address classes that lead into this host or its cloud (`classifyAddress`). The other
+ * special-purpose ranges (documentation, benchmarking, multicast) lead nowhere here, and some
+ * networks answer public names with them (a resolving proxy that hands out RFC 5737 addresses).
+ */
+const GUARDED: ReadonlySet<AddressClass> = new Set<AddressClass>(['loopback', 'link-local', 'unspecified']);
 
 const LOOPBACK_NAMES = new Set(['localhost', 'localhost.localdomain']);
 
@@ -110,7 +114,7 @@ export async function egressVerdict(rules: EgressRules, host: string, port: numb
   for (const a of addresses) {
     const addressClass = classifyAddress(a);
     if (GUARDED.has(addressClass) && !listedItself(rules, h, addressClass)) {
-      const what = addressClass === 'special' ? 'an unspecified or special-purpose' : `a ${addressClass}`;
+      const what = addressClass === 'unspecified' ? 'the unspecified' : `a ${addressClass}`;
       return {
         ok: false,
         reason: `${a === h ? 'is' : `resolves to ${a}, which is`} ${what} address that the permission profile does not list`,

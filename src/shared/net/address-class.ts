@@ -7,12 +7,15 @@
  *   WireServer `168.63.129.16`). Never reachable through the guard: these hand out cloud
  *   credentials to whoever asks from the machine.
  * - `loopback` — 127.0.0.0/8, ::1.
+ * - `unspecified` — 0.0.0.0/8 ("this network", RFC 1122 §3.2.1.3) and `::` (RFC 4291 §2.5.2):
+ *   a connection to them reaches this host on Linux, like loopback. Never reachable through
+ *   the guard.
  * - `private` — RFC 1918, CGNAT (RFC 6598), unique local (RFC 4193), deprecated site-local
  *   (RFC 3879), the local-use NAT64 prefix (RFC 8215).
  * - `special` — everything the IANA special-purpose registries (RFC 6890) set aside that is
- *   not one of the above: unspecified (`0.0.0.0` reaches this host on Linux), "this network",
- *   documentation, benchmarking, multicast, broadcast, reserved, and IPv6 outside 2000::/3.
- *   Never reachable through the guard.
+ *   not one of the above: documentation, benchmarking, multicast, broadcast, reserved, and
+ *   IPv6 outside 2000::/3. Never reachable through the outbound guard; they lead nowhere into
+ *   this host, so the sandbox's egress filter does not count them with the above.
  * - `public` — the rest.
  *
  * IPv6 forms that carry an IPv4 address are classified by that address: IPv4-mapped
@@ -26,11 +29,12 @@
  */
 import { isIP } from 'node:net';
 
-export type AddressClass = 'link-local' | 'loopback' | 'private' | 'special' | 'public';
+export type AddressClass = 'link-local' | 'unspecified' | 'loopback' | 'private' | 'special' | 'public';
 
 /** Most restrictive first: when an address embeds another, the worse class wins. */
 const SEVERITY: Record<AddressClass, number> = {
-  'link-local': 4,
+  'link-local': 5,
+  unspecified: 4,
   special: 3,
   loopback: 2,
   private: 1,
@@ -53,7 +57,7 @@ const V4_RANGES: readonly V4Range[] = [
   [v4('100.100.100.200'), 32, 'link-local'], // Alibaba Cloud metadata (inside CGNAT space)
   [v4('168.63.129.16'), 32, 'link-local'], // Azure WireServer / host agent (a "public" address)
   [v4('127.0.0.0'), 8, 'loopback'],
-  [v4('0.0.0.0'), 8, 'special'], // RFC 1122 "this network"; 0.0.0.0 connects to the local host
+  [v4('0.0.0.0'), 8, 'unspecified'], // RFC 1122 "this network"; 0.0.0.0 connects to the local host
   [v4('10.0.0.0'), 8, 'private'], // RFC 1918
   [v4('172.16.0.0'), 12, 'private'], // RFC 1918
   [v4('192.168.0.0'), 16, 'private'], // RFC 1918
@@ -110,7 +114,7 @@ function classifyV6(g: number[]): AddressClass {
   const low32 = v4From(g6, g7);
   const firstSixZero = g0 === 0 && g1 === 0 && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0;
   if (firstSixZero) {
-    if (low32 === 0) return 'special'; // ::
+    if (low32 === 0) return 'unspecified'; // ::
     if (low32 === 1) return 'loopback'; // ::1
     return classifyV4Number(low32); // ::a.b.c.d IPv4-compatible
   }

@@ -53,8 +53,9 @@ const systemResolver: Resolver = (hostname) => lookup(hostname, { all: true });
 
 const DESCRIPTION: Record<Exclude<AddressClass, 'public'>, string> = {
   'link-local': 'a link-local or cloud metadata address, which is never contacted',
+  unspecified: 'the unspecified address (it reaches this host), which is never contacted',
   special:
-    'a reserved or special-purpose address (unspecified, multicast, documentation), which is never contacted',
+    'a reserved or special-purpose address (multicast, documentation, benchmarking), which is never contacted',
   loopback: 'a loopback address',
   private: 'a private-network address',
 };

@@ -140,8 +140,8 @@ test('issue 16 item 7: link-local, metadata and special addresses are refused wh
     ['http://100.100.100.200/', 'link-local'],
     ['http://metadata.google.internal/computeMetadata/v1/', 'link-local'],
     ['http://imds.example.test/', 'link-local'],
-    ['http://0.0.0.0/', 'special'],
-    ['http://[::]/', 'special'],
+    ['http://0.0.0.0/', 'unspecified'],
+    ['http://[::]/', 'unspecified'],
   ] as const) {
     const err = await refusal(c.fetch(url, {}, everything));
     assert.equal(err.addressClass, cls, url);

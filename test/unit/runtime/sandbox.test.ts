@@ -353,8 +353,14 @@ test('the sandbox egress proxy classifies addresses with the shared address poli
     assert.equal(verdict.ok, false, host);
     assert.match(verdict.ok ? '' : verdict.reason, /address that the permission profile does not list/, host);
   }
-  // Private and public addresses pass a port-only list, as from a container.
-  for (const host of ['10.1.2.3', '93.184.216.34', '[2606:4700::1111]'])
+  for (const host of ['0.0.0.0', '0.1.2.3', '[::ffff:0.0.0.0]']) {
+    const verdict = await egressVerdict(portOnly, host, 8080);
+    assert.match(verdict.ok ? '' : verdict.reason, /the unspecified address/, host);
+  }
+  // Private and public addresses pass a port-only list, as from a container; so do the
+  // special-purpose ranges that lead nowhere into this host (RFC 5737 documentation addresses,
+  // which some resolving proxies hand out for public names; multicast).
+  for (const host of ['10.1.2.3', '93.184.216.34', '[2606:4700::1111]', '203.0.113.80', '198.18.0.1'])
     assert.equal((await egressVerdict(portOnly, host, 8080)).ok, true, host);
   // Listed itself: the address, in any spelling of that same address, or localhost.
   assert.deepEqual(await egressVerdict({ hosts: ['127.0.0.1'], ports: [] }, '127.1', 80), {
