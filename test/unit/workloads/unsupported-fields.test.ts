@@ -37,6 +37,7 @@ const HONOURED: Record<string, string> = {
   port: 'proxy bind',
   target_port: 'runtime (sse/streamable-http servers)',
   allowed_origins: 'proxy origin check',
+  endpoint_access: 'proxy caller check (the workload access token)',
   group: 'groups, client configs',
   env_vars: 'server environment; embedded auth server *_env_var',
   secrets: 'server environment',
