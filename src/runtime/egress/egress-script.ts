@@ -364,6 +364,11 @@ server.on('connect', (req, socket, head) => {
   }, (err) => deny(502, String(err && err.message)));
 });
 server.on('clientError', (err, socket) => socket.destroy());
+// Bounded like Skep's other listeners: headers within 20 s, at most 1024 connections. No
+// request timeout: a relayed upload streams through for as long as it takes.
+server.headersTimeout = 20000;
+server.requestTimeout = 0;
+server.maxConnections = 1024;
 resolveHostNames().then(() =>
   server.listen(config.proxyPort, '0.0.0.0', () => log('egress proxy listening on ' + config.proxyPort)),
 );
