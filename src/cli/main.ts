@@ -8,6 +8,7 @@ import { SKEP_VERSION } from '../shared/index.js';
 import { registerClient } from './commands/client.js';
 import { registerExtauth } from './commands/extauth.js';
 import { registerGroup } from './commands/group.js';
+import { registerMcp } from './commands/mcp.js';
 import { registerOperator } from './commands/operator.js';
 import { registerRegistry } from './commands/registry.js';
 import { registerSecret } from './commands/secret.js';
@@ -38,6 +39,7 @@ export function buildProgram(): Command {
   registerServe(program);
   registerUi(program);
   registerWorkloads(program);
+  registerMcp(program);
   registerGroup(program);
   registerVmcp(program);
   registerExtauth(program);

@@ -58,6 +58,7 @@ import {
 import type { VirtualMcpServer } from '../vmcp/index.js';
 import { Closers } from './closers.js';
 import { watchRecord } from './record-watch.js';
+import { ToolReport } from './tool-report.js';
 
 export interface RestartPolicy {
   /** First delay after a crash, ms; doubles per consecutive crash. */
@@ -139,6 +140,8 @@ interface ServingWorkload {
   sessions: SessionStore | undefined;
   /** A virtual MCP server (`vmcp`): serves the group's workloads instead of a server of its own. */
   virtual: VirtualMcpServer | undefined;
+  /** Lists the tools clients see, for the store; told each time the server is attached. */
+  tools: ToolReport | undefined;
 }
 
 /**
@@ -310,6 +313,12 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     const started = virtual;
     closers.add('virtual MCP server', () => started.close());
   }
+  // Only the owner's clients may call it, unless it authenticates callers itself or its
+  // owner opened it; in a Kubernetes pod the Service and NetworkPolicies decide instead.
+  const callerToken =
+    options.exposureAccepted === undefined && endpointAccessOf(runConfig) === 'owner'
+      ? row.accessToken
+      : undefined;
   const identityStage = virtual?.identityMiddleware();
   const callToolStage = virtual?.callToolMiddleware();
   let proxy: RunningProxy;
@@ -334,11 +343,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
       allowedHosts: runConfig.permission_profile?.network?.inbound?.allow_host ?? [],
       // Browser origins besides the proxy's own, exact (validated by the manager).
       allowedOrigins: [...(runConfig.allowed_origins ?? []), ...(chain.proxy.allowedOrigins ?? [])],
-      // Only the owner's clients may call it, unless it authenticates callers itself or its
-      // owner opened it; in a Kubernetes pod the Service and NetworkPolicies decide instead.
-      ...(options.exposureAccepted === undefined && endpointAccessOf(runConfig) === 'owner'
-        ? { callerToken: row.accessToken }
-        : {}),
+      ...(callerToken === undefined ? {} : { callerToken }),
       logger,
       serverName: name,
       transport: runConfig.transport,
@@ -373,6 +378,24 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
   // Before the proxy closes, spawns still waiting for a runtime learn there is none.
   closers.add('per-session runtime wait', () => runtimeChosen(undefined));
   logger.info({ workload: name, url: proxy.url }, 'proxy listening');
+  // The runner lists the tools as a client of its own proxy, holding the owner's token. A
+  // workload that authenticates its callers itself admits no such client: it reports nothing.
+  let tools: ToolReport | undefined;
+  if (endpointAccessOf(runConfig) !== 'inbound-auth') {
+    const report = new ToolReport({
+      url: `http://${host.includes(':') ? `[${host}]` : host}:${proxy.port}/mcp`,
+      // Sent only where the proxy asks for it (and strips it): elsewhere it would reach the server.
+      accessToken: callerToken,
+      // A per-session server process per session: list once, then end it (a virtual one is cheap).
+      watch: runConfig.vmcp !== undefined || runConfig.session_mode !== 'per-session',
+      record: (names) => rows.setToolsFromRunner(name, pid, names),
+      logger,
+      workload: name,
+      signal,
+    });
+    tools = report;
+    closers.add('tool report', () => report.close());
+  }
   if (authServer !== undefined)
     logger.info({ workload: name, issuer: authServer.issuer }, 'embedded authorization server mounted');
   return {
@@ -389,6 +412,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     runtimeChosen,
     sessions,
     virtual,
+    tools,
   };
 }
 
@@ -495,7 +519,7 @@ async function serveWorkload(w: ServingWorkload): Promise<number> {
   const { options, runConfig, proxy, setStatus, signal } = w;
   const { name, logger } = options;
   if (runConfig.remote_url !== undefined)
-    return serveRemote(runConfig, proxy, w.chain, setStatus, logger, signal, w.sessions);
+    return serveRemote(runConfig, proxy, w.chain, setStatus, logger, signal, w.sessions, w.tools);
   if (w.virtual !== undefined) return serveVirtual(w, w.virtual);
   let runtime: Runtime;
   try {
@@ -517,6 +541,7 @@ async function serveVirtual(w: ServingWorkload, virtual: VirtualMcpServer): Prom
   const { served } = virtual.describe();
   // The summary names left-out backends too; `onStatus` skips it while not yet running.
   setStatus({ status: 'running', context: virtual.summary(), started: true });
+  w.tools?.refresh();
   w.options.logger.info({ workload: w.options.name, backends: served }, 'serving a virtual MCP server');
   await new Promise<void>((resolve) => {
     if (signal.aborted) resolve();
@@ -538,6 +563,7 @@ async function servePerSession(w: ServingWorkload, runtime: Runtime): Promise<nu
   }
   w.runtimeChosen(runtime);
   setStatus({ status: 'running', context: '', started: true });
+  w.tools?.refresh();
   w.options.logger.info({ workload: w.options.name }, 'serving one server process per client session');
   await new Promise<void>((resolve) => {
     if (signal.aborted) resolve();
@@ -583,6 +609,7 @@ async function serveRemote(
   logger: Logger,
   signal: AbortSignal,
   sessions: SessionStore | undefined,
+  tools: ToolReport | undefined,
 ): Promise<number> {
   const transport = runConfig.transport === 'sse' ? 'sse' : 'streamable-http';
   const url = runConfig.remote_url as string;
@@ -605,6 +632,7 @@ async function serveRemote(
       await proxy.setUpstream({ kind: 'http', url, transport, ...definedOnly({ sessions }) });
       setStatus({ status: 'running', context: '', started: first });
       first = false;
+      tools?.refresh();
       logger.info({ workload: runConfig.name }, 'proxying a remote server');
     },
     onUnhealthy(reason, retryInMs, failures) {
@@ -640,6 +668,8 @@ async function supervise(w: ServingWorkload, runtime: Runtime): Promise<number> 
       await proxy.setUpstream(upstreamOf(handle, runConfig, w.sessions));
       setStatus({ status: 'running', context: '', started: first });
       first = false;
+      // A restarted server may list other tools (an upgrade, a changed environment).
+      w.tools?.refresh();
       logger.info({ workload: name, server: handle.id }, 'server running');
       const outcome = await Promise.race([
         handle.exited,

@@ -167,14 +167,21 @@ export class BackendSession {
     return this.#closed;
   }
 
-  /** Initializes the session and opens the standing stream. */
-  async open(timeoutMs: number, clientCapabilities: Record<string, unknown>): Promise<void> {
+  /**
+   * Initializes the session and opens the standing stream. `clientInfo` names the client in
+   * the backend's logs and audit records (the virtual MCP server by default).
+   */
+  async open(
+    timeoutMs: number,
+    clientCapabilities: Record<string, unknown>,
+    clientInfo: { name: string; version: string } = { name: 'skep-vmcp', version: '1' },
+  ): Promise<void> {
     const result = (await this.request(
       'initialize',
       {
         protocolVersion: BACKEND_PROTOCOL_VERSION,
         capabilities: clientCapabilities,
-        clientInfo: { name: 'skep-vmcp', version: '1' },
+        clientInfo,
       },
       { timeoutMs },
     )) as Record<string, unknown>;

@@ -24,9 +24,11 @@ export function observedRow(row: WorkloadRow): WorkloadRow {
       ...row,
       status: 'unhealthy',
       statusContext: `runner process ${row.runnerPid ?? '(none)'} is not running`,
+      // Nothing serves the tools its runner reported.
+      tools: undefined,
     };
   }
-  return { ...row, status: 'stopped', statusContext: '' };
+  return { ...row, status: 'stopped', statusContext: '', tools: undefined };
 }
 
 export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
@@ -41,7 +43,9 @@ export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
     proxy_mode: c.proxy_mode ?? 'streamable-http',
     remote: c.remote_url !== undefined,
     url: proxyUrlOf(row),
-    tools: c.tools_filter ?? [],
+    // The seed's `tools` are the server's tool names: as its runner listed them at the proxy,
+    // else (not reported yet, or stopped) the names the configuration exposes, if it lists any.
+    tools: row.tools ?? c.tools_filter ?? [],
     transport_type: c.transport,
     status: row.status,
     status_context: row.statusContext,

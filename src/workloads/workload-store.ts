@@ -65,7 +65,14 @@ const MIGRATIONS = [
   // hex. Rows written before it get one here; SQLite's randomblob is a CSPRNG.
   `ALTER TABLE workloads ADD COLUMN access_token TEXT;
    UPDATE workloads SET access_token = lower(hex(randomblob(32))) WHERE access_token IS NULL;`,
+  // The tool names the running server's clients see (a JSON array), reported by its runner;
+  // NULL until it reports and again once it stops.
+  `ALTER TABLE workloads ADD COLUMN tools TEXT;`,
 ];
+
+/** Statuses in which a workload serves nothing: its reported tools are forgotten. */
+const SERVES_NOTHING: readonly WorkloadStatus[] = ['stopped', 'error'];
+const SERVES_NOTHING_SQL = `(${SERVES_NOTHING.map((s) => `'${s}'`).join(', ')})`;
 
 /** A new workload's access token: 256 bits from the CSPRNG, hex (URL- and header-safe). */
 export function newAccessToken(): string {
@@ -89,6 +96,11 @@ export interface WorkloadRow {
    * does). Never part of the run configuration, so an export never carries it.
    */
   accessToken: string;
+  /**
+   * The tool names its clients see (after `tools_filter` and `tools_override`), as its runner
+   * last listed them; undefined until it reports, and once it stops.
+   */
+  tools: string[] | undefined;
 }
 
 interface RawRow {
@@ -104,6 +116,7 @@ interface RawRow {
   started_at: string | null;
   updated_at: string;
   access_token: string | null;
+  tools: string | null;
 }
 
 function toRow(raw: RawRow, parse: RunConfigParser): WorkloadRow {
@@ -122,7 +135,19 @@ function toRow(raw: RawRow, parse: RunConfigParser): WorkloadRow {
     startedAt: raw.started_at ?? undefined,
     updatedAt: raw.updated_at,
     accessToken: raw.access_token ?? '',
+    tools: parseTools(raw.tools),
   };
+}
+
+/** The stored tool names; a damaged value reads as "not reported". */
+function parseTools(text: string | null): string[] | undefined {
+  if (text === null) return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) && value.every((v) => typeof v === 'string') ? value : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export interface StatusUpdate {
@@ -221,6 +246,7 @@ export class WorkloadStore {
   setStatus(name: string, update: StatusUpdate): void {
     const now = new Date().toISOString();
     const sets = ['status = ?', 'status_context = ?', 'updated_at = ?'];
+    if (SERVES_NOTHING.includes(update.status)) sets.push('tools = NULL');
     const values: (string | number | null)[] = [update.status, update.context ?? '', now];
     if (update.runnerPid !== undefined) {
       sets.push('runner_pid = ?');
@@ -247,10 +273,25 @@ export class WorkloadStore {
     const result = this.#store.db
       .prepare(
         `UPDATE workloads SET status = ?, status_context = ?, updated_at = ?,
-           started_at = CASE WHEN ? THEN ? ELSE started_at END
+           started_at = CASE WHEN ? THEN ? ELSE started_at END${
+             SERVES_NOTHING.includes(update.status) ? ', tools = NULL' : ''
+           }
          WHERE name = ? AND runner_pid = ?`,
       )
       .run(update.status, update.context ?? '', now, update.started === true ? 1 : 0, now, name, pid);
+    return result.changes > 0;
+  }
+
+  /**
+   * The tool names a runner listed at its own proxy: only applied while `pid` is the
+   * registered runner and the workload serves (a late answer does not outlive a stop).
+   */
+  setToolsFromRunner(name: string, pid: number, tools: readonly string[]): boolean {
+    const result = this.#store.db
+      .prepare(
+        `UPDATE workloads SET tools = ? WHERE name = ? AND runner_pid = ? AND status NOT IN ${SERVES_NOTHING_SQL}`,
+      )
+      .run(JSON.stringify(tools), name, pid);
     return result.changes > 0;
   }
 

@@ -264,7 +264,7 @@ export function registerWorkloads(program: Command): void {
       printListing(
         opts,
         { workloads },
-        ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'SANDBOX', 'CALLERS', 'CREATED'],
+        ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'TOOLS', 'SANDBOX', 'CALLERS', 'CREATED'],
         // The table leaves out the access token; `--json` (and the API) give the working URL.
         workloads.map((w) => [
           w.name,
@@ -273,6 +273,8 @@ export function registerWorkloads(program: Command): void {
           withoutAccessToken(w.url),
           w.port,
           w.group,
+          // A count keeps the table narrow; `skep mcp list tools NAME` and `--json` give the names.
+          w.tools.length,
           w.sandbox,
           w.endpoint_access,
           w.created_at,
