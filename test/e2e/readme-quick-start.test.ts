@@ -36,6 +36,19 @@ function shellBlocks(readme: string, heading: string, count: number): string[][]
   return blocks;
 }
 
+/** Until `skep list --json` reports the workload's tools (its runner lists them once it runs). */
+async function waitForTools(list: () => string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const w = (JSON.parse(list()) as { workloads: { name: string; tools: string[] }[] }).workloads.find(
+      (x) => x.name === 'everything',
+    );
+    if ((w?.tools.length ?? 0) > 0) return;
+    if (Date.now() > deadline) throw new Error('the workload reported no tools within 30 s');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** A README line without its trailing `# comment`. */
 const command = (line: string) => line.replace(/\s+#.*$/, '').trim();
 
@@ -142,6 +155,8 @@ test('README quick start and first CLI run, as written, on a clean HOME', { time
   assert.deepEqual(firstRun.map(command), [
     'skep run npx://@modelcontextprotocol/server-everything --name everything',
     'skep list',
+    'skep mcp list tools everything',
+    'skep mcp call everything echo --arg message=hi',
     'skep logs -f everything',
     'skep rm everything',
   ]);
@@ -157,6 +172,10 @@ test('README quick start and first CLI run, as written, on a clean HOME', { time
     /^NAME .* CALLERS .*\neverything +npx:\/\/@modelcontextprotocol\/server-everything +running +http:\/\/127\.0\.0\.1:\d+\/mcp .* owner /,
   );
   assert.doesNotMatch(listed, /skep_token/);
+  // The tools it offers, and a call of one, through its proxy with its own token.
+  await waitForTools(() => sh('skep list --json'));
+  assert.match(sh(command(firstRun[2] as string)), /^echo\b/m);
+  assert.equal(sh(command(firstRun[3] as string)).trim(), 'Echo: hi');
   const logs = background(later, 'skep logs -f everything', env);
   await waitFor(logs.stdout as Readable, /\[skep\] /);
   logs.kill('SIGINT');
