@@ -12,7 +12,11 @@
  *   URL Skep hands out carries it.
  *
  * Whichever form matched is removed before the middlewares and the server see the request,
- * so the token is never logged by audit nor forwarded upstream. Legacy SSE `POST /messages`
+ * so the token is never logged by audit nor forwarded upstream.
+ *
+ * The runner itself is a client of its proxy (it lists the tools it reports to the store): it
+ * presents a token of its own, made at start and never stored (`SelfToken`), which the proxy
+ * admits as the runner's request. Legacy SSE `POST /messages`
  * is admitted by its session id, which the proxy handed only to the authenticated
  * `GET /sse` (122 random bits; the 2024-11-05 transport's endpoint event is a relative URL
  * and would drop the query).
@@ -57,6 +61,26 @@ export class CallerToken {
   #matches(given: string): boolean {
     const bytes = Buffer.from(given, 'utf8');
     return bytes.length === this.#expected.length && timingSafeEqual(bytes, this.#expected);
+  }
+}
+
+/** The runner's own bearer token: recognised (and removed) only in the `Authorization` header. */
+export class SelfToken {
+  readonly #header: Buffer;
+
+  constructor(token: string) {
+    if (token.length < MIN_TOKEN_LENGTH) throw new Error('a runner token needs at least 128 bits');
+    this.#header = Buffer.from(`Bearer ${token}`, 'utf8');
+  }
+
+  /** True (and the header deleted) when the request is the runner's own. */
+  claims(req: IncomingMessage): boolean {
+    const header = req.headers.authorization;
+    if (header === undefined) return false;
+    const bytes = Buffer.from(header, 'utf8');
+    if (bytes.length !== this.#header.length || !timingSafeEqual(bytes, this.#header)) return false;
+    delete req.headers.authorization;
+    return true;
   }
 }
 

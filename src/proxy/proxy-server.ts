@@ -19,7 +19,7 @@ import {
   readBody,
   silentLogger,
 } from '../shared/index.js';
-import { CallerToken } from './caller-token.js';
+import { CallerToken, SelfToken } from './caller-token.js';
 import { hasMediaType, NOSNIFF, sendJson, sendRpcError } from './http-util.js';
 import {
   INTERNAL_ERROR,
@@ -84,6 +84,14 @@ export async function startProxy(options: ProxyOptions): Promise<RunningProxy> {
 /** The paths of the MCP transports; anything else goes to the mounted handlers. */
 const MCP_PATHS = new Set(['/mcp', '/sse', '/messages', '/message']);
 
+/**
+ * Stages that account for client traffic (their names, `ProxyMiddleware.name`): the runner's
+ * own requests skip them, so its tool report is neither audited nor limited nor counted as a
+ * client's call. Stages that shape the request (authentication towards the server,
+ * authorization, webhooks) still run.
+ */
+export const ACCOUNTING_STAGES: ReadonlySet<string> = new Set(['audit', 'ratelimit', 'telemetry']);
+
 const NOT_THE_OWNER =
   'Unauthorized: this workload answers only its owner. Use the URL that `skep list --json` ' +
   '(or the API) gives, which carries the access token, or send it as a bearer token';
@@ -117,6 +125,9 @@ class McpProxy implements RunningProxy {
   readonly #handlers: readonly ProxyHttpHandler[];
   readonly #guard: OriginGuard;
   readonly #callerToken: CallerToken | undefined;
+  readonly #selfToken: SelfToken | undefined;
+  /** The middlewares the runner's own requests go through (`ACCOUNTING_STAGES` left out). */
+  readonly #selfMiddlewares: readonly ProxyMiddleware[];
   readonly #stdio: StdioSessions;
   readonly #streamableHttp: StreamableHttpEndpoint;
   readonly #legacySse: LegacySseEndpoint;
@@ -157,6 +168,8 @@ class McpProxy implements RunningProxy {
       allowedOrigins: options.allowedOrigins ?? [],
     });
     this.#callerToken = options.callerToken === undefined ? undefined : new CallerToken(options.callerToken);
+    this.#selfToken = options.selfToken === undefined ? undefined : new SelfToken(options.selfToken);
+    this.#selfMiddlewares = this.#middlewares.filter((m) => !ACCOUNTING_STAGES.has(m.name));
     this.#upstreamReady = new Promise<void>((resolve, reject) => {
       this.#markUpstreamReady = resolve;
       this.#failUpstreamReady = reject;
@@ -298,7 +311,8 @@ class McpProxy implements RunningProxy {
       await this.#otherPath(req, res, path);
       return;
     }
-    if (this.#callerToken !== undefined) {
+    const own = this.#selfToken?.claims(req) === true;
+    if (this.#callerToken !== undefined && !own) {
       const access = this.#callerToken.admit(req, query);
       query = access.query;
       // Legacy SSE messages are admitted by their session id (see caller-token.ts).
@@ -310,10 +324,11 @@ class McpProxy implements RunningProxy {
     }
     const body = await this.#readRequestBody(req, res, method);
     if (body === undefined) return;
+    const middlewares = own ? this.#selfMiddlewares : this.#middlewares;
     const passed =
-      this.#middlewares.length === 0
+      middlewares.length === 0
         ? { body, ...NOTHING_ADDED }
-        : await this.#runMiddlewares(req, res, { method, path, query }, body);
+        : await this.#runMiddlewares(req, res, { method, path, query }, body, middlewares);
     if (passed === undefined) return;
     if (this.#mode === 'none') {
       // No server yet: wait for the first one, like a request to a restarting server.
@@ -449,6 +464,7 @@ class McpProxy implements RunningProxy {
     res: ServerResponse,
     request: { method: string; path: string; query: string },
     received: RequestBody,
+    middlewares: readonly ProxyMiddleware[],
   ): Promise<Passed | undefined> {
     if (Array.isArray(received.json)) {
       sendJson(res, 400, { jsonrpc: '2.0', error: { code: INVALID_REQUEST, message: BATCH_REFUSED } });
@@ -478,7 +494,7 @@ class McpProxy implements RunningProxy {
       logger: this.#logger,
     });
     const ctx = built.ctx;
-    for (const mw of this.#middlewares) {
+    for (const mw of middlewares) {
       const rejected = await mw.handle(ctx);
       if (rejected === undefined) continue;
       const headers = { ...rejected.headers };

@@ -67,6 +67,12 @@ export interface ProxyOptions {
    * Unset for a workload that authenticates its callers itself, or that its owner opened.
    */
   callerToken?: string;
+  /**
+   * The runner's own token (`caller-token.ts`, `SelfToken`): a request that carries it as a
+   * bearer is the runner's (its tool report). It is admitted, and the stages that account for
+   * client traffic (`ACCOUNTING_STAGES`: audit, rate limits, telemetry) do not see it.
+   */
+  selfToken?: string;
   logger?: Logger;
   /** For logs and the client info the proxy presents to the server; middlewares see it too. */
   serverName?: string;

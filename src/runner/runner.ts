@@ -11,6 +11,7 @@
  * tokens `upstream_swap_config` injects.
  */
 
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { type SecretStore, watchRemote } from '../auth/index.js';
 import type { AuthServer, EmbeddedAuthServerConfig } from '../authserver/index.js';
@@ -319,6 +320,8 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
     options.exposureAccepted === undefined && endpointAccessOf(runConfig) === 'owner'
       ? row.accessToken
       : undefined;
+  // The runner's own credential at its proxy (its tool report), made here and never stored.
+  const selfToken = randomBytes(32).toString('hex');
   const identityStage = virtual?.identityMiddleware();
   const callToolStage = virtual?.callToolMiddleware();
   let proxy: RunningProxy;
@@ -344,6 +347,7 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
       // Browser origins besides the proxy's own, exact (validated by the manager).
       allowedOrigins: [...(runConfig.allowed_origins ?? []), ...(chain.proxy.allowedOrigins ?? [])],
       ...(callerToken === undefined ? {} : { callerToken }),
+      selfToken,
       logger,
       serverName: name,
       transport: runConfig.transport,
@@ -384,8 +388,8 @@ async function setUp(options: RunnerOptions, closers: Closers): Promise<ServingW
   if (endpointAccessOf(runConfig) !== 'inbound-auth') {
     const report = new ToolReport({
       url: `http://${host.includes(':') ? `[${host}]` : host}:${proxy.port}/mcp`,
-      // Sent only where the proxy asks for it (and strips it): elsewhere it would reach the server.
-      accessToken: callerToken,
+      // The proxy admits it and strips it: it never reaches the server, nor audit or limits.
+      accessToken: selfToken,
       // A per-session server process per session: list once, then end it (a virtual one is cheap).
       watch: runConfig.vmcp !== undefined || runConfig.session_mode !== 'per-session',
       record: (names) => rows.setToolsFromRunner(name, pid, names),

@@ -19,7 +19,7 @@ import { describeError, type Logger, SKEP_VERSION } from '../shared/index.js';
 export interface ToolReportOptions {
   /** The proxy's streamable-HTTP endpoint on loopback, `http://127.0.0.1:<port>/mcp`. */
   url: string;
-  /** The owner's access token, when the proxy asks callers for it. */
+  /** The runner's own token at its proxy (`SelfToken`): admitted, stripped, not accounted. */
   accessToken: string | undefined;
   /**
    * Keep the session for list changes. False lists once and ends the session: in per-session

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { test } from 'node:test';
-import { CallerToken } from '../../../src/proxy/caller-token.js';
+import { CallerToken, SelfToken } from '../../../src/proxy/caller-token.js';
 
 const TOKEN = 'c0ffee'.repeat(10) + 'abcd';
 const request = (headers: Record<string, string> = {}) => ({ headers }) as unknown as IncomingMessage;
@@ -47,4 +47,15 @@ test('no token, a wrong one, a prefix of it or a longer one is refused; a foreig
 test('a token shorter than 128 bits is a programming error', () => {
   assert.throws(() => new CallerToken('short'), /128 bits/);
   assert.throws(() => new CallerToken(''), /128 bits/);
+});
+
+test('the runner’s own token is claimed only as the exact bearer header, and removed', () => {
+  const self = new SelfToken(TOKEN);
+  const own = request({ authorization: `Bearer ${TOKEN}` });
+  assert.equal(self.claims(own), true);
+  assert.equal(own.headers.authorization, undefined);
+  for (const authorization of [`Bearer ${TOKEN}x`, `Bearer ${TOKEN.slice(1)}`, `Basic ${TOKEN}`, 'Bearer '])
+    assert.equal(self.claims(request({ authorization })), false, authorization);
+  assert.equal(self.claims(request()), false, 'no header');
+  assert.throws(() => new SelfToken('short'), /128 bits/);
 });
