@@ -13,7 +13,8 @@ export interface TempHome {
 
 export function tempHome(t: TestContext, prefix = 'skep-test-'): TempHome {
   const dir = mkdtempSync(join(tmpdir(), prefix));
-  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // Retried: a sandboxed process of a removed workload may still write for a moment.
+  t.after(() => rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 }));
   const env: NodeJS.ProcessEnv = { ...process.env, SKEP_HOME: dir };
   return { dir, env, config: loadConfig(env) };
 }

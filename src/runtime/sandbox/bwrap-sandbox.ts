@@ -189,7 +189,14 @@ function sandboxHome(paths: SandboxPaths, name: string): string {
 
 /** Removes a deleted workload's sandbox folder (its home); a missing one is fine. */
 export function removeSandboxHome(paths: SandboxPaths, name: string): void {
-  rmSync(join(paths.dataDir, 'sandbox', name), { recursive: true, force: true });
+  // A sandboxed process dies with its runner, but asynchronously (bwrap's --die-with-parent):
+  // one still writing (an npm cache) while this runs makes a directory non-empty again.
+  rmSync(join(paths.dataDir, 'sandbox', name), {
+    recursive: true,
+    force: true,
+    maxRetries: 5,
+    retryDelay: 100,
+  });
 }
 
 /** Sets everything up for one sandboxed start; the caller spawns `command args` with `env`. */
