@@ -120,12 +120,36 @@ function proxyFailure(failure: string): { summary: string; hint: string | undefi
 }
 
 /**
+ * Folders the server was given as arguments that its sandbox hid (the runtime's
+ * `[skep] sandbox: <path> (an argument) is not visible` lines): the usual reason a file server
+ * finds nothing.
+ */
+function hiddenArguments(log: string): string[] {
+  const found = new Set<string>();
+  for (const m of log.matchAll(/^\[skep\] sandbox: (.+) \(an argument\) is not visible/gm))
+    found.add(m[1] as string);
+  return [...found];
+}
+
+/**
  * Explains a failed start from the runner's status `context` and the server `log` (its tail).
- * `remote`: the workload proxies a remote URL (no server log of its own).
+ * `remote`: the workload proxies a remote URL (no server log of its own). When the sandbox hid
+ * a folder the server was given, that leads, with the flag that grants it.
  */
 export function explainStartFailure(context: string, log: string, remote: boolean): StartFailure {
+  if (remote) return { summary: failureOf(context), evidence: [], hint: undefined };
+  const explained = explainLocalFailure(context, log);
+  const hidden = hiddenArguments(log);
+  if (hidden.length === 0) return explained;
+  return {
+    summary: `its sandbox hid ${hidden.join(', ')} from it (${explained.summary})`,
+    evidence: explained.evidence,
+    hint: `grant ${hidden.length === 1 ? 'it' : 'them'}: skep run … ${hidden.map((h) => `--volume ${h}`).join(' ')} (add :ro for read-only)`,
+  };
+}
+
+function explainLocalFailure(context: string, log: string): StartFailure {
   const failure = failureOf(context);
-  if (remote) return { summary: failure, evidence: [], hint: undefined };
   const lines = lastAttemptLines(log);
   const npm = npmFailure(lines);
   if (npm !== undefined) return npm;

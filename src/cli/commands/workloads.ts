@@ -7,6 +7,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { type Command, InvalidArgumentError } from 'commander';
 import type { ApiContext } from '../../api/context.js';
+import { BUILTIN_PROFILES, type PermissionProfile, resolvePermissionProfile } from '../../runtime/index.js';
 import { definedOnly, SkepError, terminalSafe, withoutAccessToken } from '../../shared/index.js';
 import { type CreateWorkloadRequest, type Transport, tailFile } from '../../workloads/index.js';
 import { withContext } from '../context.js';
@@ -122,6 +123,55 @@ function absoluteArgs(image: string, args: string[]): string[] {
   );
 }
 
+/** `--volume HOST[:IN_SERVER][:ro]` (ToolHive's spelling), HOST made absolute. */
+interface VolumeFlag {
+  host: string;
+  inServer: string | undefined;
+  readOnly: boolean;
+}
+
+export function parseVolumeFlag(value: string): VolumeFlag {
+  const parts = value.split(':');
+  const readOnly = parts.length > 1 && parts.at(-1) === 'ro';
+  if (readOnly) parts.pop();
+  const [host = '', inServer, ...rest] = parts;
+  if (host === '' || rest.length > 0 || inServer === '')
+    throw new UsageError(`invalid --volume '${value}': write HOST[:IN_SERVER][:ro]`);
+  return { host: resolve(host), inServer, readOnly };
+}
+
+/**
+ * The folders `--volume` grants, as the request's fields. A container mounts each at
+ * IN_SERVER (default: the same path). A local process sees the host's file system through its
+ * sandbox, so a folder appears at its own path: it joins the effective permission profile's
+ * `write` (or `read` with `:ro`) — that profile being `--permission-profile`, else the registry
+ * entry's, else the built-in `network` one, so granting a folder changes nothing else.
+ */
+function grantsOf(
+  image: string,
+  volumes: VolumeFlag[],
+  base: PermissionProfile | undefined,
+): Pick<CreateWorkloadRequest, 'volumes' | 'permission_profile'> {
+  if (volumes.length === 0) return base === undefined ? {} : { permission_profile: base };
+  if (!/^(npx|uvx|cmd):\/\//.test(image))
+    return {
+      volumes: volumes.map((v) => `${v.host}:${v.inServer ?? v.host}${v.readOnly ? ':ro' : ''}`),
+      ...(base === undefined ? {} : { permission_profile: base }),
+    };
+  const moved = volumes.find((v) => v.inServer !== undefined && resolve(v.inServer) !== v.host);
+  if (moved !== undefined)
+    throw new UsageError(
+      `--volume ${moved.host}:${moved.inServer}: a local server sees a folder at its own path; ` +
+        `use --volume ${moved.host}${moved.readOnly ? ':ro' : ''} and give the server that path`,
+    );
+  const profile = structuredClone(base ?? BUILTIN_PROFILES.network);
+  for (const v of volumes) {
+    const list = v.readOnly ? (profile.read ??= []) : (profile.write ??= []);
+    if (!list.includes(v.host)) list.push(v.host);
+  }
+  return { permission_profile: profile };
+}
+
 interface RunOptions {
   name?: string;
   group?: string;
@@ -134,6 +184,8 @@ interface RunOptions {
   tools?: string;
   sandbox?: string;
   openToLocalUsers?: boolean;
+  volume: string[];
+  permissionProfile?: string;
   fromConfig?: string;
   wait?: number;
   json?: boolean;
@@ -161,6 +213,16 @@ export function registerWorkloads(program: Command): void {
     .option('--proxy-mode <mode>', 'URL advertised to clients: streamable-http or sse')
     .option('--tools <names>', 'comma-separated tools to expose')
     .option('--sandbox <mode>', 'local servers: auto, bwrap (required) or off (run without isolation)')
+    .option(
+      '-v, --volume <HOST[:IN_SERVER][:ro]>',
+      'grant the server a folder (repeatable): read-write unless :ro; a local server sees it at HOST, a container at IN_SERVER',
+      collect,
+      [],
+    )
+    .option(
+      '--permission-profile <none|network|FILE>',
+      "the server's permission profile: a built-in or a JSON file (default: the registry entry's, else network)",
+    )
     .option(
       '--open-to-local-users',
       'let every local user and process call its tools (by default only clients with its access token can)',
@@ -195,8 +257,23 @@ export function registerWorkloads(program: Command): void {
           args.length === 0 || source.image !== undefined || source.server === undefined
             ? (source.image ?? '')
             : ((await ctx.workloads.resolveServer(source.server)).image ?? '');
+        const volumes = opts.volume.map(parseVolumeFlag);
+        const entry =
+          source.server === undefined || (volumes.length === 0 && opts.permissionProfile === undefined)
+            ? undefined
+            : await ctx.workloads.resolveServer(source.server);
+        const baseProfile =
+          opts.permissionProfile !== undefined
+            ? resolvePermissionProfile(
+                undefined,
+                ['none', 'network'].includes(opts.permissionProfile)
+                  ? opts.permissionProfile
+                  : resolve(opts.permissionProfile),
+              )
+            : entry?.permissions;
         const request: CreateWorkloadRequest = {
           ...source,
+          ...grantsOf(source.image ?? entry?.image ?? image, volumes, baseProfile),
           ...definedOnly({ name: opts.name, group: opts.group }),
           ...(args.length === 0 ? {} : { cmd_arguments: absoluteArgs(image, args) }),
           ...(opts.env.length === 0 ? {} : { env_vars: parseEnv(opts.env) }),

@@ -263,7 +263,7 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
     if (!isAbsolute(arg) || !isDirectory(arg) || !hide.some((dir) => isWithin(arg, dir))) continue;
     if (shown.some((dest) => isWithin(arg, dest))) continue;
     options.log(
-      `[skep] sandbox: ${arg} (an argument) is not visible to the server; list it in the permission profile's read or write to show it`,
+      `[skep] sandbox: ${arg} (an argument) is not visible to the server; grant it with skep run --volume ${arg}, or list it in the permission profile's read or write`,
     );
   }
   const layout = (shareNetwork: boolean, socketDir?: string): BwrapLayout => {

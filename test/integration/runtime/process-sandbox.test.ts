@@ -477,7 +477,7 @@ test(
     assert.match(log, /proj is visible read-only \(it holds the program\)/);
     assert.match(
       log,
-      /docs \(an argument\) is not visible to the server; list it in the permission profile's read/,
+      /docs \(an argument\) is not visible to the server; grant it with skep run --volume \S+docs, or list it in the permission profile's read/,
     );
     assert.match(await probe.call('list_dir', { path: join(fakeHome, 'docs') }), /^error ENOENT/);
   },
