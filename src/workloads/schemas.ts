@@ -228,8 +228,14 @@ export const WorkloadSummarySchema = Type.Object(
     port: Type.Integer(),
     proxy_mode: Type.String(),
     remote: Type.Boolean(),
-    url: Type.String(),
-    tools: Strs(),
+    url: Type.String({
+      description:
+        "The proxy endpoint clients use; it carries the workload's access token (`?skep_token=`) when the workload answers only its owner (`endpoint_access`).",
+    }),
+    tools: Type.Array(Type.String(), {
+      description:
+        "The tool names the workload's clients see (after the tools filter and overrides), as its runner last reported them; before a report, or with inbound authentication of its own, the configured tools filter.",
+    }),
     transport_type: Type.String(),
     status: WorkloadStatusSchema,
     status_context: Type.String(),
