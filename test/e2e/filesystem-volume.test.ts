@@ -6,18 +6,15 @@
  * on the host.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
 import { probeBwrap } from '../../src/runtime/index.js';
-import { cliEntry } from '../../src/workloads/index.js';
+import { runCliAsync } from '../helpers/cli.js';
 import { requireService } from '../helpers/services.js';
 import { workloadHome } from '../integration/workloads/helpers.js';
 
-const run = promisify(execFile);
 const SERVER = 'npx://@modelcontextprotocol/server-filesystem';
 
 interface Outcome {
@@ -37,18 +34,10 @@ test(
     // Under /tmp, which every sandbox replaces with a private one: hidden unless granted.
     const folder = mkdtempSync(join(tmpdir(), 'skep-fsdemo-'));
     t.after(() => rmSync(folder, { recursive: true, force: true }));
-    const skep = (...args: string[]): Promise<Outcome> =>
-      run(process.execPath, ['--import', 'tsx', cliEntry(), ...args], {
-        env: { ...home.env, SKEP_LOG_LEVEL: 'silent' },
-        timeout: 180_000,
-      }).then(
-        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-        (err: { code: number; stdout: string; stderr: string }) => ({
-          code: err.code,
-          stdout: err.stdout,
-          stderr: err.stderr,
-        }),
-      );
+    const skep = async (...args: string[]): Promise<Outcome> => {
+      const r = await runCliAsync(args, { ...home.env, SKEP_LOG_LEVEL: 'silent' }, 180_000);
+      return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+    };
     const ok = async (...args: string[]): Promise<string> => {
       const out = await skep(...args);
       assert.equal(out.code, 0, `skep ${args.join(' ')} failed: ${out.stdout}${out.stderr}`);

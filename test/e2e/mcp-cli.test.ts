@@ -6,15 +6,11 @@
  * lets through only the tools it names; a stopped or unknown workload is a clear error.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
-import { cliEntry } from '../../src/workloads/index.js';
 import { buildTestApp } from '../helpers/api.js';
+import { runCliAsync } from '../helpers/cli.js';
 import { waitFor } from '../helpers/wait.js';
 import { EVERYTHING_ENTRY, waitForStatus, workloadHome } from '../integration/workloads/helpers.js';
-
-const run = promisify(execFile);
 
 interface Outcome {
   code: number;
@@ -27,18 +23,10 @@ test(
   { timeout: 300_000 },
   async (t) => {
     const { ctx, home } = workloadHome(t);
-    const skep = (...args: string[]): Promise<Outcome> =>
-      run(process.execPath, ['--import', 'tsx', cliEntry(), ...args], {
-        env: { ...home.env, SKEP_LOG_LEVEL: 'silent' },
-        timeout: 120_000,
-      }).then(
-        ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
-        (err: { code: number; stdout: string; stderr: string }) => ({
-          code: err.code,
-          stdout: err.stdout,
-          stderr: err.stderr,
-        }),
-      );
+    const skep = async (...args: string[]): Promise<Outcome> => {
+      const r = await runCliAsync(args, { ...home.env, SKEP_LOG_LEVEL: 'silent' }, 120_000);
+      return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+    };
     const ok = async (...args: string[]): Promise<string> => {
       const out = await skep(...args);
       assert.equal(out.code, 0, `skep ${args.join(' ')} failed: ${out.stderr}`);

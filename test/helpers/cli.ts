@@ -1,5 +1,5 @@
 /** Runs the real `skep` CLI (from src/ through tsx) as a child process. */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import type { TestContext } from 'node:test';
@@ -24,6 +24,24 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv, input?: string): 
     timeout: 60_000,
   });
   return { status: res.status, stdout: res.stdout, stderr: res.stderr };
+}
+
+/**
+ * `runCli` without blocking this process (for tests whose own process serves something the
+ * CLI talks to, or that wait minutes): resolves with the exit code, never rejects.
+ */
+export function runCliAsync(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [...CLI_ARGS, ...args],
+      { env, timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
+        resolve({ status: code, stdout, stderr });
+      },
+    );
+  });
 }
 
 export interface ServeProcess {
