@@ -2,7 +2,7 @@
 // The layering rules of src/ (see CONTRIBUTING.md, "Where code goes"), checked on every
 // `npm run lint`:
 //
-//   1. no import cycle between top-level folders of src/ (static value imports: the ones that
+//   1. no import cycle between folders of src/ (see unitOf) (static value imports: the ones that
 //      run when a module is evaluated; `import type` is erased and lazy `import()` runs later);
 //   2. src/schemas/ imports only typebox, src/shared/ and itself;
 //   3. the data plane (the code one workload runner runs) imports nothing of the control plane,
@@ -16,7 +16,11 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import ts from 'typescript';
 
-/** Which program each top-level folder of src/ belongs to. A folder missing here is an error. */
+/**
+ * Which program each unit of src/ belongs to. A unit is a top-level folder of src/, or a folder
+ * under src/control/, src/dataplane/ or src/dataplane/middleware/; the ones under control/ and
+ * dataplane/ take their plane from there. A top-level folder missing here is an error.
+ */
 export const PLANES = {
   // The bottom layers, shared by both programs.
   shared: 'base',
@@ -24,7 +28,16 @@ export const PLANES = {
   protocol: 'base',
   config: 'base',
   store: 'base',
-  // What one workload runner process runs.
+  // The domain services of the control plane.
+  workloads: 'control',
+  registry: 'control',
+  skills: 'control',
+  secrets: 'control',
+  clients: 'control',
+  groups: 'control',
+  // Mounted by a runner: the embedded OAuth 2.1 authorization server.
+  authserver: 'data',
+  // Data-plane folders not yet under src/dataplane/.
   runner: 'data',
   proxy: 'data',
   pipeline: 'data',
@@ -34,22 +47,28 @@ export const PLANES = {
   ratelimit: 'data',
   telemetry: 'data',
   auth: 'data',
-  authserver: 'data',
   vmcp: 'data',
   runtime: 'data',
-  // What `skep serve`, the CLI and the operator run.
+  // Control-plane folders not yet under src/control/.
   app: 'control',
   api: 'control',
   cli: 'control',
   operator: 'control',
   ui: 'control',
-  workloads: 'control',
-  registry: 'control',
-  skills: 'control',
-  secrets: 'control',
-  clients: 'control',
-  groups: 'control',
 };
+
+/** The unit a path under src/ belongs to ("proxy", "dataplane/proxy", "dataplane/middleware/audit"). */
+export function unitOf(relPath) {
+  const parts = relPath.split(/[\\/]/);
+  if (parts[0] === 'dataplane' && parts[1] === 'middleware' && parts.length > 3)
+    return parts.slice(0, 3).join('/');
+  if ((parts[0] === 'control' || parts[0] === 'dataplane') && parts.length > 2)
+    return parts.slice(0, 2).join('/');
+  return parts[0];
+}
+
+const planeOf = (unit) =>
+  unit.startsWith('control/') ? 'control' : unit.startsWith('dataplane/') ? 'data' : PLANES[unit];
 
 /** Packages the data plane must not load: the control plane's HTTP framework, logger and validators. */
 export const CONTROL_ONLY_PACKAGES = [
@@ -135,22 +154,23 @@ export function importsOf(text, fileName) {
   return found;
 }
 
-const topFolder = (srcDir, path) => relative(srcDir, path).split(sep)[0];
+const unitAt = (srcDir, path) => unitOf(relative(srcDir, path));
 
 /** Checks every file under `srcDir`; returns { violations, edges }. */
 export function checkLayers(srcDir) {
   const violations = [];
   const edges = new Map(); // "from -> to" → first file:line that makes it
   const files = walk(srcDir, []);
-  const folders = new Set(files.map((f) => topFolder(srcDir, f)).filter((f) => !/\.tsx?$/.test(f)));
-  for (const folder of folders) {
-    if (!(folder in PLANES))
-      violations.push(`src/${folder}: unplaced folder: add it to PLANES in scripts/check-layers.mjs`);
+  const units = new Set(files.map((f) => unitAt(srcDir, f)).filter((u) => !/\.tsx?$/.test(u)));
+  for (const unit of units) {
+    if (planeOf(unit) === undefined) {
+      violations.push(`src/${unit}: unplaced folder: add it to PLANES in scripts/check-layers.mjs`);
+    }
   }
   for (const file of files) {
     const rel = relative(srcDir, file).split(sep).join('/');
-    const from = topFolder(srcDir, file);
-    const plane = PLANES[from];
+    const from = unitAt(srcDir, file);
+    const plane = planeOf(from);
     for (const imp of importsOf(readFileSync(file, 'utf8'), file)) {
       const where = `src/${rel}:${imp.line}`;
       if (!imp.specifier.startsWith('.')) {
@@ -166,16 +186,16 @@ export function checkLayers(srcDir) {
       const target = resolve(dirname(file), imp.specifier);
       const targetRel = relative(srcDir, target);
       if (targetRel.startsWith('..')) continue; // outside src/ (e.g. package.json)
-      const to = targetRel.split(sep)[0];
+      const to = unitOf(targetRel);
       if (to === from) continue;
-      const inner = targetRel.split(sep).slice(1).join('/');
+      const inner = targetRel.split(sep).slice(to.split('/').length).join('/');
       if (!/(^|\/)index\.(js|ts|tsx)$/.test(inner)) {
         violations.push(`${where}: enters src/${to} through '${inner}', not its index.ts`);
       }
       if (imp.kind === 'type') continue;
       if (from === 'schemas' && to !== 'shared')
         violations.push(`${where}: src/schemas imports src/${to} (only src/shared)`);
-      if (plane === 'data' && PLANES[to] === 'control') {
+      if (plane === 'data' && planeOf(to) === 'control') {
         violations.push(`${where}: data plane (src/${from}) imports control plane (src/${to})`);
       }
       if (imp.kind === 'value') {

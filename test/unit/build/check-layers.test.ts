@@ -144,3 +144,25 @@ test('the command exits 1 and prints each violation', () => {
     "src/api/index.ts:1: enters src/proxy through 'relay.js', not its index.ts\ncheck-layers: 1 violation(s)\n",
   );
 });
+
+test('folders under control/, dataplane/ and dataplane/middleware/ are units of their plane', () => {
+  const { status, lines } = check(
+    tree({
+      'shared/index.ts': 'export const one = 1;\n',
+      'dataplane/middleware/audit/index.ts': "export { log } from './log.js';\n",
+      'dataplane/middleware/audit/log.ts':
+        "import { one } from '../../../shared/index.js';\nexport const log = one;\n",
+      'dataplane/proxy/index.ts':
+        "import { log } from '../middleware/audit/log.js';\nexport const relay = log;\n",
+      'control/api/index.ts':
+        "import { relay } from '../../dataplane/proxy/index.js';\nexport const route = relay;\n",
+      'dataplane/runner/index.ts':
+        "import { route } from '../../control/api/index.js';\nexport const run = route;\n",
+    }),
+  );
+  assert.equal(status, 1);
+  assert.deepEqual(lines, [
+    "src/dataplane/proxy/index.ts:1: enters src/dataplane/middleware/audit through 'log.js', not its index.ts",
+    'src/dataplane/runner/index.ts:1: data plane (src/dataplane/runner) imports control plane (src/control/api)',
+  ]);
+});
