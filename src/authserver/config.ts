@@ -1,11 +1,11 @@
 /**
  * Resolves the run configuration's `embedded_auth_server_config` (its one schema is
- * `EmbeddedAuthServerConfigSchema` in `src/schemas`; seed 000 "EmbeddedAuth") into the frozen
- * object the server runs on: `resolveAuthServerConfig` parses the input with that schema,
- * then checks only what a schema cannot (cross-field rules, URLs, duration bounds, key and
- * secret sizes), reads every referenced secret (key files, HMAC secret files, environment
- * variables) and fills the defaults. Wrong configuration is a `SkepError` (`bad_request`)
- * whose message names the field to fix; secret values never appear in it.
+ * `EmbeddedAuthServerConfigSchema` in `src/schemas`, shaped as ToolHive's field of
+ * the same name) into the frozen object the server runs on: `resolveAuthServerConfig` parses
+ * the input with that schema, then checks only what a schema cannot (cross-field rules, URLs,
+ * duration bounds, key and secret sizes), reads every referenced secret (key files, HMAC
+ * secret files, environment variables) and fills the defaults. Wrong configuration is a
+ * `SkepError` (`bad_request`) whose message names the field to fix; secret values never appear in it.
  */
 import { readFileSync } from 'node:fs';
 import { FORBIDDEN_AUTHORIZATION_PARAMS } from '../schemas/extauth/index.js';
@@ -21,7 +21,7 @@ import {
 } from '../schemas/index.js';
 import { isLoopbackUrl, parseGoDuration, SkepError } from '../shared/index.js';
 
-/** Runtime defaults, with units (the seed's token lifespans and limits). */
+/** Runtime defaults, with units (ToolHive's token lifespans and limits). */
 export const AUTH_SERVER_DEFAULTS = {
   accessTokenLifespanSec: 3600,
   authCodeLifespanSec: 600,
@@ -39,7 +39,7 @@ export const AUTH_SERVER_DEFAULTS = {
   minHmacSecretBytes: 32,
 } as const;
 
-/** Lifespan bounds (seed 001 tokenLifespans), in seconds. */
+/** Lifespan bounds (ToolHive's `embeddedAuthServer.tokenLifespans` on MCPExternalAuthConfig), in seconds. */
 const LIFESPAN_BOUNDS = {
   access_token_lifespan: [60, 24 * 3600],
   auth_code_lifespan: [30, 600],
@@ -110,7 +110,7 @@ function bad(message: string): SkepError {
   return new SkepError('bad_request', `embedded_auth_server_config: ${message}`);
 }
 
-/** Parses a Go-style duration (`1h30m`, `500ms`) to ms; the seed's duration format. */
+/** Parses a Go-style duration (`1h30m`, `500ms`) to ms; ToolHive's configuration writes durations so. */
 export function parseDuration(value: string, field: string): number {
   const ms = parseGoDuration(value);
   if (ms === undefined)

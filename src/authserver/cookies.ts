@@ -1,5 +1,7 @@
 /**
- * The two browser cookies of the authorization server (issue 16, F2):
+ * The two browser cookies of the authorization server (they stop a confused deputy: a client
+ * anyone registered through DCR must not receive a code for a victim whose browser is already
+ * logged in at the upstream):
  * - the **flow cookie** binds an authorization to the browser that started it. It holds up
  *   to `MAX_FLOWS` entries `<flowId>:<secret>` (a user may sign in to several clients at
  *   once, and workloads on one loopback host share cookies, which ignore ports — RFC 6265

@@ -3,7 +3,7 @@
  * user/password, TLS, the configured timeouts and a key prefix. Every key starts with the
  * prefix, which carries a hash tag (`{...}`), so in Cluster mode all keys of one server
  * live in one slot and the Lua scripts that touch several keys stay legal (no CROSSSLOT).
- * Values are JSON; TTLs follow the token lifespans (external-auth.md §3.8, "Redis backend").
+ * Values are JSON; TTLs follow the token lifespans, as in ToolHive's Redis storage backend.
  * Records that hold upstream credentials (`upstream:` tokens, `dcr:` client registrations)
  * are sealed with the server's HMAC secrets (`sealed-record.ts`) instead: whoever else reads
  * Redis gets no usable upstream token.

@@ -45,7 +45,7 @@ export interface PendingAuthorization {
    */
   rememberedUser?: string;
   /**
-   * Set on the second and later legs of a login chain (several upstreams, issue 20 item 5):
+   * Set on the second and later legs of a login chain (several upstreams, as a vMCP has):
    * the upstreams already walked, in order, and the user the first one identified.
    */
   chain?: { done: string[]; user: ChainUser };

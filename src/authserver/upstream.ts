@@ -8,7 +8,7 @@
  * Either type can register itself at the upstream with RFC 7591 (`dcr_config`); the
  * obtained credentials are cached in storage. Every outgoing call has a timeout.
  *
- * Every outgoing call also goes through the outbound address policy (issue 16 item 7): the
+ * Every outgoing call also goes through the outbound address policy (`src/shared/net`): the
  * hosts the configuration names (issuer, token, userinfo, DCR endpoints) may be loopback or
  * private; endpoints a provider's metadata points elsewhere must be public unless the
  * upstream sets `insecure_allow_http`; link-local and cloud metadata addresses never.
@@ -66,7 +66,7 @@ function nonEmptyString(v: unknown): string | undefined {
   return undefined;
 }
 
-/** The first non-empty value among `fields` (each a dot-path) — the seed's field-mapping rule. */
+/** The first non-empty value among `fields` (each a dot-path) — ToolHive's upstream field-mapping rule. */
 export function firstField(doc: unknown, fields: string[]): string | undefined {
   for (const f of fields) {
     const v = nonEmptyString(readPath(doc, f));

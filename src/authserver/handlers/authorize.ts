@@ -12,7 +12,7 @@
  * Origin — stores the upstream `state` and sends the browser on. The callback then honours the
  * `state` only in the browser holding that flow's cookie, once.
  *
- * Login chain (several upstreams; external-auth.md §3.8 point 6, vmcp-operator.md §1.7): the
+ * Login chain (several upstreams, as ToolHive's embedded server walks them for a vMCP): the
  * login starts at the first upstream, whose account is the user of the grant; each callback
  * then sends the browser to the next upstream (config order) that holds no usable token for
  * the session, as a new pending entry with the same checks, and the code is issued only after
@@ -410,7 +410,7 @@ function usable(rec: UpstreamTokenRecord | undefined, nowSec: number): boolean {
 }
 
 /**
- * Login chain (external-auth.md §3.8, point 6): the next upstream, in config order, that has
+ * Login chain (as ToolHive's embedded server walks it): the next upstream, in config order, that has
  * not been walked and holds no usable token for this session; none when the chain is done.
  */
 async function nextLeg(

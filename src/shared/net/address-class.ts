@@ -1,6 +1,6 @@
 /**
  * What kind of address an outgoing request would reach, for the outbound address policy
- * (issue 16 item 7). Every IP address falls in one class:
+ * (`outbound.ts`). Every IP address falls in one class:
  *
  * - `link-local` — link-local ranges and the cloud metadata services (169.254.0.0/16,
  *   fe80::/10, AWS `fd00:ec2::254`, GCP `fd20:ce::254`, Alibaba `100.100.100.200`, Azure's

@@ -1,5 +1,5 @@
 /**
- * The one outbound address policy (issue 16 item 7): every outgoing request whose target a
+ * The one outbound address policy (README, "Security"): every outgoing request whose target a
  * caller can steer — registry URLs, OCI skill references, git skill hosts, OAuth discovery,
  * JWKS, introspection and token endpoints — is sent through an `OutboundClient`.
  *
