@@ -1,7 +1,7 @@
 /**
  * The skill layer: a gzipped tar of the skill's files. Packing is reproducible (sorted
  * entries, mode 0644, uid/gid 0, mtime = SOURCE_DATE_EPOCH or 0, gzip header with that mtime
- * and OS 255; skills reference §1.3). Reading treats the archive as hostile: only regular
+ * and OS 255, as ToolHive packs a skill). Reading treats the archive as hostile: only regular
  * files with relative, non-escaping paths are accepted, within per-file, total and count
  * limits, and files are written only below a fresh temp directory that is renamed into
  * place afterwards.
@@ -23,7 +23,7 @@ export interface ArchiveLimits {
   maxFiles: number;
 }
 
-/** Extraction limits of the reference (§1.3): 100 MiB per file, 500 MiB gunzipped, 1000 files. */
+/** ToolHive's extraction limits: 100 MiB per file, 500 MiB gunzipped, 1000 files. */
 export const DEFAULT_LIMITS: ArchiveLimits = {
   maxFileBytes: 100 * 1024 * 1024,
   maxTotalBytes: 500 * 1024 * 1024,

@@ -1,5 +1,5 @@
 /**
- * The skill OCI artifact (skills reference §1.3): an image index (one manifest per platform,
+ * The skill OCI artifact (ToolHive's format): an image index (one manifest per platform,
  * linux/amd64 and linux/arm64) whose manifests share one config-less-in-spirit image config
  * carrying the skill labels and exactly one tar+gzip layer. The artifact type and annotation
  * names are ToolHive's, so artifacts move between the two tools unchanged.
@@ -168,7 +168,7 @@ interface ManifestJson {
   layers?: Descriptor[];
 }
 
-/** Reads a skill artifact: index → first manifest → config labels and layer 0 (§1.3 "Reading"). */
+/** Reads a skill artifact: index → first manifest → config labels and layer 0 (as ToolHive reads one). */
 export async function fetchArtifact(source: BlobSource, reference: string): Promise<FetchedArtifact> {
   const root = await source.getManifest(reference);
   let body = parseJson<ManifestJson>(root.bytes, 'the artifact manifest');

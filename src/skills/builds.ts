@@ -1,6 +1,6 @@
 /**
  * Local builds: package a skill folder into the local OCI store, list and remove builds,
- * and push one to a registry (skills reference §1.3). Validation of a folder is
+ * and push one to a registry (in ToolHive's artifact format). Validation of a folder is
  * `validateSkillDir` in `skill-dir.ts`.
  */
 import { stat } from 'node:fs/promises';

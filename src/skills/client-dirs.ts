@@ -1,6 +1,6 @@
 /**
- * Which clients take skills and where their skills directory is, per scope (skills
- * reference §1.5 table). User-scope paths resolve from `$HOME` at call time, so tests (and a
+ * Which clients take skills and where their skills directory is, per scope (ToolHive's table
+ * of skill clients). User-scope paths resolve from `$HOME` at call time, so tests (and a
  * CLI run for another home) point every client at a temp dir. A client counts as detected
  * when its top-level home folder (e.g. `~/.claude`) exists.
  *
@@ -84,7 +84,7 @@ export function detectedSkillClients(env: NodeJS.ProcessEnv = process.env): stri
 }
 
 /**
- * Resolves the requested client list (§1.5 "Client targeting"): empty or `["all"]` means
+ * Resolves the requested client list (ToolHive's client targeting): empty or `["all"]` means
  * every detected skill client; otherwise each name must be a skill-capable client.
  */
 export function resolveClients(

@@ -1,10 +1,10 @@
 /**
- * Skills from git: `git://<host>/<owner>/<repo>[/more][@<ref>][#<path>]` (skills reference
- * §1.4). The system `git` fetches exactly one commit (shallow) into a temp dir; the digest is
+ * Skills from git: `git://<host>/<owner>/<repo>[/more][@<ref>][#<path>]` (ToolHive's
+ * syntax). The system `git` fetches exactly one commit (shallow) into a temp dir; the digest is
  * the commit hash and the skill is the folder at `<path>`. Tokens travel in
  * environment-provided git config, never on the command line.
  *
- * Address policy (issue 16 item 7): before git runs, the host is resolved and every address
+ * Address policy (`src/shared/net`): before git runs, the host is resolved and every address
  * checked — public only, unless the user listed the host as a private skill host
  * (`private-hosts.ts`); link-local and metadata addresses never. git then connects to the
  * checked address and nothing else: over http(s) through curl's resolve table

@@ -1,6 +1,6 @@
 /**
  * Installing a resolved skill and its dependencies for some clients in one scope, as one
- * transaction (skills reference §1.5): client folders are written beside the old ones and
+ * transaction (as ToolHive's install): client folders are written beside the old ones and
  * swapped in, records and the lock file are updated, and a failure anywhere undoes every step
  * taken so far, newest first. Backups are dropped only once the whole tree is installed.
  */

@@ -1,5 +1,5 @@
 /**
- * Installed skills: list, info and uninstall (skills reference §1.6). Uninstalling a skill
+ * Installed skills: list, info and uninstall (ToolHive's installed-skill records). Uninstalling a skill
  * also removes the dependencies it pulled in, unless the user installed them explicitly or
  * another skill still requires them.
  */

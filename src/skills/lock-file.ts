@@ -1,6 +1,6 @@
 /**
  * The project lock file (`skep.lock.yaml` in the project root; the format of ToolHive's
- * `toolhive.lock.yaml`, skills reference §1.7): `version: 1` and `skills` entries sorted by
+ * `toolhive.lock.yaml`): `version: 1` and `skills` entries sorted by
  * name. Unknown keys of the file and of entries are kept. Writes are atomic (temp + rename,
  * mode 0644). Also the frozen `contentDigest` algorithm over an installed skill folder.
  */

@@ -1,6 +1,6 @@
 /**
- * Shapes and helpers of project lock-file sync and upgrade (skills reference §1.7; the
- * reference's SyncResult and UpgradeResult on the wire). The work itself is in
+ * Shapes and helpers of project lock-file sync and upgrade (ToolHive's commands; its
+ * SyncResult and UpgradeResult on the wire). The work itself is in
  * `project-sync.ts`; what is here needs no state.
  */
 import { describeError, isSkepError } from '../shared/index.js';

@@ -3,7 +3,7 @@
  * upload (POST then PUT), the `WWW-Authenticate` Bearer/Basic challenge flow, and
  * credentials from the Docker config (`auths` and `docker-credential-*` helpers). Every
  * body fetched by digest is verified with SHA-256. Upstream failures map to the statuses
- * of the reference (§1.3): 401/403 → 401, 404 → 404, 429 → 429, timeout → 504, else 502.
+ * ToolHive answers with: 401/403 → 401, 404 → 404, 429 → 429, timeout → 504, else 502.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -35,7 +35,8 @@ export interface OciClientOptions {
   fetch?: typeof fetch;
   /**
    * Registries (`host`, `host:port`) that may be loopback or private. Any other registry —
-   * and any host its token realm or redirects name — must be public (issue 16, F5).
+   * and any host its token realm or redirects name — must be public: a skill reference comes
+   * from the caller, and must not make Skep fetch from the loopback or a private network.
    */
   privateHosts?: readonly string[];
   /** Deadline for one whole operation (pull or push), milliseconds. */

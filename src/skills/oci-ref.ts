@@ -67,7 +67,7 @@ export function repositoryName(ref: OciRef): string {
   return parts[parts.length - 1] ?? ref.repository;
 }
 
-/** True when the string looks like an OCI reference rather than a plain skill name (§1.4). */
+/** True when the string looks like an OCI reference rather than a plain skill name (ToolHive's rule). */
 export function looksLikeOciRef(value: string): boolean {
   return value.includes('/') || value.includes(':') || value.includes('@');
 }

@@ -1,10 +1,10 @@
 /**
- * Which OCI registries and git servers a skill may be fetched from when they are on this
- * machine or a private network (issue 16 item 7). A skill reference comes from whoever calls
- * the API (`GET /skills/content?ref=`, install), so by default only public addresses are
- * contacted; the user names their own registries and git servers here, as docker's
- * `insecure-registries` names the ones it may speak plain HTTP to. Link-local and cloud
- * metadata addresses stay refused even when listed.
+ * Which OCI registries and git servers a skill may be fetched from when they are on this machine or
+ * a private network (the outbound address policy, `src/shared/net`). A skill reference comes from
+ * whoever calls the API (`GET /skills/content?ref=`, install), so by default only public addresses
+ * are contacted; the user names their own registries and git servers here, as docker's
+ * `insecure-registries` names the ones it may speak plain HTTP to. Link-local and cloud metadata
+ * addresses stay refused even when listed.
  *
  * The list is `SKEP_SKILLS_PRIVATE_HOSTS` (read here and nowhere else) plus what the caller
  * passes as `SkillsServiceOptions.privateHosts`: `host` (any port) or `host:port`, separated

@@ -1,5 +1,5 @@
 /**
- * A project's lock file as the source of truth (skills reference §1.7): `sync` restores the
+ * A project's lock file as the source of truth (as in ToolHive): `sync` restores the
  * installed skills to it, `upgrade` re-resolves its sources and pins what moved. The request
  * and result shapes are in `lock-sync.ts`.
  */
@@ -29,7 +29,7 @@ import { resolveSkill } from './resolve.js';
 import { resolveScope } from './scope.js';
 
 /**
- * Restores a project's installed skills to its lock file (skills reference §1.7). Entries
+ * Restores a project's installed skills to its lock file (ToolHive's `sync`). Entries
  * without an install record are `missing`; records whose digest, clients or on-disk
  * contentDigest differ are `drifted`; both are reinstalled at the pinned digest (never a
  * newer one), unless `check`. Managed skills absent from the lock are `removed_from_lock`
@@ -98,7 +98,7 @@ export async function syncProject(ctx: SkillsContext, request: SyncRequest): Pro
 }
 
 /**
- * Re-resolves each lock entry's `source` (skills reference §1.7 "Upgrade"): a moved tag or
+ * Re-resolves each lock entry's `source` (ToolHive's `upgrade`): a moved tag or
  * branch gets the new content installed and pinned; digest- or commit-pinned sources are
  * `not-upgradable`. `preview` resolves and compares without installing; `fail_on_changes`
  * makes any pending upgrade a 409 (for CI freshness checks).

@@ -1,5 +1,5 @@
 /**
- * Resolving what the user named (skills reference §1.4) into a verified set of archive
+ * Resolving what the user named (ToolHive's skill reference syntax) into a verified set of archive
  * entries: an OCI reference (a local build with that tag wins over the registry), a git
  * reference, a local build tag, or a skill name matching one local build. Nothing is written
  * here; `install.ts` writes only what resolved and passed every check.
@@ -78,7 +78,7 @@ async function fromGit(ctx: SkillsContext, input: string): Promise<ResolvedSkill
   }
 }
 
-/** Resolves what the user asked for (skills reference §1.4), without a registry catalogue lookup. */
+/** Resolves what the user asked for (ToolHive's dispatch), without a registry catalogue lookup. */
 export async function resolveSkill(
   ctx: SkillsContext,
   input: string,
@@ -103,7 +103,7 @@ export async function resolveSkill(
     const fetched = local
       ? await fetchArtifact(ctx.local, reference)
       : await fetchArtifact(ctx.session(ref, false), ref.digest ?? ref.tag ?? 'latest');
-    // Supply-chain check (§1.5 step 2): the artifact's name is the repository's last segment.
+    // Supply-chain check (ToolHive's too): the artifact's name is the repository's last segment.
     const declared = fetched.labels[LABEL.name] ?? '';
     if (skillNameProblem(declared) !== undefined || declared !== repositoryName(ref)) {
       throw new SkepError(

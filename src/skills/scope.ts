@@ -1,5 +1,5 @@
 /**
- * Install scope and project root (skills reference §1.5): the scope a request names (or
+ * Install scope and project root (as ToolHive's skill install has them): the scope a request names (or
  * implies by giving a project root), and the checks a project root must pass before any file
  * is written under it.
  */
@@ -30,7 +30,10 @@ export async function resolveScope(
   return { scope: effective, root: await checkProjectRoot(projectRoot) };
 }
 
-/** Project-root rules (§1.5): absolute, no NUL or `..`, exists, no symlink anywhere, a directory, a git repository. */
+/**
+ * ToolHive's project-root rules: absolute, no NUL or `..`, exists, no symlink anywhere, a directory,
+ * a git repository.
+ */
 async function checkProjectRoot(root: string): Promise<string> {
   if (root.includes('\0')) throw new SkepError('bad_request', 'project_root contains null bytes');
   if (!isAbsolute(root)) throw new SkepError('bad_request', `project_root must be absolute, got "${root}"`);

@@ -3,7 +3,7 @@
  * build, push, list/remove builds, install (OCI, git or local build; per client and scope;
  * with dependencies), list, info and uninstall. Sources are resolved into a verified set of
  * archive entries first; nothing is written until every check passed, and a failed install
- * restores files, records and the lock file as they were (skills reference §1.5).
+ * restores files, records and the lock file as they were (as ToolHive's install does).
  *
  * The class is the domain's one entry point; each concern lives in its own module
  * (`builds.ts`, `resolve.ts`, `scope.ts`, `install.ts`, `installed.ts`, `project-sync.ts`)

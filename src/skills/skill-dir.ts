@@ -1,6 +1,6 @@
 /**
  * A skill directory on disk: request-path checks, the SKILL.md validation of the reference
- * (skills reference §1.2) and the file walk used to package a skill. Symlinks and other
+ * (ToolHive's `validate`) and the file walk used to package a skill. Symlinks and other
  * non-regular files are refused everywhere, so a skill can never point outside itself.
  */
 import { readdir, readFile } from 'node:fs/promises';
@@ -15,7 +15,7 @@ import {
 } from './skill-md.js';
 
 export const SKILL_FILE = 'SKILL.md';
-/** Packaging limits (reference §1.2, build): file count and total bytes. */
+/** Packaging limits (ToolHive's skill build): file count and total bytes. */
 export const MAX_BUILD_FILES = 1000;
 export const MAX_BUILD_BYTES = 95 * 1024 * 1024;
 

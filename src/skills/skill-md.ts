@@ -1,6 +1,6 @@
 /**
  * SKILL.md: YAML frontmatter between `---` delimiters, then a markdown body. The parsing
- * rules and limits follow the reference (skills reference §1.1): limits count UTF-8 bytes,
+ * rules and limits follow ToolHive's SKILL.md parser: limits count UTF-8 bytes,
  * not UTF-16 units, so they are measured with `Buffer.byteLength`.
  */
 import { parse as parseYaml } from 'yaml';
@@ -78,7 +78,7 @@ function optionalString(value: unknown): string {
   return typeof value === 'string' ? value : String(value);
 }
 
-/** Splits SKILL.md into frontmatter text and body (reference §1.1 delimiter rules). */
+/** Splits SKILL.md into frontmatter text and body (ToolHive's delimiter rules). */
 function splitFrontmatter(content: string): { yaml: string; body: string } {
   const text = content.trim();
   if (!text.startsWith('---')) throw new SkillParseError('invalid frontmatter');
@@ -146,7 +146,7 @@ export function parseSkillMd(content: string): ParsedSkill {
   };
 }
 
-/** Field rules shared by validate and install (reference §1.2 step 4); returns error messages. */
+/** Field rules shared by validate and install (ToolHive's frontmatter checks); returns error messages. */
 export function frontmatterErrors(fm: SkillFrontmatter): string[] {
   const errors: string[] = [];
   if (fm.name === '') errors.push('name is required');

@@ -7,7 +7,7 @@ import { withContext } from '../context.js';
 import { addCall, addListing } from '../command-shapes.js';
 import { type JsonOpt, printJson, printListing, printOutcome, printTable } from '../output.js';
 
-/** Exit codes of `sync` and `upgrade` (skills reference §1.7). */
+/** Exit codes of `sync` and `upgrade` (ToolHive's). */
 const EXIT_CHECK_FAILED = 2;
 const EXIT_PARTIAL = 3;
 
