@@ -32,8 +32,8 @@ export interface AuditorOptions {
   readonly trustProxyHeaders: boolean;
   readonly writer: AuditWriter;
   /**
-   * Claims for a request no stage authenticated: the local user when the workload has no
-   * inbound authentication (reference §1.7), undefined (`"anonymous"`) when it has.
+   * Claims for a request no stage authenticated: the local user when the workload has no inbound
+   * authentication (ToolHive's synthetic local user), undefined (`"anonymous"`) when it has.
    */
   readonly unauthenticatedClaims: () => Record<string, unknown> | undefined;
   /** How long a 202-answered request waits for its answer on the stream, ms (default 60 s). */

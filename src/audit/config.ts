@@ -1,6 +1,6 @@
 /**
  * The audit configuration (`audit_config`, or the JSON file named by `audit_config_path`):
- * camelCase keys, defaults and validation as the reference has them (middleware.md §2.1),
+ * camelCase keys, defaults and validation as the reference (ToolHive) has them,
  * parsed once into a frozen object. Differences from the reference, on purpose: `enabled:
  * false` turns audit off (the reference installs the middleware whatever `enabled` says),
  * `sse_connection` may be named in the filters (the reference emits it but refuses the name),
@@ -39,7 +39,7 @@ export const AUDIT_EVENT_TYPES: ReadonlySet<string> = new Set([
   'sse_connection',
 ]);
 
-/** Defaults, with units (reference middleware.md §2.1). */
+/** Defaults, with units (ToolHive's). */
 export const AUDIT_DEFAULTS = Object.freeze({
   /** Largest request or response body recorded in `data`, bytes; 0 in the config means this. */
   maxDataSize: 1024,

@@ -1,12 +1,12 @@
 /**
- * One audit event per HTTP exchange, in the reference's wire format (middleware.md §2.2–§2.5),
+ * One audit event per HTTP exchange, in the reference's wire format (ToolHive's audit log),
  * so pipelines built for ToolHive's audit log read Skep's unchanged. Field names, the
  * top-level key order (`audit_id, type, logged_at, outcome, component, source, subjects,
  * delegation?, target, metadata?, data?`) and the line prefix (`time`, `level:"AUDIT"`,
  * `msg:"audit_event"`) are the reference's. Inside `subjects`, `target`, `source.extra`,
  * `metadata.extra` and `data` the keys are in alphabetical order, because that is what the
- * reference writes: those are Go maps, and Go's JSON encoder sorts map keys (§2.5's sample
- * lists them in another order, which no reference log line has).
+ * reference writes: those are Go maps, and Go's JSON encoder sorts map keys (a sample in
+ * another order would be no log line the reference writes).
  *
  * Deliberate differences, each better than the reference: `X-Forwarded-For` / `X-Real-IP`
  * are believed only with `trust_proxy_headers`; application errors are found in the parsed
@@ -103,14 +103,14 @@ export function isLegacySsePath(path: string): boolean {
   return path === '/sse' || path === '/messages' || path === '/message';
 }
 
-/** A GET that opens a server → client stream (legacy `/sse` or streamable `GET /mcp`), §2.2. */
+/** A GET that opens a server → client stream (legacy `/sse` or streamable `GET /mcp`). */
 export function isStreamOpen(httpMethod: string, headers: IncomingHttpHeaders): boolean {
   if (httpMethod !== 'GET') return false;
   const accept = headers['accept'];
   return typeof accept === 'string' && accept.toLowerCase().includes('text/event-stream');
 }
 
-/** §2.2: by MCP method when the body parsed; else by endpoint and HTTP method. */
+/** ToolHive's event types: by MCP method when the body parsed; else by endpoint and HTTP method. */
 export function auditEventType(httpMethod: string, path: string, mcpMethod: string | undefined): string {
   if (mcpMethod !== undefined) return METHOD_EVENT_TYPES.get(mcpMethod) ?? 'mcp_request';
   if (isLegacySsePath(path)) {
@@ -120,7 +120,7 @@ export function auditEventType(httpMethod: string, path: string, mcpMethod: stri
   return 'http_request';
 }
 
-/** §2.3: from the final HTTP status (0: none, the exchange never completed). */
+/** ToolHive's outcome: from the final HTTP status (0: none, the exchange never completed). */
 export function outcomeForStatus(status: number): AuditOutcome {
   if (status === 401 || status === 403) return 'denied';
   if (status >= 500) return 'error';
@@ -189,7 +189,7 @@ function socketHost(remoteAddress: string | undefined): string {
  * `source.value`: the first `X-Forwarded-For` entry, then `X-Real-IP`, then the socket's
  * address — the headers only when the run configuration trusts a proxy in front
  * (`trust_proxy_headers`); any client can send them, so by default they are ignored (the
- * reference believes them unconditionally, ⚠ §2.5).
+ * reference believes them unconditionally).
  */
 export function clientAddress(
   headers: IncomingHttpHeaders,
@@ -211,8 +211,9 @@ function claimString(claims: Record<string, unknown> | undefined, name: string):
 }
 
 /**
- * `subjects` (§2.5): `user_id` = `sub`; `user` = `name`, else `preferred_username`, else
- * `email`, else `"anonymous"`; `client_name` / `client_version` from claims of those names.
+ * `subjects` (as ToolHive writes them): `user_id` = `sub`; `user` = `name`, else
+ * `preferred_username`, else `email`, else `"anonymous"`; `client_name` / `client_version` from
+ * claims of those names.
  */
 export function subjectsOf(claims: Record<string, unknown> | undefined): Record<string, string> {
   const subjects: Record<string, string> = {};
@@ -334,7 +335,7 @@ export function exchangeEvent(facts: ExchangeFacts, settings: EventSettings): Au
 }
 
 /**
- * The one `sse_connection` event of a stream open (§2.2): target type `sse_endpoint`, and
+ * The one `sse_connection` event of a stream open (ToolHive's): target type `sse_endpoint`, and
  * `metadata.extra.transport` naming the client transport (`sse` or `streamable-http`).
  */
 export function streamOpenEvent(facts: ExchangeFacts, settings: EventSettings): AuditEvent | undefined {

@@ -1,6 +1,6 @@
 /**
- * Audit (reference middleware.md §2): the configuration, the events in the reference's wire
- * format, a writer that never blocks the proxy, and the `Auditor` that follows exchanges. The
+ * Audit (as ToolHive's audit middleware has it): the configuration, the events in the reference's
+ * wire format, a writer that never blocks the proxy, and the `Auditor` that follows exchanges. The
  * pipeline stage (`src/pipeline/stages/audit.ts`) builds it from the run configuration.
  */
 export type { AuditConfig } from './config.js';

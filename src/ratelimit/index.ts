@@ -1,8 +1,7 @@
 /**
- * Rate limits for `tools/call` at the proxy (reference middleware.md §4): the
- * `rate_limit_config` parser, the token-bucket limiter, and its two stores — in memory for
- * one proxy, Redis for proxies sharing budgets. The proxy stage is
- * `pipeline/stages/rate-limit.ts`.
+ * Rate limits for `tools/call` at the proxy (as ToolHive's rate-limit middleware has them): the
+ * `rate_limit_config` parser, the token-bucket limiter, and its two stores — in memory for one
+ * proxy, Redis for proxies sharing budgets. The proxy stage is `pipeline/stages/rate-limit.ts`.
  */
 export {
   type BucketLimit,

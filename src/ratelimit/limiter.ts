@@ -1,10 +1,10 @@
 /**
- * Token buckets for `tools/call` (reference middleware.md §4.2). For one call the limiter
- * picks the applicable buckets — the server's `shared`, the tool's `shared`, and, when the
- * caller has a subject, the server's and the tool's `perUser` — and asks its store to take
- * one token from every one of them or from none (all or nothing, so a call refused by its
- * per-user bucket does not drain the shared one). Two stores sit behind `BucketStore`: in
- * memory (one proxy) and Redis (replicas sharing budgets, `redis-store.ts`).
+ * Token buckets for `tools/call` (ToolHive's rate-limit behaviour). For one call the limiter picks
+ * the applicable buckets — the server's `shared`, the tool's `shared`, and, when the caller has a
+ * subject, the server's and the tool's `perUser` — and asks its store to take one token from every
+ * one of them or from none (all or nothing, so a call refused by its per-user bucket does not drain
+ * the shared one). Two stores sit behind `BucketStore`: in memory (one proxy) and Redis (replicas
+ * sharing budgets, `redis-store.ts`).
  *
  * Fail-open: when the store fails (Redis unreachable, a timeout), the call is allowed, as
  * the reference does — a rate limit protects the server's budget, it is not an access

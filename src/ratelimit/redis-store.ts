@@ -1,12 +1,11 @@
 /**
- * Token buckets in Redis, shared by every proxy of a workload (reference middleware.md §4.2,
- * "Atomicity" and "Redis storage"). One Lua script per call refills each applicable bucket
- * by the Redis server's clock (`TIME`, so proxies with skewed clocks agree), takes one token
- * from each only if all hold at least one, and otherwise takes none and names the first
- * that refused. Each bucket is a hash `{tokens, last_refill (µs)}` whose key expires
- * ceil(2 × refillPeriod) s after its last use. The keys share the hash tag
- * `{<namespace>:<server>}`, so on Redis Cluster every bucket of a server lives in one slot
- * and the multi-key script is legal.
+ * Token buckets in Redis, shared by every proxy of a workload (atomic and keyed as ToolHive's rate
+ * limiter keeps them in Redis). One Lua script per call refills each applicable bucket by the Redis
+ * server's clock (`TIME`, so proxies with skewed clocks agree), takes one token from each only if
+ * all hold at least one, and otherwise takes none and names the first that refused. Each bucket is
+ * a hash `{tokens, last_refill (µs)}` whose key expires ceil(2 × refillPeriod) s after its last
+ * use. The keys share the hash tag `{<namespace>:<server>}`, so on Redis Cluster every bucket of a
+ * server lives in one slot and the multi-key script is legal.
  *
  * `scaling_config.session_redis` gives only an address: the store asks the node whether it
  * runs in cluster mode (`INFO cluster`) and, if so, connects as a Cluster client with that

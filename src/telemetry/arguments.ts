@@ -1,9 +1,9 @@
 /**
  * The `tools/call` argument summary on spans (`gen_ai.tool.call.arguments`, legacy
- * `mcp.tool.arguments`; reference middleware.md §5.2): `k=v, k=v`, a value over 100 characters
- * cut with `...`, the whole string at most 200 characters, and any key that looks like a
- * credential replaced by `[REDACTED]`. Keys come in the order the client sent them (the
- * reference's map iteration makes its order random).
+ * `mcp.tool.arguments`; as ToolHive's telemetry middleware writes it): `k=v, k=v`, a value over 100
+ * characters cut with `...`, the whole string at most 200 characters, and any key that looks like a
+ * credential replaced by `[REDACTED]`. Keys come in the order the client sent them (the reference's
+ * map iteration makes its order random).
  */
 
 /** Substrings of a key (compared in lower case) whose value is never recorded. */

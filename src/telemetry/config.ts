@@ -1,5 +1,5 @@
 /**
- * `telemetry_config` (reference middleware.md §5.1, camelCase keys), parsed once into frozen
+ * `telemetry_config` (ToolHive's shape, camelCase keys), parsed once into frozen
  * settings. Where the reference sets a trap, Skep refuses or does the evident thing instead
  * (the README lists the differences):
  * - a config with only `endpoint` turns tracing and OTLP metrics on (the reference reads the
@@ -35,7 +35,7 @@ export interface TelemetrySettings {
   readonly environmentVariables: readonly string[];
   /** Resource attributes on every span and metric export (and Prometheus `target_info`). */
   readonly customAttributes: Readonly<Record<string, string>>;
-  /** Also emit the pre-semconv attribute names (reference §5.2 "legacy"). */
+  /** Also emit the pre-semconv attribute names (ToolHive's `useLegacyAttributes`). */
   readonly legacyAttributes: boolean;
 }
 

@@ -1,11 +1,11 @@
 /**
- * Telemetry of a workload's proxy (reference middleware.md §5) and of `skep serve`: the
- * `telemetry_config` parser, metric instruments and their Prometheus exposition. What a
- * proxied request records (`proxy-telemetry.ts`, with `proxy-metrics.ts` and
- * `arguments.ts`) and the OTLP export with the OpenTelemetry SDK (`otlp.ts`) are imported on
- * demand by the telemetry stage and exported here as types only, so a workload without
- * telemetry loads neither, and one without an OTLP endpoint no `@opentelemetry` package. The
- * metric instruments and the Prometheus exposition are in `runtime.ts`, for the same reason.
+ * Telemetry of a workload's proxy (as ToolHive's telemetry middleware has it) and of `skep serve`:
+ * the `telemetry_config` parser, metric instruments and their Prometheus exposition. What a proxied
+ * request records (`proxy-telemetry.ts`, with `proxy-metrics.ts` and `arguments.ts`) and the OTLP
+ * export with the OpenTelemetry SDK (`otlp.ts`) are imported on demand by the telemetry stage and
+ * exported here as types only, so a workload without telemetry loads neither, and one without an
+ * OTLP endpoint no `@opentelemetry` package. The metric instruments and the Prometheus exposition
+ * are in `runtime.ts`, for the same reason.
  */
 export {
   DEFAULT_SAMPLING_RATE,

@@ -279,7 +279,7 @@ export class MetricRegistry {
 
 /**
  * A client-controlled label value cut to `maxBytes` of UTF-8 on a character boundary, ending in
- * `...` when cut (reference §5.3: 128 bytes; here the result, `...` included, is at most
+ * `...` when cut (ToolHive cuts at 128 bytes; here the result, `...` included, is at most
  * `maxBytes`, so a label never exceeds the limit).
  */
 export function cutLabel(value: string, maxBytes = 128): string {

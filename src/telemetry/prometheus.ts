@@ -1,6 +1,6 @@
 /**
  * The Prometheus text exposition format (0.0.4) of metric families, named the way the
- * reference's OpenTelemetry Prometheus exporter (Go) names them (middleware.md §5.3), so
+ * reference's OpenTelemetry Prometheus exporter (Go) names them (ToolHive's `/metrics`), so
  * queries and dashboards built for it work: invalid characters become `_`
  * (`mcp.server.operation.duration` → `mcp_server_operation_duration`), the unit is appended
  * (`s` → `_seconds`, `By` → `_bytes`), counters end in `_total`, every series carries its

@@ -1,7 +1,7 @@
 /**
  * The proxy's metric instruments, named and labelled as the reference emits them
- * (middleware.md §5.3, meter `github.com/stacklok/toolhive/pkg/telemetry`), and the rate
- * limiter's (§4.2, meter `github.com/stacklok/toolhive/pkg/ratelimit`).
+ * (meter `github.com/stacklok/toolhive/pkg/telemetry`), and the rate limiter's (meter
+ * `github.com/stacklok/toolhive/pkg/ratelimit`).
  *
  * Each record method finds its series through a small cache keyed by the label values as
  * received (the label objects, with client-controlled values cut to 128 bytes, are built once
@@ -26,7 +26,7 @@ export const RATE_LIMIT_SCOPE: MetricScope = Object.freeze({
   name: 'github.com/stacklok/toolhive/pkg/ratelimit',
 });
 
-/** MCP semantic conventions' duration buckets, seconds (reference §5.3). */
+/** MCP semantic conventions' duration buckets, seconds (as ToolHive's histograms use them). */
 export const MCP_DURATION_BUCKETS: readonly number[] = Object.freeze([
   0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300,
 ]);
@@ -194,8 +194,8 @@ export interface RateLimitSource {
 }
 
 /**
- * The §4.2 metrics of the rate limiters of a pipeline, read from their counters when metrics
- * are collected (nothing is added to the limiter's per-call work).
+ * ToolHive's rate-limit metrics of the rate limiters of a pipeline, read from their counters when
+ * metrics are collected (nothing is added to the limiter's per-call work).
  */
 export function rateLimitFamilies(sources: readonly RateLimitSource[], startMs: number): MetricFamily[] {
   const decisions: MetricFamily['points'][number][] = [];

@@ -1,8 +1,8 @@
 /**
- * The instrumentation of one workload's proxy requests (reference middleware.md §5.2–§5.4):
- * a span per request (with an OTLP endpoint and tracing on), the proxy's metrics, and the
- * `/metrics` endpoint. The `telemetry` pipeline stage (`pipeline/stages/telemetry.ts`) imports
- * this module on demand, so a workload without telemetry loads none of it.
+ * The instrumentation of one workload's proxy requests (as ToolHive's telemetry middleware does
+ * it): a span per request (with an OTLP endpoint and tracing on), the proxy's metrics, and the
+ * `/metrics` endpoint. The `telemetry` pipeline stage (`pipeline/stages/telemetry.ts`) imports this
+ * module on demand, so a workload without telemetry loads none of it.
  *
  * A span's context comes from the request's `traceparent`/`tracestate` headers, then from
  * `params._meta` (which wins, as in the reference); requests to an HTTP server carry the
@@ -58,7 +58,7 @@ function clientName(ctx: ProxyRequestContext, meta: Record<string, unknown> | un
   return undefined;
 }
 
-/** The request's remote parent: `params._meta` wins over the headers (reference §5.2). */
+/** The request's remote parent: `params._meta` wins over the headers (as in ToolHive). */
 function parentOf(
   ctx: ProxyRequestContext,
   meta: Record<string, unknown> | undefined,
@@ -145,7 +145,7 @@ export class ProxyTelemetry {
     metrics.finished(ctx.method, status, mcp?.method, mcp?.resourceId, seconds);
     if (span === undefined || !span.sampled) return;
     const spans = this.#spans as SpanRecorder;
-    // Renamed once the request is over: `<mcp method> <resource id>` (reference §5.2).
+    // Renamed once the request is over: `<mcp method> <resource id>` (ToolHive's span name).
     const name =
       mcp === undefined
         ? `${ctx.method} ${ctx.path}`
@@ -210,20 +210,20 @@ export class ProxyTelemetry {
       }
     }
     for (const [key, value] of this.#environment) w.stringAttr(A, key, value);
-    // What later stages added (the rate limit's decision, reference §4).
+    // What later stages added (the rate limit's decision, as ToolHive's rate limiter records it).
     const added = ctx.spanAttributes;
     if (added !== undefined)
       for (const [key, value] of added)
         if (typeof value === 'boolean') w.boolAttr(A, key, value);
         else w.stringAttr(A, key, value);
-    // Status (reference §5.2): ≥ 500 Error with error.type, 4xx unset, else Ok.
+    // Status, as ToolHive sets it: ≥ 500 Error with error.type, 4xx unset, else Ok.
     if (status >= 500) {
       w.stringAttr(A, 'error.type', String(status));
       spans.close(span, STATUS_ERROR);
     } else spans.close(span, status >= 400 ? STATUS_UNSET : STATUS_OK);
   }
 
-  /** HTTP attributes of the request (reference §5.2). */
+  /** HTTP attributes of the request (those ToolHive's spans carry). */
   #httpAttributes(w: ProtobufWriter, ctx: ProxyRequestContext): void {
     const host = header(ctx, 'host') ?? '';
     const target = ctx.query === '' ? ctx.path : `${ctx.path}?${ctx.query}`;

@@ -1,5 +1,5 @@
 /**
- * The resource of a workload's telemetry (reference middleware.md §5.1): the attributes of
+ * The resource of a workload's telemetry (as ToolHive builds it): the attributes of
  * `OTEL_RESOURCE_ATTRIBUTES`, the host name, `customAttributes`, then `service.name` and
  * `service.version` (later entries win). OTLP exports carry it as the resource; Prometheus
  * shows it as `target_info`.

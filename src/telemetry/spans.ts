@@ -1,9 +1,9 @@
 /**
- * Server spans of a workload's proxy, recorded straight into OTLP protobuf (reference
- * middleware.md §5.2): W3C trace context in and out, ParentBased(TraceIdRatio) sampling, and
+ * Server spans of a workload's proxy, recorded straight into OTLP protobuf (as ToolHive's telemetry
+ * middleware records them): W3C trace context in and out, ParentBased(TraceIdRatio) sampling, and
  * batches exported like the SDK's `BatchSpanProcessor` does (512 spans or `OTEL_BSP_SCHEDULE_DELAY`
- * ms, default 5000; at most `OTEL_BSP_MAX_QUEUE_SIZE` spans waiting, default 2048, beyond
- * which spans are dropped and counted).
+ * ms, default 5000; at most `OTEL_BSP_MAX_QUEUE_SIZE` spans waiting, default 2048, beyond which
+ * spans are dropped and counted).
  *
  * Why not the OpenTelemetry SDK's tracer: at sampling 1.0 every proxied call is a span, and the
  * SDK's span objects (attribute validation per `setAttribute`, a span processor chain) plus its
@@ -87,7 +87,8 @@ export function parseTraceparent(value: unknown, state?: unknown): TraceParent |
   if (version === 'ff' || (version === '00' && rest !== undefined)) return undefined;
   if (/^0+$/.test(trace) || /^0+$/.test(parent)) return undefined;
   const word = (hex: string, i: number) => Number.parseInt(hex.slice(i * 8, i * 8 + 8), 16);
-  // tracestate is passed on as received when it is plausible (§3.3: at most 512 characters kept).
+  // tracestate is passed on as received when it is plausible (Trace Context §3.3: at most 512
+  // characters kept).
   const ts =
     typeof state === 'string' && state.length <= 512 && !/[\r\n]/.test(state) ? state.trim() : undefined;
   return new TraceParent(
