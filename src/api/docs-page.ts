@@ -11,6 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { escapeHtml as esc, renderInline, renderMarkdown } from './markdown.js';
+import { isRecord } from '../shared/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -34,9 +35,6 @@ interface Operation {
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'head', 'options']);
 const COMPONENTS = '#/components/schemas/';
 
-const isObject = (value: unknown): value is Json =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /** An id usable in a URL fragment and an HTML attribute. */
 const slug = (text: string): string => text.replace(/[^A-Za-z0-9_-]+/g, '-').replace(/^-+|-+$/g, '');
 
@@ -49,7 +47,7 @@ const refName = (schema: Json): string | undefined => {
 
 /** The type column: named schemas as links, arrays and maps by their items, enums by value. */
 function typeOf(schema: unknown, depth = 0): string {
-  if (!isObject(schema) || depth > 8) return 'any';
+  if (!isRecord(schema) || depth > 8) return 'any';
   const name = refName(schema);
   if (name !== undefined) return schemaLink(name);
   if (Array.isArray(schema['enum'])) {
@@ -60,9 +58,9 @@ function typeOf(schema: unknown, depth = 0): string {
   const type = schema['type'];
   if (Array.isArray(type)) return type.map((t) => esc(String(t))).join(' | ');
   if (type === 'array') return `array of ${typeOf(schema['items'], depth + 1)}`;
-  if (type === 'object' || (type === undefined && isObject(schema['properties']))) {
+  if (type === 'object' || (type === undefined && isRecord(schema['properties']))) {
     const extra = schema['additionalProperties'];
-    if (!isObject(schema['properties']) && isObject(extra)) return `map of ${typeOf(extra, depth + 1)}`;
+    if (!isRecord(schema['properties']) && isRecord(extra)) return `map of ${typeOf(extra, depth + 1)}`;
     return 'object';
   }
   if (typeof type === 'string') {
@@ -88,21 +86,21 @@ function constraints(schema: Json): string {
 /** The inline object (not a named one) whose fields continue under `suffix`, if any. */
 function nestedObject(schema: Json): { schema: Json; suffix: string } | undefined {
   const inlineObject = (s: unknown): s is Json =>
-    isObject(s) && refName(s) === undefined && isObject(s['properties']);
+    isRecord(s) && refName(s) === undefined && isRecord(s['properties']);
   if (inlineObject(schema)) return { schema, suffix: '.' };
   if (schema['type'] === 'array' && inlineObject(schema['items']))
     return { schema: schema['items'], suffix: '[].' };
   const extra = schema['additionalProperties'];
-  if (!isObject(schema['properties']) && inlineObject(extra)) return { schema: extra, suffix: '{}.' };
+  if (!isRecord(schema['properties']) && inlineObject(extra)) return { schema: extra, suffix: '{}.' };
   return undefined;
 }
 
 function fieldRows(schema: Json, prefix: string, rows: string[], depth: number): void {
   const properties = schema['properties'];
-  if (!isObject(properties) || depth > 6) return;
+  if (!isRecord(properties) || depth > 6) return;
   const required = new Set(Array.isArray(schema['required']) ? (schema['required'] as string[]) : []);
   for (const [name, raw] of Object.entries(properties)) {
-    const field = isObject(raw) ? raw : {};
+    const field = isRecord(raw) ? raw : {};
     const description = typeof field['description'] === 'string' ? renderMarkdown(field['description']) : '';
     rows.push(
       `<tr><td><code>${esc(prefix + name)}</code></td><td>${typeOf(field)}</td>` +
@@ -115,8 +113,8 @@ function fieldRows(schema: Json, prefix: string, rows: string[], depth: number):
 
 /** A schema as a field table; a schema without fields as its type. */
 function schemaTable(schema: unknown): string {
-  if (!isObject(schema)) return '';
-  if (!isObject(schema['properties'])) return `<p>Type: ${typeOf(schema)}</p>`;
+  if (!isRecord(schema)) return '';
+  if (!isRecord(schema['properties'])) return `<p>Type: ${typeOf(schema)}</p>`;
   const rows: string[] = [];
   fieldRows(schema, '', rows, 0);
   if (rows.length === 0) return '<p>Type: object (no fields).</p>';
@@ -132,10 +130,10 @@ function schemaTable(schema: unknown): string {
 
 /** A body or response schema: a named one as a link, an inline one as its table. */
 function bodySchema(schema: unknown): string {
-  if (!isObject(schema)) return '';
+  if (!isRecord(schema)) return '';
   const name = refName(schema);
   if (name !== undefined) return `<p>Body: ${schemaLink(name)}</p>`;
-  if (!isObject(schema['properties'])) return `<p>Body: ${typeOf(schema)}</p>`;
+  if (!isRecord(schema['properties'])) return `<p>Body: ${typeOf(schema)}</p>`;
   const description = typeof schema['description'] === 'string' ? renderMarkdown(schema['description']) : '';
   return description + schemaTable(schema);
 }
@@ -184,7 +182,7 @@ function renderOperation(method: string, path: string, op: Operation): string {
     const details: string[] = [];
     for (const [status, response] of responses) {
       const schema = firstSchema(response.content);
-      const inline = schema !== undefined && refName(schema) === undefined && isObject(schema['properties']);
+      const inline = schema !== undefined && refName(schema) === undefined && isRecord(schema['properties']);
       rows.push(
         `<tr><td><code>${esc(status)}</code></td><td>${renderInline(meaning(status, response.description))}</td>` +
           `<td>${schema === undefined ? 'none' : inline ? `<a href="#${esc(id)}-${esc(status)}">object</a>` : typeOf(schema)}</td></tr>`,
@@ -251,7 +249,7 @@ export function renderDocsPage(doc: OpenApiDocument): string {
   const byTag = new Map<string, string[]>();
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, raw] of Object.entries(item)) {
-      if (!METHODS.has(method) || !isObject(raw)) continue;
+      if (!METHODS.has(method) || !isRecord(raw)) continue;
       const op = raw as Operation;
       const tag = op.tags?.[0] ?? 'other';
       const list = byTag.get(tag) ?? [];
@@ -285,7 +283,7 @@ export function renderDocsPage(doc: OpenApiDocument): string {
   out.push('<section id="schemas"><h2>Schemas</h2>');
   for (const [name, schema] of schemas) {
     const description =
-      isObject(schema) && typeof schema['description'] === 'string' ? schema['description'] : '';
+      isRecord(schema) && typeof schema['description'] === 'string' ? schema['description'] : '';
     out.push(
       `<section class="schema" id="schema-${esc(slug(name))}" data-filter="${esc(name.toLowerCase())}">` +
         `<h3>${esc(name)} <a class="anchor" href="#schema-${esc(slug(name))}" aria-label="Link to this schema">#</a></h3>` +

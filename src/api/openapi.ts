@@ -10,16 +10,13 @@
  */
 
 import type { FastifySchema } from 'fastify';
-import { ERROR_CODES } from '../shared/index.js';
+import { ERROR_CODES, isRecord } from '../shared/index.js';
 
 const COMPONENTS = '#/components/schemas/';
 /** The `$id` of the error body every failed request answers with (`src/api/schemas.ts`). */
 export const ERROR_SCHEMA = 'Error';
 
 type Json = Record<string, unknown>;
-
-const isObject = (value: unknown): value is Json =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
  * The component name of a schema: its `$id`, else its `title`, when that is a valid
@@ -63,7 +60,7 @@ export function createSchemaNamer(): SchemaNamer {
 
   function copy(node: unknown, keepRoot: boolean): unknown {
     if (Array.isArray(node)) return node.map((item) => copy(item, false));
-    if (!isObject(node)) return node;
+    if (!isRecord(node)) return node;
     const name = keepRoot ? undefined : componentName(node);
     if (name !== undefined) {
       register(name, node);
@@ -83,7 +80,7 @@ export function createSchemaNamer(): SchemaNamer {
   }
 
   function mapValues(map: unknown): unknown {
-    if (!isObject(map)) return map;
+    if (!isRecord(map)) return map;
     const out: Json = {};
     for (const key of Object.keys(map)) out[key] = copy(map[key], false);
     return out;
@@ -91,16 +88,16 @@ export function createSchemaNamer(): SchemaNamer {
 
   return {
     transform({ schema, url }) {
-      if (!isObject(schema)) return { schema, url };
+      if (!isRecord(schema)) return { schema, url };
       const out: Json = Object.assign({}, schema);
       if (schema['body'] !== undefined) out['body'] = copy(schema['body'], false);
-      if (isObject(schema['response'])) {
+      if (isRecord(schema['response'])) {
         const responses: Json = {};
         for (const [status, response] of Object.entries(schema['response'])) {
           const ref = copy(response, false);
           // A response that is a named schema keeps its own short description (the plugin
           // takes the response's description from here; it drops the sibling from the schema).
-          if (isObject(response) && isObject(ref) && ref['$ref'] !== undefined) {
+          if (isRecord(response) && isRecord(ref) && ref['$ref'] !== undefined) {
             const name = componentName(response) ?? '';
             ref['description'] = responseDescription(name, status, response);
           }
@@ -141,14 +138,14 @@ const firstParagraph = (text: string): string => text.split(/\n\s*\n/)[0] ?? tex
  */
 function toOpenApi(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(toOpenApi);
-  if (!isObject(node)) return node;
+  if (!isRecord(node)) return node;
   const out: Json = {};
   for (const key of Object.keys(node)) {
     const value = node[key];
     if (key === '$id' || key === '$schema') continue;
     if (key === 'const') out['enum'] = [value];
     else if (key === 'enum' || key === 'default' || key === 'examples') out[key] = value;
-    else if (key === 'patternProperties' && isObject(value)) {
+    else if (key === 'patternProperties' && isRecord(value)) {
       // As @fastify/swagger converts inline schemas: a map's value schema (TypeBox `Record`).
       const first = Object.values(value)[0];
       if (first !== undefined) out['additionalProperties'] = toOpenApi(first);

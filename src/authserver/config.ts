@@ -19,7 +19,7 @@ import {
   type UpstreamConfig,
   type UserInfoConfig,
 } from '../schemas/index.js';
-import { isLoopbackUrl, parseGoDuration, SkepError } from '../shared/index.js';
+import { goDurationMs, isLoopbackUrl, SkepError } from '../shared/index.js';
 
 /** Runtime defaults, with units (ToolHive's token lifespans and limits). */
 export const AUTH_SERVER_DEFAULTS = {
@@ -112,8 +112,8 @@ function bad(message: string): SkepError {
 
 /** Parses a Go-style duration (`1h30m`, `500ms`) to ms; ToolHive's configuration writes durations so. */
 export function parseDuration(value: string, field: string): number {
-  const ms = parseGoDuration(value);
-  if (ms === undefined)
+  const ms = goDurationMs(value);
+  if (ms === undefined || ms < 0)
     throw bad(`${field} must be a duration such as "1h", "10m" or "30s" (got "${value}")`);
   return ms;
 }

@@ -7,7 +7,7 @@
  */
 import { setFlagsFromString } from 'node:v8';
 import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';
-import { jsonSyntaxError, lazyRequire, SkepError } from '../shared/index.js';
+import { isRecord, jsonSyntaxError, lazyRequire, SkepError } from '../shared/index.js';
 
 export type CedarValue = CedarWasm.CedarValueJson;
 export type CedarEntity = CedarWasm.EntityJson & { uid: CedarWasm.TypeAndId; parents: CedarWasm.TypeAndId[] };
@@ -119,10 +119,6 @@ export function attributeUse(policies: readonly string[]): AttributeUse {
     walk(answer.json.conditions);
   }
   return { names, wholeContext };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** `{type, id}` or `{"__entity": {type, id}}` → `{type, id}`; anything else (a bare string) is refused. */

@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { extname, isAbsolute, resolve } from 'node:path';
-import { jsonSyntaxError, lazyRequire, SkepError, yamlSyntaxError } from '../shared/index.js';
+import { isRecord, jsonSyntaxError, lazyRequire, SkepError, yamlSyntaxError } from '../shared/index.js';
 import { type CedarEntity, compileEntities, compilePolicies } from './cedar-engine.js';
 
 /** YAML files are rare; a workload runner loads the parser only for one (runner-footprint check). */
@@ -71,10 +71,6 @@ const CEDAR_IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function bad(message: string): SkepError {
   return new SkepError('bad_request', message);
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function objectAt(value: unknown, field: string): Record<string, unknown> {

@@ -7,6 +7,7 @@
  */
 import { parse } from '@marcbachmann/cel-js';
 import { toCelValue } from '../schemas/index.js';
+import { isRecord } from '../shared/index.js';
 
 // Re-exported for the operator's callers and tests; the helper itself lives in src/schemas/cel.ts.
 export { toCelValue };
@@ -31,9 +32,6 @@ function compile(rule: string): Compiled {
   }
   return fn;
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  v !== null && typeof v === 'object' && !Array.isArray(v);
 
 interface RawRule {
   rule: string;
@@ -72,12 +70,12 @@ function walk(schema: SchemaNode, value: unknown, path: string, out: RuleViolati
     }
   }
   const props = schema['properties'] as Record<string, SchemaNode> | undefined;
-  if (props !== undefined && isObject(value)) {
+  if (props !== undefined && isRecord(value)) {
     for (const [key, sub] of Object.entries(props))
       walk(sub, value[key], path === '' ? key : `${path}.${key}`, out);
   }
   const extra = schema['additionalProperties'];
-  if (isObject(extra) && isObject(value)) {
+  if (isRecord(extra) && isRecord(value)) {
     for (const [key, v] of Object.entries(value)) walk(extra, v, `${path}.${key}`, out);
   }
   const items = schema['items'] as SchemaNode | undefined;
@@ -93,8 +91,8 @@ export function collectCelRules(schema: SchemaNode, path = ''): Array<RawRule & 
     for (const r of (node['x-kubernetes-validations'] as RawRule[] | undefined) ?? []) out.push({ ...r, at });
     const props = node['properties'] as Record<string, SchemaNode> | undefined;
     for (const [k, sub] of Object.entries(props ?? {})) visit(sub, at === '' ? k : `${at}.${k}`);
-    if (isObject(node['additionalProperties'])) visit(node['additionalProperties'], `${at}.*`);
-    if (isObject(node['items'])) visit(node['items'], `${at}[]`);
+    if (isRecord(node['additionalProperties'])) visit(node['additionalProperties'], `${at}.*`);
+    if (isRecord(node['items'])) visit(node['items'], `${at}[]`);
   };
   visit(schema, path);
   return out;

@@ -13,9 +13,9 @@ import { EXTAUTH_API_VERSION, EXTAUTH_KIND } from '../schemas/extauth/index.js';
 import { type KindDefinition, NAME_PATTERN, WORKLOAD_KINDS } from '../schemas/workloads/index.js';
 import { evaluateCelRules } from './cel-rules.js';
 import { type Problem, validateExtAuthConfig } from './validate.js';
+import { isRecord } from '../shared/index.js';
 
 type Node = Record<string, unknown>;
-const isObject = (v: unknown): v is Node => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const validators = new Map<string, Validator<KindDefinition['object']>>();
 function validatorOf(def: KindDefinition): Validator<KindDefinition['object']> {
@@ -44,7 +44,7 @@ function fromAjv(text: string): Problem {
 /** Fields the schema does not know (kubectl's strict field validation); raw objects are skipped. */
 function unknownFields(schema: Node, value: unknown, path: string, out: Problem[]): void {
   if (schema['x-kubernetes-preserve-unknown-fields'] === true) return;
-  if (isObject(value)) {
+  if (isRecord(value)) {
     const props = schema['properties'] as Record<string, Node> | undefined;
     const extra = schema['additionalProperties'];
     if (props !== undefined && path !== 'metadata') {
@@ -52,14 +52,14 @@ function unknownFields(schema: Node, value: unknown, path: string, out: Problem[
         const sub = props[key];
         const child = path === '' ? key : `${path}.${key}`;
         if (sub !== undefined) unknownFields(sub, value[key], child, out);
-        else if (!isObject(extra)) out.push({ path: child, message: 'is not a known field' });
+        else if (!isRecord(extra)) out.push({ path: child, message: 'is not a known field' });
       }
-    } else if (isObject(schema['patternProperties'])) {
+    } else if (isRecord(schema['patternProperties'])) {
       const [only] = Object.values(schema['patternProperties']);
-      if (isObject(only))
+      if (isRecord(only))
         for (const [k, v] of Object.entries(value)) unknownFields(only, v, `${path}.${k}`, out);
     }
-  } else if (Array.isArray(value) && isObject(schema['items'])) {
+  } else if (Array.isArray(value) && isRecord(schema['items'])) {
     for (const [i, v] of value.entries()) unknownFields(schema['items'], v, `${path}[${i}]`, out);
   }
 }
@@ -121,7 +121,7 @@ function codeRules(kind: string, obj: Node, out: Problem[]): void {
       });
   }
   const spec = obj['spec'];
-  if (!isObject(spec)) return;
+  if (!isRecord(spec)) return;
   if ((kind === 'MCPRemoteProxy' || kind === 'MCPServerEntry') && typeof spec['remoteUrl'] === 'string') {
     let url: URL | undefined;
     try {
@@ -171,7 +171,7 @@ export interface ResourceValidation {
 
 /** Offline validation of any `skep.dev/v1beta1` resource (structure, CEL rules, code rules). */
 export function validateResource(input: unknown): ResourceValidation {
-  if (!isObject(input)) return { problems: [{ path: '', message: 'must be an object' }] };
+  if (!isRecord(input)) return { problems: [{ path: '', message: 'must be an object' }] };
   const kind = input['kind'];
   if (kind === EXTAUTH_KIND) {
     const r = validateExtAuthConfig(input);

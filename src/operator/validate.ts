@@ -17,6 +17,7 @@ import {
 } from '../schemas/extauth/index.js';
 import { checkMatcher, createValidator } from '../schemas/index.js';
 import { evaluateCelRules } from './cel-rules.js';
+import { isRecord } from '../shared/index.js';
 
 export interface Problem {
   path: string;
@@ -52,11 +53,10 @@ function fromAjv(text: string): Problem {
 }
 
 type Node = Record<string, unknown>;
-const isObject = (v: unknown): v is Node => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Fields the schema does not know: the API server would prune them, kubectl (strict) rejects them. */
 function unknownFields(schema: Node, value: unknown, path: string, out: Problem[]): void {
-  if (isObject(value)) {
+  if (isRecord(value)) {
     const props = schema['properties'] as Record<string, Node> | undefined;
     if (props !== undefined && path !== 'metadata') {
       for (const key of Object.keys(value)) {
@@ -66,7 +66,7 @@ function unknownFields(schema: Node, value: unknown, path: string, out: Problem[
         else unknownFields(sub, value[key], child, out);
       }
     }
-  } else if (Array.isArray(value) && isObject(schema['items'])) {
+  } else if (Array.isArray(value) && isRecord(schema['items'])) {
     for (const [i, v] of value.entries()) unknownFields(schema['items'], v, `${path}[${i}]`, out);
   }
 }

@@ -6,8 +6,7 @@
  * `"1h30m"`). The reference's CRD rules are enforced here, since Skep has no CRD: at least
  * one bucket, each tool entry with one, tool names unique; unknown keys are refused.
  */
-import { SkepError } from '../shared/index.js';
-import { parseGoDuration } from '../webhooks/index.js';
+import { goDurationNs, SkepError } from '../shared/index.js';
 
 export interface BucketLimit {
   /** Capacity, and so the largest burst: int32 ≥ 1. */
@@ -53,7 +52,7 @@ function refuseUnknown(obj: Record<string, unknown>, known: readonly string[], f
 /** A Go duration string (`time.ParseDuration`) > 0, in ms. */
 export function parseRefillPeriod(value: unknown, field: string): number {
   if (typeof value !== 'string') bad(`${field} must be a duration string such as "1m0s", "30s" or "1h30m"`);
-  const nanos = parseGoDuration(value.trim());
+  const nanos = goDurationNs(value.trim());
   if (nanos === undefined) bad(`${field} "${value}" is not a duration; write e.g. "1m0s", "30s" or "1h30m"`);
   if (!(nanos > 0)) bad(`${field} must be greater than 0 (got "${value}")`);
   return nanos / 1e6;

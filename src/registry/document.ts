@@ -5,7 +5,7 @@
  * a message that says so (skills-registry-secrets-clients.md §2.1).
  */
 import { createValidator } from '../schemas/index.js';
-import { jsonSyntaxError } from '../shared/index.js';
+import { isRecord, jsonSyntaxError } from '../shared/index.js';
 import { CatalogServer, CatalogSkill, RegistryDocument, RegistryGroup } from './model.js';
 
 /** Content that is not a usable registry: maps to 502 when a source is being set. */
@@ -33,10 +33,6 @@ function throwProblems(problems: readonly string[], where: string, countMore = t
   );
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
  * Parses JSON text; throws `InvalidRegistryError` naming `where`. The message never quotes
  * the text (issue 16, F6): `where` may be any file the caller pointed at, and V8's own
@@ -61,18 +57,18 @@ const EXPECTED_SHAPE = 'expected {version, meta, data: {servers: [server.json...
  * message that names no field of it (F6: it may be any JSON file on the machine).
  */
 export function toRegistryDocument(value: unknown, where: string): RegistryDocument {
-  if (!isObject(value))
+  if (!isRecord(value))
     throw new InvalidRegistryError(
       `${where} is not a registry document: not a JSON object (${EXPECTED_SHAPE})`,
     );
-  if (!isObject(value['data']) && ('servers' in value || 'remote_servers' in value || 'groups' in value)) {
+  if (!isRecord(value['data']) && ('servers' in value || 'remote_servers' in value || 'groups' in value)) {
     throw new InvalidRegistryError(
       `${where} is in the legacy ToolHive format (top-level servers/remote_servers); ` +
         `convert it to the upstream MCP registry format ${EXPECTED_SHAPE}`,
     );
   }
   const data = value['data'];
-  if (!isObject(data) || !Array.isArray(data['servers']))
+  if (!isRecord(data) || !Array.isArray(data['servers']))
     throw new InvalidRegistryError(
       `${where} is not a registry document: missing data.servers (${EXPECTED_SHAPE})`,
     );

@@ -18,21 +18,18 @@ import {
   type RemoteServer,
   type ServerExtension,
 } from './model.js';
+import { isRecord } from '../shared/index.js';
 
 /** The first object under `_meta[publisher-provided][io.github.stacklok]` (its key is the image or URL). */
 export function readExtension(server: CatalogServer): ServerExtension {
   const publisher = server._meta?.[PUBLISHER_META_KEY];
-  if (!isObject(publisher)) return {};
+  if (!isRecord(publisher)) return {};
   const byKey = publisher[EXTENSION_KEY];
-  if (!isObject(byKey)) return {};
+  if (!isRecord(byKey)) return {};
   for (const value of Object.values(byKey)) {
-    if (isObject(value)) return value;
+    if (isRecord(value)) return value;
   }
   return {};
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** Whether the entry is a remote server (it has a `remotes` entry). */

@@ -4,6 +4,7 @@
  * requests (`principal.delegation`) carry it: only the (iss, sub) pair of each hop, outermost
  * first, capped, with what could not be read flagged rather than dropped.
  */
+import { isRecord } from './is-record.js';
 
 /** One hop of an RFC 8693 delegation chain: only the (iss, sub) pair is recorded (data minimisation). */
 export interface DelegationHop {
@@ -23,9 +24,6 @@ export interface DelegationChain {
   malformedReason?: MalformedReason;
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
-
 /**
  * Flattens an RFC 8693 `act` claim (§4.1: nested `act` members, the outermost being the
  * current actor) into an outermost-first chain of at most `maxDepth` hops. It never fails:
@@ -40,7 +38,7 @@ export function delegationChainOf(act: unknown, maxDepth: number): DelegationCha
     chain.malformed = true;
     chain.malformedReason ??= reason;
   };
-  if (!isObject(act)) {
+  if (!isRecord(act)) {
     flag('act_not_object');
     return chain;
   }
@@ -54,7 +52,7 @@ export function delegationChainOf(act: unknown, maxDepth: number): DelegationCha
         chain.omitted++;
         const next: unknown = node['act'];
         if (next === undefined || next === null) node = undefined;
-        else if (isObject(next)) node = next;
+        else if (isRecord(next)) node = next;
         else {
           flag('nested_act_not_object');
           node = undefined;
@@ -78,7 +76,7 @@ export function delegationChainOf(act: unknown, maxDepth: number): DelegationCha
     chain.chain.push(hop);
     const next = current['act'];
     if (next === undefined || next === null) return chain;
-    if (!isObject(next)) {
+    if (!isRecord(next)) {
       flag('nested_act_not_object');
       return chain;
     }

@@ -12,7 +12,7 @@
  */
 import { type Static, Type } from 'typebox';
 import { createValidator, Opt, Str, StrMap, Strs } from '../schemas/index.js';
-import { parseGoDuration, SkepError } from '../shared/index.js';
+import { goDurationMs, SkepError } from '../shared/index.js';
 import {
   OptimizerConfigSchema,
   type OptimizerSettings,
@@ -301,7 +301,7 @@ export interface ResolvedVmcpConfig {
 
 /** Go duration → ms (the schema already checked the syntax). */
 export function durationMs(text: string): number {
-  return parseGoDuration(text) ?? 0;
+  return goDurationMs(text) ?? 0;
 }
 
 function unsupported(field: string, hint: string): SkepError {

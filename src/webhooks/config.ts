@@ -12,7 +12,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { createSecureContext } from 'node:tls';
 import type { SecretLookup } from '../secrets/index.js';
-import { SkepError } from '../shared/index.js';
+import { goDurationNs, isRecord, SkepError } from '../shared/index.js';
 
 /** Limits and defaults of §3.1/§3.2, in one table. */
 export const WEBHOOK_LIMITS = Object.freeze({
@@ -71,37 +71,6 @@ function listField(kind: WebhookKind): string {
   return `${kind}_webhooks`;
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** Nanoseconds per Go duration unit (`time.ParseDuration`). */
-const GO_UNITS: Record<string, number> = {
-  ns: 1,
-  us: 1e3,
-  µs: 1e3,
-  μs: 1e3,
-  ms: 1e6,
-  s: 1e9,
-  m: 60e9,
-  h: 3600e9,
-};
-const GO_DURATION = /^([+-]?)((?:(?:\d+\.?\d*|\.\d+)(?:ns|us|µs|μs|ms|s|m|h))+)$/;
-const GO_TERM = /(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)/g;
-
-/**
- * Parses a Go duration string (`"5s"`, `"1m30s"`, `"1500ms"`, `"0"`) to nanoseconds, as Go's
- * `time.ParseDuration` does; undefined when it is not one.
- */
-export function parseGoDuration(text: string): number | undefined {
-  if (text === '0' || text === '+0' || text === '-0') return 0;
-  const match = GO_DURATION.exec(text);
-  if (match === null) return undefined;
-  let total = 0;
-  for (const term of match[2]!.matchAll(GO_TERM)) total += Number(term[1]) * GO_UNITS[term[2]!]!;
-  return match[1] === '-' ? -total : total;
-}
-
 /**
  * A webhook `timeout` in ms (§3.1): a Go duration string or integer nanoseconds (what the
  * reference's run configuration JSON holds); missing, null or 0 → 10 s; 1–30 s. Throws a
@@ -118,7 +87,7 @@ export function parseWebhookTimeout(value: unknown): number {
       );
     nanos = value;
   } else if (typeof value === 'string') {
-    const parsed = parseGoDuration(value.trim());
+    const parsed = goDurationNs(value.trim());
     if (parsed === undefined)
       throw new Error(
         `timeout "${value}" is not a duration; write e.g. "5s", "1500ms" or 5000000000 (nanoseconds)`,
@@ -154,7 +123,7 @@ function readTlsFile(path: unknown, field: string, fail: (message: string) => ne
 
 function parseTls(value: unknown, fail: (message: string) => never): WebhookTls | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!isPlainObject(value)) fail('tls_config must be an object');
+  if (!isRecord(value)) fail('tls_config must be an object');
   for (const key of Object.keys(value))
     if (!TLS_KEYS.has(key)) fail(`tls_config.${key} is not a field (use ${[...TLS_KEYS].join(', ')})`);
   const insecure = value['insecure_skip_verify'];
@@ -246,7 +215,7 @@ async function parseEntry(
 ): Promise<WebhookConfig> {
   const list = listField(kind);
   const at = `${list}[${index}]`;
-  if (!isPlainObject(value)) throw new SkepError('bad_request', `${at} must be an object`);
+  if (!isRecord(value)) throw new SkepError('bad_request', `${at} must be an object`);
   const rawName = value['name'];
   if (typeof rawName !== 'string' || rawName.trim() === '')
     throw new SkepError('bad_request', `${at}.name is required: give the webhook a name`);
@@ -332,7 +301,7 @@ export async function parseWebhookStageConfig(
   secretLookup: SecretLookup,
 ): Promise<WebhookStageConfig> {
   const type = `${kind}-webhook`;
-  if (!isPlainObject(parameters))
+  if (!isRecord(parameters))
     throw new SkepError(
       'bad_request',
       `${type} parameters must be an object {webhooks, server_name, transport}`,

@@ -6,7 +6,6 @@
  */
 export {
   type FailurePolicy,
-  parseGoDuration,
   parseWebhookList,
   parseWebhookStageConfig,
   parseWebhookTimeout,

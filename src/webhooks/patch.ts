@@ -9,6 +9,7 @@
  * exist, a failed `test`: "apply"). Member names are set as own properties, so a patch naming
  * `__proto__` adds a member called `__proto__` rather than changing an object's prototype.
  */
+import { isRecord } from '../shared/index.js';
 
 export type PatchOperationName = 'add' | 'remove' | 'replace' | 'copy' | 'move' | 'test';
 
@@ -37,10 +38,6 @@ const OPERATIONS = new Set<string>(['add', 'remove', 'replace', 'copy', 'move', 
 /** The only part of the envelope `{"mcp_request": body}` a webhook may change (§3.3). */
 export const MCP_REQUEST_PREFIX = '/mcp_request/';
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
  * Reads the `patch` member of a mutating answer as a list of operations. Refuses what the
  * reference cannot decode into its operation type: not an array, an element that is not an
@@ -49,7 +46,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 export function decodePatch(value: unknown): PatchOperation[] {
   if (!Array.isArray(value)) throw new PatchError('malformed', 'patch is not a JSON array');
   return value.map((entry, i) => {
-    if (!isObject(entry)) throw new PatchError('malformed', `patch[${i}] is not an object`);
+    if (!isRecord(entry)) throw new PatchError('malformed', `patch[${i}] is not an object`);
     for (const member of ['op', 'path', 'from'] as const) {
       const v = entry[member];
       if (v !== undefined && v !== null && typeof v !== 'string')
@@ -118,7 +115,7 @@ function arrayIndex(token: string, length: number, pointer: string, allowEnd: bo
 
 function child(container: unknown, token: string, pointer: string): unknown {
   if (Array.isArray(container)) return container[arrayIndex(token, container.length, pointer, false)];
-  if (isObject(container) && Object.hasOwn(container, token)) return container[token];
+  if (isRecord(container) && Object.hasOwn(container, token)) return container[token];
   throw new PatchError('apply', `${pointer} does not exist`);
 }
 
@@ -143,14 +140,14 @@ function setMember(target: Record<string, unknown>, key: string, value: unknown)
 function add(doc: unknown, pointer: string, value: unknown): void {
   const { parent, key } = parentOf(doc, pointer);
   if (Array.isArray(parent)) parent.splice(arrayIndex(key, parent.length, pointer, true), 0, value);
-  else if (isObject(parent)) setMember(parent, key, value);
+  else if (isRecord(parent)) setMember(parent, key, value);
   else throw new PatchError('apply', `${pointer}: the parent is not an object or array`);
 }
 
 function remove(doc: unknown, pointer: string): unknown {
   const { parent, key } = parentOf(doc, pointer);
   if (Array.isArray(parent)) return parent.splice(arrayIndex(key, parent.length, pointer, false), 1)[0];
-  if (isObject(parent) && Object.hasOwn(parent, key)) {
+  if (isRecord(parent) && Object.hasOwn(parent, key)) {
     const old = parent[key];
     delete parent[key];
     return old;
@@ -161,7 +158,7 @@ function remove(doc: unknown, pointer: string): unknown {
 function replace(doc: unknown, pointer: string, value: unknown): void {
   const { parent, key } = parentOf(doc, pointer);
   if (Array.isArray(parent)) parent[arrayIndex(key, parent.length, pointer, false)] = value;
-  else if (isObject(parent) && Object.hasOwn(parent, key)) setMember(parent, key, value);
+  else if (isRecord(parent) && Object.hasOwn(parent, key)) setMember(parent, key, value);
   else throw new PatchError('apply', `${pointer} does not exist`);
 }
 
@@ -170,7 +167,7 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (Array.isArray(a))
     return Array.isArray(b) && a.length === b.length && a.every((v, i) => jsonEqual(v, b[i]));
-  if (isObject(a) && isObject(b)) {
+  if (isRecord(a) && isRecord(b)) {
     const keys = Object.keys(a);
     return (
       keys.length === Object.keys(b).length && keys.every((k) => Object.hasOwn(b, k) && jsonEqual(a[k], b[k]))

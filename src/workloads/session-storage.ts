@@ -8,8 +8,7 @@
  * fields there). Checked on create, update and import, and read again by the runner.
  */
 import { checkKeyPrefix, SESSION_DEFAULTS, type SessionStorageOptions } from '../proxy/index.js';
-import { parseRedisAddress, SESSION_REDIS_PASSWORD_ENV, SkepError } from '../shared/index.js';
-import { parseGoDuration } from '../webhooks/index.js';
+import { goDurationNs, parseRedisAddress, SESSION_REDIS_PASSWORD_ENV, SkepError } from '../shared/index.js';
 import type { RunConfig } from './run-config.js';
 
 type SessionFields = Pick<RunConfig, 'transport' | 'remote_url' | 'session_ttl' | 'scaling_config'>;
@@ -73,7 +72,7 @@ function refuseUnknownKeys(redis: object | undefined): void {
 /** `session_ttl`: a Go duration string > 0 (`"2h"`, `"90m"`, `"1h30m0s"`); absent or empty: 2 h. */
 function sessionTtlMs(value: string | undefined): number {
   if (value === undefined || value.trim() === '') return SESSION_DEFAULTS.ttlMs;
-  const nanos = parseGoDuration(value.trim());
+  const nanos = goDurationNs(value.trim());
   if (nanos === undefined)
     throw new SkepError(
       'bad_request',

@@ -15,6 +15,7 @@ import type { ProxyMiddlewareResult, ProxyRequestContext, ReplyHook } from '../.
 import type { Logger } from '../../shared/index.js';
 import { callerClaims } from '../identity.js';
 import type { Stage, StageDeps } from '../types.js';
+import { isRecord } from '../../shared/index.js';
 
 type Reply = Parameters<ReplyHook>[0];
 
@@ -65,10 +66,6 @@ const FIND_TOOL = 'find_tool';
 
 /** At most this many decisions in flight while filtering one list (an external PDP). */
 const LIST_CONCURRENCY = 8;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /** A client's answer to a server request: an id, a result or an error, no method. */
 function isClientResponse(value: unknown): boolean {

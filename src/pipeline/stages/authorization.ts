@@ -16,16 +16,12 @@
  *   pages (the reference replaces it on every page, forgetting the earlier ones).
  */
 import { type AuthzConfig, claimProvider, loadAuthzConfigFile, parseAuthzConfig } from '../../authz/index.js';
-import { definedOnly, SkepError } from '../../shared/index.js';
+import { definedOnly, isRecord, SkepError } from '../../shared/index.js';
 import type { StageFactory } from '../types.js';
 
 export interface AuthorizationParameters {
   config_path?: string;
   config_data?: unknown;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function parseParameters(parameters: unknown): AuthorizationParameters {

@@ -7,8 +7,7 @@
  */
 import { type Static, Type } from 'typebox';
 import { Opt } from '../../schemas/index.js';
-import { SkepError } from '../../shared/index.js';
-import { parseGoDuration } from '../../webhooks/index.js';
+import { goDurationNs, SkepError } from '../../shared/index.js';
 
 const NumberOrString = () => Type.Union([Type.Number(), Type.String()]);
 
@@ -169,7 +168,7 @@ export function resolveOptimizerSettings(
   }
   let timeoutMs: number = OPTIMIZER_DEFAULTS.embeddingServiceTimeoutMs;
   if (config.embeddingServiceTimeout !== undefined) {
-    const nanos = parseGoDuration(config.embeddingServiceTimeout.trim());
+    const nanos = goDurationNs(config.embeddingServiceTimeout.trim());
     if (nanos === undefined || nanos < 0) {
       throw bad(
         `optimizer.embeddingServiceTimeout must be a duration such as "30s" or "500ms" (got "${config.embeddingServiceTimeout}")`,

@@ -26,6 +26,7 @@ test('seed: token lifespans default to 1h / 10m / 168h and parse Go durations', 
   assert.equal(parseDuration('1h30m', 'x'), 5_400_000);
   assert.equal(parseDuration('1.5s', 'x'), 1500);
   assert.throws(() => parseDuration('10 minutes', 'x'), /duration/);
+  assert.throws(() => parseDuration('-1s', 'x'), /duration/);
   const custom = resolveAuthServerConfig(
     { ...base(), token_lifespans: { access_token_lifespan: '15m' } },
     {},

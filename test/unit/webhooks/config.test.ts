@@ -4,10 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { generateSelfSignedCert } from '../../../src/operator/certs.js';
-import { isSkepError } from '../../../src/shared/index.js';
+import { goDurationNs, isSkepError } from '../../../src/shared/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 import {
-  parseGoDuration,
   parseWebhookList,
   parseWebhookStageConfig,
   parseWebhookTimeout,
@@ -40,10 +39,10 @@ test('§3.1 timeout: Go duration strings and integer nanoseconds', () => {
   assert.equal(parseWebhookTimeout('1.5s'), 1500);
   assert.equal(parseWebhookTimeout('2s500ms'), 2500);
   assert.equal(parseWebhookTimeout(10_000_000_000), 10_000);
-  assert.equal(parseGoDuration('1h2m3.5s'), 3_723_500_000_000);
-  assert.equal(parseGoDuration('250us'), 250_000);
-  assert.equal(parseGoDuration('5'), undefined);
-  assert.equal(parseGoDuration('5 s'), undefined);
+  assert.equal(goDurationNs('1h2m3.5s'), 3_723_500_000_000);
+  assert.equal(goDurationNs('250us'), 250_000);
+  assert.equal(goDurationNs('5'), undefined);
+  assert.equal(goDurationNs('5 s'), undefined);
 });
 
 test('§3.1 timeout: missing, null or 0 means 10 s', () => {
