@@ -1,10 +1,16 @@
 /**
- * JSON-RPC 2.0 vocabulary used by the proxy (MCP 2025-11-25 "Base Protocol": messages are
- * JSON-RPC requests, responses and notifications; request ids are strings or integers).
+ * JSON-RPC 2.0 messages as MCP uses them (MCP 2025-11-25 "Base Protocol": messages are
+ * JSON-RPC requests, responses and notifications; request ids are strings or integers). The
+ * one message type of the proxy, the virtual MCP server, the runner's own client, the audit
+ * log and the web UI, with the error codes of JSON-RPC 2.0 §5.1 and the few MCP adds.
+ *
+ * The constructors build each message with its members in one fixed order, so that the
+ * objects share a shape; they run on the proxy's per-request path.
  */
 
 export type JsonRpcId = string | number;
 
+/** The `error` member of a response (JSON-RPC 2.0 §5.1). */
 export interface JsonRpcError {
   code: number;
   message: string;
@@ -21,23 +27,51 @@ export interface JsonRpcMessage {
   error?: JsonRpcError;
 }
 
+/** A response that carries an error (JSON-RPC 2.0 §5); `id` is absent or null when unknown. */
+export interface JsonRpcErrorResponse {
+  jsonrpc: '2.0';
+  id?: JsonRpcId | null;
+  error: JsonRpcError;
+}
+
+// JSON-RPC 2.0 §5.1, the pre-defined errors.
 export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
 export const INVALID_PARAMS = -32602;
 export const INTERNAL_ERROR = -32603;
 /** Implementation-defined server errors (-32000..-32099). */
 export const UPSTREAM_UNAVAILABLE = -32000;
 export const REQUEST_TIMEOUT = -32001;
 export const SESSION_NOT_FOUND = -32001;
+/** MCP 2025-11-25 "Server Features / Resources / Error Handling": an unknown resource URI. */
+export const RESOURCE_NOT_FOUND = -32002;
+/** A request its sender cancelled (the code the Language Server Protocol gives RequestCancelled). */
+export const REQUEST_CANCELLED = -32800;
 
+/**
+ * An error response. An `undefined` id leaves the member out (the reference's middlewares
+ * omit it, never null, when the request had none); pass `null` for JSON-RPC 2.0 §5's "id
+ * could not be determined".
+ */
+export function jsonRpcError(
+  id: JsonRpcId | null | undefined,
+  code: number,
+  message: string,
+  data?: unknown,
+): JsonRpcErrorResponse {
+  const error: JsonRpcError = data === undefined ? { code, message } : { code, message, data };
+  return id === undefined ? { jsonrpc: '2.0', error } : { jsonrpc: '2.0', id, error };
+}
+
+/** The text of an error response; a missing id is sent as null (JSON-RPC 2.0 §5). */
 export function errorMessage(
   id: JsonRpcId | null | undefined,
   code: number,
   message: string,
   data?: unknown,
 ): string {
-  const error: JsonRpcError = data === undefined ? { code, message } : { code, message, data };
-  return JSON.stringify({ jsonrpc: '2.0', id: id ?? null, error });
+  return JSON.stringify(jsonRpcError(id ?? null, code, message, data));
 }
 
 export function resultMessage(id: JsonRpcId, result: unknown): string {

@@ -3,7 +3,7 @@
  * the Content-Type test, JSON and JSON-RPC error replies.
  */
 import type { ServerResponse } from 'node:http';
-import { errorMessage, INVALID_REQUEST } from './json-rpc.js';
+import { errorMessage, PROTOCOL_ERRORS, type ProtocolRefusal } from '../protocol/index.js';
 
 /**
  * True when a `Content-Type` value names the media type `type` (given in lower case), with or
@@ -25,19 +25,21 @@ export function hasMediaType(value: string | undefined, type: string): boolean {
  */
 export const NOSNIFF = 'nosniff';
 
-/** Sends a JSON-RPC error body with an HTTP status (streamable HTTP error replies). */
-export function sendRpcError(
+/**
+ * Sends one of the refusals of the protocol error table (its HTTP status and JSON-RPC error,
+ * id null); `message` words the ones whose message is not fixed.
+ */
+export function sendRefusal(
   res: ServerResponse,
-  status: number,
-  code: number,
-  message: string,
+  refusal: ProtocolRefusal,
+  message = refusal.message ?? '',
   headers?: Record<string, string>,
 ): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  sendJson(res, status, errorMessage(null, code, message), headers);
+  sendJson(res, refusal.status, errorMessage(null, refusal.code, message), headers);
 }
 
 /** Sends `value` as JSON (a string is taken as JSON text already). */
@@ -59,5 +61,5 @@ export function sendJson(
 }
 
 export function badRequest(res: ServerResponse, message: string): void {
-  sendRpcError(res, 400, INVALID_REQUEST, message);
+  sendRefusal(res, PROTOCOL_ERRORS.invalid_request, message);
 }

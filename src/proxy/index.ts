@@ -5,7 +5,7 @@
  * its sessions kept in memory or Redis (`session-store.ts`, `shared-sessions.ts`).
  * See `design/proxy.md` for the questions this answers.
  */
-export { BATCH_REFUSED, parseMcpRequest } from './mcp-request.js';
+export { parseMcpRequest } from './mcp-request.js';
 export { PROXY_DEFAULTS, startProxy } from './proxy-server.js';
 export { runReplyHooks } from './reply-hooks.js';
 export {

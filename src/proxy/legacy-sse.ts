@@ -5,8 +5,8 @@
  * on that stream. The stream closing ends the session.
  */
 import type { ServerResponse } from 'node:http';
-import { badRequest, sendRpcError } from './http-util.js';
-import { messagesOf, SESSION_NOT_FOUND, UPSTREAM_UNAVAILABLE } from './json-rpc.js';
+import { badRequest, sendRefusal } from './http-util.js';
+import { messagesOf, PROTOCOL_ERRORS } from '../protocol/index.js';
 import { OutletTarget, SSE_HEADERS, SseOutlet } from './outlets.js';
 import type { Session } from './session.js';
 import type { StdioSessions } from './stdio-sessions.js';
@@ -30,7 +30,7 @@ export class LegacySseEndpoint {
       return;
     }
     if (this.#sessions.full) {
-      sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'Too many sessions; try again later');
+      sendRefusal(res, PROTOCOL_ERRORS.too_many_sessions);
       return;
     }
     const children = this.#sessions.children;
@@ -58,7 +58,7 @@ export class LegacySseEndpoint {
     const sessionId = params.get('session_id') ?? params.get('sessionId');
     const session = sessionId === null ? undefined : this.#sessions.all.get(sessionId);
     if (session === undefined || session.transport !== 'sse' || session.standing?.open !== true) {
-      sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
+      sendRefusal(res, PROTOCOL_ERRORS.session_not_found);
       return;
     }
     const messages = messagesOf(body);

@@ -3,12 +3,8 @@
  * message from a client is about, for the middlewares that judge or record it
  * (authorization, audit, webhooks). It reads; it never changes the message.
  */
-import { isJsonObject, isValidId, type JsonRpcMessage } from './json-rpc.js';
+import { isJsonObject, isValidId, type JsonRpcMessage } from '../protocol/index.js';
 import type { McpRequestInfo } from './types.js';
-
-/** The error a batch gets when a middleware must judge each message (reference wording). */
-export const BATCH_REFUSED =
-  'JSON-RPC batch requests are not supported (batching was removed in MCP revision 2025-06-18)';
 
 const asString = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 

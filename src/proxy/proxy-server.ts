@@ -20,16 +20,9 @@ import {
   silentLogger,
 } from '../shared/index.js';
 import { CallerToken, SelfToken } from './caller-token.js';
-import { hasMediaType, NOSNIFF, sendJson, sendRpcError } from './http-util.js';
-import {
-  INTERNAL_ERROR,
-  INVALID_REQUEST,
-  jsonDepthExceeds,
-  PARSE_ERROR,
-  UPSTREAM_UNAVAILABLE,
-} from './json-rpc.js';
+import { hasMediaType, NOSNIFF, sendJson, sendRefusal } from './http-util.js';
+import { jsonDepthExceeds, PROTOCOL_ERRORS, refusalBody } from '../protocol/index.js';
 import { LegacySseEndpoint } from './legacy-sse.js';
-import { BATCH_REFUSED } from './mcp-request.js';
 import { HookedTarget } from './reply-hooks.js';
 import { newRequestContext, type RequestBody } from './request-context.js';
 import { StdioSessions } from './stdio-sessions.js';
@@ -194,7 +187,7 @@ class McpProxy implements RunningProxy {
       (req, res) => {
         this.#onRequest(req, res).catch((err: unknown) => {
           this.#logger.error({ err }, 'proxy request failed');
-          sendRpcError(res, 500, INTERNAL_ERROR, 'internal proxy error');
+          sendRefusal(res, PROTOCOL_ERRORS.internal_error);
         });
       },
     );
@@ -298,7 +291,7 @@ class McpProxy implements RunningProxy {
     const denied = this.#guard(req.headers);
     if (denied !== undefined) {
       req.resume();
-      sendRpcError(res, 403, INVALID_REQUEST, `Forbidden: ${denied}`);
+      sendRefusal(res, PROTOCOL_ERRORS.forbidden_host, `Forbidden: ${denied}`);
       return;
     }
     if (path === '/health') {
@@ -318,7 +311,9 @@ class McpProxy implements RunningProxy {
       // Legacy SSE messages are admitted by their session id (see caller-token.ts).
       if (!access.admitted && path !== '/messages' && path !== '/message') {
         req.resume();
-        sendRpcError(res, 401, INVALID_REQUEST, NOT_THE_OWNER, { 'www-authenticate': 'Bearer realm="skep"' });
+        sendRefusal(res, PROTOCOL_ERRORS.not_the_owner, NOT_THE_OWNER, {
+          'www-authenticate': 'Bearer realm="skep"',
+        });
         return;
       }
     }
@@ -335,7 +330,7 @@ class McpProxy implements RunningProxy {
       try {
         await this.#waitForUpstream();
       } catch (err) {
-        sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, (err as Error).message);
+        sendRefusal(res, PROTOCOL_ERRORS.upstream_unavailable, (err as Error).message);
         return;
       }
     }
@@ -394,7 +389,7 @@ class McpProxy implements RunningProxy {
   async #otherPath(req: IncomingMessage, res: ServerResponse, path: string): Promise<void> {
     for (const handler of this.#handlers) if (await handler(req, res)) return;
     req.resume();
-    sendRpcError(res, 404, INVALID_REQUEST, `No MCP endpoint at ${path}; use /mcp or /sse`);
+    sendRefusal(res, PROTOCOL_ERRORS.no_endpoint, `No MCP endpoint at ${path}; use /mcp or /sse`);
   }
 
   /**
@@ -417,10 +412,9 @@ class McpProxy implements RunningProxy {
     const type = req.headers['content-type'];
     if (!hasMediaType(type, 'application/json')) {
       req.resume();
-      sendRpcError(
+      sendRefusal(
         res,
-        415,
-        INVALID_REQUEST,
+        PROTOCOL_ERRORS.unsupported_media_type,
         `Unsupported Media Type: send the JSON-RPC body with Content-Type: application/json` +
           (type === undefined ? ' (none was given)' : ` (got '${type.slice(0, 100)}')`),
       );
@@ -431,17 +425,20 @@ class McpProxy implements RunningProxy {
       text = await readBody(req, this.#limits.maxBodyBytes, this.#bodyBudget);
     } catch (err) {
       if (err instanceof BodyTooLargeError) {
-        sendRpcError(res, 413, INVALID_REQUEST, `Request body exceeds ${this.#limits.maxBodyBytes} bytes`);
+        sendRefusal(
+          res,
+          PROTOCOL_ERRORS.payload_too_large,
+          `Request body exceeds ${this.#limits.maxBodyBytes} bytes`,
+        );
       } else {
         res.destroy();
       }
       return undefined;
     }
     if (jsonDepthExceeds(text, this.#limits.maxJsonDepth)) {
-      sendRpcError(
+      sendRefusal(
         res,
-        400,
-        PARSE_ERROR,
+        PROTOCOL_ERRORS.parse_error,
         `Parse error: JSON nested deeper than ${this.#limits.maxJsonDepth}`,
       );
       return undefined;
@@ -449,7 +446,7 @@ class McpProxy implements RunningProxy {
     try {
       return { text, json: JSON.parse(text) as unknown };
     } catch {
-      sendRpcError(res, 400, PARSE_ERROR, 'Parse error: request body is not valid JSON');
+      sendRefusal(res, PROTOCOL_ERRORS.parse_error);
       return undefined;
     }
   }
@@ -467,7 +464,7 @@ class McpProxy implements RunningProxy {
     middlewares: readonly ProxyMiddleware[],
   ): Promise<Passed | undefined> {
     if (Array.isArray(received.json)) {
-      sendJson(res, 400, { jsonrpc: '2.0', error: { code: INVALID_REQUEST, message: BATCH_REFUSED } });
+      sendJson(res, PROTOCOL_ERRORS.batch_refused.status, refusalBody('batch_refused', undefined));
       return undefined;
     }
     const policy = this.#policy;

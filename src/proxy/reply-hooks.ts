@@ -3,7 +3,7 @@
  * request, whichever transport carries it: `HookedTarget` wraps the stdio bridge's reply
  * target, the transparent forwarder calls `runReplyHooks` on the answers it relays.
  */
-import { INTERNAL_ERROR, type JsonRpcMessage } from './json-rpc.js';
+import { INTERNAL_ERROR, type JsonRpcMessage } from '../protocol/index.js';
 import { ForwardingTarget, type ReplyTarget } from './outlets.js';
 import type { ReplyHook } from './types.js';
 

@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Logger } from '../shared/index.js';
 import { silentLogger } from '../shared/index.js';
-import { invalidReason } from './json-rpc.js';
+import { invalidReason } from '../protocol/index.js';
 import { parseMcpRequest } from './mcp-request.js';
 import type {
   BackendTransport,

@@ -24,7 +24,7 @@ import {
   REQUEST_TIMEOUT,
   resultMessage,
   UPSTREAM_UNAVAILABLE,
-} from './json-rpc.js';
+} from '../protocol/index.js';
 import { ForwardingTarget, type ReplyTarget } from './outlets.js';
 import { isLogLevel, type Session } from './session.js';
 

@@ -40,10 +40,11 @@ import {
   type JsonRpcMessage,
   type JsonRpcNotification,
   type JsonRpcRequest,
+  jsonRpcError,
   REQUEST_TIMEOUT,
   resultMessage,
   UPSTREAM_UNAVAILABLE,
-} from './json-rpc.js';
+} from '../protocol/index.js';
 import { LineChannel } from './line-channel.js';
 import type { ReplyTarget } from './outlets.js';
 import { isLogLevel, type LogLevel, logSeverity, type Session } from './session.js';
@@ -190,11 +191,7 @@ export class StdioBridge {
       for (const p of pending) {
         p.session?.requestSettled();
         if (p.internal !== undefined) {
-          p.internal({
-            jsonrpc: '2.0',
-            id: p.clientId,
-            error: { code: UPSTREAM_UNAVAILABLE, message: reason },
-          });
+          p.internal(jsonRpcError(p.clientId, UPSTREAM_UNAVAILABLE, reason));
         } else {
           p.target?.final(
             errorMessage(p.clientId, UPSTREAM_UNAVAILABLE, `MCP server unavailable: ${reason}`),
@@ -391,11 +388,7 @@ export class StdioBridge {
   ): Promise<JsonRpcMessage> {
     const channel = this.#channel;
     if (channel === undefined) {
-      return Promise.resolve({
-        jsonrpc: '2.0',
-        id: 0,
-        error: { code: UPSTREAM_UNAVAILABLE, message: this.#downReason },
-      });
+      return Promise.resolve(jsonRpcError(0, UPSTREAM_UNAVAILABLE, this.#downReason));
     }
     return new Promise((resolve) => {
       const seq = ++this.#seq;
@@ -415,11 +408,7 @@ export class StdioBridge {
       if (timeoutMs !== undefined) {
         timer = setTimeout(() => {
           if (this.#pending.delete(seq)) {
-            resolve({
-              jsonrpc: '2.0',
-              id: seq,
-              error: { code: REQUEST_TIMEOUT, message: `${method} timed out` },
-            });
+            resolve(jsonRpcError(seq, REQUEST_TIMEOUT, `${method} timed out`));
           }
         }, timeoutMs);
         timer.unref();

@@ -6,8 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { sendRpcError } from './http-util.js';
-import { UPSTREAM_UNAVAILABLE } from './json-rpc.js';
+import { sendRefusal } from './http-util.js';
+import { PROTOCOL_ERRORS } from '../protocol/index.js';
 import { ChildCapReached, SessionChildren } from './per-session.js';
 import { Session, type SessionTransport } from './session.js';
 import { type BridgeOptions, StdioBridge } from './stdio-bridge.js';
@@ -78,7 +78,11 @@ export class StdioSessions {
         if (session.closed || this.#closed) {
           children.release(session);
           if (!res.destroyed && !res.writableEnded)
-            sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'the session ended while its server was starting');
+            sendRefusal(
+              res,
+              PROTOCOL_ERRORS.upstream_unavailable,
+              'the session ended while its server was starting',
+            );
           return;
         }
         this.all.set(session.id, session);
@@ -87,14 +91,17 @@ export class StdioSessions {
       (err: unknown) => {
         res.off('close', gone);
         if (err instanceof ChildCapReached) {
-          sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, `Too many sessions: ${err.message}; try again later`);
+          sendRefusal(
+            res,
+            PROTOCOL_ERRORS.upstream_unavailable,
+            `Too many sessions: ${err.message}; try again later`,
+          );
           return;
         }
         this.#options.logger.warn({ err: (err as Error).message }, 'cannot start a server for a new session');
-        sendRpcError(
+        sendRefusal(
           res,
-          503,
-          UPSTREAM_UNAVAILABLE,
+          PROTOCOL_ERRORS.upstream_unavailable,
           `cannot start an MCP server for this session: ${(err as Error).message}`,
         );
       },

@@ -8,14 +8,8 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../shared/index.js';
-import { badRequest, sendJson, sendRpcError } from './http-util.js';
-import {
-  INVALID_REQUEST,
-  isRequest,
-  messagesOf,
-  SESSION_NOT_FOUND,
-  UPSTREAM_UNAVAILABLE,
-} from './json-rpc.js';
+import { badRequest, sendJson, sendRefusal } from './http-util.js';
+import { isRequest, messagesOf, PROTOCOL_ERRORS } from '../protocol/index.js';
 import { BatchExchange, PostExchange, type ReplyTarget, SSE_HEADERS, SseOutlet } from './outlets.js';
 import { Session } from './session.js';
 import { modernVersionOf } from './stateless-flow.js';
@@ -80,7 +74,7 @@ export class StreamableHttpEndpoint {
         return;
       }
       if (this.#sessions.full) {
-        sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, 'Too many sessions; try again later');
+        sendRefusal(res, PROTOCOL_ERRORS.too_many_sessions);
         return;
       }
       if (children !== undefined) {
@@ -97,7 +91,7 @@ export class StreamableHttpEndpoint {
       session = this.#sessions.all.get(sessionId);
       if (session === undefined) {
         // MCP 2025-11-25 "Session Management": 404 tells the client to start a new session.
-        sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
+        sendRefusal(res, PROTOCOL_ERRORS.session_not_found);
         return;
       }
       const version = req.headers[HEADER_VERSION];
@@ -160,7 +154,7 @@ export class StreamableHttpEndpoint {
     if (session === undefined) return;
     const accept = req.headers.accept ?? '';
     if (!accept.includes('text/event-stream')) {
-      sendRpcError(res, 406, INVALID_REQUEST, 'Not Acceptable: GET needs Accept: text/event-stream');
+      sendRefusal(res, PROTOCOL_ERRORS.not_acceptable, 'Not Acceptable: GET needs Accept: text/event-stream');
       return;
     }
     const lastEventId = req.headers['last-event-id'];
@@ -177,7 +171,7 @@ export class StreamableHttpEndpoint {
     }
     const previous = session.standing instanceof SseOutlet ? session.standing : undefined;
     if (previous?.open === true) {
-      sendRpcError(res, 409, INVALID_REQUEST, 'Conflict: this session already has an open stream');
+      sendRefusal(res, PROTOCOL_ERRORS.stream_conflict, 'Conflict: this session already has an open stream');
       return;
     }
     res.writeHead(200, SSE_HEADERS);
@@ -209,7 +203,7 @@ export class StreamableHttpEndpoint {
       return undefined;
     }
     const session = this.#sessions.all.get(id);
-    if (session === undefined) sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
+    if (session === undefined) sendRefusal(res, PROTOCOL_ERRORS.session_not_found);
     return session;
   }
 }

@@ -18,15 +18,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createParser } from 'eventsource-parser';
 import type { Agent } from 'undici';
 import { type Logger, lazyRequire } from '../shared/index.js';
-import { hasMediaType, NOSNIFF, sendRpcError } from './http-util.js';
-import {
-  errorMessage,
-  INVALID_PARAMS,
-  INVALID_REQUEST,
-  type JsonRpcMessage,
-  SESSION_NOT_FOUND,
-  UPSTREAM_UNAVAILABLE,
-} from './json-rpc.js';
+import { hasMediaType, NOSNIFF, sendRefusal } from './http-util.js';
+import { errorMessage, INVALID_PARAMS, type JsonRpcMessage, PROTOCOL_ERRORS } from '../protocol/index.js';
 import { SSE_HEADERS } from './outlets.js';
 import { runReplyHooks } from './reply-hooks.js';
 import { SharedSessions } from './shared-sessions.js';
@@ -155,12 +148,12 @@ export class TransparentForwarder {
     hooks: readonly ReplyHook[] = [],
   ): Promise<void> {
     if (!this.#up) {
-      sendRpcError(res, 503, UPSTREAM_UNAVAILABLE, `MCP server unavailable: ${this.#downReason}`);
+      sendRefusal(res, PROTOCOL_ERRORS.upstream_unavailable, `MCP server unavailable: ${this.#downReason}`);
       return;
     }
     if (this.#upstream.transport === 'streamable-http') {
       if (path !== '/mcp') {
-        sendRpcError(res, 404, INVALID_REQUEST, 'This server speaks streamable HTTP; use /mcp');
+        sendRefusal(res, PROTOCOL_ERRORS.no_endpoint, 'This server speaks streamable HTTP; use /mcp');
         return;
       }
       await this.#forwardStreamable(req, res, this.#rewriteRequest(body, hooks), outbound, sign);
@@ -170,7 +163,11 @@ export class TransparentForwarder {
     else if ((path === '/messages' || path === '/message') && req.method === 'POST')
       await this.#postSse(res, query, this.#rewriteRequest(body, hooks), outbound, sign);
     else
-      sendRpcError(res, 404, INVALID_REQUEST, 'This server speaks the SSE transport; use /sse and /messages');
+      sendRefusal(
+        res,
+        PROTOCOL_ERRORS.no_endpoint,
+        'This server speaks the SSE transport; use /sse and /messages',
+      );
   }
 
   #headersFor(
@@ -304,7 +301,11 @@ export class TransparentForwarder {
         }
     } catch (err) {
       if (!abort.signal.aborted) {
-        sendRpcError(res, 502, UPSTREAM_UNAVAILABLE, `MCP server unreachable: ${(err as Error).message}`);
+        sendRefusal(
+          res,
+          PROTOCOL_ERRORS.upstream_unreachable,
+          `MCP server unreachable: ${(err as Error).message}`,
+        );
       }
       return;
     }
@@ -477,7 +478,11 @@ export class TransparentForwarder {
       });
     } catch (err) {
       if (!session.abort.signal.aborted)
-        sendRpcError(res, 502, UPSTREAM_UNAVAILABLE, `MCP server unreachable: ${(err as Error).message}`);
+        sendRefusal(
+          res,
+          PROTOCOL_ERRORS.upstream_unreachable,
+          `MCP server unreachable: ${(err as Error).message}`,
+        );
       return;
     }
     if (upstreamRes.statusCode !== 200) {
@@ -523,7 +528,7 @@ export class TransparentForwarder {
     const id = new URLSearchParams(query).get('session_id');
     const session = id === null ? undefined : this.#sseSessions.get(id);
     if (session === undefined || session.messagesUrl === undefined) {
-      sendRpcError(res, 404, SESSION_NOT_FOUND, 'Session not found');
+      sendRefusal(res, PROTOCOL_ERRORS.session_not_found);
       return;
     }
     if (rewritten.error !== undefined) {
@@ -552,7 +557,11 @@ export class TransparentForwarder {
       );
       res.end(text);
     } catch (err) {
-      sendRpcError(res, 502, UPSTREAM_UNAVAILABLE, `MCP server unreachable: ${(err as Error).message}`);
+      sendRefusal(
+        res,
+        PROTOCOL_ERRORS.upstream_unreachable,
+        `MCP server unreachable: ${(err as Error).message}`,
+      );
     }
   }
 }

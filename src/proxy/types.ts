@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type { ListenerLimits, Logger } from '../shared/index.js';
-import type { JsonRpcId, JsonRpcMessage } from './json-rpc.js';
+import type { JsonRpcId, JsonRpcMessage } from '../protocol/index.js';
 import type { SessionStore } from './session-store.js';
 
 export type ProxyUpstream =

@@ -8,7 +8,8 @@
  * this one (authorization, audit) and the server see the request as the webhooks left it.
  */
 import { callerClaims } from '../identity.js';
-import { BATCH_REFUSED, type ProxyRequestContext } from '../../proxy/index.js';
+import { PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
+import type { ProxyRequestContext } from '../../proxy/index.js';
 import {
   parseWebhookStageConfig,
   type WebhookChainInput,
@@ -86,9 +87,9 @@ function webhookStage(kind: WebhookKind): StageFactory {
               // guards the contract rather than a case a webhook can produce today.
               if (Array.isArray(result.body))
                 return {
-                  status: 400,
+                  status: PROTOCOL_ERRORS.batch_refused.status,
                   headers: { 'content-type': 'application/json' },
-                  body: { jsonrpc: '2.0', error: { code: -32600, message: BATCH_REFUSED } },
+                  body: refusalBody('batch_refused', undefined),
                 };
               try {
                 ctx.replaceBody(result.body);

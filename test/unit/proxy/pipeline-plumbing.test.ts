@@ -7,7 +7,7 @@ import {
   type ReplyHook,
   runReplyHooks,
 } from '../../../src/proxy/index.js';
-import type { JsonRpcMessage } from '../../../src/proxy/json-rpc.js';
+import type { JsonRpcMessage } from '../../../src/protocol/index.js';
 
 test('the parser names what each method is about; responses and batches are not requests', () => {
   const call = parseMcpRequest(

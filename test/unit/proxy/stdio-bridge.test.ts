@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { type TestContext, test } from 'node:test';
-import type { JsonRpcMessage } from '../../../src/proxy/json-rpc.js';
+import type { JsonRpcMessage } from '../../../src/protocol/index.js';
 import type { ReplyTarget } from '../../../src/proxy/outlets.js';
 import { PROXY_DEFAULTS } from '../../../src/proxy/proxy-server.js';
 import { Session } from '../../../src/proxy/session.js';

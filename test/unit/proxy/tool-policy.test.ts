@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { jsonDepthExceeds } from '../../../src/proxy/json-rpc.js';
+import { jsonDepthExceeds } from '../../../src/protocol/index.js';
 import { createToolPolicy } from '../../../src/proxy/tool-policy.js';
 
 const list = () => ({
