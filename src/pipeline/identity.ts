@@ -1,9 +1,8 @@
 /**
- * Who the caller is, for the stages that judge or record requests (authorization, audit,
- * webhooks). With inbound authentication the verified token's claims; without it, the
- * reference's synthetic local user (middleware.md §1.7): `sub` is the OS user running the
- * proxy, so Cedar policies can name `Client::"<user>"` on a workstation with no identity
- * provider.
+ * Who the caller is, for the stages that judge or record requests (authorization, audit, webhooks).
+ * With inbound authentication the verified token's claims; without it, the reference's synthetic
+ * local user (what ToolHive uses when no OIDC is configured): `sub` is the OS user running the
+ * proxy, so Cedar policies can name `Client::"<user>"` on a workstation with no identity provider.
  */
 import { userInfo } from 'node:os';
 import type { ProxyIdentity, ProxyRequestContext } from '../proxy/index.js';

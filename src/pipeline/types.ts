@@ -20,7 +20,7 @@ export interface EmbeddedAuthServerHandle extends UpstreamTokenSource {
   verifyAccessToken(token: string, expectedAudience: string): Promise<Record<string, unknown>>;
 }
 
-/** One entry of `middleware_configs` (reference middleware.md §0.1, §8). */
+/** One entry of `middleware_configs`: `{ type, parameters }`, as in ToolHive's run configuration. */
 export interface MiddlewareConfig {
   type: string;
   parameters?: unknown;

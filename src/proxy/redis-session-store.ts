@@ -1,11 +1,11 @@
 /**
- * Sessions in Redis (`scaling_config.session_redis`, reference middleware.md §6), shared by
- * every proxy of a workload: `SET <prefix><id> <json> EX <ttl>`, `GETEX … EX <ttl>` (sliding
- * expiry), `DEL`. One key per session, so a Redis Cluster needs nothing more (the node named
- * in the configuration is asked whether it is one; `connectRedisAt`). The password comes from
- * the environment only. Commands do not queue while Redis is away and each has a deadline
- * (`commandTimeoutMs`), so an outage costs a request at most that long; what the proxy then
- * does is in `shared-sessions.ts`. Loaded only when `session_redis` is configured.
+ * Sessions in Redis (`scaling_config.session_redis`, as ToolHive stores them), shared by every
+ * proxy of a workload: `SET <prefix><id> <json> EX <ttl>`, `GETEX … EX <ttl>` (sliding expiry),
+ * `DEL`. One key per session, so a Redis Cluster needs nothing more (the node named in the
+ * configuration is asked whether it is one; `connectRedisAt`). The password comes from the
+ * environment only. Commands do not queue while Redis is away and each has a deadline
+ * (`commandTimeoutMs`), so an outage costs a request at most that long; what the proxy then does is
+ * in `shared-sessions.ts`. Loaded only when `session_redis` is configured.
  */
 import type { Cluster, Redis } from 'ioredis';
 import { closeRedis, connectRedisAt, type RedisTarget } from '../shared/index.js';

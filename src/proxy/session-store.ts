@@ -1,12 +1,11 @@
 /**
- * Where the transparent proxy keeps the MCP sessions it has seen initialized (reference
- * middleware.md §6): in this process's memory, or with `scaling_config.session_redis` in Redis,
- * shared by every proxy of the workload. A record is the reference's JSON
- * `{id, type, created_at, updated_at, data?, metadata?}` under `<key_prefix><session id>`,
- * written with `SET … EX <ttl>` and read with `GETEX` (each read restarts the TTL: a session
- * lives while it is used), deleted with `DEL` when the client ends the session. Redis expires
- * the keys; the memory store drops expired ones as it goes and keeps at most
- * `SESSION_DEFAULTS.memoryMaxBytes` of records (oldest out first).
+ * Where the transparent proxy keeps the MCP sessions it has seen initialized (as ToolHive's proxy
+ * does): in this process's memory, or with `scaling_config.session_redis` in Redis, shared by every
+ * proxy of the workload. A record is the reference's JSON `{id, type, created_at, updated_at,
+ * data?, metadata?}` under `<key_prefix><session id>`, written with `SET … EX <ttl>` and read with
+ * `GETEX` (each read restarts the TTL: a session lives while it is used), deleted with `DEL` when
+ * the client ends the session. Redis expires the keys; the memory store drops expired ones as it
+ * goes and keeps at most `SESSION_DEFAULTS.memoryMaxBytes` of records (oldest out first).
  *
  * The transparent proxy's metadata (`shared-sessions.ts`): `backend_url`, the server that
  * answered `initialize`; `init_body`, that raw request, replayed to re-initialize a server

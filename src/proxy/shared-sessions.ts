@@ -1,7 +1,7 @@
 /**
  * Streamable-HTTP sessions of the transparent proxy, kept in a `SessionStore` (memory, or Redis
- * shared by every proxy of the workload; reference middleware.md §6), so that a session goes on
- * where the reference's does:
+ * shared by every proxy of the workload, as in ToolHive), so that a session goes on where the
+ * reference's does:
  *
  * - through another proxy of the workload: the server issued the id and knows it, so the
  *   request passes as is; the store tells this proxy the session is one of its workload's;

@@ -1,7 +1,7 @@
 /**
- * `tools_filter` and `tools_override` (seed: run configuration) applied to `tools/list` results
- * and `tools/call` requests. Overrides are keyed by the server's original tool name; a renamed
- * tool is listed and called only under its new name. The filter matches either name.
+ * `tools_filter` and `tools_override` (ToolHive's run-configuration fields) applied to `tools/list`
+ * results and `tools/call` requests. Overrides are keyed by the server's original tool name; a
+ * renamed tool is listed and called only under its new name. The filter matches either name.
  */
 import type { ToolOverride } from './types.js';
 

@@ -1,13 +1,13 @@
 /**
- * One webhook call (reference middleware.md §3.2/§3.3): `POST <url>` with the JSON request
- * envelope, signed with HMAC-SHA256 when a secret is configured, over TLS 1.2 or later with
- * the webhook's own CA bundle / client certificate / verification choice, bounded by the
- * configured timeout as a whole (the reference also stops at 10 s for headers whatever the
- * timeout; here the configured 1–30 s is what counts), with at most 1 MiB read back. The
- * result is one of three: an answer (HTTP 200 with a JSON object of the right shape), an
- * always-deny (HTTP 422, which ignores `failure_policy`), or a failure (timeout, network error,
- * any other status, bad JSON, too large), which the chain maps through `failure_policy`.
- * Redirects are not followed: a 3xx is a failure, so a signed request never goes elsewhere.
+ * One webhook call (as ToolHive's webhook middleware makes it): `POST <url>` with the JSON request
+ * envelope, signed with HMAC-SHA256 when a secret is configured, over TLS 1.2 or later with the
+ * webhook's own CA bundle / client certificate / verification choice, bounded by the configured
+ * timeout as a whole (the reference also stops at 10 s for headers whatever the timeout; here the
+ * configured 1–30 s is what counts), with at most 1 MiB read back. The result is one of three: an
+ * answer (HTTP 200 with a JSON object of the right shape), an always-deny (HTTP 422, which ignores
+ * `failure_policy`), or a failure (timeout, network error, any other status, bad JSON, too large),
+ * which the chain maps through `failure_policy`. Redirects are not followed: a 3xx is a failure, so
+ * a signed request never goes elsewhere.
  */
 import { createHmac, randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -24,7 +24,7 @@ export const WEBHOOK_API_VERSION = 'v0.1.0';
 export const TIMESTAMP_HEADER = 'X-ToolHive-Timestamp';
 export const SIGNATURE_HEADER = 'X-ToolHive-Signature';
 
-/** `context` of the request envelope (§3.2); `backend_server` and `namespace` are never set on a proxy. */
+/** `context` of the request envelope; `backend_server` and `namespace` are never set on a proxy. */
 export interface WebhookRequestContext {
   server_name: string;
   source_ip: string;
@@ -32,8 +32,8 @@ export interface WebhookRequestContext {
 }
 
 /**
- * The request body of §3.2, in the reference's key order. `mcpRequest` is the JSON-RPC body
- * as text, embedded verbatim (it was parsed already, so it is valid JSON).
+ * The request body ToolHive's webhooks receive, in the reference's key order. `mcpRequest` is the
+ * JSON-RPC body as text, embedded verbatim (it was parsed already, so it is valid JSON).
  */
 export function webhookRequestBody(input: {
   uid: string;
@@ -55,7 +55,7 @@ export function webhookRequestBody(input: {
   );
 }
 
-/** `sha256=<lowercase hex>` of HMAC-SHA256(key, "<unix seconds>." + body) (§3.2). */
+/** `sha256=<lowercase hex>` of HMAC-SHA256(key, "<unix seconds>." + body), as ToolHive signs. */
 export function signPayload(key: Buffer, timestamp: number, body: string): string {
   return `sha256=${createHmac('sha256', key).update(`${timestamp}.`).update(body).digest('hex')}`;
 }
@@ -72,7 +72,7 @@ export interface WebhookResponse {
 
 export type WebhookCallResult =
   | { readonly kind: 'answer'; readonly response: WebhookResponse }
-  /** HTTP 422: deny whatever `failure_policy` says (§3.3). */
+  /** HTTP 422: deny whatever `failure_policy` says (ToolHive's rule). */
   | { readonly kind: 'always-deny' }
   /** The webhook could not be asked or answered unusably; `reason` is for logs (no secrets). */
   | { readonly kind: 'failure'; readonly reason: string };
@@ -118,7 +118,7 @@ export interface WebhookClientOptions {
 /** What a chain needs of a webhook: its configuration and a way to call it. */
 export type WebhookCaller = Pick<WebhookClient, 'config' | 'call'>;
 
-/** One call of a chain: the §3.2 envelope (a fresh uid, the time, `mcpRequest` as given). */
+/** One call of a chain: the request envelope (a fresh uid, the time, `mcpRequest` as given). */
 export function callWebhook(
   client: WebhookCaller,
   input: { principal: WebhookPrincipal | null; context: WebhookRequestContext },
@@ -232,7 +232,7 @@ export class WebhookClient {
     const source = this.config.hmac;
     if (source === undefined) return undefined;
     if (source.kind === 'value') return source.key;
-    // Read on every call so a rotated secret file takes effect (§3.1).
+    // Read on every call so a rotated secret file takes effect (as in ToolHive).
     const key = await readFile(source.path);
     if (key.length === 0) throw new Error('the secret file is empty');
     return key;

@@ -1,9 +1,8 @@
 /**
- * The mutating chain (reference middleware.md §3.2/§3.3): each webhook in configuration order
- * sees the request as the previous one left it and may answer with a JSON Patch applied to
- * the envelope `{"mcp_request": <body>}`. The result is the final body and whether it changed;
- * the stage hands a changed body to the proxy (`replaceBody`), so later stages and the server
- * see it.
+ * The mutating chain (ToolHive's `mutating_webhooks`): each webhook in configuration order sees the
+ * request as the previous one left it and may answer with a JSON Patch applied to the envelope
+ * `{"mcp_request": <body>}`. The result is the final body and whether it changed; the stage hands a
+ * changed body to the proxy (`replaceBody`), so later stages and the server see it.
  *
  * | outcome                                        | fail                                   | ignore            |
  * |------------------------------------------------|----------------------------------------|-------------------|

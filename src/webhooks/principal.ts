@@ -1,9 +1,8 @@
 /**
- * The caller as a webhook sees it (reference middleware.md §3.2 `principal`): the
- * credential-free projection of the identity — subject, name, email, every claim, and the
- * RFC 8693 `act` chain — never the bearer token. Keys and omissions follow the reference's
- * `PrincipalInfo` JSON (`sub`, `platform_user_id`, `name`, `email`, `groups`, `claims`,
- * `delegation`; empty ones left out).
+ * The caller as a webhook sees it (ToolHive's `principal`): the credential-free projection of the
+ * identity — subject, name, email, every claim, and the RFC 8693 `act` chain — never the bearer
+ * token. Keys and omissions follow the reference's `PrincipalInfo` JSON (`sub`, `platform_user_id`,
+ * `name`, `email`, `groups`, `claims`, `delegation`; empty ones left out).
  */
 import { type DelegationChain, delegationChainOf } from '../shared/index.js';
 

@@ -1,7 +1,7 @@
 /**
- * What both webhook chains share: the request they judge, how a refusal goes back to the MCP
- * client (reference middleware.md §3.3 "Error mapping": one status → JSON-RPC code table, the
- * request id echoed, and omitted — never null — when the request has none), and the size cap.
+ * What both webhook chains share: the request they judge, how a refusal goes back to the MCP client
+ * (ToolHive's error mapping: one status → JSON-RPC code table, the request id echoed, and omitted —
+ * never null — when the request has none), and the size cap.
  */
 import type { Logger } from '../shared/index.js';
 import { WEBHOOK_LIMITS } from './config.js';
@@ -36,7 +36,7 @@ export interface WebhookRejection {
   };
 }
 
-/** §3.3: 403 and 422 → JSON-RPC 403; 413 → -32600 (invalid request); anything else → -32603. */
+/** ToolHive's mapping: 403 and 422 → JSON-RPC 403; 413 → -32600 (invalid request); else -32603. */
 export function jsonRpcCodeForStatus(status: number): number {
   if (status === 403 || status === 422) return 403;
   if (status === 413) return -32600;
@@ -59,7 +59,7 @@ export function webhookRejection(
   };
 }
 
-/** §3.2: a body over 1 MiB is not sent to webhooks; the request is refused with 413. */
+/** As in ToolHive, a body over 1 MiB is not sent to webhooks; the request is refused with 413. */
 export function oversizeRejection(
   input: Pick<WebhookChainInput, 'bodyText' | 'id'>,
 ): WebhookRejection | undefined {
@@ -69,7 +69,7 @@ export function oversizeRejection(
 
 /**
  * A webhook that could not answer (timeout, network, 5xx, bad JSON): logs it and says whether
- * the chain goes on (`failure_policy: ignore`) or the request is refused (`fail`), §3.3.
+ * the chain goes on (`failure_policy: ignore`) or the request is refused (`fail`), as in ToolHive.
  */
 export function onWebhookFailure(
   kind: 'validating' | 'mutating',
@@ -89,7 +89,7 @@ export function onWebhookFailure(
 /** A chain's refusal of one outcome: the HTTP status and the message the MCP client gets. */
 export type ChainRefusal = readonly [status: number, message: string];
 
-/** How a chain refuses each outcome of a webhook call but an allowing answer (§3.3). */
+/** How a chain refuses each outcome of a webhook call but an allowing answer. */
 export interface ChainRefusals {
   /** HTTP 422: refused whatever `failure_policy` says. */
   readonly alwaysDeny: ChainRefusal;

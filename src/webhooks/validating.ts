@@ -1,8 +1,8 @@
 /**
- * The validating chain (reference middleware.md §3.2/§3.3): each webhook in configuration
- * order is asked about the request; the first that says no ends it. The refusal never
- * carries the webhook's own `message` or `reason` (they go to the log), so a policy service
- * cannot leak details to the caller through Skep.
+ * The validating chain (ToolHive's `validating_webhooks`): each webhook in configuration order is
+ * asked about the request; the first that says no ends it. The refusal never carries the webhook's
+ * own `message` or `reason` (they go to the log), so a policy service cannot leak details to the
+ * caller through Skep.
  *
  * | outcome                                   | fail                         | ignore       |
  * |-------------------------------------------|------------------------------|--------------|

@@ -1,5 +1,5 @@
 /**
- * The `audit` stage (reference middleware.md §2): one event per exchange, written to
+ * The `audit` stage (ToolHive's audit middleware): one event per exchange, written to
  * `audit_config.logFile` or the runner's log. Built from `audit_config` (else the JSON file
  * of `audit_config_path`), or from a `middleware_configs` entry with the reference's
  * parameters `{config_path?, config_data?, component?, transport_type?}`.
@@ -93,7 +93,7 @@ export const auditStage: StageFactory = {
     const { Auditor, AuditWriter, loggerSink, openAuditFile } = await import('../../audit/runtime.js');
     const sink = config.logFile === undefined ? loggerSink(deps.logger) : await openAuditFile(config.logFile);
     const writer = new AuditWriter({ sink, logger: deps.logger });
-    // Without inbound authentication every caller is the local user (§1.7); with it, a
+    // Without inbound authentication every caller is the local user (as in ToolHive); with it, a
     // request that was not authenticated (a 401) is "anonymous".
     const authenticates =
       deps.config.oidc_config !== undefined || deps.config.embedded_auth_server_config !== undefined;

@@ -3,7 +3,8 @@
  * request meets them in this order; answers pass their reply hooks in the reverse order.
  * Adding a stage is writing its file and adding its line here.
  *
- * Why this order (the reference's, middleware.md §0.2 A, where it has the stage):
+ * Why this order (ToolHive's order when it builds the chain from the typed run-configuration
+ * fields, where it has the stage):
  * - audit first, so every rejection below it (401, 403, webhook denials) is recorded;
  * - inbound auth, then the token swaps that need the caller's identity;
  * - webhooks before authorization, so Cedar judges the request a mutating webhook produced;

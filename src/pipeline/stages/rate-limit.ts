@@ -1,8 +1,8 @@
 /**
- * The `ratelimit` stage (reference middleware.md §4): token buckets on `tools/call`. Built
- * from `rate_limit_config` (+ `rate_limit_namespace`, `scaling_config.session_redis`), or
- * from a `middleware_configs` entry with the reference's parameters
- * `{namespace, server_name, config, redis_addr?, redis_db?}`.
+ * The `ratelimit` stage (ToolHive's rate-limit middleware): token buckets on `tools/call`. Built
+ * from `rate_limit_config` (+ `rate_limit_namespace`, `scaling_config.session_redis`), or from a
+ * `middleware_configs` entry with the reference's parameters `{namespace, server_name, config,
+ * redis_addr?, redis_db?}`.
  *
  * Better than the reference, which refuses to start without Redis: with no Redis address the
  * buckets live in this proxy's memory (one proxy, one budget); with one, in Redis, shared by
@@ -130,7 +130,7 @@ export const rateLimitStage: StageFactory = {
           mcp.resourceId ?? '',
           typeof sub === 'string' && sub !== '' ? sub : undefined,
         );
-        // The reference's span attributes (middleware.md §4), written by the telemetry stage.
+        // ToolHive's rate limiter sets these span attributes; the telemetry stage writes them.
         ctx.setSpanAttribute('rate_limit.decision', decision.allowed ? 'allowed' : 'rejected');
         ctx.setSpanAttribute('rate_limit.rejected_by', decision.allowed ? 'none' : decision.rejectedBy);
         ctx.setSpanAttribute('rate_limit.fail_open', decision.allowed && decision.failOpen);

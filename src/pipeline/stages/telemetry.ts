@@ -1,5 +1,5 @@
 /**
- * The `telemetry` stage (reference middleware.md §5): a span per request, the proxy's metrics,
+ * The `telemetry` stage (ToolHive's telemetry middleware): a span per request, the proxy's metrics,
  * and `/metrics` on the proxy's own port. Built from `telemetry_config`, or from a
  * `middleware_configs` entry with the reference's parameters `{config, server_name, transport}`.
  *
