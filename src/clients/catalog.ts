@@ -1,8 +1,8 @@
 /**
  * The client catalog: every MCP client application Skep can register with, where its MCP
  * configuration file lives on each OS, how the servers are laid out in that file and which
- * entry shape it expects. Facts from the reference table (skills-registry-secrets-clients §4.1);
- * the order of `CLIENT_TYPES` (wire.ts) is the fixed discovery order of management-api §1.1.
+ * entry shape it expects. Facts from ToolHive's table of supported clients; the order of
+ * `CLIENT_TYPES` (wire.ts) is the fixed order of ToolHive's `GET /api/v1beta/discovery/clients`.
  *
  * Paths are resolved at call time from an environment (HOME, APPDATA, XDG_CONFIG_HOME) so a
  * test, or a CLI run for another user, can point every client at a temporary home.

@@ -1,11 +1,10 @@
 /**
- * Whether a client application is installed, judged from the client's own traces. The
- * reference stats the client's config directory (skills-registry-secrets-clients §4.2), but
- * registering a client makes Skep create that directory (its lock file) and the config file,
- * after which every registered client would count as installed. So the paths Skep creates
- * are recorded (`client_created_paths`), and a directory Skep created counts only once it
- * holds something that is not Skep's; a file Skep created never counts. The client's program
- * on PATH (for clients that have a well-known one) counts too.
+ * Whether a client application is installed, judged from the client's own traces. The reference
+ * stats the client's config directory to detect it, but registering a client makes Skep create that
+ * directory (its lock file) and the config file, after which every registered client would count as
+ * installed. So the paths Skep creates are recorded (`client_created_paths`), and a directory Skep
+ * created counts only once it holds something that is not Skep's; a file Skep created never counts.
+ * The client's program on PATH (for clients that have a well-known one) counts too.
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { dirname, join, parse } from 'node:path';

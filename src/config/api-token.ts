@@ -1,8 +1,8 @@
 /**
- * The management API's bearer token (issue 16, F1: the API on TCP had no authentication).
- * `skep serve` and the CLI find it the same way: `SKEP_API_TOKEN` when set, else the
- * `api-token` file in the state directory, which the first `skep serve` on TCP generates
- * (32 random bytes, base64url, mode 0600).
+ * The management API's bearer token (without one, any local user could call the API on TCP). `skep
+ * serve` and the CLI find it the same way: `SKEP_API_TOKEN` when set, else the `api-token` file in
+ * the state directory, which the first `skep serve` on TCP generates (32 random bytes, base64url,
+ * mode 0600).
  *
  * The file is created atomically and exclusively: the token is written to a private temp
  * file and hard-linked into place, which fails when the name exists (link(2) EEXIST), so

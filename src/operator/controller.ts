@@ -254,7 +254,7 @@ export class ExtAuthController {
   }
 }
 
-/** seed status.referencingWorkloads[].kind is one of three kinds; MCPServerEntry still blocks deletion. */
+/** status.referencingWorkloads[].kind is one of ToolHive's three kinds; MCPServerEntry still blocks deletion. */
 function statusWorkloads(refs: Workload[]): ReferencingWorkload[] {
   return refs
     .filter((r): r is Workload & { kind: ReferencingWorkload['kind'] } =>

@@ -1,6 +1,7 @@
 /**
- * Which workloads reference an MCPExternalAuthConfig (seed 001 item 5). References are only
- * honoured within one namespace (seed item 3), so a reference is always `namespace/name`.
+ * Which workloads reference an MCPExternalAuthConfig (ToolHive's `status.referencingWorkloads`).
+ * References are only honoured within one namespace (as in ToolHive's CRD), so a reference is
+ * always `namespace/name`.
  */
 import { EXTAUTH_GROUP, EXTAUTH_KIND, EXTAUTH_PLURAL, EXTAUTH_VERSION } from '../schemas/extauth/index.js';
 import type { KubeObject, ResourceType } from './kube.js';

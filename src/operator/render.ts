@@ -1,7 +1,7 @@
 /**
- * Custom resources → the Kubernetes objects that run them (issue 21 items 2 and 3). A pure
- * function of its input: `skep operator render -f` prints its output, and the controller
- * applies exactly the same objects. Names follow the reference (vmcp-operator.md §2):
+ * Custom resources → the Kubernetes objects that run them. A pure function of its input: `skep
+ * operator render -f` prints its output, and the controller applies exactly the same objects.
+ * Names follow ToolHive's operator:
  *
  *  - MCPServer `<n>`: ConfigMap `<n>-runconfig` (`runconfig.json`), Deployment `<n>`, Service
  *    `mcp-<n>-proxy`, ServiceAccount `<n>-proxy-runner`.
@@ -12,7 +12,8 @@
  *    ServiceAccount `<n>-vmcp` (no Role: the pod never reads the Kubernetes API).
  *  - MCPServerEntry and MCPGroup create nothing.
  *
- * How a pod runs (the choice issue 21 leaves open):
+ * How a pod runs (Skep's choice: ToolHive's proxy runner instead creates a StatefulSet for the
+ * server through the Kubernetes API):
  *  - stdio MCPServer: one container `mcp` from the server's image; the Skep runner starts the
  *    server as a child process in it. An init container from the runner image copies a
  *    self-contained runner (node, the shared libraries it was loaded with, the bundle and its
@@ -855,10 +856,10 @@ const VMCP_OPERATOR_KEYS: Record<string, string> = {
 /**
  * A VirtualMCPServer runs the Skep runner like every other pod, with a run configuration whose
  * `vmcp` block the operator resolves here: the group's members as static `backends[]` (their
- * Service URLs) and their outgoing auth as inline strategies (§1.5: `spec.outgoingAuth.default`,
- * then each member's own `externalAuthConfigRef`). A member whose auth cannot be expressed is
- * left out (never called with the default identity). A change to the group, a member or a
- * referenced config changes the ConfigMap, so the pod rolls (the reference's inline mode; the
+ * Service URLs) and their outgoing auth as inline strategies (ToolHive's `spec.outgoingAuth`:
+ * `default`, then each member's own `externalAuthConfigRef`). A member whose auth cannot be
+ * expressed is left out (never called with the default identity). A change to the group, a member
+ * or a referenced config changes the ConfigMap, so the pod rolls (the reference's inline mode; the
  * pod itself never reads the Kubernetes API, so its token is not mounted).
  */
 async function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>): Promise<RenderResult> {

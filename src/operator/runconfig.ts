@@ -1,13 +1,13 @@
 /**
- * CRD → run configuration: maps a validated MCPExternalAuthConfig onto the run-configuration
- * fields of seed 000 ("Workload run configuration": `token_exchange_config`,
- * `aws_sts_config`, `embedded_auth_server_config`, `upstream_swap_config`, `header_forward`,
- * and `remote_auth_config.bearer_token_file` for bearer tokens), in their snake_case shapes.
- * Secret references become what the run configuration expects: values it holds directly
+ * CRD → run configuration: maps a validated MCPExternalAuthConfig onto the run-configuration fields
+ * ToolHive's run configuration has (`token_exchange_config`, `aws_sts_config`,
+ * `embedded_auth_server_config`, `upstream_swap_config`, `header_forward`, and
+ * `remote_auth_config.bearer_token_file` for bearer tokens), in their snake_case shapes. Secret
+ * references become what the run configuration expects: values it holds directly
  * (`token_exchange_config.client_secret`) are read from the Kubernetes Secret through the API;
  * fields that name an env var or a file (`*_env_var`, `*_file`, `hmac_secret_files`,
- * `signing_key_config`) are emitted as references, with the pod wiring (env from
- * secretKeyRef, Secret files) returned alongside for the workload controller.
+ * `signing_key_config`) are emitted as references, with the pod wiring (env from secretKeyRef,
+ * Secret files) returned alongside for the workload controller.
  */
 import type {
   SecretRef,
@@ -44,7 +44,7 @@ export interface RunConfigAuth {
   files: SecretFile[];
 }
 
-/** seed tokenExchange.subjectTokenType: short forms map onto RFC 8693 URNs. */
+/** CRD `tokenExchange.subjectTokenType`: short forms map onto RFC 8693 URNs, as in ToolHive. */
 const TOKEN_TYPE_URN = 'urn:ietf:params:oauth:token-type:';
 
 /** Env-var names use upper-case letters, digits and underscores only. */
@@ -243,7 +243,7 @@ export async function buildRunConfigAuth(
                 signing_key_file: keyFiles[0]!,
                 fallback_key_files: keyFiles.slice(1),
               },
-        // seed tokenLifespans: defaults when empty are 1h, 10m and 168h.
+        // ToolHive's `tokenLifespans` defaults when empty: 1h, 10m and 168h.
         token_lifespans: {
           access_token_lifespan: e.tokenLifespans?.accessTokenLifespan || '1h',
           auth_code_lifespan: e.tokenLifespans?.authCodeLifespan || '10m',
@@ -283,7 +283,7 @@ function upstream(p: UpstreamProvider, env: SecretEnv[]): UpstreamConfig {
         client_id: o.clientId,
         client_secret_env_var: clientSecretEnv(o.clientSecretRef),
         redirect_uri: o.redirectUri,
-        // seed oidcConfig.scopes: default openid, offline_access.
+        // ToolHive's `oidcConfig.scopes` default: openid, offline_access.
         scopes: o.scopes ?? ['openid', 'offline_access'],
         additional_authorization_params: o.additionalAuthorizationParams,
         userinfo_override: userInfo(o.userInfoOverride),

@@ -1,10 +1,11 @@
 /**
- * MCPExternalAuthConfig → a vMCP backend strategy (vmcp-operator.md §1.5, §2.8): how the
- * operator resolves a VirtualMCPServer's outgoing auth into its pod's configuration (the
- * reference's inline mode, which Skep uses for both sources — the pod never reads the API).
- * Secret values never enter the configuration: the strategy names an env var (`*Env`), and
- * the pod gets that variable from the Secret (`valueFrom.secretKeyRef`). Variable names carry
- * the config's name (`SKEP_HEADER_INJECTION_VALUE_<CFG>`), so two backends never collide.
+ * MCPExternalAuthConfig → a vMCP backend strategy (as ToolHive's operator resolves
+ * `spec.outgoingAuth` and passes SecretRefs to pods): how the operator resolves a
+ * VirtualMCPServer's outgoing auth into its pod's configuration (the reference's inline mode, which
+ * Skep uses for both sources — the pod never reads the API). Secret values never enter the
+ * configuration: the strategy names an env var (`*Env`), and the pod gets that variable from the
+ * Secret (`valueFrom.secretKeyRef`). Variable names carry the config's name
+ * (`SKEP_HEADER_INJECTION_VALUE_<CFG>`), so two backends never collide.
  */
 import { SkepError } from '../shared/index.js';
 import type { BackendAuthStrategy } from '../vmcp/config.js';

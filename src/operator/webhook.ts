@@ -1,8 +1,8 @@
 /**
- * Validating admission webhook for MCPExternalAuthConfig (`admission.k8s.io/v1`
- * AdmissionReview over HTTPS). It runs the same validation library as the controller and the
- * CLI, including the rules the seed assigns to a webhook, and reads Secrets (when allowed) to
- * check the HMAC secret length.
+ * Validating admission webhook for MCPExternalAuthConfig (`admission.k8s.io/v1` AdmissionReview
+ * over HTTPS). It runs the same validation library as the controller and the CLI, including the
+ * rules ToolHive checks beyond CEL (its Go `Validate()`), and reads Secrets (when allowed) to check
+ * the HMAC secret length.
  */
 
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,12 +1,13 @@
 /**
- * The environment a workload's server starts with (issue 16 item 6, finding F4). A server is
- * third-party code, so it does not inherit Skep's environment: it gets the variables named
- * in `SERVER_ENV_ALLOWLIST` from the runner's environment (what a program needs to find its
- * tools, locale, temp dir, the network proxy and the npx/uvx caches) plus what its run
- * configuration names (`env_vars` and resolved secrets, which always win). Everything else
- * stays out: `SKEP_*` (the secrets password, the API token, the runner's config), and any
- * credential of Skep's own environment (`AWS_*`, `GITHUB_TOKEN`, `*_TOKEN`, `*_KEY`,
- * `*_SECRET`, npm auth settings, ...), unless the run configuration sets it by value.
+ * The environment a workload's server starts with (so that no server receives
+ * `SKEP_SECRETS_PASSWORD`, the master password of the encrypted secret store). A server is
+ * third-party code, so it does not inherit Skep's environment: it gets the variables named in
+ * `SERVER_ENV_ALLOWLIST` from the runner's environment (what a program needs to find its tools,
+ * locale, temp dir, the network proxy and the npx/uvx caches) plus what its run configuration names
+ * (`env_vars` and resolved secrets, which always win). Everything else stays out: `SKEP_*` (the
+ * secrets password, the API token, the runner's config), and any credential of Skep's own
+ * environment (`AWS_*`, `GITHUB_TOKEN`, `*_TOKEN`, `*_KEY`, `*_SECRET`, npm auth settings, ...),
+ * unless the run configuration sets it by value.
  *
  * Not passed, on purpose: `TERM` (a server has no terminal; its stderr goes to a log file),
  * `XDG_RUNTIME_DIR` (the user's session sockets: D-Bus, keyring, Podman), `NODE_OPTIONS`

@@ -15,7 +15,7 @@ export function toCelValue(value: unknown): unknown {
   return value;
 }
 
-// seed spec.awsSts.roleMappings[].matcher: "CEL expression over a `claims` map of all JWT claims".
+// ToolHive's spec.awsSts.roleMappings[].matcher: "CEL expression over a `claims` map of all JWT claims".
 const matcherEnv = new Environment().registerVariable('claims', 'map');
 
 /** Returns why a role-mapping matcher cannot be used, or undefined when it compiles to a boolean. */

@@ -1,9 +1,9 @@
 /**
- * The one definition of the embedded authorization server's configuration as the run
- * configuration stores it (`embedded_auth_server_config`, snake_case; seed 000
- * "EmbeddedAuth"). The workload run configuration embeds this schema, the authorization
- * server parses its input with it, and the operator's mapping from the CRD
- * (`MCPExternalAuthConfig` `spec.embeddedAuthServer`, camelCase) produces this type.
+ * The one definition of the embedded authorization server's configuration as the run configuration
+ * stores it (`embedded_auth_server_config`, snake_case, as in ToolHive). The workload run
+ * configuration embeds this schema, the authorization server parses its input with it, and the
+ * operator's mapping from the CRD (`MCPExternalAuthConfig` `spec.embeddedAuthServer`, camelCase)
+ * produces this type.
  *
  * The schema holds the structure: types, required fields, enumerations and the upstream name
  * pattern. What a schema cannot say — cross-field rules, URL checks, duration bounds, and

@@ -1,5 +1,5 @@
 /**
- * The permission profile (seed: PermissionProfile): what a server's sandbox may read, write and
+ * The permission profile (ToolHive's PermissionProfile): what a server's sandbox may read, write and
  * reach. One shape for a registry entry's `permissions`, a run configuration's
  * `permission_profile` and the runtimes that apply it (`src/runtime/docker/profile.ts`).
  */

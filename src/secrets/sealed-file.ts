@@ -3,8 +3,8 @@
  *
  * The file is a small JSON envelope: the KDF parameters and salt, a key-check value, and the
  * AES-256-GCM nonce, ciphertext and tag of `{"secrets": {name: value}}`. The key is
- * scrypt(password, salt) — unlike the reference implementation's single unsalted SHA-256
- * (architecture.md, "Decisions"). The header (format, KDF, key check) is bound to the
+ * scrypt(password, salt) — unlike the reference implementation's single unsalted SHA-256 (a fast
+ * hash makes a guessed password cheap to try). The header (format, KDF, key check) is bound to the
  * ciphertext as GCM associated data, so it cannot be altered unnoticed.
  *
  * The key check (HMAC-SHA256 of a fixed label under the derived key) lets us tell a wrong

@@ -1,9 +1,9 @@
 /**
- * Permission profiles (seed: PermissionProfile) turned into container settings. Built-in
- * profiles: `none` (no network at all) and `network` (unrestricted outbound). A profile may
- * also come from a JSON file (`permission_profile_name_or_path`), the run configuration,
- * or the registry entry (the manager copies it in at create). With no profile at all the
- * server gets `network`, as in the reference.
+ * Permission profiles (ToolHive's PermissionProfile, `src/schemas/permission-profile.ts`) turned
+ * into container settings. Built-in profiles: `none` (no network at all) and `network`
+ * (unrestricted outbound). A profile may also come from a JSON file
+ * (`permission_profile_name_or_path`), the run configuration, or the registry entry (the manager
+ * copies it in at create). With no profile at all the server gets `network`, as in the reference.
  *
  * Mount entries: `read` / `write` hold `host[:container]` paths (container path defaults to
  * the host path); `read` becomes a read-only bind, `write` a read-write bind.

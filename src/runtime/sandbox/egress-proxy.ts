@@ -1,5 +1,5 @@
 /**
- * The filtering proxy of a sandboxed server with an outbound allow-list (issue 19 §2). The
+ * The filtering proxy of a sandboxed server with an outbound allow-list. The
  * sandbox has its own network namespace with nothing but its loopback; the runner serves this
  * HTTP forward proxy (plain requests and `CONNECT` tunnels) on a unix socket bound into the
  * sandbox, where a forwarder relays `127.0.0.1:3128` to it and `HTTP(S)_PROXY` point there.

@@ -1,5 +1,5 @@
 /**
- * Whether a local (process) server runs in the bubblewrap sandbox (issue 19 §4). Inputs:
+ * Whether a local (process) server runs in the bubblewrap sandbox. Inputs:
  * `runtime.sandbox` in the config (`auto`, `bwrap`, `off`, or the absolute path of a bwrap
  * binary), the workload's override (`sandbox` in its run configuration: `auto`, `bwrap`,
  * `off`) and its permission profile. `auto` sandboxes when bubblewrap works on this machine,

@@ -1,5 +1,5 @@
 /**
- * The sandbox of a workload as the manager sees it (issue 19 §4, §5): refused at create when
+ * The sandbox of a workload as the manager sees it: refused at create when
  * it must be sandboxed and cannot, and shown in `skep list` and the workload detail. It is
  * the same decision the runner's process runtime takes at start (`chooseSandbox`), from the
  * same config and the same probe of this machine.

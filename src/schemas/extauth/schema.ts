@@ -1,11 +1,11 @@
 /**
- * The one definition of the MCPExternalAuthConfig resource (seed 001, "Resources and their
- * fields"). Every field, default, enum, pattern and bound of the seed lives here; the
- * cross-field rules are attached as `x-kubernetes-validations` CEL rules so that the same
- * definition yields the TypeScript types (`Static`), the CRD YAML (`src/operator/crd.ts`) and
- * the validator (`src/operator/validate.ts`, which evaluates those CEL rules with cel-js).
- * Rules that need code (CEL matchers compile, issuer host, forbidden parameters, unique names,
- * HMAC secret length) are in the validator, each citing the seed.
+ * The one definition of the MCPExternalAuthConfig resource, as ToolHive's CRD has it. Every field,
+ * default, enum, pattern and bound of that CRD lives here; the cross-field rules are attached as
+ * `x-kubernetes-validations` CEL rules so that the same definition yields the TypeScript types
+ * (`Static`), the CRD YAML (`src/operator/crd.ts`) and the validator (`src/operator/validate.ts`,
+ * which evaluates those CEL rules with cel-js). Rules that need code (CEL matchers compile, issuer
+ * host, forbidden parameters, unique names, HMAC secret length) are in the validator, each naming
+ * the field it checks.
  */
 import { Type } from 'typebox';
 import { type CelRule, enumOf, rules, str, stringList, stringMap } from '../k8s-builders.js';
@@ -23,26 +23,26 @@ const typeBlockRule = (type: string, block: string): CelRule => ({
   fieldPath: `.${block}`,
 });
 
-// Patterns (seed tables; Go RE2 and JavaScript `u` regexes agree on all of them).
+// Patterns (ToolHive's CRD; Go RE2 and JavaScript `u` regexes agree on all of them).
 export const PATTERNS = {
-  /** seed awsSts.region: two lowercase letters, hyphen+letters groups, hyphen and digits. */
+  /** awsSts.region: two lowercase letters, hyphen+letters groups, hyphen and digits. */
   region: '^[a-z]{2}(-[a-z]+)+-[0-9]+$',
-  /** seed awsSts ARN: three partitions, 12-digit account, `role/` path. */
+  /** awsSts ARN: three partitions, 12-digit account, `role/` path. */
   roleArn: '^arn:(aws|aws-cn|aws-us-gov):iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]+$',
-  /** seed upstreamProviders[].name: lowercase alphanumerics and hyphens, alphanumeric ends. */
+  /** upstreamProviders[].name: lowercase alphanumerics and hyphens, alphanumeric ends. */
   providerName: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$',
-  /** seed issuer: http(s) URL without query, fragment or trailing slash (RFC 8414). */
+  /** issuer: http(s) URL without query, fragment or trailing slash (RFC 8414). */
   issuer: '^https?://[^\\s?#]+[^/\\s?#]$',
-  /** seed oidcConfig.issuerUrl: HTTPS URL. */
+  /** oidcConfig.issuerUrl: HTTPS URL. */
   httpsUrl: '^https://[^\\s]+$',
-  /** seed: "URL starting with http:// or https://". */
+  /** The CRD's "URL starting with http:// or https://". */
   httpUrl: '^https?://[^\\s]+$',
-  /** seed durations: decimal number + unit groups. */
+  /** Go durations: decimal number + unit groups. */
   duration: '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$',
-  /** seed tokenExchange.subjectTokenType: short forms, full URNs, or empty. */
+  /** tokenExchange.subjectTokenType: short forms, full URNs, or empty. */
   subjectTokenType:
     '^(access_token|id_token|jwt|urn:ietf:params:oauth:token-type:(access_token|id_token|jwt))?$',
-  /** seed redis addr / sentinelAddrs: host:port (IPv6 hosts in brackets). */
+  /** redis addr / sentinelAddrs: host:port (IPv6 hosts in brackets). */
   hostPort: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]/]+):[0-9]{1,5}$',
   /** metav1.Condition type: CamelCase, optional DNS-style prefix and slash. */
   conditionType:
@@ -61,10 +61,10 @@ export const AUTH_TYPES = [
   'upstreamInject',
 ] as const;
 
-/** The types that carry a block of the same name (seed: `unauthenticated` has none). */
+/** The types that carry a block of the same name (`unauthenticated` has none). */
 export const BLOCK_TYPES = AUTH_TYPES.filter((t) => t !== 'unauthenticated');
 
-/** seed oauth2Config.additionalAuthorizationParams: names the service manages itself. */
+/** oauth2Config.additionalAuthorizationParams: names the service manages itself. */
 export const FORBIDDEN_AUTHORIZATION_PARAMS = [
   'response_type',
   'client_id',

@@ -1,4 +1,4 @@
-/** The Kubernetes workload kinds (issue 21): schemas, kind definitions and their types. */
+/** The Kubernetes workload kinds: schemas, kind definitions and their types. */
 import type { Static } from 'typebox';
 import type {
   MCPGroupSpecSchema,

@@ -1,9 +1,9 @@
 /**
- * The one definition of the Kubernetes workload kinds in `skep.dev/v1beta1` (issue 21):
- * MCPServer, MCPRemoteProxy, MCPServerEntry, VirtualMCPServer and MCPGroup. Field names
- * follow the reference's CRDs (`/work/shared/reference/vmcp-operator.md` §2). Each TypeBox
- * schema yields the TypeScript type, the CRD (`src/operator/crd.ts`) and the validator
- * (`src/operator/workload-validate.ts`, which also evaluates the CEL rules attached here).
+ * The one definition of the Kubernetes workload kinds in `skep.dev/v1beta1`: MCPServer,
+ * MCPRemoteProxy, MCPServerEntry, VirtualMCPServer and MCPGroup. Field names follow ToolHive's
+ * operator CRDs (`toolhive.stacklok.dev`). Each TypeBox schema yields the TypeScript type, the CRD
+ * (`src/operator/crd.ts`) and the validator (`src/operator/workload-validate.ts`, which also
+ * evaluates the CEL rules attached here).
  *
  * Skep extensions (documented in the README): `MCPServer.spec.command` (a stdio server's
  * command line: the runner starts it inside the server's container, and Kubernetes cannot
