@@ -1,5 +1,5 @@
 /**
- * Authentication of the management API on TCP (issue 16, F1: any local user could create a
+ * Authentication of the management API on TCP (without it, any local user could create a
  * `cmd:///bin/sh` workload). Every request carries `Authorization: Bearer <token>` (RFC 6750
  * §2.1), or the session cookie of a browser that logged in through a one-time link
  * (`browser-sessions.ts`). Which of the two a route accepts is read from its OpenAPI

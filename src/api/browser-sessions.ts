@@ -1,6 +1,6 @@
 /**
- * How a browser gets into the management API (issue 16, item 1: "a one-time login URL that
- * sets an HttpOnly, SameSite=Strict session cookie"). A holder of the bearer token (the CLI's
+ * How a browser gets into the management API: a one-time login URL that sets an HttpOnly,
+ * SameSite=Strict session cookie (README, "Web UI"). A holder of the bearer token (the CLI's
  * `skep ui`, or `skep serve` at start) mints a ticket; opening `/auth/login?ticket=…` spends
  * it and starts a session, whose id travels only in the cookie.
  *

@@ -10,7 +10,7 @@ import { type OutboundPolicy, SkepError } from '../shared/index.js';
 export type FetchLike = typeof fetch;
 
 /**
- * The outbound address policy (issue 16 item 7) for endpoints a run configuration names.
+ * The outbound address policy (`src/shared/net`) for endpoints a run configuration names.
  * Its author chose those hosts, so they may be loopback or private (any port); what a server
  * answers with — a discovered `jwks_uri`, authorization server, registration or token
  * endpoint — must be on one of those hosts or public, unless `allowPrivate` (the block's
@@ -37,7 +37,7 @@ export function configuredEndpointsPolicy(
 
 /** Largest token-endpoint or metadata response read, bytes. */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
-/** Every outgoing call of this domain is bounded (conventions §9). */
+/** Every outgoing call of this domain is bounded: a stalled endpoint must not hang a request. */
 export const REQUEST_TIMEOUT_MS = 30_000;
 
 /** RFC 6750 §2.1: `Authorization: Bearer <token>` (the scheme is case-insensitive, RFC 9110 §11.1). */

@@ -75,7 +75,7 @@ export function createOidcVerifier(
 ): TokenVerifier {
   const allowHttp = options.allowHttp === true;
   // Discovery, the JWKS (jose's own fetch otherwise) and introspection go through the
-  // outbound address policy (issue 16 item 7).
+  // outbound address policy (`src/shared/net`).
   const fetchFn =
     deps.fetch ??
     outboundFetch(

@@ -168,7 +168,7 @@ export class RemoteOAuthClient {
     this.#o = options;
     this.#d = deps;
     // Discovery, registration and token requests go where the remote server's metadata
-    // points: those must be public or on a host the configuration names (issue 16 item 7).
+    // points: those must be public or on a host the configuration names (`src/shared/net`).
     this.#fetch =
       deps.fetch ??
       outboundFetch(

@@ -1,5 +1,5 @@
 /**
- * awsSts role selection (seed "Authentication": "role is chosen by priority-ordered
+ * awsSts role selection (as ToolHive's CRD puts it: "role is chosen by priority-ordered
  * `roleMappings`, else `fallbackRoleArn`"). A mapping matches by claim membership (its
  * `claim` value is an element of the list claim `role_claim`, default `groups`) or by a CEL
  * `matcher` over the JWT claims (`claims` variable). The matching mapping with the lowest

@@ -1,7 +1,7 @@
 /**
  * Middlewares that add fixed headers to requests for the remote server:
  * - `header-forward`: `header_forward.add_plaintext_headers`, values from the configuration;
- * - `header-injection`: `header_forward.add_headers_from_secret` (the seed's headerInjection),
+ * - `header-injection`: `header_forward.add_headers_from_secret` (ToolHive's headerInjection),
  *   values read from the secrets provider once at start and never logged or exported;
  * - `bearer-token`: `remote_auth_config.bearer_token[_file]` as `Authorization: Bearer`.
  * Names are checked at build time against the headers the transport and proxy own. The

@@ -91,7 +91,7 @@ export class TokenExchanger {
     this.#subjectType = normalizeTokenType(options.subjectTokenType);
     this.#scope = [...new Set(options.scopes ?? [])].sort().join(' ');
     this.#now = deps.now ?? Date.now;
-    // The configured token endpoint may be private or loopback; never link-local (issue 16 item 7).
+    // The configured token endpoint may be private or loopback; never link-local (`src/shared/net`).
     this.#fetch =
       deps.fetch ??
       outboundFetch(

@@ -1,12 +1,12 @@
 /**
  * What the authorization stage asks an authorizer (Cedar in-process, or an external decision
  * point) and what it gets back. One question per MCP operation on one feature: call a tool,
- * get a prompt, read a resource (reference middleware.md §1.2).
+ * get a prompt, read a resource (the MCP methods ToolHive authorizes).
  */
 
 export type AuthzFeature = 'tool' | 'prompt' | 'resource';
 
-/** The four MCP tool annotations the reference passes to policies (§1.3), when the server gave them. */
+/** The four MCP tool annotations the reference passes to policies, when the server gave them. */
 export type ToolAnnotations = Partial<
   Record<'readOnlyHint' | 'destructiveHint' | 'idempotentHint' | 'openWorldHint', boolean>
 >;
@@ -39,8 +39,8 @@ export interface AuthzRequest {
   /** The caller's claims (verified token, upstream token, or the local user). */
   readonly claims: Readonly<Record<string, unknown>>;
   /**
-   * The claims are the synthetic local user's (§1.7): its `exp`/`iat`/`nbf` are integers and
-   * become Cedar Longs, where every number of a token becomes a decimal.
+   * The claims are the synthetic local user's (ToolHive's, without OIDC): its `exp`/`iat`/`nbf` are
+   * integers and become Cedar Longs, where every number of a token becomes a decimal.
    */
   readonly localUser: boolean;
   readonly feature: AuthzFeature;

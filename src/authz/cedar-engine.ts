@@ -3,7 +3,7 @@
  * 4 MB WebAssembly module takes ~30 ms, which a `skep serve` process or a workload runner
  * without an `authz_config` never pays. Here: policy and entity compilation (with errors that
  * name the policy and carry Cedar's own text), the preparsed policy sets, and the entity JSON
- * format of the reference (`uid` as `{type, id}` or `{"__entity": {type, id}}`, §1.1).
+ * format of the reference (`uid` as `{type, id}` or `{"__entity": {type, id}}`).
  */
 import { setFlagsFromString } from 'node:v8';
 import type * as CedarWasm from '@cedar-policy/cedar-wasm/nodejs';

@@ -1,5 +1,5 @@
 /**
- * The `cedarv1` authorizer: the reference's entity model (middleware.md §1.3) evaluated by
+ * The `cedarv1` authorizer: the reference's (ToolHive's) entity model evaluated by
  * the official Cedar engine. Policies are preparsed once; each decision builds three entities
  * (`Client::"<sub>"`, `Action::"<action>"`, `Tool::`/`Prompt::`/`Resource::`) and a context,
  * merged with the static `entities_json`.
@@ -34,7 +34,7 @@ const ACTION: Record<AuthzFeature, string> = {
 const RESOURCE_TYPE: Record<AuthzFeature, string> = { tool: 'Tool', prompt: 'Prompt', resource: 'Resource' };
 const OPERATION: Record<AuthzFeature, string> = { tool: 'call', prompt: 'get', resource: 'read' };
 
-/** When no `group_claim_name` is set, or it is absent from the claims: the first of these present (§1.3). */
+/** When no `group_claim_name` is set, or it is absent from the claims: the first of these present. */
 const WELL_KNOWN_GROUP_CLAIMS = ['groups', 'roles', 'cognito:groups'];
 /** Nested records deeper than this are dropped (reference). */
 const MAX_DEPTH = 10;
@@ -135,7 +135,7 @@ export class CedarAuthorizer implements Authorizer {
     this.#static = new Map(config.entities.map((e) => [entityKey(e.uid), e]));
   }
 
-  /** Groups, in the reference's order (§1.3): the group claim (or the first well-known one), then the role claim. */
+  /** Groups, in the reference's order: the group claim (or the first well-known one), then the role claim. */
   groupsOf(claims: Readonly<Record<string, unknown>>): string[] {
     let primary = this.#groupClaim === '' ? undefined : claimAt(claims, this.#groupClaim);
     if (primary === undefined) {
@@ -220,7 +220,7 @@ export class CedarAuthorizer implements Authorizer {
     const resourceAttrs = this.#used(
       request.feature === 'resource'
         ? { name: request.resourceId, uri: request.resourceId, operation: 'read', feature: 'resource' }
-        : // Annotations first: the standard attributes win over them (§1.3).
+        : // Annotations first: the standard attributes win over them (as in ToolHive).
           Object.assign({}, request.feature === 'tool' ? request.annotations : undefined, args, {
             name: request.resourceId,
             operation: OPERATION[request.feature],

@@ -1,6 +1,6 @@
 /**
  * The authorizer configuration (`authz_config`, the file `authz_config_path` names): the
- * reference's two shapes (middleware.md §1.1), `cedarv1` (Cedar policies evaluated in the
+ * reference's two shapes (ToolHive's), `cedarv1` (Cedar policies evaluated in the
  * proxy) and `httpv1` (an external decision point). `parseAuthzConfig` is the one validator:
  * it checks the shape, refuses keys it does not know (nothing is silently ignored), compiles
  * every Cedar policy and the static entities, and returns a frozen config with the defaults
@@ -20,7 +20,7 @@ export interface CedarOptions {
   readonly policies: readonly string[];
   /** The static entity store as given (a JSON string holding an array), '' for none. */
   readonly entities_json: string;
-  /** Claims come from this upstream's access token (embedded authorization server, §1.4). */
+  /** Claims come from this upstream's access token (embedded authorization server). */
   readonly primary_upstream_provider: string;
   readonly group_claim_name: string;
   readonly role_claim_name: string;
@@ -58,7 +58,7 @@ export interface HttpAuthzConfig {
 
 export type AuthzConfig = CedarAuthzConfig | HttpAuthzConfig;
 
-/** Defaults, with units (conventions §7). */
+/** Defaults, with units, in one table. */
 export const AUTHZ_DEFAULTS = {
   groupEntityType: 'THVGroup',
   /** The decision point's answer must arrive within this, seconds (reference `defaultTimeout`). */
@@ -215,7 +215,7 @@ export function parseAuthzConfig(value: unknown, field = 'authz_config'): AuthzC
 /**
  * Reads an authorizer file, JSON or YAML by extension as the reference does (`.json` or none:
  * JSON; `.yaml`/`.yml`: YAML; anything else refused), and returns its content unvalidated.
- * A path with a `..` segment is refused (reference §1.1). Relative paths resolve against `cwd`.
+ * A path with a `..` segment is refused (as ToolHive does). Relative paths resolve against `cwd`.
  */
 export function readAuthzConfigFile(path: string, field: string, cwd = process.cwd()): unknown {
   if (path.split(/[\\/]/).includes('..')) throw bad(`${field}: the path "${path}" must not contain '..'`);

@@ -1,5 +1,5 @@
 /**
- * The `httpv1` authorizer: an external policy decision point (reference middleware.md §1.8).
+ * The `httpv1` authorizer: an external policy decision point (ToolHive's `httpv1`).
  * Each decision is `POST <url>/decision` with a PORC body (principal from the claims mapped
  * the `mpe` or `standard` way, operation `mcp:<feature>:<op>`, resource
  * `mrn:mcp:<server>:<feature>:<id>`, context per the `context.*` flags, tool annotations at

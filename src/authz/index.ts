@@ -1,10 +1,10 @@
 /**
- * Authorization at the proxy (`authz_config`, `authz_config_path`; reference middleware.md
- * §1): the configuration parser and file loader, the claim source check, and the two
+ * Authorization at the proxy (`authz_config`, `authz_config_path`; as ToolHive's authz middleware
+ * has them): the configuration parser and file loader, the claim source check, and the two
  * authorizers — Cedar in-process (`cedarv1`) and an external decision point (`httpv1`). The
- * pipeline stage that applies them to MCP requests is `src/pipeline/stages/authorization.ts`.
- * What only a running proxy needs is also exported by `runtime.ts`, which the stage imports
- * on demand, so that a workload without a policy never loads the authorizers.
+ * pipeline stage that applies them to MCP requests is `src/pipeline/stages/authorization.ts`. What
+ * only a running proxy needs is also exported by `runtime.ts`, which the stage imports on demand,
+ * so that a workload without a policy never loads the authorizers.
  */
 import { SkepError } from '../shared/index.js';
 import type { RunConfig } from '../workloads/index.js';
@@ -18,11 +18,11 @@ export type { UpstreamClaims } from './upstream-claims.js';
 // `./runtime.js`, imported on demand by the authorization stage.
 
 /**
- * The upstream provider whose token's claims policies judge (§1.4): the configured
- * `primary_upstream_provider`, or — as the reference does — the first upstream of the
+ * The upstream provider whose token's claims policies judge (ToolHive's claim source): the
+ * configured `primary_upstream_provider`, or — as the reference does — the first upstream of the
  * embedded authorization server; '' when claims come from the request's own token. Throws
- * `bad_request` when the name is set without the embedded authorization server or names
- * none of its upstreams.
+ * `bad_request` when the name is set without the embedded authorization server or names none of its
+ * upstreams.
  */
 export function claimProvider(
   config: AuthzConfig,

@@ -1,9 +1,9 @@
 /**
- * Claims from an upstream identity provider's access token (reference middleware.md §1.4):
- * with the embedded authorization server, policies judge the claims of the token the user's
- * own identity provider issued, not those of the token Skep issued. The token is the one the
- * authorization server stored for the caller's session and already trusts (it obtained it
- * from the provider itself), so its payload is read without a signature check.
+ * Claims from an upstream identity provider's access token (ToolHive's upstream claim source): with
+ * the embedded authorization server, policies judge the claims of the token the user's own identity
+ * provider issued, not those of the token Skep issued. The token is the one the authorization
+ * server stored for the caller's session and already trusts (it obtained it from the provider
+ * itself), so its payload is read without a signature check.
  */
 
 export type UpstreamClaims =

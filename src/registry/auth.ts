@@ -1,19 +1,19 @@
 /**
- * Registry authentication (reference vmcp-operator.md §4.2, management-api.md §1.2): a URL
- * or v0.1 API source that requires a token is read with an OAuth access token of the user.
- * The login is the authorization code flow with PKCE S256 and a loopback redirect, run by
- * the same OAuth client as the remote-server login (`auth/remote-oauth.ts`, loaded only when
- * registry authentication is configured). The refresh token lives in Skep's secrets store
- * under `REGISTRY_OAUTH_<8 hex>` (the reference's name: the first 4 bytes of
- * SHA-256(registry URL NUL issuer)); the access token only in memory, refreshed before it
- * expires. Reading the registry never starts a login: without a usable token the request
- * goes out without one, and the registry's 401/403 becomes `registry_auth_required`.
+ * Registry authentication (as ToolHive's registry login and `PUT /api/v1beta/registry` have it): a
+ * URL or v0.1 API source that requires a token is read with an OAuth access token of the user. The
+ * login is the authorization code flow with PKCE S256 and a loopback redirect, run by the same
+ * OAuth client as the remote-server login (`auth/remote-oauth.ts`, loaded only when registry
+ * authentication is configured). The refresh token lives in Skep's secrets store under
+ * `REGISTRY_OAUTH_<8 hex>` (the reference's name: the first 4 bytes of SHA-256(registry URL NUL
+ * issuer)); the access token only in memory, refreshed before it expires. Reading the registry
+ * never starts a login: without a usable token the request goes out without one, and the registry's
+ * 401/403 becomes `registry_auth_required`.
  */
 import { createHash } from 'node:crypto';
 import type { RemoteOAuthClient, SecretStore } from '../auth/index.js';
 import { isSkepError, type Logger, SkepError } from '../shared/index.js';
 
-/** Reference §4.2: scopes default to `openid offline_access`; the callback port to 8666. */
+/** As in ToolHive: scopes default to `openid offline_access`; the callback port to 8666. */
 export const DEFAULT_SCOPES: readonly string[] = ['openid', 'offline_access'];
 export const DEFAULT_CALLBACK_PORT = 8666;
 
@@ -44,7 +44,7 @@ export interface RegistryLoginDeps {
   loginTimeoutMs?: number;
 }
 
-/** The secret holding the refresh token of a registry login (reference §4.2). */
+/** The secret holding the refresh token of a registry login (as ToolHive keeps it). */
 export function refreshTokenSecretName(location: string, issuer: string): string {
   const hex = createHash('sha256').update(`${location}\u0000${issuer}`).digest('hex').slice(0, 8);
   return `REGISTRY_OAUTH_${hex}`;

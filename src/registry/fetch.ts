@@ -43,7 +43,7 @@ export class SourceFetchError extends Error {
 const PRIVATE_HINT = 'set allow_private_ip to use a source on a private network';
 
 function policyFor(allowPrivate: boolean): OutboundPolicy {
-  // `allow_private_ip` (reference §1.2) covers loopback too; link-local stays refused.
+  // `allow_private_ip` (ToolHive's registry setting) covers loopback too; link-local stays refused.
   return allowPrivate ? { allowLoopback: true, allowPrivate: true } : { hint: PRIVATE_HINT };
 }
 

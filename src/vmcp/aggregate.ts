@@ -1,8 +1,8 @@
 /**
- * Aggregation (vmcp-operator.md §1.3), pure: the lists of the backends that are up, and the
- * configuration, give the advertised lists and the routing tables (advertised name → backend
- * and original name). Backends are taken in name order, so every tie is deterministic (⚠ the
- * reference iterates a map). Differences from the reference, on purpose:
+ * Aggregation (ToolHive's vMCP conflict resolution and tool filtering), pure: the lists of the
+ * backends that are up, and the configuration, give the advertised lists and the routing tables
+ * (advertised name → backend and original name). Backends are taken in name order, so every tie is
+ * deterministic (⚠ the reference iterates a map). Differences from the reference, on purpose:
  * - `prefixOnlyConflicts: true` renames only names that more than one backend offers;
  * - under `manual`, an unresolved conflict leaves those tools out (with a problem reported)
  *   instead of failing the whole endpoint, since backends come and go at run time;

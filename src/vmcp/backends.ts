@@ -1,5 +1,5 @@
 /**
- * Which backends the virtual MCP server serves, and whether each is up (vmcp-operator.md §1.8).
+ * Which backends the virtual MCP server serves, and whether each is up (as ToolHive's vMCP checks).
  * Backends are the config's static `backends[]` when it lists them, else the other workloads of
  * the group: `discover` is called every `pollMs` (for workloads, a read of the store, the way
  * runners watch their own record), so a workload that starts, stops or moves to another port

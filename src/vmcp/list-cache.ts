@@ -1,9 +1,8 @@
 /**
- * The capability lists (tools, prompts, resources, templates) of each backend, shared by all
- * client sessions of one virtual MCP server, so that a `tools/list` "once warm" — including
- * the first one of a new session — aggregates cached lists instead of opening a session at
- * every backend and listing it (vmcp-operator.md §1.3: the reference caches the aggregated
- * view per identity for 30 s).
+ * The capability lists (tools, prompts, resources, templates) of each backend, shared by all client
+ * sessions of one virtual MCP server, so that a `tools/list` "once warm" — including the first one
+ * of a new session — aggregates cached lists instead of opening a session at every backend and
+ * listing it (the reference, ToolHive, caches the aggregated view per identity for 30 s).
  *
  * - Filled on first use. One load per (backend, URL, viewer) at a time: concurrent sessions
  *   share it.

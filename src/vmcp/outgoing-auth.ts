@@ -1,5 +1,5 @@
 /**
- * Outgoing auth per backend (vmcp-operator.md §1.2, §1.5, §1.7). A backend's strategy is
+ * Outgoing auth per backend (ToolHive's vMCP `outgoingAuth`). A backend's strategy is
  * `outgoingAuth.backends[name]`, else (source `discovered`) the backend workload's own
  * outgoing auth from its run configuration, else `outgoingAuth.default`, else none. Each
  * strategy becomes the same auth middlewares a workload's pipeline uses (`src/auth/`, through
@@ -7,7 +7,7 @@
  * identity for every request to that backend; the headers they set go to the backend.
  *
  * A backend whose strategy cannot be built is left out (the caller records why); it never
- * falls back to the default identity (§1.5).
+ * falls back to the default identity (nor does ToolHive's).
  */
 import type { ProxyIdentity, ProxyMiddleware, ProxyRequestContext } from '../proxy/index.js';
 import type { EmbeddedAuthServerHandle, StageDeps } from '../pipeline/index.js';
@@ -116,8 +116,8 @@ async function fromStrategy(backend: string, s: BackendAuthStrategy, deps: AuthD
     case 'token_exchange': {
       const te = s.tokenExchange!;
       const middlewares: ProxyMiddleware[] = [];
-      // §1.7: the subject is the named upstream's token (default: the first upstream) when the
-      // embedded authorization server runs, else the caller's own token.
+      // As in ToolHive's vMCP, the subject is the named upstream's token (default: the first
+      // upstream) when the embedded authorization server runs, else the caller's own token.
       const provider = te.subjectProviderName ?? deps.upstreamNames[0];
       if (deps.authServer !== undefined && provider !== undefined) {
         middlewares.push(await upstreamInject(provider, `${field}.tokenExchange.subjectProviderName`, deps));

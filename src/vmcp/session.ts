@@ -43,7 +43,7 @@ export interface SessionHost {
   reportUnreachable(backend: string): void;
   /** Whether the caller's identity arrives in `_meta` (outgoing auth needs it). */
   readonly identityInMeta: boolean;
-  /** With `optimizer`: `find_tool` / `call_tool` instead of the aggregated tools (§1.9). */
+  /** With `optimizer`: `find_tool` / `call_tool` instead of the aggregated tools (ToolHive's optimizer). */
   optimizer(): Promise<Optimizer | undefined>;
   /** Indexes `tools` in the optimizer unless this very list is indexed already. */
   indexTools(tools: Obj[]): Promise<void>;

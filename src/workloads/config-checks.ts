@@ -43,7 +43,7 @@ export function checkExposure(config: RunConfig): void {
 }
 
 /**
- * What the run configuration asks of the proxy (issue 17): fields this build would store and
+ * What the run configuration asks of the proxy: fields this build would store and
  * ignore are refused (`unsupported_field`), the middleware pipeline must be one the runner can
  * build (known `middleware_configs` types, no conflicting fields), and an authorization policy
  * must be valid — all before anything is written, not when the workload starts.
@@ -109,7 +109,7 @@ export async function checkRunnable(ctx: ConfigCheckContext, config: RunConfig):
   if (IMAGE_SCHEMES.test(config.image)) {
     // The runner starts the server with this environment (and the workload's PATH, if set).
     checkLocalExecutable(config.image, { ...process.env, ...config.env_vars });
-    // A profile that asks for isolation never runs unisolated without an explicit opt-out (issue 19).
+    // A profile that asks for isolation never runs unisolated without an explicit opt-out.
     checkWorkloadSandbox(ctx.config, config);
   } else if (ctx.containers !== undefined) {
     await ctx.containers.check(config.image);

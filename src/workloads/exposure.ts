@@ -1,6 +1,6 @@
 /**
  * Who may reach a workload's proxy: the two run-configuration rules that keep an MCP endpoint
- * from running tools for strangers (issue 16, finding F3 and item 2).
+ * from running tools for strangers (a page on another origin or another host must not call them).
  *
  * - `host` (the proxy's bind address) beyond loopback is an explicit choice: it needs inbound
  *   authentication (`oidc_config` or `embedded_auth_server_config`). A wildcard bind

@@ -1,5 +1,5 @@
 /**
- * Workload names. The rule is the reference's (management-api.md §1.6): `[a-zA-Z0-9._-]`,
+ * Workload names. The rule is the reference's (ToolHive's workload API): `[a-zA-Z0-9._-]`,
  * 1–100 characters, and nothing that could escape a directory or a shell.
  */
 import { SkepError } from '../shared/index.js';

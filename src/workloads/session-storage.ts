@@ -1,6 +1,6 @@
 /**
- * Where a workload's proxy keeps its sessions, from the run configuration (reference
- * middleware.md §6): `scaling_config.session_redis` (`address`, `db`, `key_prefix`) for Redis
+ * Where a workload's proxy keeps its sessions, from the run configuration (ToolHive's
+ * fields): `scaling_config.session_redis` (`address`, `db`, `key_prefix`) for Redis
  * shared by every proxy of the workload, else this proxy's memory; `session_ttl` (a Go duration,
  * default 2 h) for how long a session lives after its last use. Only a streamable-HTTP server
  * has sessions the proxy can keep: a stdio server's live in its process, and a legacy SSE

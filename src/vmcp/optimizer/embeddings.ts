@@ -1,11 +1,10 @@
 /**
- * Client of the embedding service (reference §1.9): Hugging Face Text Embeddings Inference
- * (`POST <url>/embed` with `{inputs, truncate: true}` → `number[][]`) or an OpenAI-compatible
- * API (`POST <url>/embeddings` with `{model, input, encoding_format: "float"}` →
+ * Client of the embedding service (as ToolHive's optimizer uses one): Hugging Face Text Embeddings
+ * Inference (`POST <url>/embed` with `{inputs, truncate: true}` → `number[][]`) or an
+ * OpenAI-compatible API (`POST <url>/embeddings` with `{model, input, encoding_format: "float"}` →
  * `{data: [{index, embedding}]}`; `<url>` is the API base, e.g. `https://api.openai.com/v1`).
- * Vectors come back normalised to length 1, so cosine similarity is a dot product.
- * Every request has a timeout; errors say what went wrong without echoing the response body
- * or any header value.
+ * Vectors come back normalised to length 1, so cosine similarity is a dot product. Every request
+ * has a timeout; errors say what went wrong without echoing the response body or any header value.
  */
 import type { EmbeddingSettings } from './config.js';
 

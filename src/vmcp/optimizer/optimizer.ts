@@ -1,14 +1,13 @@
 /**
- * The vMCP optimizer (issue 20 item 7, reference §1.9): `find_tool` searches the aggregated
- * tools with BM25 over their names, titles, descriptions and input-schema properties (names
- * and descriptions), optionally mixed with embedding similarity, and `call_tool` names the
- * inner tool to call. Differences from the reference: the keywords and the description are
- * searched together (keywords weigh double) instead of keywords replacing the description;
- * query words also search a few synonyms at half weight ("remove" finds "delete");
- * a hybrid answer is topped up from the other arm when one arm has fewer hits than its share;
- * `call_tool` checks the inner tool's required parameters before the call goes out;
- * an embedding service that fails is skipped for a while (BM25 answers; one log line per
- * outage).
+ * The vMCP optimizer (ToolHive's MCP Optimizer, README "One endpoint for a team"): `find_tool`
+ * searches the aggregated tools with BM25 over their names, titles, descriptions and input-schema
+ * properties (names and descriptions), optionally mixed with embedding similarity, and `call_tool`
+ * names the inner tool to call. Differences from the reference: the keywords and the description
+ * are searched together (keywords weigh double) instead of keywords replacing the description;
+ * query words also search a few synonyms at half weight ("remove" finds "delete"); a hybrid answer
+ * is topped up from the other arm when one arm has fewer hits than its share; `call_tool` checks
+ * the inner tool's required parameters before the call goes out; an embedding service that fails is
+ * skipped for a while (BM25 answers; one log line per outage).
  */
 import type { Logger } from '../../shared/index.js';
 import { silentLogger } from '../../shared/index.js';
@@ -125,7 +124,7 @@ function analyse(tool: McpTool, json: string): Entry {
   return {
     tool,
     json,
-    // Reference §1.9: JSON bytes ÷ 4, rounded down, per tool.
+    // ToolHive's token estimate: JSON bytes ÷ 4, rounded down, per tool.
     tokens: Math.floor(Buffer.byteLength(json) / 4),
     terms: { terms, length },
     embeddingText: parts.join('. '),
@@ -510,7 +509,7 @@ export function createOptimizer(options: OptimizerOptions = {}): Optimizer {
       }
       let name: unknown = args['tool_name'];
       if (name === undefined && typeof parameters['tool_name'] === 'string') {
-        // Reference §1.9: a tool_name nested inside parameters is hoisted out.
+        // As in ToolHive, a tool_name nested inside parameters is hoisted out.
         name = parameters['tool_name'];
         const rest: Record<string, unknown> = {};
         for (const [k, v] of Object.entries(parameters)) if (k !== 'tool_name') rest[k] = v;

@@ -1,5 +1,5 @@
 /**
- * The optimizer's contract with the virtual MCP endpoint (issue 20 item 7, reference §1.9).
+ * The optimizer's contract with the virtual MCP endpoint (ToolHive's `find_tool` / `call_tool`).
  * With the optimizer on, `tools/list` shows only `find_tool` and `call_tool`; the endpoint
  * indexes the aggregated tool list with `index()`, answers a `find_tool` call with `find()`
  * and turns a `call_tool` call into the inner tool call with `resolveCall()` (authorization
