@@ -166,3 +166,14 @@ test('folders under control/, dataplane/ and dataplane/middleware/ are units of 
     'src/dataplane/runner/index.ts:1: data plane (src/dataplane/runner) imports control plane (src/control/api)',
   ]);
 });
+
+test('a lazy import may name the one module it loads', () => {
+  const { status, lines } = check(
+    tree({
+      ...clean,
+      'api/index.ts': "export const route = async () => (await import('../proxy/relay.js')).relay;\n",
+    }),
+  );
+  assert.deepEqual(lines, []);
+  assert.equal(status, 0);
+});
