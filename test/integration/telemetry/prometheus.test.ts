@@ -7,7 +7,7 @@
  *   counter, the MCP semconv histogram and the rate limiter's decisions reach Prometheus under
  *   the reference's exposed names (middleware.md §5.3, §4.2);
  * - `skep serve`'s own `/metrics` (a real `skep serve` process), with the API token from its
- *   token file, as the README's walk-through configures it.
+ *   token file, as docs/telemetry.md's walk-through configures it.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

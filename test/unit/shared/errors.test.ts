@@ -1,5 +1,5 @@
 /**
- * The error-code table is a public contract: clients switch on `code`, and the README and the
+ * The error-code table is a public contract: clients switch on `code`, and docs/api.md and the
  * OpenAPI `Error` schema document each code with its HTTP status. This test pins the table
  * so that adding, renaming or re-mapping a code is a deliberate change made here too.
  */
