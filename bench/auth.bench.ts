@@ -1,5 +1,5 @@
 /**
- * Auth middleware benchmark (issue 10).
+ * Auth middleware benchmark.
  *
  * Part 1, `middleware`: the cost of each middleware's `handle()` (plus, for awssts, the SigV4
  * signing stage) on a fresh request context, in-process, mean µs per request:

@@ -1,5 +1,5 @@
 /**
- * Operations at the proxy (issue 18): what telemetry and a rate limit cost a real workload.
+ * Operations at the proxy: what telemetry and a rate limit cost a real workload.
  * Two workloads started with the built CLI (`skep run --from-config`, detached runners, one
  * stdio echo child each — bench/fixtures/echo-server.mjs), measured side by side in one run:
  *

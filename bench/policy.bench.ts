@@ -1,5 +1,5 @@
 /**
- * Policy at the proxy (issue 17): what the middleware pipeline costs a real workload. Three
+ * Policy at the proxy: what the middleware pipeline costs a real workload. Three
  * workloads started with the built CLI (`skep run --from-config`, detached runners, one stdio
  * echo child each — bench/fixtures/echo-server.mjs), measured side by side in one run:
  *

@@ -1,5 +1,5 @@
 /**
- * Head-to-head MCP proxy benchmark (issue 3). One backend — bench/fixtures/echo-server.mjs, a
+ * Head-to-head MCP proxy benchmark. One backend — bench/fixtures/echo-server.mjs, a
  * minimal deterministic stdio MCP server — reached five ways, in one run, with the same lean
  * keep-alive client (an undici Pool, one POST per call, JSON or SSE answers both accepted):
  *
@@ -687,7 +687,7 @@ interface Measured {
 }
 
 /**
- * Skep against the others, as issue 3 states its targets: latency at concurrency 1 (p50) and
+ * Skep against the others, on the project's proxy targets: latency at concurrency 1 (p50) and
  * throughput at 1 and 32 against the best peer, latency against the HTTP floor, and the
  * workload's memory. Ratios are > 1 when Skep is better (or, for the floor, slower).
  */

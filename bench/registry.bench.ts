@@ -1,5 +1,5 @@
 /**
- * Registry benchmark on a generated catalog of 10,000 servers (issue 4 targets: load
+ * Registry benchmark on a generated catalog of 10,000 servers (targets: load
  * ≤ 300 ms; `q` search + page p99 ≤ 5 ms).
  *
  * - load: read + JSON.parse + schema validation + index build of the registry file, the

@@ -1,6 +1,6 @@
 /**
  * `skep serve` cold start (process spawn → first `/health` 204) and idle RSS, on the built
- * CLI bundle (`dist/skep.mjs`, as `npm start` runs it). Targets (issue 2): cold start median < 400 ms,
+ * CLI bundle (`dist/skep.mjs`, as `npm start` runs it). Targets: cold start median < 400 ms,
  * idle RSS < 90 MB. Prints one JSON object.
  */
 import { spawn, spawnSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * The web UI (issue 22): gzipped size of what the first page loads (HTML, script,
+ * The web UI: gzipped size of what the first page loads (HTML, script,
  * stylesheet; target ≤ 150 KB) and time to a usable Servers page in Chromium on loopback
  * (navigation start → the workload table rendered from the API; target ≤ 500 ms median over
  * ≥ 10 loads), cold (a fresh browser context: empty cache) and warm (the same context again:

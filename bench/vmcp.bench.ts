@@ -1,5 +1,5 @@
 /**
- * Virtual MCP benchmark (issue 20). Optimizer part, measured through the module
+ * Virtual MCP benchmark. Optimizer part, measured through the module
  * (`src/vmcp/optimizer`) on the synthetic tools of test/fixtures/mcp/synthetic-tools.mjs:
  *
  * - find_tool: `optimizer.find()` over 1,000 tools with realistic and random queries, one

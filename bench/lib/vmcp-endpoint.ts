@@ -1,5 +1,5 @@
 /**
- * The virtual MCP endpoint scenarios of `bench/vmcp.bench.ts` (issue 20), on the built CLI and
+ * The virtual MCP endpoint scenarios of `bench/vmcp.bench.ts`, on the built CLI and
  * real runner processes:
  * - `tools/call` through a virtual workload vs directly to its one backend (an echo workload),
  *   interleaved rounds at concurrency 1 and 32 (targets: ≤ 1.3× p50 at c1, ≥ 70 % throughput
