@@ -8,7 +8,8 @@
 
 export type UpstreamClaims =
   | { kind: 'claims'; claims: Record<string, unknown> }
-  /** Not a JWT (an opaque token): the reference falls back to the request token's claims (#5146). */
+  /** Not a JWT (an opaque token): the reference falls back to the request token's claims
+   * (github.com/stacklok/toolhive/issues/5146). */
   | { kind: 'opaque' }
   /** JWT-shaped but its payload is not a JSON object: deny. */
   | { kind: 'invalid' };

@@ -1,6 +1,6 @@
 /**
  * The one validation library for every `skep.dev/v1beta1` kind, shared by the admission
- * webhook, the controller and `skep operator validate -f` (issue 21 item 1). For
+ * webhook, the controller and `skep operator validate -f`. For
  * MCPExternalAuthConfig it is `validateExtAuthConfig`; for the workload kinds the same three
  * layers: structure (ajv over the TypeBox schema, with defaults applied to a copy) plus
  * unknown fields, the CEL rules carried by the schema (evaluated with cel-js as in the CRD),

@@ -1,7 +1,7 @@
 /**
  * The one validation library for MCPExternalAuthConfig, used by the admission webhook, the
  * controller and `skep extauth validate`. Three layers, in the order the API server applies
- * them plus what the seed assigns to a webhook:
+ * them, plus what ToolHive checks in code beyond CEL (its Go `Validate()`):
  *  1. structure (ajv over the TypeBox schema: types, enums, patterns, bounds, required; defaults
  *     are applied to a copy), plus unknown fields (kubectl's strict field validation);
  *  2. the cross-field CEL rules carried by the schema (`x-kubernetes-validations`), evaluated
@@ -34,7 +34,7 @@ export interface ValidationResult {
 /** Reads one key of a Secret in a namespace; `undefined` when it cannot be read. */
 export type SecretReader = (namespace: string, name: string, key: string) => Promise<Buffer | undefined>;
 
-/** seed Limits: "hmacSecretRefs current secret: at least 32 bytes". */
+/** ToolHive's limit: the current `hmacSecretRefs` secret holds at least 32 bytes. */
 export const MIN_HMAC_BYTES = 32;
 
 const structural = createValidator(ExtAuthConfigSchema);
@@ -73,7 +73,10 @@ function unknownFields(schema: Node, value: unknown, path: string, out: Problem[
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 
-/** seed embeddedAuthServer.issuer: HTTPS (HTTP only for localhost), no query/fragment/trailing slash. */
+/**
+ * ToolHive's rule for embeddedAuthServer.issuer: HTTPS (HTTP only for localhost), no query,
+ * fragment or trailing slash.
+ */
 export function checkIssuerUrl(value: string): string | undefined {
   let url: URL;
   try {

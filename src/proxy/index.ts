@@ -3,7 +3,6 @@
  * legacy SSE transport (`/sse` + `/messages`), multiplexing sessions onto one stdio child
  * (or, opt-in, one child per session: `per-session.ts`) or passing HTTP traffic through, with
  * its sessions kept in memory or Redis (`session-store.ts`, `shared-sessions.ts`).
- * See `design/proxy.md` for the questions this answers.
  */
 export { parseMcpRequest } from './mcp-request.js';
 export { PROXY_DEFAULTS, startProxy } from './proxy-server.js';

@@ -1,7 +1,7 @@
 /**
- * The proxy's parser (the reference's "mcp-parser", middleware.md §0.3): what one JSON-RPC
- * message from a client is about, for the middlewares that judge or record it
- * (authorization, audit, webhooks). It reads; it never changes the message.
+ * The proxy's parser (the reference's "mcp-parser" middleware in ToolHive): what one JSON-RPC
+ * message from a client is about, for the middlewares that judge or record it (authorization,
+ * audit, webhooks). It reads; it never changes the message.
  */
 import { isJsonObject, isValidId, type JsonRpcMessage } from '../protocol/index.js';
 import type { McpRequestInfo } from './types.js';

@@ -408,7 +408,7 @@ class McpProxy implements RunningProxy {
     // MCP clients POST JSON-RPC messages as application/json (both SDK generations do).
     // Other types are what a browser page of any origin can send without a CORS preflight
     // (a "simple request": text/plain and the form encodings, Fetch "CORS-safelisted
-    // request-header"), so nothing else is read, for stdio and HTTP servers alike (issue 16, F3).
+    // request-header"), so nothing else is read, for stdio and HTTP servers alike.
     const type = req.headers['content-type'];
     if (!hasMediaType(type, 'application/json')) {
       req.resume();

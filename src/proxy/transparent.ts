@@ -60,7 +60,7 @@ const FORWARDED_RESPONSE_HEADERS = [
 ];
 
 /**
- * Makes a relayed response inert on the proxy's origin (issue 16, F3): the server is remote
+ * Makes a relayed response inert on the proxy's origin: the server is remote
  * and not trusted with that origin, where a page could call this workload's tools (same
  * origin) and read the answers. Always `nosniff`; a body that is not JSON or an event stream
  * (an HTML error page, or anything a hostile server sends) gets `Content-Security-Policy:

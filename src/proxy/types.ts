@@ -197,7 +197,7 @@ export interface ProxyRequestContext {
   readonly bodyText: string | undefined;
   /**
    * What the proxy's parser made of a POST body that is one JSON-RPC request or notification
-   * (reference middleware.md §0.3); undefined for GET/DELETE and for a client's responses.
+   * (as ToolHive's mcp-parser reads it); undefined for GET/DELETE and for a client's responses.
    * Re-parsed after `replaceBody`.
    */
   readonly mcp: McpRequestInfo | undefined;

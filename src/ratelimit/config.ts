@@ -1,5 +1,5 @@
 /**
- * `rate_limit_config` (reference middleware.md §4.1), parsed once into a frozen object:
+ * `rate_limit_config` (ToolHive's JSON shape), parsed once into a frozen object:
  * `shared` and `perUser` buckets for the whole server, and `tools[]` entries with their own
  * `shared` / `perUser` buckets. A bucket holds `maxTokens` (its capacity and burst) and
  * refills from empty to full in `refillPeriod`, a Go duration string (`"1m0s"`, `"30s"`,

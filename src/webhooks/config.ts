@@ -1,5 +1,5 @@
 /**
- * Webhook configuration (reference middleware.md §3.1): one `validating_webhooks` /
+ * Webhook configuration (ToolHive's shape): one `validating_webhooks` /
  * `mutating_webhooks` entry, checked and turned into a frozen typed object before the proxy
  * serves anything. Every mistake is a `bad_request` naming the list, the webhook and the field;
  * unknown keys are refused rather than ignored (a misspelt `failure_polcy` must not silently
@@ -14,7 +14,7 @@ import { createSecureContext } from 'node:tls';
 import type { SecretLookup } from '../secrets/index.js';
 import { goDurationNs, isRecord, SkepError } from '../shared/index.js';
 
-/** Limits and defaults of §3.1/§3.2, in one table. */
+/** ToolHive's limits and defaults, in one table. */
 export const WEBHOOK_LIMITS = Object.freeze({
   /** `timeout` missing, null or 0, ms. */
   defaultTimeoutMs: 10_000,
@@ -54,7 +54,7 @@ export interface WebhookConfig {
   readonly hmac: HmacKeySource | undefined;
 }
 
-/** The stage parameters (`middleware_configs` `{webhooks, server_name, transport}`, §3.1). */
+/** The stage parameters (`middleware_configs` `{webhooks, server_name, transport}`). */
 export interface WebhookStageConfig {
   readonly webhooks: readonly WebhookConfig[];
   /** Undefined: the proxy's own server name. */
@@ -72,7 +72,7 @@ function listField(kind: WebhookKind): string {
 }
 
 /**
- * A webhook `timeout` in ms (§3.1): a Go duration string or integer nanoseconds (what the
+ * A webhook `timeout` in ms: a Go duration string or integer nanoseconds (what the
  * reference's run configuration JSON holds); missing, null or 0 → 10 s; 1–30 s. Throws a
  * plain `Error` saying what is wrong, which the caller prefixes with the webhook's name.
  */
@@ -294,7 +294,7 @@ export async function parseWebhookList(
   return Object.freeze(out);
 }
 
-/** Checks the stage parameters `{webhooks, server_name?, transport?}` (§3.1 "Middleware parameters"). */
+/** Checks the stage parameters `{webhooks, server_name?, transport?}` (ToolHive's parameters). */
 export async function parseWebhookStageConfig(
   parameters: unknown,
   kind: WebhookKind,

@@ -1,7 +1,7 @@
 /**
- * Webhooks (`validating_webhooks`, `mutating_webhooks`; reference middleware.md §3): external
- * services asked about each MCP request before the server sees it. Configuration, the signed
- * call, JSON Patch and the two chains; the proxy stages that run them are in
+ * Webhooks (`validating_webhooks`, `mutating_webhooks`; ToolHive's webhook middlewares): external
+ * services asked about each MCP request before the server sees it. Configuration, the signed call,
+ * JSON Patch and the two chains; the proxy stages that run them are in
  * `pipeline/stages/webhooks.ts`.
  */
 export {

@@ -1,13 +1,13 @@
 /**
- * JSON Patch (RFC 6902) over JSON Pointers (RFC 6901), for mutating webhook answers
- * (reference middleware.md §3.3). No JSON-patch library is in the dependency tree and the
- * whole algorithm is six operations over plain JSON values, so it is written here instead of
- * adding one. Three steps, each with its own error so the chain can answer with the
- * reference's messages: `decodePatch` (the answer is not a list of operation objects:
- * "malformed"), `checkPatch` (an operation is not one of the six or lacks a member it needs:
- * "invalid"; a path outside `/mcp_request/`: "scope"), `applyPatch` (a target that does not
- * exist, a failed `test`: "apply"). Member names are set as own properties, so a patch naming
- * `__proto__` adds a member called `__proto__` rather than changing an object's prototype.
+ * JSON Patch (RFC 6902) over JSON Pointers (RFC 6901), for mutating webhook answers (as ToolHive's
+ * mutating webhooks answer). No JSON-patch library is in the dependency tree and the whole
+ * algorithm is six operations over plain JSON values, so it is written here instead of adding one.
+ * Three steps, each with its own error so the chain can answer with the reference's messages:
+ * `decodePatch` (the answer is not a list of operation objects: "malformed"), `checkPatch` (an
+ * operation is not one of the six or lacks a member it needs: "invalid"; a path outside
+ * `/mcp_request/`: "scope"), `applyPatch` (a target that does not exist, a failed `test`: "apply").
+ * Member names are set as own properties, so a patch naming `__proto__` adds a member called
+ * `__proto__` rather than changing an object's prototype.
  */
 import { isRecord } from '../shared/index.js';
 
@@ -35,7 +35,7 @@ export class PatchError extends Error {
 
 const OPERATIONS = new Set<string>(['add', 'remove', 'replace', 'copy', 'move', 'test']);
 
-/** The only part of the envelope `{"mcp_request": body}` a webhook may change (§3.3). */
+/** The only part of the envelope `{"mcp_request": body}` a webhook may change (ToolHive's rule). */
 export const MCP_REQUEST_PREFIX = '/mcp_request/';
 
 /**
@@ -200,7 +200,7 @@ export function applyPatch<T>(doc: T, ops: readonly PatchOperation[]): T {
           break;
         case 'move': {
           const from = op.from ?? '';
-          // §4.4: a location cannot be moved into one of its own children.
+          // RFC 6902 §4.4: a location cannot be moved into one of its own children.
           if (op.path.startsWith(`${from}/`))
             throw new PatchError('apply', `cannot move ${from} into its own child ${op.path}`);
           if (from !== op.path) add(out, op.path, remove(out, from));

@@ -19,7 +19,7 @@ import { isRecord } from '../../shared/index.js';
 
 type Reply = Parameters<ReplyHook>[0];
 
-/** Always allowed, never judged (reference §1.2). */
+/** Always allowed, never judged (as in ToolHive). */
 const ALWAYS_ALLOWED: ReadonlySet<string> = new Set([
   'initialize',
   'ping',
@@ -40,7 +40,7 @@ const ALWAYS_ALLOWED: ReadonlySet<string> = new Set([
   'notifications/tasks/status',
 ]);
 
-/** Passed through without a check and without filtering (reference §1.2). */
+/** Passed through without a check and without filtering (as in ToolHive). */
 const UNFILTERED: ReadonlySet<string> = new Set(['resources/templates/list', 'features/list']);
 
 const FEATURE_OF: Readonly<Record<string, AuthzFeature>> = {
@@ -133,9 +133,9 @@ export class AuthorizationStage implements Stage {
   readonly #authorizer: Authorizer;
   readonly #logger: Logger;
   readonly #deps: StageDeps;
-  /** Whose token's claims are judged: '' for the request's own (§1.4). */
+  /** Whose token's claims are judged: '' for the request's own (ToolHive's claim source). */
   readonly #provider: string;
-  /** Tool annotations as the server last listed them (§1.3 "Annotation cache"). */
+  /** Tool annotations as the server last listed them (ToolHive keeps such a cache too). */
   #annotations = new Map<string, ToolAnnotations>();
   /** A virtual workload with the optimizer: `find_tool` answers are filtered. */
   readonly #optimizer: boolean;
@@ -232,7 +232,7 @@ export class AuthorizationStage implements Stage {
 
   /**
    * The claims to judge: the request's (or the local user's), or, with an upstream provider,
-   * its stored access token's (§1.4). Undefined means deny: no session, no stored token, or a
+   * its stored access token's. Undefined means deny: no session, no stored token, or a
    * JWT-shaped token whose payload is unreadable.
    */
   async #claims(ctx: ProxyRequestContext): Promise<Pick<AuthzRequest, 'claims' | 'localUser'> | undefined> {
@@ -253,7 +253,7 @@ export class AuthorizationStage implements Stage {
     return { claims: decoded.claims, localUser: false };
   }
 
-  /** §1.5: keeps the items the caller may use; an error answer passes as it is. */
+  /** List filtering, as in ToolHive: keeps the items the caller may use; an error answer passes as it is. */
   #filter(
     reply: Reply,
     field: 'tools' | 'prompts' | 'resources',
@@ -285,7 +285,7 @@ export class AuthorizationStage implements Stage {
           localUser: claims.localUser,
           feature,
           resourceId: id,
-          // Tools are listed as if called with no arguments, with their own annotations (§1.5).
+          // Tools are listed as if called with no arguments, with their own annotations (as ToolHive does).
           annotations: feature === 'tool' ? annotationsOf(item) : undefined,
         });
       } catch {

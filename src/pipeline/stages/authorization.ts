@@ -1,11 +1,11 @@
 /**
- * The `authorization` stage (`authz_config`, `authz_config_path`; reference middleware.md §1):
- * every MCP request is judged by the workload's authorizer before it reaches the server,
- * following the reference's method table (§1.2): calls, prompt gets and resource reads are
- * authorized; `tools/list`, `prompts/list` and `resources/list` answers are filtered down to
- * what the caller may use (§1.5); a short list of protocol methods always passes; every other
- * method is denied. A denial is HTTP 403 with JSON-RPC error 403 "Unauthorized" (§1.6); why
- * is logged at WARN, never sent, and never with claim or argument values.
+ * The `authorization` stage (`authz_config`, `authz_config_path`; ToolHive's authz middleware):
+ * every MCP request is judged by the workload's authorizer before it reaches the server, following
+ * the reference's method table: calls, prompt gets and resource reads are authorized; `tools/list`,
+ * `prompts/list` and `resources/list` answers are filtered down to what the caller may use; a short
+ * list of protocol methods always passes; every other method is denied. A denial is HTTP 403 with
+ * JSON-RPC error 403 "Unauthorized" (ToolHive's answer); why is logged at WARN, never sent, and
+ * never with claim or argument values.
  *
  * Deliberate differences from the reference:
  * - `authz_config_path` alone enables the stage (the reference ignores it on this path).

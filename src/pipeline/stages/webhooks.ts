@@ -1,11 +1,11 @@
 /**
- * The webhook stages (reference middleware.md §3): `mutating-webhook` then
+ * The webhook stages (ToolHive's webhook middlewares): `mutating-webhook` then
  * `validating-webhook`, each built from `mutating_webhooks` / `validating_webhooks` (or a
- * `middleware_configs` entry `{webhooks, server_name, transport}`). Like the reference they
- * look only at requests the proxy parsed as one JSON-RPC request or notification (`ctx.mcp`):
- * every method, `initialize`, `ping` and notifications included; GETs, DELETEs and a client's
- * responses pass. A mutated body goes back through `ctx.replaceBody`, so the stages after
- * this one (authorization, audit) and the server see the request as the webhooks left it.
+ * `middleware_configs` entry `{webhooks, server_name, transport}`). Like the reference they look
+ * only at requests the proxy parsed as one JSON-RPC request or notification (`ctx.mcp`): every
+ * method, `initialize`, `ping` and notifications included; GETs, DELETEs and a client's responses
+ * pass. A mutated body goes back through `ctx.replaceBody`, so the stages after this one
+ * (authorization, audit) and the server see the request as the webhooks left it.
  */
 import { callerClaims } from '../identity.js';
 import { PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
@@ -82,7 +82,7 @@ function webhookStage(kind: WebhookKind): StageFactory {
               );
               if (result.rejection !== undefined) return result.rejection;
               if (!result.changed) return undefined;
-              // §3.3: a batch is refused as the parser refuses one (§0.3). Patches cannot
+              // As in ToolHive, a batch is refused as the parser refuses one. Patches cannot
               // replace the request itself (every path is under /mcp_request/), so this
               // guards the contract rather than a case a webhook can produce today.
               if (Array.isArray(result.body))
