@@ -9,11 +9,24 @@
  * token live in the secrets store (never in the run configuration); the access token only in
  * memory.
  */
-import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import type { AuthorizationServer } from 'oauth4webapi';
+import {
+  AuthorizationServerMetadataError,
+  authorizationCodeGrant,
+  authorizationRequest,
+  type ClientCredentials,
+  checkAuthorizationResponse,
+  discoverAuthorizationServer,
+  discoverProtectedResource,
+  OAuthResponseError,
+  refreshGrant,
+  registerClient,
+  type TokenResponse,
+} from '../protocol/oauth/index.js';
 import type { ProxyMiddleware } from '../proxy/index.js';
 import {
   authorizationEndpointRefusal,
@@ -24,13 +37,7 @@ import {
   outboundFetch,
   SkepError,
 } from '../shared/index.js';
-import {
-  configuredEndpointsPolicy,
-  type FetchLike,
-  postClientForm,
-  REQUEST_TIMEOUT_MS,
-  readJson,
-} from './http.js';
+import { configuredEndpointsPolicy, type FetchLike } from './http.js';
 
 /** Where the OAuth client keeps what must survive a restart. `SecretsService` fits. */
 export interface SecretStore {
@@ -85,13 +92,15 @@ export interface RemoteOAuthDeps {
 }
 
 interface Endpoints {
+  /** The authorization server's issuer, when discovered or configured. */
   issuer?: string;
+  /** Its metadata (RFC 8414), or one built from the configured endpoints. */
+  server: AuthorizationServer;
   authorizationEndpoint: string;
-  tokenEndpoint: string;
-  registrationEndpoint?: string;
   resource: string;
 }
 
+/** The client registration kept in the secrets store (RFC 7591 §3.2.1 fields). */
 interface ClientRegistration {
   client_id: string;
   client_secret?: string;
@@ -121,10 +130,6 @@ async function putSecret(store: SecretStore, name: string, value: string): Promi
   else await store.update(name, value);
 }
 
-function s256(verifier: string): string {
-  return createHash('sha256').update(verifier).digest('base64url');
-}
-
 /**
  * The authorization endpoint is where the user's browser is sent, and a remote server's
  * metadata chooses it: only https (http on loopback) is used (RFC 6749 §3.1, MCP 2025-06-18
@@ -145,10 +150,8 @@ function checkedEndpoint(
   return value;
 }
 
-/** RFC 9728 §5.1: the `resource_metadata` parameter of a Bearer challenge. */
-export function resourceMetadataFrom(header: string | null): string | undefined {
-  if (header === null) return undefined;
-  return /resource_metadata="([^"]+)"/i.exec(header)?.[1];
+function credentialsOf(reg: ClientRegistration): ClientCredentials {
+  return { clientId: reg.client_id, ...(reg.client_secret ? { clientSecret: reg.client_secret } : {}) };
 }
 
 export class RemoteOAuthClient {
@@ -294,95 +297,62 @@ export class RemoteOAuthClient {
     return this.#refresh(stored ?? held);
   }
 
-  async #getJson(url: string): Promise<Record<string, unknown> | undefined> {
-    const res = await this.#fetch(url, {
-      headers: { accept: 'application/json', 'mcp-protocol-version': '2025-06-18' },
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    if (!res.ok) {
-      await res.arrayBuffer().catch(() => undefined);
-      return undefined;
-    }
-    const doc = await readJson(res);
-    return doc !== null && typeof doc === 'object' ? (doc as Record<string, unknown>) : undefined;
-  }
-
   async #discover(): Promise<Endpoints> {
     const o = this.#o;
     if (o.authorizeUrl !== undefined && o.tokenUrl !== undefined) {
+      const authorizationEndpoint = checkedEndpoint(
+        o.authorizeUrl,
+        'remote_auth_config.authorize_url',
+        'bad_request',
+      );
       return {
-        authorizationEndpoint: checkedEndpoint(
-          o.authorizeUrl,
-          'remote_auth_config.authorize_url',
-          'bad_request',
-        ),
-        tokenEndpoint: o.tokenUrl,
+        // No metadata: the configured endpoints stand for it (the issuer only identifies it).
+        server: {
+          issuer: o.issuer ?? new URL(o.tokenUrl).origin,
+          authorization_endpoint: authorizationEndpoint,
+          token_endpoint: o.tokenUrl,
+        },
+        authorizationEndpoint,
         resource: o.resource ?? o.remoteUrl,
       };
     }
     let issuer = o.issuer;
     let resource = o.resource;
     if (issuer === undefined) {
-      // RFC 9728 §5: an unauthenticated request's challenge names the metadata; else the
-      // well-known URL with the resource path inserted (§3.1), then the root one.
-      const probe = await this.#fetch(o.remoteUrl, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'ping' }),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
-      await probe.arrayBuffer().catch(() => undefined);
-      const remote = new URL(o.remoteUrl);
-      const path = remote.pathname === '/' ? '' : remote.pathname;
-      const candidates = [
-        resourceMetadataFrom(probe.headers.get('www-authenticate')),
-        `${remote.origin}/.well-known/oauth-protected-resource${path}`,
-        `${remote.origin}/.well-known/oauth-protected-resource`,
-      ].filter((u): u is string => u !== undefined);
-      let metadata: Record<string, unknown> | undefined;
-      for (const url of candidates) {
-        metadata = await this.#getJson(url);
-        if (metadata !== undefined) break;
-      }
-      const servers = metadata?.['authorization_servers'];
-      if (!Array.isArray(servers) || typeof servers[0] !== 'string')
+      const metadata = await discoverProtectedResource(o.remoteUrl, this.#fetch);
+      const first = metadata?.authorizationServers[0];
+      if (first === undefined)
         throw new SkepError(
           'bad_gateway',
           `${o.remoteUrl} publishes no OAuth protected-resource metadata; set remote_auth_config.issuer`,
         );
-      issuer = servers[0];
-      if (typeof metadata?.['resource'] === 'string') resource ??= metadata['resource'];
+      issuer = first;
+      resource ??= metadata?.resource;
     }
-    // RFC 8414 §3.1 (path inserted), then OpenID Connect Discovery forms.
-    const iss = new URL(issuer);
-    const ipath = iss.pathname === '/' ? '' : iss.pathname.replace(/\/$/, '');
-    const urls = [
-      `${iss.origin}/.well-known/oauth-authorization-server${ipath}`,
-      `${iss.origin}/.well-known/openid-configuration${ipath}`,
-      `${iss.origin}${ipath}/.well-known/openid-configuration`,
-    ];
-    for (const url of urls) {
-      const doc = await this.#getJson(url);
-      if (doc === undefined) continue;
-      // RFC 8414 §3.3: the metadata must be about the issuer we asked for.
-      if (doc['issuer'] !== issuer && doc['issuer'] !== issuer.replace(/\/$/, ''))
-        throw new SkepError('bad_gateway', `authorization server metadata at ${url} names another issuer`);
-      if (typeof doc['authorization_endpoint'] !== 'string' || typeof doc['token_endpoint'] !== 'string')
-        throw new SkepError('bad_gateway', `authorization server metadata at ${url} lacks endpoints`);
-      return {
-        issuer,
-        authorizationEndpoint:
-          o.authorizeUrl === undefined
-            ? checkedEndpoint(doc['authorization_endpoint'], `the authorization server metadata at ${url}`)
-            : checkedEndpoint(o.authorizeUrl, 'remote_auth_config.authorize_url', 'bad_request'),
-        tokenEndpoint: o.tokenUrl ?? doc['token_endpoint'],
-        ...(typeof doc['registration_endpoint'] === 'string'
-          ? { registrationEndpoint: doc['registration_endpoint'] }
-          : {}),
-        resource: resource ?? o.remoteUrl,
-      };
+    let found: Awaited<ReturnType<typeof discoverAuthorizationServer>>;
+    try {
+      found = await discoverAuthorizationServer(issuer, this.#fetch);
+    } catch (err) {
+      if (err instanceof AuthorizationServerMetadataError)
+        throw new SkepError('bad_gateway', err.message, { cause: err });
+      throw err;
     }
-    throw new SkepError('bad_gateway', `no authorization server metadata found for ${issuer}`);
+    if (found === undefined)
+      throw new SkepError('bad_gateway', `no authorization server metadata found for ${issuer}`);
+    const { metadata, url } = found;
+    const authorizationEndpoint =
+      o.authorizeUrl === undefined
+        ? checkedEndpoint(
+            metadata.authorization_endpoint as string,
+            `the authorization server metadata at ${url}`,
+          )
+        : checkedEndpoint(o.authorizeUrl, 'remote_auth_config.authorize_url', 'bad_request');
+    return {
+      issuer,
+      server: { ...metadata, ...(o.tokenUrl === undefined ? {} : { token_endpoint: o.tokenUrl }) },
+      authorizationEndpoint,
+      resource: resource ?? o.remoteUrl,
+    };
   }
 
   async #clientFor(redirectUri: string): Promise<ClientRegistration> {
@@ -398,38 +368,39 @@ export class RemoteOAuthClient {
       const reg = JSON.parse(stored) as ClientRegistration;
       if (reg.redirect_uri === redirectUri) return reg;
     }
-    const endpoint = this.#endpoints?.registrationEndpoint;
-    if (endpoint === undefined)
+    const server = (this.#endpoints as Endpoints).server;
+    if (typeof server.registration_endpoint !== 'string')
       throw new SkepError(
         'bad_request',
         'the authorization server has no registration endpoint; set remote_auth_config.client_id',
       );
-    // RFC 7591 §2/§3.1: a public native client (PKCE, no secret).
-    const res = await this.#fetch(endpoint, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify({
-        client_name: `Skep (${this.#o.workload})`,
-        redirect_uris: [redirectUri],
-        grant_types: ['authorization_code', 'refresh_token'],
-        response_types: ['code'],
-        token_endpoint_auth_method: 'none',
-        application_type: 'native',
-        ...(this.#o.scopes?.length ? { scope: this.#o.scopes.join(' ') } : {}),
-      }),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
-    const body = (await readJson(res)) as Record<string, unknown> | undefined;
-    if (res.status !== 201 && res.status !== 200)
-      throw new SkepError(
-        'bad_gateway',
-        `client registration failed (${res.status} ${String(body?.['error'] ?? '')})`,
+    let registered: ClientCredentials;
+    try {
+      // RFC 7591 §2/§3.1: a public native client (PKCE, no secret).
+      registered = await registerClient(
+        server,
+        {
+          client_name: `Skep (${this.#o.workload})`,
+          redirect_uris: [redirectUri],
+          grant_types: ['authorization_code', 'refresh_token'],
+          response_types: ['code'],
+          token_endpoint_auth_method: 'none',
+          application_type: 'native',
+          ...(this.#o.scopes?.length ? { scope: this.#o.scopes.join(' ') } : {}),
+        },
+        this.#fetch,
       );
-    if (typeof body?.['client_id'] !== 'string')
-      throw new SkepError('bad_gateway', 'client registration returned no client_id');
+    } catch (err) {
+      if (!(err instanceof OAuthResponseError)) throw err;
+      if (err.field === 'client_id')
+        throw new SkepError('bad_gateway', 'client registration returned no client_id', { cause: err });
+      throw new SkepError('bad_gateway', `client registration failed (${err.status} ${err.error ?? ''})`, {
+        cause: err,
+      });
+    }
     const reg: ClientRegistration = {
-      client_id: body['client_id'],
-      ...(typeof body['client_secret'] === 'string' ? { client_secret: body['client_secret'] } : {}),
+      client_id: registered.clientId,
+      ...definedOnly({ client_secret: registered.clientSecret }),
       redirect_uri: redirectUri,
     };
     if (secrets !== undefined) await putSecret(secrets, this.#names.client, JSON.stringify(reg));
@@ -446,39 +417,47 @@ export class RemoteOAuthClient {
       const redirectUri = `http://127.0.0.1:${port}/callback`;
       const client = await this.#clientFor(redirectUri);
       this.#client = client;
-      const verifier = randomBytes(32).toString('base64url');
-      const state = randomBytes(16).toString('base64url');
-      const url = new URL(endpoints.authorizationEndpoint);
-      const params: Record<string, string> = {
-        ...this.#o.oauthParams,
-        response_type: 'code',
-        client_id: client.client_id,
-        redirect_uri: redirectUri,
-        state,
-        code_challenge: s256(verifier),
-        code_challenge_method: 'S256',
-        ...this.#resourceParam(endpoints.resource),
-        ...(this.#o.scopes?.length ? { scope: this.#o.scopes.join(' ') } : {}),
-      };
-      for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
-      const code = this.#awaitCallback(callback, state, endpoints.issuer);
-      await this.#show(url.href);
-      return await this.#tokenRequest({
-        grant_type: 'authorization_code',
-        code: await code,
-        redirect_uri: redirectUri,
-        code_verifier: verifier,
-        ...this.#resourceParam(endpoints.resource),
-      });
+      const request = await authorizationRequest(
+        endpoints.authorizationEndpoint,
+        client.client_id,
+        redirectUri,
+        {
+          ...definedOnly({ extra: this.#o.oauthParams }),
+          params: {
+            ...this.#resourceParam(endpoints.resource),
+            ...(this.#o.scopes?.length ? { scope: this.#o.scopes.join(' ') } : {}),
+          },
+        },
+      );
+      const answer = this.#awaitCallback(callback, request.state, endpoints.issuer, client.client_id);
+      await this.#show(request.url.href);
+      const parameters = await answer;
+      return await this.#tokenRequest('authorization_code', (credentials) =>
+        authorizationCodeGrant(
+          endpoints.server,
+          credentials,
+          parameters,
+          redirectUri,
+          request.codeVerifier,
+          this.#resourceParam(endpoints.resource),
+          this.#fetch,
+        ),
+      );
     } finally {
       callback.closeAllConnections();
       callback.close();
     }
   }
 
-  #awaitCallback(server: Server, state: string, issuer: string | undefined): Promise<string> {
+  /** The authorization response's parameters, once the redirect back carries a code. */
+  #awaitCallback(
+    server: Server,
+    state: string,
+    issuer: string | undefined,
+    clientId: string,
+  ): Promise<URLSearchParams> {
     const timeoutMs = this.#o.loginTimeoutMs ?? 300_000;
-    return new Promise<string>((resolve, reject) => {
+    return new Promise<URLSearchParams>((resolve, reject) => {
       const timer = setTimeout(
         () => reject(new SkepError('gateway_timeout', 'the login was not completed in time')),
         timeoutMs,
@@ -494,30 +473,27 @@ export class RemoteOAuthClient {
           res.writeHead(404).end();
           return;
         }
-        const p = u.searchParams;
         const fail = (why: string) => {
           res
             .writeHead(400, { 'content-type': 'text/plain' })
             .end(`Login failed: ${why}. You can close this window.`);
         };
-        // RFC 6749 §10.12: the state binds the response to our request; RFC 9207 §2.4 the issuer.
-        if (p.get('state') !== state) return fail('state mismatch');
-        if (issuer !== undefined && p.has('iss') && p.get('iss') !== issuer) return fail('issuer mismatch');
-        const error = p.get('error');
-        if (error !== null) {
-          fail(error);
+        const result = checkAuthorizationResponse(issuer, clientId, u.searchParams, state);
+        if (result.kind === 'invalid') return fail(result.problem);
+        if (result.kind === 'error') {
+          fail(result.error);
           clearTimeout(timer);
-          reject(new SkepError('unauthorized', `the authorization server refused the login: ${error}`));
+          reject(
+            new SkepError('unauthorized', `the authorization server refused the login: ${result.error}`),
+          );
           return;
         }
-        const code = p.get('code');
-        if (code === null) return fail('no code');
         res
           .writeHead(200, { 'content-type': 'text/plain' })
           .end('Login complete. You can close this window.');
         clearTimeout(timer);
         this.#abort.signal.removeEventListener('abort', stop);
-        resolve(code);
+        resolve(result.parameters);
       });
     });
   }
@@ -555,39 +531,45 @@ export class RemoteOAuthClient {
             : (JSON.parse(stored) as ClientRegistration);
       if (this.#client === undefined) throw new Error('no client registration stored');
     }
-    const set = await this.#tokenRequest({
-      grant_type: 'refresh_token',
-      refresh_token: refreshToken,
-      ...this.#resourceParam((this.#endpoints as Endpoints).resource),
-    });
+    const endpoints = this.#endpoints as Endpoints;
+    const set = await this.#tokenRequest('refresh_token', (credentials) =>
+      refreshGrant(
+        endpoints.server,
+        credentials,
+        refreshToken,
+        this.#resourceParam(endpoints.resource),
+        this.#fetch,
+      ),
+    );
     // RFC 6749 §6: the old refresh token stays valid unless a new one is issued.
     return set.refreshToken === undefined ? { ...set, refreshToken } : set;
   }
 
-  async #tokenRequest(params: Record<string, string>): Promise<TokenSet> {
+  /** Runs one token request; a refusal or unusable answer is `unauthorized` naming the grant. */
+  async #tokenRequest(
+    grantType: string,
+    send: (credentials: ClientCredentials) => Promise<TokenResponse>,
+  ): Promise<TokenSet> {
     if (this.#closed) throw new Error('closed');
-    const client = this.#client as ClientRegistration;
-    const res = await postClientForm(
-      this.#fetch,
-      (this.#endpoints as Endpoints).tokenEndpoint,
-      new URLSearchParams(params),
-      { id: client.client_id, secret: client.client_secret },
-    );
-    const body = (await readJson(res).catch(() => undefined)) as Record<string, unknown> | undefined;
-    if (!res.ok || typeof body?.['access_token'] !== 'string') {
+    let tokens: TokenResponse;
+    try {
+      tokens = await send(credentialsOf(this.#client as ClientRegistration));
+    } catch (err) {
+      if (!(err instanceof OAuthResponseError)) throw err;
       throw new SkepError(
         'unauthorized',
-        `token request (${params['grant_type']}) failed: ${res.status} ${String(body?.['error'] ?? '')}`,
+        `token request (${grantType}) failed: ${err.status} ${err.error ?? ''}`,
+        { cause: err },
       );
     }
-    const expiresIn = Number(body['expires_in']);
-    const lifetime = Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn * 1000 : 3600_000;
-    const refreshToken = typeof body['refresh_token'] === 'string' ? body['refresh_token'] : undefined;
+    const lifetime =
+      tokens.expiresIn !== undefined && tokens.expiresIn > 0 ? tokens.expiresIn * 1000 : 3600_000;
+    const refreshToken = tokens.refreshToken;
     if (refreshToken !== undefined && this.#d.secrets !== undefined)
       await putSecret(this.#d.secrets, this.#names.refreshToken, refreshToken);
     const now = this.#now();
     return {
-      accessToken: body['access_token'],
+      accessToken: tokens.accessToken,
       expiresAt: now + lifetime,
       refreshAt: now + Math.max(lifetime - REFRESH_SKEW_MS, lifetime * 0.8),
       ...definedOnly({ refreshToken }),

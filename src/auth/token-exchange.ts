@@ -5,6 +5,7 @@
  * token, audience, scopes) until shortly before they — or the subject token — expire, so
  * a session's requests cost one exchange, not one each. A failed exchange is a 401.
  */
+import { OAuthResponseError, type TokenResponse, tokenExchangeGrant } from '../protocol/oauth/index.js';
 import type { ProxyMiddleware, ProxyRequestContext } from '../proxy/index.js';
 import { type Logger, outboundFetch, SkepError } from '../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
@@ -13,13 +14,10 @@ import {
   challenge,
   configuredEndpointsPolicy,
   type FetchLike,
-  postClientForm,
-  readJson,
   sha256Hex,
   tokenHeader,
 } from './http.js';
 
-export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:';
 const ACCESS_TOKEN_TYPE = `${TOKEN_TYPE}access_token`;
 
@@ -121,36 +119,35 @@ export class TokenExchanger {
     this.exchanges++;
     const o = this.#options;
     // RFC 8693 §2.1 request parameters.
-    const form = new URLSearchParams({
-      grant_type: TOKEN_EXCHANGE_GRANT,
+    const params: Record<string, string> = {
       subject_token: subjectToken,
       subject_token_type: this.#subjectType,
       requested_token_type: ACCESS_TOKEN_TYPE,
-    });
-    if (o.audience) form.set('audience', o.audience);
-    if (this.#scope) form.set('scope', this.#scope);
-    let res: Response;
+    };
+    if (o.audience) params['audience'] = o.audience;
+    if (this.#scope) params['scope'] = this.#scope;
+    const client =
+      o.clientId === undefined
+        ? undefined
+        : { clientId: o.clientId, ...(o.clientSecret === undefined ? {} : { clientSecret: o.clientSecret }) };
+    let answer: TokenResponse;
     try {
-      res = await postClientForm(this.#fetch, o.tokenUrl, form, { id: o.clientId, secret: o.clientSecret });
+      answer = await tokenExchangeGrant(o.tokenUrl, client, params, this.#fetch);
     } catch (err) {
-      throw new TokenExchangeError(`token endpoint unreachable: ${(err as Error).message}`);
+      if (!(err instanceof OAuthResponseError))
+        throw new TokenExchangeError(`token endpoint unreachable: ${(err as Error).message}`);
+      // RFC 8693 §2.2.1: access_token and token_type are REQUIRED.
+      if (err.field === 'access_token' || err.field === 'token_type')
+        throw new TokenExchangeError(`response has no ${err.field}`);
+      const code = err.error === undefined ? '' : ` (${err.error})`;
+      throw new TokenExchangeError(`token endpoint answered ${err.status}${code}`);
     }
-    const body = (await readJson(res).catch(() => undefined)) as Record<string, unknown> | undefined;
-    if (!res.ok || body === undefined || body['error'] !== undefined) {
-      const code = typeof body?.['error'] === 'string' ? ` (${body['error']})` : '';
-      throw new TokenExchangeError(`token endpoint answered ${res.status}${code}`);
-    }
-    const token = body['access_token'];
-    // RFC 8693 §2.2.1: access_token, issued_token_type and token_type are REQUIRED.
-    if (typeof token !== 'string' || token === '')
-      throw new TokenExchangeError('response has no access_token');
-    if (typeof body['issued_token_type'] !== 'string' || body['issued_token_type'] === '')
+    // RFC 8693 §2.2.1: issued_token_type is REQUIRED as well.
+    if (answer.issuedTokenType === undefined || answer.issuedTokenType === '')
       throw new TokenExchangeError('response has no issued_token_type');
-    if (typeof body['token_type'] !== 'string' || body['token_type'] === '')
-      throw new TokenExchangeError('response has no token_type');
-    const expiresIn = Number(body['expires_in']);
+    const expiresIn = answer.expiresIn ?? Number.NaN;
     const lifetime = Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn * 1000 : this.#defaultLifetime;
-    return { token, expiresAt: this.#now() + lifetime };
+    return { token: answer.accessToken, expiresAt: this.#now() + lifetime };
   }
 }
 
