@@ -1,5 +1,6 @@
 /**
- * The README's quick start and first CLI run, executed as written (issue 24 item 12), by bash,
+ * The README's quick start and first server (the first CLI run, a server given a folder, a
+ * registered client), executed as written (issue 24 item 12), by bash,
  * with HOME a fresh temporary folder and none of Skep's or XDG's variables set: what a new user
  * on a clean account gets. The commands are read from README.md, so the test follows the text.
  * Where a line cannot run here as written, the translation is in `QUICK_START` and says why:
@@ -88,7 +89,7 @@ function background(later: (fn: () => unknown) => void, line: string, env: NodeJ
   return child;
 }
 
-test('README quick start and first CLI run, as written, on a clean HOME', { timeout: 600_000 }, async (t) => {
+test('README quick start and first server, as written, on a clean HOME', { timeout: 600_000 }, async (t) => {
   if (!requireService(t, 'dist/skep.mjs', existsSync(BUNDLE), 'run `npm run build` first')) return;
   const npmUp = await fetch('https://registry.npmjs.org/-/ping', {
     signal: AbortSignal.timeout(10_000),
@@ -103,7 +104,11 @@ test('README quick start and first CLI run, as written, on a clean HOME', { time
 
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
   const [install, api] = shellBlocks(readme, '## Quick start', 2) as [string[], string[]];
-  const [firstRun] = shellBlocks(readme, '## Your first server', 1) as [string[]];
+  const [firstRun, folder, client] = shellBlocks(readme, '## Your first server', 3) as [
+    string[],
+    string[],
+    string[],
+  ];
 
   // Clean-up newest first: the workload, then the processes, then the home.
   const later = cleanupFirst(t);
@@ -200,6 +205,26 @@ test('README quick start and first CLI run, as written, on a clean HOME', { time
     /^workload everything started: http:\/\/127\.0\.0\.1:\d+\/mcp\?skep_token=[0-9a-f]{64}\n$/,
   );
   assert.equal(sh('skep rm everything'), 'everything: removed\n');
+
+  // Giving a server a folder: the filesystem server on ~/notes, as written (a folder of the
+  // clean HOME here), sees the file the user keeps there.
+  assert.deepEqual(folder.map(command), [
+    'skep run npx://@modelcontextprotocol/server-filesystem --name files --volume ~/notes -- ~/notes',
+  ]);
+  mkdirSync(join(home, 'notes'));
+  writeFileSync(join(home, 'notes', 'hello.txt'), 'hi\n');
+  later(() => spawnSync('bash', ['-c', 'skep rm files'], { env, timeout: 60_000 }));
+  assert.match(sh(command(folder[0] as string)), /^workload files started: /);
+  assert.match(sh(`skep mcp call files list_directory --arg path=${join(home, 'notes')}`), /hello\.txt/);
+
+  // Your IDE: the client block registers Cursor, whose config then holds the running server.
+  assert.deepEqual(client.map(command), ['skep client register cursor']);
+  sh(command(client[0] as string));
+  const cursorConfig = JSON.parse(readFileSync(join(home, '.cursor', 'mcp.json'), 'utf8')) as {
+    mcpServers: Record<string, unknown>;
+  };
+  assert.ok('files' in cursorConfig.mcpServers, JSON.stringify(cursorConfig));
+  assert.equal(sh('skep rm files'), 'files: removed\n');
 
   serve.kill('SIGTERM');
   const [serveCode] = (await once(serve, 'exit')) as [number | null];
