@@ -1,14 +1,13 @@
 /**
- * The cost of the bubblewrap sandbox (README, "Sandboxed local servers"): the same stdio server
- * (the echo fixture) started by the process runtime unsandboxed, sandboxed with the default profile
- * (host network), sandboxed with `network.mode: none`, and sandboxed with an outbound allow-list
- * (which adds the in-sandbox relay and the runner's filtering proxy) — the relay in perl (the
- * default) and, with no perl on the server's PATH, in Node (the fallback). Start-to-ready is
- * `start()` → the server's answer to `initialize`, rounds interleaved so a noisy machine skews all
- * variants alike. Then the proxy (`startProxy`, as the runner hosts it) in front of each,
- * tools/call latency at concurrency 1. Also the sandbox alone: `/bin/true` start-to-exit through
- * the runtime. Target: ≤ 50 ms added at the median start; proxy c1 p50 unchanged within noise.
- * Prints one JSON object. Needs bwrap.
+ * The cost of the bubblewrap sandbox (docs/sandbox.md): the same stdio server (the echo fixture)
+ * started by the process runtime unsandboxed, sandboxed with the default profile (host network),
+ * sandboxed with `network.mode: none`, and sandboxed with an outbound allow-list (which adds the
+ * in-sandbox relay and the runner's filtering proxy) — the relay in perl (the default) and, with no
+ * perl on the server's PATH, in Node (the fallback). Start-to-ready is `start()` → the server's
+ * answer to `initialize`, rounds interleaved so a noisy machine skews all variants alike. Then the
+ * proxy (`startProxy`, as the runner hosts it) in front of each, tools/call latency at concurrency
+ * 1. Also the sandbox alone: `/bin/true` start-to-exit through the runtime. Target: ≤ 50 ms added
+ * at the median start; proxy c1 p50 unchanged within noise. Prints one JSON object. Needs bwrap.
  */
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

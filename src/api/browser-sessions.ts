@@ -1,8 +1,8 @@
 /**
  * How a browser gets into the management API: a one-time login URL that sets an HttpOnly,
- * SameSite=Strict session cookie (README, "Web UI"). A holder of the bearer token (the CLI's
- * `skep ui`, or `skep serve` at start) mints a ticket; opening `/auth/login?ticket=…` spends
- * it and starts a session, whose id travels only in the cookie.
+ * SameSite=Strict session cookie (docs/web-ui.md). A holder of the bearer token (the CLI's `skep
+ * ui`, or `skep serve` at start) mints a ticket; opening `/auth/login?ticket=…` spends it and
+ * starts a session, whose id travels only in the cookie.
  *
  * Tickets are single use and live 60 s; sessions end after an idle time and, regardless of
  * use, after an absolute lifetime (OWASP Session Management Cheat Sheet, "Session

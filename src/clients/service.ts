@@ -377,7 +377,7 @@ export function desiredEntries(
 ): Map<string, ServerEntry> {
   const out = new Map<string, ServerEntry>();
   const sorted = [...workloads].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  // A group served by one of its own virtual workloads is one entry (README, "One endpoint for a team"), the
+  // A group served by one of its own virtual workloads is one entry (docs/virtual-mcp.md), the
   // virtual endpoint, unless that workload's vmcp config says `clientEntries: all`.
   const virtualOnly = new Set<string>();
   for (const w of sorted) {

@@ -1,14 +1,14 @@
 /**
  * `skep operator pod-runner --config /etc/runconfig/runconfig.json`: the Skep runner inside a
- * Kubernetes pod (README, "Run Skep on Kubernetes"). It is the same runner as on a workstation
- * (`runWorkload`: proxy, middleware pipeline, restart supervision), fed from the mounted run
- * configuration instead of the management store: the configuration is written into a private store
- * under `$SKEP_HOME` (an emptyDir), claimed by this process, and run in the foreground until
- * SIGTERM. Secret references in the run configuration (`<ENV>,target=...`,
- * `header_forward.add_headers_from_secret`) name environment variables the Deployment fills from
- * Secrets; they are looked up in this process's environment and never passed to the server (the
- * runtime gives a server only its allow-list, `env_vars` and its `secrets`). Local servers run
- * unsandboxed here: the container is their sandbox.
+ * Kubernetes pod (docs/kubernetes.md). It is the same runner as on a workstation (`runWorkload`:
+ * proxy, middleware pipeline, restart supervision), fed from the mounted run configuration instead
+ * of the management store: the configuration is written into a private store under `$SKEP_HOME` (an
+ * emptyDir), claimed by this process, and run in the foreground until SIGTERM. Secret references in
+ * the run configuration (`<ENV>,target=...`, `header_forward.add_headers_from_secret`) name
+ * environment variables the Deployment fills from Secrets; they are looked up in this process's
+ * environment and never passed to the server (the runtime gives a server only its allow-list,
+ * `env_vars` and its `secrets`). Local servers run unsandboxed here: the container is their
+ * sandbox.
  */
 import { readFileSync } from 'node:fs';
 import { parseConfig, resolvePaths, type SkepConfig } from '../config/index.js';

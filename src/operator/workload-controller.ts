@@ -1,15 +1,14 @@
 /**
- * The workload controller (README, "Run Skep on Kubernetes"): informers (`informer.ts`: list+watch,
- * re-list after a 410 or a failed watch) of MCPServer, MCPRemoteProxy, VirtualMCPServer, MCPGroup,
- * MCPServerEntry and MCPExternalAuthConfig, and a reconcile that applies exactly what
- * `renderResources` (`skep operator render`) produces for a resource from the objects of its
- * namespace, then writes its status: `phase`, `url`, `message`, `observedGeneration`, the
- * referenced configs' hashes and conditions (`Valid`, `Ready`) with observedGeneration. A changed
- * MCPExternalAuthConfig re-renders its consumers, whose pod annotations change (rollout); a
- * VirtualMCPServer records the backends discovered in its MCPGroup (`status.discoveredBackends`,
- * read by the MCPExternalAuthConfig controller for `referencingWorkloads`); an MCPGroup records its
- * members. Created objects carry owner references, so Kubernetes' garbage collector removes them
- * with the resource (no finalizer).
+ * The workload controller (docs/kubernetes.md): informers (`informer.ts`: list+watch, re-list after
+ * a 410 or a failed watch) of MCPServer, MCPRemoteProxy, VirtualMCPServer, MCPGroup, MCPServerEntry
+ * and MCPExternalAuthConfig, and a reconcile that applies exactly what `renderResources` (`skep
+ * operator render`) produces for a resource from the objects of its namespace, then writes its
+ * status: `phase`, `url`, `message`, `observedGeneration`, the referenced configs' hashes and
+ * conditions (`Valid`, `Ready`) with observedGeneration. A changed MCPExternalAuthConfig re-renders
+ * its consumers, whose pod annotations change (rollout); a VirtualMCPServer records the backends
+ * discovered in its MCPGroup (`status.discoveredBackends`, read by the MCPExternalAuthConfig
+ * controller for `referencingWorkloads`); an MCPGroup records its members. Created objects carry
+ * owner references, so Kubernetes' garbage collector removes them with the resource (no finalizer).
  */
 import type { Logger } from '../shared/index.js';
 import type { Condition } from '../schemas/extauth/index.js';

@@ -17,7 +17,7 @@
 
 /**
  * Names (exact, case-sensitive on POSIX; `PREFIX*` matches a prefix) that a server inherits
- * from the runner's environment. The README's "the server's environment" cites this list.
+ * from the runner's environment. docs/running-servers.md, "The server's environment", cites this list.
  */
 export const SERVER_ENV_ALLOWLIST: readonly string[] = Object.freeze([
   // Finding programs, who the user is, where home and temp are.

@@ -1,7 +1,7 @@
 /**
  * `telemetry_config` (ToolHive's shape, camelCase keys), parsed once into frozen
  * settings. Where the reference sets a trap, Skep refuses or does the evident thing instead
- * (the README lists the differences):
+ * (docs/differences.md lists the differences):
  * - a config with only `endpoint` turns tracing and OTLP metrics on (the reference reads the
  *   absent booleans as false and then refuses to start);
  * - an unparsable or out-of-range `samplingRate` is a 400 naming it (the reference silently

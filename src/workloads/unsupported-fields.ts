@@ -1,11 +1,12 @@
 /**
- * No silent fields (README, "Policy at the proxy"). A run-configuration field that this build does
- * not honour — not at all yet, or not where this workload's server runs — is refused as soon as it
- * holds anything but its default: 400 `unsupported_field`, naming the field, on create, update and
- * import (`skep run --from-config`), before anything is written. Defaults pass, so Studio's create
- * body and the reference's exports, which carry empty or default values, are accepted. Every field
- * not listed here has an effect (the README's field table says which);
- * `test/unit/workloads/unsupported-fields.test.ts` keeps the two lists complete.
+ * No silent fields (docs/running-servers.md, "Fields that would be ignored are refused"). A
+ * run-configuration field that this build does not honour — not at all yet, or not where this
+ * workload's server runs — is refused as soon as it holds anything but its default: 400
+ * `unsupported_field`, naming the field, on create, update and import (`skep run --from-config`),
+ * before anything is written. Defaults pass, so Studio's create body and the reference's exports,
+ * which carry empty or default values, are accepted. Every field not listed here has an effect (the
+ * README's field table says which); `test/unit/workloads/unsupported-fields.test.ts` keeps the two
+ * lists complete.
  */
 import type { SkepConfig } from '../config/index.js';
 import { workloadSandbox } from '../runtime/index.js';

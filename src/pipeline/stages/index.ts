@@ -1,5 +1,5 @@
 /**
- * Every pipeline stage, outermost first: Skep's middleware order (the README shows it). A
+ * Every pipeline stage, outermost first: Skep's middleware order (docs/policy.md shows it). A
  * request meets them in this order; answers pass their reply hooks in the reverse order.
  * Adding a stage is writing its file and adding its line here.
  *

@@ -1,6 +1,6 @@
 /**
- * The bubblewrap command line of a sandboxed server (README, "Sandboxed local servers"), built from
- * a layout so the rules can be read (and tested) in one place:
+ * The bubblewrap command line of a sandboxed server (docs/sandbox.md), built from a layout so the
+ * rules can be read (and tested) in one place:
  *
  * - `/` read-only; a minimal `/dev` (null, zero, random, tty, shm) and a `/proc` of the
  *   sandbox's own pid namespace.

@@ -1,7 +1,7 @@
 /**
- * Prepares one sandboxed start of a local server (README, "Sandboxed local servers"): the
- * workload's home, the layout (`bwrap-args.ts`), the network (none, the host's, or an allow-list
- * through the runner's filtering proxy), the relays and, for package servers, the package fetch.
+ * Prepares one sandboxed start of a local server (docs/sandbox.md): the workload's home, the layout
+ * (`bwrap-args.ts`), the network (none, the host's, or an allow-list through the runner's filtering
+ * proxy), the relays and, for package servers, the package fetch.
  *
  * Network, from the permission profile (as the container runtime reads it):
  * `network.mode: none`, or isolation with an empty outbound list → a network namespace with

@@ -56,7 +56,8 @@ export function probeBwrap(binary: string, env: NodeJS.ProcessEnv = process.env)
 }
 
 function runProbe(binary: string, env: NodeJS.ProcessEnv): ProbeResult {
-  // Not built yet (README): macOS would use a sandbox-exec (Seatbelt) profile, Windows an AppContainer.
+  // Not built yet (docs/sandbox.md, "Other systems"): macOS would use a sandbox-exec (Seatbelt)
+  // profile, Windows an AppContainer.
   if (process.platform === 'darwin')
     return { ok: false, reason: 'no sandbox on macOS yet (a sandbox-exec profile would enforce it)' };
   if (process.platform !== 'linux')

@@ -1,7 +1,7 @@
 /**
- * The one outbound address policy (README, "Security"): every outgoing request whose target a
- * caller can steer — registry URLs, OCI skill references, git skill hosts, OAuth discovery,
- * JWKS, introspection and token endpoints — is sent through an `OutboundClient`.
+ * The one outbound address policy (docs/security.md, "What a workload can reach"): every outgoing
+ * request whose target a caller can steer — registry URLs, OCI skill references, git skill hosts,
+ * OAuth discovery, JWKS, introspection and token endpoints — is sent through an `OutboundClient`.
  *
  * - Link-local and cloud metadata addresses, and special-purpose ones (unspecified,
  *   multicast, documentation, reserved), are always refused (`address-class.ts`).

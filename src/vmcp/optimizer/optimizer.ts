@@ -1,13 +1,13 @@
 /**
- * The vMCP optimizer (ToolHive's MCP Optimizer, README "One endpoint for a team"): `find_tool`
- * searches the aggregated tools with BM25 over their names, titles, descriptions and input-schema
- * properties (names and descriptions), optionally mixed with embedding similarity, and `call_tool`
- * names the inner tool to call. Differences from the reference: the keywords and the description
- * are searched together (keywords weigh double) instead of keywords replacing the description;
- * query words also search a few synonyms at half weight ("remove" finds "delete"); a hybrid answer
- * is topped up from the other arm when one arm has fewer hits than its share; `call_tool` checks
- * the inner tool's required parameters before the call goes out; an embedding service that fails is
- * skipped for a while (BM25 answers; one log line per outage).
+ * The vMCP optimizer (ToolHive's MCP Optimizer; docs/virtual-mcp.md): `find_tool` searches the
+ * aggregated tools with BM25 over their names, titles, descriptions and input-schema properties
+ * (names and descriptions), optionally mixed with embedding similarity, and `call_tool` names the
+ * inner tool to call. Differences from the reference: the keywords and the description are searched
+ * together (keywords weigh double) instead of keywords replacing the description; query words also
+ * search a few synonyms at half weight ("remove" finds "delete"); a hybrid answer is topped up from
+ * the other arm when one arm has fewer hits than its share; `call_tool` checks the inner tool's
+ * required parameters before the call goes out; an embedding service that fails is skipped for a
+ * while (BM25 answers; one log line per outage).
  */
 import type { Logger } from '../../shared/index.js';
 import { silentLogger } from '../../shared/index.js';
