@@ -489,7 +489,7 @@ function proxyOptions(ctx: BootContext): ProxyOptions {
     ...(ctx.perSession ? { perSession: perSessionOptions(ctx) } : {}),
     host: runConfig.host,
     port: runConfig.port,
-    // Seed PermissionProfile network.inbound.allow_host: the Host/Origin names clients may
+    // ToolHive's PermissionProfile network.inbound.allow_host: the Host/Origin names clients may
     // use besides loopback names; enforced here, in front of every runtime and transport.
     allowedHosts: runConfig.permission_profile?.network?.inbound?.allow_host ?? [],
     // Browser origins besides the proxy's own, exact (validated by the manager).
