@@ -1,12 +1,12 @@
 /**
- * Issue 16, F1 and the browser login, in a real headless Chromium (Debian's package, driven
- * by playwright-core) against a real `skep serve`. The browser logs in as a user does: `skep
- * ui` hands the opener a page only the user can read, which forwards to the one-time link;
- * the session cookie then works from the API's own pages together with the CSRF token the
- * login gave the page, and does not from a page on another port of the same machine — which
- * the browser treats as same-site, so it *does* attach the SameSite=Strict cookie there
- * (checked below): Fetch Metadata, the origin guard and the missing token refuse it. A
- * program that saw the cookie and replays it with forged headers gets 403.
+ * The API's authentication on TCP and the browser login, in a real headless Chromium (Debian's
+ * package, driven by playwright-core) against a real `skep serve`. The browser logs in as a user
+ * does: `skep ui` hands the opener a page only the user can read, which forwards to the one-time
+ * link; the session cookie then works from the API's own pages together with the CSRF token the
+ * login gave the page, and does not from a page on another port of the same machine — which the
+ * browser treats as same-site, so it *does* attach the SameSite=Strict cookie there (checked
+ * below): Fetch Metadata, the origin guard and the missing token refuse it. A program that saw the
+ * cookie and replays it with forged headers gets 403.
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';

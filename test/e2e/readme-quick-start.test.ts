@@ -1,6 +1,6 @@
 /**
  * The README's quick start and first server (the first CLI run, a server given a folder, a
- * registered client), executed as written (issue 24 item 12), by bash,
+ * registered client), executed as written, by bash,
  * with HOME a fresh temporary folder and none of Skep's or XDG's variables set: what a new user
  * on a clean account gets. The commands are read from README.md, so the test follows the text.
  * Where a line cannot run here as written, the translation is in `QUICK_START` and says why:

@@ -1,6 +1,6 @@
 /**
- * ToolHive Studio's registry login, against a real `skep serve` (issue 24 item 1; reference
- * vmcp-operator.md §4.2 "Studio usage", §5 startup): the secrets provider set up as Studio's
+ * ToolHive Studio's registry login, against a real `skep serve` (as Studio uses the registry
+ * API at startup): the secrets provider set up as Studio's
  * root loader does, PUT of an API registry with `auth`, the root guard's GET answered with
  * 503 `registry_auth_required`, POST /auth/login (the user follows the URL `skep serve`
  * prints, here with an HTTP client through oidc-provider's pages), the registry listed with

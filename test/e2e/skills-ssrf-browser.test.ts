@@ -1,5 +1,5 @@
 /**
- * Issue 16, F5 in a real browser: a page served from another loopback port embeds
+ * Blind SSRF through the skills API, in a real browser: a page served from another loopback port embeds
  * `<img src="http://127.0.0.1:<api>/api/v1beta/skills/content?ref=127.0.0.1:<listener>/x/y:1">`
  * (a cross-site GET carries no Origin). The listener must receive no connection: the API
  * refuses the unauthenticated request, and the OCI client itself refuses a loopback registry

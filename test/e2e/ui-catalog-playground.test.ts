@@ -1,5 +1,5 @@
 /**
- * Issue 22, "run a server from the catalog through the form and see it reach Running; call a
+ * "Run a server from the catalog through the form and see it reach Running; call a
  * tool in the playground; stop and delete it", in Chromium against a real `skep serve`. The
  * registry source is a local file (as a catalog maintainer would publish it) whose one entry
  * runs the echo fixture; the form asks for its variables, saves the secret one in the secrets

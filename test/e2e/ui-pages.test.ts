@@ -1,5 +1,5 @@
 /**
- * Issue 22, the other pages of the web UI in Chromium against a real `skep serve`, with a
+ * The other pages of the web UI in Chromium against a real `skep serve`, with a
  * temporary HOME (client configurations are looked up and written there, never in the real
  * one): Secrets (set up the provider, add a secret, listed without its value, update, delete,
  * a refusal shown), Clients (register and unregister Cursor in a group), Groups, Skills

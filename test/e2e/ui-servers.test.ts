@@ -1,5 +1,5 @@
 /**
- * Issue 22, the web UI's Servers pages in Chromium against a real `skep serve`: the page is
+ * The web UI's Servers pages in Chromium against a real `skep serve`: the page is
  * served only to a logged-in browser (others get how to log in), with a strict CSP and
  * hashed, long-cached assets; a real workload (the echo fixture) shows up Running with its
  * URL and tools, is stopped, started and deleted from the page, and its detail page shows

@@ -121,7 +121,7 @@ test(
     assert.deepEqual(ctx.workloads.exportConfig('rel').cmd_args, [EVERYTHING_ENTRY, 'stdio']);
 
     // A server that exits at once: exit status 1 and the reason; a server that never worked is
-    // given up on (status error, runner stopped), not retried for minutes (issue 24 item 5).
+    // given up on (status error, runner stopped), not retried for minutes.
     const crash = await skep(
       'run',
       `cmd://${process.execPath}`,

@@ -1,10 +1,10 @@
 /**
- * Issue 16, item 2 (F1 with `--host 0.0.0.0`): binding beyond loopback is an explicit
- * choice. Through the real CLI: a non-loopback `--host` without `--allow-remote` is refused
- * before anything binds; bad origins, TLS files and ports are clear errors without a stack
+ * The API beyond loopback (`--host 0.0.0.0` must not open it to anyone): binding beyond loopback is
+ * an explicit choice. Through the real CLI: a non-loopback `--host` without `--allow-remote` is
+ * refused before anything binds; bad origins, TLS files and ports are clear errors without a stack
  * trace; with `--allow-remote` the token is still required, origins are exact, and with
- * `--tls-cert`/`--tls-key` a real HTTPS request (verified against the test's own CA) works
- * and `skep ui` pins the server's certificate.
+ * `--tls-cert`/`--tls-key` a real HTTPS request (verified against the test's own CA) works and
+ * `skep ui` pins the server's certificate.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * Application errors in answers the reference cannot see (middleware.md §2.3: it inspects the
+ * Application errors in answers the reference cannot see (ToolHive's audit inspects only the
  * first 512 bytes of a body that starts with `{`): a remote HTTP server, reached through the
  * proxy's transparent mode, answers SSE-framed and with bodies far over 512 bytes. The audit
  * stage sees the parsed JSON-RPC answer through `onReply`, so the framing and size do not

@@ -36,7 +36,7 @@ type Line = Record<string, unknown> & {
   delegation?: Record<string, unknown>;
 };
 
-/** The reference's top-level key order (middleware.md §2.5); optional keys absent when empty. */
+/** The reference's top-level key order (ToolHive's audit log); optional keys absent when empty. */
 const KEY_ORDER = [
   'time',
   'level',
@@ -207,7 +207,7 @@ test(
       assert.equal(line.component, 'audited', 'component is the workload name');
       assert.equal(line.source.type, 'network');
       assert.equal(line.source.value, '127.0.0.1');
-      // No inbound authentication: every caller is the local user (reference §1.7).
+      // No inbound authentication: every caller is the local user (ToolHive's synthetic local user).
       assert.match(line.subjects['user'] ?? '', /^Local User: /);
       assert.equal(line.delegation, undefined);
     }

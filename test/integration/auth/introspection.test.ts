@@ -274,8 +274,8 @@ test(
     await client.callTool({ name: 'echo', arguments: {} });
     assert.ok(reached(remote) >= 3, 'initialize, tools/list and tools/call reached the server');
 
-    // §2.1: the protected resource authenticated to the introspection endpoint (Basic, as
-    // the configured client) — and, with §4 caching, once for all those requests.
+    // RFC 7662 §2.1: the protected resource authenticated to the introspection endpoint (Basic,
+    // as the configured client) — and, with §4 caching, once for all those requests.
     assert.deepEqual(idp.introspections, [{ authorization: basic(INTROSPECTOR.id, INTROSPECTOR.secret) }]);
 
     // Past the cache window the token is introspected again and still accepted.

@@ -1,5 +1,5 @@
 /**
- * The auth stages under the outbound address policy (issue 16 item 7): endpoints the run
+ * The auth stages under the outbound address policy (`src/shared/net`): endpoints the run
  * configuration names may be on loopback (as the other auth tests' oidc-provider is), but an
  * endpoint a server's metadata points at must be public or on one of those hosts — a
  * refused one receives no connection — and link-local / metadata addresses never are.

@@ -1,5 +1,5 @@
 /**
- * What the remote OAuth client hands the desktop's opener (issue 33 items 2 and 5), with a
+ * What the remote OAuth client hands the desktop's opener, with a
  * recording opener (`SKEP_BROWSER`) and real HTTP servers: the login URL reaches the opener
  * only inside a 0600 page, so no `state` or PKCE challenge is on a command line; and an
  * authorization endpoint a remote server's metadata names must be https (http on loopback),

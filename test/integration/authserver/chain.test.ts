@@ -1,10 +1,10 @@
 /**
- * The login chain over several upstreams (issue 20 item 5; external-auth.md §3.8 point 6,
- * vmcp-operator.md §1.7): two real `oidc-provider` upstreams on loopback, the browser legs
- * driven over HTTP. One login walks both in config order and the session then holds each
- * provider's token; the code is issued only after the last leg; every leg keeps the
- * single-use `state` and flow-cookie checks; a failed second leg returns `access_denied` and
- * leaves no upstream token; a second-leg account linked to another user is refused.
+ * The login chain over several upstreams (as ToolHive's embedded server walks it for a vMCP): two
+ * real `oidc-provider` upstreams on loopback, the browser legs driven over HTTP. One login walks
+ * both in config order and the session then holds each provider's token; the code is issued only
+ * after the last leg; every leg keeps the single-use `state` and flow-cookie checks; a failed
+ * second leg returns `access_denied` and leaves no upstream token; a second-leg account linked to
+ * another user is refused.
  */
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';

@@ -1,11 +1,11 @@
 /**
- * Issue 16, F2 (confused deputy) in a real browser: headless Chromium (Debian's package,
- * driven by playwright-core) against Skep's authorization server, with oidc-provider as the
- * upstream. The victim's browser is already logged in at the upstream (it used a legitimate
- * client before), so the upstream lets it through without a click — the MCP security best
- * practices' "Confused Deputy Problem" setting. An attacker registers its own client by
- * RFC 7591 and hands the victim links; a listener plays the attacker's redirect URI and
- * records every request that reaches it.
+ * The confused deputy (a DCR client gets a code for a logged-in victim) in a real browser: headless
+ * Chromium (Debian's package, driven by playwright-core) against Skep's authorization server, with
+ * oidc-provider as the upstream. The victim's browser is already logged in at the upstream (it used
+ * a legitimate client before), so the upstream lets it through without a click — the MCP security
+ * best practices' "Confused Deputy Problem" setting. An attacker registers its own client by RFC
+ * 7591 and hands the victim links; a listener plays the attacker's redirect URI and records every
+ * request that reaches it.
  *
  * Shown: the victim lands on Skep's consent page naming the attacker's client and its
  * redirect host, and nothing reaches the attacker until the victim approves; Deny sends

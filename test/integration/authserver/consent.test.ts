@@ -1,5 +1,5 @@
 /**
- * The consent step of the embedded authorization server over plain HTTP (issue 16, F2; MCP
+ * The consent step of the embedded authorization server over plain HTTP (the confused deputy; MCP
  * security best practices 2025-11-25, "Confused Deputy Problem → Mitigation"): what the page
  * shows and the headers it carries, the cookies' attributes over http and https, every way
  * the consent POST is refused (CSRF token, flow cookie, Origin), one decision per page, and

@@ -178,7 +178,7 @@ test('authorize: exact redirect-URI matching, PKCE S256 required, unknown scopes
     code_challenge: challenge,
     code_challenge_method: 'S256',
   };
-  // The upstream is reached only through the consent page (issue 16, F2).
+  // The upstream is reached only through the consent page (no confused deputy).
   const { form, jar } = await openConsentPage(`${host.url}/oauth/authorize?${new URLSearchParams(good)}`);
   const ok = await decideConsent(form, jar, 'approve');
   assert.equal(ok.status, 303);

@@ -1,5 +1,5 @@
 /**
- * The `httpv1` authorizer against decision points on loopback (reference middleware.md §1.8):
+ * The `httpv1` authorizer against decision points on loopback (ToolHive's `httpv1`):
  * the PORC request, what counts as an answer (HTTP 200 `{"allow": bool}` only), TLS with and
  * without `insecure_skip_verify`, and the outbound address policy.
  */

@@ -284,7 +284,7 @@ test(
           operation: 'call',
           resource_id: 'echo',
           args: { message: 'pdp' },
-          // Annotations from the tools/list the proxy saw (reference §1.8).
+          // Annotations from the tools/list the proxy saw (as in ToolHive).
           annotations: {
             readOnlyHint: true,
             destructiveHint: false,

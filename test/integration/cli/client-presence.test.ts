@@ -1,5 +1,5 @@
 /**
- * `skep client status` (issue 24 item 9): a client counts as installed from its own traces —
+ * `skep client status`: a client counts as installed from its own traces —
  * its config directory holding something Skep did not put there, or its program on PATH —
  * never from the directory and config file that registering it made Skep create (the
  * reference's plain `stat` would say "installed" from then on). Real CLI processes on a

@@ -1,5 +1,5 @@
 /**
- * The first hour with the CLI (issue 24 items 5–8, 11), as real `skep` processes on a
+ * The first hour with the CLI, as real `skep` processes on a
  * temporary home: `skep run` waits until the server answers or has clearly failed and says
  * why on its first line (npm's E404, a program that exits or is not an MCP server, a remote
  * URL that refuses or does not resolve), exits non-zero, and gives up on a start that never

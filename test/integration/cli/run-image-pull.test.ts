@@ -1,5 +1,5 @@
 /**
- * `skep run` of a container image that cannot be pulled (issue 24 item 5): the pull error
+ * `skep run` of a container image that cannot be pulled: the pull error
  * on the error's first line after the first attempt, exit 1, the workload given up on
  * (status error) — not ten retries over three minutes. A private Podman service; the image
  * names a registry on a closed loopback port, so nothing leaves the machine.

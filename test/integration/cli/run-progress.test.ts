@@ -1,5 +1,5 @@
 /**
- * `skep run` shows that it is waiting (issue 24 item 5): on a terminal a live line with the
+ * `skep run` shows that it is waiting: on a terminal a live line with the
  * seconds waited (a real pseudo-terminal from util-linux `script`), without one a line once
  * the wait gets slow (after 5 s). The server is `sleep`, which never answers.
  */

@@ -1,5 +1,5 @@
 /**
- * `skep serve` logs (issue 24 item 10): JSON lines when stderr is a pipe or a file (for log
+ * `skep serve` logs: JSON lines when stderr is a pipe or a file (for log
  * collectors), human-readable lines on a terminal. The terminal is a real pseudo-terminal
  * from util-linux `script`; the server is the real CLI process.
  */

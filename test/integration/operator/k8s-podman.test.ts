@@ -1,5 +1,5 @@
 /**
- * Issue 21, "the rendered manifests run": `renderResources` turns an MCPServer (a stdio echo
+ * The rendered manifests run: `renderResources` turns an MCPServer (a stdio echo
  * server in a locally built image), an MCPRemoteProxy (in front of a streamable-HTTP MCP
  * server on this machine's loopback that demands an API key), and a VirtualMCPServer over
  * their MCPGroup plus an MCPServerEntry for the same remote server (reached directly by the

@@ -1,4 +1,4 @@
-// CRD → run configuration (seed 000 run-configuration table). Secrets are read through the
+// CRD → run configuration (ToolHive's run-configuration fields). Secrets are read through the
 // real @kubernetes/client-node client from the in-process FAKE Kubernetes API server
 // (fake-kube-api.ts), since no real API server can run here.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Issue 21: the workload controller against the in-process FAKE Kubernetes API server
+// The workload controller against the in-process FAKE Kubernetes API server
 // (fake-kube-api.ts — no real API server can run on these machines; the fake speaks the
 // HTTP API the real @kubernetes/client-node and the controller's object client use).
 // Covered: create of the rendered objects with owner references, status (phase, url,

@@ -1,9 +1,9 @@
 /**
- * Issue 16, finding F3, in a real browser (headless Chromium from Debian, driven by
- * playwright-core). As reported: any page on any loopback port was trusted as an origin by
- * every workload proxy, the proxy parsed `text/plain` bodies (a CORS "simple request", no
- * preflight), so such a page called tools; and a remote upstream's HTML was served on the
- * proxy's origin, where its script could call the workload's own tools.
+ * Pages on other loopback origins calling a workload's tools, in a real browser (headless Chromium
+ * from Debian, driven by playwright-core). As reported: any page on any loopback port was trusted
+ * as an origin by every workload proxy, the proxy parsed `text/plain` bodies (a CORS "simple
+ * request", no preflight), so such a page called tools; and a remote upstream's HTML was served on
+ * the proxy's origin, where its script could call the workload's own tools.
  *
  * Here a hostile page on another loopback port attacks three proxies with what a page can
  * send: a `no-cors` fetch with `text/plain`, a `text/plain` form POST (the JSON-in-a-form

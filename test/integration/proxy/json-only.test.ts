@@ -1,10 +1,10 @@
 /**
- * The proxy reads only JSON (issue 16 item 4, finding F3): a POST to an MCP endpoint whose
- * Content-Type is not `application/json` is a 415 with a JSON-RPC error body and reaches no
- * server — a stdio server (the recording fixture's file stays empty) and an HTTP server in
- * transparent mode (it receives nothing) alike. Those are the types a page of any origin can
- * POST without a CORS preflight. MCP clients (SDK 1.x and 2.x) send `application/json` and
- * keep working.
+ * The proxy reads only JSON (a page can send `text/plain` without a CORS preflight): a POST to an
+ * MCP endpoint whose Content-Type is not `application/json` is a 415 with a JSON-RPC error body and
+ * reaches no server — a stdio server (the recording fixture's file stays empty) and an HTTP server
+ * in transparent mode (it receives nothing) alike. Those are the types a page of any origin can
+ * POST without a CORS preflight. MCP clients (SDK 1.x and 2.x) send `application/json` and keep
+ * working.
  */
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';

@@ -1,10 +1,10 @@
 /**
- * Responses on the proxy's origin are inert (issue 16 item 4, finding F3). Every response
- * relayed from an HTTP server carries `X-Content-Type-Options: nosniff`; one whose body is
- * neither JSON nor an event stream also carries `Content-Security-Policy: sandbox` (served,
- * status unchanged, not refused: error pages keep their meaning); a server's `Set-Cookie`
- * never reaches the client (cookies ignore ports, so it would land on every local service).
- * The proxy's own responses carry `nosniff` too.
+ * Responses on the proxy's origin are inert (a remote server's page must not run there). Every
+ * response relayed from an HTTP server carries `X-Content-Type-Options: nosniff`; one whose body is
+ * neither JSON nor an event stream also carries `Content-Security-Policy: sandbox` (served, status
+ * unchanged, not refused: error pages keep their meaning); a server's `Set-Cookie` never reaches
+ * the client (cookies ignore ports, so it would land on every local service). The proxy's own
+ * responses carry `nosniff` too.
  */
 import assert from 'node:assert/strict';
 import { dirname, join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * Sessions in Redis (issue 18 item 3, reference middleware.md §6) with real parts: a real
+ * Sessions in Redis (as ToolHive's proxy keeps them) with real parts: a real
  * streamable-HTTP MCP server (the conformance fixture in `http` mode, its sessions in its
  * memory), two proxies of one workload built the way the runner builds them (the run
  * configuration → `sessionStorageOf` → `openSessionStore` → the upstream's session store),

@@ -1,5 +1,5 @@
 /**
- * Issue 23 item 1: a request that reaches the proxy before any upstream is attached waits for
+ * A request that reaches the proxy before any upstream is attached waits for
  * the first one, whatever its kind, and is then served with the body it was sent. An HTTP
  * upstream (a remote workload, a container's HTTP server) attaching 200 ms in must answer that
  * request at once, not after `upstreamWaitMs` with 503 "no server attached yet".

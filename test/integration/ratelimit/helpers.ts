@@ -38,7 +38,7 @@ export async function echo(client: Client, message: string): Promise<CallOutcome
   }
 }
 
-/** The body the reference sends for a limited call (§4.2). */
+/** The body the reference (ToolHive) sends for a limited call. */
 export function limitedBody(retryAfterSeconds: number): Record<string, unknown> {
   return {
     jsonrpc: '2.0',

@@ -1,5 +1,5 @@
 /**
- * Rate limits shared through real Redis (reference middleware.md §4.2): two proxies, each in
+ * Rate limits shared through real Redis (as ToolHive shares them): two proxies, each in
  * front of its own server-everything child, both with the `ratelimit` stage on one Redis,
  * spend one budget — standalone and on a 3-master Cluster (the keys' hash tag keeps the
  * multi-key script in one slot). The official MCP SDK client gets the reference's 429. The

@@ -1,5 +1,5 @@
 /**
- * Real parts for registry authentication tests (issue 24 item 1):
+ * Real parts for registry authentication tests:
  * - an identity provider: oidc-provider 9 on loopback with one public native client (PKCE,
  *   no secret, loopback redirect with any port, RFC 8252 §7.3), issuing JWT access tokens for
  *   the registry's audience (RFC 8707 resource indicators) and refresh tokens;

@@ -1,6 +1,6 @@
 /**
  * The URL source against real HTTP servers on loopback: the SSRF guard, https rule, ETag
- * revalidation, TTL, stale copies, and the 502/504 mapping of PUT (reference §1.2).
+ * revalidation, TTL, stale copies, and the 502/504 mapping of PUT (ToolHive's).
  * Loopback is a private address, so positive cases set `allow_private_ip`.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * Issue 16 item 6 (finding F4) for container servers: the container runtime builds a
+ * No secret of Skep's environment reaches a container server: the container runtime builds a
  * container's environment from the server spec alone (the run configuration's variables and
  * secrets, plus `PORT`/`MCP_PORT` for HTTP servers and the egress proxy variables), never from
  * Skep's own environment. Checked on a real container (Podman): what the engine recorded as

@@ -1,5 +1,5 @@
 /**
- * Issue 16 item 6 (finding F4): a server gets only what it is given. Skep's environment holds
+ * A server gets only what it is given. Skep's environment holds
  * the secrets password, the API token and cloud credentials; a real server process (the probe
  * fixture) started by the process runtime, and by a detached runner behind the proxy (reached
  * with the official MCP SDK client), must see none of them, but must see PATH, HOME and what

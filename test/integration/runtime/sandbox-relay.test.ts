@@ -1,5 +1,5 @@
 /**
- * The relay inside a sandbox with its own network namespace (issue 19 §2, `forwarder.ts`),
+ * The relay inside a sandbox with its own network namespace (`forwarder.ts`),
  * both programs — the Perl script (the default when perl is on PATH) and the Node fallback —
  * each run by a real bubblewrap in a network namespace of its own, with a unix socket folder
  * bound at `/run/skep` as the runtime does: outbound TCP inside → a unix socket outside,

@@ -1,5 +1,5 @@
 /**
- * The outbound address policy against real loopback listeners (issue 16 item 7): a refused
+ * The outbound address policy against real loopback listeners: a refused
  * request opens no connection at all; the address checked is the address connected to (DNS
  * rebinding, with an injected resolver); redirects are checked hop by hop.
  */

@@ -1,5 +1,5 @@
 /**
- * Credentials go only where they are meant (issue 33 item 6): a git skill reference names
+ * Credentials go only where they are meant: a git skill reference names
  * any host, so `GIT_TOKEN` is sent only to the hosts `SKEP_GIT_TOKEN_HOSTS` lists. A real
  * smart-HTTP git server on loopback (`git http-backend`) records the `Authorization` header
  * of every request git makes to it.

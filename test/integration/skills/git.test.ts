@@ -12,7 +12,7 @@ import { startGitDaemon, tempDir, writeSkill } from './fixtures.js';
 
 const home = tempDir({ after: () => undefined } as never, 'skep-skills-home-');
 process.env['HOME'] = home;
-// The daemon is on loopback, which skills reach only when the user lists the host (issue 16
+// The daemon is on loopback, which skills reach only when the user lists the host (`src/shared/net`
 // item 7); it speaks the git protocol.
 process.env['SKEP_SKILLS_PRIVATE_HOSTS'] = '127.0.0.1';
 process.env['SKEP_GIT_SCHEME'] = 'git';

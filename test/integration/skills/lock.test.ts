@@ -1,5 +1,5 @@
 /**
- * Project lock-file sync and upgrade (skills reference §1.7; POST /skills/sync and
+ * Project lock-file sync and upgrade (ToolHive's; POST /skills/sync and
  * /skills/upgrade) against a real `git daemon`: the lock pins a branch source to a commit;
  * sync restores drifted and missing installs at that commit, reports what the lock does not
  * manage, and prunes on request; upgrade follows the branch to a new commit.
@@ -17,7 +17,7 @@ import { initGitRepo, startGitDaemon, tempDir, writeSkill } from './fixtures.js'
 const home = tempDir({ after: () => undefined } as never, 'skep-skills-home-');
 process.env['HOME'] = home;
 // The registry and the daemon are on loopback, which skills reach only when the user lists the
-// host (issue 16 item 7); the daemon speaks the git protocol.
+// host (`src/shared/net`); the daemon speaks the git protocol.
 process.env['SKEP_SKILLS_PRIVATE_HOSTS'] = '127.0.0.1';
 process.env['SKEP_GIT_SCHEME'] = 'git';
 

@@ -1,5 +1,5 @@
 /**
- * Skill sources under the outbound address policy (issue 16 item 7, finding F5): an OCI
+ * Skill sources under the outbound address policy (`src/shared/net`): an OCI
  * registry or git server on loopback is contacted only when the user listed it as a private
  * skill host, and a refused one receives no connection at all; git connects to the address
  * that was checked (curl's resolve table), not to what the name resolves to later.

@@ -1,5 +1,5 @@
 /**
- * Registry failure statuses (reference §1.3 pull table). A real registry cannot be made to
+ * Registry failure statuses (ToolHive's pull error table). A real registry cannot be made to
  * answer 429 or hang on demand, so these use a minimal HTTP server on loopback that answers
  * the Distribution endpoints with the failure under test; the happy paths run against the
  * real docker-registry in registry.test.ts.
@@ -13,7 +13,7 @@ import { OciSession } from '../../../src/skills/oci-client.js';
 import { parseOciRef } from '../../../src/skills/oci-ref.js';
 import { testApp } from '../../helpers/api.js';
 
-// The stub registries run on loopback: listed as the user's own (issue 16 item 7).
+// The stub registries run on loopback: listed as the user's own (`src/shared/net`).
 process.env['SKEP_SKILLS_PRIVATE_HOSTS'] = '127.0.0.1';
 
 async function stubRegistry(

@@ -15,7 +15,7 @@ import { hasRegistry, initGitRepo, startRegistry, tempDir, writeSkill } from './
 // Client skill dirs resolve from HOME at call time: point it at a temp dir for this file.
 const home = tempDir({ after: () => undefined } as never, 'skep-skills-home-');
 process.env['HOME'] = home;
-// The registry runs on loopback: listed as the user's own, as a user would (issue 16 item 7).
+// The registry runs on loopback: listed as the user's own, as a user would (`src/shared/net`).
 process.env['SKEP_SKILLS_PRIVATE_HOSTS'] = '127.0.0.1';
 
 test(

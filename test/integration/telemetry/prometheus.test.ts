@@ -1,11 +1,11 @@
 /**
- * Issue 18 item 1, "how it is shown": a real Prometheus (Debian `prometheus`, started here on
+ * A real Prometheus (Debian `prometheus`, started here on
  * loopback with a generated scrape configuration) scrapes
  * - a real workload's `/metrics` (server-everything over stdio, its runner in this process,
  *   `telemetry_config.enablePrometheusMetricsPath` plus a rate limit that never limits), after
  *   `tools/call`s made with the official MCP SDK client: the tool-call counter, the request
  *   counter, the MCP semconv histogram and the rate limiter's decisions reach Prometheus under
- *   the reference's exposed names (middleware.md §5.3, §4.2);
+ *   the reference's (ToolHive's) exposed names;
  * - `skep serve`'s own `/metrics` (a real `skep serve` process), with the API token from its
  *   token file, as docs/telemetry.md's walk-through configures it.
  */

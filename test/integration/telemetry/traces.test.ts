@@ -1,5 +1,5 @@
 /**
- * Issue 18 item 1: traces over OTLP/HTTP (reference middleware.md §5.2). No OpenTelemetry
+ * Traces over OTLP/HTTP (as ToolHive's telemetry middleware exports them). No OpenTelemetry
  * Collector is packaged for these machines, so the receiver is the test's own
  * (`test/helpers/otlp.ts`: a loopback HTTP server that decodes the protobuf bodies with an
  * independent schema). What is checked:
@@ -348,7 +348,7 @@ test(
     );
     assert.equal(limited.name, 'tools/call search');
     assert.equal(limited.status.code, 0, '4xx: unset');
-    // The rate limit's decision on both spans (reference middleware.md §4, "Observability").
+    // The rate limit's decision on both spans (ToolHive's span attributes).
     assert.equal(limited.attributes['rate_limit.decision'], 'rejected');
     assert.equal(limited.attributes['rate_limit.rejected_by'], 'shared_server');
     assert.equal(limited.attributes['rate_limit.fail_open'], false);

@@ -1,8 +1,8 @@
 /**
- * Issue 20 items 1–3: a virtual workload serves one endpoint over three real backends
+ * A virtual workload serves one endpoint over three real backends
  * (server-everything and the team fixture twice, `alpha` and `beta`, which both offer the
  * tool `search` and the prompt `greet`), through the official MCP SDK client. One lab, one
- * virtual workload per strategy (vmcp-operator.md §1.3).
+ * virtual workload per strategy (ToolHive's conflict resolution strategies).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -113,7 +113,7 @@ test('virtual MCP aggregation over three real backends', { timeout: 300_000 }, a
     });
     const client = await connect(t, l.url('v-filter'));
     assert.deepEqual(await toolNames(client), ['alpha_search']);
-    // Filtering only affects what is advertised (§1.3).
+    // Filtering only affects what is advertised (as in ToolHive).
     assert.equal(await callText(client, 'beta_search', { query: 'h' }), 'beta found h');
     assert.equal(await callText(client, 'everything_echo', { message: 'h' }), 'Echo: h');
   });

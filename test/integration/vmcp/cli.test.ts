@@ -1,5 +1,5 @@
 /**
- * Issue 20 item 1 through the real CLI and real (detached) runner processes: `skep vmcp
+ * The virtual MCP server through the real CLI and real (detached) runner processes: `skep vmcp
  * <group> --config file.yaml` creates a virtual workload that is listed, exported, restarted
  * and removed like any other, and whose endpoint serves the group's workloads; a bad config
  * is refused naming the field.

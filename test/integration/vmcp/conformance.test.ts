@@ -1,5 +1,5 @@
 /**
- * Issue 20: the MCP conformance suite (@modelcontextprotocol/conformance, server scenarios)
+ * The MCP conformance suite (@modelcontextprotocol/conformance, server scenarios)
  * against a virtual workload whose single backend is the conformance fixture (a stdio workload
  * behind its own proxy), compared with the same suite against that workload directly: every
  * scenario that passes directly passes through the virtual endpoint. `prefixOnlyConflicts`

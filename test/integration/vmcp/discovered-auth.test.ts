@@ -1,5 +1,5 @@
 /**
- * Issue 20 item 5, discovered mode (`outgoingAuth.source: discovered`): the virtual endpoint
+ * Outgoing auth in discovered mode (`outgoingAuth.source: discovered`): the virtual endpoint
  * calls each backend with that backend's own outgoing auth, read from its run configuration.
  * The backend `exchanged` is a real workload whose proxy takes inbound OIDC for its own
  * audience only and whose run configuration exchanges tokens (RFC 8693, oidc-provider) for that

@@ -1,5 +1,5 @@
 /**
- * Issue 20 items 6–7 through a virtual workload: with `optimizer` the endpoint lists only
+ * The optimizer through a virtual workload: with `optimizer` the endpoint lists only
  * `find_tool` and `call_tool` (helper V2's optimizer over the aggregated tools), `call_tool`
  * reaches the inner tool's backend, and Cedar authorization applies to the inner tool name
  * (the call is rewritten before the pipeline's stages run); a `find_tool` answer shows only
@@ -65,7 +65,7 @@ test(
       await callText(client, 'call_tool', { tool_name: 'alpha_search', parameters: { query: 'z' } }),
       'alpha found z',
     );
-    // A tool_name nested in parameters is hoisted (reference §1.9).
+    // A tool_name nested in parameters is hoisted (as in ToolHive).
     assert.equal(
       await callText(client, 'call_tool', { parameters: { tool_name: 'alpha_search', query: 'n' } }),
       'alpha found n',

@@ -1,5 +1,5 @@
 /**
- * Issue 20 items 5–6: outgoing auth per backend, against oidc-provider. The backends are real
+ * Outgoing auth per backend, against oidc-provider. The backends are real
  * workloads whose own proxies check the `Authorization` header (inbound OIDC auth, each for its
  * own audience), so a backend only answers when the virtual endpoint sends what it expects:
  * - `keyed` gets a fixed header (`header_injection`, value from an environment variable);

@@ -1,5 +1,5 @@
 /**
- * Issue 20 items 3–4 through a virtual workload and the official MCP SDK client: sampling and
+ * Sessions through a virtual workload and the official MCP SDK client: sampling and
  * elicitation asked by a backend reach the client session that caused them, progress reaches
  * the call that asked for it, a cancellation reaches the backend; a backend that stops leaves
  * the lists (list_changed), its calls fail at once while the others keep working, and it comes

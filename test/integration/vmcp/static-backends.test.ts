@@ -1,5 +1,5 @@
 /**
- * Issue 21 (the VirtualMCPServer pod): a virtual workload whose config lists static
+ * The VirtualMCPServer pod's case: a virtual workload whose config lists static
  * `backends[]` — what the operator writes for a pod, where no store lists the group — serves
  * those backends instead of its group's workloads: a Skep workload's proxy (probed at
  * `/health`) and a remote server reached directly (`type: entry`, probed for any HTTP answer),

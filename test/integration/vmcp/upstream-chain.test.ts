@@ -1,14 +1,14 @@
 /**
- * Issue 20 item 5 (vmcp-operator.md §1.7): a virtual workload with the embedded authorization
- * server and two upstream providers, and `upstream_inject` choosing the provider per backend.
- * Real parts: two `oidc-provider` upstreams on loopback; the virtual workload's runner mounts
- * the authorization server on its proxy, and a real OAuth client logs in through it (one login
- * walks both upstreams, the browser legs driven over HTTP); two team-fixture backends whose
+ * A backend's upstream token (as ToolHive's vMCP picks it): a virtual workload with the embedded
+ * authorization server and two upstream providers, and `upstream_inject` choosing the provider per
+ * backend. Real parts: two `oidc-provider` upstreams on loopback; the virtual workload's runner
+ * mounts the authorization server on its proxy, and a real OAuth client logs in through it (one
+ * login walks both upstreams, the browser legs driven over HTTP); two team-fixture backends whose
  * own proxies take inbound OIDC from their own upstream only (RFC 7662 introspection of that
- * provider's opaque access tokens); the official MCP SDK client calls through the virtual
- * endpoint. With the providers crossed, both backends refuse. `token_exchange` takes its subject
- * token from the upstream `subjectProviderName` names, by default the first (both providers
- * exchange only their own live tokens, RFC 8693).
+ * provider's opaque access tokens); the official MCP SDK client calls through the virtual endpoint.
+ * With the providers crossed, both backends refuse. `token_exchange` takes its subject token from
+ * the upstream `subjectProviderName` names, by default the first (both providers exchange only
+ * their own live tokens, RFC 8693).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -173,7 +173,7 @@ test(
     await t.test(
       'token_exchange: subjectProviderName picks the subject token, the first upstream by default',
       async (t) => {
-        // a: exchanged at `first`, no subjectProviderName (§1.7: the first upstream's token);
+        // a: exchanged at `first`, no subjectProviderName (the first upstream's token);
         // b: exchanged at `second` with subjectProviderName `second`. Each provider exchanges
         // only its own live tokens, and each backend's proxy takes only its provider's tokens.
         const origin = await gate(l, 'exchange', ports[2] as number, upstreams, {

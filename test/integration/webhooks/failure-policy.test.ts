@@ -1,10 +1,10 @@
 /**
- * Webhooks on the wire (reference middleware.md §3): the official MCP SDK client → the proxy
- * with the webhook stages → server-everything as a stdio child, and webhook receivers on
- * loopback (HTTP with insecure_skip_verify, HTTPS with a self-signed CA, mutual TLS). One
- * proxy and one client session serve every case; each case installs its own stages. Every row
- * of the §3.3 failure_policy table is driven with a real failure: a dead port, a receiver that
- * never answers, HTTP 500, HTTP 422, a body that is not JSON, bad patches.
+ * Webhooks on the wire (as ToolHive's webhook middlewares call them): the official MCP SDK client →
+ * the proxy with the webhook stages → server-everything as a stdio child, and webhook receivers on
+ * loopback (HTTP with insecure_skip_verify, HTTPS with a self-signed CA, mutual TLS). One proxy and
+ * one client session serve every case; each case installs its own stages. Every row of the §3.3
+ * failure_policy table is driven with a real failure: a dead port, a receiver that never answers,
+ * HTTP 500, HTTP 422, a body that is not JSON, bad patches.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -138,7 +138,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
         source_ip: '127.0.0.1',
         transport: 'stdio',
       });
-      // No inbound auth here: the principal is the local user (§1.7), credential-free.
+      // No inbound auth here: the principal is the local user, credential-free.
       const local = localUserClaims();
       assert.equal(body.principal?.['sub'], local['sub']);
       assert.equal(body.principal?.['email'], local['email']);

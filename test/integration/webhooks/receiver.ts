@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
 
 export interface ReceivedCall {
-  /** The request envelope (reference middleware.md §3.2), parsed. */
+  /** The request envelope (ToolHive's), parsed. */
   body: Record<string, unknown> & {
     mcp_request: Record<string, unknown> & { params?: Record<string, unknown> };
     principal: Record<string, unknown> | null;

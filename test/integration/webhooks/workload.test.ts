@@ -160,7 +160,8 @@ test(
             source_ip: '127.0.0.1',
             transport: 'stdio',
           });
-          // Every parsed request is sent, initialize and the initialized notification included (§3.2).
+          // As in ToolHive, every parsed request is sent, initialize and the initialized
+          // notification included.
           const methods = validator.calls.map((c) => c.body.mcp_request['method']);
           assert.ok(methods.includes('initialize'), methods.join());
           assert.ok(methods.includes('notifications/initialized'), methods.join());

@@ -1,5 +1,5 @@
 /**
- * Seed PermissionProfile `network.inbound.allow_host` on a process workload: the workload's
+ * ToolHive's PermissionProfile `network.inbound.allow_host` on a process workload: the workload's
  * proxy accepts those Host names (and loopback names) and refuses any other, whatever the
  * runtime. (Container workloads are also checked by the egress container: runtime tests.)
  */

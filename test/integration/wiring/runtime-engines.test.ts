@@ -1,7 +1,7 @@
 /**
  * Every runtime dependency must declare support for the oldest Node Skep supports (its own
  * `engines`, 20.19): a package that says `node >= 22` works on Node 20 by luck, if at all
- * (issue 24 item 12; `cookie` 2, through fastify → light-my-request, was one: package.json
+ * (`cookie` 2, through fastify → light-my-request, was one: package.json
  * pins it to 1.1.1 there through `overrides`). Reads `npm ls --all --omit=dev` and each
  * installed package's package.json.
  */

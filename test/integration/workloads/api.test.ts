@@ -256,7 +256,7 @@ test(
       async () => {
         const stop = await inject('POST', '/api/v1beta/workloads/alpha/stop');
         assert.equal(stop.statusCode, 202);
-        // seed "Workloads" / reference document: a 202 body is a JSON string (a short message).
+        // As in ToolHive's API, a 202 body is a JSON string (a short message).
         assert.match(String(stop.headers['content-type']), /^application\/json/);
         assert.equal(stop.json(), 'stop of workload alpha started');
         await waitForStatus(ctx, 'alpha', 'stopped');
@@ -270,7 +270,7 @@ test(
         assert.equal(restart.statusCode, 202);
         assert.equal(restart.json(), 'restart of workload alpha started');
         await waitForStatus(ctx, 'alpha', 'running');
-        // seed: bulk stop and bulk restart (by group) answer 202 with a JSON string too.
+        // ToolHive's bulk stop and bulk restart (by group) answer 202 with a JSON string too.
         const bulkStop = await inject('POST', '/api/v1beta/workloads/stop', { group: 'default' });
         assert.equal(bulkStop.statusCode, 202);
         assert.equal(bulkStop.json(), 'stop of workload alpha started');

@@ -1,5 +1,5 @@
 /**
- * Who may reach a workload's proxy (issue 16 items 2 and 3): `allowed_origins` holds exact
+ * Who may reach a workload's proxy: `allowed_origins` holds exact
  * origins (400 naming a bad one, at create, update and import; kept by export) and reaches the
  * proxy through the runner; a `host` beyond loopback, wildcards included, needs inbound
  * authentication (400 at create, update and import; a record written before the rule is

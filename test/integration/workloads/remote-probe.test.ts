@@ -1,5 +1,5 @@
 /**
- * The runner's reachability probe of a remote server (issue 21 leftover): it carries the
+ * The runner's reachability probe of a remote server: it carries the
  * headers the proxy adds to every request for that server — `header_forward` plaintext and
  * from-secret values, and a fixed bearer token from `remote_auth_config.bearer_token_file` —
  * so the server sees the probe as it sees proxied traffic. The runner runs for real in this

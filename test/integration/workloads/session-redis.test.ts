@@ -1,5 +1,5 @@
 /**
- * `scaling_config.session_redis` and `session_ttl` through real workloads (issue 18 item 3):
+ * `scaling_config.session_redis` and `session_ttl` through real workloads:
  * run configurations imported like `skep run --from-config`, two runners run in this process,
  * each proxying the same streamable-HTTP MCP server (the conformance fixture, reached as a
  * remote URL on loopback), sharing one real Redis. The runner opens the session store and

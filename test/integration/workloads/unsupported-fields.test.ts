@@ -1,5 +1,5 @@
 /**
- * Issue 17 item 5, no silent fields, through the real surfaces: the management API's create
+ * No silent fields, through the real surfaces: the management API's create
  * and update and the CLI's `skep run --from-config` refuse a field this build would store and
  * ignore with 400 `unsupported_field` naming it, and nothing is written (no record, no runner,
  * the stored configuration unchanged). Studio's create body, which carries network isolation,

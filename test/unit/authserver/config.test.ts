@@ -1,4 +1,4 @@
-/** Validation of `embedded_auth_server_config` (seed 000 EmbeddedAuth; seed 001 embeddedAuthServer rules). */
+/** Validation of `embedded_auth_server_config` (ToolHive's field and its CRD's embeddedAuthServer rules). */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

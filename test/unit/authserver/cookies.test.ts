@@ -1,4 +1,4 @@
-/** The authorization server's browser cookies (issue 16, F2): names, attributes, flow entries. */
+/** The authorization server's browser cookies (against a confused deputy): names, attributes, flows. */
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { test } from 'node:test';

@@ -1,6 +1,6 @@
 /**
  * Per-client test data: a user-written config file in the client's own format (with comments
- * where the format allows them), and the exact entries the reference table (§4.1) says the
+ * where the format allows them), and the exact entries ToolHive's client table says the
  * client expects for a streamable-HTTP and an SSE workload.
  */
 import { type ParseError, parse as parseJsonc } from 'jsonc-parser';

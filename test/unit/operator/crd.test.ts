@@ -1,4 +1,4 @@
-// The generated CRD YAML: fresh, structural, and its CEL rules enforce the seed's cross-field
+// The generated CRD YAML: fresh, structural, and its CEL rules enforce ToolHive's cross-field
 // rules. The rules are read from the YAML file on disk and evaluated with a real CEL library
 // (@marcbachmann/cel-js), so what the cluster would enforce is exercised, not only the
 // TypeScript validator.

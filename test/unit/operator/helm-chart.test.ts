@@ -1,4 +1,4 @@
-// Issue 21 item 5: the Helm chart deploy/helm/skep-operator. `helm` cannot be installed here,
+// The Helm chart deploy/helm/skep-operator. `helm` cannot be installed here,
 // so this test renders the chart's templates with a minimal renderer for the only template
 // forms the chart uses (`{{ .Values.a.b }}`, `{{ .Release.Name }}`, `{{ .Release.Namespace }}`;
 // anything else fails the test), then validates every rendered object against the Kubernetes

@@ -1,4 +1,4 @@
-// Issue 21: the render of workload resources (names, owner references, checksums that roll
+// The render of workload resources (names, owner references, checksums that roll
 // pods, secrets only through secretKeyRef) and the shared validator of the new kinds.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';

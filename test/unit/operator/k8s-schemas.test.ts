@@ -1,4 +1,4 @@
-// Issue 21 item "every rendered object validates against the Kubernetes schemas for its kind":
+// "Every rendered object validates against the Kubernetes schemas for its kind":
 // the upstream OpenAPI schemas as packaged by kubernetes-models 4.5.1 (pinned; per-kind JSON
 // schemas generated from the Kubernetes API's OpenAPI spec, validated with ajv). Limitation
 // of that source: it does not reject unknown fields (the upstream schemas leave

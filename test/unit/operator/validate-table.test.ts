@@ -1,5 +1,5 @@
-// Table-driven check of the validation library against the seed (001, MCPExternalAuthConfig).
-// Each row names the seed rule it exercises; `expect` is either 'valid' or the field path
+// Table-driven check of the validation library against ToolHive's MCPExternalAuthConfig rules.
+// Each row names the rule it exercises; `expect` is either 'valid' or the field path
 // (and a fragment of the message) that a problem must name.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

@@ -1,5 +1,5 @@
 /**
- * The proxy's Content-Type test (issue 16 item 4): a plain string check of the media type,
+ * The proxy's Content-Type test: a plain string check of the media type,
  * RFC 9110 §8.3.1 (case-insensitive type/subtype, parameters after `;`).
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * The session store's contract (reference middleware.md §6): the key prefix rule, the record's
+ * The session store's contract (as ToolHive stores sessions): the key prefix rule, the record's
  * JSON shape (what ToolHive's Go `sessionData` writes and reads), the memory store's sliding
  * TTL and its cap, and what the transparent proxy's session routing (`SharedSessions`) does
  * with the store: known and unknown sessions, another proxy's re-initialization taken over,

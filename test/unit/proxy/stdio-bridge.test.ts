@@ -1,5 +1,5 @@
 /**
- * The multiplexer's routing rules (design/proxy.md "One stdio child, many client sessions"),
+ * The multiplexer's routing rules (one stdio child, many client sessions),
  * driven through in-memory streams: the test plays the child, reading what the proxy writes
  * to its stdin and writing replies to its stdout.
  */

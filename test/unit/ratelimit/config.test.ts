@@ -1,5 +1,5 @@
 /**
- * `rate_limit_config` parsing (reference middleware.md §4.1): the exact JSON shape, Go
+ * `rate_limit_config` parsing (ToolHive's shape): the exact JSON shape, Go
  * duration strings for `refillPeriod`, the CRD rules Skep enforces itself, and `bad_request`
  * errors that name the field.
  */

@@ -1,5 +1,5 @@
 /**
- * The token-bucket limiter (reference middleware.md §4.2) over the in-memory store, with a
+ * The token-bucket limiter (ToolHive's behaviour) over the in-memory store, with a
  * frozen clock: burst = capacity, refill rate maxTokens/refillPeriod, the buckets a call
  * draws from (server/tool × shared/per-user, the reference's keys), all-or-nothing
  * consumption, retry-after from the rejecting bucket, and fail-open when the store fails.
@@ -56,7 +56,7 @@ test('§4.1 burst = maxTokens; refill rate = maxTokens / refillPeriod, capped at
     rejected: 10,
     failOpen: 0,
     storeErrors: { timeout: 0, connection: 0, auth: 0, other: 0 },
-    // §4.2 `toolhive_rate_limit_decisions`: one server-shared bucket per call.
+    // ToolHive's `toolhive_rate_limit_decisions`: one server-shared bucket per call.
     decisions: {
       allowed: { shared_server: 13, shared_tool: 0, per_user_server: 0, per_user_tool: 0 },
       rejected: { shared_server: 10, shared_tool: 0, per_user_server: 0, per_user_tool: 0 },

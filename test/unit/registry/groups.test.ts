@@ -1,6 +1,6 @@
 /**
- * Registry groups (issue 24 item 3): `data.groups` of a source (Skep's extension of the
- * upstream format) and the built-in catalog's groups, seen in the native shape of the seed
+ * Registry groups: `data.groups` of a source (Skep's extension of the
+ * upstream format) and the built-in catalog's groups, seen in ToolHive's native shape
  * ("Registry content" → `groups`, "Group": `description`, `name`, `servers`, `remote_servers`).
  */
 import assert from 'node:assert/strict';

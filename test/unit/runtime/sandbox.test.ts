@@ -1,5 +1,5 @@
 /**
- * The sandbox's rules as pure functions (issue 19): selection (`chooseSandbox`, with a fixed
+ * The sandbox's rules as pure functions (docs/sandbox.md): selection (`chooseSandbox`, with a fixed
  * probe), the bwrap command line, the folders hidden and shown, the egress allow rule.
  */
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
 /**
- * The address classes of the outbound policy (issue 16 item 7, finding F7): every IPv4
+ * The address classes of the outbound policy (including IPv4-compatible and NAT64 forms): every IPv4
  * spelling the URL parser (and inet_aton) accepts, and every IPv6 form that carries an IPv4
  * address, lands in the class of the address it reaches.
  */

@@ -1,5 +1,5 @@
 /**
- * Skills reference §1.5: a failed install is undone step by step, newest first. A step that
+ * As in ToolHive, a failed install is undone step by step, newest first. A step that
  * fails while committing or undoing must not stop the others, nor vanish: each is logged
  * with its error (the install's own error is what the caller sees).
  */

@@ -1,4 +1,4 @@
-/** SKILL.md parsing and `POST /skills/validate` rules (skills reference §1.1–1.2). */
+/** SKILL.md parsing and `POST /skills/validate` rules (ToolHive's). */
 import assert from 'node:assert/strict';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

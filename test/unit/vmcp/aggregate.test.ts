@@ -1,5 +1,5 @@
 /**
- * Aggregation (vmcp-operator.md §1.3), pure: deterministic ties by workload name whatever the
+ * Aggregation (ToolHive's vMCP rules), pure: deterministic ties by workload name whatever the
  * input order (⚠ the reference iterates a map), collisions after prefixing, prompt collisions
  * dropping every colliding prompt, resource URIs never rewritten (first backend by name wins),
  * template routing by the longest literal prefix.

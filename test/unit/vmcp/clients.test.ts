@@ -1,5 +1,5 @@
 /**
- * Issue 20 item 8: a client registered for a group that one of its own virtual workloads
+ * A client registered for a group that one of its own virtual workloads
  * serves gets one entry, the virtual endpoint, instead of one per server; the virtual
  * workload's `clientEntries: all` keeps every entry. Other groups are unaffected.
  */

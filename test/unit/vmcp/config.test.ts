@@ -1,5 +1,5 @@
 /**
- * The vMCP config (vmcp-operator.md §1.2): one schema, defaults resolved, errors naming the
+ * The vMCP config (ToolHive's keys): one schema, defaults resolved, errors naming the
  * field; fields the reference validates but ignores have an effect here (timeouts,
  * partialFailureMode) and fields this build does not honour are refused, never kept silently.
  * The API refuses a bad `vmcp` body with 400 before anything is written.

@@ -1,5 +1,5 @@
 /**
- * The vMCP optimizer module (issue 20 item 7, reference §1.9): tokenizer, BM25 arithmetic,
+ * The vMCP optimizer module (ToolHive's MCP Optimizer): tokenizer, BM25 arithmetic,
  * find_tool / call_tool argument checks, the result limit, token_metrics, scopes and
  * re-indexing. Ranking quality on a realistic tool set is in optimizer-ranking.test.ts,
  * embeddings in optimizer-embeddings.test.ts.

@@ -1,5 +1,5 @@
 /**
- * Reference middleware.md §6: where a workload's proxy keeps its sessions, read from the run
+ * As in ToolHive: where a workload's proxy keeps its sessions, read from the run
  * configuration — only for a streamable-HTTP server; `session_ttl` (Go duration, default 2 h);
  * `scaling_config.session_redis` address, db and key prefix, each bad value a 400 naming the
  * field; and the password, which only the environment holds, never reaches a server.

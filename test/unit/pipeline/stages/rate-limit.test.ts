@@ -1,5 +1,5 @@
 /**
- * The `ratelimit` stage (reference middleware.md §4): parameters from the run configuration
+ * The `ratelimit` stage (ToolHive's rate-limit middleware): parameters from the run configuration
  * and from `middleware_configs`, static checks without a connection, and on the wire: only
  * `tools/call` is counted, a limited call gets 429 with `Retry-After` and the JSON-RPC error
  * code 429, the caller's `sub` (verified, or the local user's) picks the per-user bucket.
@@ -137,7 +137,7 @@ test('§4.2 per-user buckets by the verified sub; without authentication everyon
   assert.equal(await stage.handle(call(toolsCall(1), { sub: 'alice' })), undefined);
   assert.equal((await stage.handle(call(toolsCall(2), { sub: 'alice' })))?.status, 429);
   assert.equal(await stage.handle(call(toolsCall(3), { sub: 'bob' })), undefined, 'bob has his own bucket');
-  // No identity: the local user's sub (§1.7), one shared "user" for every local caller.
+  // No identity: the local user's sub, one shared "user" for every local caller.
   const local = localUserIdentity().subject as string;
   assert.equal(await stage.handle(call(toolsCall(4))), undefined);
   assert.equal((await stage.handle(call(toolsCall(5))))?.status, 429);
