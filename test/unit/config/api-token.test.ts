@@ -1,11 +1,10 @@
 /**
  * Issue 16, F1: the API token. `SKEP_API_TOKEN` wins; otherwise the first `skep serve`
  * generates the `api-token` file (0600, atomic, exclusive) and everyone reads it back; a
- * file others could read, or that holds no token, is refused, never silently replaced.
+ * file others could read, or that holds no token, is refused, never silently replaced. Several
+ * processes creating it at once: test/integration/config/api-token.test.ts.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import {
   chmodSync,
   existsSync,
@@ -20,7 +19,6 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { resolveApiToken } from '../../../src/config/index.js';
 
 function paths(t: TestContext): { apiTokenFile: string } {
@@ -57,28 +55,6 @@ test('first start generates 32 random bytes (base64url) in a 0600 file in a 0700
   assert.deepEqual(readdirSync(dirname(p.apiTokenFile)), ['api-token'], 'no temp file left behind');
   const other = resolveApiToken(paths(t), {}, { create: true });
   assert.notEqual(other.token, created.token);
-});
-
-test('two servers starting at once agree on one token (exclusive create)', async (t) => {
-  const p = paths(t);
-  const module = fileURLToPath(new URL('../../../src/config/api-token.ts', import.meta.url));
-  const script = `import { resolveApiToken } from ${JSON.stringify(module)};
-process.stdout.write(resolveApiToken({ apiTokenFile: ${JSON.stringify(p.apiTokenFile)} }, {}, { create: true }).token);`;
-  const runs = Array.from({ length: 4 }, async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      out += d;
-    });
-    const [code] = (await once(child, 'exit')) as [number];
-    assert.equal(code, 0);
-    return out;
-  });
-  const tokens = await Promise.all(runs);
-  assert.equal(new Set(tokens).size, 1, tokens.join(' '));
-  assert.equal(readFileSync(p.apiTokenFile, 'utf8'), `${tokens[0]}\n`);
 });
 
 test('a token file others can read, a symlink, or one without a token is a clear error and stays as it is', (t) => {

@@ -194,7 +194,9 @@ test('create/update check (checkPipeline): the typed field and a middleware_conf
 test('import (skep run --from-config): an invalid samplingRate is a 400 naming the field; settings with nowhere to go are refused; nothing is stored', async (t) => {
   // The API's create body has no telemetry_config (as the reference's); run configurations carry it.
   const { ctx } = await testApp(t);
-  const base = { name: 'observed', image: 'cmd:///bin/true', transport: 'stdio' as const };
+  // sandbox: off — which sandbox would hold the server is not what this checks, and probing
+  // for bubblewrap would start a process.
+  const base = { name: 'observed', image: 'cmd:///bin/true', transport: 'stdio' as const, sandbox: 'off' };
   await assert.rejects(
     ctx.workloads.createFromConfig({
       ...base,

@@ -3,16 +3,15 @@
  * TEI and OpenAI-compatible request shapes, and the fallback to BM25 alone (logged once)
  * when the service fails, hangs or is unreachable.
  *
- * The embedding service here is a STAND-IN: a loopback HTTP server that speaks the TEI
- * (`POST /embed`) and OpenAI (`POST /v1/embeddings`) wire formats but computes toy vectors
- * from a small concept table, because a real embedding model (TEI with bge-small, or the
- * OpenAI API) cannot run or be reached here. The optimizer side — HTTP client, hybrid merge,
- * thresholds, back-off — is the real code.
+ * The embedding service here is a STAND-IN: undici's `MockAgent` on the global dispatcher
+ * (the one `fetch` uses; real connections refused) answers the TEI (`POST /embed`) and OpenAI
+ * (`POST /v1/embeddings`) wire formats with toy vectors from a small concept table, because a
+ * real embedding model (TEI with bge-small, or the OpenAI API) cannot run or be reached here.
+ * The optimizer side — HTTP client, hybrid merge, thresholds, back-off — is the real code.
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, beforeEach, describe, it } from 'node:test';
+import { type Dispatcher, getGlobalDispatcher, MockAgent, setGlobalDispatcher } from 'undici';
 import { createLineLogger } from '../../../src/shared/index.js';
 import {
   createOptimizer,
@@ -47,59 +46,94 @@ function toyVector(text: string): number[] {
 
 interface Seen {
   path: string;
-  headers: IncomingHttpHeaders;
+  headers: Record<string, string>;
   body: Record<string, unknown>;
 }
 
+/** Request headers as undici hands them to a mock reply (an object, or a flat name/value list). */
+function headerRecord(headers: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (Array.isArray(headers)) {
+    for (let i = 0; i + 1 < headers.length; i += 2)
+      out[String(headers[i]).toLowerCase()] = String(headers[i + 1]);
+  } else if (headers !== null && typeof headers === 'object') {
+    for (const [k, v] of Object.entries(headers)) out[k.toLowerCase()] = String(v);
+  }
+  return out;
+}
+
+/**
+ * The service as undici mock interceptors on the global dispatcher (which `fetch` uses), with
+ * every real connection refused (`disableNetConnect`). `mode` picks the answer per request:
+ * vectors, HTTP 500, or none (the reply is held until the request is aborted). `unreachableUrl`
+ * is an origin whose connections fail.
+ */
 class StandIn {
   mode: 'ok' | 'fail' | 'hang' = 'ok';
   seen: Seen[] = [];
-  url = '';
-  private server: Server;
-  private hanging: (() => void)[] = [];
+  readonly url = 'http://embeddings.test';
+  readonly unreachableUrl = 'http://unreachable.test';
+  private readonly agent = new MockAgent();
+  private previous: Dispatcher | undefined;
 
-  constructor() {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-        this.seen.push({ path: req.url ?? '', headers: req.headers, body });
-        if (this.mode === 'hang') {
-          this.hanging.push(() => res.destroy());
-          return;
+  start(): void {
+    this.previous = getGlobalDispatcher();
+    this.agent.disableNetConnect();
+    setGlobalDispatcher(this.agent);
+    const service = this.agent.get(this.url);
+    const record = (opts: { path: string; headers?: unknown; body?: unknown }): Record<string, unknown> => {
+      const body = JSON.parse(String(opts.body)) as Record<string, unknown>;
+      this.seen.push({ path: opts.path, headers: headerRecord(opts.headers), body });
+      return body;
+    };
+    // Held for longer than any test runs; every held request is aborted by its timeout or close().
+    service
+      .intercept({ path: () => this.mode === 'hang', method: 'POST' })
+      .reply((opts) => {
+        record(opts);
+        return { statusCode: 200, data: '[]' };
+      })
+      .delay(60_000)
+      .persist();
+    service
+      .intercept({ path: () => this.mode !== 'hang', method: 'POST' })
+      .reply((opts) => {
+        const body = record(opts);
+        if (this.mode === 'fail') return { statusCode: 500, data: 'model not loaded' };
+        const json = { headers: { 'content-type': 'application/json' } };
+        if (opts.path === '/embed') {
+          return {
+            statusCode: 200,
+            data: JSON.stringify((body['inputs'] as string[]).map(toyVector)),
+            responseOptions: json,
+          };
         }
-        if (this.mode === 'fail') {
-          res.writeHead(500, { 'content-type': 'text/plain' }).end('model not loaded');
-          return;
-        }
-        res.setHeader('content-type', 'application/json');
-        if (req.url === '/embed') {
-          res.end(JSON.stringify((body['inputs'] as string[]).map(toyVector)));
-        } else if (req.url === '/v1/embeddings') {
+        if (opts.path === '/v1/embeddings') {
           // Reversed on purpose: clients must place each vector by its index.
           const data = (body['input'] as string[]).map((t, index) => ({
             object: 'embedding',
             index,
             embedding: toyVector(t),
           }));
-          res.end(JSON.stringify({ object: 'list', data: data.reverse(), model: body['model'] }));
-        } else {
-          res.writeHead(404).end('{}');
+          return {
+            statusCode: 200,
+            data: JSON.stringify({ object: 'list', data: data.reverse(), model: body['model'] }),
+            responseOptions: json,
+          };
         }
-      });
-    });
-  }
-
-  async start(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+        return { statusCode: 404, data: '{}', responseOptions: json };
+      })
+      .persist();
+    this.agent
+      .get(this.unreachableUrl)
+      .intercept({ path: () => true, method: 'POST' })
+      .replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))
+      .persist();
   }
 
   async stop(): Promise<void> {
-    for (const h of this.hanging) h();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    if (this.previous !== undefined) setGlobalDispatcher(this.previous);
+    await this.agent.close();
   }
 }
 
@@ -136,7 +170,7 @@ function captureLogs(): {
 const TOOLS: McpTool[] = syntheticTools(507);
 const appointment = { tool_description: 'arrange a rendezvous with Bob next week' };
 
-describe('optimizer with an embedding service (loopback stand-in)', () => {
+describe('optimizer with an embedding service (undici mock stand-in)', () => {
   const standIn = new StandIn();
   const open: Optimizer[] = [];
   before(() => standIn.start());
@@ -271,12 +305,8 @@ describe('optimizer with an embedding service (loopback stand-in)', () => {
     await bm25.index(TOOLS);
     const expected = names(await bm25.find(appointment));
 
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const deadPort = (closed.address() as AddressInfo).port;
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
     const logs = captureLogs();
-    const unreachable = optimizer({ embeddingService: `http://127.0.0.1:${deadPort}` }, logs.options);
+    const unreachable = optimizer({ embeddingService: standIn.unreachableUrl }, logs.options);
     await unreachable.index(TOOLS);
     assert.deepEqual(names(await unreachable.find(appointment)), expected);
     assert.equal(logs.lines.filter((l) => /unreachable/.test(l)).length, 1, logs.lines.join(''));
