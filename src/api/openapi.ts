@@ -10,11 +10,10 @@
  */
 
 import type { FastifySchema } from 'fastify';
+import { ERROR_SCHEMA } from '../schemas/index.js';
 import { ERROR_CODES, isRecord } from '../shared/index.js';
 
 const COMPONENTS = '#/components/schemas/';
-/** The `$id` of the error body every failed request answers with (`src/api/schemas.ts`). */
-export const ERROR_SCHEMA = 'Error';
 
 type Json = Record<string, unknown>;
 

@@ -13,8 +13,7 @@
  */
 import type { ProxyHttpHandler, ToolOverride } from '../proxy/index.js';
 import { type Logger, SkepError } from '../shared/index.js';
-import { allowedOriginsProblem } from '../workloads/exposure.js';
-import type { RunConfig } from '../workloads/run-config.js';
+import { allowedOriginsProblem, type RunConfig } from '../schemas/index.js';
 import { STAGES } from './stages/index.js';
 import { paramsObject } from './stages/params.js';
 import { tokenExchangeStrategy } from './stages/token-exchange.js';

@@ -7,7 +7,7 @@
  */
 import { createValidator } from '../schemas/index.js';
 import { SkepError } from '../shared/index.js';
-import { type RunConfig, RunConfigSchema } from '../workloads/run-config.js';
+import { type RunConfig, RunConfigSchema } from '../schemas/index.js';
 import { FACTORIES, planPipeline } from './build.js';
 
 /** Per stage type: parameter key → the run-configuration field it carries. */

@@ -6,7 +6,7 @@
  */
 import { createValidator } from '../schemas/index.js';
 import { isRecord, jsonSyntaxError } from '../shared/index.js';
-import { CatalogServer, CatalogSkill, RegistryDocument, RegistryGroup } from './model.js';
+import { CatalogServer, CatalogSkill, RegistryDocument, RegistryGroup } from '../schemas/registry/index.js';
 
 /** Content that is not a usable registry: maps to 502 when a source is being set. */
 export class InvalidRegistryError extends Error {

@@ -13,7 +13,7 @@ export {
   type RegistryInfo,
   RemoteServer,
   type SourceType,
-} from './model.js';
+} from '../schemas/registry/index.js';
 export { DEFAULT_LIMIT, MAX_LIMIT, normalizePaging, type Page, RegistryIndex } from './search.js';
 export {
   type AuthInfo,

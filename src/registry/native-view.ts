@@ -17,7 +17,7 @@ import {
   PUBLISHER_META_KEY,
   type RemoteServer,
   type ServerExtension,
-} from './model.js';
+} from '../schemas/registry/index.js';
 import { isRecord } from '../shared/index.js';
 
 /** The first object under `_meta[publisher-provided][io.github.stacklok]` (its key is the image or URL). */

@@ -14,7 +14,7 @@ import type {
   RegistryDocument,
   RegistryGroup,
   RemoteServer,
-} from './model.js';
+} from '../schemas/registry/index.js';
 import { hasRunnable, isRemote, toImageServer, toRemoteServer } from './native-view.js';
 
 /** seed "Limits": `limit` default 50, maximum 200; `page` 1-based, default 1. */

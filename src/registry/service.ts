@@ -30,7 +30,7 @@ import type {
   RegistryInfo,
   RemoteServer,
   SourceType,
-} from './model.js';
+} from '../schemas/registry/index.js';
 import { normalizePaging, type Page, type RegistryIndex } from './search.js';
 import {
   ApiSource,

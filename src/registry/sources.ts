@@ -21,7 +21,13 @@ import {
   toRegistryGroup,
 } from './document.js';
 import { type HttpResponse, type RegistryHttp, SourceFetchError } from './fetch.js';
-import type { CatalogServer, CatalogSkill, RegistryDocument, RegistryGroup, SourceType } from './model.js';
+import type {
+  CatalogServer,
+  CatalogSkill,
+  RegistryDocument,
+  RegistryGroup,
+  SourceType,
+} from '../schemas/registry/index.js';
 import { RegistryIndex } from './search.js';
 
 export interface LoadResult {

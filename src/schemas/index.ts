@@ -1,3 +1,4 @@
+export { allowedOriginsProblem } from './allowed-origins.js';
 export { checkMatcher, toCelValue } from './cel.js';
 export type { Validator } from './validate.js';
 export { createValidator, formatAjvError } from './validate.js';
@@ -15,3 +16,37 @@ export { EmbeddedAuthServerConfigSchema } from './embedded-auth-server.js';
 export type { PermissionProfile } from './permission-profile.js';
 export { PermissionProfileSchema } from './permission-profile.js';
 export { Bool, Opt, Str, StrMap, Strs } from './shorthand.js';
+export type {
+  BackendAuthStrategy,
+  OptimizerConfig,
+  StaticBackendConfig,
+  VmcpConfig,
+  WorkloadToolsConfig,
+} from './vmcp.js';
+export { OptimizerConfigSchema, VmcpConfigSchema } from './vmcp.js';
+export type { ProxyMode, RunConfig, Transport } from './run-config.js';
+export {
+  ProxyModeSchema,
+  RUN_CONFIG_SCHEMA_VERSION,
+  RunConfigSchema,
+  TransportSchema,
+} from './run-config.js';
+export type { ConfigFile } from './skep-config.js';
+export { ConfigSchema } from './skep-config.js';
+export { ERROR_SCHEMA, ErrorBody, NoContent } from './api/error-body.js';
+export type {
+  BulkRequest,
+  CreateWorkloadRequest,
+  UpdateWorkloadRequest,
+  WorkloadDetail,
+  WorkloadSummary,
+} from './api/workloads.js';
+export {
+  BulkRequestSchema,
+  CreateWorkloadSchema,
+  UpdateWorkloadSchema,
+  UpgradeCheckResultSchema,
+  UpgradeRequestSchema,
+  WorkloadDetailSchema,
+  WorkloadSummarySchema,
+} from './api/workloads.js';

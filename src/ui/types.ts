@@ -2,7 +2,7 @@
  * The wire objects the UI reads and writes. The registry's are the API's own TypeBox static
  * types, the clients' the clients domain's (`src/clients/wire.ts`; both imported as types only:
  * nothing of the server lands in the bundle). The workload
- * objects mirror `src/workloads/schemas.ts` — whose module graph reaches Node-only code the
+ * objects mirror `src/schemas/api/workloads.ts` — whose module graph reaches Node-only code the
  * browser's type environment cannot hold — and test/unit/ui/wire-types.test.ts makes the
  * type checker prove that every server object fits what the UI reads and every UI request
  * fits what the API accepts. The others mirror the route schemas in src/api/routes/.
@@ -83,12 +83,12 @@ export type {
   ImageServer,
   RegistryInfo,
   RemoteServer,
-} from '../registry/model.js';
+} from '../schemas/registry/index.js';
 
 /** `GET /api/v1beta/registry/default/servers/:name`. */
 export type FoundServer =
-  | { is_remote: false; server: import('../registry/model.js').ImageServer }
-  | { is_remote: true; remote_server: import('../registry/model.js').RemoteServer };
+  | { is_remote: false; server: import('../schemas/registry/index.js').ImageServer }
+  | { is_remote: true; remote_server: import('../schemas/registry/index.js').RemoteServer };
 
 /** `GET /api/v1beta/secrets/default`. */
 export interface SecretsProvider {

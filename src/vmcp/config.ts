@@ -10,242 +10,18 @@
  * `operational.timeouts` and `failureHandling.partialFailureMode` are read at runtime, and
  * `conflictResolutionConfig.prefixOnlyConflicts` renames only conflicting names.
  */
-import { type Static, Type } from 'typebox';
-import { createValidator, Opt, Str, StrMap, Strs } from '../schemas/index.js';
-import { goDurationMs, SkepError } from '../shared/index.js';
 import {
-  OptimizerConfigSchema,
-  type OptimizerSettings,
-  resolveOptimizerSettings,
-} from './optimizer/config.js';
+  type BackendAuthStrategy,
+  createValidator,
+  type StaticBackendConfig,
+  type VmcpConfig,
+  VmcpConfigSchema,
+  type WorkloadToolsConfig,
+} from '../schemas/index.js';
+import { goDurationMs, SkepError } from '../shared/index.js';
+import { type OptimizerSettings, resolveOptimizerSettings } from './optimizer/config.js';
 
-const Closed = { additionalProperties: false } as const;
-/** A Go duration string ("30s", "1m30s", "500ms"), the reference's format. */
-const Duration = () =>
-  Type.String({
-    pattern: '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$',
-    description: 'Go duration, e.g. "30s".',
-  });
-
-const HeaderInjectionSchema = Type.Object(
-  { headerName: Str(), headerValue: Opt(Str()), headerValueEnv: Opt(Str()) },
-  Closed,
-);
-const TokenExchangeSchema = Type.Object(
-  {
-    tokenUrl: Str(),
-    clientId: Opt(Str()),
-    clientSecret: Opt(Str()),
-    clientSecretEnv: Opt(Str()),
-    audience: Opt(Str()),
-    scopes: Opt(Strs()),
-    subjectTokenType: Opt(Str()),
-    subjectProviderName: Opt(Str()),
-  },
-  Closed,
-);
-const UpstreamInjectSchema = Type.Object({ providerName: Str() }, Closed);
-const AwsStsSchema = Type.Object(
-  {
-    region: Str(),
-    service: Opt(Str()),
-    fallbackRoleArn: Opt(Str()),
-    roleMappings: Opt(
-      Type.Array(
-        Type.Object(
-          { claim: Opt(Str()), matcher: Opt(Str()), roleArn: Str(), priority: Opt(Type.Integer()) },
-          Closed,
-        ),
-      ),
-    ),
-    roleClaim: Opt(Str()),
-    sessionDuration: Opt(Type.Integer()),
-    sessionNameClaim: Opt(Str()),
-    subjectProviderName: Opt(Str()),
-  },
-  Closed,
-);
-
-/** `pkg/vmcp/auth/types.BackendAuthStrategy` (§1.2). `obo` and `xaa` are accepted by the schema, refused at parse. */
-export const BackendAuthStrategySchema = Type.Object(
-  {
-    type: Type.Union([
-      Type.Literal('unauthenticated'),
-      Type.Literal('header_injection'),
-      Type.Literal('token_exchange'),
-      Type.Literal('upstream_inject'),
-      Type.Literal('aws_sts'),
-      Type.Literal('obo'),
-      Type.Literal('xaa'),
-      // CRD level (§1.5): filled from the backend workload's own configuration.
-      Type.Literal('discovered'),
-    ]),
-    headerInjection: Opt(HeaderInjectionSchema),
-    tokenExchange: Opt(TokenExchangeSchema),
-    upstreamInject: Opt(UpstreamInjectSchema),
-    awsSts: Opt(AwsStsSchema),
-    obo: Opt(Type.Record(Type.String(), Type.Unknown())),
-    xaa: Opt(Type.Record(Type.String(), Type.Unknown())),
-  },
-  Closed,
-);
-
-const ToolAnnotationsSchema = Type.Object(
-  {
-    title: Opt(Str()),
-    readOnlyHint: Opt(Type.Boolean()),
-    destructiveHint: Opt(Type.Boolean()),
-    idempotentHint: Opt(Type.Boolean()),
-    openWorldHint: Opt(Type.Boolean()),
-  },
-  Closed,
-);
-const ToolOverrideSchema = Type.Object(
-  { name: Opt(Str()), description: Opt(Str()), annotations: Opt(ToolAnnotationsSchema) },
-  Closed,
-);
-const WorkloadToolsSchema = Type.Object(
-  {
-    workload: Type.String({ minLength: 1 }),
-    filter: Opt(Strs()),
-    overrides: Opt(Type.Record(Type.String(), ToolOverrideSchema)),
-    excludeAll: Opt(Type.Boolean()),
-    toolConfigRef: Opt(Type.Object({ name: Str() }, Closed)),
-  },
-  Closed,
-);
-
-export const AggregationSchema = Type.Object(
-  {
-    conflictResolution: Opt(
-      Type.Union([Type.Literal('prefix'), Type.Literal('priority'), Type.Literal('manual')]),
-    ),
-    conflictResolutionConfig: Opt(
-      Type.Object(
-        {
-          prefixFormat: Opt(Str()),
-          priorityOrder: Opt(Strs()),
-          prefixOnlyConflicts: Opt(
-            Type.Boolean({
-              description:
-                'Skep extension: with `prefix`, rename only names that more than one backend offers.',
-            }),
-          ),
-        },
-        Closed,
-      ),
-    ),
-    tools: Opt(Type.Array(WorkloadToolsSchema)),
-    excludeAllTools: Opt(Type.Boolean()),
-    defaultToolVisibility: Opt(Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Literal('')])),
-  },
-  Closed,
-);
-
-const OperationalSchema = Type.Object(
-  {
-    logLevel: Opt(Str()),
-    timeouts: Opt(
-      Type.Object(
-        { default: Opt(Duration()), perWorkload: Opt(Type.Record(Type.String(), Duration())) },
-        Closed,
-      ),
-    ),
-    failureHandling: Opt(
-      Type.Object(
-        {
-          healthCheckInterval: Opt(Duration()),
-          unhealthyThreshold: Opt(Type.Integer({ minimum: 1 })),
-          healthCheckTimeout: Opt(Duration()),
-          statusReportingInterval: Opt(Duration()),
-          partialFailureMode: Opt(Type.Union([Type.Literal('fail'), Type.Literal('best_effort')])),
-          circuitBreaker: Opt(
-            Type.Object(
-              {
-                enabled: Opt(Type.Boolean()),
-                failureThreshold: Opt(Type.Integer({ minimum: 1 })),
-                timeout: Opt(Duration()),
-              },
-              Closed,
-            ),
-          ),
-        },
-        Closed,
-      ),
-    ),
-  },
-  Closed,
-);
-
-const StaticBackendSchema = Type.Object(
-  {
-    name: Str(),
-    url: Str(),
-    transport: Type.Union([Type.Literal('sse'), Type.Literal('streamable-http')]),
-    type: Opt(Str()),
-    caBundlePath: Opt(Str()),
-    metadata: Opt(StrMap()),
-  },
-  Closed,
-);
-
-const Loose = () => Type.Record(Type.String(), Type.Unknown());
-
-export const VmcpConfigSchema = Type.Object(
-  {
-    name: Opt(Str()),
-    groupRef: Opt(Str()),
-    backends: Opt(Type.Array(StaticBackendSchema)),
-    incomingAuth: Opt(
-      Type.Object(
-        {
-          type: Type.Union([Type.Literal('oidc'), Type.Literal('local'), Type.Literal('anonymous')]),
-          oidc: Opt(Loose()),
-          authz: Opt(Loose()),
-        },
-        Closed,
-      ),
-    ),
-    outgoingAuth: Opt(
-      Type.Object(
-        {
-          source: Opt(Type.Union([Type.Literal('inline'), Type.Literal('discovered')])),
-          default: Opt(BackendAuthStrategySchema),
-          backends: Opt(Type.Record(Type.String(), BackendAuthStrategySchema)),
-        },
-        Closed,
-      ),
-    ),
-    aggregation: Opt(AggregationSchema),
-    compositeTools: Opt(Type.Array(Loose())),
-    compositeToolRefs: Opt(Type.Array(Type.Object({ name: Str() }, Closed))),
-    operational: Opt(OperationalSchema),
-    metadata: Opt(StrMap()),
-    telemetry: Opt(Loose()),
-    audit: Opt(Loose()),
-    optimizer: Opt(OptimizerConfigSchema),
-    codeMode: Opt(Loose()),
-    sessionStorage: Opt(Loose()),
-    rateLimiting: Opt(Loose()),
-    passthroughHeaders: Opt(Strs()),
-    clientEntries: Opt(
-      Type.Union([Type.Literal('virtual'), Type.Literal('all')], {
-        description:
-          'Skep extension: what a client registered for the group gets when this virtual workload serves its own group: `virtual` (default) only the virtual endpoint, `all` every workload besides it.',
-      }),
-    ),
-  },
-  {
-    // No $id: the run configuration embeds this schema, and one validator may compile both.
-    additionalProperties: false,
-    description: 'Virtual MCP server configuration (the reference vMCP config, camelCase keys).',
-  },
-);
-
-export type VmcpConfig = Static<typeof VmcpConfigSchema>;
-export type BackendAuthStrategy = Static<typeof BackendAuthStrategySchema>;
-export type AggregationConfig = Static<typeof AggregationSchema>;
-export type ToolOverrideConfig = Static<typeof ToolOverrideSchema>;
+export type { BackendAuthStrategy, VmcpConfig };
 
 const validator = createValidator(VmcpConfigSchema);
 
@@ -269,7 +45,7 @@ export interface ResolvedVmcpConfig {
     readonly prefixFormat: string;
     readonly prefixOnlyConflicts: boolean;
     readonly priorityOrder: readonly string[];
-    readonly tools: ReadonlyMap<string, Static<typeof WorkloadToolsSchema>>;
+    readonly tools: ReadonlyMap<string, WorkloadToolsConfig>;
     readonly excludeAllTools: boolean;
     readonly defaultToolVisibility: 'allow' | 'deny';
   };
@@ -406,7 +182,7 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
       `${what}.aggregation.conflictResolutionConfig.priorityOrder must list workloads when conflictResolution is "priority"`,
     );
   }
-  const tools = new Map<string, Static<typeof WorkloadToolsSchema>>();
+  const tools = new Map<string, WorkloadToolsConfig>();
   for (const [i, entry] of (agg.tools ?? []).entries()) {
     if (entry.toolConfigRef !== undefined) {
       throw unsupported(
@@ -514,7 +290,7 @@ export interface StaticBackend {
 const BACKEND_TYPES = new Set(['', 'entry', 'container', 'proxy']);
 
 /** `backends[]` (§1.1 static mode): unique names, absolute http(s) URLs, streamable HTTP. */
-function checkStaticBackends(list: Static<typeof StaticBackendSchema>[], what: string): StaticBackend[] {
+function checkStaticBackends(list: StaticBackendConfig[], what: string): StaticBackend[] {
   const seen = new Set<string>();
   return list.map((b, i) => {
     const field = `${what}.backends[${i}]`;

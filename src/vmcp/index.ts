@@ -11,6 +11,5 @@ export {
   type ResolvedVmcpConfig,
   VMCP_DEFAULTS,
   type VmcpConfig,
-  VmcpConfigSchema,
 } from './config.js';
 export { VirtualMcpServer, type VirtualServerOptions } from './server.js';

@@ -10,8 +10,12 @@ import { DEFAULT_GROUP } from '../groups/index.js';
 import { definedOnly, SkepError } from '../shared/index.js';
 import { baseNameFor, validateWorkloadName } from './names.js';
 import type { RegistryServerSpec } from './registry-server.js';
-import { parseRunConfig, RUN_CONFIG_SCHEMA_VERSION, type RunConfig } from './run-config.js';
-import type { CreateWorkloadRequest, UpdateWorkloadRequest } from './schemas.js';
+import {
+  type CreateWorkloadRequest,
+  RUN_CONFIG_SCHEMA_VERSION,
+  type UpdateWorkloadRequest,
+} from '../schemas/index.js';
+import { parseRunConfig, type RunConfig } from './run-config.js';
 import {
   formatSecretReference as formatSecretRef,
   type SecretReference,

@@ -1,6 +1,7 @@
 /**
  * Who may reach a workload's proxy: the two run-configuration rules that keep an MCP endpoint
- * from running tools for strangers (a page on another origin or another host must not call them).
+ * from running tools for strangers (a page on another origin or another host must not call them;
+ * the origin rule, `allowedOriginsProblem`, sits next to the run configuration's schema).
  *
  * - `host` (the proxy's bind address) beyond loopback is an explicit choice: it needs inbound
  *   authentication (`oidc_config` or `embedded_auth_server_config`). A wildcard bind
@@ -14,7 +15,7 @@
  * runner checks the host rule again before it binds, for records written before the rule.
  * Pure functions with no dependencies beyond `shared`: the runner loads this module up front.
  */
-import { isLoopbackName, isWildcardAddress, normalizeOrigin, workloadUrl } from '../shared/index.js';
+import { isLoopbackName, isWildcardAddress, workloadUrl } from '../shared/index.js';
 import type { RunConfig } from './run-config.js';
 import type { WorkloadRow } from './workload-store.js';
 
@@ -87,31 +88,4 @@ export function hostExposureProblem(config: ExposureFields): string | undefined 
     `address could call its tools. Use host 127.0.0.1 (the default), or require a token with ` +
     `oidc (oidc_config: issuer, jwksurl or introspectionURL) or embedded_auth_server_config`
   );
-}
-
-/**
- * Why an `allowed_origins` entry is not an exact origin, or undefined for a good list. An
- * origin is what browsers send in the `Origin` header (RFC 6454 §6.1): scheme, host and an
- * optional port; nothing else.
- */
-export function allowedOriginsProblem(values: readonly string[]): string | undefined {
-  for (const value of values) {
-    const problem = originProblem(value);
-    if (problem !== undefined) return `allowed_origins: '${value}' ${problem}`;
-  }
-  return undefined;
-}
-
-function originProblem(value: string): string | undefined {
-  if (value.includes('*')) return 'is a pattern; list each origin exactly (e.g. https://app.example.com)';
-  if (value.trim().toLowerCase() === 'null')
-    return 'is the opaque origin of sandboxed and file: pages, which any page can claim; it is never accepted';
-  const origin = normalizeOrigin(value);
-  if (origin === undefined)
-    return 'is not an http(s) origin; write scheme://host[:port] (e.g. https://app.example.com)';
-  const url = new URL(value);
-  // URL accepts a path, query or fragment; an Origin header never carries one.
-  if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || value.trimEnd().endsWith('/'))
-    return `has more than an origin; write '${origin}'`;
-  return undefined;
 }

@@ -1,12 +1,6 @@
 /** Workloads: run configurations, the lifecycle manager, and the runner process plumbing. */
 export type { EndpointAccess } from './exposure.js';
-export {
-  allowedOriginsProblem,
-  endpointAccessOf,
-  hostExposureProblem,
-  OPEN_TO_LOCAL_CALLERS,
-  proxyUrlOf,
-} from './exposure.js';
+export { endpointAccessOf, hostExposureProblem, OPEN_TO_LOCAL_CALLERS, proxyUrlOf } from './exposure.js';
 export { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
 export type { WorkloadContainers } from './config-checks.js';
 export type {
@@ -21,7 +15,7 @@ export type { RegistryServerSpec, ResolveRegistryServer } from './registry-serve
 export { WorkloadManager } from './manager.js';
 export { baseNameFor, validateWorkloadName, workloadNameProblem } from './names.js';
 export type { ProxyMode, RunConfig, Transport } from './run-config.js';
-export { parseRunConfig, RUN_CONFIG_SCHEMA_VERSION, RunConfigSchema } from './run-config.js';
+export { parseRunConfig } from './run-config.js';
 export type { SpawnRunner } from './runner-process.js';
 export {
   cliEntry,
@@ -37,16 +31,7 @@ export type {
   UpdateWorkloadRequest,
   WorkloadDetail,
   WorkloadSummary,
-} from './schemas.js';
-export {
-  BulkRequestSchema,
-  CreateWorkloadSchema,
-  UpdateWorkloadSchema,
-  UpgradeCheckResultSchema,
-  UpgradeRequestSchema,
-  WorkloadDetailSchema,
-  WorkloadSummarySchema,
-} from './schemas.js';
+} from '../schemas/index.js';
 export type { UpgradeCheckResult, UpgradeRequest, UpgradeStatus } from './upgrade.js';
 export type { SecretLookup } from './secrets.js';
 export { resolveSecretReferences } from './secrets.js';

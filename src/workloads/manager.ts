@@ -45,7 +45,7 @@ import type {
   UpdateWorkloadRequest,
   WorkloadDetail,
   WorkloadSummary,
-} from './schemas.js';
+} from '../schemas/index.js';
 import { parseSecretReference as parseSecretRef, requireSecrets, type SecretLookup } from './secrets.js';
 import { checkUpgrade, missingRequired, type UpgradeCheckResult, type UpgradeRequest } from './upgrade.js';
 import { detailOf, observedRow, summaryOf } from './views.js';

@@ -8,7 +8,7 @@ import { workloadSandbox } from '../runtime/index.js';
 import { definedOnly } from '../shared/index.js';
 import { endpointAccessOf, proxyUrlOf } from './exposure.js';
 import { runnerAlive } from './runner-process.js';
-import type { WorkloadDetail, WorkloadSummary } from './schemas.js';
+import type { WorkloadDetail, WorkloadSummary } from '../schemas/index.js';
 import { parseSecretReference as parseSecretRef } from './secrets.js';
 import type { WorkloadRow } from './workload-store.js';
 

@@ -18,7 +18,8 @@ import {
 } from '../auth.js';
 import type { BrowserSessions } from '../browser-sessions.js';
 import { sendError } from '../errors.js';
-import { NoContent, withErrors } from '../schemas.js';
+import { NoContent } from '../../schemas/index.js';
+import { withErrors } from '../schemas.js';
 
 export interface AuthRouteOptions {
   sessions: BrowserSessions;

@@ -6,7 +6,8 @@
 import { Type } from 'typebox';
 import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
-import { NoContent, withErrors } from '../schemas.js';
+import { NoContent } from '../../schemas/index.js';
+import { withErrors } from '../schemas.js';
 
 const Capabilities = Type.Object(
   {

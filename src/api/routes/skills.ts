@@ -8,7 +8,8 @@ import { definedOnly } from '../../shared/index.js';
 import type { InstalledSkill } from '../../skills/index.js';
 import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
-import { NoContent, withErrors } from '../schemas.js';
+import { NoContent } from '../../schemas/index.js';
+import { withErrors } from '../schemas.js';
 
 const SkillMetadata = Type.Object(
   {

@@ -9,14 +9,14 @@ import { definedOnly } from '../../shared/index.js';
 import {
   BulkRequestSchema,
   CreateWorkloadSchema,
-  type ListOptions,
   RunConfigSchema,
   UpdateWorkloadSchema,
   UpgradeCheckResultSchema,
   UpgradeRequestSchema,
   WorkloadDetailSchema,
   WorkloadSummarySchema,
-} from '../../workloads/index.js';
+} from '../../schemas/index.js';
+import type { ListOptions } from '../../workloads/index.js';
 import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../context.js';
 import { withErrors } from '../schemas.js';

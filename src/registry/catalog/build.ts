@@ -9,7 +9,7 @@ import {
   PUBLISHER_META_KEY,
   SERVER_SCHEMA_URL,
   type ServerExtension,
-} from '../model.js';
+} from '../../schemas/registry/index.js';
 import type { PermissionProfile } from '../../schemas/index.js';
 
 /** The version of a catalog entry (not of the server software, which the image tag tracks). */

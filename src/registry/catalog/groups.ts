@@ -4,7 +4,7 @@
  * workload per member). Members are full names of `servers.ts` entries; the catalog test
  * checks that each one exists.
  */
-import type { RegistryGroup } from '../model.js';
+import type { RegistryGroup } from '../../schemas/registry/index.js';
 
 export const BUILTIN_GROUPS: readonly RegistryGroup[] = [
   {

@@ -1,5 +1,5 @@
 /** Skep's built-in catalog, as an upstream registry document (what `type: default` serves). */
-import type { RegistryDocument } from '../model.js';
+import type { RegistryDocument } from '../../schemas/registry/index.js';
 import { BUILTIN_GROUPS } from './groups.js';
 import { BUILTIN_SERVERS } from './servers.js';
 import { BUILTIN_SKILLS } from './skills.js';

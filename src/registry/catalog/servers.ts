@@ -5,7 +5,7 @@
  * `everything` needs neither network nor a container engine: Skep's process runtime runs
  * it from npm (`npx://`), which makes it the catalog's smoke-test server.
  */
-import type { CatalogServer } from '../model.js';
+import type { CatalogServer } from '../../schemas/registry/index.js';
 import { ANY_NETWORK, httpsTo, NO_NETWORK, pkg, remote } from './build.js';
 
 const MCP_SERVERS = 'https://github.com/modelcontextprotocol/servers';

@@ -2,7 +2,7 @@
  * The skills of Skep's built-in catalog: Agent Skills published in Anthropic's public
  * `anthropics/skills` repository, installable from git. Descriptions are our own.
  */
-import type { CatalogSkill } from '../model.js';
+import type { CatalogSkill } from '../../schemas/registry/index.js';
 
 const REPO = 'https://github.com/anthropics/skills';
 

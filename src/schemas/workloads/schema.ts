@@ -11,11 +11,11 @@
  * the runner as `SKEP_SESSION_REDIS_PASSWORD`.
  */
 import { type TSchema, Type } from 'typebox';
-import { VmcpConfigSchema } from '../../vmcp/config.js';
 import { ConditionSchema, EXTAUTH_KIND, PATTERNS, SecretRefSchema } from '../extauth/schema.js';
 import { type CelRule, enumOf, rules, str, stringMap } from '../k8s-builders.js';
 import { AGE_COLUMN, column, conditionColumn, defineKind } from '../kind.js';
 import { Opt } from '../shorthand.js';
+import { VmcpConfigSchema } from '../vmcp.js';
 
 /** An object whose fields Kubernetes keeps as written (raw PodTemplateSpec, vMCP config). */
 const rawObject = (description: string) =>

@@ -5,32 +5,10 @@
  * search is BM25 only and fully offline. The two numbers that the reference sends as strings
  * (Kubernetes has no portable float) are accepted as strings or numbers.
  */
-import { type Static, Type } from 'typebox';
-import { Opt } from '../../schemas/index.js';
+import type { OptimizerConfig } from '../../schemas/index.js';
 import { goDurationNs, SkepError } from '../../shared/index.js';
 
-const NumberOrString = () => Type.Union([Type.Number(), Type.String()]);
-
-/** TypeBox schema of the `optimizer` block, for the vMCP config schema to embed. */
-export const OptimizerConfigSchema = Type.Object(
-  {
-    embeddingService: Opt(
-      Type.String({ description: 'Base URL of the embedding service (TEI, or OpenAI-compatible).' }),
-    ),
-    embeddingServiceTimeout: Opt(
-      Type.String({ description: 'Go duration of one embedding request; default 30s.' }),
-    ),
-    embeddingProvider: Opt(Type.Union([Type.Literal('tei'), Type.Literal('openai')])),
-    embeddingModel: Opt(Type.String({ description: 'Model name; required for the openai provider.' })),
-    embeddingHeaders: Opt(Type.Record(Type.String(), Type.String())),
-    maxToolsToReturn: Opt(Type.Integer({ minimum: 1, maximum: 50 })),
-    hybridSearchSemanticRatio: Opt(NumberOrString()),
-    semanticDistanceThreshold: Opt(NumberOrString()),
-  },
-  { additionalProperties: false },
-);
-
-export type OptimizerConfig = Static<typeof OptimizerConfigSchema>;
+export type { OptimizerConfig };
 
 /** The embedding service as the optimizer calls it. */
 export interface EmbeddingSettings {

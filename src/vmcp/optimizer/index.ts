@@ -3,7 +3,7 @@
  * Used by the virtual MCP endpoint (`src/vmcp/`); pure (no HTTP, no sessions).
  */
 export type { EmbeddingSettings, OptimizerConfig, OptimizerSettings } from './config.js';
-export { OPTIMIZER_DEFAULTS, OptimizerConfigSchema, resolveOptimizerSettings } from './config.js';
+export { OPTIMIZER_DEFAULTS, resolveOptimizerSettings } from './config.js';
 export type { OptimizerOptions } from './optimizer.js';
 export { CALL_TOOL_NAME, createOptimizer, FIND_TOOL_NAME } from './optimizer.js';
 export type {

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import type { FastifySchema } from 'fastify';
 import { Type } from 'typebox';
 import { createSchemaNamer } from '../../../src/api/openapi.js';
-import { ErrorBody } from '../../../src/api/schemas.js';
+import { ErrorBody } from '../../../src/schemas/index.js';
 
 const Item = Type.Object(
   { id: Type.String(), tags: Type.Record(Type.String(), Type.String()) },

@@ -15,7 +15,7 @@ import {
   WorkloadDetailSchema,
   type WorkloadSummary,
   WorkloadSummarySchema,
-} from '../../../src/workloads/index.js';
+} from '../../../src/schemas/index.js';
 
 /** Compiles only when A is assignable to B. */
 type Fits<A extends B, B> = A extends B ? true : never;

@@ -5,10 +5,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Compile } from 'typebox/compile';
+import { OptimizerConfigSchema } from '../../../src/schemas/index.js';
 import { isSkepError } from '../../../src/shared/index.js';
 import {
   OPTIMIZER_DEFAULTS,
-  OptimizerConfigSchema,
   resolveOptimizerSettings,
   type OptimizerConfig,
 } from '../../../src/vmcp/optimizer/index.js';

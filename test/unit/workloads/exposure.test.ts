@@ -4,7 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { allowedOriginsProblem, hostExposureProblem } from '../../../src/workloads/index.js';
+import { allowedOriginsProblem } from '../../../src/schemas/index.js';
+import { hostExposureProblem } from '../../../src/workloads/index.js';
 
 test('loopback hosts need nothing: 127.0.0.0/8, localhost, ::1', () => {
   for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', 'LOCALHOST', '::1', '[::1]', 'mcp.localhost'])

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isSkepError } from '../../../src/shared/index.js';
-import { parseRunConfig, RunConfigSchema } from '../../../src/workloads/index.js';
+import { RunConfigSchema } from '../../../src/schemas/index.js';
+import { parseRunConfig } from '../../../src/workloads/index.js';
 
 /** Top-level fields of the seed's "Workload run configuration (export response)" table. */
 const SEED_EXPORT_FIELDS = [

@@ -7,13 +7,13 @@
  * `_meta` map under the `io.github.stacklok` key, keyed by image reference or remote URL,
  * so registry files written for ToolHive load unchanged (seed: "Catalog server", `_meta`).
  * The native shapes (`ImageServer`, `RemoteServer`, seed "Registry content") are views
- * computed from it in `native-view.ts`; nothing is stored twice.
+ * computed from it in `src/registry/native-view.ts`; nothing is stored twice.
  */
 import { type Static, Type } from 'typebox';
-// The file itself, not the schemas index: the web UI type-checks this module with the browser's
-// types, and the index reaches Node-only code (src/ui/types.ts).
-import { PermissionProfileSchema } from '../schemas/permission-profile.js';
-import { Opt, Str, Strs } from '../schemas/shorthand.js';
+// The files themselves, not the schemas index: the web UI type-checks this module with the
+// browser's types, and the index reaches Node-only code (src/ui/types.ts).
+import { PermissionProfileSchema } from '../permission-profile.js';
+import { Opt, Str, Strs } from '../shorthand.js';
 
 // ---------------------------------------------------------------------------------------
 // Catalog shape (server.json)

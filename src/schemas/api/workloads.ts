@@ -4,9 +4,9 @@
  * the reference's `createRequest`, so existing clients keep working.
  */
 import { type Static, Type } from 'typebox';
-import { PermissionProfileSchema } from '../schemas/index.js';
-import { ProxyModeSchema, TransportSchema } from './run-config.js';
-import { VmcpConfigSchema } from '../vmcp/config.js';
+import { PermissionProfileSchema } from '../permission-profile.js';
+import { ProxyModeSchema, TransportSchema } from '../run-config.js';
+import { VmcpConfigSchema } from '../vmcp.js';
 
 const Opt = Type.Optional;
 const Strs = () => Type.Array(Type.String());
