@@ -5,8 +5,8 @@
  * delegation?, target, metadata?, data?`) and the line prefix (`time`, `level:"AUDIT"`,
  * `msg:"audit_event"`) are the reference's. Inside `subjects`, `target`, `source.extra`,
  * `metadata.extra` and `data` the keys are in alphabetical order, because that is what the
- * reference writes: those are Go maps, and Go's JSON encoder sorts map keys (a sample in
- * another order would be no log line the reference writes).
+ * reference writes: those are Go maps, and Go's JSON encoder sorts map keys (ToolHive's
+ * documented sample lists them in another order, which no real log line has).
  *
  * Deliberate differences, each better than the reference: `X-Forwarded-For` / `X-Real-IP`
  * are believed only with `trust_proxy_headers`; application errors are found in the parsed

@@ -100,8 +100,8 @@ export function createRedisClient(cfg: RedisConnectionConfig, extra: RedisOption
 
 /**
  * Where the password of `scaling_config.session_redis` is read from, first set one wins: never
- * from a configuration (ToolHive never stores it there either: its operator passes it in the
- * environment as `THV_SESSION_REDIS_PASSWORD`), and never passed to a server (a server
+ * from a configuration (ToolHive also takes it only from its environment, as
+ * `THV_SESSION_REDIS_PASSWORD`), and never passed to a server (a server
  * inherits only `SERVER_ENV_ALLOWLIST`).
  */
 export const SESSION_REDIS_PASSWORD_ENV = [
