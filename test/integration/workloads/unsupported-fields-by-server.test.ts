@@ -10,8 +10,8 @@ import { test } from 'node:test';
 import { loadConfig } from '../../../src/config/index.js';
 import { isSkepError, SkepError } from '../../../src/shared/index.js';
 import { applyRequest, configFromCreate } from '../../../src/workloads/config-builder.js';
-import { parseRunConfig, type RunConfig, RunConfigSchema } from '../../../src/workloads/index.js';
-import type { CreateWorkloadRequest } from '../../../src/workloads/schemas.js';
+import { type CreateWorkloadRequest, RunConfigSchema } from '../../../src/schemas/index.js';
+import { parseRunConfig, type RunConfig } from '../../../src/workloads/index.js';
 import {
   checkSupportedFields,
   REFUSABLE_FIELDS,
