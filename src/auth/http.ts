@@ -1,7 +1,8 @@
 /**
  * Small HTTP helpers shared by the auth middlewares: bearer-token parsing, RFC 6750
- * challenges, form posts with a timeout and a capped response, and the header names that
- * configuration may not set (they belong to the transport or to the proxy).
+ * challenges, capped JSON reads, and the header names that configuration may not set (they
+ * belong to the transport or to the proxy). OAuth requests themselves go through the client
+ * stack in `src/protocol/oauth`.
  */
 import { createHash } from 'node:crypto';
 import type { ProxyMiddlewareResult } from '../proxy/index.js';
@@ -87,38 +88,6 @@ export async function readJson(res: Response): Promise<unknown> {
   } catch {
     return undefined;
   }
-}
-
-/** RFC 6749 §2.3.1: client id and secret are form-urlencoded before Basic encoding. */
-export function basicAuth(clientId: string, clientSecret: string): string {
-  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
-  return `Basic ${Buffer.from(`${enc(clientId)}:${enc(clientSecret)}`).toString('base64')}`;
-}
-
-/**
- * POSTs `form` to an authorization server's endpoint (token, introspection) as a client
- * (RFC 6749 §2.3.1): a confidential client authenticates with Basic, a public one only names
- * itself with `client_id` in the form. Asks for JSON; bounded by `REQUEST_TIMEOUT_MS`.
- */
-export function postClientForm(
-  fetchFn: FetchLike,
-  url: string,
-  form: URLSearchParams,
-  client: { id: string | undefined; secret: string | undefined },
-): Promise<Response> {
-  const headers: Record<string, string> = {
-    'content-type': 'application/x-www-form-urlencoded',
-    accept: 'application/json',
-  };
-  if (client.id !== undefined && client.secret !== undefined)
-    headers['authorization'] = basicAuth(client.id, client.secret);
-  else if (client.id !== undefined) form.set('client_id', client.id);
-  return fetchFn(url, {
-    method: 'POST',
-    headers,
-    body: form,
-    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-  });
 }
 
 /**

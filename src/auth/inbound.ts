@@ -7,6 +7,7 @@
  * RFC 9728 protected-resource metadata, which this middleware also serves.
  */
 import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify } from 'jose';
+import { introspectToken, OAuthResponseError } from '../protocol/oauth/index.js';
 import type { ProxyMiddleware, ProxyMiddlewareResult, ProxyRequestContext } from '../proxy/index.js';
 import { definedOnly, isLoopbackUrl, type Logger, outboundFetch, SkepError } from '../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
@@ -15,7 +16,6 @@ import {
   challenge,
   configuredEndpointsPolicy,
   type FetchLike,
-  postClientForm,
   REQUEST_TIMEOUT_MS,
   readJson,
   sha256Hex,
@@ -152,13 +152,23 @@ export function createOidcVerifier(
   const introspect = async (token: string): Promise<Record<string, unknown>> => {
     const url = options.introspectionUrl as string;
     return introspected.getOrLoad(sha256Hex(token), async () => {
-      const form = new URLSearchParams({ token, token_type_hint: 'access_token' });
-      const res = await postClientForm(fetchFn, url, form, {
-        id: options.clientId,
-        secret: options.clientSecret,
-      });
-      if (!res.ok) throw new Error(`introspection answered ${res.status}`);
-      const claims = (await readJson(res)) as Record<string, unknown> | undefined;
+      let claims: Record<string, unknown> | undefined;
+      try {
+        claims = await introspectToken(
+          url,
+          options.clientId === undefined
+            ? undefined
+            : { clientId: options.clientId, ...definedOnly({ clientSecret: options.clientSecret }) },
+          token,
+          fetchFn,
+        );
+      } catch (err) {
+        if (!(err instanceof OAuthResponseError)) throw err;
+        if (err.status < 200 || err.status > 299)
+          throw new Error(`introspection answered ${err.status}`, { cause: err });
+        // An answer that is not a JSON introspection response: no token is active by it.
+        claims = undefined;
+      }
       // RFC 7662 §2.2: anything but `active: true` is an inactive token.
       if (claims?.['active'] !== true) throw new Error('token is not active');
       checkClaims(claims);

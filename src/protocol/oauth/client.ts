@@ -105,6 +105,20 @@ async function withoutIdToken(res: Response): Promise<Response> {
   return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
 }
 
+/**
+ * RFC 6749 §2.3.1 HTTP Basic client authentication. The id and secret are form-urlencoded the
+ * way `encodeURIComponent` does it (space as "+"), which leaves "-", "_", ".", "!", "~", "*",
+ * "'", "(" and ")" as they are: oauth4webapi's `ClientSecretBasic` escapes those too, which a
+ * server that does not form-decode the credentials reads as a different client id.
+ */
+function clientSecretBasic(clientSecret: string): oauth.ClientAuth {
+  const encode = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+  return (_as, client, _body, headers) => {
+    const pair = `${encode(client.client_id)}:${encode(clientSecret)}`;
+    headers.set('authorization', `Basic ${Buffer.from(pair).toString('base64')}`);
+  };
+}
+
 function clientOf(credentials: ClientCredentials): { client: oauth.Client; auth: oauth.ClientAuth } {
   return {
     client: { client_id: credentials.clientId },
@@ -113,7 +127,7 @@ function clientOf(credentials: ClientCredentials): { client: oauth.Client; auth:
     auth:
       credentials.clientSecret === undefined || credentials.clientSecret === ''
         ? oauth.None()
-        : oauth.ClientSecretBasic(credentials.clientSecret),
+        : clientSecretBasic(credentials.clientSecret),
   };
 }
 
@@ -266,9 +280,20 @@ export async function refreshGrant(
 export const TOKEN_EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
 /**
- * RFC 8693 §2.1 token exchange at `tokenEndpoint`. Client authentication is optional there:
- * without credentials the request names no client at all.
+ * The client of a request where client authentication is optional (RFC 8693 §2.1, RFC 7662
+ * §2.1 with another means of authorization): without credentials no client is named at all.
  */
+function optionalClient(credentials: ClientCredentials | undefined): {
+  client: oauth.Client;
+  auth: oauth.ClientAuth;
+} {
+  // oauth4webapi needs a client object; with no authentication nothing of it is sent.
+  return credentials === undefined
+    ? { client: { client_id: 'anonymous' }, auth: () => undefined }
+    : clientOf(credentials);
+}
+
+/** RFC 8693 §2.1 token exchange at `tokenEndpoint`. */
 export async function tokenExchangeGrant(
   tokenEndpoint: string,
   credentials: ClientCredentials | undefined,
@@ -279,11 +304,7 @@ export async function tokenExchangeGrant(
     issuer: new URL(tokenEndpoint).origin,
     token_endpoint: tokenEndpoint,
   };
-  const { client, auth } =
-    credentials === undefined
-      ? // oauth4webapi needs a client object; with no authentication nothing of it is sent.
-        { client: { client_id: 'anonymous' }, auth: () => undefined }
-      : clientOf(credentials);
+  const { client, auth } = optionalClient(credentials);
   const res = await oauth.genericTokenEndpointRequest(
     as,
     client,
@@ -297,4 +318,27 @@ export async function tokenExchangeGrant(
       oauth.processGenericTokenEndpointResponse(as, client, r),
     ),
   );
+}
+
+/**
+ * RFC 7662 §2.1: asks the introspection endpoint about an access token; the answer (§2.2) is
+ * returned whole, `active` a boolean. A refusal or an answer that is not a JSON introspection
+ * response is an `OAuthResponseError`.
+ */
+export async function introspectToken(
+  introspectionEndpoint: string,
+  credentials: ClientCredentials | undefined,
+  token: string,
+  fetchFn: FetchLike,
+): Promise<oauth.IntrospectionResponse> {
+  const as: oauth.AuthorizationServer = {
+    issuer: new URL(introspectionEndpoint).origin,
+    introspection_endpoint: introspectionEndpoint,
+  };
+  const { client, auth } = optionalClient(credentials);
+  const res = await oauth.introspectionRequest(as, client, auth, token, {
+    ...requestOptions(fetchFn),
+    additionalParameters: { token_type_hint: 'access_token' },
+  });
+  return processed(res, (r) => oauth.processIntrospectionResponse(as, client, r));
 }

@@ -2,7 +2,7 @@
  * One OAuth client stack, on oauth4webapi: discovery (RFC 9728, RFC 8414 / OpenID Connect
  * Discovery in the MCP specification's order), dynamic client registration (RFC 7591), the
  * authorization code flow with PKCE S256 (RFC 7636) and resource indicators (RFC 8707),
- * refresh (RFC 6749 §6) and token exchange (RFC 8693). Every request goes through the
+ * refresh (RFC 6749 §6), token exchange (RFC 8693) and introspection (RFC 7662). Every request goes through the
  * caller's `fetch` — the address-policy-checked one — bounded in time and size. What is
  * stored where, and which hosts may be reached, is the callers' policy.
  *
@@ -16,6 +16,7 @@ export {
   type CallbackResult,
   type ClientCredentials,
   checkAuthorizationResponse,
+  introspectToken,
   OAuthResponseError,
   refreshGrant,
   registerClient,

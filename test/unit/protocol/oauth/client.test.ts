@@ -130,8 +130,12 @@ test('RFC 6749 §4.1.3: the code grant sends the verifier, the redirect URI and 
 
 test('RFC 6749 §2.3.1: a confidential client refreshes with Basic authentication', async () => {
   const { fetch, sent } = answering(200, TOKENS);
-  await refreshGrant(AS, { clientId: 'c', clientSecret: 's' }, 'rt-0', {}, fetch);
-  assert.equal(sent[0]?.headers.get('authorization'), `Basic ${Buffer.from('c:s').toString('base64')}`);
+  await refreshGrant(AS, { clientId: 'skep-client', clientSecret: 'a b:c' }, 'rt-0', {}, fetch);
+  assert.equal(
+    sent[0]?.headers.get('authorization'),
+    `Basic ${Buffer.from('skep-client:a+b%3Ac').toString('base64')}`,
+    'form-urlencoded, "-" kept as it is',
+  );
   const form = new URLSearchParams(sent[0]?.body);
   assert.equal(form.get('grant_type'), 'refresh_token');
   assert.equal(form.get('refresh_token'), 'rt-0');
