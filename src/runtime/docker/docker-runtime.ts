@@ -19,20 +19,23 @@ import { request as httpRequest } from 'node:http';
 import type { Readable, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import { definedOnly, describeError, type Logger, SkepError, silentLogger } from '../../shared/index.js';
-import {
-  EGRESS_CONFIG_ENV,
-  EGRESS_PROXY_PORT,
-  EGRESS_PROXY_SCRIPT,
-  type EgressConfig,
-} from '../egress/egress-script.js';
+import { EGRESS_CONFIG_ENV, EGRESS_PROXY_SCRIPT, type EgressConfig } from '../egress/egress-script.js';
 import { RotatingLogFile } from '../log-file.js';
-import { checkPackageSpec } from '../package-spec.js';
 import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from '../types.js';
 import { attachStdio, dockerClient } from './client.js';
 import { demultiplex, FrameDemuxer } from './demux.js';
-import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_ROLE, LABEL_WORKLOAD } from './labels.js';
-import { bindsFor, deniesEverything, outboundPolicy, resolvePermissionProfile } from './profile.js';
+import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_WORKLOAD } from './labels.js';
 import { type PullEvent, PullProgress } from './pull-progress.js';
+import {
+  egressConfigFor,
+  labelsFor,
+  planServer,
+  type ServerNetworking,
+  type ServerPlan,
+  serverCreateOptions,
+  serverEnv,
+  useEgressProxy,
+} from './server-container.js';
 
 /** How long a stdio server gets to exit after its stdin closes, before SIGTERM, ms. */
 const STDIN_EOF_WAIT_MS = 2000;
@@ -57,13 +60,6 @@ export interface DockerRuntimeOptions {
   /** Seconds between SIGTERM and SIGKILL on stop. */
   stopGraceSeconds?: number;
   logger?: Logger;
-}
-
-interface ContainerPlan {
-  image: string;
-  /** Set for `npx://`/`uvx://`: the base image's own entrypoint (often `node`) must not wrap the launcher. */
-  entrypoint?: string[];
-  cmd: string[] | undefined;
 }
 
 export class DockerRuntime implements Runtime {
@@ -147,25 +143,6 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  #plan(spec: ServerSpec): ContainerPlan {
-    const scheme = /^([a-z]+):\/\/(.*)$/.exec(spec.image);
-    if (scheme === null) return { image: spec.image, cmd: spec.args.length > 0 ? [...spec.args] : undefined };
-    const target = scheme[2] ?? '';
-    if (target === '') throw new SkepError('bad_request', `'${spec.image}' names no package`);
-    if (scheme[1] === 'npx' && this.#options.nodeImage !== undefined) {
-      checkPackageSpec(spec.image, 'npx', target);
-      return { image: this.#options.nodeImage, entrypoint: ['npx'], cmd: ['-y', '--', target, ...spec.args] };
-    }
-    if (scheme[1] === 'uvx' && this.#options.uvxImage !== undefined) {
-      checkPackageSpec(spec.image, 'uvx', target);
-      return { image: this.#options.uvxImage, entrypoint: ['uvx'], cmd: [target, ...spec.args] };
-    }
-    throw new SkepError(
-      'bad_request',
-      `'${spec.image}' cannot run in a container: set runtime.node_image (npx://) or runtime.uvx_image (uvx://), or use the process runtime`,
-    );
-  }
-
   /** Makes sure `image` is present locally; pulls it (reporting progress) when it is not. */
   async ensureImage(image: string, onProgress?: (message: string) => void): Promise<'present' | 'pulled'> {
     try {
@@ -222,197 +199,175 @@ export class DockerRuntime implements Runtime {
   }
 
   async start(spec: ServerSpec): Promise<ServerHandle> {
-    const http = spec.transport !== 'stdio';
-    if (http && (spec.targetPort === undefined || spec.targetPort === 0)) {
-      throw new SkepError('bad_request', `an ${spec.transport} server needs a target port`);
-    }
-    const plan = this.#plan(spec);
-    const profile = resolvePermissionProfile(spec.permissionProfile, spec.permissionProfileName);
-    if (profile.privileged === true && !this.#options.allowPrivileged) {
-      throw new SkepError(
-        'privileged_not_allowed',
-        'the permission profile asks for a privileged container; set runtime.allow_privileged: true in the config to allow it',
-      );
-    }
-    const binds = bindsFor(profile, spec.volumes);
-    const policy = outboundPolicy(profile);
-    const isolate = spec.isolateNetwork !== false && !policy.allowAll;
-    const noNetwork = (isolate && !http && deniesEverything(policy)) || profile.network?.mode === 'none';
-    const useEgress = isolate && !noNetwork;
-    const egressImage = this.#options.egressImage ?? this.#options.nodeImage;
-    if (useEgress && egressImage === undefined) {
-      throw new SkepError(
-        'bad_request',
-        'the permission profile restricts outbound network access, which needs the egress proxy image: set runtime.node_image (or runtime.egress_image) to a local image with node, or allow all outbound traffic',
-      );
-    }
-
-    await this.ensureImage(plan.image, spec.onProgress);
-    if (useEgress && egressImage !== plan.image)
-      await this.ensureImage(egressImage as string, spec.onProgress);
-
+    const plan = planServer(spec, this.#options);
+    await this.ensureImage(plan.container.image, spec.onProgress);
+    if (plan.egressImage !== undefined && plan.egressImage !== plan.container.image)
+      await this.ensureImage(plan.egressImage, spec.onProgress);
     // A previous run of this workload (crash, killed runner) may have left things behind.
     await this.removeWorkload(spec.name);
-
     const log = new RotatingLogFile(spec.logFile, {
       maxBytes: this.#options.logMaxBytes,
       files: this.#options.logFiles,
     });
-    const name = this.#resourceName(spec.name);
-    const labels = (role: string) => ({
-      ...spec.labels,
-      [LABEL_MANAGED]: 'true',
-      [LABEL_INSTANCE]: this.#options.instance,
-      [LABEL_WORKLOAD]: spec.name,
-      [LABEL_ROLE]: role,
-    });
-    const cleanup = () => this.removeWorkload(spec.name).catch(() => undefined);
-
     try {
-      const env: Record<string, string> = { ...spec.env };
-      if (http) {
-        env['PORT'] = String(spec.targetPort);
-        env['MCP_PORT'] = String(spec.targetPort);
-      }
-      const hostConfig: Docker.HostConfig = { Binds: binds, Privileged: profile.privileged === true };
-      let networking: Docker.ContainerCreateOptions['NetworkingConfig'];
-      const exposed: Record<string, object> = {};
-      const portKey = `${spec.targetPort}/tcp`;
-
-      if (noNetwork) {
-        hostConfig.NetworkMode = 'none';
-      } else if (useEgress) {
-        const { network, serverIp, egressIp, gateways } = await this.#createInternalNetwork(
-          name,
-          labels('network'),
-        );
-        const egressConfig: EgressConfig = {
-          proxyPort: EGRESS_PROXY_PORT,
-          allowHosts: policy.hosts,
-          allowPorts: policy.ports,
-          // The internal network's gateway is the host's side of its bridge; the egress proxy
-          // finds the default network's gateway in its own routes.
-          hostAddresses: gateways,
-          ...(http
-            ? {
-                inbound: {
-                  listenPort: spec.targetPort as number,
-                  targetHost: serverIp,
-                  targetPort: spec.targetPort as number,
-                  allowHosts: profile.network?.inbound?.allow_host ?? [],
-                },
-              }
-            : {}),
-        };
-        await this.#startEgress(
-          `${name}-egress`,
-          egressImage as string,
-          egressConfig,
-          network,
-          egressIp,
-          labels('egress'),
-          http ? spec.targetPort : undefined,
-          log,
-        );
-        const proxyUrl = `http://${egressIp}:${EGRESS_PROXY_PORT}`;
-        for (const key of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy']) env[key] = proxyUrl;
-        env['NO_PROXY'] = env['no_proxy'] = 'localhost,127.0.0.1,::1';
-        hostConfig.NetworkMode = network;
-        networking = { EndpointsConfig: { [network]: { IPAMConfig: { IPv4Address: serverIp } } } };
-        if (http) exposed[portKey] = {};
-      } else {
-        hostConfig.NetworkMode = 'bridge';
-        if (http) {
-          exposed[portKey] = {};
-          hostConfig.PortBindings = {
-            [portKey]: [{ HostIp: '127.0.0.1', HostPort: String(spec.targetPort) }],
-          };
-        }
-      }
-
-      const container = await this.docker.createContainer({
-        name,
-        Image: plan.image,
-        ...definedOnly({ Entrypoint: plan.entrypoint, Cmd: plan.cmd }),
-        Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-        Labels: labels('server'),
-        Tty: false,
-        OpenStdin: !http,
-        // The container's stdin closes when the runner's attach ends: a stop (below) or a
-        // runner that died, after which a stdio server has nobody to talk to anyway.
-        StdinOnce: !http,
-        AttachStdin: !http,
-        AttachStdout: true,
-        AttachStderr: true,
-        ExposedPorts: exposed,
-        HostConfig: hostConfig,
-        ...definedOnly({ NetworkingConfig: networking }),
-      });
-
-      let stdio: { stdin: Writable; stdout: Readable } | undefined;
-      if (!http) {
-        const stream = await attachStdio(this.host, container.id);
-        const stdout = demultiplex(stream, (chunk) => log.write(chunk));
-        stdio = { stdin: stream, stdout };
-      }
-      await container.start();
-      if (http) this.#followLogs(container, log);
-
-      const exited: Promise<ServerExit> = container
-        .wait()
-        .then((r: { StatusCode?: number }) => ({ code: r.StatusCode ?? null, signal: null }))
-        .catch((err: unknown) => {
-          // The server's log gets one readable line (a stack of engine-API internals is noise
-          // among the server's output); the runner's log gets the error with its stack.
-          log.write(`[skep] lost track of container ${name}: ${describeError(err)}\n`);
-          this.#logger.warn({ workload: spec.name, container: name, err }, 'lost track of a container');
-          return { code: null, signal: null };
-        });
-      void exited.then(() => log.close());
-
-      const grace = this.#options.stopGraceSeconds ?? 5;
-      let stopping: Promise<void> | undefined;
-      const stop = (): Promise<void> => {
-        stopping ??= (async () => {
-          // MCP stdio shutdown: close the server's input and let it exit, then SIGTERM. A
-          // server running as PID 1 (node, say) ignores SIGTERM and would cost the whole grace.
-          if (stdio !== undefined) {
-            stdio.stdin.end();
-            await Promise.race([exited, new Promise((r) => setTimeout(r, STDIN_EOF_WAIT_MS).unref())]);
-          }
-          await container.stop({ t: grace }).catch(() => undefined);
-          await cleanup();
-          await Promise.race([exited, new Promise((r) => setTimeout(r, 5000).unref())]);
-        })();
-        return stopping;
-      };
-
-      let url: string | undefined;
-      if (http) {
-        const path = spec.transport === 'sse' ? '/sse' : '/mcp';
-        url = `http://127.0.0.1:${spec.targetPort}${path}`;
-        try {
-          await waitForHttp(spec.targetPort as number, exited, this.#options.readyTimeoutMs ?? 60_000);
-        } catch (err) {
-          await stop();
-          throw err;
-        }
-      }
-      this.#logger.info({ workload: spec.name, container: name }, 'container started');
-      return {
-        id: container.id,
-        exited,
-        stop,
-        ...definedOnly({ stdio, url }),
-      };
+      return await this.#startServer(spec, plan, log);
     } catch (err) {
       log.close();
-      await cleanup();
+      await this.#cleanup(spec.name);
       if (err instanceof SkepError) throw err;
       throw new SkepError('bad_gateway', `cannot start container for '${spec.name}': ${describeError(err)}`, {
         cause: err,
       });
     }
+  }
+
+  /** Removes what `start` left of `workload`; never fails. */
+  #cleanup(workload: string): Promise<void> {
+    return this.removeWorkload(workload).catch(() => undefined);
+  }
+
+  /** Networks, the server container, its stdio or logs, and readiness; the caller cleans up on failure. */
+  async #startServer(spec: ServerSpec, plan: ServerPlan, log: RotatingLogFile): Promise<ServerHandle> {
+    const name = this.#resourceName(spec.name);
+    const env = serverEnv(spec, plan.http);
+    const net = await this.#serverNetworking(spec, plan, name, env, log);
+    const container = await this.docker.createContainer(
+      serverCreateOptions(name, plan, env, labelsFor(spec, this.#options.instance, 'server'), net),
+    );
+    let stdio: { stdin: Writable; stdout: Readable } | undefined;
+    if (!plan.http) {
+      const stream = await attachStdio(this.host, container.id);
+      const stdout = demultiplex(stream, (chunk) => log.write(chunk));
+      stdio = { stdin: stream, stdout };
+    }
+    await container.start();
+    if (plan.http) this.#followLogs(container, log);
+    const exited = this.#exitOf(container, spec.name, name, log);
+    const stop = this.#stopper(container, spec.name, stdio, exited);
+    let url: string | undefined;
+    if (plan.http) {
+      const path = spec.transport === 'sse' ? '/sse' : '/mcp';
+      url = `http://127.0.0.1:${spec.targetPort}${path}`;
+      try {
+        await waitForHttp(spec.targetPort as number, exited, this.#options.readyTimeoutMs ?? 60_000);
+      } catch (err) {
+        await stop();
+        throw err;
+      }
+    }
+    this.#logger.info({ workload: spec.name, container: name }, 'container started');
+    return {
+      id: container.id,
+      exited,
+      stop,
+      ...definedOnly({ stdio, url }),
+    };
+  }
+
+  /**
+   * How the server container joins the network (`plan.network`). For `egress` this creates
+   * the internal network, starts the egress proxy on it and points `env` at the proxy.
+   */
+  async #serverNetworking(
+    spec: ServerSpec,
+    plan: ServerPlan,
+    name: string,
+    env: Record<string, string>,
+    log: RotatingLogFile,
+  ): Promise<ServerNetworking> {
+    const hostConfig: Docker.HostConfig = { Binds: plan.binds, Privileged: plan.profile.privileged === true };
+    const exposed: Record<string, object> = {};
+    const portKey = `${spec.targetPort}/tcp`;
+    if (plan.network === 'none') {
+      hostConfig.NetworkMode = 'none';
+      return { hostConfig, networking: undefined, exposed };
+    }
+    if (plan.network === 'default') {
+      hostConfig.NetworkMode = 'bridge';
+      if (plan.http) {
+        exposed[portKey] = {};
+        hostConfig.PortBindings = { [portKey]: [{ HostIp: '127.0.0.1', HostPort: String(spec.targetPort) }] };
+      }
+      return { hostConfig, networking: undefined, exposed };
+    }
+    const { network, serverIp } = await this.#startEgressNetwork(spec, plan, name, env, log);
+    hostConfig.NetworkMode = network;
+    if (plan.http) exposed[portKey] = {};
+    const networking = { EndpointsConfig: { [network]: { IPAMConfig: { IPv4Address: serverIp } } } };
+    return { hostConfig, networking, exposed };
+  }
+
+  /** The internal network and the egress proxy on it; `env` then sends the server's traffic there. */
+  async #startEgressNetwork(
+    spec: ServerSpec,
+    plan: ServerPlan,
+    name: string,
+    env: Record<string, string>,
+    log: RotatingLogFile,
+  ): Promise<{ network: string; serverIp: string }> {
+    const instance = this.#options.instance;
+    const { network, serverIp, egressIp, gateways } = await this.#createInternalNetwork(
+      name,
+      labelsFor(spec, instance, 'network'),
+    );
+    await this.#startEgress(
+      `${name}-egress`,
+      plan.egressImage as string,
+      egressConfigFor(spec, plan, serverIp, gateways),
+      network,
+      egressIp,
+      labelsFor(spec, instance, 'egress'),
+      plan.http ? spec.targetPort : undefined,
+      log,
+    );
+    useEgressProxy(env, egressIp);
+    return { network, serverIp };
+  }
+
+  /** Settles when the container exits; a lost container counts as exited (and is logged). */
+  #exitOf(
+    container: Docker.Container,
+    workload: string,
+    name: string,
+    log: RotatingLogFile,
+  ): Promise<ServerExit> {
+    const exited: Promise<ServerExit> = container
+      .wait()
+      .then((r: { StatusCode?: number }) => ({ code: r.StatusCode ?? null, signal: null }))
+      .catch((err: unknown) => {
+        // The server's log gets one readable line (a stack of engine-API internals is noise
+        // among the server's output); the runner's log gets the error with its stack.
+        log.write(`[skep] lost track of container ${name}: ${describeError(err)}\n`);
+        this.#logger.warn({ workload, container: name, err }, 'lost track of a container');
+        return { code: null, signal: null };
+      });
+    void exited.then(() => log.close());
+    return exited;
+  }
+
+  /** The handle's `stop`: idempotent; the container and everything of its workload are removed. */
+  #stopper(
+    container: Docker.Container,
+    workload: string,
+    stdio: { stdin: Writable } | undefined,
+    exited: Promise<ServerExit>,
+  ): () => Promise<void> {
+    const grace = this.#options.stopGraceSeconds ?? 5;
+    let stopping: Promise<void> | undefined;
+    return () => {
+      stopping ??= (async () => {
+        // MCP stdio shutdown: close the server's input and let it exit, then SIGTERM. A
+        // server running as PID 1 (node, say) ignores SIGTERM and would cost the whole grace.
+        if (stdio !== undefined) {
+          stdio.stdin.end();
+          await Promise.race([exited, new Promise((r) => setTimeout(r, STDIN_EOF_WAIT_MS).unref())]);
+        }
+        await container.stop({ t: grace }).catch(() => undefined);
+        await this.#cleanup(workload);
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 5000).unref())]);
+      })();
+      return stopping;
+    };
   }
 
   /**
