@@ -277,18 +277,12 @@ const CALL_TOOL_SCHEMA = {
 };
 
 export function createOptimizer(options: OptimizerOptions = {}): Optimizer {
-  const settings = options.settings;
-  const maxResults = settings?.maxToolsToReturn ?? OPTIMIZER_DEFAULTS.maxToolsToReturn;
-  const ratio = settings?.hybridSearchSemanticRatio ?? OPTIMIZER_DEFAULTS.hybridSearchSemanticRatio;
-  const threshold = settings?.semanticDistanceThreshold ?? OPTIMIZER_DEFAULTS.semanticDistanceThreshold;
-  const logger = options.logger ?? silentLogger;
-  const now = options.now ?? Date.now;
-  // With a semantic ratio of 0 the embeddings would never be used: do not call the service.
-  const embedder: EmbeddingClient | undefined =
-    settings?.embedding === undefined || ratio === 0 ? undefined : createEmbeddingClient(settings.embedding);
-  const closer = new AbortController();
+  return new ToolOptimizer(options);
+}
 
-  const definitions: readonly McpTool[] = Object.freeze([
+/** The `find_tool` and `call_tool` definitions `tools/list` shows. */
+function toolDefinitions(maxResults: number): readonly McpTool[] {
+  return Object.freeze([
     {
       name: FIND_TOOL_NAME,
       title: 'Find a tool',
@@ -308,250 +302,336 @@ export function createOptimizer(options: OptimizerOptions = {}): Optimizer {
       inputSchema: CALL_TOOL_SCHEMA,
     },
   ]);
+}
 
-  let state: State = { entries: [], byName: new Map(), bm25: new Bm25Index([]), baseline: 0, vectors: [] };
-  /** Embedding vectors by embedding text, so an unchanged tool is never embedded twice. */
-  let vectorCache = new Map<string, Float32Array>();
-  let embedFailedAt: number | undefined;
-  let failureLogged = false;
-  let backgroundEmbed: Promise<void> | undefined;
-  const scopeBaselines = new WeakMap<ToolScope, { state: State; baseline: number }>();
+function emptyState(): State {
+  return { entries: [], byName: new Map(), bm25: new Bm25Index([]), baseline: 0, vectors: [] };
+}
 
-  function embeddingUsable(): boolean {
-    if (embedder === undefined || closer.signal.aborted) return false;
-    return embedFailedAt === undefined || now() - embedFailedAt >= EMBEDDING_RETRY_MS;
+/**
+ * The analysed tool list, without embeddings yet: tools whose JSON did not change keep their
+ * entry from `previous`.
+ */
+function indexTools(tools: readonly McpTool[], previous: State): State {
+  const reusable = new Map<string, Entry>();
+  for (const e of previous.entries) reusable.set(e.json, e);
+  const entries: Entry[] = [];
+  const byName = new Map<string, number>();
+  let baseline = 0;
+  for (const tool of tools) {
+    if (typeof tool?.name !== 'string' || tool.name === '') {
+      throw new TypeError('optimizer.index: every tool needs a non-empty name');
+    }
+    if (byName.has(tool.name)) throw new TypeError(`optimizer.index: tool name ${tool.name} appears twice`);
+    const json = JSON.stringify(tool);
+    const entry = reusable.get(json) ?? analyse(tool, json);
+    byName.set(tool.name, entries.length);
+    entries.push(entry);
+    baseline += entry.tokens;
   }
+  const vectors = entries.map(() => undefined);
+  return { entries, byName, bm25: new Bm25Index(entries.map((e) => e.terms)), baseline, vectors };
+}
 
-  function embeddingFailed(err: unknown): void {
-    embedFailedAt = now();
-    if (failureLogged || closer.signal.aborted) return;
-    failureLogged = true;
-    logger.warn(
-      { err: (err as Error).message },
-      `optimizer: the embedding service failed; ${FIND_TOOL_NAME} answers with BM25 alone and retries the service in ${EMBEDDING_RETRY_MS / 1000} s`,
+/** Semantic hits (tool numbers, nearest first) within the distance threshold, at most `maxResults`. */
+function semanticSearch(
+  target: State,
+  query: Float32Array,
+  scope: ToolScope | undefined,
+  threshold: number,
+  maxResults: number,
+): number[] {
+  const hits: { doc: number; distance: number }[] = [];
+  for (let i = 0; i < target.vectors.length; i++) {
+    const v = target.vectors[i];
+    if (v === undefined || v.length !== query.length) continue;
+    const distance = 1 - dot(query, v);
+    if (distance > threshold) continue;
+    hits.push({ doc: i, distance });
+  }
+  hits.sort((a, b) => a.distance - b.distance || a.doc - b.doc);
+  // The scope is asked only about the nearest hits, not about every tool.
+  const docs: number[] = [];
+  for (const h of hits) {
+    if (docs.length === maxResults) break;
+    if (scope === undefined || scope.allows(target.entries[h.doc]!.tool.name)) docs.push(h.doc);
+  }
+  return docs;
+}
+
+/**
+ * A hybrid answer: the semantic arm's share (`ratio` of `maxResults`) first, then the lexical
+ * hits, then more semantic ones when the lexical arm had fewer than its share.
+ */
+function mergeHits(lexical: number[], semantic: number[], maxResults: number, ratio: number): number[] {
+  const merged = new Set<number>(semantic.slice(0, Math.round(maxResults * ratio)));
+  for (const d of lexical) if (merged.size < maxResults) merged.add(d);
+  for (const d of semantic) if (merged.size < maxResults) merged.add(d);
+  return [...merged];
+}
+
+/** The `find_tool` result for the tools `docs` of `target`. */
+function findResult(target: State, docs: readonly number[], baseline: number): OptimizerCallResult {
+  let returned = 0;
+  const found: McpTool[] = [];
+  const jsons: string[] = [];
+  for (const d of docs) {
+    const e = target.entries[d]!;
+    returned += e.tokens;
+    found.push(e.tool);
+    jsons.push(e.json);
+  }
+  const tokenMetrics = metrics(baseline, returned);
+  const output: FindToolOutput = { tools: found, token_metrics: tokenMetrics };
+  // Same text as JSON.stringify(output), reusing each tool's JSON from index time.
+  const text = `{"tools":[${jsons.join(',')}],"token_metrics":${JSON.stringify(tokenMetrics)}}`;
+  return {
+    content: [{ type: 'text', text }],
+    structuredContent: output as unknown as Record<string, unknown>,
+  };
+}
+
+function callError(text: string): ResolvedCall {
+  return { ok: false, result: textResult(text, true) };
+}
+
+/** `call_tool`'s `tool_name` and `parameters`, checked; a `tool_name` nested in `parameters` is hoisted out. */
+function callArguments(args: unknown): { name: string; parameters: Record<string, unknown> } | ResolvedCall {
+  if (!isPlainObject(args)) {
+    return callError(
+      `${CALL_TOOL_NAME} arguments must be an object with tool_name and parameters (got ${typeName(args)})`,
     );
   }
+  let parameters: unknown = args['parameters'];
+  if (parameters === undefined || parameters === null) parameters = {};
+  if (!isPlainObject(parameters)) {
+    return callError(
+      `parameters must be an object holding the tool's arguments (got ${typeName(parameters)}); use {} for none`,
+    );
+  }
+  let name: unknown = args['tool_name'];
+  if (name === undefined && typeof parameters['tool_name'] === 'string') {
+    // As the reference does: a tool_name nested inside parameters is hoisted out.
+    name = parameters['tool_name'];
+    const rest: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(parameters)) if (k !== 'tool_name') rest[k] = v;
+    parameters = rest;
+  }
+  if (typeof name !== 'string' || name === '') {
+    return callError(
+      name === undefined
+        ? `tool_name is required: the exact name of a tool from ${FIND_TOOL_NAME}`
+        : `tool_name must be a non-empty string (got ${typeName(name)})`,
+    );
+  }
+  return { name, parameters: parameters as Record<string, unknown> };
+}
 
-  function embeddingWorked(): void {
-    if (embedFailedAt !== undefined && failureLogged)
-      logger.info('optimizer: the embedding service answers again');
-    embedFailedAt = undefined;
-    failureLogged = false;
+/** Checks a `call_tool` call against the indexed tools (and the scope) and names the inner call. */
+function resolveCall(args: unknown, scope: ToolScope | undefined, state: State): ResolvedCall {
+  const call = callArguments(args);
+  if ('ok' in call) return call;
+  const { name, parameters } = call;
+  const at = state.byName.get(name);
+  if (at === undefined || (scope !== undefined && !scope.allows(name))) {
+    return callError(`tool not found: ${name}. Use ${FIND_TOOL_NAME} to look up tool names.`);
+  }
+  const required = state.entries[at]!.tool.inputSchema?.required;
+  if (Array.isArray(required)) {
+    const missing = required.filter((r) => typeof r === 'string' && !Object.hasOwn(parameters, r));
+    if (missing.length > 0) {
+      return callError(
+        `parameters.${missing[0]} is required by tool ${name}${missing.length > 1 ? ` (missing: ${missing.join(', ')})` : ''}`,
+      );
+    }
+  }
+  return { ok: true, name, arguments: parameters };
+}
+
+/**
+ * The embedding arm: the service's vectors of the tools (each embedding text embedded once)
+ * and of queries; after a failure the service is left alone for `EMBEDDING_RETRY_MS`, with
+ * one log line per outage.
+ */
+class EmbeddingSearch {
+  readonly #client: EmbeddingClient;
+  readonly #logger: Logger;
+  readonly #now: () => number;
+  readonly #closer = new AbortController();
+  /** Embedding vectors by embedding text, so an unchanged tool is never embedded twice. */
+  #cache = new Map<string, Float32Array>();
+  #failedAt: number | undefined;
+  #failureLogged = false;
+  #background: Promise<void> | undefined;
+
+  constructor(client: EmbeddingClient, logger: Logger, now: () => number) {
+    this.#client = client;
+    this.#logger = logger;
+    this.#now = now;
+  }
+
+  /** The known vector of each entry; forgets the vectors of tools that are gone. */
+  vectorsFor(entries: readonly Entry[]): (Float32Array | undefined)[] {
+    const vectors = entries.map((e) => this.#cache.get(e.embeddingText));
+    const kept = new Map<string, Float32Array>();
+    for (let i = 0; i < entries.length; i++)
+      if (vectors[i] !== undefined) kept.set(entries[i]!.embeddingText, vectors[i]!);
+    this.#cache = kept;
+    return vectors;
   }
 
   /** Embeds the tools of the current state that have no vector yet; never rejects. */
-  async function embedMissing(): Promise<void> {
-    if (embedder === undefined) return;
-    const target = state;
+  async embedMissing(current: () => State): Promise<void> {
+    const target = current();
     const missing = [
       ...new Set(
         target.entries.filter((e, i) => target.vectors[i] === undefined).map((e) => e.embeddingText),
       ),
     ];
-    if (missing.length === 0 || !embeddingUsable()) return;
+    if (missing.length === 0 || !this.#usable()) return;
     try {
-      const vectors = await embedder.embed(missing, closer.signal);
-      embeddingWorked();
-      logger.debug({ texts: missing.length }, 'optimizer: embedded tool descriptions');
-      for (let i = 0; i < missing.length; i++) vectorCache.set(missing[i]!, vectors[i]!);
+      const vectors = await this.#client.embed(missing, this.#closer.signal);
+      this.#worked();
+      this.#logger.debug({ texts: missing.length }, 'optimizer: embedded tool descriptions');
+      for (let i = 0; i < missing.length; i++) this.#cache.set(missing[i]!, vectors[i]!);
       // The list may have been replaced meanwhile: fill whatever state is current now.
-      const current = state;
-      for (let i = 0; i < current.entries.length; i++) {
-        current.vectors[i] ??= vectorCache.get(current.entries[i]!.embeddingText);
+      const now = current();
+      for (let i = 0; i < now.entries.length; i++) {
+        now.vectors[i] ??= this.#cache.get(now.entries[i]!.embeddingText);
       }
     } catch (err) {
-      embeddingFailed(err);
+      this.#failed(err);
     }
   }
 
-  function baselineFor(scope: ToolScope | undefined): number {
-    if (scope === undefined) return state.baseline;
-    const cached = scopeBaselines.get(scope);
-    if (cached !== undefined && cached.state === state) return cached.baseline;
-    let baseline = 0;
-    for (const e of state.entries) if (scope.allows(e.tool.name)) baseline += e.tokens;
-    scopeBaselines.set(scope, { state, baseline });
-    return baseline;
-  }
-
-  /** Semantic hits (tool numbers, nearest first) within the distance threshold. */
-  function semanticSearch(target: State, query: Float32Array, scope: ToolScope | undefined): number[] {
-    const hits: { doc: number; distance: number }[] = [];
-    for (let i = 0; i < target.vectors.length; i++) {
-      const v = target.vectors[i];
-      if (v === undefined || v.length !== query.length) continue;
-      const distance = 1 - dot(query, v);
-      if (distance > threshold) continue;
-      hits.push({ doc: i, distance });
-    }
-    hits.sort((a, b) => a.distance - b.distance || a.doc - b.doc);
-    // The scope is asked only about the nearest hits, not about every tool.
-    const docs: number[] = [];
-    for (const h of hits) {
-      if (docs.length === maxResults) break;
-      if (scope === undefined || scope.allows(target.entries[h.doc]!.tool.name)) docs.push(h.doc);
-    }
-    return docs;
-  }
-
-  async function queryVector(text: string): Promise<Float32Array | undefined> {
-    if (embedder === undefined || !embeddingUsable()) return undefined;
-    if (state.vectors.some((v) => v === undefined))
-      backgroundEmbed ??= embedMissing().finally(() => (backgroundEmbed = undefined));
+  /** The query's vector, or `undefined` when the semantic arm cannot answer (BM25 alone then). */
+  async queryVector(text: string, current: () => State): Promise<Float32Array | undefined> {
+    if (!this.#usable()) return undefined;
+    const state = current();
+    // One background run at a time fills in the tools not embedded yet.
+    if (this.#background === undefined && state.vectors.some((v) => v === undefined))
+      this.#background = this.embedMissing(current).finally(() => (this.#background = undefined));
     if (!state.vectors.some((v) => v !== undefined)) return undefined;
     try {
-      const [vector] = await embedder.embed([text], closer.signal);
-      embeddingWorked();
+      const [vector] = await this.#client.embed([text], this.#closer.signal);
+      this.#worked();
       return vector;
     } catch (err) {
-      embeddingFailed(err);
+      this.#failed(err);
       return undefined;
     }
   }
 
-  return {
-    index(tools) {
-      const previous = new Map<string, Entry>();
-      for (const e of state.entries) previous.set(e.json, e);
-      const entries: Entry[] = [];
-      const byName = new Map<string, number>();
-      let baseline = 0;
-      for (const tool of tools) {
-        if (typeof tool?.name !== 'string' || tool.name === '') {
-          throw new TypeError('optimizer.index: every tool needs a non-empty name');
-        }
-        if (byName.has(tool.name))
-          throw new TypeError(`optimizer.index: tool name ${tool.name} appears twice`);
-        const json = JSON.stringify(tool);
-        const entry = previous.get(json) ?? analyse(tool, json);
-        byName.set(tool.name, entries.length);
-        entries.push(entry);
-        baseline += entry.tokens;
-      }
-      const vectors = entries.map((e) => vectorCache.get(e.embeddingText));
-      // Forget vectors of tools that are gone.
-      const kept = new Map<string, Float32Array>();
-      for (let i = 0; i < entries.length; i++)
-        if (vectors[i] !== undefined) kept.set(entries[i]!.embeddingText, vectors[i]!);
-      vectorCache = kept;
-      state = { entries, byName, bm25: new Bm25Index(entries.map((e) => e.terms)), baseline, vectors };
-      return embedMissing();
-    },
+  close(): void {
+    this.#closer.abort();
+  }
 
-    tools() {
-      return definitions;
-    },
+  #usable(): boolean {
+    if (this.#closer.signal.aborted) return false;
+    return this.#failedAt === undefined || this.#now() - this.#failedAt >= EMBEDDING_RETRY_MS;
+  }
 
-    async find(args, scope) {
-      const parsed = parseFindArgs(args);
-      if ('error' in parsed) return textResult(parsed.error, true);
-      const target = state;
-      const accept =
-        scope === undefined
-          ? undefined
-          : (doc: number): boolean => scope.allows(target.entries[doc]!.tool.name);
-      const lexical = target.bm25.search(queryTerms(parsed.description, parsed.keywords), maxResults, accept);
-      let docs: number[] = lexical.map((h) => h.doc);
-      if (embedder !== undefined) {
-        const text =
-          parsed.keywords.length === 0
-            ? parsed.description
-            : `${parsed.description} ${parsed.keywords.join(' ')}`;
-        const vector = await queryVector(text);
-        if (vector !== undefined) {
-          const semantic = semanticSearch(target, vector, scope);
-          const quota = Math.round(maxResults * ratio);
-          const merged = new Set<number>(semantic.slice(0, quota));
-          for (const d of docs) if (merged.size < maxResults) merged.add(d);
-          for (const d of semantic) if (merged.size < maxResults) merged.add(d);
-          docs = [...merged];
-        }
-      }
-      let returned = 0;
-      const found: McpTool[] = [];
-      const jsons: string[] = [];
-      for (const d of docs) {
-        const e = target.entries[d]!;
-        returned += e.tokens;
-        found.push(e.tool);
-        jsons.push(e.json);
-      }
-      const tokenMetrics = metrics(baselineFor(scope), returned);
-      const output: FindToolOutput = { tools: found, token_metrics: tokenMetrics };
-      // Same text as JSON.stringify(output), reusing each tool's JSON from index time.
-      const text = `{"tools":[${jsons.join(',')}],"token_metrics":${JSON.stringify(tokenMetrics)}}`;
-      return {
-        content: [{ type: 'text', text }],
-        structuredContent: output as unknown as Record<string, unknown>,
-      };
-    },
+  #failed(err: unknown): void {
+    this.#failedAt = this.#now();
+    if (this.#failureLogged || this.#closer.signal.aborted) return;
+    this.#failureLogged = true;
+    this.#logger.warn(
+      { err: (err as Error).message },
+      `optimizer: the embedding service failed; ${FIND_TOOL_NAME} answers with BM25 alone and retries the service in ${EMBEDDING_RETRY_MS / 1000} s`,
+    );
+  }
 
-    resolveCall(args, scope): ResolvedCall {
-      if (!isPlainObject(args)) {
-        return {
-          ok: false,
-          result: textResult(
-            `${CALL_TOOL_NAME} arguments must be an object with tool_name and parameters (got ${typeName(args)})`,
-            true,
-          ),
-        };
-      }
-      let parameters: unknown = args['parameters'];
-      if (parameters === undefined || parameters === null) parameters = {};
-      if (!isPlainObject(parameters)) {
-        return {
-          ok: false,
-          result: textResult(
-            `parameters must be an object holding the tool's arguments (got ${typeName(parameters)}); use {} for none`,
-            true,
-          ),
-        };
-      }
-      let name: unknown = args['tool_name'];
-      if (name === undefined && typeof parameters['tool_name'] === 'string') {
-        // As in ToolHive, a tool_name nested inside parameters is hoisted out.
-        name = parameters['tool_name'];
-        const rest: Record<string, unknown> = {};
-        for (const [k, v] of Object.entries(parameters)) if (k !== 'tool_name') rest[k] = v;
-        parameters = rest;
-      }
-      if (typeof name !== 'string' || name === '') {
-        return {
-          ok: false,
-          result: textResult(
-            name === undefined
-              ? `tool_name is required: the exact name of a tool from ${FIND_TOOL_NAME}`
-              : `tool_name must be a non-empty string (got ${typeName(name)})`,
-            true,
-          ),
-        };
-      }
-      const at = state.byName.get(name);
-      if (at === undefined || (scope !== undefined && !scope.allows(name))) {
-        return {
-          ok: false,
-          result: textResult(`tool not found: ${name}. Use ${FIND_TOOL_NAME} to look up tool names.`, true),
-        };
-      }
-      const required = state.entries[at]!.tool.inputSchema?.required;
-      if (Array.isArray(required)) {
-        const args = parameters as Record<string, unknown>;
-        const missing = required.filter((r) => typeof r === 'string' && !Object.hasOwn(args, r));
-        if (missing.length > 0) {
-          return {
-            ok: false,
-            result: textResult(
-              `parameters.${missing[0]} is required by tool ${name}${missing.length > 1 ? ` (missing: ${missing.join(', ')})` : ''}`,
-              true,
-            ),
-          };
-        }
-      }
-      return { ok: true, name, arguments: parameters as Record<string, unknown> };
-    },
+  #worked(): void {
+    if (this.#failedAt !== undefined && this.#failureLogged)
+      this.#logger.info('optimizer: the embedding service answers again');
+    this.#failedAt = undefined;
+    this.#failureLogged = false;
+  }
+}
 
-    close() {
-      closer.abort();
-    },
-  };
+/** `createOptimizer`'s optimizer: BM25 over the indexed tools, mixed with the embedding arm when configured. */
+class ToolOptimizer implements Optimizer {
+  readonly #maxResults: number;
+  readonly #ratio: number;
+  readonly #threshold: number;
+  readonly #definitions: readonly McpTool[];
+  readonly #embeddings: EmbeddingSearch | undefined;
+  readonly #scopeBaselines = new WeakMap<ToolScope, { state: State; baseline: number }>();
+  readonly #current = (): State => this.#state;
+  #state: State = emptyState();
+
+  constructor(options: OptimizerOptions) {
+    const settings = options.settings;
+    this.#maxResults = settings?.maxToolsToReturn ?? OPTIMIZER_DEFAULTS.maxToolsToReturn;
+    this.#ratio = settings?.hybridSearchSemanticRatio ?? OPTIMIZER_DEFAULTS.hybridSearchSemanticRatio;
+    this.#threshold = settings?.semanticDistanceThreshold ?? OPTIMIZER_DEFAULTS.semanticDistanceThreshold;
+    // With a semantic ratio of 0 the embeddings would never be used: do not call the service.
+    this.#embeddings =
+      settings?.embedding === undefined || this.#ratio === 0
+        ? undefined
+        : new EmbeddingSearch(
+            createEmbeddingClient(settings.embedding),
+            options.logger ?? silentLogger,
+            options.now ?? Date.now,
+          );
+    this.#definitions = toolDefinitions(this.#maxResults);
+  }
+
+  index(tools: readonly McpTool[]): Promise<void> {
+    const state = indexTools(tools, this.#state);
+    if (this.#embeddings === undefined) {
+      this.#state = state;
+      return Promise.resolve();
+    }
+    state.vectors = this.#embeddings.vectorsFor(state.entries);
+    this.#state = state;
+    return this.#embeddings.embedMissing(this.#current);
+  }
+
+  tools(): readonly McpTool[] {
+    return this.#definitions;
+  }
+
+  async find(args: unknown, scope?: ToolScope): Promise<OptimizerCallResult> {
+    const parsed = parseFindArgs(args);
+    if ('error' in parsed) return textResult(parsed.error, true);
+    const target = this.#state;
+    const accept =
+      scope === undefined
+        ? undefined
+        : (doc: number): boolean => scope.allows(target.entries[doc]!.tool.name);
+    const query = queryTerms(parsed.description, parsed.keywords);
+    let docs = target.bm25.search(query, this.#maxResults, accept).map((h) => h.doc);
+    if (this.#embeddings !== undefined) {
+      const text =
+        parsed.keywords.length === 0
+          ? parsed.description
+          : `${parsed.description} ${parsed.keywords.join(' ')}`;
+      const vector = await this.#embeddings.queryVector(text, this.#current);
+      if (vector !== undefined) {
+        const semantic = semanticSearch(target, vector, scope, this.#threshold, this.#maxResults);
+        docs = mergeHits(docs, semantic, this.#maxResults, this.#ratio);
+      }
+    }
+    return findResult(target, docs, this.#baselineFor(scope));
+  }
+
+  resolveCall(args: unknown, scope?: ToolScope): ResolvedCall {
+    return resolveCall(args, scope, this.#state);
+  }
+
+  close(): void {
+    this.#embeddings?.close();
+  }
+
+  #baselineFor(scope: ToolScope | undefined): number {
+    const state = this.#state;
+    if (scope === undefined) return state.baseline;
+    const cached = this.#scopeBaselines.get(scope);
+    if (cached !== undefined && cached.state === state) return cached.baseline;
+    let baseline = 0;
+    for (const e of state.entries) if (scope.allows(e.tool.name)) baseline += e.tokens;
+    this.#scopeBaselines.set(scope, { state, baseline });
+    return baseline;
+  }
 }
