@@ -2,7 +2,7 @@
  * Reading a registry document (file, URL body, or pages of a v0.1 API) into the internal
  * model. Only the upstream wrapper `{version, meta, data: {servers, skills}}` is accepted;
  * the legacy ToolHive shape (top-level `servers` / `remote_servers` maps) is refused with
- * a message that says so (skills-registry-secrets-clients.md §2.1).
+ * a message that says so (ToolHive reads both; Skep reads only the upstream format).
  */
 import { createValidator } from '../schemas/index.js';
 import { isRecord, jsonSyntaxError } from '../shared/index.js';
@@ -35,7 +35,7 @@ function throwProblems(problems: readonly string[], where: string, countMore = t
 
 /**
  * Parses JSON text; throws `InvalidRegistryError` naming `where`. The message never quotes
- * the text (issue 16, F6): `where` may be any file the caller pointed at, and V8's own
+ * the text: `where` may be any file the caller pointed at, and V8's own
  * message repeats its first bytes (`"root:*:202"... is not valid JSON` for /etc/shadow).
  */
 export function parseJson(text: string, where: string): unknown {

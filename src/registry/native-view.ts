@@ -1,6 +1,6 @@
 /**
  * The native view: a `server.json` entry seen as the ToolHive-style `ImageServer` or
- * `RemoteServer` of the seed's "Registry content" table.
+ * `RemoteServer` of ToolHive's native registry content.
  *
  * Differences from the reference on purpose: npm and PyPI packages are not dropped but
  * become `npx://<pkg>` and `uvx://<pkg>` images, which Skep's process runtime runs; an

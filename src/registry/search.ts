@@ -17,7 +17,7 @@ import type {
 } from '../schemas/registry/index.js';
 import { hasRunnable, isRemote, toImageServer, toRemoteServer } from './native-view.js';
 
-/** seed "Limits": `limit` default 50, maximum 200; `page` 1-based, default 1. */
+/** ToolHive's limits: `limit` default 50, maximum 200; `page` 1-based, default 1. */
 export const DEFAULT_LIMIT = 50;
 export const MAX_LIMIT = 200;
 
@@ -38,8 +38,9 @@ function positiveInt(value: string | number | undefined): number | undefined {
 }
 
 /**
- * Reference §1.3: a missing, non-integer or non-positive `page`/`limit` takes its default;
- * `limit` above 200 is clamped; `page` is capped so that the offset stays a safe integer.
+ * As in ToolHive's v0.1 catalog API, a missing, non-integer or non-positive `page`/`limit` takes
+ * its default; `limit` above 200 is clamped; `page` is capped so that the offset stays a safe
+ * integer.
  */
 export function normalizePaging(
   page: string | number | undefined,
@@ -184,8 +185,8 @@ export class RegistryIndex {
   }
 
   /**
-   * Reference §2.2: the exact name first; a name without `/` may be a unique short name
-   * (the part after the slash). Several matches → an error listing them.
+   * As ToolHive resolves a server name: the exact name first; a name without `/` may be a unique
+   * short name (the part after the slash). Several matches → an error listing them.
    */
   getServer(name: string): CatalogServer {
     const exact = this.#byName.get(name);
@@ -235,7 +236,7 @@ export class RegistryIndex {
   }
 }
 
-/** A group with its members in the native shape, each in the map of its kind (seed "Group"). */
+/** A group with its members in the native shape, each in the map of its kind (ToolHive's). */
 function nativeGroup(
   group: RegistryGroup,
   servers: Record<string, ImageServer>,

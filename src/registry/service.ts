@@ -1,9 +1,9 @@
 /**
- * The registry domain service: one registry, `default`, read from the configured source
- * and seen through the native and the v0.1 catalog views (seed "Registries"; reference
- * management-api §1.2, §1.3). The source configuration lives in the state store setting
- * `registry.default`, so `skep serve` and CLI commands always agree on it; it is re-read
- * on every call (one indexed SQLite read) and the source is rebuilt when it changed.
+ * The registry domain service: one registry, `default`, read from the configured source and seen
+ * through the native and the v0.1 catalog views (ToolHive's `/api/v1beta/registry` and
+ * `/registry/{name}/v0.1`). The source configuration lives in the state store setting
+ * `registry.default`, so `skep serve` and CLI commands always agree on it; it is re-read on every
+ * call (one indexed SQLite read) and the source is rebuilt when it changed.
  */
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
@@ -46,7 +46,7 @@ export const DEFAULT_REGISTRY = 'default';
 const SETTING_KEY = 'registry.default';
 /** The registry login's configuration, apart from the source so a login does not rebuild it. */
 const AUTH_SETTING_KEY = 'registry.default.auth';
-/** Reference §4.2: the 503 `registry_auth_required` message. */
+/** ToolHive's 503 `registry_auth_required` message. */
 const AUTH_REQUIRED_MESSAGE =
   'Registry authentication required. POST to /api/v1beta/registry/auth/login to authenticate.';
 /** How long a URL or API source's content is used before it is revalidated. */
@@ -64,7 +64,7 @@ export interface StoredAuthConfig extends RegistryAuthConfig {
   token_ref?: string;
 }
 
-/** `auth` of `PUT /api/v1beta/registry/default` (reference §1.2; `callback_port` is Skep's). */
+/** `auth` of `PUT /api/v1beta/registry/default` (ToolHive's; `callback_port` is Skep's). */
 export interface AuthUpdate {
   issuer?: string | undefined;
   client_id?: string | undefined;
@@ -73,7 +73,7 @@ export interface AuthUpdate {
   callback_port?: number | undefined;
 }
 
-/** Body of `PUT /api/v1beta/registry/default` (reference §1.2). */
+/** Body of `PUT /api/v1beta/registry/default` (ToolHive's). */
 export interface SourceUpdate {
   url?: string | undefined;
   api_url?: string | undefined;
@@ -83,7 +83,7 @@ export interface SourceUpdate {
   auth?: AuthUpdate | undefined;
 }
 
-/** The auth fields of a registry list entry (reference §4.2); never a secret. */
+/** The auth fields of a registry list entry (ToolHive's); never a secret. */
 export interface AuthInfo {
   auth_status: 'none' | 'configured' | 'authenticated';
   auth_type: '' | 'oauth';
@@ -211,7 +211,7 @@ export class RegistryService {
 
   /**
    * Points the default registry at a new source, after fetching and validating it
-   * (reference §1.2, PUT). Nothing is saved unless the new source loads.
+   * (as ToolHive's PUT does). Nothing is saved unless the new source loads.
    * Errors: more than one field, bad scheme, missing file → 400; private address without
    * `allow_private_ip` → 403; unreachable or too slow → 504; unusable content → 502.
    */
@@ -312,7 +312,7 @@ export class RegistryService {
     return { status: 'refreshed', type: this.#source().type, server_count: index.serverCount };
   }
 
-  // ------------------------------------------------------------------ login (reference §4.2)
+  // ------------------------------------------------------------------ login (as ToolHive's)
 
   /**
    * Runs the OAuth login for the configured source (interactive: the URL is shown to the
@@ -489,7 +489,7 @@ export class RegistryService {
   }
 
   /**
-   * Reference §4.2: with no usable token, or a 401/403 from the registry, 503
+   * As in ToolHive: with no usable token, or a 401/403 from the registry, 503
    * `registry_auth_required`. The body also carries the auth fields of the list entry, so
    * a caller sees `auth_status` even though the content cannot be read.
    */
@@ -512,7 +512,7 @@ export class RegistryService {
   /**
    * A `url` that does not end in `.json` may be the base URL of a registry API: probe
    * `GET <url>/v0.1/servers?limit=1` and call it `api` when it answers like one
-   * (reference §1.2: 2xx with a `servers` array and a `metadata` object, or 401/403).
+   * (ToolHive's probe: 2xx with a `servers` array and a `metadata` object, or 401/403).
    */
   async #detectUrlType(url: string, allowPrivate: boolean): Promise<'url' | 'api'> {
     if (new URL(url).pathname.toLowerCase().endsWith('.json')) return 'url';
@@ -549,7 +549,7 @@ function identityKey(auth: RegistryAuthConfig): string {
   return JSON.stringify(identity(auth));
 }
 
-/** Reference §1.2: issuer and client_id are required; scopes default to `openid offline_access`. */
+/** As in ToolHive, issuer and client_id are required; scopes default to `openid offline_access`. */
 function checkAuth(update: AuthUpdate): RegistryAuthConfig {
   const issuer = update.issuer?.trim() ?? '';
   const clientId = update.client_id?.trim() ?? '';
@@ -623,7 +623,7 @@ function checkLocalPath(value: string): string {
   return absolute;
 }
 
-/** Errors while setting a source (reference §1.2 error mapping). */
+/** Errors while setting a source (ToolHive's error mapping). */
 function toConfigureError(err: unknown, input: string): SkepError {
   if (err instanceof SkepError) return err;
   if (isAuthFailure(err)) {

@@ -1,9 +1,9 @@
 /**
- * Where the default registry's content comes from (reference §2.2): the built-in catalog,
- * a local file (re-read when its mtime or size changes), a static JSON URL (cached on disk
- * with its ETag and a TTL; revalidated with If-None-Match), or an upstream MCP registry v0.1
- * API (paged fetch, cached with a TTL). A URL or API source that is down is served from its
- * last good copy with a warning; with no copy at all the load fails.
+ * Where the default registry's content comes from (ToolHive's sources): the built-in catalog, a
+ * local file (re-read when its mtime or size changes), a static JSON URL (cached on disk with its
+ * ETag and a TTL; revalidated with If-None-Match), or an upstream MCP registry v0.1 API (paged
+ * fetch, cached with a TTL). A URL or API source that is down is served from its last good copy
+ * with a warning; with no copy at all the load fails.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -54,7 +54,7 @@ export interface RegistrySource {
 
 /**
  * A 401 or 403 from a URL or API source: the registry wants (other) credentials. Never
- * answered from a stale copy (reference §2.2: "except on auth errors").
+ * answered from a stale copy (ToolHive serves a stale copy "except on auth errors").
  */
 export function isAuthFailure(err: unknown): err is SourceFetchError {
   return (
@@ -292,7 +292,7 @@ export const GROUPS_PATH = '/v0.1/x/dev.skep/groups';
 
 /** Items per request to an upstream API; Skep and ToolHive clamp to 200, the official registry to 100. */
 const API_PAGE_SIZE = 100;
-/** Stop paging after this many items (reference §2.2: the reference stops at 10 000). */
+/** Stop paging after this many items (ToolHive stops at 10 000). */
 const API_MAX_ITEMS = 20_000;
 
 /** An upstream MCP registry v0.1 API (the official registry, ToolHive, or another Skep). */

@@ -1,11 +1,10 @@
 /**
- * The run configuration of a workload: everything needed to start it again, persisted per
- * workload and returned verbatim by export. Field names and nesting follow the seed's
- * "Workload run configuration (export response)" table (schema `v0.1.0`), plus the few
- * reference fields the seed omits (`allowed_origins`, `session_ttl`, ...), so an export from
- * the reference can be fed to `skep run --from-config`. Secrets appear only as references
- * (`"<name>,target=<ENV_VAR>"`), never as values. `workloads/run-config.ts` fills the omitted
- * fields and validates with it.
+ * The run configuration of a workload: everything needed to start it again, persisted per workload
+ * and returned verbatim by export. Field names and nesting follow ToolHive's run configuration as
+ * its export returns it (schema `v0.1.0`), including fields such as `allowed_origins` and
+ * `session_ttl`, so an export from the reference can be fed to `skep run --from-config`. Secrets
+ * appear only as references (`"<name>,target=<ENV_VAR>"`), never as values.
+ * `workloads/run-config.ts` fills the omitted fields and validates with it.
  */
 import { type Static, Type } from 'typebox';
 import { EmbeddedAuthServerConfigSchema } from './embedded-auth-server.js';
@@ -29,7 +28,7 @@ const HeaderForward = Type.Object({
   add_plaintext_headers: Opt(StrMap()),
 });
 const Bucket = Type.Object({ maxTokens: Opt(Type.Integer()), refillPeriod: Opt(Type.Unknown()) });
-// Reference middleware.md §3.1; unknown keys are refused here, on create and import, rather
+// ToolHive's webhook entry; unknown keys are refused here, on create and import, rather
 // than at the workload's start (src/webhooks/config.ts checks the values).
 const Webhook = Type.Object(
   {

@@ -81,7 +81,10 @@ const AwsStsSchema = Type.Object(
   Closed,
 );
 
-/** `pkg/vmcp/auth/types.BackendAuthStrategy` (§1.2). `obo` and `xaa` are accepted by the schema, refused at parse. */
+/**
+ * ToolHive's `pkg/vmcp/auth/types.BackendAuthStrategy`. `obo` and `xaa` are accepted by the schema,
+ * refused at parse.
+ */
 const BackendAuthStrategySchema = Type.Object(
   {
     type: Type.Union([
@@ -92,7 +95,7 @@ const BackendAuthStrategySchema = Type.Object(
       Type.Literal('aws_sts'),
       Type.Literal('obo'),
       Type.Literal('xaa'),
-      // CRD level (§1.5): filled from the backend workload's own configuration.
+      // CRD level (ToolHive's `spec.outgoingAuth`): filled from the backend workload's own configuration.
       Type.Literal('discovered'),
     ]),
     headerInjection: Opt(HeaderInjectionSchema),

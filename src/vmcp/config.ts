@@ -1,6 +1,6 @@
 /**
  * The virtual MCP server's configuration: ONE schema for the reference's single vMCP config
- * struct (vmcp-operator.md §1.2), used for `skep vmcp --config file.yaml`, the `vmcp` field of
+ * struct (ToolHive's `pkg/vmcp/config`), used for `skep vmcp --config file.yaml`, the `vmcp` field of
  * a workload's run configuration (`POST /api/v1beta/workloads {"vmcp": ...}`) and the
  * `VirtualMCPServer` CRD's `spec.config`. Keys are camelCase as in the reference.
  *
@@ -25,7 +25,7 @@ export type { BackendAuthStrategy, VmcpConfig };
 
 const validator = createValidator(VmcpConfigSchema);
 
-/** Defaults with units (one table, conventions §7). */
+/** Defaults with units, in one table. */
 export const VMCP_DEFAULTS = {
   prefixFormat: '{workload}_',
   timeoutMs: 30_000,
@@ -71,7 +71,7 @@ export interface ResolvedVmcpConfig {
    * operator resolved): these are the backends, instead of the running workloads of the group.
    */
   readonly staticBackends: readonly StaticBackend[] | undefined;
-  /** Set when `optimizer` is present (its presence turns it on, §1.9). */
+  /** Set when `optimizer` is present (its presence turns it on, as in ToolHive). */
   readonly optimizer: OptimizerSettings | undefined;
 }
 
@@ -289,7 +289,7 @@ export interface StaticBackend {
 
 const BACKEND_TYPES = new Set(['', 'entry', 'container', 'proxy']);
 
-/** `backends[]` (§1.1 static mode): unique names, absolute http(s) URLs, streamable HTTP. */
+/** `backends[]` (ToolHive's static mode): unique names, absolute http(s) URLs, streamable HTTP. */
 function checkStaticBackends(list: StaticBackendConfig[], what: string): StaticBackend[] {
   const seen = new Set<string>();
   return list.map((b, i) => {

@@ -1,5 +1,5 @@
 /**
- * Browser login for the web UI (issue 16, item 1). A bearer-token holder asks for a login
+ * Browser login for the web UI (docs/web-ui.md). A bearer-token holder asks for a login
  * link; the browser that opens it gets an `HttpOnly; SameSite=Strict` session cookie and a
  * page that forwards it to `/` with the session's CSRF token in the URL fragment, which the
  * UI keeps and sends in `X-Skep-CSRF`. The mechanism and its rules are in

@@ -1,7 +1,7 @@
 /**
  * Wire schemas of the workloads API (TypeBox): the create/update request, the list item,
- * the detail view and the bulk request. Field names follow the seed's workload tables and
- * the reference's `createRequest`, so existing clients keep working.
+ * the detail view and the bulk request. Field names follow ToolHive's workload API and
+ * its `createRequest`, so existing clients keep working.
  */
 import { type Static, Type } from 'typebox';
 import { PermissionProfileSchema } from '../permission-profile.js';
@@ -207,7 +207,7 @@ export const WorkloadStatusSchema = Type.String({
   description: '`starting`, `running`, `stopping`, `stopped`, `error`, `unhealthy`, `removing` or `unknown`.',
 });
 
-/** Skep extension (issue 19): whether the server runs isolated. */
+/** Skep extension (docs/sandbox.md): whether the server runs isolated. */
 const sandboxFields = {
   sandboxed: Type.Boolean({
     description: 'Skep extension: the server runs isolated (bubblewrap sandbox or container).',

@@ -2,12 +2,12 @@
  * The registry's one internal model and its schemas.
  *
  * Every server is held as an MCP registry `server.json` object (registry API v0.1, schema
- * 2025-12-11, camelCase keys). What MCP's format has no field for — the image's permission
- * profile, the tool list, tier, OAuth settings of a remote — sits in the publisher-provided
- * `_meta` map under the `io.github.stacklok` key, keyed by image reference or remote URL,
- * so registry files written for ToolHive load unchanged (seed: "Catalog server", `_meta`).
- * The native shapes (`ImageServer`, `RemoteServer`, seed "Registry content") are views
- * computed from it in `src/registry/native-view.ts`; nothing is stored twice.
+ * 2025-12-11, camelCase keys). What MCP's format has no field for — the image's permission profile,
+ * the tool list, tier, OAuth settings of a remote — sits in the publisher-provided `_meta` map
+ * under the `io.github.stacklok` key, keyed by image reference or remote URL, so registry files
+ * written for ToolHive load unchanged (ToolHive's catalog server and its `_meta`). The native
+ * shapes (ToolHive's `ImageServer`, `RemoteServer` and registry content) are views computed from it
+ * in `src/registry/native-view.ts`; nothing is stored twice.
  */
 import { type Static, Type } from 'typebox';
 // The files themselves, not the schemas index: the web UI type-checks this module with the
@@ -32,7 +32,7 @@ const inputFields = {
 
 const NestedInput = Type.Object(inputFields);
 
-/** A variable definition (seed: "Input"). */
+/** A variable definition (the format's `Input`). */
 export const Input = Type.Object({ ...inputFields, variables: Opt(Type.Record(Type.String(), NestedInput)) });
 /** An input that has a name: environment variables and headers. */
 export const NamedInput = Type.Object({
@@ -147,7 +147,7 @@ export type CatalogSkill = Static<typeof CatalogSkill>;
  * A group of servers that are installed together (Skep's extension of the upstream format,
  * `data.groups`): members are named by their full reverse-DNS name and must be servers of the
  * same document. The native view shows each group with its members' `servers` and
- * `remote_servers` (seed "Group"), which is what ToolHive Studio's group install reads.
+ * `remote_servers` (ToolHive's group shape), which is what ToolHive Studio's group install reads.
  */
 export const RegistryGroup = Type.Object(
   {
@@ -260,7 +260,7 @@ export const ServerExtension = Type.Object({
 export type ServerExtension = Static<typeof ServerExtension>;
 
 // ---------------------------------------------------------------------------------------
-// Native shape (seed: "ImageServer", "RemoteServer", "Registry content")
+// Native shape (ToolHive's "ImageServer", "RemoteServer", registry content)
 // ---------------------------------------------------------------------------------------
 
 const baseNative = {
@@ -306,7 +306,7 @@ export const RemoteServer = Type.Object(
 );
 export type RemoteServer = Static<typeof RemoteServer>;
 
-/** A group in the native shape (seed: "Group"). */
+/** A group in the native shape (ToolHive's). */
 export interface NativeGroup {
   name: string;
   description: string;
@@ -314,7 +314,7 @@ export interface NativeGroup {
   remote_servers: Record<string, RemoteServer>;
 }
 
-/** The native registry content (seed: "Registry content"). */
+/** The native registry content (ToolHive's). */
 export interface NativeRegistry {
   version: string;
   last_updated: string;
@@ -326,7 +326,7 @@ export interface NativeRegistry {
 /** Where the default registry reads from (`type` in the API). */
 export type SourceType = 'default' | 'file' | 'url' | 'api';
 
-/** The native list entry (seed: "Registry (list entry)"). */
+/** The native list entry (ToolHive's registry list entry). */
 export interface RegistryInfo {
   name: string;
   type: SourceType;

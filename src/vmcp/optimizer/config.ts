@@ -1,9 +1,9 @@
 /**
- * The vMCP config's `optimizer` block (reference §1.9, camelCase as in the reference's YAML
- * and `VirtualMCPServer.spec.config`) and its resolution into the settings the optimizer
- * runs with. The block's presence turns the optimizer on; without `embeddingService` the
- * search is BM25 only and fully offline. The two numbers that the reference sends as strings
- * (Kubernetes has no portable float) are accepted as strings or numbers.
+ * The vMCP config's `optimizer` block (ToolHive's MCP Optimizer, camelCase as in the reference's
+ * YAML and `VirtualMCPServer.spec.config`) and its resolution into the settings the optimizer runs
+ * with. The block's presence turns the optimizer on; without `embeddingService` the search is BM25
+ * only and fully offline. The two numbers that the reference sends as strings (Kubernetes has no
+ * portable float) are accepted as strings or numbers.
  */
 import type { OptimizerConfig } from '../../schemas/index.js';
 import { goDurationNs, SkepError } from '../../shared/index.js';
@@ -32,7 +32,7 @@ export interface OptimizerSettings {
   embedding: EmbeddingSettings | undefined;
 }
 
-/** Defaults from reference §1.9. */
+/** ToolHive's defaults. */
 export const OPTIMIZER_DEFAULTS = Object.freeze({
   maxToolsToReturn: 8,
   hybridSearchSemanticRatio: 0.5,

@@ -1,5 +1,5 @@
 /**
- * The vMCP optimizer: `find_tool` / `call_tool` over the aggregated tools (reference §1.9).
+ * The vMCP optimizer: `find_tool` / `call_tool` over the aggregated tools (ToolHive's MCP Optimizer).
  * Used by the virtual MCP endpoint (`src/vmcp/`); pure (no HTTP, no sessions).
  */
 export type { EmbeddingSettings, OptimizerConfig, OptimizerSettings } from './config.js';
