@@ -63,8 +63,13 @@ test('two replicas: one leads; a graceful shutdown releases the Lease and the ot
   const a = candidate(t, api, 'replica-a');
   await waitFor('replica-a to lead', () => a.leading);
   const b = candidate(t, api, 'replica-b');
-  // b keeps trying while a renews: several retry periods and lease durations go by.
-  await new Promise((r) => setTimeout(r, 3 * TIMING.leaseDurationMs));
+  // b keeps trying while a renews: the barrier is a renewal by a stamped three lease durations
+  // after b started (b could have taken a Lease left alone for one), not a fixed wait.
+  const bStarted = Date.now();
+  await waitFor('replica-a to renew the Lease three lease durations after replica-b started', () => {
+    const renewed = Date.parse(String(leaseSpec(api)?.['renewTime']));
+    return renewed - bStarted >= 3 * TIMING.leaseDurationMs;
+  });
   assert.equal(b.terms, 0, 'never two leaders');
   const held = leaseSpec(api);
   assert.equal(held?.['holderIdentity'], 'replica-a');

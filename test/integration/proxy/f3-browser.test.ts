@@ -21,6 +21,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { chromiumAvailable, launchChromium } from '../../helpers/browser.js';
+import { waitFor } from '../../helpers/wait.js';
 import { proxyFor, spawnRecorder, startHttpUpstream, statelessWriteFile } from './helpers.js';
 
 /** The remote server's page: if its script runs, it renames itself and calls a tool. */
@@ -105,6 +106,12 @@ test(
       upstream: { kind: 'http', url: `${remote.url}/mcp`, transport: 'streamable-http' },
     });
     const remotePosts = () => remote.received.filter((r) => r.method === 'POST');
+    /** The `text` argument of each tool call the remote server received. */
+    const remoteToolCalls = () =>
+      remotePosts()
+        .map((r) => JSON.parse(r.body) as { method?: string; params?: { arguments?: { text?: string } } })
+        .filter((m) => m.method === 'tools/call')
+        .map((m) => m.params?.arguments?.text);
 
     const browser = await launchChromium(t);
     const page = await browser.newPage();
@@ -130,32 +137,37 @@ test(
         name,
       );
     }
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.deepEqual(plain.calls(), [], 'no call reached the server behind the default proxy');
+
+    // Control: the same body sent as an MCP client sends it calls the tool, through every proxy.
+    // It is also the barrier for what the page sent: a call that got through would have reached
+    // its server before the control did.
+    for (const { name, proxy } of targets) {
+      const control = await fetch(`${proxy.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: statelessWriteFile('control'),
+      });
+      assert.equal(control.status, 200, name);
+      await control.text();
+    }
+    assert.deepEqual(plain.calls(), ['control'], 'no call reached the server behind the default proxy');
     assert.deepEqual(
       trusting.calls(),
-      [],
+      ['control'],
       'no call reached the server whose proxy trusts the hostile origin',
     );
-    assert.deepEqual(remotePosts(), [], 'no call reached the remote server');
-
-    // Control: the same body sent as an MCP client sends it calls the tool.
-    const control = await fetch(`${plainProxy.url}/mcp`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: statelessWriteFile('control'),
-    });
-    assert.equal(control.status, 200);
-    await control.text();
-    assert.deepEqual(plain.calls(), ['control']);
+    assert.deepEqual(remoteToolCalls(), ['control'], 'no call reached the remote server');
 
     // The remote server's page, opened on its own origin: the script runs (control).
     const direct = await browser.newPage();
     await direct.goto(`${remote.url}/mcp`);
     await direct.waitForFunction("document.title === 'ran'");
-    const deadline = Date.now() + 10_000;
-    while (remotePosts().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    assert.equal(remotePosts().length, 1, 'the page’s script called a tool on its own origin');
+    await waitFor('the page’s tool call', () => remoteToolCalls().length > 1);
+    assert.deepEqual(
+      remoteToolCalls(),
+      ['control', 'from the remote page'],
+      'the page’s script called a tool on its own origin',
+    );
 
     // The same page through the proxy, on the proxy's origin: sandboxed, the script does not run.
     const proxied = await browser.newPage();
@@ -167,12 +179,13 @@ test(
     assert.equal(headers['x-content-type-options'], 'nosniff');
     assert.equal(headers['content-security-policy'], 'sandbox');
     assert.equal(await proxied.locator('title').textContent(), 'remote', 'the page itself was served');
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    assert.equal(await proxied.title(), 'remote', 'the script did not run');
-    assert.equal(remotePosts().length, 1, 'no tool call from the page on the proxy’s origin');
-    assert.ok(
-      blocked.some((m) => /sandboxed|allow-scripts/.test(m)),
-      `Chromium reports the blocked script: ${blocked.join(' | ')}`,
+    // The barrier: Chromium reports that it blocked the script, which then never runs.
+    await waitFor(
+      'Chromium to report the blocked script',
+      () => blocked.some((m) => /sandboxed|allow-scripts/.test(m)),
+      10_000,
     );
+    assert.equal(await proxied.title(), 'remote', 'the script did not run');
+    assert.equal(remoteToolCalls().length, 2, 'no tool call from the page on the proxy’s origin');
   },
 );

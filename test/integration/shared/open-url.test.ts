@@ -20,6 +20,7 @@ import { type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { authorizationEndpointRefusal, openInBrowser } from '../../../src/shared/index.js';
 import { recordingOpener } from '../../helpers/opener.js';
+import { waitFor } from '../../helpers/wait.js';
 
 function folder(t: TestContext): string {
   const base = mkdtempSync(join(tmpdir(), 'skep-open-url-'));
@@ -89,8 +90,8 @@ test('a page is removed after its lifetime; the next open sweeps pages left by a
   assert.equal(statSync(dir).mode & 0o777, 0o700);
   assert.ok(result.file !== undefined && existsSync(result.file));
   await opener.waitForCall();
-  await new Promise((resolve) => setTimeout(resolve, 600));
-  assert.equal(existsSync(result.file), false, 'removed after ttlMs');
+  const file = result.file;
+  await waitFor('the page file to be removed after ttlMs', () => !existsSync(file), 10_000);
 });
 
 test('RFC 6749 §3.1: an authorization endpoint is https, or http on loopback, or http where the user opted in', () => {
