@@ -156,29 +156,8 @@ export class DockerRuntime implements Runtime {
       }
     }
     onProgress?.(`pulling image ${image}: 0%`);
-    const progress = new PullProgress();
-    let shown = 0;
     try {
-      const stream = await this.docker.pull(image);
-      await new Promise<void>((resolve, reject) => {
-        let failure: string | undefined;
-        this.docker.modem.followProgress(
-          stream,
-          (err: Error | null) => {
-            if (err !== null) reject(err);
-            else if (failure !== undefined) reject(new Error(failure));
-            else resolve();
-          },
-          (event: PullEvent) => {
-            failure ??= progress.add(event);
-            const percent = progress.percent();
-            if (percent !== shown) {
-              shown = percent;
-              onProgress?.(`pulling image ${image}: ${percent}%`);
-            }
-          },
-        );
-      });
+      await this.#pull(image, onProgress);
     } catch (err) {
       throw new SkepError('bad_gateway', `cannot pull image ${image}: ${describeError(err)}`, { cause: err });
     }
@@ -196,6 +175,32 @@ export class DockerRuntime implements Runtime {
     }
     onProgress?.(`pulling image ${image}: 100%`);
     return 'pulled';
+  }
+
+  /** Pulls `image`, reporting each change of the overall percentage; rejects on an error event. */
+  async #pull(image: string, onProgress: ((message: string) => void) | undefined): Promise<void> {
+    const progress = new PullProgress();
+    let shown = 0;
+    const stream = await this.docker.pull(image);
+    await new Promise<void>((resolve, reject) => {
+      let failure: string | undefined;
+      this.docker.modem.followProgress(
+        stream,
+        (err: Error | null) => {
+          if (err !== null) reject(err);
+          else if (failure !== undefined) reject(new Error(failure));
+          else resolve();
+        },
+        (event: PullEvent) => {
+          failure ??= progress.add(event);
+          const percent = progress.percent();
+          if (percent !== shown) {
+            shown = percent;
+            onProgress?.(`pulling image ${image}: ${percent}%`);
+          }
+        },
+      );
+    });
   }
 
   async start(spec: ServerSpec): Promise<ServerHandle> {
@@ -442,6 +447,11 @@ export class DockerRuntime implements Runtime {
     stream.on('data', (chunk: Buffer) => demuxer.push(chunk));
     stream.on('error', () => undefined);
     // The proxy must listen before the server starts using it.
+    await this.#egressListening(egress);
+  }
+
+  /** Waits (30 s at most) until the egress proxy says it listens; fails when it exits first. */
+  async #egressListening(egress: Docker.Container): Promise<void> {
     const deadline = Date.now() + 30_000;
     for (;;) {
       const text = await this.#logsText(egress);

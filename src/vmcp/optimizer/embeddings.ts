@@ -17,58 +17,21 @@ export interface EmbeddingClient {
 
 export function createEmbeddingClient(settings: EmbeddingSettings): EmbeddingClient {
   const openai = settings.provider === 'openai';
-  const endpoint = `${settings.url}${openai ? '/embeddings' : '/embed'}`;
   const headers: Record<string, string> = Object.assign({}, settings.headers, {
     'content-type': 'application/json',
   });
   if (openai && settings.apiKey !== undefined) headers['authorization'] = `Bearer ${settings.apiKey}`;
-
-  async function embedChunk(
-    texts: readonly string[],
-    signal: AbortSignal | undefined,
-  ): Promise<Float32Array[]> {
-    const timeout = AbortSignal.timeout(settings.timeoutMs);
-    const body = openai
-      ? { model: settings.model, input: texts, encoding_format: 'float' }
-      : { inputs: texts, truncate: true };
-    let response: Response;
-    try {
-      response = await fetch(endpoint, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify(body),
-        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
-      });
-    } catch (err) {
-      if (timeout.aborted) {
-        throw new Error(`embedding service did not answer within ${settings.timeoutMs} ms`, { cause: err });
-      }
-      throw new Error(`embedding service unreachable: ${(err as Error).message}`, { cause: err });
-    }
-    if (response.status !== 200) {
-      await response.body?.cancel();
-      throw new Error(`embedding service answered HTTP ${response.status}`);
-    }
-    let json: unknown;
-    try {
-      json = await response.json();
-    } catch {
-      throw new Error('embedding service answered with something that is not JSON');
-    }
-    const rows = openai ? openAiRows(json, texts.length) : json;
-    if (!Array.isArray(rows) || rows.length !== texts.length) {
-      throw new Error(
-        `embedding service returned ${describeCount(rows)} embeddings for ${texts.length} inputs`,
-      );
-    }
-    return rows.map((row: unknown) => normalise(row));
-  }
-
+  const service: EmbeddingService = {
+    settings,
+    openai,
+    endpoint: `${settings.url}${openai ? '/embeddings' : '/embed'}`,
+    headers,
+  };
   return {
     async embed(texts, signal) {
       const out: Float32Array[] = [];
       for (let i = 0; i < texts.length; i += BATCH) {
-        out.push(...(await embedChunk(texts.slice(i, i + BATCH), signal)));
+        out.push(...(await embedChunk(service, texts.slice(i, i + BATCH), signal)));
       }
       const dims = out[0]?.length;
       if (out.some((v) => v.length !== dims))
@@ -76,6 +39,68 @@ export function createEmbeddingClient(settings: EmbeddingSettings): EmbeddingCli
       return out;
     },
   };
+}
+
+/** Where and how one client sends its requests. */
+interface EmbeddingService {
+  settings: EmbeddingSettings;
+  /** The OpenAI-compatible API rather than Text Embeddings Inference. */
+  openai: boolean;
+  endpoint: string;
+  headers: Record<string, string>;
+}
+
+/** One request: the normalised vectors of `texts`, in order. */
+async function embedChunk(
+  service: EmbeddingService,
+  texts: readonly string[],
+  signal: AbortSignal | undefined,
+): Promise<Float32Array[]> {
+  const { settings, openai } = service;
+  const body = openai
+    ? { model: settings.model, input: texts, encoding_format: 'float' }
+    : { inputs: texts, truncate: true };
+  const response = await post(service, body, signal);
+  if (response.status !== 200) {
+    await response.body?.cancel();
+    throw new Error(`embedding service answered HTTP ${response.status}`);
+  }
+  let json: unknown;
+  try {
+    json = await response.json();
+  } catch {
+    throw new Error('embedding service answered with something that is not JSON');
+  }
+  const rows = openai ? openAiRows(json, texts.length) : json;
+  if (!Array.isArray(rows) || rows.length !== texts.length) {
+    throw new Error(
+      `embedding service returned ${describeCount(rows)} embeddings for ${texts.length} inputs`,
+    );
+  }
+  return rows.map((row: unknown) => normalise(row));
+}
+
+/** POSTs `body` within the configured timeout; a timeout or a network error says which it was. */
+async function post(
+  service: EmbeddingService,
+  body: object,
+  signal: AbortSignal | undefined,
+): Promise<Response> {
+  const { timeoutMs } = service.settings;
+  const timeout = AbortSignal.timeout(timeoutMs);
+  try {
+    return await fetch(service.endpoint, {
+      method: 'POST',
+      headers: service.headers,
+      body: JSON.stringify(body),
+      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    });
+  } catch (err) {
+    if (timeout.aborted) {
+      throw new Error(`embedding service did not answer within ${timeoutMs} ms`, { cause: err });
+    }
+    throw new Error(`embedding service unreachable: ${(err as Error).message}`, { cause: err });
+  }
 }
 
 function describeCount(rows: unknown): string {
