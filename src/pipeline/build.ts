@@ -13,7 +13,8 @@
  */
 import type { ProxyHttpHandler, ToolOverride } from '../proxy/index.js';
 import { type Logger, SkepError } from '../shared/index.js';
-import { allowedOriginsProblem, type RunConfig } from '../schemas/index.js';
+import type { RunConfig } from '../schemas/index.js';
+import { allowedOriginsProblem } from '../schemas/validators/index.js';
 import { STAGES } from './stages/index.js';
 import { paramsObject } from './stages/params.js';
 import { tokenExchangeStrategy } from './stages/token-exchange.js';
