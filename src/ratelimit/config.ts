@@ -3,10 +3,12 @@
  * `shared` and `perUser` buckets for the whole server, and `tools[]` entries with their own
  * `shared` / `perUser` buckets. A bucket holds `maxTokens` (its capacity and burst) and
  * refills from empty to full in `refillPeriod`, a Go duration string (`"1m0s"`, `"30s"`,
- * `"1h30m"`). The reference's CRD rules are enforced here, since Skep has no CRD: at least
- * one bucket, each tool entry with one, tool names unique; unknown keys are refused.
+ * `"1h30m"`). The shape is checked by the generated validator of `RateLimitConfigSchema`
+ * (src/schemas/rate-limit.ts); the reference's CRD rules JSON Schema cannot state are checked
+ * here, since Skep has no CRD: at least one bucket, each tool entry with one, tool names unique.
  */
-import { goDurationNs, SkepError } from '../shared/index.js';
+import { validateRateLimitConfig, validationProblem } from '../schemas/validators/index.js';
+import { goDurationNs, isRecord, SkepError } from '../shared/index.js';
 
 export interface BucketLimit {
   /** Capacity, and so the largest burst: int32 ≥ 1. */
@@ -21,32 +23,40 @@ export interface ToolLimit {
   readonly perUser?: BucketLimit;
 }
 
+/** What the schema lets through (a bucket's values are checked, its period not yet read). */
+interface RawBucket {
+  readonly maxTokens: number;
+  readonly refillPeriod: string;
+}
+interface RawConfig {
+  readonly shared?: RawBucket;
+  readonly perUser?: RawBucket;
+  readonly tools?: readonly {
+    readonly name: string;
+    readonly shared?: RawBucket;
+    readonly perUser?: RawBucket;
+  }[];
+}
+
 export interface RateLimitConfig {
   readonly shared?: BucketLimit;
   readonly perUser?: BucketLimit;
   readonly tools: readonly ToolLimit[];
 }
 
-const INT32_MAX = 2 ** 31 - 1;
-const TOP_KEYS = ['shared', 'perUser', 'tools'];
-const BUCKET_KEYS = ['maxTokens', 'refillPeriod'];
-const TOOL_KEYS = ['name', 'shared', 'perUser'];
-
 function bad(message: string): never {
   throw new SkepError('bad_request', message);
 }
 
-function objectAt(value: unknown, field: string): Record<string, unknown> {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) bad(`${field} must be an object`);
-  return value as Record<string, unknown>;
-}
-
-function refuseUnknown(obj: Record<string, unknown>, known: readonly string[], field: string): void {
-  const unknown = Object.keys(obj).filter((k) => !known.includes(k));
-  if (unknown.length > 0)
-    bad(
-      `${field}: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${known.join(', ')})`,
-    );
+/** ToolHive's JSON writes an absent field as null: drop null members, at every depth. */
+function withoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNulls);
+  if (!isRecord(value)) return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== null)
+      .map(([k, v]) => [k, withoutNulls(v)]),
+  );
 }
 
 /** A Go duration string (`time.ParseDuration`) > 0, in ms. */
@@ -58,24 +68,11 @@ export function parseRefillPeriod(value: unknown, field: string): number {
   return nanos / 1e6;
 }
 
-function parseBucket(value: unknown, field: string): BucketLimit {
-  const obj = objectAt(value, field);
-  refuseUnknown(obj, BUCKET_KEYS, field);
-  const max = obj['maxTokens'];
-  if (max === undefined || max === null) bad(`${field}.maxTokens is required (an integer ≥ 1)`);
-  if (typeof max !== 'number' || !Number.isInteger(max) || max < 1 || max > INT32_MAX)
-    bad(`${field}.maxTokens must be an integer from 1 to ${INT32_MAX} (got ${JSON.stringify(max)})`);
-  if (obj['refillPeriod'] === undefined || obj['refillPeriod'] === null)
-    bad(`${field}.refillPeriod is required (a duration such as "1m0s")`);
+function bucketLimit(bucket: RawBucket, field: string): BucketLimit {
   return Object.freeze({
-    maxTokens: max,
-    refillPeriodMs: parseRefillPeriod(obj['refillPeriod'], `${field}.refillPeriod`),
+    maxTokens: bucket.maxTokens,
+    refillPeriodMs: parseRefillPeriod(bucket.refillPeriod, `${field}.refillPeriod`),
   });
-}
-
-function optionalBucket(obj: Record<string, unknown>, key: string, field: string): BucketLimit | undefined {
-  const v = obj[key];
-  return v === undefined || v === null ? undefined : parseBucket(v, `${field}.${key}`);
 }
 
 /** True when a `rate_limit_config` asks for nothing (absent, `{}`, `{tools: []}`). */
@@ -87,33 +84,33 @@ export function isEmptyRateLimitConfig(value: unknown): boolean {
   );
 }
 
-/** Parses `rate_limit_config`; `bad_request` naming the field on any mistake. */
+/**
+ * Parses `rate_limit_config`; `bad_request` naming the field on any mistake. The schema
+ * (`RateLimitConfigSchema`) checks the shape; the CRD rules it cannot state follow, each named.
+ */
 export function parseRateLimitConfig(value: unknown, field = 'rate_limit_config'): RateLimitConfig {
-  const obj = objectAt(value, field);
-  refuseUnknown(obj, TOP_KEYS, field);
-  const shared = optionalBucket(obj, 'shared', field);
-  const perUser = optionalBucket(obj, 'perUser', field);
-  const rawTools = obj['tools'] ?? [];
-  if (!Array.isArray(rawTools)) bad(`${field}.tools must be a list`);
+  const raw = withoutNulls(value);
+  const problem = validationProblem(validateRateLimitConfig, raw, field);
+  if (problem !== undefined) bad(problem);
+  const config = raw as RawConfig;
+  const shared = config.shared === undefined ? undefined : bucketLimit(config.shared, `${field}.shared`);
+  const perUser = config.perUser === undefined ? undefined : bucketLimit(config.perUser, `${field}.perUser`);
   const seen = new Set<string>();
-  const tools = rawTools.map((raw, i): ToolLimit => {
+  const tools = (config.tools ?? []).map((entry, i): ToolLimit => {
     const where = `${field}.tools[${i}]`;
-    const entry = objectAt(raw, where);
-    refuseUnknown(entry, TOOL_KEYS, where);
-    const name = entry['name'];
-    if (typeof name !== 'string' || name === '') bad(`${where}.name is required (the tool's name)`);
-    if (seen.has(name)) bad(`${where}.name "${name}" is listed twice; give each tool one entry`);
-    seen.add(name);
-    const toolShared = optionalBucket(entry, 'shared', where);
-    const toolPerUser = optionalBucket(entry, 'perUser', where);
-    if (toolShared === undefined && toolPerUser === undefined)
-      bad(`${where} ("${name}") needs shared or perUser`);
+    // Rule: tool names are unique (ToolHive's CRD: listType map keyed by name).
+    if (seen.has(entry.name)) bad(`${where}.name "${entry.name}" is listed twice; give each tool one entry`);
+    seen.add(entry.name);
+    // Rule: a tool entry names at least one bucket.
+    if (entry.shared === undefined && entry.perUser === undefined)
+      bad(`${where} ("${entry.name}") needs shared or perUser`);
     return Object.freeze({
-      name,
-      ...(toolShared === undefined ? {} : { shared: toolShared }),
-      ...(toolPerUser === undefined ? {} : { perUser: toolPerUser }),
+      name: entry.name,
+      ...(entry.shared === undefined ? {} : { shared: bucketLimit(entry.shared, `${where}.shared`) }),
+      ...(entry.perUser === undefined ? {} : { perUser: bucketLimit(entry.perUser, `${where}.perUser`) }),
     });
   });
+  // Rule: the configuration limits something.
   if (shared === undefined && perUser === undefined && tools.length === 0)
     bad(`${field} needs at least one of shared, perUser or a non-empty tools list`);
   return Object.freeze({

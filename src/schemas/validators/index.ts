@@ -1,5 +1,14 @@
 /**
- * The configuration checks a workload runner makes without loading Ajv or TypeBox: the rules
- * JSON Schema cannot state, next to their schemas.
+ * Validators generated from the schemas (scripts/gen-validators.mjs), the formatter of their
+ * errors and the rules JSON Schema cannot state. What a workload runner imports to check its
+ * configuration: nothing here loads Ajv or TypeBox.
  */
+import { validate as rateLimitConfig } from './rate-limit.generated.js';
+import type { GeneratedValidator } from './format.js';
+
 export { allowedOriginsProblem } from '../allowed-origins.js';
+export type { GeneratedValidator, ValidatorError } from './format.js';
+export { formatValidatorError, validationProblem } from './format.js';
+
+/** `rate_limit_config` (`RateLimitConfigSchema`). */
+export const validateRateLimitConfig: GeneratedValidator = rateLimitConfig;
