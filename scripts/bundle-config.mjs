@@ -6,6 +6,8 @@
 // files at run time (native addons, static assets, optional native deps) stay external and
 // load from node_modules.
 
+import { directImportsPlugin } from './direct-imports.mjs';
+
 export const external = [
   'better-sqlite3',
   'dockerode',
@@ -54,8 +56,16 @@ const common = {
   },
 };
 
-/** The CLI and `skep serve`: dist/skep.mjs. */
-export const cliBuild = { ...common, entryPoints: { skep: 'src/cli/main.ts' } };
+/**
+ * The CLI and `skep serve`: dist/skep.mjs. Each command's implementation is a chunk loaded when
+ * the command runs; imports of a folder's index are pointed at the defining files so that a
+ * chunk brings only what its command uses (scripts/direct-imports.mjs).
+ */
+export const cliBuild = {
+  ...common,
+  entryPoints: { skep: 'src/cli/main.ts' },
+  plugins: [directImportsPlugin],
+};
 
 /**
  * The per-workload runner: dist/runner.mjs, built on its own. One runs per workload, so it

@@ -20,7 +20,7 @@ import FindMyWay from 'find-my-way';
 import { LISTENER_DEFAULTS } from '../shared/index.js';
 import { BEARER_SCHEME, createApiAuth, SESSION_COOKIE, SESSION_SCHEME } from './auth.js';
 import { BrowserSessions } from './browser-sessions.js';
-import type { ApiContext } from './context.js';
+import type { ApiContext } from '../app/index.js';
 import { DOCS_CSP, type OpenApiDocument, renderDocsPage } from './docs-page.js';
 import { handleError, sendError } from './errors.js';
 import { createSchemaNamer } from './openapi.js';

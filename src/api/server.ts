@@ -20,7 +20,7 @@ import {
 } from '../shared/index.js';
 import { buildApp, type SkepApp } from './app.js';
 import { BrowserSessions } from './browser-sessions.js';
-import { type ApiContext, type ContextOptions, createContext } from './context.js';
+import { type ApiContext, type ContextOptions, createContext } from '../app/index.js';
 
 export interface DiscoveryInfo {
   url: string;

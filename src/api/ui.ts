@@ -18,7 +18,7 @@ import { Type } from 'typebox';
 import type { SkepApp } from './app.js';
 import { fromOwnPage, PUBLIC_ROUTE, readCookie, SESSION_COOKIE, tokenMatcher } from './auth.js';
 import type { BrowserSessions } from './browser-sessions.js';
-import type { ApiContext } from './context.js';
+import type { ApiContext } from '../app/index.js';
 import { sendError } from './errors.js';
 import { withErrors } from './schemas.js';
 

@@ -4,7 +4,7 @@
  * <name>`, `skep registry info <name>`, ...). Both take `--json`.
  */
 import type { Command } from 'commander';
-import type { ApiContext } from '../api/context.js';
+import type { ApiContext } from '../app/index.js';
 import { withContext } from './context.js';
 import { type Cell, type JsonOpt, printListing } from './output.js';
 

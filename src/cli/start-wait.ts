@@ -6,7 +6,7 @@
  * terminal (with the runner's context, e.g. an image pull's bar), plain lines otherwise
  * once the wait gets slow.
  */
-import type { ApiContext } from '../api/context.js';
+import type { ApiContext } from '../app/index.js';
 import { terminalSafe } from '../shared/index.js';
 import { AUTHORIZATION_PENDING, type RunConfig, tailFile } from '../workloads/index.js';
 import { progressLine } from './pull-progress.js';

@@ -48,7 +48,7 @@ import type {
 } from '../schemas/index.js';
 import { parseSecretReference as parseSecretRef, requireSecrets, type SecretLookup } from './secrets.js';
 import { checkUpgrade, missingRequired, type UpgradeCheckResult, type UpgradeRequest } from './upgrade.js';
-import { detailOf, observedRow, summaryOf } from './views.js';
+import { detailOf, observedRow, summariesOf } from './views.js';
 import { type WorkloadRow, type WorkloadStatus, WorkloadStore } from './workload-store.js';
 
 export type WorkloadChangeKind = 'started' | 'stopped' | 'removed' | 'updated';
@@ -246,11 +246,7 @@ export class WorkloadManager implements GroupMembers {
 
   list(options: ListOptions = {}): WorkloadSummary[] {
     if (options.group !== undefined) this.#groups.require(options.group);
-    return this.rows
-      .list(options.group)
-      .map(observedRow)
-      .filter((row) => options.all === true || row.status === 'running')
-      .map((row) => summaryOf(this.#config, row));
+    return summariesOf(this.#config, this.rows.list(options.group), options.all === true);
   }
 
   /** Throws `invalid_name` / `workload_not_found`. */

@@ -31,6 +31,14 @@ export function observedRow(row: WorkloadRow): WorkloadRow {
   return { ...row, status: 'stopped', statusContext: '', tools: undefined };
 }
 
+/** The list rows of `rows` (the API's and `skep list`'s): observed status, only running ones unless `all`. */
+export function summariesOf(skep: SkepConfig, rows: readonly WorkloadRow[], all: boolean): WorkloadSummary[] {
+  return rows
+    .map(observedRow)
+    .filter((row) => all || row.status === 'running')
+    .map((row) => summaryOf(skep, row));
+}
+
 export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
   const c = row.config;
   const { sandboxed, sandbox } = workloadSandbox(skep, c);

@@ -80,7 +80,7 @@ test(
 );
 
 test('--volume: HOST[:IN_SERVER][:ro] is parsed; a local server sees a folder at its own path', async () => {
-  const { parseVolumeFlag } = await import('../../src/cli/commands/workloads.js');
+  const { parseVolumeFlag } = await import('../../src/cli/actions/workloads.js');
   assert.deepEqual(parseVolumeFlag('/data'), { host: '/data', inServer: undefined, readOnly: false });
   assert.deepEqual(parseVolumeFlag('/data:ro'), { host: '/data', inServer: undefined, readOnly: true });
   assert.deepEqual(parseVolumeFlag('/data:/projects:ro'), {

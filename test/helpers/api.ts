@@ -6,7 +6,7 @@
  */
 import type { TestContext } from 'node:test';
 import { type AppOptions, buildApp, type SkepApp } from '../../src/api/app.js';
-import { type ApiContext, createContext } from '../../src/api/context.js';
+import { type ApiContext, createContext } from '../../src/app/index.js';
 import { API_TOKEN_ENV, resolveApiToken, resolvePaths } from '../../src/config/index.js';
 import { type TempHome, tempHome } from './home.js';
 

@@ -6,7 +6,7 @@
  */
 import { Type } from 'typebox';
 import type { SkepApp } from '../app.js';
-import type { ApiContext } from '../context.js';
+import type { ApiContext } from '../../app/index.js';
 import { NoContent } from '../../schemas/index.js';
 import { withErrors } from '../schemas.js';
 

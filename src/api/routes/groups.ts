@@ -1,7 +1,7 @@
 /** `/api/v1beta/groups`: list, create, get and delete groups. */
 import { Type } from 'typebox';
 import type { SkepApp } from '../app.js';
-import type { ApiContext } from '../context.js';
+import type { ApiContext } from '../../app/index.js';
 import { withErrors } from '../schemas.js';
 
 const GroupBody = Type.Object(

@@ -1,6 +1,6 @@
 /** Every route module of the management API, registered in this order. */
 import type { SkepApp } from '../app.js';
-import type { ApiContext } from '../context.js';
+import type { ApiContext } from '../../app/index.js';
 import { clientRoutes } from './clients.js';
 import { groupRoutes } from './groups.js';
 import { metricsRoutes } from './metrics.js';

@@ -15,7 +15,7 @@ import {
 } from '../../telemetry/runtime.js';
 import { WORKLOAD_STATUSES } from '../../workloads/index.js';
 import type { SkepApp } from '../app.js';
-import type { ApiContext } from '../context.js';
+import type { ApiContext } from '../../app/index.js';
 
 /** Seconds: API calls take from sub-millisecond reads to multi-second starts and pulls. */
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];

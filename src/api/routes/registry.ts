@@ -15,7 +15,7 @@ import {
 } from '../../registry/index.js';
 import { isSkepError, SkepError } from '../../shared/index.js';
 import type { SkepApp } from '../app.js';
-import type { ApiContext } from '../context.js';
+import type { ApiContext } from '../../app/index.js';
 import { withErrors } from '../schemas.js';
 
 /**

@@ -2,7 +2,7 @@
 import { Type } from 'typebox';
 import type { SkepApp } from '../app.js';
 import { PUBLIC_ROUTE } from '../auth.js';
-import type { ApiContext } from '../context.js';
+import type { ApiContext } from '../../app/index.js';
 import { ErrorBody } from '../../schemas/index.js';
 
 export async function systemRoutes(app: SkepApp, ctx: ApiContext): Promise<void> {

@@ -18,7 +18,7 @@ import {
 } from '../../schemas/index.js';
 import type { ListOptions } from '../../workloads/index.js';
 import type { SkepApp } from '../app.js';
-import type { ApiContext } from '../context.js';
+import type { ApiContext } from '../../app/index.js';
 import { withErrors } from '../schemas.js';
 
 const NameParams = Type.Object({ name: Type.String({ description: 'Workload name.' }) });

@@ -5,7 +5,7 @@
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import type { Command } from 'commander';
-import { SecretsService } from '../../secrets/index.js';
+import type { SecretsService } from '../../secrets/index.js';
 import { definedOnly, SkepError } from '../../shared/index.js';
 import { withContext } from '../context.js';
 import { addListing } from '../command-shapes.js';
@@ -53,6 +53,7 @@ async function readValue(name: string): Promise<string> {
 }
 
 async function withSecrets<T>(fn: (secrets: SecretsService) => Promise<T>): Promise<T> {
+  const { SecretsService } = await import('../../secrets/index.js');
   return withContext(async (ctx) => {
     const secrets = new SecretsService({
       store: ctx.store,

@@ -1,21 +1,9 @@
 /**
  * `skep serve`: the management API. Accepts the reference CLI's serve flags, and the ones
- * that open the API beyond this machine on purpose (issue 16, item 2).
+ * that open the API beyond this machine on purpose (`--allow-remote`, `--allowed-origin`, TLS).
  */
 import { type Command, InvalidArgumentError } from 'commander';
-import { startServer } from '../../api/server.js';
-import { API_TOKEN_ENV, loadConfig } from '../../config/index.js';
-import { createLogger, definedOnly } from '../../shared/index.js';
-
-interface ServeFlags {
-  host?: string;
-  port?: number;
-  socket?: string;
-  allowRemote?: boolean;
-  allowedOrigin: string[];
-  tlsCert?: string;
-  tlsKey?: string;
-}
+import { lazyAction } from '../lazy-action.js';
 
 export function registerServe(program: Command): void {
   program
@@ -49,50 +37,7 @@ export function registerServe(program: Command): void {
       'accepted for compatibility; the OpenAPI document is always served at /api/openapi.json',
     )
     .allowUnknownOption(true)
-    .action(async (opts: ServeFlags, command: Command) => {
-      const logger = createLogger({ name: 'skep' });
-      if (command.args.length > 0)
-        logger.warn({ ignored: command.args }, 'ignoring unsupported serve arguments');
-      const config = loadConfig();
-      const server = await startServer(
-        config,
-        {
-          ...definedOnly({ host: opts.host, port: opts.port, socket: opts.socket }),
-          ...(opts.allowRemote === true ? { allowRemote: true } : {}),
-          allowedOrigins: opts.allowedOrigin,
-          ...definedOnly({ tlsCert: opts.tlsCert, tlsKey: opts.tlsKey }),
-        },
-        { logger, removeOrphanContainers: true },
-      );
-      // Where the token is, never the token itself.
-      const token =
-        server.apiToken === undefined
-          ? {}
-          : { api_token: server.apiToken.source === 'env' ? `$${API_TOKEN_ENV}` : server.apiToken.file };
-      logger.info({ url: server.url, state: config.paths.stateDir, ...token }, 'skep serve is listening');
-      // A login link (one use, 60 s) only for a person at a terminal: logs and pipes keep no credentials.
-      const loginUrl = process.stdout.isTTY ? server.loginUrl() : undefined;
-      if (loginUrl !== undefined)
-        process.stdout.write(
-          `\nOpen Skep in your browser: ${loginUrl}\n(the link works once, within 60 s; \`skep ui\` makes a new one)\n\n`,
-        );
-      await new Promise<void>((resolve) => {
-        const stop = (signal: string) => {
-          logger.info({ signal }, 'shutting down');
-          process.off('SIGINT', stop);
-          process.off('SIGTERM', stop);
-          const force = setTimeout(() => process.exit(1), 30_000);
-          force.unref();
-          server.close().then(resolve, (err) => {
-            logger.error({ err }, 'error during shutdown');
-            resolve();
-          });
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-      });
-      logger.flush();
-    });
+    .action(lazyAction(async () => (await import('../actions/serve.js')).serve));
 }
 
 function parsePort(value: string): number {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createContext } from '../../../src/api/context.js';
+import { createContext } from '../../../src/app/index.js';
 import type { PerSessionOptions, RunningProxy, SessionChild } from '../../../src/proxy/index.js';
 import { runWorkload } from '../../../src/runner/index.js';
 import { silentLogger } from '../../../src/shared/index.js';

@@ -8,7 +8,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { buildApp } from '../../../src/api/app.js';
-import { createContext } from '../../../src/api/context.js';
+import { createContext } from '../../../src/app/index.js';
 import { buildTestApp, testApp } from '../../helpers/api.js';
 import { tempHome } from '../../helpers/home.js';
 import { generateDocument } from '../../unit/registry/fixtures.js';

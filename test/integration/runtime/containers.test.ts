@@ -17,7 +17,7 @@ import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type Docker from 'dockerode';
-import { type ApiContext, createContext } from '../../../src/api/context.js';
+import { type ApiContext, createContext } from '../../../src/app/index.js';
 import type { SkepConfig } from '../../../src/config/index.js';
 import { DockerRuntime } from '../../../src/runtime/docker/docker-runtime.js';
 import {

@@ -22,7 +22,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { type ApiContext, createContext } from '../../../src/api/context.js';
+import { type ApiContext, createContext } from '../../../src/app/index.js';
 import type { SkepConfig } from '../../../src/config/index.js';
 import { ProcessRuntime, probeBwrap } from '../../../src/runtime/index.js';
 import { relayProgram } from '../../../src/runtime/sandbox/forwarder.js';

@@ -32,7 +32,7 @@ import { type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createContext } from '../../../src/api/context.js';
+import { createContext } from '../../../src/app/index.js';
 import type { SkepConfig } from '../../../src/config/index.js';
 import { ProcessRuntime, probeBwrap, type ServerSpec } from '../../../src/runtime/index.js';
 import { startEgressProxy } from '../../../src/runtime/sandbox/egress-proxy.js';

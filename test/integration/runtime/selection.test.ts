@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { createContext } from '../../../src/api/context.js';
+import { createContext } from '../../../src/app/index.js';
 import { buildTestApp } from '../../helpers/api.js';
 import type { SkepConfig } from '../../../src/config/index.js';
 import { DockerRuntime } from '../../../src/runtime/docker/docker-runtime.js';

@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { generateKeyPair, SignJWT } from 'jose';
 import * as oauth from 'oauth4webapi';
-import type { ApiContext } from '../../../src/api/context.js';
+import type { ApiContext } from '../../../src/app/index.js';
 import { startProxy } from '../../../src/proxy/index.js';
 import { runnerAlive } from '../../../src/workloads/index.js';
 import { connectClient, startRemoteMcp, textOf } from '../auth/harness.js';

@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { createContext } from '../../../src/api/context.js';
+import { createContext } from '../../../src/app/index.js';
 import { probeBwrap } from '../../../src/runtime/index.js';
 import { requireService } from '../../helpers/services.js';
 import { tempHome } from '../../helpers/home.js';

@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { SkepApp } from '../../../src/api/app.js';
-import { type ApiContext, createContext } from '../../../src/api/context.js';
+import { type ApiContext, createContext } from '../../../src/app/index.js';
 import { type RestartPolicy, runWorkload } from '../../../src/runner/index.js';
 import type { SecretLookup } from '../../../src/secrets/index.js';
 import { silentLogger } from '../../../src/shared/index.js';

@@ -15,7 +15,7 @@ import {
   SESSION_IDLE_MS,
   TICKET_TTL_MS,
 } from '../../../src/api/browser-sessions.js';
-import { createContext } from '../../../src/api/context.js';
+import { createContext } from '../../../src/app/index.js';
 import { TEST_API_TOKEN, testApp } from '../../helpers/api.js';
 import { tempHome } from '../../helpers/home.js';
 

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describeToolResult, parseToolArgs } from '../../../src/cli/commands/mcp.js';
+import { describeToolResult, parseToolArgs } from '../../../src/cli/actions/mcp.js';
 import { UsageError } from '../../../src/cli/errors.js';
 
 test('--arg k=v: JSON when the value parses, else the text as typed', () => {

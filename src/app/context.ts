@@ -1,6 +1,7 @@
 /**
- * The composition root of `skep serve`: builds every domain service once, from the config,
- * and hands them to the HTTP routes. Route modules receive this object and nothing else.
+ * The composition root: builds every domain service once, from the config. `skep serve` hands
+ * it to the HTTP routes (route modules receive this object and nothing else); a CLI command
+ * builds it for the length of one command.
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
