@@ -12,6 +12,7 @@
  * response starts; the pipeline has no hook for that moment yet). A refused stream ends at
  * once, so its `denied` event is immediate. At shutdown every exchange still open is written.
  */
+import type { JsonRpcMessage } from '../protocol/index.js';
 import type { ProxyRequestContext } from '../proxy/index.js';
 import type { AuditConfig } from './config.js';
 import {
@@ -19,7 +20,6 @@ import {
   type ExchangeFacts,
   exchangeEvent,
   isStreamOpen,
-  type JsonRpcAnswer,
   streamOpenEvent,
 } from './event.js';
 import type { AuditWriter } from './writer.js';
@@ -51,7 +51,7 @@ interface ExchangeOutcome {
   readonly status: number;
   /** When the stage first saw the request, ms. */
   readonly started: number;
-  readonly reply: JsonRpcAnswer | undefined;
+  readonly reply: JsonRpcMessage | undefined;
   readonly requestText: string | undefined;
   /** A stream open: its `sse_connection` event instead of an exchange event. */
   readonly streamOpen: boolean;
@@ -59,7 +59,7 @@ interface ExchangeOutcome {
 
 /** One request followed from `handle` to its event. */
 class Exchange {
-  #reply: JsonRpcAnswer | undefined;
+  #reply: JsonRpcMessage | undefined;
   #status: number | undefined;
   #timer: NodeJS.Timeout | undefined;
   #done = false;
@@ -85,7 +85,7 @@ class Exchange {
     this.#expectsReply = expectsReply;
   }
 
-  replied(reply: JsonRpcAnswer): void {
+  replied(reply: JsonRpcMessage): void {
     this.#reply = reply;
     // Outer reply hooks (the tools policy) may still rewrite the answer in this turn.
     if (this.#status !== undefined) setImmediate(() => this.finish());

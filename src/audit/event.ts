@@ -17,6 +17,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { JsonRpcMessage } from '../protocol/index.js';
 import { type DelegationChain, delegationChainOf } from '../shared/index.js';
 import { type AuditConfig, auditsEventType } from './config.js';
 
@@ -36,12 +37,6 @@ export interface AuditEvent {
   data?: { request?: unknown; response?: unknown };
 }
 
-/** A JSON-RPC answer, as far as audit reads it. */
-export interface JsonRpcAnswer {
-  readonly error?: unknown;
-  readonly result?: unknown;
-}
-
 /** What the stage knows about one exchange when it writes the event. */
 export interface ExchangeFacts {
   /** HTTP method, upper case. */
@@ -58,7 +53,7 @@ export interface ExchangeFacts {
   readonly status: number;
   readonly durationMs: number;
   /** The JSON-RPC answer, when one was seen. */
-  readonly reply: JsonRpcAnswer | undefined;
+  readonly reply: Pick<JsonRpcMessage, 'error' | 'result'> | undefined;
   /** The request body as received. */
   readonly requestText: string | undefined;
 }
@@ -145,7 +140,9 @@ function capped(text: string): string {
  * with `isError: true` (MCP 2025-11-25 "Tools": tool execution errors are reported in the
  * result so the model can see them). The message is capped at 256 characters.
  */
-export function applicationError(reply: JsonRpcAnswer | undefined): ApplicationError | undefined {
+export function applicationError(
+  reply: Pick<JsonRpcMessage, 'error' | 'result'> | undefined,
+): ApplicationError | undefined {
   if (reply === undefined) return undefined;
   const error: unknown = reply.error;
   if (typeof error === 'object' && error !== null) {

@@ -212,8 +212,7 @@ export class StatelessFlow {
     clearTimeout(parked.timer);
     const responses = msg.params?.['inputResponses'];
     const answer = isJsonObject(responses) ? responses[parked.key] : undefined;
-    if (isJsonObject(answer))
-      this.#host.toChild(JSON.stringify({ jsonrpc: '2.0', id: parked.childId, result: answer }));
+    if (isJsonObject(answer)) this.#host.toChild(resultMessage(parked.childId, answer));
     else
       this.#host.toChild(
         errorMessage(parked.childId, INTERNAL_ERROR, `the client did not answer ${parked.method}`),

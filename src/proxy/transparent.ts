@@ -15,11 +15,16 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createParser } from 'eventsource-parser';
 import type { Agent } from 'undici';
 import { type Logger, lazyRequire } from '../shared/index.js';
 import { hasMediaType, NOSNIFF, sendRefusal } from './http-util.js';
-import { errorMessage, INVALID_PARAMS, type JsonRpcMessage, PROTOCOL_ERRORS } from '../protocol/index.js';
+import {
+  errorMessage,
+  INVALID_PARAMS,
+  type JsonRpcMessage,
+  PROTOCOL_ERRORS,
+  SseDecoder,
+} from '../protocol/index.js';
 import { SSE_HEADERS } from './outlets.js';
 import { runReplyHooks } from './reply-hooks.js';
 import { SharedSessions } from './shared-sessions.js';
@@ -339,7 +344,7 @@ export class TransparentForwarder {
     res.writeHead(upstreamRes.statusCode, headers);
     if (replies.size > 0 && contentType.startsWith('text/event-stream')) {
       const write = orderedWriter(res);
-      const parser = createParser({
+      const events = new SseDecoder({
         onEvent: (e) => {
           const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
           const eventLine = e.event === undefined ? '' : `event: ${e.event}\n`;
@@ -347,8 +352,11 @@ export class TransparentForwarder {
         },
         onRetry: (ms) => write(`retry: ${ms}\n\n`, (text) => text),
       });
-      feedText(upstreamRes.body, parser);
-      upstreamRes.body.on('end', () => write('', () => '', true));
+      upstreamRes.body.on('data', (chunk: Buffer) => events.push(chunk));
+      upstreamRes.body.on('end', () => {
+        events.end();
+        write('', () => '', true);
+      });
       upstreamRes.body.on('error', () => res.destroy());
       return;
     }
@@ -496,7 +504,7 @@ export class TransparentForwarder {
     this.#sseSessions.set(session.id, session);
     res.writeHead(200, SSE_HEADERS);
     const write = orderedWriter(res);
-    const parser = createParser({
+    const events = new SseDecoder({
       onEvent: (e) => {
         if (e.event === 'endpoint') {
           // The server announces where to POST; clients get the proxy's own endpoint instead.
@@ -513,8 +521,11 @@ export class TransparentForwarder {
         if (res.writableLength > this.#deps.limits.maxClientBufferBytes) res.destroy();
       },
     });
-    feedText(upstreamRes.body, parser);
-    upstreamRes.body.on('end', () => write('', () => '', true));
+    upstreamRes.body.on('data', (chunk: Buffer) => events.push(chunk));
+    upstreamRes.body.on('end', () => {
+      events.end();
+      write('', () => '', true);
+    });
     upstreamRes.body.on('error', () => res.destroy());
   }
 
@@ -624,27 +635,18 @@ async function firstMessage(res: UpstreamResponse, contentType: string): Promise
       resolve(m);
       res.body.destroy();
     };
-    const parser = createParser({
+    const events = new SseDecoder({
       onEvent: (e) => {
         // The answer, not a notification the server sends first (a log message).
         const m = parse(e.data);
         if (m !== undefined && (m.result !== undefined || m.error !== undefined)) finish(m);
       },
     });
-    feedText(res.body, parser);
-    res.body.on('end', () => finish(undefined));
+    res.body.on('data', (chunk: Buffer) => events.push(chunk));
+    res.body.on('end', () => {
+      events.end();
+      finish(undefined);
+    });
     res.body.on('error', () => finish(undefined));
   });
-}
-
-/**
- * Feeds a response body to an SSE parser as text. undici's body ignores `setEncoding`, so
- * chunks arrive as bytes; a streaming decoder keeps multi-byte characters split across
- * chunks intact.
- */
-function feedText(body: NodeJS.ReadableStream, parser: { feed(text: string): void }): void {
-  const decoder = new TextDecoder();
-  body.on('data', (chunk: Buffer | string) =>
-    parser.feed(typeof chunk === 'string' ? chunk : decoder.decode(chunk, { stream: true })),
-  );
 }

@@ -13,7 +13,14 @@
  * 17 MB to every runner (`scripts/runner-footprint.mjs` keeps it on demand).
  */
 import { type ClientRequest, type IncomingMessage, request as httpRequest } from 'node:http';
-import { StringDecoder } from 'node:string_decoder';
+import {
+  jsonEvents,
+  jsonRpcError,
+  type JsonRpcMessage,
+  METHOD_NOT_FOUND,
+  resultMessage,
+  SseDecoder,
+} from '../protocol/index.js';
 import { describeError, type Logger, SKEP_VERSION } from '../shared/index.js';
 
 export interface ToolReportOptions {
@@ -46,14 +53,6 @@ const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 /** Reopening the GET stream after it ended: first delay and cap, ms. */
 const STREAM_RETRY_MS = 1000;
 const STREAM_RETRY_MAX_MS = 30_000;
-
-interface RpcMessage {
-  id?: string | number | null;
-  method?: string;
-  params?: Record<string, unknown>;
-  result?: unknown;
-  error?: { code?: unknown; message?: unknown };
-}
 
 /** The proxy no longer knows the session (HTTP 404, MCP 2025-11-25 "Session Management"). */
 class SessionGone extends Error {
@@ -178,9 +177,9 @@ export class ToolReport {
   }
 
   /** POSTs one message; resolves with the answer to `id` (JSON or an SSE stream). */
-  #post(body: string, id: string | undefined): Promise<RpcMessage | undefined> {
+  #post(body: string, id: string | undefined): Promise<JsonRpcMessage | undefined> {
     const signal = AbortSignal.any([this.#quiet, AbortSignal.timeout(REQUEST_TIMEOUT_MS)]);
-    return new Promise<RpcMessage | undefined>((resolve, reject) => {
+    return new Promise<JsonRpcMessage | undefined>((resolve, reject) => {
       const req = httpRequest(this.#options.url, {
         method: 'POST',
         headers: {
@@ -222,7 +221,7 @@ export class ToolReport {
           res.on('end', () => resolve(undefined));
           return;
         }
-        readJson(res).then((m) => resolve(m as RpcMessage), reject);
+        readJson(res).then((m) => resolve(m as JsonRpcMessage), reject);
       });
       req.end(body);
     });
@@ -269,7 +268,7 @@ export class ToolReport {
     req.end();
   }
 
-  #onServerMessage(m: RpcMessage): void {
+  #onServerMessage(m: JsonRpcMessage): void {
     if (m.method === 'notifications/tools/list_changed') {
       this.refresh();
       return;
@@ -279,9 +278,9 @@ export class ToolReport {
     // client declared no capabilities, so anything else is a method it does not have.
     const answer =
       m.method === 'ping'
-        ? { jsonrpc: '2.0', id: m.id, result: {} }
-        : { jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'Method not found' } };
-    this.#post(JSON.stringify(answer), undefined).catch(() => undefined);
+        ? resultMessage(m.id, {})
+        : JSON.stringify(jsonRpcError(m.id, METHOD_NOT_FOUND, 'Method not found'));
+    this.#post(answer, undefined).catch(() => undefined);
   }
 
   async #endSession(): Promise<void> {
@@ -337,31 +336,15 @@ function readJson(res: IncomingMessage): Promise<unknown> {
   });
 }
 
-/** Server-sent events carrying JSON-RPC messages, one per event's `data`; malformed ones are skipped. */
-function readEvents(res: IncomingMessage, onMessage: (m: RpcMessage) => void): void {
-  const decoder = new StringDecoder('utf8');
-  let buffer = '';
-  res.on('data', (chunk: Buffer) => {
-    // CRLF line ends, also split across chunks (a lone CR is not produced by MCP servers).
-    buffer = (buffer + decoder.write(chunk)).replace(/\r\n/g, '\n');
-    if (buffer.length > MAX_ANSWER_BYTES) {
-      res.destroy();
-      return;
-    }
-    for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
-      const event = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = event
-        .split('\n')
-        .filter((line) => line.startsWith('data:'))
-        .map((line) => line.slice(line.startsWith('data: ') ? 6 : 5))
-        .join('\n');
-      if (data === '') continue;
-      try {
-        onMessage(JSON.parse(data) as RpcMessage);
-      } catch {
-        // A malformed event is skipped.
-      }
-    }
-  });
+/**
+ * Server-sent events carrying JSON-RPC messages, one per event's `data`; malformed ones are
+ * skipped, and a stream whose pending event outgrows `MAX_ANSWER_BYTES` is dropped.
+ */
+function readEvents(res: IncomingMessage, onMessage: (m: JsonRpcMessage) => void): void {
+  const events = new SseDecoder(
+    { onEvent: jsonEvents(onMessage), onOverflow: () => res.destroy() },
+    { maxBufferSize: MAX_ANSWER_BYTES },
+  );
+  res.on('data', (chunk: Buffer) => events.push(chunk));
+  res.on('end', () => events.end());
 }

@@ -4,14 +4,8 @@
  * Streamable HTTP exchange through; the answer is JSON or an SSE stream read to its end.
  * Every exchange is kept as raw JSON-RPC for the page to show.
  */
+import { jsonEvents, type JsonRpcMessage, SseDecoder } from '../protocol/index.js';
 import { ApiError, csrfHeaders, request } from './api.js';
-
-export interface JsonRpcResponse {
-  jsonrpc: '2.0';
-  id?: number | string;
-  result?: Record<string, unknown>;
-  error?: { code: number; message: string; data?: unknown };
-}
 
 export interface Exchange {
   request: unknown;
@@ -37,22 +31,12 @@ export interface JsonSchema {
 
 const PROTOCOL_VERSION = '2025-06-18';
 
-/** The messages of an SSE body (`data:` lines joined per event) that parse as JSON. */
+/** The messages of an SSE body (one per event's data) that parse as JSON. */
 export function parseSse(text: string): unknown[] {
   const out: unknown[] = [];
-  for (const event of text.split(/\r?\n\r?\n/)) {
-    const data = event
-      .split(/\r?\n/)
-      .filter((line) => line.startsWith('data:'))
-      .map((line) => line.slice(5).replace(/^ /, ''))
-      .join('\n');
-    if (data === '') continue;
-    try {
-      out.push(JSON.parse(data));
-    } catch {
-      // not JSON: skipped
-    }
-  }
+  const events = new SseDecoder({ onEvent: jsonEvents((m: unknown) => out.push(m)) });
+  events.push(text);
+  events.end();
   return out;
 }
 
@@ -66,7 +50,7 @@ export class McpSession {
 
   constructor(readonly workload: string) {}
 
-  async #post(message: Record<string, unknown>): Promise<JsonRpcResponse | undefined> {
+  async #post(message: Record<string, unknown>): Promise<JsonRpcMessage | undefined> {
     const headers: Record<string, string> = {
       ...csrfHeaders(),
       'content-type': 'application/json',
@@ -113,7 +97,7 @@ export class McpSession {
         messageText,
       );
     }
-    return response as JsonRpcResponse | undefined;
+    return response as JsonRpcMessage | undefined;
   }
 
   /** A request; the JSON-RPC error of the answer becomes an ApiError. */
@@ -122,7 +106,7 @@ export class McpSession {
     if (response?.error !== undefined)
       throw new ApiError(200, `jsonrpc_${response.error.code}`, response.error.message);
     if (response?.result === undefined) throw new ApiError(200, 'no_result', `no answer to ${method}`);
-    return response.result;
+    return response.result as Record<string, unknown>;
   }
 
   async connect(): Promise<void> {

@@ -16,19 +16,19 @@
  *   times out within `SWEEP_MS` after its deadline.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { StringDecoder } from 'node:string_decoder';
 import { type Dispatcher, Pool } from 'undici';
+import {
+  INTERNAL_ERROR,
+  jsonEvents,
+  jsonRpcError,
+  type JsonRpcMessage,
+  REQUEST_CANCELLED,
+  REQUEST_TIMEOUT,
+  SseDecoder,
+  UPSTREAM_UNAVAILABLE,
+} from '../protocol/index.js';
 
 export const BACKEND_PROTOCOL_VERSION = '2025-11-25';
-
-export interface RpcMessage {
-  jsonrpc?: '2.0';
-  id?: string | number | null;
-  method?: string;
-  params?: Record<string, unknown>;
-  result?: unknown;
-  error?: { code: number; message: string; data?: unknown };
-}
 
 /** A JSON-RPC error from the backend, or one the client makes up (timeout, unreachable). */
 export class BackendError extends Error {
@@ -47,15 +47,15 @@ export class BackendError extends Error {
 /** HTTP status of a refused request (401/403 from the backend's auth). */
 export class BackendHttpError extends BackendError {
   constructor(readonly status: number) {
-    super(-32000, `backend answered HTTP ${status}`);
+    super(UPSTREAM_UNAVAILABLE, `backend answered HTTP ${status}`);
   }
 }
 
 export interface BackendCallbacks {
   /** A server → client request; resolves with the result or throws a BackendError. */
-  onServerRequest(message: RpcMessage): Promise<unknown>;
+  onServerRequest(message: JsonRpcMessage): Promise<unknown>;
   /** Any notification the backend sends (progress inside a call is routed by `onProgress`). */
-  onNotification(message: RpcMessage): void;
+  onNotification(message: JsonRpcMessage): void;
 }
 
 /**
@@ -198,7 +198,9 @@ export class BackendSession {
     options: CallOptions,
   ): Promise<unknown> {
     if (this.#closed)
-      return Promise.reject(new BackendError(-32000, 'backend session closed', undefined, true));
+      return Promise.reject(
+        new BackendError(UPSTREAM_UNAVAILABLE, 'backend session closed', undefined, true),
+      );
     const id = `v${++seq}`;
     this.lastRequestId = id;
     return new Promise<unknown>((resolve, reject) => {
@@ -237,7 +239,9 @@ export class BackendSession {
     for (const [id, p] of this.#pending) {
       if (p.deadline > now) continue;
       this.#pending.delete(id);
-      p.reject(new BackendError(-32001, `backend did not answer ${p.method} within ${p.timeoutMs} ms`));
+      p.reject(
+        new BackendError(REQUEST_TIMEOUT, `backend did not answer ${p.method} within ${p.timeoutMs} ms`),
+      );
       void this.notify('notifications/cancelled', { requestId: id, reason: 'timeout' }).catch(
         () => undefined,
       );
@@ -250,7 +254,7 @@ export class BackendSession {
     const p = this.#pending.get(requestId);
     if (p === undefined) return;
     this.#pending.delete(requestId);
-    p.reject(new BackendError(-32800, 'request cancelled'));
+    p.reject(new BackendError(REQUEST_CANCELLED, 'request cancelled'));
     void this.notify(
       'notifications/cancelled',
       reason === undefined ? { requestId } : { requestId, reason },
@@ -272,7 +276,7 @@ export class BackendSession {
     this.#standing?.abort();
     watched.delete(this);
     for (const [id, p] of this.#pending) {
-      p.reject(new BackendError(-32000, 'backend session closed', undefined, true));
+      p.reject(new BackendError(UPSTREAM_UNAVAILABLE, 'backend session closed', undefined, true));
       this.#pending.delete(id);
     }
     if (this.#sessionId !== undefined) {
@@ -291,7 +295,12 @@ export class BackendSession {
     p.reject(
       err instanceof BackendError
         ? err
-        : new BackendError(-32000, `backend unreachable: ${(err as Error).message}`, undefined, true),
+        : new BackendError(
+            UPSTREAM_UNAVAILABLE,
+            `backend unreachable: ${(err as Error).message}`,
+            undefined,
+            true,
+          ),
     );
   }
 
@@ -327,20 +336,23 @@ export class BackendSession {
     if (status === 404 && this.#sessionId !== undefined) {
       // The backend forgot the session (it restarted): everything in flight fails; the owner reopens.
       this.close();
-      throw new BackendError(-32000, 'backend session expired', undefined, true);
+      throw new BackendError(UPSTREAM_UNAVAILABLE, 'backend session expired', undefined, true);
     }
     if (text.length === 0) {
-      if (status >= 400) throw new BackendError(-32000, `backend answered HTTP ${status}`);
+      if (status >= 400) throw new BackendError(UPSTREAM_UNAVAILABLE, `backend answered HTTP ${status}`);
       return;
     }
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
-      throw new BackendError(-32000, `backend answered HTTP ${status} with a body that is not JSON`);
+      throw new BackendError(
+        UPSTREAM_UNAVAILABLE,
+        `backend answered HTTP ${status} with a body that is not JSON`,
+      );
     }
-    if (Array.isArray(parsed)) for (const m of parsed) this.#dispatch(m as RpcMessage);
-    else if (!this.#passRaw(parsed as RpcMessage, text)) this.#dispatch(parsed as RpcMessage);
+    if (Array.isArray(parsed)) for (const m of parsed) this.#dispatch(m as JsonRpcMessage);
+    else if (!this.#passRaw(parsed as JsonRpcMessage, text)) this.#dispatch(parsed as JsonRpcMessage);
   }
 
   /**
@@ -349,7 +361,7 @@ export class BackendSession {
    * "result":R}` or as `{"result":R,"jsonrpc":"2.0","id":ID}` (the MCP SDK's): R is then exactly
    * the text between. Anything else is dispatched as usual.
    */
-  #passRaw(m: RpcMessage, text: string): boolean {
+  #passRaw(m: JsonRpcMessage, text: string): boolean {
     const id = m.id;
     if (typeof id !== 'string' || m.method !== undefined || !('result' in m)) return false;
     const p = this.#pending.get(id);
@@ -369,7 +381,7 @@ export class BackendSession {
     return true;
   }
 
-  readonly #onMessage = (m: RpcMessage): void => this.#dispatch(m);
+  readonly #onMessage = (m: JsonRpcMessage): void => this.#dispatch(m);
 
   #openStanding(): void {
     if (this.#closed) return;
@@ -388,8 +400,9 @@ export class BackendSession {
         await res.body.dump();
         return;
       }
-      const events = new SseReader(this.#onMessage);
+      const events = new SseDecoder({ onEvent: jsonEvents(this.#onMessage) });
       for await (const chunk of res.body as AsyncIterable<Buffer>) events.push(chunk);
+      events.end();
     })()
       .catch(() => undefined)
       .finally(() => {
@@ -398,7 +411,7 @@ export class BackendSession {
       });
   }
 
-  #dispatch(m: RpcMessage): void {
+  #dispatch(m: JsonRpcMessage): void {
     if (m.method === undefined) {
       const id = String(m.id);
       const p = this.#pending.get(id);
@@ -414,10 +427,9 @@ export class BackendSession {
         (result) =>
           this.#answer(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${JSON.stringify(result)}}`),
         (err: unknown) => {
-          const e = err instanceof BackendError ? err : new BackendError(-32603, (err as Error).message);
-          this.#answer(
-            JSON.stringify({ jsonrpc: '2.0', id, error: { code: e.code, message: e.message, data: e.data } }),
-          );
+          const e =
+            err instanceof BackendError ? err : new BackendError(INTERNAL_ERROR, (err as Error).message);
+          this.#answer(JSON.stringify(jsonRpcError(id, e.code, e.message, e.data)));
         },
       );
       return;
@@ -453,14 +465,14 @@ interface PostAnswer {
 class PostReader implements Dispatcher.DispatchHandler {
   #status = 0;
   #headers: IncomingHttpHeaders = {};
-  #events: SseReader | undefined;
+  #events: SseDecoder | undefined;
   #chunks: Buffer[] = [];
-  readonly #onMessage: (m: RpcMessage) => void;
+  readonly #onMessage: (m: JsonRpcMessage) => void;
   readonly #resolve: (answer: PostAnswer) => void;
   readonly #reject: (err: Error) => void;
 
   constructor(
-    onMessage: (m: RpcMessage) => void,
+    onMessage: (m: JsonRpcMessage) => void,
     resolve: (answer: PostAnswer) => void,
     reject: (err: Error) => void,
   ) {
@@ -481,7 +493,7 @@ class PostReader implements Dispatcher.DispatchHandler {
     this.#headers = headers;
     const type = headers['content-type'];
     if (typeof type === 'string' && type.startsWith('text/event-stream'))
-      this.#events = new SseReader(this.#onMessage);
+      this.#events = new SseDecoder({ onEvent: jsonEvents(this.#onMessage) });
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -492,6 +504,7 @@ class PostReader implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     const chunks = this.#chunks;
     let text: string | undefined;
+    this.#events?.end();
     if (this.#events === undefined)
       text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
     this.#resolve({ status: this.#status, headers: this.#headers, text });
@@ -499,38 +512,5 @@ class PostReader implements Dispatcher.DispatchHandler {
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.#reject(err);
-  }
-}
-
-/** Server-sent events carrying JSON-RPC messages (one per event's `data`); a malformed event is skipped. */
-class SseReader {
-  readonly #decoder = new StringDecoder('utf8');
-  readonly #onMessage: (m: RpcMessage) => void;
-  #buffer = '';
-
-  constructor(onMessage: (m: RpcMessage) => void) {
-    this.#onMessage = onMessage;
-  }
-
-  push(chunk: Buffer): void {
-    this.#buffer += this.#decoder.write(chunk);
-    let end = this.#buffer.indexOf('\n\n');
-    while (end !== -1) {
-      const event = this.#buffer.slice(0, end);
-      this.#buffer = this.#buffer.slice(end + 2);
-      let data = '';
-      for (const line of event.split('\n')) {
-        if (line.startsWith('data:'))
-          data += (data ? '\n' : '') + line.slice(line.charCodeAt(5) === 32 ? 6 : 5);
-      }
-      if (data !== '') {
-        try {
-          this.#onMessage(JSON.parse(data) as RpcMessage);
-        } catch {
-          /* a malformed event is skipped */
-        }
-      }
-      end = this.#buffer.indexOf('\n\n');
-    }
   }
 }

@@ -9,16 +9,19 @@
  * and cancellations go to the backend request they name.
  */
 import { PassThrough } from 'node:stream';
+import {
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  jsonRpcError,
+  type JsonRpcMessage,
+  METHOD_NOT_FOUND,
+  RESOURCE_NOT_FOUND,
+  UPSTREAM_UNAVAILABLE,
+} from '../protocol/index.js';
 import type { ProxyIdentity, SessionChild } from '../proxy/index.js';
 import type { Logger } from '../shared/index.js';
 import { type Aggregated, aggregate, type BackendLists, type Obj, routeResource } from './aggregate.js';
-import {
-  BackendError,
-  BackendSession,
-  type CallOptions,
-  RawJson,
-  type RpcMessage,
-} from './backend-client.js';
+import { BackendError, BackendSession, type CallOptions, RawJson } from './backend-client.js';
 import type { BackendInfo } from './backends.js';
 import type { ResolvedVmcpConfig } from './config.js';
 import { LIST_CACHE_MAX_AGE_MS, ListCache } from './list-cache.js';
@@ -26,10 +29,6 @@ import type { Optimizer } from './optimizer/index.js';
 
 /** Where the runner's vMCP middleware puts the caller's identity (it always overwrites it). */
 export const IDENTITY_META = 'dev.skep/identity';
-
-const METHOD_NOT_FOUND = -32601;
-const INVALID_PARAMS = -32602;
-const INTERNAL = -32603;
 
 /** What a session needs from the virtual server that owns it. */
 export interface SessionHost {
@@ -130,7 +129,8 @@ export class VirtualSession {
     this.#unsubscribe();
     for (const o of this.#open.values()) o.session.close();
     this.#open.clear();
-    for (const a of this.#asked.values()) a.reject(new BackendError(-32000, 'client session ended'));
+    for (const a of this.#asked.values())
+      a.reject(new BackendError(UPSTREAM_UNAVAILABLE, 'client session ended'));
     this.#asked.clear();
     this.#fromServer.end();
     this.#onClose();
@@ -173,14 +173,13 @@ export class VirtualSession {
   }
 
   #error(id: string | number, code: number, message: string, data?: unknown): void {
-    const error = data === undefined ? { code, message } : { code, message, data };
-    this.#send(JSON.stringify({ jsonrpc: '2.0', id, error }));
+    this.#send(JSON.stringify(jsonRpcError(id, code, message, data)));
   }
 
   #line(line: string): void {
-    let m: RpcMessage;
+    let m: JsonRpcMessage;
     try {
-      m = JSON.parse(line) as RpcMessage;
+      m = JSON.parse(line) as JsonRpcMessage;
     } catch {
       return;
     }
@@ -204,7 +203,7 @@ export class VirtualSession {
       if (err instanceof BackendError) this.#error(id, err.code, err.message, err.data);
       else {
         this.#host.logger.warn({ err }, 'virtual MCP request failed');
-        this.#error(id, INTERNAL, 'internal error');
+        this.#error(id, INTERNAL_ERROR, 'internal error');
       }
     });
   }
@@ -325,7 +324,8 @@ export class VirtualSession {
       case 'resources/unsubscribe': {
         const uri = params['uri'];
         const route = typeof uri === 'string' ? routeResource(await this.#lists(), uri) : undefined;
-        if (route === undefined) throw new BackendError(-32002, `Resource not found: ${String(uri)}`);
+        if (route === undefined)
+          throw new BackendError(RESOURCE_NOT_FOUND, `Resource not found: ${String(uri)}`);
         await this.#forward(id, route.backend, method, params, false);
         return;
       }
@@ -415,7 +415,7 @@ export class VirtualSession {
           this.#cache.invalidate(backend);
           continue;
         }
-        if (err instanceof BackendError && !err.unreachable && err.code !== -32000) {
+        if (err instanceof BackendError && !err.unreachable && err.code !== UPSTREAM_UNAVAILABLE) {
           this.#error(id, err.code, err.message, err.data);
           return;
         }
@@ -435,7 +435,7 @@ export class VirtualSession {
     }
     const message = `backend ${backend} is unavailable: ${reason}`;
     if (isTool) this.#reply(id, { content: [{ type: 'text', text: message }], isError: true });
-    else this.#error(id, -32000, message);
+    else this.#error(id, UPSTREAM_UNAVAILABLE, message);
   }
 
   /** The backend session, opened on first use (the session itself once it is ready). */
@@ -447,7 +447,9 @@ export class VirtualSession {
     }
     const info = this.#host.backends().find((b) => b.name === backend);
     if (info === undefined)
-      return Promise.reject(new BackendError(-32000, 'it is not running or not healthy', undefined, false));
+      return Promise.reject(
+        new BackendError(UPSTREAM_UNAVAILABLE, 'it is not running or not healthy', undefined, false),
+      );
     const session = new BackendSession(info.url, () => this.#host.headers(backend, this.#identity), {
       onServerRequest: (m) => this.#ask(m),
       onNotification: (m) => this.#backendNotification(backend, m),
@@ -473,8 +475,8 @@ export class VirtualSession {
   }
 
   /** A backend's request to the client (sampling, elicitation, roots): asked on this session. */
-  #ask(m: RpcMessage): Promise<unknown> {
-    if (this.#closed) return Promise.reject(new BackendError(-32000, 'client session ended'));
+  #ask(m: JsonRpcMessage): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new BackendError(UPSTREAM_UNAVAILABLE, 'client session ended'));
     const id = `vmcp-${++this.#askSeq}`;
     return new Promise((resolve, reject) => {
       this.#asked.set(id, { resolve, reject });
@@ -486,7 +488,7 @@ export class VirtualSession {
     });
   }
 
-  #backendNotification(backend: string, m: RpcMessage): void {
+  #backendNotification(backend: string, m: JsonRpcMessage): void {
     const method = m.method!;
     if (method.endsWith('/list_changed') && method !== 'notifications/roots/list_changed') {
       // Every session of this virtual server re-reads the backend's lists (`list-cache.ts`).
@@ -575,7 +577,7 @@ export class VirtualSession {
       const reason = (s.reason as Error).message;
       if (this.#host.config.partialFailureMode === 'fail') {
         throw new BackendError(
-          -32000,
+          UPSTREAM_UNAVAILABLE,
           `backend ${name} failed to list its capabilities: ${reason} (partialFailureMode fail)`,
         );
       }

@@ -3,6 +3,12 @@
  * (ToolHive's error mapping: one status → JSON-RPC code table, the request id echoed, and omitted —
  * never null — when the request has none), and the size cap.
  */
+import {
+  INTERNAL_ERROR,
+  INVALID_REQUEST,
+  jsonRpcError,
+  type JsonRpcErrorResponse,
+} from '../protocol/index.js';
 import type { Logger } from '../shared/index.js';
 import { WEBHOOK_LIMITS } from './config.js';
 import {
@@ -29,18 +35,14 @@ export interface WebhookChainInput {
 export interface WebhookRejection {
   readonly status: number;
   readonly headers: Record<string, string>;
-  readonly body: {
-    jsonrpc: '2.0';
-    id?: string | number;
-    error: { code: number; message: string };
-  };
+  readonly body: JsonRpcErrorResponse;
 }
 
 /** ToolHive's mapping: 403 and 422 → JSON-RPC 403; 413 → -32600 (invalid request); else -32603. */
 export function jsonRpcCodeForStatus(status: number): number {
   if (status === 403 || status === 422) return 403;
-  if (status === 413) return -32600;
-  return -32603;
+  if (status === 413) return INVALID_REQUEST;
+  return INTERNAL_ERROR;
 }
 
 export function webhookRejection(
@@ -51,11 +53,7 @@ export function webhookRejection(
   return {
     status,
     headers: { 'content-type': 'application/json' },
-    body: {
-      jsonrpc: '2.0',
-      ...(id === undefined ? {} : { id }),
-      error: { code: jsonRpcCodeForStatus(status), message },
-    },
+    body: jsonRpcError(id, jsonRpcCodeForStatus(status), message),
   };
 }
 

@@ -11,6 +11,7 @@ import type {
   ToolAnnotations,
 } from '../../authz/index.js';
 import { annotationsOf, decodeUpstreamClaims } from '../../authz/runtime.js';
+import { PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
 import type { ProxyMiddlewareResult, ProxyRequestContext, ReplyHook } from '../../proxy/index.js';
 import type { Logger } from '../../shared/index.js';
 import { callerClaims } from '../identity.js';
@@ -79,14 +80,10 @@ function isClientResponse(value: unknown): boolean {
 
 function denial(id: unknown): ProxyMiddlewareResult {
   return {
-    status: 403,
+    status: PROTOCOL_ERRORS.unauthorized.status,
     headers: { 'content-type': 'application/json' },
-    body: {
-      jsonrpc: '2.0',
-      // Omitted, never null, when absent (reference conventions, #5950).
-      ...(typeof id === 'string' || typeof id === 'number' ? { id } : {}),
-      error: { code: 403, message: 'Unauthorized' },
-    },
+    // The id is omitted, never null, when the request had none (as the reference does).
+    body: refusalBody('unauthorized', typeof id === 'string' || typeof id === 'number' ? id : undefined),
   };
 }
 

@@ -17,6 +17,7 @@
  * on a workstation everyone is one user. A limited call gets HTTP 429 with `Retry-After` and
  * the JSON-RPC error code 429, as the reference sends them.
  */
+import { PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
 import { isEmptyRateLimitConfig, parseRateLimitConfig, type RateLimitConfig } from '../../ratelimit/index.js';
 import { definedOnly, parseRedisAddress, sessionRedisPassword, SkepError } from '../../shared/index.js';
 import { callerClaims } from '../identity.js';
@@ -137,13 +138,9 @@ export const rateLimitStage: StageFactory = {
         if (decision.allowed) return undefined;
         const seconds = decision.retryAfterSeconds;
         return {
-          status: 429,
+          status: PROTOCOL_ERRORS.rate_limited.status,
           headers: { 'Content-Type': 'application/json', 'Retry-After': String(seconds) },
-          body: {
-            jsonrpc: '2.0',
-            ...(mcp.id === undefined ? {} : { id: mcp.id }),
-            error: { code: 429, message: 'Rate limit exceeded', data: { retryAfterSeconds: seconds } },
-          },
+          body: refusalBody('rate_limited', mcp.id, { retryAfterSeconds: seconds }),
         };
       },
       close: () => limiter.close(),
