@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { generateSelfSignedCert } from '../../../src/operator/certs.js';
 import { goDurationNs, isSkepError } from '../../../src/shared/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 import {
@@ -11,6 +10,7 @@ import {
   parseWebhookStageConfig,
   parseWebhookTimeout,
 } from '../../../src/webhooks/index.js';
+import { TEST_CERT, TEST_KEY } from '../../fixtures/tls-self-signed.js';
 
 const noSecrets = async (): Promise<string | undefined> => undefined;
 
@@ -118,7 +118,7 @@ test('the list must be non-empty and names unique', async () => {
 
 test('§3.1 tls_config: files must exist, be PEM, and cert and key go together', async (t) => {
   const dir = tempDir(t);
-  const { cert, key } = generateSelfSignedCert(['127.0.0.1']);
+  const [cert, key] = [TEST_CERT, TEST_KEY];
   const certFile = join(dir, 'tls.crt');
   const keyFile = join(dir, 'tls.key');
   const junk = join(dir, 'junk.pem');
