@@ -22,11 +22,11 @@ test('the runner bundle loads no on-demand library up front', () => {
   assert.deepEqual(report['external_packages'], ['better-sqlite3']);
 });
 
-test('the check fails for an entry that loads them (the CLI)', () => {
-  const { status, report } = footprint('--entry', 'src/cli/main.ts');
+test('the check fails for an entry that loads them (the API server)', () => {
+  const { status, report } = footprint('--entry', 'src/api/server.ts');
   assert.equal(status, 1);
   const offenders = report['loaded_up_front_but_on_demand_only'] as string[];
   assert.ok(offenders.includes('typebox') && offenders.includes('pino'), String(offenders));
-  // The CLI builds the API's pipeline checks only, but its routes serve /metrics.
+  // The API builds the pipeline checks only, but its routes serve /metrics.
   assert.ok(offenders.includes('src/telemetry/metrics.ts'), String(offenders));
 });
