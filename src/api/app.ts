@@ -65,7 +65,7 @@ export interface AppOptions {
 
 export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promise<SkepApp> {
   const transport = options.transport ?? 'tcp';
-  // Misuse, not input: an app on TCP without a token would be F1 again (issue 16).
+  // Misuse, not input: an app on TCP without a token would let any local user call the API.
   if (transport === 'tcp' && (options.apiToken === undefined || options.apiToken === ''))
     throw new Error('buildApp: an apiToken is required on TCP');
   const scheme = options.tls === undefined ? 'http' : 'https';

@@ -2,9 +2,9 @@
  * `skep serve`: binds the management API on TCP or a unix socket, enforces one healthy
  * server per state dir through the discovery file, and shuts down gracefully.
  *
- * On TCP every request but `GET /health` needs the API token (issue 16, F1). Binding beyond
- * loopback is an explicit choice (`allowRemote`), checked with every other listener setting
- * (origins, TLS files, port) before anything is bound or written.
+ * On TCP every request but `GET /health` needs the API token (else any local user could call the
+ * API). Binding beyond loopback is an explicit choice (`allowRemote`), checked with every other
+ * listener setting (origins, TLS files, port) before anything is bound or written.
  */
 import { createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -278,7 +278,7 @@ export async function startServer(
   const where = plan.kind === 'unix' ? plan.socket : `${plan.host}:${plan.port}`;
   try {
     if (plan.kind === 'unix') {
-      // 0700: only the user reaches the socket inside a directory Skep creates (issue 16 item 1).
+      // 0700: only the user reaches the socket inside a directory Skep creates.
       mkdirSync(dirname(plan.socket), { recursive: true, mode: 0o700 });
       rmSync(plan.socket, { force: true });
       await app.listen({ path: plan.socket });

@@ -1,5 +1,5 @@
 /**
- * The web UI (issue 22) on the API's own origin: its page for `/` and every deep link
+ * The web UI (docs/web-ui.md) on the API's own origin: its page for `/` and every deep link
  * (`/servers/<name>`, `/catalog`, …) to a browser that is logged in, a page that says how to
  * log in to one that is not, the hashed assets of `dist/ui/` (scripts/bundle-ui.mjs), and
  * `POST /api/v1beta/workloads/:name/mcp`, through which the playground talks to a workload's

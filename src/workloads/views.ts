@@ -51,7 +51,7 @@ export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
     proxy_mode: c.proxy_mode ?? 'streamable-http',
     remote: c.remote_url !== undefined,
     url: proxyUrlOf(row),
-    // The seed's `tools` are the server's tool names: as its runner listed them at the proxy,
+    // ToolHive's `tools` are the server's tool names: as its runner listed them at the proxy,
     // else (not reported yet, or stopped) the names the configuration exposes, if it lists any.
     tools: row.tools ?? c.tools_filter ?? [],
     transport_type: c.transport,

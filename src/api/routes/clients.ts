@@ -1,6 +1,6 @@
 /**
  * `/api/v1beta/clients` and `/api/v1beta/discovery/clients`: client discovery, registration in
- * groups, and unregistration (management-api §1.1). Bodies are checked loosely here (types
+ * groups, and unregistration (ToolHive's client API). Bodies are checked loosely here (types
  * only) so that the domain reports an unknown client type as `client_unknown` and an empty
  * list as `bad_request`, with messages that say what to fix.
  */

@@ -1,6 +1,6 @@
 /**
- * Registry routes: the native shape under `/api/v1beta/registry` (reference §1.2) and the
- * MCP-registry-v0.1-style catalog under `/registry/{registryName}/v0.1` (reference §1.3).
+ * Registry routes: ToolHive's native shape under `/api/v1beta/registry` and its
+ * MCP-registry-v0.1-style catalog under `/registry/{registryName}/v0.1`.
  * When the registry is served from a stale copy because its source is down, responses
  * carry a `Warning: 110` header naming the problem.
  */
@@ -84,7 +84,7 @@ const AuthBody = Type.Object(
 
 const LoginStatus = Type.Object({ status: Type.String() });
 
-/** seed "Group": the members of a registry group, each in the map of its kind. */
+/** ToolHive's group shape: the members of a registry group, each in the map of its kind. */
 const RegistryGroup = Type.Object(
   {
     name: Type.String(),
@@ -113,7 +113,7 @@ const RegistryContent = Type.Object(
 
 const PagingMetadata = Type.Object({ total: Type.Integer(), page: Type.Integer(), limit: Type.Integer() });
 
-// Kept as text: a non-integer or non-positive value falls back to the default (reference §1.3).
+// Kept as text: a non-integer or non-positive value falls back to the default (as in ToolHive).
 const ListQuery = Type.Object({
   q: Type.Optional(Type.String({ description: 'Case-insensitive substring filter.' })),
   page: Type.Optional(Type.String({ description: '1-based page number; default 1.' })),
@@ -129,7 +129,7 @@ const CatalogParams = Type.Object({
   registryName: Type.String({ description: 'Ignored: the default registry is served.' }),
 });
 
-/** The catalog surface answers with the reference's v0.1 code `not_found` (reference §0.1). */
+/** The catalog surface answers with the reference's v0.1 code `not_found` (ToolHive's error body). */
 async function catalogCall<T>(fn: () => Promise<T>): Promise<T> {
   try {
     return await fn();

@@ -1,6 +1,6 @@
 /**
  * `/api/v1beta/skills`: validate, content preview, build, push, local builds, install, list,
- * details and uninstall (management-api §1.5 and the skills rows of §2). Handlers only
+ * details and uninstall (ToolHive's `/api/v1beta/skills` operations). Handlers only
  * validate the request shape and call the skills service.
  */
 import { Type } from 'typebox';

@@ -1,7 +1,7 @@
 /**
  * `/api/v1beta/workloads`: create, list, inspect, export, update (merge), stop, restart,
  * delete (one or in bulk), status and logs. Paths and bodies follow the reference
- * (management-api.md §1.6, §2); see the route descriptions for where Skep differs.
+ * (ToolHive's `/api/v1beta/workloads`); see the route descriptions for where Skep differs.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -24,9 +24,9 @@ import { withErrors } from '../schemas.js';
 const NameParams = Type.Object({ name: Type.String({ description: 'Workload name.' }) });
 const NamePort = Type.Object({ name: Type.String(), port: Type.Integer() });
 /**
- * seed "Workloads": bulk delete and bulk restart answer 202 with a JSON string (a short
- * message), and so do the other 202s of the reference document (bulk stop, and stop,
- * restart and delete of one workload). The names the operation applies to go to the log.
+ * As in ToolHive's API, bulk delete and bulk restart answer 202 with a JSON string (a short
+ * message), and so do its other 202s (bulk stop, and stop, restart and delete of one
+ * workload). The names the operation applies to go to the log.
  */
 const Accepted = Type.String({
   description: 'Accepted: a short message; the work continues in the background. Poll the status.',
