@@ -1,5 +1,5 @@
 // The workload runner runs once per workload, so what it loads up front is a fixed cost per
-// workload (issue 3's memory target). scripts/runner-footprint.mjs builds it the way
+// workload (the proxy benchmark's memory target). scripts/runner-footprint.mjs builds it the way
 // `npm run build` does and follows its static imports.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';

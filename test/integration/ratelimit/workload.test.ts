@@ -1,5 +1,5 @@
 /**
- * Rate limits through real workloads (issue 18 item 2): run configurations imported like
+ * Rate limits through real workloads: run configurations imported like
  * `skep run --from-config`, the runner run in this process (pipeline from the run
  * configuration, the proxy, server-everything as a stdio child), the official MCP SDK
  * client. In memory (`rate_limit_config` alone): the call after `maxTokens` gets the

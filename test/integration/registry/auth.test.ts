@@ -1,9 +1,9 @@
 /**
- * Registry authentication (issue 24 item 1; reference vmcp-operator.md §4.2,
- * management-api.md §1.2) with real parts: oidc-provider as the issuer, a loopback registry
- * that checks the bearer JWT against the provider's JWKS, Skep's encrypted secrets store.
- * The login is driven as a user would: the authorization URL Skep shows is followed with an
- * HTTP client through the provider's login and consent pages to Skep's loopback callback.
+ * Registry authentication (as ToolHive's registry login and `PUT /api/v1beta/registry` have it)
+ * with real parts: oidc-provider as the issuer, a loopback registry that checks the bearer JWT
+ * against the provider's JWKS, Skep's encrypted secrets store. The login is driven as a user would:
+ * the authorization URL Skep shows is followed with an HTTP client through the provider's login and
+ * consent pages to Skep's loopback callback.
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';

@@ -1,9 +1,9 @@
 /**
- * Registry groups end to end (issue 24 item 3): a registry file that defines `data.groups`,
- * seen through the native API in the seed's shape; ToolHive Studio's "Install group" wizard
- * (reference vmcp-operator.md §6: POST /groups, then POST /workloads with `registry`,
- * `server` and the group, once per member) run against real runners; the group removed in
- * bulk; and the groups carried through a second Skep's v0.1 API (`x/dev.skep/groups`).
+ * Registry groups end to end: a registry file that defines `data.groups`, seen through the native
+ * API in ToolHive's shape; ToolHive Studio's "Install group" wizard (POST /groups, then POST
+ * /workloads with `registry`, `server` and the group, once per member) run against real runners;
+ * the group removed in bulk; and the groups carried through a second Skep's v0.1 API
+ * (`x/dev.skep/groups`).
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -136,7 +136,7 @@ test(
       ],
     );
 
-    // Bulk delete by group: 202 with a JSON string (seed "Delete workloads in bulk").
+    // Bulk delete by group: 202 with a JSON string (as ToolHive answers a bulk delete).
     const removed = await app.inject({
       method: 'POST',
       url: '/api/v1beta/workloads/delete',

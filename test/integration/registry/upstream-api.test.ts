@@ -1,7 +1,7 @@
 /**
- * A second Skep instance's own v0.1 catalog API as the upstream of the first one
- * (issue 4 "Must show"): paged fetch of servers and skills, type detection from a base
- * URL, short-name lookup through the API source, and the private-address guard.
+ * A second Skep instance's own v0.1 catalog API as the upstream of the first one: paged fetch of
+ * servers and skills, type detection from a base URL, short-name lookup through the API source, and
+ * the private-address guard.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { generateDocument } from '../../unit/registry/fixtures.js';
 /**
  * Starts a Skep API on 127.0.0.1:0 whose default registry is a file of `servers` generated
  * entries. Registry sources send no credentials, and `skep serve` on TCP asks every caller
- * for its API token (issue 16, F1), so by default the app is built without authentication
+ * for its API token, so by default the app is built without authentication
  * (as its unix-socket app is) to serve the v0.1 catalog; `authenticated` builds it as
  * `skep serve` on TCP does.
  */

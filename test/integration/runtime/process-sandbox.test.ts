@@ -1,5 +1,5 @@
 /**
- * Issue 19: local servers in the bubblewrap sandbox, with real parts. The probe fixture
+ * Local servers in the bubblewrap sandbox (docs/sandbox.md), with real parts. The probe fixture
  * (`test/fixtures/mcp/probe-server.mjs`) runs as a workload through the manager, a detached
  * runner and the proxy, driven by the official MCP SDK client; it tries everything its
  * profile does not allow and the tests check that the sandbox refuses it (and that a canary's

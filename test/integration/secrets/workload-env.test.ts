@@ -1,5 +1,5 @@
 /**
- * Issue 5, end to end: a workload that references a secret receives its value as an
+ * Secrets end to end: a workload that references a secret receives its value as an
  * environment variable, resolved in the detached runner process (a separate process that
  * finds the password in the 0600 password file written by setup), and the value appears
  * nowhere in the state dir, the logs or the export.

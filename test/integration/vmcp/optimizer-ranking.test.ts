@@ -1,5 +1,5 @@
 /**
- * Ranking quality of the optimizer's BM25 search (issue 20 item 7) on a realistic set: the
+ * Ranking quality of the optimizer's BM25 search on a realistic set: the
  * tool definitions the real `@modelcontextprotocol/server-everything` lists (fetched with the
  * official SDK client over stdio) plus the ~500 synthetic SaaS-style tools of
  * test/fixtures/mcp/synthetic-tools.mjs. Each query names the tool a person would pick.

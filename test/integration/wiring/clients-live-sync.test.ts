@@ -1,5 +1,5 @@
 /**
- * Live client sync with real parts (issue 6): a registered client's config file follows a
+ * Live client sync with real parts: a registered client's config file follows a
  * real workload — a detached runner serving server-everything — as it starts, stops and is
  * removed. The composition root wires `workloads.onChange` to the clients' sync.
  */

@@ -1,15 +1,14 @@
 /**
- * The embedded OAuth 2.1 authorization server in a real workload (issue 11; seed 000
- * `embedded_auth_server_config` / `upstream_swap_config`, seed 001 `embeddedAuthServer` /
- * `upstreamInject`; external-auth.md §3.8). A workload is created through the
- * WorkloadManager with a RunConfig naming an `oidc` upstream (a real `oidc-provider` on
- * loopback); its detached runner mounts the authorization server on the workload's proxy.
- * A real OAuth client (oauth4webapi) then runs metadata → register → authorize → Skep's
- * consent page (approved) → upstream login (driven over HTTP) → callback → token against the
- * proxy URL, and the official MCP SDK client uses the token through the proxy. The issuer
- * is left unset: it defaults to the proxy's origin, and `allowed_audiences` to its `/mcp`
- * URL. The last test pins the proxy's `handlers` hook itself (what a mounted handler is and
- * is not offered).
+ * The embedded OAuth 2.1 authorization server in a real workload (ToolHive's
+ * `embedded_auth_server_config` / `upstream_swap_config`, and the CRD's `embeddedAuthServer` /
+ * `upstreamInject`). A workload is created through the WorkloadManager with a RunConfig naming an
+ * `oidc` upstream (a real `oidc-provider` on loopback); its detached runner mounts the
+ * authorization server on the workload's proxy. A real OAuth client (oauth4webapi) then runs
+ * metadata → register → authorize → Skep's consent page (approved) → upstream login (driven over
+ * HTTP) → callback → token against the proxy URL, and the official MCP SDK client uses the token
+ * through the proxy. The issuer is left unset: it defaults to the proxy's origin, and
+ * `allowed_audiences` to its `/mcp` URL. The last test pins the proxy's `handlers` hook itself
+ * (what a mounted handler is and is not offered).
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -111,7 +110,7 @@ async function login(origin: string): Promise<{ accessToken: string; as: oauth.A
   const session = await registerClient({ url: prm.authorization_servers[0] } as Host);
   assert.equal(session.as.issuer, origin);
   assert.equal(session.as.token_endpoint, `${origin}/oauth/token`);
-  // Skep's consent page (issue 16, F2) is served, and approved, through the proxy.
+  // Skep's consent page (against a confused deputy) is served, and approved, through the proxy.
   const consentPages: string[] = [];
   const tokens = await authorize(session, 'alice', {
     onConsentPage: (page) => consentPages.push(page.action),
@@ -315,8 +314,8 @@ test(
     assert.equal(ctx.workloads.status('misconfigured').status, 'error');
 
     // upstream_swap_config without the embedded server is refused the same way. It sets a
-    // header of requests to an HTTP server (on a stdio server it is refused at create, issue 17
-    // item 5), so this workload is a remote one; the runner stops before reaching it.
+    // header of requests to an HTTP server (on a stdio server it is refused at create, as a
+    // field with no effect), so this workload is a remote one; the runner stops before reaching it.
     await ctx.workloads.createFromConfig(
       {
         name: 'swap-alone',

@@ -1,5 +1,5 @@
 /**
- * Issue 17 item 5, no silent fields: a run-configuration field this build would store and
+ * No silent fields: a run-configuration field this build would store and
  * ignore is refused with 400 `unsupported_field` naming it; its default passes; fields that
  * work only for some servers pass there and are refused elsewhere; Studio's create body passes.
  * The first test is the field audit: every RunConfig field is either honoured (where, below)
@@ -143,7 +143,7 @@ const REFUSED: [string, unknown, Kind, unknown[]][] = [
   ['endpoint_prefix', '/team-a', 'process', ['']],
   ['svc_ca_bundle', '/etc/ca.pem', 'process', ['']],
   ['jwks_auth_token_file', '/var/run/token', 'process', ['']],
-  // Issue 18: honoured when it exports somewhere; settings with nowhere to go are refused, the
+  // Telemetry: honoured when it exports somewhere; settings with nowhere to go are refused, the
   // reference's switches and sampling rate alone pass (they are its defaults).
   [
     'telemetry_config',
@@ -413,7 +413,8 @@ test('issue 18 item 3: scaling_config.session_redis passes for a streamable-HTTP
   );
   const limited = withValue(redis, 'rate_limit_config', { perUser: { maxTokens: 5, refillPeriod: '1m0s' } });
   assert.deepEqual(unsupportedFields(limited, skep), []);
-  // backend_replicas stays refused, with or without rate limits; 0 counts as a value (§6).
+  // backend_replicas stays refused, with or without rate limits; 0 counts as a value
+  // (a replica count in ToolHive).
   const replicas = withValue(limited, 'scaling_config.backend_replicas', 0);
   assert.deepEqual(
     unsupportedFields(replicas, skep).map((p) => p.field),

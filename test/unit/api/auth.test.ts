@@ -1,9 +1,9 @@
 /**
- * Issue 16, F1: the management API on TCP had no authentication. Every route but
- * `GET /health` (and the login link's landing `GET /auth/login`, and `GET /auth/challenge`,
- * which proves the server to `skep ui`) now needs the bearer token or a browser session used
- * from the server's own pages with its CSRF token. The table below walks the OpenAPI
- * document, so a route added later is covered without touching this file.
+ * The management API on TCP needs authentication (any local user could call it). Every route but
+ * `GET /health` (and the login link's landing `GET /auth/login`, and `GET /auth/challenge`, which
+ * proves the server to `skep ui`) now needs the bearer token or a browser session used from the
+ * server's own pages with its CSRF token. The table below walks the OpenAPI document, so a route
+ * added later is covered without touching this file.
  */
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';

@@ -159,7 +159,7 @@ test('DNS rebinding: foreign Host, foreign Origin or another loopback port → 4
     headers: { host: '127.0.0.1:8080', origin: 'http://attacker.example' },
   });
   assert.equal(evilOrigin.statusCode, 403);
-  // SameSite does not separate ports: a page on another loopback port is another origin (issue 16, F3).
+  // SameSite does not separate ports: a page on another loopback port is another origin.
   const otherPort = await app.inject({
     method: 'GET',
     url: '/api/v1beta/groups',

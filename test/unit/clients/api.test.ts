@@ -1,7 +1,7 @@
 /**
  * The clients routes through the real Fastify app (`inject`), on a temporary SKEP_HOME and a
  * temporary user HOME: discovery order and detection, registration defaults, validation before
- * any write (seed: unknown client → 400, unknown group → 404, empty names → 400).
+ * any write (as in ToolHive: unknown client → 400, unknown group → 404, empty names → 400).
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

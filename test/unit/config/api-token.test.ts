@@ -1,5 +1,5 @@
 /**
- * Issue 16, F1: the API token. `SKEP_API_TOKEN` wins; otherwise the first `skep serve`
+ * The API token. `SKEP_API_TOKEN` wins; otherwise the first `skep serve`
  * generates the `api-token` file (0600, atomic, exclusive) and everyone reads it back; a
  * file others could read, or that holds no token, is refused, never silently replaced. Several
  * processes creating it at once: test/integration/config/api-token.test.ts.

@@ -29,7 +29,7 @@ test('seed "Get a registry": RegistryInfo plus native content; any other name is
   assert.equal(body.name, 'default');
   assert.ok(body.registry.servers['io.github.modelcontextprotocol/fetch'].image === 'mcp/fetch');
   assert.equal(body.registry.remote_servers['com.notion/notion'].url, 'https://mcp.notion.com/mcp');
-  // seed "Group" (issue 24 item 3): the built-in catalog's groups, members in the map of their kind.
+  // ToolHive's group shape: the built-in catalog's groups, members in the map of their kind.
   const cloudflare = body.registry.groups.find((g: { name: string }) => g.name === 'cloudflare');
   assert.deepEqual(Object.keys(cloudflare).sort(), ['description', 'name', 'remote_servers', 'servers']);
   assert.equal(
@@ -172,7 +172,7 @@ test('reference §1.2 PUT: bad input is 400 and changes nothing; other registry 
     [{ api_url: 'not a url' }, 400, /is not a URL/],
     [{ local_path: join(home.dir, 'missing.json') }, 400, /does not exist/],
     [{ url: 5 }, 400, /url/],
-    // Registry authentication (issue 24 item 1) applies to url and api_url sources only.
+    // Registry authentication applies to url and api_url sources only.
     [{ auth: { issuer: 'https://x', client_id: 'y' } }, 400, /built-in catalog needs none/],
     [{ auth: { issuer: 'https://x' } }, 400, /^auth\.issuer and auth\.client_id are required$/],
   ];

@@ -1,5 +1,5 @@
 /**
- * `telemetry_config` validation (reference middleware.md §5.1) and where Skep does better:
+ * `telemetry_config` validation (ToolHive's shape) and where Skep does better:
  * endpoint-only turns tracing and metrics on, an invalid `samplingRate` is a 400 naming it,
  * a scheme that contradicts `insecure` is refused, settings with nowhere to go are refused
  * at create (through the API, before anything is stored).

@@ -1,5 +1,5 @@
 /**
- * The metric side of telemetry (reference middleware.md §5.3, §4.2): the 128-byte label cut,
+ * The metric side of telemetry (as ToolHive names its metrics): the 128-byte label cut,
  * the argument summary's redaction and caps, the series registry (buckets, cardinality
  * limit), the exposed Prometheus names and format, and the rate limiter's counters as the
  * reference's metrics. Prometheus's own `promtool` checks the same exposition in

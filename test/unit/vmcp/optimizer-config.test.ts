@@ -1,5 +1,5 @@
 /**
- * The vMCP `optimizer` config block (reference §1.9): defaults, the numbers the reference
+ * The vMCP `optimizer` config block (ToolHive's MCP Optimizer): defaults, the numbers the reference
  * sends as strings, ranges, the embedding service fields, and errors that name the field.
  */
 import assert from 'node:assert/strict';

@@ -1,7 +1,7 @@
 /**
- * The optimizer's optional embeddings (reference §1.9): hybrid BM25 + semantic answers, the
- * TEI and OpenAI-compatible request shapes, and the fallback to BM25 alone (logged once)
- * when the service fails, hangs or is unreachable.
+ * The optimizer's optional embeddings (as ToolHive's optimizer uses them): hybrid BM25 + semantic
+ * answers, the TEI and OpenAI-compatible request shapes, and the fallback to BM25 alone (logged
+ * once) when the service fails, hangs or is unreachable.
  *
  * The embedding service here is a STAND-IN: undici's `MockAgent` on the global dispatcher
  * (the one `fetch` uses; real connections refused) answers the TEI (`POST /embed`) and OpenAI

@@ -1,5 +1,5 @@
 /**
- * The run-configuration rules for a proxy's reach (issue 16 items 2 and 3), as pure functions:
+ * The run-configuration rules for a proxy's reach, as pure functions:
  * loopback binds are free, anything else needs inbound auth; allowed origins are exact.
  */
 import assert from 'node:assert/strict';

@@ -4,7 +4,7 @@ import { isSkepError } from '../../../src/shared/index.js';
 import { RunConfigSchema } from '../../../src/schemas/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 
-/** Top-level fields of the seed's "Workload run configuration (export response)" table. */
+/** Top-level fields of ToolHive's run configuration as its export returns it. */
 const SEED_EXPORT_FIELDS = [
   'allow_docker_gateway',
   'debug',
