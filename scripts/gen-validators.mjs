@@ -16,6 +16,12 @@ const standaloneCode = standaloneModule.default;
 /** The validators: which schema (an export of a module under src/schemas/) goes to which file. */
 export const VALIDATORS = [
   {
+    file: 'src/schemas/validators/audit.generated.ts',
+    module: 'src/schemas/audit.ts',
+    schema: 'AuditConfigSchema',
+    refs: ['AuditEventTypesSchema'],
+  },
+  {
     file: 'src/schemas/validators/rate-limit.generated.ts',
     module: 'src/schemas/rate-limit.ts',
     schema: 'RateLimitConfigSchema',

@@ -4,40 +4,19 @@
  * parsed once into a frozen object. Differences from the reference, on purpose: `enabled:
  * false` turns audit off (the reference installs the middleware whatever `enabled` says),
  * `sse_connection` may be named in the filters (the reference emits it but refuses the name),
- * unknown keys are refused instead of ignored (a typo such as `excludeEventType` would
- * otherwise silently audit everything), and `logFile` must be absolute (the runner's working
- * directory is nobody's business).
+ * unknown keys are refused instead of ignored, and `logFile` must be absolute. The shape is
+ * `AuditConfigSchema` (src/schemas/audit.ts), checked by its generated validator.
  */
 import { readFile } from 'node:fs/promises';
-import { isAbsolute } from 'node:path';
-import { jsonSyntaxError, SkepError } from '../shared/index.js';
+import {
+  AUDIT_EVENT_TYPE_NAMES,
+  validateAuditConfig,
+  validationProblem,
+} from '../schemas/validators/index.js';
+import { isRecord, jsonSyntaxError, SkepError } from '../shared/index.js';
 
 /** The event types the filters accept: the reference's list plus `sse_connection`. */
-export const AUDIT_EVENT_TYPES: ReadonlySet<string> = new Set([
-  'mcp_initialize',
-  'mcp_tool_call',
-  'mcp_tools_list',
-  'mcp_resource_read',
-  'mcp_resources_list',
-  'mcp_prompt_get',
-  'mcp_prompts_list',
-  'mcp_notification',
-  'mcp_ping',
-  'mcp_logging',
-  'mcp_completion',
-  'mcp_roots_list_changed',
-  'vmcp_workflow_started',
-  'vmcp_workflow_completed',
-  'vmcp_workflow_failed',
-  'vmcp_workflow_timed_out',
-  'vmcp_workflow_step_started',
-  'vmcp_workflow_step_completed',
-  'vmcp_workflow_step_failed',
-  'vmcp_workflow_step_skipped',
-  'mcp_request',
-  'http_request',
-  'sse_connection',
-]);
+export const AUDIT_EVENT_TYPES: ReadonlySet<string> = new Set(AUDIT_EVENT_TYPE_NAMES);
 
 /** Defaults, with units (ToolHive's). */
 export const AUDIT_DEFAULTS = Object.freeze({
@@ -69,90 +48,54 @@ export interface AuditConfig {
   readonly logFile: string | undefined;
 }
 
-const KEYS = new Set([
-  'enabled',
-  'component',
-  'eventTypes',
-  'excludeEventTypes',
-  'includeRequestData',
-  'includeResponseData',
-  'detectApplicationErrors',
-  'maxDataSize',
-  'maxDelegationDepth',
-  'logFile',
-]);
+/** What the schema lets through. */
+interface RawAuditConfig {
+  readonly enabled?: boolean;
+  readonly component?: string;
+  readonly eventTypes?: readonly string[];
+  readonly excludeEventTypes?: readonly string[];
+  readonly includeRequestData?: boolean;
+  readonly includeResponseData?: boolean;
+  readonly detectApplicationErrors?: boolean;
+  readonly maxDataSize?: number;
+  readonly maxDelegationDepth?: number;
+  readonly logFile?: string;
+}
 
 function bad(message: string): never {
   throw new SkepError('bad_request', message);
 }
 
-function boolean(raw: Record<string, unknown>, key: string, field: string, fallback: boolean): boolean {
-  const value = raw[key];
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') bad(`${field}.${key} must be true or false`);
-  return value;
-}
-
-function integer(raw: Record<string, unknown>, key: string, field: string): number | undefined {
-  const value = raw[key];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value)) bad(`${field}.${key} must be an integer`);
-  return value;
-}
-
-function string(raw: Record<string, unknown>, key: string, field: string): string | undefined {
-  const value = raw[key];
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') bad(`${field}.${key} must be a string`);
-  return value === '' ? undefined : value;
-}
-
-function eventTypes(raw: Record<string, unknown>, key: string, field: string): readonly string[] {
-  const value = raw[key];
-  if (value === undefined || value === null) return Object.freeze([]);
-  if (!Array.isArray(value)) bad(`${field}.${key} must be a list of event types`);
-  for (const name of value) {
-    if (typeof name !== 'string' || !AUDIT_EVENT_TYPES.has(name))
-      bad(
-        `${field}.${key}: unknown event type ${JSON.stringify(name)}; known types: ${[...AUDIT_EVENT_TYPES].join(', ')}`,
-      );
-  }
-  return Object.freeze([...(value as string[])]);
+/** ToolHive's JSON writes an absent list as null. */
+function withoutNullLists(raw: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...raw };
+  for (const key of ['eventTypes', 'excludeEventTypes']) if (out[key] === null) delete out[key];
+  return out;
 }
 
 /**
  * Validates an audit configuration (the `audit_config` object, or a config file's content)
- * and applies the defaults. `field` names it in errors (`audit_config`, or the file).
+ * against `AuditConfigSchema` and applies the defaults. `field` names it in errors
+ * (`audit_config`, or the file).
  */
 export function parseAuditConfig(value: unknown, field = 'audit_config'): AuditConfig {
-  if (value === null || value === undefined) value = {};
-  if (typeof value !== 'object' || Array.isArray(value)) bad(`${field} must be a JSON object`);
-  const raw = value as Record<string, unknown>;
-  const unknown = Object.keys(raw).filter((k) => !KEYS.has(k));
-  if (unknown.length > 0)
-    bad(
-      `${field}: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')}; ` +
-        `known keys (camelCase): ${[...KEYS].join(', ')}`,
-    );
-  const maxDataSize = integer(raw, 'maxDataSize', field) ?? 0;
-  if (maxDataSize < 0)
-    bad(`${field}.maxDataSize must not be negative (bytes; 0 means ${AUDIT_DEFAULTS.maxDataSize})`);
-  const maxDelegationDepth = integer(raw, 'maxDelegationDepth', field) ?? AUDIT_DEFAULTS.maxDelegationDepth;
-  if (maxDelegationDepth <= 0) bad(`${field}.maxDelegationDepth must be a positive integer`);
-  const logFile = string(raw, 'logFile', field);
-  if (logFile !== undefined && !isAbsolute(logFile))
-    bad(`${field}.logFile must be an absolute path (got ${JSON.stringify(logFile)})`);
+  const input =
+    value === null || value === undefined ? {} : isRecord(value) ? withoutNullLists(value) : value;
+  const problem = validationProblem(validateAuditConfig, input, field);
+  if (problem !== undefined) bad(problem);
+  const raw = input as RawAuditConfig;
+  const maxDataSize = raw.maxDataSize ?? 0;
   return Object.freeze({
-    enabled: boolean(raw, 'enabled', field, true),
-    component: string(raw, 'component', field),
-    eventTypes: eventTypes(raw, 'eventTypes', field),
-    excludeEventTypes: eventTypes(raw, 'excludeEventTypes', field),
-    includeRequestData: boolean(raw, 'includeRequestData', field, false),
-    includeResponseData: boolean(raw, 'includeResponseData', field, false),
-    detectApplicationErrors: boolean(raw, 'detectApplicationErrors', field, true),
+    enabled: raw.enabled ?? true,
+    component: raw.component === '' ? undefined : raw.component,
+    eventTypes: Object.freeze([...(raw.eventTypes ?? [])]),
+    excludeEventTypes: Object.freeze([...(raw.excludeEventTypes ?? [])]),
+    includeRequestData: raw.includeRequestData ?? false,
+    includeResponseData: raw.includeResponseData ?? false,
+    detectApplicationErrors: raw.detectApplicationErrors ?? true,
     maxDataSize: maxDataSize === 0 ? AUDIT_DEFAULTS.maxDataSize : maxDataSize,
-    maxDelegationDepth,
-    logFile,
+    maxDelegationDepth: raw.maxDelegationDepth ?? AUDIT_DEFAULTS.maxDelegationDepth,
+    logFile: raw.logFile === '' ? undefined : raw.logFile,
   });
 }
 

@@ -39,29 +39,50 @@ function fieldPath(root: string, instancePath: string): string {
   return path;
 }
 
-function fill(template: string, value: unknown): string {
-  return template.replaceAll('{value}', String(value)).replaceAll('{json}', JSON.stringify(value));
+function fill(template: string, values: Readonly<Record<string, string>>): string {
+  return template.replace(/\{(\w+)\}/g, (whole, name: string) => values[name] ?? whole);
 }
 
-/** The message for `error`, the value at `root` being the one validated. */
+/** `field` and a message: `x.y is required`, or `x.y: unknown key z` when it starts with a colon. */
+function join(field: string, message: string): string {
+  return message.startsWith(':') ? `${field}${message}` : `${field} ${message}`;
+}
+
+const UNKNOWN_KEYS = ': unknown key{s} {keys} (known: {known})';
+
+/**
+ * The message for `error`, the value at `root` being the one validated. Placeholders in an
+ * `x-errors` message: `{value}` (the value as written), `{json}` (as JSON); for unknown keys
+ * `{keys}`, `{keysJson}`, `{s}` (plural) and `{known}`. A schema with `x-error-at: "list"`
+ * (a list's item) reports at the list's path.
+ */
 export function formatValidatorError(root: string, error: ValidatorError): string {
-  const field = fieldPath(root, error.instancePath);
   const parent = error.parentSchema ?? {};
+  let field = fieldPath(root, error.instancePath);
+  if (parent['x-error-at'] === 'list') field = field.replace(/\[\d+\]$/, '');
   const properties = (parent['properties'] ?? {}) as Record<string, unknown>;
+  const messages = messagesOf(parent);
   if (error.keyword === 'required') {
     const missing = String(error.params['missingProperty']);
-    const template = messagesOf(properties[missing])['required'] ?? 'is required';
-    return `${field}.${missing} ${fill(template, undefined)}`;
+    return join(`${field}.${missing}`, messagesOf(properties[missing])['required'] ?? 'is required');
   }
   if (error.keyword === 'additionalProperties') {
     const known = Object.keys(properties);
     const data = (error.data ?? {}) as Record<string, unknown>;
     const unknown = Object.keys(data).filter((key) => !known.includes(key));
-    const s = unknown.length > 1 ? 's' : '';
-    return `${field}: unknown key${s} ${unknown.join(', ')} (known: ${known.join(', ')})`;
+    return join(
+      field,
+      fill(messages['additionalProperties'] ?? UNKNOWN_KEYS, {
+        s: unknown.length > 1 ? 's' : '',
+        keys: unknown.join(', '),
+        keysJson: unknown.map((key) => JSON.stringify(key)).join(', '),
+        known: known.join(', '),
+      }),
+    );
   }
-  const template = messagesOf(parent)[error.keyword];
-  if (template !== undefined) return `${field} ${fill(template, error.data)}`;
+  const template = messages[error.keyword];
+  if (template !== undefined)
+    return join(field, fill(template, { value: String(error.data), json: JSON.stringify(error.data) }));
   if (error.keyword === 'type') {
     const type = error.params['type'];
     if (type === 'object') return `${field} must be an object`;

@@ -3,12 +3,17 @@
  * errors and the rules JSON Schema cannot state. What a workload runner imports to check its
  * configuration: nothing here loads Ajv or TypeBox.
  */
+import { validate as auditConfig } from './audit.generated.js';
 import { validate as rateLimitConfig } from './rate-limit.generated.js';
 import type { GeneratedValidator } from './format.js';
 
 export { allowedOriginsProblem } from '../allowed-origins.js';
+export { AUDIT_EVENT_TYPE_NAMES } from '../audit-event-types.js';
 export type { GeneratedValidator, ValidatorError } from './format.js';
 export { formatValidatorError, validationProblem } from './format.js';
 
 /** `rate_limit_config` (`RateLimitConfigSchema`). */
 export const validateRateLimitConfig: GeneratedValidator = rateLimitConfig;
+
+/** `audit_config` and the file of `audit_config_path` (`AuditConfigSchema`). */
+export const validateAuditConfig: GeneratedValidator = auditConfig;
