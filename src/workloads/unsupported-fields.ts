@@ -4,9 +4,9 @@
  * workload's server runs — is refused as soon as it holds anything but its default: 400
  * `unsupported_field`, naming the field, on create, update and import (`skep run --from-config`),
  * before anything is written. Defaults pass, so Studio's create body and the reference's exports,
- * which carry empty or default values, are accepted. Every field not listed here has an effect (the
- * README's field table says which); `test/unit/workloads/unsupported-fields.test.ts` keeps the two
- * lists complete.
+ * which carry empty or default values, are accepted. Every field not listed here has an effect
+ * (docs/running-servers.md, "Fields that would be ignored are refused");
+ * `test/integration/workloads/unsupported-fields-by-server.test.ts` keeps the two lists complete.
  */
 import type { SkepConfig } from '../config/index.js';
 import { workloadSandbox } from '../runtime/index.js';

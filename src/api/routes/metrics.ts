@@ -2,8 +2,8 @@
  * `GET /metrics`: `skep serve`'s own metrics in the Prometheus text format — API requests by
  * route and status, their latency, workloads by status, and the process. Behind the API's
  * authentication like every route (the bearer token on TCP; the unix socket's file mode),
- * so a Prometheus scrape job sends the token (`authorization.credentials_file`, see the
- * README). Registered first, so its `onResponse` hook sees every later route.
+ * so a Prometheus scrape job sends the token (`authorization.credentials_file`, see
+ * docs/telemetry.md). Registered first, so its `onResponse` hook sees every later route.
  */
 import { Type } from 'typebox';
 import type { HistogramCell, MetricFamily, NumberCell } from '../../telemetry/index.js';

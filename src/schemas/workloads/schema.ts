@@ -5,7 +5,7 @@
  * (`src/operator/crd.ts`) and the validator (`src/operator/workload-validate.ts`, which also
  * evaluates the CEL rules attached here).
  *
- * Skep extensions (documented in the README): `MCPServer.spec.command` (a stdio server's
+ * Skep extensions (documented in docs/kubernetes.md): `MCPServer.spec.command` (a stdio server's
  * command line: the runner starts it inside the server's container, and Kubernetes cannot
  * read an image's entrypoint without pulling it), and `sessionStorage.passwordRef` reaching
  * the runner as `SKEP_SESSION_REDIS_PASSWORD`.
