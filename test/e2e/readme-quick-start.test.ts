@@ -1,6 +1,6 @@
 /**
  * The README's quick start and first server (the first CLI run, a server given a folder, a
- * registered client), executed as written, by bash,
+ * registered client), then the recipe of docs/virtual-mcp.md, executed as written, by bash,
  * with HOME a fresh temporary folder and none of Skep's or XDG's variables set: what a new user
  * on a clean account gets. The commands are read from README.md, so the test follows the text.
  * Where a line cannot run here as written, the translation is in `QUICK_START` and says why:
@@ -89,7 +89,7 @@ function background(later: (fn: () => unknown) => void, line: string, env: NodeJ
   return child;
 }
 
-test('README quick start and first server, as written, on a clean HOME', { timeout: 600_000 }, async (t) => {
+test('README quick start and first server, as written, on a clean HOME', { timeout: 900_000 }, async (t) => {
   if (!requireService(t, 'dist/skep.mjs', existsSync(BUNDLE), 'run `npm run build` first')) return;
   const npmUp = await fetch('https://registry.npmjs.org/-/ping', {
     signal: AbortSignal.timeout(10_000),
@@ -225,6 +225,31 @@ test('README quick start and first server, as written, on a clean HOME', { timeo
   };
   assert.ok('files' in cursorConfig.mcpServers, JSON.stringify(cursorConfig));
   assert.equal(sh('skep rm files'), 'files: removed\n');
+
+  // The virtual MCP recipe of docs/virtual-mcp.md, as written: two npx servers in a group, one
+  // endpoint for both, and Cursor registered for the group gets that endpoint alone.
+  const vmcpPage = `\n${readFileSync(join(ROOT, 'docs', 'virtual-mcp.md'), 'utf8')}`;
+  const [recipe] = shellBlocks(vmcpPage, '# Virtual MCP', 1) as [string[]];
+  assert.deepEqual(recipe.map(command), [
+    'skep group create team',
+    'skep run npx://@modelcontextprotocol/server-memory --name memory --group team',
+    'skep run npx://@modelcontextprotocol/server-everything --name everything --group team',
+    'skep vmcp team --name team-hub',
+    'skep client register cursor --group team',
+  ]);
+  later(() => spawnSync('bash', ['-c', 'skep rm team-hub memory everything'], { env, timeout: 60_000 }));
+  for (const line of recipe) sh(command(line));
+  const hubTools = sh('skep mcp list tools team-hub');
+  assert.match(hubTools, /^memory_read_graph\b/m);
+  assert.match(hubTools, /^everything_echo\b/m);
+  const teamConfig = JSON.parse(readFileSync(join(home, '.cursor', 'mcp.json'), 'utf8')) as {
+    mcpServers: Record<string, unknown>;
+  };
+  assert.deepEqual(Object.keys(teamConfig.mcpServers), ['team-hub']);
+  assert.equal(
+    sh('skep rm team-hub memory everything'),
+    'team-hub: removed\nmemory: removed\neverything: removed\n',
+  );
 
   serve.kill('SIGTERM');
   const [serveCode] = (await once(serve, 'exit')) as [number | null];
