@@ -1,5 +1,5 @@
 // Init container of a stdio MCPServer pod: copies a self-contained Skep runner into the
-// emptyDir shared with the server's container (issue 21). The server's image may lack Node
+// emptyDir shared with the server's container (docs/kubernetes.md). The server's image may lack Node
 // or have another libc, so next to the bundle and its dependencies this copies the node
 // binary and every shared library this very process has mapped (read from
 // /proc/self/maps, the dynamic loader included, renamed lib/ld.so). The server's container

@@ -1,15 +1,15 @@
 // Comments cite what a reader can open: a public specification (an RFC and its section, the MCP
 // specification, JSON-RPC 2.0, W3C Trace Context, ...), a file in this repository, or the
 // reference's (ToolHive's) behaviour stated in words. Never a design note, a reference document
-// or an issue that lives outside the repository. This test scans the comments of src/, scripts/
-// and bench/ and names every file:line that cites one.
+// or an issue that lives outside the repository. This test scans the comments of src/, scripts/,
+// bench/ and deploy/ (their JavaScript and TypeScript) and names every file:line that cites one.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const SCANNED = ['src', 'scripts', 'bench'];
+const SCANNED = ['src', 'scripts', 'bench', 'deploy'];
 const EXTENSIONS = /\.(?:ts|tsx|mts|mjs|js|cjs)$/;
 
 export interface Citation {
@@ -187,7 +187,7 @@ test('the scanner passes public specifications, repository files and ToolHive in
   assert.deepEqual(findUnopenableCitations(good), []);
 });
 
-test('comments in src/, scripts/ and bench/ cite only what a reader can open', (t) => {
+test('comments in src/, scripts/, bench/ and deploy/ cite only what a reader can open', (t) => {
   const hits: string[] = [];
   for (const top of SCANNED) {
     for (const file of sourceFiles(join(ROOT, top))) {
