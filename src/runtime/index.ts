@@ -7,6 +7,8 @@ export { LABEL_INSTANCE, LABEL_MANAGED, LABEL_ROLE, LABEL_WORKLOAD } from './doc
 export { BUILTIN_PROFILES, resolvePermissionProfile } from './docker/profile.js';
 export type { LogFileOptions } from './log-file.js';
 export { RotatingLogFile } from './log-file.js';
+export type { RegistrySpec, StoreEntry } from './npm-store.js';
+export { NpmStore, parseRegistrySpec, selectBin, storeKey } from './npm-store.js';
 export type { ProcessCommand, ProcessRuntimeOptions } from './process.js';
 export { checkLocalExecutable, ProcessRuntime, processCommand } from './process.js';
 export type { SandboxPaths } from './sandbox/bwrap-sandbox.js';

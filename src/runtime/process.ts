@@ -6,6 +6,13 @@
  * file with size rotation. HTTP servers (sse / streamable-http) get their port through
  * `PORT` and `MCP_PORT` and are ready once the port accepts connections. The server's
  * environment is built from an allow-list (`server-env.ts`), never Skep's whole environment.
+ *
+ * An `npx://` registry package (a name with a version, range or tag) runs from the shared
+ * package store (`npm-store.ts`) when the runtime knows Skep's folders: the spec is resolved
+ * to an exact version, installed once into the store (sandboxed like the server when the
+ * server is), and its bin starts directly — `node <bin file> args`, with no `npm exec`
+ * process between the runner and the server. Other specs (`file:`, git, URLs) run through
+ * `npx -y -- <spec>` as before.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
@@ -14,6 +21,14 @@ import { resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { definedOnly, findExecutable, isExecutable, type Logger, SkepError } from '../shared/index.js';
 import { RotatingLogFile } from './log-file.js';
+import {
+  binCommand,
+  nodeToolsBeside,
+  NpmStore,
+  parseRegistrySpec,
+  plainNpmRunner,
+  type StoreEntry,
+} from './npm-store.js';
 import { checkPackageSpec } from './package-spec.js';
 import {
   type PreparedSandbox,
@@ -21,6 +36,7 @@ import {
   type SandboxPaths,
   sandboxedPid,
   sandboxNetwork,
+  sandboxNpmRunner,
 } from './sandbox/bwrap-sandbox.js';
 import { closeInheritedFds } from './sandbox/inherited-fds.js';
 import { chooseSandbox, type SandboxChoice } from './sandbox/select.js';
@@ -202,18 +218,40 @@ export class ProcessRuntime implements Runtime {
       files: this.#options.logFiles,
     });
     let launch = { command, args, env, cwd: spec.cwd };
+    let entry: StoreEntry | undefined;
+    const registry = spec.image.startsWith('npx://') ? parseRegistrySpec(spec.image.slice(6)) : undefined;
+    const paths = this.#options.sandbox?.paths;
+    if (registry !== undefined && paths !== undefined) {
+      try {
+        const tools = nodeToolsBeside(resolveProgram(command, env, spec.cwd));
+        const writeLog = (line: string) => log.write(`${line}\n`);
+        const run = choice.sandboxed
+          ? sandboxNpmRunner({ binary: choice.binary, paths, spec, npm: tools.npm, log: writeLog })
+          : plainNpmRunner(tools.npm, env);
+        const store = new NpmStore(paths.cacheDir);
+        const version = await store.resolve(registry, run, writeLog);
+        entry = await store.ensure(registry.name, version, run, writeLog);
+        launch = { ...launch, ...binCommand(entry, tools.node, spec.args) };
+        log.write(
+          `[skep] running ${entry.name}@${entry.version}'s bin ${entry.bin} directly from the package store\n`,
+        );
+      } catch (err) {
+        log.close();
+        throw err;
+      }
+    }
     let sandbox: PreparedSandbox | undefined;
     if (choice.sandboxed) {
-      const paths = this.#options.sandbox?.paths as SandboxPaths;
       try {
         sandbox = await prepareSandbox({
           binary: choice.binary,
-          paths,
+          paths: paths as SandboxPaths,
           spec,
-          command,
-          args,
-          resolved: resolveProgram(command, env, spec.cwd),
+          command: launch.command,
+          args: launch.args,
+          resolved: entry === undefined ? resolveProgram(command, env, spec.cwd) : launch.command,
           log: (line) => log.write(`${line}\n`),
+          ...definedOnly({ packageDir: entry?.dir }),
         });
       } catch (err) {
         log.close();

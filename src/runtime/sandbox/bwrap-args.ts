@@ -15,6 +15,9 @@
  *   path checked must be the path bound); after every bind, the hidden paths that a bind shows
  *   are hidden again (a tmpfs over a folder, `/dev/null` over a file), bwrap applying its
  *   arguments in order.
+ * - A package store entry (`npm-store.ts`) is bound read-only at its own path after every
+ *   hidden path is hidden again (it lives in Skep's cache folder, which stays hidden around
+ *   it); the install that fills a staging folder gets that folder alone read-write.
  * - Every namespace is new (`--unshare-all`: user, pid, ipc, uts, cgroup, net), the network
  *   too unless the profile allows everything (`--share-net`); all capabilities dropped (bwrap
  *   run by root keeps them otherwise, and could unmount what hides the home); a new session
@@ -49,6 +52,12 @@ export interface BwrapLayout {
   rehide: string[];
   /** Hidden files the sandbox would show, covered with `/dev/null` (after every bind). */
   cover: string[];
+  /**
+   * Package store folders (inside Skep's hidden cache folder), each at its own path, bound
+   * after everything is hidden again so no rehide covers them: read-only for a server, the
+   * staging folder read-write for the install that fills it.
+   */
+  store?: { mount: Mount; writable: boolean }[];
   /** Host folder bound read-write at `SANDBOX_SOCKET_DIR` (relay sockets). */
   socketDir?: string;
   shareNetwork: boolean;
@@ -314,6 +323,8 @@ export function bwrapArgs(layout: BwrapLayout, command: string, args: readonly s
   for (const m of layout.readWrite) out.push('--bind', m.src, m.dest);
   for (const dir of layout.rehide) out.push('--tmpfs', dir);
   for (const file of layout.cover) out.push('--ro-bind', '/dev/null', file);
+  for (const { mount, writable } of layout.store ?? [])
+    out.push(writable ? '--bind' : '--ro-bind', mount.src, mount.dest);
   if (layout.socketDir !== undefined) out.push('--bind', layout.socketDir, SANDBOX_SOCKET_DIR);
   out.push('--unshare-all');
   if (layout.shareNetwork) out.push('--share-net');

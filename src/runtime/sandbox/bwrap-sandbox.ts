@@ -18,12 +18,20 @@
  * The server then runs offline (`npm_config_offline`, `UV_OFFLINE`) with its own profile, so
  * a profile without network never reaches the registry. With the host's network, npx and uvx
  * fetch as usual, inside the sandbox.
+ *
+ * Registry packages of `npx://` use the shared package store instead (`npm-store.ts`): npm
+ * (`npm view`, `npm install`) runs in a sandbox of its own whose network reaches only the
+ * registry and whose only writable place is a fresh folder beside the store's entries (its
+ * home and npm cache inside it; the install's staging folder), so install scripts run
+ * sandboxed and cannot touch another package's entry. The server then runs its package's bin
+ * directly, with the store entry bound read-only at its own path and its own home as always.
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { definedOnly, SkepError } from '../../shared/index.js';
+import { NPM_TIMEOUT_MS, type NpmRunner, npmRunEnv } from '../npm-store.js';
 import { bindsFor, deniesEverything, outboundPolicy, resolvePermissionProfile } from '../docker/profile.js';
 import { serverEnvironment } from '../server-env.js';
 import type { ServerSpec } from '../types.js';
@@ -167,6 +175,8 @@ export interface SandboxStartOptions {
   resolved: string;
   /** Writes a line to the server's log. */
   log: (line: string) => void;
+  /** The package store entry the command runs from (`npm-store.ts`): bound read-only, nothing fetched. */
+  packageDir?: string;
 }
 
 export interface PreparedSandbox {
@@ -224,7 +234,8 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
   const configured = { ...spec.env };
   if (http) configured['PORT'] = configured['MCP_PORT'] = String(spec.targetPort);
   const env = sandboxEnv(configured, userHome, network);
-  const fetchFirst = (scheme === 'npx' || scheme === 'uvx') && network.kind !== 'host';
+  const fetchFirst =
+    (scheme === 'npx' || scheme === 'uvx') && network.kind !== 'host' && options.packageDir === undefined;
   if (fetchFirst) {
     if (scheme === 'npx') env['npm_config_offline'] = 'true';
     else env['UV_OFFLINE'] = '1';
@@ -277,6 +288,9 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
       ...hiddenAgain([...shown, ...readOnly, ...readWrite], hidden, hide),
       shareNetwork,
       ...definedOnly({ socketDir }),
+      ...(options.packageDir === undefined
+        ? {}
+        : { store: [{ mount: { src: options.packageDir, dest: options.packageDir }, writable: false }] }),
     };
   };
 
@@ -330,6 +344,94 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
     await close();
     throw err;
   }
+}
+
+export interface NpmSandboxOptions {
+  /** The bwrap binary (probed). */
+  binary: string;
+  paths: SandboxPaths;
+  /** The workload (its `npm_config_*` variables reach npm: a registry, its credentials). */
+  spec: Pick<ServerSpec, 'env'>;
+  /** The npm to run (beside the npx that would have run). */
+  npm: string;
+  /** Writes a line to the server's log. */
+  log: (line: string) => void;
+}
+
+/**
+ * Runs npm in a sandbox whose network reaches only the npm registry (through the filtering
+ * proxy) and where only the folder it is given is writable (its home and npm cache inside).
+ */
+export function sandboxNpmRunner(options: NpmSandboxOptions): NpmRunner {
+  return async (npmArgs, writable) => {
+    const realHome = process.env['HOME'] ?? homedir();
+    const userHome = isDirectory(realHome) ? realHome : '/tmp/home';
+    const runDir = ensureSandboxRunDir();
+    const hidden = createHiddenDirs(hiddenPathsOf(options.paths));
+    const hide = defaultHiddenDirs(userHome, hidden.dirs);
+    const npmVars = Object.fromEntries(
+      Object.entries(options.spec.env).filter(([k]) => /^npm_config_/i.test(k)),
+    );
+    const rules = registryRules('npx', npmVars);
+    const env = npmRunEnv(sandboxEnv(npmVars, userHome, { kind: 'filtered', rules }), writable);
+    const relay = relayProgram(env, hide);
+    const pathDirs = (env['PATH'] ?? '').split(delimiter);
+    const programs = programMounts([options.npm, process.execPath], pathDirs, hide).filter(
+      (m) => !hidden.dirs.some((dir) => isWithin(resolvedPath(m.src), dir)),
+    );
+    const socketDir = mkdtempSync(join(runDir, 'sbx-'));
+    let egress: EgressProxy | undefined;
+    try {
+      egress = await startEgressProxy(join(socketDir, EGRESS_SOCKET), rules, (line) =>
+        options.log(`[egress] ${line}`),
+      );
+      const launch = relayLaunch(
+        relay,
+        { egress: { port: SANDBOX_PROXY_PORT, socket: `${SANDBOX_SOCKET_DIR}/${EGRESS_SOCKET}` } },
+        options.npm,
+        npmArgs,
+      );
+      Object.assign(env, launch.env);
+      const layout: BwrapLayout = {
+        hide,
+        home: { src: join(writable, 'home'), dest: userHome },
+        programs,
+        readOnly: [],
+        readWrite: [],
+        ...hiddenAgain(programs, hidden, hide),
+        shareNetwork: false,
+        socketDir,
+        store: [{ mount: { src: writable, dest: writable }, writable: true }],
+      };
+      closeInheritedFds();
+      const child = spawn(options.binary, bwrapArgs(layout, launch.command, launch.args), {
+        env,
+        cwd: writable,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout.on('data', (c: Buffer) => out.push(c));
+      child.stderr.on('data', (c: Buffer) => {
+        err.push(c);
+        options.log(c.toString('utf8').trimEnd());
+      });
+      const timer = setTimeout(() => child.kill('SIGKILL'), NPM_TIMEOUT_MS);
+      const code = await new Promise<number | null>((resolve) => {
+        child.once('error', () => resolve(null));
+        child.once('close', (c) => resolve(c));
+      });
+      clearTimeout(timer);
+      return {
+        code,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      };
+    } finally {
+      await egress?.close();
+      rmSync(socketDir, { recursive: true, force: true });
+    }
+  };
 }
 
 /** How long a package fetch may take, ms. */
