@@ -33,7 +33,7 @@ const SEED_ALLOWED = /\bseed node\b|\bnode as the seed\b|\b(?:random|PRNG|genera
 const REFERENCE_SECTION = /\breference(?:'s)?\s+(?:[\w-]+\s+)?§/i;
 /** A public specification named before a `§` in the same comment. */
 const SPEC_NAME =
-  /\bRFC\s?\d+|\bOAuth\b|\bOpenID\b|\bOIDC\b|\bMCP\b|\bJSON-RPC\b|\bECMA-\d+|\bW3C\b|\bTrace Context\b|\bFetch\b|\bXBD\b|\bPOSIX\b|\bCSP\d?\b|\bOpenAPI\b|\bKubernetes\b|\bHTML\b|\bWHATWG\b|\bURL Standard\b|\bJSON Schema\b|\bSemVer\b|\bYAML\b|\bUnicode\b|\bUAX\b|\bISO\b|\bIEEE\b|\bTLS\b|\bOCI\b|\bDistribution\b|\bRFC\b/;
+  /\bRFC\s?\d+|\bOAuth\b|\bOpenID\b|\bOIDC\b|\bMCP\b|\bJSON-RPC\b|\bECMA-\d+|\bW3C\b|\bTrace Context\b|\bFetch\b|\bXBD\b|\bPOSIX\b|\bCSP\d?\b|\bOpenAPI\b|\bKubernetes\b|\bHTML\b|\bWHATWG\b|\bURL Standard\b|\bJSON Schema\b|\bSemVer\b|\bSemantic Versioning\b|\bYAML\b|\bUnicode\b|\bUAX\b|\bISO\b|\bIEEE\b|\bTLS\b|\bOCI\b|\bDistribution\b/;
 
 interface CommentLine {
   readonly line: number;
