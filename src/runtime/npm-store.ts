@@ -109,7 +109,7 @@ export function compareVersions(a: string, b: string): number {
     const d = (x.core[i] ?? 0) - (y.core[i] ?? 0);
     if (d !== 0) return Math.sign(d);
   }
-  // §11.3: a version without pre-release fields ranks above one with them.
+  // Semantic Versioning 2.0.0 §11.3: a version without pre-release fields ranks above one with them.
   if (x.pre.length === 0 || y.pre.length === 0)
     return y.pre.length - x.pre.length === 0 ? 0 : x.pre.length === 0 ? 1 : -1;
   for (let i = 0; i < Math.max(x.pre.length, y.pre.length); i++) {
