@@ -4,5 +4,7 @@ export const VALIDATORS: readonly {
   module: string;
   schema: string;
   refs?: readonly string[];
+  allErrors?: boolean;
+  verbose?: boolean;
 }[];
 export function renderValidators(): Promise<{ file: string; text: string }[]>;

@@ -8,17 +8,19 @@
  * `SkepError` (`bad_request`) whose message names the field to fix; secret values never appear in it.
  */
 import { readFileSync } from 'node:fs';
-import { FORBIDDEN_AUTHORIZATION_PARAMS } from '../schemas/extauth/index.js';
-import {
-  createValidator,
-  type EmbeddedAuthServerConfig,
-  EmbeddedAuthServerConfigSchema,
-  type RedisConfig,
-  type RedisTlsConfig,
-  type TokenResponseMapping,
-  type UpstreamConfig,
-  type UserInfoConfig,
+import type {
+  EmbeddedAuthServerConfig,
+  RedisConfig,
+  RedisTlsConfig,
+  TokenResponseMapping,
+  UpstreamConfig,
+  UserInfoConfig,
 } from '../schemas/index.js';
+import {
+  FORBIDDEN_AUTHORIZATION_PARAMS,
+  formatAjvError,
+  validateEmbeddedAuthServerConfig,
+} from '../schemas/validators/auth-server/index.js';
 import { goDurationMs, isLoopbackUrl, SkepError } from '../shared/index.js';
 
 /** Runtime defaults, with units (ToolHive's token lifespans and limits). */
@@ -403,12 +405,12 @@ function lifespan(
   return Math.floor(sec);
 }
 
-const validator = createValidator(EmbeddedAuthServerConfigSchema);
-
 /** The schema's problems, with array indexes as `[i]` (`upstreams[0].name: ...`). */
 function schemaProblems(input: unknown): string[] {
-  return validator
-    .problems(input)
+  const validate = validateEmbeddedAuthServerConfig;
+  if (validate(input)) return [];
+  return (validate.errors ?? [])
+    .map(formatAjvError)
     .map((p) => p.replace(/^\(root\): /, '').replace(/\.(\d+)(?=[.:])/g, '[$1]'));
 }
 

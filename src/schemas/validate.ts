@@ -2,10 +2,11 @@
  * One validator for every TypeBox schema outside the HTTP layer (config files, stored
  * documents, registry sources, CRDs). Errors name the offending field as a JSON path.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Static, TSchema } from 'typebox';
 import { SkepError } from '../shared/index.js';
+import { formatAjvError } from './validators/format.js';
 
 // ajv-formats is CommonJS; its default export is the plugin function.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -23,23 +24,6 @@ export interface Validator<S extends TSchema> {
   parse(value: unknown, what?: string): Static<S>;
   /** Returns human-readable problems, empty when the value is valid. */
   problems(value: unknown): string[];
-}
-
-export function formatAjvError(error: ErrorObject): string {
-  const base = error.instancePath === '' ? '' : error.instancePath.slice(1).replaceAll('/', '.');
-  if (error.keyword === 'required') {
-    const missing = (error.params as { missingProperty: string }).missingProperty;
-    return `${base === '' ? '' : `${base}.`}${missing}: is required`;
-  }
-  if (error.keyword === 'additionalProperties') {
-    const extra = (error.params as { additionalProperty: string }).additionalProperty;
-    return `${base === '' ? '' : `${base}.`}${extra}: is not a known field`;
-  }
-  if (error.keyword === 'enum') {
-    const allowed = (error.params as { allowedValues: unknown[] }).allowedValues;
-    return `${base || '(root)'}: must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
-  }
-  return `${base || '(root)'}: ${error.message ?? 'is invalid'}`;
 }
 
 export function createValidator<S extends TSchema>(schema: S): Validator<S> {

@@ -1,4 +1,5 @@
 export type { CelRule } from '../k8s-builders.js';
+export { FORBIDDEN_AUTHORIZATION_PARAMS } from '../authorization-params.js';
 export { MCP_EXTERNAL_AUTH_CONFIG } from './kind.js';
 export {
   AUTH_TYPES,
@@ -11,7 +12,6 @@ export {
   ExtAuthConfigSchema,
   ExtAuthSpecSchema,
   ExtAuthStatusSchema,
-  FORBIDDEN_AUTHORIZATION_PARAMS,
   PATTERNS,
   REFERENCING_KINDS,
 } from './schema.js';

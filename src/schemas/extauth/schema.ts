@@ -64,18 +64,6 @@ export const AUTH_TYPES = [
 /** The types that carry a block of the same name (`unauthenticated` has none). */
 export const BLOCK_TYPES = AUTH_TYPES.filter((t) => t !== 'unauthenticated');
 
-/** oauth2Config.additionalAuthorizationParams: names the service manages itself. */
-export const FORBIDDEN_AUTHORIZATION_PARAMS = [
-  'response_type',
-  'client_id',
-  'redirect_uri',
-  'scope',
-  'state',
-  'code_challenge',
-  'code_challenge_method',
-  'nonce',
-] as const;
-
 export const SecretRefSchema = Type.Object(
   {
     name: str('Name of the Secret in the same namespace.', { minLength: 1 }),

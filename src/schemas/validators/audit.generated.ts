@@ -162,7 +162,7 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
   validate22.errors = vErrors;
   return errors === 0;
 }
-const pattern0 = new RegExp('^(/|$)', 'u');
+const pattern0 = /* @__PURE__ */ new RegExp('^(/|$)', 'u');
 function validate21(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {
   let vErrors = null;
   let errors = 0;

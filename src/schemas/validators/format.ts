@@ -92,6 +92,27 @@ export function formatValidatorError(root: string, error: ValidatorError): strin
 }
 
 /**
+ * One problem of a schema check as `path.to.field: what is wrong` (the form of every
+ * validator made by `createValidator`, and of the embedded auth server's generated one).
+ */
+export function formatAjvError(error: ValidatorError): string {
+  const base = error.instancePath === '' ? '' : error.instancePath.slice(1).replaceAll('/', '.');
+  if (error.keyword === 'required') {
+    const missing = (error.params as { missingProperty: string }).missingProperty;
+    return `${base === '' ? '' : `${base}.`}${missing}: is required`;
+  }
+  if (error.keyword === 'additionalProperties') {
+    const extra = (error.params as { additionalProperty: string }).additionalProperty;
+    return `${base === '' ? '' : `${base}.`}${extra}: is not a known field`;
+  }
+  if (error.keyword === 'enum') {
+    const allowed = (error.params as { allowedValues: unknown[] }).allowedValues;
+    return `${base || '(root)'}: must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
+  }
+  return `${base || '(root)'}: ${error.message ?? 'is invalid'}`;
+}
+
+/**
  * Why `value` does not fit `validate`'s schema, as one message naming the field, or undefined
  * when it fits.
  */

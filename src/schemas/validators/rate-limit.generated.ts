@@ -59,7 +59,7 @@ const schema7 = {
   $id: 'RateLimitBucket',
   additionalProperties: false,
 };
-const pattern0 = new RegExp(
+const pattern0 = /* @__PURE__ */ new RegExp(
   '^\\s*(?:[+-]?(?:(?:\\d+\\.?\\d*|\\.\\d+)(?:ns|us|µs|μs|ms|s|m|h))+|[+-]?0)\\s*$',
   'u',
 );
