@@ -8,7 +8,11 @@
 // and anything else in the program uses (the pino logger, the HTTP client, Redis). Sources
 // keep importing through the index (the folder's public surface); only the bundle changes.
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { dirname, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The project's own sources; packages are left as they are. */
+const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '../src') + sep;
 
 const EXPORT_FROM = /export\s+(type\s+)?\{([^}]*)\}\s*from\s*'([^']+)';/g;
 const IMPORT_FROM = /import\s+(type\s+)?\{([^}]*)\}\s*from\s*'([^']+)';/g;
@@ -97,9 +101,13 @@ export function directImports(file, text) {
 export const directImportsPlugin = {
   name: 'direct-imports',
   setup(build) {
-    build.onLoad({ filter: /\/src\/.*\.tsx?$/ }, (args) => ({
-      contents: directImports(args.path, readFileSync(args.path, 'utf8')),
-      loader: args.path.endsWith('.tsx') ? 'tsx' : 'ts',
-    }));
+    build.onLoad({ filter: /\.tsx?$/ }, (args) =>
+      args.path.startsWith(SRC)
+        ? {
+            contents: directImports(args.path, readFileSync(args.path, 'utf8')),
+            loader: args.path.endsWith('.tsx') ? 'tsx' : 'ts',
+          }
+        : undefined,
+    );
   },
 };
