@@ -38,6 +38,7 @@ import { buildRunConfigAuth, envName, type SecretEnv, type SecretFile } from './
 import { type BackendAuthStrategy, parseVmcpConfig } from '../vmcp/config.js';
 import { vmcpStrategyFor } from './vmcp-auth.js';
 import { validateResource } from './resource-validate.js';
+import { isRecord } from '../shared/index.js';
 
 type Node = Record<string, unknown>;
 
@@ -616,6 +617,38 @@ const baseEnv = [
   { name: 'SKEP_HOME', value: '/tmp/skep' },
 ];
 
+/** First port the runner sidecar may try when `proxyPort` is taken inside the pod. */
+export const SIDECAR_PORT_BASE = 8081;
+
+/**
+ * The port the runner sidecar of an HTTP server listens on inside the pod. The Service keeps
+ * `proxyPort` as its port and targets the sidecar's port by name (`http`), so the two may differ.
+ * The sidecar uses `proxyPort` unless the server already listens there (`mcpPort`, or a container
+ * port the `podTemplateSpec` declares) — the reference runs the server in a pod of its own, so
+ * its manifests may give both the same number; then it uses the first port from 8081 up that is
+ * neither. Deterministic, so the same resource always renders the same pod.
+ */
+export function sidecarPort(proxyPort: number, mcpPort: number, podTemplateSpec: unknown): number {
+  const taken = new Set([mcpPort, ...declaredContainerPorts(podTemplateSpec)]);
+  if (!taken.has(proxyPort)) return proxyPort;
+  let port = SIDECAR_PORT_BASE;
+  while (taken.has(port)) port++;
+  return port;
+}
+
+/** The `containerPort`s of every container (but the runner's) in a pod template patch. */
+function declaredContainerPorts(podTemplateSpec: unknown): number[] {
+  const spec = isRecord(podTemplateSpec) ? podTemplateSpec['spec'] : undefined;
+  const containers = isRecord(spec) && Array.isArray(spec['containers']) ? spec['containers'] : [];
+  const out: number[] = [];
+  for (const c of containers) {
+    if (!isRecord(c) || c['name'] === 'skep-runner' || !Array.isArray(c['ports'])) continue;
+    for (const p of c['ports'])
+      if (isRecord(p) && typeof p['containerPort'] === 'number') out.push(p['containerPort']);
+  }
+  return out;
+}
+
 async function renderMCPServer(cr: Node, index: Index, o: Required<RenderOptions>): Promise<RenderResult> {
   const namespace = index.ns(cr);
   const name = nameOf(cr);
@@ -653,6 +686,7 @@ async function renderMCPServer(cr: Node, index: Index, o: Required<RenderOptions
   const replicas = spec.backendReplicas ?? spec.replicas ?? 1;
   const mcpPort = spec.mcpPort ?? 8081;
   const stdio = spec.transport === 'stdio';
+  const runnerPort = stdio ? spec.proxyPort : sidecarPort(spec.proxyPort, mcpPort, spec.podTemplateSpec);
   if (stdio) {
     const [command = '', ...rest] = spec.command ?? [];
     Object.assign(rc, {
@@ -669,6 +703,7 @@ async function renderMCPServer(cr: Node, index: Index, o: Required<RenderOptions
       cmd_args: [],
       transport: spec.transport,
       remote_url: `http://127.0.0.1:${mcpPort}/${spec.transport === 'sse' ? 'sse' : 'mcp'}`,
+      port: runnerPort,
     });
   }
   const config = runconfigOf(name);
@@ -730,7 +765,7 @@ async function renderMCPServer(cr: Node, index: Index, o: Required<RenderOptions
           name: 'skep-runner',
           image: o.runnerImage,
           config,
-          port: spec.proxyPort,
+          port: runnerPort,
           env: [...shared.wiring.env],
           mounts: shared.wiring.mounts,
           resources,

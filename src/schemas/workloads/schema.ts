@@ -239,11 +239,6 @@ export const MCPServerSpecSchema = Type.Object(
         fieldPath: '.mcpPort',
       },
       {
-        rule: '!has(self.mcpPort) || self.mcpPort != self.proxyPort',
-        message: 'mcpPort and proxyPort share the pod network: they must differ',
-        fieldPath: '.mcpPort',
-      },
-      {
         rule: "self.transport != 'stdio' || !has(self.replicas) || self.replicas <= 1",
         message: 'a stdio server is one process: replicas must be at most 1',
         fieldPath: '.replicas',

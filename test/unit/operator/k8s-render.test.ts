@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { type K8sObject, renderResources } from '../../../src/operator/render.js';
+import { type K8sObject, renderResources, sidecarPort } from '../../../src/operator/render.js';
 import { validateResource } from '../../../src/operator/resource-validate.js';
 import { review } from '../../../src/operator/webhook.js';
 
@@ -279,6 +279,61 @@ describe('operator render', () => {
     assert.equal(fspec.template.spec.initContainers[0]!.image, 'skep:test');
     assert.equal(fspec.template.spec.containers[0]!.image, 'ghcr.io/example/mcp-fetch:1.0');
     assert.equal(fspec.template.spec.containers[0]!.command[0], '/skep/lib/ld.so');
+  });
+
+  it('mcpPort equal to proxyPort: the Service keeps proxyPort and targets the sidecar on a port of its own', async () => {
+    const web = (name: string, spec: Record<string, unknown>) => ({
+      apiVersion: 'skep.dev/v1beta1',
+      kind: 'MCPServer',
+      metadata: { name },
+      spec: { image: 'web:1', transport: 'streamable-http', ...spec },
+    });
+    const docs = [
+      web('same', { mcpPort: 8080, proxyPort: 8080 }),
+      // 8081 is the server's port declared in the pod template, 8082 the next free one.
+      web('declared', {
+        mcpPort: 9000,
+        proxyPort: 9000,
+        podTemplateSpec: { spec: { containers: [{ name: 'mcp', ports: [{ containerPort: 8081 }] }] } },
+      }),
+      web('apart', { mcpPort: 9000, proxyPort: 8080 }),
+    ];
+    for (const d of docs) assert.deepEqual(validateResource(d).problems, [], d.metadata.name);
+    const { objects, problems, urls } = await renderResources(docs, { runnerImage: 'skep:test' });
+    assert.deepEqual(problems, []);
+    type Port = { name: string; containerPort: number };
+    const pod = (name: string) =>
+      (
+        find(objects, 'Deployment', name)!['spec'] as {
+          template: { spec: { containers: Array<{ name: string; ports: Port[] }> } };
+        }
+      ).template.spec.containers;
+    const ports = (name: string) =>
+      Object.fromEntries(pod(name).map((c) => [c.name, c.ports.map((p) => `${p.name}:${p.containerPort}`)]));
+    const rcPort = (name: string) =>
+      (
+        JSON.parse(
+          (find(objects, 'ConfigMap', `${name}-runconfig`)!['data'] as Record<string, string>)[
+            'runconfig.json'
+          ]!,
+        ) as { port: number; remote_url: string }
+      ).port;
+    const svc = (name: string) =>
+      (find(objects, 'Service', `mcp-${name}-proxy`)!['spec'] as { ports: unknown[] }).ports;
+    assert.deepEqual(ports('same'), { mcp: ['mcp:8080'], 'skep-runner': ['http:8081'] });
+    assert.equal(rcPort('same'), 8081);
+    assert.deepEqual(svc('same'), [{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }]);
+    assert.equal(
+      urls.get('MCPServer/default/same'),
+      'http://mcp-same-proxy.default.svc.cluster.local:8080/mcp',
+    );
+    assert.deepEqual(ports('declared')['skep-runner'], ['http:8082']);
+    assert.equal(rcPort('declared'), 8082);
+    assert.deepEqual(svc('declared'), [{ name: 'http', port: 9000, targetPort: 'http', protocol: 'TCP' }]);
+    // No clash: the sidecar listens on proxyPort, as before.
+    assert.deepEqual(ports('apart'), { mcp: ['mcp:9000'], 'skep-runner': ['http:8080'] });
+    assert.equal(rcPort('apart'), 8080);
+    assert.equal(sidecarPort(8081, 8081, undefined), 8082);
   });
 
   it('a missing reference renders nothing for that resource and names the field', async () => {
