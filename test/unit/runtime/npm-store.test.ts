@@ -15,6 +15,7 @@ import {
   storeKey,
   versionsIn,
 } from '../../../src/runtime/npm-store.js';
+import { bwrapArgs } from '../../../src/runtime/sandbox/bwrap-args.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
 function tempDir(t: TestContext): string {
@@ -234,4 +235,44 @@ test('resolve: an exact version needs no registry; the registry unreachable fall
     [],
     'npm’s scratch folders are removed',
   );
+});
+
+test('bwrap: a store entry is bound read-only after every folder is hidden again, so no rehide covers it', () => {
+  const entry = '/home/u/.cache/skep/npm-packages/pkg@1.0.0';
+  const args = bwrapArgs(
+    {
+      hide: ['/home', '/tmp'],
+      home: { src: '/home/u/.local/share/skep/sandbox/w/home', dest: '/home/u' },
+      programs: [],
+      readOnly: [{ src: '/home/u', dest: '/home/u' }],
+      readWrite: [],
+      rehide: ['/home/u/.cache/skep'],
+      cover: [],
+      shareNetwork: false,
+      store: [{ mount: { src: entry, dest: entry }, writable: false }],
+    },
+    '/usr/bin/node',
+    [`${entry}/node_modules/pkg/index.js`],
+  );
+  const rehide = args.indexOf('/home/u/.cache/skep');
+  const bind = args.indexOf(entry);
+  assert.ok(rehide > 0 && bind > rehide, args.join(' '));
+  assert.equal(args[bind - 1], '--ro-bind');
+  assert.equal(args[bind + 1], entry);
+  const staging = bwrapArgs(
+    {
+      hide: ['/home'],
+      home: { src: `${entry}.staging/home`, dest: '/home/u' },
+      programs: [],
+      readOnly: [],
+      readWrite: [],
+      rehide: [],
+      cover: [],
+      shareNetwork: false,
+      store: [{ mount: { src: `${entry}.staging`, dest: `${entry}.staging` }, writable: true }],
+    },
+    'npm',
+    ['install'],
+  );
+  assert.equal(staging[staging.indexOf(`${entry}.staging`) - 1], '--bind');
 });
