@@ -4,7 +4,7 @@
 // runner then validates from the schema without loading Ajv or TypeBox, and `tsc` and the tests
 // need no build step. test/unit/schemas/generated-validators.test.ts fails when a file is stale.
 //
-// Run: node --import tsx scripts/gen-validators.mjs   (add --check to fail when a file is stale)
+// Run: npm run gen:validators   (node --import tsx scripts/gen-validators.mjs; --check fails when a file is stale)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
@@ -101,7 +101,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
         // missing counts as stale
       }
       if (current !== text) {
-        process.stderr.write(`${file} is stale; run node --import tsx scripts/gen-validators.mjs\n`);
+        process.stderr.write(`${file} is stale; run npm run gen:validators\n`);
         stale = true;
       }
     } else {

@@ -11,7 +11,7 @@ import { renderValidators } from '../../../scripts/gen-validators.mjs';
 
 const root = new URL('../../../', import.meta.url);
 
-test('every generated validator is up to date with its schema (node --import tsx scripts/gen-validators.mjs)', async () => {
+test('every generated validator is up to date with its schema (npm run gen:validators)', async () => {
   const files = await renderValidators();
   assert.ok(files.length > 0);
   for (const { file, text } of files) {
