@@ -198,8 +198,12 @@ export function npmRunEnv(base: Record<string, string>, writable: string): Recor
   };
 }
 
-/** An `NpmRunner` without a sandbox (the sandbox is off or unavailable). */
-export function plainNpmRunner(npm: string, env: Record<string, string>): NpmRunner {
+/** An `NpmRunner` without a sandbox (the sandbox is off or unavailable); npm's stderr goes to `log`. */
+export function plainNpmRunner(
+  npm: string,
+  env: Record<string, string>,
+  log: (line: string) => void,
+): NpmRunner {
   return (args, writable) =>
     new Promise((resolve) => {
       const child = spawn(npm, args, {
@@ -211,7 +215,10 @@ export function plainNpmRunner(npm: string, env: Record<string, string>): NpmRun
       const out: Buffer[] = [];
       const err: Buffer[] = [];
       child.stdout.on('data', (c: Buffer) => out.push(c));
-      child.stderr.on('data', (c: Buffer) => err.push(c));
+      child.stderr.on('data', (c: Buffer) => {
+        err.push(c);
+        log(c.toString('utf8').trimEnd());
+      });
       child.once('error', (e) => resolve({ code: null, stdout: '', stderr: e.message }));
       child.once('close', (code) =>
         resolve({
@@ -317,7 +324,9 @@ export class NpmStore {
     const scratch = this.#scratch('view');
     let result: NpmRun;
     try {
-      result = await run(['view', `${spec.name}@${spec.range}`, 'name', 'version', '--json'], scratch);
+      // A bare name is npm's `latest` tag (and npm's error names it as npx's does: `<name>@*`).
+      const target = spec.range === 'latest' ? spec.name : `${spec.name}@${spec.range}`;
+      result = await run(['view', target, 'name', 'version', '--json'], scratch);
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }

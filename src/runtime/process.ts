@@ -227,7 +227,7 @@ export class ProcessRuntime implements Runtime {
         const writeLog = (line: string) => log.write(`${line}\n`);
         const run = choice.sandboxed
           ? sandboxNpmRunner({ binary: choice.binary, paths, spec, npm: tools.npm, log: writeLog })
-          : plainNpmRunner(tools.npm, env);
+          : plainNpmRunner(tools.npm, env, writeLog);
         const store = new NpmStore(paths.cacheDir);
         const version = await store.resolve(registry, run, writeLog);
         entry = await store.ensure(registry.name, version, run, writeLog);

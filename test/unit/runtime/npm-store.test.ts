@@ -221,8 +221,9 @@ test('resolve: an exact version needs no registry; the registry unreachable fall
     lines.join('\n'),
     /cannot resolve pkg@latest .*; using pkg@2\.0\.0-rc\.1, the newest installed/,
   );
+  const asked: string[][] = [];
   const online: NpmRunner = async (args) => {
-    assert.deepEqual(args, ['view', 'pkg@^1', 'name', 'version', '--json']);
+    asked.push(args);
     return {
       code: 0,
       stdout: '[{"name":"pkg","version":"1.9.0"},{"name":"pkg","version":"1.10.0"}]',
@@ -230,6 +231,11 @@ test('resolve: an exact version needs no registry; the registry unreachable fall
     };
   };
   assert.equal(await store.resolve({ name: 'pkg', range: '^1' }, online, () => {}), '1.10.0');
+  assert.equal(await store.resolve({ name: 'pkg', range: 'latest' }, online, () => {}), '1.10.0');
+  assert.deepEqual(asked, [
+    ['view', 'pkg@^1', 'name', 'version', '--json'],
+    ['view', 'pkg', 'name', 'version', '--json'],
+  ]);
   assert.deepEqual(
     readdirSync(store.root).filter((n) => n.startsWith('.')),
     [],
