@@ -43,20 +43,20 @@ export function createRoleMapper(options: RoleMapperOptions): RoleMapper {
   const roleClaim = options.roleClaim || 'groups';
   const mappings = options.roleMappings ?? [];
   if (options.fallbackRoleArn === undefined && mappings.length === 0)
-    throw new SkepError('bad_request', `${field}: set fallback_role_arn or role_mappings`);
+    throw new SkepError('invalid_config', `${field}: set fallback_role_arn or role_mappings`);
   if (options.fallbackRoleArn !== undefined && !ROLE_ARN.test(options.fallbackRoleArn))
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${field}.fallback_role_arn: "${options.fallbackRoleArn}" is not an IAM role ARN`,
     );
   const compiled = mappings.map((m, i): { c: CompiledMapping; priority: number; index: number } => {
     const at = `${field}.role_mappings[${i}]`;
     if (!ROLE_ARN.test(m.roleArn ?? ''))
-      throw new SkepError('bad_request', `${at}.role_arn: "${m.roleArn ?? ''}" is not an IAM role ARN`);
+      throw new SkepError('invalid_config', `${at}.role_arn: "${m.roleArn ?? ''}" is not an IAM role ARN`);
     if ((m.claim === undefined) === (m.matcher === undefined))
-      throw new SkepError('bad_request', `${at}: set exactly one of claim or matcher`);
+      throw new SkepError('invalid_config', `${at}: set exactly one of claim or matcher`);
     if (m.priority !== undefined && !(Number.isInteger(m.priority) && m.priority >= 0))
-      throw new SkepError('bad_request', `${at}.priority: must be an integer of at least 0`);
+      throw new SkepError('invalid_config', `${at}.priority: must be an integer of at least 0`);
     const priority = m.priority ?? Number.POSITIVE_INFINITY;
     if (m.claim !== undefined) {
       const value = m.claim;
@@ -74,7 +74,7 @@ export function createRoleMapper(options: RoleMapperOptions): RoleMapper {
     }
     const expression = m.matcher as string;
     const problem = checkMatcher(expression);
-    if (problem !== undefined) throw new SkepError('bad_request', `${at}.matcher: ${problem}`);
+    if (problem !== undefined) throw new SkepError('invalid_config', `${at}.matcher: ${problem}`);
     const evaluate = parse(expression);
     return {
       priority,

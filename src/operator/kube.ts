@@ -12,6 +12,7 @@ import {
   setHeaderOptions,
   Watch,
 } from '@kubernetes/client-node';
+import type { ErrorCode } from '../shared/index.js';
 
 export interface KubeObject {
   apiVersion?: string;
@@ -166,12 +167,40 @@ export interface ObjectClient {
   replace(object: KubeObject & { apiVersion: string; kind: string }): Promise<KubeObject>;
 }
 
+/** The API server refused a request; `code` is the error table's code for its HTTP status. */
 export class KubeHttpError extends Error {
+  override readonly name = 'KubeHttpError';
+  readonly code: ErrorCode;
   constructor(
     readonly statusCode: number,
     message: string,
   ) {
     super(message);
+    this.code = codeForStatus(statusCode);
+  }
+}
+
+function codeForStatus(status: number): ErrorCode {
+  switch (status) {
+    case 400:
+    case 422:
+      return 'bad_request';
+    case 401:
+      return 'unauthorized';
+    case 403:
+      return 'forbidden';
+    case 404:
+      return 'not_found';
+    case 409:
+      return 'conflict';
+    case 429:
+      return 'rate_limited';
+    case 503:
+      return 'unavailable';
+    case 504:
+      return 'gateway_timeout';
+    default:
+      return 'bad_gateway';
   }
 }
 

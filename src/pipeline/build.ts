@@ -88,13 +88,13 @@ export function planPipeline(config: RunConfig): MiddlewareConfig[] {
       throw new SkepError('unsupported_field', `${where}: '${entry.type}': ${notYet}`);
     if (!FACTORIES.has(entry.type) && !BUILT_IN.has(entry.type))
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `${where}: unsupported middleware type: '${entry.type}' (known: ${[...FACTORIES.keys(), ...BUILT_IN].sort().join(', ')})`,
       );
   });
   if (typed.length > 0)
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `middleware_configs replaces the pipeline the run configuration's fields would build, and ` +
         `these fields configure one too: ${typed.map((t) => t.type).join(', ')} — set middleware_configs ` +
         'or those fields, not both',
@@ -126,7 +126,7 @@ function checkCombinations(config: RunConfig): void {
     (exchangeReplaces || config.upstream_swap_config !== undefined || config.aws_sts_config !== undefined)
   )
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       'remote_auth_config cannot be combined with token exchange, upstream token injection or AWS STS: each sets the Authorization header',
     );
 }
@@ -138,7 +138,7 @@ function tuneProxy(entry: MiddlewareConfig, tuning: ProxyTuning, logger: Logger)
     case 'bodylimit': {
       const max = params['max_bytes'];
       if (max !== undefined && (typeof max !== 'number' || !Number.isInteger(max)))
-        throw new SkepError('bad_request', "middleware_configs: 'bodylimit' max_bytes must be an integer");
+        throw new SkepError('invalid_config', "middleware_configs: 'bodylimit' max_bytes must be an integer");
       tuning.maxBodyBytes = typeof max === 'number' && max > 0 ? max : REFERENCE_BODY_LIMIT;
       return;
     }
@@ -146,12 +146,12 @@ function tuneProxy(entry: MiddlewareConfig, tuning: ProxyTuning, logger: Logger)
       const origins = params['allowed_origins'] ?? [];
       if (!Array.isArray(origins) || origins.some((o) => typeof o !== 'string'))
         throw new SkepError(
-          'bad_request',
+          'invalid_config',
           "middleware_configs: 'origin' allowed_origins must be a list of strings",
         );
       const problem = allowedOriginsProblem(origins as string[]);
       if (problem !== undefined)
-        throw new SkepError('bad_request', `middleware_configs: 'origin': ${problem}`);
+        throw new SkepError('invalid_config', `middleware_configs: 'origin': ${problem}`);
       tuning.allowedOrigins = [...(tuning.allowedOrigins ?? []), ...(origins as string[])];
       return;
     }
@@ -161,7 +161,7 @@ function tuneProxy(entry: MiddlewareConfig, tuning: ProxyTuning, logger: Logger)
       if (filter !== undefined && filter !== null) {
         if (!Array.isArray(filter) || filter.some((t) => typeof t !== 'string'))
           throw new SkepError(
-            'bad_request',
+            'invalid_config',
             `middleware_configs: '${entry.type}' filter_tools must be a list of strings`,
           );
         if (filter.length > 0) tuning.toolsFilter = filter as string[];
@@ -170,7 +170,7 @@ function tuneProxy(entry: MiddlewareConfig, tuning: ProxyTuning, logger: Logger)
       if (override !== undefined && override !== null) {
         if (typeof override !== 'object' || Array.isArray(override))
           throw new SkepError(
-            'bad_request',
+            'invalid_config',
             `middleware_configs: '${entry.type}' tools_override must be an object`,
           );
         tuning.toolsOverride = override as Record<string, ToolOverride>;

@@ -10,7 +10,7 @@
  * The shared-child path never touches this module: the proxy only builds it when the option
  * is set.
  */
-import type { Logger } from '../shared/index.js';
+import type { ErrorCode, Logger } from '../shared/index.js';
 import type { Session } from './session.js';
 import { type BridgeOptions, StdioBridge } from './stdio-bridge.js';
 import type { PerSessionOptions, SessionChild } from './types.js';
@@ -21,7 +21,10 @@ interface Entry {
 }
 
 /** `maxChildren` children are live or starting. */
-export class ChildCapReached extends Error {}
+export class ChildCapReached extends Error {
+  override readonly name = 'ChildCapReached';
+  readonly code: ErrorCode = 'unavailable';
+}
 
 export class SessionChildren {
   readonly #live = new Map<Session, Entry>();

@@ -5,12 +5,13 @@
  * a message that says so (ToolHive reads both; Skep reads only the upstream format).
  */
 import { createValidator } from '../schemas/index.js';
-import { isRecord, jsonSyntaxError } from '../shared/index.js';
+import { type ErrorCode, isRecord, jsonSyntaxError } from '../shared/index.js';
 import { CatalogServer, CatalogSkill, RegistryDocument, RegistryGroup } from '../schemas/registry/index.js';
 
 /** Content that is not a usable registry: maps to 502 when a source is being set. */
 export class InvalidRegistryError extends Error {
   override readonly name = 'InvalidRegistryError';
+  readonly code: ErrorCode = 'registry_invalid';
 }
 
 const documentValidator = createValidator(RegistryDocument);

@@ -12,6 +12,7 @@ import type { Dispatcher } from 'undici';
 import {
   describeConnectError,
   findOutboundRefusal,
+  type ErrorCode,
   lazyRequire,
   OutboundAddressError,
   OutboundClient,
@@ -28,8 +29,19 @@ const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
 export type FetchFailureKind = 'unreachable' | 'timeout' | 'private' | 'status' | 'too_large';
 
+const CODE_OF_KIND: Readonly<Record<FetchFailureKind, ErrorCode>> = {
+  unreachable: 'registry_unavailable',
+  timeout: 'registry_unavailable',
+  private: 'registry_private_address',
+  status: 'bad_gateway',
+  too_large: 'registry_invalid',
+};
+
 export class SourceFetchError extends Error {
   override readonly name = 'SourceFetchError';
+  get code(): ErrorCode {
+    return CODE_OF_KIND[this.kind];
+  }
   constructor(
     readonly kind: FetchFailureKind,
     message: string,

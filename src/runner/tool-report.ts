@@ -21,7 +21,7 @@ import {
   resultMessage,
   SseDecoder,
 } from '../protocol/index.js';
-import { describeError, type Logger, SKEP_VERSION } from '../shared/index.js';
+import { describeError, type ErrorCode, type Logger, SKEP_VERSION } from '../shared/index.js';
 
 export interface ToolReportOptions {
   /** The proxy's streamable-HTTP endpoint on loopback, `http://127.0.0.1:<port>/mcp`. */
@@ -57,6 +57,7 @@ const STREAM_RETRY_MAX_MS = 30_000;
 /** The proxy no longer knows the session (HTTP 404, MCP 2025-11-25 "Session Management"). */
 class SessionGone extends Error {
   override readonly name = 'SessionGone';
+  readonly code: ErrorCode = 'not_found';
 }
 
 export class ToolReport {

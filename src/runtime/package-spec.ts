@@ -19,7 +19,7 @@ export function checkPackageSpec(image: string, scheme: 'npx' | 'uvx', spec: str
       : undefined;
   if (problem !== undefined)
     throw new SkepError(
-      'bad_request',
+      'invalid_reference',
       `image: the package in '${image}' ${problem}; name a package, e.g. ${scheme === 'npx' ? 'npx://@modelcontextprotocol/server-everything@1' : 'uvx://mcp-server-fetch'}, and pass server arguments separately`,
     );
 }

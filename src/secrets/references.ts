@@ -17,12 +17,15 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 export function parseSecretReference(text: string): SecretReference {
   const match = REFERENCE.exec(text);
   if (match === null) {
-    throw new SkepError('bad_request', `invalid secret reference '${text}': use '<name>,target=<ENV_VAR>'`);
+    throw new SkepError(
+      'invalid_reference',
+      `invalid secret reference '${text}': use '<name>,target=<ENV_VAR>'`,
+    );
   }
   const [, name, target] = match as unknown as [string, string, string];
   if (!ENV_NAME.test(target)) {
     throw new SkepError(
-      'bad_request',
+      'invalid_reference',
       `invalid secret reference '${text}': target '${target}' is not an environment variable name`,
     );
   }

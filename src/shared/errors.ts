@@ -12,6 +12,16 @@ export const ERROR_CODES = {
     description: 'The request is malformed or a field is invalid; the message names it.',
   },
   invalid_name: { status: 400, description: 'A resource name does not follow the naming rule.' },
+  invalid_config: {
+    status: 400,
+    description:
+      "A configuration value is invalid: a workload's run configuration or one of its middlewares' settings (authorization, webhooks, rate limits, auth), or the server's config file; the message names the field.",
+  },
+  invalid_reference: {
+    status: 400,
+    description:
+      'A reference cannot be parsed: a secret reference, an OCI or image reference, a package spec; the message names it.',
+  },
   unauthorized: {
     status: 401,
     description:
@@ -130,6 +140,11 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/**
+ * `bad_request` stays for what no narrower code covers (a malformed request or value) and is
+ * the code the reference's registry routes send; `invalid_config`, `invalid_reference` and
+ * `invalid_name` say which kind of input was wrong, with the same HTTP status.
+ */
 export class SkepError extends Error {
   override readonly name = 'SkepError';
   readonly code: ErrorCode;

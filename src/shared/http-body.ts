@@ -7,11 +7,13 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
+import type { ErrorCode } from './errors.js';
 import type { BodyBudget } from './listener-limits.js';
 
 /** The body is larger than the limit; each surface maps it to its own 413 (or 400) shape. */
 export class BodyTooLargeError extends Error {
   override readonly name = 'BodyTooLargeError';
+  readonly code: ErrorCode = 'payload_too_large';
   constructor(readonly limit: number) {
     super('request body too large');
   }

@@ -22,7 +22,7 @@ const HOST =
 
 /** Parses a reference or throws a 400 naming what is wrong. */
 export function parseOciRef(input: string): OciRef {
-  const bad = (why: string) => new SkepError('bad_request', `invalid OCI reference "${input}": ${why}`);
+  const bad = (why: string) => new SkepError('invalid_reference', `invalid OCI reference "${input}": ${why}`);
   if (input === '' || input.length > 512 || /\s/.test(input))
     throw bad('empty, too long or contains whitespace');
   let rest = input;

@@ -4,7 +4,7 @@
  * not UTF-16 units, so they are measured with `Buffer.byteLength`.
  */
 import { parse as parseYaml } from 'yaml';
-import { SkepError } from '../shared/index.js';
+import { type ErrorCode, SkepError } from '../shared/index.js';
 
 export const MAX_FRONTMATTER_BYTES = 64 * 1024;
 export const MAX_DESCRIPTION_BYTES = 1024;
@@ -34,6 +34,7 @@ export interface ParsedSkill {
 /** A SKILL.md that cannot be parsed; the message is the reference's wording. */
 export class SkillParseError extends Error {
   override readonly name = 'SkillParseError';
+  readonly code: ErrorCode = 'skill_invalid';
 }
 
 export function utf8Length(text: string): number {

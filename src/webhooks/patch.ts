@@ -9,7 +9,7 @@
  * Member names are set as own properties, so a patch naming `__proto__` adds a member called
  * `__proto__` rather than changing an object's prototype.
  */
-import { isRecord } from '../shared/index.js';
+import { type ErrorCode, isRecord } from '../shared/index.js';
 
 export type PatchOperationName = 'add' | 'remove' | 'replace' | 'copy' | 'move' | 'test';
 
@@ -25,6 +25,8 @@ export interface PatchOperation {
 /** Why a patch was refused; `kind` picks the reference's message. */
 export class PatchError extends Error {
   override readonly name = 'PatchError';
+  /** A webhook (an upstream service) answered with a patch that cannot be used. */
+  readonly code: ErrorCode = 'bad_gateway';
   constructor(
     readonly kind: 'malformed' | 'invalid' | 'scope' | 'apply',
     message: string,

@@ -32,7 +32,7 @@ export const authStage: StageFactory = {
       if (as === undefined)
         throw new Error('embedded_auth_server_config is set but no authorization server was passed');
       if (resourceUrl === undefined)
-        throw new SkepError('bad_request', 'the embedded authorization server needs a resource URL');
+        throw new SkepError('invalid_config', 'the embedded authorization server needs a resource URL');
       return createInboundAuthMiddleware({
         verify: (token) => as.verifyAccessToken(token, resourceUrl),
         authorizationServers: [as.issuer],
@@ -43,7 +43,7 @@ export const authStage: StageFactory = {
     }
     if (oidc === undefined || !(oidc.issuer || oidc.jwksurl || oidc.introspectionURL))
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         "middleware_configs: 'auth' needs oidc_config with an issuer, jwksurl or introspectionURL",
       );
     const clientSecret = await optionalSecret(

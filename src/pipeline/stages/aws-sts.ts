@@ -18,9 +18,12 @@ export const awsStsStage: StageFactory = {
     const params = paramsObject(TYPE, parameters);
     const sts = runConfigBlock(TYPE, params, 'aws_sts_config', 'aws_sts_config');
     if (sts === undefined)
-      throw new SkepError('bad_request', "middleware_configs: 'awssts' needs aws_sts_config");
+      throw new SkepError('invalid_config', "middleware_configs: 'awssts' needs aws_sts_config");
     if ((stringParam(TYPE, params, 'target_url') ?? deps.config.remote_url) === undefined)
-      throw new SkepError('bad_request', 'aws_sts_config signs requests to a remote server: set remote_url');
+      throw new SkepError(
+        'invalid_config',
+        'aws_sts_config signs requests to a remote server: set remote_url',
+      );
     const { createAwsStsMiddleware, sdkAssumeRole } = await import('../../auth/aws-sts.js');
     let assumeRole = deps.assumeRole;
     let close: (() => void) | undefined;

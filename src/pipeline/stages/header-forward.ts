@@ -16,7 +16,7 @@ function stringMap(params: Record<string, unknown>, key: string): Record<string,
   if (v === undefined || v === null) return {};
   if (typeof v !== 'object' || Array.isArray(v) || Object.values(v).some((x) => typeof x !== 'string'))
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `middleware_configs: '${TYPE}' parameter '${key}' must map names to strings`,
     );
   return v as Record<string, string>;

@@ -6,7 +6,10 @@ import type { RunConfig } from '../../workloads/run-config.js';
 export function paramsObject(type: string, parameters: unknown): Record<string, unknown> {
   if (parameters === undefined || parameters === null) return {};
   if (typeof parameters !== 'object' || Array.isArray(parameters))
-    throw new SkepError('bad_request', `middleware_configs: the parameters of '${type}' must be an object`);
+    throw new SkepError(
+      'invalid_config',
+      `middleware_configs: the parameters of '${type}' must be an object`,
+    );
   return parameters as Record<string, unknown>;
 }
 
@@ -25,7 +28,10 @@ export function runConfigBlock<F extends keyof RunConfig>(
   const value = params[key];
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value))
-    throw new SkepError('bad_request', `middleware_configs: '${type}' parameter '${key}' must be an object`);
+    throw new SkepError(
+      'invalid_config',
+      `middleware_configs: '${type}' parameter '${key}' must be an object`,
+    );
   return value as RunConfig[F];
 }
 
@@ -34,6 +40,9 @@ export function stringParam(type: string, params: Record<string, unknown>, key: 
   const v = params[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string')
-    throw new SkepError('bad_request', `middleware_configs: '${type}' parameter '${key}' must be a string`);
+    throw new SkepError(
+      'invalid_config',
+      `middleware_configs: '${type}' parameter '${key}' must be a string`,
+    );
   return v;
 }

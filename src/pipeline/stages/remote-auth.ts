@@ -40,7 +40,7 @@ export const remoteAuthStage: StageFactory = {
     const params = paramsObject(TYPE, parameters);
     const remote = runConfigBlock(TYPE, params, 'remote_auth_config', 'remote_auth_config');
     if (remote === undefined)
-      throw new SkepError('bad_request', "middleware_configs: 'remote-auth' needs remote_auth_config");
+      throw new SkepError('invalid_config', "middleware_configs: 'remote-auth' needs remote_auth_config");
     const lookup = deps.secretLookup;
     if (remote.bearer_token || remote.bearer_token_file) {
       const bearer = remote.bearer_token
@@ -55,7 +55,7 @@ export const remoteAuthStage: StageFactory = {
     }
     const remoteUrl = stringParam(TYPE, params, 'target_url') ?? deps.config.remote_url;
     if (remoteUrl === undefined)
-      throw new SkepError('bad_request', 'remote_auth_config OAuth needs remote_url');
+      throw new SkepError('invalid_config', 'remote_auth_config OAuth needs remote_url');
     let clientSecret: string | undefined;
     if (remote.client_secret)
       clientSecret = await secretOrLiteral(remote.client_secret, lookup, 'remote_auth_config.client_secret');

@@ -41,6 +41,6 @@ export async function readTokenFile(path: string, field: string): Promise<string
     if (text === '') throw new Error('empty');
     return text;
   } catch (err) {
-    throw new SkepError('bad_request', `${field}: cannot read a token from ${path}`, { cause: err });
+    throw new SkepError('invalid_config', `${field}: cannot read a token from ${path}`, { cause: err });
   }
 }

@@ -31,17 +31,20 @@ export const tokenExchangeStage: StageFactory = {
       'token_exchange_config',
     );
     if (te === undefined)
-      throw new SkepError('bad_request', "middleware_configs: 'tokenexchange' needs token_exchange_config");
-    if (!te.token_url) throw new SkepError('bad_request', 'token_exchange_config.token_url is required');
+      throw new SkepError(
+        'invalid_config',
+        "middleware_configs: 'tokenexchange' needs token_exchange_config",
+      );
+    if (!te.token_url) throw new SkepError('invalid_config', 'token_exchange_config.token_url is required');
     const strategy = tokenExchangeStrategy(te);
     if (strategy !== 'replace' && strategy !== 'custom')
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `token_exchange_config.header_strategy: "${strategy}" (use 'replace' or 'custom')`,
       );
     if (strategy === 'custom' && !te.external_token_header_name)
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         "token_exchange_config.external_token_header_name must be set when header_strategy is 'custom'",
       );
     const secret = await optionalSecret(

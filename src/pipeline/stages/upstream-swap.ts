@@ -18,7 +18,7 @@ export const upstreamSwapStage: StageFactory = {
     const custom = swap.header_strategy === 'custom';
     if (custom && !swap.custom_header_name)
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         "upstream_swap_config.custom_header_name must be set when header_strategy is 'custom'",
       );
     const { createUpstreamInjectMiddleware } = await import('../../auth/upstream-inject.js');

@@ -41,7 +41,7 @@ export function resolvePermissionProfile(
       return structuredClone(BUILTIN_PROFILES[nameOrPath]);
     if (!isAbsolute(nameOrPath)) {
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `permission profile '${nameOrPath}' is neither 'none', 'network' nor an absolute file path`,
       );
     }
@@ -50,7 +50,7 @@ export function resolvePermissionProfile(
       text = readFileSync(nameOrPath, 'utf8');
     } catch (err) {
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `cannot read permission profile ${nameOrPath}: ${(err as Error).message}`,
         { cause: err },
       );
@@ -61,12 +61,12 @@ export function resolvePermissionProfile(
     } catch (err) {
       // V8's message quotes the text: the path may name any file this process can read.
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `permission profile ${nameOrPath} is not valid JSON (${jsonSyntaxError(text, err)})`,
       );
     }
     if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
-      throw new SkepError('bad_request', `permission profile ${nameOrPath} is not a JSON object`);
+      throw new SkepError('invalid_config', `permission profile ${nameOrPath} is not a JSON object`);
     }
     return parsed;
   }
@@ -119,12 +119,12 @@ function parseMount(entry: string, what: string): { host: string; container: str
   const container = parts[1] ?? host;
   if (parts.length > 2 || !isAbsolute(host) || !isAbsolute(container)) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${what}: '${entry}' must be an absolute host path, optionally ':/container/path' and ':ro' or ':rw'`,
     );
   }
   if (mode !== undefined && mode !== 'ro' && mode !== 'rw') {
-    throw new SkepError('bad_request', `${what}: '${entry}' has mode '${mode}'; use ro or rw`);
+    throw new SkepError('invalid_config', `${what}: '${entry}' has mode '${mode}'; use ro or rw`);
   }
   return mode === undefined ? { host, container } : { host, container, mode };
 }

@@ -21,6 +21,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import type { Agent, buildConnector, Dispatcher, RequestInit as UndiciRequestInit } from 'undici';
+import type { ErrorCode } from '../errors.js';
 import { lazyRequire } from '../lazy.js';
 import { type AddressClass, canonicalHost, classifyAddress, isIpLiteral } from './address-class.js';
 
@@ -63,6 +64,8 @@ const DESCRIPTION: Record<Exclude<AddressClass, 'public'>, string> = {
 /** A request refused by the address policy. `host` is the name asked for, `address` what it is or resolves to. */
 export class OutboundAddressError extends Error {
   override readonly name = 'OutboundAddressError';
+  /** The address policy forbids the destination. */
+  readonly code: ErrorCode = 'forbidden';
 
   constructor(
     readonly host: string,

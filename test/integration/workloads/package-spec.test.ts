@@ -27,7 +27,7 @@ test('a package spec that is an npx or uvx option is refused at create with 400 
     });
     assert.equal(res.statusCode, 400, res.body);
     const body = res.json<{ code: string; message: string }>();
-    assert.equal(body.code, 'bad_request');
+    assert.equal(body.code, 'invalid_reference');
     assert.match(body.message, /^image: the package in '.*' (starts with '-'|contains white space)/);
     assert.ok(!res.body.includes(' at '), `no stack trace: ${res.body}`);
     const found = await app.inject({ method: 'GET', url: `/api/v1beta/workloads/inject-${i}` });

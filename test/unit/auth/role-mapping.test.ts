@@ -117,7 +117,7 @@ test('role mapping: role_claim selects the list claim', () => {
   assert.equal(mapper.select({ groups: ['x'] }), undefined);
 });
 
-test('role mapping: configuration errors are bad_request at build time', () => {
+test('role mapping: configuration errors are invalid_config at build time', () => {
   const bad: Array<[Parameters<typeof createRoleMapper>[0], RegExp]> = [
     [{}, /fallback_role_arn or role_mappings/],
     [{ fallbackRoleArn: 'arn:aws:iam::1:role/x' }, /not an IAM role ARN/],
@@ -133,7 +133,7 @@ test('role mapping: configuration errors are bad_request at build time', () => {
   for (const [options, message] of bad) {
     assert.throws(
       () => createRoleMapper(options),
-      (err: Error & { code?: string }) => err.code === 'bad_request' && message.test(err.message),
+      (err: Error & { code?: string }) => err.code === 'invalid_config' && message.test(err.message),
     );
   }
 });

@@ -51,7 +51,7 @@ test('middleware_configs: used as given; unknown and not-yet types refused; type
   );
   assert.throws(
     () => planPipeline(parseRunConfig({ ...base, middleware_configs: [{ type: 'magic' }] })),
-    (err: Error) => codeOf(err) === 'bad_request' && /middleware_configs\[0\].*'magic'/.test(err.message),
+    (err: Error) => codeOf(err) === 'invalid_config' && /middleware_configs\[0\].*'magic'/.test(err.message),
   );
   assert.throws(
     () => planPipeline(parseRunConfig({ ...base, middleware_configs: [{ type: 'obo' }] })),
@@ -60,7 +60,7 @@ test('middleware_configs: used as given; unknown and not-yet types refused; type
   assert.throws(
     () =>
       planPipeline(parseRunConfig({ ...base, authz_config: authz, middleware_configs: [{ type: 'audit' }] })),
-    (err: Error) => codeOf(err) === 'bad_request' && /authorization/.test(err.message),
+    (err: Error) => codeOf(err) === 'invalid_config' && /authorization/.test(err.message),
   );
 });
 
@@ -143,6 +143,6 @@ test('built-in types tune the proxy instead of adding stages', async () => {
       }),
       { logger: silentLogger, secretLookup: async () => undefined },
     ),
-    (err: Error) => codeOf(err) === 'bad_request' && /origin/.test(err.message),
+    (err: Error) => codeOf(err) === 'invalid_config' && /origin/.test(err.message),
   );
 });

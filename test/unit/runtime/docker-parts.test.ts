@@ -70,7 +70,7 @@ test('seed PermissionProfile: built-in none/network, default network, file profi
   assert.deepEqual(resolvePermissionProfile(undefined, join(dir, 'p.json')).write, ['/srv/data']);
   assert.throws(
     () => resolvePermissionProfile(undefined, 'relative.json'),
-    (e) => isSkepError(e) && e.code === 'bad_request',
+    (e) => isSkepError(e) && e.code === 'invalid_config',
   );
   assert.deepEqual(bindsFor({ read: ['/a', '/b:/in/b'], write: ['/c:/in/c'] }, ['/d:/in/d:ro']), [
     '/a:/a:ro',

@@ -19,7 +19,7 @@ test('reference §3.4: "<name>,target=<ENV>" parses; the name cannot hold a comm
   ]) {
     assert.throws(
       () => parseSecretReference(bad),
-      (e: unknown) => e instanceof SkepError && e.code === 'bad_request',
+      (e: unknown) => e instanceof SkepError && e.code === 'invalid_reference',
       bad,
     );
   }

@@ -10,6 +10,8 @@ import { ERROR_CODES, type ErrorCode, SkepError } from '../../../src/shared/inde
 const EXPECTED: Record<ErrorCode, number> = {
   bad_request: 400,
   invalid_name: 400,
+  invalid_config: 400,
+  invalid_reference: 400,
   unauthorized: 401,
   forbidden: 403,
   forbidden_host: 403,
