@@ -37,7 +37,7 @@ import { formatProblem } from './validate.js';
 import { buildRunConfigAuth, envName, type SecretEnv, type SecretFile } from './runconfig.js';
 import { type BackendAuthStrategy, parseVmcpConfig } from '../vmcp/config.js';
 import { vmcpStrategyFor } from './vmcp-auth.js';
-import { validateResource } from './resource-validate.js';
+import { foreignResource, validateResource } from './resource-validate.js';
 import { isRecord } from '../shared/index.js';
 
 type Node = Record<string, unknown>;
@@ -93,6 +93,8 @@ export interface RenderResult {
    * expressed is not served): the resource still renders; the controller reports these.
    */
   warnings: Array<{ resource: string; problem: string }>;
+  /** Documents of other API groups, left alone (`Kind/name` and why). */
+  skipped: Array<{ resource: string; reason: string }>;
 }
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
@@ -589,6 +591,7 @@ function rendered(
     urls: new Map([[resource, url]]),
     problems: problems.map((problem) => ({ resource, problem })),
     warnings: warnings.map((problem) => ({ resource, problem })),
+    skipped: [],
   };
 }
 
@@ -1040,6 +1043,7 @@ const INPUT_ONLY_KINDS = new Set(['Secret', 'ConfigMap', EXTAUTH_KIND, 'MCPGroup
  * Renders every workload resource among `docs` (other documents — Secrets, ConfigMaps,
  * MCPExternalAuthConfigs, groups, entries — are read as referenced objects). Each resource
  * is validated first with the shared library; an invalid one renders nothing and is reported.
+ * Documents of other API groups (but Secrets and ConfigMaps) are listed in `skipped`.
  */
 export async function renderResources(docs: unknown[], options: RenderOptions = {}): Promise<RenderResult> {
   const runnerImage = options.runnerImage ?? process.env[RUNNER_IMAGE_ENV] ?? DEFAULT_RUNNER_IMAGE;
@@ -1048,7 +1052,7 @@ export async function renderResources(docs: unknown[], options: RenderOptions = 
     namespace: options.namespace ?? 'default',
     vmcpImage: options.vmcpImage ?? runnerImage,
   };
-  const result: RenderResult = { objects: [], urls: new Map(), problems: [], warnings: [] };
+  const result: RenderResult = { objects: [], urls: new Map(), problems: [], warnings: [], skipped: [] };
   const valid: Node[] = [];
   for (const [i, d] of docs.entries()) {
     if (d === null || typeof d !== 'object') {
@@ -1060,6 +1064,11 @@ export async function renderResources(docs: unknown[], options: RenderOptions = 
     const name = String((doc['metadata'] as Node | undefined)?.['name'] ?? '?');
     if (kind === 'Secret' || kind === 'ConfigMap') {
       valid.push(doc);
+      continue;
+    }
+    const foreign = foreignResource(doc);
+    if (foreign !== undefined) {
+      result.skipped.push({ resource: `${kind}/${name}`, reason: foreign });
       continue;
     }
     const { problems, resource } = validateResource(doc);

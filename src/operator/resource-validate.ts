@@ -163,6 +163,20 @@ function codeRules(kind: string, obj: Node, out: Problem[]): void {
   }
 }
 
+/** The API group of Skep's own kinds (`skep.dev/v1beta1`). */
+export const SKEP_GROUP = 'skep.dev';
+
+/**
+ * Why a document is not Skep's to validate or render, or `undefined` when it is: a resource of
+ * another API group (`v1` Namespace, `apps/v1` StatefulSet, another operator's kind…), as a
+ * manifest that deploys a workload together with what it needs holds. A document without an
+ * `apiVersion` is Skep's (and then reported invalid by `validateResource`).
+ */
+export function foreignResource(doc: unknown): string | undefined {
+  if (!isRecord(doc) || typeof doc['apiVersion'] !== 'string') return undefined;
+  return doc['apiVersion'].startsWith(`${SKEP_GROUP}/`) ? undefined : `not a ${SKEP_GROUP} resource`;
+}
+
 export interface ResourceValidation {
   problems: Problem[];
   /** The resource with schema defaults applied (a copy); present only when valid. */

@@ -68,6 +68,7 @@ export async function render(opts: { file: string; runnerImage?: string; namespa
       `cannot render: ${result.problems.map((p) => `${p.resource}: ${p.problem}`).join('; ')}`,
     );
   }
+  for (const s of result.skipped) process.stderr.write(`${s.resource}: skipped (${s.reason})\n`);
   for (const w of result.warnings) process.stderr.write(`warning: ${w.resource}: ${w.problem}\n`);
   process.stdout.write(renderYaml(result.objects));
 }

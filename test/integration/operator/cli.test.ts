@@ -1,4 +1,5 @@
-// `skep extauth validate` as a real process: exit 0 on valid files, 1 with field paths on invalid ones.
+// `skep extauth validate` and `skep operator validate|render` as real processes: exit 0 on valid
+// files, 1 with field paths on invalid ones; documents of other API groups are skipped.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -6,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { OTHER_GROUPS_YAML } from '../../unit/operator/fixtures.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const skep = (...args: string[]) =>
@@ -71,5 +73,33 @@ spec:
     const r = skep('extauth', 'validate', '-f', '/nonexistent/x.yaml');
     assert.equal(r.status, 1);
     assert.match(r.stderr, /cannot read \/nonexistent\/x\.yaml/);
+  });
+});
+
+describe('skep operator validate and render', { timeout: 120_000 }, () => {
+  it('list documents of other API groups as skipped and exit 0', (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'skep-operator-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'mixed.yaml');
+    writeFileSync(file, OTHER_GROUPS_YAML);
+    const skipped = [
+      'Namespace/toolhive: skipped (not a skep.dev resource)',
+      'ServiceAccount/redis: skipped (not a skep.dev resource)',
+      'Service/redis: skipped (not a skep.dev resource)',
+      'StatefulSet/redis: skipped (not a skep.dev resource)',
+      'RedisFailover/sessions: skipped (not a skep.dev resource)',
+    ];
+    const v = skep('operator', 'validate', '-f', file);
+    assert.equal(v.status, 0, v.stderr + v.stdout);
+    assert.deepEqual(v.stdout.trimEnd().split('\n'), [
+      ...skipped,
+      'Secret/redis-auth: skipped (not a skep.dev resource)',
+      'MCPServer/web: valid',
+    ]);
+    const r = skep('operator', 'render', '-f', file, '--runner-image', 'skep:test');
+    assert.equal(r.status, 0, r.stderr + r.stdout);
+    assert.deepEqual(r.stderr.trimEnd().split('\n'), skipped);
+    const kinds = [...r.stdout.matchAll(/^kind: (\w+)$/gm)].map((m) => m[1]);
+    assert.deepEqual(kinds, ['ConfigMap', 'ServiceAccount', 'Deployment', 'Service']);
   });
 });

@@ -1,4 +1,4 @@
-/** Small builders for MCPExternalAuthConfig test resources. */
+/** Small builders for MCPExternalAuthConfig test resources, and shared manifests. */
 export const ROLE_ARN = 'arn:aws:iam::123456789012:role/mcp-reader';
 export const ref = (name: string, key = 'value') => ({ name, key });
 
@@ -51,3 +51,43 @@ export const tokenExchange = (extra: Record<string, unknown> = {}) => ({
   type: 'tokenExchange',
   tokenExchange: { audience: 'backend', tokenUrl: 'https://sts.example.com/token', ...extra },
 });
+
+/** A workload with the objects a platform team deploys next to it, from other API groups. */
+export const OTHER_GROUPS_YAML = `apiVersion: v1
+kind: Namespace
+metadata: { name: toolhive }
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: { name: redis, namespace: toolhive }
+---
+apiVersion: v1
+kind: Service
+metadata: { name: redis, namespace: toolhive }
+spec: { ports: [{ port: 6379 }], selector: { app: redis } }
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: { name: redis, namespace: toolhive }
+spec: { serviceName: redis, selector: { matchLabels: { app: redis } } }
+---
+apiVersion: databases.spotahome.com/v1
+kind: RedisFailover
+metadata: { name: sessions, namespace: toolhive }
+spec: { sentinel: { replicas: 3 }, redis: { replicas: 3 } }
+---
+apiVersion: v1
+kind: Secret
+metadata: { name: redis-auth, namespace: toolhive }
+stringData: { password: not-a-real-password }
+---
+apiVersion: skep.dev/v1beta1
+kind: MCPServer
+metadata: { name: web, namespace: toolhive }
+spec:
+  image: web:1
+  transport: streamable-http
+  mcpPort: 8080
+  proxyPort: 8080
+  sessionStorage: { provider: redis, address: "redis:6379", passwordRef: { name: redis-auth, key: password } }
+`;

@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { type K8sObject, renderResources, sidecarPort } from '../../../src/operator/render.js';
-import { validateResource } from '../../../src/operator/resource-validate.js';
+import { foreignResource, validateResource } from '../../../src/operator/resource-validate.js';
+import { OTHER_GROUPS_YAML } from './fixtures.js';
 import { review } from '../../../src/operator/webhook.js';
 
 const examples = parseAllDocuments(
@@ -334,6 +335,30 @@ describe('operator render', () => {
     assert.deepEqual(ports('apart'), { mcp: ['mcp:9000'], 'skep-runner': ['http:8080'] });
     assert.equal(rcPort('apart'), 8080);
     assert.equal(sidecarPort(8081, 8081, undefined), 8082);
+  });
+
+  it('documents of other API groups in the same file are listed as skipped, never fail the render', async () => {
+    const docs = parseAllDocuments(OTHER_GROUPS_YAML).map((d) => d.toJS() as unknown);
+    const { objects, problems, skipped } = await renderResources(docs, { runnerImage: 'skep:test' });
+    assert.deepEqual(problems, []);
+    assert.deepEqual(skipped, [
+      { resource: 'Namespace/toolhive', reason: 'not a skep.dev resource' },
+      { resource: 'ServiceAccount/redis', reason: 'not a skep.dev resource' },
+      { resource: 'Service/redis', reason: 'not a skep.dev resource' },
+      { resource: 'StatefulSet/redis', reason: 'not a skep.dev resource' },
+      { resource: 'RedisFailover/sessions', reason: 'not a skep.dev resource' },
+    ]);
+    // The skep.dev resource renders, and the Secret is still read as a referenced object.
+    const web = find(objects, 'Deployment', 'web')!;
+    assert.equal(web.metadata.namespace, 'toolhive');
+    assert.match(JSON.stringify(web), /"secretKeyRef":\{"name":"redis-auth","key":"password"\}/);
+    assert.equal(find(objects, 'Namespace', 'toolhive'), undefined);
+    assert.equal(find(objects, 'StatefulSet', 'redis'), undefined);
+    for (const d of docs) {
+      const foreign = foreignResource(d);
+      const kind = (d as { kind: string }).kind;
+      assert.equal(foreign === undefined, kind === 'MCPServer', kind);
+    }
   });
 
   it('a missing reference renders nothing for that resource and names the field', async () => {
