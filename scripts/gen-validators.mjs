@@ -37,6 +37,11 @@ export const VALIDATORS = [
     // Schemas the main one names by `$id`.
     refs: ['RateLimitBucketSchema'],
   },
+  {
+    file: 'src/schemas/validators/telemetry.generated.ts',
+    module: 'src/schemas/telemetry.ts',
+    schema: 'TelemetryConfigSchema',
+  },
 ];
 
 const root = new URL('../', import.meta.url);

@@ -12,6 +12,7 @@
  *   by the run-configuration field rules (`workloads/unsupported-fields.ts`).
  */
 import { readFileSync } from 'node:fs';
+import { validateTelemetryConfig, validationProblem } from '../schemas/validators/index.js';
 import { SkepError } from '../shared/index.js';
 
 export interface TelemetrySettings {
@@ -42,57 +43,25 @@ export interface TelemetrySettings {
 /** The reference CLI's `--otel-sampling-rate` default. */
 export const DEFAULT_SAMPLING_RATE = 0.1;
 
-const KNOWN = [
-  'endpoint',
-  'serviceName',
-  'serviceVersion',
-  'tracingEnabled',
-  'metricsEnabled',
-  'samplingRate',
-  'headers',
-  'insecure',
-  'caCertPath',
-  'enablePrometheusMetricsPath',
-  'environmentVariables',
-  'customAttributes',
-  'useLegacyAttributes',
-  // Newer reference fields, accepted at their defaults only (see below).
-  'prometheusPort',
-  'metricsOnTransportPort',
-];
-
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** What the schema lets through (ToolHive's JSON writes an absent field as null). */
+interface RawTelemetryConfig {
+  readonly endpoint?: string | null;
+  readonly serviceName?: string | null;
+  readonly serviceVersion?: string | null;
+  readonly tracingEnabled?: boolean | null;
+  readonly metricsEnabled?: boolean | null;
+  readonly samplingRate?: unknown;
+  readonly headers?: Readonly<Record<string, string>> | null;
+  readonly insecure?: boolean | null;
+  readonly caCertPath?: string | null;
+  readonly enablePrometheusMetricsPath?: boolean | null;
+  readonly environmentVariables?: readonly string[] | null;
+  readonly customAttributes?: Readonly<Record<string, string>> | null;
+  readonly useLegacyAttributes?: boolean | null;
+}
 
 function bad(field: string, message: string): never {
   throw new SkepError('bad_request', `telemetry_config.${field} ${message}`);
-}
-
-function optString(raw: Record<string, unknown>, key: string): string {
-  const v = raw[key];
-  if (v === undefined || v === null) return '';
-  if (typeof v !== 'string') bad(key, 'must be a string');
-  return v.trim();
-}
-
-function optBool(raw: Record<string, unknown>, key: string): boolean | undefined {
-  const v = raw[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'boolean') bad(key, 'must be true or false');
-  return v;
-}
-
-function stringMap(raw: Record<string, unknown>, key: string): Record<string, string> {
-  const v = raw[key];
-  if (v === undefined || v === null) return {};
-  if (typeof v !== 'object' || Array.isArray(v)) bad(key, 'must be an object of strings');
-  const out: Record<string, string> = {};
-  for (const [k, value] of Object.entries(v)) {
-    if (typeof value !== 'string') bad(`${key}.${k}`, 'must be a string');
-    if (k === '') bad(key, 'has an empty name');
-    out[k] = value;
-  }
-  return out;
 }
 
 /** `samplingRate`: a decimal string (the reference's type) or a number, within 0..1. */
@@ -164,54 +133,28 @@ export function parseTelemetryConfig(
   defaults: { workload: string; version: string },
 ): TelemetrySettings | undefined {
   if (raw === undefined || raw === null) return undefined;
-  if (typeof raw !== 'object' || Array.isArray(raw))
-    throw new SkepError('bad_request', 'telemetry_config must be an object');
-  const r = raw as Record<string, unknown>;
-  const unknown = Object.keys(r).filter((k) => !KNOWN.includes(k));
-  if (unknown.length > 0)
-    throw new SkepError(
-      'bad_request',
-      `telemetry_config: unknown key(s) ${unknown.join(', ')} (known: ${KNOWN.slice(0, -2).join(', ')})`,
-    );
-  const port = r['prometheusPort'];
-  if (port !== undefined && port !== null && port !== 0)
-    bad(
-      'prometheusPort',
-      'is not supported: Skep serves /metrics on the workload’s own proxy port (many workloads share one machine, so no fixed port); remove it',
-    );
-  if (r['metricsOnTransportPort'] === false)
-    bad('metricsOnTransportPort', 'is not supported: Skep serves /metrics only on the proxy port; remove it');
-
-  const insecure = optBool(r, 'insecure') ?? false;
-  const endpointText = optString(r, 'endpoint');
+  const problem = validationProblem(validateTelemetryConfig, raw, 'telemetry_config');
+  if (problem !== undefined) throw new SkepError('bad_request', problem);
+  const r = raw as RawTelemetryConfig;
+  const insecure = r.insecure ?? false;
+  const endpointText = (r.endpoint ?? '').trim();
   const endpoint = endpointText === '' ? undefined : parseEndpoint(endpointText, insecure);
-  const prometheus = optBool(r, 'enablePrometheusMetricsPath') ?? false;
-  const tracingFlag = optBool(r, 'tracingEnabled');
-  const metricsFlag = optBool(r, 'metricsEnabled');
-  const samplingRate = parseSamplingRate(r['samplingRate']);
-  const headers = stringMap(r, 'headers');
-  for (const [name, value] of Object.entries(headers)) {
-    if (!HEADER_NAME.test(name)) bad('headers', `has an invalid header name '${name}'`);
-    if (/[\r\n\0]/.test(value)) bad(`headers.${name}`, 'must not contain line breaks');
-  }
-  const customAttributes = stringMap(r, 'customAttributes');
-  const envRaw = r['environmentVariables'] ?? [];
-  if (!Array.isArray(envRaw) || envRaw.some((n) => typeof n !== 'string'))
-    bad('environmentVariables', 'must be a list of environment variable names');
-  const environmentVariables = (envRaw as string[]).map((n) => n.trim());
-  for (const name of environmentVariables)
-    if (!ENV_NAME.test(name)) bad('environmentVariables', `has an invalid variable name '${name}'`);
+  const prometheus = r.enablePrometheusMetricsPath ?? false;
+  const samplingRate = parseSamplingRate(r.samplingRate);
+  const headers = { ...r.headers };
+  const customAttributes = { ...r.customAttributes };
+  const environmentVariables = (r.environmentVariables ?? []).map((n) => n.trim());
 
   if (endpoint === undefined && !prometheus) return undefined;
   // Absent flags mean "on" when there is an endpoint (better than the reference: see above).
-  const tracing = endpoint !== undefined && tracingFlag !== false;
-  const otlpMetrics = endpoint !== undefined && metricsFlag !== false;
+  const tracing = endpoint !== undefined && r.tracingEnabled !== false;
+  const otlpMetrics = endpoint !== undefined && r.metricsEnabled !== false;
   if (endpoint !== undefined && !tracing && !otlpMetrics)
     bad(
       'endpoint',
       'is set but tracingEnabled and metricsEnabled are both false, so nothing is sent to it: enable one, or remove endpoint',
     );
-  const caCertPath = optString(r, 'caCertPath');
+  const caCertPath = (r.caCertPath ?? '').trim();
   let ca: string | undefined;
   if (caCertPath !== '') {
     if (endpoint === undefined)
@@ -232,13 +175,13 @@ export function parseTelemetryConfig(
     tracing,
     otlpMetrics,
     samplingRate,
-    serviceName: optString(r, 'serviceName') || `thv-${defaults.workload}`,
-    serviceVersion: optString(r, 'serviceVersion') || defaults.version,
+    serviceName: (r.serviceName ?? '').trim() || `thv-${defaults.workload}`,
+    serviceVersion: (r.serviceVersion ?? '').trim() || defaults.version,
     headers: Object.freeze(headers),
     ca,
     prometheus,
     environmentVariables: Object.freeze(environmentVariables),
     customAttributes: Object.freeze(customAttributes),
-    legacyAttributes: optBool(r, 'useLegacyAttributes') ?? false,
+    legacyAttributes: r.useLegacyAttributes ?? false,
   });
 }

@@ -13,6 +13,8 @@ export interface ValidatorError {
   readonly message?: string;
   readonly parentSchema?: Readonly<Record<string, unknown>>;
   readonly data?: unknown;
+  /** Set when a property name failed (`propertyNames`). */
+  readonly propertyName?: string;
 }
 
 /** A generated validator: true when `value` fits, else false with `errors` set. */
@@ -52,7 +54,8 @@ const UNKNOWN_KEYS = ': unknown key{s} {keys} (known: {known})';
 
 /**
  * The message for `error`, the value at `root` being the one validated. Placeholders in an
- * `x-errors` message: `{value}` (the value as written), `{json}` (as JSON); for unknown keys
+ * `x-errors` message: `{value}` (the value as written), `{json}` (as JSON), `{name}` (a property name that
+ * failed `propertyNames`); for unknown keys
  * `{keys}`, `{keysJson}`, `{s}` (plural) and `{known}`. A schema with `x-error-at: "list"`
  * (a list's item) reports at the list's path.
  */
@@ -82,7 +85,14 @@ export function formatValidatorError(root: string, error: ValidatorError): strin
   }
   const template = messages[error.keyword];
   if (template !== undefined)
-    return join(field, fill(template, { value: String(error.data), json: JSON.stringify(error.data) }));
+    return join(
+      field,
+      fill(template, {
+        value: String(error.data),
+        json: JSON.stringify(error.data),
+        name: error.propertyName ?? '',
+      }),
+    );
   if (error.keyword === 'type') {
     const type = error.params['type'];
     if (type === 'object') return `${field} must be an object`;

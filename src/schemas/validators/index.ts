@@ -5,6 +5,7 @@
  */
 import { validate as auditConfig } from './audit.generated.js';
 import { validate as rateLimitConfig } from './rate-limit.generated.js';
+import { validate as telemetryConfig } from './telemetry.generated.js';
 import type { GeneratedValidator } from './format.js';
 
 export { allowedOriginsProblem } from '../allowed-origins.js';
@@ -17,3 +18,6 @@ export const validateRateLimitConfig: GeneratedValidator = rateLimitConfig;
 
 /** `audit_config` and the file of `audit_config_path` (`AuditConfigSchema`). */
 export const validateAuditConfig: GeneratedValidator = auditConfig;
+
+/** `telemetry_config` (`TelemetryConfigSchema`). */
+export const validateTelemetryConfig: GeneratedValidator = telemetryConfig;
