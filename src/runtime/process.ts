@@ -17,7 +17,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { resolve } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { definedOnly, findExecutable, isExecutable, type Logger, SkepError } from '../shared/index.js';
 import { RotatingLogFile } from './log-file.js';
@@ -231,7 +231,9 @@ export class ProcessRuntime implements Runtime {
         const store = new NpmStore(paths.cacheDir);
         const version = await store.resolve(registry, run, writeLog);
         entry = await store.ensure(registry.name, version, run, writeLog);
-        launch = { ...launch, ...binCommand(entry, tools.node, spec.args) };
+        // As npx does, the package's own bins come first on its PATH.
+        const path = [join(entry.dir, 'node_modules', '.bin'), env['PATH'] ?? ''].join(delimiter);
+        launch = { ...launch, ...binCommand(entry, tools.node, spec.args), env: { ...env, PATH: path } };
         log.write(
           `[skep] running ${entry.name}@${entry.version}'s bin ${entry.bin} directly from the package store\n`,
         );

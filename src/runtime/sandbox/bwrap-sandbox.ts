@@ -266,6 +266,10 @@ export async function prepareSandbox(options: SandboxStartOptions): Promise<Prep
     });
   const scripts = scheme === 'cmd' ? outsideHidden(argumentMounts(options.args, hide, never)) : [];
   const programsShown = outsideHidden(programMounts(programs, pathDirs, hide));
+  // As npx does, the package's own bins come first on the server's PATH (after the PATH
+  // folders were checked: these are in the store entry, shown by its own bind).
+  if (options.packageDir !== undefined)
+    env['PATH'] = [join(options.packageDir, 'node_modules', '.bin'), ...pathDirs].join(delimiter);
   for (const m of scripts)
     options.log(`[skep] sandbox: ${m.src} is visible read-only (it holds the program)`);
   // A folder named as an argument is data: say why the server will not find it.

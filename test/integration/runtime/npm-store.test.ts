@@ -151,10 +151,12 @@ test(
         [],
         'no npm or npx process in the workload’s tree',
       );
-      assert.ok(
-        tree.some((p) => p.argv.some((a) => a.startsWith(join(entry, 'node_modules')))),
-        `the server runs its bin from the store: ${JSON.stringify(tree)}`,
-      );
+      const server = tree.find((p) => p.argv.some((a) => a.startsWith(join(entry, 'node_modules'))));
+      assert.ok(server, `the server runs its bin from the store: ${JSON.stringify(tree)}`);
+      const path = readFileSync(`/proc/${server.pid}/environ`, 'utf8')
+        .split('\0')
+        .find((v) => v.startsWith('PATH='));
+      assert.ok(path?.startsWith(`PATH=${join(entry, 'node_modules', '.bin')}:`), `as npx: ${path}`);
     }
     for (const name of ['fs-one', 'fs-two']) {
       const home = join(paths.dataDir, 'sandbox', name, 'home');
