@@ -307,6 +307,24 @@ export class NpmStore {
       .sort((a, b) => compareVersions(b, a));
   }
 
+  /**
+   * Removes the scratch and staging folders of starts that died mid-way (a killed runner):
+   * their names carry the pid of the process that made them, and that process is gone.
+   */
+  sweep(): void {
+    let names: string[];
+    try {
+      names = readdirSync(this.root);
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const pid = /^\.(?:view|staging-.+)-(\d+)-[0-9a-f]+$/.exec(name)?.[1];
+      if (pid === undefined || processAlive(Number(pid))) continue;
+      rmSync(join(this.root, name), { recursive: true, force: true });
+    }
+  }
+
   /** A fresh empty folder beside the entries (staging installs, npm's scratch space). */
   #scratch(label: string): string {
     mkdirSync(this.root, { recursive: true, mode: 0o700 });
@@ -354,6 +372,7 @@ export class NpmStore {
     const dir = this.entryDir(name, version);
     let installed = false;
     if (!existsSync(dir)) {
+      this.sweep();
       log(`[skep] npm store: installing ${name}@${version}`);
       const staging = this.#scratch(`staging-${storeKey(name, version)}`);
       try {
@@ -378,6 +397,16 @@ export class NpmStore {
     const chosen = selectBin(name, manifest['bin']);
     const file = realpathSync(join(dir, 'node_modules', name, chosen.file));
     return { name, version, dir, bin: chosen.bin, file, installed };
+  }
+}
+
+/** True while process `pid` exists (EPERM: it exists, owned by someone else). */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -281,4 +282,24 @@ test('bwrap: a store entry is bound read-only after every folder is hidden again
     ['install'],
   );
   assert.equal(staging[staging.indexOf(`${entry}.staging`) - 1], '--bind');
+});
+
+test('sweep: scratch and staging folders of a process that is gone are removed; live ones and entries stay', async (t) => {
+  const dir = tempDir(t);
+  const store = new NpmStore(dir);
+  // A pid that is surely gone: a child that has exited.
+  const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], {
+    encoding: 'utf8',
+  });
+  const dead = Number(gone.stdout);
+  const names = [
+    `.staging-pkg@1.0.0-${dead}-abcdef`,
+    `.view-${dead}-012345`,
+    `.staging-pkg@1.0.0-${process.pid}-abcdef`,
+    `.view-${process.pid}-012345`,
+    'pkg@1.0.0',
+  ];
+  for (const name of names) mkdirSync(join(store.root, name), { recursive: true });
+  store.sweep();
+  assert.deepEqual(readdirSync(store.root).sort(), names.slice(2).sort());
 });
