@@ -24,7 +24,9 @@ export interface WorkloadSummary {
   created_at: string;
   started_at: string;
   sandboxed: boolean;
+  /** `bwrap`, `container`, `none` or `n/a` (a remote or virtual server). */
   sandbox: string;
+  network: string;
   /** `owner`, `inbound-auth` or `anyone-on-this-machine`. */
   endpoint_access: string;
 }
@@ -42,7 +44,6 @@ export interface WorkloadDetail {
   cmd_arguments: string[];
   tools: string[];
   env_vars: Record<string, string>;
-  network_isolation: boolean;
   proxy_port: number;
   secrets: Array<{ name: string; target: string }>;
   status: string;
@@ -50,6 +51,9 @@ export interface WorkloadDetail {
   sandboxed: boolean;
   sandbox: string;
   sandbox_reason: string;
+  /** `none`, `filtered`, `host`, `open` or `n/a`, as enforced; `network_detail` in words. */
+  network: string;
+  network_detail: string;
   endpoint_access: string;
 }
 

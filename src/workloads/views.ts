@@ -4,13 +4,30 @@
  * what can be observed of the runner process. Secret references are shown, never values.
  */
 import type { SkepConfig } from '../config/index.js';
-import { workloadSandbox } from '../runtime/index.js';
+import { type WorkloadSandbox, workloadSandbox } from '../runtime/index.js';
 import { definedOnly } from '../shared/index.js';
 import { endpointAccessOf, proxyUrlOf } from './exposure.js';
 import { runnerAlive } from './runner-process.js';
 import type { WorkloadDetail, WorkloadSummary } from '../schemas/index.js';
 import { parseSecretReference as parseSecretRef } from './secrets.js';
 import type { WorkloadRow } from './workload-store.js';
+
+/** A virtual MCP server runs no server process of its own: neither label applies to it. */
+const VIRTUAL: WorkloadSandbox = {
+  sandboxed: false,
+  sandbox: 'n/a',
+  reason: 'a virtual MCP server runs no server process (each backend has its own sandbox)',
+  network: 'n/a',
+  networkReason: 'not applicable: a virtual MCP server runs no server process',
+};
+
+/**
+ * How the workload's server runs isolated and what network it gets, as enforced: the same
+ * decision the runtime takes at start (`workloadSandbox`), from the same configuration.
+ */
+function isolationOf(skep: SkepConfig, c: WorkloadRow['config']): WorkloadSandbox {
+  return c.vmcp !== undefined ? VIRTUAL : workloadSandbox(skep, c);
+}
 
 /**
  * The stored status, corrected by what can be observed: a workload recorded as running or
@@ -41,7 +58,7 @@ export function summariesOf(skep: SkepConfig, rows: readonly WorkloadRow[], all:
 
 export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
   const c = row.config;
-  const { sandboxed, sandbox } = workloadSandbox(skep, c);
+  const { sandboxed, sandbox, network } = isolationOf(skep, c);
   return {
     name: row.name,
     package: c.remote_url ?? c.image,
@@ -61,6 +78,7 @@ export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
     started_at: row.startedAt ?? '',
     sandboxed,
     sandbox,
+    network,
     endpoint_access: endpointAccessOf(c),
   };
 }
@@ -70,7 +88,7 @@ export function detailOf(skep: SkepConfig, row: WorkloadRow): WorkloadDetail {
   const auth = c.remote_auth_config;
   const oidc = c.oidc_config;
   const refOf = (text: string | undefined) => (text === undefined ? undefined : parseSecretRef(text));
-  const { sandboxed, sandbox, reason } = workloadSandbox(skep, c);
+  const { sandboxed, sandbox, reason, network, networkReason } = isolationOf(skep, c);
   return {
     name: row.name,
     image: c.image,
@@ -121,6 +139,8 @@ export function detailOf(skep: SkepConfig, row: WorkloadRow): WorkloadDetail {
     sandboxed,
     sandbox,
     sandbox_reason: reason,
+    network,
+    network_detail: networkReason,
     endpoint_access: endpointAccessOf(c),
   };
 }

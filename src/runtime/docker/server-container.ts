@@ -70,9 +70,7 @@ export function planServer(spec: ServerSpec, options: PlanOptions): ServerPlan {
   }
   const binds = bindsFor(profile, spec.volumes);
   const policy = outboundPolicy(profile);
-  const isolate = spec.isolateNetwork !== false && !policy.allowAll;
-  const noNetwork = (isolate && !http && deniesEverything(policy)) || profile.network?.mode === 'none';
-  const network: ServerNetwork = noNetwork ? 'none' : isolate ? 'egress' : 'default';
+  const network = serverNetwork(profile, spec.isolateNetwork !== false, http);
   const egressImage = options.egressImage ?? options.nodeImage;
   if (network === 'egress' && egressImage === undefined) {
     throw new SkepError(
@@ -89,6 +87,22 @@ export function planServer(spec: ServerSpec, options: PlanOptions): ServerPlan {
     network,
     egressImage: network === 'egress' ? egressImage : undefined,
   };
+}
+
+/**
+ * The network a server container gets from its resolved permission profile: `isolateNetwork`
+ * is the run configuration's `isolate_network` (on unless false); `http` is a server with a
+ * published port (it keeps a network even when its profile allows no outbound traffic).
+ */
+export function serverNetwork(
+  profile: PermissionProfile,
+  isolateNetwork: boolean,
+  http: boolean,
+): ServerNetwork {
+  const policy = outboundPolicy(profile);
+  const isolate = isolateNetwork && !policy.allowAll;
+  const noNetwork = (isolate && !http && deniesEverything(policy)) || profile.network?.mode === 'none';
+  return noNetwork ? 'none' : isolate ? 'egress' : 'default';
 }
 
 /** A container image as is; `npx://`/`uvx://` packages in the configured base images. */

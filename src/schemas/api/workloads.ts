@@ -212,7 +212,14 @@ const sandboxFields = {
   sandboxed: Type.Boolean({
     description: 'Skep extension: the server runs isolated (bubblewrap sandbox or container).',
   }),
-  sandbox: Type.String({ description: 'Skep extension: `bwrap`, `container` or `none`.' }),
+  sandbox: Type.String({
+    description:
+      'Skep extension: how the server is isolated, as enforced: `bwrap` (the bubblewrap sandbox), `container`, `none` (a local process without a sandbox; `sandbox_reason` says why) or `n/a` (a remote or virtual MCP server: Skep runs no server process for it).',
+  }),
+  network: Type.String({
+    description:
+      "Skep extension: the network the server gets, as enforced (unlike `network_isolation`, which is the setting asked for): `none` (no network at all), `filtered` (outbound only to the permission profile's allow-list, through a filtering proxy), `host` (this machine's network namespace, unfiltered: an unsandboxed process, or a sandbox whose profile allows all outbound traffic or whose isolation is off), `open` (a container on the engine's default network, all outbound traffic allowed) or `n/a` (a remote or virtual MCP server).",
+  }),
   endpoint_access: Type.String({
     description:
       "Skep extension: who may call the workload's tools: `owner` (holders of its access token, which `url` carries), `inbound-auth` (its own OIDC or embedded authorization server decides) or `anyone-on-this-machine` (opened by its owner).",
@@ -263,7 +270,10 @@ export const WorkloadDetailSchema = Type.Object(
     env_vars: StrMap(),
     headers: Type.Array(HeaderSchema),
     header_forward: HeaderForwardSchema,
-    network_isolation: Type.Boolean(),
+    network_isolation: Type.Boolean({
+      description:
+        'Whether the run configuration asks for network isolation (`isolate_network`); what is enforced is in `network`.',
+    }),
     trust_proxy_headers: Type.Boolean(),
     proxy_port: Type.Integer(),
     target_port: Type.Integer(),
@@ -278,6 +288,9 @@ export const WorkloadDetailSchema = Type.Object(
     ...sandboxFields,
     sandbox_reason: Type.String({
       description: 'Skep extension: why the server is not sandboxed ("" when it is).',
+    }),
+    network_detail: Type.String({
+      description: 'Skep extension: `network` in words: what the server can reach, and why.',
     }),
   },
   { $id: 'WorkloadDetail' },

@@ -276,6 +276,14 @@ function shownUrl(url: string): string {
   return url.replace(/([?&])skep_token=[^&#]*&?/, '$1').replace(/[?&](#|$)/, '$1');
 }
 
+/** The `sandbox` the API reports, in words. */
+function sandboxWords(d: WorkloadDetail): string {
+  if (d.sandbox === 'bwrap') return 'bubblewrap sandbox';
+  if (d.sandbox === 'container') return 'container';
+  if (d.sandbox === 'n/a') return `not applicable: ${d.sandbox_reason}`;
+  return `none${d.sandbox_reason === '' ? '' : ` (${d.sandbox_reason})`}`;
+}
+
 function ConfigTable(props: { detail: WorkloadDetail }) {
   const d = props.detail;
   const rows: Array<[string, string]> = [
@@ -289,8 +297,8 @@ function ConfigTable(props: { detail: WorkloadDetail }) {
     ['Environment', Object.keys(d.env_vars).join(', ')],
     ['Secrets', d.secrets.map((s) => `${s.name} → ${s.target}`).join(', ')],
     ['Tools exposed', d.tools.length === 0 ? 'all' : d.tools.join(', ')],
-    ['Sandbox', d.sandboxed ? d.sandbox : `none${d.sandbox_reason === '' ? '' : ` (${d.sandbox_reason})`}`],
-    ['Network isolation', d.network_isolation ? 'yes' : 'no'],
+    ['Sandbox', sandboxWords(d)],
+    ['Network', d.network_detail],
     ['Who can call it', ACCESS_WORDS[d.endpoint_access] ?? d.endpoint_access],
     ['Authorization config', d.authz_config],
   ];

@@ -43,6 +43,7 @@ const summaryKeys = {
   started_at: true,
   sandboxed: true,
   sandbox: true,
+  network: true,
   endpoint_access: true,
 } satisfies Record<keyof Ui.WorkloadSummary, true>;
 
@@ -58,7 +59,6 @@ const detailKeys = {
   cmd_arguments: true,
   tools: true,
   env_vars: true,
-  network_isolation: true,
   proxy_port: true,
   secrets: true,
   status: true,
@@ -66,6 +66,8 @@ const detailKeys = {
   sandboxed: true,
   sandbox: true,
   sandbox_reason: true,
+  network: true,
+  network_detail: true,
   endpoint_access: true,
 } satisfies Record<keyof Ui.WorkloadDetail, true>;
 
