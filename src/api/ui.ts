@@ -59,8 +59,12 @@ export function findUiDir(): string | undefined {
 
 const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** A page without script: for a browser that is not logged in, or a server without the UI build. */
-function infoPage(title: string, paragraphs: string[]): string {
+/**
+ * A page without script or style of its own (served under a CSP that allows neither inline):
+ * for a browser that is not logged in, a spent login link, or a server without the UI build.
+ * `paragraphs` are HTML.
+ */
+export function infoPage(title: string, paragraphs: string[]): string {
   return [
     '<!doctype html><html lang="en"><head><meta charset="utf-8">',
     '<meta name="viewport" content="width=device-width, initial-scale=1">',

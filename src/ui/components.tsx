@@ -109,6 +109,18 @@ export function StatusBadge(props: { status: string }) {
   return <span class={`badge status-${props.status}`}>{props.status}</span>;
 }
 
+/**
+ * A URL on one line: cut with an ellipsis where it does not fit, never broken inside a word;
+ * the whole URL is in its tooltip (and in the Copy button beside it, where there is one).
+ */
+export function UrlText(props: { url: string; muted?: boolean }) {
+  return (
+    <code class={props.muted === true ? 'url-text muted' : 'url-text'} title={props.url}>
+      {props.url}
+    </code>
+  );
+}
+
 export function CopyButton(props: { text: string; label?: string }) {
   const [copied, setCopied] = useState(false);
   const copy = async () => {
@@ -234,6 +246,8 @@ export function useChange(reload: () => Promise<void>) {
 /** A table with a header row of `columns`; with `items`, one `row` each, or `empty` when there are none. */
 export function DataTable<T>(props: {
   label?: string;
+  /** Extra classes of the table (e.g. `stack`: rows become cards on a narrow screen). */
+  class?: string;
   columns: string[];
   items: T[] | undefined;
   empty?: ComponentChildren;
@@ -242,7 +256,7 @@ export function DataTable<T>(props: {
   if (props.items === undefined) return null;
   if (props.items.length === 0) return <>{props.empty}</>;
   return (
-    <table class="table" aria-label={props.label}>
+    <table class={props.class === undefined ? 'table' : `table ${props.class}`} aria-label={props.label}>
       <thead>
         <tr>
           {props.columns.map((column) => (

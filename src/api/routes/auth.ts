@@ -20,6 +20,7 @@ import type { BrowserSessions } from '../browser-sessions.js';
 import { sendError } from '../errors.js';
 import { NoContent } from '../../schemas/index.js';
 import { withErrors } from '../schemas.js';
+import { infoPage } from '../ui.js';
 
 export interface AuthRouteOptions {
   sessions: BrowserSessions;
@@ -50,6 +51,19 @@ function landingPage(csrf: string): string {
     `<body><p>Logged in. <a href="${target}">Continue to Skep</a>.</p></body></html>`,
   ].join('');
 }
+
+const SPENT_LINK_MESSAGE =
+  'this login link is invalid, used or expired (links work once, within 60 s); run `skep ui` for a new one';
+
+/** What a browser that opened a spent, expired or mistyped login link reads (no script, no style). */
+const SPENT_LINK_HTML = infoPage('This login link no longer works', [
+  'A login link works once, within 60 seconds of being made. This one has already been used, has expired, or is not a link this server made.',
+  'For a new link, run <code>skep ui</code> on the machine where <code>skep serve</code> runs: it opens this browser logged in, or prints a link to open (from a clone of the repository: <code>node dist/skep.mjs ui</code>).',
+  'A browser that is already logged in keeps its session: <a href="/">open Skep</a>.',
+]);
+
+/** A browser navigation asks for a page; an API client asking for JSON (or anything else) gets the error object. */
+const wantsHtml = (accept: string | undefined): boolean => (accept ?? '').includes('text/html');
 
 export async function authRoutes(app: SkepApp, options: AuthRouteOptions): Promise<void> {
   const cookieAttributes = `HttpOnly; SameSite=Strict; Path=/${options.scheme === 'https' ? '; Secure' : ''}`;
@@ -89,7 +103,9 @@ export async function authRoutes(app: SkepApp, options: AuthRouteOptions): Promi
         summary: 'Spend a login ticket: sets the session cookie and forwards to / with the CSRF token',
         description:
           'A page (text/html) that sets the `skep_session` cookie and forwards the browser to ' +
-          '`/#skep-csrf=<token>`: the web UI sends that token in `X-Skep-CSRF` with every API call.',
+          '`/#skep-csrf=<token>`: the web UI sends that token in `X-Skep-CSRF` with every API call. ' +
+          'A used, expired or unknown ticket is a 401: a page that says how to get a new link when the request ' +
+          'accepts `text/html` (a browser), else the JSON error.',
         security: PUBLIC_ROUTE,
         querystring: Type.Object({ ticket: Type.Optional(Type.String({ maxLength: 256 })) }),
         response: withErrors({ 200: Type.String({ description: 'HTML page' }) }, 401),
@@ -100,11 +116,17 @@ export async function authRoutes(app: SkepApp, options: AuthRouteOptions): Promi
       reply.header('Cache-Control', 'no-store').header('Referrer-Policy', 'no-referrer');
       const ticket = request.query.ticket;
       const session = ticket === undefined ? undefined : options.sessions.login(ticket);
-      if (session === undefined)
-        return sendUnauthorized(
-          reply,
-          'this login link is invalid, used or expired (links work once, within 60 s); run `skep ui` for a new one',
-        );
+      if (session === undefined) {
+        if (!wantsHtml(request.headers.accept)) return sendUnauthorized(reply, SPENT_LINK_MESSAGE);
+        return reply
+          .code(401)
+          .header('WWW-Authenticate', 'Bearer realm="skep"')
+          .header('Content-Security-Policy', LANDING_CSP)
+          .header('X-Frame-Options', 'DENY')
+          .type('text/html; charset=utf-8')
+          .serializer((payload: unknown) => payload as string)
+          .send(SPENT_LINK_HTML);
+      }
       return reply
         .header('Set-Cookie', `${SESSION_COOKIE}=${session}; ${cookieAttributes}`)
         .header('Content-Security-Policy', LANDING_CSP)

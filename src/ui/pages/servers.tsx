@@ -1,5 +1,5 @@
 /** Servers: every workload with live status, and a workload's detail (configuration, logs, export, edit). */
-import { useRef, useState } from 'preact/hooks';
+import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, get, getText, seg } from '../api.js';
 import {
   CopyButton,
@@ -15,6 +15,7 @@ import {
   Tabs,
   TextField,
   TextInput,
+  UrlText,
   useAction,
   useLoad,
 } from '../components.js';
@@ -26,6 +27,8 @@ const POLL_MS = 2000;
 /** What a workload in this status can do. */
 const canStop = (status: string) => status === 'running' || status === 'starting' || status === 'unhealthy';
 const canStart = (status: string) => status === 'stopped' || status === 'error';
+/** A stopped, failed or departing workload's URL answers nothing: shown, but not offered for copying. */
+const urlAnswers = (status: string) => status !== 'stopped' && status !== 'error' && status !== 'removing';
 
 function WorkloadActions(props: {
   name: string;
@@ -108,6 +111,7 @@ export function ServersPage() {
       {list.loading && list.data === undefined && <Loading />}
       <DataTable
         label="Servers"
+        class="stack"
         columns={['Name', 'Status', 'URL', 'Group', 'Tools', 'Actions']}
         items={list.data}
         empty={
@@ -118,27 +122,31 @@ export function ServersPage() {
         }
         row={(w) => (
           <tr key={w.name} data-server={w.name}>
-            <td>
+            <td data-label="Name">
               <Link href={`/servers/${seg(w.name)}`}>{w.name}</Link>
-              <div class="muted small">{w.package}</div>
+              <div class="muted small package" title={w.package}>
+                {w.package}
+              </div>
             </td>
-            <td>
+            <td data-label="Status">
               <StatusBadge status={w.status} />
               {w.status_context !== '' && <div class="muted small">{w.status_context}</div>}
             </td>
-            <td class="url">
+            <td class="url" data-label="URL">
               {w.url !== '' && (
                 <>
-                  <code>{shownUrl(w.url)}</code>{' '}
-                  <CopyButton text={w.url} label={`Copy the URL of ${w.name}`} />
+                  <div class="url-line">
+                    <UrlText url={shownUrl(w.url)} muted={!urlAnswers(w.status)} />
+                    {urlAnswers(w.status) && <CopyButton text={w.url} label={`Copy the URL of ${w.name}`} />}
+                  </div>
                   {w.endpoint_access === 'anyone-on-this-machine' && (
                     <div class="muted small">open to every local user</div>
                   )}
                 </>
               )}
             </td>
-            <td>{w.group}</td>
-            <td>
+            <td data-label="Group">{w.group}</td>
+            <td data-label="Tools">
               {w.tools.length === 0 ? (
                 <span class="muted">—</span>
               ) : (
@@ -152,7 +160,7 @@ export function ServersPage() {
                 </div>
               )}
             </td>
-            <td>
+            <td data-label="Actions">
               <WorkloadActions name={w.name} status={w.status} onDone={() => void list.reload()} />
             </td>
           </tr>
@@ -165,6 +173,13 @@ export function ServersPage() {
 /** A workload's two logs: the API path of each, and its name on the tab. */
 const LOGS = { logs: 'Server', 'proxy-logs': 'Proxy' };
 
+/** How close to the end (px) still counts as reading the newest line. */
+const AT_END_SLACK = 8;
+
+/**
+ * A log pane that opens at its newest line and follows new ones while the reader stays at
+ * the end; scrolled up, it stays where the reader is until they scroll back down.
+ */
 function LogTail(props: { name: string }) {
   const [which, setWhich] = useState<keyof typeof LOGS>('logs');
   const logs = useLoad(
@@ -172,14 +187,35 @@ function LogTail(props: { name: string }) {
     [props.name, which],
     POLL_MS,
   );
+  const pane = useRef<HTMLPreElement>(null);
+  const following = useRef(true);
+  const select = (tab: keyof typeof LOGS) => {
+    following.current = true;
+    setWhich(tab);
+  };
+  // Before the browser paints the new text, so the pane never shows the top first.
+  useLayoutEffect(() => {
+    const el = pane.current;
+    if (el !== null && following.current) el.scrollTop = el.scrollHeight;
+  }, [logs.data, which]);
+  const onScroll = () => {
+    const el = pane.current;
+    if (el !== null) following.current = el.scrollHeight - el.scrollTop - el.clientHeight <= AT_END_SLACK;
+  };
   return (
     <section class="card">
       <div class="card-header">
         <h2>Logs</h2>
-        <Tabs label="Log" tabs={LOGS} selected={which} onSelect={setWhich} small />
+        <Tabs label="Log" tabs={LOGS} selected={which} onSelect={select} small />
       </div>
       <ErrorBox error={logs.error} title="Could not read the log" />
-      <pre class="log" tabIndex={0} aria-label={`${LOGS[which]} log, last 200 lines`}>
+      <pre
+        class="log"
+        ref={pane}
+        onScroll={onScroll}
+        tabIndex={0}
+        aria-label={`${LOGS[which]} log, last 200 lines`}
+      >
         {logs.data === undefined ? '' : logs.data === '' ? '(empty)' : logs.data}
       </pre>
     </section>
@@ -378,8 +414,9 @@ export function ServerDetailPage(props: { name: string }) {
               />
             </div>
             {d.url !== '' && (
-              <p class="url">
-                <code>{shownUrl(d.url)}</code> <CopyButton text={d.url} label="Copy the URL" />
+              <p class="url url-line">
+                <UrlText url={shownUrl(d.url)} muted={!urlAnswers(d.status)} />
+                {urlAnswers(d.status) && <CopyButton text={d.url} label="Copy the URL" />}
                 {d.status === 'running' && (
                   <>
                     {' '}
