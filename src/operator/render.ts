@@ -39,6 +39,7 @@ import { type BackendAuthStrategy, parseVmcpConfig } from '../vmcp/config.js';
 import { vmcpStrategyFor } from './vmcp-auth.js';
 import { foreignResource, validateResource } from './resource-validate.js';
 import { isRecord } from '../shared/index.js';
+import { createImageCommandReader, type ImageCommand, type ImageCommandReader } from './image-command.js';
 
 type Node = Record<string, unknown>;
 
@@ -81,6 +82,28 @@ export interface RenderOptions {
   namespace?: string;
   /** Image of the vMCP pod (default: the runner image; it runs `skep operator pod-runner`). */
   vmcpImage?: string;
+  /**
+   * Reads a stdio image's entrypoint when its MCPServer names no `command` (default: from the
+   * image's registry, cached by digest).
+   */
+  readImageCommand?: ImageCommandReader;
+  /** Never read a registry: a stdio MCPServer without `command` is a problem naming its image. */
+  offline?: boolean;
+}
+
+/** The options every render function sees. */
+interface Resolved {
+  runnerImage: string;
+  namespace: string;
+  vmcpImage: string;
+  readImageCommand: ImageCommandReader | undefined;
+}
+
+let defaultReader: ImageCommandReader | undefined;
+/** One reader per process, so its digest cache serves every reconcile. */
+function defaultImageCommandReader(): ImageCommandReader {
+  defaultReader ??= createImageCommandReader();
+  return defaultReader;
 }
 
 export interface RenderResult {
@@ -620,6 +643,20 @@ const baseEnv = [
   { name: 'SKEP_HOME', value: '/tmp/skep' },
 ];
 
+/** The command of a stdio image without `spec.command`, or the problem saying why there is none. */
+async function imageCommand(
+  image: string,
+  read: ImageCommandReader | undefined,
+): Promise<ImageCommand | string> {
+  if (read === undefined)
+    return `spec.command: image ${image} needs a command: its entrypoint is not read offline`;
+  try {
+    return await read(image);
+  } catch (err) {
+    return `spec.command: cannot read the entrypoint of image ${image} (${(err as Error).message}); set spec.command`;
+  }
+}
+
 /** First port the runner sidecar may try when `proxyPort` is taken inside the pod. */
 export const SIDECAR_PORT_BASE = 8081;
 
@@ -652,7 +689,7 @@ function declaredContainerPorts(podTemplateSpec: unknown): number[] {
   return out;
 }
 
-async function renderMCPServer(cr: Node, index: Index, o: Required<RenderOptions>): Promise<RenderResult> {
+async function renderMCPServer(cr: Node, index: Index, o: Resolved): Promise<RenderResult> {
   const namespace = index.ns(cr);
   const name = nameOf(cr);
   const spec = cr['spec'] as MCPServerSpec;
@@ -690,11 +727,26 @@ async function renderMCPServer(cr: Node, index: Index, o: Required<RenderOptions
   const mcpPort = spec.mcpPort ?? 8081;
   const stdio = spec.transport === 'stdio';
   const runnerPort = stdio ? spec.proxyPort : sidecarPort(spec.proxyPort, mcpPort, spec.podTemplateSpec);
+  // The image and the command its container runs: `spec.command` (Skep's explicit override), else
+  // the image's own entrypoint and cmd read from its registry, with the pod pinned to that digest.
+  // As in a container, `spec.args` replaces the image's cmd and follows its entrypoint.
+  let image = spec.image;
+  let full = [...(spec.command ?? []), ...(spec.args ?? [])];
+  if (stdio && spec.command === undefined) {
+    const read = await imageCommand(spec.image, o.readImageCommand);
+    if (typeof read === 'string') problems.push(read);
+    else {
+      image = read.pinned;
+      full = [...read.entrypoint, ...(spec.args ?? read.cmd)];
+      if (full.length === 0)
+        problems.push(`spec.command: image ${spec.image} has no entrypoint or cmd; set spec.command`);
+    }
+  }
   if (stdio) {
-    const [command = '', ...rest] = spec.command ?? [];
+    const [command = '', ...rest] = full;
     Object.assign(rc, {
       image: `cmd://${command}`,
-      cmd_args: [...rest, ...(spec.args ?? [])],
+      cmd_args: rest,
       transport: 'stdio',
       proxy_mode: spec.proxyMode ?? 'streamable-http',
       env_vars: envVars,
@@ -729,7 +781,7 @@ async function renderMCPServer(cr: Node, index: Index, o: Required<RenderOptions
       containers: [
         {
           name: 'mcp',
-          image: spec.image,
+          image,
           command: RUNNER_COPY_COMMAND,
           env: [...baseEnv, ...shared.wiring.env, ...serverSecretWiring.env],
           ports: [{ name: 'http', containerPort: spec.proxyPort, protocol: 'TCP' }],
@@ -790,7 +842,7 @@ async function renderMCPServer(cr: Node, index: Index, o: Required<RenderOptions
   return rendered('MCPServer', namespace, name, objects, url, problems);
 }
 
-async function renderRemoteProxy(cr: Node, index: Index, o: Required<RenderOptions>): Promise<RenderResult> {
+async function renderRemoteProxy(cr: Node, index: Index, o: Resolved): Promise<RenderResult> {
   const namespace = index.ns(cr);
   const name = nameOf(cr);
   const spec = cr['spec'] as MCPRemoteProxySpec;
@@ -900,7 +952,7 @@ const VMCP_OPERATOR_KEYS: Record<string, string> = {
  * or a referenced config changes the ConfigMap, so the pod rolls (the reference's inline mode; the
  * pod itself never reads the Kubernetes API, so its token is not mounted).
  */
-async function renderVirtual(cr: Node, index: Index, o: Required<RenderOptions>): Promise<RenderResult> {
+async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<RenderResult> {
   const namespace = index.ns(cr);
   const name = nameOf(cr);
   const spec = cr['spec'] as VirtualMCPServerSpec;
@@ -1047,10 +1099,12 @@ const INPUT_ONLY_KINDS = new Set(['Secret', 'ConfigMap', EXTAUTH_KIND, 'MCPGroup
  */
 export async function renderResources(docs: unknown[], options: RenderOptions = {}): Promise<RenderResult> {
   const runnerImage = options.runnerImage ?? process.env[RUNNER_IMAGE_ENV] ?? DEFAULT_RUNNER_IMAGE;
-  const o = {
+  const o: Resolved = {
     runnerImage,
     namespace: options.namespace ?? 'default',
     vmcpImage: options.vmcpImage ?? runnerImage,
+    readImageCommand:
+      options.offline === true ? undefined : (options.readImageCommand ?? defaultImageCommandReader()),
   };
   const result: RenderResult = { objects: [], urls: new Map(), problems: [], warnings: [], skipped: [] };
   const valid: Node[] = [];

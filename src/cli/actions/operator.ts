@@ -55,11 +55,17 @@ function readDocuments(file: string): unknown[] {
   return docs;
 }
 
-export async function render(opts: { file: string; runnerImage?: string; namespace: string }): Promise<void> {
+export async function render(opts: {
+  file: string;
+  runnerImage?: string;
+  namespace: string;
+  offline?: boolean;
+}): Promise<void> {
   const { renderResources, renderYaml } = await import('../../operator/render.js');
   const docs = readDocuments(opts.file);
   const result = await renderResources(docs, {
     namespace: opts.namespace,
+    offline: opts.offline === true,
     ...(opts.runnerImage === undefined ? {} : { runnerImage: opts.runnerImage }),
   });
   if (result.problems.length > 0) {

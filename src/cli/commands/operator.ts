@@ -18,6 +18,10 @@ export function registerOperator(program: Command): void {
       'image of the Skep runner (default: $SKEP_RUNNER_IMAGE or the release image)',
     )
     .option('-n, --namespace <ns>', 'namespace of resources that name none', 'default')
+    .option(
+      '--offline',
+      "never read an image's entrypoint from its registry (name the images that need a command)",
+    )
     .action(lazyAction(async () => (await import('../actions/operator.js')).render));
   operator
     .command('validate')

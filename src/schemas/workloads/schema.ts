@@ -215,7 +215,8 @@ export const MCPServerSpecSchema = Type.Object(
     command: Opt(
       Type.Array(Type.String({ minLength: 1 }), {
         minItems: 1,
-        description: 'stdio: the server command in its image (the runner starts it). Skep extension.',
+        description:
+          "stdio: the server command in its image (the runner starts it; default: the image's entrypoint and cmd, read from its registry). Skep extension.",
       }),
     ),
     args: Opt(Type.Array(Type.String(), { description: 'Arguments of the server.' })),
@@ -228,11 +229,6 @@ export const MCPServerSpecSchema = Type.Object(
   {
     description: 'A containerized MCP server behind the Skep proxy.',
     ...rules(
-      {
-        rule: "self.transport != 'stdio' || has(self.command)",
-        message: 'a stdio server needs command (the runner starts it inside the server image)',
-        fieldPath: '.command',
-      },
       {
         rule: "self.transport != 'stdio' || !has(self.mcpPort)",
         message: 'mcpPort applies to streamable-http and sse servers only',

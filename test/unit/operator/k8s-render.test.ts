@@ -393,7 +393,6 @@ describe('validation of the workload kinds', () => {
   it('reports structure, CEL and code rules with field paths', () => {
     assert.deepEqual(messages(server({ image: 'x', transport: 'stdio', replicas: 2, bogus: 1 })), [
       'spec.bogus: is not a known field',
-      'spec.command: a stdio server needs command (the runner starts it inside the server image)',
       'spec.replicas: a stdio server is one process: replicas must be at most 1',
       'spec.replicas: more than one replica needs sessionStorage provider redis (sessions must be shared)',
     ]);
@@ -426,12 +425,18 @@ describe('validation of the workload kinds', () => {
   });
 
   it('the admission webhook decides the workload kinds with the same library', async () => {
-    const bad = server({ image: 'x', transport: 'stdio' });
+    const bad = server({ image: 'x', transport: 'stdio', mcpPort: 9000 });
     const denied = await review({ uid: 'u1', operation: 'CREATE', namespace: 'ns', object: bad });
     assert.equal(denied.allowed, false);
     assert.equal(
       denied.status?.message,
-      'MCPServer ns/srv is invalid: spec.command: a stdio server needs command (the runner starts it inside the server image)',
+      'MCPServer ns/srv is invalid: spec.mcpPort: mcpPort applies to streamable-http and sse servers only',
+    );
+    // A stdio server without command is valid: its image's entrypoint is read when it renders.
+    const noCommand = server({ image: 'x', transport: 'stdio' });
+    assert.equal(
+      (await review({ uid: 'u3', operation: 'CREATE', namespace: 'ns', object: noCommand })).allowed,
+      true,
     );
     const ok = await review({
       uid: 'u2',
