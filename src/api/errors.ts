@@ -12,21 +12,25 @@ export interface ErrorBody {
   message: string;
 }
 
-const GENERIC_BY_STATUS: Record<number, ErrorCode> = {
-  400: 'bad_request',
-  401: 'unauthorized',
-  403: 'forbidden',
-  404: 'not_found',
-  405: 'method_not_allowed',
-  409: 'conflict',
-  413: 'payload_too_large',
-  415: 'unsupported_media_type',
-  429: 'rate_limited',
-  501: 'not_implemented',
-  502: 'bad_gateway',
-  503: 'unavailable',
-  504: 'gateway_timeout',
-};
+/** The generic codes: an error that carries only an HTTP status (Fastify's) is sent with its status's. */
+const GENERIC_CODES: readonly ErrorCode[] = [
+  'bad_request',
+  'unauthorized',
+  'forbidden',
+  'not_found',
+  'method_not_allowed',
+  'conflict',
+  'payload_too_large',
+  'unsupported_media_type',
+  'rate_limited',
+  'not_implemented',
+  'bad_gateway',
+  'unavailable',
+  'gateway_timeout',
+];
+const GENERIC_BY_STATUS = new Map<number, ErrorCode>(
+  GENERIC_CODES.map((code) => [ERROR_CODES[code].status, code]),
+);
 
 /**
  * `details` (a `SkepError`'s machine-readable extras, e.g. the auth status of
@@ -42,6 +46,16 @@ export function sendError(
   const body: ErrorBody =
     details === undefined ? { code, message } : Object.assign({}, details, { code, message });
   return reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+/** Sends the error body of `code` with the HTTP status the table gives it. */
+function sendCode(
+  reply: FastifyReply,
+  code: ErrorCode,
+  message: string,
+  details?: Record<string, unknown>,
+): FastifyReply {
+  return sendError(reply, ERROR_CODES[code].status, code, message, details);
 }
 
 function describeValidation(err: FastifyError): string {
@@ -65,32 +79,30 @@ export function handleError(
   request: FastifyRequest,
   reply: FastifyReply,
 ): FastifyReply {
-  if (isSkepError(err)) {
-    return sendError(reply, ERROR_CODES[err.code].status, err.code, err.message, err.details);
-  }
+  if (isSkepError(err)) return sendCode(reply, err.code, err.message, err.details);
   const fe = err as FastifyError;
   if (fe.validation !== undefined) {
-    return sendError(reply, 400, 'bad_request', describeValidation(fe));
+    return sendCode(reply, 'bad_request', describeValidation(fe));
   }
   switch (fe.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return sendError(reply, 400, 'bad_request', `the request body is not valid JSON: ${fe.message}`);
+      return sendCode(reply, 'bad_request', `the request body is not valid JSON: ${fe.message}`);
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return sendError(reply, 400, 'bad_request', 'the request body is empty; send a JSON object');
+      return sendCode(reply, 'bad_request', 'the request body is empty; send a JSON object');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return sendError(reply, 413, 'payload_too_large', 'the request body is larger than 1 MiB');
+      return sendCode(reply, 'payload_too_large', 'the request body is larger than 1 MiB');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return sendError(reply, 415, 'unsupported_media_type', 'send the request body as application/json');
+      return sendCode(reply, 'unsupported_media_type', 'send the request body as application/json');
     default:
       break;
   }
   if (err instanceof SyntaxError) {
-    return sendError(reply, 400, 'bad_request', `the request body is not valid JSON: ${err.message}`);
+    return sendCode(reply, 'bad_request', `the request body is not valid JSON: ${err.message}`);
   }
   const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
   if (status >= 400 && status < 500) {
-    return sendError(reply, status, GENERIC_BY_STATUS[status] ?? 'bad_request', fe.message);
+    return sendError(reply, status, GENERIC_BY_STATUS.get(status) ?? 'bad_request', fe.message);
   }
   request.log.error({ err }, 'unexpected error');
-  return sendError(reply, 500, 'internal_error', 'internal error; see the server log');
+  return sendCode(reply, 'internal_error', 'internal error; see the server log');
 }
