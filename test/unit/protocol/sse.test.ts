@@ -54,6 +54,10 @@ test('a UTF-8 character split across byte chunks is decoded whole', () => {
 
 test('HTML "Interpreting an event stream": an event the stream ends inside is dropped', () => {
   assert.deepEqual(datas(['data: done\n\ndata: cut']), ['done']);
+  // The line ended (CR) but the event did not: no blank line follows.
+  assert.deepEqual(datas(['data: done\r\rdata: cut\r']), ['done']);
+  // A CR that ends the stream closes the event its blank line belongs to.
+  assert.deepEqual(datas(['data: last\r', '\r']), ['last']);
 });
 
 test('a pending event larger than maxBufferSize stops the decoder and says so', () => {
