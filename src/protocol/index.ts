@@ -2,6 +2,9 @@
  * The protocol toolkit: JSON-RPC 2.0 / MCP messages and their error codes, the error table of
  * the MCP endpoints (HTTP status and JSON-RPC error per refusal), and the one reader of
  * server-sent event streams.
+ *
+ * The web UI's browser bundle imports this index (src/ui/mcp.ts), and the runner loads it on
+ * every start: what it exports must load in a browser (no `node:` module) and stay small.
  */
 export {
   BATCH_REFUSED,
