@@ -42,6 +42,16 @@ export const VALIDATORS = [
     module: 'src/schemas/telemetry.ts',
     schema: 'TelemetryConfigSchema',
   },
+  {
+    file: 'src/schemas/validators/authz-cedar.generated.ts',
+    module: 'src/schemas/authz.ts',
+    schema: 'CedarAuthzConfigSchema',
+  },
+  {
+    file: 'src/schemas/validators/authz-http.generated.ts',
+    module: 'src/schemas/authz.ts',
+    schema: 'HttpAuthzConfigSchema',
+  },
 ];
 
 const root = new URL('../', import.meta.url);

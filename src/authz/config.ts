@@ -1,14 +1,20 @@
 /**
  * The authorizer configuration (`authz_config`, the file `authz_config_path` names): the
  * reference's two shapes (ToolHive's), `cedarv1` (Cedar policies evaluated in the
- * proxy) and `httpv1` (an external decision point). `parseAuthzConfig` is the one validator:
- * it checks the shape, refuses keys it does not know (nothing is silently ignored), compiles
- * every Cedar policy and the static entities, and returns a frozen config with the defaults
- * filled in. What it cannot judge alone (the embedded authorization server's upstreams) is
+ * proxy) and `httpv1` (an external decision point). `parseAuthzConfig` checks the shape with
+ * the generated validator of the type's schema (src/schemas/authz.ts: unknown keys refused,
+ * nothing silently ignored), compiles every Cedar policy and the static entities, and returns
+ * a frozen config with the defaults filled in. What it cannot judge alone (the embedded authorization server's upstreams) is
  * checked against the run configuration by `checkAuthzConfig`.
  */
 import { readFileSync } from 'node:fs';
 import { extname, isAbsolute, resolve } from 'node:path';
+import {
+  type GeneratedValidator,
+  validateCedarAuthzConfig,
+  validateHttpAuthzConfig,
+  validationProblem,
+} from '../schemas/validators/index.js';
 import { isRecord, jsonSyntaxError, lazyRequire, SkepError, yamlSyntaxError } from '../shared/index.js';
 import { type CedarEntity, compileEntities, compilePolicies } from './cedar-engine.js';
 
@@ -73,85 +79,55 @@ function bad(message: string): SkepError {
   return new SkepError('bad_request', message);
 }
 
-function objectAt(value: unknown, field: string): Record<string, unknown> {
-  if (!isRecord(value)) throw bad(`${field} must be an object`);
-  return value;
+/** What `CedarAuthzConfigSchema` lets through. */
+interface RawCedar {
+  readonly policies: readonly string[];
+  readonly entities_json?: string;
+  readonly primary_upstream_provider?: string;
+  readonly group_claim_name?: string;
+  readonly role_claim_name?: string;
+  readonly group_entity_type?: string;
+  readonly multi_valued_claims?: readonly string[];
 }
 
-function onlyKeys(value: Record<string, unknown>, allowed: readonly string[], field: string): void {
-  const unknown = Object.keys(value).filter((k) => !allowed.includes(k));
-  if (unknown.length > 0)
-    throw bad(
-      `${field}: unknown ${unknown.length === 1 ? 'key' : 'keys'} ${unknown.map((k) => `'${k}'`).join(', ')} (allowed: ${allowed.join(', ')})`,
-    );
+/** What `HttpAuthzConfigSchema` lets through. */
+interface RawPdp {
+  readonly http: { readonly url: string; readonly timeout?: number; readonly insecure_skip_verify?: boolean };
+  readonly claim_mapping: ClaimMapping;
+  readonly context?: { readonly include_args?: boolean; readonly include_operation?: boolean };
 }
 
-function stringAt(value: unknown, field: string, fallback?: string): string {
-  if (value === undefined && fallback !== undefined) return fallback;
-  if (typeof value !== 'string') throw bad(`${field} must be a string`);
-  return value;
+function checked(validate: GeneratedValidator, value: unknown, field: string): void {
+  const problem = validationProblem(validate, value, field);
+  if (problem !== undefined) throw bad(problem);
 }
 
-function boolAt(value: unknown, field: string): boolean {
-  if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw bad(`${field} must be true or false`);
-  return value;
-}
-
-function stringsAt(value: unknown, field: string): string[] {
-  if (value === undefined) return [];
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
-    throw bad(`${field} must be an array of strings`);
-  return value as string[];
-}
-
-function parseCedar(value: unknown, field: string): CedarOptions & { entities: CedarEntity[] } {
-  const c = objectAt(value, field);
-  onlyKeys(
-    c,
-    [
-      'policies',
-      'entities_json',
-      'primary_upstream_provider',
-      'group_claim_name',
-      'role_claim_name',
-      'group_entity_type',
-      'multi_valued_claims',
-    ],
-    field,
-  );
-  const policies = stringsAt(c['policies'], `${field}.policies`);
-  if (policies.length === 0) throw bad(`${field}.policies: at least one policy is required`);
-  compilePolicies(policies, `${field}.policies`);
-  const entitiesJson = stringAt(c['entities_json'], `${field}.entities_json`, '');
+/** The Cedar options, after the rules the schema cannot state: policies and entities compile. */
+function cedarOptions(c: RawCedar, field: string): CedarOptions & { entities: CedarEntity[] } {
+  compilePolicies(c.policies, `${field}.policies`);
+  const entitiesJson = c.entities_json ?? '';
   const entities = compileEntities(entitiesJson, `${field}.entities_json`);
-  const groupEntityType = stringAt(c['group_entity_type'], `${field}.group_entity_type`, '');
+  const groupEntityType = c.group_entity_type ?? '';
+  // Rule: Cedar's grammar for an entity type name (no namespace), reserved words excluded.
   if (groupEntityType !== '' && (!CEDAR_IDENT.test(groupEntityType) || CEDAR_RESERVED.has(groupEntityType)))
     throw bad(
       `${field}.group_entity_type: "${groupEntityType}" is not a Cedar identifier (letters, digits and _, no namespace '::')`,
     );
   return {
-    policies: Object.freeze([...policies]),
+    policies: Object.freeze([...c.policies]),
     entities_json: entitiesJson,
     entities,
-    primary_upstream_provider: stringAt(
-      c['primary_upstream_provider'],
-      `${field}.primary_upstream_provider`,
-      '',
-    ),
-    group_claim_name: stringAt(c['group_claim_name'], `${field}.group_claim_name`, ''),
-    role_claim_name: stringAt(c['role_claim_name'], `${field}.role_claim_name`, ''),
+    primary_upstream_provider: c.primary_upstream_provider ?? '',
+    group_claim_name: c.group_claim_name ?? '',
+    role_claim_name: c.role_claim_name ?? '',
     group_entity_type: groupEntityType === '' ? AUTHZ_DEFAULTS.groupEntityType : groupEntityType,
-    multi_valued_claims: Object.freeze(stringsAt(c['multi_valued_claims'], `${field}.multi_valued_claims`)),
+    multi_valued_claims: Object.freeze([...(c.multi_valued_claims ?? [])]),
   };
 }
 
-function parsePdp(value: unknown, field: string): PdpOptions {
-  const p = objectAt(value, field);
-  onlyKeys(p, ['http', 'claim_mapping', 'context'], field);
-  const http = objectAt(p['http'], `${field}.http`);
-  onlyKeys(http, ['url', 'timeout', 'insecure_skip_verify'], `${field}.http`);
-  const url = stringAt(http['url'], `${field}.http.url`);
+/** The decision point's options, after the rule the schema cannot state: an http(s) URL. */
+function pdpOptions(p: RawPdp, field: string): PdpOptions {
+  const url = p.http.url;
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -162,27 +138,17 @@ function parsePdp(value: unknown, field: string): PdpOptions {
     throw bad(`${field}.http.url must be an http or https URL`);
   if (parsed.username !== '' || parsed.password !== '')
     throw bad(`${field}.http.url must not carry credentials`);
-  const timeout = http['timeout'];
-  // The reference treats 0 (and absence) as the default; fractions are accepted (sub-second PDPs).
-  if (timeout !== undefined && (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout < 0))
-    throw bad(
-      `${field}.http.timeout must be a number of seconds (0 or absent: ${AUTHZ_DEFAULTS.pdpTimeoutSeconds})`,
-    );
-  const mapping = p['claim_mapping'];
-  if (mapping !== 'mpe' && mapping !== 'standard')
-    throw bad(`${field}.claim_mapping is required: "mpe" or "standard"`);
-  const context = p['context'] === undefined ? {} : objectAt(p['context'], `${field}.context`);
-  onlyKeys(context, ['include_args', 'include_operation'], `${field}.context`);
+  const timeout = p.http.timeout;
   return {
     http: Object.freeze({
       url,
       timeout: timeout === undefined || timeout === 0 ? AUTHZ_DEFAULTS.pdpTimeoutSeconds : timeout,
-      insecure_skip_verify: boolAt(http['insecure_skip_verify'], `${field}.http.insecure_skip_verify`),
+      insecure_skip_verify: p.http.insecure_skip_verify ?? false,
     }),
-    claim_mapping: mapping,
+    claim_mapping: p.claim_mapping,
     context: Object.freeze({
-      include_args: boolAt(context['include_args'], `${field}.context.include_args`),
-      include_operation: boolAt(context['include_operation'], `${field}.context.include_operation`),
+      include_args: p.context?.include_args ?? false,
+      include_operation: p.context?.include_operation ?? false,
     }),
   };
 }
@@ -193,19 +159,25 @@ function parsePdp(value: unknown, field: string): PdpOptions {
  * policy, its id `policy<N>` and Cedar's own message.
  */
 export function parseAuthzConfig(value: unknown, field = 'authz_config'): AuthzConfig {
-  const root = objectAt(value, field);
+  if (!isRecord(value)) throw bad(`${field} must be an object`);
+  const root = value;
   const version = root['version'];
   if (typeof version !== 'string' || version === '')
     throw bad(`${field}.version is required (a string, e.g. "1.0")`);
   const type = root['type'];
+  // `type` picks the schema.
   if (type === 'cedarv1') {
-    onlyKeys(root, ['version', 'type', 'cedar'], field);
-    const { entities, ...cedar } = parseCedar(root['cedar'], `${field}.cedar`);
+    checked(validateCedarAuthzConfig, root, field);
+    const { entities, ...cedar } = cedarOptions(root['cedar'] as RawCedar, `${field}.cedar`);
     return Object.freeze({ version, type, cedar: Object.freeze(cedar), entities });
   }
   if (type === 'httpv1') {
-    onlyKeys(root, ['version', 'type', 'pdp'], field);
-    return Object.freeze({ version, type, pdp: Object.freeze(parsePdp(root['pdp'], `${field}.pdp`)) });
+    checked(validateHttpAuthzConfig, root, field);
+    return Object.freeze({
+      version,
+      type,
+      pdp: Object.freeze(pdpOptions(root['pdp'] as RawPdp, `${field}.pdp`)),
+    });
   }
   throw bad(
     `${field}.type must be "cedarv1" or "httpv1"${typeof type === 'string' ? `, not "${type}"` : ''}`,

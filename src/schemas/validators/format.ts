@@ -56,7 +56,7 @@ const UNKNOWN_KEYS = ': unknown key{s} {keys} (known: {known})';
  * The message for `error`, the value at `root` being the one validated. Placeholders in an
  * `x-errors` message: `{value}` (the value as written), `{json}` (as JSON), `{name}` (a property name that
  * failed `propertyNames`); for unknown keys
- * `{keys}`, `{keysJson}`, `{s}` (plural) and `{known}`. A schema with `x-error-at: "list"`
+ * `{keys}`, `{keysJson}`, `{keysQuoted}`, `{s}` (plural) and `{known}`. A schema with `x-error-at: "list"`
  * (a list's item) reports at the list's path.
  */
 export function formatValidatorError(root: string, error: ValidatorError): string {
@@ -79,6 +79,7 @@ export function formatValidatorError(root: string, error: ValidatorError): strin
         s: unknown.length > 1 ? 's' : '',
         keys: unknown.join(', '),
         keysJson: unknown.map((key) => JSON.stringify(key)).join(', '),
+        keysQuoted: unknown.map((key) => `'${key}'`).join(', '),
         known: known.join(', '),
       }),
     );

@@ -4,6 +4,8 @@
  * configuration: nothing here loads Ajv or TypeBox.
  */
 import { validate as auditConfig } from './audit.generated.js';
+import { validate as cedarAuthzConfig } from './authz-cedar.generated.js';
+import { validate as httpAuthzConfig } from './authz-http.generated.js';
 import { validate as rateLimitConfig } from './rate-limit.generated.js';
 import { validate as telemetryConfig } from './telemetry.generated.js';
 import type { GeneratedValidator } from './format.js';
@@ -21,3 +23,9 @@ export const validateAuditConfig: GeneratedValidator = auditConfig;
 
 /** `telemetry_config` (`TelemetryConfigSchema`). */
 export const validateTelemetryConfig: GeneratedValidator = telemetryConfig;
+
+/** `authz_config` of type `cedarv1` (`CedarAuthzConfigSchema`). */
+export const validateCedarAuthzConfig: GeneratedValidator = cedarAuthzConfig;
+
+/** `authz_config` of type `httpv1` (`HttpAuthzConfigSchema`). */
+export const validateHttpAuthzConfig: GeneratedValidator = httpAuthzConfig;
