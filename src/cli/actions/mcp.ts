@@ -15,7 +15,9 @@ import { UsageError } from '../errors.js';
 import { type Cell, printJson, printTable } from '../output.js';
 import type { ListKind } from '../commands/mcp.js';
 
-type BackendClient = typeof import('../../vmcp/backend-client.js');
+/** The vMCP's backend client, loaded when a session opens (see the module comment). */
+const loadBackendClient = () => import('../../vmcp/backend-client.js');
+type BackendClient = Awaited<ReturnType<typeof loadBackendClient>>;
 type BackendSession = InstanceType<BackendClient['BackendSession']>;
 
 /** `tools/list`, `resources/list`, `prompts/list` pages followed at most. */
@@ -101,7 +103,7 @@ async function withSession<T>(
   fn: (session: BackendSession, client: BackendClient) => Promise<T>,
 ): Promise<T> {
   // On demand: the client module imports undici (see the module comment).
-  const client = await import('../../vmcp/backend-client.js');
+  const client = await loadBackendClient();
   const session = new client.BackendSession(target.url, async () => ({}), {
     // No client capabilities are declared, so a server asks nothing but ping (MCP 2025-11-25
     // "Utilities / Ping").

@@ -18,15 +18,18 @@ import { connect as netConnect, isIP, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import { type Duplex, PassThrough } from 'node:stream';
-import type { DiscoveryInfo } from '../../api/server.js';
 import { type ApiToken, API_TOKEN_ENV, loadConfig, resolveApiToken } from '../../config/index.js';
 import { openInBrowser, SkepError } from '../../shared/index.js';
 
 const TIMEOUT_MS = 10_000;
 
+/** The API server's module, for its discovery file: loaded when the command runs. */
+const loadServer = () => import('../../api/server.js');
+type DiscoveryInfo = NonNullable<ReturnType<Awaited<ReturnType<typeof loadServer>>['readDiscovery']>>;
+
 export async function openUi(opts: { print?: boolean }): Promise<void> {
   const config = loadConfig();
-  const { readDiscovery } = await import('../../api/server.js');
+  const { readDiscovery } = await loadServer();
   const info = readDiscovery(config.paths.discoveryFile);
   if (info === undefined)
     throw new SkepError(
