@@ -2,12 +2,14 @@
  * Every runtime dependency must declare support for the oldest Node Skep supports (its own
  * `engines`, 20.19): a package that says `node >= 22` works on Node 20 by luck, if at all
  * (`cookie` 2, through fastify → light-my-request, was one: package.json
- * pins it to 1.1.1 there through `overrides`). Reads `npm ls --all --omit=dev` and each
+ * pins it to 1.1.1 there through `overrides`). Runtime code is what `npm ls --all --omit=dev`
+ * lists (the packages the bundles load from node_modules) and what esbuild bundles: the
+ * devDependencies that src/ imports, with their own dependencies. Reads `npm ls --all` and each
  * installed package's package.json.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -107,11 +109,40 @@ test('the range check itself', () => {
   for (const [v, r] of no) assert.equal(satisfies(v, r), false, `${v} not in ${r}`);
 });
 
+/** The packages that src/ imports (statically, on demand or through lazyRequire), by name. */
+function importedBySources(): Set<string> {
+  const names = new Set<string>();
+  const walk = (dir: string): void => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (/\.tsx?$/.test(entry.name))
+        for (const m of readFileSync(path, 'utf8').matchAll(
+          /(?:\bfrom|\bimport\(|\blazyRequire(?:<[^>]*>)?\()\s*'([^.'\s][^'\s]*)'/g,
+        )) {
+          const id = m[1] as string;
+          if (id.startsWith('node:')) continue;
+          const parts = id.split('/');
+          names.add(parts.slice(0, id.startsWith('@') ? 2 : 1).join('/'));
+        }
+    }
+  };
+  walk(join(ROOT, 'src'));
+  return names;
+}
+
 test('every runtime dependency supports the oldest Node that Skep supports', () => {
-  const own = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+  const own = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+    engines: { node: string };
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+  };
   const oldest = /^>=\s*(\d+\.\d+(?:\.\d+)?)$/.exec(own.engines.node)?.[1];
   assert.ok(oldest, `Skep's engines.node is a '>=' range: ${own.engines.node}`);
-  const ls = spawnSync('npm', ['ls', '--all', '--omit=dev', '--json', '--long'], {
+  const bundled = [...importedBySources()].filter((name) => name in own.devDependencies);
+  assert.ok(bundled.includes('fastify'), `the bundled packages were found: ${bundled.join(', ')}`);
+  const runtime = new Set([...Object.keys(own.dependencies), ...bundled]);
+  const ls = spawnSync('npm', ['ls', '--all', '--json', '--long'], {
     cwd: ROOT,
     encoding: 'utf8',
     maxBuffer: 256 * 1024 * 1024,
@@ -130,7 +161,9 @@ test('every runtime dependency supports the oldest Node that Skep supports', () 
       walk(dep, [...trail, name]);
     }
   };
-  walk(JSON.parse(ls.stdout) as Node, []);
+  const tree = JSON.parse(ls.stdout) as Node;
+  for (const [name, dep] of Object.entries(tree.dependencies ?? {}))
+    if (runtime.has(name)) walk({ dependencies: { [name]: dep } }, []);
   assert.ok(seen.size > 100, `the runtime tree was read (${seen.size} packages)`);
   const unsupported: string[] = [];
   for (const [path, trail] of seen) {
