@@ -171,6 +171,34 @@ export interface NpmRun {
  */
 export type NpmRunner = (args: string[], writable: string) => Promise<NpmRun>;
 
+/** The version a package's dist-tag names, or undefined when the registry does not say. */
+export type TagLookup = (name: string, tag: string) => Promise<string | undefined>;
+
+/** True when `range` is a dist-tag (`latest`, `next`), not a version range (SemVer ranges start otherwise). */
+export function isTag(range: string): boolean {
+  return /^[A-Za-z][A-Za-z0-9._-]*$/.test(range) && !/^[xX]$/.test(range);
+}
+
+/**
+ * Asks the registry (`registry`, npm's registry URL) for a package's dist-tags over the
+ * network this process has, as npm's `dist-tag ls` does (`GET /-/package/<name>/dist-tags`).
+ * Anything but a clean answer is undefined: the caller asks npm instead.
+ */
+export function registryTagLookup(registry: string, timeoutMs = 5_000): TagLookup {
+  return async (name, tag) => {
+    const base = registry.endsWith('/') ? registry : `${registry}/`;
+    const res = await fetch(new URL(`-/package/${name.replace('/', '%2f')}/dist-tags`, base), {
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    if (!res.ok) return undefined;
+    const tags = await res.json();
+    const version =
+      typeof tags === 'object' && tags !== null ? (tags as Record<string, unknown>)[tag] : undefined;
+    return typeof version === 'string' && isExactVersion(version) ? version : undefined;
+  };
+}
+
 /** How long one npm run may take, ms. */
 export const NPM_TIMEOUT_MS = 10 * 60_000;
 
@@ -334,11 +362,22 @@ export class NpmStore {
   }
 
   /**
-   * The exact version `spec` names: `npm view` through `run`; when that fails, the newest
-   * version of the name in the store (`log` says so); else `bad_gateway` with npm's words.
+   * The exact version `spec` names: for a tag, `tags` first when given (the registry's
+   * dist-tags, asked directly); else, or when that gives nothing, `npm view` through `run`;
+   * when that fails, the newest version of the name in the store (`log` says so); else
+   * `bad_gateway` with npm's words.
    */
-  async resolve(spec: RegistrySpec, run: NpmRunner, log: (line: string) => void): Promise<string> {
+  async resolve(
+    spec: RegistrySpec,
+    run: NpmRunner,
+    log: (line: string) => void,
+    tags?: TagLookup,
+  ): Promise<string> {
     if (isExactVersion(spec.range)) return spec.range;
+    if (tags !== undefined && isTag(spec.range)) {
+      const tagged = await tags(spec.name, spec.range).catch(() => undefined);
+      if (tagged !== undefined) return tagged;
+    }
     const scratch = this.#scratch('view');
     let result: NpmRun;
     try {

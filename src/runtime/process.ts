@@ -27,6 +27,7 @@ import {
   NpmStore,
   parseRegistrySpec,
   plainNpmRunner,
+  registryTagLookup,
   type StoreEntry,
 } from './npm-store.js';
 import { checkPackageSpec } from './package-spec.js';
@@ -229,7 +230,17 @@ export class ProcessRuntime implements Runtime {
           ? sandboxNpmRunner({ binary: choice.binary, paths, spec, npm: tools.npm, log: writeLog })
           : plainNpmRunner(tools.npm, env, writeLog);
         const store = new NpmStore(paths.cacheDir);
-        const version = await store.resolve(registry, run, writeLog);
+        // With the host's network (no sandbox, or one that shares it) a tag is asked of the
+        // registry directly, without starting npm; npm answers anything else.
+        const direct = !choice.sandboxed || sandboxNetwork(spec).kind === 'host';
+        const registryUrl =
+          env['npm_config_registry'] ?? env['NPM_CONFIG_REGISTRY'] ?? 'https://registry.npmjs.org/';
+        const version = await store.resolve(
+          registry,
+          run,
+          writeLog,
+          direct ? registryTagLookup(registryUrl) : undefined,
+        );
         entry = await store.ensure(registry.name, version, run, writeLog);
         // As npx does, the package's own bins come first on its PATH.
         const path = [join(entry.dir, 'node_modules', '.bin'), env['PATH'] ?? ''].join(delimiter);

@@ -8,6 +8,7 @@ import {
   commitStaging,
   compareVersions,
   isExactVersion,
+  isTag,
   NpmStore,
   type NpmRunner,
   parseRegistrySpec,
@@ -302,4 +303,26 @@ test('sweep: scratch and staging folders of a process that is gone are removed; 
   for (const name of names) mkdirSync(join(store.root, name), { recursive: true });
   store.sweep();
   assert.deepEqual(readdirSync(store.root).sort(), names.slice(2).sort());
+});
+
+test('resolve: a tag is answered by the registry lookup when given (npm not run); a range, or no answer, asks npm', async (t) => {
+  const store = new NpmStore(tempDir(t));
+  const asked: string[][] = [];
+  const npm: NpmRunner = async (args) => {
+    asked.push(args);
+    return { code: 0, stdout: '{"name":"pkg","version":"1.0.0"}', stderr: '' };
+  };
+  const tags = async (name: string, tag: string) =>
+    name === 'pkg' && tag === 'latest' ? '2.0.0' : undefined;
+  assert.equal(await store.resolve({ name: 'pkg', range: 'latest' }, npm, () => {}, tags), '2.0.0');
+  assert.deepEqual(asked, []);
+  assert.equal(await store.resolve({ name: 'pkg', range: 'next' }, npm, () => {}, tags), '1.0.0');
+  assert.equal(await store.resolve({ name: 'pkg', range: '^1' }, npm, () => {}, tags), '1.0.0');
+  const failing = async (): Promise<string | undefined> => {
+    throw new Error('ECONNREFUSED');
+  };
+  assert.equal(await store.resolve({ name: 'pkg', range: 'latest' }, npm, () => {}, failing), '1.0.0');
+  assert.equal(asked.length, 3);
+  for (const tag of ['latest', 'next', 'beta-2']) assert.ok(isTag(tag), tag);
+  for (const range of ['^1', '1.x', 'x', '*', '>=1', '1.2.3']) assert.ok(!isTag(range), range);
 });
