@@ -6,7 +6,8 @@
  * - Only registry specs use it (`name`, `name@version|range|tag`, `@scope/name@…`); `file:`,
  *   git, tarball-URL, alias and path specs stay on `npx -y -- <spec>`.
  * - At every start the spec is resolved to an exact version, as npx does (`npm view <spec>
- *   name version --json`; an exact version needs no lookup). Of several matching versions
+ *   name version --json`; an exact version needs no lookup; with the host's network a tag
+ *   such as `latest` is read from the registry's dist-tags endpoint without starting npm). Of several matching versions
  *   the highest is taken (npx prefers the `latest` tag when it matches: the same version
  *   unless a package moved that tag back). When the registry cannot be reached, the newest
  *   version of that name already in the store is used, and the server's log says so.
