@@ -26,6 +26,11 @@
  *    are rewritten to the pods' loopback ports, and its port 4483 to a free one.
  * The image is built once per run (its layers are reused); pods, secrets and the image are
  * removed at the end.
+ *
+ * The HTTP MCPServer with `mcpPort` and `proxyPort` both 8080 runs in a pod network of its own
+ * instead (the clash it tests is inside the pod): only its sidecar's port `http` is published,
+ * on a free loopback port of the host (the Service's role), and its probes' named port is
+ * replaced by its number.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -371,5 +376,81 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
     // The test client itself never sent the key: calling the remote server directly fails.
     const direct = await fetch(`http://127.0.0.1:${remotePort}/mcp`, { method: 'POST', body: '{}' });
     assert.equal(direct.status, 401);
+  });
+
+  it('an HTTP MCPServer with mcpPort and proxyPort both 8080 answers through its runner sidecar', async (t) => {
+    if (!requirePodman(t)) return;
+    const dir = mkdtempSync(join(tmpdir(), 'skep-k8s-'));
+    const name = `${RUN}-web`;
+    const held: { image?: string; played?: boolean } = {};
+    t.after(() => {
+      if (held.played === true)
+        spawnSync('podman', ['pod', 'rm', '-f', '-t', '0', `${name}-pod-0`], { stdio: 'ignore' });
+      const left = spawnSync('podman', ['volume', 'ls', '-q'], { encoding: 'utf8' }).stdout.split('\n');
+      for (const v of left.filter((n) => n.startsWith(`${name}-`)))
+        spawnSync('podman', ['volume', 'rm', '-f', v], { stdio: 'ignore' });
+      if (held.image !== undefined) spawnSync('podman', ['rmi', '-f', held.image], { stdio: 'ignore' });
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const base = await testImage(); // ENTRYPOINT node; /app/http-server.cjs serves /mcp on $PORT
+    const image = buildSkepImage(base, dir);
+    held.image = image;
+    const rendered = await renderResources(
+      [
+        {
+          apiVersion: 'skep.dev/v1beta1',
+          kind: 'MCPServer',
+          metadata: { name },
+          spec: {
+            image: base,
+            transport: 'streamable-http',
+            args: ['/app/http-server.cjs'],
+            mcpPort: 8080,
+            proxyPort: 8080,
+          },
+        },
+      ],
+      { runnerImage: image },
+    );
+    assert.deepEqual(rendered.problems, []);
+    const service = rendered.objects.find((o) => o.kind === 'Service')!;
+    assert.deepEqual((service['spec'] as { ports: unknown[] }).ports, [
+      { name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' },
+    ]);
+    const deployment = structuredClone(rendered.objects.find((o) => o.kind === 'Deployment')!);
+    const containers = (
+      deployment['spec'] as { template: { spec: { containers: Array<Record<string, unknown>> } } }
+    ).template.spec.containers;
+    type Port = { name: string; containerPort: number; hostPort?: number; hostIP?: string };
+    const hostPort = await freePort();
+    for (const c of containers) {
+      const ports = c['ports'] as Port[];
+      for (const probe of ['startupProbe', 'readinessProbe', 'livenessProbe']) {
+        const get = (c[probe] as { httpGet?: { port: unknown } } | undefined)?.httpGet;
+        const named = ports.find((p) => p.name === get?.port);
+        if (get !== undefined && named !== undefined) get.port = named.containerPort;
+      }
+      if (c['name'] === 'skep-runner') Object.assign(ports[0]!, { hostPort, hostIP: '127.0.0.1' });
+    }
+    assert.deepEqual(
+      containers.map(
+        (c) => `${String(c['name'])}:${(c['ports'] as Port[]).map((p) => p.containerPort).join()}`,
+      ),
+      ['mcp:8080', 'skep-runner:8081'],
+    );
+    const cmFile = join(dir, 'cm.yaml');
+    writeFileSync(cmFile, stringify(rendered.objects.find((o) => o.kind === 'ConfigMap')!));
+    const kubeFile = join(dir, 'web.yaml');
+    writeFileSync(kubeFile, stringify(deployment));
+    held.played = true;
+    podman(['kube', 'play', '--configmap', cmFile, kubeFile]);
+    await waitFor('the web pod sidecar', () => healthy(`http://127.0.0.1:${hostPort}/health`), 180_000).catch(
+      (err: unknown) => {
+        const logs = spawnSync('podman', ['logs', `${name}-pod-0-skep-runner`], { encoding: 'utf8' });
+        throw new Error(`${(err as Error).message}; runner log: ${logs.stdout}${logs.stderr}`);
+      },
+    );
+    const echoed = await callTool(`http://127.0.0.1:${hostPort}/mcp`, 'echo', { message: 'same port' });
+    assert.equal(echoed, 'echo: same port (no greeting)');
   });
 });
