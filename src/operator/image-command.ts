@@ -14,7 +14,7 @@ import { type Credentials, MEDIA_INDEX, OciSession } from '../skills/oci-client.
 import { parseOciRef } from '../skills/oci-ref.js';
 
 export interface ImageCommand {
-  /** The image reference pinned to the manifest digest that was read (`name[:tag]@sha256:…`). */
+  /** The image reference pinned to the manifest digest that was read (`name@sha256:…`). */
   pinned: string;
   digest: string;
   entrypoint: string[];
@@ -84,7 +84,10 @@ export function createImageCommandReader(options: ImageCommandOptions = {}): Ima
       timeoutMs: options.timeoutMs ?? 30_000,
     });
     const key = (digest: string) => `${ref.registry}/${ref.repository}@${digest}`;
-    const pin = (digest: string) => (ref.digest === undefined ? `${image}@${digest}` : image);
+    // `name@digest` without the tag: some runtimes refuse a reference with both.
+    const name =
+      ref.tag !== undefined && image.endsWith(`:${ref.tag}`) ? image.slice(0, -ref.tag.length - 1) : image;
+    const pin = (digest: string) => (ref.digest === undefined ? `${name}@${digest}` : image);
     if (ref.digest !== undefined) {
       const hit = cache.get(key(ref.digest));
       if (hit !== undefined) return { pinned: image, digest: ref.digest, ...hit };

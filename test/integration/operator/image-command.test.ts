@@ -108,7 +108,7 @@ describe('stdio MCPServer without spec.command', { timeout: 120_000 }, () => {
       readImageCommand: read,
     });
     assert.deepEqual(problems, []);
-    assert.equal(podOf(objects).containers[0]!.image, `${image}@${indexDigest}`);
+    assert.equal(podOf(objects).containers[0]!.image, `${host}/mcp/echo@${indexDigest}`);
     const rc = runConfigOf(objects);
     assert.equal(rc.image, 'cmd:///usr/bin/echo-server');
     assert.deepEqual(rc.cmd_args, ['--stdio']);
@@ -119,10 +119,10 @@ describe('stdio MCPServer without spec.command', { timeout: 120_000 }, () => {
     assert.deepEqual(runConfigOf(withArgs.objects).cmd_args, ['--verbose']);
     // A reference pinned to a digest that was read is answered from the cache: no request.
     const before = requests;
-    const again = await read(`${image}@${indexDigest}`);
+    const again = await read(`${host}/mcp/echo@${indexDigest}`);
     assert.equal(requests, before);
     assert.deepEqual(again, {
-      pinned: `${image}@${indexDigest}`,
+      pinned: `${host}/mcp/echo@${indexDigest}`,
       digest: indexDigest,
       entrypoint: ['/usr/bin/echo-server'],
       cmd: ['--stdio'],
