@@ -15,11 +15,11 @@
 // reruns the files whose sources change (node's --test --watch). `--list` prints the chosen
 // files with their tier and services instead of running them.
 //
-// `--tier unit` alone loads the unit files into one process per core (shards) instead of one
-// process per file: starting Node, tsx and the sources once per file cost about three times
-// the tests' own time. `--per-file` (and `--watch`) keep one process per file, as every other
-// run does — `npm test` too, so a unit test that leans on another file's leftovers still fails
-// there.
+// `--tier unit` alone loads the unit files into a few processes (shards, two per core) instead
+// of one process per file: with a process per file, starting Node, tsx and the sources again for
+// every file took about three times the CPU of the whole sharded run. `--per-file` (and
+// `--watch`) keep one process per file, as every other run does — `npm test` too, so a unit
+// test that leans on another file's leftovers still fails there.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -126,10 +126,12 @@ if (flags.list) {
   process.exit(0);
 }
 
-// Unit files are independent and start no processes of their own: one per core. The others
-// start servers and processes that need cores too.
-const onlyUnit = files.every((f) => tiersOf(f)[0] === 'unit');
-const concurrency = process.env.SKEP_TEST_CONCURRENCY ?? (onlyUnit ? String(availableParallelism()) : '3');
+// Unit files start no processes of their own: two per core, because some wait on the disk
+// (fsync, file locks) rather than compute. The other tiers start servers and processes that
+// need cores too.
+const unitTier = tiers.length === 1 && tiers[0] === 'unit';
+const concurrency =
+  process.env.SKEP_TEST_CONCURRENCY ?? (unitTier ? String(2 * availableParallelism()) : '3');
 const run = (list, parallel) =>
   list.length === 0
     ? 0
@@ -152,8 +154,8 @@ if (flags.watch) {
 }
 
 /**
- * Entry modules that import the files, one per core, balanced by file size (a rough measure
- * of a file's work). Failures still name the test file and line.
+ * `count` entry modules that import the files, balanced by file size (a rough measure of a
+ * file's work). Failures still name the test file and line.
  */
 function shards(list, count) {
   const dir = mkdtempSync(join(tmpdir(), 'skep-unit-'));
@@ -177,7 +179,7 @@ function shards(list, count) {
   });
 }
 
-if (tiers.length === 1 && tiers[0] === 'unit' && onlyUnit && !flags['per-file']) {
+if (unitTier && !flags['per-file']) {
   const parallel = Number(concurrency);
   process.exit(run(shards(files, Number.isInteger(parallel) && parallel > 0 ? parallel : 1), concurrency));
 }
