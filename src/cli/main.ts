@@ -13,6 +13,7 @@ import { registerOperator } from './commands/operator.js';
 import { registerRegistry } from './commands/registry.js';
 import { registerSecret } from './commands/secret.js';
 import { registerServe } from './commands/serve.js';
+import { registerService } from './commands/service.js';
 import { registerSkill } from './commands/skill.js';
 import { registerUi } from './commands/ui.js';
 import { registerVmcp } from './commands/vmcp.js';
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
     .action((opts: JsonOpt) => printOutcome(opts, { version: SKEP_VERSION }, `skep ${SKEP_VERSION}`));
 
   registerServe(program);
+  registerService(program);
   registerUi(program);
   registerWorkloads(program);
   registerMcp(program);
