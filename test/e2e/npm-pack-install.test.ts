@@ -4,7 +4,7 @@
  * nothing of the checkout: `skep version`, `skep serve` (healthy), `skep run` of a local stdio
  * server (its runner is the installed dist/runner.mjs), a tool call through the workload's
  * proxy (`skep mcp call`), the web UI's page and script through a one-time login link, and
- * `skep operator --help`.
+ * the operator (`skep operator render --offline` of the example resources).
  *
  * Assumes a fresh `npm run build` (fails at once without one). Needs the npm registry: the
  * package's runtime dependencies are resolved and fetched as for any install, from the local
@@ -179,6 +179,9 @@ test(
 
     assert.equal(await skep('version'), `skep ${own.version}\n`);
     assert.match(await skep('operator', '--help'), /^Usage: skep operator /);
+    const resources = join(home, 'workloads.yaml');
+    copyFileSync(join(ROOT, 'deploy', 'examples', 'workloads.yaml'), resources);
+    assert.match(await skep('operator', 'render', '--offline', '-f', resources), /^kind: Deployment$/m);
 
     const serve: ChildProcess = spawn(skepBin, ['serve', '--port', '0'], {
       cwd: home,
