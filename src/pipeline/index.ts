@@ -4,7 +4,7 @@
  * built from the run configuration. `build.ts` assembles it; `stages/` holds one file per
  * stage and the order; `types.ts` is the contract.
  */
-export { buildPipeline, type Pipeline, type ProxyTuning, planPipeline } from './build.js';
+export { buildPipeline, FACTORIES, type Pipeline, type ProxyTuning, planPipeline } from './build.js';
 // `checkPipeline` (./check.ts) is imported directly by the API side: it loads the schemas,
 // which a workload runner must not.
 export { callerClaims, localUserClaims, localUserIdentity } from './identity.js';

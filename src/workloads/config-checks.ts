@@ -6,7 +6,7 @@
  */
 import type { SkepConfig } from '../config/index.js';
 import { type GroupService, validateGroupName } from '../groups/index.js';
-import { checkPipeline } from '../pipeline/check.js';
+import { checkPipeline } from './pipeline-check.js';
 import { checkLocalExecutable, checkWorkloadSandbox } from '../runtime/index.js';
 import { SkepError } from '../shared/index.js';
 import { IMAGE_SCHEMES } from './config-builder.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { checkPipeline } from '../../../src/pipeline/check.js';
+import { checkPipeline } from '../../../src/workloads/pipeline-check.js';
 import { buildPipeline, planPipeline } from '../../../src/pipeline/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { checkPipeline } from '../../../src/pipeline/check.js';
+import { checkPipeline } from '../../../src/workloads/pipeline-check.js';
 import { isSkepError, SKEP_VERSION } from '../../../src/shared/index.js';
 import {
   DEFAULT_SAMPLING_RATE,

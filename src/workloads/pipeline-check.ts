@@ -5,10 +5,9 @@
  * fields, so both ways accept exactly the same values) and each stage's own `check`. Imported
  * by the API side only: it loads the schemas, which a workload runner must not.
  */
-import { createValidator } from '../schemas/index.js';
+import { createValidator, type RunConfig, RunConfigSchema } from '../schemas/index.js';
 import { SkepError } from '../shared/index.js';
-import { type RunConfig, RunConfigSchema } from '../schemas/index.js';
-import { FACTORIES, planPipeline } from './build.js';
+import { FACTORIES, planPipeline } from '../pipeline/index.js';
 
 /** Per stage type: parameter key → the run-configuration field it carries. */
 const BLOCKS: Readonly<Record<string, Readonly<Record<string, keyof RunConfig>>>> = {
