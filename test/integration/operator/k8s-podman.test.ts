@@ -27,6 +27,10 @@
  * The image is built once per run (its layers are reused); pods, secrets and the image are
  * removed at the end.
  *
+ * The stdio MCPServer without `command` names an image (the test image with the stdio server as
+ * its entrypoint) pushed to a local OCI registry (Debian's docker-registry over plain HTTP, so
+ * `kube play --tls-verify=false`); the render reads its entrypoint there and pins the pod to it.
+ *
  * The HTTP MCPServer with `mcpPort` and `proxyPort` both 8080 runs in a pod network of its own
  * instead (the clash it tests is inside the pod): only its sidecar's port `http` is published,
  * on a free loopback port of the host (the Service's role), and its probes' named port is
@@ -47,6 +51,8 @@ import { type K8sObject, renderResources } from '../../../src/operator/render.js
 import { startKeyedMcpServer } from '../../helpers/keyed-mcp.js';
 import { freePort } from '../../helpers/net.js';
 import { requirePodman, testImage } from '../../helpers/podman.js';
+import { requireService } from '../../helpers/services.js';
+import { hasRegistry, startRegistry } from '../skills/fixtures.js';
 import { waitFor } from '../../helpers/wait.js';
 
 const API_KEY = 'k8s-test-key-7f3a9c';
@@ -452,5 +458,77 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
     );
     const echoed = await callTool(`http://127.0.0.1:${hostPort}/mcp`, 'echo', { message: 'same port' });
     assert.equal(echoed, 'echo: same port (no greeting)');
+  });
+
+  it("a stdio MCPServer without command runs its image's entrypoint, pulled from an OCI registry", async (t) => {
+    if (!requirePodman(t)) return;
+    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
+    const dir = mkdtempSync(join(tmpdir(), 'skep-k8s-'));
+    const name = `${RUN}-entry`;
+    const volumes: string[] = [];
+    const images: string[] = [];
+    let played = false;
+    t.after(() => {
+      if (played) spawnSync('podman', ['pod', 'rm', '-f', '-t', '0', `${name}-pod-0`], { stdio: 'ignore' });
+      for (const v of volumes) spawnSync('podman', ['volume', 'rm', '-f', v], { stdio: 'ignore' });
+      const left = spawnSync('podman', ['volume', 'ls', '-q'], { encoding: 'utf8' }).stdout.split('\n');
+      for (const v of left.filter((n) => n.startsWith(`${name}-`)))
+        spawnSync('podman', ['volume', 'rm', '-f', v], { stdio: 'ignore' });
+      for (const image of images) spawnSync('podman', ['rmi', '-f', image], { stdio: 'ignore' });
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const host = await startRegistry(t);
+    const base = await testImage();
+    const runner = buildSkepImage(base, dir);
+    images.push(runner);
+    // The server's image: its entrypoint is the stdio server; no command is named anywhere else.
+    const local = `localhost/skep-entry-test:${RUN}`;
+    writeFileSync(
+      join(dir, 'Entry.Containerfile'),
+      `FROM ${base}\nENTRYPOINT ["/usr/bin/node", "/app/stdio-server.cjs"]\n`,
+    );
+    podman(['build', '-q', '-f', join(dir, 'Entry.Containerfile'), '-t', local, dir]);
+    images.push(podman(['image', 'inspect', '--format', '{{.Id}}', local]).trim());
+    const pushed = `${host}/mcp/echo:1`;
+    podman(['push', '-q', '--tls-verify=false', local, pushed]);
+
+    const proxyPort = await freePort();
+    const resources = [
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPServer',
+        metadata: { name },
+        spec: { image: pushed, transport: 'stdio', proxyPort },
+      },
+    ];
+    const rendered = await renderResources(resources, { runnerImage: runner });
+    assert.deepEqual(rendered.problems, []);
+    const deployment = rendered.objects.find((o) => o.kind === 'Deployment')!;
+    const pod = (deployment['spec'] as { template: { spec: { containers: Array<{ image: string }> } } })
+      .template.spec;
+    assert.match(pod.containers[0]!.image, new RegExp(`^${host}/mcp/echo@sha256:[0-9a-f]{64}$`));
+    const cm = rendered.objects.find((o) => o.kind === 'ConfigMap')!;
+    const rc = JSON.parse((cm['data'] as Record<string, string>)['runconfig.json']!) as {
+      image: string;
+      cmd_args: string[];
+    };
+    assert.deepEqual([rc.image, ...rc.cmd_args], ['cmd:///usr/bin/node', '/app/stdio-server.cjs']);
+
+    const cmFile = join(dir, 'cm.yaml');
+    writeFileSync(cmFile, stringify(forPodmanConfigMap(cm)));
+    const kubeFile = join(dir, 'entry.yaml');
+    writeFileSync(kubeFile, stringify(forPodman(deployment, [], volumes)));
+    played = true;
+    podman(['kube', 'play', '--tls-verify=false', '--configmap', cmFile, kubeFile]);
+    await waitFor('the entry pod', () => healthy(`http://127.0.0.1:${proxyPort}/health`), 180_000).catch(
+      (err: unknown) => {
+        const logs = spawnSync('podman', ['logs', `${name}-pod-0-mcp`], { encoding: 'utf8' });
+        throw new Error(`${(err as Error).message}; pod log: ${logs.stdout}${logs.stderr}`);
+      },
+    );
+    const echoed = await callTool(`http://127.0.0.1:${proxyPort}/mcp`, 'echo', {
+      message: 'from the entrypoint',
+    });
+    assert.match(echoed, /^echo: from the entrypoint/);
   });
 });
