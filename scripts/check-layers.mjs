@@ -29,6 +29,8 @@ export const PLANES = {
   protocol: 'base',
   config: 'base',
   store: 'base',
+  // Ajv and CEL at run time, for the control plane and what a runner loads lazily.
+  validation: 'base',
   // The domain services of the control plane.
   workloads: 'control',
   registry: 'control',

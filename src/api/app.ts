@@ -93,7 +93,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
 
   // Bodies are validated strictly (no type coercion: `{"name": 5}` is an error, not "5");
   // query strings and path parameters are text, so they are coerced to the schema's types.
-  // The route schemas are TypeBox's: not checked against the meta-schema (as in `schemas/validate.ts`),
+  // The route schemas are TypeBox's: not checked against the meta-schema (as in `validation/validate.ts`),
   // which would compile that meta-schema on each instance's first request.
   const ajvCoercing = (coerceTypes: false | 'array') =>
     addFormats(

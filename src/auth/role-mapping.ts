@@ -8,7 +8,7 @@
  * no match, so a bad token can never pick a role by accident.
  */
 import { parse } from '@marcbachmann/cel-js';
-import { checkMatcher, toCelValue } from '../schemas/index.js';
+import { checkMatcher, toCelValue } from '../validation/index.js';
 import { SkepError } from '../shared/index.js';
 
 export interface RoleMapping {

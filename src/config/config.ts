@@ -5,7 +5,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { type ConfigFile, ConfigSchema, createValidator } from '../schemas/index.js';
+import { type ConfigFile, ConfigSchema } from '../schemas/index.js';
+import { createValidator } from '../validation/index.js';
 import { SkepError } from '../shared/index.js';
 import { resolvePaths, type SkepPaths } from './paths.js';
 import { securePrivateDirs } from './private-dirs.js';

@@ -6,10 +6,10 @@
  * the tests exercise the very rules the cluster enforces.
  */
 import { parse } from '@marcbachmann/cel-js';
-import { toCelValue } from '../schemas/index.js';
+import { toCelValue } from '../validation/index.js';
 import { isRecord } from '../shared/index.js';
 
-// Re-exported for the operator's callers and tests; the helper itself lives in src/schemas/cel.ts.
+// Re-exported for the operator's callers and tests; the helper itself lives in src/validation/cel.ts.
 export { toCelValue };
 
 type Compiled = ReturnType<typeof parse>;

@@ -8,7 +8,7 @@
  * Every problem names the field path.
  */
 import { isIP } from 'node:net';
-import { createValidator, type Validator } from '../schemas/index.js';
+import { createValidator, type Validator } from '../validation/index.js';
 import { EXTAUTH_API_VERSION, EXTAUTH_KIND } from '../schemas/extauth/index.js';
 import { type KindDefinition, NAME_PATTERN, WORKLOAD_KINDS } from '../schemas/workloads/index.js';
 import { evaluateCelRules } from './cel-rules.js';

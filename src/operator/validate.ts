@@ -15,7 +15,7 @@ import {
   ExtAuthConfigSchema,
   FORBIDDEN_AUTHORIZATION_PARAMS,
 } from '../schemas/extauth/index.js';
-import { checkMatcher, createValidator } from '../schemas/index.js';
+import { checkMatcher, createValidator } from '../validation/index.js';
 import { evaluateCelRules } from './cel-rules.js';
 import { isRecord } from '../shared/index.js';
 

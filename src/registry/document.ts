@@ -4,7 +4,7 @@
  * the legacy ToolHive shape (top-level `servers` / `remote_servers` maps) is refused with
  * a message that says so (ToolHive reads both; Skep reads only the upstream format).
  */
-import { createValidator } from '../schemas/index.js';
+import { createValidator } from '../validation/index.js';
 import { type ErrorCode, isRecord, jsonSyntaxError } from '../shared/index.js';
 import { CatalogServer, CatalogSkill, RegistryDocument, RegistryGroup } from '../schemas/registry/index.js';
 

@@ -1,7 +1,4 @@
 export { allowedOriginsProblem } from './allowed-origins.js';
-export { checkMatcher, toCelValue } from './cel.js';
-export type { Validator } from './validate.js';
-export { createValidator } from './validate.js';
 export type {
   EmbeddedAuthServerConfig,
   OAuth2UpstreamConfig,

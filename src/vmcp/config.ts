@@ -12,12 +12,12 @@
  */
 import {
   type BackendAuthStrategy,
-  createValidator,
   type StaticBackendConfig,
   type VmcpConfig,
   VmcpConfigSchema,
   type WorkloadToolsConfig,
 } from '../schemas/index.js';
+import { createValidator } from '../validation/index.js';
 import { goDurationMs, SkepError } from '../shared/index.js';
 import { type OptimizerSettings, resolveOptimizerSettings } from './optimizer/config.js';
 

@@ -5,7 +5,8 @@
  * fields, so both ways accept exactly the same values) and each stage's own `check`. Imported
  * by the API side only: it loads the schemas, which a workload runner must not.
  */
-import { createValidator, type RunConfig, RunConfigSchema } from '../schemas/index.js';
+import { type RunConfig, RunConfigSchema } from '../schemas/index.js';
+import { createValidator } from '../validation/index.js';
 import { SkepError } from '../shared/index.js';
 import { FACTORIES, planPipeline } from '../pipeline/index.js';
 

@@ -3,13 +3,13 @@
  * `src/schemas/run-config.ts`): fills the fields the reference omits and validates.
  */
 import {
-  createValidator,
   type ProxyMode,
   type RunConfig,
   RUN_CONFIG_SCHEMA_VERSION,
   RunConfigSchema,
   type Transport,
 } from '../schemas/index.js';
+import { createValidator } from '../validation/index.js';
 
 export type { ProxyMode, RunConfig, Transport };
 

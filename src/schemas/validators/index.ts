@@ -13,7 +13,7 @@ import type { GeneratedValidator } from './format.js';
 export { allowedOriginsProblem } from '../allowed-origins.js';
 export { AUDIT_EVENT_TYPE_NAMES } from '../audit-event-types.js';
 export type { GeneratedValidator, ValidatorError } from './format.js';
-export { formatValidatorError, validationProblem } from './format.js';
+export { formatAjvError, formatValidatorError, validationProblem } from './format.js';
 
 /** `rate_limit_config` (`RateLimitConfigSchema`). */
 export const validateRateLimitConfig: GeneratedValidator = rateLimitConfig;

@@ -6,7 +6,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Static, TSchema } from 'typebox';
 import { SkepError } from '../shared/index.js';
-import { formatAjvError } from './validators/format.js';
+import { formatAjvError } from '../schemas/validators/index.js';
 
 // ajv-formats is CommonJS; its default export is the plugin function.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
