@@ -12,11 +12,12 @@
  * cannot be reached the test is skipped loudly (a failure in CI).
  *
  * The native SQLite module goes through better-sqlite3's own install script as with any
- * install: prebuild-install, else node-gyp. prebuild-install fetches the binary from GitHub,
- * which CI machines may not reach, and compiling SQLite takes minutes on two cores, so the test
- * offers prebuild-install a local prebuild (its `local prebuilds` option) made of the
- * checkout's own build of the same version for the same Node ABI. SKEP_PACK_FROM_SOURCE=1
- * leaves it out, and the module is then fetched or compiled exactly as on a user's machine.
+ * install: prebuild-install, else node-gyp. prebuild-install fetches the binary from GitHub
+ * (which the machine this was written on cannot reach), and compiling SQLite took 2-5 min on
+ * two cores here, so the test offers prebuild-install a local prebuild (its `local prebuilds`
+ * option) made of the checkout's own build of the same version for the same Node ABI.
+ * SKEP_PACK_FROM_SOURCE=1 leaves it out, and the module is then fetched or compiled exactly as
+ * on a user's machine.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -57,7 +58,7 @@ function commandLines(): string[] {
 test(
   'npm pack, npm install -g into a throw-away prefix, then serve, run, call, web UI, operator',
   {
-    timeout: 600_000,
+    timeout: 900_000,
   },
   async (t) => {
     for (const built of ['dist/skep.mjs', 'dist/runner.mjs', 'dist/ui/index.html'])
@@ -146,7 +147,7 @@ test(
         '--no-fund',
         join(tmp, pack.filename),
       ],
-      { cwd: tmp, env, maxBuffer: 64 * 1024 * 1024, timeout: 480_000 },
+      { cwd: tmp, env, maxBuffer: 64 * 1024 * 1024, timeout: 720_000 },
     );
     phase('installed');
     const pkgDir = join(prefix, 'lib', 'node_modules', 'skep');
