@@ -20,18 +20,22 @@ export interface SseEvent {
   id?: string | undefined;
 }
 
+/** Plain functions (called without a `this`). */
 export interface SseCallbacks {
-  onEvent(event: SseEvent): void;
+  onEvent: (event: SseEvent) => void;
   /** The server set the reconnection time (`retry:`), ms. */
-  onRetry?(ms: number): void;
+  onRetry?: ((ms: number) => void) | undefined;
   /** The pending event grew past `maxBufferSize`: nothing more is parsed. */
-  onOverflow?(): void;
+  onOverflow?: (() => void) | undefined;
 }
 
 export interface SseOptions {
   /** Characters a pending line plus the event it belongs to may hold; unbounded by default. */
   maxBufferSize?: number;
 }
+
+/** Decoder options of every chunk but the last (one object, not one per chunk). */
+const STREAMING = { stream: true } as const;
 
 export class SseDecoder {
   readonly #decoder = new TextDecoder();
@@ -42,8 +46,8 @@ export class SseDecoder {
 
   constructor(callbacks: SseCallbacks, options: SseOptions = {}) {
     this.#parser = createParser({
-      onEvent: (e) => callbacks.onEvent(e),
-      onRetry: callbacks.onRetry === undefined ? undefined : (ms) => callbacks.onRetry?.(ms),
+      onEvent: callbacks.onEvent,
+      onRetry: callbacks.onRetry,
       onError: (err) => {
         if (err.type !== 'max-buffer-size-exceeded') return;
         this.#stopped = true;
@@ -56,7 +60,7 @@ export class SseDecoder {
   /** Feeds the next chunk; events complete in it are reported before this returns. */
   push(chunk: Uint8Array | string): void {
     if (this.#stopped) return;
-    const text = typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, { stream: true });
+    const text = typeof chunk === 'string' ? chunk : this.#decoder.decode(chunk, STREAMING);
     if (text === '') return;
     this.#endsInCr = text.charCodeAt(text.length - 1) === 13;
     this.#parser.feed(text);
