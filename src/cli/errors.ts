@@ -6,11 +6,12 @@
  * A message may quote a server (the last lines of its log, the error it answered), so it is
  * written through `terminalSafe`.
  */
-import { isSkepError, terminalSafe } from '../shared/index.js';
+import { type ErrorCode, isSkepError, terminalSafe } from '../shared/index.js';
 
 /** Wrong use of a command (missing operands, conflicting flags): exit status 2, like commander's. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
+  readonly code: ErrorCode = 'bad_request';
 }
 
 /** The exit status for `err`, after telling the user about it on stderr. */

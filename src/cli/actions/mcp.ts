@@ -8,6 +8,7 @@
  * commands runs (it brings undici, which the rest of the CLI does not load up front). What a
  * server sends is untrusted text: the tables and the text output pass `terminalSafe`.
  */
+import { METHOD_NOT_FOUND, REQUEST_TIMEOUT } from '../../protocol/index.js';
 import { SkepError, SKEP_VERSION, terminalSafe } from '../../shared/index.js';
 import { type EndpointAccess, endpointAccessOf, proxyUrlOf } from '../../workloads/index.js';
 import { withContext } from '../context.js';
@@ -109,7 +110,7 @@ async function withSession<T>(
     // "Utilities / Ping").
     onServerRequest: async (m) => {
       if (m.method === 'ping') return {};
-      throw new client.BackendError(-32601, `skep mcp does not answer ${m.method ?? 'requests'}`);
+      throw new client.BackendError(METHOD_NOT_FOUND, `skep mcp does not answer ${m.method ?? 'requests'}`);
     },
     onNotification: () => undefined,
   });
@@ -140,7 +141,7 @@ function explain(err: unknown, target: Target, client: BackendClient): unknown {
       },
     );
   }
-  if (err instanceof client.BackendError && err.code === -32001) {
+  if (err instanceof client.BackendError && err.code === REQUEST_TIMEOUT) {
     return new SkepError(
       'gateway_timeout',
       `workload '${target.name}': ${err.message} (--timeout waits longer)`,
