@@ -31,11 +31,15 @@ export const PLANES = {
   store: 'base',
   // Ajv and CEL at run time, for the control plane and what a runner loads lazily.
   validation: 'base',
+  // Read by both programs: a runner reads and updates its workload's record (rows, status, log
+  // paths, exposure) and resolves its secret references. The workloads manager, which spawns
+  // runners, lives in the same folder; a runner loading it is caught by
+  // scripts/runner-footprint.mjs, not by this table.
+  workloads: 'base',
+  secrets: 'base',
   // The domain services of the control plane.
-  workloads: 'control',
   registry: 'control',
   skills: 'control',
-  secrets: 'control',
   clients: 'control',
   groups: 'control',
   // Mounted by a runner: the embedded OAuth 2.1 authorization server.

@@ -10,5 +10,7 @@
 export type { AssumeRole, AssumeRoleRequest, AwsCredentials } from './aws-sts.js';
 export { ExpiringCache } from './expiring-cache.js';
 export { DEFAULT_REMOTE_HEALTH, probeRemote, type RemoteHealthPolicy, watchRemote } from './remote-health.js';
+export type { FetchLike } from './http.js';
 export type { RemoteOAuthClient, SecretStore } from './remote-oauth.js';
+export type { UpstreamTokenSource } from './upstream-inject.js';
 export type { RoleMapper, RoleMapping } from './role-mapping.js';

@@ -13,7 +13,8 @@ import type { AuthzConfig } from './config.js';
 export type { AuthzDecision, AuthzFeature, AuthzRequest, Authorizer, ToolAnnotations } from './authorizer.js';
 export type { AuthzConfig, CedarAuthzConfig, HttpAuthzConfig } from './config.js';
 export { AUTHZ_DEFAULTS, loadAuthzConfigFile, parseAuthzConfig } from './config.js';
-export type { UpstreamClaims } from './upstream-claims.js';
+export { annotationsOf } from './authorizer.js';
+export { decodeUpstreamClaims, type UpstreamClaims } from './upstream-claims.js';
 // The authorizers (Cedar, httpv1) and what the stage reads from tools and tokens:
 // `./runtime.js`, imported on demand by the authorization stage.
 

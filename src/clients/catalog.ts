@@ -10,7 +10,7 @@
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { definedOnly, splitAccessToken } from '../shared/index.js';
-import { CLIENT_TYPES, type ClientType } from './wire.js';
+import { CLIENT_TYPES, type ClientType } from '../schemas/clients/index.js';
 
 /** The transport a client reaches a Skep proxy with (stdio servers are served through their proxy mode). */
 export type ClientTransport = 'sse' | 'streamable-http';

@@ -33,7 +33,12 @@ import {
 import { editConfigText, readConfigEntries, readConfigFile, writeConfigFile } from './config-file.js';
 import { withFileLock } from './file-lock.js';
 import { CreatedPaths, PRESENCE_MIGRATION, programOnPath } from './presence.js';
-import { CLIENT_TYPES, type ClientRegistration, type ClientStatus, type ClientType } from './wire.js';
+import {
+  CLIENT_TYPES,
+  type ClientRegistration,
+  type ClientStatus,
+  type ClientType,
+} from '../schemas/clients/index.js';
 
 /** What the sync needs to know about a workload (a narrow view of the workload engine's records). */
 export interface WorkloadEndpoint {

@@ -10,8 +10,7 @@
  * command it was given.
  */
 import { isRecord, SkepError } from '../shared/index.js';
-import { type Credentials, MEDIA_INDEX, OciSession } from '../skills/oci-client.js';
-import { parseOciRef } from '../skills/oci-ref.js';
+import { type Credentials, MEDIA_INDEX, OciSession, parseOciRef } from '../skills/index.js';
 
 export interface ImageCommand {
   /** The image reference pinned to the manifest digest that was read (`name@sha256:…`). */

@@ -35,7 +35,7 @@ import type { MCPRemoteProxySpec, MCPServerSpec, VirtualMCPServerSpec } from '..
 import { canonicalJson, configHash } from './config-hash.js';
 import { formatProblem } from './validate.js';
 import { buildRunConfigAuth, envName, type SecretEnv, type SecretFile } from './runconfig.js';
-import { type BackendAuthStrategy, parseVmcpConfig } from '../vmcp/config.js';
+import { type BackendAuthStrategy, parseVmcpConfig } from '../vmcp/index.js';
 import { vmcpStrategyFor } from './vmcp-auth.js';
 import { foreignResource, validateResource } from './resource-validate.js';
 import { isRecord } from '../shared/index.js';

@@ -8,7 +8,7 @@
  * (`SKEP_HEADER_INJECTION_VALUE_<CFG>`), so two backends never collide.
  */
 import { SkepError } from '../shared/index.js';
-import type { BackendAuthStrategy } from '../vmcp/config.js';
+import type { BackendAuthStrategy } from '../vmcp/index.js';
 import { envName, type SecretEnv } from './runconfig.js';
 import { formatProblem, type SecretReader, validateExtAuthConfigWithSecrets } from './validate.js';
 

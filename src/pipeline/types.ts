@@ -4,10 +4,7 @@
  * client request (`ProxyMiddleware.handle`), and a stage that looks at answers registers
  * `ctx.onReply` / `ctx.onEnd` hooks from its `handle`.
  */
-import type { AssumeRole } from '../auth/aws-sts.js';
-import type { FetchLike } from '../auth/http.js';
-import type { SecretStore } from '../auth/remote-oauth.js';
-import type { UpstreamTokenSource } from '../auth/upstream-inject.js';
+import type { AssumeRole, FetchLike, SecretStore, UpstreamTokenSource } from '../auth/index.js';
 import type { ProxyHttpHandler, ProxyMiddleware } from '../proxy/index.js';
 import type { SecretLookup } from '../secrets/index.js';
 import type { RateLimitSource } from '../telemetry/index.js';

@@ -9,3 +9,6 @@ export type { SkillsServiceOptions } from './service.js';
 export type { SyncRequest, SyncResult, UpgradeOutcome, UpgradeSkillsRequest } from './lock-sync.js';
 export { SkillsService } from './service.js';
 export type { ValidationResult } from './skill-dir.js';
+// The OCI distribution client, also used by the operator to read an image's entrypoint.
+export { type Credentials, MEDIA_INDEX, OciSession } from './oci-client.js';
+export { parseOciRef } from './oci-ref.js';

@@ -108,7 +108,7 @@ export interface SecretsProvider {
 }
 
 // `GET /api/v1beta/discovery/clients` and `GET /api/v1beta/clients`: the clients domain's own types.
-export type { ClientRegistration, ClientStatus } from '../clients/wire.js';
+export type { ClientRegistration, ClientStatus } from '../schemas/clients/index.js';
 
 /** routes/groups.ts `Group`. */
 export interface Group {

@@ -7,12 +7,6 @@
  */
 import { Type } from 'typebox';
 import type { HistogramCell, MetricFamily, NumberCell } from '../../telemetry/index.js';
-import {
-  MetricRegistry,
-  PROMETHEUS_CONTENT_TYPE,
-  processFamilies,
-  toPrometheusText,
-} from '../../telemetry/runtime.js';
 import { WORKLOAD_STATUSES } from '../../workloads/index.js';
 import type { SkepApp } from '../app.js';
 import type { ApiContext } from '../../app/index.js';
@@ -24,6 +18,9 @@ const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 export const UNMATCHED_ROUTE = 'unmatched';
 
 export async function metricsRoutes(app: SkepApp, ctx: ApiContext): Promise<void> {
+  // The run-time half of telemetry (instruments, exposition), as a proxy's telemetry stage loads it.
+  const { MetricRegistry, PROMETHEUS_CONTENT_TYPE, processFamilies, toPrometheusText } =
+    await import('../../telemetry/runtime.js');
   const startMs = Date.now();
   const registry = new MetricRegistry();
   const requests = registry.counter(

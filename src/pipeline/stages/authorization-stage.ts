@@ -10,7 +10,7 @@ import type {
   Authorizer,
   ToolAnnotations,
 } from '../../authz/index.js';
-import { annotationsOf, decodeUpstreamClaims } from '../../authz/runtime.js';
+import { annotationsOf, decodeUpstreamClaims } from '../../authz/index.js';
 import { PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
 import type { ProxyMiddlewareResult, ProxyRequestContext, ReplyHook } from '../../proxy/index.js';
 import type { Logger } from '../../shared/index.js';

@@ -1,6 +1,6 @@
 /** Reading a stage's `middleware_configs` parameters. */
 import { SkepError } from '../../shared/index.js';
-import type { RunConfig } from '../../workloads/run-config.js';
+import type { RunConfig } from '../../schemas/index.js';
 
 /** The parameters as an object (`{}` when absent); `bad_request` naming the stage otherwise. */
 export function paramsObject(type: string, parameters: unknown): Record<string, unknown> {

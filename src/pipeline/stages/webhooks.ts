@@ -14,9 +14,9 @@ import {
   parseWebhookStageConfig,
   type WebhookChainInput,
   type WebhookKind,
+  type WebhookRuntime,
   type WebhookStageConfig,
 } from '../../webhooks/index.js';
-import type * as WebhookRuntime from '../../webhooks/runtime.js';
 import type { Stage, StageDeps, StageFactory } from '../types.js';
 
 /** `principalOf` of the webhooks' run-time half, loaded with the stage. */
