@@ -54,13 +54,13 @@ export default tseslint.config(
     // Write the members out, put the spread last where nothing is overridden, or use
     // `Object.assign({}, a, { k: v })`.
     files: [
-      'src/proxy/**/*.ts',
-      'src/pipeline/**/*.ts',
-      'src/authz/**/*.ts',
-      'src/audit/**/*.ts',
-      'src/webhooks/**/*.ts',
-      'src/ratelimit/**/*.ts',
-      'src/telemetry/**/*.ts',
+      'src/dataplane/proxy/**/*.ts',
+      'src/dataplane/pipeline/**/*.ts',
+      'src/dataplane/middleware/authz/**/*.ts',
+      'src/dataplane/middleware/audit/**/*.ts',
+      'src/dataplane/middleware/webhooks/**/*.ts',
+      'src/dataplane/middleware/ratelimit/**/*.ts',
+      'src/dataplane/middleware/telemetry/**/*.ts',
     ],
     rules: {
       'no-restricted-syntax': [

@@ -20,11 +20,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Pool } from 'undici';
-import { createAwsStsMiddleware, sdkAssumeRole } from '../src/auth/aws-sts.js';
-import { buildPipeline } from '../src/pipeline/index.js';
-import { createTokenExchangeMiddleware } from '../src/auth/token-exchange.js';
-import type { ProxyMiddleware, ProxyRequestContext } from '../src/proxy/index.js';
-import { newRequestContext, startProxy } from '../src/proxy/index.js';
+import { createAwsStsMiddleware, sdkAssumeRole } from '../src/dataplane/middleware/auth/aws-sts.js';
+import { buildPipeline } from '../src/dataplane/pipeline/index.js';
+import { createTokenExchangeMiddleware } from '../src/dataplane/middleware/auth/token-exchange.js';
+import type { ProxyMiddleware, ProxyRequestContext } from '../src/dataplane/proxy/index.js';
+import { newRequestContext, startProxy } from '../src/dataplane/proxy/index.js';
 import { silentLogger } from '../src/shared/index.js';
 import { parseRunConfig } from '../src/workloads/index.js';
 

@@ -12,7 +12,7 @@
  * `npm run bench -- proxy` runs it after the head-to-head proxy benchmark.
  */
 import type { IncomingMessage } from 'node:http';
-import { CallerToken } from '../src/proxy/caller-token.js';
+import { CallerToken } from '../src/dataplane/proxy/caller-token.js';
 import { measureWorkloads, openBenchHome, round, SETTINGS } from './lib/workloads.js';
 
 const CHECKS = 500_000;

@@ -546,7 +546,7 @@ async function main(): Promise<void> {
       () =>
         httpTarget(
           'skep-proxy-only',
-          'src/proxy startProxy alone (no runner), one stdio echo child shared by all sessions; stateful streamable HTTP',
+          'src/dataplane/proxy startProxy alone (no runner), one stdio echo child shared by all sessions; stateful streamable HTTP',
           [skepJs, '0', '--', process.execPath, ECHO],
           /listening (\d+)/,
           undefined,

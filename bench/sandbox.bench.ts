@@ -14,13 +14,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
-import { startProxy } from '../src/proxy/index.js';
+import { startProxy } from '../src/dataplane/proxy/index.js';
 import {
   type PermissionProfile,
   ProcessRuntime,
   probeBwrap,
   type ServerHandle,
-} from '../src/runtime/index.js';
+} from '../src/dataplane/runtime/index.js';
 import { definedOnly } from '../src/shared/index.js';
 
 const ROUNDS = Number(process.env['BENCH_RUNS'] ?? 15);

@@ -39,7 +39,7 @@ async function startServe(
 ): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'serve', '--port', '0'],
+    ['--import', 'tsx', join(ROOT, 'src/control/cli/main.ts'), 'serve', '--port', '0'],
     {
       env,
       stdio: 'ignore',

@@ -1,6 +1,6 @@
 /**
  * Virtual MCP benchmark. Optimizer part, measured through the module
- * (`src/vmcp/optimizer`) on the synthetic tools of test/fixtures/mcp/synthetic-tools.mjs:
+ * (`src/dataplane/vmcp/optimizer`) on the synthetic tools of test/fixtures/mcp/synthetic-tools.mjs:
  *
  * - find_tool: `optimizer.find()` over 1,000 tools with realistic and random queries, one
  *   caller (target p99 ≤ 2 ms); plus the index build (cold, unchanged list, one tool changed).
@@ -13,7 +13,7 @@
  * the real tools/list bytes) come from bench/lib/vmcp-endpoint.ts.
  */
 import { loadavg } from 'node:os';
-import { createOptimizer, type McpTool } from '../src/vmcp/optimizer/index.js';
+import { createOptimizer, type McpTool } from '../src/dataplane/vmcp/optimizer/index.js';
 import { syntheticTools } from '../test/fixtures/mcp/synthetic-tools.mjs';
 import { measureVmcpEndpoint } from './lib/vmcp-endpoint.js';
 import { phase, round } from './lib/workloads.js';

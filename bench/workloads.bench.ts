@@ -1,5 +1,5 @@
 /**
- * What one `npx://` server costs (`src/runtime/npm-store.ts`), through the built CLI with the
+ * What one `npx://` server costs (`src/dataplane/runtime/npm-store.ts`), through the built CLI with the
  * default sandbox: @modelcontextprotocol/server-filesystem from the npm registry, run as two
  * workloads (`skep run … --volume DIR -- DIR`).
  *
@@ -22,7 +22,7 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { probeBwrap, selectBin, storeKey } from '../src/runtime/index.js';
+import { probeBwrap, selectBin, storeKey } from '../src/dataplane/runtime/index.js';
 import { cli, openBenchHome } from './lib/workloads.js';
 
 const PACKAGE = '@modelcontextprotocol/server-filesystem';

@@ -63,7 +63,7 @@ const common = {
  */
 export const cliBuild = {
   ...common,
-  entryPoints: { skep: 'src/cli/main.ts' },
+  entryPoints: { skep: 'src/control/cli/main.ts' },
   plugins: [directImportsPlugin],
 };
 
@@ -72,4 +72,4 @@ export const cliBuild = {
  * must load only what it uses; built together with the CLI it would share the CLI's chunks,
  * and a chunk brings everything in it.
  */
-export const runnerBuild = { ...common, entryPoints: { runner: 'src/runner/entry.ts' } };
+export const runnerBuild = { ...common, entryPoints: { runner: 'src/dataplane/runner/entry.ts' } };

@@ -1,7 +1,7 @@
-// Builds the web UI (src/ui/, Preact) into dist/ui/: one script and one stylesheet under
+// Builds the web UI (src/control/ui/, Preact) into dist/ui/: one script and one stylesheet under
 // assets/, named by content hash (served with a year-long cache), and index.html naming them
 // (served no-cache). The page loads nothing else: no CDN, no fonts, no network at run time,
-// and no inline script, so the strict Content-Security-Policy of src/api/ui.ts holds.
+// and no inline script, so the strict Content-Security-Policy of src/control/api/ui.ts holds.
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { build } from 'esbuild';
@@ -9,7 +9,7 @@ import { build } from 'esbuild';
 /** The esbuild options of the UI bundle (an entry point per page would only add requests). */
 export function uiBuildOptions(outdir) {
   return {
-    entryPoints: { app: 'src/ui/main.tsx' },
+    entryPoints: { app: 'src/control/ui/main.tsx' },
     outdir: join(outdir, 'assets'),
     entryNames: '[name]-[hash]',
     bundle: true,

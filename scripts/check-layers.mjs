@@ -44,24 +44,6 @@ export const PLANES = {
   groups: 'control',
   // Mounted by a runner: the embedded OAuth 2.1 authorization server.
   authserver: 'data',
-  // Data-plane folders not yet under src/dataplane/.
-  runner: 'data',
-  proxy: 'data',
-  pipeline: 'data',
-  audit: 'data',
-  authz: 'data',
-  webhooks: 'data',
-  ratelimit: 'data',
-  telemetry: 'data',
-  auth: 'data',
-  vmcp: 'data',
-  runtime: 'data',
-  // Control-plane folders not yet under src/control/.
-  app: 'control',
-  api: 'control',
-  cli: 'control',
-  operator: 'control',
-  ui: 'control',
 };
 
 /** The unit a path under src/ belongs to ("proxy", "dataplane/proxy", "dataplane/middleware/audit"). */

@@ -2,7 +2,7 @@
 // Run: node --import tsx scripts/gen-crd.ts   (add --check to fail when a file is stale)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { renderAllCrdFiles } from '../src/operator/crd-yaml.js';
+import { renderAllCrdFiles } from '../src/control/operator/crd-yaml.js';
 
 let stale = false;
 // The Helm chart ships the same files (deploy/helm/skep-operator/crds/).

@@ -23,7 +23,7 @@ export const ON_DEMAND_ONLY = [
   'ioredis',
   'undici',
   '@aws-sdk/client-sts',
-  // OpenTelemetry: only workloads with an OTLP endpoint (src/telemetry/otlp.ts).
+  // OpenTelemetry: only workloads with an OTLP endpoint (src/dataplane/middleware/telemetry/otlp.ts).
   '@opentelemetry/api',
   '@opentelemetry/core',
   '@opentelemetry/sdk-metrics',
@@ -35,22 +35,22 @@ export const ON_DEMAND_ONLY = [
  * on demand from each domain's `runtime.ts` (see the stage files).
  */
 export const ON_DEMAND_SOURCES = [
-  'src/audit/auditor.ts',
-  'src/audit/writer.ts',
-  'src/authz/cedar.ts',
-  'src/authz/http-pdp.ts',
-  'src/pipeline/stages/authorization-stage.ts',
-  'src/ratelimit/limiter.ts',
-  'src/ratelimit/redis-store.ts',
-  'src/telemetry/metrics.ts',
-  'src/telemetry/prometheus.ts',
-  'src/webhooks/client.ts',
-  'src/webhooks/mutating.ts',
-  'src/webhooks/validating.ts',
+  'src/dataplane/middleware/audit/auditor.ts',
+  'src/dataplane/middleware/audit/writer.ts',
+  'src/dataplane/middleware/authz/cedar.ts',
+  'src/dataplane/middleware/authz/http-pdp.ts',
+  'src/dataplane/pipeline/stages/authorization-stage.ts',
+  'src/dataplane/middleware/ratelimit/limiter.ts',
+  'src/dataplane/middleware/ratelimit/redis-store.ts',
+  'src/dataplane/middleware/telemetry/metrics.ts',
+  'src/dataplane/middleware/telemetry/prometheus.ts',
+  'src/dataplane/middleware/webhooks/client.ts',
+  'src/dataplane/middleware/webhooks/mutating.ts',
+  'src/dataplane/middleware/webhooks/validating.ts',
 ];
 
 const at = process.argv.indexOf('--entry');
-const entryPoint = at > 0 ? process.argv[at + 1] : 'src/runner/entry.ts';
+const entryPoint = at > 0 ? process.argv[at + 1] : 'src/dataplane/runner/entry.ts';
 const result = await build({
   ...runnerBuild,
   entryPoints: { entry: entryPoint },
@@ -78,7 +78,12 @@ for (const name of loaded) {
   total += outputs[name].bytes;
   for (const [input, info] of Object.entries(outputs[name].inputs)) {
     if (info.bytesInOutput > 0) inputs.add(input);
-    const key = packageOf(input) ?? input.replace(/^src\/([^/]+)\/.*$/, 'src/$1');
+    const key =
+      packageOf(input) ??
+      input.replace(
+        /^src\/(dataplane\/middleware\/[^/]+|dataplane\/[^/]+|control\/[^/]+|[^/]+)\/.*$/,
+        'src/$1',
+      );
     bytes.set(key, (bytes.get(key) ?? 0) + info.bytesInOutput);
   }
   for (const i of outputs[name].imports)

@@ -8,7 +8,7 @@
  *   session's lists are cached until a backend or list changes; time to the whole answer, as
  *   for tools/call; also with the client's JSON.parse): p50 target ≤ 5 ms; and the
  *   first `tools/list` of new sessions once the server is warm (served from the backend lists
- *   the virtual server's sessions share, src/vmcp/list-cache.ts, without asking any backend).
+ *   the virtual server's sessions share, src/dataplane/vmcp/list-cache.ts, without asking any backend).
  */
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';

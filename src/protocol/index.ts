@@ -3,7 +3,7 @@
  * the MCP endpoints (HTTP status and JSON-RPC error per refusal), and the one reader of
  * server-sent event streams.
  *
- * The web UI's browser bundle imports this index (src/ui/mcp.ts), and the runner loads it on
+ * The web UI's browser bundle imports this index (src/control/ui/mcp.ts), and the runner loads it on
  * every start: what it exports must load in a browser (no `node:` module) and stay small.
  */
 export {

@@ -10,7 +10,7 @@
  * 401/403 becomes `registry_auth_required`.
  */
 import { createHash } from 'node:crypto';
-import type { RemoteOAuthClient, SecretStore } from '../auth/index.js';
+import type { RemoteOAuthClient, SecretStore } from '../dataplane/middleware/auth/index.js';
 import { isSkepError, type Logger, SkepError } from '../shared/index.js';
 
 /** As in ToolHive: scopes default to `openid offline_access`; the callback port to 8666. */
@@ -184,7 +184,7 @@ export class RegistryLogin {
 
   async #createClient(): Promise<RemoteOAuthClient> {
     // Loaded only when a registry login is configured (the OAuth client is not small).
-    const { RemoteOAuthClient } = await import('../auth/remote-oauth.js');
+    const { RemoteOAuthClient } = await import('../dataplane/middleware/auth/remote-oauth.js');
     const c = this.#config;
     return new RemoteOAuthClient(
       {

@@ -2,7 +2,7 @@
  * The audit configuration (`audit_config`, or the JSON file named by `audit_config_path`):
  * ToolHive's camelCase keys. Unknown keys are refused (a typo such as `excludeEventType` would
  * otherwise silently audit everything); `logFile` is an absolute path. `x-errors` words the
- * messages (see `validators/format.ts`); `src/audit/config.ts` applies the defaults.
+ * messages (see `validators/format.ts`); `src/dataplane/middleware/audit/config.ts` applies the defaults.
  */
 import { Type } from 'typebox';
 import { AUDIT_EVENT_TYPE_NAMES } from './audit-event-types.js';

@@ -2,7 +2,7 @@
  * The authorizer configuration (`authz_config`, the file `authz_config_path` names) in
  * ToolHive's two shapes, one schema each: `cedarv1` (Cedar policies evaluated in the proxy)
  * and `httpv1` (an external decision point). `version` and `type` pick the schema; they are
- * checked in `src/authz/config.ts`, with the rules a schema cannot state (each Cedar policy
+ * checked in `src/dataplane/middleware/authz/config.ts`, with the rules a schema cannot state (each Cedar policy
  * and the static entities compile, the group entity type is a Cedar identifier, the decision
  * point's URL). Unknown keys are refused at every level. `x-errors` words the messages.
  */

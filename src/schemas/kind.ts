@@ -1,6 +1,6 @@
 /**
  * A custom resource kind of `skep.dev/v1beta1` as one definition: its names, its spec and
- * status schemas, and its `kubectl get` columns. The CRD generator (`src/operator/crd.ts`),
+ * status schemas, and its `kubectl get` columns. The CRD generator (`src/control/operator/crd.ts`),
  * the validator and the controllers read kinds only through this shape.
  */
 import { type TSchema, Type } from 'typebox';

@@ -1,7 +1,7 @@
 /**
  * The permission profile (ToolHive's PermissionProfile): what a server's sandbox may read, write and
  * reach. One shape for a registry entry's `permissions`, a run configuration's
- * `permission_profile` and the runtimes that apply it (`src/runtime/docker/profile.ts`).
+ * `permission_profile` and the runtimes that apply it (`src/dataplane/runtime/docker/profile.ts`).
  */
 import { type Static, Type } from 'typebox';
 import { Opt, Strs } from './shorthand.js';

@@ -5,7 +5,7 @@
  * `refillPeriod`, a Go duration string. Unknown keys are refused. `x-errors` gives the message
  * for a failed keyword (`{value}`: the value as written, `{json}`: as JSON), read by
  * `validators/format.ts`. The rules JSON Schema cannot state (a bucket at all, one per tool,
- * unique tool names, a refill period > 0) are in `src/ratelimit/config.ts`.
+ * unique tool names, a refill period > 0) are in `src/dataplane/middleware/ratelimit/config.ts`.
  */
 import { Type } from 'typebox';
 import { Opt } from './shorthand.js';

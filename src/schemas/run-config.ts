@@ -29,7 +29,7 @@ const HeaderForward = Type.Object({
 });
 const Bucket = Type.Object({ maxTokens: Opt(Type.Integer()), refillPeriod: Opt(Type.Unknown()) });
 // ToolHive's webhook entry; unknown keys are refused here, on create and import, rather
-// than at the workload's start (src/webhooks/config.ts checks the values).
+// than at the workload's start (src/dataplane/middleware/webhooks/config.ts checks the values).
 const Webhook = Type.Object(
   {
     failure_policy: Opt(Str()),

@@ -3,7 +3,7 @@
  * JSON writes an absent field as null, so every field also takes null. The rules JSON Schema
  * cannot state (the endpoint's URL and its scheme against `insecure`, the sampling rate written
  * as a decimal string, a destination for what is configured, the CA file) are in
- * `src/telemetry/config.ts`. `x-errors` words the messages (see `validators/format.ts`).
+ * `src/dataplane/middleware/telemetry/config.ts`. `x-errors` words the messages (see `validators/format.ts`).
  */
 import { Type } from 'typebox';
 import { Opt } from './shorthand.js';

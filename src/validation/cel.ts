@@ -1,6 +1,6 @@
 /**
- * CEL helpers shared by run-time code (awsSts role mapping in `src/auth`) and the Kubernetes
- * adapter (`src/operator`: CRD validation rules, admission webhook). They live here, next to
+ * CEL helpers shared by run-time code (awsSts role mapping in `src/dataplane/middleware/auth`) and the Kubernetes
+ * adapter (`src/control/operator`: CRD validation rules, admission webhook). They live here, next to
  * the other schema tooling, so that the proxy's auth chain does not depend on the operator.
  */
 import { Environment } from '@marcbachmann/cel-js';

@@ -5,7 +5,7 @@
  * request names by path (reference behaviour). What needs a lookup (groups, secrets, the
  * container engine, free ports, taken names) is checked by `config-checks.ts` and the manager.
  */
-import { loadAuthzConfigFile } from '../authz/index.js';
+import { loadAuthzConfigFile } from '../dataplane/middleware/authz/index.js';
 import { DEFAULT_GROUP } from '../groups/index.js';
 import { definedOnly, SkepError } from '../shared/index.js';
 import { baseNameFor, validateWorkloadName } from './names.js';

@@ -7,7 +7,7 @@
 import type { SkepConfig } from '../config/index.js';
 import { type GroupService, validateGroupName } from '../groups/index.js';
 import { checkPipeline } from './pipeline-check.js';
-import { checkLocalExecutable, checkWorkloadSandbox } from '../runtime/index.js';
+import { checkLocalExecutable, checkWorkloadSandbox } from '../dataplane/runtime/index.js';
 import { SkepError } from '../shared/index.js';
 import { IMAGE_SCHEMES } from './config-builder.js';
 import { allowedOriginsProblem } from '../schemas/index.js';
@@ -94,7 +94,7 @@ export async function checkRunnable(ctx: ConfigCheckContext, config: RunConfig):
     // A virtual MCP server runs no server of its own: its config is all there is to check.
     if (config.image !== '' || config.remote_url !== undefined)
       throw new SkepError('bad_request', "a virtual MCP server ('vmcp') takes no 'image' or 'url'");
-    const { parseVmcpConfig } = await import('../vmcp/config.js');
+    const { parseVmcpConfig } = await import('../dataplane/vmcp/config.js');
     parseVmcpConfig(config.vmcp);
     return;
   }

@@ -9,7 +9,7 @@
  */
 import type { SkepConfig } from '../config/index.js';
 import type { GroupMembers, GroupService } from '../groups/index.js';
-import { removeSandboxHome } from '../runtime/index.js';
+import { removeSandboxHome } from '../dataplane/runtime/index.js';
 import { describeError, type Logger, SkepError, silentLogger } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {

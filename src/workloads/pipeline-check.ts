@@ -8,7 +8,7 @@
 import { type RunConfig, RunConfigSchema } from '../schemas/index.js';
 import { createValidator } from '../validation/index.js';
 import { SkepError } from '../shared/index.js';
-import { FACTORIES, planPipeline } from '../pipeline/index.js';
+import { FACTORIES, planPipeline } from '../dataplane/pipeline/index.js';
 
 /** Per stage type: parameter key → the run-configuration field it carries. */
 const BLOCKS: Readonly<Record<string, Readonly<Record<string, keyof RunConfig>>>> = {

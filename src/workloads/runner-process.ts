@@ -15,25 +15,25 @@ import { runnerLogPath } from './log-files.js';
 export const RUNNER_CONFIG_ENV = 'SKEP_RUNNER_CONFIG';
 
 /**
- * The CLI entry for this code: the bundle itself (`dist/skep.mjs`), `src/cli/main.ts` under
- * tsx, or `dist/cli/main.js` from the plain compiled tree.
+ * The CLI entry for this code: the bundle itself (`dist/skep.mjs`), `src/control/cli/main.ts` under
+ * tsx, or `dist/control/cli/main.js` from the plain compiled tree.
  */
 export function cliEntry(): string {
   const here = fileURLToPath(import.meta.url);
   if (here.endsWith('.mjs')) return join(bundleDir(here), 'skep.mjs');
   const ext = here.endsWith('.ts') ? '.ts' : '.js';
-  return join(dirname(here), '..', 'cli', `main${ext}`);
+  return join(dirname(here), '..', 'control', 'cli', `main${ext}`);
 }
 
 /**
  * The runner's own entry, which loads far less than the CLI: `dist/runner.mjs` beside the
- * bundle, `src/runner/entry.ts` under tsx, or `dist/runner/entry.js` from the compiled tree.
+ * bundle, `src/dataplane/runner/entry.ts` under tsx, or `dist/dataplane/runner/entry.js` from the compiled tree.
  */
 export function runnerEntry(): string {
   const here = fileURLToPath(import.meta.url);
   if (here.endsWith('.mjs')) return join(bundleDir(here), 'runner.mjs');
   const ext = here.endsWith('.ts') ? '.ts' : '.js';
-  return join(dirname(here), '..', 'runner', `entry${ext}`);
+  return join(dirname(here), '..', 'dataplane', 'runner', `entry${ext}`);
 }
 
 /** `dist/` for code bundled into an entry file or into one of its `dist/chunks/`. */

@@ -7,7 +7,7 @@
  * session is the event stream held through one proxy (`unsupported-fields.ts` refuses the
  * fields there). Checked on create, update and import, and read again by the runner.
  */
-import { checkKeyPrefix, SESSION_DEFAULTS, type SessionStorageOptions } from '../proxy/index.js';
+import { checkKeyPrefix, SESSION_DEFAULTS, type SessionStorageOptions } from '../dataplane/proxy/index.js';
 import { goDurationNs, parseRedisAddress, SESSION_REDIS_PASSWORD_ENV, SkepError } from '../shared/index.js';
 import type { RunConfig } from './run-config.js';
 

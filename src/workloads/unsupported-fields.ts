@@ -9,9 +9,9 @@
  * `test/integration/workloads/unsupported-fields-by-server.test.ts` keeps the two lists complete.
  */
 import type { SkepConfig } from '../config/index.js';
-import { workloadSandbox } from '../runtime/index.js';
+import { workloadSandbox } from '../dataplane/runtime/index.js';
 import { SkepError } from '../shared/index.js';
-import { telemetryHasDestination } from '../telemetry/index.js';
+import { telemetryHasDestination } from '../dataplane/middleware/telemetry/index.js';
 import type { RunConfig } from './run-config.js';
 import { keepsHttpSessions, sessionRedisWithoutAddress } from './session-storage.js';
 

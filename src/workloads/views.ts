@@ -4,7 +4,7 @@
  * what can be observed of the runner process. Secret references are shown, never values.
  */
 import type { SkepConfig } from '../config/index.js';
-import { type WorkloadSandbox, workloadSandbox } from '../runtime/index.js';
+import { type WorkloadSandbox, workloadSandbox } from '../dataplane/runtime/index.js';
 import { definedOnly } from '../shared/index.js';
 import { endpointAccessOf, proxyUrlOf } from './exposure.js';
 import { runnerAlive } from './runner-process.js';

@@ -1,5 +1,5 @@
 /**
- * The web UI's routes (src/api/ui.ts) on the real app, through inject: who gets the page
+ * The web UI's routes (src/control/api/ui.ts) on the real app, through inject: who gets the page
  * (a live session from the server's own pages, or the token) and who gets the login hint;
  * the headers (CSP, caching); the assets. It builds the UI with esbuild first, so it is a build
  * test; the playground's pass-through, which needs no built UI, is tested in
@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BrowserSessions } from '../../src/api/browser-sessions.js';
-import { findUiDir, UI_PATHS } from '../../src/api/ui.js';
+import { BrowserSessions } from '../../src/control/api/browser-sessions.js';
+import { findUiDir, UI_PATHS } from '../../src/control/api/ui.js';
 import { testApp } from '../helpers/api.js';
 import { ensureUiBuilt } from '../helpers/ui.js';
 

@@ -113,9 +113,9 @@ test('skep version and skep --help load the command tree only', (t) => {
     assert.equal(status, 0, args.join(' '));
     assert.match(stdout, /skep/);
     // The recording saw the bundle: the entry's own source and its one library.
-    assert.ok(units.has('src/cli/main.ts') && units.has('commander'), [...units].join(' '));
+    assert.ok(units.has('src/control/cli/main.ts') && units.has('commander'), [...units].join(' '));
     assert.deepEqual(offenders(units, [...SERVER_STACK, ...SCHEMA_LIBRARIES]), [], args.join(' '));
-    assert.ok(!units.has('better-sqlite3') && !units.has('src/app/context.ts'), args.join(' '));
+    assert.ok(!units.has('better-sqlite3') && !units.has('src/control/app/context.ts'), args.join(' '));
   }
 });
 
@@ -125,11 +125,14 @@ test('skep list loads the listing, not the composition root or the HTTP server s
   const { status, stdout, units } = run(['list'], home.env);
   assert.equal(status, 0);
   assert.match(stdout, /^NAME\s+PACKAGE\s+STATUS/);
-  assert.ok(units.has('src/app/workload-list.ts') && units.has('better-sqlite3'), [...units].join(' '));
+  assert.ok(
+    units.has('src/control/app/workload-list.ts') && units.has('better-sqlite3'),
+    [...units].join(' '),
+  );
   assert.deepEqual(offenders(units, SERVER_STACK), []);
   // The other domain services are not built for a listing.
   for (const unit of [
-    'src/app/context.ts',
+    'src/control/app/context.ts',
     'src/registry/service.ts',
     'src/skills/service.ts',
     'src/clients/service.ts',

@@ -18,12 +18,13 @@ test('the runner bundle loads no on-demand library up front', () => {
   assert.deepEqual(report['loaded_up_front_but_on_demand_only'], []);
   assert.equal(status, 0);
   const sources = Object.keys(report['bytes_by_source'] as Record<string, number>);
-  for (const part of ['src/proxy', 'src/runner', 'src/store']) assert.ok(sources.includes(part), part);
+  for (const part of ['src/dataplane/proxy', 'src/dataplane/runner', 'src/store'])
+    assert.ok(sources.includes(part), part);
   assert.deepEqual(report['external_packages'], ['better-sqlite3']);
 });
 
 test('the check fails for an entry that loads them (the API server)', () => {
-  const { status, report } = footprint('--entry', 'src/api/server.ts');
+  const { status, report } = footprint('--entry', 'src/control/api/server.ts');
   assert.equal(status, 1);
   const offenders = report['loaded_up_front_but_on_demand_only'] as string[];
   assert.ok(offenders.includes('typebox') && offenders.includes('pino'), String(offenders));

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { probeBwrap } from '../../src/runtime/index.js';
+import { probeBwrap } from '../../src/dataplane/runtime/index.js';
 import { runCliAsync } from '../helpers/cli.js';
 import { requireService } from '../helpers/services.js';
 import { workloadHome } from '../integration/workloads/helpers.js';
@@ -80,7 +80,7 @@ test(
 );
 
 test('--volume: HOST[:IN_SERVER][:ro] is parsed; a local server sees a folder at its own path', async () => {
-  const { parseVolumeFlag } = await import('../../src/cli/actions/workloads.js');
+  const { parseVolumeFlag } = await import('../../src/control/cli/actions/workloads.js');
   assert.deepEqual(parseVolumeFlag('/data'), { host: '/data', inServer: undefined, readOnly: false });
   assert.deepEqual(parseVolumeFlag('/data:ro'), { host: '/data', inServer: undefined, readOnly: true });
   assert.deepEqual(parseVolumeFlag('/data:/projects:ro'), {

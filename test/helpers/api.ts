@@ -5,8 +5,8 @@
  * `authorization` header (an empty string sends none).
  */
 import type { TestContext } from 'node:test';
-import { type AppOptions, buildApp, type SkepApp } from '../../src/api/app.js';
-import { type ApiContext, createContext } from '../../src/app/index.js';
+import { type AppOptions, buildApp, type SkepApp } from '../../src/control/api/app.js';
+import { type ApiContext, createContext } from '../../src/control/app/index.js';
 import { API_TOKEN_ENV, resolveApiToken, resolvePaths } from '../../src/config/index.js';
 import { type TempHome, tempHome } from './home.js';
 

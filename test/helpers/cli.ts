@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { apiTokenFor } from './api.js';
 
-export const CLI_ENTRY = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+export const CLI_ENTRY = fileURLToPath(new URL('../../src/control/cli/main.ts', import.meta.url));
 export const CLI_ARGS = ['--import', 'tsx', CLI_ENTRY];
 
 export interface CliResult {

@@ -1,5 +1,5 @@
 /** Polling helpers for tests that wait on real processes (workloads, containers, runners). */
-import type { ApiContext } from '../../src/app/index.js';
+import type { ApiContext } from '../../src/control/app/index.js';
 
 /** Generous: a runner starts Node + tsx + the server; CI machines have 2 cores. */
 export const START_TIMEOUT_MS = 90_000;

@@ -1,6 +1,6 @@
 /**
  * The client types and the clients' wire objects (ToolHive's `/api/v1beta/clients`), in a module
- * that imports nothing: the web UI's browser type check reads them from here (src/ui/types.ts). The
+ * that imports nothing: the web UI's browser type check reads them from here (src/control/ui/types.ts). The
  * order of `CLIENT_TYPES` is the fixed discovery order.
  */
 

@@ -2,7 +2,7 @@
  * The one definition of the MCPExternalAuthConfig resource, as ToolHive's CRD has it. Every field,
  * default, enum, pattern and bound of that CRD lives here; the cross-field rules are attached as
  * `x-kubernetes-validations` CEL rules so that the same definition yields the TypeScript types
- * (`Static`), the CRD YAML (`src/operator/crd.ts`) and the validator (`src/operator/validate.ts`,
+ * (`Static`), the CRD YAML (`src/control/operator/crd.ts`) and the validator (`src/control/operator/validate.ts`,
  * which evaluates those CEL rules with cel-js). Rules that need code (CEL matchers compile, issuer
  * host, forbidden parameters, unique names, HMAC secret length) are in the validator, each naming
  * the field it checks.

@@ -11,7 +11,7 @@
  */
 import { type Static, Type } from 'typebox';
 // The files themselves, not the schemas index: the web UI type-checks this module with the
-// browser's types, and the index reaches Node-only code (src/ui/types.ts).
+// browser's types, and the index reaches Node-only code (src/control/ui/types.ts).
 import { PermissionProfileSchema } from '../permission-profile.js';
 import { Opt, Str, Strs } from '../shorthand.js';
 

@@ -2,7 +2,7 @@
  * The one definition of the Kubernetes workload kinds in `skep.dev/v1beta1`: MCPServer,
  * MCPRemoteProxy, MCPServerEntry, VirtualMCPServer and MCPGroup. Field names follow ToolHive's
  * operator CRDs (`toolhive.stacklok.dev`). Each TypeBox schema yields the TypeScript type, the CRD
- * (`src/operator/crd.ts`) and the validator (`src/operator/workload-validate.ts`, which also
+ * (`src/control/operator/crd.ts`) and the validator (`src/control/operator/workload-validate.ts`, which also
  * evaluates the CEL rules attached here).
  *
  * Skep extensions (documented in docs/kubernetes.md): `MCPServer.spec.command` (a stdio server's

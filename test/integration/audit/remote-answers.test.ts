@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { auditStage } from '../../../src/pipeline/stages/audit.js';
+import { auditStage } from '../../../src/dataplane/pipeline/stages/audit.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 import { proxyFor, startHttpUpstream } from '../proxy/helpers.js';

@@ -255,7 +255,7 @@ test(
 
 test('a missing secret fails the pipeline with secret_not_found naming the secret, not a value', async () => {
   const { logger } = captureLogs();
-  const { buildPipeline } = await import('../../../src/pipeline/index.js');
+  const { buildPipeline } = await import('../../../src/dataplane/pipeline/index.js');
   const { parseRunConfig } = await import('../../../src/workloads/index.js');
   const config = parseRunConfig({
     name: 'w',

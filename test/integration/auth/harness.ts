@@ -20,8 +20,8 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { exportJWK, generateKeyPair, type JWK, jwtVerify, SignJWT } from 'jose';
 import Provider from 'oidc-provider';
 import { pino } from 'pino';
-import { buildPipeline, type Pipeline, type StageDeps } from '../../../src/pipeline/index.js';
-import { type RunningProxy, startProxy } from '../../../src/proxy/index.js';
+import { buildPipeline, type Pipeline, type StageDeps } from '../../../src/dataplane/pipeline/index.js';
+import { type RunningProxy, startProxy } from '../../../src/dataplane/proxy/index.js';
 import type { Logger } from '../../../src/shared/index.js';
 import { parseRunConfig, type RunConfig } from '../../../src/workloads/index.js';
 

@@ -12,7 +12,7 @@ import { createServer } from 'node:http';
 import { dirname, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { RemoteOAuthClient } from '../../../src/auth/remote-oauth.js';
+import { RemoteOAuthClient } from '../../../src/dataplane/middleware/auth/remote-oauth.js';
 import { tempHome } from '../../helpers/home.js';
 import { recordingOpener } from '../../helpers/opener.js';
 import { browserLogin } from '../authserver/harness.js';

@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { remoteSecretNames } from '../../../src/auth/remote-oauth.js';
+import { remoteSecretNames } from '../../../src/dataplane/middleware/auth/remote-oauth.js';
 import { testApp } from '../../helpers/api.js';
 import { browserLogin } from '../authserver/harness.js';
 import {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { test } from 'node:test';
-import { probeRemote, watchRemote } from '../../../src/auth/index.js';
+import { probeRemote, watchRemote } from '../../../src/dataplane/middleware/auth/index.js';
 import {
   authorize,
   baseConfig,

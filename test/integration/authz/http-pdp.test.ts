@@ -15,8 +15,12 @@ import {
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { type TestContext, test } from 'node:test';
-import { type AuthzRequest, type HttpAuthzConfig, parseAuthzConfig } from '../../../src/authz/index.js';
-import { HttpPdpAuthorizer } from '../../../src/authz/runtime.js';
+import {
+  type AuthzRequest,
+  type HttpAuthzConfig,
+  parseAuthzConfig,
+} from '../../../src/dataplane/middleware/authz/index.js';
+import { HttpPdpAuthorizer } from '../../../src/dataplane/middleware/authz/runtime.js';
 import { tempHome } from '../../helpers/home.js';
 import { makeTlsFiles } from '../../helpers/redis.js';
 import { closeServer } from '../auth/harness.js';

@@ -12,7 +12,7 @@ test('skep client register|list|status|remove with --json', { timeout: 120_000 }
   mkdirSync(join(home, '.cursor'), { recursive: true });
   const env = { ...skep.env, HOME: home, XDG_CONFIG_HOME: '', APPDATA: '', CODEX_HOME: '' };
   const skepCli = (...args: string[]) => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'client', ...args], {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', 'src/control/cli/main.ts', 'client', ...args], {
       env,
       encoding: 'utf8',
     });

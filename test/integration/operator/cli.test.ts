@@ -11,7 +11,7 @@ import { OTHER_GROUPS_YAML } from '../../unit/operator/fixtures.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const skep = (...args: string[]) =>
-  spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), ...args], {
+  spawnSync(process.execPath, ['--import', 'tsx', join(root, 'src/control/cli/main.ts'), ...args], {
     cwd: root,
     encoding: 'utf8',
     timeout: 60_000,

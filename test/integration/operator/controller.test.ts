@@ -4,9 +4,9 @@
 // conflicts, finalizer-aware deletion and generation bumps.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { configHash } from '../../../src/operator/config-hash.js';
-import { ExtAuthController, FINALIZER } from '../../../src/operator/controller.js';
-import { createKubeClient } from '../../../src/operator/kube.js';
+import { configHash } from '../../../src/control/operator/config-hash.js';
+import { ExtAuthController, FINALIZER } from '../../../src/control/operator/controller.js';
+import { createKubeClient } from '../../../src/control/operator/kube.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { awsSts, embedded, ROLE_ARN, ref, resource } from '../../unit/operator/fixtures.js';
 import { FakeKubeApi } from './fake-kube-api.js';

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
-import { createImageCommandReader } from '../../../src/operator/image-command.js';
-import { type K8sObject, renderResources } from '../../../src/operator/render.js';
+import { createImageCommandReader } from '../../../src/control/operator/image-command.js';
+import { type K8sObject, renderResources } from '../../../src/control/operator/render.js';
 import {
   MEDIA_CONFIG,
   MEDIA_INDEX,
@@ -164,7 +164,16 @@ describe('stdio MCPServer without spec.command', { timeout: 120_000 }, () => {
     writeFileSync(file, stringify(stdioServer(image)));
     const r = spawnSync(
       process.execPath,
-      ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'operator', 'render', '--offline', '-f', file],
+      [
+        '--import',
+        'tsx',
+        join(root, 'src/control/cli/main.ts'),
+        'operator',
+        'render',
+        '--offline',
+        '-f',
+        file,
+      ],
       {
         cwd: root,
         encoding: 'utf8',

@@ -47,7 +47,7 @@ import { describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { stringify } from 'yaml';
-import { type K8sObject, renderResources } from '../../../src/operator/render.js';
+import { type K8sObject, renderResources } from '../../../src/control/operator/render.js';
 import { startKeyedMcpServer } from '../../helpers/keyed-mcp.js';
 import { freePort } from '../../helpers/net.js';
 import { requirePodman, testImage } from '../../helpers/podman.js';

@@ -3,9 +3,9 @@
 // (fake-kube-api.ts), since no real API server can run here.
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { kubeSecretReader } from '../../../src/operator/controller.js';
-import { createKubeClient } from '../../../src/operator/kube.js';
-import { buildRunConfigAuth } from '../../../src/operator/runconfig.js';
+import { kubeSecretReader } from '../../../src/control/operator/controller.js';
+import { createKubeClient } from '../../../src/control/operator/kube.js';
+import { buildRunConfigAuth } from '../../../src/control/operator/runconfig.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import {
   awsSts,

@@ -4,8 +4,8 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:https';
 import { describe, it, type TestContext } from 'node:test';
-import { generateSelfSignedCert } from '../../../src/operator/certs.js';
-import { startWebhook, WEBHOOK_PATH } from '../../../src/operator/webhook.js';
+import { generateSelfSignedCert } from '../../../src/control/operator/certs.js';
+import { startWebhook, WEBHOOK_PATH } from '../../../src/control/operator/webhook.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { hasCommand, requireService } from '../../helpers/services.js';
 import { awsSts, embedded, ROLE_ARN, ref, resource } from '../../unit/operator/fixtures.js';

@@ -7,8 +7,8 @@
 // status, vMCP discovered backends, and watches that end or expire (410 Gone).
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
-import { createKubeClient, createObjectClient } from '../../../src/operator/kube.js';
-import { WorkloadController } from '../../../src/operator/workload-controller.js';
+import { createKubeClient, createObjectClient } from '../../../src/control/operator/kube.js';
+import { WorkloadController } from '../../../src/control/operator/workload-controller.js';
 import { createLineLogger, createLogger } from '../../../src/shared/index.js';
 import { waitFor } from '../../helpers/wait.js';
 import { FakeKubeApi } from './fake-kube-api.js';

@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { type ProxyOptions, type RunningProxy, startProxy } from '../../../src/proxy/index.js';
+import { type ProxyOptions, type RunningProxy, startProxy } from '../../../src/dataplane/proxy/index.js';
 import { createLineLogger, type Logger } from '../../../src/shared/index.js';
 
 const require = createRequire(import.meta.url);

@@ -8,7 +8,7 @@ import { request as httpRequest } from 'node:http';
 import { dirname, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import type { RunningProxy } from '../../../src/proxy/index.js';
+import type { RunningProxy } from '../../../src/dataplane/proxy/index.js';
 import { proxyFor, spawnServer } from './helpers.js';
 
 const ECHO = join(dirname(fileURLToPath(import.meta.url)), '../../../bench/fixtures/echo-server.mjs');

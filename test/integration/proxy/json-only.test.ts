@@ -15,7 +15,7 @@ import {
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RunningProxy } from '../../../src/proxy/index.js';
+import type { RunningProxy } from '../../../src/dataplane/proxy/index.js';
 import { proxyFor, spawnRecorder, startHttpUpstream, statelessWriteFile } from './helpers.js';
 
 const ACCEPT = 'application/json, text/event-stream';

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { createServer, request, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type TestContext, test } from 'node:test';
-import { SSE_HEADERS, SseOutlet } from '../../../src/proxy/outlets.js';
+import { SSE_HEADERS, SseOutlet } from '../../../src/dataplane/proxy/outlets.js';
 
 /** A loopback server whose requests are handed to the test as open SSE responses. */
 async function sseServer(

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { RunningProxy } from '../../../src/proxy/index.js';
+import type { RunningProxy } from '../../../src/dataplane/proxy/index.js';
 import { loggedLine, proxyFor, spawnFixture } from './helpers.js';
 
 const ACCEPT = 'application/json, text/event-stream';

@@ -16,7 +16,11 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { type TestContext, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { openSessionStore, type RunningProxy, type SessionStore } from '../../../src/proxy/index.js';
+import {
+  openSessionStore,
+  type RunningProxy,
+  type SessionStore,
+} from '../../../src/dataplane/proxy/index.js';
 import { isSkepError, type Logger } from '../../../src/shared/index.js';
 import { parseRunConfig, sessionStorageOf } from '../../../src/workloads/index.js';
 import { freePort } from '../../helpers/net.js';

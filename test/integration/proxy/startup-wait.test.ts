@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ProxyMiddleware } from '../../../src/proxy/index.js';
+import type { ProxyMiddleware } from '../../../src/dataplane/proxy/index.js';
 import { proxyFor, spawnRecorder, startHttpUpstream, statelessWriteFile } from './helpers.js';
 
 const WAIT_MS = 20_000;

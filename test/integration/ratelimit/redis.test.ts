@@ -8,8 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { test, type TestContext } from 'node:test';
-import { rateLimitStage } from '../../../src/pipeline/stages/rate-limit.js';
-import type { Stage } from '../../../src/pipeline/types.js';
+import { rateLimitStage } from '../../../src/dataplane/pipeline/stages/rate-limit.js';
+import type { Stage } from '../../../src/dataplane/pipeline/types.js';
 import { isSkepError, type Logger, silentLogger } from '../../../src/shared/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 import { cli, REDIS_HINT, redisAvailable, startRedis, startRedisCluster } from '../../helpers/redis.js';

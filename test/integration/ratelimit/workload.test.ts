@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ApiContext } from '../../../src/app/index.js';
+import type { ApiContext } from '../../../src/control/app/index.js';
 import type { WorkloadManager } from '../../../src/workloads/index.js';
 import { REDIS_HINT, redisAvailable, startRedis } from '../../helpers/redis.js';
 import { requireService } from '../../helpers/services.js';

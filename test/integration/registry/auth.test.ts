@@ -12,7 +12,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { type TestContext, test } from 'node:test';
 import { pino } from 'pino';
-import { createContext, registryTokenStore } from '../../../src/app/index.js';
+import { createContext, registryTokenStore } from '../../../src/control/app/index.js';
 import {
   refreshTokenSecretName,
   RegistryService,

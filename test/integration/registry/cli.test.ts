@@ -1,4 +1,4 @@
-/** `skep registry ...` through the real CLI process (src/cli/main.ts under tsx). */
+/** `skep registry ...` through the real CLI process (src/control/cli/main.ts under tsx). */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { DockerRuntime } from '../../../src/runtime/docker/docker-runtime.js';
+import { DockerRuntime } from '../../../src/dataplane/runtime/docker/docker-runtime.js';
 import { tempHome } from '../../helpers/home.js';
 import { requirePodman, startPodmanService, testImage } from '../../helpers/podman.js';
 import { waitFor } from '../../helpers/wait.js';

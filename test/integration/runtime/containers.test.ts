@@ -17,16 +17,16 @@ import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type Docker from 'dockerode';
-import { type ApiContext, createContext } from '../../../src/app/index.js';
+import { type ApiContext, createContext } from '../../../src/control/app/index.js';
 import type { SkepConfig } from '../../../src/config/index.js';
-import { DockerRuntime } from '../../../src/runtime/docker/docker-runtime.js';
+import { DockerRuntime } from '../../../src/dataplane/runtime/docker/docker-runtime.js';
 import {
   instanceId,
   LABEL_INSTANCE,
   LABEL_MANAGED,
   LABEL_ROLE,
   LABEL_WORKLOAD,
-} from '../../../src/runtime/index.js';
+} from '../../../src/dataplane/runtime/index.js';
 import { tempHome } from '../../helpers/home.js';
 import { requirePodman, startPodmanService, testImage } from '../../helpers/podman.js';
 import { waitFor, waitForStatus } from '../../helpers/wait.js';

@@ -13,7 +13,7 @@ import {
   EGRESS_CONFIG_ENV,
   EGRESS_PROXY_SCRIPT,
   type EgressConfig,
-} from '../../../src/runtime/egress/egress-script.js';
+} from '../../../src/dataplane/runtime/egress/egress-script.js';
 import { freePort } from '../../helpers/net.js';
 import { waitFor } from '../../helpers/wait.js';
 

@@ -1,5 +1,5 @@
 /**
- * `npx://` registry packages run from the shared package store (`src/runtime/npm-store.ts`),
+ * `npx://` registry packages run from the shared package store (`src/dataplane/runtime/npm-store.ts`),
  * with real parts: two sandboxed workloads of @modelcontextprotocol/server-filesystem (from the
  * npm registry) through the process runtime. The first start installs the package into the
  * store, in a sandbox whose network reaches only the registry; the second finds it there. No
@@ -15,8 +15,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { ProcessRuntime, probeBwrap } from '../../../src/runtime/index.js';
-import { storeKey } from '../../../src/runtime/npm-store.js';
+import { ProcessRuntime, probeBwrap } from '../../../src/dataplane/runtime/index.js';
+import { storeKey } from '../../../src/dataplane/runtime/npm-store.js';
 import { requireService } from '../../helpers/services.js';
 import { stdioProbe } from './probe.js';
 

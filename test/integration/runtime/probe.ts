@@ -8,7 +8,7 @@ import type { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { ApiContext } from '../../../src/app/index.js';
+import type { ApiContext } from '../../../src/control/app/index.js';
 import { workloadEndpoint } from '../workloads/helpers.js';
 
 export const PROBE_SERVER = join(

@@ -9,8 +9,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { request } from 'node:http';
 import { test } from 'node:test';
-import { EGRESS_CONFIG_ENV, EGRESS_PROXY_SCRIPT } from '../../../src/runtime/egress/egress-script.js';
-import { egressAllows } from '../../../src/runtime/sandbox/egress-proxy.js';
+import {
+  EGRESS_CONFIG_ENV,
+  EGRESS_PROXY_SCRIPT,
+} from '../../../src/dataplane/runtime/egress/egress-script.js';
+import { egressAllows } from '../../../src/dataplane/runtime/sandbox/egress-proxy.js';
 import { freePort } from '../../helpers/net.js';
 import { waitFor } from '../../helpers/wait.js';
 

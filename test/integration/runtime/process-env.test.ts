@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { ProcessRuntime } from '../../../src/runtime/index.js';
+import { ProcessRuntime } from '../../../src/dataplane/runtime/index.js';
 import { waitForStatus, workloadHome } from '../workloads/helpers.js';
 import { PROBE_SERVER, probeClient, stdioProbe } from './probe.js';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { test } from 'node:test';
-import { listenRelay, TrackedStreams } from '../../../src/runtime/sandbox/listener.js';
+import { listenRelay, TrackedStreams } from '../../../src/dataplane/runtime/sandbox/listener.js';
 
 test('close() cuts a stream still open, stops listening, and returns the same promise when called again', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'skep-listener-'));

@@ -16,15 +16,15 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { probeBwrap } from '../../../src/runtime/index.js';
-import { sandboxedPid } from '../../../src/runtime/sandbox/bwrap-sandbox.js';
+import { probeBwrap } from '../../../src/dataplane/runtime/index.js';
+import { sandboxedPid } from '../../../src/dataplane/runtime/sandbox/bwrap-sandbox.js';
 import {
   type RelayPlan,
   type RelayProgram,
   relayLaunch,
   relayProgram,
   SANDBOX_SOCKET_DIR,
-} from '../../../src/runtime/sandbox/forwarder.js';
+} from '../../../src/dataplane/runtime/sandbox/forwarder.js';
 import { requireService } from '../../helpers/services.js';
 
 const MIB = 1 << 20;

@@ -10,7 +10,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { createContext } from '../../../src/app/index.js';
+import { createContext } from '../../../src/control/app/index.js';
 import { buildTestApp } from '../../helpers/api.js';
 import { loadConfig } from '../../../src/config/index.js';
 import { passwordFilePath } from '../../../src/secrets/index.js';

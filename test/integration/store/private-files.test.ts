@@ -11,7 +11,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, rmSync, statS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { createContext } from '../../../src/app/index.js';
+import { createContext } from '../../../src/control/app/index.js';
 import { loadConfig, resolvePaths } from '../../../src/config/index.js';
 import { isSkepError } from '../../../src/shared/index.js';
 import { openStore } from '../../../src/store/index.js';

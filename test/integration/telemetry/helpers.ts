@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { TestContext } from 'node:test';
-import type { ApiContext } from '../../../src/app/index.js';
+import type { ApiContext } from '../../../src/control/app/index.js';
 import type { WorkloadManager } from '../../../src/workloads/index.js';
 import {
   everythingBody,

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
-import { MetricRegistry, toPrometheusText } from '../../../src/telemetry/runtime.js';
-import { ProxyMetrics } from '../../../src/telemetry/proxy-metrics.js';
+import { MetricRegistry, toPrometheusText } from '../../../src/dataplane/middleware/telemetry/runtime.js';
+import { ProxyMetrics } from '../../../src/dataplane/middleware/telemetry/proxy-metrics.js';
 import { PROMETHEUS_HINT, prometheusAvailable } from '../../helpers/prometheus.js';
 import { hasCommand, requireService } from '../../helpers/services.js';
 

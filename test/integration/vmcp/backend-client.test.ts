@@ -1,5 +1,5 @@
 /**
- * The virtual MCP server's client to one backend (src/vmcp/backend-client.ts) against a real
+ * The virtual MCP server's client to one backend (src/dataplane/vmcp/backend-client.ts) against a real
  * loopback HTTP server whose answers the test chooses:
  * - `raw` calls get the result's own JSON text when the answer is laid out as the JSON-RPC
  *   order or the MCP SDK's, and the parsed value for anything else (extra keys, other
@@ -13,7 +13,12 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test, type TestContext } from 'node:test';
-import { BackendError, BackendSession, closePools, RawJson } from '../../../src/vmcp/backend-client.js';
+import {
+  BackendError,
+  BackendSession,
+  closePools,
+  RawJson,
+} from '../../../src/dataplane/vmcp/backend-client.js';
 
 type Answer = (id: string, req: IncomingMessage, res: ServerResponse) => void;
 

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { TestContext } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { type ApiContext, createContext } from '../../../src/app/index.js';
+import { type ApiContext, createContext } from '../../../src/control/app/index.js';
 import { WorkloadManager } from '../../../src/workloads/index.js';
 import { tempHome } from '../../helpers/home.js';
 import { everythingBody, runInProcess, waitFor, workloadEndpoint } from '../workloads/helpers.js';

@@ -1,5 +1,5 @@
 /**
- * The backend lists shared by the sessions of one virtual MCP server (src/vmcp/list-cache.ts),
+ * The backend lists shared by the sessions of one virtual MCP server (src/dataplane/vmcp/list-cache.ts),
  * through a real `VirtualMcpServer` in this process over real MCP backends (the official SDK's
  * server on streamable HTTP, loopback), each counting the `tools/list` requests it answers.
  * The client side is the line-delimited JSON-RPC the proxy's per-session bridge speaks to a
@@ -23,10 +23,10 @@ import { test, type TestContext } from 'node:test';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import type { SessionChild } from '../../../src/proxy/index.js';
+import type { SessionChild } from '../../../src/dataplane/proxy/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
-import type { BackendInfo } from '../../../src/vmcp/backends.js';
-import { parseVmcpConfig, VirtualMcpServer } from '../../../src/vmcp/index.js';
+import type { BackendInfo } from '../../../src/dataplane/vmcp/backends.js';
+import { parseVmcpConfig, VirtualMcpServer } from '../../../src/dataplane/vmcp/index.js';
 import { waitFor } from '../../helpers/wait.js';
 
 interface Backend {

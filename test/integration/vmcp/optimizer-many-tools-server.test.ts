@@ -9,7 +9,11 @@ import { fileURLToPath } from 'node:url';
 import { after, describe, it } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { createOptimizer, type FindToolOutput, type McpTool } from '../../../src/vmcp/optimizer/index.js';
+import {
+  createOptimizer,
+  type FindToolOutput,
+  type McpTool,
+} from '../../../src/dataplane/vmcp/optimizer/index.js';
 import { syntheticTools } from '../../fixtures/mcp/synthetic-tools.mjs';
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), '../../fixtures/mcp/many-tools-server.mjs');

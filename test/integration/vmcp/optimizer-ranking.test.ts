@@ -14,7 +14,7 @@ import {
   type FindToolOutput,
   type McpTool,
   type Optimizer,
-} from '../../../src/vmcp/optimizer/index.js';
+} from '../../../src/dataplane/vmcp/optimizer/index.js';
 import { DISTINCT_SYNTHETIC_TOOLS, syntheticTools } from '../../fixtures/mcp/synthetic-tools.mjs';
 
 const require = createRequire(import.meta.url);

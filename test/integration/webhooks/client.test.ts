@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseWebhookList } from '../../../src/webhooks/index.js';
-import { WebhookClient } from '../../../src/webhooks/runtime.js';
+import { parseWebhookList } from '../../../src/dataplane/middleware/webhooks/index.js';
+import { WebhookClient } from '../../../src/dataplane/middleware/webhooks/runtime.js';
 import { startReceiver } from './receiver.js';
 
 async function clientFor(url: string, extra: Record<string, unknown> = {}, now?: () => number) {

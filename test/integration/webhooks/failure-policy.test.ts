@@ -13,11 +13,14 @@ import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { generateSelfSignedCert } from '../../../src/operator/certs.js';
-import { localUserClaims } from '../../../src/pipeline/identity.js';
-import { mutatingWebhookStage, validatingWebhookStage } from '../../../src/pipeline/stages/webhooks.js';
-import type { Stage, StageFactory } from '../../../src/pipeline/types.js';
-import type { ProxyMiddleware } from '../../../src/proxy/index.js';
+import { generateSelfSignedCert } from '../../../src/control/operator/certs.js';
+import { localUserClaims } from '../../../src/dataplane/pipeline/identity.js';
+import {
+  mutatingWebhookStage,
+  validatingWebhookStage,
+} from '../../../src/dataplane/pipeline/stages/webhooks.js';
+import type { Stage, StageFactory } from '../../../src/dataplane/pipeline/types.js';
+import type { ProxyMiddleware } from '../../../src/dataplane/proxy/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 import { freePort } from '../../helpers/net.js';

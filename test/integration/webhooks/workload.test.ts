@@ -15,7 +15,7 @@ import { test, type TestContext } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { generateSelfSignedCert } from '../../../src/operator/certs.js';
+import { generateSelfSignedCert } from '../../../src/control/operator/certs.js';
 import {
   everythingBody,
   inProcessManager,

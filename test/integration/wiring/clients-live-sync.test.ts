@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { createContext } from '../../../src/app/index.js';
+import { createContext } from '../../../src/control/app/index.js';
 import { tempHome } from '../../helpers/home.js';
 import { everythingBody, removeAllWorkloads, waitFor, waitForStatus } from '../workloads/helpers.js';
 

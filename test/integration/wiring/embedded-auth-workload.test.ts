@@ -16,8 +16,8 @@ import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { generateKeyPair, SignJWT } from 'jose';
 import * as oauth from 'oauth4webapi';
-import type { ApiContext } from '../../../src/app/index.js';
-import { startProxy } from '../../../src/proxy/index.js';
+import type { ApiContext } from '../../../src/control/app/index.js';
+import { startProxy } from '../../../src/dataplane/proxy/index.js';
 import { runnerAlive } from '../../../src/workloads/index.js';
 import { connectClient, startRemoteMcp, textOf } from '../auth/harness.js';
 import {

@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { loadAuditConfigFile } from '../../../src/audit/index.js';
-import { resolvePermissionProfile } from '../../../src/runtime/index.js';
+import { loadAuditConfigFile } from '../../../src/dataplane/middleware/audit/index.js';
+import { resolvePermissionProfile } from '../../../src/dataplane/runtime/index.js';
 import { isSkepError } from '../../../src/shared/index.js';
 import { everythingBody, workloadApp } from '../workloads/helpers.js';
 

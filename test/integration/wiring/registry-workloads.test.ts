@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createContext, registryResolver } from '../../../src/app/index.js';
+import { createContext, registryResolver } from '../../../src/control/app/index.js';
 import { tempHome } from '../../helpers/home.js';
 import { removeAllWorkloads } from '../workloads/helpers.js';
 

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { probeBwrap } from '../../../src/runtime/index.js';
+import { probeBwrap } from '../../../src/dataplane/runtime/index.js';
 import { everythingBody, workloadApp } from './helpers.js';
 
 interface Summary {

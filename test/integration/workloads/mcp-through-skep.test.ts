@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { type RunningServer, startServer } from '../../../src/api/server.js';
+import { type RunningServer, startServer } from '../../../src/control/api/server.js';
 import { runnerAlive } from '../../../src/workloads/index.js';
 import { apiTokenFor } from '../../helpers/api.js';
 import { tempHome } from '../../helpers/home.js';

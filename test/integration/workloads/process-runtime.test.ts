@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ProcessRuntime, processCommand } from '../../../src/runtime/index.js';
+import { ProcessRuntime, processCommand } from '../../../src/dataplane/runtime/index.js';
 import { isSkepError } from '../../../src/shared/index.js';
 import { freePort } from '../../helpers/net.js';
 
@@ -39,7 +39,7 @@ test('XBD §12.2 guideline 4: a package spec that npx or uvx would read as an op
       () => processCommand(image, []),
       (e) =>
         isSkepError(e) &&
-        e.code === 'bad_request' &&
+        e.code === 'invalid_reference' &&
         e.message.startsWith(`image: the package in '${image}' `) &&
         /starts with '-'|white space or a control character/.test(e.message),
       image,

@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ApiContext } from '../../../src/app/index.js';
+import type { ApiContext } from '../../../src/control/app/index.js';
 import type { WorkloadChange } from '../../../src/workloads/index.js';
 import { childPids, everythingBody, inProcessManager, runInProcess, waitFor } from './helpers.js';
 

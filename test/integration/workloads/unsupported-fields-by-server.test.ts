@@ -69,7 +69,7 @@ const HONOURED: Record<string, string> = {
   token_exchange_config: 'auth chain (HTTP servers)',
   upstream_swap_config: 'auth chain (HTTP servers)',
   embedded_auth_server_config: 'embedded authorization server',
-  vmcp: 'virtual MCP server (runner, src/vmcp)',
+  vmcp: 'virtual MCP server (runner, src/dataplane/vmcp)',
 };
 
 type Kind = 'process' | 'process-http' | 'container' | 'remote';

@@ -8,14 +8,14 @@
 import assert from 'node:assert/strict';
 import { createHmac, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
-import { buildApp } from '../../../src/api/app.js';
+import { buildApp } from '../../../src/control/api/app.js';
 import {
   BrowserSessions,
   SESSION_ABSOLUTE_MS,
   SESSION_IDLE_MS,
   TICKET_TTL_MS,
-} from '../../../src/api/browser-sessions.js';
-import { createContext } from '../../../src/app/index.js';
+} from '../../../src/control/api/browser-sessions.js';
+import { createContext } from '../../../src/control/app/index.js';
 import { TEST_API_TOKEN, testApp } from '../../helpers/api.js';
 import { tempHome } from '../../helpers/home.js';
 

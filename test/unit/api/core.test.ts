@@ -186,7 +186,7 @@ test('security headers on every response', async (t) => {
 
 test('GET /health → 503 with the reason when the runtime is not usable', async (t) => {
   const { buildTestApp } = await import('../../helpers/api.js');
-  const { createContext } = await import('../../../src/app/index.js');
+  const { createContext } = await import('../../../src/control/app/index.js');
   const { tempHome } = await import('../../helpers/home.js');
   const home = tempHome(t);
   const ctx = createContext(home.config, {

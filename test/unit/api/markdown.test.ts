@@ -1,7 +1,7 @@
 /** The docs page's Markdown renderer: the subset the API descriptions use, and its escaping. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { escapeHtml, renderInline, renderMarkdown } from '../../../src/api/markdown.js';
+import { escapeHtml, renderInline, renderMarkdown } from '../../../src/control/api/markdown.js';
 
 test('HTML in a description stays text: a <script> is escaped, not markup', () => {
   const html = renderMarkdown('Hello <script>alert("x")</script> & <img src=x onerror=alert(1)>');

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifySchema } from 'fastify';
 import { Type } from 'typebox';
-import { createSchemaNamer } from '../../../src/api/openapi.js';
+import { createSchemaNamer } from '../../../src/control/api/openapi.js';
 import { ErrorBody } from '../../../src/schemas/index.js';
 
 const Item = Type.Object(

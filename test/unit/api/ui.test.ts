@@ -1,5 +1,5 @@
 /**
- * The web UI's playground MCP pass-through (src/api/ui.ts) on the real app, through inject:
+ * The web UI's playground MCP pass-through (src/control/api/ui.ts) on the real app, through inject:
  * authenticated like the API, and refusals. Needs no built UI (the pages and assets are tested
  * in test/build/api-ui.test.ts, which builds it).
  */

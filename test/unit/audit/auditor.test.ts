@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Auditor } from '../../../src/audit/auditor.js';
-import { parseAuditConfig } from '../../../src/audit/config.js';
-import type { AuditEvent } from '../../../src/audit/event.js';
-import { AuditWriter } from '../../../src/audit/writer.js';
-import type { ProxyRequestContext } from '../../../src/proxy/index.js';
+import { Auditor } from '../../../src/dataplane/middleware/audit/auditor.js';
+import { parseAuditConfig } from '../../../src/dataplane/middleware/audit/config.js';
+import type { AuditEvent } from '../../../src/dataplane/middleware/audit/event.js';
+import { AuditWriter } from '../../../src/dataplane/middleware/audit/writer.js';
+import type { ProxyRequestContext } from '../../../src/dataplane/proxy/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
 
 type ReplyHook = Parameters<ProxyRequestContext['onReply']>[0];

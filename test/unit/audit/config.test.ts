@@ -8,7 +8,7 @@ import {
   auditsEventType,
   loadAuditConfigFile,
   parseAuditConfig,
-} from '../../../src/audit/config.js';
+} from '../../../src/dataplane/middleware/audit/config.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
 /** Asserts a `bad_request` whose message matches `pattern`. */

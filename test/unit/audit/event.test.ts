@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseAuditConfig } from '../../../src/audit/config.js';
+import { parseAuditConfig } from '../../../src/dataplane/middleware/audit/config.js';
 import {
   applicationError,
   auditEventType,
@@ -13,7 +13,7 @@ import {
   rfc3339,
   streamOpenEvent,
   subjectsOf,
-} from '../../../src/audit/event.js';
+} from '../../../src/dataplane/middleware/audit/event.js';
 
 const NOW = Date.UTC(2026, 0, 2, 3, 4, 5, 120);
 

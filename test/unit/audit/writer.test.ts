@@ -3,8 +3,13 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import type { AuditEvent } from '../../../src/audit/event.js';
-import { type AuditSink, AuditWriter, loggerSink, openAuditFile } from '../../../src/audit/writer.js';
+import type { AuditEvent } from '../../../src/dataplane/middleware/audit/event.js';
+import {
+  type AuditSink,
+  AuditWriter,
+  loggerSink,
+  openAuditFile,
+} from '../../../src/dataplane/middleware/audit/writer.js';
 import { createLineLogger, isSkepError } from '../../../src/shared/index.js';
 
 function tempDir(t: TestContext): string {

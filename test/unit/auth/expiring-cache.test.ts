@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ExpiringCache } from '../../../src/auth/index.js';
+import { ExpiringCache } from '../../../src/dataplane/middleware/auth/index.js';
 
 test('expiring cache: served until its deadline, then reloaded (frozen clock)', async () => {
   let now = 1_000;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createRoleMapper, type RoleMapping } from '../../../src/auth/role-mapping.js';
+import { createRoleMapper, type RoleMapping } from '../../../src/dataplane/middleware/auth/role-mapping.js';
 import { definedOnly } from '../../../src/shared/index.js';
 
 const arn = (name: string) => `arn:aws:iam::123456789012:role/${name}`;

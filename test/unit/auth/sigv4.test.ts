@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { signSigV4 } from '../../../src/auth/aws-sts.js';
+import { signSigV4 } from '../../../src/dataplane/middleware/auth/aws-sts.js';
 
 const CREDS = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY' };
 const DATE = new Date('2015-08-30T12:36:00Z');

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type AuthzRequest, type CedarAuthzConfig, parseAuthzConfig } from '../../../src/authz/index.js';
-import { CedarAuthorizer } from '../../../src/authz/runtime.js';
-import { localUserClaims } from '../../../src/pipeline/identity.js';
+import {
+  type AuthzRequest,
+  type CedarAuthzConfig,
+  parseAuthzConfig,
+} from '../../../src/dataplane/middleware/authz/index.js';
+import { CedarAuthorizer } from '../../../src/dataplane/middleware/authz/runtime.js';
+import { localUserClaims } from '../../../src/dataplane/pipeline/identity.js';
 
 function authorizer(
   policies: string[],

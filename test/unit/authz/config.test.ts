@@ -8,7 +8,7 @@ import {
   claimProvider,
   loadAuthzConfigFile,
   parseAuthzConfig,
-} from '../../../src/authz/index.js';
+} from '../../../src/dataplane/middleware/authz/index.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
 const PERMIT = 'permit(principal, action, resource);';

@@ -33,9 +33,10 @@ const clean: Record<string, string> = {
   'shared/index.ts': 'export const one = 1;\n',
   'schemas/index.ts':
     "import { Type } from 'typebox';\nimport { one } from '../shared/index.js';\nexport const S = Type.Number({ default: one });\n",
-  'proxy/index.ts': "export { relay } from './relay.js';\n",
-  'proxy/relay.ts': "import { S } from '../schemas/index.js';\nexport const relay = () => S;\n",
-  'api/index.ts': "import { relay } from '../proxy/index.js';\nexport const route = relay;\n",
+  'dataplane/proxy/index.ts': "export { relay } from './relay.js';\n",
+  'dataplane/proxy/relay.ts': "import { S } from '../../schemas/index.js';\nexport const relay = () => S;\n",
+  'control/api/index.ts':
+    "import { relay } from '../../dataplane/proxy/index.js';\nexport const route = relay;\n",
 };
 
 test('a tree that keeps the rules passes', () => {
@@ -48,26 +49,31 @@ test('an import cycle between folders fails, naming both edges', () => {
   const { status, lines } = check(
     tree({
       ...clean,
-      'proxy/relay.ts': "import { route } from '../api/index.js';\nexport const relay = () => route;\n",
+      'dataplane/proxy/relay.ts':
+        "import { route } from '../../control/api/index.js';\nexport const relay = () => route;\n",
     }),
   );
   assert.equal(status, 1);
-  const cycle = lines.find((l) => l.startsWith('import cycle between folders: api -> proxy -> api'));
+  const cycle = lines.find((l) =>
+    l.startsWith('import cycle between folders: control/api -> dataplane/proxy -> control/api'),
+  );
   assert.ok(cycle, lines.join('\n'));
-  assert.match(cycle, /proxy -> api \(src\/proxy\/relay\.ts:1\)/);
+  assert.match(cycle, /dataplane\/proxy -> control\/api \(src\/dataplane\/proxy\/relay\.ts:1\)/);
 });
 
 test('type-only and lazy imports make no cycle', () => {
   const { status, lines } = check(
     tree({
       ...clean,
-      'proxy/relay.ts':
-        "import type { route } from '../api/index.js';\nexport const relay = async (): Promise<typeof route> => (await import('../api/index.js')).route;\n",
+      'dataplane/proxy/relay.ts':
+        "import type { route } from '../../control/api/index.js';\nexport const relay = async (): Promise<typeof route> => (await import('../../control/api/index.js')).route;\n",
     }),
   );
   // The lazy import of the control plane is still a boundary crossing, but not a cycle.
   assert.ok(!lines.some((l) => l.startsWith('import cycle')), lines.join('\n'));
-  assert.ok(lines.some((l) => l.includes('data plane (src/proxy) imports control plane (src/api)')));
+  assert.ok(
+    lines.some((l) => l.includes('data plane (src/dataplane/proxy) imports control plane (src/control/api)')),
+  );
   assert.equal(status, 1);
 });
 
@@ -75,17 +81,17 @@ test('the data plane loading the control plane or its packages fails', () => {
   const { status, lines } = check(
     tree({
       ...clean,
-      'proxy/log.ts': "import pino from 'pino';\nexport const log = pino();\n",
-      'proxy/lazy.ts': "export const app = () => import('fastify');\n",
+      'dataplane/proxy/log.ts': "import pino from 'pino';\nexport const log = pino();\n",
+      'dataplane/proxy/lazy.ts': "export const app = () => import('fastify');\n",
     }),
   );
   assert.equal(status, 1);
   assert.ok(
-    lines.includes("src/proxy/log.ts:1: data plane imports 'pino' (control-plane only)"),
+    lines.includes("src/dataplane/proxy/log.ts:1: data plane imports 'pino' (control-plane only)"),
     lines.join('\n'),
   );
   assert.ok(
-    lines.includes("src/proxy/lazy.ts:1: data plane imports 'fastify' (control-plane only)"),
+    lines.includes("src/dataplane/proxy/lazy.ts:1: data plane imports 'fastify' (control-plane only)"),
     lines.join('\n'),
   );
 });
@@ -94,11 +100,14 @@ test('entering a folder around its index fails', () => {
   const { status, lines } = check(
     tree({
       ...clean,
-      'api/index.ts': "import { relay } from '../proxy/relay.js';\nexport const route = relay;\n",
+      'control/api/index.ts':
+        "import { relay } from '../../dataplane/proxy/relay.js';\nexport const route = relay;\n",
     }),
   );
   assert.equal(status, 1);
-  assert.deepEqual(lines, ["src/api/index.ts:1: enters src/proxy through 'relay.js', not its index.ts"]);
+  assert.deepEqual(lines, [
+    "src/control/api/index.ts:1: enters src/dataplane/proxy through 'relay.js', not its index.ts",
+  ]);
 });
 
 test('schemas importing a domain folder or another package fails', () => {
@@ -106,12 +115,12 @@ test('schemas importing a domain folder or another package fails', () => {
     tree({
       ...clean,
       'schemas/index.ts':
-        "import { relay } from '../proxy/index.js';\nimport YAML from 'yaml';\nexport const S = [relay, YAML];\n",
+        "import { relay } from '../dataplane/proxy/index.js';\nimport YAML from 'yaml';\nexport const S = [relay, YAML];\n",
     }),
   );
   assert.equal(status, 1);
   assert.ok(
-    lines.includes('src/schemas/index.ts:1: src/schemas imports src/proxy (only src/shared)'),
+    lines.includes('src/schemas/index.ts:1: src/schemas imports src/dataplane/proxy (only src/shared)'),
     lines.join('\n'),
   );
   assert.ok(
@@ -155,7 +164,8 @@ test('a lazy import may name the one module it loads', () => {
   const { status, lines } = check(
     tree({
       ...clean,
-      'api/index.ts': "export const route = async () => (await import('../proxy/relay.js')).relay;\n",
+      'control/api/index.ts':
+        "export const route = async () => (await import('../../dataplane/proxy/relay.js')).relay;\n",
     }),
   );
   assert.deepEqual(lines, []);

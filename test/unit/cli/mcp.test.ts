@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { describeToolResult, parseToolArgs } from '../../../src/cli/actions/mcp.js';
-import { UsageError } from '../../../src/cli/errors.js';
+import { describeToolResult, parseToolArgs } from '../../../src/control/cli/actions/mcp.js';
+import { UsageError } from '../../../src/control/cli/errors.js';
 
 test('--arg k=v: JSON when the value parses, else the text as typed', () => {
   assert.deepEqual(

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { printListing, printOutcome } from '../../../src/cli/output.js';
+import { printListing, printOutcome } from '../../../src/control/cli/output.js';
 
 /** What `fn` writes to stdout (the helpers write there and nowhere else). */
 function stdoutOf(fn: () => void): string {

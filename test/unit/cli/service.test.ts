@@ -6,7 +6,7 @@ import {
   renderSystemdUnit,
   serveCommand,
   serviceTarget,
-} from '../../../src/cli/actions/service.js';
+} from '../../../src/control/cli/actions/service.js';
 import { SkepError } from '../../../src/shared/index.js';
 
 test('the unit goes under XDG_CONFIG_HOME on Linux and LaunchAgents on macOS', () => {
@@ -53,11 +53,11 @@ test('the unit runs the built CLI and carries only the folder variables and PATH
 
 test('a service from the TypeScript sources is refused with the way to build', () => {
   assert.throws(
-    () => serveCommand({}, '/src/skep/src/cli/main.ts'),
+    () => serveCommand({}, '/src/skep/src/control/cli/main.ts'),
     (err: unknown) =>
       err instanceof SkepError &&
       err.message ===
-        "a service must run the built CLI, not /src/skep/src/cli/main.ts: run 'npm run build', then 'node dist/skep.mjs service install'",
+        "a service must run the built CLI, not /src/skep/src/control/cli/main.ts: run 'npm run build', then 'node dist/skep.mjs service install'",
   );
 });
 

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { explainStartFailure, isFailedAttempt, lastAttemptLines } from '../../../src/cli/start-failure.js';
+import {
+  explainStartFailure,
+  isFailedAttempt,
+  lastAttemptLines,
+} from '../../../src/control/cli/start-failure.js';
 
 const WENT_AWAY =
   'server failed to start: server went away during initialize: server output ended; restarting in 1s (attempt 1/10)';

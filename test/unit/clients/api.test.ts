@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
-import { createContext } from '../../../src/app/index.js';
+import { createContext } from '../../../src/control/app/index.js';
 import { buildTestApp } from '../../helpers/api.js';
 import { CLIENT_TYPES } from '../../../src/clients/index.js';
 import { tempHome } from '../../helpers/home.js';

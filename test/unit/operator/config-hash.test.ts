@@ -1,9 +1,9 @@
 // status.configHash and the work queue: properties, not fixed values.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { configHash } from '../../../src/operator/config-hash.js';
-import { referencedConfigs } from '../../../src/operator/references.js';
-import { WorkQueue } from '../../../src/operator/workqueue.js';
+import { configHash } from '../../../src/control/operator/config-hash.js';
+import { referencedConfigs } from '../../../src/control/operator/references.js';
+import { WorkQueue } from '../../../src/control/operator/workqueue.js';
 
 describe('configHash (seed status.configHash: hash of the current configuration)', () => {
   const spec = {

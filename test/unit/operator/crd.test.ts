@@ -7,9 +7,9 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { Environment, parse as parseCel } from '@marcbachmann/cel-js';
 import { parse as parseYaml } from 'yaml';
-import { collectCelRules, evaluateCelRules, toCelValue } from '../../../src/operator/cel-rules.js';
-import { CRD_FILE, renderCrdYaml } from '../../../src/operator/crd-yaml.js';
-import { validateExtAuthConfig } from '../../../src/operator/validate.js';
+import { collectCelRules, evaluateCelRules, toCelValue } from '../../../src/control/operator/cel-rules.js';
+import { CRD_FILE, renderCrdYaml } from '../../../src/control/operator/crd-yaml.js';
+import { validateExtAuthConfig } from '../../../src/control/operator/validate.js';
 import {
   awsSts,
   embedded,

@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { type K8sObject, renderResources, sidecarPort } from '../../../src/operator/render.js';
-import { foreignResource, validateResource } from '../../../src/operator/resource-validate.js';
+import { type K8sObject, renderResources, sidecarPort } from '../../../src/control/operator/render.js';
+import { foreignResource, validateResource } from '../../../src/control/operator/resource-validate.js';
 import { OTHER_GROUPS_YAML } from './fixtures.js';
-import { review } from '../../../src/operator/webhook.js';
+import { review } from '../../../src/control/operator/webhook.js';
 
 const examples = parseAllDocuments(
   readFileSync(new URL('../../../deploy/examples/workloads.yaml', import.meta.url), 'utf8'),

@@ -15,8 +15,8 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { parseAllDocuments } from 'yaml';
-import { buildAllCrds } from '../../../src/operator/crd.js';
-import { type K8sObject, renderResources } from '../../../src/operator/render.js';
+import { buildAllCrds } from '../../../src/control/operator/crd.js';
+import { type K8sObject, renderResources } from '../../../src/control/operator/render.js';
 
 type Model = { validate(): void };
 const MODELS: Record<string, new (data: never) => Model> = {

@@ -3,7 +3,7 @@
 // (and a fragment of the message) that a problem must name.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatProblem, validateExtAuthConfig } from '../../../src/operator/validate.js';
+import { formatProblem, validateExtAuthConfig } from '../../../src/control/operator/validate.js';
 import {
   awsSts,
   embedded,

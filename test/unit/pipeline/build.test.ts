@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { checkPipeline } from '../../../src/workloads/pipeline-check.js';
-import { buildPipeline, planPipeline } from '../../../src/pipeline/index.js';
+import { buildPipeline, planPipeline } from '../../../src/dataplane/pipeline/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 

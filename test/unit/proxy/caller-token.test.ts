@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { test } from 'node:test';
-import { CallerToken, SelfToken } from '../../../src/proxy/caller-token.js';
+import { CallerToken, SelfToken } from '../../../src/dataplane/proxy/caller-token.js';
 
 const TOKEN = 'c0ffee'.repeat(10) + 'abcd';
 const request = (headers: Record<string, string> = {}) => ({ headers }) as unknown as IncomingMessage;

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hasMediaType } from '../../../src/proxy/http-util.js';
+import { hasMediaType } from '../../../src/dataplane/proxy/http-util.js';
 
 test('RFC 9110 §8.3.1: application/json with any case and parameters is JSON', () => {
   for (const value of [

@@ -2,7 +2,7 @@
 // real HTTP responses: test/integration/proxy/outlets.test.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { EventLog } from '../../../src/proxy/outlets.js';
+import { EventLog } from '../../../src/dataplane/proxy/outlets.js';
 
 test('EventLog numbers events, keeps the last N, and says when a gap cannot be filled', () => {
   const log = new EventLog(2, '7-');

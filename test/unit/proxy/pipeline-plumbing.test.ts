@@ -6,7 +6,7 @@ import {
   parseMcpRequest,
   type ReplyHook,
   runReplyHooks,
-} from '../../../src/proxy/index.js';
+} from '../../../src/dataplane/proxy/index.js';
 import type { JsonRpcMessage } from '../../../src/protocol/index.js';
 
 test('the parser names what each method is about; responses and batches are not requests', () => {

@@ -15,8 +15,8 @@ import {
   MemorySessionStore,
   SESSION_DEFAULTS,
   type StoredSession,
-} from '../../../src/proxy/index.js';
-import { SharedSessions } from '../../../src/proxy/shared-sessions.js';
+} from '../../../src/dataplane/proxy/index.js';
+import { SharedSessions } from '../../../src/dataplane/proxy/shared-sessions.js';
 import { isSkepError, silentLogger } from '../../../src/shared/index.js';
 
 test('§6: key_prefix defaults to thv:proxy:session: and must end with ":" (400 naming the field)', () => {

@@ -7,11 +7,11 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { type TestContext, test } from 'node:test';
 import type { JsonRpcMessage } from '../../../src/protocol/index.js';
-import type { ReplyTarget } from '../../../src/proxy/outlets.js';
-import { PROXY_DEFAULTS } from '../../../src/proxy/proxy-server.js';
-import { Session } from '../../../src/proxy/session.js';
-import { StdioBridge } from '../../../src/proxy/stdio-bridge.js';
-import { createToolPolicy } from '../../../src/proxy/tool-policy.js';
+import type { ReplyTarget } from '../../../src/dataplane/proxy/outlets.js';
+import { PROXY_DEFAULTS } from '../../../src/dataplane/proxy/proxy-server.js';
+import { Session } from '../../../src/dataplane/proxy/session.js';
+import { StdioBridge } from '../../../src/dataplane/proxy/stdio-bridge.js';
+import { createToolPolicy } from '../../../src/dataplane/proxy/tool-policy.js';
 import { silentLogger } from '../../../src/shared/index.js';
 
 class FakeChild {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { jsonDepthExceeds } from '../../../src/protocol/index.js';
-import { createToolPolicy } from '../../../src/proxy/tool-policy.js';
+import { createToolPolicy } from '../../../src/dataplane/proxy/tool-policy.js';
 
 const list = () => ({
   tools: [

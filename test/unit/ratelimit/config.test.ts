@@ -9,7 +9,7 @@ import {
   isEmptyRateLimitConfig,
   parseRateLimitConfig,
   parseRefillPeriod,
-} from '../../../src/ratelimit/index.js';
+} from '../../../src/dataplane/middleware/ratelimit/index.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
 /** Asserts `fn` throws `bad_request` whose message matches `pattern`. */

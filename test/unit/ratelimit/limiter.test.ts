@@ -6,13 +6,17 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type Bucket, type BucketStore, parseRateLimitConfig } from '../../../src/ratelimit/index.js';
+import {
+  type Bucket,
+  type BucketStore,
+  parseRateLimitConfig,
+} from '../../../src/dataplane/middleware/ratelimit/index.js';
 import {
   FAIL_OPEN_LOG_INTERVAL_MS,
   MemoryBucketStore,
   RateLimiter,
   retryAfterSeconds,
-} from '../../../src/ratelimit/runtime.js';
+} from '../../../src/dataplane/middleware/ratelimit/runtime.js';
 import { type Logger, silentLogger } from '../../../src/shared/index.js';
 
 function clock(start = 1_000_000): { now: () => number; advance(ms: number): void } {

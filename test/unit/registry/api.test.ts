@@ -275,7 +275,7 @@ test('the source setting is shared through the store: a second context sees the 
   await ctx.registry.configure('default', { local_path: file });
   const info = (await app.inject({ method: 'GET', url: '/api/v1beta/registry' })).json().registries[0];
   assert.equal(info.type, 'file');
-  const { createContext } = await import('../../../src/app/index.js');
+  const { createContext } = await import('../../../src/control/app/index.js');
   const other = createContext(home.config);
   t.after(() => other.close());
   assert.equal((await other.registry.listRegistries())[0]!.server_count, 3);

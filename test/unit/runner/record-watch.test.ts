@@ -4,8 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { mock, test } from 'node:test';
-import { Closers } from '../../../src/runner/closers.js';
-import { isStoreBusy, watchRecord } from '../../../src/runner/record-watch.js';
+import { Closers } from '../../../src/dataplane/runner/closers.js';
+import { isStoreBusy, watchRecord } from '../../../src/dataplane/runner/record-watch.js';
 import { createLineLogger } from '../../../src/shared/index.js';
 
 function recordingLogger(): {

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type Step, StepFailedError, Steps } from '../../../src/runner/steps.js';
+import { type Step, StepFailedError, Steps } from '../../../src/dataplane/runner/steps.js';
 import { createLineLogger } from '../../../src/shared/index.js';
 
 function recordingLogger(): {

@@ -4,10 +4,14 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { engineCandidates, findEngine } from '../../../src/runtime/detect.js';
-import { FrameDemuxer } from '../../../src/runtime/docker/demux.js';
-import { bindsFor, outboundPolicy, resolvePermissionProfile } from '../../../src/runtime/docker/profile.js';
-import { PullProgress } from '../../../src/runtime/docker/pull-progress.js';
+import { engineCandidates, findEngine } from '../../../src/dataplane/runtime/detect.js';
+import { FrameDemuxer } from '../../../src/dataplane/runtime/docker/demux.js';
+import {
+  bindsFor,
+  outboundPolicy,
+  resolvePermissionProfile,
+} from '../../../src/dataplane/runtime/docker/profile.js';
+import { PullProgress } from '../../../src/dataplane/runtime/docker/pull-progress.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
 const frame = (type: number, text: string) => {
@@ -119,7 +123,7 @@ test('socket discovery: sockets that do not exist are skipped; nothing answering
 });
 
 test('skep run progress bar: pull contexts become a bar, other contexts pass through', async () => {
-  const { progressLine } = await import('../../../src/cli/pull-progress.js');
+  const { progressLine } = await import('../../../src/control/cli/pull-progress.js');
   assert.equal(
     progressLine('pulling image ghcr.io/x/y:1: 40%'),
     `pulling ghcr.io/x/y:1 [${'#'.repeat(12)}${'.'.repeat(18)}] 40%`,

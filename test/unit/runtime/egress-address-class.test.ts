@@ -12,7 +12,7 @@ import { runInNewContext } from 'node:vm';
 import {
   EGRESS_ADDRESS_CLASS_SOURCE,
   EGRESS_PROXY_SCRIPT,
-} from '../../../src/runtime/egress/egress-script.js';
+} from '../../../src/dataplane/runtime/egress/egress-script.js';
 import { type AddressClass, canonicalHost, classifyAddress } from '../../../src/shared/index.js';
 import { ADDRESS_CLASS_TABLE, IPV4_SPELLINGS } from '../../fixtures/address-spellings.js';
 

@@ -16,8 +16,8 @@ import {
   selectBin,
   storeKey,
   versionsIn,
-} from '../../../src/runtime/npm-store.js';
-import { bwrapArgs } from '../../../src/runtime/sandbox/bwrap-args.js';
+} from '../../../src/dataplane/runtime/npm-store.js';
+import { bwrapArgs } from '../../../src/dataplane/runtime/sandbox/bwrap-args.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
 function tempDir(t: TestContext): string {

@@ -24,17 +24,21 @@ import {
   hiddenDirs,
   profileMounts,
   projectRoot,
-} from '../../../src/runtime/sandbox/bwrap-args.js';
-import { sandboxNetwork } from '../../../src/runtime/sandbox/bwrap-sandbox.js';
-import { egressAllows, egressVerdict } from '../../../src/runtime/sandbox/egress-proxy.js';
-import { NODE_RELAY_CONFIG_ENV, relayLaunch, relayProgram } from '../../../src/runtime/sandbox/forwarder.js';
+} from '../../../src/dataplane/runtime/sandbox/bwrap-args.js';
+import { sandboxNetwork } from '../../../src/dataplane/runtime/sandbox/bwrap-sandbox.js';
+import { egressAllows, egressVerdict } from '../../../src/dataplane/runtime/sandbox/egress-proxy.js';
+import {
+  NODE_RELAY_CONFIG_ENV,
+  relayLaunch,
+  relayProgram,
+} from '../../../src/dataplane/runtime/sandbox/forwarder.js';
 import {
   createHiddenDirs,
   hiddenPathsOf,
   resolvedPath,
   sandboxRunDir,
-} from '../../../src/runtime/sandbox/hidden-paths.js';
-import { chooseSandbox, isolationDemand } from '../../../src/runtime/sandbox/select.js';
+} from '../../../src/dataplane/runtime/sandbox/hidden-paths.js';
+import { chooseSandbox, isolationDemand } from '../../../src/dataplane/runtime/sandbox/select.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
 const works = () => ({ ok: true as const, path: '/usr/bin/bwrap' });

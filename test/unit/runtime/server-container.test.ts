@@ -9,8 +9,8 @@ import {
   serverCreateOptions,
   serverEnv,
   useEgressProxy,
-} from '../../../src/runtime/docker/server-container.js';
-import type { ServerSpec } from '../../../src/runtime/index.js';
+} from '../../../src/dataplane/runtime/docker/server-container.js';
+import type { ServerSpec } from '../../../src/dataplane/runtime/index.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
 const options = { allowPrivileged: false, nodeImage: 'node:test' };

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { SERVER_ENV_ALLOWLIST, serverEnvironment } from '../../../src/runtime/index.js';
+import { SERVER_ENV_ALLOWLIST, serverEnvironment } from '../../../src/dataplane/runtime/index.js';
 
 const SKEP_ENV = {
   PATH: '/usr/bin:/bin',

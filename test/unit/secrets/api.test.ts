@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { createContext } from '../../../src/app/index.js';
+import { createContext } from '../../../src/control/app/index.js';
 import { buildTestApp } from '../../helpers/api.js';
 import { tempHome } from '../../helpers/home.js';
 

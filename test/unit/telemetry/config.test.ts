@@ -16,7 +16,7 @@ import {
   parseEndpoint,
   parseSamplingRate,
   parseTelemetryConfig,
-} from '../../../src/telemetry/index.js';
+} from '../../../src/dataplane/middleware/telemetry/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 import { testApp } from '../../helpers/api.js';
 

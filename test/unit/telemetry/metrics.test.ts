@@ -7,22 +7,22 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseRateLimitConfig } from '../../../src/ratelimit/index.js';
-import { MemoryBucketStore, RateLimiter } from '../../../src/ratelimit/runtime.js';
+import { parseRateLimitConfig } from '../../../src/dataplane/middleware/ratelimit/index.js';
+import { MemoryBucketStore, RateLimiter } from '../../../src/dataplane/middleware/ratelimit/runtime.js';
 import { silentLogger } from '../../../src/shared/index.js';
-import { isSensitiveKey, summarizeArguments } from '../../../src/telemetry/arguments.js';
+import { isSensitiveKey, summarizeArguments } from '../../../src/dataplane/middleware/telemetry/arguments.js';
 import {
   cutLabel,
   MAX_SERIES,
   MetricRegistry,
   prometheusName,
   toPrometheusText,
-} from '../../../src/telemetry/runtime.js';
+} from '../../../src/dataplane/middleware/telemetry/runtime.js';
 import {
   MCP_DURATION_BUCKETS,
   ProxyMetrics,
   rateLimitFamilies,
-} from '../../../src/telemetry/proxy-metrics.js';
+} from '../../../src/dataplane/middleware/telemetry/proxy-metrics.js';
 
 test('§5.3: client-controlled label values are cut to 128 bytes on a UTF-8 boundary, ending in ...', () => {
   assert.equal(cutLabel('echo'), 'echo');

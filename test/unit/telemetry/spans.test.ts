@@ -1,5 +1,5 @@
 /**
- * The span recorder (`src/telemetry/spans.ts`): its protobuf decodes — with an independent
+ * The span recorder (`src/dataplane/middleware/telemetry/spans.ts`): its protobuf decodes — with an independent
  * protobufjs schema (test/helpers/otlp.ts) — to exactly what the OpenTelemetry SDK's own
  * serializer produces for the same span; W3C `traceparent` parsing (Trace Context §3.2);
  * ParentBased(TraceIdRatio) sampling; batching, the queue limit and the final flush.
@@ -16,7 +16,12 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { silentLogger } from '../../../src/shared/index.js';
-import { parseTraceparent, SpanRecorder, STATUS_ERROR, STATUS_OK } from '../../../src/telemetry/spans.js';
+import {
+  parseTraceparent,
+  SpanRecorder,
+  STATUS_ERROR,
+  STATUS_OK,
+} from '../../../src/dataplane/middleware/telemetry/spans.js';
 import { decodeTraces } from '../../helpers/otlp.js';
 
 const TRACE = '0af7651916cd43dd8448eb211c80319c';

@@ -1,5 +1,5 @@
 /**
- * The web UI's workload types (src/ui/types.ts) mirror the API's TypeBox schemas, because the
+ * The web UI's workload types (src/control/ui/types.ts) mirror the API's TypeBox schemas, because the
  * schemas' module graph cannot be type-checked with the browser's DOM types. This file is
  * where the two meet: `npm run typecheck` fails when a server object no longer fits what the
  * UI reads, or a UI request no longer fits what the API accepts; the test fails when the UI
@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type * as Ui from '../../../src/ui/types.js';
+import type * as Ui from '../../../src/control/ui/types.js';
 import {
   type CreateWorkloadRequest,
   type UpdateWorkloadRequest,

@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { aggregate, type BackendLists, routeResource } from '../../../src/vmcp/aggregate.js';
-import { parseVmcpConfig } from '../../../src/vmcp/index.js';
+import { aggregate, type BackendLists, routeResource } from '../../../src/dataplane/vmcp/aggregate.js';
+import { parseVmcpConfig } from '../../../src/dataplane/vmcp/index.js';
 
 const backend = (name: string, tools: string[], extra: Partial<BackendLists> = {}): BackendLists =>
   Object.assign(

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isSkepError } from '../../../src/shared/index.js';
-import { parseVmcpConfig } from '../../../src/vmcp/index.js';
+import { parseVmcpConfig } from '../../../src/dataplane/vmcp/index.js';
 import { testApp } from '../../helpers/api.js';
 
 function refused(value: unknown, code: string, field: RegExp): void {

@@ -1,5 +1,5 @@
 /**
- * The shared cache of backend lists (src/vmcp/list-cache.ts), pure: one load per (backend,
+ * The shared cache of backend lists (src/dataplane/vmcp/list-cache.ts), pure: one load per (backend,
  * URL, viewer) shared by concurrent callers; viewers do not share entries; an invalidation
  * while a load runs keeps that (possibly older) result out of the cache; a failed load is not
  * cached; the number of entries is bounded; pruning drops backends that left or moved; sessions are told once per turn of the
@@ -9,8 +9,8 @@
 import assert from 'node:assert/strict';
 import { setImmediate as tick } from 'node:timers/promises';
 import { test } from 'node:test';
-import type { BackendLists } from '../../../src/vmcp/aggregate.js';
-import { LIST_CACHE_MAX_ENTRIES, ListCache } from '../../../src/vmcp/list-cache.js';
+import type { BackendLists } from '../../../src/dataplane/vmcp/aggregate.js';
+import { LIST_CACHE_MAX_ENTRIES, ListCache } from '../../../src/dataplane/vmcp/list-cache.js';
 
 const lists = (name: string, tool: string): BackendLists => ({
   name,

@@ -11,7 +11,7 @@ import {
   OPTIMIZER_DEFAULTS,
   resolveOptimizerSettings,
   type OptimizerConfig,
-} from '../../../src/vmcp/optimizer/index.js';
+} from '../../../src/dataplane/vmcp/optimizer/index.js';
 
 function refused(config: OptimizerConfig, pattern: RegExp): void {
   assert.throws(

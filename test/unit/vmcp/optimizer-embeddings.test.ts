@@ -22,7 +22,7 @@ import {
   type OptimizerConfig,
   type OptimizerOptions,
   resolveOptimizerSettings,
-} from '../../../src/vmcp/optimizer/index.js';
+} from '../../../src/dataplane/vmcp/optimizer/index.js';
 import { syntheticTools } from '../../fixtures/mcp/synthetic-tools.mjs';
 
 /** Toy semantic space: each concept is one dimension; the last one keeps vectors non-zero. */

@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CallToolResultSchema, ListToolsResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { Bm25Index, BM25_B, BM25_K1 } from '../../../src/vmcp/optimizer/bm25.js';
-import { stem, tokenize } from '../../../src/vmcp/optimizer/tokenize.js';
+import { Bm25Index, BM25_B, BM25_K1 } from '../../../src/dataplane/vmcp/optimizer/bm25.js';
+import { stem, tokenize } from '../../../src/dataplane/vmcp/optimizer/tokenize.js';
 import {
   CALL_TOOL_NAME,
   createOptimizer,
@@ -17,7 +17,7 @@ import {
   type McpTool,
   type OptimizerCallResult,
   resolveOptimizerSettings,
-} from '../../../src/vmcp/optimizer/index.js';
+} from '../../../src/dataplane/vmcp/optimizer/index.js';
 import { syntheticTools } from '../../fixtures/mcp/synthetic-tools.mjs';
 
 function output(result: OptimizerCallResult): FindToolOutput {

@@ -7,8 +7,8 @@ import {
   type WebhookCallResult,
   type WebhookChainInput,
   type WebhookConfig,
-} from '../../../src/webhooks/index.js';
-import { runMutatingChain, runValidatingChain } from '../../../src/webhooks/runtime.js';
+} from '../../../src/dataplane/middleware/webhooks/index.js';
+import { runMutatingChain, runValidatingChain } from '../../../src/dataplane/middleware/webhooks/runtime.js';
 
 interface Scripted extends WebhookCaller {
   /** The request envelopes it was sent, parsed. */

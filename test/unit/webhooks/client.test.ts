@@ -5,7 +5,7 @@ import {
   readWebhookResponse,
   signPayload,
   webhookRequestBody,
-} from '../../../src/webhooks/runtime.js';
+} from '../../../src/dataplane/middleware/webhooks/runtime.js';
 
 test('§3.2 HMAC: sha256=<hex> of HMAC-SHA256(secret, "<ts>." + body), a vector computed with openssl', () => {
   // printf '%s' '1700000000.{"a":1}' | openssl dgst -sha256 -hmac topsecret

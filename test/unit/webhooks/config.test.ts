@@ -9,7 +9,7 @@ import {
   parseWebhookList,
   parseWebhookStageConfig,
   parseWebhookTimeout,
-} from '../../../src/webhooks/index.js';
+} from '../../../src/dataplane/middleware/webhooks/index.js';
 import { TEST_CERT, TEST_KEY } from '../../fixtures/tls-self-signed.js';
 
 const noSecrets = async (): Promise<string | undefined> => undefined;

@@ -6,7 +6,7 @@ import {
   decodePatch,
   PatchError,
   parsePointer,
-} from '../../../src/webhooks/runtime.js';
+} from '../../../src/dataplane/middleware/webhooks/runtime.js';
 
 /** Decodes, checks nothing about scope, applies: RFC 6902's own examples use any path. */
 function apply(doc: unknown, patch: unknown): unknown {

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { RotatingLogFile } from '../../../src/runtime/index.js';
+import { RotatingLogFile } from '../../../src/dataplane/runtime/index.js';
 import { tailFile } from '../../../src/workloads/index.js';
 
 test('log files rotate past max bytes and keep the configured number of rotated files', (t) => {

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { inheritable } from '../../../src/runtime/server-env.js';
+import { inheritable } from '../../../src/dataplane/runtime/server-env.js';
 import { isSkepError, SESSION_REDIS_PASSWORD_ENV, sessionRedisPassword } from '../../../src/shared/index.js';
 import { parseRunConfig, sessionStorageOf } from '../../../src/workloads/index.js';
 

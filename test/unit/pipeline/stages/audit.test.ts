@@ -3,9 +3,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { auditStage } from '../../../../src/pipeline/stages/audit.js';
-import type { StageDeps } from '../../../../src/pipeline/types.js';
-import { type ExchangeEnd, newRequestContext } from '../../../../src/proxy/index.js';
+import { auditStage } from '../../../../src/dataplane/pipeline/stages/audit.js';
+import type { StageDeps } from '../../../../src/dataplane/pipeline/types.js';
+import { type ExchangeEnd, newRequestContext } from '../../../../src/dataplane/proxy/index.js';
 import { createLineLogger, isSkepError } from '../../../../src/shared/index.js';
 import { parseRunConfig, type RunConfig } from '../../../../src/workloads/index.js';
 

@@ -3,14 +3,14 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import type { Stage, StageDeps } from '../../../../src/pipeline/types.js';
-import { authorizationStage } from '../../../../src/pipeline/stages/authorization.js';
+import type { Stage, StageDeps } from '../../../../src/dataplane/pipeline/types.js';
+import { authorizationStage } from '../../../../src/dataplane/pipeline/stages/authorization.js';
 import {
   newRequestContext,
   type ProxyRequestContext,
   type ReplyHook,
   runReplyHooks,
-} from '../../../../src/proxy/index.js';
+} from '../../../../src/dataplane/proxy/index.js';
 import { createLineLogger } from '../../../../src/shared/index.js';
 import { parseRunConfig, type RunConfig } from '../../../../src/workloads/index.js';
 

@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { localUserIdentity } from '../../../../src/pipeline/identity.js';
-import { rateLimitStage } from '../../../../src/pipeline/stages/rate-limit.js';
-import type { Stage } from '../../../../src/pipeline/types.js';
-import { newRequestContext } from '../../../../src/proxy/index.js';
+import { localUserIdentity } from '../../../../src/dataplane/pipeline/identity.js';
+import { rateLimitStage } from '../../../../src/dataplane/pipeline/stages/rate-limit.js';
+import type { Stage } from '../../../../src/dataplane/pipeline/types.js';
+import { newRequestContext } from '../../../../src/dataplane/proxy/index.js';
 import { isSkepError, silentLogger } from '../../../../src/shared/index.js';
 import { parseRunConfig } from '../../../../src/workloads/index.js';
 

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { mutatingWebhookStage, validatingWebhookStage } from '../../../../src/pipeline/stages/webhooks.js';
-import { newRequestContext } from '../../../../src/proxy/index.js';
+import {
+  mutatingWebhookStage,
+  validatingWebhookStage,
+} from '../../../../src/dataplane/pipeline/stages/webhooks.js';
+import { newRequestContext } from '../../../../src/dataplane/proxy/index.js';
 import { silentLogger } from '../../../../src/shared/index.js';
 import { parseRunConfig } from '../../../../src/workloads/index.js';
 

@@ -1,0 +1,243 @@
+/**
+ * The narrow slice of the Kubernetes API the operator uses, on @kubernetes/client-node 1.4
+ * (custom objects and Leases through the generic object paths, Secrets, watch). Everything else in the operator depends on the
+ * `KubeClient` interface, not on client-node.
+ */
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  Watch,
+} from '@kubernetes/client-node';
+import type { ErrorCode } from '../../shared/index.js';
+
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    deletionTimestamp?: string;
+    finalizers?: string[];
+    annotations?: Record<string, string>;
+    [key: string]: unknown;
+  };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+}
+
+export interface ResourceType {
+  group: string;
+  version: string;
+  plural: string;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+export interface KubeClient {
+  list(type: ResourceType, namespace?: string): Promise<{ items: KubeObject[]; resourceVersion: string }>;
+  /** Streams events after `resourceVersion`; `done` runs once when the stream ends. Returns a stopper. */
+  watch(
+    type: ResourceType,
+    resourceVersion: string,
+    namespace: string | undefined,
+    onEvent: (type: WatchEventType, object: KubeObject) => void,
+    done: (err: unknown) => void,
+  ): Promise<() => void>;
+  get(type: ResourceType, namespace: string, name: string): Promise<KubeObject | undefined>;
+  /** RFC 7386 merge patch; include `metadata.resourceVersion` for an optimistic lock. */
+  mergePatch(type: ResourceType, namespace: string, name: string, patch: unknown): Promise<KubeObject>;
+  /** PUT on the status subresource; fails with 409 when `metadata.resourceVersion` is stale. */
+  replaceStatus(type: ResourceType, object: KubeObject): Promise<KubeObject>;
+  /** POST; fails with 409 when the object exists. */
+  create(type: ResourceType, namespace: string, object: KubeObject): Promise<KubeObject>;
+  /** PUT of the whole object; fails with 409 when `metadata.resourceVersion` is stale. */
+  replace(type: ResourceType, object: KubeObject): Promise<KubeObject>;
+  readSecret(namespace: string, name: string): Promise<Record<string, Buffer> | undefined>;
+}
+
+/** HTTP status of an API error, or undefined for transport errors. */
+export function statusOf(err: unknown): number | undefined {
+  if (err instanceof ApiException) return err.code;
+  if (err instanceof KubeHttpError) return err.statusCode;
+  const code = (err as { statusCode?: unknown; code?: unknown } | null)?.statusCode;
+  return typeof code === 'number' ? code : undefined;
+}
+
+export function loadKubeConfig(): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromDefault(); // KUBECONFIG, ~/.kube/config, then in-cluster service account
+  return kc;
+}
+
+export function createKubeClient(kc: KubeConfig): KubeClient {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const core = kc.makeApiClient(CoreV1Api);
+  const watcher = new Watch(kc);
+  const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+  const notFoundAsUndefined = async <T>(p: Promise<T>): Promise<T | undefined> => {
+    try {
+      return await p;
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+  };
+  /** A PUT of `object` to its own namespace and name. */
+  const putOf = (type: ResourceType, object: KubeObject) => {
+    const { name, namespace = 'default' } = object.metadata;
+    return { ...type, namespace, name, body: object };
+  };
+  return {
+    async list(type, namespace) {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- client-node types custom objects as `any`
+      const res: any =
+        namespace === undefined
+          ? await custom.listClusterCustomObject({ ...type })
+          : await custom.listNamespacedCustomObject({ ...type, namespace });
+      return {
+        items: (res.items ?? []) as KubeObject[],
+        resourceVersion: String(res.metadata?.resourceVersion ?? ''),
+      };
+    },
+    async watch(type, resourceVersion, namespace, onEvent, done) {
+      const path =
+        namespace === undefined
+          ? `/apis/${type.group}/${type.version}/${type.plural}`
+          : `/apis/${type.group}/${type.version}/namespaces/${namespace}/${type.plural}`;
+      const controller = await watcher.watch(
+        path,
+        { resourceVersion, allowWatchBookmarks: true },
+        (phase: string, obj: KubeObject) => onEvent(phase as WatchEventType, obj),
+        done,
+      );
+      return () => controller.abort();
+    },
+    get(type, namespace, name) {
+      return notFoundAsUndefined(
+        custom.getNamespacedCustomObject({ ...type, namespace, name }) as Promise<KubeObject>,
+      );
+    },
+    async mergePatch(type, namespace, name, patch) {
+      return (await custom.patchNamespacedCustomObject(
+        { ...type, namespace, name, body: patch },
+        mergePatch,
+      )) as KubeObject;
+    },
+    async replaceStatus(type, object) {
+      return (await custom.replaceNamespacedCustomObjectStatus(putOf(type, object))) as KubeObject;
+    },
+    async create(type, namespace, object) {
+      return (await custom.createNamespacedCustomObject({ ...type, namespace, body: object })) as KubeObject;
+    },
+    async replace(type, object) {
+      return (await custom.replaceNamespacedCustomObject(putOf(type, object))) as KubeObject;
+    },
+    async readSecret(namespace, name) {
+      const secret = await notFoundAsUndefined(core.readNamespacedSecret({ namespace, name }));
+      if (secret === undefined) return undefined;
+      return Object.fromEntries(
+        Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]),
+      );
+    },
+  };
+}
+
+/** Built-in kinds the workload controller writes, with their API paths' plural names. */
+export const BUILTIN_PLURALS: Record<string, string> = {
+  ConfigMap: 'configmaps',
+  Service: 'services',
+  ServiceAccount: 'serviceaccounts',
+  Deployment: 'deployments',
+  Role: 'roles',
+  RoleBinding: 'rolebindings',
+};
+
+/** Get/create/replace of namespaced objects of any apiVersion (core `v1` or `group/version`). */
+export interface ObjectClient {
+  get(apiVersion: string, kind: string, namespace: string, name: string): Promise<KubeObject | undefined>;
+  create(object: KubeObject & { apiVersion: string; kind: string }): Promise<KubeObject>;
+  /** PUT with the object's `metadata.resourceVersion` (409 when stale). */
+  replace(object: KubeObject & { apiVersion: string; kind: string }): Promise<KubeObject>;
+}
+
+/** The API server refused a request; `code` is the error table's code for its HTTP status. */
+export class KubeHttpError extends Error {
+  override readonly name = 'KubeHttpError';
+  readonly code: ErrorCode;
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
+    super(message);
+    this.code = codeForStatus(statusCode);
+  }
+}
+
+function codeForStatus(status: number): ErrorCode {
+  switch (status) {
+    case 400:
+    case 422:
+      return 'bad_request';
+    case 401:
+      return 'unauthorized';
+    case 403:
+      return 'forbidden';
+    case 404:
+      return 'not_found';
+    case 409:
+      return 'conflict';
+    case 429:
+      return 'rate_limited';
+    case 503:
+      return 'unavailable';
+    case 504:
+      return 'gateway_timeout';
+    default:
+      return 'bad_gateway';
+  }
+}
+
+export function createObjectClient(kc: KubeConfig): ObjectClient {
+  const server = kc.getCurrentCluster()?.server;
+  if (server === undefined) throw new Error('the kubeconfig names no cluster');
+  const path = (apiVersion: string, kind: string, namespace: string, name?: string) => {
+    const plural = BUILTIN_PLURALS[kind];
+    if (plural === undefined) throw new Error(`no API path known for kind ${kind}`);
+    const base = apiVersion === 'v1' ? '/api/v1' : `/apis/${apiVersion}`;
+    return `${base}/namespaces/${encodeURIComponent(namespace)}/${plural}${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
+  };
+  const call = async (method: string, url: string, body?: unknown): Promise<KubeObject | undefined> => {
+    const init = await kc.applyToFetchOptions({});
+    const headers = new Headers(init.headers as ConstructorParameters<typeof Headers>[0]);
+    headers.set('accept', 'application/json');
+    if (body !== undefined) headers.set('content-type', 'application/json');
+    const res = await fetch(new URL(url, server), {
+      ...(init as RequestInit),
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    if (method === 'GET' && res.status === 404) return undefined;
+    if (!res.ok) throw new KubeHttpError(res.status, `${method} ${url}: ${res.status} ${text.slice(0, 300)}`);
+    return JSON.parse(text) as KubeObject;
+  };
+  return {
+    get: (apiVersion, kind, namespace, name) => call('GET', path(apiVersion, kind, namespace, name)),
+    async create(object) {
+      const ns = object.metadata.namespace ?? 'default';
+      return (await call('POST', path(object.apiVersion, object.kind, ns), object))!;
+    },
+    async replace(object) {
+      const ns = object.metadata.namespace ?? 'default';
+      return (await call('PUT', path(object.apiVersion, object.kind, ns, object.metadata.name), object))!;
+    },
+  };
+}

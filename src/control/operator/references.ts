@@ -1,0 +1,83 @@
+/**
+ * Which workloads reference an MCPExternalAuthConfig (ToolHive's `status.referencingWorkloads`).
+ * References are only honoured within one namespace (as in ToolHive's CRD), so a reference is
+ * always `namespace/name`.
+ */
+import { EXTAUTH_GROUP, EXTAUTH_KIND, EXTAUTH_PLURAL, EXTAUTH_VERSION } from '../../schemas/extauth/index.js';
+import type { KubeObject, ResourceType } from './kube.js';
+
+export const EXTAUTH_RESOURCE: ResourceType = {
+  group: EXTAUTH_GROUP,
+  version: EXTAUTH_VERSION,
+  plural: EXTAUTH_PLURAL,
+};
+
+export const WORKLOAD_TYPES = [
+  { kind: 'MCPServer', type: { group: EXTAUTH_GROUP, version: EXTAUTH_VERSION, plural: 'mcpservers' } },
+  {
+    kind: 'MCPRemoteProxy',
+    type: { group: EXTAUTH_GROUP, version: EXTAUTH_VERSION, plural: 'mcpremoteproxies' },
+  },
+  {
+    kind: 'VirtualMCPServer',
+    type: { group: EXTAUTH_GROUP, version: EXTAUTH_VERSION, plural: 'virtualmcpservers' },
+  },
+  {
+    kind: 'MCPServerEntry',
+    type: { group: EXTAUTH_GROUP, version: EXTAUTH_VERSION, plural: 'mcpserverentries' },
+  },
+] as const;
+
+export type WorkloadKind = (typeof WORKLOAD_TYPES)[number]['kind'];
+
+/** The referencing fields, with the annotation that carries the referenced config's hash. */
+export const REF_ANNOTATIONS = {
+  externalAuthConfigRef: 'skep.dev/external-auth-config-hash',
+  authServerRef: 'skep.dev/auth-server-config-hash',
+  'outgoingAuth.default.externalAuthConfigRef': 'skep.dev/outgoing-auth-config-hash',
+  'status.discoveredBackends[].authConfigRef': undefined,
+} as const;
+
+export type RefField = keyof typeof REF_ANNOTATIONS;
+
+export interface ConfigReference {
+  field: RefField;
+  name: string;
+}
+
+const get = (o: unknown, key: string): unknown =>
+  o !== null && typeof o === 'object' ? (o as Record<string, unknown>)[key] : undefined;
+const refName = (ref: unknown): string | undefined => {
+  const name = typeof ref === 'string' ? ref : get(ref, 'name');
+  return typeof name === 'string' && name !== '' ? name : undefined;
+};
+
+/** The MCPExternalAuthConfig names a workload object references, per field. */
+export function referencedConfigs(kind: WorkloadKind, obj: KubeObject): ConfigReference[] {
+  const out: ConfigReference[] = [];
+  const push = (field: RefField, ref: unknown) => {
+    const name = refName(ref);
+    if (name !== undefined) out.push({ field, name });
+  };
+  const spec = obj.spec;
+  if (kind === 'MCPServer' || kind === 'MCPRemoteProxy' || kind === 'MCPServerEntry') {
+    push('externalAuthConfigRef', get(spec, 'externalAuthConfigRef'));
+  }
+  if (kind === 'MCPServer' || kind === 'MCPRemoteProxy') {
+    const authServerRef = get(spec, 'authServerRef');
+    const refKind = get(authServerRef, 'kind');
+    if (refKind === undefined || refKind === EXTAUTH_KIND) push('authServerRef', authServerRef);
+  }
+  if (kind === 'VirtualMCPServer') {
+    push(
+      'outgoingAuth.default.externalAuthConfigRef',
+      get(get(get(spec, 'outgoingAuth'), 'default'), 'externalAuthConfigRef'),
+    );
+    const discovered = get(obj.status, 'discoveredBackends');
+    if (Array.isArray(discovered)) {
+      for (const backend of discovered)
+        push('status.discoveredBackends[].authConfigRef', get(backend, 'authConfigRef'));
+    }
+  }
+  return out;
+}

@@ -1,0 +1,343 @@
+/**
+ * The workload controller (docs/kubernetes.md): informers (`informer.ts`: list+watch, re-list after
+ * a 410 or a failed watch) of MCPServer, MCPRemoteProxy, VirtualMCPServer, MCPGroup, MCPServerEntry
+ * and MCPExternalAuthConfig, and a reconcile that applies exactly what `renderResources` (`skep
+ * operator render`) produces for a resource from the objects of its namespace, then writes its
+ * status: `phase`, `url`, `message`, `observedGeneration`, the referenced configs' hashes and
+ * conditions (`Valid`, `Ready`) with observedGeneration. A changed MCPExternalAuthConfig re-renders
+ * its consumers, whose pod annotations change (rollout); a VirtualMCPServer records the backends
+ * discovered in its MCPGroup (`status.discoveredBackends`, read by the MCPExternalAuthConfig
+ * controller for `referencingWorkloads`); an MCPGroup records its members. Created objects carry
+ * owner references, so Kubernetes' garbage collector removes them with the resource (no finalizer).
+ */
+import type { Logger } from '../../shared/index.js';
+import type { Condition } from '../../schemas/extauth/index.js';
+import { EXTAUTH_KIND } from '../../schemas/extauth/index.js';
+import { WORKLOAD_KINDS } from '../../schemas/workloads/index.js';
+import { conditionsOf, stampCondition } from './conditions.js';
+import { ControllerLoop } from './controller-loop.js';
+import type { InformerEvent } from './informer.js';
+import { type KubeClient, type KubeObject, type ObjectClient, type ResourceType, statusOf } from './kube.js';
+import { EXTAUTH_RESOURCE } from './references.js';
+import { groupBackends, type K8sObject, type RenderOptions, renderResources } from './render.js';
+import type { WorkQueue } from './workqueue.js';
+
+type Node = Record<string, unknown>;
+
+export interface WorkloadControllerOptions {
+  kube: KubeClient;
+  objects: ObjectClient;
+  logger: Logger;
+  namespace?: string;
+  render?: RenderOptions;
+  now?: () => Date;
+  /** First delay before re-listing after a watch fails or expires (410); doubles per failure. */
+  relistDelayMs?: number;
+}
+
+const TYPES: Array<{ kind: string; type: ResourceType }> = [
+  ...WORKLOAD_KINDS.map((k) => ({
+    kind: k.kind,
+    type: { group: EXTAUTH_RESOURCE.group, version: EXTAUTH_RESOURCE.version, plural: k.plural },
+  })),
+  { kind: EXTAUTH_KIND, type: EXTAUTH_RESOURCE },
+];
+const typeOf = (kind: string) => TYPES.find((t) => t.kind === kind)!.type;
+const RECONCILED = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer', 'MCPGroup', 'MCPServerEntry']);
+
+const nsOf = (o: KubeObject) => o.metadata.namespace ?? 'default';
+const specOf = (o: KubeObject) => (o.spec ?? {}) as Node;
+const refName = (v: unknown) => (v as Node | undefined)?.['name'];
+const MEMBER_KINDS = new Set(['MCPServer', 'MCPRemoteProxy', 'MCPServerEntry']);
+
+export class WorkloadController {
+  readonly #o: WorkloadControllerOptions;
+  readonly #cache = new Map<string, KubeObject>(); // kind/ns/name
+  readonly #loop: ControllerLoop;
+  readonly #queue: WorkQueue;
+
+  constructor(options: WorkloadControllerOptions) {
+    this.#o = options;
+    this.#loop = new ControllerLoop({
+      kube: options.kube,
+      logger: options.logger,
+      namespace: options.namespace,
+      relistDelayMs: options.relistDelayMs,
+      retryDelayMs: 200,
+      reconcile: (key) => this.reconcile(key),
+    });
+    this.#queue = this.#loop.queue;
+  }
+
+  async start(): Promise<void> {
+    // A CRD that is not installed: nothing of this kind exists (re-listed with backoff).
+    for (const { kind, type } of TYPES)
+      this.#loop.watch(kind, type, (event, obj) => this.#onEvent(kind, event, obj), true);
+    await this.#loop.start();
+  }
+
+  close(): Promise<void> {
+    return this.#loop.close();
+  }
+
+  #onEvent(kind: string, event: InformerEvent, obj: KubeObject): void {
+    const key = `${kind}/${nsOf(obj)}/${obj.metadata.name}`;
+    if (event === 'DELETED') this.#cache.delete(key);
+    else this.#cache.set(key, obj);
+    this.#enqueueAffected(kind, obj);
+  }
+
+  /** The resource itself, and whatever renders from it (consumers of a config, vMCPs of a group). */
+  #enqueueAffected(kind: string, obj: KubeObject): void {
+    const ns = nsOf(obj);
+    const name = obj.metadata.name;
+    if (RECONCILED.has(kind)) this.#queue.add(`${kind}/${ns}/${name}`);
+    const group = refName(specOf(obj)['groupRef']);
+    for (const [key, o] of this.#cache) {
+      if (nsOf(o) !== ns) continue;
+      const [k] = key.split('/');
+      const spec = specOf(o);
+      if (kind === EXTAUTH_KIND && (k === 'MCPServer' || k === 'MCPRemoteProxy')) {
+        if (refName(spec['externalAuthConfigRef']) === name || refName(spec['authServerRef']) === name)
+          this.#queue.add(key);
+      }
+      if (k === 'VirtualMCPServer') {
+        const vgroup = refName(spec['groupRef']);
+        if ((kind === 'MCPGroup' && vgroup === name) || (group !== undefined && vgroup === group))
+          this.#queue.add(key);
+        // Its pod's configuration holds the strategies of the default and of every member.
+        if (kind === EXTAUTH_KIND && this.#vmcpUsesConfig(ns, spec, vgroup, name)) this.#queue.add(key);
+      }
+      if (k === 'MCPGroup' && group !== undefined && o.metadata.name === group) this.#queue.add(key);
+    }
+  }
+
+  #vmcpUsesConfig(ns: string, spec: Node, group: unknown, config: string): boolean {
+    const outgoing = (spec['outgoingAuth'] ?? {}) as Node;
+    if (refName(((outgoing['default'] ?? {}) as Node)['externalAuthConfigRef']) === config) return true;
+    for (const [key, o] of this.#cache) {
+      if (nsOf(o) !== ns || !MEMBER_KINDS.has(key.split('/')[0] ?? '')) continue;
+      const member = specOf(o);
+      if (refName(member['groupRef']) === group && refName(member['externalAuthConfigRef']) === config)
+        return true;
+    }
+    return false;
+  }
+
+  /** One pass over one resource (`Kind/namespace/name`). */
+  async reconcile(key: string): Promise<void> {
+    const [kind = '', namespace = 'default', name = ''] = key.split('/');
+    const obj = await this.#o.kube.get(typeOf(kind), namespace, name);
+    if (obj === undefined || obj.metadata.deletionTimestamp !== undefined) return;
+    const generation = obj.metadata.generation ?? 0;
+    const inNamespace = [...this.#cache.entries()]
+      .filter(([k, o]) => nsOf(o) === namespace && k !== key)
+      .map(([, o]) => o);
+    if (kind === 'MCPGroup') return this.#groupStatus(obj, inNamespace, generation);
+    if (kind === 'MCPServerEntry') {
+      const group = refName(specOf(obj)['groupRef']);
+      const found = inNamespace.some((o) => o.kind === 'MCPGroup' && o.metadata.name === group);
+      return this.#writeStatus(kind, obj, {
+        phase: found ? 'Valid' : 'Failed',
+        observedGeneration: generation,
+        conditions: this.#conditions(obj, generation, [
+          found
+            ? { type: 'GroupRefValidated', status: 'True', reason: 'GroupFound', message: '' }
+            : {
+                type: 'GroupRefValidated',
+                status: 'False',
+                reason: 'GroupNotFound',
+                message: `MCPGroup ${String(group)} not found`,
+              },
+        ]),
+      });
+    }
+    const docs = [...inNamespace, obj].map((o) => Object.assign({ apiVersion: 'skep.dev/v1beta1' }, o));
+    const result = await renderResources(
+      docs.filter((d) => d === docs[docs.length - 1] || d.kind !== kind || !RENDER_SELF_ONLY.has(kind)),
+      Object.assign({}, this.#o.render, { namespace }),
+    );
+    const own = result.objects.filter((o) => ownedBy(o, obj));
+    const problems = result.problems.filter(
+      (p) => p.resource === `${kind}/${namespace}/${name}` || p.resource === `${kind}/${name}`,
+    );
+    if (problems.length > 0) {
+      const message = problems
+        .map((p) => p.problem)
+        .join('; ')
+        .slice(0, 32768);
+      return this.#writeStatus(kind, obj, {
+        phase: 'Failed',
+        message,
+        observedGeneration: generation,
+        conditions: this.#conditions(obj, generation, [
+          { type: 'Valid', status: 'False', reason: 'ValidationFailed', message },
+          { type: 'Ready', status: 'False', reason: 'Invalid', message: 'the resource is invalid' },
+        ]),
+      });
+    }
+    for (const o of own) await this.#apply(o);
+    const deployment = own.find((o) => o.kind === 'Deployment');
+    const live =
+      deployment === undefined
+        ? undefined
+        : await this.#o.objects.get('apps/v1', 'Deployment', namespace, name);
+    const want = Number((deployment?.['spec'] as Node | undefined)?.['replicas'] ?? 1);
+    const ready = Number((live?.status as Node | undefined)?.['readyReplicas'] ?? 0);
+    const isReady = ready >= want && want > 0;
+    const annotations =
+      (deployment?.['spec'] as { template?: { metadata?: { annotations?: Record<string, string> } } })
+        ?.template?.metadata?.annotations ?? {};
+    const status: Node = {
+      phase: isReady ? 'Ready' : 'Pending',
+      message: isReady ? '' : `${ready}/${want} replicas ready`,
+      url: result.urls.get(`${kind}/${namespace}/${name}`),
+      observedGeneration: generation,
+      conditions: this.#conditions(obj, generation, [
+        { type: 'Valid', status: 'True', reason: 'ValidationSucceeded', message: '' },
+        isReady
+          ? { type: 'Ready', status: 'True', reason: 'DeploymentReady', message: '' }
+          : {
+              type: 'Ready',
+              status: 'False',
+              reason: 'DeploymentNotReady',
+              message: `${ready}/${want} replicas ready`,
+            },
+      ]),
+    };
+    if (kind !== 'VirtualMCPServer') {
+      status['readyReplicas'] = ready;
+      if (annotations['skep.dev/external-auth-config-hash'] !== undefined)
+        status['externalAuthConfigHash'] = annotations['skep.dev/external-auth-config-hash'];
+      if (annotations['skep.dev/auth-server-config-hash'] !== undefined)
+        status['authServerConfigHash'] = annotations['skep.dev/auth-server-config-hash'];
+    } else {
+      const backends = groupBackends(
+        {
+          of: (k) => docs.filter((d) => d.kind === k) as unknown as Node[],
+          ns: (d) => String((d['metadata'] as Node)['namespace'] ?? 'default'),
+        },
+        namespace,
+        String(refName(specOf(obj)['groupRef'])),
+      );
+      // Served: the backends the rendered run configuration lists; a member left out (its
+      // auth cannot be expressed) is `unavailable`, with the reason in BackendsDiscovered.
+      const cm = own.find((o) => o.kind === 'ConfigMap');
+      const rc = JSON.parse(String((cm?.['data'] as Node | undefined)?.['runconfig.json'] ?? '{}')) as {
+        vmcp?: { backends?: Array<{ name: string }> };
+      };
+      const served = new Set((rc.vmcp?.backends ?? []).map((b) => b.name));
+      status['discoveredBackends'] = backends.map((b) =>
+        Object.assign({}, b, { status: served.has(String(b['name'])) ? 'ready' : 'unavailable' }),
+      );
+      status['backendCount'] = served.size;
+      const left = result.warnings.filter((w) => w.resource === `${kind}/${namespace}/${name}`);
+      (status['conditions'] as Condition[]).push(
+        ...this.#conditions(obj, generation, [
+          left.length === 0
+            ? { type: 'BackendsDiscovered', status: 'True', reason: 'AllBackendsServed', message: '' }
+            : {
+                type: 'BackendsDiscovered',
+                status: 'False',
+                reason: 'BackendsLeftOut',
+                message: left
+                  .map((w) => w.problem)
+                  .join('; ')
+                  .slice(0, 32768),
+              },
+        ]),
+      );
+    }
+    await this.#writeStatus(kind, obj, status);
+  }
+
+  async #groupStatus(group: KubeObject, inNamespace: KubeObject[], generation: number): Promise<void> {
+    const members = (kind: string) =>
+      inNamespace
+        .filter((o) => o.kind === kind && refName(specOf(o)['groupRef']) === group.metadata.name)
+        .map((o) => o.metadata.name)
+        .sort();
+    const servers = members('MCPServer');
+    const remoteProxies = members('MCPRemoteProxy');
+    const entries = members('MCPServerEntry');
+    await this.#writeStatus('MCPGroup', group, {
+      phase: 'Ready',
+      servers,
+      serverCount: servers.length,
+      remoteProxies,
+      remoteProxyCount: remoteProxies.length,
+      entries,
+      entryCount: entries.length,
+      observedGeneration: generation,
+      conditions: this.#conditions(group, generation, [
+        { type: 'MCPServersChecked', status: 'True', reason: 'ListMCPServersCheckSucceeded', message: '' },
+      ]),
+    });
+  }
+
+  /** Create, or replace when what the render owns differs (labels, annotations, spec/data/rules). */
+  async #apply(o: K8sObject): Promise<void> {
+    const ns = o.metadata.namespace ?? 'default';
+    const current = await this.#o.objects.get(o.apiVersion, o.kind, ns, o.metadata.name);
+    if (current === undefined) {
+      await this.#o.objects.create(o);
+      this.#o.logger.info({ kind: o.kind, namespace: ns, name: o.metadata.name }, 'created');
+      return;
+    }
+    const owned = (x: Node) =>
+      JSON.stringify([
+        (x['metadata'] as Node)['labels'],
+        (x['metadata'] as Node)['annotations'],
+        (x['metadata'] as Node)['ownerReferences'],
+        x['spec'],
+        x['data'],
+        x['rules'],
+        x['roleRef'],
+        x['subjects'],
+        x['automountServiceAccountToken'],
+      ]);
+    if (owned(o) === owned(current as unknown as Node)) return;
+    const next = Object.assign({}, o, {
+      metadata: Object.assign({}, o.metadata, { resourceVersion: current.metadata.resourceVersion }),
+    });
+    await this.#o.objects.replace(next as unknown as KubeObject & { apiVersion: string; kind: string });
+    this.#o.logger.info({ kind: o.kind, namespace: ns, name: o.metadata.name }, 'updated');
+  }
+
+  #conditions(
+    obj: KubeObject,
+    generation: number,
+    next: Array<Omit<Condition, 'lastTransitionTime'>>,
+  ): Condition[] {
+    const now = this.#o.now?.() ?? new Date();
+    const previous = conditionsOf(obj);
+    return next.map((c) => stampCondition(previous, c, generation, now));
+  }
+
+  async #writeStatus(kind: string, obj: KubeObject, status: Node): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const current =
+        attempt === 1 ? obj : await this.#o.kube.get(typeOf(kind), nsOf(obj), obj.metadata.name);
+      if (current === undefined) return;
+      const clean = JSON.parse(JSON.stringify(status)) as Node;
+      if (JSON.stringify(clean) === JSON.stringify(current.status ?? {})) return;
+      try {
+        await this.#o.kube.replaceStatus(typeOf(kind), Object.assign({}, current, { status: clean }));
+        return;
+      } catch (err) {
+        if (statusOf(err) !== 409 || attempt >= 5) throw err;
+      }
+    }
+  }
+}
+
+/** Kinds whose render of other resources of the same kind is not needed for this one. */
+const RENDER_SELF_ONLY = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer']);
+
+function ownedBy(o: K8sObject, cr: KubeObject): boolean {
+  const labels = o.metadata.labels ?? {};
+  return (
+    labels['app.kubernetes.io/instance'] === cr.metadata.name &&
+    labels['app.kubernetes.io/name'] === String(cr.kind).toLowerCase()
+  );
+}

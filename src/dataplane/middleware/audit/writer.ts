@@ -1,0 +1,184 @@
+/**
+ * Writes audit events without ever making a request wait: `write` only queues, and the queue
+ * is drained asynchronously in batches (one append per batch) to the sink — the `logFile`
+ * (opened append-only, created with mode 0600) or the runner's log. The queue is bounded;
+ * when it is full (the disk cannot keep up) further events are dropped and counted, and the
+ * count is reported in a WARN line at most once per `dropReportMs` and at close. A failed
+ * write loses its batch and is reported the same way. `close()` writes what is queued first.
+ */
+import { type FileHandle, open } from 'node:fs/promises';
+import { type Logger, SkepError } from '../../../shared/index.js';
+import { type AuditEvent, auditLine } from './event.js';
+
+export interface AuditSink {
+  /** Writes a batch in order; a rejection loses the batch (the writer counts and reports it). */
+  write(events: readonly AuditEvent[]): Promise<void> | void;
+  close(): Promise<void> | void;
+}
+
+/**
+ * Opens `path` for appending, creating it with mode 0600 (events name users and may carry
+ * request data); the mode of an existing file is left as its owner set it. A failure is a
+ * start error naming the file.
+ */
+export async function openAuditFile(path: string): Promise<AuditSink> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'a', 0o600);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new SkepError('bad_request', `audit_config.logFile: cannot open ${path} for appending (${code})`, {
+      cause: err,
+    });
+  }
+  return {
+    async write(events) {
+      let text = '';
+      for (const event of events) text += auditLine(event);
+      await handle.appendFile(text);
+    },
+    close: () => handle.close(),
+  };
+}
+
+/**
+ * The runner's log as the sink (no `logFile`): one structured INFO line per event, the
+ * event's keys as fields and `msg:"audit_event"`, in the runner log's own line format.
+ */
+export function loggerSink(logger: Logger): AuditSink {
+  return {
+    write(events) {
+      for (const event of events) logger.info(event, 'audit_event');
+    },
+    close() {},
+  };
+}
+
+export interface AuditWriterOptions {
+  sink: AuditSink;
+  /** Where drops and write failures are reported. */
+  logger: Logger;
+  /** Most events waiting to be written; beyond it events are dropped (default 4096). */
+  maxQueued?: number;
+  /** Least time between two drop reports, ms (default 5000). */
+  dropReportMs?: number;
+  now?: () => number;
+}
+
+export class AuditWriter {
+  readonly #sink: AuditSink;
+  readonly #logger: Logger;
+  readonly #maxQueued: number;
+  readonly #reportMs: number;
+  readonly #now: () => number;
+  #queue: AuditEvent[] = [];
+  #draining: Promise<void> | undefined;
+  #closing: Promise<void> | undefined;
+  /** Set when the sink is about to close: from then on events are ignored. */
+  #sealed = false;
+  #dropped = 0;
+  #failed = 0;
+  #lastError: unknown;
+  #droppedTotal = 0;
+  #lastReport = Number.NEGATIVE_INFINITY;
+  #reportTimer: NodeJS.Timeout | undefined;
+
+  constructor(options: AuditWriterOptions) {
+    this.#sink = options.sink;
+    this.#logger = options.logger;
+    this.#maxQueued = options.maxQueued ?? 4096;
+    this.#reportMs = options.dropReportMs ?? 5000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Events lost so far (queue full or write failed). */
+  get dropped(): number {
+    return this.#droppedTotal;
+  }
+
+  /**
+   * Queues one event; never blocks and never throws. Events that arrive while `close` is
+   * flushing are still written (the last exchanges end as the proxy shuts down).
+   */
+  write(event: AuditEvent): void {
+    if (this.#sealed) return;
+    if (this.#queue.length >= this.#maxQueued) {
+      this.#dropped++;
+      this.#droppedTotal++;
+      this.#scheduleReport();
+      return;
+    }
+    this.#queue.push(event);
+    this.#draining ??= this.#drain();
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      // Let the current burst of requests queue up: one append per batch.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      while (this.#queue.length > 0) {
+        const batch = this.#queue;
+        this.#queue = [];
+        try {
+          await this.#sink.write(batch);
+        } catch (err) {
+          this.#failed += batch.length;
+          this.#droppedTotal += batch.length;
+          this.#lastError = err;
+          this.#scheduleReport();
+        }
+      }
+    } finally {
+      this.#draining = undefined;
+    }
+  }
+
+  #scheduleReport(): void {
+    if (this.#reportTimer !== undefined || this.#closing !== undefined) return;
+    const wait = this.#lastReport + this.#reportMs - this.#now();
+    if (wait <= 0) {
+      this.#report();
+      return;
+    }
+    this.#reportTimer = setTimeout(() => {
+      this.#reportTimer = undefined;
+      this.#report();
+    }, wait);
+    this.#reportTimer.unref();
+  }
+
+  #report(): void {
+    if (this.#dropped === 0 && this.#failed === 0) return;
+    const fields: Record<string, unknown> = { dropped_total: this.#droppedTotal };
+    if (this.#dropped > 0) fields['queue_full'] = this.#dropped;
+    if (this.#failed > 0) {
+      fields['write_failed'] = this.#failed;
+      fields['err'] = this.#lastError;
+    }
+    this.#logger.warn(
+      fields,
+      `audit: ${this.#dropped + this.#failed} events lost` +
+        (this.#dropped > 0 ? ' (the queue was full: the audit log cannot keep up)' : '') +
+        (this.#failed > 0 ? ' (writing the audit log failed)' : ''),
+    );
+    this.#dropped = 0;
+    this.#failed = 0;
+    this.#lastReport = this.#now();
+  }
+
+  /** Writes what is queued, reports what was lost, releases the sink. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      while (this.#draining !== undefined || this.#queue.length > 0) {
+        this.#draining ??= this.#drain();
+        await this.#draining;
+      }
+      this.#sealed = true;
+      if (this.#reportTimer !== undefined) clearTimeout(this.#reportTimer);
+      this.#reportTimer = undefined;
+      this.#report();
+      await this.#sink.close();
+    })();
+    return this.#closing;
+  }
+}

@@ -1,0 +1,271 @@
+/**
+ * Inbound authentication (`oidc_config`): every client request must carry a bearer token that
+ * is either a JWT signed by a key of the issuer's JWKS (fetched once, cached, re-fetched when
+ * an unknown `kid` shows up, so key rotation needs no restart) or, for opaque tokens, one the
+ * RFC 7662 introspection endpoint calls active. Issuer and audience are checked in both
+ * cases. A missing or rejected token gets a 401 whose RFC 6750 challenge points at the
+ * RFC 9728 protected-resource metadata, which this middleware also serves.
+ */
+import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify } from 'jose';
+import { introspectToken, OAuthResponseError } from '../../../protocol/oauth/index.js';
+import type { ProxyMiddleware, ProxyMiddlewareResult, ProxyRequestContext } from '../../proxy/index.js';
+import { definedOnly, isLoopbackUrl, type Logger, outboundFetch, SkepError } from '../../../shared/index.js';
+import { ExpiringCache } from './expiring-cache.js';
+import {
+  bearerFrom,
+  challenge,
+  configuredEndpointsPolicy,
+  type FetchLike,
+  REQUEST_TIMEOUT_MS,
+  readJson,
+  sha256Hex,
+} from './http.js';
+
+export interface InboundAuthOptions {
+  /** Expected `iss`; also where the JWKS is discovered when `jwksUrl` is not given. */
+  issuer?: string;
+  /** Expected `aud` (one of the token's audiences). */
+  audience?: string;
+  jwksUrl?: string;
+  /** RFC 7662 endpoint for opaque tokens. */
+  introspectionUrl?: string;
+  clientId?: string;
+  clientSecret?: string;
+  /** The protected resource (RFC 9728 `resource`), e.g. the workload URL. */
+  resourceUrl?: string;
+  scopes?: string[];
+  /** Allow an http:// issuer/JWKS outside loopback (tests, private networks); also allows private addresses. */
+  allowHttp?: boolean;
+  /**
+   * `oidc_config.allowPrivateIP`: discovered endpoints (the JWKS) may be on any loopback or
+   * private host, not only on the hosts the configuration names.
+   */
+  allowPrivateIP?: boolean;
+}
+
+/** Verifies a token and returns its claims, or throws (any error = reject). */
+export type TokenVerifier = (token: string) => Promise<Record<string, unknown>>;
+
+const METADATA_PATH = '/.well-known/oauth-protected-resource';
+/** Positive introspection results are reused at most this long (RFC 7662 §4 allows caching). */
+const INTROSPECTION_CACHE_MS = 60_000;
+/** Tolerated clock difference with the issuer, seconds. */
+const CLOCK_TOLERANCE_SEC = 30;
+
+function checkUrl(value: string, field: string, allowHttp: boolean): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new SkepError('bad_request', `${field}: "${value}" is not an absolute URL`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (isLoopbackUrl(url) || allowHttp))) {
+    throw new SkepError(
+      'bad_request',
+      `${field}: use https (http only for loopback or with insecureAllowHTTP)`,
+    );
+  }
+  return url;
+}
+
+/** Builds the JWT/introspection verifier for `oidc_config`. */
+export function createOidcVerifier(
+  options: InboundAuthOptions,
+  deps: { fetch?: FetchLike; now?: () => number },
+): TokenVerifier {
+  const allowHttp = options.allowHttp === true;
+  // Discovery, the JWKS (jose's own fetch otherwise) and introspection go through the
+  // outbound address policy (`src/shared/net`).
+  const fetchFn =
+    deps.fetch ??
+    outboundFetch(
+      configuredEndpointsPolicy([options.issuer, options.jwksUrl, options.introspectionUrl], {
+        allowPrivate: allowHttp || options.allowPrivateIP === true,
+        hint: 'set oidc_config.allowPrivateIP to use identity-provider endpoints on other private hosts',
+      }),
+    );
+  const now = deps.now ?? Date.now;
+  if (
+    options.issuer === undefined &&
+    options.jwksUrl === undefined &&
+    options.introspectionUrl === undefined
+  ) {
+    throw new SkepError('bad_request', 'oidc_config: set issuer, jwksurl or introspectionURL');
+  }
+  if (options.issuer !== undefined) checkUrl(options.issuer, 'oidc_config.issuer', allowHttp);
+  if (options.jwksUrl !== undefined) checkUrl(options.jwksUrl, 'oidc_config.jwksurl', allowHttp);
+  if (options.introspectionUrl !== undefined)
+    checkUrl(options.introspectionUrl, 'oidc_config.introspectionURL', allowHttp);
+
+  let jwks: ReturnType<typeof createRemoteJWKSet> | undefined;
+  let discovering: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
+  const keySet = async () => {
+    if (jwks !== undefined) return jwks;
+    discovering ??= (async () => {
+      let url = options.jwksUrl;
+      if (url === undefined) {
+        // OpenID Connect Discovery 1.0 §4 (RFC 8414 §3 for plain OAuth servers).
+        const base = (options.issuer as string).replace(/\/$/, '');
+        for (const suffix of [
+          '/.well-known/openid-configuration',
+          '/.well-known/oauth-authorization-server',
+        ]) {
+          const res = await fetchFn(base + suffix, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+          const doc = res.ok ? ((await readJson(res)) as { jwks_uri?: unknown } | undefined) : undefined;
+          if (typeof doc?.jwks_uri === 'string') {
+            url = checkUrl(doc.jwks_uri, 'jwks_uri', allowHttp).href;
+            break;
+          }
+        }
+        if (url === undefined) throw new Error('the issuer publishes no jwks_uri');
+      }
+      // jose caches the set, re-fetches on an unknown kid (at most every 30 s) and every 10 min.
+      jwks = createRemoteJWKSet(new URL(url), {
+        timeoutDuration: 10_000,
+        cooldownDuration: 30_000,
+        [customFetch]: fetchFn,
+      });
+      return jwks;
+    })().finally(() => {
+      discovering = undefined;
+    });
+    return discovering;
+  };
+
+  const introspected = new ExpiringCache<Record<string, unknown>>({ maxEntries: 10_000, now });
+  const checkClaims = (claims: Record<string, unknown>) => {
+    if (options.issuer !== undefined && claims['iss'] !== undefined && claims['iss'] !== options.issuer)
+      throw new Error('unexpected issuer');
+    if (options.audience !== undefined) {
+      const aud = claims['aud'];
+      const list = Array.isArray(aud) ? aud : aud === undefined ? [] : [aud];
+      if (!list.includes(options.audience)) throw new Error('unexpected audience');
+    }
+    const exp = claims['exp'];
+    if (typeof exp === 'number' && exp * 1000 + CLOCK_TOLERANCE_SEC * 1000 <= now())
+      throw new Error('token expired');
+    // RFC 7662 §2.2 nbf (jose checks it for JWTs; introspection answers need it here).
+    const nbf = claims['nbf'];
+    if (typeof nbf === 'number' && nbf * 1000 - CLOCK_TOLERANCE_SEC * 1000 > now())
+      throw new Error('token not yet valid');
+  };
+  const introspect = async (token: string): Promise<Record<string, unknown>> => {
+    const url = options.introspectionUrl as string;
+    return introspected.getOrLoad(sha256Hex(token), async () => {
+      let claims: Record<string, unknown> | undefined;
+      try {
+        claims = await introspectToken(
+          url,
+          options.clientId === undefined
+            ? undefined
+            : { clientId: options.clientId, ...definedOnly({ clientSecret: options.clientSecret }) },
+          token,
+          fetchFn,
+        );
+      } catch (err) {
+        if (!(err instanceof OAuthResponseError)) throw err;
+        if (err.status < 200 || err.status > 299)
+          throw new Error(`introspection answered ${err.status}`, { cause: err });
+        // An answer that is not a JSON introspection response: no token is active by it.
+        claims = undefined;
+      }
+      // RFC 7662 §2.2: anything but `active: true` is an inactive token.
+      if (claims?.['active'] !== true) throw new Error('token is not active');
+      checkClaims(claims);
+      const exp = typeof claims['exp'] === 'number' ? claims['exp'] * 1000 : Number.POSITIVE_INFINITY;
+      return { value: claims, expiresAt: Math.min(exp, now() + INTROSPECTION_CACHE_MS) };
+    });
+  };
+
+  return async (token) => {
+    let isJws: boolean;
+    try {
+      decodeProtectedHeader(token);
+      isJws = token.split('.').length === 3;
+    } catch {
+      isJws = false;
+    }
+    if (isJws && (options.jwksUrl !== undefined || options.issuer !== undefined)) {
+      const { payload } = await jwtVerify(token, await keySet(), {
+        ...definedOnly({ issuer: options.issuer, audience: options.audience }),
+        clockTolerance: CLOCK_TOLERANCE_SEC,
+        currentDate: new Date(now()),
+      });
+      return payload;
+    }
+    if (options.introspectionUrl !== undefined) return introspect(token);
+    throw new Error('the token is not a JWT and no introspection endpoint is configured');
+  };
+}
+
+/** RFC 9728 §3.1: the metadata URL for a resource inserts the well-known segment before its path. */
+export function protectedResourceMetadataUrl(resourceUrl: string): string {
+  const u = new URL(resourceUrl);
+  const path = u.pathname === '/' ? '' : u.pathname;
+  return `${u.origin}${METADATA_PATH}${path}`;
+}
+
+export interface InboundMiddlewareOptions {
+  verify: TokenVerifier;
+  resourceUrl?: string;
+  authorizationServers: string[];
+  scopes?: string[];
+  logger: Logger;
+}
+
+/** The `auth` middleware: establishes `ctx.identity` or answers 401 with a challenge. */
+export function createInboundAuthMiddleware(options: InboundMiddlewareOptions): ProxyMiddleware {
+  const { verify, logger, resourceUrl } = options;
+  const metadataUrl = resourceUrl === undefined ? undefined : protectedResourceMetadataUrl(resourceUrl);
+  const metadataPaths =
+    resourceUrl === undefined
+      ? new Set<string>()
+      : new Set([METADATA_PATH, new URL(metadataUrl as string).pathname]);
+  const scope = options.scopes?.length ? options.scopes.join(' ') : undefined;
+  const reject = (error?: string, description?: string): ProxyMiddlewareResult =>
+    challenge(
+      401,
+      {
+        // RFC 9728 §5.1 resource_metadata; RFC 6750 §3 error and scope.
+        ...definedOnly({ resource_metadata: metadataUrl }),
+        ...(error === undefined ? {} : { error, error_description: description }),
+        ...definedOnly({ scope }),
+      },
+      error === undefined ? 'authentication required' : 'invalid token',
+    );
+  return {
+    name: 'auth',
+    async handle(ctx: ProxyRequestContext) {
+      const token = bearerFrom(ctx.headers.authorization);
+      // RFC 6750 §3.1: a request without credentials gets a challenge without an error code.
+      if (token === undefined) return reject();
+      let claims: Record<string, unknown>;
+      try {
+        claims = await verify(token);
+      } catch (err) {
+        // The reason goes to the debug log (never the token); the client learns only "invalid".
+        logger.debug({ reason: (err as Error).message }, 'inbound token rejected');
+        return reject('invalid_token', 'the access token is invalid or expired');
+      }
+      ctx.identity = {
+        token,
+        claims,
+        ...(typeof claims['sub'] === 'string' ? { subject: claims['sub'] } : {}),
+      };
+      return undefined;
+    },
+    wellKnown(path: string) {
+      if (resourceUrl === undefined || !metadataPaths.has(path)) return undefined;
+      return {
+        status: 200,
+        headers: { 'cache-control': 'public, max-age=3600', 'access-control-allow-origin': '*' },
+        body: {
+          resource: resourceUrl,
+          authorization_servers: options.authorizationServers,
+          bearer_methods_supported: ['header'],
+          ...(options.scopes?.length ? { scopes_supported: options.scopes } : {}),
+        },
+      };
+    },
+  };
+}

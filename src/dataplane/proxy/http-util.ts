@@ -1,0 +1,65 @@
+/**
+ * Small HTTP helpers for the proxy's data plane (node:http, no framework on the hot path):
+ * the Content-Type test, JSON and JSON-RPC error replies.
+ */
+import type { ServerResponse } from 'node:http';
+import { errorMessage, PROTOCOL_ERRORS, type ProtocolRefusal } from '../../protocol/index.js';
+
+/**
+ * True when a `Content-Type` value names the media type `type` (given in lower case), with or
+ * without parameters (`application/json; charset=utf-8`). RFC 9110 §8.3.1: type and subtype
+ * are case-insensitive, and whitespace may precede the `;`. A plain string test: it runs for
+ * every MCP POST, so no parser.
+ */
+export function hasMediaType(value: string | undefined, type: string): boolean {
+  if (value === undefined) return false;
+  if (value === type) return true;
+  const semi = value.indexOf(';');
+  const essence = (semi === -1 ? value : value.slice(0, semi)).trim();
+  return essence.length === type.length && essence.toLowerCase() === type;
+}
+
+/**
+ * Set on every response the proxy sends (its own and relayed ones): a browser must never
+ * sniff a body into HTML or script on the proxy's origin (Fetch, "X-Content-Type-Options").
+ */
+export const NOSNIFF = 'nosniff';
+
+/**
+ * Sends one of the refusals of the protocol error table (its HTTP status and JSON-RPC error,
+ * id null); `message` words the ones whose message is not fixed.
+ */
+export function sendRefusal(
+  res: ServerResponse,
+  refusal: ProtocolRefusal,
+  message = refusal.message ?? '',
+  headers?: Record<string, string>,
+): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  sendJson(res, refusal.status, errorMessage(null, refusal.code, message), headers);
+}
+
+/** Sends `value` as JSON (a string is taken as JSON text already). */
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  value: unknown,
+  headers?: Record<string, string>,
+): void {
+  const body = typeof value === 'string' ? value : JSON.stringify(value);
+  res.writeHead(
+    status,
+    Object.assign({}, headers, {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+    }),
+  );
+  res.end(body);
+}
+
+export function badRequest(res: ServerResponse, message: string): void {
+  sendRefusal(res, PROTOCOL_ERRORS.invalid_request, message);
+}

@@ -1,0 +1,78 @@
+/**
+ * Running the middlewares' reply hooks (`ProxyRequestContext.onReply`) on the answer to one
+ * request, whichever transport carries it: `HookedTarget` wraps the stdio bridge's reply
+ * target, the transparent forwarder calls `runReplyHooks` on the answers it relays.
+ */
+import { INTERNAL_ERROR, type JsonRpcMessage } from '../../protocol/index.js';
+import { ForwardingTarget, type ReplyTarget } from './outlets.js';
+import type { ReplyHook } from './types.js';
+
+/** Turns the answer into the fail-closed error a broken hook leaves behind. */
+function failClosed(reply: JsonRpcMessage): void {
+  delete reply.result;
+  reply.error = { code: INTERNAL_ERROR, message: 'internal error' };
+}
+
+async function runRest(hooks: readonly ReplyHook[], from: number, reply: JsonRpcMessage): Promise<void> {
+  for (let i = from; i >= 0; i--) {
+    try {
+      await (hooks[i] as ReplyHook)(reply);
+    } catch {
+      failClosed(reply);
+      return;
+    }
+  }
+}
+
+/**
+ * Runs `hooks` on `reply`, innermost (last registered) first. Synchronous while every hook
+ * is; returns a promise from the first hook that returns one. A hook that throws (or rejects)
+ * turns the answer into a JSON-RPC internal error, and the remaining hooks see that.
+ */
+export function runReplyHooks(hooks: readonly ReplyHook[], reply: JsonRpcMessage): void | Promise<void> {
+  for (let i = hooks.length - 1; i >= 0; i--) {
+    let out: void | Promise<void>;
+    try {
+      out = (hooks[i] as ReplyHook)(reply);
+    } catch {
+      failClosed(reply);
+      continue;
+    }
+    if (out instanceof Promise) {
+      return out.then(
+        () => runRest(hooks, i - 1, reply),
+        () => {
+          failClosed(reply);
+          return runRest(hooks, i - 1, reply);
+        },
+      );
+    }
+  }
+  return undefined;
+}
+
+/** A reply target whose final answer passes the hooks first. Interim messages pass as they are. */
+export class HookedTarget extends ForwardingTarget {
+  /** The proxy puts the tools policy among the hooks (outermost), so the bridge must not. */
+  readonly appliesToolPolicy = true;
+
+  readonly #hooks: readonly ReplyHook[];
+
+  constructor(inner: ReplyTarget, hooks: readonly ReplyHook[]) {
+    super(inner);
+    this.#hooks = hooks;
+  }
+
+  final(text: string): void {
+    let reply: JsonRpcMessage;
+    try {
+      reply = JSON.parse(text) as JsonRpcMessage;
+    } catch {
+      this.forward(text);
+      return;
+    }
+    const done = runReplyHooks(this.#hooks, reply);
+    if (done === undefined) this.forward(JSON.stringify(reply));
+    else void done.then(() => this.forward(JSON.stringify(reply)));
+  }
+}

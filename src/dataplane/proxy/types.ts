@@ -1,0 +1,315 @@
+/**
+ * Public contract of the MCP proxy: what the runner passes in (`ProxyOptions`), what it gets
+ * back (`RunningProxy`) and the auth middleware contract (`ProxyMiddleware`). The runner owns
+ * the server process; the proxy owns the client-facing transports and the JSON-RPC routing.
+ */
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable, Writable } from 'node:stream';
+import type { ListenerLimits, Logger } from '../../shared/index.js';
+import type { JsonRpcId, JsonRpcMessage } from '../../protocol/index.js';
+import type { SessionStore } from './session-store.js';
+
+export type ProxyUpstream =
+  /** A stdio MCP server (child process or container attach). One child serves every session. */
+  | { kind: 'stdio'; stdin: Writable; stdout: Readable }
+  /** A server speaking HTTP itself; the proxy passes traffic through (transparent mode). */
+  | {
+      kind: 'http';
+      url: string;
+      transport: 'sse' | 'streamable-http';
+      headers?: Record<string, string>;
+      /**
+       * Streamable HTTP only: where the sessions this server issues are recorded, so that they
+       * continue through another proxy of the workload or after the server lost them
+       * (`shared-sessions.ts`). Owned (and closed) by the caller; it outlives upstream changes.
+       */
+      sessions?: SessionStore;
+    };
+
+/**
+ * Serves a request it owns (reading the body itself) and resolves true; resolves false,
+ * without touching the request, for any other path. A rejection becomes an opaque 500.
+ */
+export type ProxyHttpHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
+
+export interface ToolOverride {
+  name?: string;
+  description?: string;
+}
+
+export interface ProxyOptions {
+  /** Bind address; default 127.0.0.1 (loopback unless told otherwise). */
+  host?: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** May be attached later with `setUpstream`. */
+  upstream?: ProxyUpstream;
+  /** Only these tools are listed and callable (matched against the original or the overridden name). */
+  toolsFilter?: string[];
+  /** Rename / re-describe tools, keyed by the original name; calls to the new name reach the original. */
+  toolsOverride?: Record<string, ToolOverride>;
+  /** Run in order for every client HTTP request before it is handled or forwarded. */
+  middlewares?: readonly ProxyMiddleware[];
+  /**
+   * HTTP handlers mounted beside the MCP endpoints (the embedded authorization server):
+   * tried in order for every path that is not an MCP endpoint (`/mcp`, `/sse`, `/messages`)
+   * nor `/health`, before the 404, without running the middleware chain — their endpoints
+   * are how a client gets a token in the first place. Middlewares' `wellKnown` documents
+   * are answered first. MCP requests never reach them, so they cost nothing on the hot path.
+   */
+  handlers?: ProxyHttpHandler[];
+  /** Host names accepted besides loopback names and the bind address (DNS-rebinding guard). */
+  allowedHosts?: string[];
+  /** Browser origins accepted besides the proxy's own (exact `scheme://host:port`). */
+  allowedOrigins?: string[];
+  /**
+   * The owner's access token (`caller-token.ts`): when set, every MCP request must carry it.
+   * Unset for a workload that authenticates its callers itself, or that its owner opened.
+   */
+  callerToken?: string;
+  /**
+   * The runner's own token (`caller-token.ts`, `SelfToken`): a request that carries it as a
+   * bearer is the runner's (its tool report). It is admitted, and the stages that account for
+   * client traffic (`ACCOUNTING_STAGES`: audit, rate limits, telemetry) do not see it.
+   */
+  selfToken?: string;
+  logger?: Logger;
+  /** For logs and the client info the proxy presents to the server; middlewares see it too. */
+  serverName?: string;
+  /** How the server is reached, for middlewares (audit, webhooks); default from the upstream. */
+  transport?: BackendTransport;
+  /** Limits and timeouts; defaults in `PROXY_DEFAULTS`. */
+  limits?: Partial<ProxyLimits>;
+  /**
+   * Opt-in: one stdio child per client session, for servers that keep per-client state.
+   * Unset (the default), every session shares the child attached with `setUpstream`.
+   */
+  perSession?: PerSessionOptions;
+}
+
+/** A stdio child started for one client session. */
+export interface SessionChild {
+  stdin: Writable;
+  stdout: Readable;
+  /** Stops the child (graceful, then forceful) and resolves once it is gone; idempotent. */
+  stop(): Promise<void>;
+  /** Settles when the child exits on its own; the proxy then ends the session (clients get 404). */
+  exited?: Promise<unknown>;
+}
+
+export interface PerSessionOptions {
+  /** Starts a fresh child for a new session (2025-era `initialize` or `GET /sse`). */
+  spawn: () => Promise<SessionChild>;
+  /** Most live children (starting ones included); beyond it new sessions get HTTP 503. */
+  maxChildren: number;
+  /**
+   * A session with no traffic, nothing in flight and no open stream for this long is ended
+   * and its child stopped, ms. Used instead of `limits.sessionIdleMs` in this mode.
+   */
+  idleMs: number;
+}
+
+/** With the listener's bounds (`shared/listener-limits.ts`): timeouts, connections, body bytes. */
+export interface ProxyLimits extends ListenerLimits {
+  /** Largest accepted request body, bytes. */
+  maxBodyBytes: number;
+  /** Deepest accepted JSON nesting in a request body. */
+  maxJsonDepth: number;
+  /** Largest line accepted from a stdio server, bytes (characters). */
+  maxUpstreamMessageBytes: number;
+  /** How long a request waits for an upstream while none is attached, ms. */
+  upstreamWaitMs: number;
+  /** How long the server's `initialize` may take after `setUpstream`, ms. */
+  upstreamInitTimeoutMs: number;
+  /** How long a client has to answer a server → client request (sampling, elicitation, roots), ms. */
+  serverRequestTimeoutMs: number;
+  /** Bytes buffered towards one client before it is treated as stuck and its stream is cut. */
+  maxClientBufferBytes: number;
+  /** Bytes buffered towards the server's stdin before new requests are refused. */
+  maxUpstreamBufferBytes: number;
+  /** A session with no traffic and no open stream for this long is forgotten, ms. */
+  sessionIdleMs: number;
+  /** Most concurrent client sessions. */
+  maxSessions: number;
+  /** Messages kept per stream (the GET stream, each SSE answer to a POST) for `Last-Event-ID` replay. */
+  replayEvents: number;
+  /** How long an SSE answer to a POST that lost its connection waits to be resumed, ms. */
+  streamResumeMs: number;
+}
+
+export interface RunningProxy {
+  /** `http://<host>:<port>` */
+  readonly url: string;
+  readonly port: number;
+  /**
+   * (Re)attaches the server after it (re)started (rejects with `perSession`, which starts
+   * its own children). For stdio, the proxy initializes the child
+   * with its own client info and re-applies session state (log level, subscriptions);
+   * client sessions keep working with their existing session ids. Resolves once the upstream
+   * is usable; rejects when it cannot be initialized (the proxy then stays "down").
+   */
+  setUpstream(upstream: ProxyUpstream): Promise<void>;
+  /**
+   * The server died: in-flight requests fail now with JSON-RPC errors; new requests wait up
+   * to `limits.upstreamWaitMs` for `setUpstream`, then fail.
+   */
+  upstreamDown(reason: string): void;
+  /** Closes every client connection and the listener. Does not stop the server. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** What inbound auth established about the caller. */
+export interface ProxyIdentity {
+  /** The bearer token as presented (never logged). */
+  token?: string;
+  claims?: Record<string, unknown>;
+  subject?: string;
+}
+
+/**
+ * One client HTTP request as seen by the middleware chain. Middlewares run in order; each may
+ * read and extend it. `outboundHeaders` are added to requests sent to an HTTP upstream
+ * (transparent mode); they are not used for stdio servers, which have no headers.
+ */
+export interface ProxyRequestContext {
+  /** HTTP method, upper case. */
+  readonly method: string;
+  /** Path without the query string, e.g. `/mcp`. */
+  readonly path: string;
+  /** Raw query string without `?` ('' when none). */
+  readonly query: string;
+  /** Incoming request headers (lower-case names). */
+  readonly headers: IncomingHttpHeaders;
+  readonly remoteAddress: string | undefined;
+  readonly remotePort: number | undefined;
+  /** The client's HTTP version (`1.1`, `2.0`). */
+  readonly httpVersion: string;
+  /** Set by an inbound auth middleware. */
+  identity: ProxyIdentity;
+  /** Headers to send to an HTTP upstream, e.g. an exchanged token. */
+  outboundHeaders: Record<string, string>;
+  /**
+   * The parsed JSON-RPC body of a POST (one message, or a batch array when no middleware
+   * judges messages); undefined for GET/DELETE. Read only: change it with `replaceBody`.
+   */
+  readonly body: unknown;
+  /** The body exactly as received (or as `replaceBody` re-serialised it); undefined for GET/DELETE. */
+  readonly bodyText: string | undefined;
+  /**
+   * What the proxy's parser made of a POST body that is one JSON-RPC request or notification
+   * (as ToolHive's mcp-parser reads it); undefined for GET/DELETE and for a client's responses.
+   * Re-parsed after `replaceBody`.
+   */
+  readonly mcp: McpRequestInfo | undefined;
+  /** The workload's name (`ProxyOptions.serverName`): Cedar's `MCP::` parent, audit, webhooks. */
+  readonly serverName: string;
+  /** How the proxy reaches the server, once known ('stdio' for a stdio child). */
+  readonly backendTransport: BackendTransport;
+  /**
+   * Replaces the JSON-RPC body (a mutating webhook's patch): later middlewares and the server
+   * see the new one; `mcp` is re-parsed. Throws a `TypeError` when `next` is not a single
+   * JSON-RPC request or notification object (the caller answers 500).
+   */
+  replaceBody(next: unknown): void;
+  /**
+   * Registers a hook on the server's answer to this request (or the proxy's own answer, e.g.
+   * an `initialize` served from cache or a JSON-RPC error), on every transport. Hooks run
+   * innermost first: the last registered sees the answer first, like response wrappers. A hook
+   * may rewrite `reply` in place (filter `result.tools`); a hook that throws turns the answer
+   * into a JSON-RPC internal error (fail closed). Only for requests (`mcp.id` set).
+   */
+  onReply(hook: ReplyHook): void;
+  /**
+   * Registers a callback for when the HTTP exchange is over (the response was sent, or the
+   * client went away), with the status it got, including a later middleware's rejection.
+   */
+  onEnd(hook: (end: ExchangeEnd) => void): void;
+  /**
+   * Attributes a middleware adds to this request's trace span (e.g. `rate_limit.decision`),
+   * written by the telemetry stage when the exchange ends; undefined until one is added.
+   */
+  readonly spanAttributes: ReadonlyMap<string, string | boolean> | undefined;
+  /** Adds (or replaces) an attribute of this request's span; a no-op cost when nobody traces. */
+  setSpanAttribute(key: string, value: string | boolean): void;
+  /**
+   * Set by a middleware that must sign the request as it finally leaves for an HTTP upstream
+   * (AWS SigV4 covers the target URL, method, every header and the body bytes, which only
+   * transparent mode knows). Called once per upstream request, after `outboundHeaders` and
+   * the tools policy were applied; it may add or replace headers. Unused for stdio servers.
+   */
+  signOutbound?: OutboundSigner;
+}
+
+export type BackendTransport = 'stdio' | 'sse' | 'streamable-http';
+
+/** The reference's "mcp-parser" result for one JSON-RPC message. */
+export interface McpRequestInfo {
+  /** The JSON-RPC method. */
+  readonly method: string;
+  /** The request id; undefined for a notification. */
+  readonly id: JsonRpcId | undefined;
+  /**
+   * What the call is about: `tools/call` and `prompts/get` → `params.name` (for `tools/call`
+   * the server's own name, after `tools_override` mapped it back); `resources/read`,
+   * `resources/subscribe`, `resources/unsubscribe` → `params.uri`; list methods → the cursor;
+   * `initialize` → `clientInfo.name`; `completion/complete` → `ref.name` or `ref.uri`;
+   * `logging/setLevel` → the level; `notifications/progress` → the progress token.
+   */
+  readonly resourceId: string | undefined;
+  /** `tools/call` / `prompts/get` `params.arguments`, when an object. */
+  readonly arguments: Record<string, unknown> | undefined;
+  /** The whole message as parsed (read only; use `replaceBody` to change it). */
+  readonly message: JsonRpcMessage;
+}
+
+/** Sees the answer to one request; may rewrite it in place; may be async (an external PDP). */
+export type ReplyHook = (reply: JsonRpcMessage) => void | Promise<void>;
+
+export interface ExchangeEnd {
+  /** The HTTP status the client got (202 for a legacy-SSE POST whose answer went on the stream). */
+  readonly status: number;
+  /** False when the client disconnected before the response was complete. */
+  readonly completed: boolean;
+  /** The response body's size when the response declared it (`Content-Length`); not for streams. */
+  readonly responseBytes?: number | undefined;
+}
+
+/** The request transparent mode is about to send to an HTTP upstream. */
+export interface OutboundRequest {
+  /** Upper case. */
+  readonly method: string;
+  /** Absolute target URL (the host the signature must name). */
+  readonly url: string;
+  /** Lower-case names; a signer adds its headers here. */
+  headers: Record<string, string>;
+  /** The exact bytes that will be sent ('' or undefined for none). */
+  readonly body: string | undefined;
+}
+
+export type OutboundSigner = (request: OutboundRequest) => Promise<void>;
+
+/** A middleware's rejection: sent to the client as is; the request goes no further. */
+export interface ProxyMiddlewareResult {
+  status: number;
+  headers?: Record<string, string>;
+  /** A string is sent as is; anything else as JSON. */
+  body?: unknown;
+}
+
+export interface ProxyMiddleware {
+  readonly name: string;
+  /** Releases what the middleware holds (files, timers, connections); awaited at shutdown. */
+  close?(): void | Promise<void>;
+  /**
+   * Runs for every client HTTP request before it is handled/forwarded. Return a result to
+   * reject the request, or undefined to continue (after optionally setting `identity` or
+   * `outboundHeaders`). A thrown error becomes a 500 with an opaque body.
+   */
+  handle(ctx: ProxyRequestContext): Promise<ProxyMiddlewareResult | undefined>;
+  /**
+   * Optional public documents under `/.well-known/` (e.g. RFC 9728 protected-resource
+   * metadata, which clients fetch before they have a token): answered for GET without
+   * running the chain. Return undefined when the path is not this middleware's.
+   */
+  wellKnown?(path: string): ProxyMiddlewareResult | undefined;
+}

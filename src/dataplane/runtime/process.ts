@@ -1,0 +1,377 @@
+/**
+ * The process runtime (the embedded default): each server is a local child process.
+ * `npx://<package>` runs `npx -y <package>`, `uvx://<package>` runs `uvx <package>`,
+ * `cmd://<executable>` runs the executable; `args` follow. Stdio servers keep stdin and
+ * stdout for the proxy; stderr (and, for HTTP servers, stdout) goes to the workload's log
+ * file with size rotation. HTTP servers (sse / streamable-http) get their port through
+ * `PORT` and `MCP_PORT` and are ready once the port accepts connections. The server's
+ * environment is built from an allow-list (`server-env.ts`), never Skep's whole environment.
+ *
+ * An `npx://` registry package (a name with a version, range or tag) runs from the shared
+ * package store (`npm-store.ts`) when the runtime knows Skep's folders: the spec is resolved
+ * to an exact version, installed once into the store (sandboxed like the server when the
+ * server is), and its bin starts directly — `node <bin file> args`, with no `npm exec`
+ * process between the runner and the server. Other specs (`file:`, git, URLs) run through
+ * `npx -y -- <spec>` as before.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
+import { delimiter, join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { definedOnly, findExecutable, isExecutable, type Logger, SkepError } from '../../shared/index.js';
+import { RotatingLogFile } from './log-file.js';
+import {
+  binCommand,
+  nodeToolsBeside,
+  NpmStore,
+  parseRegistrySpec,
+  plainNpmRunner,
+  registryTagLookup,
+  type StoreEntry,
+} from './npm-store.js';
+import { checkPackageSpec } from './package-spec.js';
+import {
+  type PreparedSandbox,
+  prepareSandbox,
+  type SandboxPaths,
+  sandboxedPid,
+  sandboxNetwork,
+  sandboxNpmRunner,
+} from './sandbox/bwrap-sandbox.js';
+import { closeInheritedFds } from './sandbox/inherited-fds.js';
+import { chooseSandbox, type SandboxChoice } from './sandbox/select.js';
+import { serverEnvironment } from './server-env.js';
+import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from './types.js';
+
+export interface ProcessRuntimeOptions {
+  logMaxBytes: number;
+  logFiles: number;
+  /** How long an HTTP server may take to accept connections (ms). */
+  readyTimeoutMs?: number;
+  /** Grace period between SIGTERM and SIGKILL on stop (ms). */
+  stopGraceMs?: number;
+  /**
+   * The sandbox of local servers (`sandbox/`): `runtime.sandbox` and Skep's folders (hidden
+   * from servers; workload homes live in the data folder). Unset: `off` — never sandboxed, and
+   * a profile that asks for isolation is refused.
+   */
+  sandbox?: { setting: string; paths: SandboxPaths };
+  logger?: Logger;
+}
+
+export interface ProcessCommand {
+  command: string;
+  args: string[];
+}
+
+/** Maps a workload image to the command that runs it, or throws `bad_request`. */
+export function processCommand(image: string, args: readonly string[]): ProcessCommand {
+  const scheme = /^([a-z]+):\/\/(.*)$/.exec(image);
+  if (scheme === null) {
+    throw new SkepError(
+      'bad_request',
+      `the process runtime cannot run the container image '${image}'; use npx://<package>, uvx://<package> or cmd://<executable>`,
+    );
+  }
+  const target = scheme[2] ?? '';
+  if (target === '') throw new SkepError('bad_request', `'${image}' names no package or executable`);
+  switch (scheme[1] ?? '') {
+    case 'npx':
+      checkPackageSpec(image, 'npx', target);
+      // `--` ends npx's options (XBD §12.2, guideline 10): the package and its arguments follow.
+      return { command: 'npx', args: ['-y', '--', target, ...args] };
+    case 'uvx':
+      checkPackageSpec(image, 'uvx', target);
+      return { command: 'uvx', args: [target, ...args] };
+    case 'cmd':
+      return { command: target, args: [...args] };
+    default:
+      throw new SkepError(
+        'bad_request',
+        `unknown scheme '${scheme[1]}://' in '${image}'; use npx://, uvx:// or cmd://`,
+      );
+  }
+}
+
+/** What to tell the user when `command` is not installed (ENOENT at spawn, or the check before it). */
+function missingExecutable(command: string): string {
+  const hint =
+    command === 'uvx'
+      ? ' (uvx comes with uv: install uv)'
+      : command === 'npx'
+        ? ' (npx comes with Node.js and npm)'
+        : command.includes('/')
+          ? ''
+          : ' (install it, or give its full path: cmd:///path/to/program)';
+  return `cannot start '${command}': it was not found${command.includes('/') ? '' : ' on PATH'}${hint}`;
+}
+
+/**
+ * Refuses, before anything is written, a `cmd://` workload whose program does not exist
+ * (`env` is the environment it would start with). npx:// and uvx:// may run in a container,
+ * so they are checked only when they start.
+ */
+export function checkLocalExecutable(image: string, env: NodeJS.ProcessEnv): void {
+  const { command } = processCommand(image, []);
+  if (!image.startsWith('cmd://')) return;
+  // A relative path with a slash is relative to the runner's directory: left to the start.
+  if (command.includes('/') && !command.startsWith('/')) return;
+  const found = command.startsWith('/') ? isExecutable(command) : findExecutable(command, env) !== undefined;
+  if (!found) throw new SkepError('executable_not_found', missingExecutable(command));
+}
+
+/**
+ * Ready once `port` accepts a connection. Through the sandbox's inbound relay a connection is
+ * accepted at once, so there (`http`) ready means an HTTP answer, any status.
+ */
+function waitForPort(port: number, child: ChildProcess, timeoutMs: number, http = false): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const retry = () => {
+      if (Date.now() > deadline)
+        reject(new Error(`server did not listen on port ${port} within ${timeoutMs} ms`));
+      else setTimeout(attempt, http ? 50 : 100);
+    };
+    const attempt = () => {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        reject(new Error(`server exited before listening on port ${port}`));
+        return;
+      }
+      if (http) {
+        const req = httpRequest(
+          { host: '127.0.0.1', port, path: '/', method: 'GET', timeout: 2000 },
+          (res) => {
+            res.resume();
+            resolve();
+          },
+        );
+        req.on('timeout', () => req.destroy(new Error('timeout')));
+        req.on('error', retry);
+        req.end();
+        return;
+      }
+      const socket = connect({ port, host: '127.0.0.1' });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve();
+      });
+      socket.once('error', () => {
+        socket.destroy();
+        retry();
+      });
+    };
+    attempt();
+  });
+}
+
+/** The absolute path of `command` as the server would find it (`env`'s PATH), or `executable_not_found`. */
+function resolveProgram(command: string, env: NodeJS.ProcessEnv, cwd: string | undefined): string {
+  const found = command.includes('/')
+    ? isExecutable(resolve(cwd ?? process.cwd(), command))
+      ? resolve(cwd ?? process.cwd(), command)
+      : undefined
+    : findExecutable(command, env);
+  if (found === undefined) throw new SkepError('executable_not_found', missingExecutable(command));
+  return found;
+}
+
+export class ProcessRuntime implements Runtime {
+  readonly name = 'process' as const;
+  readonly #options: ProcessRuntimeOptions;
+
+  constructor(options: ProcessRuntimeOptions) {
+    this.#options = options;
+  }
+
+  async health(): Promise<RuntimeHealth> {
+    return { ok: true, detail: 'local processes' };
+  }
+
+  /** Sandboxed or not (and why not) for `spec`; throws `sandbox_unavailable` when it must be and cannot. */
+  #sandboxFor(
+    spec: Pick<ServerSpec, 'sandbox' | 'permissionProfile' | 'permissionProfileName' | 'isolateNetwork'>,
+  ): SandboxChoice {
+    return chooseSandbox({
+      setting: this.#options.sandbox?.setting ?? 'off',
+      override: spec.sandbox,
+      profile: spec.permissionProfile,
+      profileName: spec.permissionProfileName,
+      isolateNetwork: spec.isolateNetwork !== false,
+    });
+  }
+
+  async start(spec: ServerSpec): Promise<ServerHandle> {
+    const { command, args } = processCommand(spec.image, spec.args);
+    const http = spec.transport !== 'stdio';
+    if (http && (spec.targetPort === undefined || spec.targetPort === 0)) {
+      throw new SkepError('bad_request', `an ${spec.transport} server needs a target port`);
+    }
+    const choice = this.#sandboxFor(spec);
+    // Only the allow-listed part of the runner's environment, plus what the run configuration names.
+    const env = serverEnvironment(process.env, spec.env);
+    if (http) {
+      env['PORT'] = String(spec.targetPort);
+      env['MCP_PORT'] = String(spec.targetPort);
+    }
+    const log = new RotatingLogFile(spec.logFile, {
+      maxBytes: this.#options.logMaxBytes,
+      files: this.#options.logFiles,
+    });
+    let launch = { command, args, env, cwd: spec.cwd };
+    let entry: StoreEntry | undefined;
+    const registry = spec.image.startsWith('npx://') ? parseRegistrySpec(spec.image.slice(6)) : undefined;
+    const paths = this.#options.sandbox?.paths;
+    if (registry !== undefined && paths !== undefined) {
+      try {
+        const tools = nodeToolsBeside(resolveProgram(command, env, spec.cwd));
+        const writeLog = (line: string) => log.write(`${line}\n`);
+        const run = choice.sandboxed
+          ? sandboxNpmRunner({ binary: choice.binary, paths, spec, npm: tools.npm, log: writeLog })
+          : plainNpmRunner(tools.npm, env, writeLog);
+        const store = new NpmStore(paths.cacheDir);
+        // With the host's network (no sandbox, or one that shares it) a tag is asked of the
+        // registry directly, without starting npm; npm answers anything else.
+        const direct = !choice.sandboxed || sandboxNetwork(spec).kind === 'host';
+        const registryUrl =
+          env['npm_config_registry'] ?? env['NPM_CONFIG_REGISTRY'] ?? 'https://registry.npmjs.org/';
+        const version = await store.resolve(
+          registry,
+          run,
+          writeLog,
+          direct ? registryTagLookup(registryUrl) : undefined,
+        );
+        entry = await store.ensure(registry.name, version, run, writeLog);
+        // As npx does, the package's own bins come first on its PATH.
+        const path = [join(entry.dir, 'node_modules', '.bin'), env['PATH'] ?? ''].join(delimiter);
+        launch = { ...launch, ...binCommand(entry, tools.node, spec.args), env: { ...env, PATH: path } };
+        log.write(
+          `[skep] running ${entry.name}@${entry.version}'s bin ${entry.bin} directly from the package store\n`,
+        );
+      } catch (err) {
+        log.close();
+        throw err;
+      }
+    }
+    let sandbox: PreparedSandbox | undefined;
+    if (choice.sandboxed) {
+      try {
+        sandbox = await prepareSandbox({
+          binary: choice.binary,
+          paths: paths as SandboxPaths,
+          spec,
+          command: launch.command,
+          args: launch.args,
+          resolved: entry === undefined ? resolveProgram(command, env, spec.cwd) : launch.command,
+          log: (line) => log.write(`${line}\n`),
+          ...definedOnly({ packageDir: entry?.dir }),
+        });
+      } catch (err) {
+        log.close();
+        throw err;
+      }
+      launch = { command: sandbox.command, args: sandbox.args, env: sandbox.env, cwd: sandbox.cwd };
+      log.write(`[skep] sandboxed with bubblewrap (network: ${sandboxNetwork(spec).kind})\n`);
+    } else {
+      log.write(`[skep] not sandboxed: ${choice.reason}\n`);
+    }
+    this.#options.logger?.info(
+      {
+        workload: spec.name,
+        sandboxed: choice.sandboxed,
+        ...(choice.sandboxed ? {} : { reason: choice.reason }),
+      },
+      choice.sandboxed ? 'server sandboxed with bubblewrap' : 'server not sandboxed',
+    );
+    // Descriptors this process inherited without close-on-exec would reach the server (and
+    // through bwrap, the sandbox): closed here, in the same synchronous step as the spawn.
+    closeInheritedFds();
+    const child = spawn(launch.command, launch.args, {
+      env: launch.env,
+      ...definedOnly({ cwd: launch.cwd }),
+      stdio: [http ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      windowsHide: true,
+    });
+
+    const exited = new Promise<ServerExit>((resolve) => {
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+      child.once('error', (err) => {
+        log.write(`[skep] cannot start ${command}: ${err.message}\n`);
+        resolve({ code: null, signal: null });
+      });
+    });
+    void exited.then(async () => {
+      await sandbox?.close();
+      log.close();
+    });
+    const pipeToLog = (stream: Readable | null) => stream?.on('data', (chunk: Buffer) => log.write(chunk));
+    pipeToLog(child.stderr);
+    if (http) pipeToLog(child.stdout);
+
+    // Wait for 'spawn' (or the spawn error) so a missing executable fails here, clearly.
+    await new Promise<void>((resolve, reject) => {
+      child.once('spawn', () => resolve());
+      child.once('error', (err) => {
+        const code = (err as NodeJS.ErrnoException).code;
+        reject(
+          code === 'ENOENT'
+            ? new SkepError('executable_not_found', missingExecutable(command), { cause: err })
+            : new SkepError('bad_request', `cannot start '${command}': ${code ?? err.message}`, {
+                cause: err,
+              }),
+        );
+      });
+    });
+
+    const graceMs = this.#options.stopGraceMs ?? 5000;
+    let stopping: Promise<void> | undefined;
+    const stop = (): Promise<void> => {
+      stopping ??= (async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        // bwrap does not pass signals on: the server inside gets SIGTERM itself; SIGKILL to
+        // bwrap then ends the whole sandbox (--die-with-parent).
+        const inner = sandbox === undefined || child.pid === undefined ? undefined : sandboxedPid(child.pid);
+        if (inner === undefined) child.kill('SIGTERM');
+        else {
+          try {
+            process.kill(inner, 'SIGTERM');
+          } catch {
+            child.kill('SIGTERM');
+          }
+        }
+        const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+        await exited;
+        clearTimeout(timer);
+      })();
+      return stopping;
+    };
+
+    let url: string | undefined;
+    if (http) {
+      try {
+        await sandbox?.attach();
+        await waitForPort(
+          spec.targetPort as number,
+          child,
+          this.#options.readyTimeoutMs ?? 60_000,
+          sandbox?.bridged === true,
+        );
+      } catch (err) {
+        await stop();
+        throw err;
+      }
+      url = `http://127.0.0.1:${spec.targetPort}${spec.transport === 'sse' ? '/sse' : '/mcp'}`;
+    }
+
+    const handle: ServerHandle = {
+      id: String(child.pid),
+      exited,
+      stop,
+      ...(http || child.stdin === null || child.stdout === null
+        ? {}
+        : { stdio: { stdin: child.stdin, stdout: child.stdout } }),
+      ...definedOnly({ url }),
+    };
+    return handle;
+  }
+}

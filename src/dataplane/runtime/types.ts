@@ -1,0 +1,67 @@
+/**
+ * The runtime interface: how a workload's MCP server process comes to life. The runner
+ * supervises whatever a runtime starts; the proxy talks to it over stdio or HTTP.
+ * Implementations: `process` (local child processes, the embedded default) and `docker`
+ * (Docker Engine API; Docker or Podman).
+ */
+import type { Readable, Writable } from 'node:stream';
+import type { PermissionProfile } from '../../schemas/index.js';
+
+export type { PermissionProfile };
+
+export type RuntimeName = 'process' | 'docker';
+export type ServerTransport = 'stdio' | 'sse' | 'streamable-http';
+
+export type RuntimeHealth = { ok: true; detail?: string } | { ok: false; reason: string };
+
+/** Everything a runtime needs to start one server. Secrets are already resolved into `env`. */
+export interface ServerSpec {
+  /** Workload name (used for labels, container names and log files). */
+  name: string;
+  /** `npx://pkg`, `uvx://pkg`, `cmd://executable`, or a container image. */
+  image: string;
+  args: string[];
+  env: Record<string, string>;
+  transport: ServerTransport;
+  /** Port the server listens on inside its sandbox, for HTTP transports. */
+  targetPort?: number;
+  /** Working directory for process servers. */
+  cwd?: string;
+  /** Where the server's stderr (and stdout for HTTP servers) is appended. */
+  logFile: string;
+  /** The permission profile (`undefined`: the built-in `network`); containers and the process sandbox. */
+  permissionProfile?: PermissionProfile;
+  /** A built-in profile name (`none`, `network`) or a JSON file path. */
+  permissionProfileName?: string;
+  /** Enforce the profile's network rules (default true): containers and the process sandbox. */
+  isolateNetwork?: boolean;
+  /** Process runtime: the workload's override of `runtime.sandbox` (run-config `sandbox`). */
+  sandbox?: 'auto' | 'bwrap' | 'off';
+  /** Container runtime: extra `host:container[:ro]` binds (run-config `volumes`). */
+  volumes?: string[];
+  /** Container runtime: extra labels (run-config `container_labels`). */
+  labels?: Record<string, string>;
+  /** Progress of slow start steps (image pulls), e.g. `pulling image x: 40%`. */
+  onProgress?: (message: string) => void;
+}
+
+export interface ServerExit {
+  code: number | null;
+  signal: string | null;
+}
+
+/** A started server. `stdio` is set for stdio servers, `url` for HTTP servers. */
+export interface ServerHandle {
+  readonly id: string;
+  readonly stdio?: { stdin: Writable; stdout: Readable };
+  readonly url?: string;
+  readonly exited: Promise<ServerExit>;
+  /** Stops the server (graceful, then forceful); idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface Runtime {
+  readonly name: RuntimeName;
+  health(): Promise<RuntimeHealth>;
+  start(spec: ServerSpec): Promise<ServerHandle>;
+}

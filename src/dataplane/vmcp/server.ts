@@ -1,0 +1,259 @@
+/**
+ * The virtual MCP server of one virtual workload: it watches the group's backends
+ * (`backends.ts`), builds each backend's outgoing auth (`outgoing-auth.ts`; a backend whose
+ * auth cannot be built is left out, with the reason in the workload's status), and hands the
+ * proxy one in-process MCP server per client session (`spawn`, for `ProxyOptions.perSession`),
+ * so the endpoint runs behind the same proxy and pipeline as any workload.
+ */
+import type { ProxyIdentity, ProxyMiddleware, SessionChild } from '../proxy/index.js';
+import type { Logger } from '../../shared/index.js';
+import { closePools } from './backend-client.js';
+import { type BackendInfo, BackendSet } from './backends.js';
+import type { ResolvedVmcpConfig } from './config.js';
+import { type AuthDeps, type BackendAuth, buildBackendAuth } from './outgoing-auth.js';
+import type { Obj } from './aggregate.js';
+import type { Optimizer } from './optimizer/index.js';
+import { IDENTITY_META, type SessionHost, VirtualSession } from './session.js';
+
+export interface VirtualServerOptions {
+  /** The virtual workload's name (its `serverInfo.name`). */
+  name: string;
+  config: ResolvedVmcpConfig;
+  /** The running workloads of the group, this one excluded. */
+  discover: () => BackendInfo[];
+  logger: Logger;
+  auth: AuthDeps;
+  pollMs?: number;
+  /** Told a one-line summary whenever the served set changes (the runner writes it to the status). */
+  onStatus?: (summary: string) => void;
+}
+
+interface AuthEntry {
+  readonly key: string;
+  auth: BackendAuth | undefined;
+  problem: string | undefined;
+  building: Promise<void> | undefined;
+}
+
+export class VirtualMcpServer implements SessionHost {
+  readonly config: ResolvedVmcpConfig;
+  readonly logger: Logger;
+  readonly serverName: string;
+  readonly identityInMeta: boolean;
+  readonly #options: VirtualServerOptions;
+  readonly #set: BackendSet;
+  readonly #auth = new Map<string, AuthEntry>();
+  readonly #sessions = new Set<VirtualSession>();
+  #served: BackendInfo[] = [];
+  #optimizer: Promise<Optimizer> | undefined;
+  #indexed: Obj[] | undefined;
+  #lastStatus = '';
+
+  constructor(options: VirtualServerOptions) {
+    this.#options = options;
+    this.config = options.config;
+    this.logger = options.logger;
+    this.serverName = options.name;
+    const strategies = [
+      options.config.outgoingAuth.default,
+      ...Object.values(options.config.outgoingAuth.backends),
+    ];
+    this.identityInMeta =
+      options.config.outgoingAuth.source === 'discovered' ||
+      strategies.some(
+        (s) => s !== undefined && s.type !== 'unauthenticated' && s.type !== 'header_injection',
+      );
+    this.#set = new BackendSet(
+      Object.assign(
+        { discover: options.discover, config: options.config, logger: options.logger },
+        options.pollMs === undefined ? {} : { pollMs: options.pollMs },
+      ),
+    );
+    this.#set.on('change', () => void this.#refresh());
+  }
+
+  async start(): Promise<void> {
+    await this.#set.start();
+    await this.#refresh();
+  }
+
+  /** `ProxyOptions.perSession.spawn`: a fresh in-process MCP server for one client session. */
+  spawn = async (): Promise<SessionChild> => {
+    const session = new VirtualSession(this);
+    this.#sessions.add(session);
+    return session.child();
+  };
+
+  /**
+   * Put last in the workload's middleware chain when outgoing auth needs the caller: copies
+   * the identity inbound auth established into the message's `_meta`, always overwriting
+   * what a client may have put there, so a session's backend calls carry its caller's token.
+   */
+  identityMiddleware(): ProxyMiddleware | undefined {
+    if (!this.identityInMeta) return undefined;
+    return {
+      name: 'vmcp-identity',
+      async handle(ctx) {
+        const msg = ctx.mcp?.message;
+        if (msg === undefined || ctx.mcp?.id === undefined) return undefined;
+        const params: Record<string, unknown> =
+          typeof msg.params === 'object' && msg.params !== null ? msg.params : {};
+        const meta = (
+          typeof params['_meta'] === 'object' && params['_meta'] !== null ? params['_meta'] : {}
+        ) as Record<string, unknown>;
+        const identity: ProxyIdentity = {};
+        if (ctx.identity.token !== undefined) identity.token = ctx.identity.token;
+        if (ctx.identity.claims !== undefined) identity.claims = ctx.identity.claims;
+        if (ctx.identity.subject !== undefined) identity.subject = ctx.identity.subject;
+        const nextMeta = Object.assign({}, meta, { [IDENTITY_META]: identity });
+        const nextParams = Object.assign({}, params, { _meta: nextMeta });
+        ctx.replaceBody(Object.assign({}, msg, { params: nextParams }));
+        return undefined;
+      },
+    };
+  }
+
+  /** The optimizer (loaded only when configured), shared by the sessions. */
+  optimizer(): Promise<Optimizer | undefined> {
+    const settings = this.config.optimizer;
+    if (settings === undefined) return Promise.resolve(undefined);
+    this.#optimizer ??= import('./optimizer/index.js').then((m) =>
+      m.createOptimizer({ settings, logger: this.logger }),
+    );
+    return this.#optimizer;
+  }
+
+  async indexTools(tools: Obj[]): Promise<void> {
+    const optimizer = await this.optimizer();
+    if (optimizer === undefined || this.#indexed === tools) return;
+    this.#indexed = tools;
+    // BM25 is rebuilt before `index` returns; embeddings (if any) follow in the background.
+    void optimizer.index(tools as never);
+  }
+
+  /**
+   * With the optimizer: put FIRST in the workload's chain, so that authorization (and audit)
+   * see the inner tool. A `call_tool` call `{tool_name, parameters}` becomes the `tools/call`
+   * of the inner tool (a `tool_name` nested in `parameters` is hoisted, as the reference does).
+   */
+  callToolMiddleware(): ProxyMiddleware | undefined {
+    if (this.config.optimizer === undefined) return undefined;
+    return {
+      name: 'vmcp-call-tool',
+      async handle(ctx) {
+        const mcp = ctx.mcp;
+        if (mcp === undefined || mcp.method !== 'tools/call' || mcp.resourceId !== 'call_tool')
+          return undefined;
+        const args = mcp.arguments;
+        if (args === undefined) return undefined;
+        let parameters = args['parameters'];
+        let toolName = args['tool_name'];
+        if (typeof parameters === 'object' && parameters !== null && !Array.isArray(parameters)) {
+          const p = parameters as Record<string, unknown>;
+          if (toolName === undefined && typeof p['tool_name'] === 'string') {
+            toolName = p['tool_name'];
+            parameters = Object.fromEntries(Object.entries(p).filter(([k]) => k !== 'tool_name'));
+          }
+        } else if (parameters === undefined) {
+          parameters = {};
+        } else {
+          return undefined; // malformed: the session answers with the optimizer's tool error
+        }
+        if (typeof toolName !== 'string' || toolName === 'call_tool' || toolName === 'find_tool')
+          return undefined;
+        const msg = mcp.message;
+        const params = Object.assign({}, msg.params as Record<string, unknown>, {
+          name: toolName,
+          arguments: parameters,
+        });
+        ctx.replaceBody(Object.assign({}, msg, { params }));
+        return undefined;
+      },
+    };
+  }
+
+  /** The last one-line summary of the served set (what `onStatus` was told). */
+  summary(): string {
+    return this.#lastStatus;
+  }
+
+  backends(): readonly BackendInfo[] {
+    return this.#served;
+  }
+
+  /** Healthy and excluded backends, for the status. */
+  describe(): {
+    served: string[];
+    states: Array<{ name: string; health: string }>;
+    problems: Record<string, string>;
+  } {
+    const problems: Record<string, string> = {};
+    for (const [name, e] of this.#auth) if (e.problem !== undefined) problems[name] = e.problem;
+    return { served: this.#served.map((b) => b.name), states: this.#set.states(), problems };
+  }
+
+  headers(backend: string, identity: ProxyIdentity): Promise<Record<string, string>> {
+    const auth = this.#auth.get(backend)?.auth;
+    if (auth === undefined) return Promise.resolve({});
+    return auth.headers(identity);
+  }
+
+  reportUnreachable(backend: string): void {
+    this.#set.reportUnreachable(backend);
+  }
+
+  sessionEnded(session: VirtualSession): void {
+    this.#sessions.delete(session);
+  }
+
+  async close(): Promise<void> {
+    this.#set.close();
+    for (const s of [...this.#sessions]) s.close();
+    await Promise.allSettled([...this.#auth.values()].map((e) => e.auth?.close()));
+    await closePools();
+  }
+
+  /** Builds auth for new backends, then publishes the served set and tells sessions. */
+  async #refresh(): Promise<void> {
+    const up = this.#set.up;
+    await Promise.all(up.map((b) => this.#ensureAuth(b)));
+    if (this.#set.up !== up) return; // a newer change is being handled
+    const served = up.filter((b) => this.#auth.get(b.name)?.auth !== undefined);
+    const changed = served.length !== this.#served.length || served.some((b, i) => b !== this.#served[i]);
+    this.#served = served;
+    const excluded = up.filter((b) => this.#auth.get(b.name)?.auth === undefined);
+    const summary =
+      `serving ${served.length} backend${served.length === 1 ? '' : 's'}` +
+      (served.length > 0 ? ` (${served.map((b) => b.name).join(', ')})` : '') +
+      excluded.map((b) => `; ${b.name} left out: ${this.#auth.get(b.name)?.problem ?? 'no auth'}`).join('');
+    if (summary !== this.#lastStatus) {
+      this.#lastStatus = summary;
+      this.#options.onStatus?.(summary);
+    }
+    if (changed) for (const s of this.#sessions) s.backendsChanged();
+  }
+
+  #ensureAuth(b: BackendInfo): Promise<void> {
+    const key = `${b.url}\u0000${JSON.stringify(b.runConfig ?? null)}`;
+    const existing = this.#auth.get(b.name);
+    if (existing !== undefined && existing.key === key) return existing.building ?? Promise.resolve();
+    void existing?.auth?.close();
+    const entry: AuthEntry = { key, auth: undefined, problem: undefined, building: undefined };
+    this.#auth.set(b.name, entry);
+    entry.building = buildBackendAuth(b.name, b.runConfig, this.config, this.#options.auth).then(
+      (auth) => {
+        entry.auth = auth;
+        entry.building = undefined;
+      },
+      (err: unknown) => {
+        entry.problem = (err as Error).message;
+        entry.building = undefined;
+        this.logger.warn(
+          { backend: b.name, reason: entry.problem },
+          'leaving a backend out: its outgoing auth cannot be built',
+        );
+      },
+    );
+    return entry.building;
+  }
+}

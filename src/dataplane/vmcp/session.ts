@@ -1,0 +1,630 @@
+/**
+ * One client session of the virtual MCP server: an in-process MCP server that the proxy's
+ * per-session bridge drives over a pair of in-memory line streams, exactly like a stdio child
+ * (so the proxy serves `/mcp` and `/sse`, runs the pipeline, and answers `initialize` from
+ * this session's own result). It opens one backend session per backend lazily
+ * (`backend-client.ts`), aggregates their lists (`aggregate.ts`), routes calls with the
+ * original names, and relays what backends send back: server → client requests (sampling,
+ * elicitation, roots) go to this client session, progress goes to the call that asked for it,
+ * and cancellations go to the backend request they name.
+ */
+import { PassThrough } from 'node:stream';
+import {
+  INTERNAL_ERROR,
+  INVALID_PARAMS,
+  jsonRpcError,
+  type JsonRpcMessage,
+  METHOD_NOT_FOUND,
+  RESOURCE_NOT_FOUND,
+  UPSTREAM_UNAVAILABLE,
+} from '../../protocol/index.js';
+import type { ProxyIdentity, SessionChild } from '../proxy/index.js';
+import type { Logger } from '../../shared/index.js';
+import { type Aggregated, aggregate, type BackendLists, type Obj, routeResource } from './aggregate.js';
+import { BackendError, BackendSession, type CallOptions, RawJson } from './backend-client.js';
+import type { BackendInfo } from './backends.js';
+import type { ResolvedVmcpConfig } from './config.js';
+import { LIST_CACHE_MAX_AGE_MS, ListCache } from './list-cache.js';
+import type { Optimizer } from './optimizer/index.js';
+
+/** Where the runner's vMCP middleware puts the caller's identity (it always overwrites it). */
+export const IDENTITY_META = 'dev.skep/identity';
+
+/** What a session needs from the virtual server that owns it. */
+export interface SessionHost {
+  readonly config: ResolvedVmcpConfig;
+  readonly logger: Logger;
+  readonly serverName: string;
+  /** Healthy backends whose outgoing auth could be built, sorted by name. */
+  backends(): readonly BackendInfo[];
+  /** Outgoing headers for a request to `backend` on behalf of `identity`. */
+  headers(backend: string, identity: ProxyIdentity): Promise<Record<string, string>>;
+  reportUnreachable(backend: string): void;
+  /** Whether the caller's identity arrives in `_meta` (outgoing auth needs it). */
+  readonly identityInMeta: boolean;
+  /** With `optimizer`: `find_tool` / `call_tool` instead of the aggregated tools (ToolHive's optimizer). */
+  optimizer(): Promise<Optimizer | undefined>;
+  /** Indexes `tools` in the optimizer unless this very list is indexed already. */
+  indexTools(tools: Obj[]): Promise<void>;
+  sessionEnded(session: VirtualSession): void;
+  /** How old the shared cache of backend lists may get (default `LIST_CACHE_MAX_AGE_MS`). */
+  readonly listCacheMaxAgeMs?: number;
+}
+
+/** The backend lists shared by the sessions of one virtual server (`list-cache.ts`). */
+const listCaches = new WeakMap<SessionHost, ListCache>();
+
+export function listCacheOf(host: SessionHost): ListCache {
+  let cache = listCaches.get(host);
+  if (cache === undefined) {
+    cache = new ListCache(host.listCacheMaxAgeMs ?? LIST_CACHE_MAX_AGE_MS);
+    listCaches.set(host, cache);
+  }
+  return cache;
+}
+
+interface Open {
+  readonly info: BackendInfo;
+  readonly session: BackendSession;
+  readonly ready: Promise<void>;
+  /** `ready` has resolved: calls go out without waiting on it. */
+  isReady: boolean;
+}
+
+const CLIENT_CAPABILITIES = { sampling: {}, elicitation: {}, roots: { listChanged: true } };
+
+export class VirtualSession {
+  readonly #host: SessionHost;
+  // Strings stay strings on both in-memory streams (no UTF-8 encode and decode per message).
+  readonly #toServer = new PassThrough({ decodeStrings: false, encoding: 'utf8' });
+  readonly #fromServer = new PassThrough({ decodeStrings: false, encoding: 'utf8' });
+  readonly #open = new Map<string, Open>();
+  /** Client request id (as the bridge sent it) → where it went, for cancellation. */
+  readonly #inflight = new Map<string, { open: Open; backendId: string | undefined }>();
+  /** Our server → client requests awaiting the client's answer. */
+  readonly #asked = new Map<string, { resolve(v: unknown): void; reject(e: Error): void }>();
+  #askSeq = 0;
+  #identity: ProxyIdentity = {};
+  #aggregated: Aggregated | undefined;
+  /** `performance.now()` when `#aggregated` was computed (it is recomputed past the cache's age). */
+  #aggregatedAt = 0;
+  #aggregating: Promise<Aggregated> | undefined;
+  readonly #cache: ListCache;
+  readonly #unsubscribe: () => void;
+  /** Serialized lists last announced, per kind, to tell whether a change is worth a list_changed. */
+  #announced: Record<string, string> | undefined;
+  #logLevel: string | undefined;
+  #toolsJson: { of: Aggregated; text: string } | undefined;
+  #tail = '';
+  #closed = false;
+
+  constructor(host: SessionHost) {
+    this.#host = host;
+    this.#cache = listCacheOf(host);
+    this.#unsubscribe = this.#cache.subscribe(() => this.#invalidate());
+    this.#toServer.on('data', (chunk: string) => this.#consume(chunk));
+    this.#toServer.on('error', () => this.close());
+  }
+
+  /** The streams the proxy's bridge attaches to. */
+  child(): SessionChild {
+    let exited: () => void = () => {};
+    const exitedPromise = new Promise<void>((resolve) => {
+      exited = resolve;
+    });
+    this.#onClose = exited;
+    return {
+      stdin: this.#toServer,
+      stdout: this.#fromServer,
+      stop: async () => this.close(),
+      exited: exitedPromise,
+    };
+  }
+
+  #onClose: () => void = () => {};
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#unsubscribe();
+    for (const o of this.#open.values()) o.session.close();
+    this.#open.clear();
+    for (const a of this.#asked.values())
+      a.reject(new BackendError(UPSTREAM_UNAVAILABLE, 'client session ended'));
+    this.#asked.clear();
+    this.#fromServer.end();
+    this.#onClose();
+    this.#host.sessionEnded(this);
+  }
+
+  /** The backend set changed: close sessions of backends that left, then announce list changes. */
+  backendsChanged(): void {
+    if (this.#closed) return;
+    const served = this.#host.backends();
+    this.#cache.prune(served);
+    const up = new Set(served.map((b) => b.url));
+    for (const [name, o] of this.#open) {
+      if (!up.has(o.info.url)) {
+        o.session.close();
+        this.#open.delete(name);
+      }
+    }
+    this.#invalidate();
+  }
+
+  #consume(chunk: string): void {
+    let text = this.#tail + chunk;
+    let nl = text.indexOf('\n');
+    while (nl !== -1) {
+      const line = text.slice(0, nl);
+      text = text.slice(nl + 1);
+      if (line.length > 0) this.#line(line);
+      nl = text.indexOf('\n');
+    }
+    this.#tail = text;
+  }
+
+  #send(message: string): void {
+    if (!this.#closed) this.#fromServer.write(message + '\n');
+  }
+
+  #reply(id: string | number, result: unknown): void {
+    this.#send(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${JSON.stringify(result)}}`);
+  }
+
+  #error(id: string | number, code: number, message: string, data?: unknown): void {
+    this.#send(JSON.stringify(jsonRpcError(id, code, message, data)));
+  }
+
+  #line(line: string): void {
+    let m: JsonRpcMessage;
+    try {
+      m = JSON.parse(line) as JsonRpcMessage;
+    } catch {
+      return;
+    }
+    if (m.method === undefined) {
+      // The client's answer to one of our server → client requests.
+      const asked = this.#asked.get(String(m.id));
+      if (asked === undefined) return;
+      this.#asked.delete(String(m.id));
+      if (m.error !== undefined) asked.reject(new BackendError(m.error.code, m.error.message, m.error.data));
+      else asked.resolve(m.result);
+      return;
+    }
+    const params = m.params;
+    if (params !== undefined) this.#takeIdentity(params);
+    if (m.id === undefined || m.id === null) {
+      this.#notification(m.method, params);
+      return;
+    }
+    const id = m.id;
+    this.#request(id, m.method, params ?? {}).catch((err: unknown) => {
+      if (err instanceof BackendError) this.#error(id, err.code, err.message, err.data);
+      else {
+        this.#host.logger.warn({ err }, 'virtual MCP request failed');
+        this.#error(id, INTERNAL_ERROR, 'internal error');
+      }
+    });
+  }
+
+  /** Reads and strips the identity the runner's middleware put in `_meta`. */
+  #takeIdentity(params: Record<string, unknown>): void {
+    const meta = params['_meta'] as Record<string, unknown> | undefined;
+    if (meta === undefined || typeof meta !== 'object' || !(IDENTITY_META in meta)) return;
+    const identity = meta[IDENTITY_META];
+    delete meta[IDENTITY_META];
+    if (Object.keys(meta).length === 0) delete params['_meta'];
+    if (this.#host.identityInMeta && typeof identity === 'object' && identity !== null) {
+      this.#identity = identity;
+    }
+  }
+
+  #notification(method: string, params: Record<string, unknown> | undefined): void {
+    if (method === 'notifications/cancelled') {
+      const requestId = params?.['requestId'];
+      const f = this.#inflight.get(String(requestId));
+      if (f?.backendId !== undefined) {
+        const reason = params?.['reason'];
+        f.open.session.cancel(f.backendId, typeof reason === 'string' ? reason : undefined);
+      }
+      return;
+    }
+    if (method === 'notifications/roots/list_changed') {
+      for (const o of this.#open.values()) void o.session.notify(method, undefined).catch(() => undefined);
+    }
+  }
+
+  async #request(id: string | number, method: string, params: Record<string, unknown>): Promise<void> {
+    switch (method) {
+      case 'initialize':
+        this.#reply(id, {
+          protocolVersion:
+            typeof params['protocolVersion'] === 'string' ? params['protocolVersion'] : '2025-11-25',
+          capabilities: {
+            tools: { listChanged: true },
+            resources: { listChanged: true, subscribe: true },
+            prompts: { listChanged: true },
+            completions: {},
+            logging: {},
+          },
+          serverInfo: { name: this.#host.serverName, version: '1.0.0' },
+          instructions:
+            `Virtual MCP server over the workloads of group ${this.#host.config.groupRef ?? ''}`.trim(),
+        });
+        return;
+      case 'ping':
+        this.#reply(id, {});
+        return;
+      case 'logging/setLevel':
+        this.#logLevel = typeof params['level'] === 'string' ? params['level'] : undefined;
+        for (const o of this.#open.values()) void this.#forwardLevel(o);
+        this.#reply(id, {});
+        return;
+      case 'tools/list': {
+        const lists = this.#warm() ?? (await this.#lists());
+        const optimizer = await this.#host.optimizer();
+        if (optimizer !== undefined) {
+          this.#reply(id, { tools: optimizer.tools() });
+          return;
+        }
+        // Serialized once per aggregation: a warm list is one string concatenation.
+        if (this.#toolsJson?.of !== lists) this.#toolsJson = { of: lists, text: JSON.stringify(lists.tools) };
+        this.#send(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"tools":${this.#toolsJson.text}}}`);
+        return;
+      }
+      case 'prompts/list':
+        this.#reply(id, { prompts: (await this.#lists()).prompts });
+        return;
+      case 'resources/list':
+        this.#reply(id, { resources: (await this.#lists()).resources });
+        return;
+      case 'resources/templates/list':
+        this.#reply(id, { resourceTemplates: (await this.#lists()).templates });
+        return;
+      case 'tools/call': {
+        const name = params['name'];
+        const lists = this.#warm() ?? (await this.#lists());
+        if (name === 'find_tool' || name === 'call_tool') {
+          const optimizer = await this.#host.optimizer();
+          if (optimizer !== undefined) {
+            await this.#host.indexTools(lists.tools);
+            if (name === 'find_tool') {
+              this.#reply(id, await optimizer.find(params['arguments']));
+              return;
+            }
+            // The runner's middleware rewrote every well-formed call_tool into the inner call
+            // before authorization; what reaches here is malformed or names an unknown tool.
+            const resolved = optimizer.resolveCall(params['arguments']);
+            if (!resolved.ok) {
+              this.#reply(id, resolved.result);
+              return;
+            }
+            params['name'] = resolved.name;
+            params['arguments'] = resolved.arguments;
+            return this.#request(id, method, params);
+          }
+        }
+        const route = typeof name === 'string' ? lists.toolRoutes.get(name) : undefined;
+        if (route === undefined) throw new BackendError(INVALID_PARAMS, `Unknown tool: ${String(name)}`);
+        params['name'] = route.original;
+        await this.#forward(id, route.backend, method, params, true);
+        return;
+      }
+      case 'prompts/get': {
+        const name = params['name'];
+        const route = typeof name === 'string' ? (await this.#lists()).promptRoutes.get(name) : undefined;
+        if (route === undefined) throw new BackendError(INVALID_PARAMS, `Unknown prompt: ${String(name)}`);
+        params['name'] = route.original;
+        await this.#forward(id, route.backend, method, params, false);
+        return;
+      }
+      case 'resources/read':
+      case 'resources/subscribe':
+      case 'resources/unsubscribe': {
+        const uri = params['uri'];
+        const route = typeof uri === 'string' ? routeResource(await this.#lists(), uri) : undefined;
+        if (route === undefined)
+          throw new BackendError(RESOURCE_NOT_FOUND, `Resource not found: ${String(uri)}`);
+        await this.#forward(id, route.backend, method, params, false);
+        return;
+      }
+      case 'completion/complete': {
+        const ref = params['ref'] as Obj | undefined;
+        const lists = await this.#lists();
+        let backend: string | undefined;
+        if (ref?.['type'] === 'ref/prompt' && typeof ref['name'] === 'string') {
+          const route = lists.promptRoutes.get(ref['name']);
+          if (route !== undefined) {
+            backend = route.backend;
+            params['ref'] = Object.assign({}, ref, { name: route.original });
+          }
+        } else if (ref?.['type'] === 'ref/resource' && typeof ref['uri'] === 'string') {
+          backend = routeResource(lists, ref['uri'])?.backend;
+        }
+        if (backend === undefined)
+          throw new BackendError(INVALID_PARAMS, 'completion/complete: unknown prompt or resource reference');
+        await this.#forward(id, backend, method, params, false);
+        return;
+      }
+      default:
+        throw new BackendError(METHOD_NOT_FOUND, `Method not found: ${method}`);
+    }
+  }
+
+  async #forwardLevel(o: Open): Promise<void> {
+    if (this.#logLevel === undefined) return;
+    await o.ready;
+    await o.session
+      .request('logging/setLevel', { level: this.#logLevel }, { timeoutMs: this.#timeout(o.info.name) })
+      .catch(() => undefined);
+  }
+
+  #timeout(backend: string): number {
+    return this.#host.config.perWorkloadTimeoutMs.get(backend) ?? this.#host.config.timeoutMs;
+  }
+
+  /**
+   * Sends a request to its backend and relays the answer. A backend that is down fails
+   * only this call, at once: a tool call gets a tool error, anything else a JSON-RPC error.
+   */
+  async #forward(
+    id: string | number,
+    backend: string,
+    method: string,
+    params: Record<string, unknown>,
+    isTool: boolean,
+  ): Promise<void> {
+    const key = String(id);
+    const meta = params['_meta'] as Obj | undefined;
+    const wantsProgress = meta !== undefined && meta['progressToken'] !== undefined;
+    const clientToken = wantsProgress ? meta['progressToken'] : undefined;
+    const timeoutMs = this.#timeout(backend);
+    // `raw`: a plain JSON answer's result is relayed as the backend's own text (not re-serialised).
+    const options: CallOptions = wantsProgress
+      ? {
+          timeoutMs,
+          raw: true,
+          onProgress: (p: Record<string, unknown>) => {
+            const relayed = Object.assign({}, p, { progressToken: clientToken });
+            this.#send(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: relayed }));
+          },
+        }
+      : { timeoutMs, raw: true };
+    for (let attempt = 0; ; attempt++) {
+      let open: Open;
+      try {
+        const opening = this.#session(backend);
+        open = opening instanceof Promise ? await opening : opening;
+      } catch (err) {
+        return this.#backendFailed(id, backend, err, isTool);
+      }
+      const call = open.session.request(method, params, options);
+      // The backend request id, assigned synchronously by `request`, for a later cancellation.
+      this.#inflight.set(key, { open, backendId: open.session.lastRequestId });
+      try {
+        const result = await call;
+        if (result instanceof RawJson)
+          this.#send(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result.json}}`);
+        else this.#reply(id, result);
+        return;
+      } catch (err) {
+        // The backend restarted and forgot our session: open a new one and try once more.
+        if (err instanceof BackendError && err.message === 'backend session expired' && attempt === 0) {
+          this.#open.delete(backend);
+          this.#cache.invalidate(backend);
+          continue;
+        }
+        if (err instanceof BackendError && !err.unreachable && err.code !== UPSTREAM_UNAVAILABLE) {
+          this.#error(id, err.code, err.message, err.data);
+          return;
+        }
+        return this.#backendFailed(id, backend, err, isTool);
+      } finally {
+        this.#inflight.delete(key);
+      }
+    }
+  }
+
+  #backendFailed(id: string | number, backend: string, err: unknown, isTool: boolean): void {
+    const reason = err instanceof Error ? err.message : String(err);
+    if (err instanceof BackendError && err.unreachable) {
+      this.#host.reportUnreachable(backend);
+      this.#open.get(backend)?.session.close();
+      this.#open.delete(backend);
+    }
+    const message = `backend ${backend} is unavailable: ${reason}`;
+    if (isTool) this.#reply(id, { content: [{ type: 'text', text: message }], isError: true });
+    else this.#error(id, UPSTREAM_UNAVAILABLE, message);
+  }
+
+  /** The backend session, opened on first use (the session itself once it is ready). */
+  #session(backend: string): Open | Promise<Open> {
+    const existing = this.#open.get(backend);
+    if (existing !== undefined && !existing.session.closed) {
+      if (existing.isReady) return existing;
+      return existing.ready.then(() => existing);
+    }
+    const info = this.#host.backends().find((b) => b.name === backend);
+    if (info === undefined)
+      return Promise.reject(
+        new BackendError(UPSTREAM_UNAVAILABLE, 'it is not running or not healthy', undefined, false),
+      );
+    const session = new BackendSession(info.url, () => this.#host.headers(backend, this.#identity), {
+      onServerRequest: (m) => this.#ask(m),
+      onNotification: (m) => this.#backendNotification(backend, m),
+    });
+    const open: Open = {
+      info,
+      session,
+      ready: session.open(this.#timeout(backend), CLIENT_CAPABILITIES),
+      isReady: false,
+    };
+    this.#open.set(backend, open);
+    open.ready.then(
+      () => {
+        open.isReady = true;
+      },
+      () => {
+        if (this.#open.get(backend) === open) this.#open.delete(backend);
+        session.close();
+      },
+    );
+    if (this.#logLevel !== undefined) void this.#forwardLevel(open);
+    return open.ready.then(() => open);
+  }
+
+  /** A backend's request to the client (sampling, elicitation, roots): asked on this session. */
+  #ask(m: JsonRpcMessage): Promise<unknown> {
+    if (this.#closed) return Promise.reject(new BackendError(UPSTREAM_UNAVAILABLE, 'client session ended'));
+    const id = `vmcp-${++this.#askSeq}`;
+    return new Promise((resolve, reject) => {
+      this.#asked.set(id, { resolve, reject });
+      const body =
+        m.params === undefined
+          ? { jsonrpc: '2.0', id, method: m.method }
+          : { jsonrpc: '2.0', id, method: m.method, params: m.params };
+      this.#send(JSON.stringify(body));
+    });
+  }
+
+  #backendNotification(backend: string, m: JsonRpcMessage): void {
+    const method = m.method!;
+    if (method.endsWith('/list_changed') && method !== 'notifications/roots/list_changed') {
+      // Every session of this virtual server re-reads the backend's lists (`list-cache.ts`).
+      this.#cache.invalidate(backend);
+      return;
+    }
+    if (method === 'notifications/resources/updated' || method === 'notifications/message') {
+      this.#send(JSON.stringify({ jsonrpc: '2.0', method, params: m.params }));
+    }
+  }
+
+  /** Drops the aggregated lists; when the client has seen lists, recomputes and announces what changed. */
+  #invalidate(): void {
+    if (this.#closed) return;
+    this.#aggregated = undefined;
+    this.#aggregating = undefined;
+    if (this.#announced === undefined) return;
+    void this.#lists().then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  /** The aggregated lists when they are computed and younger than the cache's bound. */
+  #warm(): Aggregated | undefined {
+    const a = this.#aggregated;
+    if (a === undefined || performance.now() - this.#aggregatedAt >= this.#cache.maxAgeMs) return undefined;
+    return a;
+  }
+
+  /**
+   * The aggregated lists of this session: computed from the shared backend lists, kept until a
+   * backend or a list changes, or the cache's age bound passes.
+   */
+  #lists(): Promise<Aggregated> {
+    const warm = this.#warm();
+    if (warm !== undefined) return Promise.resolve(warm);
+    if (this.#aggregating !== undefined) return this.#aggregating;
+    const computing = this.#compute().then((a) => {
+      if (this.#aggregating === computing) {
+        this.#aggregated = a;
+        this.#aggregatedAt = performance.now();
+        this.#aggregating = undefined;
+        this.#announce(a);
+      }
+      return a;
+    });
+    this.#aggregating = computing;
+    computing.catch(() => {
+      if (this.#aggregating === computing) this.#aggregating = undefined;
+    });
+    return computing;
+  }
+
+  #announce(a: Aggregated): void {
+    const now: Record<string, string> = {
+      tools: JSON.stringify(a.tools),
+      prompts: JSON.stringify(a.prompts),
+      resources: JSON.stringify(a.resources) + JSON.stringify(a.templates),
+    };
+    // The same text is what tools/list sends: serialised once per aggregation, not twice.
+    this.#toolsJson = { of: a, text: now['tools']! };
+    const before = this.#announced;
+    this.#announced = now;
+    if (before === undefined) return;
+    for (const kind of ['tools', 'prompts', 'resources']) {
+      // Removals are announced like additions (⚠ the reference announces resource and prompt additions only).
+      if (before[kind] !== now[kind])
+        this.#send(`{"jsonrpc":"2.0","method":"notifications/${kind}/list_changed"}`);
+    }
+  }
+
+  async #compute(): Promise<Aggregated> {
+    const backends = this.#host.backends();
+    const viewer = this.#viewer();
+    const settled = await Promise.allSettled(
+      backends.map((b) => this.#cache.get(b.name, b.url, viewer, () => this.#loadLists(b.name))),
+    );
+    const lists: BackendLists[] = [];
+    for (const [i, s] of settled.entries()) {
+      if (s.status === 'fulfilled') {
+        lists.push(s.value);
+        continue;
+      }
+      const name = backends[i]!.name;
+      const reason = (s.reason as Error).message;
+      if (this.#host.config.partialFailureMode === 'fail') {
+        throw new BackendError(
+          UPSTREAM_UNAVAILABLE,
+          `backend ${name} failed to list its capabilities: ${reason} (partialFailureMode fail)`,
+        );
+      }
+      this.#host.logger.warn(
+        { backend: name, reason },
+        'leaving a backend out of the lists (partialFailureMode best_effort)',
+      );
+    }
+    const a = aggregate(lists, this.#host.config);
+    for (const p of a.problems) this.#host.logger.warn({ problem: p }, 'aggregation');
+    return a;
+  }
+
+  /**
+   * Whose view of the backends' lists this session gets: with outgoing auth that carries the
+   * caller, a backend may list per caller, so the caller (subject, else token) keys the shared
+   * cache; otherwise every session reaches the backends alike.
+   */
+  #viewer(): string {
+    if (!this.#host.identityInMeta) return '';
+    return this.#identity.subject ?? this.#identity.token ?? '';
+  }
+
+  /** Lists a backend through this session's backend session (on a miss of the shared cache). */
+  async #loadLists(backend: string): Promise<BackendLists> {
+    const open = await this.#session(backend);
+    const caps = (open.session.initializeResult?.['capabilities'] ?? {}) as Obj;
+    const timeoutMs = this.#timeout(backend);
+    const all = async (method: string, key: string): Promise<Obj[]> => {
+      const out: Obj[] = [];
+      let cursor: unknown;
+      do {
+        const page = (await open.session.request(method, cursor === undefined ? undefined : { cursor }, {
+          timeoutMs,
+        })) as Obj;
+        const items = page[key];
+        if (Array.isArray(items)) for (const item of items) out.push(item as Obj);
+        cursor = page['nextCursor'];
+      } while (typeof cursor === 'string' && cursor !== '');
+      return out;
+    };
+    const [tools, prompts, resources, templates] = await Promise.all([
+      caps['tools'] !== undefined ? all('tools/list', 'tools') : [],
+      caps['prompts'] !== undefined ? all('prompts/list', 'prompts') : [],
+      caps['resources'] !== undefined ? all('resources/list', 'resources') : [],
+      caps['resources'] !== undefined ? all('resources/templates/list', 'resourceTemplates') : [],
+    ]);
+    return { name: backend, tools, prompts, resources, templates };
+  }
+}
