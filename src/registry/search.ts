@@ -188,6 +188,11 @@ export class RegistryIndex {
    * As ToolHive resolves a server name: the exact name first; a name without `/` may be a unique
    * short name (the part after the slash). Several matches → an error listing them.
    */
+  /** Every server's full name. */
+  serverNames(): string[] {
+    return [...this.#byName.keys()];
+  }
+
   getServer(name: string): CatalogServer {
     const exact = this.#byName.get(name);
     if (exact !== undefined) return exact;

@@ -8,7 +8,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type Logger, SkepError, silentLogger } from '../shared/index.js';
+import { type Logger, nearestNames, SkepError, silentLogger } from '../shared/index.js';
 import { deleteSetting, readSetting, type Store, writeSetting } from '../store/index.js';
 import {
   DEFAULT_CALLBACK_PORT,
@@ -169,6 +169,16 @@ export class RegistryService {
    * env_vars, permissions, transport, target_port) or `remote_server` (url, headers,
    * oauth_config) from the result.
    */
+  /** Catalog names close to a mistyped `name`, closest first. */
+  async similarServerNames(name: string): Promise<string[]> {
+    const names = (await this.#index()).serverNames();
+    const shortOf = (full: string) => full.slice(full.lastIndexOf('/') + 1);
+    const count = new Map<string, number>();
+    for (const full of names) count.set(shortOf(full), (count.get(shortOf(full)) ?? 0) + 1);
+    // Said the way `skep run` takes them: the short name where no other server shares it.
+    return nearestNames(name, names).map((full) => (count.get(shortOf(full)) === 1 ? shortOf(full) : full));
+  }
+
   async findServer(name: string): Promise<FoundServer> {
     return (await this.#index()).findServer(name);
   }

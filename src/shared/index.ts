@@ -7,6 +7,7 @@ export { describeError, ERROR_CODES, isSkepError, SkepError } from './errors.js'
 export { findExecutable, isExecutable } from './executables.js';
 export { goDurationMs, goDurationNs } from './go-duration.js';
 export { isRecord } from './is-record.js';
+export { didYouMean, editDistance, nearestNames } from './nearest-names.js';
 export { groupBy } from './group-by.js';
 export { BodyTooLargeError, readBody, readTextUpTo } from './http-body.js';
 export type { ListenerLimits, PendingBody } from './listener-limits.js';

@@ -3,7 +3,7 @@
  * and the lookup the registry domain implements. The manager (create, `skep run <name>`) and
  * the upgrade check both depend on it, and on nothing of each other.
  */
-import { SkepError } from '../shared/index.js';
+import { didYouMean, SkepError } from '../shared/index.js';
 import type { RunConfig } from './run-config.js';
 
 /** What a registry entry contributes to a workload (the registry domain implements the lookup). */
@@ -28,8 +28,13 @@ export interface RegistryServerSpec {
     default?: string;
   }>;
 }
-/** Resolves a registry server name; `undefined` when the registry has no such server. */
-export type ResolveRegistryServer = (name: string) => Promise<RegistryServerSpec | undefined>;
+/**
+ * Resolves a registry server name; `undefined` when the registry has no such server. `similar`,
+ * when the registry can list its names, gives the close ones for the error message.
+ */
+export type ResolveRegistryServer = ((name: string) => Promise<RegistryServerSpec | undefined>) & {
+  similar?: (name: string) => Promise<string[]>;
+};
 
 /** Looks a server up through the seam: 400 without a registry, 404 for an unknown name. */
 export async function requireRegistryServer(
@@ -43,6 +48,9 @@ export async function requireRegistryServer(
     );
   }
   const entry = await resolve(name);
-  if (entry === undefined) throw new SkepError('server_not_found', `server '${name}' is not in the registry`);
+  if (entry === undefined) {
+    const similar = (await resolve.similar?.(name).catch(() => [])) ?? [];
+    throw new SkepError('server_not_found', `server '${name}' is not in the registry${didYouMean(similar)}`);
+  }
   return entry;
 }

@@ -43,3 +43,16 @@ test('--help is available everywhere and unknown commands exit 2', (t) => {
   const unknown = runCli(['no-such-command'], home.env);
   assert.equal(unknown.status, 2);
 });
+
+test('a mistyped serve flag or catalog name gets a suggestion, not a silent start', (t) => {
+  const home = tempHome(t);
+  const flag = runCli(['serve', '--prot', '1'], home.env);
+  assert.equal(flag.status, 2);
+  assert.match(flag.stderr, /^error: unknown option '--prot'\n\(Did you mean --port\?\)/);
+  const name = runCli(['run', 'everythin'], home.env);
+  assert.equal(name.status, 1);
+  assert.equal(
+    name.stderr.split('\n')[0],
+    "error: server 'everythin' is not in the registry; did you mean everything?",
+  );
+});

@@ -65,7 +65,7 @@ const SERVER_TRANSPORTS = new Set(['stdio', 'sse', 'streamable-http']);
  * no value here; the user supplies them as secret references.
  */
 export function registryResolver(registry: RegistryService): ResolveRegistryServer {
-  return async (name) => {
+  const resolve: ResolveRegistryServer = async (name) => {
     let found: Awaited<ReturnType<RegistryService['findServer']>>;
     try {
       found = await registry.findServer(name);
@@ -96,6 +96,8 @@ export function registryResolver(registry: RegistryService): ResolveRegistryServ
       ...(entry.env_vars === undefined || entry.env_vars.length === 0 ? {} : { envVars: entry.env_vars }),
     };
   };
+  resolve.similar = (name) => registry.similarServerNames(name);
+  return resolve;
 }
 
 /** The secrets store as the registry login's token store (its refresh token lives there). */

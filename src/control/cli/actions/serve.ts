@@ -1,5 +1,4 @@
 /** `skep serve`: starts the management API and runs it until SIGINT/SIGTERM. */
-import type { Command } from 'commander';
 import { API_TOKEN_ENV, loadConfig } from '../../../config/index.js';
 import { createLogger, definedOnly } from '../../../shared/index.js';
 
@@ -13,9 +12,8 @@ export interface ServeFlags {
   tlsKey?: string;
 }
 
-export async function serve(opts: ServeFlags, command: Command): Promise<void> {
+export async function serve(opts: ServeFlags): Promise<void> {
   const logger = createLogger({ name: 'skep' });
-  if (command.args.length > 0) logger.warn({ ignored: command.args }, 'ignoring unsupported serve arguments');
   const config = loadConfig();
   const { startServer } = await import('../../api/server.js');
   const server = await startServer(

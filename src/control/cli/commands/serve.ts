@@ -36,7 +36,6 @@ export function registerServe(program: Command): void {
       '--openapi',
       'accepted for compatibility; the OpenAPI document is always served at /api/openapi.json',
     )
-    .allowUnknownOption(true)
     .action(lazyAction(async () => (await import('../actions/serve.js')).serve));
 }
 
