@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import { runCli } from '../helpers/cli.js';
 import { tempHome } from '../helpers/home.js';
@@ -55,4 +58,14 @@ test('a mistyped serve flag or catalog name gets a suggestion, not a silent star
     name.stderr.split('\n')[0],
     "error: server 'everythin' is not in the registry; did you mean everything?",
   );
+});
+
+test('skep skill validate says error: and warning: like every other command', (t) => {
+  const home = tempHome(t);
+  const empty = mkdtempSync(join(tmpdir(), 'skep-skill-'));
+  t.after(() => rmSync(empty, { recursive: true, force: true }));
+  const run = runCli(['skill', 'validate', empty], home.env);
+  assert.equal(run.status, 1);
+  assert.match(run.stdout, /^error: SKILL\.md not found/);
+  assert.doesNotMatch(run.stdout, /Error:|Warning:/);
 });

@@ -30,8 +30,8 @@ export function registerSkill(program: Command): void {
     print: (result, opts) => {
       if (opts.json === true) printJson(result);
       else {
-        for (const e of result.errors) process.stdout.write(`Error: ${terminalSafe(e)}\n`);
-        for (const w of result.warnings) process.stdout.write(`Warning: ${terminalSafe(w)}\n`);
+        for (const e of result.errors) process.stdout.write(`error: ${terminalSafe(e)}\n`);
+        for (const w of result.warnings) process.stdout.write(`warning: ${terminalSafe(w)}\n`);
         if (result.valid) process.stdout.write('skill is valid\n');
       }
       if (!result.valid) process.exitCode = 1;
