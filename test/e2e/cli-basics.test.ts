@@ -69,3 +69,24 @@ test('skep skill validate says error: and warning: like every other command', (t
   assert.match(run.stdout, /^error: SKILL\.md not found/);
   assert.doesNotMatch(run.stdout, /Error:|Warning:/);
 });
+
+test('an empty skep list says what to do; a failed start is counted, and times are short', (t) => {
+  const home = tempHome(t);
+  const empty = runCli(['list'], home.env);
+  assert.equal(empty.status, 0);
+  assert.equal(empty.stdout.split('\n')[0]?.split(/\s+/)[0], 'NAME');
+  assert.equal(
+    empty.stderr,
+    'no workloads; start one with skep run <server> (skep registry list shows the catalog)\n',
+  );
+
+  const failed = runCli(['run', 'cmd:///bin/false', '--name', 'f1'], home.env);
+  assert.equal(failed.status, 1, failed.stderr);
+  const running = runCli(['list'], home.env);
+  assert.equal(running.stderr, 'no running workloads; 1 stopped or failed: skep list --all\n');
+  const all = runCli(['list', '--all'], home.env);
+  assert.equal(all.stderr, '');
+  const row = all.stdout.split('\n').find((l) => l.startsWith('f1 '));
+  assert.match(row ?? '', /\s\d{4}-\d{2}-\d{2} \d{2}:\d{2}$/);
+  runCli(['rm', 'f1'], home.env);
+});

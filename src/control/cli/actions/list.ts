@@ -29,7 +29,24 @@ export async function list(opts: JsonOpt & { all?: boolean; group?: string }): P
       w.tools.length,
       w.sandbox,
       w.endpoint_access,
-      w.created_at,
+      shortTime(w.created_at),
     ]),
   );
+  if (opts.json !== true && workloads.length === 0) process.stderr.write(`${emptyHint(opts)}\n`);
+}
+
+/** `2026-11-28T10:43:45.123Z` → `2026-11-28 10:43` (UTC, as stored); `--json` keeps the full time. */
+function shortTime(iso: string): string {
+  const m = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})/.exec(iso);
+  return m === null ? iso : `${m[1]} ${m[2]}`;
+}
+
+/** What to do when the listing is empty: start a server, or look at the stopped ones. */
+function emptyHint(opts: { all?: boolean; group?: string }): string {
+  const where = opts.group === undefined ? '' : ` in group ${opts.group}`;
+  if (opts.all !== true) {
+    const hidden = listWorkloads(loadConfig(), { all: true, ...definedOnly({ group: opts.group }) }).length;
+    if (hidden > 0) return `no running workloads${where}; ${hidden} stopped or failed: skep list --all`;
+  }
+  return `no workloads${where}; start one with skep run <server> (skep registry list shows the catalog)`;
 }
