@@ -89,7 +89,10 @@ test(
       groups: string[];
     }>;
     assert.deepEqual(registrations.find((r) => r.name === 'cursor')?.groups, ['research']);
-    assert.equal(await page.locator('tr[data-client="cursor"] td').nth(2).textContent(), 'research');
+    // The table refreshes after the status line; wait for the row to show the group.
+    const groupsCell = page.locator('tr[data-client="cursor"] td').nth(2);
+    await groupsCell.filter({ hasText: 'research' }).waitFor({ timeout: 10_000 });
+    assert.equal(await groupsCell.textContent(), 'research');
     // Installed: the server looks in the temporary HOME, where the test made ~/.cursor.
     assert.equal(await page.locator('tr[data-client="cursor"] td').nth(1).textContent(), 'yes');
     await ui.screenshot('clients');

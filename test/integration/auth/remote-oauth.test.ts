@@ -113,7 +113,7 @@ test(
 );
 
 test(
-  'remote_auth_config.bearer_token_file: the file token is sent; an unreadable file is a bad_request naming the path',
+  'remote_auth_config.bearer_token_file: the file token is sent; an unreadable file is an invalid_config naming the path',
   {
     timeout: 30_000,
   },
@@ -145,7 +145,7 @@ test(
         { remote_auth_config: { bearer_token_file: join(dir, 'missing') } },
         { logger },
       ),
-      (err: Error & { code?: string }) => err.code === 'bad_request' && err.message.includes('missing'),
+      (err: Error & { code?: string }) => err.code === 'invalid_config' && err.message.includes('missing'),
     );
   },
 );
