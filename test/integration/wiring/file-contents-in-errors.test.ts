@@ -75,7 +75,7 @@ test('an audit configuration file and a permission profile file that are not JSO
       () => resolvePermissionProfile(undefined, file),
       (err: unknown) =>
         isSkepError(err) &&
-        err.code === 'bad_request' &&
+        err.code === 'invalid_config' &&
         /permission profile .* is not valid JSON \(syntax error/.test(err.message) &&
         !err.message.includes(SECRET),
     );
