@@ -79,7 +79,7 @@ const SCHEMA_LIBRARIES = [/^ajv/, /^typebox$/];
 function run(
   args: string[],
   env: NodeJS.ProcessEnv,
-): { status: number | null; stdout: string; units: Set<string> } {
+): { status: number | null; stdout: string; stderr: string; units: Set<string> } {
   const dir = mkdtempSync(join(tmpdir(), 'skep-loads-'));
   try {
     writeFileSync(join(dir, 'record.mjs'), RECORDER);
@@ -91,11 +91,10 @@ function run(
       ['--import', pathToFileURL(join(dir, 'record.mjs')).href, BUNDLE, ...args],
       { env: { ...env, SKEP_TEST_LOAD_LOG: log }, encoding: 'utf8', timeout: 60_000 },
     );
-    assert.equal(res.stderr, '', res.stderr);
     const files = readFileSync(log, 'utf8')
       .split('\n')
       .filter((f) => f !== '');
-    return { status: res.status, stdout: res.stdout, units: loadedUnits(files) };
+    return { status: res.status, stdout: res.stdout, stderr: res.stderr, units: loadedUnits(files) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -109,7 +108,8 @@ test('skep version and skep --help load the command tree only', (t) => {
   if (!requireService(t, 'dist/skep.mjs', existsSync(BUNDLE), 'run `npm run build` first')) return;
   const home = tempHome(t);
   for (const args of [['version'], ['--help'], ['list', '--help']]) {
-    const { status, stdout, units } = run(args, home.env);
+    const { status, stdout, stderr, units } = run(args, home.env);
+    assert.equal(stderr, '', stderr);
     assert.equal(status, 0, args.join(' '));
     assert.match(stdout, /skep/);
     // The recording saw the bundle: the entry's own source and its one library.
@@ -122,7 +122,12 @@ test('skep version and skep --help load the command tree only', (t) => {
 test('skep list loads the listing, not the composition root or the HTTP server stack', (t) => {
   if (!requireService(t, 'dist/skep.mjs', existsSync(BUNDLE), 'run `npm run build` first')) return;
   const home = tempHome(t);
-  const { status, stdout, units } = run(['list'], home.env);
+  const { status, stdout, stderr, units } = run(['list'], home.env);
+  // An empty listing adds its hint on stderr, and nothing else.
+  assert.equal(
+    stderr,
+    'no workloads; start one with skep run <server> (skep registry list shows the catalog)\n',
+  );
   assert.equal(status, 0);
   assert.match(stdout, /^NAME\s+PACKAGE\s+STATUS/);
   assert.ok(
