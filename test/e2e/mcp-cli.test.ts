@@ -19,7 +19,7 @@ interface Outcome {
 }
 
 test(
-  'seed: a workload’s tools are its server’s tool names; skep mcp list and call go through its proxy',
+  'a workload’s tools are its server’s tool names; skep mcp list and call go through its proxy',
   { timeout: 300_000 },
   async (t) => {
     const { ctx, home } = workloadHome(t);

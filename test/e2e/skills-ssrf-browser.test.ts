@@ -38,7 +38,7 @@ async function pageServer(t: TestContext, html: string): Promise<string> {
 }
 
 test(
-  'issue 16 F5: a cross-site <img> to /skills/content makes Skep open no connection to a loopback "registry"',
+  'a cross-site <img> to /skills/content makes Skep open no connection to a loopback "registry"',
   { timeout: 180_000 },
   async (t) => {
     if (!chromiumAvailable(t)) return;

@@ -2,14 +2,17 @@
 // specification, JSON-RPC 2.0, W3C Trace Context, ...), a file in this repository, or the
 // reference's (ToolHive's) behaviour stated in words. Never a design note, a reference document
 // or an issue that lives outside the repository. This test scans the comments of src/, scripts/,
-// bench/ and deploy/ (their JavaScript and TypeScript) and names every file:line that cites one.
+// bench/, deploy/ and test/ (their JavaScript and TypeScript), and the titles of tests, and names
+// every file:line that cites one.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const SCANNED = ['src', 'scripts', 'bench', 'deploy'];
+const SCANNED = ['src', 'scripts', 'bench', 'deploy', 'test'];
+/** This file plants citations in strings on purpose. */
+const SELF = 'test/unit/source-comments.test.ts';
 const EXTENSIONS = /\.(?:ts|tsx|mts|mjs|js|cjs)$/;
 
 export interface Citation {
@@ -87,13 +90,24 @@ function commentBlocks(source: string): CommentLine[][] {
   return blocks;
 }
 
-/** Every citation of something a reader cannot open, in the comments of one source file. */
+/** The title of each `test(...)`, `t.test(...)`, `describe(...)` or `it(...)`, as a block of its own. */
+function testTitles(source: string): CommentLine[][] {
+  const blocks: CommentLine[][] = [];
+  const title = /\b(?:test|it|describe|\w+\.test)\(\s*(['"`])((?:\\.|(?!\1)[^\\])*)\1/g;
+  for (const m of source.matchAll(title)) {
+    const at = (m.index ?? 0) + m[0].length - (m[2] ?? '').length - 1;
+    blocks.push([{ line: source.slice(0, at).split('\n').length, text: m[2] ?? '' }]);
+  }
+  return blocks;
+}
+
+/** Every citation of something a reader cannot open, in the comments and test titles of one source file. */
 export function findUnopenableCitations(
   source: string,
   exists: (repoPath: string) => boolean = () => true,
 ): Citation[] {
   const found: Citation[] = [];
-  for (const block of commentBlocks(source)) {
+  for (const block of [...commentBlocks(source), ...testTitles(source)]) {
     let before = '';
     for (const { line, text } of block) {
       const outside = OUTSIDE_DOCUMENT.exec(text) ?? missingDoc(text, exists);
@@ -184,11 +198,12 @@ test('the scanner passes public specifications, repository files and ToolHive in
   assert.deepEqual(findUnopenableCitations(good), []);
 });
 
-test('comments in src/, scripts/, bench/ and deploy/ cite only what a reader can open', (t) => {
+test('comments and test titles in src/, scripts/, bench/, deploy/ and test/ cite only what a reader can open', (t) => {
   const hits: string[] = [];
   for (const top of SCANNED) {
     for (const file of sourceFiles(join(ROOT, top))) {
       const path = relative(ROOT, file).split('\\').join('/');
+      if (path === SELF) continue;
       for (const c of findUnopenableCitations(readFileSync(file, 'utf8'), (p) => existsSync(join(ROOT, p)))) {
         hits.push(`${path}:${c.line} ${c.rule} "${c.match}"`);
       }

@@ -57,7 +57,7 @@ async function jsonServer(
   return { port: (server.address() as AddressInfo).port, seen };
 }
 
-test('issue 16 item 7: remote OAuth discovery does not follow metadata to an unnamed loopback host; it gets no connection', async (t) => {
+test('remote OAuth discovery does not follow metadata to an unnamed loopback host; it gets no connection', async (t) => {
   const hidden = await counting(t);
   for (const server of [`http://127.0.0.1:${hidden.port}`, 'http://169.254.169.254/']) {
     // RFC 9728 §3.1: the metadata of http://localhost:P/mcp is at /.well-known/oauth-protected-resource/mcp.
@@ -100,7 +100,7 @@ test('issue 16 item 7: remote OAuth discovery does not follow metadata to an unn
   assert.ok(hidden.connections() > 0);
 });
 
-test('issue 16 item 7: inbound JWT verification fetches no JWKS from an unnamed loopback host unless allowPrivateIP', async (t) => {
+test('inbound JWT verification fetches no JWKS from an unnamed loopback host unless allowPrivateIP', async (t) => {
   const jwksHost = await counting(t);
   const idp = await jsonServer(t, {
     '/.well-known/openid-configuration': { body: { jwks_uri: `http://127.0.0.1:${jwksHost.port}/jwks` } },
@@ -124,7 +124,7 @@ test('issue 16 item 7: inbound JWT verification fetches no JWKS from an unnamed 
   assert.ok(jwksHost.connections() > 0, 'with allowPrivateIP the JWKS is fetched');
 });
 
-test('issue 16 item 7: token exchange reaches its configured endpoint, but no redirect to another loopback host or metadata', async (t) => {
+test('token exchange reaches its configured endpoint, but no redirect to another loopback host or metadata', async (t) => {
   const other = await counting(t);
   const tokenServer = await jsonServer(t, {
     '/token': {
@@ -153,7 +153,7 @@ test('issue 16 item 7: token exchange reaches its configured endpoint, but no re
   );
 });
 
-test('issue 16 item 7: the embedded AS upstream registers (RFC 7591) only at a named or public endpoint', async (t) => {
+test('the embedded AS upstream registers (RFC 7591) only at a named or public endpoint', async (t) => {
   const hidden = await counting(t);
   const discovery = await jsonServer(t, {
     '/.well-known/oauth-authorization-server': {

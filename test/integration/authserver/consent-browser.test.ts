@@ -166,7 +166,7 @@ function upstreamConfig(host: Host, upstream: Upstream) {
 }
 
 test(
-  'issue 16 F2: a client registered by an attacker gets no code for a victim already logged in upstream unless the victim approves it by name (Chromium)',
+  'a client registered by an attacker gets no code for a victim already logged in upstream unless the victim approves it by name (Chromium)',
   { timeout: 180_000 },
   async (t) => {
     if (!chromiumAvailable(t)) return;

@@ -15,7 +15,7 @@ import { decodeJwt } from 'jose';
 import { syntheticSubject } from '../../../src/authserver/upstream.js';
 import { authorize, callResource, mountAuthServer, refresh, registerClient, startHost } from './harness.js';
 
-test('seed tokenResponseMapping + synthesis mode: nested token fields, subject tk-<sha256 prefix>', async (t) => {
+test('tokenResponseMapping + synthesis mode: nested token fields, subject tk-<sha256 prefix>', async (t) => {
   const codes = new Map<string, string>(); // code -> code_challenge
   const issued: string[] = [];
   const provider = createServer(async (req, res) => {

@@ -63,7 +63,7 @@ const REQUEST: AuthzRequest = {
   arguments: { topic: 'x' },
 };
 
-test('reference §1.8: POST <url>/decision with the PORC body (standard mapping, no context flags) and JSON headers', async (t) => {
+test('POST <url>/decision with the PORC body (standard mapping, no context flags) and JSON headers', async (t) => {
   const seen: Array<{
     porc: Record<string, unknown>;
     headers: IncomingMessage['headers'];
@@ -86,7 +86,7 @@ test('reference §1.8: POST <url>/decision with the PORC body (standard mapping,
   });
 });
 
-test('reference §1.8: mpe mapping (mroles from roles, mgroups from groups, mannotations default {})', async (t) => {
+test('mpe mapping (mroles from roles, mgroups from groups, mannotations default {})', async (t) => {
   let principal: unknown;
   const port = await serve(t, createHttpServer(), (porc, _req, res) => {
     principal = porc['principal'];

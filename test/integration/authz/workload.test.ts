@@ -129,7 +129,7 @@ test(
     await t.test('forbid overrides permit', async () => {
       await assertDenied(client.callTool({ name: 'echo', arguments: { message: 'forbidden' } }));
     });
-    await t.test('reference §1.5: tools/list keeps what the caller may call with no arguments', async () => {
+    await t.test('tools/list keeps what the caller may call with no arguments', async () => {
       const tools = await client.listTools();
       // get-sum is permitted only with an argument, so it is hidden (the reference's behaviour).
       assert.deepEqual(

@@ -25,7 +25,7 @@ describe('skep extauth validate', { timeout: 120_000 }, () => {
     assert.equal(r.stdout, 'github-token-exchange: valid\naws-mcp: valid\nembedded-login: valid\n');
   });
 
-  it('seed rules: reports field paths and exits 1 (awsSts at-least-one, claim xor matcher, forbidden param)', (t) => {
+  it('rules: reports field paths and exits 1 (awsSts at-least-one, claim xor matcher, forbidden param)', (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'skep-extauth-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'bad.yaml');

@@ -49,7 +49,7 @@ const workload = (kind: string, name: string, spec: unknown, namespace = NS) =>
   ({ apiVersion: 'skep.dev/v1beta1', kind, metadata: { name, namespace }, spec }) as Obj;
 
 describe('MCPExternalAuthConfig controller against a fake API server', { timeout: 90_000 }, () => {
-  it('seed status: adds the finalizer, writes Valid=True with observedGeneration and configHash', async (t) => {
+  it('status: adds the finalizer, writes Valid=True with observedGeneration and configHash', async (t) => {
     const { api } = await setup(t);
     const spec = awsSts({ fallbackRoleArn: ROLE_ARN });
     api.create(EXT, config('sts', spec));
@@ -71,7 +71,7 @@ describe('MCPExternalAuthConfig controller against a fake API server', { timeout
     );
   });
 
-  it('seed status: an invalid spec gets Valid=False/ValidationFailed naming the field, and keeps the last good hash', async (t) => {
+  it('status: an invalid spec gets Valid=False/ValidationFailed naming the field, and keeps the last good hash', async (t) => {
     const { api } = await setup(t);
     const good = awsSts({ fallbackRoleArn: ROLE_ARN });
     api.create(EXT, config('sts', good));
@@ -98,7 +98,7 @@ describe('MCPExternalAuthConfig controller against a fake API server', { timeout
     assert.equal(status['configHash'], configHash(good));
   });
 
-  it('seed: referencingWorkloads from MCPServer, MCPRemoteProxy and VirtualMCPServer refs in the same namespace; workloads roll out on hash change', async (t) => {
+  it('referencingWorkloads from MCPServer, MCPRemoteProxy and VirtualMCPServer refs in the same namespace; workloads roll out on hash change', async (t) => {
     const { api } = await setup(t);
     const spec1 = embedded();
     api.create(EXT, config('auth', spec1));
@@ -180,7 +180,7 @@ describe('MCPExternalAuthConfig controller against a fake API server', { timeout
     });
   });
 
-  it('seed: deletion is blocked while referenced (condition names them) and completes once references are gone', async (t) => {
+  it('deletion is blocked while referenced (condition names them) and completes once references are gone', async (t) => {
     const { api } = await setup(t);
     api.create(EXT, config('tx', { type: 'unauthenticated' }));
     api.create(SERVERS, workload('MCPServer', 'a', { externalAuthConfigRef: { name: 'tx' } }));
@@ -236,7 +236,7 @@ describe('MCPExternalAuthConfig controller against a fake API server', { timeout
     assert.deepEqual(patches.map((p) => p.status).slice(0, 3), [409, 409, 200]);
   });
 
-  it('seed Limits: HMAC current secret under 32 bytes read through the API makes Valid=False', async (t) => {
+  it('Limits: HMAC current secret under 32 bytes read through the API makes Valid=False', async (t) => {
     const { api } = await setup(t, (a) => a.putSecret(NS, 'hmac', { current: 'short-secret' }));
     api.create(EXT, config('eas', embedded({ hmacSecretRefs: [ref('hmac', 'current')] })));
     const valid = await waitFor('Valid', () => condition(api.getObject(EXT, NS, 'eas'), 'Valid'));

@@ -28,7 +28,7 @@ async function reader(t: TestContext, secrets: Record<string, Record<string, str
 }
 
 describe('CRD → RunConfig mapping', { timeout: 60_000 }, () => {
-  it('seed 000 token_exchange_config: client_secret read from the Secret, short token type → URN, custom header strategy', async (t) => {
+  it('000 token_exchange_config: client_secret read from the Secret, short token type → URN, custom header strategy', async (t) => {
     const read = await reader(t, { te: { secret: 's3cr3t' } });
     const out = await buildRunConfigAuth(
       resource(
@@ -64,7 +64,7 @@ describe('CRD → RunConfig mapping', { timeout: 60_000 }, () => {
     );
   });
 
-  it('seed 000 aws_sts_config with schema defaults applied', async (t) => {
+  it('000 aws_sts_config with schema defaults applied', async (t) => {
     const read = await reader(t, {});
     const out = await buildRunConfigAuth(
       resource(awsSts({ roleMappings: [{ roleArn: ROLE_ARN, claim: 'admins', priority: 1 }] })),
@@ -80,7 +80,7 @@ describe('CRD → RunConfig mapping', { timeout: 60_000 }, () => {
     });
   });
 
-  it('seed 000 header_forward and upstream_swap_config; bearer token as a mounted file', async (t) => {
+  it('000 header_forward and upstream_swap_config; bearer token as a mounted file', async (t) => {
     const read = await reader(t, {});
     const hi = await buildRunConfigAuth(
       resource({
@@ -112,7 +112,7 @@ describe('CRD → RunConfig mapping', { timeout: 60_000 }, () => {
     assert.deepEqual(un, { runConfig: {}, env: [], files: [] });
   });
 
-  it('seed 000 embedded_auth_server_config: files and env-var references, redis sentinel service, lifespan defaults', async (t) => {
+  it('000 embedded_auth_server_config: files and env-var references, redis sentinel service, lifespan defaults', async (t) => {
     const read = await reader(t, { hmac: { current: 'h'.repeat(40) } });
     const out = await buildRunConfigAuth(
       resource(
@@ -207,7 +207,7 @@ describe('CRD → RunConfig mapping', { timeout: 60_000 }, () => {
     );
   });
 
-  it('seed Limits: a short current HMAC secret read through the API refuses the mapping', async (t) => {
+  it('Limits: a short current HMAC secret read through the API refuses the mapping', async (t) => {
     const read = await reader(t, { hmac: { current: 'short' } });
     await assert.rejects(
       buildRunConfigAuth(resource(embedded({ hmacSecretRefs: [ref('hmac', 'current')] })), read),

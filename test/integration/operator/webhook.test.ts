@@ -64,7 +64,7 @@ async function start(t: TestContext, secrets: Record<string, string> = {}) {
 }
 
 describe('admission webhook over HTTPS', { timeout: 60_000 }, () => {
-  it('seed: admits a valid resource and echoes the request uid', async (t) => {
+  it('admits a valid resource and echoes the request uid', async (t) => {
     if (!requireService(t, 'openssl', hasCommand('openssl'), 'apt-get install openssl')) return;
     const { server, ca } = await start(t);
     const reply = await post(
@@ -79,7 +79,7 @@ describe('admission webhook over HTTPS', { timeout: 60_000 }, () => {
     assert.deepEqual(body.response, { uid: 'uid-1', allowed: true });
   });
 
-  it('seed (webhook rule): denies awsSts without fallbackRoleArn or roleMappings and a bad CEL matcher, naming the fields', async (t) => {
+  it('(webhook rule): denies awsSts without fallbackRoleArn or roleMappings and a bad CEL matcher, naming the fields', async (t) => {
     if (!requireService(t, 'openssl', hasCommand('openssl'), 'apt-get install openssl')) return;
     const { server, ca } = await start(t);
     const bad = resource(awsSts({ roleMappings: [{ roleArn: ROLE_ARN, matcher: 'claims.groups.exists(' }] }));
@@ -104,7 +104,7 @@ describe('admission webhook over HTTPS', { timeout: 60_000 }, () => {
     );
   });
 
-  it('seed (webhook rule): HMAC current secret shorter than 32 bytes is denied when the Secret is readable, without its length', async (t) => {
+  it('(webhook rule): HMAC current secret shorter than 32 bytes is denied when the Secret is readable, without its length', async (t) => {
     if (!requireService(t, 'openssl', hasCommand('openssl'), 'apt-get install openssl')) return;
     const { server, ca } = await start(t, {
       'team-a/hmac/short': 'x'.repeat(31),

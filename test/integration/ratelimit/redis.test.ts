@@ -205,7 +205,7 @@ test(
           },
         ],
       },
-      // Any node is a seed; the others are found through it.
+      // Any node bootstraps discovery; the others are found through it.
       redis_addr: (cluster.nodes[2] as { addr: string }).addr,
     };
     const a = await limitedProxy(t, parameters, logger);

@@ -107,7 +107,7 @@ async function rejectsWith(promise: Promise<unknown>, code: string, message?: Re
 }
 
 test(
-  'reference §4.2: configure → registry_auth_required (configured) → login → authenticated, bearer on every request → refresh → logout',
+  'configure → registry_auth_required (configured) → login → authenticated, bearer on every request → refresh → logout',
   { timeout: 120_000 },
   async (t) => {
     const idp = await startRegistryIdp(t);

@@ -79,7 +79,7 @@ function writeRegistry(t: TestContext, doc: RegistryDocument): string {
 }
 
 test(
-  'seed "Group" from a registry file, and Studio\'s group install: a group of that name, one workload per member, removed in bulk',
+  '"Group" from a registry file, and Studio\'s group install: a group of that name, one workload per member, removed in bulk',
   { timeout: 180_000 },
   async (t) => {
     const remote = await startRemoteMcp(t);

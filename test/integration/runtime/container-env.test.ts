@@ -22,7 +22,7 @@ const SKEP_SECRETS = {
 };
 
 test(
-  'issue 16 item 6: a container server gets the run configuration’s variables (+ PORT), nothing of Skep’s environment',
+  'a container server gets the run configuration’s variables (+ PORT), nothing of Skep’s environment',
   { timeout: 600_000 },
   async (t) => {
     if (!requirePodman(t)) return;

@@ -188,7 +188,7 @@ test(
     );
 
     await t.test(
-      'seed PermissionProfile network.outbound: allowed host:port passes the egress proxy, others do not',
+      'PermissionProfile network.outbound: allowed host:port passes the egress proxy, others do not',
       async () => {
         const allowed = await callTool(url('stdio-srv'), 'fetch_via_proxy', {
           url: `http://${gateway}:${allowedPort}/`,
@@ -242,7 +242,7 @@ test(
       },
     );
 
-    await t.test('seed PermissionProfile read: a read-only bind refuses writes', async () => {
+    await t.test('PermissionProfile read: a read-only bind refuses writes', async () => {
       assert.equal(
         await callTool(url('stdio-srv'), 'write_file', { path: '/data/ro/new.txt' }),
         'error EROFS',

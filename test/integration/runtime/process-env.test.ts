@@ -45,7 +45,7 @@ function assertOnlyGiven(env: Record<string, string>): void {
   assert.equal(env['CONFIGURED'], 'from-run-config');
 }
 
-test('issue 16 item 6: the process runtime gives a server the allow-listed environment only', async (t) => {
+test('the process runtime gives a server the allow-listed environment only', async (t) => {
   withSkepSecrets(t);
   const dir = mkdtempSync(join(tmpdir(), 'skep-env-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -67,7 +67,7 @@ test('issue 16 item 6: the process runtime gives a server the allow-listed envir
 });
 
 test(
-  'issue 16 item 6: through a detached runner and the proxy (MCP SDK client), Skep’s credentials never reach the server; the run configuration’s do',
+  'through a detached runner and the proxy (MCP SDK client), Skep’s credentials never reach the server; the run configuration’s do',
   { timeout: 120_000 },
   async (t) => {
     withSkepSecrets(t);

@@ -109,7 +109,7 @@ function probeWorkload(name: string, permission_profile: Record<string, unknown>
 }
 
 test(
-  'issue 19 §1: the user’s home, Skep’s state and /tmp are invisible; read paths are read-only, write paths writable, nothing else',
+  'the user’s home, Skep’s state and /tmp are invisible; read paths are read-only, write paths writable, nothing else',
   { timeout: 180_000 },
   async (t) => {
     if (!requireBwrap(t)) return;
@@ -190,7 +190,7 @@ test(
 );
 
 test(
-  'issue 19 §2: network.mode none connects nowhere; an allow-list reaches the listed loopback server through the filtering proxy and nothing else',
+  'network.mode none connects nowhere; an allow-list reaches the listed loopback server through the filtering proxy and nothing else',
   { timeout: 180_000 },
   async (t) => {
     if (!requireBwrap(t)) return;
@@ -254,7 +254,7 @@ test(
 );
 
 test(
-  'issue 19 §4: a profile that asks for isolation is refused when runtime.sandbox points at a missing bwrap, unless the workload opts out',
+  'a profile that asks for isolation is refused when runtime.sandbox points at a missing bwrap, unless the workload opts out',
   { timeout: 120_000 },
   async (t) => {
     const { ctx } = sandboxHome(t, '/nonexistent/skep-test/bwrap');
@@ -298,7 +298,7 @@ test(
   },
 );
 
-test('issue 19 §4: the runtime refuses at start too (a record that predates the rule)', async (t) => {
+test('the runtime refuses at start too (a record that predates the rule)', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-rt-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const paths = { configDir: dir, stateDir: dir, dataDir: dir, cacheDir: dir };
@@ -335,7 +335,7 @@ test('issue 19 §4: the runtime refuses at start too (a record that predates the
 });
 
 test(
-  'issue 19 §2: an HTTP server in a network namespace of its own is reached through the inbound relay; stop is graceful',
+  'an HTTP server in a network namespace of its own is reached through the inbound relay; stop is graceful',
   { timeout: 120_000 },
   async (t) => {
     if (!requireBwrap(t)) return;
@@ -369,7 +369,7 @@ test(
   },
 );
 
-test('issue 19 §1: a stdio server in the sandbox talks over stdio like any other', async (t) => {
+test('a stdio server in the sandbox talks over stdio like any other', async (t) => {
   if (!requireBwrap(t)) return;
   const dir = mkdtempSync(join(tmpdir(), 'skep-sbx-stdio-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -392,7 +392,7 @@ test('issue 19 §1: a stdio server in the sandbox talks over stdio like any othe
 });
 
 test(
-  'issue 19 §2: without perl on the server’s PATH the relay is a Node process, and the allow-list works the same',
+  'without perl on the server’s PATH the relay is a Node process, and the allow-list works the same',
   { timeout: 60_000 },
   async (t) => {
     if (!requireBwrap(t)) return;
@@ -431,7 +431,7 @@ test(
 );
 
 test(
-  'issue 19 §1: a cmd:// program under the home runs: its project folder is visible read-only, nothing else of the home',
+  'a cmd:// program under the home runs: its project folder is visible read-only, nothing else of the home',
   { timeout: 60_000 },
   async (t) => {
     if (!requireBwrap(t)) return;
@@ -484,7 +484,7 @@ test(
 );
 
 test(
-  'issue 19 §3: an npx:// package with network none is fetched in the sandbox first, then runs offline',
+  'an npx:// package with network none is fetched in the sandbox first, then runs offline',
   { timeout: 180_000 },
   async (t) => {
     if (!requireBwrap(t)) return;
@@ -538,7 +538,7 @@ test(
  * `uvx` then finds the tool `uv tool install` put there.
  */
 test(
-  'issue 19 §3: a uvx:// package with network none is fetched first (uv tool install, the index only), then runs offline (uv and uvx are test doubles)',
+  'a uvx:// package with network none is fetched first (uv tool install, the index only), then runs offline (uv and uvx are test doubles)',
   { timeout: 60_000 },
   async (t) => {
     if (!requireBwrap(t)) return;

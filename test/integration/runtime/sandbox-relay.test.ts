@@ -108,7 +108,7 @@ const clientData = (() => {
 })();
 
 for (const { name, program, present } of programs) {
-  test(`issue 19 §2, ${name} relay: 127.0.0.1:3128 inside reaches the unix socket outside; 1 MiB each way, half-close kept; the server's exit status is the sandbox's`, async (t) => {
+  test(`${name} relay: 127.0.0.1:3128 inside reaches the unix socket outside; 1 MiB each way, half-close kept; the server's exit status is the sandbox's`, async (t) => {
     if (!requireBwrap(t)) return;
     if (!requireService(t, 'perl', present, 'perl is not on PATH (Debian: perl-base)')) return;
     const dir = tempDir(t);
@@ -148,7 +148,7 @@ for (const { name, program, present } of programs) {
     });
   });
 
-  test(`issue 19 §2, ${name} relay: the inbound unix socket reaches a server listening inside, and SIGTERM to the sandboxed process reaches the server`, async (t) => {
+  test(`${name} relay: the inbound unix socket reaches a server listening inside, and SIGTERM to the sandboxed process reaches the server`, async (t) => {
     if (!requireBwrap(t)) return;
     if (!requireService(t, 'perl', present, 'perl is not on PATH (Debian: perl-base)')) return;
     const dir = tempDir(t);
@@ -183,7 +183,7 @@ for (const { name, program, present } of programs) {
     assert.match(sandbox.stderr(), /graceful/);
   });
 
-  test(`issue 19 §2, ${name} relay: an unreachable upstream closes the connection; a server that cannot start is 127; a socket that cannot be listened on is 70 and nothing starts`, async (t) => {
+  test(`${name} relay: an unreachable upstream closes the connection; a server that cannot start is 127; a socket that cannot be listened on is 70 and nothing starts`, async (t) => {
     if (!requireBwrap(t)) return;
     if (!requireService(t, 'perl', present, 'perl is not on PATH (Debian: perl-base)')) return;
     const dir = tempDir(t);

@@ -58,7 +58,7 @@ test('auto runtime without an engine: /health 204 with X-Skep-Runtime process', 
   assert.equal(health.headers['x-skep-runtime'], 'process');
 });
 
-test('seed PermissionProfile privileged: refused with 403 unless runtime.allow_privileged', async (t) => {
+test('PermissionProfile privileged: refused with 403 unless runtime.allow_privileged', async (t) => {
   const { app } = await appWith(t, { type: 'process', allow_privileged: false });
   const res = await app.inject({
     method: 'POST',

@@ -17,7 +17,7 @@ process.env['HOME'] = home;
 process.env['SKEP_SKILLS_PRIVATE_HOSTS'] = '127.0.0.1';
 process.env['SKEP_GIT_SCHEME'] = 'git';
 
-test('reference §1.4: git skill at a tag and at a commit (git daemon)', { timeout: 120_000 }, async (t) => {
+test('git skill at a tag and at a commit (git daemon)', { timeout: 120_000 }, async (t) => {
   if (!requireService(t, 'git', hasCommand('git'), 'apt-get install git')) return;
   const server = await startGitDaemon(t);
   writeSkill(join(server.repo, 'skills'), 'git-skill', { version: '1.0.0', files: { 'ref.md': 'v1\n' } });

@@ -50,7 +50,7 @@ async function listener(
   return { port: (server.address() as AddressInfo).port, connections: () => count };
 }
 
-test('issue 16 F5: skills content and install refuse an unlisted loopback OCI registry, which gets no connection', async (t) => {
+test('skills content and install refuse an unlisted loopback OCI registry, which gets no connection', async (t) => {
   const registry = await listener(t);
   const p = registry.port;
   const { app } = await testApp(t);
@@ -79,7 +79,7 @@ test('issue 16 F5: skills content and install refuse an unlisted loopback OCI re
   assert.equal(registry.connections(), 0, 'the registry received no connection');
 });
 
-test('issue 16 item 7: a listed registry is reached; its token realm and redirects are held to the same policy', async (t) => {
+test('a listed registry is reached; its token realm and redirects are held to the same policy', async (t) => {
   const realm = await listener(t);
   const registry = await listener(t, (url): { status: number; headers?: Record<string, string> } =>
     url.startsWith('/v2/skills/to-realm/')
@@ -123,7 +123,7 @@ test('issue 16 item 7: a listed registry is reached; its token realm and redirec
   assert.equal(realm.connections(), 0, 'the unlisted realm/redirect target received no connection');
 });
 
-test('issue 16 F5: a git skill on an unlisted loopback host is refused before git runs', async (t) => {
+test('a git skill on an unlisted loopback host is refused before git runs', async (t) => {
   const server = await listener(t);
   const { app } = await testApp(t);
   for (const ref of [
@@ -148,7 +148,7 @@ test('issue 16 F5: a git skill on an unlisted loopback host is refused before gi
 });
 
 test(
-  'issue 16 item 7: git over http connects to the checked address (curl resolve table), once per name',
+  'git over http connects to the checked address (curl resolve table), once per name',
   { timeout: 120_000 },
   async (t) => {
     if (!requireService(t, 'git', hasCommand('git'), 'apt-get install git')) return;

@@ -40,7 +40,7 @@ for (const [status, code, expected] of [
   [429, 'rate_limited', 429],
   [500, 'bad_gateway', 502],
 ] as const) {
-  test(`reference §1.3: registry HTTP ${status} → API ${expected} (${code})`, async (t) => {
+  test(`registry HTTP ${status} → API ${expected} (${code})`, async (t) => {
     const host = await stubRegistry(t, status);
     const { app } = await testApp(t);
     const res = await app.inject({
@@ -52,7 +52,7 @@ for (const [status, code, expected] of [
   });
 }
 
-test('reference §1.3: a Bearer challenge whose token endpoint refuses → 401', async (t) => {
+test('a Bearer challenge whose token endpoint refuses → 401', async (t) => {
   const tokenHost = await stubRegistry(t, 401);
   const host = await stubRegistry(t, 401, {
     'www-authenticate': `Bearer realm="http://${tokenHost}/token",service="test"`,
@@ -65,7 +65,7 @@ test('reference §1.3: a Bearer challenge whose token endpoint refuses → 401',
   assert.equal(res.statusCode, 401, res.body);
 });
 
-test('reference §1.3: a registry that does not answer in time → 504 (gateway_timeout)', async (t) => {
+test('a registry that does not answer in time → 504 (gateway_timeout)', async (t) => {
   const host = await stubRegistry(t, 'hang');
   const session = new OciSession(parseOciRef(`${host}/skills/slow-skill:1.0.0`), false, {
     timeoutMs: 300,

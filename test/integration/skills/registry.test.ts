@@ -19,7 +19,7 @@ process.env['HOME'] = home;
 process.env['SKEP_SKILLS_PRIVATE_HOSTS'] = '127.0.0.1';
 
 test(
-  'seed: build → push → content → install → list → uninstall against a real registry',
+  'build → push → content → install → list → uninstall against a real registry',
   {
     timeout: 120_000,
   },

@@ -19,7 +19,7 @@ import { echo, sdkClient } from '../ratelimit/helpers.js';
 import { Runners, rawGet } from './helpers.js';
 
 test(
-  '§5.4: Prometheus scrapes a workload’s /metrics on its proxy port; SDK tool calls show in toolhive_mcp_tool_calls_total',
+  'Prometheus scrapes a workload’s /metrics on its proxy port; SDK tool calls show in toolhive_mcp_tool_calls_total',
   { timeout: 300_000 },
   async (t) => {
     if (!requireService(t, 'prometheus', prometheusAvailable(), PROMETHEUS_HINT)) return;

@@ -49,7 +49,7 @@ function withEnv(t: { after(fn: () => void): void }, vars: Record<string, string
 }
 
 test(
-  '§5.2: spans of a real workload over OTLP/HTTP — names, attributes, client traceparent as parent, _meta wins, resource, export headers, SSE span, OTLP metrics',
+  'spans of a real workload over OTLP/HTTP — names, attributes, client traceparent as parent, _meta wins, resource, export headers, SSE span, OTLP metrics',
   { timeout: 300_000 },
   async (t) => {
     const receiver = await OtlpReceiver.start();
@@ -219,7 +219,7 @@ test(
 );
 
 test(
-  '§5.2: an HTTP server receives traceparent continuing the client trace under the proxy span; 5xx is Error, 4xx unset',
+  'an HTTP server receives traceparent continuing the client trace under the proxy span; 5xx is Error, 4xx unset',
   { timeout: 60_000 },
   async (t) => {
     const receiver = await OtlpReceiver.start();

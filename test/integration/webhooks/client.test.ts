@@ -19,7 +19,7 @@ async function clientFor(url: string, extra: Record<string, unknown> = {}, now?:
   return new WebhookClient(config, now === undefined ? {} : { now });
 }
 
-test('§3.2 an answer over 1 MiB is a failure, one of exactly 1 MiB is read', async (t) => {
+test('an answer over 1 MiB is a failure, one of exactly 1 MiB is read', async (t) => {
   const big = await startReceiver(t, {
     respond: () => ({ status: 200, text: `{"allowed":true,"message":"${'x'.repeat(1024 * 1024)}"}` }),
   });
@@ -36,14 +36,14 @@ test('§3.2 an answer over 1 MiB is a failure, one of exactly 1 MiB is read', as
   assert.equal(result.kind, 'answer');
 });
 
-test('§3.3 a 200 whose JSON is not an answer object is a failure', async (t) => {
+test('a 200 whose JSON is not an answer object is a failure', async (t) => {
   const receiver = await startReceiver(t, { respond: () => ({ status: 200, json: [true] }) });
   const client = await clientFor(receiver.url);
   t.after(() => client.close());
   assert.deepEqual(await client.call('{}'), { kind: 'failure', reason: 'the answer is not a JSON object' });
 });
 
-test('§3.2 the signature timestamp comes from the injected clock, in unix seconds', async (t) => {
+test('the signature timestamp comes from the injected clock, in unix seconds', async (t) => {
   const receiver = await startReceiver(t, {
     key: Buffer.from('key'),
     respond: () => ({ status: 200, json: { allowed: true } }),
@@ -75,7 +75,7 @@ test('close() cuts a call that is still waiting (a stopping workload does not wa
   await client.close();
 });
 
-test('§3.1 timeout: a receiver that never answers is a failure after the configured timeout, not later', async (t) => {
+test('timeout: a receiver that never answers is a failure after the configured timeout, not later', async (t) => {
   const receiver = await startReceiver(t, { respond: () => 'hang' });
   const client = await clientFor(receiver.url, { timeout: '1s' });
   t.after(() => client.close());

@@ -107,7 +107,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
   });
 
   await t.test(
-    '§3.2 validating, allowed: the receiver gets the reference envelope; the call goes through',
+    'validating, allowed: the receiver gets the reference envelope; the call goes through',
     async (st) => {
       const receiver = await startReceiver(st, { respond: () => ALLOW });
       await install(st, { validating: [plain(receiver.url, 'fail')] });
@@ -151,7 +151,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
   );
 
   await t.test(
-    '§3.3 validating, allowed:false → 403, JSON-RPC 403 "Request denied by policy", id echoed',
+    'validating, allowed:false → 403, JSON-RPC 403 "Request denied by policy", id echoed',
     async (st) => {
       const receiver = await startReceiver(st, { respond: () => DENY });
       await install(st, { validating: [plain(receiver.url, 'ignore')] });
@@ -167,7 +167,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
     },
   );
 
-  await t.test('§3.3 validating webhooks run in order; the first denial stops the chain', async (st) => {
+  await t.test('validating webhooks run in order; the first denial stops the chain', async (st) => {
     const first = await startReceiver(st, { respond: () => ALLOW });
     const second = await startReceiver(st, { respond: () => DENY });
     const third = await startReceiver(st, { respond: () => ALLOW });
@@ -195,7 +195,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
   }
 
   await t.test(
-    '§3.3 validating failures: fail → 403 "Request denied by policy"; ignore → the call goes through',
+    'validating failures: fail → 403 "Request denied by policy"; ignore → the call goes through',
     async (st) => {
       for (const [what, url, extra] of await failures(st)) {
         await st.test(what, async (sst) => {
@@ -212,7 +212,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
     },
   );
 
-  await t.test('§3.3 validating, HTTP 422 → 403 whatever failure_policy says', async (st) => {
+  await t.test('validating, HTTP 422 → 403 whatever failure_policy says', async (st) => {
     const receiver = await startReceiver(st, { respond: () => ({ status: 422, json: { allowed: true } }) });
     for (const policy of ['fail', 'ignore'] as const) {
       await install(st, { validating: [plain(receiver.url, policy)] });
@@ -228,7 +228,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
   });
 
   await t.test(
-    '§3.3 mutating: a patch changes a tool argument, the server sees it, the validating webhook too',
+    'mutating: a patch changes a tool argument, the server sees it, the validating webhook too',
     async (st) => {
       const mutator = await startReceiver(st, {
         respond: () =>
@@ -250,7 +250,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
     },
   );
 
-  await t.test("§3.3 mutating webhooks chain: the second sees the first one's patch", async (st) => {
+  await t.test("mutating webhooks chain: the second sees the first one's patch", async (st) => {
     const first = await startReceiver(st, {
       respond: () =>
         patchAnswer([{ op: 'replace', path: '/mcp_request/params/arguments/message', value: 'one' }]),
@@ -270,7 +270,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
   });
 
   await t.test(
-    '§3.3 mutating, allowed:false → 403 "Request denied by webhook policy" whatever the policy',
+    'mutating, allowed:false → 403 "Request denied by webhook policy" whatever the policy',
     async (st) => {
       const receiver = await startReceiver(st, { respond: () => DENY });
       for (const policy of ['fail', 'ignore'] as const) {
@@ -282,7 +282,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
     },
   );
 
-  await t.test('§3.3 mutating, HTTP 422 → 422, JSON-RPC 403, whatever the policy', async (st) => {
+  await t.test('mutating, HTTP 422 → 422, JSON-RPC 403, whatever the policy', async (st) => {
     const receiver = await startReceiver(st, { respond: () => ({ status: 422, json: {} }) });
     for (const policy of ['fail', 'ignore'] as const) {
       await install(st, { mutating: [plain(receiver.url, policy)] });
@@ -292,26 +292,23 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
     }
   });
 
-  await t.test(
-    '§3.3 mutating failures: fail → 500 "Webhook error"; ignore → the body unchanged',
-    async (st) => {
-      for (const [what, url, extra] of await failures(st)) {
-        await st.test(what, async (sst) => {
-          await install(sst, { mutating: [plain(url, 'fail', extra)] });
-          const { status, body } = await refused(echo('x'));
-          assert.equal(status, 500, what);
-          assert.deepEqual(body.error, { code: -32603, message: 'Webhook error' });
-        });
-        await st.test(`${what} (ignore)`, async (sst) => {
-          await install(sst, { mutating: [plain(url, 'ignore', extra)] });
-          assert.equal(echoText(await echo('unchanged')), 'Echo: unchanged');
-        });
-      }
-    },
-  );
+  await t.test('mutating failures: fail → 500 "Webhook error"; ignore → the body unchanged', async (st) => {
+    for (const [what, url, extra] of await failures(st)) {
+      await st.test(what, async (sst) => {
+        await install(sst, { mutating: [plain(url, 'fail', extra)] });
+        const { status, body } = await refused(echo('x'));
+        assert.equal(status, 500, what);
+        assert.deepEqual(body.error, { code: -32603, message: 'Webhook error' });
+      });
+      await st.test(`${what} (ignore)`, async (sst) => {
+        await install(sst, { mutating: [plain(url, 'ignore', extra)] });
+        assert.equal(echoText(await echo('unchanged')), 'Echo: unchanged');
+      });
+    }
+  });
 
   await t.test(
-    '§3.3 mutating, bad patches: fail → 500 with the reason; ignore → the body unchanged',
+    'mutating, bad patches: fail → 500 with the reason; ignore → the body unchanged',
     async (st) => {
       const cases: Array<[unknown, string, string]> = [
         [{ op: 'replace' }, 'json_patch', 'Malformed patch from webhook'],
@@ -353,7 +350,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
   );
 
   await t.test(
-    '§3.3 mutating: a patch that leaves no MCP request → 500 "Webhook produced an invalid MCP request"',
+    'mutating: a patch that leaves no MCP request → 500 "Webhook produced an invalid MCP request"',
     async (st) => {
       const receiver = await startReceiver(st, {
         respond: () => patchAnswer([{ op: 'remove', path: '/mcp_request/method' }]),
@@ -365,7 +362,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
     },
   );
 
-  await t.test('§3.2 a request body over 1 MiB → 413, JSON-RPC -32600, no webhook called', async (st) => {
+  await t.test('a request body over 1 MiB → 413, JSON-RPC -32600, no webhook called', async (st) => {
     const receiver = await startReceiver(st, { respond: () => ALLOW });
     await install(st, { validating: [plain(receiver.url, 'ignore')] });
     const { status, body } = await refused(echo('x'.repeat(1024 * 1024)));
@@ -375,7 +372,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
   });
 
   await t.test(
-    '§3.1 HTTPS: a self-signed CA given as ca_bundle_path is trusted; HMAC verified by the receiver',
+    'HTTPS: a self-signed CA given as ca_bundle_path is trusted; HMAC verified by the receiver',
     async (st) => {
       const dir = mkdtempSync(join(tmpdir(), 'skep-webhook-tls-'));
       st.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -405,7 +402,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
   );
 
   await t.test(
-    '§3.1 HTTPS: an untrusted certificate fails the call (fail → 403); insecure_skip_verify accepts it',
+    'HTTPS: an untrusted certificate fails the call (fail → 403); insecure_skip_verify accepts it',
     async (st) => {
       const receiver = await startReceiver(st, {
         tls: generateSelfSignedCert(['127.0.0.1']),
@@ -420,7 +417,7 @@ test('webhooks through the proxy with the MCP SDK client', { timeout: 180_000 },
   );
 
   await t.test(
-    '§3.1 mutual TLS: client_cert_path/client_key_path are presented to a receiver that requires them',
+    'mutual TLS: client_cert_path/client_key_path are presented to a receiver that requires them',
     async (st) => {
       const dir = mkdtempSync(join(tmpdir(), 'skep-webhook-mtls-'));
       st.after(() => rmSync(dir, { recursive: true, force: true }));

@@ -181,7 +181,7 @@ test(
         });
       });
 
-      await t.test('§3.1 a rotated key file is read on the next call', async (st) => {
+      await t.test('a rotated key file is read on the next call', async (st) => {
         const client = await connect(st, new URL(mcp));
         mutatingKey = Buffer.from('second mutating key, after rotation');
         writeFileSync(keyFile, mutatingKey);

@@ -22,7 +22,7 @@ function statusWithHost(port: number, host: string): Promise<number> {
   });
 }
 
-test('seed PermissionProfile network.inbound.allow_host: listed names pass, others get 403', async (t) => {
+test('PermissionProfile network.inbound.allow_host: listed names pass, others get 403', async (t) => {
   const { ctx } = await workloadApp(t);
   const created = await ctx.workloads.create({
     ...everythingBody('inbound-hosts'),

@@ -29,7 +29,7 @@ test(
     assert.ok(port >= port_range_start && port <= port_range_end, `port ${port} in the configured range`);
     await waitForStatus(ctx, 'alpha', 'running');
 
-    await t.test('list: running by default, sorted, with the seed summary fields', async () => {
+    await t.test('list: running by default, sorted, with the summary fields', async () => {
       const res = await inject('GET', '/api/v1beta/workloads');
       assert.equal(res.statusCode, 200);
       const [item] = res.json<{ workloads: Record<string, unknown>[] }>().workloads;
@@ -76,7 +76,7 @@ test(
       assert.equal(edit.statusCode, 404);
     });
 
-    await t.test('management-api §1.6: bad names → 400 invalid_name', async () => {
+    await t.test('bad names → 400 invalid_name', async () => {
       for (const bad of ['a;b', 'a..b', '%24(x)', 'a%20b']) {
         const res = await inject('GET', `/api/v1beta/workloads/${bad}`);
         assert.equal(res.statusCode, 400, bad);

@@ -44,7 +44,7 @@ const BAD_ORIGINS = [
   'https://user@example.com',
 ];
 
-test('issue 16 item 3: allowed_origins must be exact origins — 400 naming the value at create, update and import', async (t) => {
+test('allowed_origins must be exact origins — 400 naming the value at create, update and import', async (t) => {
   const { manager } = inProcessManager(t);
   for (const bad of BAD_ORIGINS) {
     await badRequest(
@@ -86,7 +86,7 @@ test('issue 16 item 3: allowed_origins must be exact origins — 400 naming the 
   assert.equal(manager.rows.get('copy2'), undefined);
 });
 
-test('issue 16 item 2: a host beyond loopback (wildcards too) needs inbound auth — 400 at create, update and import', async (t) => {
+test('a host beyond loopback (wildcards too) needs inbound auth — 400 at create, update and import', async (t) => {
   const { manager } = inProcessManager(t);
   for (const host of ['0.0.0.0', '::', '192.0.2.10', 'mcp.example.com']) {
     await badRequest(

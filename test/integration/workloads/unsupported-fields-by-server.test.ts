@@ -248,7 +248,7 @@ test('the refusal cases cover every refusable field', () => {
   );
 });
 
-test('issue 17 item 5: a field set to anything but its default is 400 unsupported_field naming it', () => {
+test('a field set to anything but its default is 400 unsupported_field naming it', () => {
   for (const [field, value, kind] of REFUSED) {
     const err = refusal(withValue(base(kind), field, value));
     const what = `${field}=${JSON.stringify(value)} on ${kind}`;
@@ -261,7 +261,7 @@ test('issue 17 item 5: a field set to anything but its default is 400 unsupporte
   }
 });
 
-test('issue 17 item 5: defaults pass (absent, empty, false, the documented default)', () => {
+test('defaults pass (absent, empty, false, the documented default)', () => {
   for (const kind of ['process', 'process-http', 'container', 'remote'] as const)
     assert.deepEqual(unsupportedFields(base(kind), skep), [], kind);
   for (const [field, , kind, defaults] of REFUSED) {
@@ -379,7 +379,7 @@ test('the reference’s export defaults import unchanged', () => {
   assert.deepEqual(unsupportedFields(exported, skep), []);
 });
 
-test('issue 18 item 3: scaling_config.session_redis passes for a streamable-HTTP server (sessions), elsewhere only with rate_limit_config', () => {
+test('scaling_config.session_redis passes for a streamable-HTTP server (sessions), elsewhere only with rate_limit_config', () => {
   const value = { address: 'redis:6379', db: 2 };
   assert.deepEqual(
     unsupportedFields(withValue(base('process-http'), 'scaling_config.session_redis', value), skep),

@@ -25,7 +25,7 @@ interface ErrorBody {
 }
 
 test(
-  'issue 17 item 5: create, update and --from-config refuse unsupported fields (400 unsupported_field) before anything is written',
+  'create, update and --from-config refuse unsupported fields (400 unsupported_field) before anything is written',
   { timeout: 300_000 },
   async (t) => {
     const { app, ctx, home } = await workloadApp(t);

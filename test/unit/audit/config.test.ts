@@ -19,7 +19,7 @@ function refuses(value: unknown, pattern: RegExp): void {
   );
 }
 
-test('middleware.md §2.1: defaults — data capture off, detection on, maxDataSize 1024, depth 10, the runner log', () => {
+test('defaults — data capture off, detection on, maxDataSize 1024, depth 10, the runner log', () => {
   const config = parseAuditConfig({});
   assert.deepEqual(config, {
     enabled: true,
@@ -37,7 +37,7 @@ test('middleware.md §2.1: defaults — data capture off, detection on, maxDataS
   assert.equal(AUDIT_DEFAULTS.component, 'toolhive-api');
 });
 
-test('§2.1: every camelCase key is read', () => {
+test('every camelCase key is read', () => {
   const config = parseAuditConfig({
     enabled: true,
     component: 'github',
@@ -66,18 +66,18 @@ test('enabled: false is honoured (better than the reference); absent means on, l
   assert.equal(parseAuditConfig({ logFile: '/tmp/a.log' }).enabled, true);
 });
 
-test('§2.1: maxDataSize 0 means the default; negative is refused naming the field', () => {
+test('maxDataSize 0 means the default; negative is refused naming the field', () => {
   assert.equal(parseAuditConfig({ maxDataSize: 0 }).maxDataSize, 1024);
   refuses({ maxDataSize: -1 }, /audit_config\.maxDataSize must not be negative/);
   refuses({ maxDataSize: 1.5 }, /audit_config\.maxDataSize must be an integer/);
 });
 
-test('§2.1: maxDelegationDepth ≤ 0 is refused', () => {
+test('maxDelegationDepth ≤ 0 is refused', () => {
   refuses({ maxDelegationDepth: 0 }, /audit_config\.maxDelegationDepth must be a positive integer/);
   refuses({ maxDelegationDepth: -3 }, /maxDelegationDepth must be a positive integer/);
 });
 
-test('§2.1: an unknown event type is refused naming it, in either list', () => {
+test('an unknown event type is refused naming it, in either list', () => {
   refuses(
     { eventTypes: ['mcp_tool_call', 'tool_call'] },
     /audit_config\.eventTypes: unknown event type "tool_call"/,
@@ -86,7 +86,7 @@ test('§2.1: an unknown event type is refused naming it, in either list', () => 
   refuses({ eventTypes: 'mcp_tool_call' }, /eventTypes must be a list/);
 });
 
-test('sse_connection may be named in the filters (the reference refuses the name it emits, ⚠ §2.1)', () => {
+test('sse_connection may be named in the filters (the reference refuses the name it emits)', () => {
   const config = parseAuditConfig({ excludeEventTypes: ['sse_connection'] });
   assert.equal(auditsEventType(config, 'sse_connection'), false);
   assert.equal(auditsEventType(config, 'mcp_tool_call'), true);
@@ -107,7 +107,7 @@ test('logFile must be absolute', () => {
   refuses({ logFile: 'audit.log' }, /audit_config\.logFile must be an absolute path/);
 });
 
-test('§2.1 filters: the denylist wins over the allowlist; an empty allowlist allows every type', () => {
+test('filters: the denylist wins over the allowlist; an empty allowlist allows every type', () => {
   const config = parseAuditConfig({
     eventTypes: ['mcp_tool_call', 'mcp_ping'],
     excludeEventTypes: ['mcp_ping'],
@@ -118,7 +118,7 @@ test('§2.1 filters: the denylist wins over the allowlist; an empty allowlist al
   assert.equal(auditsEventType(parseAuditConfig({}), 'http_request'), true);
 });
 
-test('§2.1: the audit_config_path file is JSON only; a YAML file is refused saying so', async (t) => {
+test('the audit_config_path file is JSON only; a YAML file is refused saying so', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'skep-audit-config-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const json = join(dir, 'audit.json');

@@ -43,7 +43,7 @@ function facts(overrides: Partial<ExchangeFacts> = {}): ExchangeFacts {
   };
 }
 
-test('§2.2 method → type table, and mcp_request for any other parsed method', () => {
+test('method → type table, and mcp_request for any other parsed method', () => {
   const table: Array<[string, string]> = [
     ['initialize', 'mcp_initialize'],
     ['tools/call', 'mcp_tool_call'],
@@ -64,14 +64,14 @@ test('§2.2 method → type table, and mcp_request for any other parsed method',
   for (const [method, type] of table) assert.equal(auditEventType('POST', '/mcp', method), type, method);
 });
 
-test('§2.2 unparsed requests: legacy SSE GET → sse_connection, legacy SSE POST → mcp_request, else http_request', () => {
+test('unparsed requests: legacy SSE GET → sse_connection, legacy SSE POST → mcp_request, else http_request', () => {
   assert.equal(auditEventType('GET', '/sse', undefined), 'sse_connection');
   assert.equal(auditEventType('POST', '/messages', undefined), 'mcp_request');
   assert.equal(auditEventType('POST', '/mcp', undefined), 'http_request');
   assert.equal(auditEventType('DELETE', '/mcp', undefined), 'http_request');
 });
 
-test('§2.3 outcome by status', () => {
+test('outcome by status', () => {
   const table: Array<[number, string]> = [
     [200, 'success'],
     [202, 'success'],
@@ -89,7 +89,7 @@ test('§2.3 outcome by status', () => {
   for (const [status, outcome] of table) assert.equal(outcomeForStatus(status), outcome, String(status));
 });
 
-test('§2.5 subjects: user falls back name → preferred_username → email → "anonymous"; client claims; no sub, no user_id', () => {
+test('subjects: user falls back name → preferred_username → email → "anonymous"; client claims; no sub, no user_id', () => {
   assert.deepEqual(subjectsOf({ sub: 's', name: 'N', preferred_username: 'p', email: 'e' }), {
     user: 'N',
     user_id: 's',
@@ -141,7 +141,7 @@ test('application errors: a JSON-RPC error (message capped at 256) and a tool re
   assert.equal(applicationError(undefined), undefined);
 });
 
-test('§2.5: the event of a successful tools/call, field by field, keys in the reference order', () => {
+test('the event of a successful tools/call, field by field, keys in the reference order', () => {
   const event = exchangeEvent(facts(), settings());
   assert.ok(event);
   assert.deepEqual(Object.keys(event), [
@@ -173,7 +173,7 @@ test('§2.5: the event of a successful tools/call, field by field, keys in the r
   assert.equal(event.data, undefined);
 });
 
-test('§2.5: delegation sits between subjects and target; target.type per method; a list cursor is the name', () => {
+test('delegation sits between subjects and target; target.type per method; a list cursor is the name', () => {
   const event = exchangeEvent(
     facts({ claims: { sub: 'u', act: { sub: 'agent' } }, mcp: { method: 'tools/list', resourceId: 'c-2' } }),
     settings(),
@@ -193,7 +193,7 @@ test('§2.5: delegation sits between subjects and target; target.type per method
   assert.deepEqual(unparsed?.target, { endpoint: '/mcp', method: 'POST', type: 'endpoint' });
 });
 
-test('§2.3: application_error from a JSON-RPC error, with jsonrpc_error_code/message in metadata.extra', () => {
+test('application_error from a JSON-RPC error, with jsonrpc_error_code/message in metadata.extra', () => {
   const event = exchangeEvent(
     facts({ reply: { error: { code: -32601, message: 'Method not found' } } }),
     settings(),
@@ -219,7 +219,7 @@ test('application_error from a tool result with isError: tool_error and tool_err
   });
 });
 
-test('§2.3: detection only on a success status, and not when detectApplicationErrors is false', () => {
+test('detection only on a success status, and not when detectApplicationErrors is false', () => {
   const reply = { error: { code: 1, message: 'x' } };
   assert.equal(exchangeEvent(facts({ reply, status: 500 }), settings())?.outcome, 'error');
   assert.equal(
@@ -228,7 +228,7 @@ test('§2.3: detection only on a success status, and not when detectApplicationE
   );
 });
 
-test('§2.4 data: the whole request and the answer when within maxDataSize; response_size_bytes = captured bytes', () => {
+test('data: the whole request and the answer when within maxDataSize; response_size_bytes = captured bytes', () => {
   const event = exchangeEvent(facts(), settings({ includeRequestData: true, includeResponseData: true }));
   assert.deepEqual(event?.data, {
     request: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'weather' } },
@@ -243,7 +243,7 @@ test('§2.4 data: the whole request and the answer when within maxDataSize; resp
   assert.deepEqual(Object.keys(event ?? {}).slice(-2), ['metadata', 'data']);
 });
 
-test('§2.4 data: a body over maxDataSize is left out, not truncated; a non-JSON body is kept as a string', () => {
+test('data: a body over maxDataSize is left out, not truncated; a non-JSON body is kept as a string', () => {
   const limit = Buffer.byteLength(facts().requestText ?? '');
   const exact = exchangeEvent(facts(), settings({ includeRequestData: true, maxDataSize: limit }));
   assert.ok(exact?.data?.request !== undefined, 'a body of exactly maxDataSize bytes is recorded');
@@ -266,7 +266,7 @@ test('§2.4 data: a body over maxDataSize is left out, not truncated; a non-JSON
   assert.equal(text?.metadata?.extra['response_size_bytes'], 0);
 });
 
-test('§2.1 filters are applied to the event type', () => {
+test('filters are applied to the event type', () => {
   assert.equal(exchangeEvent(facts(), settings({ excludeEventTypes: ['mcp_tool_call'] })), undefined);
   assert.equal(exchangeEvent(facts(), settings({ eventTypes: ['mcp_initialize'] })), undefined);
   assert.ok(exchangeEvent(facts(), settings({ eventTypes: ['mcp_tool_call'] })));
@@ -277,7 +277,7 @@ test('legacy SSE endpoints say transport "sse"', () => {
   assert.equal(event?.metadata?.extra['transport'], 'sse');
 });
 
-test('§2.2 stream open: one sse_connection event, target type sse_endpoint, transport and user_agent', () => {
+test('stream open: one sse_connection event, target type sse_endpoint, transport and user_agent', () => {
   const event = streamOpenEvent(
     facts({ httpMethod: 'GET', path: '/sse', mcp: undefined, reply: undefined, requestText: undefined }),
     settings(),
@@ -302,7 +302,7 @@ test("Go's RFC3339Nano: trailing zeros dropped, Z for UTC", () => {
   assert.equal(Date.parse(local), NOW);
 });
 
-test('§2.5 line: time, level AUDIT, msg audit_event, then the event; one line', () => {
+test('line: time, level AUDIT, msg audit_event, then the event; one line', () => {
   const event = exchangeEvent(facts(), settings());
   assert.ok(event);
   const line = auditLine(event);

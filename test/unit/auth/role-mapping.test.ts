@@ -13,7 +13,7 @@ const cases: Array<{
   expect: string | undefined;
 }> = [
   {
-    title: 'seed: the lowest priority among matches wins',
+    title: 'the lowest priority among matches wins',
     mappings: [
       { claim: 'eng', roleArn: arn('low'), priority: 10 },
       { claim: 'admins', roleArn: arn('high'), priority: 1 },

@@ -18,7 +18,7 @@ const base = (): EmbeddedAuthServerConfig => ({
   ],
 });
 
-test('seed: token lifespans default to 1h / 10m / 168h and parse Go durations', () => {
+test('token lifespans default to 1h / 10m / 168h and parse Go durations', () => {
   const cfg = resolveAuthServerConfig(base(), {});
   assert.equal(cfg.accessTokenLifespanSec, 3600);
   assert.equal(cfg.authCodeLifespanSec, 600);
@@ -38,7 +38,7 @@ test('seed: token lifespans default to 1h / 10m / 168h and parse Go durations', 
   );
 });
 
-test('seed: oidc upstream defaults (scopes openid offline_access, redirect {issuer}/oauth/callback)', () => {
+test('oidc upstream defaults (scopes openid offline_access, redirect {issuer}/oauth/callback)', () => {
   const up = resolveAuthServerConfig(base(), {}).upstreams[0];
   assert.deepEqual(up?.scopes, ['openid', 'offline_access']);
   assert.equal(up?.redirectUri, 'https://auth.example.test/oauth/callback');
@@ -64,7 +64,7 @@ test('RFC 8414 §2: the issuer is https (http only for localhost) without query,
   assert.equal(moved.authorizationEndpoint, 'https://login.example.test/oauth/authorize');
 });
 
-test('seed: reserved names in additional_authorization_params are refused', () => {
+test('reserved names in additional_authorization_params are refused', () => {
   for (const name of [
     'response_type',
     'client_id',
@@ -83,7 +83,7 @@ test('seed: reserved names in additional_authorization_params are refused', () =
   }
 });
 
-test('seed: upstream type must match its config block; oauth2 needs exactly one of client_id or dcr_config', () => {
+test('upstream type must match its config block; oauth2 needs exactly one of client_id or dcr_config', () => {
   assert.throws(
     () =>
       resolveAuthServerConfig(
@@ -142,7 +142,7 @@ test('seed: upstream type must match its config block; oauth2 needs exactly one 
   });
 });
 
-test('seed: the current HMAC secret is at least 32 bytes; secrets come from files and env vars', (t) => {
+test('the current HMAC secret is at least 32 bytes; secrets come from files and env vars', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'skep-as-cfg-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, 'short'), 'too-short');
@@ -167,7 +167,7 @@ test('seed: the current HMAC secret is at least 32 bytes; secrets come from file
   );
 });
 
-test('seed: redis needs exactly one of addr or sentinel_config, cluster needs addr, password from env', () => {
+test('redis needs exactly one of addr or sentinel_config, cluster needs addr, password from env', () => {
   const redis = (r: object) => ({
     ...base(),
     storage: { type: 'redis', redis_config: { acl_user_config: { password_env_var: 'P' }, ...r } },

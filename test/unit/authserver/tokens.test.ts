@@ -26,7 +26,7 @@ test('opaque tokens: signature verifies with current and older secrets; not afte
   assert.equal(before.verify('skr', `${token.slice(0, -2)}xx`), undefined);
 });
 
-test('seed field_mapping: dot paths, first non-empty field wins; synthesis subject is tk- + 32 hex', () => {
+test('field_mapping: dot paths, first non-empty field wins; synthesis subject is tk- + 32 hex', () => {
   const doc = { data: { id: 42, login: '' }, name: 'N', emails: [{ value: 'a@b' }] };
   assert.equal(readPath(doc, 'data.id'), 42);
   assert.equal(readPath(doc, 'emails.0.value'), 'a@b');

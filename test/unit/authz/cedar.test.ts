@@ -27,7 +27,7 @@ function call(
   return { claims, localUser: false, feature: 'tool', resourceId: tool, arguments: args };
 }
 
-test('reference §1.3: claims become claim_* attributes on the principal and in the context', () => {
+test('claims become claim_* attributes on the principal and in the context', () => {
   const a = authorizer([
     'permit(principal == Client::"alice", action == Action::"call_tool", resource) when { principal.claim_email == "alice@example.com" && context.claim_email == "alice@example.com" };',
   ]);
@@ -36,13 +36,13 @@ test('reference §1.3: claims become claim_* attributes on the principal and in 
   assert.equal(a.authorize(call('echo', {}, { ...ALICE, sub: 'bob' })).allow, false);
 });
 
-test('reference §1.3: a missing or empty sub denies', () => {
+test('a missing or empty sub denies', () => {
   const a = authorizer(['permit(principal, action, resource);']);
   assert.equal(a.authorize(call('echo', {}, { email: 'x' })).allow, false);
   assert.match(a.authorize(call('echo', {}, { sub: '' })).reason, /no subject/);
 });
 
-test('reference §1.3: every JSON number is a Cedar decimal (4 digits); == against a Long is false', () => {
+test('every JSON number is a Cedar decimal (4 digits); == against a Long is false', () => {
   const a = authorizer([
     'permit(principal, action, resource) when { principal.claim_level == decimal("3.0") };',
   ]);
@@ -55,7 +55,7 @@ test('reference §1.3: every JSON number is a Cedar decimal (4 digits); == again
   assert.equal(longCompare.authorize(call('echo')).allow, false);
 });
 
-test('reference §1.3/§1.7: the local user is Client::"<os user>"; its exp/iat/nbf are Longs', () => {
+test('the local user is Client::"<os user>"; its exp/iat/nbf are Longs', () => {
   const claims = localUserClaims(Date.UTC(2026, 0, 1));
   const a = authorizer([
     `permit(principal == Client::"${String(claims['sub'])}", action, resource) when { principal.claim_exp > principal.claim_iat && principal.claim_iss == "toolhive-local" };`,
@@ -66,7 +66,7 @@ test('reference §1.3/§1.7: the local user is Client::"<os user>"; its exp/iat/
   assert.equal(a.authorize({ ...call('echo'), claims: { ...claims }, localUser: false }).allow, false);
 });
 
-test('reference §1.3: groups come from group_claim_name (dotted path), else groups/roles/cognito:groups, plus role_claim_name', () => {
+test('groups come from group_claim_name (dotted path), else groups/roles/cognito:groups, plus role_claim_name', () => {
   assert.deepEqual(authorizer(['permit(principal, action, resource);']).groupsOf(ALICE), ['eng', 'ops']);
   assert.deepEqual(
     authorizer(['permit(principal, action, resource);']).groupsOf({ roles: ['r'], 'cognito:groups': ['c'] }),
@@ -92,7 +92,7 @@ test('reference §1.3: groups come from group_claim_name (dotted path), else gro
   assert.deepEqual(nested.groupsOf({ groups: ['g'] }), ['g']);
 });
 
-test('reference §1.3: `principal in THVGroup::"x"` works from the parent link (custom group_entity_type too)', () => {
+test('`principal in THVGroup::"x"` works from the parent link (custom group_entity_type too)', () => {
   const a = authorizer(['permit(principal in THVGroup::"ops", action, resource);']);
   assert.equal(a.authorize(call('echo')).allow, true);
   assert.equal(a.authorize(call('echo', {}, { sub: 'bob', groups: ['eng'] })).allow, false);
@@ -102,7 +102,7 @@ test('reference §1.3: `principal in THVGroup::"x"` works from the parent link (
   assert.equal(custom.authorize(call('echo')).allow, true);
 });
 
-test('reference §1.3: multi_valued_claims give a space-joined claim_<n> and a Set claimset_<n>', () => {
+test('multi_valued_claims give a space-joined claim_<n> and a Set claimset_<n>', () => {
   const a = authorizer(
     [
       'permit(principal, action, resource) when { principal.claimset_scope.contains("mcp:write") && principal.claim_scope like "*mcp:read*" };',
@@ -116,7 +116,7 @@ test('reference §1.3: multi_valued_claims give a space-joined claim_<n> and a S
   assert.deepEqual(attrs['claimset_aud'], ['x', 'y']);
 });
 
-test('reference §1.3: a policy on an argument (arg_*), with has; objects/arrays/null become arg_<k>_present', () => {
+test('a policy on an argument (arg_*), with has; objects/arrays/null become arg_<k>_present', () => {
   const a = authorizer([
     'permit(principal, action == Action::"call_tool", resource == Tool::"add") when { resource has arg_a && resource.arg_a.lessThan(decimal("10.0")) && context.arg_mode == "safe" };',
     'permit(principal, action, resource == Tool::"structured") when { resource.arg_opts_present && !(resource has arg_opts) };',
@@ -129,7 +129,7 @@ test('reference §1.3: a policy on an argument (arg_*), with has; objects/arrays
   assert.equal(a.authorize(call('structured', { opts: null })).allow, true);
 });
 
-test('reference §1.3: an evaluation error in any policy denies, even when another permits', () => {
+test('an evaluation error in any policy denies, even when another permits', () => {
   const a = authorizer([
     'permit(principal, action, resource);',
     'forbid(principal, action, resource) when { resource.arg_x == "boom" };',
@@ -156,7 +156,7 @@ test('Cedar: forbid overrides permit', () => {
   );
 });
 
-test('reference §1.3: actions, resource types and attributes for tools, prompts and resources; parent MCP::"<server>"', () => {
+test('actions, resource types and attributes for tools, prompts and resources; parent MCP::"<server>"', () => {
   const a = authorizer([
     'permit(principal, action == Action::"call_tool", resource in MCP::"github") when { resource.name == "echo" && resource.operation == "call" && resource.feature == "tool" && action.operation == "call_tool" };',
     'permit(principal, action == Action::"get_prompt", resource is Prompt) when { resource.operation == "get" && resource.feature == "prompt" && resource.arg_topic == "x" };',
@@ -182,7 +182,7 @@ test('reference §1.3: actions, resource types and attributes for tools, prompts
   assert.equal(other.authorize(call('echo')).allow, false);
 });
 
-test('reference §1.3: tool annotations are resource attributes; the standard attributes win over them', () => {
+test('tool annotations are resource attributes; the standard attributes win over them', () => {
   const a = authorizer([
     'permit(principal, action, resource) when { resource has readOnlyHint && resource.readOnlyHint };',
   ]);

@@ -33,7 +33,7 @@ function tempDir(t: { after(fn: () => void): void }): string {
   return dir;
 }
 
-test('reference §1.1: a cedarv1 config gets its defaults (THVGroup, empty lists)', () => {
+test('a cedarv1 config gets its defaults (THVGroup, empty lists)', () => {
   const c = parseAuthzConfig(cedar(), 'authz_config');
   assert.equal(c.type, 'cedarv1');
   if (c.type !== 'cedarv1') return;
@@ -44,7 +44,7 @@ test('reference §1.1: a cedarv1 config gets its defaults (THVGroup, empty lists
   assert.ok(Object.isFrozen(c));
 });
 
-test('reference §1.1: a Cedar syntax error names the field, the policy id policy<N> and Cedar’s message', () => {
+test('a Cedar syntax error names the field, the policy id policy<N> and Cedar’s message', () => {
   refused(
     () =>
       parseAuthzConfig(
@@ -57,7 +57,7 @@ test('reference §1.1: a Cedar syntax error names the field, the policy id polic
   );
 });
 
-test('reference §1.1: a template (slot) is not a policy; two policies in one string are refused', () => {
+test('a template (slot) is not a policy; two policies in one string are refused', () => {
   refused(
     () =>
       parseAuthzConfig(
@@ -125,7 +125,7 @@ test('no silent fields: unknown keys are refused and named, at every level', () 
   );
 });
 
-test('reference §1.1: entities_json accepts {type,id} and {"__entity":…} uids, refuses a bare string', () => {
+test('entities_json accepts {type,id} and {"__entity":…} uids, refuses a bare string', () => {
   const entities = JSON.stringify([
     {
       uid: { type: 'Tool', id: 'weather' },
@@ -179,7 +179,7 @@ test('reference §1.1: entities_json accepts {type,id} and {"__entity":…} uids
   );
 });
 
-test('reference §1.1/§1.8: httpv1 needs a URL and a claim mapping; timeout defaults to 30 s', () => {
+test('httpv1 needs a URL and a claim mapping; timeout defaults to 30 s', () => {
   const c = parseAuthzConfig(
     {
       version: '1.0',
@@ -218,7 +218,7 @@ test('reference §1.1/§1.8: httpv1 needs a URL and a claim mapping; timeout def
   );
 });
 
-test('reference §1.1: the file is JSON or YAML by extension; `..` and other extensions are refused', (t) => {
+test('the file is JSON or YAML by extension; `..` and other extensions are refused', (t) => {
   const dir = tempDir(t);
   const json = join(dir, 'authz.json');
   writeFileSync(json, JSON.stringify(cedar()));
@@ -245,7 +245,7 @@ test('reference §1.1: the file is JSON or YAML by extension; `..` and other ext
   refused(() => loadAuthzConfigFile(broken), /not valid YAML/);
 });
 
-test('reference §1.4: primary_upstream_provider needs the embedded authorization server and one of its upstreams', () => {
+test('primary_upstream_provider needs the embedded authorization server and one of its upstreams', () => {
   const withProvider = parseAuthzConfig(cedar({ primary_upstream_provider: 'okta' }), 'authz_config');
   refused(
     () => claimProvider(withProvider, {}),

@@ -25,7 +25,7 @@ async function api(t: import('node:test').TestContext) {
   return { app, ctx, home };
 }
 
-test('management-api §1.1: discovery lists all 25 clients in the fixed order with detection', async (t) => {
+test('discovery lists all 25 clients in the fixed order with detection', async (t) => {
   const { app, home } = await api(t);
   mkdirSync(join(home, '.cursor'));
   writeFileSync(join(home, '.claude.json'), '{}');
@@ -114,7 +114,7 @@ test('bulk register returns one registration per name, in order; unregister per 
   assert.deepEqual((await app.inject({ url: '/api/v1beta/clients' })).json(), []);
 });
 
-test('seed: an unknown client type is 400 and nothing is written, even in a bulk request', async (t) => {
+test('an unknown client type is 400 and nothing is written, even in a bulk request', async (t) => {
   const { app } = await api(t);
   let res = await app.inject({ method: 'POST', url: '/api/v1beta/clients', payload: { name: 'notepad' } });
   assert.equal(res.statusCode, 400);
@@ -132,7 +132,7 @@ test('seed: an unknown client type is 400 and nothing is written, even in a bulk
   assert.equal(res.json().code, 'client_unknown');
 });
 
-test('seed: an unknown group is 404, a malformed one 400, and nothing is registered', async (t) => {
+test('an unknown group is 404, a malformed one 400, and nothing is registered', async (t) => {
   const { app } = await api(t);
   let res = await app.inject({
     method: 'POST',
@@ -150,7 +150,7 @@ test('seed: an unknown group is 404, a malformed one 400, and nothing is registe
   assert.deepEqual((await app.inject({ url: '/api/v1beta/clients' })).json(), []);
 });
 
-test('seed: empty names is 400 for bulk register and bulk unregister', async (t) => {
+test('empty names is 400 for bulk register and bulk unregister', async (t) => {
   const { app } = await api(t);
   for (const url of ['/api/v1beta/clients/register', '/api/v1beta/clients/unregister']) {
     const res = await app.inject({ method: 'POST', url, payload: { names: [] } });

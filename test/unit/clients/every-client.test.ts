@@ -19,7 +19,7 @@ import {
 } from './fixtures.js';
 import { harness, running } from './harness.js';
 
-describe('every client type (reference §4.1)', () => {
+describe('every client type', () => {
   for (const type of CLIENT_TYPES) {
     const def = clientDefinition(type);
 

@@ -5,7 +5,7 @@ import { configHash } from '../../../src/control/operator/config-hash.js';
 import { referencedConfigs } from '../../../src/control/operator/references.js';
 import { WorkQueue } from '../../../src/control/operator/workqueue.js';
 
-describe('configHash (seed status.configHash: hash of the current configuration)', () => {
+describe('configHash (status.configHash: hash of the current configuration)', () => {
   const spec = {
     type: 'awsSts',
     awsSts: { region: 'us-east-1', roleMappings: [{ claim: 'a', roleArn: 'x' }], sessionDuration: 3600 },
@@ -66,7 +66,7 @@ describe('WorkQueue', () => {
   });
 });
 
-describe('references (seed item 5)', () => {
+describe('references', () => {
   const obj = (spec: unknown, status?: unknown) => ({ metadata: { name: 'w' }, spec, status }) as never;
   it('MCPServer: externalAuthConfigRef and authServerRef (only kind MCPExternalAuthConfig)', () => {
     assert.deepEqual(

@@ -36,7 +36,7 @@ describe('generated CRD (deploy/crds)', () => {
     assert.equal(text, renderCrdYaml());
   });
 
-  it('seed identity: skep.dev/v1beta1, namespaced, short names extauth and mcpextauth, status subresource', () => {
+  it('identity: skep.dev/v1beta1, namespaced, short names extauth and mcpextauth, status subresource', () => {
     const spec = crd['spec'] as Node;
     assert.equal(crd['apiVersion'], 'apiextensions.k8s.io/v1');
     assert.equal(spec['group'], 'skep.dev');
@@ -74,7 +74,7 @@ describe('generated CRD (deploy/crds)', () => {
     assert.deepEqual(bad, []);
   });
 
-  it('seed limits and defaults are in the YAML (sessionDuration 900..43200 default 3600, redis timeouts, name 1..63)', () => {
+  it('limits and defaults are in the YAML (sessionDuration 900..43200 default 3600, redis timeouts, name 1..63)', () => {
     const spec = (openApi['properties'] as Record<string, Node>)['spec']!;
     const props = (n: Node) => n['properties'] as Record<string, Node>;
     const sd = props(props(spec)['awsSts']!)['sessionDuration']!;
@@ -215,7 +215,7 @@ const celCases: CelCase[] = [
 
 describe('CEL rules read from the generated CRD YAML, evaluated with cel-js', () => {
   for (const c of celCases) {
-    it(`seed: ${c.rule}`, () => {
+    it(`${c.rule}`, () => {
       const found = yamlViolations(resource(c.spec)).map((v) => `${v.path}: ${v.message}`);
       if (c.expect.length === 0) assert.deepEqual(found, []);
       for (const fragment of c.expect) {

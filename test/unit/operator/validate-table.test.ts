@@ -664,10 +664,10 @@ const rows: Row[] = [
   },
 ];
 
-describe('MCPExternalAuthConfig validation table (seed 001)', () => {
+describe('MCPExternalAuthConfig validation table', () => {
   it(`has at least 60 rows (${rows.length})`, () => assert.ok(rows.length >= 60));
   for (const row of rows) {
-    const title = `seed: ${row.rule} → ${row.expect === 'valid' ? 'valid' : 'invalid'}`;
+    const title = `${row.rule} → ${row.expect === 'valid' ? 'valid' : 'invalid'}`;
     it(title, () => {
       const input = row.whole ?? resource(row.spec);
       const { problems, resource: out } = validateExtAuthConfig(input);

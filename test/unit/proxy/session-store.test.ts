@@ -19,7 +19,7 @@ import {
 import { SharedSessions } from '../../../src/dataplane/proxy/shared-sessions.js';
 import { isSkepError, silentLogger } from '../../../src/shared/index.js';
 
-test('§6: key_prefix defaults to thv:proxy:session: and must end with ":" (400 naming the field)', () => {
+test('key_prefix defaults to thv:proxy:session: and must end with ":" (400 naming the field)', () => {
   assert.equal(SESSION_DEFAULTS.keyPrefix, 'thv:proxy:session:');
   assert.equal(checkKeyPrefix(undefined, 'f'), 'thv:proxy:session:');
   assert.equal(checkKeyPrefix('', 'f'), 'thv:proxy:session:');
@@ -34,7 +34,7 @@ test('§6: key_prefix defaults to thv:proxy:session: and must end with ":" (400 
   );
 });
 
-test('§6: a record is the JSON {id, type, created_at, updated_at, data?, metadata?}', () => {
+test('a record is the JSON {id, type, created_at, updated_at, data?, metadata?}', () => {
   const record: StoredSession = {
     id: 'abc',
     type: 'mcp',

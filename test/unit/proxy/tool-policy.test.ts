@@ -11,7 +11,7 @@ const list = () => ({
   ],
 });
 
-test('seed tools_filter: only listed tools are listed and callable', () => {
+test('tools_filter: only listed tools are listed and callable', () => {
   const policy = createToolPolicy(['read', 'write'], undefined);
   const result = list();
   policy.applyToList(result);
@@ -23,7 +23,7 @@ test('seed tools_filter: only listed tools are listed and callable', () => {
   assert.equal(policy.resolveCall('delete'), undefined);
 });
 
-test('seed tools_override: renamed tools are listed and called by the new name only', () => {
+test('tools_override: renamed tools are listed and called by the new name only', () => {
   const policy = createToolPolicy(undefined, {
     delete: { name: 'remove', description: 'Removes a file' },
     read: { description: 'Reads' },

@@ -22,7 +22,7 @@ function refused(fn: () => unknown, pattern: RegExp): void {
   });
 }
 
-test('§4.1: the reference example parses; periods in ms, frozen', () => {
+test('the reference example parses; periods in ms, frozen', () => {
   const config = parseRateLimitConfig({
     shared: { maxTokens: 100, refillPeriod: '1m0s' },
     perUser: { maxTokens: 10, refillPeriod: '30s' },
@@ -55,7 +55,7 @@ test('§4.1: the reference example parses; periods in ms, frozen', () => {
   );
 });
 
-test('§4.1: refillPeriod is any time.ParseDuration form, > 0', () => {
+test('refillPeriod is any time.ParseDuration form, > 0', () => {
   const cases: [string, number][] = [
     ['1m0s', 60_000],
     ['30s', 30_000],
@@ -82,7 +82,7 @@ test('§4.1: refillPeriod is any time.ParseDuration form, > 0', () => {
   refused(() => parseRefillPeriod({ duration: '1m' }, 'f.refillPeriod'), /must be a duration string/);
 });
 
-test('§4.1 CRD rules: errors name the field', () => {
+test('CRD rules: errors name the field', () => {
   const ok = { maxTokens: 1, refillPeriod: '1s' };
   const cases: [unknown, RegExp][] = [
     [{}, /^rate_limit_config needs at least one of shared, perUser or a non-empty tools list/],

@@ -42,7 +42,7 @@ async function allowedOf(l: RateLimiter, n: number, tool = 't', sub?: string): P
   return allowed;
 }
 
-test('§4.1 burst = maxTokens; refill rate = maxTokens / refillPeriod, capped at capacity', async () => {
+test('burst = maxTokens; refill rate = maxTokens / refillPeriod, capped at capacity', async () => {
   const c = clock();
   const l = limiter({ shared: { maxTokens: 5, refillPeriod: '10s' } }, c.now);
   assert.equal(await allowedOf(l, 8), 5, 'a full bucket lets maxTokens calls through at once');
@@ -74,7 +74,7 @@ test('§4.1 burst = maxTokens; refill rate = maxTokens / refillPeriod, capped at
   assert.equal(latency.counts.length, latency.bounds.length + 1);
 });
 
-test('§4.2 buckets per call: server shared, tool shared, and per-user ones only with a subject; reference keys', () => {
+test('buckets per call: server shared, tool shared, and per-user ones only with a subject; reference keys', () => {
   const c = clock();
   const l = limiter(
     {
@@ -109,7 +109,7 @@ test('§4.2 buckets per call: server shared, tool shared, and per-user ones only
   ]);
 });
 
-test('§4.2 per-user buckets are separate per subject; a tool entry limits only that tool', async () => {
+test('per-user buckets are separate per subject; a tool entry limits only that tool', async () => {
   const c = clock();
   const l = limiter(
     {
@@ -129,7 +129,7 @@ test('§4.2 per-user buckets are separate per subject; a tool entry limits only 
   assert.deepEqual(refused, { allowed: false, retryAfterSeconds: 20, rejectedBy: 'shared_tool' });
 });
 
-test('§4.2 all or nothing: a call refused by one bucket takes no token from the others', async () => {
+test('all or nothing: a call refused by one bucket takes no token from the others', async () => {
   const c = clock();
   const l = limiter(
     { shared: { maxTokens: 3, refillPeriod: '1h' }, perUser: { maxTokens: 1, refillPeriod: '1h' } },
@@ -150,7 +150,7 @@ test('§4.2 all or nothing: a call refused by one bucket takes no token from the
   });
 });
 
-test('§4.2 the first rejecting bucket in order is reported', async () => {
+test('the first rejecting bucket in order is reported', async () => {
   const c = clock();
   const store = new MemoryBucketStore({ now: c.now });
   const b = (key: string, capacity: number): Bucket => ({
@@ -166,7 +166,7 @@ test('§4.2 the first rejecting bucket in order is reported', async () => {
   assert.equal(await store.consume([b('c', 1)]), -1, 'c kept its token through the refused call');
 });
 
-test('§4.2 retry-after = ceil(1 / refill rate of the rejecting bucket), at least 1 s', () => {
+test('retry-after = ceil(1 / refill rate of the rejecting bucket), at least 1 s', () => {
   assert.equal(retryAfterSeconds({ capacity: 100, refillPeriodMs: 60_000 }), 1);
   assert.equal(retryAfterSeconds({ capacity: 10, refillPeriodMs: 30_000 }), 3);
   assert.equal(retryAfterSeconds({ capacity: 3, refillPeriodMs: 10_000 }), 4);

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import { testApp } from '../../helpers/api.js';
 import { generateDocument } from './fixtures.js';
 
-test('seed "List registries": one registry, default, with type/source/version/last_updated/server_count/auth fields', async (t) => {
+test('"List registries": one registry, default, with type/source/version/last_updated/server_count/auth fields', async (t) => {
   const { app } = await testApp(t);
   const res = await app.inject({ method: 'GET', url: '/api/v1beta/registry' });
   assert.equal(res.statusCode, 200);
@@ -21,7 +21,7 @@ test('seed "List registries": one registry, default, with type/source/version/la
   assert.match(r.last_updated, /^\d{4}-\d\d-\d\dT/);
 });
 
-test('seed "Get a registry": RegistryInfo plus native content; any other name is 404', async (t) => {
+test('"Get a registry": RegistryInfo plus native content; any other name is 404', async (t) => {
   const { app } = await testApp(t);
   const res = await app.inject({ method: 'GET', url: '/api/v1beta/registry/default' });
   assert.equal(res.statusCode, 200);
@@ -52,7 +52,7 @@ test('seed "Get a registry": RegistryInfo plus native content; any other name is
   }
 });
 
-test('seed "List servers in a registry": servers and remote_servers, sorted by name', async (t) => {
+test('"List servers in a registry": servers and remote_servers, sorted by name', async (t) => {
   const { app } = await testApp(t);
   const res = await app.inject({ method: 'GET', url: '/api/v1beta/registry/default/servers' });
   assert.equal(res.statusCode, 200);
@@ -63,7 +63,7 @@ test('seed "List servers in a registry": servers and remote_servers, sorted by n
   assert.ok(remote_servers.every((s: { url?: string }) => typeof s.url === 'string'));
 });
 
-test('seed "Get a server": URL-encoded reverse-DNS name or unique short name; is_remote tells which object applies', async (t) => {
+test('"Get a server": URL-encoded reverse-DNS name or unique short name; is_remote tells which object applies', async (t) => {
   const { app } = await testApp(t);
   const full = await app.inject({
     method: 'GET',
@@ -82,7 +82,7 @@ test('seed "Get a server": URL-encoded reverse-DNS name or unique short name; is
   assert.equal(missing.json().code, 'server_not_found');
 });
 
-test('seed catalog list: defaults page 1 / limit 50, clamp to 200, bad values fall back, q is case-insensitive', async (t) => {
+test('catalog list: defaults page 1 / limit 50, clamp to 200, bad values fall back, q is case-insensitive', async (t) => {
   const { app, home } = await testApp(t);
   const file = join(home.dir, 'big.json');
   writeFileSync(file, JSON.stringify(generateDocument(260)));
@@ -116,7 +116,7 @@ test('seed catalog list: defaults page 1 / limit 50, clamp to 200, bad values fa
   assert.ok(names.length > 0 && names.every((d: string) => d.toLowerCase().includes('server 12')));
 });
 
-test('seed "Get a registry server": encoded name → server.json; missing → 404 {code: not_found}', async (t) => {
+test('"Get a registry server": encoded name → server.json; missing → 404 {code: not_found}', async (t) => {
   const { app } = await testApp(t);
   const res = await app.inject({
     method: 'GET',
@@ -137,7 +137,7 @@ test('seed "Get a registry server": encoded name → server.json; missing → 40
   assert.equal(typeof missing.json().message, 'string');
 });
 
-test('seed skills: list with q over name/namespace/description, get by namespace and name, 404 not_found', async (t) => {
+test('skills: list with q over name/namespace/description, get by namespace and name, 404 not_found', async (t) => {
   const { app } = await testApp(t);
   const all = await app.inject({ method: 'GET', url: '/registry/default/v0.1/x/dev.toolhive/skills' });
   assert.equal(all.statusCode, 200);
@@ -163,7 +163,7 @@ test('seed skills: list with q over name/namespace/description, get by namespace
   assert.equal(missing.json().code, 'not_found');
 });
 
-test('reference §1.2 PUT: bad input is 400 and changes nothing; other registry names are 404', async (t) => {
+test('PUT: bad input is 400 and changes nothing; other registry names are 404', async (t) => {
   const { app, home } = await testApp(t);
   const cases: [unknown, number, RegExp][] = [
     [{ url: 'https://a.example/r.json', local_path: '/x.json' }, 400, /more than one registry type/],
@@ -191,7 +191,7 @@ test('reference §1.2 PUT: bad input is 400 and changes nothing; other registry 
   assert.equal(list.json().registries[0].type, 'default');
 });
 
-test('issue 16 F6: a local_path that is not a registry is refused without echoing any of its content', async (t) => {
+test('a local_path that is not a registry is refused without echoing any of its content', async (t) => {
   const { app, home } = await testApp(t);
   const secret = 'S3cr3t-Value-9f2c';
   const files: [content: string, message: RegExp][] = [

@@ -8,12 +8,12 @@ const doc = builtinDocument();
 const index = new RegistryIndex(toRegistryDocument(doc, 'built-in'));
 const native = index.nativeRegistry();
 
-test('issue 4: the built-in catalog validates as an upstream registry document', () => {
+test('the built-in catalog validates as an upstream registry document', () => {
   assert.doesNotThrow(() => toRegistryDocument(builtinDocument(), 'built-in'));
   assert.equal(index.duplicates, 0, 'no duplicate names');
 });
 
-test('issue 4: at least 30 servers, image-based and remote, and at least 5 skills', () => {
+test('at least 30 servers, image-based and remote, and at least 5 skills', () => {
   const images = Object.keys(native.servers).length;
   const remotes = Object.keys(native.remote_servers).length;
   assert.ok(images + remotes >= 30, `${images + remotes} servers`);

@@ -3,14 +3,14 @@ import { test } from 'node:test';
 import { InvalidRegistryError, toRegistryDocument } from '../../../src/registry/document.js';
 import { generateDocument } from './fixtures.js';
 
-test('reference §2.1: the legacy ToolHive format is refused with a message saying so', () => {
+test('the legacy ToolHive format is refused with a message saying so', () => {
   assert.throws(
     () => toRegistryDocument({ version: '1.0.0', servers: { x: { image: 'a' } } }, 'f.json'),
     (e) => e instanceof InvalidRegistryError && /legacy ToolHive format/.test(e.message),
   );
 });
 
-test('reference §2.1: a registry with no servers and no skills is refused', () => {
+test('a registry with no servers and no skills is refused', () => {
   assert.throws(
     () => toRegistryDocument({ version: '1.0.0', data: { servers: [] } }, 'f.json'),
     (e) => e instanceof InvalidRegistryError && /no servers and no skills/.test(e.message),

@@ -18,7 +18,7 @@ function withGroups(groups: unknown): unknown {
 
 const names = generateDocument(3).data.servers.map((s) => s.name);
 
-test('seed "Group": a group lists its image members under servers and its remote members under remote_servers', () => {
+test('"Group": a group lists its image members under servers and its remote members under remote_servers', () => {
   const doc = toRegistryDocument(
     withGroups([{ name: 'team tools', description: 'What the team uses', servers: [names[2], names[0]] }]),
     'f.json',
@@ -37,7 +37,7 @@ test('seed "Group": a group lists its image members under servers and its remote
   assert.ok(group.remote_servers[names[2]!]?.url.startsWith('https://'));
 });
 
-test('a source without data.groups has an empty group list (seed: groups is an array)', () => {
+test('a source without data.groups has an empty group list (groups is an array)', () => {
   const native = new RegistryIndex(toRegistryDocument(generateDocument(3), 'f.json')).nativeRegistry();
   assert.deepEqual(native.groups, []);
 });

@@ -5,7 +5,7 @@ import { imageOf, toImageServer, toRemoteServer } from '../../../src/registry/na
 
 const META = 'io.modelcontextprotocol.registry/publisher-provided';
 
-test('seed ImageServer: an OCI package with the extension becomes an ImageServer with every field', () => {
+test('ImageServer: an OCI package with the extension becomes an ImageServer with every field', () => {
   const server: CatalogServer = {
     name: 'io.github.acme/weather',
     title: 'Weather',
@@ -100,7 +100,7 @@ test('npm and PyPI packages become npx:// and uvx:// images (the reference drops
   );
 });
 
-test('seed RemoteServer: remotes[0] gives url, transport and headers; the extension adds oauth_config and env_vars', () => {
+test('RemoteServer: remotes[0] gives url, transport and headers; the extension adds oauth_config and env_vars', () => {
   const server: CatalogServer = {
     name: 'com.acme/remote',
     description: 'Hosted',

@@ -4,14 +4,14 @@ import { normalizePaging, RegistryIndex } from '../../../src/registry/index.js';
 import { isSkepError } from '../../../src/shared/index.js';
 import { generateDocument, prng, WORDS } from './fixtures.js';
 
-test('seed Limits: limit defaults to 50, is clamped to 200; page is 1-based, default 1', () => {
+test('Limits: limit defaults to 50, is clamped to 200; page is 1-based, default 1', () => {
   assert.deepEqual(normalizePaging(undefined, undefined), { page: 1, limit: 50 });
   assert.deepEqual(normalizePaging('3', '10'), { page: 3, limit: 10 });
   assert.deepEqual(normalizePaging('1', '500'), { page: 1, limit: 200 });
   assert.deepEqual(normalizePaging(2, 200), { page: 2, limit: 200 });
 });
 
-test('reference §1.3: non-integer or non-positive page/limit fall back to the defaults', () => {
+test('non-integer or non-positive page/limit fall back to the defaults', () => {
   for (const bad of ['0', '-1', 'abc', '1.5', '', ' ', '1e3', '0x10']) {
     assert.deepEqual(normalizePaging(bad, bad), { page: 1, limit: 50 }, JSON.stringify(bad));
   }
@@ -106,7 +106,7 @@ test('skills: q matches name, namespace or description; stable order; paging inv
   );
 });
 
-test('reference §2.2: lookup by exact name, by unique short name; ambiguous short name lists the candidates', () => {
+test('lookup by exact name, by unique short name; ambiguous short name lists the candidates', () => {
   const base = generateDocument(3);
   const a = { ...base.data.servers[0]!, name: 'io.one/dup' };
   const b = { ...base.data.servers[1]!, name: 'io.two/dup' };

@@ -55,7 +55,7 @@ test('pull progress: bytes of all layers aggregate into one percentage; done lay
   );
 });
 
-test('seed PermissionProfile: built-in none/network, default network, file profiles, binds', (t) => {
+test('PermissionProfile: built-in none/network, default network, file profiles, binds', (t) => {
   assert.equal(outboundPolicy(resolvePermissionProfile(undefined)).allowAll, true);
   assert.equal(outboundPolicy(resolvePermissionProfile({})).allowAll, true);
   assert.deepEqual(outboundPolicy(resolvePermissionProfile({}, 'none')), {

@@ -51,7 +51,7 @@ function tempDir(t: TestContext): string {
   return dir;
 }
 
-test('issue 19 §4: what a profile asks for', () => {
+test('what a profile asks for', () => {
   assert.equal(isolationDemand(undefined, undefined, true), undefined, 'no profile: the built-in network');
   assert.equal(isolationDemand({ name: 'network' }, undefined, true), undefined);
   assert.match(isolationDemand({}, 'none', true) ?? '', /no outbound network/);
@@ -62,7 +62,7 @@ test('issue 19 §4: what a profile asks for', () => {
   assert.match(isolationDemand({ read: ['/data'] }, undefined, true) ?? '', /read\/write paths/);
 });
 
-test('issue 19 §4: auto sandboxes when bwrap works; without it, only a profile that asks for nothing runs (and says why)', () => {
+test('auto sandboxes when bwrap works; without it, only a profile that asks for nothing runs (and says why)', () => {
   assert.deepEqual(chooseSandbox({ setting: 'auto', isolateNetwork: true, probe: works }), {
     sandboxed: true,
     binary: '/usr/bin/bwrap',
@@ -82,7 +82,7 @@ test('issue 19 §4: auto sandboxes when bwrap works; without it, only a profile 
   );
 });
 
-test('issue 19 §4: bwrap or a path is required; off refuses isolation unless the workload opts out', () => {
+test('bwrap or a path is required; off refuses isolation unless the workload opts out', () => {
   assert.throws(
     () => chooseSandbox({ setting: '/opt/missing/bwrap', isolateNetwork: true, probe: missing }),
     (e) =>
@@ -117,7 +117,7 @@ test('issue 19 §4: bwrap or a path is required; off refuses isolation unless th
   );
 });
 
-test('issue 19 §2: the network a profile gets', () => {
+test('the network a profile gets', () => {
   assert.deepEqual(sandboxNetwork({}), { kind: 'host' });
   assert.deepEqual(sandboxNetwork({ permissionProfileName: 'none' }), { kind: 'none' });
   assert.deepEqual(sandboxNetwork({ permissionProfile: { network: { mode: 'none' } } }), { kind: 'none' });
@@ -136,7 +136,7 @@ test('issue 19 §2: the network a profile gets', () => {
   );
 });
 
-test('issue 19 §1: the bwrap command line hides, then shows the home, programs and profile paths, in that order', () => {
+test('the bwrap command line hides, then shows the home, programs and profile paths, in that order', () => {
   const args = bwrapArgs(
     {
       hide: ['/home', '/tmp'],
@@ -179,7 +179,7 @@ test('hidden folders: existing ones only, the outermost, parents first', (t) => 
   assert.deepEqual(hiddenDirs([join(dir, 'a', 'b'), join(dir, 'a'), join(dir, 'missing')]), [join(dir, 'a')]);
 });
 
-test('issue 19 §1: a profile may not show Skep’s folders; Skep’s folders inside a shown path are hidden again', (t) => {
+test('a profile may not show Skep’s folders; Skep’s folders inside a shown path are hidden again', (t) => {
   const dir = tempDir(t);
   const skep = join(dir, 'skep');
   mkdirSync(join(skep, 'state'), { recursive: true });
@@ -289,7 +289,7 @@ test('hidden paths: Skep’s folders, the relay folder and the API socket, made 
   assert.deepEqual(hiddenAgain([], { dirs: [], files: [sock] }, []), { rehide: [], cover: [sock] });
 });
 
-test('issue 19 §1: a cmd:// program file named in the arguments shows its project folder, never a home or Skep’s folders', (t) => {
+test('a cmd:// program file named in the arguments shows its project folder, never a home or Skep’s folders', (t) => {
   const dir = tempDir(t);
   const home = join(dir, 'home');
   const proj = join(home, 'proj');
@@ -314,7 +314,7 @@ test('issue 19 §1: a cmd:// program file named in the arguments shows its proje
   assert.deepEqual(argumentMounts([join(proj, 'src', 'server.js')], ['/elsewhere'], []), []);
 });
 
-test('issue 19 §2: the egress rule (the container egress proxy’s) and loopback addresses', () => {
+test('the egress rule (the container egress proxy’s) and loopback addresses', () => {
   const rules = { hosts: ['api.example.com', '.example.org', '127.0.0.1'], ports: [443, 8080] };
   assert.equal(egressAllows(rules, 'api.example.com', 443), true);
   assert.equal(egressAllows(rules, 'API.Example.com.', 443), true);
@@ -382,7 +382,7 @@ test('the sandbox egress proxy classifies addresses with the shared address poli
   assert.equal((await egressVerdict(portOnly, '127.0.0.1', 0)).ok, false);
 });
 
-test('issue 19 §2: the relay inside runs in perl when perl is on the server’s PATH, else in Node; both take the same plan', (t) => {
+test('the relay inside runs in perl when perl is on the server’s PATH, else in Node; both take the same plan', (t) => {
   const withPerl = tempDir(t);
   const without = tempDir(t);
   writeFileSync(join(withPerl, 'perl'), '#!/bin/sh\n', { mode: 0o755 });

@@ -32,7 +32,7 @@ const SKEP_ENV = {
   XDG_RUNTIME_DIR: '/run/user/1000',
 };
 
-test('issue 16 item 6: a server inherits only allow-listed variables of Skep’s environment', () => {
+test('a server inherits only allow-listed variables of Skep’s environment', () => {
   const env = serverEnvironment(SKEP_ENV, {}, 'linux');
   assert.deepEqual(Object.keys(env).sort(), [
     'HOME',
@@ -50,7 +50,7 @@ test('issue 16 item 6: a server inherits only allow-listed variables of Skep’s
   ]);
 });
 
-test('issue 16 item 6: what the run configuration names is passed, even a credential, and wins', () => {
+test('what the run configuration names is passed, even a credential, and wins', () => {
   const env = serverEnvironment(
     SKEP_ENV,
     { GITHUB_TOKEN: 'from-config', PATH: '/opt/bin', CUSTOM: 'x' },
@@ -62,7 +62,7 @@ test('issue 16 item 6: what the run configuration names is passed, even a creden
   assert.equal(env['AWS_SECRET_ACCESS_KEY'], undefined);
 });
 
-test('issue 16 item 6: the allow-list names no Skep variable and no credential-shaped name', () => {
+test('the allow-list names no Skep variable and no credential-shaped name', () => {
   for (const name of SERVER_ENV_ALLOWLIST) {
     assert.doesNotMatch(name, /^SKEP_/i, name);
     assert.doesNotMatch(name, /(TOKEN|_KEY|SECRET|PASSWORD|AUTH)/i, name);

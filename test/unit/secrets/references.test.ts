@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { parseSecretReference, resolveSecretReferences } from '../../../src/secrets/index.js';
 import { SkepError } from '../../../src/shared/index.js';
 
-test('reference §3.4: "<name>,target=<ENV>" parses; the name cannot hold a comma', () => {
+test('"<name>,target=<ENV>" parses; the name cannot hold a comma', () => {
   assert.deepEqual(parseSecretReference('github-token,target=GITHUB_PERSONAL_ACCESS_TOKEN'), {
     name: 'github-token',
     target: 'GITHUB_PERSONAL_ACCESS_TOKEN',

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { canonicalHost, classifyAddress, isIpLiteral, parseHostList } from '../../../src/shared/index.js';
 import { ADDRESS_CLASS_TABLE, IPV4_SPELLINGS } from '../../fixtures/address-spellings.js';
 
-test('issue 16 item 7: address classification table (IPv4, IPv6, mapped, compatible, NAT64, 6to4, Teredo)', () => {
+test('address classification table (IPv4, IPv6, mapped, compatible, NAT64, 6to4, Teredo)', () => {
   for (const [address, expected] of ADDRESS_CLASS_TABLE)
     assert.equal(classifyAddress(address), expected, address);
 });

@@ -105,7 +105,7 @@ const CASES: [string, Entry[], RegExp][] = [
 ];
 
 for (const [what, entries, message] of CASES) {
-  test(`reference §1.3 extraction: ${what} is refused with skill_invalid`, async () => {
+  test(`extraction: ${what} is refused with skill_invalid`, async () => {
     const layer = await tarGz(entries);
     await assert.rejects(readSkillArchive(layer), (err: unknown) => {
       assert.ok(err instanceof SkepError);
@@ -117,7 +117,7 @@ for (const [what, entries, message] of CASES) {
   });
 }
 
-test('reference §1.3 limits: per-file size, total size and file count', async () => {
+test('limits: per-file size, total size and file count', async () => {
   const big = await tarGz([
     { name: 'SKILL.md', data: SKILL_MD },
     { name: 'big.bin', data: Buffer.alloc(4096) },
@@ -142,7 +142,7 @@ test('reference §1.3 limits: per-file size, total size and file count', async (
 });
 
 test(
-  'reference §1.3 limits: a 101 MiB file (gzip bomb style) is refused at the default limit',
+  'limits: a 101 MiB file (gzip bomb style) is refused at the default limit',
   {
     timeout: 60_000,
   },

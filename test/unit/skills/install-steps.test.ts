@@ -39,7 +39,7 @@ function harness(): { ctx: SkillsContext; lines: Record<string, unknown>[]; tx: 
   return { ctx, lines, tx, ran };
 }
 
-test('reference §1.5: rollback runs every undo step newest first and logs each failure with its error', async () => {
+test('rollback runs every undo step newest first and logs each failure with its error', async () => {
   const { ctx, lines, tx, ran } = harness();
   await rollbackInstall(ctx, 'demo', tx);
   assert.deepEqual(ran, ['restore record', 'restore /a', 'restore lock']);
@@ -52,7 +52,7 @@ test('reference §1.5: rollback runs every undo step newest first and logs each 
   assert.match((line['err'] as { stack: string }).stack, /restore \/a: EACCES/);
 });
 
-test('reference §1.5: commit drops every backup even after one fails, and logs the failure', async () => {
+test('commit drops every backup even after one fails, and logs the failure', async () => {
   const { ctx, lines, tx, ran } = harness();
   await commitInstall(ctx, 'demo', tx);
   assert.deepEqual(ran, ['drop backup of /a', 'drop backup of /b']);

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { parseSkillMd, SkillParseError } from '../../../src/skills/skill-md.js';
 import { testApp } from '../../helpers/api.js';
 
-test('reference §1.1: allowed-tools and toolhive.requires string-or-list rules', () => {
+test('allowed-tools and toolhive.requires string-or-list rules', () => {
   const parsed = parseSkillMd(
     '---\nname: a-b\ndescription: d\nallowed-tools: Read, Write ,\ntoolhive.requires: "x y"\n---\nbody\n',
   );
@@ -23,7 +23,7 @@ test('reference §1.1: allowed-tools and toolhive.requires string-or-list rules'
   );
 });
 
-test('reference §1.2: validate errors and warnings through the API', async (t) => {
+test('validate errors and warnings through the API', async (t) => {
   const { app, home } = await testApp(t);
   const root = join(home.dir, 'skills');
   const write = (dir: string, text: string) => {

@@ -52,7 +52,7 @@ test('better than the reference: endpoint alone turns tracing and OTLP metrics o
   );
 });
 
-test('§5.1: no endpoint and no Prometheus path is no telemetry; Prometheus alone exports nothing over OTLP', () => {
+test('no endpoint and no Prometheus path is no telemetry; Prometheus alone exports nothing over OTLP', () => {
   assert.equal(parse(undefined), undefined);
   assert.equal(parse({}), undefined);
   assert.equal(parse({ endpoint: '', tracingEnabled: true, samplingRate: '0.05' }), undefined);
@@ -82,7 +82,7 @@ test('better than the reference: an invalid samplingRate is a 400 naming it, not
   refused({ endpoint: 'c:4318', samplingRate: 'often' }, /samplingRate/);
 });
 
-test('§5.1 endpoint: host:port and base path; TLS unless insecure; a scheme must agree with insecure', () => {
+test('endpoint: host:port and base path; TLS unless insecure; a scheme must agree with insecure', () => {
   assert.equal(parseEndpoint('collector:4318', false), 'https://collector:4318');
   assert.equal(parseEndpoint('collector:4318', true), 'http://collector:4318');
   assert.equal(parseEndpoint('collector:4318/otlp/', false), 'https://collector:4318/otlp');
@@ -99,7 +99,7 @@ test('§5.1 endpoint: host:port and base path; TLS unless insecure; a scheme mus
   refused({ endpoint: 'collector:99999' }, /endpoint must be host:port/);
 });
 
-test('§5.1 keys: unknown and newer-reference keys at non-defaults are refused; types checked', () => {
+test('keys: unknown and newer-reference keys at non-defaults are refused; types checked', () => {
   refused({ endpoint: 'c:4318', sampling: '0.1' }, /unknown key\(s\) sampling/);
   refused({ endpoint: 'c:4318', prometheusPort: 9464 }, /prometheusPort is not supported: .*proxy port/);
   assert.ok(parse({ endpoint: 'c:4318', prometheusPort: 0, metricsOnTransportPort: true }));
@@ -127,7 +127,7 @@ test('§5.1 keys: unknown and newer-reference keys at non-defaults are refused; 
   assert.equal(s?.legacyAttributes, true);
 });
 
-test('§5.1 caCertPath: read once, must be a PEM certificate, needs TLS and an endpoint', (t) => {
+test('caCertPath: read once, must be a PEM certificate, needs TLS and an endpoint', (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'skep-telemetry-ca-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const pem = join(dir, 'ca.pem');

@@ -24,7 +24,7 @@ import {
   rateLimitFamilies,
 } from '../../../src/dataplane/middleware/telemetry/proxy-metrics.js';
 
-test('§5.3: client-controlled label values are cut to 128 bytes on a UTF-8 boundary, ending in ...', () => {
+test('client-controlled label values are cut to 128 bytes on a UTF-8 boundary, ending in ...', () => {
   assert.equal(cutLabel('echo'), 'echo');
   assert.equal(cutLabel('a'.repeat(128)), 'a'.repeat(128), 'exactly 128 bytes is kept');
   const long = cutLabel('a'.repeat(200));
@@ -43,7 +43,7 @@ test('§5.3: client-controlled label values are cut to 128 bytes on a UTF-8 boun
   assert.ok(!Buffer.from(emoji).toString('utf8').includes('\uFFFD'), 'valid UTF-8');
 });
 
-test('§5.2: the argument summary is k=v, values over 100 characters cut, whole at most 200, credentials redacted, in the order sent', () => {
+test('the argument summary is k=v, values over 100 characters cut, whole at most 200, credentials redacted, in the order sent', () => {
   assert.equal(
     summarizeArguments({ path: '/tmp/a', count: 3, deep: { x: [1] }, none: null }),
     'path=/tmp/a, count=3, deep={"x":[1]}, none=null',
@@ -106,7 +106,7 @@ test('cardinality: past MAX_SERIES label sets, new ones share one overflow serie
   assert.equal((last as { value: number }).value, 2);
 });
 
-test('§5.3 Prometheus names: dots become _, the unit is appended, counters end in _total', () => {
+test('Prometheus names: dots become _, the unit is appended, counters end in _total', () => {
   assert.equal(
     prometheusName({ name: 'toolhive_mcp_requests', unit: '', kind: 'counter' }),
     'toolhive_mcp_requests_total',
@@ -145,7 +145,7 @@ function proxyText(): string {
   });
 }
 
-test('§5.3 exposition: the proxy’s instruments under the reference’s names, labels, buckets and scope', () => {
+test('exposition: the proxy’s instruments under the reference’s names, labels, buckets and scope', () => {
   const text = proxyText();
   assert.match(text, /^target_info\{service_name="thv-fetch",deployment_environment="test"\} 1$/m);
   const scope = 'otel_scope_name="github.com/stacklok/toolhive/pkg/telemetry"';
@@ -200,7 +200,7 @@ test('§5.3 exposition: the proxy’s instruments under the reference’s names,
   assert.ok(unescaped.endsWith('...'));
 });
 
-test('§4.2: the rate limiter’s counters as toolhive_rate_limit_* (one decision per bucket on an allow, one on a reject)', async () => {
+test('the rate limiter’s counters as toolhive_rate_limit_* (one decision per bucket on an allow, one on a reject)', async () => {
   const limiter = new RateLimiter({
     config: parseRateLimitConfig(
       {

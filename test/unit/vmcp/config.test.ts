@@ -17,7 +17,7 @@ function refused(value: unknown, code: string, field: RegExp): void {
   );
 }
 
-test('defaults (reference §1.2): prefix {workload}_, 30s timeouts, fail mode, inline auth', () => {
+test('defaults: prefix {workload}_, 30s timeouts, fail mode, inline auth', () => {
   const c = parseVmcpConfig({});
   assert.equal(c.aggregation.conflictResolution, 'prefix');
   assert.equal(c.aggregation.prefixFormat, '{workload}_');

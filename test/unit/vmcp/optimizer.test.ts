@@ -322,7 +322,7 @@ describe('optimizer resolveCall()', () => {
     });
   });
 
-  it('hoists a tool_name nested in parameters (reference §1.9)', () => {
+  it('hoists a tool_name nested in parameters', () => {
     assert.deepEqual(o.resolveCall({ parameters: { tool_name: 'lookup', postalCode: '75001' } }), {
       ok: true,
       name: 'lookup',

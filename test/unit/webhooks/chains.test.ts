@@ -70,7 +70,7 @@ function rpcError(status: number, code: number, message: string, id: string | nu
   };
 }
 
-test('§3.3 validating: all allow → passes; each webhook is asked in order with its own uid', async () => {
+test('validating: all allow → passes; each webhook is asked in order with its own uid', async () => {
   const a = caller('a', 'fail', allow);
   const b = caller('b', 'fail', allow);
   assert.equal(await runValidatingChain([a, b], input(), silentLogger), undefined);
@@ -86,7 +86,7 @@ test('§3.3 validating: all allow → passes; each webhook is asked in order wit
   });
 });
 
-test('§3.3 validating table: allowed:false, 422 and (with fail) errors → 403 "Request denied by policy", id echoed', async () => {
+test('validating table: allowed:false, 422 and (with fail) errors → 403 "Request denied by policy", id echoed', async () => {
   const denied = rpcError(403, 403, 'Request denied by policy');
   for (const policy of ['fail', 'ignore'] as const) {
     assert.deepEqual(await runValidatingChain([caller('d', policy, deny)], input(), silentLogger), denied);
@@ -99,7 +99,7 @@ test('§3.3 validating table: allowed:false, 422 and (with fail) errors → 403 
   assert.equal(later.seen.length, 0, 'the first denial ends the chain');
 });
 
-test('§3.3 validating: an error with ignore skips that webhook only', async () => {
+test('validating: an error with ignore skips that webhook only', async () => {
   const next = caller('next', 'fail', deny);
   assert.deepEqual(
     await runValidatingChain([caller('e', 'ignore', broken), next], input(), silentLogger),
@@ -109,7 +109,7 @@ test('§3.3 validating: an error with ignore skips that webhook only', async () 
   assert.equal(await runValidatingChain([caller('e', 'ignore', broken)], input(), silentLogger), undefined);
 });
 
-test('§3.3 a notification has no id, so the refusal omits it (never null)', async () => {
+test('a notification has no id, so the refusal omits it (never null)', async () => {
   const result = await runValidatingChain(
     [caller('d', 'fail', deny)],
     input({ id: undefined }),
@@ -119,7 +119,7 @@ test('§3.3 a notification has no id, so the refusal omits it (never null)', asy
   assert.ok(!('id' in (result?.body ?? {})));
 });
 
-test('§3.2 a body over 1 MiB → 413 JSON-RPC -32600 before any webhook is called', async () => {
+test('a body over 1 MiB → 413 JSON-RPC -32600 before any webhook is called', async () => {
   const big = { ...request, params: { name: 'echo', arguments: { message: 'x'.repeat(1024 * 1024) } } };
   const hook = caller('a', 'ignore', allow);
   const tooLarge = rpcError(413, -32600, 'Request body exceeds maximum size');
@@ -134,7 +134,7 @@ test('§3.2 a body over 1 MiB → 413 JSON-RPC -32600 before any webhook is call
   assert.equal(hook.seen.length, 0);
 });
 
-test('§3.3 mutating table: 403 for allowed:false, 422 for HTTP 422, whatever the policy', async () => {
+test('mutating table: 403 for allowed:false, 422 for HTTP 422, whatever the policy', async () => {
   for (const policy of ['fail', 'ignore'] as const) {
     assert.deepEqual(await runMutatingChain([caller('d', policy, deny)], input(), silentLogger), {
       rejection: rpcError(403, 403, 'Request denied by webhook policy'),
@@ -145,7 +145,7 @@ test('§3.3 mutating table: 403 for allowed:false, 422 for HTTP 422, whatever th
   }
 });
 
-test('§3.3 mutating table: errors → 500 "Webhook error" with fail, body unchanged with ignore', async () => {
+test('mutating table: errors → 500 "Webhook error" with fail, body unchanged with ignore', async () => {
   assert.deepEqual(await runMutatingChain([caller('e', 'fail', broken)], input(), silentLogger), {
     rejection: rpcError(500, -32603, 'Webhook error'),
   });
@@ -155,7 +155,7 @@ test('§3.3 mutating table: errors → 500 "Webhook error" with fail, body uncha
   });
 });
 
-test('§3.3 mutating: each patch problem has its message with fail and leaves the body with ignore', async () => {
+test('mutating: each patch problem has its message with fail and leaves the body with ignore', async () => {
   const cases: Array<[WebhookCallResult, string]> = [
     [
       patchWith([{ op: 'add', path: '/mcp_request/x', value: 1 }], 'merge_patch'),
@@ -192,7 +192,7 @@ test('§3.3 mutating: each patch problem has its message with fail and leaves th
   }
 });
 
-test('§3.3 mutating: no patch_type or an empty patch leaves the request unchanged', async () => {
+test('mutating: no patch_type or an empty patch leaves the request unchanged', async () => {
   for (const answer of [
     allow,
     patchWith([]),
@@ -205,7 +205,7 @@ test('§3.3 mutating: no patch_type or an empty patch leaves the request unchang
     });
 });
 
-test('§3.3 mutating: patches chain in order, the next webhook sees the patched body, the input is not changed', async () => {
+test('mutating: patches chain in order, the next webhook sees the patched body, the input is not changed', async () => {
   const first = caller(
     'first',
     'fail',
@@ -225,7 +225,7 @@ test('§3.3 mutating: patches chain in order, the next webhook sees the patched 
   assert.equal(request.params.arguments.message, 'hi');
 });
 
-test('§3.3 mutating: a patch that puts the same value back is not a change', async () => {
+test('mutating: a patch that puts the same value back is not a change', async () => {
   const same = caller(
     'same',
     'fail',
@@ -234,7 +234,7 @@ test('§3.3 mutating: a patch that puts the same value back is not a change', as
   assert.deepEqual(await runMutatingChain([same], input(), silentLogger), { body: request, changed: false });
 });
 
-test('§3.3 mutating: a failure with ignore after a patch keeps the patched body', async () => {
+test('mutating: a failure with ignore after a patch keeps the patched body', async () => {
   const patcher = caller(
     'p',
     'fail',

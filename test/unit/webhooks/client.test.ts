@@ -7,7 +7,7 @@ import {
   webhookRequestBody,
 } from '../../../src/dataplane/middleware/webhooks/runtime.js';
 
-test('§3.2 HMAC: sha256=<hex> of HMAC-SHA256(secret, "<ts>." + body), a vector computed with openssl', () => {
+test('HMAC: sha256=<hex> of HMAC-SHA256(secret, "<ts>." + body), a vector computed with openssl', () => {
   // printf '%s' '1700000000.{"a":1}' | openssl dgst -sha256 -hmac topsecret
   assert.equal(
     signPayload(Buffer.from('topsecret'), 1_700_000_000, '{"a":1}'),
@@ -20,7 +20,7 @@ test('§3.2 HMAC: sha256=<hex> of HMAC-SHA256(secret, "<ts>." + body), a vector 
   );
 });
 
-test('§3.2 request body: the reference keys in order, mcp_request embedded verbatim', () => {
+test('request body: the reference keys in order, mcp_request embedded verbatim', () => {
   const raw = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}';
   const text = webhookRequestBody({
     uid: 'u-1',
@@ -48,7 +48,7 @@ test('§3.2 request body: the reference keys in order, mcp_request embedded verb
   assert.equal(anonymous['principal'], null);
 });
 
-test('§3.2 principal: credential-free, all claims, platform_user_id only for a verified token', () => {
+test('principal: credential-free, all claims, platform_user_id only for a verified token', () => {
   const claims = { sub: 'alice', name: 'Alice', email: 'a@example.com', groups: ['eng'], iss: 'https://idp' };
   assert.deepEqual(principalOf(claims, 'alice', true), {
     sub: 'alice',
@@ -92,7 +92,7 @@ test('RFC 8693 §4.1 act chain: outermost actor first, capped at 10, malformed l
   ]);
 });
 
-test('§3.3 answer shape: allowed absent is a denial; wrong types make the answer unusable', () => {
+test('answer shape: allowed absent is a denial; wrong types make the answer unusable', () => {
   assert.deepEqual(readWebhookResponse({ allowed: true, version: 'v0.1.0', uid: 'x' }), { allowed: true });
   assert.deepEqual(readWebhookResponse({}), { allowed: false });
   assert.deepEqual(

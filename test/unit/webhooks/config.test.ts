@@ -32,7 +32,7 @@ async function rejects(entry: unknown, ...parts: string[]): Promise<void> {
   });
 }
 
-test('§3.1 timeout: Go duration strings and integer nanoseconds', () => {
+test('timeout: Go duration strings and integer nanoseconds', () => {
   assert.equal(parseWebhookTimeout('5s'), 5000);
   assert.equal(parseWebhookTimeout('0.5m'), 30_000);
   assert.equal(parseWebhookTimeout('1500ms'), 1500);
@@ -45,11 +45,11 @@ test('§3.1 timeout: Go duration strings and integer nanoseconds', () => {
   assert.equal(goDurationNs('5 s'), undefined);
 });
 
-test('§3.1 timeout: missing, null or 0 means 10 s', () => {
+test('timeout: missing, null or 0 means 10 s', () => {
   for (const value of [undefined, null, 0, '0', '0s']) assert.equal(parseWebhookTimeout(value), 10_000);
 });
 
-test('§3.1 timeout: bounds 1 s to 30 s, and nothing that is not a duration', () => {
+test('timeout: bounds 1 s to 30 s, and nothing that is not a duration', () => {
   assert.equal(parseWebhookTimeout('1s'), 1000);
   assert.equal(parseWebhookTimeout('30s'), 30_000);
   for (const value of ['999ms', '31s', '1h', 500_000_000, 31_000_000_000])
@@ -116,7 +116,7 @@ test('the list must be non-empty and names unique', async () => {
   );
 });
 
-test('§3.1 tls_config: files must exist, be PEM, and cert and key go together', async (t) => {
+test('tls_config: files must exist, be PEM, and cert and key go together', async (t) => {
   const dir = tempDir(t);
   const [cert, key] = [TEST_CERT, TEST_KEY];
   const certFile = join(dir, 'tls.crt');
@@ -158,7 +158,7 @@ test('§3.1 tls_config: files must exist, be PEM, and cert and key go together',
   assert.equal(config?.tls?.insecureSkipVerify, false);
 });
 
-test('§3.1 hmac_secret_ref: a store name (also name,target=X) is resolved once; missing or empty is an error', async () => {
+test('hmac_secret_ref: a store name (also name,target=X) is resolved once; missing or empty is an error', async () => {
   const asked: string[] = [];
   const lookup = async (name: string): Promise<string | undefined> => {
     asked.push(name);
@@ -193,7 +193,7 @@ test('§3.1 hmac_secret_ref: a store name (also name,target=X) is resolved once;
   );
 });
 
-test('§3.1 hmac_secret_ref: an absolute path is a file, which must exist and not be empty', async (t) => {
+test('hmac_secret_ref: an absolute path is a file, which must exist and not be empty', async (t) => {
   const dir = tempDir(t);
   const file = join(dir, 'hmac');
   writeFileSync(file, 'k');
@@ -238,7 +238,7 @@ test('stage parameters: {webhooks, server_name, transport}; unknown keys and wro
   );
 });
 
-test('run-config schema (§3.1): timeout as integer ns or duration string; unknown webhook keys refused at create', () => {
+test('run-config schema: timeout as integer ns or duration string; unknown webhook keys refused at create', () => {
   const withHook = (hook: Record<string, unknown>) =>
     parseRunConfig({ name: 'x', image: 'npx://x', validating_webhooks: [{ ...base, ...hook }] });
   assert.equal(withHook({ timeout: '5s' }).validating_webhooks?.[0]?.timeout, '5s');

@@ -150,7 +150,7 @@ test('a member named __proto__ is a member, never the prototype', () => {
   assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
 });
 
-test('§3.3 malformed: not an array, an element not an object, op/path/from not strings', () => {
+test('malformed: not an array, an element not an object, op/path/from not strings', () => {
   failsWith('malformed', () => decodePatch({ op: 'add' }), /not a JSON array/);
   failsWith('malformed', () => decodePatch(['add']), /patch\[0\] is not an object/);
   failsWith('malformed', () => decodePatch([{ op: 1, path: '/mcp_request/x' }]), /patch\[0\]\.op/);
@@ -162,7 +162,7 @@ test('§3.3 malformed: not an array, an element not an object, op/path/from not 
   );
 });
 
-test('§3.3 invalid: an unknown op, a missing path, copy/move without from, add/replace/test without value', () => {
+test('invalid: an unknown op, a missing path, copy/move without from, add/replace/test without value', () => {
   const check = (patch: unknown) => () => checkPatch(decodePatch(patch));
   failsWith('invalid', check([{ op: 'merge', path: '/mcp_request/a', value: 1 }]), /unsupported op "merge"/);
   failsWith('invalid', check([{ op: 'remove' }]), /path is required/);
@@ -173,7 +173,7 @@ test('§3.3 invalid: an unknown op, a missing path, copy/move without from, add/
   assert.doesNotThrow(check([{ op: 'add', path: '/mcp_request/a', value: null }]), 'null is a value');
 });
 
-test('§3.3 scope: every path, and the from of copy/move, starts with /mcp_request/', () => {
+test('scope: every path, and the from of copy/move, starts with /mcp_request/', () => {
   const check = (patch: unknown) => () => checkPatch(decodePatch(patch));
   failsWith(
     'scope',
@@ -198,7 +198,7 @@ test('§3.3 scope: every path, and the from of copy/move, starts with /mcp_reque
   );
 });
 
-test('§3.3 the envelope: a scoped patch changes the request only', () => {
+test('the envelope: a scoped patch changes the request only', () => {
   const request = {
     jsonrpc: '2.0',
     id: 7,

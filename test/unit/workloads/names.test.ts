@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { baseNameFor, workloadNameProblem } from '../../../src/workloads/index.js';
 
-test('management-api §1.6: workload names allow letters, digits, dot, underscore, dash', () => {
+test('workload names allow letters, digits, dot, underscore, dash', () => {
   for (const ok of ['fetch', 'My.Server_2-x', 'a', 'x'.repeat(100)])
     assert.equal(workloadNameProblem(ok), undefined, ok);
 });
 
-test('management-api §1.6: empty, long, traversal, shell and other characters are rejected', () => {
+test('empty, long, traversal, shell and other characters are rejected', () => {
   for (const bad of [
     '',
     'x'.repeat(101),

@@ -64,7 +64,7 @@ const SEED_EXPORT_FIELDS = [
   'upstream_swap_config',
 ];
 
-test('seed export table: the RunConfig schema has every top-level field', () => {
+test('export table: the RunConfig schema has every top-level field', () => {
   const properties = Object.keys(
     (RunConfigSchema as unknown as { properties: Record<string, unknown> }).properties,
   );
@@ -72,7 +72,7 @@ test('seed export table: the RunConfig schema has every top-level field', () => 
   assert.deepEqual(missing, []);
 });
 
-test('seed: schema_version defaults to v0.1.0 and omitted lists/maps are filled', () => {
+test('schema_version defaults to v0.1.0 and omitted lists/maps are filled', () => {
   const config = parseRunConfig({ name: 'x', image: 'npx://x', port: 20001 });
   assert.equal(config.schema_version, 'v0.1.0');
   assert.deepEqual(config.cmd_args, []);

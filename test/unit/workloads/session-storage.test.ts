@@ -28,7 +28,7 @@ function badRequest(fields: Record<string, unknown>, message: RegExp): void {
   );
 }
 
-test('§6: a streamable-HTTP server keeps sessions in memory for 2 h by default; stdio and legacy SSE servers none', () => {
+test('a streamable-HTTP server keeps sessions in memory for 2 h by default; stdio and legacy SSE servers none', () => {
   assert.deepEqual(sessionStorageOf(http()), { ttlMs: 2 * 3600_000 });
   assert.deepEqual(
     sessionStorageOf(
@@ -45,7 +45,7 @@ test('§6: a streamable-HTTP server keeps sessions in memory for 2 h by default;
   );
 });
 
-test('§6: session_ttl is a Go duration; session_redis gives address, db and the default key prefix', () => {
+test('session_ttl is a Go duration; session_redis gives address, db and the default key prefix', () => {
   assert.deepEqual(
     sessionStorageOf(
       http({ session_ttl: '1h30m', scaling_config: { session_redis: { address: 'redis:6379', db: 3 } } }),
@@ -60,7 +60,7 @@ test('§6: session_ttl is a Go duration; session_redis gives address, db and the
   );
 });
 
-test('§6: bad values are 400s naming the field and saying what to write', () => {
+test('bad values are 400s naming the field and saying what to write', () => {
   badRequest({ session_ttl: 'two hours' }, /^session_ttl "two hours" is not a duration; write e\.g\. "2h"/);
   badRequest({ session_ttl: '500ms' }, /^session_ttl must be at least 1s/);
   badRequest(
@@ -89,7 +89,7 @@ test('§6: bad values are 400s naming the field and saying what to write', () =>
   );
 });
 
-test('§6: the password comes from the environment only, and a server never inherits it', () => {
+test('the password comes from the environment only, and a server never inherits it', () => {
   assert.deepEqual(
     [...SESSION_REDIS_PASSWORD_ENV],
     ['SKEP_SESSION_REDIS_PASSWORD', 'THV_SESSION_REDIS_PASSWORD'],

@@ -18,7 +18,7 @@ function storeWithWorkload(): { rows: WorkloadStore; close: () => void } {
   return { rows, close: () => store.close() };
 }
 
-test('seed tools: unset until the registered runner reports them', (t) => {
+test('tools: unset until the registered runner reports them', (t) => {
   const { rows, close } = storeWithWorkload();
   t.after(close);
   assert.equal(rows.get('w')?.tools, undefined);
@@ -34,7 +34,7 @@ test('seed tools: unset until the registered runner reports them', (t) => {
   assert.deepEqual(rows.get('w')?.tools, []);
 });
 
-test('seed tools: a stop or a failure forgets them, and a late report does not bring them back', (t) => {
+test('tools: a stop or a failure forgets them, and a late report does not bring them back', (t) => {
   const { rows, close } = storeWithWorkload();
   t.after(close);
   rows.setToolsFromRunner('w', 42, ['echo']);

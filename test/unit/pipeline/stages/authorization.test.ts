@@ -126,7 +126,7 @@ test('create: config_data wins over config_path; a bad policy is a bad_request n
   );
 });
 
-test('reference §1.6: a denied call is HTTP 403 with JSON-RPC code 403 "Unauthorized" echoing the id; the WARN log has no claims', async (t) => {
+test('a denied call is HTTP 403 with JSON-RPC code 403 "Unauthorized" echoing the id; the WARN log has no claims', async (t) => {
   const { stage, logs } = await stageFor(t, { config_data: cedarConfig() });
   const denied = await stage.handle(
     request(rpc('tools/call', { name: 'printEnv', arguments: { x: 'arg-value' } }, 7)).ctx,
@@ -149,7 +149,7 @@ test('reference §1.6: a denied call is HTTP 403 with JSON-RPC code 403 "Unautho
   assert.doesNotMatch(all, /arg-value/);
 });
 
-test('reference §1.2: the method table — always-allowed, unfiltered, default-deny (a notification’s denial has no id)', async (t) => {
+test('the method table — always-allowed, unfiltered, default-deny (a notification’s denial has no id)', async (t) => {
   const { stage } = await stageFor(t, { config_data: cedarConfig(['forbid(principal, action, resource);']) });
   for (const m of [
     'initialize',
@@ -201,7 +201,7 @@ async function reply(
   return copy as unknown as Record<string, unknown>;
 }
 
-test('reference §1.5: tools/prompts/resources lists are filtered; nextCursor kept; an error answer passes', async (t) => {
+test('tools/prompts/resources lists are filtered; nextCursor kept; an error answer passes', async (t) => {
   const { stage } = await stageFor(t, { config_data: cedarConfig() });
   const tools = request(rpc('tools/list'));
   assert.equal(await stage.handle(tools.ctx), undefined);
@@ -259,7 +259,7 @@ test('reference §1.5: tools/prompts/resources lists are filtered; nextCursor ke
   assert.equal(closed['result'], undefined);
 });
 
-test('reference §1.3: tools/list fills the annotation cache that tools/call policies read', async (t) => {
+test('tools/list fills the annotation cache that tools/call policies read', async (t) => {
   const { stage } = await stageFor(t, { config_data: cedarConfig() });
   const call = () => stage.handle(request(rpc('tools/call', { name: 'get-sum', arguments: { a: 1 } })).ctx);
   assert.equal((await call())?.status, 403, 'annotations unknown before a list');
@@ -275,7 +275,7 @@ test('reference §1.3: tools/list fills the annotation cache that tools/call pol
   assert.equal(await call(), undefined);
 });
 
-test('reference §1.7: without inbound auth the local user is the principal', async (t) => {
+test('without inbound auth the local user is the principal', async (t) => {
   const { userInfo } = await import('node:os');
   const { stage } = await stageFor(t, {
     config_data: cedarConfig([
@@ -291,7 +291,7 @@ function jwt(payload: Record<string, unknown>): string {
   return `${enc({ alg: 'RS256' })}.${enc(payload)}.c2ln`;
 }
 
-test('reference §1.4: with the embedded authorization server, the upstream access token’s claims are judged', async (t) => {
+test('with the embedded authorization server, the upstream access token’s claims are judged', async (t) => {
   const tokens = new Map<string, string>([
     ['s-admin', jwt({ sub: 'okta-user', groups: ['eng'] })],
     ['s-opaque', 'opaque-token'],

@@ -86,7 +86,7 @@ test('check: static validation naming the field, without connecting to Redis', a
   bad('ratelimit', /parameters of 'ratelimit' must be an object/);
 });
 
-test('§4.2 a limited tools/call: HTTP 429, Retry-After, JSON-RPC error 429 with retryAfterSeconds', async () => {
+test('a limited tools/call: HTTP 429, Retry-After, JSON-RPC error 429 with retryAfterSeconds', async () => {
   const stage = await stageWith({ shared: { maxTokens: 2, refillPeriod: '5s' } });
   assert.equal(await stage.handle(call(toolsCall(1))), undefined);
   assert.equal(await stage.handle(call(toolsCall(2))), undefined);
@@ -108,7 +108,7 @@ test('§4.2 a limited tools/call: HTTP 429, Retry-After, JSON-RPC error 429 with
   await stage.close?.();
 });
 
-test('§4.2 only tools/call is counted: other methods, GETs and client responses pass', async () => {
+test('only tools/call is counted: other methods, GETs and client responses pass', async () => {
   const stage = await stageWith({ shared: { maxTokens: 1, refillPeriod: '1h' } });
   for (let i = 0; i < 5; i++) {
     assert.equal(await stage.handle(call({ jsonrpc: '2.0', id: i, method: 'tools/list' })), undefined);
@@ -129,7 +129,7 @@ test('§4.2 only tools/call is counted: other methods, GETs and client responses
   assert.equal((await stage.handle(call(toolsCall(2))))?.status, 429);
 });
 
-test('§4.2 per-user buckets by the verified sub; without authentication everyone is the local user', async () => {
+test('per-user buckets by the verified sub; without authentication everyone is the local user', async () => {
   const stage = await stageWith({
     perUser: { maxTokens: 1, refillPeriod: '1h' },
     tools: [{ name: 'search', shared: { maxTokens: 5, refillPeriod: '1h' } }],

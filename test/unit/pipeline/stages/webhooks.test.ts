@@ -32,7 +32,7 @@ test('fromRunConfig: parameters {webhooks, server_name, transport} only when the
   assert.equal(validatingWebhookStage.type, 'validating-webhook');
 });
 
-test('§3.2 the stages judge only parsed MCP requests: a GET or a client response passes untouched', async () => {
+test('the stages judge only parsed MCP requests: a GET or a client response passes untouched', async () => {
   const deps = {
     config: parseRunConfig({ name: 'g', image: 'npx://x' }),
     logger: silentLogger,
