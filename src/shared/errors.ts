@@ -48,6 +48,11 @@ export const ERROR_CODES = {
   group_not_found: { status: 404, description: 'The group does not exist.' },
   group_exists: { status: 409, description: 'A group with this name already exists.' },
   group_protected: { status: 400, description: 'The `default` group cannot be deleted.' },
+  group_not_empty: {
+    status: 409,
+    description:
+      'The group still holds workloads (named in `workloads`); delete them with it (`with-workloads=true`) or remove them first.',
+  },
   // Workloads
   workload_not_found: { status: 404, description: 'The workload does not exist.' },
   workload_exists: { status: 409, description: 'A workload with this name already exists.' },

@@ -29,6 +29,7 @@ const EXPECTED: Record<ErrorCode, number> = {
   group_not_found: 404,
   group_exists: 409,
   group_protected: 400,
+  group_not_empty: 409,
   workload_not_found: 404,
   workload_exists: 409,
   port_unavailable: 400,
