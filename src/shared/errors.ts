@@ -22,6 +22,11 @@ export const ERROR_CODES = {
     description:
       'A reference cannot be parsed: a secret reference, an OCI or image reference, a package spec; the message names it.',
   },
+  invalid_path: {
+    status: 400,
+    description:
+      'A filesystem path in the request cannot be used: not absolute, with `..` or a null byte, missing, not a directory, through a symlink, or not a git repository where one is needed; the message names the field.',
+  },
   unauthorized: {
     status: 401,
     description:
@@ -63,7 +68,8 @@ export const ERROR_CODES = {
   },
   executable_not_found: {
     status: 400,
-    description: 'The program a process workload runs (cmd://, or npx/uvx) is not installed or not on PATH.',
+    description:
+      'The program a process workload runs (cmd://, or npx/uvx) is not installed, not on PATH, or cannot be executed.',
   },
   runtime_unavailable: {
     status: 400,
@@ -82,6 +88,11 @@ export const ERROR_CODES = {
     status: 400,
     description:
       'A run-configuration field is set to something this build does not honour yet (or not for this kind of server); the message names the field and what to do instead.',
+  },
+  package_not_runnable: {
+    status: 400,
+    description:
+      'The npx:// package has no program to run, or several and none named like the package; run one with cmd:// instead.',
   },
   // Registry
   registry_not_found: { status: 404, description: 'The registry does not exist (only `default` is served).' },
@@ -105,6 +116,11 @@ export const ERROR_CODES = {
     status: 503,
     description:
       'The registry source needs a login, or refused the token: POST /api/v1beta/registry/auth/login (after configuring `auth`). The body also carries `auth_status`, `auth_type` and `auth_config`.',
+  },
+  registry_auth_not_configured: {
+    status: 400,
+    description:
+      'Registry login or logout needs registry authentication: PUT /api/v1beta/registry/default with a url or api_url and `auth` first.',
   },
   // Secrets
   secrets_not_setup: {
@@ -130,6 +146,10 @@ export const ERROR_CODES = {
     description:
       "A client's existing config file cannot be parsed (or has an unexpected shape); Skep leaves it alone until it is fixed.",
   },
+  no_client_detected: {
+    status: 400,
+    description: 'No skill-capable client is installed here; name the clients to install for.',
+  },
   // Skills
   skill_invalid: { status: 400, description: 'The skill definition or archive is invalid.' },
   skill_exists: {
@@ -140,6 +160,11 @@ export const ERROR_CODES = {
     status: 422,
     description:
       'The skill artifact is unusable: bad manifest or layer, name mismatch, or a dependency cycle.',
+  },
+  skill_lock_invalid: {
+    status: 400,
+    description:
+      "The project's skills lock file cannot be read (not YAML, not a map, or a newer version); Skep leaves it unchanged.",
   },
 } as const satisfies Record<string, { status: number; description: string }>;
 

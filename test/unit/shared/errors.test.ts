@@ -12,6 +12,7 @@ const EXPECTED: Record<ErrorCode, number> = {
   invalid_name: 400,
   invalid_config: 400,
   invalid_reference: 400,
+  invalid_path: 400,
   unauthorized: 401,
   forbidden: 403,
   forbidden_host: 403,
@@ -39,6 +40,7 @@ const EXPECTED: Record<ErrorCode, number> = {
   sandbox_unavailable: 400,
   privileged_not_allowed: 403,
   unsupported_field: 400,
+  package_not_runnable: 400,
   registry_not_found: 404,
   server_not_found: 404,
   skill_not_found: 404,
@@ -47,6 +49,7 @@ const EXPECTED: Record<ErrorCode, number> = {
   registry_unavailable: 504,
   registry_invalid: 502,
   registry_auth_required: 503,
+  registry_auth_not_configured: 400,
   secrets_not_setup: 404,
   secret_not_found: 404,
   secret_exists: 409,
@@ -55,9 +58,11 @@ const EXPECTED: Record<ErrorCode, number> = {
   secrets_corrupt: 500,
   client_unknown: 400,
   client_config_invalid: 409,
+  no_client_detected: 400,
   skill_invalid: 400,
   skill_exists: 409,
   skill_artifact_invalid: 422,
+  skill_lock_invalid: 400,
 };
 
 test('error codes: the table holds exactly the pinned codes, in order', () => {
