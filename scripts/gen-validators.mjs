@@ -38,6 +38,11 @@ export const VALIDATORS = [
     refs: ['RateLimitBucketSchema'],
   },
   {
+    file: 'src/schemas/validators/guardrails.generated.ts',
+    module: 'src/schemas/guardrails.ts',
+    schema: 'GuardrailsConfigSchema',
+  },
+  {
     file: 'src/schemas/validators/telemetry.generated.ts',
     module: 'src/schemas/telemetry.ts',
     schema: 'TelemetryConfigSchema',
@@ -60,43 +65,156 @@ const root = new URL('../', import.meta.url);
 // schemas need (string length in code points, for minLength) is written in place instead, so a
 // generated validator imports nothing.
 const RUNTIME_HELPERS = {
-  'ajv/dist/runtime/ucs2length': '((text) => [...text].length)',
+  'ajv/dist/runtime/ucs2length': '$ucs2length',
+};
+const HELPER_CODE = {
+  $ucs2length: 'const $ucs2length = (text) => [...text].length;',
 };
 
 function withoutRequires(code, file) {
-  return code.replace(/require\("([^"]+)"\)\.default/g, (_, name) => {
+  const used = new Set();
+  const out = code.replace(/require\("([^"]+)"\)\.default/g, (_, name) => {
     const inline = RUNTIME_HELPERS[name];
     if (inline === undefined)
       throw new Error(`${file}: the validator needs ${name}; add it to RUNTIME_HELPERS`);
+    used.add(inline);
     return inline;
   });
+  return { code: out, helpers: [...used].map((name) => HELPER_CODE[name]) };
+}
+
+/** Index of the bracket closing the one at `open`, skipping string literals (JSON-quoted). */
+function closing(code, open) {
+  let depth = 0;
+  for (let i = open; i < code.length; i++) {
+    const c = code[i];
+    if (c === '"') {
+      for (i++; code[i] !== '"'; i++) if (code[i] === '\\') i++;
+    } else if (c === '{' || c === '[' || c === '(') depth++;
+    else if (c === '}' || c === ']' || c === ')') {
+      depth--;
+      if (depth === 0) return i;
+    }
+  }
+  throw new Error('unbalanced generated code');
+}
+
+/** `a:1,b:{c:2},d` → [['a', '1'], ['b', '{c:2}'], ['d', 'd']] (top-level members of a literal). */
+function members(body) {
+  const out = [];
+  let start = 0;
+  let depth = 0;
+  const push = (end) => {
+    const text = body.slice(start, end).trim();
+    const colon = text.indexOf(':');
+    out.push(colon === -1 ? [text, text] : [text.slice(0, colon), text.slice(colon + 1)]);
+    start = end + 1;
+  };
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i];
+    if (c === '"') {
+      for (i++; body[i] !== '"'; i++) if (body[i] === '\\') i++;
+    } else if (c === '{' || c === '[' || c === '(') depth++;
+    else if (c === '}' || c === ']' || c === ')') depth--;
+    else if (c === ',' && depth === 0) push(i);
+  }
+  push(body.length);
+  return out;
+}
+
+// What an error object keeps: formatValidatorError and formatAjvError read these (and
+// `propertyName`, which Ajv sets afterwards). `schemaPath` and `schema` go: nothing reads them,
+// and they were a third of a validator's size.
+const KEPT = ['instancePath', 'keyword', 'params', 'message', 'parentSchema', 'data'];
+const DROPPED = ['schemaPath', 'schema'];
+
+/**
+ * Writes each of Ajv's error object literals as a call of one function per file, `$error(…)`,
+ * with only the members something reads: the validators are most of a runner's schema code, and
+ * error sites most of a validator.
+ */
+function compactErrors(code, verbose) {
+  const kept = verbose ? KEPT : KEPT.slice(0, 4);
+  let out = '';
+  let from = 0;
+  for (;;) {
+    // An error literal, or a call's options; not a validator's parameters (`{instancePath=""…}`).
+    const match = /\{instancePath[,:]/g;
+    match.lastIndex = from;
+    const at = match.exec(code)?.index;
+    if (at === undefined) break;
+    const end = closing(code, at);
+    const found = new Map(members(code.slice(at + 1, end)));
+    if (!found.has('keyword')) {
+      // The options of a call to another validator.
+      out += code.slice(from, end + 1);
+      from = end + 1;
+      continue;
+    }
+    for (const name of found.keys())
+      if (!kept.includes(name) && !DROPPED.includes(name) && name !== 'propertyName')
+        throw new Error(`an error object with ${name}, which compactErrors does not know`);
+    const args = kept.map((name) => {
+      const value = found.get(name);
+      if (value === undefined) throw new Error(`an error object without ${name}`);
+      return value;
+    });
+    if (found.has('propertyName')) args.push(found.get('propertyName'));
+    out += `${code.slice(from, at)}$error(${args.join(',')})`;
+    from = end + 1;
+  }
+  if (from === 0) return code;
+  out = `${out}${code.slice(from)}`.replace(
+    /if\(vErrors === null\)\{vErrors = \[(err\d+)\];\}else \{vErrors\.push\(\1\);\}/g,
+    '(vErrors ??= []).push($1);',
+  );
+  const helper =
+    `const $error = (${kept.join(', ')}, propertyName) => propertyName === undefined ` +
+    `? { ${kept.join(', ')} } : { ${kept.join(', ')}, propertyName };`;
+  return `${helper}\n${out}`;
 }
 
 /** The generated files as [{ file, text }], formatted as the repository formats TypeScript. */
 export async function renderValidators() {
   const options = await prettier.resolveConfig(fileURLToPath(new URL('src/schemas/index.ts', root)));
   const out = [];
-  for (const { file, module, schema, refs = [], allErrors = false, verbose = true } of VALIDATORS) {
+  for (const {
+    file,
+    module,
+    schema,
+    refs = [],
+    allErrors = true,
+    verbose = true,
+    useDefaults = false,
+  } of VALIDATORS) {
     const imported = await import(new URL(module, root).href);
     // `verbose`: errors carry the failing schema, whose `x-errors` word the message.
     const ajv = new Ajv({
-      code: { source: true, esm: true },
+      code: { source: true, esm: true, optimize: true },
       strict: false,
       verbose,
       allErrors,
+      useDefaults,
       inlineRefs: false,
     });
     for (const ref of refs) ajv.addSchema(imported[ref]);
     const validate = ajv.compile(imported[schema]);
+    const { code: standalone, helpers } = withoutRequires(standaloneCode(ajv, validate), file);
     // The patterns are compiled once, at load; marked pure so that a bundle drops a validator
-    // nothing calls.
-    const code = withoutRequires(standaloneCode(ajv, validate), file)
-      .replace(/^"use strict";\s*/, '')
-      .replaceAll('= new RegExp(', '= /* @__PURE__ */ new RegExp(');
+    // nothing calls. Ajv names each function's schema in a `sourceURL` comment, for stack traces
+    // of code made by `new Function`; here it is a file.
+    const code = compactErrors(
+      standalone
+        .replace(/^"use strict";\s*/, '')
+        .replaceAll(/\/\*# sourceURL="[^"]*" \*\/;?/g, '')
+        .replaceAll('= new RegExp(', '= /* @__PURE__ */ new RegExp('),
+      verbose,
+    );
     const text = [
       `// Generated by scripts/gen-validators.mjs from ${schema} in ${module}; do not edit.`,
       '/* eslint-disable */',
       '// @ts-nocheck',
+      ...helpers,
       code,
     ].join('\n');
     out.push({ file, text: await prettier.format(text, { ...options, parser: 'typescript' }) });
