@@ -27,10 +27,15 @@ export interface Group {
 export interface GroupMembers {
   /** Names of the workloads in the group (any status). */
   workloadsIn(group: string): string[];
-  /** Moves every workload of `from` into `to`. */
-  moveWorkloads(from: string, to: string): Promise<void>;
+  /** Whether the workload is a virtual MCP server (it serves the other workloads of its group). */
+  isVirtual(name: string): boolean;
   /** Deletes every workload of the group and waits until they are gone. */
   deleteWorkloads(group: string): Promise<void>;
+}
+
+/** A workload name as a group listing shows it: a virtual MCP server says so. */
+function memberLabel(members: GroupMembers, name: string): string {
+  return members.isVirtual(name) ? `${name} (virtual MCP server)` : name;
 }
 
 export function validateGroupName(name: string): void {
@@ -108,17 +113,31 @@ export class GroupService {
   }
 
   /**
-   * Deletes a group. Its workloads move to `default`, or are deleted with it when
-   * `withWorkloads` is set. Client registrations for the group are dropped.
+   * Deletes a group. A group that still holds workloads is refused (`group_not_empty`, the
+   * workloads named in the message and in `details.workloads`) unless `withWorkloads` is set,
+   * which deletes them with it. The reference moves them to `default` instead, which silently
+   * changes what the clients of `default` see (a virtual MCP server of the group would then
+   * serve all of `default`); Skep never moves them. Client registrations for the group are dropped.
    */
   async delete(name: string, options: { withWorkloads?: boolean } = {}): Promise<void> {
     validateGroupName(name);
     if (name === DEFAULT_GROUP)
       throw new SkepError('group_protected', `the '${DEFAULT_GROUP}' group cannot be deleted`);
     if (!this.exists(name)) throw new SkepError('group_not_found', `group '${name}' does not exist`);
-    if (this.#members !== undefined) {
-      if (options.withWorkloads === true) await this.#members.deleteWorkloads(name);
-      else await this.#members.moveWorkloads(name, DEFAULT_GROUP);
+    const members = this.#members;
+    if (members !== undefined) {
+      const held = members.workloadsIn(name);
+      if (held.length > 0 && options.withWorkloads !== true) {
+        const labels = held.map((w) => memberLabel(members, w));
+        throw new SkepError(
+          'group_not_empty',
+          `group '${name}' still holds ${held.length} workload${held.length === 1 ? '' : 's'}: ` +
+            `${labels.join(', ')}; nothing was changed. Delete them with the group (with-workloads), ` +
+            'or remove them first',
+          { details: { workloads: held } },
+        );
+      }
+      if (held.length > 0) await members.deleteWorkloads(name);
     }
     this.#store.db.prepare('DELETE FROM groups WHERE name = ?').run(name);
   }

@@ -492,15 +492,8 @@ export class WorkloadManager implements GroupMembers {
     return this.rows.names(group);
   }
 
-  async moveWorkloads(from: string, to: string): Promise<void> {
-    for (const name of this.rows.names(from)) {
-      await this.#serial(name, async () => {
-        const row = this.rows.get(name);
-        if (row === undefined) return;
-        this.rows.saveConfig({ ...row.config, group: to });
-        this.#emit(name, 'updated');
-      });
-    }
+  isVirtual(name: string): boolean {
+    return this.rows.get(name)?.config.vmcp !== undefined;
   }
 
   async deleteWorkloads(group: string): Promise<void> {

@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { chromiumAvailable } from '../helpers/browser.js';
-import { startUiSession } from '../helpers/ui.js';
+import { ECHO_SERVER, startUiSession } from '../helpers/ui.js';
 import { waitFor } from '../helpers/wait.js';
 
 const SECRET_VALUE = 'do-not-show-me-0xC0FFEE';
@@ -104,6 +104,39 @@ test(
       ),
       [],
     );
+
+    // Groups: a group that holds a server is deleted only with it; the question names it and
+    // Cancel changes nothing (the server is not moved to default).
+    const member = await ui.call('POST', '/api/v1beta/workloads', {
+      name: 'member',
+      image: `cmd://${process.execPath}`,
+      cmd_arguments: [ECHO_SERVER],
+      group: 'research',
+    });
+    assert.equal(member.status, 201, await member.clone().text());
+    await nav('Groups').click();
+    const researchRow = page.locator('tr[data-group="research"]');
+    await researchRow.getByText('member').waitFor();
+    const question = new Promise<string>((resolve) =>
+      page.once('dialog', (dialog) => {
+        resolve(dialog.message());
+        void dialog.dismiss();
+      }),
+    );
+    await researchRow.getByRole('button', { name: 'Delete the group research' }).click();
+    assert.equal(
+      await question,
+      'The group research holds a server: member.\nDelete the group and that server? Cancel changes nothing.',
+    );
+    const memberAfterCancel = (await (await ui.call('GET', '/api/v1beta/workloads/member')).json()) as {
+      group: string;
+    };
+    assert.equal(memberAfterCancel.group, 'research');
+    page.once('dialog', (dialog) => void dialog.accept());
+    await researchRow.getByRole('button', { name: 'Delete the group research' }).click();
+    await page.getByRole('status').filter({ hasText: 'Deleted the group research and member.' }).waitFor();
+    assert.equal((await ui.call('GET', '/api/v1beta/workloads/member')).status, 404);
+    assert.equal(await researchRow.count(), 0);
 
     // Skills: validate a directory (good and bad), install a local build, uninstall it.
     const skillDir = join(ui.home, 'skills', 'ui-skill');

@@ -87,5 +87,31 @@ test(
         return undefined;
       }
     });
+
+    // A group that holds workloads (here a virtual one) is not deleted, and nothing moves to
+    // `default` (where the virtual workload would then serve every workload of default).
+    const refusedRm = cli('group', 'rm', 'crew');
+    assert.equal(refusedRm.status, 1);
+    assert.equal(
+      refusedRm.stderr,
+      'error: group crew still holds 2 workloads: alpha, crew-hub (virtual MCP server); nothing was changed\n' +
+        "  'skep group rm crew --with-workloads' deletes them with the group; 'skep rm alpha crew-hub' removes them first\n",
+    );
+    const kept = JSON.parse(cli('list', '--all', '--json').stdout) as {
+      workloads: { name: string; group: string }[];
+    };
+    assert.deepEqual(
+      kept.workloads.map((w) => [w.name, w.group]),
+      [
+        ['alpha', 'crew'],
+        ['crew-hub', 'crew'],
+      ],
+    );
+    const removed = cli('group', 'rm', 'crew', '--with-workloads');
+    assert.equal(removed.status, 0, removed.stderr);
+    assert.equal(removed.stdout, 'group crew deleted\n');
+    const none = JSON.parse(cli('list', '--all', '--json').stdout) as { workloads: unknown[] };
+    assert.deepEqual(none.workloads, []);
+    assert.doesNotMatch(cli('group', 'list').stdout, /crew/);
   },
 );

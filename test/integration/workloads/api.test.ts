@@ -287,6 +287,28 @@ test(
       },
     );
 
+    await t.test(
+      'DELETE group: 409 group_not_empty naming its workloads, nothing moved; with-workloads=true deletes them',
+      async () => {
+        assert.equal((await inject('POST', '/api/v1beta/groups', { name: 'team' })).statusCode, 201);
+        const beta = await inject('POST', '/api/v1beta/workloads', { ...everythingBody('beta'), group: 'team' });
+        assert.equal(beta.statusCode, 201, beta.body);
+        const refused = await inject('DELETE', '/api/v1beta/groups/team');
+        assert.equal(refused.statusCode, 409);
+        const body = refused.json<{ code: string; message: string; workloads: string[] }>();
+        assert.equal(body.code, 'group_not_empty');
+        assert.deepEqual(body.workloads, ['beta']);
+        assert.match(body.message, /^group 'team' still holds 1 workload: beta; nothing was changed/);
+        assert.equal(ctx.workloads.exportConfig('beta').group, 'team');
+        assert.equal(ctx.workloads.exportConfig('alpha').group, 'default');
+        const deleted = await inject('DELETE', '/api/v1beta/groups/team?with-workloads=true');
+        assert.equal(deleted.statusCode, 204);
+        assert.equal(ctx.workloads.rows.get('beta'), undefined);
+        assert.equal((await inject('GET', '/api/v1beta/groups/team')).statusCode, 404);
+        assert.equal(ctx.workloads.status('alpha').status, 'running');
+      },
+    );
+
     await t.test('delete (202) removes the workload and its runner in the background', async () => {
       const pid = ctx.workloads.rows.get('alpha')?.runnerPid;
       const res = await inject('DELETE', '/api/v1beta/workloads/alpha');

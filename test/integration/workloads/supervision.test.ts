@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { ApiContext } from '../../../src/control/app/index.js';
+import type { SkepError } from '../../../src/shared/index.js';
 import type { WorkloadChange } from '../../../src/workloads/index.js';
 import { childPids, everythingBody, inProcessManager, runInProcess, waitFor } from './helpers.js';
 
@@ -106,18 +107,34 @@ test('status is honest about a dead runner; resume starts it again; onChange rep
   assert.equal(changes[2]?.url, `http://127.0.0.1:${changes[2]?.port}/mcp?skep_token=${token}`);
 });
 
-test('group delete moves its workloads to default, or deletes them with with-workloads', async (t) => {
+test('group delete refuses while the group holds workloads (a virtual one named as such); with-workloads deletes them', async (t) => {
   const { ctx, manager } = inProcessManager(t);
   ctx.groups.create('team');
-  ctx.groups.create('doomed');
+  ctx.groups.create('empty');
   await manager.create({ ...everythingBody('w1'), group: 'team' });
-  await manager.create({ ...everythingBody('w2'), group: 'doomed' });
-  assert.deepEqual(manager.workloadsIn('team'), ['w1']);
-  await ctx.groups.delete('team');
-  assert.equal(manager.exportConfig('w1').group, 'default');
-  await ctx.groups.delete('doomed', { withWorkloads: true });
-  assert.equal(manager.rows.get('w2'), undefined);
-  await manager.deleteNow('w1');
+  await manager.create({ name: 'team-vmcp', group: 'team', vmcp: {} });
+  await manager.create({ ...everythingBody('elsewhere') });
+  assert.deepEqual(manager.workloadsIn('team'), ['team-vmcp', 'w1']);
+  await assert.rejects(ctx.groups.delete('team'), (err: SkepError) => {
+    assert.equal(err.code, 'group_not_empty');
+    assert.equal(err.status, 409);
+    assert.match(err.message, /^group 'team' still holds 2 workloads: team-vmcp \(virtual MCP server\), w1; nothing was changed/);
+    assert.deepEqual(err.details, { workloads: ['team-vmcp', 'w1'] });
+    return true;
+  });
+  // Nothing moved: the group, its workloads and the default group are as they were.
+  assert.ok(ctx.groups.exists('team'));
+  assert.equal(manager.exportConfig('w1').group, 'team');
+  assert.equal(manager.exportConfig('team-vmcp').group, 'team');
+  assert.deepEqual(manager.workloadsIn('default'), ['elsewhere']);
+  await ctx.groups.delete('empty');
+  assert.equal(ctx.groups.exists('empty'), false);
+  await ctx.groups.delete('team', { withWorkloads: true });
+  assert.equal(manager.rows.get('w1'), undefined);
+  assert.equal(manager.rows.get('team-vmcp'), undefined);
+  assert.equal(ctx.groups.exists('team'), false);
+  assert.deepEqual(manager.workloadsIn('default'), ['elsewhere']);
+  await manager.deleteNow('elsewhere');
 });
 
 test('a bulk request by group covers every workload of the group, stopped ones included', async (t) => {

@@ -70,10 +70,10 @@ export async function groupRoutes(app: SkepApp, ctx: ApiContext): Promise<void> 
         tags: ['groups'],
         summary: 'Delete a group',
         description:
-          'Its workloads move to `default`, or are deleted with it when `with-workloads=true`. `default` cannot be deleted.',
+          'A group that still holds workloads is refused (409 `group_not_empty`, their names in `workloads`) unless `with-workloads=true`, which deletes them with it; they are never moved to `default` (the reference moves them). `default` cannot be deleted.',
         params: NameParams,
         querystring: Type.Object({ 'with-workloads': Type.Optional(Type.Boolean()) }),
-        response: withErrors({ 204: Type.Null() }, 400, 404),
+        response: withErrors({ 204: Type.Null() }, 400, 404, 409),
       },
     },
     async (request, reply) => {

@@ -3,6 +3,21 @@ import type { Command } from 'commander';
 import { withContext } from '../context.js';
 import { addCall, addListing } from '../command-shapes.js';
 import { printOutcome } from '../output.js';
+import { isSkepError, SkepError } from '../../../shared/index.js';
+
+/** The refusal of `group rm` in the CLI's words: which workloads, and the two ways on. */
+function notEmpty(group: string, err: SkepError): SkepError {
+  const held = (err.details?.['workloads'] as string[] | undefined) ?? [];
+  const listed = err.message.replace(/^.*?holds (.*?); nothing was changed.*$/s, '$1');
+  const quoted = /[\s']/.test(group) ? `'${group.replace(/'/g, "'\\''")}'` : group;
+  return new SkepError(
+    'group_not_empty',
+    `group ${group} still holds ${listed}; nothing was changed\n` +
+      `  'skep group rm ${quoted} --with-workloads' deletes ${held.length === 1 ? 'it' : 'them'} with the group` +
+      (held.length > 0 ? `; 'skep rm ${held.join(' ')}' removes ${held.length === 1 ? 'it' : 'them'} first` : ''),
+    { details: { workloads: held } },
+  );
+}
 
 export function registerGroup(program: Command): void {
   const group = program.command('group').description('Manage groups of workloads');
@@ -23,10 +38,14 @@ export function registerGroup(program: Command): void {
 
   group
     .command('rm <name>')
-    .description("Delete a group; its workloads move to 'default' unless --with-workloads")
-    .option('--with-workloads', 'delete the group’s workloads too')
+    .description('Delete a group; one that still holds workloads is refused unless --with-workloads')
+    .option('--with-workloads', 'delete the group’s workloads with it')
     .action(async (name: string, opts: { withWorkloads?: boolean }) => {
-      await withContext((ctx) => ctx.groups.delete(name, { withWorkloads: opts.withWorkloads === true }));
+      await withContext((ctx) =>
+        ctx.groups.delete(name, { withWorkloads: opts.withWorkloads === true }).catch((err: unknown) => {
+          throw isSkepError(err) && err.code === 'group_not_empty' ? notEmpty(name, err) : err;
+        }),
+      );
       process.stdout.write(`group ${name} deleted\n`);
     });
 }

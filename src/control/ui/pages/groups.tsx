@@ -33,17 +33,23 @@ export function GroupsPage() {
       () => setName(''),
     );
   };
-  const remove = async (group: string, count: number) => {
-    const withWorkloads =
-      count > 0 &&
-      window.confirm(
-        `Also delete the ${count} server(s) of ${group}? Cancel keeps them (they move to default).`,
-      );
-    if (!window.confirm(`Delete the group ${group}?`)) return;
+  // A group that holds servers is deleted only with them (the API refuses otherwise): the
+  // question names them, and Cancel changes nothing. Servers never move to another group.
+  const remove = async (group: string, servers: string[]) => {
+    const question =
+      servers.length === 0
+        ? `Delete the group ${group}?`
+        : `The group ${group} holds ${servers.length === 1 ? 'a server' : `${servers.length} servers`}: ` +
+          `${servers.join(', ')}.\nDelete the group and ${servers.length === 1 ? 'that server' : 'these servers'}? ` +
+          'Cancel changes nothing.';
+    if (!window.confirm(question)) return;
     await action.change(
       'Delete',
-      () => api('DELETE', `/api/v1beta/groups/${seg(group)}${withWorkloads ? '?with-workloads=true' : ''}`),
-      `Deleted the group ${group}.`,
+      () =>
+        api('DELETE', `/api/v1beta/groups/${seg(group)}${servers.length > 0 ? '?with-workloads=true' : ''}`),
+      servers.length === 0
+        ? `Deleted the group ${group}.`
+        : `Deleted the group ${group} and ${servers.join(', ')}.`,
     );
   };
   return (
@@ -80,7 +86,7 @@ export function GroupsPage() {
                   <button
                     type="button"
                     class="small danger"
-                    onClick={() => void remove(g.name, servers.length)}
+                    onClick={() => void remove(g.name, servers)}
                     aria-label={`Delete the group ${g.name}`}
                   >
                     Delete
