@@ -1,7 +1,7 @@
 /** YAML rendering of the CRDs, shared by `scripts/gen-crd.ts` and the freshness tests. */
 import { stringify } from 'yaml';
 import { buildCrd, buildKindCrd } from './crd.js';
-import { WORKLOAD_KINDS } from '../../schemas/workloads/index.js';
+import { OPERATOR_KINDS } from '../../schemas/operator/index.js';
 
 export const CRD_FILE = 'deploy/crds/skep.dev_mcpexternalauthconfigs.yaml';
 
@@ -15,7 +15,7 @@ export function renderCrdYaml(): string {
 export function renderAllCrdFiles(): Array<{ file: string; text: string }> {
   return [
     { file: CRD_FILE, text: renderCrdYaml() },
-    ...WORKLOAD_KINDS.map((def) => ({
+    ...OPERATOR_KINDS.map((def) => ({
       file: `deploy/crds/skep.dev_${def.plural}.yaml`,
       text: HEADER + stringify(buildKindCrd(def), { lineWidth: 0 }),
     })),

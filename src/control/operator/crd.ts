@@ -5,7 +5,8 @@
  * `additionalProperties` next to `properties`, and string maps as `additionalProperties`.
  */
 import { EXTAUTH_GROUP, EXTAUTH_VERSION, MCP_EXTERNAL_AUTH_CONFIG } from '../../schemas/extauth/index.js';
-import { type KindDefinition, WORKLOAD_KINDS } from '../../schemas/workloads/index.js';
+import type { KindDefinition } from '../../schemas/workloads/index.js';
+import { OPERATOR_KINDS } from '../../schemas/operator/index.js';
 
 type Node = Record<string, unknown>;
 
@@ -122,7 +123,7 @@ export function buildKindCrd(def: KindDefinition): Node {
   };
 }
 
-/** Every CRD Skep serves: MCPExternalAuthConfig and the workload kinds. */
+/** Every CRD Skep serves: MCPExternalAuthConfig and the other kinds. */
 export function buildAllCrds(): Node[] {
-  return [buildCrd(), ...WORKLOAD_KINDS.map(buildKindCrd)];
+  return [buildCrd(), ...OPERATOR_KINDS.map(buildKindCrd)];
 }

@@ -10,7 +10,8 @@
 import { isIP } from 'node:net';
 import { createValidator, type Validator } from '../../validation/index.js';
 import { EXTAUTH_API_VERSION, EXTAUTH_KIND } from '../../schemas/extauth/index.js';
-import { type KindDefinition, NAME_PATTERN, WORKLOAD_KINDS } from '../../schemas/workloads/index.js';
+import { type KindDefinition, NAME_PATTERN } from '../../schemas/workloads/index.js';
+import { OPERATOR_KINDS } from '../../schemas/operator/index.js';
 import { evaluateCelRules } from './cel-rules.js';
 import { type Problem, validateExtAuthConfig } from './validate.js';
 import { isRecord } from '../../shared/index.js';
@@ -29,10 +30,10 @@ function validatorOf(def: KindDefinition): Validator<KindDefinition['object']> {
 
 /** The definition of a workload kind, or undefined. */
 export function kindDefinition(kind: unknown): KindDefinition | undefined {
-  return WORKLOAD_KINDS.find((k) => k.kind === kind);
+  return OPERATOR_KINDS.find((k) => k.kind === kind);
 }
 
-export const SUPPORTED_KINDS = [EXTAUTH_KIND, ...WORKLOAD_KINDS.map((k) => k.kind)];
+export const SUPPORTED_KINDS = [EXTAUTH_KIND, ...OPERATOR_KINDS.map((k) => k.kind)];
 
 function fromAjv(text: string): Problem {
   const at = text.indexOf(': ');

@@ -16,6 +16,11 @@ import { type CelRule, enumOf, rules, str, stringMap } from '../k8s-builders.js'
 import { AGE_COLUMN, column, conditionColumn, defineKind } from '../kind.js';
 import { Opt } from '../shorthand.js';
 import { VmcpConfigSchema } from '../vmcp.js';
+import {
+  MCPOIDCConfigRefSchema,
+  MCPTelemetryConfigRefSchema,
+} from '../operator/shared-configs.js';
+import { LocalObjectRefSchema, ResourceMetadataOverridesSchema } from '../operator/registry-embedding.js';
 
 /** An object whose fields Kubernetes keeps as written (raw PodTemplateSpec, vMCP config). */
 const rawObject = (description: string) =>
@@ -109,13 +114,79 @@ export const OidcConfigSchema = Type.Object(
 
 export const AuthzConfigSchema = Type.Object(
   {
-    policies: Type.Array(Type.String({ minLength: 1 }), {
-      minItems: 1,
-      description: 'Cedar policies (permit/forbid statements).',
-    }),
-    entitiesJson: Opt(str('Cedar entities as a JSON array.')),
+    type: Opt(
+      enumOf(['configMap', 'inline'] as const, 'Where the Cedar configuration comes from (configMap or inline).'),
+    ),
+    configMap: Opt(
+      Type.Object(
+        {
+          name: str('ConfigMap name.', { minLength: 1 }),
+          key: Opt(str('Key holding the authorization configuration (JSON or YAML).', { default: 'authz.json' })),
+        },
+        { description: 'A ConfigMap in the same namespace (type configMap).' },
+      ),
+    ),
+    inline: Opt(
+      Type.Object(
+        {
+          policies: Type.Array(Type.String({ minLength: 1 }), {
+            minItems: 1,
+            description: 'Cedar policies (permit/forbid statements).',
+            'x-kubernetes-list-type': 'atomic',
+          }),
+          entitiesJson: Opt(str('Cedar entities as a JSON array.', { default: '[]' })),
+          primaryUpstreamProvider: Opt(
+            str('Upstream provider whose token claims Cedar evaluates (not used on MCPServer/MCPRemoteProxy).', {
+              minLength: 1,
+              maxLength: 63,
+              pattern: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$',
+            }),
+          ),
+        },
+        { description: 'Cedar policies given here (type inline).' },
+      ),
+    ),
+    groupClaimName: Opt(str('JWT claim holding the groups.', { maxLength: 253 })),
+    roleClaimName: Opt(str('JWT claim holding the roles.', { maxLength: 253 })),
+    groupEntityType: Opt(
+      str('Cedar entity type of groups and roles (default THVGroup).', {
+        maxLength: 63,
+        pattern: '^[A-Za-z_][A-Za-z0-9_]*$',
+      }),
+    ),
+    policies: Opt(
+      Type.Array(Type.String({ minLength: 1 }), {
+        minItems: 1,
+        description: 'Skep shorthand of type inline: Cedar policies given directly.',
+      }),
+    ),
+    entitiesJson: Opt(str('Skep shorthand of type inline: Cedar entities as a JSON array.')),
   },
-  { description: 'Cedar authorization of MCP requests.' },
+  {
+    description: 'Cedar authorization of MCP requests.',
+    ...rules(
+      {
+        rule: 'has(self.type) != has(self.policies)',
+        message: 'set type (inline or configMap) or the policies shorthand, not both and not neither',
+        fieldPath: '.type',
+      },
+      {
+        rule: "!has(self.type) || (self.type == 'configMap' ? has(self.configMap) : !has(self.configMap))",
+        message: "configMap must be set when type is 'configMap', and must not be set otherwise",
+        fieldPath: '.configMap',
+      },
+      {
+        rule: "!has(self.type) || (self.type == 'inline' ? has(self.inline) : !has(self.inline))",
+        message: "inline must be set when type is 'inline', and must not be set otherwise",
+        fieldPath: '.inline',
+      },
+      {
+        rule: 'has(self.policies) || !has(self.entitiesJson)',
+        message: 'entitiesJson goes with policies (or inside inline)',
+        fieldPath: '.entitiesJson',
+      },
+    ),
+  },
 );
 
 export const AuditSchema = Type.Object(
@@ -170,6 +241,79 @@ export const HeaderForwardSchema = Type.Object(
   { description: 'Headers added to the requests to the remote server.' },
 );
 
+const bucket = (description: string) =>
+  Type.Object(
+    {
+      maxTokens: Type.Integer({ format: 'int32', minimum: 1, description: 'Bucket size (burst).' }),
+      refillPeriod: str('Go duration in which the bucket refills completely, e.g. 1m.', {
+        pattern: '^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$',
+      }),
+    },
+    { description },
+  );
+
+export const RateLimitingSchema = Type.Object(
+  {
+    shared: Opt(bucket('One bucket for every caller.')),
+    perUser: Opt(bucket('One bucket per authenticated user.')),
+    tools: Opt(
+      Type.Array(
+        Type.Object(
+          {
+            name: str('Tool name.', { minLength: 1 }),
+            shared: Opt(bucket('One bucket for every caller of this tool.')),
+            perUser: Opt(bucket('One bucket per user of this tool.')),
+          },
+          {
+            ...rules({
+              rule: 'has(self.shared) || has(self.perUser)',
+              message: 'at least one of shared or perUser must be configured',
+            }),
+          },
+        ),
+        { description: 'Per-tool limits.' },
+      ),
+    ),
+  },
+  {
+    description: 'Token-bucket rate limits of MCP requests (needs redis session storage).',
+    ...rules({
+      rule: 'has(self.shared) || has(self.perUser) || (has(self.tools) && size(self.tools) > 0)',
+      message: 'at least one of shared, perUser, or tools must be configured',
+    }),
+  },
+);
+
+export const ResourceOverridesSchema = Type.Object(
+  {
+    proxyDeployment: Opt(
+      Type.Object(
+        {
+          annotations: Opt(stringMap('Annotations to add or override on the Deployment.')),
+          labels: Opt(stringMap('Labels to add or override on the Deployment.')),
+          podTemplateMetadataOverrides: Opt(ResourceMetadataOverridesSchema),
+          env: Opt(
+            Type.Array(EnvVarSchema, {
+              description: 'Environment of the Skep runner (not of the server).',
+              'x-kubernetes-list-type': 'map',
+              'x-kubernetes-list-map-keys': ['name'],
+            }),
+          ),
+          imagePullSecrets: Opt(
+            Type.Array(LocalObjectRefSchema, {
+              description: 'Pull secrets of the pod and its ServiceAccount.',
+              'x-kubernetes-list-type': 'atomic',
+            }),
+          ),
+        },
+        { description: 'The Deployment.' },
+      ),
+    ),
+    proxyService: Opt(ResourceMetadataOverridesSchema),
+  },
+  { description: 'Labels, annotations, runner env and pull secrets of the created objects.' },
+);
+
 const SESSION_AFFINITY = enumOf(['ClientIP', 'None'] as const, 'Service session affinity.', {
   default: 'ClientIP',
 });
@@ -192,7 +336,30 @@ const proxyFields = {
   sessionAffinity: Opt(SESSION_AFFINITY),
   replicas: Opt(replicas('Proxy replicas (default 1).')),
   sessionStorage: Opt(SessionStorageSchema),
+  oidcConfigRef: Opt(MCPOIDCConfigRefSchema),
+  authzConfigRef: Opt(LocalRefSchema),
+  toolConfigRef: Opt(LocalRefSchema),
+  telemetryConfigRef: Opt(MCPTelemetryConfigRefSchema),
+  endpointPrefix: Opt(str('Path prefix of the SSE endpoint URLs (an ingress that strips a prefix).')),
+  resourceOverrides: Opt(ResourceOverridesSchema),
 };
+
+/** Rules every proxy workload (MCPServer, MCPRemoteProxy) has. */
+const proxyRules: CelRule[] = [
+  {
+    rule: '!(has(self.authzConfig) && has(self.authzConfigRef))',
+    message:
+      'authzConfig and authzConfigRef are mutually exclusive; use authzConfigRef to reference a shared MCPAuthzConfig',
+  },
+  {
+    rule: '!(has(self.oidcConfig) && has(self.oidcConfigRef))',
+    message: 'oidcConfig and oidcConfigRef are mutually exclusive',
+  },
+  {
+    rule: '!(has(self.telemetry) && has(self.telemetryConfigRef))',
+    message: 'telemetry and telemetryConfigRef are mutually exclusive',
+  },
+];
 
 const redisReplicasRule: CelRule = {
   rule: "!has(self.replicas) || self.replicas <= 1 || (has(self.sessionStorage) && self.sessionStorage.provider == 'redis')",
@@ -224,6 +391,23 @@ export const MCPServerSpecSchema = Type.Object(
     secrets: Opt(Type.Array(ServerSecretSchema, { description: 'Secret keys given to the server as env.' })),
     permissionProfile: Opt(PermissionProfileRefSchema),
     backendReplicas: Opt(replicas('Server replicas (HTTP transports; each pod runs one).')),
+    volumes: Opt(
+      Type.Array(
+        Type.Object({
+          name: str('Volume name.', { minLength: 1 }),
+          hostPath: str('Path on the node.', { minLength: 1 }),
+          mountPath: str('Path in the server container.', { minLength: 1 }),
+          readOnly: Opt(Type.Boolean({ default: false, description: 'Mount read-only.' })),
+        }),
+        {
+          description: 'hostPath volumes mounted in the server container.',
+          'x-kubernetes-list-type': 'map',
+          'x-kubernetes-list-map-keys': ['name'],
+        },
+      ),
+    ),
+    webhookConfigRef: Opt(LocalRefSchema),
+    rateLimiting: Opt(RateLimitingSchema),
     ...proxyFields,
   },
   {
@@ -245,6 +429,22 @@ export const MCPServerSpecSchema = Type.Object(
         fieldPath: '.backendReplicas',
       },
       redisReplicasRule,
+      ...proxyRules,
+      {
+        rule: "!has(self.rateLimiting) || (has(self.sessionStorage) && self.sessionStorage.provider == 'redis')",
+        message: "rateLimiting requires sessionStorage with provider 'redis'",
+        fieldPath: '.rateLimiting',
+      },
+      {
+        rule: '!(has(self.rateLimiting) && has(self.rateLimiting.perUser)) || has(self.oidcConfigRef) || has(self.oidcConfig) || has(self.externalAuthConfigRef)',
+        message: 'rateLimiting.perUser requires authentication (oidcConfigRef or externalAuthConfigRef)',
+        fieldPath: '.rateLimiting.perUser',
+      },
+      {
+        rule: '!has(self.rateLimiting) || !has(self.rateLimiting.tools) || self.rateLimiting.tools.all(t, !has(t.perUser)) || has(self.oidcConfigRef) || has(self.oidcConfig) || has(self.externalAuthConfigRef)',
+        message: 'per-tool perUser rate limiting requires authentication (oidcConfigRef or externalAuthConfigRef)',
+        fieldPath: '.rateLimiting.tools',
+      },
     ),
   },
 );
@@ -267,12 +467,18 @@ const workloadStatus = (phases: readonly string[], extra: Record<string, TSchema
       ),
       externalAuthConfigHash: Opt(str('configHash of the referenced MCPExternalAuthConfig.')),
       authServerConfigHash: Opt(str('configHash of the authServerRef MCPExternalAuthConfig.')),
+      toolConfigHash: Opt(str('configHash of the referenced MCPToolConfig.')),
+      oidcConfigHash: Opt(str('configHash of the referenced MCPOIDCConfig.')),
+      authzConfigHash: Opt(str('configHash of the referenced MCPAuthzConfig.')),
+      telemetryConfigHash: Opt(str('configHash of the referenced MCPTelemetryConfig.')),
       ...extra,
     },
     { description: 'Observed state.' },
   );
 
-export const MCPServerStatusSchema = workloadStatus(PHASES);
+export const MCPServerStatusSchema = workloadStatus(PHASES, {
+  webhookConfigHash: Opt(str('configHash of the referenced MCPWebhookConfig.')),
+});
 
 export const MCPRemoteProxySpecSchema = Type.Object(
   {
@@ -289,7 +495,7 @@ export const MCPRemoteProxySpecSchema = Type.Object(
     headerForward: Opt(HeaderForwardSchema),
     ...proxyFields,
   },
-  { description: 'A proxy in front of a remote MCP server.', ...rules(redisReplicasRule) },
+  { description: 'A proxy in front of a remote MCP server.', ...rules(redisReplicasRule, ...proxyRules) },
 );
 
 export const MCPRemoteProxyStatusSchema = workloadStatus(
@@ -350,14 +556,30 @@ export const VirtualMCPServerSpecSchema = Type.Object(
     incomingAuth: Type.Object(
       {
         type: enumOf(['anonymous', 'oidc'] as const, 'How clients authenticate to the vMCP.'),
+        oidcConfigRef: Opt(MCPOIDCConfigRefSchema),
         oidcConfig: Opt(OidcConfigSchema),
+        authzConfig: Opt(AuthzConfigSchema),
+        authzConfigRef: Opt(LocalRefSchema),
       },
       {
-        ...rules({
-          rule: "self.type != 'oidc' || has(self.oidcConfig)",
-          message: 'oidc incoming auth needs oidcConfig',
-          fieldPath: '.oidcConfig',
-        }),
+        ...rules(
+          {
+            rule: "self.type != 'oidc' || has(self.oidcConfigRef) || has(self.oidcConfig)",
+            message: 'spec.incomingAuth.oidcConfigRef is required when type is oidc',
+            fieldPath: '.oidcConfigRef',
+          },
+          {
+            rule: '!(has(self.oidcConfig) && has(self.oidcConfigRef))',
+            message: 'oidcConfig and oidcConfigRef are mutually exclusive',
+            fieldPath: '.oidcConfig',
+          },
+          {
+            rule: '!(has(self.authzConfig) && has(self.authzConfigRef))',
+            message:
+              'authzConfig and authzConfigRef are mutually exclusive; use authzConfigRef to reference a shared MCPAuthzConfig',
+            fieldPath: '.authzConfig',
+          },
+        ),
       },
     ),
     outgoingAuth: Opt(
@@ -384,8 +606,32 @@ export const VirtualMCPServerSpecSchema = Type.Object(
     replicas: Opt(replicas('vMCP replicas (default 1).')),
     sessionStorage: Opt(SessionStorageSchema),
     resources: Opt(ResourcesSchema),
+    telemetryConfigRef: Opt(MCPTelemetryConfigRefSchema),
+    embeddingServerRef: Opt(LocalRefSchema),
+    imagePullSecrets: Opt(
+      Type.Array(LocalObjectRefSchema, {
+        description: 'Pull secrets of the pod and its ServiceAccount (merged by name with the podTemplateSpec list).',
+        'x-kubernetes-list-type': 'atomic',
+      }),
+    ),
   },
-  { description: 'One MCP endpoint aggregating the backends of an MCPGroup.', ...rules(redisReplicasRule) },
+  {
+    description: 'One MCP endpoint aggregating the backends of an MCPGroup.',
+    ...rules(
+      redisReplicasRule,
+      {
+        rule: "!has(self.config) || !has(self.config.rateLimiting) || (has(self.sessionStorage) && self.sessionStorage.provider == 'redis')",
+        message: "config.rateLimiting requires sessionStorage with provider 'redis'",
+        fieldPath: '.config.rateLimiting',
+      },
+      {
+        rule: "!(has(self.embeddingServerRef) && has(self.config) && has(self.config.optimizer) && has(self.config.optimizer.embeddingProvider) && self.config.optimizer.embeddingProvider == 'openai')",
+        message:
+          "embeddingServerRef provisions a managed TEI server and cannot be combined with optimizer.embeddingProvider 'openai'; openai mode uses embeddingService directly",
+        fieldPath: '.embeddingServerRef',
+      },
+    ),
+  },
 );
 
 export const DiscoveredBackendSchema = Type.Object({
@@ -407,6 +653,9 @@ export const VirtualMCPServerStatusSchema = Type.Object({
   ),
   discoveredBackends: Opt(Type.Array(DiscoveredBackendSchema)),
   backendCount: Opt(Type.Integer({ format: 'int32' })),
+  authzConfigHash: Opt(str('configHash of the referenced MCPAuthzConfig.')),
+  oidcConfigHash: Opt(str('configHash of the referenced MCPOIDCConfig.')),
+  telemetryConfigHash: Opt(str('configHash of the referenced MCPTelemetryConfig.')),
 });
 
 const READY_COLUMN = conditionColumn('Ready');
