@@ -5,7 +5,7 @@
  * the input with that schema, then checks only what a schema cannot (cross-field rules, URLs,
  * duration bounds, key and secret sizes), reads every referenced secret (key files, HMAC
  * secret files, environment variables) and fills the defaults. Wrong configuration is a
- * `SkepError` (`bad_request`) whose message names the field to fix; secret values never appear in it.
+ * `SkepError` (`invalid_config`) whose message names the field to fix; secret values never appear in it.
  */
 import { readFileSync } from 'node:fs';
 import type {
@@ -109,7 +109,7 @@ export interface ResolvedAuthServerConfig {
 }
 
 function bad(message: string): SkepError {
-  return new SkepError('bad_request', `embedded_auth_server_config: ${message}`);
+  return new SkepError('invalid_config', `embedded_auth_server_config: ${message}`);
 }
 
 /** Parses a Go-style duration (`1h30m`, `500ms`) to ms; ToolHive's configuration writes durations so. */
@@ -157,7 +157,7 @@ function readSecretFile(path: string, field: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (err) {
-    throw new SkepError('bad_request', `embedded_auth_server_config: ${field}: cannot read "${path}"`, {
+    throw new SkepError('invalid_config', `embedded_auth_server_config: ${field}: cannot read "${path}"`, {
       cause: err,
     });
   }

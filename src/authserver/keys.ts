@@ -31,7 +31,7 @@ function algorithmFor(key: KeyObject, source: string): string {
   if (type === 'rsa') {
     const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
     if (bits < 2048)
-      throw new SkepError('bad_request', `signing key ${source}: RSA keys need at least 2048 bits`);
+      throw new SkepError('invalid_config', `signing key ${source}: RSA keys need at least 2048 bits`);
     return 'RS256';
   }
   if (type === 'ec') {
@@ -39,11 +39,11 @@ function algorithmFor(key: KeyObject, source: string): string {
     if (curve === 'prime256v1' || curve === 'P-256') return 'ES256';
     if (curve === 'secp384r1' || curve === 'P-384') return 'ES384';
     if (curve === 'secp521r1' || curve === 'P-521') return 'ES512';
-    throw new SkepError('bad_request', `signing key ${source}: unsupported EC curve ${curve}`);
+    throw new SkepError('invalid_config', `signing key ${source}: unsupported EC curve ${curve}`);
   }
   if (type === 'ed25519') return 'EdDSA';
   throw new SkepError(
-    'bad_request',
+    'invalid_config',
     `signing key ${source}: unsupported key type ${type} (use RSA, EC or Ed25519)`,
   );
 }
@@ -62,7 +62,7 @@ function parsePrivateKey(text: string, source: string): KeyObject {
     if (trimmed.startsWith('{')) return createPrivateKey({ key: JSON.parse(trimmed), format: 'jwk' });
     return createPrivateKey(trimmed);
   } catch (err) {
-    throw new SkepError('bad_request', `signing key ${source} is not a PEM or JWK private key`, {
+    throw new SkepError('invalid_config', `signing key ${source} is not a PEM or JWK private key`, {
       cause: err,
     });
   }

@@ -337,7 +337,7 @@ class AuthServerImpl implements AuthServer {
 
   async upstreamToken(sessionId: string, providerName: string): Promise<string> {
     const upstream = this.#upstreams.get(providerName);
-    if (!upstream) throw new SkepError('bad_request', `unknown upstream provider "${providerName}"`);
+    if (!upstream) throw new SkepError('invalid_config', `unknown upstream provider "${providerName}"`);
     // One lookup (and refresh) per (session, provider) at a time: concurrent callers share it,
     // so a rotating upstream refresh token is never spent twice.
     const key = `${sessionId}\u0000${providerName}`;

@@ -366,7 +366,7 @@ export class RegistryService {
     const auth = this.#authConfig();
     if (config === undefined || auth === undefined || config.type === 'file') {
       throw new SkepError(
-        'bad_request',
+        'registry_auth_not_configured',
         'registry authentication is not configured: PUT /api/v1beta/registry/default with a url or api_url ' +
           'and auth {issuer, client_id} first',
       );

@@ -120,12 +120,12 @@ export function sessionRedisPassword(
   return undefined;
 }
 
-/** `host:port` (`[v6]:port`) → parts; `bad_request` naming the field otherwise. */
+/** `host:port` (`[v6]:port`) → parts; `invalid_config` naming the field otherwise. */
 export function parseRedisAddress(address: string, field: string): { host: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(address.trim());
   const port = Number(m?.[3]);
   if (m === null || !(port >= 1 && port <= 65535))
-    throw new SkepError('bad_request', `${field} "${address}" must be host:port, e.g. "redis:6379"`);
+    throw new SkepError('invalid_config', `${field} "${address}" must be host:port, e.g. "redis:6379"`);
   return { host: (m[1] ?? m[2]) as string, port };
 }
 
@@ -206,7 +206,7 @@ function connectFailure(o: RedisAtOptions, err: unknown, lastEvent: Error | unde
 /**
  * Connects to the Redis at `address` and pings it: a standalone client, or a Cluster client
  * seeded with that node when it reports `cluster_enabled:1` (a Cluster has only database 0,
- * so another `db` is a `bad_request`). Errors name the field and say what to fix: unreachable
+ * so another `db` is an `invalid_config`). Errors name the field and say what to fix: unreachable
  * (`unavailable`), a password missing or refused (`unauthorized`).
  */
 export async function connectRedisAt(
@@ -267,7 +267,7 @@ export async function connectRedisAt(
   probe.disconnect();
   if (clusterEnabled && db !== 0)
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${o.field}.db must be 0: ${o.address} is a Redis Cluster node, and a Cluster has only database 0`,
     );
   return clusterEnabled

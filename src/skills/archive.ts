@@ -35,7 +35,7 @@ export function sourceDateEpoch(env: NodeJS.ProcessEnv = process.env): number {
   if (raw === undefined || raw === '') return 0;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0)
-    throw new SkepError('bad_request', `SOURCE_DATE_EPOCH must be a non-negative integer, got "${raw}"`);
+    throw new SkepError('invalid_config', `SOURCE_DATE_EPOCH must be a non-negative integer, got "${raw}"`);
   return n;
 }
 

@@ -35,10 +35,10 @@ export async function buildSkill(
   checkSkillPath(path);
   try {
     if (!(await stat(path)).isDirectory())
-      throw new SkepError('bad_request', `path "${path}" is not a directory`);
+      throw new SkepError('invalid_path', `path "${path}" is not a directory`);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT')
-      throw new SkepError('bad_request', `path "${path}" does not exist`);
+      throw new SkepError('invalid_path', `path "${path}" does not exist`);
     throw err;
   }
   const files = await collectSkillFiles(path);
@@ -47,7 +47,7 @@ export async function buildSkill(
   if (finalTag.includes('/') || finalTag.includes('@')) parseOciRef(finalTag);
   else if (!/^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$/.test(finalTag)) {
     throw new SkepError(
-      'bad_request',
+      'invalid_reference',
       `invalid tag "${finalTag}": use a bare tag (letters, digits, "_", ".", "-") or a full OCI reference`,
     );
   }

@@ -72,7 +72,7 @@ export function skillsDirFor(
 ): string {
   const spec = SKILL_CLIENTS[client];
   if (spec === undefined)
-    throw new SkepError('bad_request', `invalid client "${client}": not a skill-capable client`);
+    throw new SkepError('client_unknown', `invalid client "${client}": not a skill-capable client`);
   if (scope === 'project') return join(projectRoot, ...spec.project);
   if (client === 'opencode' && process.platform === 'win32') return join(homeDir(env), 'opencode', 'skills');
   return join(homeDir(env), ...spec.user);
@@ -100,7 +100,7 @@ export function resolveClients(
     const detected = detectedSkillClients(env);
     if (detected.length === 0) {
       throw new SkepError(
-        'bad_request',
+        'no_client_detected',
         'no supported clients detected on this system; use --clients to target a specific client explicitly',
       );
     }
@@ -113,7 +113,7 @@ export function resolveClients(
       const why = NO_SKILLS.has(c)
         ? 'this client does not support skills'
         : `unknown client; skill clients are: ${SKILL_CLIENT_TYPES.join(', ')}`;
-      throw new SkepError('bad_request', `invalid client "${c}": ${why}`);
+      throw new SkepError('client_unknown', `invalid client "${c}": ${why}`);
     }
     if (!out.includes(c)) out.push(c);
   }

@@ -76,7 +76,7 @@ export function isGitRef(value: string): boolean {
 
 /** Parses a `git://` reference; every problem is a 400. */
 export function parseGitRef(input: string): GitRef {
-  const bad = (why: string) => new SkepError('bad_request', `invalid git reference "${input}": ${why}`);
+  const bad = (why: string) => new SkepError('invalid_reference', `invalid git reference "${input}": ${why}`);
   if (!isGitRef(input)) throw bad('must start with git://');
   let rest = input.slice('git://'.length);
   let path = '';
@@ -158,7 +158,7 @@ async function pinRemote(ref: GitRef, options: GitOptions): Promise<PinnedRemote
   try {
     host = canonicalHost(ref.host);
   } catch {
-    throw new SkepError('bad_request', `invalid git host "${ref.host}"`);
+    throw new SkepError('invalid_reference', `invalid git host "${ref.host}"`);
   }
   const display = `${options.scheme}://${ref.host}/${ref.repoPath}`;
   let addresses: string[];
@@ -195,7 +195,7 @@ function listedForToken(host: string, port: number, env: NodeJS.ProcessEnv): boo
   try {
     listed = parseHostList(env[GIT_TOKEN_HOSTS_ENV]);
   } catch (err) {
-    throw new SkepError('bad_request', `${GIT_TOKEN_HOSTS_ENV}: ${(err as Error).message}`);
+    throw new SkepError('invalid_config', `${GIT_TOKEN_HOSTS_ENV}: ${(err as Error).message}`);
   }
   return listed.some((entry) => {
     const e = parseHostEntry(entry);

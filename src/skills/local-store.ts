@@ -39,7 +39,7 @@ export class LocalStore implements BlobSource {
 
   #blobPath(digest: string): string {
     const hex = digest.replace(/^sha256:/, '');
-    if (!/^[a-f0-9]{64}$/.test(hex)) throw new SkepError('bad_request', `invalid digest "${digest}"`);
+    if (!/^[a-f0-9]{64}$/.test(hex)) throw new SkepError('invalid_reference', `invalid digest "${digest}"`);
     return join(this.#root, 'blobs', 'sha256', hex);
   }
 

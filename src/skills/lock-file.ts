@@ -48,18 +48,18 @@ export async function readLock(projectRoot: string): Promise<LockFile> {
     raw = parseYaml(text);
   } catch (err) {
     throw new SkepError(
-      'bad_request',
+      'skill_lock_invalid',
       `${LOCK_FILE}: not valid YAML: ${(err as Error).message.split('\n')[0]}`,
     );
   }
   if (raw === null || raw === undefined) return { version: 1, skills: [] };
   if (typeof raw !== 'object' || Array.isArray(raw))
-    throw new SkepError('bad_request', `${LOCK_FILE}: expected a YAML map`);
+    throw new SkepError('skill_lock_invalid', `${LOCK_FILE}: expected a YAML map`);
   const file = raw as Record<string, unknown>;
   const version = file['version'] ?? 1;
   if (version !== 1)
     throw new SkepError(
-      'bad_request',
+      'skill_lock_invalid',
       `unsupported lock file version: version ${String(version)} (upgrade skep to read this lock file)`,
     );
   const skills = Array.isArray(file['skills']) ? (file['skills'] as LockEntry[]) : [];

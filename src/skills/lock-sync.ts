@@ -132,6 +132,7 @@ export function failureReason(err: unknown): FailureReason {
     case 'skill_invalid':
     case 'skill_artifact_invalid':
     case 'bad_request':
+    case 'invalid_reference':
       return 'validation-rejected';
     case 'forbidden':
       return 'unsigned-rejected';

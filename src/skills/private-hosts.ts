@@ -23,7 +23,7 @@ export function privateSkillHosts(configured: readonly string[], env: NodeJS.Pro
     try {
       return parseHostList(value);
     } catch (err) {
-      throw new SkepError('bad_request', `${where}: ${(err as Error).message}`);
+      throw new SkepError('invalid_config', `${where}: ${(err as Error).message}`);
     }
   };
   return [...read(configured, 'private skill hosts'), ...read(env[PRIVATE_HOSTS_ENV], PRIVATE_HOSTS_ENV)];

@@ -156,7 +156,7 @@ export async function skillContent(ctx: SkillsContext, ref: string | undefined):
     try {
       url = new URL(input);
     } catch {
-      throw new SkepError('bad_request', `invalid URL "${input}"`);
+      throw new SkepError('invalid_reference', `invalid URL "${input}"`);
     }
     input = `git://${url.host}${url.pathname.replace(/\.git$/, '')}${url.hash}`;
   }

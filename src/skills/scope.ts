@@ -35,22 +35,22 @@ export async function resolveScope(
  * a git repository.
  */
 async function checkProjectRoot(root: string): Promise<string> {
-  if (root.includes('\0')) throw new SkepError('bad_request', 'project_root contains null bytes');
-  if (!isAbsolute(root)) throw new SkepError('bad_request', `project_root must be absolute, got "${root}"`);
+  if (root.includes('\0')) throw new SkepError('invalid_path', 'project_root contains null bytes');
+  if (!isAbsolute(root)) throw new SkepError('invalid_path', `project_root must be absolute, got "${root}"`);
   if (root.split(/[\\/]/).includes('..'))
-    throw new SkepError('bad_request', "project_root must not contain '..' segments");
+    throw new SkepError('invalid_path', "project_root must not contain '..' segments");
   const cleaned = normalize(root).replace(/(.)\/+$/, '$1');
   let real: string;
   try {
     real = await realpath(cleaned);
   } catch {
-    throw new SkepError('bad_request', 'project_root does not exist');
+    throw new SkepError('invalid_path', 'project_root does not exist');
   }
   if (real !== cleaned)
-    throw new SkepError('bad_request', `project_root must not contain symlinks (resolves to "${real}")`);
+    throw new SkepError('invalid_path', `project_root must not contain symlinks (resolves to "${real}")`);
   if (!(await stat(real)).isDirectory())
-    throw new SkepError('bad_request', 'project_root must be a directory');
+    throw new SkepError('invalid_path', 'project_root must be a directory');
   if (!(await pathExists(join(real, '.git'))))
-    throw new SkepError('bad_request', 'project_root must be a git repository');
+    throw new SkepError('invalid_path', 'project_root must be a git repository');
   return real;
 }

@@ -28,10 +28,10 @@ export interface ValidationResult {
 /** Request-path rules for validate and build; each failure is a 400. */
 export function checkSkillPath(path: string | undefined): string {
   if (path === undefined || path === '') throw new SkepError('bad_request', 'path is required');
-  if (path.includes('\0')) throw new SkepError('bad_request', 'path contains null bytes');
-  if (!isAbsolute(path)) throw new SkepError('bad_request', `path must be absolute, got "${path}"`);
+  if (path.includes('\0')) throw new SkepError('invalid_path', 'path contains null bytes');
+  if (!isAbsolute(path)) throw new SkepError('invalid_path', `path must be absolute, got "${path}"`);
   if (path.split(/[\\/]/).includes('..'))
-    throw new SkepError('bad_request', "path must not contain '..' traversal segments");
+    throw new SkepError('invalid_path', "path must not contain '..' traversal segments");
   return path;
 }
 

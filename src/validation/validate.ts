@@ -5,7 +5,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Static, TSchema } from 'typebox';
-import { SkepError } from '../shared/index.js';
+import { type ErrorCode, SkepError } from '../shared/index.js';
 import { formatAjvError } from '../schemas/validators/index.js';
 
 // ajv-formats is CommonJS; its default export is the plugin function.
@@ -20,13 +20,21 @@ const ajv = addFormats(
 );
 
 export interface Validator<S extends TSchema> {
-  /** Returns the value typed, or throws `SkepError('bad_request')` naming every bad field. */
+  /** Returns the value typed, or throws a `SkepError` (the validator's code) naming every bad field. */
   parse(value: unknown, what?: string): Static<S>;
   /** Returns human-readable problems, empty when the value is valid. */
   problems(value: unknown): string[];
 }
 
-export function createValidator<S extends TSchema>(schema: S): Validator<S> {
+/**
+ * `code` is what `parse` throws: `bad_request` for a request body or value (the default), or a
+ * narrower kind the caller can branch on (`invalid_config` for a configuration file, ...).
+ */
+export function createValidator<S extends TSchema>(
+  schema: S,
+  options: { code?: ErrorCode } = {},
+): Validator<S> {
+  const code = options.code ?? 'bad_request';
   // Compiled on first use: modules declare their validators at load time, and most
   // processes (a workload runner, a CLI command) use only a few of them.
   let compiled: ValidateFunction | undefined;
@@ -40,7 +48,7 @@ export function createValidator<S extends TSchema>(schema: S): Validator<S> {
     problems,
     parse(value: unknown, what = 'value'): Static<S> {
       const found = problems(value);
-      if (found.length > 0) throw new SkepError('bad_request', `invalid ${what}: ${found.join('; ')}`);
+      if (found.length > 0) throw new SkepError(code, `invalid ${what}: ${found.join('; ')}`);
       return value as Static<S>;
     },
   };

@@ -348,7 +348,7 @@ function embeddedAuthServerConfig(
   const issuer = eas.issuer || proxyOrigin;
   if (issuer === undefined)
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       'embedded_auth_server_config.issuer: set it, or give the workload a fixed proxy port (the default issuer is the proxy URL)',
     );
   const audiences = eas.allowed_audiences?.length ? eas.allowed_audiences : resourceUrl ? [resourceUrl] : [];

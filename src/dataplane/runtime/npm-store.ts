@@ -85,7 +85,7 @@ export function isExactVersion(range: string): boolean {
 /** The store folder name of `name@version` (`@scope/pkg` → `@scope+pkg@1.2.3`); throws on anything else. */
 export function storeKey(name: string, version: string): string {
   if (!isPackageName(name) || !isExactVersion(version))
-    throw new SkepError('bad_request', `'${name}@${version}' is not a package name and exact version`);
+    throw new SkepError('invalid_reference', `'${name}@${version}' is not a package name and exact version`);
   return `${name.replace('/', '+')}@${version}`;
 }
 
@@ -130,7 +130,7 @@ export function compareVersions(a: string, b: string): number {
 /**
  * The bin npx would run for a package whose manifest has `bin` (a string: one bin named like
  * the package without its scope; an object: name → file): the only one (one file, whatever
- * its names), else the one named like the package without its scope; else `bad_request`
+ * its names), else the one named like the package without its scope; else `package_not_runnable`
  * naming the bins.
  */
 export function selectBin(name: string, bin: unknown): { bin: string; file: string } {
@@ -152,7 +152,7 @@ export function selectBin(name: string, bin: unknown): { bin: string; file: stri
   const named = bins[unscoped];
   if (named !== undefined) return { bin: unscoped, file: named };
   throw new SkepError(
-    'bad_request',
+    'package_not_runnable',
     entries.length === 0
       ? `the package ${name} has no bin to run`
       : `the package ${name} has several bins (${entries.map(([b]) => b).join(', ')}) and none is named ${unscoped}; run one with cmd:// instead`,

@@ -7,7 +7,7 @@
 import { SkepError } from '../../shared/index.js';
 
 /**
- * Throws `bad_request`, naming the request's `image` field, when `spec` starts with `-` or holds
+ * Throws `invalid_reference`, naming the request's `image` field, when `spec` starts with `-` or holds
  * white space or a control character (no package name does; they only split it in a shell or
  * a log). Workloads pass this at create and at every start.
  */

@@ -65,17 +65,18 @@ export interface ProcessCommand {
   args: string[];
 }
 
-/** Maps a workload image to the command that runs it, or throws `bad_request`. */
+/** Maps a workload image to the command that runs it, or throws `runtime_unavailable` (a container image) or
+ * `invalid_reference` (no or an unknown scheme target). */
 export function processCommand(image: string, args: readonly string[]): ProcessCommand {
   const scheme = /^([a-z]+):\/\/(.*)$/.exec(image);
   if (scheme === null) {
     throw new SkepError(
-      'bad_request',
+      'runtime_unavailable',
       `the process runtime cannot run the container image '${image}'; use npx://<package>, uvx://<package> or cmd://<executable>`,
     );
   }
   const target = scheme[2] ?? '';
-  if (target === '') throw new SkepError('bad_request', `'${image}' names no package or executable`);
+  if (target === '') throw new SkepError('invalid_reference', `'${image}' names no package or executable`);
   switch (scheme[1] ?? '') {
     case 'npx':
       checkPackageSpec(image, 'npx', target);
@@ -88,7 +89,7 @@ export function processCommand(image: string, args: readonly string[]): ProcessC
       return { command: target, args: [...args] };
     default:
       throw new SkepError(
-        'bad_request',
+        'invalid_reference',
         `unknown scheme '${scheme[1]}://' in '${image}'; use npx://, uvx:// or cmd://`,
       );
   }
@@ -205,7 +206,7 @@ export class ProcessRuntime implements Runtime {
     const { command, args } = processCommand(spec.image, spec.args);
     const http = spec.transport !== 'stdio';
     if (http && (spec.targetPort === undefined || spec.targetPort === 0)) {
-      throw new SkepError('bad_request', `an ${spec.transport} server needs a target port`);
+      throw new SkepError('invalid_config', `an ${spec.transport} server needs a target port`);
     }
     const choice = this.#sandboxFor(spec);
     // Only the allow-listed part of the runner's environment, plus what the run configuration names.
@@ -316,7 +317,7 @@ export class ProcessRuntime implements Runtime {
         reject(
           code === 'ENOENT'
             ? new SkepError('executable_not_found', missingExecutable(command), { cause: err })
-            : new SkepError('bad_request', `cannot start '${command}': ${code ?? err.message}`, {
+            : new SkepError('executable_not_found', `cannot start '${command}': ${code ?? err.message}`, {
                 cause: err,
               }),
         );

@@ -134,7 +134,7 @@ test('CVE-2025-6514 class: an authorization_endpoint of file:, javascript: or ht
     },
     { logger, secrets: undefined },
   );
-  await assert.rejects(configured.start(), { code: 'bad_request' });
+  await assert.rejects(configured.start(), { code: 'invalid_config' });
   assert.deepEqual(opener.calls(), []);
 
   // The control: http on loopback is allowed (development), and reaches the opener.

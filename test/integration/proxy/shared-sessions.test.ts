@@ -304,7 +304,7 @@ test(
       openSessionStore({ ttlMs: 60_000, redis: { address: cluster.addr, db: 2, keyPrefix: 'x:' } }),
       (err) =>
         isSkepError(err) &&
-        err.code === 'bad_request' &&
+        err.code === 'invalid_config' &&
         /^scaling_config\.session_redis\.db must be 0: .* is a Redis Cluster node/.test(err.message),
     );
   },

@@ -309,8 +309,8 @@ test('PUT auth checks: issuer and client_id required, OIDC discovery, url/api so
   );
   assert.equal(reg.sourceConfig(), undefined, 'nothing was saved');
   assert.equal(reg.authInfo().auth_status, 'none');
-  await rejectsWith(reg.loginRegistry(), 'bad_request', /authentication is not configured/);
-  await rejectsWith(reg.logoutRegistry(), 'bad_request', /authentication is not configured/);
+  await rejectsWith(reg.loginRegistry(), 'registry_auth_not_configured', /authentication is not configured/);
+  await rejectsWith(reg.logoutRegistry(), 'registry_auth_not_configured', /authentication is not configured/);
 
   // Scopes default to openid offline_access; an unset audience sends no resource parameter.
   const urls: string[] = [];

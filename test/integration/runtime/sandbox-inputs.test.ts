@@ -201,7 +201,7 @@ test(
         ctx.workloads.create(probeWorkload(`refused-${i}`, profile)),
         (e) =>
           isSkepError(e) &&
-          e.code === 'bad_request' &&
+          e.code === 'invalid_config' &&
           /permission_profile: .*(Skep's own folder|\/proc or \/sys)/.test(e.message),
         JSON.stringify(profile),
       );
@@ -216,7 +216,7 @@ test(
     for (const profile of profiles) {
       await assert.rejects(
         runtime.start(stdioSpec(outer, 'at-start', profile)),
-        (e) => isSkepError(e) && e.code === 'bad_request',
+        (e) => isSkepError(e) && e.code === 'invalid_config',
         JSON.stringify(profile),
       );
     }

@@ -60,7 +60,7 @@ test(
     await assert.rejects(
       checkoutGitSkill(ref, options, { GIT_TOKEN: TOKEN, [GIT_TOKEN_HOSTS_ENV]: 'a:b:c' }),
       (err: unknown) =>
-        err instanceof SkepError && err.code === 'bad_request' && /SKEP_GIT_TOKEN_HOSTS/.test(err.message),
+        err instanceof SkepError && err.code === 'invalid_config' && /SKEP_GIT_TOKEN_HOSTS/.test(err.message),
     );
   },
 );

@@ -17,7 +17,7 @@ test('npx://, uvx:// and cmd:// map to their commands; a container image is refu
   assert.deepEqual(processCommand('cmd:///bin/srv', ['a']), { command: '/bin/srv', args: ['a'] });
   assert.throws(
     () => processCommand('ghcr.io/x/y:1', []),
-    (e) => isSkepError(e) && e.code === 'bad_request',
+    (e) => isSkepError(e) && e.code === 'runtime_unavailable',
   );
   assert.throws(
     () => processCommand('ftp://x', []),

@@ -116,7 +116,7 @@ test('store keys: a scope is encoded with a character no name holds, and read ba
   ] as const) {
     assert.throws(
       () => storeKey(name, version),
-      (err: unknown) => isSkepError(err) && err.code === 'bad_request',
+      (err: unknown) => isSkepError(err) && err.code === 'invalid_reference',
       `${name}@${version}`,
     );
   }
@@ -130,9 +130,18 @@ test('bin selection as npx: the only bin, else the one named like the package, e
   assert.deepEqual(selectBin('@s/pkg', { tool: 't.js', pkg: 'p.js' }), { bin: 'pkg', file: 'p.js' });
   assert.throws(
     () => selectBin('@s/pkg', { a: 'a.js', b: 'b.js' }),
-    /the package @s\/pkg has several bins \(a, b\) and none is named pkg/,
+    (err: unknown) =>
+      isSkepError(err) &&
+      err.code === 'package_not_runnable' &&
+      /the package @s\/pkg has several bins \(a, b\) and none is named pkg/.test(err.message),
   );
-  assert.throws(() => selectBin('pkg', undefined), /the package pkg has no bin to run/);
+  assert.throws(
+    () => selectBin('pkg', undefined),
+    (err: unknown) =>
+      isSkepError(err) &&
+      err.code === 'package_not_runnable' &&
+      /the package pkg has no bin to run/.test(err.message),
+  );
 });
 
 /** A fake npm: `install --prefix <staging> … <name>@<version>` writes the package's manifest and a cache. */

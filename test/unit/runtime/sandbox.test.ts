@@ -186,7 +186,7 @@ test('a profile may not show Skep’s folders; Skep’s folders inside a shown p
   const hidden = { dirs: [skep], files: [] };
   assert.throws(
     () => profileMounts([`${join(skep, 'state')}:${join(skep, 'state')}:ro`], hidden, []),
-    (e) => isSkepError(e) && e.code === 'bad_request' && /Skep's own folder/.test(e.message),
+    (e) => isSkepError(e) && e.code === 'invalid_config' && /Skep's own folder/.test(e.message),
   );
   const shown = profileMounts([`${dir}:${dir}:ro`], hidden, []);
   assert.deepEqual(shown.readOnly, [{ src: dir, dest: dir }]);
@@ -215,7 +215,7 @@ test('profile paths are resolved once: where a path really leads is what is chec
   const refused = (path: string, why: RegExp) =>
     assert.throws(
       () => checkProfileBinds([`${path}:${path}:ro`], hidden),
-      (e) => isSkepError(e) && e.code === 'bad_request' && why.test(e.message),
+      (e) => isSkepError(e) && e.code === 'invalid_config' && why.test(e.message),
       path,
     );
   refused(join(dir, 'token-dir'), /leads to .*state, which is inside Skep's own folder/);

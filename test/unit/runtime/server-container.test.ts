@@ -58,7 +58,7 @@ test('refused before anything starts: no target port, privileged without permiss
   };
   assert.equal(
     code(() => planServer(spec({ transport: 'sse' }), options)),
-    'bad_request: an sse server needs a target port',
+    'invalid_config: an sse server needs a target port',
   );
   assert.match(
     code(() => planServer(spec({ permissionProfile: { privileged: true } }), options)),
@@ -67,11 +67,11 @@ test('refused before anything starts: no target port, privileged without permiss
   const limited = { network: { outbound: { allow_host: ['example.com'] } } };
   assert.match(
     code(() => planServer(spec({ permissionProfile: limited }), { allowPrivileged: false })),
-    /^bad_request: the permission profile restricts outbound network access/,
+    /^invalid_config: the permission profile restricts outbound network access/,
   );
   assert.equal(
     code(() => planServer(spec({ image: 'npx://' }), options)),
-    "bad_request: 'npx://' names no package",
+    "invalid_reference: 'npx://' names no package",
   );
 });
 

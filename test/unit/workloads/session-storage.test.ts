@@ -19,11 +19,10 @@ const http = (fields: Record<string, unknown> = {}) =>
     ...fields,
   });
 
-function badRequest(fields: Record<string, unknown>, message: RegExp): void {
+function badRequest(fields: Record<string, unknown>, message: RegExp, code = 'bad_request'): void {
   assert.throws(
     () => sessionStorageOf(http(fields)),
-    (err) =>
-      isSkepError(err) && err.code === 'bad_request' && err.status === 400 && message.test(err.message),
+    (err) => isSkepError(err) && err.code === code && err.status === 400 && message.test(err.message),
     JSON.stringify(fields),
   );
 }
@@ -70,6 +69,7 @@ test('bad values are 400s naming the field and saying what to write', () => {
   badRequest(
     { scaling_config: { session_redis: { address: 'redis' } } },
     /^scaling_config\.session_redis\.address "redis" must be host:port/,
+    'invalid_config',
   );
   badRequest(
     { scaling_config: { session_redis: { address: 'redis:6379', db: -1 } } },

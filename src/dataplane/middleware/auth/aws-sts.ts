@@ -188,13 +188,13 @@ export class AwsStsAuthenticator {
   constructor(options: AwsStsOptions, deps: Pick<AwsStsDeps, 'assumeRole' | 'now' | 'maxEntries'>) {
     if (!REGION.test(options.region ?? ''))
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `aws_sts_config.region: "${options.region ?? ''}" is not an AWS region`,
       );
     const duration = options.sessionDuration ?? 3600;
     if (!Number.isInteger(duration) || duration < 900 || duration > 43200)
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         'aws_sts_config.session_duration must be between 900 and 43200 seconds',
       );
     this.mapper = createRoleMapper(options);

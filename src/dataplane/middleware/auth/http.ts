@@ -111,12 +111,16 @@ const RESTRICTED = new Set([
 ]);
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
-/** Throws `bad_request` unless `name` is a header configuration may set. */
+/** Throws `invalid_config` unless `name` is a header configuration may set. */
 export function checkInjectableHeader(name: string, field: string): string {
   const lower = name.toLowerCase();
-  if (!TOKEN.test(name)) throw new SkepError('bad_request', `${field}: "${name}" is not a valid header name`);
+  if (!TOKEN.test(name))
+    throw new SkepError('invalid_config', `${field}: "${name}" is not a valid header name`);
   if (RESTRICTED.has(lower) || lower.startsWith('proxy-') || lower.startsWith('x-forwarded-')) {
-    throw new SkepError('bad_request', `${field}: header "${name}" is restricted and cannot be configured`);
+    throw new SkepError(
+      'invalid_config',
+      `${field}: header "${name}" is restricted and cannot be configured`,
+    );
   }
   return lower;
 }
@@ -129,5 +133,5 @@ export function tokenHeader(name: string | undefined, field: string): string {
 /** Header values may not carry CR/LF (header injection). */
 export function checkHeaderValue(value: string, field: string): void {
   if (/[\r\n\0]/.test(value))
-    throw new SkepError('bad_request', `${field}: the header value contains a line break`);
+    throw new SkepError('invalid_config', `${field}: the header value contains a line break`);
 }

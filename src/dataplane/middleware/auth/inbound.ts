@@ -57,11 +57,11 @@ function checkUrl(value: string, field: string, allowHttp: boolean): URL {
   try {
     url = new URL(value);
   } catch {
-    throw new SkepError('bad_request', `${field}: "${value}" is not an absolute URL`);
+    throw new SkepError('invalid_config', `${field}: "${value}" is not an absolute URL`);
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && (isLoopbackUrl(url) || allowHttp))) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${field}: use https (http only for loopback or with insecureAllowHTTP)`,
     );
   }
@@ -90,7 +90,7 @@ export function createOidcVerifier(
     options.jwksUrl === undefined &&
     options.introspectionUrl === undefined
   ) {
-    throw new SkepError('bad_request', 'oidc_config: set issuer, jwksurl or introspectionURL');
+    throw new SkepError('invalid_config', 'oidc_config: set issuer, jwksurl or introspectionURL');
   }
   if (options.issuer !== undefined) checkUrl(options.issuer, 'oidc_config.issuer', allowHttp);
   if (options.jwksUrl !== undefined) checkUrl(options.jwksUrl, 'oidc_config.jwksurl', allowHttp);

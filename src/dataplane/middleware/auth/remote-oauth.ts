@@ -139,7 +139,7 @@ async function putSecret(store: SecretStore, name: string, value: string): Promi
 function checkedEndpoint(
   value: string,
   source: string,
-  code: 'bad_gateway' | 'bad_request' = 'bad_gateway',
+  code: 'bad_gateway' | 'invalid_config' = 'bad_gateway',
 ): string {
   const refusal = authorizationEndpointRefusal(value);
   if (refusal !== undefined)
@@ -303,7 +303,7 @@ export class RemoteOAuthClient {
       const authorizationEndpoint = checkedEndpoint(
         o.authorizeUrl,
         'remote_auth_config.authorize_url',
-        'bad_request',
+        'invalid_config',
       );
       return {
         // No metadata: the configured endpoints stand for it (the issuer only identifies it).
@@ -346,7 +346,7 @@ export class RemoteOAuthClient {
             metadata.authorization_endpoint as string,
             `the authorization server metadata at ${url}`,
           )
-        : checkedEndpoint(o.authorizeUrl, 'remote_auth_config.authorize_url', 'bad_request');
+        : checkedEndpoint(o.authorizeUrl, 'remote_auth_config.authorize_url', 'invalid_config');
     return {
       issuer,
       server: { ...metadata, ...(o.tokenUrl === undefined ? {} : { token_endpoint: o.tokenUrl }) },
@@ -371,7 +371,7 @@ export class RemoteOAuthClient {
     const server = (this.#endpoints as Endpoints).server;
     if (typeof server.registration_endpoint !== 'string')
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         'the authorization server has no registration endpoint; set remote_auth_config.client_id',
       );
     let registered: ClientCredentials;

@@ -37,7 +37,7 @@ interface CompiledMapping {
   matches(claims: Record<string, unknown>, celClaims: () => unknown): boolean;
 }
 
-/** Validates and compiles the mappings; wrong configuration throws `bad_request` at start. */
+/** Validates and compiles the mappings; wrong configuration throws `invalid_config` at start. */
 export function createRoleMapper(options: RoleMapperOptions): RoleMapper {
   const field = 'aws_sts_config';
   const roleClaim = options.roleClaim || 'groups';

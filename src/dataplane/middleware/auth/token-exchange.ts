@@ -54,7 +54,7 @@ export function normalizeTokenType(value: string | undefined): string {
   if (['access_token', 'id_token', 'jwt'].includes(value)) return TOKEN_TYPE + value;
   if (/^urn:ietf:params:oauth:token-type:(access_token|id_token|jwt)$/.test(value)) return value;
   throw new SkepError(
-    'bad_request',
+    'invalid_config',
     `token_exchange_config.subject_token_type: unsupported token type "${value}"`,
   );
 }
@@ -77,14 +77,14 @@ export class TokenExchanger {
       url = new URL(options.tokenUrl);
     } catch {
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `token_exchange_config.token_url: "${options.tokenUrl}" is not a URL`,
       );
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:')
-      throw new SkepError('bad_request', 'token_exchange_config.token_url: use an http(s) URL');
+      throw new SkepError('invalid_config', 'token_exchange_config.token_url: use an http(s) URL');
     if (options.clientSecret !== undefined && options.clientId === undefined)
-      throw new SkepError('bad_request', 'token_exchange_config: client_secret needs client_id');
+      throw new SkepError('invalid_config', 'token_exchange_config: client_secret needs client_id');
     this.#options = options;
     this.#subjectType = normalizeTokenType(options.subjectTokenType);
     this.#scope = [...new Set(options.scopes ?? [])].sort().join(' ');

@@ -24,11 +24,11 @@ export function createUpstreamInjectMiddleware(
   deps: { source: UpstreamTokenSource | undefined; logger: Logger },
 ): ProxyMiddleware {
   if (options.providerName === '')
-    throw new SkepError('bad_request', 'upstream_swap_config.provider_name is required');
+    throw new SkepError('invalid_config', 'upstream_swap_config.provider_name is required');
   const source = deps.source;
   if (source === undefined)
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       'upstream_swap_config needs the embedded authorization server (embedded_auth_server_config)',
     );
   const header = tokenHeader(options.headerName, 'upstream_swap_config.custom_header_name');

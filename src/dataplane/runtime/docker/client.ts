@@ -20,7 +20,7 @@ export function dockerClient(host: string, timeoutMs?: number): Docker {
   const match = /^(tcp|http|https):\/\/([^/:]+|\[[^\]]+\]):(\d+)\/?$/.exec(host);
   if (match === null) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `container engine address '${host}' is not understood; use unix:///path/to/docker.sock or tcp://host:port`,
     );
   }
@@ -66,7 +66,10 @@ export function attachStdio(host: string, containerId: string, timeoutMs = 30_00
     const match = /^(?:tcp|http):\/\/([^/:]+|\[[^\]]+\]):(\d+)\/?$/.exec(host);
     if (match === null) {
       return Promise.reject(
-        new SkepError('bad_request', `stdio servers need a unix:// or tcp:// engine address, not '${host}'`),
+        new SkepError(
+          'invalid_config',
+          `stdio servers need a unix:// or tcp:// engine address, not '${host}'`,
+        ),
       );
     }
     target = { host: (match[1] as string).replace(/^\[|\]$/g, ''), port: Number(match[2]) };

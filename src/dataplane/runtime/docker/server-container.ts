@@ -58,7 +58,7 @@ export interface PlanOptions {
 export function planServer(spec: ServerSpec, options: PlanOptions): ServerPlan {
   const http = spec.transport !== 'stdio';
   if (http && (spec.targetPort === undefined || spec.targetPort === 0)) {
-    throw new SkepError('bad_request', `an ${spec.transport} server needs a target port`);
+    throw new SkepError('invalid_config', `an ${spec.transport} server needs a target port`);
   }
   const container = planContainer(spec, options);
   const profile = resolvePermissionProfile(spec.permissionProfile, spec.permissionProfileName);
@@ -74,7 +74,7 @@ export function planServer(spec: ServerSpec, options: PlanOptions): ServerPlan {
   const egressImage = options.egressImage ?? options.nodeImage;
   if (network === 'egress' && egressImage === undefined) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       'the permission profile restricts outbound network access, which needs the egress proxy image: set runtime.node_image (or runtime.egress_image) to a local image with node, or allow all outbound traffic',
     );
   }
@@ -110,7 +110,7 @@ function planContainer(spec: ServerSpec, options: PlanOptions): ContainerPlan {
   const scheme = /^([a-z]+):\/\/(.*)$/.exec(spec.image);
   if (scheme === null) return { image: spec.image, cmd: spec.args.length > 0 ? [...spec.args] : undefined };
   const target = scheme[2] ?? '';
-  if (target === '') throw new SkepError('bad_request', `'${spec.image}' names no package`);
+  if (target === '') throw new SkepError('invalid_reference', `'${spec.image}' names no package`);
   if (scheme[1] === 'npx' && options.nodeImage !== undefined) {
     checkPackageSpec(spec.image, 'npx', target);
     return { image: options.nodeImage, entrypoint: ['npx'], cmd: ['-y', '--', target, ...spec.args] };
@@ -120,7 +120,7 @@ function planContainer(spec: ServerSpec, options: PlanOptions): ContainerPlan {
     return { image: options.uvxImage, entrypoint: ['uvx'], cmd: [target, ...spec.args] };
   }
   throw new SkepError(
-    'bad_request',
+    'invalid_config',
     `'${spec.image}' cannot run in a container: set runtime.node_image (npx://) or runtime.uvx_image (uvx://), or use the process runtime`,
   );
 }

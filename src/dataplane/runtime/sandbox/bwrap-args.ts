@@ -222,7 +222,7 @@ export interface ProfileBind {
 }
 
 function refuse(spelled: string, why: string): never {
-  throw new SkepError('bad_request', `permission_profile: '${spelled}' ${why}`);
+  throw new SkepError('invalid_config', `permission_profile: '${spelled}' ${why}`);
 }
 
 /**

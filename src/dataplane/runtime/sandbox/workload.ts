@@ -118,7 +118,7 @@ function runsInContainer(config: SkepConfig, image: string): boolean {
 
 /**
  * Throws `sandbox_unavailable` when the workload's server would have to run sandboxed and
- * cannot, and `bad_request` when it runs sandboxed and its profile names a path that leads
+ * cannot, and `invalid_config` when it runs sandboxed and its profile names a path that leads
  * into Skep's own folders, the API socket, `/proc` or `/sys` (the runner checks again at
  * every start).
  */
