@@ -22,6 +22,15 @@ export const VALIDATORS = [
     refs: ['AuditEventTypesSchema'],
   },
   {
+    file: 'src/schemas/validators/skep-config.generated.ts',
+    module: 'src/schemas/skep-config.ts',
+    schema: 'ConfigSchema',
+    // The config file: every problem (formatAjvError words them), and the defaults filled in, as
+    // the Ajv of `createValidator` did when it compiled this schema at each start.
+    verbose: false,
+    useDefaults: true,
+  },
+  {
     file: 'src/schemas/validators/embedded-auth-server.generated.ts',
     module: 'src/schemas/embedded-auth-server.ts',
     schema: 'EmbeddedAuthServerConfigSchema',

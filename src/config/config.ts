@@ -5,28 +5,35 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { type ConfigFile, ConfigSchema } from '../schemas/index.js';
-import { createValidator } from '../validation/index.js';
+import type { ConfigFile } from '../schemas/index.js';
+import { formatAjvError, validateConfigFile } from '../schemas/validators/config-file/index.js';
 import { SkepError } from '../shared/index.js';
 import { resolvePaths, type SkepPaths } from './paths.js';
 import { securePrivateDirs } from './private-dirs.js';
 
 export type SkepConfig = Readonly<ConfigFile> & { readonly paths: SkepPaths };
 
-const validator = createValidator(ConfigSchema);
-
-/** Parses and validates config text (YAML); missing sections take their defaults. */
+/**
+ * Parses and validates config text (YAML); missing sections take their defaults. The check is
+ * the validator generated from `ConfigSchema` (no Ajv is compiled at start); a mistake is
+ * `invalid_config` naming every bad field and the file.
+ */
 export function parseConfig(text: string, source = 'config'): ConfigFile {
   let raw: unknown;
   try {
     raw = text.trim() === '' ? {} : parseYaml(text);
   } catch (err) {
-    throw new SkepError('bad_request', `${source}: not valid YAML: ${(err as Error).message}`, {
+    throw new SkepError('invalid_config', `${source}: not valid YAML: ${(err as Error).message}`, {
       cause: err,
     });
   }
   if (raw === null || raw === undefined) raw = {};
-  return validator.parse(structuredClone(raw), source);
+  const value = structuredClone(raw);
+  if (!validateConfigFile(value)) {
+    const problems = (validateConfigFile.errors ?? []).map(formatAjvError);
+    throw new SkepError('invalid_config', `invalid ${source}: ${problems.join('; ')}`);
+  }
+  return value as ConfigFile;
 }
 
 /**

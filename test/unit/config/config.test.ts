@@ -47,3 +47,29 @@ test('macOS defaults to Application Support', () => {
   assert.equal(mac.configDir, '/Users/u/Library/Application Support/skep');
   assert.equal(mac.cacheDir, '/Users/u/Library/Caches/skep');
 });
+
+test('a config mistake is invalid_config, every bad field listed; defaults fill what is missing', () => {
+  assert.throws(
+    () => parseConfig('server:\n  port: -1\n  prot: 1\nruntime:\n  sandbox: maybe\n', 'c.yaml'),
+    (err: unknown) => {
+      assert.ok(err instanceof SkepError);
+      assert.equal(err.code, 'invalid_config');
+      assert.match(err.message, /^invalid c\.yaml: /);
+      assert.match(err.message, /server\.prot: is not a known field/);
+      assert.match(err.message, /server\.port: must be >= 0/);
+      assert.match(err.message, /runtime\.sandbox: must match pattern/);
+      return true;
+    },
+  );
+  assert.throws(() => parseConfig('a: [', 'c.yaml'), (err: unknown) => {
+    assert.ok(err instanceof SkepError);
+    assert.equal(err.code, 'invalid_config');
+    return true;
+  });
+  const config = parseConfig('server:\n  port: 9000\nworkloads: {}\n');
+  assert.equal(config.server.port, 9000);
+  assert.equal(config.server.host, '127.0.0.1');
+  assert.deepEqual(config.server.allowed_hosts, []);
+  assert.equal(config.workloads.log_files, 3);
+  assert.equal(config.runtime.allow_privileged, false);
+});
