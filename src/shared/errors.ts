@@ -176,7 +176,8 @@ export type ErrorCode = keyof typeof ERROR_CODES;
  * `invalid_name` say which kind of input was wrong, with the same HTTP status.
  */
 export class SkepError extends Error {
-  override readonly name = 'SkepError';
+  /** A subclass names itself (`TokenExchangeError`, `BootRefused`); the code is what callers read. */
+  override readonly name: string = 'SkepError';
   readonly code: ErrorCode;
   /** Optional machine-readable details that are safe to show to the caller. */
   readonly details: Record<string, unknown> | undefined;
@@ -198,6 +199,17 @@ export class SkepError extends Error {
 
 export function isSkepError(err: unknown): err is SkepError {
   return err instanceof SkepError;
+}
+
+/**
+ * The table code an error carries: a `SkepError`'s, or an `ErrorCode` in the `code` of another
+ * error class (`BodyTooLargeError`, `OAuthResponseError`, ...); undefined for anything else,
+ * such as a Node system error (`ENOENT`).
+ */
+export function errorCodeOf(err: unknown): ErrorCode | undefined {
+  if (err instanceof SkepError) return err.code;
+  const code = err instanceof Error ? (err as Error & { code?: unknown }).code : undefined;
+  return typeof code === 'string' && Object.hasOwn(ERROR_CODES, code) ? (code as ErrorCode) : undefined;
 }
 
 /** A short, safe description of any thrown value, for logs. */

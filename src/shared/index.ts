@@ -3,7 +3,7 @@ export { definedOnly } from './defined-only.js';
 export type { DelegationChain } from './delegation.js';
 export { delegationChainOf } from './delegation.js';
 export type { ErrorCode } from './errors.js';
-export { describeError, ERROR_CODES, isSkepError, SkepError } from './errors.js';
+export { describeError, ERROR_CODES, errorCodeOf, isSkepError, SkepError } from './errors.js';
 export { findExecutable, isExecutable } from './executables.js';
 export { goDurationMs, goDurationNs } from './go-duration.js';
 export { isRecord } from './is-record.js';

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ERROR_CODES, type ErrorCode, SkepError } from '../../../src/shared/index.js';
+import { ERROR_CODES, type ErrorCode, errorCodeOf, SkepError } from '../../../src/shared/index.js';
 
 const EXPECTED: Record<ErrorCode, number> = {
   bad_request: 400,
@@ -81,4 +81,22 @@ test('error codes: codes are snake_case and each has a description', () => {
     assert.match(code, /^[a-z]+(_[a-z]+)*$/, code);
     assert.ok(entry.description.trim().length > 0, code);
   }
+});
+
+test('errorCodeOf: a SkepError or a table code in another error class; not a system error code', () => {
+  assert.equal(errorCodeOf(new SkepError('invalid_path', 'x')), 'invalid_path');
+  class Coded extends Error {
+    readonly code: ErrorCode = 'payload_too_large';
+  }
+  assert.equal(errorCodeOf(new Coded('x')), 'payload_too_large');
+  class Named extends SkepError {
+    override readonly name = 'Named';
+  }
+  const named = new Named('conflict', 'x');
+  assert.equal(named.name, 'Named');
+  assert.equal(errorCodeOf(named), 'conflict');
+  assert.equal(errorCodeOf(Object.assign(new Error('x'), { code: 'ENOENT' })), undefined);
+  assert.equal(errorCodeOf(Object.assign(new Error('x'), { code: 'toString' })), undefined);
+  assert.equal(errorCodeOf({ code: 'not_found' }), undefined, 'not an Error');
+  assert.equal(errorCodeOf(undefined), undefined);
 });
