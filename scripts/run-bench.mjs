@@ -2,10 +2,12 @@
 // Runs every bench/*.bench.ts (or the ones named as arguments, e.g. `npm run bench -- api`),
 // each in its own process. Each benchmark prints one JSON object on stdout; this script
 // prints them together as one JSON document: { "<name>": {...}, ... }. Progress goes to stderr.
+// Arguments starting with `--` are passed on to every benchmark run (`npm run bench -- cpu --cpu-prof`).
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 
-const wanted = process.argv.slice(2);
+const wanted = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const flags = process.argv.slice(2).filter((a) => a.startsWith('--'));
 const files = readdirSync('bench')
   .filter((f) => f.endsWith('.bench.ts'))
   .filter((f) => wanted.length === 0 || wanted.some((w) => f.startsWith(w)))
@@ -15,7 +17,7 @@ let failed = false;
 for (const file of files) {
   const name = file.replace(/\.bench\.ts$/, '');
   process.stderr.write(`bench: ${name}...\n`);
-  const run = spawnSync(process.execPath, ['--import', 'tsx', `bench/${file}`], {
+  const run = spawnSync(process.execPath, ['--import', 'tsx', `bench/${file}`, ...flags], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
     maxBuffer: 64 * 1024 * 1024,

@@ -35,8 +35,13 @@ const INIT_BODY = JSON.stringify({
 export function cli(
   env: NodeJS.ProcessEnv,
   args: string[],
+  nodeFlags: string[] = [],
 ): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [join(root, 'dist/skep.mjs'), ...args], { env, encoding: 'utf8' });
+  // Node flags of the CLI are passed on to the runners it starts (e.g. --cpu-prof).
+  const r = spawnSync(process.execPath, [...nodeFlags, join(root, 'dist/skep.mjs'), ...args], {
+    env,
+    encoding: 'utf8',
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -101,12 +106,16 @@ export interface StartedWorkload {
   url: string;
 }
 
-/** Starts an echo workload with `extra` run-configuration fields; resolves once it runs. */
+/**
+ * Starts an echo workload with `extra` run-configuration fields; resolves once it runs.
+ * `nodeFlags` go to the CLI that starts it, which passes them on to the workload's runner.
+ */
 export async function startWorkload(
   env: NodeJS.ProcessEnv,
   dir: string,
   name: string,
   extra: Record<string, unknown>,
+  nodeFlags: string[] = [],
 ): Promise<StartedWorkload> {
   const file = join(dir, `${name}.json`);
   writeFileSync(
@@ -119,7 +128,7 @@ export async function startWorkload(
       ...extra,
     }),
   );
-  const run = cli(env, ['run', '--from-config', file, '--json']);
+  const run = cli(env, ['run', '--from-config', file, '--json'], nodeFlags);
   if (run.status !== 0) throw new Error(`skep run ${name} failed: ${run.stderr}`);
   const { port, url } = JSON.parse(run.stdout) as { port: number; url: string };
   const deadline = Date.now() + 30_000;

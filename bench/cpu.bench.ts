@@ -1,0 +1,521 @@
+/**
+ * CPU per call: what a proxied `tools/call` costs every process on its path, for the proxy
+ * without middleware, each middleware stage alone, all of them, and the virtual MCP — against
+ * floors measured in the same run. CPU time is read from the kernel's accounting of each
+ * process (bench/lib/cpu.ts: per-thread schedstat, ns resolution; /proc/<pid>/stat utime +
+ * stime as a cross-check), before and after each round, divided by the calls. Unlike p50 on a
+ * shared machine, it does not move with the load (latency and throughput are printed as context).
+ *
+ * Targets (all on one echo backend, bench/fixtures/echo-server.mjs):
+ *   direct           the bench process writes JSON-RPC lines to an echo child (no HTTP)
+ *   http-floor       bare node:http answering tools/call itself (bench/fixtures/http-floor.mjs)
+ *   relay            bare relay (node:http in, undici keep-alive out, nothing parsed) in its own
+ *                    process, in front of the `none` workload: the floor of one more hop
+ *   webhook-post     the bench POSTing a webhook-sized body to the webhook receiver: the
+ *                    client-side CPU of a bare POST (bench process) and the receiver's
+ *   none ... all     `skep run --from-config` workloads (built CLI, detached runners): no
+ *                    middleware; authz (Cedar, 10 policies); audit to a file (default fields,
+ *                    and with request data); telemetry (OTLP traces + metrics, sampling 1.0, to
+ *                    a loopback sink); rate limit (memory; Redis); one validating webhook; all
+ *   vmcp             a virtual MCP workload over the `none` workload's group
+ *
+ * Every target runs `BENCH_CPU_ROUNDS` rounds (default 3), interleaved (the order rotates per
+ * round), each of `BENCH_CPU_CALLS` calls (default 4000) at concurrency 1 and at 32 (32
+ * sessions); medians over rounds are reported.
+ *
+ * `npm run bench -- cpu --cpu-prof[=label]` starts that workload's runner (default `none`)
+ * with `--cpu-prof`; the profile is written when the runner stops, its path is printed.
+ *
+ * Prints one JSON object on stdout; progress goes to stderr.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Pool } from 'undici';
+import { startRedis, type RedisInstance } from '../test/helpers/redis.js';
+import { commandOf, cpuPhase, type CpuPhase, descendantsOf, summarize } from './lib/cpu.js';
+import {
+  cli,
+  MCP_POST_HEADERS,
+  openBenchHome,
+  root,
+  round,
+  runnerPidOf,
+  session,
+  startLoopbackServer,
+  startWorkload,
+} from './lib/workloads.js';
+
+const log = (msg: string): void => {
+  process.stderr.write(`[cpu.bench] ${msg}\n`);
+};
+
+const CALLS = Number(process.env['BENCH_CPU_CALLS'] ?? 4000);
+const ROUNDS = Number(process.env['BENCH_CPU_ROUNDS'] ?? 3);
+const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
+const CONCURRENCY = [1, 32] as const;
+const ECHO = join(root, 'bench/fixtures/echo-server.mjs');
+const profArg = process.argv.slice(2).find((a) => a === '--cpu-prof' || a.startsWith('--cpu-prof='));
+const PROFILED = profArg === undefined ? undefined : profArg.includes('=') ? profArg.split('=')[1]! : 'none';
+const ONLY = process.env['BENCH_CPU_ONLY']?.split(',').filter((x) => x !== '');
+
+/** Ten Cedar policies, as the policy bench uses. */
+const POLICIES = [
+  'permit(principal, action == Action::"call_tool", resource == Tool::"echo");',
+  ...[1, 2, 3, 4, 5].map(
+    (i) => `permit(principal, action == Action::"call_tool", resource == Tool::"tool_${i}");`,
+  ),
+  'forbid(principal, action == Action::"call_tool", resource) when { resource has arg_secret };',
+  'permit(principal in THVGroup::"admins", action, resource);',
+  'forbid(principal == Client::"mallory", action, resource);',
+  'permit(principal, action == Action::"get_prompt", resource);',
+];
+
+/** A validating-webhook receiver answering `allowed: true` (its own process). */
+const RECEIVER = `
+const http = require('node:http');
+http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    const uid = JSON.parse(Buffer.concat(chunks).toString()).uid;
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ version: 'v0.1.0', uid, allowed: true }));
+  });
+}).listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready'));
+`;
+
+/** An OTLP/HTTP sink answering every export 200 (its own process). */
+const SINK = `
+const http = require('node:http');
+http.createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    res.writeHead(200, { 'content-type': 'application/x-protobuf' });
+    res.end();
+  });
+}).listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready'));
+`;
+
+/** The bare relay (its own process): node:http in, an undici keep-alive pool out, nothing parsed. */
+const relayScript = (backendPort: number): string => `
+const http = require('node:http');
+const { Pool } = require('undici');
+const pool = new Pool('http://127.0.0.1:${backendPort}', { connections: 64, pipelining: 1, keepAliveTimeout: 60000 });
+const RELAYED = ['content-type', 'accept', 'mcp-session-id', 'mcp-protocol-version'];
+const pick = (h) => { const o = {}; for (const n of RELAYED) { const v = h[n]; if (typeof v === 'string') o[n] = v; } return o; };
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    pool.request({ method: req.method, path: req.url, headers: pick(req.headers), body: Buffer.concat(chunks) })
+      .then(async (a) => { const b = Buffer.from(await a.body.arrayBuffer()); res.writeHead(a.statusCode, pick(a.headers)); res.end(b); })
+      .catch(() => { res.writeHead(502).end(); });
+  });
+});
+server.keepAliveTimeout = 60000;
+server.listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready'));
+`;
+
+interface Target {
+  label: string;
+  /** Processes whose CPU is measured (name → pid); the first is the one the targets are about. */
+  pids: Record<string, number>;
+  c1: Array<() => Promise<void>>;
+  c32: Array<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+/** 32 MCP sessions on `url` (a workload's endpoint, token in its query). */
+async function mcpTarget(label: string, url: string, pids: Record<string, number>): Promise<Target> {
+  const u = new URL(url);
+  const pool = new Pool(u.origin, { connections: 64, keepAliveTimeout: 60_000 });
+  const c32 = await Promise.all(Array.from({ length: 32 }, () => session(pool, u.pathname + u.search)));
+  return { label, pids, c1: [c32[0]!], c32, close: () => pool.close() };
+}
+
+/** Stateless callers POSTing `body(n)` to `origin` + `path`; `check` validates the answer. */
+function postTarget(
+  label: string,
+  origin: string,
+  path: string,
+  body: (n: number) => string,
+  check: (text: string) => boolean,
+  pids: Record<string, number>,
+): Target {
+  const pool = new Pool(origin, { connections: 64, keepAliveTimeout: 60_000 });
+  let n = 0;
+  const call = async (): Promise<void> => {
+    const res = await pool.request({ path, method: 'POST', headers: MCP_POST_HEADERS, body: body(++n) });
+    const text = await res.body.text();
+    if (res.statusCode !== 200 || !check(text)) throw new Error(`${label}: HTTP ${res.statusCode}: ${text}`);
+  };
+  return { label, pids, c1: [call], c32: Array.from({ length: 32 }, () => call), close: () => pool.close() };
+}
+
+/** The echo child spoken to over its stdin/stdout by the bench process. */
+async function directTarget(): Promise<Target> {
+  const child = spawn(process.execPath, [ECHO], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const waiting = new Map<number, (line: string) => void>();
+  let nextId = 1;
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const id = Number(/"id":(\d+)/.exec(line)?.[1] ?? -1);
+    waiting.get(id)?.(line);
+    waiting.delete(id);
+  });
+  const send = (method: string, params: unknown): Promise<string> =>
+    new Promise((resolve) => {
+      const id = nextId++;
+      waiting.set(id, resolve);
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+    });
+  await send('initialize', {
+    protocolVersion: '2025-06-18',
+    capabilities: {},
+    clientInfo: { name: 'bench', version: '1' },
+  });
+  const call = async (): Promise<void> => {
+    const line = await send('tools/call', { name: 'echo', arguments: { message: 'hello' } });
+    if (!line.includes('hello')) throw new Error(`direct: ${line}`);
+  };
+  return {
+    label: 'direct',
+    pids: { server: child.pid! },
+    c1: [call],
+    c32: Array.from({ length: 32 }, () => call),
+    close: async () => void child.kill('SIGKILL'),
+  };
+}
+
+async function startFloorServer(): Promise<{ port: number; child: ChildProcess }> {
+  const child = spawn(process.execPath, [join(root, 'bench/fixtures/http-floor.mjs'), '0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve(Number(/listening (\d+)/.exec(d.toString())?.[1])));
+    child.once('exit', (code) => reject(new Error(`http floor exited ${code}`)));
+  });
+  return { port, child };
+}
+
+/** The echo child below a runner: the node process running echo-server.mjs (not its bwrap sandbox). */
+function serverPidOf(runner: number): number {
+  const pid = descendantsOf(runner).find((p) => {
+    const cmd = commandOf(p);
+    return cmd.includes('echo-server.mjs') && !/^\S*bwrap /.test(cmd);
+  });
+  if (pid === undefined) throw new Error(`no echo server below runner ${runner}`);
+  return pid;
+}
+
+const at = (o: Record<string, unknown> | undefined, ...path: string[]): number => {
+  let v: unknown = o;
+  for (const k of path) v = (v as Record<string, unknown> | undefined)?.[k];
+  return typeof v === 'number' ? v : Number.NaN;
+};
+
+async function main(): Promise<void> {
+  const load = loadavg();
+  const machine = {
+    cores: cpus().length,
+    cpu_model: cpus()[0]?.model ?? 'unknown',
+    load_average_at_start: load.map((x) => round(x, 2)),
+    node: process.version,
+  };
+  log(`machine: ${machine.cores} cores, load ${machine.load_average_at_start.join(' ')}`);
+  const bench = await openBenchHome('cpu', log);
+  const closers: Array<() => Promise<void> | void> = [];
+  const targets: Target[] = [];
+  const profDir = PROFILED === undefined ? undefined : mkdtempSync(join(tmpdir(), 'skep-cpu-prof-'));
+  let profiledRunner: number | undefined;
+  try {
+    const receiver = await startLoopbackServer(RECEIVER, 'webhook receiver');
+    closers.push(() => void receiver.child.kill());
+    const sink = await startLoopbackServer(SINK, 'OTLP sink');
+    closers.push(() => void sink.child.kill());
+    let redis: RedisInstance | undefined;
+    try {
+      redis = await startRedis();
+      closers.push(() => redis!.stop());
+    } catch (err) {
+      log(`no Redis (${(err as Error).message.split('\n')[0]}): the ratelimit-redis configuration is skipped`);
+    }
+    const webhook = {
+      validating_webhooks: [
+        {
+          name: 'bench',
+          url: `http://127.0.0.1:${receiver.port}/validate`,
+          timeout: '5s',
+          failure_policy: 'fail',
+          tls_config: { insecure_skip_verify: true },
+        },
+      ],
+    };
+    const authz = { authz_config: { version: '1.0', type: 'cedarv1', cedar: { policies: POLICIES } } };
+    const telemetry = {
+      telemetry_config: { endpoint: `127.0.0.1:${sink.port}`, insecure: true, samplingRate: '1.0' },
+    };
+    const limit = { maxTokens: 1_000_000_000, refillPeriod: '1s' };
+    const configs: Record<string, Record<string, unknown>> = {
+      none: { group: 'bench' },
+      authz,
+      audit: { audit_config: { logFile: join(bench.home, 'audit.log') } },
+      'audit-data': {
+        audit_config: { logFile: join(bench.home, 'audit-data.log'), includeRequestData: true },
+      },
+      telemetry,
+      'ratelimit-memory': { rate_limit_config: { shared: limit } },
+      webhook,
+      all: {
+        ...authz,
+        audit_config: { logFile: join(bench.home, 'audit-all.log') },
+        ...telemetry,
+        rate_limit_config: { shared: limit },
+        ...webhook,
+      },
+    };
+    if (redis !== undefined)
+      configs['ratelimit-redis'] = {
+        middleware_configs: [
+          {
+            type: 'ratelimit',
+            parameters: {
+              namespace: 'bench',
+              server_name: 'bench-ratelimit-redis',
+              config: { shared: limit },
+              redis_addr: redis.addr,
+              redis_db: 1,
+            },
+          },
+        ],
+      };
+    const extraPids = (label: string): Record<string, number> => ({
+      ...(label === 'webhook' || label === 'all' ? { webhook_receiver: receiver.child.pid! } : {}),
+      ...(label === 'telemetry' || label === 'all' ? { otlp_sink: sink.child.pid! } : {}),
+      ...(label === 'ratelimit-redis' && redis !== undefined ? { redis: redis.proc.pid! } : {}),
+    });
+    cli(bench.env, ['group', 'create', 'bench']);
+    const wanted = (label: string) => ONLY === undefined || ONLY.includes(label) || label === 'none';
+
+    // Floors.
+    targets.push(await directTarget());
+    const floor = await startFloorServer();
+    closers.push(() => void floor.child.kill());
+    targets.push(
+      postTarget(
+        'http-floor',
+        `http://127.0.0.1:${floor.port}`,
+        '/mcp',
+        (n) =>
+          `{"jsonrpc":"2.0","id":${n},"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}}`,
+        (t) => t.includes('hello'),
+        { server: floor.child.pid! },
+      ),
+    );
+    // A body the size of a validating webhook's envelope around one tools/call.
+    const envelope = (n: number) =>
+      `{"version":"v0.1.0","uid":"${String(n).padStart(36, '0')}","timestamp":"${new Date().toISOString()}","principal":null,"mcp_request":{"jsonrpc":"2.0","id":${n},"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}},"context":{"server_name":"bench-webhook","source_ip":"127.0.0.1","transport":"stdio"}}`;
+    targets.push(
+      postTarget(
+        'webhook-post',
+        `http://127.0.0.1:${receiver.port}`,
+        '/validate',
+        envelope,
+        (t) => t.includes('"allowed":true'),
+        { webhook_receiver: receiver.child.pid! },
+      ),
+    );
+
+    // Workloads.
+    const runners: Record<string, number> = {};
+    for (const [label, extra] of Object.entries(configs)) {
+      if (!wanted(label)) continue;
+      log(`starting workload ${label}`);
+      const flags =
+        PROFILED === label ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : ([] as string[]);
+      const w = await startWorkload(bench.env, bench.home, `bench-${label}`, extra, flags);
+      bench.started(w.name);
+      const runner = runnerPidOf(w.name);
+      if (runner === undefined) throw new Error(`no runner process for ${w.name}`);
+      if (PROFILED === label) profiledRunner = runner;
+      runners[label] = runner;
+      targets.push(
+        await mcpTarget(label, w.url, { runner, server: serverPidOf(runner), ...extraPids(label) }),
+      );
+      if (label === 'none') {
+        const relay = await startLoopbackServer(relayScript(w.port), 'bare relay');
+        closers.push(() => void relay.child.kill());
+        const u = new URL(w.url);
+        targets.push(
+          await mcpTarget('relay', `http://127.0.0.1:${relay.port}${u.pathname}${u.search}`, {
+            relay: relay.child.pid!,
+            backend_runner: runner,
+            server: serverPidOf(runner),
+          }),
+        );
+      }
+    }
+    if (wanted('vmcp')) {
+      log('starting workload vmcp');
+      const flags = PROFILED === 'vmcp' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : ([] as string[]);
+      const w = await startWorkload(
+        bench.env,
+        bench.home,
+        'bench-vmcp',
+        {
+          group: 'bench',
+          image: '',
+          cmd_args: [],
+          vmcp: { aggregation: { conflictResolutionConfig: { prefixOnlyConflicts: true } } },
+        },
+        flags,
+      );
+      bench.started(w.name);
+      const runner = runnerPidOf(w.name);
+      if (runner === undefined) throw new Error('no runner process for the vmcp workload');
+      if (PROFILED === 'vmcp') profiledRunner = runner;
+      const backend = runners['none']!;
+      targets.push(
+        await mcpTarget('vmcp', w.url, {
+          vmcp_runner: runner,
+          backend_runner: backend,
+          server: serverPidOf(backend),
+        }),
+      );
+    }
+    for (const t of targets) closers.push(() => t.close());
+
+    for (const t of targets) {
+      log(`warming up ${t.label}`);
+      await cpuPhase(t.c32, WARMUP, {});
+      await cpuPhase(t.c1, Math.ceil(WARMUP / 4), {});
+    }
+    const rounds = new Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>();
+    for (let r = 0; r < ROUNDS; r++) {
+      // Rotate who goes first, so no target always follows the same one.
+      const order = targets.map((_, i) => targets[(i + r * 3) % targets.length]!);
+      log(`round ${r + 1}/${ROUNDS}`);
+      for (const t of order) {
+        const entry = rounds.get(t.label) ?? { c1: [], c32: [] };
+        rounds.set(t.label, entry);
+        entry.c1.push(await cpuPhase(t.c1, CALLS, t.pids));
+        entry.c32.push(await cpuPhase(t.c32, CALLS, t.pids));
+      }
+    }
+    const results: Record<string, Record<string, Record<string, unknown>>> = {};
+    for (const t of targets) {
+      const r = rounds.get(t.label)!;
+      results[t.label] = { c1: summarize(r.c1), c32: summarize(r.c32) };
+    }
+    const derived = derive(results);
+    const out: Record<string, unknown> = {
+      machine,
+      setup: {
+        calls_per_round: CALLS,
+        rounds: ROUNDS,
+        concurrency: CONCURRENCY,
+        cpu_source:
+          'per-thread /proc/<pid>/task/*/schedstat (ns); *_ticks: /proc/<pid>/stat utime+stime (clock ticks)',
+        note: 'skep run --from-config (dist/runner.mjs, detached), stdio echo child; medians of interleaved rounds; webhook-post client CPU is the bench process (its loop included)',
+      },
+      results,
+      ...derived,
+    };
+    if (profDir !== undefined) out['cpu_profile_dir'] = profDir;
+    process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+  } finally {
+    for (const close of closers.reverse()) {
+      try {
+        await close();
+      } catch {
+        // best effort
+      }
+    }
+    await bench.close();
+    if (profDir !== undefined && profiledRunner !== undefined) {
+      // The runner writes its profile when it exits (after `skep rm`).
+      const deadline = Date.now() + 15_000;
+      const mine = () => readdirSync(profDir).filter((f) => f.includes(`.${profiledRunner}.`));
+      while (mine().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      const files = mine();
+      log(
+        files.length > 0
+          ? `runner CPU profile: ${join(profDir, files[0]!)} (${readFileSync(join(profDir, files[0]!)).length} bytes)`
+          : `no runner CPU profile in ${profDir} (did the runner exit?)`,
+      );
+    }
+  }
+}
+
+/** Ratios against the floors, added CPU per stage, and the issue's targets. */
+function derive(results: Record<string, Record<string, Record<string, unknown>>>): Record<string, unknown> {
+  const cpu = (label: string, c: 'c1' | 'c32', proc: string) =>
+    at(results[label]?.[c], 'cpu_us_per_call', proc);
+  const p50 = (label: string) => at(results[label]?.['c1'], 'p50_ms');
+  const r2 = (x: number) => round(x, 2);
+  const floors: Record<string, unknown> = {};
+  const ratios: Record<string, unknown> = {};
+  const added: Record<string, unknown> = {};
+  const targets: Record<string, unknown> = {};
+  for (const c of CONCURRENCY.map((x) => `c${x}` as const)) {
+    const floorCpu = cpu('http-floor', c, 'server');
+    const relayCpu = cpu('relay', c, 'relay');
+    const postClient = at(results['webhook-post']?.[c], 'client_cpu_us_per_call');
+    floors[c] = {
+      http_floor_server_cpu_us: floorCpu,
+      bare_relay_cpu_us: relayCpu,
+      webhook_post_client_cpu_us: postClient,
+      webhook_post_receiver_cpu_us: cpu('webhook-post', c, 'webhook_receiver'),
+      direct_stdio_server_cpu_us: cpu('direct', c, 'server'),
+    };
+    const none = cpu('none', c, 'runner');
+    ratios[c] = {
+      runner_none_vs_http_floor: r2(none / floorCpu),
+      vmcp_runner_vs_bare_relay: r2(cpu('vmcp', c, 'vmcp_runner') / relayCpu),
+    };
+    const stages: Record<string, number> = {};
+    for (const label of Object.keys(results)) {
+      if (['direct', 'http-floor', 'webhook-post', 'relay', 'none', 'vmcp'].includes(label)) continue;
+      stages[label] = r2(cpu(label, c, 'runner') - none);
+    }
+    added[c] = stages;
+    const limits: Record<string, number> = {
+      authz: 15,
+      audit: 10,
+      telemetry: 15,
+      'ratelimit-memory': 3,
+      webhook: postClient + 10,
+    };
+    targets[c] = {
+      runner_none_vs_http_floor_le_1_25: none / floorCpu <= 1.25,
+      ...Object.fromEntries(
+        Object.entries(limits)
+          .filter(([label]) => stages[label] !== undefined)
+          .map(([label, limit]) => [`${label}_added_le_${r2(limit)}_us`, (stages[label] ?? Infinity) <= limit]),
+      ),
+      vmcp_cpu_vs_relay_le_1_2: cpu('vmcp', c, 'vmcp_runner') / relayCpu <= 1.2,
+    };
+  }
+  const overhead = p50('none') - p50('http-floor') - p50('direct');
+  return {
+    floors,
+    ratios,
+    added_runner_cpu_us_per_call: added,
+    latency_context_c1: {
+      own_latency_overhead_ms: round(overhead, 4),
+      target_own_latency_overhead_ms: 0.05,
+      vmcp_p50_vs_bare_relay: r2(p50('vmcp') / p50('relay')),
+      target_vmcp_p50_vs_bare_relay: 1.15,
+    },
+    targets_met: {
+      ...targets,
+      own_latency_overhead_le_50_us: overhead <= 0.05,
+      vmcp_p50_vs_relay_le_1_15: p50('vmcp') / p50('relay') <= 1.15,
+    },
+  };
+}
+
+if (!existsSync(join(root, 'package.json'))) throw new Error('run from the repository');
+await main();

@@ -1,0 +1,152 @@
+/**
+ * CPU accounting for benchmarks that measure what a call costs the processes on its path,
+ * from outside them, in a unit a noisy machine does not blur: CPU time per call.
+ *
+ * Two sources, both from /proc:
+ * - per-thread `schedstat` (its first field: nanoseconds on a CPU, user + system), summed over
+ *   every thread of the process (`/proc/<pid>/task/*`): nanosecond resolution, so a round of a
+ *   few thousand calls is measured exactly; threads that end during a round are missed (a Node
+ *   process keeps its threads);
+ * - `stat`'s utime + stime (clock ticks, usually 10 ms): the classic figure, coarse, reported
+ *   beside the first as a cross-check (a round must use ≥ 1 s of CPU for a tick to be < 1 %).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { cpuMicrosOf, round } from './workloads.js';
+
+/** CPU a process has used, µs, from its threads' schedstat (NaN when the process is gone). */
+export function taskCpuMicros(pid: number): number {
+  let ns = 0;
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return Number.NaN;
+  }
+  for (const tid of tasks) {
+    try {
+      const line = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8');
+      ns += Number(line.slice(0, line.indexOf(' ')));
+    } catch {
+      // the thread ended
+    }
+  }
+  return ns / 1000;
+}
+
+/** The pids of every process below `pid` (children, grandchildren, ...). */
+export function descendantsOf(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const list = children.get(ppid) ?? [];
+      list.push(Number(entry));
+      children.set(ppid, list);
+    } catch {
+      // gone
+    }
+  }
+  const out: number[] = [];
+  const stack = [...(children.get(pid) ?? [])];
+  while (stack.length > 0) {
+    const p = stack.pop()!;
+    out.push(p);
+    stack.push(...(children.get(p) ?? []));
+  }
+  return out;
+}
+
+/** The command line of `pid`, arguments joined by spaces ('' when gone). */
+export function commandOf(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim();
+  } catch {
+    return '';
+  }
+}
+
+export interface CpuPhase {
+  calls: number;
+  p50_ms: number;
+  p99_ms: number;
+  calls_per_s: number;
+  /** CPU per call of each named process, µs (schedstat). */
+  cpu_us: Record<string, number>;
+  /** The same from /proc/<pid>/stat utime + stime (clock-tick resolution). */
+  cpu_us_ticks: Record<string, number>;
+  /** CPU per call of the bench process itself (the client), µs. */
+  client_cpu_us: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+/**
+ * `total` calls spread over `calls` (each caller sequential; one caller = concurrency 1),
+ * with latency percentiles, throughput, and the CPU each process of `pids` spent per call.
+ */
+export async function cpuPhase(
+  calls: Array<() => Promise<void>>,
+  total: number,
+  pids: Record<string, number>,
+): Promise<CpuPhase> {
+  const names = Object.keys(pids);
+  const before = names.map((n) => taskCpuMicros(pids[n]!));
+  const beforeTicks = names.map((n) => cpuMicrosOf(pids[n]!));
+  const client0 = process.cpuUsage();
+  const latencies: number[] = [];
+  let next = 0;
+  const started = process.hrtime.bigint();
+  await Promise.all(
+    calls.map(async (call) => {
+      while (next < total) {
+        next++;
+        const t0 = process.hrtime.bigint();
+        await call();
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      }
+    }),
+  );
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const client = process.cpuUsage(client0);
+  const cpu: Record<string, number> = {};
+  const ticks: Record<string, number> = {};
+  names.forEach((n, i) => {
+    cpu[n] = round((taskCpuMicros(pids[n]!) - before[i]!) / total, 2);
+    ticks[n] = round((cpuMicrosOf(pids[n]!) - beforeTicks[i]!) / total, 2);
+  });
+  latencies.sort((a, b) => a - b);
+  return {
+    calls: total,
+    p50_ms: round(percentile(latencies, 50), 4),
+    p99_ms: round(percentile(latencies, 99), 4),
+    calls_per_s: Math.round(total / seconds),
+    cpu_us: cpu,
+    cpu_us_ticks: ticks,
+    client_cpu_us: round((client.user + client.system) / total, 2),
+  };
+}
+
+export const median = (xs: number[]): number => {
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+};
+
+/** Medians over rounds of the figures of `CpuPhase`s. */
+export function summarize(phases: CpuPhase[]): Record<string, unknown> {
+  const names = Object.keys(phases[0]?.cpu_us ?? {});
+  const per = (pick: (p: CpuPhase) => number) => round(median(phases.map(pick)), 2);
+  return {
+    p50_ms: round(median(phases.map((p) => p.p50_ms)), 4),
+    p99_ms: round(median(phases.map((p) => p.p99_ms)), 4),
+    calls_per_s: Math.round(median(phases.map((p) => p.calls_per_s))),
+    cpu_us_per_call: Object.fromEntries(names.map((n) => [n, per((p) => p.cpu_us[n]!)])),
+    cpu_us_per_call_ticks: Object.fromEntries(names.map((n) => [n, per((p) => p.cpu_us_ticks[n]!)])),
+    client_cpu_us_per_call: per((p) => p.client_cpu_us),
+  };
+}
