@@ -1,0 +1,61 @@
+/**
+ * The names and defaults of `guardrails_config` (its schema is in `guardrails.ts`): the
+ * actions, the credential pattern names, the personal data kinds and the configuration a new
+ * workload gets. Imports nothing, so a workload runner loads it without TypeBox.
+ */
+
+export const GUARDRAIL_ACTIONS = ['off', 'audit', 'redact', 'block'] as const;
+export type GuardrailAction = (typeof GUARDRAIL_ACTIONS)[number];
+
+/**
+ * The credential patterns, by name (the detector's `patterns` names a subset). The regular
+ * expressions live with the detector (src/dataplane/middleware/guardrails/patterns.ts); a
+ * unit test checks both lists agree.
+ */
+export const CREDENTIAL_PATTERN_NAMES = [
+  'aws_access_key_id',
+  'github_token',
+  'gitlab_token',
+  'slack_token',
+  'slack_webhook_url',
+  'google_api_key',
+  'stripe_secret_key',
+  'openai_api_key',
+  'anthropic_api_key',
+  'npm_token',
+  'private_key_pem',
+  'jwt',
+] as const;
+export type CredentialPatternName = (typeof CREDENTIAL_PATTERN_NAMES)[number];
+
+export const PERSONAL_DATA_KINDS = ['email', 'payment_card', 'phone'] as const;
+export type PersonalDataKind = (typeof PERSONAL_DATA_KINDS)[number];
+
+export interface GuardrailsDirections {
+  results?: GuardrailAction;
+  arguments?: GuardrailAction;
+}
+
+/** What `GuardrailsConfigSchema` lets through. */
+export interface GuardrailsConfig {
+  enabled?: boolean;
+  ownSecrets?: GuardrailsDirections;
+  credentials?: GuardrailsDirections & { patterns?: CredentialPatternName[] };
+  personalData?: GuardrailsDirections & { kinds?: PersonalDataKind[] };
+  promptInjection?: GuardrailsDirections & { phrases?: string[] };
+}
+
+/**
+ * The configuration a new workload gets: the workload's own secrets and known credential
+ * formats are redacted in results; everything else is off. Written out in full, so an export
+ * (and `skep list`, the UI) shows each detector's actions.
+ */
+export function defaultGuardrailsConfig(): GuardrailsConfig {
+  return {
+    enabled: true,
+    ownSecrets: { results: 'redact', arguments: 'off' },
+    credentials: { results: 'redact', arguments: 'off' },
+    personalData: { results: 'off', arguments: 'off' },
+    promptInjection: { results: 'off', arguments: 'off' },
+  };
+}
