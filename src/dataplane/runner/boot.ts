@@ -25,6 +25,7 @@ import type { Runtime, ServerSpec } from '../runtime/index.js';
 import {
   definedOnly,
   describeError,
+  errorCodeOf,
   type Logger,
   SkepError,
   sleepUnlessAborted,
@@ -97,8 +98,12 @@ export const PER_SESSION_IDLE_MS = 30 * 60_000;
 /** `vmcp`: most live client sessions of a virtual MCP server (the reference's per-pod LRU size). */
 export const VMCP_MAX_SESSIONS = 1000;
 
-/** A boot step refused to go on: it recorded why in the status; the runner exits with `exitCode`. */
-export class BootRefused extends Error {
+/**
+ * A boot step refused to go on: it recorded why in the status; the runner exits with `exitCode`.
+ * Its code says why: the failed part's own code (`internal_error` when it has none), or
+ * `conflict`, `invalid_config`, `unsupported_field` for a record this runner must not serve.
+ */
+export class BootRefused extends SkepError {
   override readonly name = 'BootRefused';
   readonly exitCode = 1;
 }
@@ -203,7 +208,9 @@ export class BootContext {
   fail(what: string, message: string, err: unknown): never {
     this.setStatus({ status: 'error', context: `${what}: ${describeError(err)}` });
     this.options.logger.error({ workload: this.options.name, err }, message);
-    throw new BootRefused(`${what}: ${describeError(err)}`, { cause: err });
+    throw new BootRefused(errorCodeOf(err) ?? 'internal_error', `${what}: ${describeError(err)}`, {
+      cause: err,
+    });
   }
 }
 
@@ -235,7 +242,7 @@ async function claimRecord(ctx: BootContext): Promise<void> {
       { workload: options.name },
       'this runner is not the registered runner of the workload; exiting',
     );
-    throw new BootRefused('this runner is not the registered runner of the workload');
+    throw new BootRefused('conflict', 'this runner is not the registered runner of the workload');
   }
   ctx.row = row;
 }
@@ -252,7 +259,7 @@ async function checkRunConfig(ctx: BootContext): Promise<void> {
   } else if (exposure !== undefined) {
     setStatus({ status: 'error', context: exposure });
     logger.error({ workload: name, host: runConfig.host }, 'refusing an unauthenticated non-loopback bind');
-    throw new BootRefused(exposure);
+    throw new BootRefused('invalid_config', exposure);
   }
   // Create, update and import refuse fields this build would ignore; a record written before
   // that rule (or by hand) is refused here rather than run with a policy silently dropped.
@@ -263,7 +270,7 @@ async function checkRunConfig(ctx: BootContext): Promise<void> {
       { workload: name, field: unsupported.field },
       'refusing a run configuration field this build ignores',
     );
-    throw new BootRefused(unsupported.message);
+    throw new BootRefused('unsupported_field', unsupported.message);
   }
   if (
     ctx.perSession &&
@@ -273,7 +280,7 @@ async function checkRunConfig(ctx: BootContext): Promise<void> {
     const context =
       'session_mode per-session needs a stdio server (set transport stdio, or use session_mode shared)';
     setStatus({ status: 'error', context });
-    throw new BootRefused(context);
+    throw new BootRefused('unsupported_field', context);
   }
 }
 
@@ -491,6 +498,8 @@ function proxyOptions(ctx: BootContext): ProxyOptions {
       : undefined;
   const identityStage = virtual?.identityMiddleware();
   const callToolStage = virtual?.callToolMiddleware();
+  // Composite tools: each inner call passes the same pipeline as a direct call.
+  virtual?.useInnerChain(chain.middlewares);
   return {
     ...(ctx.perSession ? { perSession: perSessionOptions(ctx) } : {}),
     host: runConfig.host,

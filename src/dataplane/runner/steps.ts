@@ -5,7 +5,7 @@
  * naming the step; a close that fails then is logged and never replaces that failure. On
  * shutdown `close()` closes everything the same way.
  */
-import { describeError, type Logger } from '../../shared/index.js';
+import { describeError, type ErrorCode, errorCodeOf, type Logger } from '../../shared/index.js';
 import { Closers } from './closers.js';
 
 /** Undoes what a step started. */
@@ -17,14 +17,21 @@ export interface Step<Context> {
   start(ctx: Context): Promise<Close | void>;
 }
 
-/** A step that threw: `runner step '<name>' failed: <the error>`, with the error as `cause`. */
+/**
+ * A step that threw: `runner step '<name>' failed: <the error>`, with the error as `cause`.
+ * `code` is the cause's (a `SkepError`'s, or a table code another error class carries), else
+ * `internal_error`: a cause without one is an unexpected failure, so this class is not a
+ * `SkepError` (whose message would be shown as a user error).
+ */
 export class StepFailedError extends Error {
   override readonly name = 'StepFailedError';
   readonly step: string;
+  readonly code: ErrorCode;
 
   constructor(step: string, cause: unknown) {
     super(`runner step '${step}' failed: ${describeError(cause)}`, { cause });
     this.step = step;
+    this.code = errorCodeOf(cause) ?? 'internal_error';
   }
 }
 

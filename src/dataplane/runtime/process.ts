@@ -65,6 +65,9 @@ export interface ProcessCommand {
   args: string[];
 }
 
+/** spawn(2)/execve(2) errors that say the program cannot be run by this user as it is. */
+const UNEXECUTABLE = new Set(['EACCES', 'EPERM', 'ENOEXEC', 'ENOTDIR', 'EISDIR']);
+
 /** Maps a workload image to the command that runs it, or throws `runtime_unavailable` (a container image) or
  * `invalid_reference` (no or an unknown scheme target). */
 export function processCommand(image: string, args: readonly string[]): ProcessCommand {
@@ -314,12 +317,16 @@ export class ProcessRuntime implements Runtime {
       child.once('spawn', () => resolve());
       child.once('error', (err) => {
         const code = (err as NodeJS.ErrnoException).code;
+        // A program that is missing, or that this user cannot execute, stays so on a retry;
+        // anything else (EMFILE, EAGAIN, ...) may pass.
         reject(
           code === 'ENOENT'
             ? new SkepError('executable_not_found', missingExecutable(command), { cause: err })
-            : new SkepError('executable_not_found', `cannot start '${command}': ${code ?? err.message}`, {
-                cause: err,
-              }),
+            : new SkepError(
+                code !== undefined && UNEXECUTABLE.has(code) ? 'executable_not_found' : 'unavailable',
+                `cannot start '${command}': ${code ?? err.message}`,
+                { cause: err },
+              ),
         );
       });
     });

@@ -7,6 +7,7 @@
  * turn into their own messages.
  */
 import * as oauth from 'oauth4webapi';
+import type { ErrorCode } from '../../shared/index.js';
 import { type FetchLike, requestOptions } from './transport.js';
 
 /** Who the client is at the authorization server. */
@@ -26,9 +27,19 @@ export interface TokenResponse {
   issuedTokenType?: string;
 }
 
-/** An authorization server's refusal or an answer this client cannot use. */
+/** RFC 6749 §5.2 `error` values that say the client's credentials or grant were refused. */
+const REFUSED = new Set(['invalid_client', 'invalid_grant', 'unauthorized_client', 'invalid_token']);
+
+/**
+ * An authorization server's refusal or an answer this client cannot use. `code` (Skep's error
+ * table): `unauthorized` when the server refused the credentials or grant (HTTP 401, or an
+ * RFC 6749 §5.2 `invalid_client`/`invalid_grant`/`unauthorized_client`, RFC 6750 §3.1
+ * `invalid_token`), `rate_limited` on HTTP 429, else `bad_gateway`; `error` keeps the
+ * server's own code.
+ */
 export class OAuthResponseError extends Error {
   override readonly name = 'OAuthResponseError';
+  readonly code: ErrorCode;
   constructor(
     /** The HTTP status of the answer. */
     readonly status: number,
@@ -44,6 +55,14 @@ export class OAuthResponseError extends Error {
         : `the authorization server's answer has no usable ${field}`,
       options,
     );
+    this.code =
+      field !== undefined
+        ? 'bad_gateway'
+        : status === 401 || (error !== undefined && REFUSED.has(error))
+          ? 'unauthorized'
+          : status === 429
+            ? 'rate_limited'
+            : 'bad_gateway';
   }
 }
 

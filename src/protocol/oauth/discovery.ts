@@ -5,6 +5,7 @@
  * the well-known URLs it knows; the order of the attempts is the MCP specification's.
  */
 import * as oauth from 'oauth4webapi';
+import type { ErrorCode } from '../../shared/index.js';
 import {
   type FetchLike,
   getMetadata,
@@ -119,9 +120,10 @@ export async function discoverProtectedResource(
   return metadata;
 }
 
-/** Why an authorization server's metadata was not usable. */
+/** Why an authorization server's metadata was not usable (`bad_gateway`: the server answered, unusably). */
 export class AuthorizationServerMetadataError extends Error {
   override readonly name = 'AuthorizationServerMetadataError';
+  readonly code: ErrorCode = 'bad_gateway';
   constructor(
     /** Where the metadata was read. */
     readonly url: string,

@@ -153,6 +153,32 @@ test('token exchange reaches its configured endpoint, but no redirect to another
   );
 });
 
+test('RFC 8693 §2.2: a failed exchange is a TokenExchangeError whose code says refused (unauthorized) or unusable (bad_gateway)', async (t) => {
+  const tokenServer = await jsonServer(t, {
+    '/refused': { status: 400, body: { error: 'invalid_grant' } },
+    '/broken': { status: 500, body: { error: 'server_error' } },
+    '/untyped': { body: { access_token: 'x', token_type: 'Bearer' } },
+  });
+  for (const [path, code, message] of [
+    ['/refused', 'unauthorized', /^token endpoint answered 400 \(invalid_grant\)$/],
+    ['/broken', 'bad_gateway', /^token endpoint answered 500 \(server_error\)$/],
+    ['/untyped', 'bad_gateway', /^response has no issued_token_type$/],
+  ] as const) {
+    await assert.rejects(
+      new TokenExchanger(
+        { tokenUrl: `http://127.0.0.1:${tokenServer.port}${path}` },
+        { logger: silentLogger },
+      ).exchange('subject-token'),
+      (err: unknown) =>
+        err instanceof SkepError &&
+        err.name === 'TokenExchangeError' &&
+        err.code === code &&
+        message.test(err.message),
+      path,
+    );
+  }
+});
+
 test('the embedded AS upstream registers (RFC 7591) only at a named or public endpoint', async (t) => {
   const hidden = await counting(t);
   const discovery = await jsonServer(t, {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type Step, StepFailedError, Steps } from '../../../src/dataplane/runner/steps.js';
-import { createLineLogger } from '../../../src/shared/index.js';
+import { createLineLogger, SkepError } from '../../../src/shared/index.js';
 
 function recordingLogger(): {
   logger: ReturnType<typeof createLineLogger>;
@@ -88,6 +88,7 @@ test('a failing step is named in the error, keeps its cause, and the started ste
   assert.equal(failure.step, 'proxy');
   assert.equal(failure.message, "runner step 'proxy' failed: port in use");
   assert.equal(failure.cause, cause);
+  assert.equal(failure.code, 'internal_error', 'a cause without a code is an unexpected failure');
   assert.deepEqual(events, ['start store', 'start pipeline', 'start proxy', 'close pipeline', 'close store']);
   // Everything is closed already: a later shutdown closes nothing twice.
   await steps.close();
@@ -115,6 +116,7 @@ test('a close that fails is logged with its step name and does not mask the fail
   assert.ok(failure instanceof StepFailedError);
   assert.equal(failure.step, 'middleware pipeline');
   assert.equal(failure.cause, cause);
+  assert.equal(failure.code, 'internal_error');
   // The failing close did not stop the ones after it.
   assert.deepEqual(events.slice(-2), ['close authorization server', 'close session store']);
   const warned = lines.filter((l) => l['msg'] === 'closing the session store failed');
@@ -130,4 +132,23 @@ test('on shutdown a close that fails is logged and the older steps still close',
   await steps.close();
   assert.deepEqual(events.slice(-2), ['close proxy', 'close a']);
   assert.equal(lines.filter((l) => l['msg'] === 'closing the proxy failed').length, 1);
+});
+
+test("a failed step's code is its cause's: a SkepError's, or a table code another error class carries", async () => {
+  const { logger } = recordingLogger();
+  for (const [cause, code] of [
+    [new SkepError('invalid_config', 'oidc_config: set issuer'), 'invalid_config'],
+    [Object.assign(new Error('too big'), { code: 'payload_too_large' }), 'payload_too_large'],
+    [Object.assign(new Error('EADDRINUSE'), { code: 'EADDRINUSE' }), 'internal_error'],
+  ] as const) {
+    const events: string[] = [];
+    const failure = await new Steps<string[]>(logger, 'w')
+      .start([step('pipeline', events, { fails: cause })], events)
+      .then(
+        () => assert.fail('the boot should have failed'),
+        (err: unknown) => err,
+      );
+    assert.ok(failure instanceof StepFailedError);
+    assert.equal(failure.code, code, cause.message);
+  }
 });

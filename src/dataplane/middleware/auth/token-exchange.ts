@@ -45,7 +45,11 @@ export interface ExchangeDeps {
 }
 
 /** Why an exchange failed, without the server's body (it may echo the token). */
-export class TokenExchangeError extends Error {
+/**
+ * An exchange that gave no token: `unauthorized` when the token endpoint refused the subject
+ * token or the client, `bad_gateway` when it could not be reached or its answer is unusable.
+ */
+export class TokenExchangeError extends SkepError {
   override readonly name = 'TokenExchangeError';
 }
 
@@ -135,16 +139,22 @@ export class TokenExchanger {
       answer = await tokenExchangeGrant(o.tokenUrl, client, params, this.#fetch);
     } catch (err) {
       if (!(err instanceof OAuthResponseError))
-        throw new TokenExchangeError(`token endpoint unreachable: ${(err as Error).message}`);
+        throw new TokenExchangeError('bad_gateway', `token endpoint unreachable: ${(err as Error).message}`, {
+          cause: err,
+        });
       // RFC 8693 §2.2.1: access_token and token_type are REQUIRED.
       if (err.field === 'access_token' || err.field === 'token_type')
-        throw new TokenExchangeError(`response has no ${err.field}`);
+        throw new TokenExchangeError('bad_gateway', `response has no ${err.field}`, { cause: err });
       const code = err.error === undefined ? '' : ` (${err.error})`;
-      throw new TokenExchangeError(`token endpoint answered ${err.status}${code}`);
+      throw new TokenExchangeError(
+        err.code === 'unauthorized' ? 'unauthorized' : 'bad_gateway',
+        `token endpoint answered ${err.status}${code}`,
+        { cause: err },
+      );
     }
     // RFC 8693 §2.2.1: issued_token_type is REQUIRED as well.
     if (answer.issuedTokenType === undefined || answer.issuedTokenType === '')
-      throw new TokenExchangeError('response has no issued_token_type');
+      throw new TokenExchangeError('bad_gateway', 'response has no issued_token_type');
     const expiresIn = answer.expiresIn ?? Number.NaN;
     const lifetime = Number.isFinite(expiresIn) && expiresIn > 0 ? expiresIn * 1000 : this.#defaultLifetime;
     return { token: answer.accessToken, expiresAt: this.#now() + lifetime };

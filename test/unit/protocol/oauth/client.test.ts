@@ -149,8 +149,19 @@ test('RFC 6749 §5.2: a refusal is an OAuthResponseError with the status and the
     assert.equal(err.status, 400);
     assert.equal(err.error, 'invalid_grant');
     assert.equal(err.field, undefined);
+    assert.equal(err.code, 'unauthorized', 'a refused grant is a refusal of credentials');
     return true;
   });
+  for (const [status, body, code] of [
+    [401, {}, 'unauthorized'],
+    [400, { error: 'invalid_client' }, 'unauthorized'],
+    [400, { error: 'invalid_request' }, 'bad_gateway'],
+    [429, {}, 'rate_limited'],
+    [503, {}, 'bad_gateway'],
+  ] as const) {
+    const answer = answering(status, body);
+    await assert.rejects(refreshGrant(AS, { clientId: 'c' }, 'rt-0', {}, answer.fetch), { status, code });
+  }
 });
 
 test('RFC 6749 §5.1: a success without access_token names the missing field', async () => {
@@ -158,6 +169,7 @@ test('RFC 6749 §5.1: a success without access_token names the missing field', a
   await assert.rejects(refreshGrant(AS, { clientId: 'c' }, 'rt-0', {}, fetch), {
     field: 'access_token',
     status: 200,
+    code: 'bad_gateway',
   });
 });
 

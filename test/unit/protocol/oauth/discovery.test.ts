@@ -83,6 +83,7 @@ test('RFC 8414 §3.3: metadata naming another issuer is refused; a trailing slas
   await assert.rejects(discoverAuthorizationServer(AS, fetch), (err: unknown) => {
     assert.ok(err instanceof AuthorizationServerMetadataError);
     assert.equal(err.reason, 'issuer_mismatch');
+    assert.equal(err.code, 'bad_gateway');
     assert.equal(
       err.message,
       `authorization server metadata at ${AS}/.well-known/oauth-authorization-server names another issuer`,
