@@ -3,6 +3,13 @@
  * no embedded newlines). Reading never pauses for a slow client: lines are handed over as
  * they arrive; writing reports how much is buffered so callers can refuse work instead of
  * growing memory without bound.
+ *
+ * Writes are coalesced: the lines sent during one turn of the event loop (under load, the
+ * requests of several clients read in the same poll phase) go to the server in one `write`
+ * at the end of that turn (`setImmediate`, which runs right after the poll phase, so a lone
+ * request waits for nothing). A pipe write is a system call that also wakes the server, so
+ * one per turn instead of one per message is measurably cheaper for both processes
+ * (`npm run bench -- cpu`).
  */
 import type { Readable, Writable } from 'node:stream';
 
@@ -18,6 +25,16 @@ export class LineChannel {
   #tail = '';
   #skipping = false;
   #ended = false;
+  /** Lines sent this turn, not yet written (each ends with a newline). */
+  #pending = '';
+  #flushScheduled = false;
+  readonly #flush = (): void => {
+    this.#flushScheduled = false;
+    const text = this.#pending;
+    this.#pending = '';
+    if (text === '' || this.#ended || this.#stdin.destroyed || this.#stdin.writableEnded) return;
+    this.#stdin.write(text);
+  };
   readonly #onData = (chunk: string): void => this.#consume(chunk);
   readonly #onEnd = (): void => this.#finish('server output ended');
   readonly #onError = (err: Error): void => this.#finish(`server stream failed: ${err.message}`);
@@ -44,21 +61,27 @@ export class LineChannel {
     return this.#ended;
   }
 
-  /** Bytes waiting to be written to the server. */
+  /** Bytes (UTF-16 units for the lines of this turn) waiting to be written to the server. */
   get buffered(): number {
-    return this.#stdin.writableLength;
+    return this.#stdin.writableLength + this.#pending.length;
   }
 
-  /** Writes one message; false when the channel is closed. */
+  /** Writes one message (at the end of this turn, with the others); false when the channel is closed. */
   send(json: string): boolean {
     if (this.#ended || this.#stdin.destroyed || this.#stdin.writableEnded) return false;
-    this.#stdin.write(json + '\n');
+    this.#pending += json + '\n';
+    if (!this.#flushScheduled) {
+      this.#flushScheduled = true;
+      setImmediate(this.#flush);
+    }
     return true;
   }
 
   /** Detaches from the streams without closing them (the runner owns the process). */
   detach(): void {
     if (this.#ended) return;
+    // What was sent before goes out, as it would have without coalescing.
+    this.#flush();
     this.#ended = true;
     this.#stdout.off('data', this.#onData);
     this.#stdout.off('end', this.#onEnd);
