@@ -52,6 +52,11 @@ export const VALIDATORS = [
     schema: 'GuardrailsConfigSchema',
   },
   {
+    file: 'src/schemas/validators/webhooks.generated.ts',
+    module: 'src/schemas/webhooks.ts',
+    schema: 'WebhookStageParametersSchema',
+  },
+  {
     file: 'src/schemas/validators/telemetry.generated.ts',
     module: 'src/schemas/telemetry.ts',
     schema: 'TelemetryConfigSchema',

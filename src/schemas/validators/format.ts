@@ -45,9 +45,12 @@ function fill(template: string, values: Readonly<Record<string, string>>): strin
   return template.replace(/\{(\w+)\}/g, (whole, name: string) => values[name] ?? whole);
 }
 
-/** `field` and a message: `x.y is required`, or `x.y: unknown key z` when it starts with a colon. */
+/**
+ * `field` and a message: `x.y is required`; `x.y: unknown key z` or `x.y.z is not a field` when
+ * the message starts with a colon or a dot.
+ */
 function join(field: string, message: string): string {
-  return message.startsWith(':') ? `${field}${message}` : `${field} ${message}`;
+  return message.startsWith(':') || message.startsWith('.') ? `${field}${message}` : `${field} ${message}`;
 }
 
 const UNKNOWN_KEYS = ': unknown key{s} {keys} (known: {known})';

@@ -69,7 +69,7 @@ test('checkPipeline runs each stage check: a bad webhook, audit or policy is a 4
   const { failure_policy: _, ...noPolicy } = webhook;
   await assert.rejects(
     checkPipeline(parseRunConfig({ ...base, validating_webhooks: [noPolicy] })),
-    (err: Error) => codeOf(err) === 'bad_request' && /failure_policy/.test(err.message),
+    (err: Error) => codeOf(err) === 'invalid_config' && /failure_policy/.test(err.message),
   );
   await assert.rejects(
     checkPipeline(

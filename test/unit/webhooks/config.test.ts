@@ -22,11 +22,11 @@ function tempDir(t: TestContext): string {
 
 const base = { name: 'policy', url: 'https://hooks.example/validate', failure_policy: 'fail' };
 
-/** Asserts a bad_request whose message names the webhook and contains every `parts`. */
+/** Asserts an invalid_config whose message names the webhook and contains every `parts`. */
 async function rejects(entry: unknown, ...parts: string[]): Promise<void> {
   await assert.rejects(parseWebhookList([entry], 'validating', noSecrets), (err) => {
     assert.ok(isSkepError(err), String(err));
-    assert.equal(err.code, 'bad_request');
+    assert.equal(err.code, 'invalid_config');
     for (const part of parts) assert.ok(err.message.includes(part), `"${err.message}" lacks "${part}"`);
     return true;
   });
@@ -72,7 +72,7 @@ test('a valid entry becomes a frozen typed config', async () => {
   assert.ok(Object.isFrozen(config));
 });
 
-test('each entry error is a bad_request naming the list, the webhook and the field', async () => {
+test('each entry error is an invalid_config naming the list, the webhook and the field', async () => {
   await rejects({ ...base, name: '' }, 'validating_webhooks[0].name is required');
   await rejects({ url: base.url, failure_policy: 'fail' }, 'validating_webhooks[0].name');
   await rejects({ ...base, url: undefined }, 'validating_webhooks[0] "policy"', 'url is required');
@@ -177,7 +177,7 @@ test('hmac_secret_ref: a store name (also name,target=X) is resolved once; missi
     parseWebhookList([{ ...base, hmac_secret_ref: 'nope' }], 'validating', lookup),
     (err) =>
       isSkepError(err) &&
-      err.code === 'bad_request' &&
+      err.code === 'invalid_config' &&
       /"policy": hmac_secret_ref: secret 'nope' is not in the secrets provider/.test(err.message),
   );
   await assert.rejects(
@@ -252,4 +252,46 @@ test('run-config schema: timeout as integer ns or duration string; unknown webho
       () => withHook(hook),
       (err) => isSkepError(err) && err.code === 'bad_request' && err.message.includes(field),
     );
+});
+
+test('null timeout, tls_config and hmac_secret_ref (how ToolHive writes unset) read as absent', async () => {
+  const [config] = await parseWebhookList(
+    [{ ...base, timeout: null, tls_config: null, hmac_secret_ref: null }],
+    'validating',
+    noSecrets,
+  );
+  assert.equal(config?.timeoutMs, 10_000);
+  assert.equal(config?.tls, undefined);
+  assert.equal(config?.hmac, undefined);
+  // Elsewhere null is a mistake that names the field.
+  await rejects({ ...base, url: null }, '"policy": url is required');
+  await rejects(
+    { ...base, tls_config: { insecure_skip_verify: null } },
+    'insecure_skip_verify must be true or false',
+  );
+});
+
+test('the name labels every message, so an entry without one is told that first', async () => {
+  await rejects(
+    { url: 'ftp://x/', colour: 'red' },
+    'validating_webhooks[0].name is required: give the webhook a name',
+  );
+  await rejects({ ...base, name: '  ', colour: 'red' }, 'validating_webhooks[0].name is required');
+  // The second entry's mistake names its index.
+  await assert.rejects(
+    parseWebhookList([base, { ...base, name: 'other', timeout: true }], 'validating', noSecrets),
+    (err) =>
+      isSkepError(err) &&
+      err.code === 'invalid_config' &&
+      err.message ===
+        'validating_webhooks[1] "other": timeout must be a duration string ("5s") or an integer number of nanoseconds',
+  );
+  await rejects(
+    { ...base, failure_policy: 'deny' },
+    'validating_webhooks[0] "policy": failure_policy must be "fail" or "ignore" (got "deny")',
+  );
+  await rejects(
+    { ...base, tls_config: { verify: false } },
+    'validating_webhooks[0] "policy": tls_config.verify is not a field (use ca_bundle_path, client_cert_path, client_key_path, insecure_skip_verify)',
+  );
 });

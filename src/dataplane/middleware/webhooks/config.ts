@@ -1,16 +1,24 @@
 /**
  * Webhook configuration (ToolHive's shape): one `validating_webhooks` /
  * `mutating_webhooks` entry, checked and turned into a frozen typed object before the proxy
- * serves anything. Every mistake is a `bad_request` naming the list, the webhook and the field;
- * unknown keys are refused rather than ignored (a misspelt `failure_polcy` must not silently
- * fall back to anything). TLS files are read and parsed here, so a bad CA bundle or key fails
- * at start, not on the first call. HMAC secrets come from a file read on every call (an
- * absolute path, so a rotated Kubernetes secret takes effect) or from Skep's secrets store,
- * resolved once.
+ * serves anything. The shape is checked by the validator generated from
+ * `WebhookStageParametersSchema` (src/schemas/webhooks.ts: unknown keys refused, so a misspelt
+ * `failure_polcy` falls back to nothing); the rules JSON Schema cannot state follow, each named.
+ * Every mistake is an `invalid_config` naming the list, the webhook and the field. TLS files are
+ * read and parsed here, so a bad CA bundle or key fails at start, not on the first call. HMAC
+ * secrets come from a file read on every call (an absolute path, so a rotated Kubernetes secret
+ * takes effect) or from Skep's secrets store, resolved once.
  */
 import { readFileSync, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { createSecureContext } from 'node:tls';
+import {
+  formatValidatorError,
+  validateWebhookStageParameters,
+  type ValidatorError,
+  type WebhookEntry,
+  type WebhookStageParameters,
+} from '../../../schemas/validators/webhooks/index.js';
 import type { SecretLookup } from '../../../secrets/index.js';
 import { goDurationNs, isRecord, SkepError } from '../../../shared/index.js';
 
@@ -63,10 +71,6 @@ export interface WebhookStageConfig {
   readonly transport: string | undefined;
 }
 
-const ENTRY_KEYS = new Set(['name', 'url', 'timeout', 'failure_policy', 'tls_config', 'hmac_secret_ref']);
-const TLS_KEYS = new Set(['ca_bundle_path', 'client_cert_path', 'client_key_path', 'insecure_skip_verify']);
-const PARAMETER_KEYS = new Set(['webhooks', 'server_name', 'transport']);
-
 function listField(kind: WebhookKind): string {
   return `${kind}_webhooks`;
 }
@@ -103,10 +107,11 @@ export function parseWebhookTimeout(value: unknown): number {
   return ms;
 }
 
-/** Reads a file the TLS options name; `field` and `label` go into the error. */
-function readTlsFile(path: unknown, field: string, fail: (message: string) => never): string | undefined {
+type Fail = (message: string) => never;
+
+/** Reads a file the TLS options name. */
+function readTlsFile(path: string | undefined, field: string, fail: Fail): string | undefined {
   if (path === undefined) return undefined;
-  if (typeof path !== 'string' || path === '') fail(`tls_config.${field} must be a non-empty file path`);
   let isFile: boolean;
   try {
     isFile = statSync(path).isFile();
@@ -121,23 +126,19 @@ function readTlsFile(path: unknown, field: string, fail: (message: string) => ne
   }
 }
 
-function parseTls(value: unknown, fail: (message: string) => never): WebhookTls | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!isRecord(value)) fail('tls_config must be an object');
-  for (const key of Object.keys(value))
-    if (!TLS_KEYS.has(key)) fail(`tls_config.${key} is not a field (use ${[...TLS_KEYS].join(', ')})`);
-  const insecure = value['insecure_skip_verify'];
-  if (insecure !== undefined && typeof insecure !== 'boolean')
-    fail('tls_config.insecure_skip_verify must be true or false');
-  const certPath = value['client_cert_path'];
-  const keyPath = value['client_key_path'];
-  if ((certPath === undefined || certPath === '') !== (keyPath === undefined || keyPath === ''))
+function parseTls(value: WebhookEntry['tls_config'], fail: Fail): WebhookTls | undefined {
+  if (value === undefined) return undefined;
+  // An empty client certificate or key path means none (ToolHive writes "" for unset).
+  const certPath = value.client_cert_path === '' ? undefined : value.client_cert_path;
+  const keyPath = value.client_key_path === '' ? undefined : value.client_key_path;
+  // Rule: the client certificate and its key go together.
+  if ((certPath === undefined) !== (keyPath === undefined))
     fail('tls_config.client_cert_path and tls_config.client_key_path go together: set both or neither');
-  const ca = readTlsFile(value['ca_bundle_path'], 'ca_bundle_path', fail);
-  const cert = readTlsFile(certPath === '' ? undefined : certPath, 'client_cert_path', fail);
-  const key = readTlsFile(keyPath === '' ? undefined : keyPath, 'client_key_path', fail);
-  // Parse now, so a file that is not PEM (or a key that does not match its certificate) is a
-  // start error rather than every call failing.
+  // Rule: the files exist and hold PEM, parsed now, so a file that is not PEM (or a key that does
+  // not match its certificate) is a start error rather than every call failing.
+  const ca = readTlsFile(value.ca_bundle_path, 'ca_bundle_path', fail);
+  const cert = readTlsFile(certPath, 'client_cert_path', fail);
+  const key = readTlsFile(keyPath, 'client_key_path', fail);
   if (ca !== undefined) {
     try {
       createSecureContext({ ca });
@@ -155,7 +156,7 @@ function parseTls(value: unknown, fail: (message: string) => never): WebhookTls 
     }
   }
   return Object.freeze({
-    insecureSkipVerify: insecure === true,
+    insecureSkipVerify: value.insecure_skip_verify === true,
     ...(ca === undefined ? {} : { ca }),
     ...(cert === undefined ? {} : { cert }),
     ...(key === undefined ? {} : { key }),
@@ -168,14 +169,13 @@ function secretNameOf(ref: string): string {
   return comma === -1 ? ref : ref.slice(0, comma);
 }
 
+/** Rule: the HMAC key exists and is not empty (a file now and on every call, or a stored secret). */
 async function parseHmac(
-  value: unknown,
+  value: string | undefined,
   secretLookup: SecretLookup,
-  fail: (message: string) => never,
+  fail: Fail,
 ): Promise<HmacKeySource | undefined> {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string' || value.trim() === '')
-    fail('hmac_secret_ref must be a secret name or an absolute file path');
+  if (value === undefined) return undefined;
   if (isAbsolute(value)) {
     // Read once now so a missing or empty file is a start error; calls read it again (rotation).
     let key: Buffer;
@@ -207,64 +207,137 @@ async function parseHmac(
   return Object.freeze({ kind: 'value', key: Buffer.from(secret, 'utf8') });
 }
 
-async function parseEntry(
-  value: unknown,
-  kind: WebhookKind,
-  index: number,
-  secretLookup: SecretLookup,
-): Promise<WebhookConfig> {
-  const list = listField(kind);
-  const at = `${list}[${index}]`;
-  if (!isRecord(value)) throw new SkepError('bad_request', `${at} must be an object`);
-  const rawName = value['name'];
-  if (typeof rawName !== 'string' || rawName.trim() === '')
-    throw new SkepError('bad_request', `${at}.name is required: give the webhook a name`);
-  const label = `${at} "${rawName}"`;
-  const fail: (message: string) => never = (message) => {
-    throw new SkepError('bad_request', `${label}: ${message}`);
-  };
-  for (const key of Object.keys(value))
-    if (!ENTRY_KEYS.has(key)) fail(`${key} is not a webhook field (use ${[...ENTRY_KEYS].join(', ')})`);
-
-  const tls = parseTls(value['tls_config'], fail);
-  const rawUrl = value['url'];
-  if (typeof rawUrl !== 'string' || rawUrl === '') fail('url is required');
+/** Rule: the URL is absolute, https unless TLS verification is off, and carries no credentials. */
+function parseUrl(value: string, tls: WebhookTls | undefined, fail: Fail): URL {
   let url: URL;
   try {
-    url = new URL(rawUrl);
+    url = new URL(value);
   } catch {
-    fail(`url "${String(rawUrl)}" is not an absolute URL`);
+    fail(`url "${value}" is not an absolute URL`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') fail(`url must be https (got ${url.protocol})`);
   if (url.protocol === 'http:' && tls?.insecureSkipVerify !== true)
     fail('url must use https; plain http is allowed only with tls_config.insecure_skip_verify: true');
   if (url.username !== '' || url.password !== '')
     fail('url must not carry credentials; sign calls with hmac_secret_ref instead');
+  return url;
+}
 
+/** The rules of one entry the schema let through. */
+async function parseEntry(
+  entry: WebhookEntry,
+  kind: WebhookKind,
+  index: number,
+  secretLookup: SecretLookup,
+): Promise<WebhookConfig> {
+  const label = `${listField(kind)}[${index}] "${entry.name}"`;
+  const fail: Fail = (message) => {
+    throw new SkepError('invalid_config', `${label}: ${message}`);
+  };
+  const tls = parseTls(entry.tls_config, fail);
+  const url = parseUrl(entry.url, tls, fail);
   let timeoutMs: number;
   try {
-    timeoutMs = parseWebhookTimeout(value['timeout']);
+    timeoutMs = parseWebhookTimeout(entry.timeout);
   } catch (err) {
     fail((err as Error).message);
   }
-  const policy = value['failure_policy'];
-  if (policy !== 'fail' && policy !== 'ignore')
-    fail(
-      policy === undefined || policy === ''
-        ? 'failure_policy is required: "fail" (deny when the webhook cannot answer) or "ignore"'
-        : `failure_policy must be "fail" or "ignore" (got ${JSON.stringify(policy)})`,
-    );
-  const hmac = await parseHmac(value['hmac_secret_ref'], secretLookup, fail);
+  const hmac = await parseHmac(entry.hmac_secret_ref, secretLookup, fail);
   return Object.freeze({
     kind,
-    name: rawName,
+    name: entry.name,
     label,
     url,
     timeoutMs,
-    failurePolicy: policy,
+    failurePolicy: entry.failure_policy,
     tls,
     hmac,
   });
+}
+
+/** ToolHive's JSON writes an unset optional member as null: these read as absent. */
+const NULL_MEANS_ABSENT = ['timeout', 'tls_config', 'hmac_secret_ref'];
+
+function withoutNullMembers(entry: unknown): unknown {
+  if (!isRecord(entry)) return entry;
+  return Object.fromEntries(
+    Object.entries(entry).filter(([key, v]) => !(v === null && NULL_MEANS_ABSENT.includes(key))),
+  );
+}
+
+/** The message of a schema error below `base` (a path in the checked value): `url is required`. */
+function relativeProblem(error: ValidatorError, base: string): string {
+  const relative = Object.assign({}, error, { instancePath: error.instancePath.slice(base.length) });
+  return formatValidatorError('', relative).replace(/^[.:]?\s*/, '');
+}
+
+/**
+ * The first schema problem of stage parameters, in the words of the reference's checks: the
+ * list, then the webhook by index and name, then the field.
+ */
+function schemaProblem(errors: readonly ValidatorError[], parameters: unknown, kind: WebhookKind): string {
+  const type = `${kind}-webhook`;
+  const list = listField(kind);
+  // The parameters' own members first, then the entries.
+  const error = errors.find((e) => !e.instancePath.startsWith('/webhooks/')) ?? errors[0];
+  if (error === undefined) return `${type} parameters are invalid`;
+  if (
+    error.instancePath === '/webhooks' ||
+    (error.keyword === 'required' && error.params['missingProperty'] === 'webhooks')
+  )
+    return `${list} must be a non-empty list of webhooks`;
+  const entryAt = /^\/webhooks\/(\d+)/.exec(error.instancePath);
+  if (entryAt === null) {
+    const problem = relativeProblem(error, '');
+    return error.instancePath === '' && error.keyword === 'type'
+      ? `${type} parameters ${problem}`
+      : `${type} parameters: ${problem}`;
+  }
+  const index = Number(entryAt[1]);
+  const at = `${list}[${index}]`;
+  const entry =
+    isRecord(parameters) && Array.isArray(parameters['webhooks']) ? parameters['webhooks'][index] : undefined;
+  // An entry's name labels every other message about it, so it is checked first.
+  if (!isRecord(entry)) return `${at} must be an object`;
+  const name = entry['name'];
+  if (typeof name !== 'string' || name.trim() === '')
+    return `${at}.name is required: give the webhook a name`;
+  return `${at} "${name}": ${relativeProblem(error, entryAt[0])}`;
+}
+
+/** Checks stage parameters against the schema; `invalid_config` naming the field, or the typed value. */
+function checkShape(parameters: unknown, kind: WebhookKind): WebhookStageParameters {
+  const value =
+    isRecord(parameters) && Array.isArray(parameters['webhooks'])
+      ? Object.assign({}, parameters, { webhooks: parameters['webhooks'].map(withoutNullMembers) })
+      : parameters;
+  if (!validateWebhookStageParameters(value))
+    throw new SkepError(
+      'invalid_config',
+      schemaProblem(validateWebhookStageParameters.errors ?? [], value, kind),
+    );
+  return value as WebhookStageParameters;
+}
+
+async function parseEntries(
+  entries: readonly WebhookEntry[],
+  kind: WebhookKind,
+  secretLookup: SecretLookup,
+): Promise<readonly WebhookConfig[]> {
+  const out: WebhookConfig[] = [];
+  const seen = new Set<string>();
+  for (const [index, entry] of entries.entries()) {
+    const config = await parseEntry(entry, kind, index, secretLookup);
+    // Rule: names are unique within a list.
+    if (seen.has(config.name))
+      throw new SkepError(
+        'invalid_config',
+        `${config.label}: the name is used twice in ${listField(kind)}; names must be unique`,
+      );
+    seen.add(config.name);
+    out.push(config);
+  }
+  return Object.freeze(out);
 }
 
 /**
@@ -276,22 +349,8 @@ export async function parseWebhookList(
   kind: WebhookKind,
   secretLookup: SecretLookup,
 ): Promise<readonly WebhookConfig[]> {
-  const list = listField(kind);
-  if (!Array.isArray(value) || value.length === 0)
-    throw new SkepError('bad_request', `${list} must be a non-empty list of webhooks`);
-  const out: WebhookConfig[] = [];
-  const seen = new Set<string>();
-  for (const [index, entry] of value.entries()) {
-    const config = await parseEntry(entry, kind, index, secretLookup);
-    if (seen.has(config.name))
-      throw new SkepError(
-        'bad_request',
-        `${config.label}: the name is used twice in ${list}; names must be unique`,
-      );
-    seen.add(config.name);
-    out.push(config);
-  }
-  return Object.freeze(out);
+  const { webhooks } = checkShape({ webhooks: value }, kind);
+  return parseEntries(webhooks, kind, secretLookup);
 }
 
 /** Checks the stage parameters `{webhooks, server_name?, transport?}` (ToolHive's parameters). */
@@ -300,30 +359,11 @@ export async function parseWebhookStageConfig(
   kind: WebhookKind,
   secretLookup: SecretLookup,
 ): Promise<WebhookStageConfig> {
-  const type = `${kind}-webhook`;
-  if (!isRecord(parameters))
-    throw new SkepError(
-      'bad_request',
-      `${type} parameters must be an object {webhooks, server_name, transport}`,
-    );
-  for (const key of Object.keys(parameters))
-    if (!PARAMETER_KEYS.has(key))
-      throw new SkepError(
-        'bad_request',
-        `${type} parameters: ${key} is not a field (use webhooks, server_name, transport)`,
-      );
-  const serverName = parameters['server_name'];
-  const transport = parameters['transport'];
-  for (const [field, v] of [
-    ['server_name', serverName],
-    ['transport', transport],
-  ] as const)
-    if (v !== undefined && typeof v !== 'string')
-      throw new SkepError('bad_request', `${type} parameters: ${field} must be a string`);
-  const webhooks = await parseWebhookList(parameters['webhooks'], kind, secretLookup);
+  const checked = checkShape(parameters, kind);
+  const webhooks = await parseEntries(checked.webhooks, kind, secretLookup);
   return Object.freeze({
     webhooks,
-    serverName: serverName === '' ? undefined : (serverName as string | undefined),
-    transport: transport === '' ? undefined : (transport as string | undefined),
+    serverName: checked.server_name === '' ? undefined : checked.server_name,
+    transport: checked.transport === '' ? undefined : checked.transport,
   });
 }
