@@ -97,6 +97,8 @@ interface Passed {
   readonly sign: OutboundSigner | undefined;
   /** The middlewares' hooks on the answer (`ProxyRequestContext.onReply`). */
   readonly replyHooks: readonly ReplyHook[];
+  /** One of `replyHooks` may rewrite the answer. */
+  readonly replyHooksMutate: boolean;
   readonly mcp: McpRequestInfo | undefined;
 }
 
@@ -107,7 +109,13 @@ function declaredLength(res: ServerResponse): number | undefined {
   return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
-const NOTHING_ADDED = { headers: undefined, sign: undefined, replyHooks: [], mcp: undefined } as const;
+const NOTHING_ADDED = {
+  headers: undefined,
+  sign: undefined,
+  replyHooks: [],
+  replyHooksMutate: false,
+  mcp: undefined,
+} as const;
 
 class McpProxy implements RunningProxy {
   readonly #server: Server;
@@ -361,8 +369,9 @@ class McpProxy implements RunningProxy {
   #stdioReplyWrapper(passed: Passed): ((target: ReplyTarget) => ReplyTarget) | undefined {
     if (passed.replyHooks.length === 0) return undefined;
     const policy = this.#policy;
+    const renames = !policy.passthrough && passed.mcp?.method === 'tools/list';
     const hooks: ReplyHook[] =
-      !policy.passthrough && passed.mcp?.method === 'tools/list'
+      renames
         ? [
             (reply) => {
               if (reply.result !== undefined) policy.applyToList(reply.result);
@@ -370,7 +379,8 @@ class McpProxy implements RunningProxy {
             ...passed.replyHooks,
           ]
         : [...passed.replyHooks];
-    return (target) => new HookedTarget(target, hooks);
+    const mutate = renames || passed.replyHooksMutate;
+    return (target) => new HookedTarget(target, hooks, mutate);
   }
 
   /** A document a middleware serves under `/.well-known/` (RFC 8615), e.g. RFC 9728 metadata. */
@@ -507,7 +517,14 @@ class McpProxy implements RunningProxy {
       return undefined;
     }
     const { body, mcp } = built.current();
-    return { body, headers: ctx.outboundHeaders, sign: ctx.signOutbound, replyHooks: built.replyHooks, mcp };
+    return {
+      body,
+      headers: ctx.outboundHeaders,
+      sign: ctx.signOutbound,
+      replyHooks: built.replyHooks,
+      replyHooksMutate: built.replyHooksMutate,
+      mcp,
+    };
   }
 
   /** `upstreamReady`, bounded by `upstreamWaitMs`. */

@@ -7,10 +7,18 @@ import { INTERNAL_ERROR, type JsonRpcMessage } from '../../protocol/index.js';
 import { ForwardingTarget, type ReplyTarget } from './outlets.js';
 import type { ReplyHook } from './types.js';
 
+/** Answers a broken hook turned into an error (`failClosed`). */
+const failedAnswers = new WeakSet<JsonRpcMessage>();
+
 /** Turns the answer into the fail-closed error a broken hook leaves behind. */
 function failClosed(reply: JsonRpcMessage): void {
   delete reply.result;
   reply.error = { code: INTERNAL_ERROR, message: 'internal error' };
+  failedAnswers.add(reply);
+}
+
+function failedClosed(reply: JsonRpcMessage): boolean {
+  return failedAnswers.has(reply);
 }
 
 async function runRest(hooks: readonly ReplyHook[], from: number, reply: JsonRpcMessage): Promise<void> {
@@ -57,10 +65,13 @@ export class HookedTarget extends ForwardingTarget {
   readonly appliesToolPolicy = true;
 
   readonly #hooks: readonly ReplyHook[];
+  readonly #mutate: boolean;
 
-  constructor(inner: ReplyTarget, hooks: readonly ReplyHook[]) {
+  /** `mutate` false: the hooks only read the answer, which is then relayed as it came. */
+  constructor(inner: ReplyTarget, hooks: readonly ReplyHook[], mutate = true) {
     super(inner);
     this.#hooks = hooks;
+    this.#mutate = mutate;
   }
 
   final(text: string): void {
@@ -72,7 +83,10 @@ export class HookedTarget extends ForwardingTarget {
       return;
     }
     const done = runReplyHooks(this.#hooks, reply);
-    if (done === undefined) this.forward(JSON.stringify(reply));
-    else void done.then(() => this.forward(JSON.stringify(reply)));
+    // A hook that throws rewrites the answer into an error (fail closed): only observers that
+    // all succeeded leave the text as it was.
+    const relay = (): void => this.forward(this.#mutate || failedClosed(reply) ? JSON.stringify(reply) : text);
+    if (done === undefined) relay();
+    else void done.then(relay);
   }
 }

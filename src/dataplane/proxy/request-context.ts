@@ -50,6 +50,8 @@ export interface BuiltRequestContext {
   readonly ctx: ProxyRequestContext;
   /** The hooks registered with `onReply`, in registration order. */
   readonly replyHooks: readonly ReplyHook[];
+  /** True when one of `replyHooks` may rewrite the answer (was not registered `observeOnly`). */
+  readonly replyHooksMutate: boolean;
   /** The body and parse as the middlewares left them (after any `replaceBody`). */
   current(): { body: RequestBody; mcp: McpRequestInfo | undefined };
 }
@@ -73,6 +75,7 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
   readonly backendTransport: BackendTransport;
   declare signOutbound?: OutboundSigner;
   readonly replyHooks: ReplyHook[] = [];
+  replyHooksMutate = false;
   #body: RequestBody;
   #mcp: McpRequestInfo | undefined;
   #endHooks: Array<(end: ExchangeEnd) => void> | undefined;
@@ -133,8 +136,9 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
     (this.#spanAttributes ??= new Map()).set(key, value);
   }
 
-  onReply(hook: ReplyHook): void {
+  onReply(hook: ReplyHook, options?: { readonly observeOnly?: boolean }): void {
     this.replyHooks.push(hook);
+    if (options?.observeOnly !== true) this.replyHooksMutate = true;
   }
 
   onEnd(hook: (end: ExchangeEnd) => void): void {

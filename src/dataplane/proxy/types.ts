@@ -217,8 +217,10 @@ export interface ProxyRequestContext {
    * innermost first: the last registered sees the answer first, like response wrappers. A hook
    * may rewrite `reply` in place (filter `result.tools`); a hook that throws turns the answer
    * into a JSON-RPC internal error (fail closed). Only for requests (`mcp.id` set).
+   * `observeOnly`: the hook only reads the answer; when every hook of a request does, the
+   * answer is relayed as the server wrote it instead of re-serialized.
    */
-  onReply(hook: ReplyHook): void;
+  onReply(hook: ReplyHook, options?: { readonly observeOnly?: boolean }): void;
   /**
    * Registers a callback for when the HTTP exchange is over (the response was sent, or the
    * client went away), with the status it got, including a later middleware's rejection.

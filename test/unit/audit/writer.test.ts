@@ -203,3 +203,30 @@ test('without logFile: one structured INFO line per event in the runner log, msg
   assert.equal(lines[0]?.['type'], 'mcp_tool_call');
   assert.deepEqual(lines[0]?.['target'], { endpoint: '/mcp', method: 'tools/call', type: 'tool' });
 });
+
+test('events of one batching window share one sink write; close does not wait for the window', async () => {
+  const batches: string[][] = [];
+  let wrote: () => void = () => {};
+  const first = new Promise<void>((resolve) => (wrote = resolve));
+  const sink: AuditSink = {
+    write(events) {
+      batches.push(events.map((e) => e.audit_id));
+      wrote();
+    },
+    close() {},
+  };
+  const writer = new AuditWriter({ sink, logger: capturingLogger().logger, flushMs: 20 });
+  writer.write(event(1));
+  // A later request in the same window (a few ms apart, as under load).
+  await new Promise((r) => setTimeout(r, 2));
+  writer.write(event(2));
+  await first;
+  assert.deepEqual(batches, [['id-1', 'id-2']]);
+  // A window is open again; close writes its event at once instead of waiting out 60 s.
+  const slow = new AuditWriter({ sink, logger: capturingLogger().logger, flushMs: 60_000 });
+  slow.write(event(3));
+  const t0 = Date.now();
+  await slow.close();
+  assert.ok(Date.now() - t0 < 5_000, 'close flushed without waiting for the window');
+  assert.deepEqual(batches, [['id-1', 'id-2'], ['id-3']]);
+});

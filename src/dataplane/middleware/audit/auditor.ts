@@ -150,7 +150,7 @@ export class Auditor {
     const expectsReply = !streamOpen && ctx.mcp?.id !== undefined;
     const exchange = new Exchange(this, ctx, started, requestText, expectsReply, streamOpen);
     this.open.add(exchange);
-    if (expectsReply) ctx.onReply((reply) => exchange.replied(reply));
+    if (expectsReply) ctx.onReply((reply) => exchange.replied(reply), { observeOnly: true });
     ctx.onEnd((end) => exchange.ended(end.status));
   }
 

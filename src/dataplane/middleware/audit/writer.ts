@@ -1,6 +1,8 @@
 /**
  * Writes audit events without ever making a request wait: `write` only queues, and the queue
- * is drained asynchronously in batches (one append per batch) to the sink — the `logFile`
+ * is drained asynchronously in batches (one append per batch, the events of up to `flushMs`
+ * together, so that a file append — a round trip through libuv's thread pool that wakes the
+ * event loop when it completes — is not paid per request) to the sink — the `logFile`
  * (opened append-only, created with mode 0600) or the runner's log. The queue is bounded;
  * when it is full (the disk cannot keep up) further events are dropped and counted, and the
  * count is reported in a WARN line at most once per `dropReportMs` and at close. A failed
@@ -35,7 +37,12 @@ export async function openAuditFile(path: string): Promise<AuditSink> {
     async write(events) {
       let text = '';
       for (const event of events) text += auditLine(event);
-      await handle.appendFile(text);
+      // One write per batch (appendFile would add a promise chain per call); a short write is continued.
+      let data = Buffer.from(text, 'utf8');
+      while (data.length > 0) {
+        const { bytesWritten } = await handle.write(data, 0, data.length, null);
+        data = data.subarray(bytesWritten);
+      }
     },
     close: () => handle.close(),
   };
@@ -62,6 +69,8 @@ export interface AuditWriterOptions {
   maxQueued?: number;
   /** Least time between two drop reports, ms (default 5000). */
   dropReportMs?: number;
+  /** How long the first event of a batch waits for others before the batch is written, ms (default 5). */
+  flushMs?: number;
   now?: () => number;
 }
 
@@ -70,9 +79,13 @@ export class AuditWriter {
   readonly #logger: Logger;
   readonly #maxQueued: number;
   readonly #reportMs: number;
+  readonly #flushMs: number;
   readonly #now: () => number;
   #queue: AuditEvent[] = [];
   #draining: Promise<void> | undefined;
+  /** The batching window of the current drain, ended early by `close`. */
+  #window: NodeJS.Timeout | undefined;
+  #windowEnds: (() => void) | undefined;
   #closing: Promise<void> | undefined;
   /** Set when the sink is about to close: from then on events are ignored. */
   #sealed = false;
@@ -88,6 +101,7 @@ export class AuditWriter {
     this.#logger = options.logger;
     this.#maxQueued = options.maxQueued ?? 4096;
     this.#reportMs = options.dropReportMs ?? 5000;
+    this.#flushMs = options.flushMs ?? 5;
     this.#now = options.now ?? Date.now;
   }
 
@@ -114,8 +128,15 @@ export class AuditWriter {
 
   async #drain(): Promise<void> {
     try {
-      // Let the current burst of requests queue up: one append per batch.
-      await new Promise<void>((resolve) => setImmediate(resolve));
+      // Let the requests of the next few milliseconds queue up: one append per batch. Closing
+      // does not wait for the window.
+      if (this.#closing === undefined)
+        await new Promise<void>((resolve) => {
+          this.#windowEnds = resolve;
+          this.#window = setTimeout(resolve, this.#flushMs);
+        });
+      this.#window = undefined;
+      this.#windowEnds = undefined;
       while (this.#queue.length > 0) {
         const batch = this.#queue;
         this.#queue = [];
@@ -169,6 +190,8 @@ export class AuditWriter {
   /** Writes what is queued, reports what was lost, releases the sink. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      if (this.#window !== undefined) clearTimeout(this.#window);
+      this.#windowEnds?.();
       while (this.#draining !== undefined || this.#queue.length > 0) {
         this.#draining ??= this.#drain();
         await this.#draining;
