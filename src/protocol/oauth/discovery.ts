@@ -173,3 +173,40 @@ export async function discoverAuthorizationServer(
   // The checks above make it an RFC 8414 §2 document as far as this client reads it.
   return { metadata: doc as oauth.AuthorizationServer, url };
 }
+
+/**
+ * The `jwks_uri` an issuer publishes, for a resource server that verifies the issuer's JWTs
+ * (RFC 8414 §2, OpenID Connect Discovery 1.0 §3); undefined when no metadata document names
+ * one. OpenID Connect Discovery 1.0 §4.1 (the well-known path appended to the issuer's) comes
+ * first, as identity providers publish it; then RFC 8414 §3.1 (inserted before the issuer's
+ * path) and, for an issuer with a path, the RFC 8414 name appended, where some servers put it.
+ * A document without a `jwks_uri` string does not end the search. Only the key set is read:
+ * an issuer that is not an authorization server (no endpoints) is fine here.
+ */
+export async function discoverJwksUri(issuer: string, fetchFn: FetchLike): Promise<string | undefined> {
+  const options = requestOptions(fetchFn);
+  const iss = new URL(issuer);
+  const base = `${iss.origin}${iss.pathname.replace(/\/$/, '')}`;
+  const attempts: Attempt[] = [
+    {
+      url: `${base}/.well-known/openid-configuration`,
+      send: () => oauth.discoveryRequest(iss, { ...options, algorithm: 'oidc' }),
+    },
+    {
+      url: `${iss.origin}/.well-known/oauth-authorization-server${iss.pathname === '/' ? '' : iss.pathname.replace(/\/$/, '')}`,
+      send: () => oauth.discoveryRequest(iss, { ...options, algorithm: 'oauth2' }),
+    },
+    {
+      url: `${base}/.well-known/oauth-authorization-server`,
+      send: () => getMetadata(fetchFn, `${base}/.well-known/oauth-authorization-server`, {}),
+    },
+  ];
+  const asked = new Set<string>();
+  for (const attempt of attempts) {
+    if (asked.has(attempt.url)) continue;
+    asked.add(attempt.url);
+    const jwksUri = (await documentOf(await attempt.send()))?.['jwks_uri'];
+    if (typeof jwksUri === 'string') return jwksUri;
+  }
+  return undefined;
+}

@@ -27,6 +27,7 @@ export {
 export {
   AuthorizationServerMetadataError,
   discoverAuthorizationServer,
+  discoverJwksUri,
   discoverProtectedResource,
   type ProtectedResourceMetadata,
   resourceMetadataFrom,

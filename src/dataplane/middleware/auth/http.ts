@@ -1,8 +1,8 @@
 /**
  * Small HTTP helpers shared by the auth middlewares: bearer-token parsing, RFC 6750
- * challenges, capped JSON reads, and the header names that configuration may not set (they
- * belong to the transport or to the proxy). OAuth requests themselves go through the client
- * stack in `src/protocol/oauth`.
+ * challenges, and the header names that configuration may not set (they
+ * belong to the transport or to the proxy). OAuth requests themselves — discovery, the token
+ * endpoint, introspection — go through the client stack in `src/protocol/oauth`.
  */
 import { createHash } from 'node:crypto';
 import type { ProxyMiddlewareResult } from '../../proxy/index.js';
@@ -36,8 +36,6 @@ export function configuredEndpointsPolicy(
   return { allowLoopback: all, allowPrivate: all, privateHosts: [...hosts], hint: options.hint };
 }
 
-/** Largest token-endpoint or metadata response read, bytes. */
-export const MAX_RESPONSE_BYTES = 1024 * 1024;
 /** Every outgoing call of this domain is bounded: a stalled endpoint must not hang a request. */
 export const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -75,19 +73,6 @@ export function challenge(
     },
     body,
   };
-}
-
-/** Reads a JSON response, refusing bodies over the cap; undefined when it is not JSON. */
-export async function readJson(res: Response): Promise<unknown> {
-  const declared = Number(res.headers.get('content-length') ?? '0');
-  if (declared > MAX_RESPONSE_BYTES) throw new Error(`response larger than ${MAX_RESPONSE_BYTES} bytes`);
-  const buf = Buffer.from(await res.arrayBuffer());
-  if (buf.length > MAX_RESPONSE_BYTES) throw new Error(`response larger than ${MAX_RESPONSE_BYTES} bytes`);
-  try {
-    return JSON.parse(buf.toString('utf8'));
-  } catch {
-    return undefined;
-  }
 }
 
 /**

@@ -7,19 +7,11 @@
  * RFC 9728 protected-resource metadata, which this middleware also serves.
  */
 import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify } from 'jose';
-import { introspectToken, OAuthResponseError } from '../../../protocol/oauth/index.js';
+import { discoverJwksUri, introspectToken, OAuthResponseError } from '../../../protocol/oauth/index.js';
 import type { ProxyMiddleware, ProxyMiddlewareResult, ProxyRequestContext } from '../../proxy/index.js';
 import { definedOnly, isLoopbackUrl, type Logger, outboundFetch, SkepError } from '../../../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
-import {
-  bearerFrom,
-  challenge,
-  configuredEndpointsPolicy,
-  type FetchLike,
-  REQUEST_TIMEOUT_MS,
-  readJson,
-  sha256Hex,
-} from './http.js';
+import { bearerFrom, challenge, configuredEndpointsPolicy, type FetchLike, sha256Hex } from './http.js';
 
 export interface InboundAuthOptions {
   /** Expected `iss`; also where the JWKS is discovered when `jwksUrl` is not given. */
@@ -105,19 +97,9 @@ export function createOidcVerifier(
       let url = options.jwksUrl;
       if (url === undefined) {
         // OpenID Connect Discovery 1.0 §4 (RFC 8414 §3 for plain OAuth servers).
-        const base = (options.issuer as string).replace(/\/$/, '');
-        for (const suffix of [
-          '/.well-known/openid-configuration',
-          '/.well-known/oauth-authorization-server',
-        ]) {
-          const res = await fetchFn(base + suffix, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-          const doc = res.ok ? ((await readJson(res)) as { jwks_uri?: unknown } | undefined) : undefined;
-          if (typeof doc?.jwks_uri === 'string') {
-            url = checkUrl(doc.jwks_uri, 'jwks_uri', allowHttp).href;
-            break;
-          }
-        }
-        if (url === undefined) throw new Error('the issuer publishes no jwks_uri');
+        const discovered = await discoverJwksUri(options.issuer as string, fetchFn);
+        if (discovered === undefined) throw new Error('the issuer publishes no jwks_uri');
+        url = checkUrl(discovered, 'jwks_uri', allowHttp).href;
       }
       // jose caches the set, re-fetches on an unknown kid (at most every 30 s) and every 10 min.
       jwks = createRemoteJWKSet(new URL(url), {

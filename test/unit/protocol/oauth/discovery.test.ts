@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import {
   AuthorizationServerMetadataError,
   discoverAuthorizationServer,
+  discoverJwksUri,
   discoverProtectedResource,
   type FetchLike,
   MAX_RESPONSE_BYTES,
@@ -163,4 +164,31 @@ test('RFC 9728 §5.1: resource_metadata is read from a Bearer challenge, case-in
   assert.equal(resourceMetadataFrom('Bearer RESOURCE_METADATA="https://x/m"'), 'https://x/m');
   assert.equal(resourceMetadataFrom('Bearer realm="x"'), undefined);
   assert.equal(resourceMetadataFrom(null), undefined);
+});
+
+test('OIDC Discovery 1.0 §4.1 then RFC 8414 §3.1: the jwks_uri of an issuer, from the first document naming one', async () => {
+  const issuer = `${AS}/tenant/`;
+  const oidc = `${AS}/tenant/.well-known/openid-configuration`;
+  const inserted = `${AS}/.well-known/oauth-authorization-server/tenant`;
+  const appended = `${AS}/tenant/.well-known/oauth-authorization-server`;
+  // A document without jwks_uri (or not JSON, or an error) does not end the search.
+  const found = fakeFetch({
+    [oidc]: { body: { issuer: `${AS}/tenant` } },
+    [inserted]: { body: 'not json' },
+    [appended]: { body: { jwks_uri: `${AS}/keys` } },
+  });
+  assert.equal(await discoverJwksUri(issuer, found.fetch), `${AS}/keys`);
+  assert.deepEqual(found.asked, [`GET ${oidc}`, `GET ${inserted}`, `GET ${appended}`]);
+  // The first one that names it wins; an issuer without a path asks each URL once.
+  const first = fakeFetch({
+    [`${AS}/.well-known/openid-configuration`]: { body: { jwks_uri: `${AS}/jwks` } },
+  });
+  assert.equal(await discoverJwksUri(`${AS}/`, first.fetch), `${AS}/jwks`);
+  assert.deepEqual(first.asked, [`GET ${AS}/.well-known/openid-configuration`]);
+  const none = fakeFetch({});
+  assert.equal(await discoverJwksUri(AS, none.fetch), undefined);
+  assert.deepEqual(none.asked, [
+    `GET ${AS}/.well-known/openid-configuration`,
+    `GET ${AS}/.well-known/oauth-authorization-server`,
+  ]);
 });
