@@ -20,8 +20,35 @@ export interface ImageCommand {
   cmd: string[];
 }
 
+/** The `.dockerconfigjson` documents of a pod's image pull secrets (`{auths: {host: {auth|username,password}}}`). */
+export type DockerConfigs = readonly unknown[];
+
 /** Reads the command of an image; throws a SkepError naming what could not be read. */
-export type ImageCommandReader = (image: string) => Promise<ImageCommand>;
+export type ImageCommandReader = (image: string, pullSecrets?: DockerConfigs) => Promise<ImageCommand>;
+
+/**
+ * Credentials for `host` from pull secrets, as the kubelet reads them: `auths` keyed by the
+ * registry host (optionally with a scheme or path), each with `auth` (base64 `user:password`)
+ * or `username` and `password`. The first secret that names the host wins.
+ */
+export function pullSecretCredentials(configs: DockerConfigs, host: string): Credentials | undefined {
+  for (const config of configs) {
+    const auths = isRecord(config) && isRecord(config['auths']) ? config['auths'] : {};
+    for (const [key, entry] of Object.entries(auths)) {
+      const keyHost = key.replace(/^https?:\/\//, '').split('/')[0];
+      const same = keyHost === host || (host === 'registry-1.docker.io' && keyHost === 'index.docker.io');
+      if (!same || !isRecord(entry)) continue;
+      if (typeof entry['username'] === 'string' && typeof entry['password'] === 'string')
+        return { username: entry['username'], password: entry['password'] };
+      if (typeof entry['auth'] === 'string') {
+        const text = Buffer.from(entry['auth'], 'base64').toString('utf8');
+        const at = text.indexOf(':');
+        if (at > 0) return { username: text.slice(0, at), password: text.slice(at + 1) };
+      }
+    }
+  }
+  return undefined;
+}
 
 export interface ImageCommandOptions {
   /** Replaces `fetch` (tests). */
@@ -73,12 +100,18 @@ function pickManifest(
 export function createImageCommandReader(options: ImageCommandOptions = {}): ImageCommandReader {
   const cache = new Map<string, { entrypoint: string[]; cmd: string[] }>();
   const platform = options.platform ?? { os: 'linux', architecture: 'amd64' };
-  return async (image) => {
+  return async (image, pullSecrets = []) => {
     const ref = parseOciRef(image);
+    // The pod's pull secrets first (what the kubelet would use), then the operator's own.
+    const own = options.credentials;
+    const credentials =
+      pullSecrets.length === 0
+        ? own
+        : async (host: string) => pullSecretCredentials(pullSecrets, host) ?? (await own?.(host));
     // The image's registry is where the cluster pulls it from anyway, private or not.
     const session = new OciSession(ref, false, {
       ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
-      ...(options.credentials === undefined ? {} : { credentials: options.credentials }),
+      ...(credentials === undefined ? {} : { credentials }),
       privateHosts: [ref.registry],
       timeoutMs: options.timeoutMs ?? 30_000,
     });

@@ -30,7 +30,7 @@
  */
 import { createHash } from 'node:crypto';
 import { stringify } from 'yaml';
-import { EXTAUTH_API_VERSION, EXTAUTH_KIND } from '../../schemas/extauth/index.js';
+import { EXTAUTH_KIND } from '../../schemas/extauth/index.js';
 import type {
   MCPRemoteProxySpec,
   MCPServerSpec,
@@ -43,23 +43,23 @@ import { type BackendAuthStrategy, parseVmcpConfig } from '../../dataplane/vmcp/
 import { vmcpStrategyFor } from './vmcp-auth.js';
 import { foreignResource, validateResource } from './resource-validate.js';
 import { isRecord } from '../../shared/index.js';
+import { documentValue, Index, keyOf, secretReader } from './render-index.js';
+import {
+  type K8sObject,
+  labelsFor,
+  mergePodTemplate,
+  meta,
+  nameOf,
+  rendered,
+  type RenderResult,
+  selectorOf,
+} from './render-common.js';
+
+export { type K8sObject, mergePodTemplate, type RenderResult } from './render-common.js';
+import { type RefPaths, resolveSharedRefs, type SharedRefFields } from './shared-refs.js';
 import { createImageCommandReader, type ImageCommand, type ImageCommandReader } from './image-command.js';
 
 type Node = Record<string, unknown>;
-
-export interface K8sObject {
-  apiVersion: string;
-  kind: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    labels?: Record<string, string>;
-    annotations?: Record<string, string>;
-    ownerReferences?: Node[];
-    [k: string]: unknown;
-  };
-  [k: string]: unknown;
-}
 
 export const DEFAULT_RUNNER_IMAGE = 'ghcr.io/skep-dev/skep:latest';
 /** Env var of the operator naming the runner image (Helm value `operator.runnerImage`). */
@@ -78,7 +78,14 @@ export const ANNOTATIONS = {
   externalAuthHash: 'skep.dev/external-auth-config-hash',
   authServerHash: 'skep.dev/auth-server-config-hash',
   generation: 'skep.dev/generation',
+  compositeToolsHash: 'skep.dev/composite-tools-hash',
 } as const;
+
+/** In-cluster base URL of an EmbeddingServer's Service (what its status.url says). */
+export function embeddingServerUrl(emb: Node, namespace: string): string {
+  const port = Number(((emb['spec'] ?? {}) as Node)['port'] ?? 8080);
+  return `http://${nameOf(emb)}.${namespace}.svc.cluster.local:${port}`;
+}
 
 export interface RenderOptions {
   runnerImage?: string;
@@ -93,6 +100,8 @@ export interface RenderOptions {
   readImageCommand?: ImageCommandReader;
   /** Never read a registry: a stdio MCPServer without `command` is a problem naming its image. */
   offline?: boolean;
+  /** Reads a Secret absent from the documents (the controller: from the API), for image pull secrets. */
+  readSecret?: (namespace: string, name: string) => Promise<Record<string, Buffer> | undefined>;
 }
 
 /** The options every render function sees. */
@@ -101,6 +110,7 @@ interface Resolved {
   namespace: string;
   vmcpImage: string;
   readImageCommand: ImageCommandReader | undefined;
+  readSecret: RenderOptions['readSecret'];
 }
 
 let defaultReader: ImageCommandReader | undefined;
@@ -110,109 +120,11 @@ function defaultImageCommandReader(): ImageCommandReader {
   return defaultReader;
 }
 
-export interface RenderResult {
-  objects: K8sObject[];
-  /** Per resource: its status URL, for the controller. */
-  urls: Map<string, string>;
-  problems: Array<{ resource: string; problem: string }>;
-  /**
-   * What rendered with a part left out (a VirtualMCPServer's member whose auth cannot be
-   * expressed is not served): the resource still renders; the controller reports these.
-   */
-  warnings: Array<{ resource: string; problem: string }>;
-  /** Documents of other API groups, left alone (`Kind/name` and why). */
-  skipped: Array<{ resource: string; reason: string }>;
-}
-
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** Stable checksum of a ConfigMap's data (sorted keys). */
 export function dataChecksum(data: Record<string, string>): string {
   return sha256(canonicalJson(data));
-}
-
-const keyOf = (kind: string, namespace: string, name: string) => `${kind}/${namespace}/${name}`;
-const nameOf = (cr: Node) => String((cr['metadata'] as Node)['name']);
-
-/** The objects of a document set, indexed by kind/namespace/name. */
-class Index {
-  readonly byKey = new Map<string, Node>();
-  constructor(
-    docs: Node[],
-    readonly defaultNamespace: string,
-  ) {
-    for (const d of docs) {
-      const meta = (d['metadata'] ?? {}) as Node;
-      this.byKey.set(keyOf(String(d['kind']), this.ns(d), String(meta['name'])), d);
-    }
-  }
-  ns(d: Node): string {
-    const meta = (d['metadata'] ?? {}) as Node;
-    return typeof meta['namespace'] === 'string' ? meta['namespace'] : this.defaultNamespace;
-  }
-  get(kind: string, namespace: string, name: string): Node | undefined {
-    return this.byKey.get(keyOf(kind, namespace, name));
-  }
-  of(kind: string): Node[] {
-    return [...this.byKey.values()].filter((d) => d['kind'] === kind);
-  }
-}
-
-/** Reads a Secret key from the documents (for validation that needs the value's length). */
-function secretReader(index: Index) {
-  return async (namespace: string, name: string, key: string): Promise<Buffer | undefined> => {
-    const s = index.get('Secret', namespace, name);
-    if (s === undefined) return undefined;
-    const data = s['data'] as Record<string, string> | undefined;
-    const plain = s['stringData'] as Record<string, string> | undefined;
-    if (plain?.[key] !== undefined) return Buffer.from(plain[key], 'utf8');
-    if (data?.[key] !== undefined) return Buffer.from(data[key], 'base64');
-    return undefined;
-  };
-}
-
-/** The labels that select the pods of a custom resource (a subset of `labelsFor`). */
-function selectorOf(cr: Node): Record<string, string> {
-  return {
-    'app.kubernetes.io/name': String(cr['kind']).toLowerCase(),
-    'app.kubernetes.io/instance': nameOf(cr),
-  };
-}
-
-function labelsFor(kind: string, name: string): Record<string, string> {
-  return {
-    'app.kubernetes.io/name': kind.toLowerCase(),
-    'app.kubernetes.io/instance': name,
-    'app.kubernetes.io/managed-by': 'skep-operator',
-    'app.kubernetes.io/part-of': 'skep',
-  };
-}
-
-/** Owner reference to the custom resource; only when it has a uid (objects read from a cluster). */
-function ownerRefs(cr: Node): Node[] | undefined {
-  const meta = cr['metadata'] as Node;
-  if (typeof meta['uid'] !== 'string') return undefined;
-  return [
-    {
-      apiVersion: EXTAUTH_API_VERSION,
-      kind: cr['kind'],
-      name: meta['name'],
-      uid: meta['uid'],
-      controller: true,
-      blockOwnerDeletion: true,
-    },
-  ];
-}
-
-function meta(cr: Node, name: string, namespace: string, extra: Node = {}): K8sObject['metadata'] {
-  const owners = ownerRefs(cr);
-  return {
-    name,
-    namespace,
-    labels: labelsFor(String(cr['kind']), nameOf(cr)),
-    ...(owners === undefined ? {} : { ownerReferences: owners }),
-    ...extra,
-  };
 }
 
 interface PodWiring {
@@ -270,40 +182,6 @@ function probes(portName: string): Node {
   };
 }
 
-/** Deep merge of the user's podTemplateSpec into the generated one (containers by name). */
-export function mergePodTemplate(base: Node, patch: Node | undefined): Node {
-  if (patch === undefined) return base;
-  const merge = (a: unknown, b: unknown, key = ''): unknown => {
-    if (
-      Array.isArray(a) &&
-      Array.isArray(b) &&
-      (key === 'containers' || key === 'initContainers' || key === 'volumes' || key === 'env')
-    ) {
-      const out = a.map((x) => ({ ...(x as Node) }));
-      for (const item of b as Node[]) {
-        const i = out.findIndex((x) => x['name'] === item['name']);
-        if (i >= 0) out[i] = merge(out[i], item) as Node;
-        else out.push(item);
-      }
-      return out;
-    }
-    if (
-      a !== null &&
-      typeof a === 'object' &&
-      !Array.isArray(a) &&
-      b !== null &&
-      typeof b === 'object' &&
-      !Array.isArray(b)
-    ) {
-      const out: Node = { ...(a as Node) };
-      for (const [k, v] of Object.entries(b as Node)) out[k] = k in out ? merge(out[k], v, k) : v;
-      return out;
-    }
-    return b;
-  };
-  return merge(base, patch) as Node;
-}
-
 interface Shared {
   runConfig: Node;
   wiring: PodWiring;
@@ -317,7 +195,6 @@ type RunnerFields = Pick<
   MCPRemoteProxySpec,
   | 'trustProxyHeaders'
   | 'oidcConfig'
-  | 'authzConfig'
   | 'audit'
   | 'telemetry'
   | 'sessionStorage'
@@ -325,13 +202,15 @@ type RunnerFields = Pick<
   | 'authServerRef'
   | 'groupRef'
   | 'proxyPort'
->;
+> &
+  SharedRefFields & { endpointPrefix?: string };
 
 async function sharedRunConfig(
   cr: Node,
   spec: RunnerFields,
   index: Index,
   namespace: string,
+  paths: RefPaths = {},
 ): Promise<Shared> {
   const name = nameOf(cr);
   const problems: string[] = [];
@@ -365,13 +244,6 @@ async function sharedRunConfig(
         scopes: o.scopes,
       }).filter(([, v]) => v !== undefined),
     );
-  }
-  if (spec.authzConfig !== undefined) {
-    rc['authz_config'] = {
-      version: '1.0',
-      type: 'cedarv1',
-      cedar: { policies: spec.authzConfig.policies, entities_json: spec.authzConfig.entitiesJson ?? '[]' },
-    };
   }
   if (spec.audit?.enabled === true) rc['audit_config'] = { enabled: true, component: name };
   const t = spec.telemetry;
@@ -425,7 +297,22 @@ async function sharedRunConfig(
       problems.push(`${field}: ${(err as Error).message}`);
     }
   }
-  return { runConfig: rc, wiring: wireSecrets(env, files), annotations, problems };
+  if (spec.endpointPrefix !== undefined && spec.endpointPrefix !== '')
+    problems.push(
+      'spec.endpointPrefix: the Skep runner serves /mcp and /sse at the root of its port and does not prefix the SSE endpoint URL yet; route the prefix in the ingress without stripping it, and remove endpointPrefix',
+    );
+  // Shared configurations by reference (and inline authorization / rate limits).
+  const shared = resolveSharedRefs(spec, { index, namespace, workload: name, paths });
+  problems.push(...shared.problems);
+  Object.assign(rc, shared.runConfig);
+  env.push(...shared.env);
+  files.push(...shared.files);
+  Object.assign(annotations, shared.annotations);
+  const wiring = wireSecrets(env, files);
+  wiring.env.push(...shared.plainEnv);
+  wiring.volumes.push(...shared.volumes);
+  wiring.mounts.push(...shared.mounts);
+  return { runConfig: rc, wiring, annotations, problems };
 }
 
 /** header_forward blocks from several sources merge; other blocks are set once. */
@@ -602,26 +489,6 @@ function workloadObjects(
   return objects;
 }
 
-/** The result of one resource: its objects, its status URL, and what went wrong. */
-function rendered(
-  kind: string,
-  namespace: string,
-  name: string,
-  objects: K8sObject[],
-  url: string,
-  problems: string[],
-  warnings: string[] = [],
-): RenderResult {
-  const resource = keyOf(kind, namespace, name);
-  return {
-    objects,
-    urls: new Map([[resource, url]]),
-    problems: problems.map((problem) => ({ resource, problem })),
-    warnings: warnings.map((problem) => ({ resource, problem })),
-    skipped: [],
-  };
-}
-
 /** The run configuration of a server or remote proxy, as its pod mounts it. */
 const runconfigOf = (name: string): MountedConfig => ({
   volume: 'runconfig',
@@ -651,11 +518,12 @@ const baseEnv = [
 async function imageCommand(
   image: string,
   read: ImageCommandReader | undefined,
+  pullSecrets: unknown[],
 ): Promise<ImageCommand | string> {
   if (read === undefined)
     return `spec.command: image ${image} needs a command: its entrypoint is not read offline`;
   try {
-    return await read(image);
+    return await read(image, pullSecrets);
   } catch (err) {
     return `spec.command: cannot read the entrypoint of image ${image} (${(err as Error).message}); set spec.command`;
   }
@@ -691,6 +559,81 @@ function declaredContainerPorts(podTemplateSpec: unknown): number[] {
       if (isRecord(p) && typeof p['containerPort'] === 'number') out.push(p['containerPort']);
   }
   return out;
+}
+
+/** The pod's image pull secrets: resourceOverrides first, then the podTemplateSpec's (by name). */
+function pullSecretNames(spec: { resourceOverrides?: MCPServerSpec['resourceOverrides']; podTemplateSpec?: unknown }): string[] {
+  const names = (spec.resourceOverrides?.proxyDeployment?.imagePullSecrets ?? []).map((s) => s.name);
+  const pts = isRecord(spec.podTemplateSpec) ? spec.podTemplateSpec['spec'] : undefined;
+  const listed = isRecord(pts) && Array.isArray(pts['imagePullSecrets']) ? pts['imagePullSecrets'] : [];
+  for (const s of listed) if (isRecord(s) && typeof s['name'] === 'string') names.push(s['name']);
+  return [...new Set(names)];
+}
+
+/** The `.dockerconfigjson` of each pull secret that can be read (from the documents, else the API). */
+async function dockerConfigs(names: string[], index: Index, namespace: string, o: Resolved): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (const name of names) {
+    let bytes = documentValue(index.get('Secret', namespace, name), '.dockerconfigjson');
+    if (bytes === undefined) bytes = (await o.readSecret?.(namespace, name))?.['.dockerconfigjson'];
+    if (bytes === undefined) continue;
+    try {
+      out.push(JSON.parse(bytes.toString('utf8')));
+    } catch {
+      // Not a docker config: the kubelet could not use it either; the registry's answer says so.
+    }
+  }
+  return out;
+}
+
+/** Names of the volumes the rendered pods use themselves. */
+const RESERVED_VOLUMES = new Set(['runconfig', 'tmp', 'skep', 'ca-bundle', 'vmcp-config']);
+
+/** `spec.resourceOverrides` applied to rendered objects (labels, annotations, runner env, pull secrets). */
+function applyResourceOverrides(
+  objects: K8sObject[],
+  overrides: MCPServerSpec['resourceOverrides'],
+  runner: string,
+): void {
+  if (overrides === undefined) return;
+  const d = overrides.proxyDeployment;
+  const merge = (target: Node, key: string, add: Record<string, string> | undefined, keep: string[] = []) => {
+    if (add === undefined) return;
+    const current = (target[key] ?? {}) as Record<string, string>;
+    const next = { ...current, ...add };
+    for (const k of keep) if (current[k] !== undefined) next[k] = current[k]; // the selector stays
+    target[key] = next;
+  };
+  const selectorKeys = ['app.kubernetes.io/name', 'app.kubernetes.io/instance'];
+  for (const obj of objects) {
+    const m = obj.metadata as unknown as Node;
+    if (obj.kind === 'Deployment' && d !== undefined) {
+      merge(m, 'labels', d.labels, selectorKeys);
+      merge(m, 'annotations', d.annotations);
+      const template = (obj['spec'] as Node)['template'] as Node;
+      const tm = template['metadata'] as Node;
+      merge(tm, 'labels', d.podTemplateMetadataOverrides?.labels, selectorKeys);
+      merge(tm, 'annotations', d.podTemplateMetadataOverrides?.annotations);
+      const pod = template['spec'] as Node;
+      const container = (pod['containers'] as Node[]).find((c) => c['name'] === runner);
+      if (container !== undefined && d.env !== undefined) {
+        const env = ((container['env'] ?? []) as Node[]).filter((e) => !d.env!.some((x) => x.name === e['name']));
+        container['env'] = [...env, ...d.env.map((e) => ({ name: e.name, value: e.value }))];
+      }
+      if (d.imagePullSecrets !== undefined && d.imagePullSecrets.length > 0) {
+        const have = ((pod['imagePullSecrets'] ?? []) as Node[]).filter(
+          (x) => !d.imagePullSecrets!.some((y) => y.name === x['name']),
+        );
+        pod['imagePullSecrets'] = [...d.imagePullSecrets.map((x) => ({ name: x.name })), ...have];
+      }
+    }
+    if (obj.kind === 'ServiceAccount' && d?.imagePullSecrets !== undefined && d.imagePullSecrets.length > 0)
+      (obj as unknown as Node)['imagePullSecrets'] = d.imagePullSecrets.map((x) => ({ name: x.name }));
+    if (obj.kind === 'Service' && overrides.proxyService !== undefined) {
+      merge(m, 'labels', overrides.proxyService.labels, selectorKeys);
+      merge(m, 'annotations', overrides.proxyService.annotations);
+    }
+  }
 }
 
 async function renderMCPServer(cr: Node, index: Index, o: Resolved): Promise<RenderResult> {
@@ -737,7 +680,8 @@ async function renderMCPServer(cr: Node, index: Index, o: Resolved): Promise<Ren
   let image = spec.image;
   let full = [...(spec.command ?? []), ...(spec.args ?? [])];
   if (stdio && spec.command === undefined) {
-    const read = await imageCommand(spec.image, o.readImageCommand);
+    const pull = await dockerConfigs(pullSecretNames(spec), index, namespace, o);
+    const read = await imageCommand(spec.image, o.readImageCommand, pull);
     if (typeof read === 'string') problems.push(read);
     else {
       image = read.pinned;
@@ -833,6 +777,19 @@ async function renderMCPServer(cr: Node, index: Index, o: Resolved): Promise<Ren
       volumes: [configVolume(config), TMP_VOLUME, ...shared.wiring.volumes],
     });
   }
+  // spec.volumes: hostPath volumes mounted in the server's container.
+  for (const [i, v] of (spec.volumes ?? []).entries()) {
+    if (RESERVED_VOLUMES.has(v.name) || v.name.startsWith('secret-file-')) {
+      problems.push(`spec.volumes[${i}].name: "${v.name}" is a volume Skep's pod uses itself; rename it`);
+      continue;
+    }
+    (podSpec['volumes'] as Node[]).push({ name: v.name, hostPath: { path: v.hostPath } });
+    const mcp = (podSpec['containers'] as Node[]).find((c) => c['name'] === 'mcp')!;
+    mcp['volumeMounts'] = [
+      ...((mcp['volumeMounts'] ?? []) as Node[]),
+      { name: v.name, mountPath: v.mountPath, readOnly: v.readOnly ?? false },
+    ];
+  }
   const objects = workloadObjects(cr, namespace, spec, {
     cm,
     sa,
@@ -841,6 +798,7 @@ async function renderMCPServer(cr: Node, index: Index, o: Resolved): Promise<Ren
     podAnnotations: rolloutAnnotations(cr, cm, shared),
     service: service(cr, `mcp-${name}-proxy`, namespace, spec.proxyPort, spec.sessionAffinity),
   });
+  applyResourceOverrides(objects, spec.resourceOverrides, stdio ? 'mcp' : 'skep-runner');
   const path = (stdio ? spec.proxyMode : spec.transport) === 'sse' ? `/sse#${name}` : '/mcp';
   const url = `http://mcp-${name}-proxy.${namespace}.svc.cluster.local:${spec.proxyPort}${path}`;
   return rendered('MCPServer', namespace, name, objects, url, problems);
@@ -903,6 +861,7 @@ async function renderRemoteProxy(cr: Node, index: Index, o: Resolved): Promise<R
     podAnnotations: rolloutAnnotations(cr, cm, shared),
     service: service(cr, `mcp-${name}-remote-proxy`, namespace, spec.proxyPort, spec.sessionAffinity),
   });
+  applyResourceOverrides(objects, spec.resourceOverrides, 'skep-runner');
   const url = `http://mcp-${name}-remote-proxy.${namespace}.svc.cluster.local:${spec.proxyPort}${spec.transport === 'sse' ? `/sse#${name}` : '/mcp'}`;
   return rendered('MCPRemoteProxy', namespace, name, objects, url, shared.problems);
 }
@@ -974,6 +933,7 @@ async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<Rende
   const warnings: string[] = [];
   const env: SecretEnv[] = [];
   const hashes: string[] = [];
+  let compositeHash: string | undefined;
   const strategyOf = async (
     field: string,
     ref: string,
@@ -1032,6 +992,47 @@ async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<Rende
   }
   outgoing['backends'] = perBackend;
   const vmcp: Node = Object.assign({}, userConfig, { groupRef: group, backends, outgoingAuth: outgoing });
+  // compositeToolRefs name VirtualMCPCompositeToolDefinitions: the pod gets their definitions
+  // inline (`compositeTools`), as the reference's operator resolves them.
+  const refs = (userConfig['compositeToolRefs'] ?? []) as Array<{ name: string }>;
+  if (refs.length > 0) {
+    const tools = [...((userConfig['compositeTools'] ?? []) as Node[])];
+    const toolHashes: string[] = [];
+    refs.forEach((ref, i) => {
+      const field = `spec.config.compositeToolRefs[${i}]`;
+      const def = index.get('VirtualMCPCompositeToolDefinition', namespace, ref.name);
+      const bad = index.invalid.get(keyOf('VirtualMCPCompositeToolDefinition', namespace, ref.name));
+      if (def === undefined)
+        problems.push(
+          bad === undefined
+            ? `${field}: VirtualMCPCompositeToolDefinition ${namespace}/${ref.name} does not exist`
+            : `${field}: VirtualMCPCompositeToolDefinition ${namespace}/${ref.name} is invalid: ${bad}`,
+        );
+      else {
+        tools.push(def['spec'] as Node);
+        toolHashes.push(configHash(def['spec']));
+      }
+    });
+    delete vmcp['compositeToolRefs'];
+    vmcp['compositeTools'] = tools;
+    compositeHash = sha256(toolHashes.join(','));
+  }
+  // embeddingServerRef: the optimizer's embedding service is the EmbeddingServer's Service.
+  if (spec.embeddingServerRef !== undefined) {
+    const ref = spec.embeddingServerRef.name;
+    const emb = index.get('EmbeddingServer', namespace, ref);
+    if (emb === undefined)
+      problems.push(
+        `spec.embeddingServerRef: EmbeddingServer ${namespace}/${ref} ${index.invalid.has(keyOf('EmbeddingServer', namespace, ref)) ? 'is invalid' : 'does not exist'}`,
+      );
+    else {
+      const optimizer = Object.assign({}, (userConfig['optimizer'] ?? {}) as Node);
+      if (optimizer['embeddingService'] !== undefined)
+        problems.push('spec.config.optimizer.embeddingService: set by the operator from spec.embeddingServerRef; remove it');
+      optimizer['embeddingService'] = embeddingServerUrl(emb, namespace);
+      vmcp['optimizer'] = optimizer;
+    }
+  }
   try {
     parseVmcpConfig(vmcp);
   } catch (err) {
@@ -1039,10 +1040,20 @@ async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<Rende
   }
 
   const fields: RunnerFields = { groupRef: spec.groupRef, proxyPort: VMCP_PORT };
-  if (spec.incomingAuth.type === 'oidc' && spec.incomingAuth.oidcConfig !== undefined)
-    fields.oidcConfig = spec.incomingAuth.oidcConfig;
+  const incoming = spec.incomingAuth;
+  if (incoming.type === 'oidc' && incoming.oidcConfig !== undefined) fields.oidcConfig = incoming.oidcConfig;
+  if (incoming.type === 'oidc' && incoming.oidcConfigRef !== undefined) fields.oidcConfigRef = incoming.oidcConfigRef;
+  if (incoming.type === 'anonymous' && (incoming.oidcConfigRef ?? incoming.oidcConfig) !== undefined)
+    problems.push('spec.incomingAuth: anonymous incoming auth takes no OIDC configuration; remove it or set type oidc');
+  if (incoming.authzConfig !== undefined) fields.authzConfig = incoming.authzConfig;
+  if (incoming.authzConfigRef !== undefined) fields.authzConfigRef = incoming.authzConfigRef;
+  if (spec.telemetryConfigRef !== undefined) fields.telemetryConfigRef = spec.telemetryConfigRef;
   if (spec.sessionStorage !== undefined) fields.sessionStorage = spec.sessionStorage;
-  const shared = await sharedRunConfig(cr, fields, index, namespace);
+  const shared = await sharedRunConfig(cr, fields, index, namespace, {
+    oidcConfigRef: 'spec.incomingAuth.oidcConfigRef',
+    authzConfig: 'spec.incomingAuth.authzConfig',
+    authzConfigRef: 'spec.incomingAuth.authzConfigRef',
+  });
   problems.push(...shared.problems);
   const rc = shared.runConfig;
   Object.assign(rc, { image: '', cmd_args: [], transport: 'streamable-http', vmcp });
@@ -1071,7 +1082,11 @@ async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<Rende
     ],
     volumes: [configVolume(config), TMP_VOLUME, ...shared.wiring.volumes],
   });
-  const annotations: Record<string, string> = { [ANNOTATIONS.runconfigChecksum]: contentChecksumOf(cm) };
+  const annotations: Record<string, string> = {
+    [ANNOTATIONS.runconfigChecksum]: contentChecksumOf(cm),
+    ...shared.annotations,
+  };
+  if (compositeHash !== undefined) annotations[ANNOTATIONS.compositeToolsHash] = compositeHash;
   if (hashes.length > 0) annotations[ANNOTATIONS.externalAuthHash] = sha256(hashes.join(','));
   const objects = workloadObjects(cr, namespace, spec, {
     cm,
@@ -1109,9 +1124,11 @@ export async function renderResources(docs: unknown[], options: RenderOptions = 
     vmcpImage: options.vmcpImage ?? runnerImage,
     readImageCommand:
       options.offline === true ? undefined : (options.readImageCommand ?? defaultImageCommandReader()),
+    readSecret: options.readSecret,
   };
   const result: RenderResult = { objects: [], urls: new Map(), problems: [], warnings: [], skipped: [] };
   const valid: Node[] = [];
+  const invalid: Array<[Node, string]> = [];
   for (const [i, d] of docs.entries()) {
     if (d === null || typeof d !== 'object') {
       result.problems.push({ resource: `document ${i + 1}`, problem: 'is not an object' });
@@ -1133,11 +1150,14 @@ export async function renderResources(docs: unknown[], options: RenderOptions = 
     if (resource === undefined) {
       for (const p of problems)
         result.problems.push({ resource: `${kind}/${name}`, problem: formatProblem(p) });
+      invalid.push([doc, problems.map(formatProblem).join('; ')]);
       continue;
     }
     valid.push(resource);
   }
   const index = new Index(valid, o.namespace);
+  for (const [doc, why] of invalid)
+    index.invalid.set(keyOf(String(doc['kind']), index.ns(doc), String((doc['metadata'] as Node | undefined)?.['name'])), why);
   for (const doc of valid) {
     const kind = String(doc['kind']);
     if (INPUT_ONLY_KINDS.has(kind) || !RENDERED_KINDS.has(kind)) continue;

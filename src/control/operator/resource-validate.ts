@@ -13,6 +13,7 @@ import { EXTAUTH_API_VERSION, EXTAUTH_KIND } from '../../schemas/extauth/index.j
 import { type KindDefinition, NAME_PATTERN } from '../../schemas/workloads/index.js';
 import { OPERATOR_KINDS } from '../../schemas/operator/index.js';
 import { evaluateCelRules } from './cel-rules.js';
+import { sharedConfigProblems } from './shared-refs.js';
 import { type Problem, validateExtAuthConfig } from './validate.js';
 import { isRecord } from '../../shared/index.js';
 
@@ -99,6 +100,9 @@ export function isPrivateHost(hostname: string): boolean {
   return false;
 }
 
+/** Kinds whose name becomes the name of rendered objects (so it must be a DNS label). */
+const RENDERS_OBJECTS = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer', 'MCPRegistry', 'EmbeddingServer']);
+
 function codeRules(kind: string, obj: Node, out: Problem[]): void {
   const meta = (obj['metadata'] ?? {}) as Node;
   const name = meta['name'];
@@ -108,8 +112,10 @@ function codeRules(kind: string, obj: Node, out: Problem[]): void {
       ? 63 - 'mcp--remote-proxy'.length
       : kind === 'MCPServer'
         ? 63 - 'mcp--proxy'.length
-        : 63;
-  if (typeof name === 'string' && kind !== 'MCPGroup' && kind !== 'MCPServerEntry') {
+        : kind === 'MCPRegistry'
+          ? 63 - '-registry-server-config'.length
+          : 63;
+  if (typeof name === 'string' && RENDERS_OBJECTS.has(kind)) {
     if (!new RegExp(NAME_PATTERN).test(name))
       out.push({
         path: 'metadata.name',
@@ -123,6 +129,7 @@ function codeRules(kind: string, obj: Node, out: Problem[]): void {
   }
   const spec = obj['spec'];
   if (!isRecord(spec)) return;
+  out.push(...sharedConfigProblems(kind, spec));
   if ((kind === 'MCPRemoteProxy' || kind === 'MCPServerEntry') && typeof spec['remoteUrl'] === 'string') {
     let url: URL | undefined;
     try {

@@ -417,10 +417,10 @@ describe('validation of the workload kinds', () => {
         metadata: { name: 'v' },
         spec: { groupRef: { name: 'g' }, incomingAuth: { type: 'oidc' } },
       }),
-      ['spec.incomingAuth.oidcConfig: oidc incoming auth needs oidcConfig'],
+      ['spec.incomingAuth.oidcConfigRef: spec.incomingAuth.oidcConfigRef is required when type is oidc'],
     );
     assert.deepEqual(messages({ apiVersion: 'skep.dev/v1beta1', kind: 'Nope', metadata: { name: 'n' } }), [
-      'kind: must be one of MCPExternalAuthConfig, MCPServer, MCPRemoteProxy, MCPServerEntry, VirtualMCPServer, MCPGroup (got "Nope")',
+      'kind: must be one of MCPExternalAuthConfig, MCPServer, MCPRemoteProxy, MCPServerEntry, VirtualMCPServer, MCPGroup, MCPToolConfig, MCPOIDCConfig, MCPAuthzConfig, MCPTelemetryConfig, MCPWebhookConfig, MCPRegistry, EmbeddingServer, VirtualMCPCompositeToolDefinition (got "Nope")',
     ]);
   });
 

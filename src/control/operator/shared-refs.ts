@@ -1,0 +1,440 @@
+/**
+ * Folds the shared configurations a workload references (`toolConfigRef`, `oidcConfigRef`,
+ * `authzConfigRef`/`authzConfig`, `telemetryConfigRef`, `webhookConfigRef`) and its inline
+ * `rateLimiting` into its run configuration, as the reference's operator does, with:
+ *  - the pod wiring they need: Secret values reach the runner as environment variables (named in
+ *    the run configuration as `<ENV>,target=…` references) or read-only files, never a ConfigMap;
+ *    a CA bundle ConfigMap is mounted and given to the runner as `NODE_EXTRA_CA_CERTS`;
+ *  - one pod-template annotation per referenced config holding the hash of its spec, so a change
+ *    rolls the pods;
+ *  - a problem naming the field for a referenced config that is missing or invalid, or that asks
+ *    for something the Skep runner cannot do — never a silent default.
+ */
+import { AUTHZ_CONFIG_KEYS } from '../../schemas/operator/index.js';
+import type {
+  MCPAuthzConfigSpec,
+  MCPOIDCConfigSpec,
+  MCPTelemetryConfigSpec,
+  MCPToolConfigSpec,
+  MCPWebhookConfigSpec,
+} from '../../schemas/operator/index.js';
+import type { MCPServerSpec } from '../../schemas/workloads/index.js';
+import { CedarAuthzConfigSchema, HttpAuthzConfigSchema } from '../../schemas/authz.js';
+import { createValidator } from '../../validation/index.js';
+import { parse as parseYaml } from 'yaml';
+import { configHash } from './config-hash.js';
+import { documentValue, type Index, keyOf } from './render-index.js';
+import { envName, type SecretEnv, type SecretFile } from './runconfig.js';
+
+type Node = Record<string, unknown>;
+
+/** Pod-template annotations carrying the hash of each referenced shared configuration. */
+export const REF_HASH_ANNOTATIONS = {
+  toolConfigRef: 'skep.dev/tool-config-hash',
+  oidcConfigRef: 'skep.dev/oidc-config-hash',
+  authzConfigRef: 'skep.dev/authz-config-hash',
+  telemetryConfigRef: 'skep.dev/telemetry-config-hash',
+  webhookConfigRef: 'skep.dev/webhook-config-hash',
+} as const;
+
+/** Where a mounted CA bundle is read by the runner (Node's `NODE_EXTRA_CA_CERTS`). */
+export const CA_BUNDLE_DIR = '/etc/skep/ca';
+export const WEBHOOK_SECRET_DIR = '/etc/skep/webhooks';
+const KUBE_ROOT_CA = 'kube-root-ca.crt';
+
+/** The reference fields a workload may carry (MCPServer has them all). */
+export type SharedRefFields = Partial<
+  Pick<
+    MCPServerSpec,
+    | 'toolConfigRef'
+    | 'oidcConfigRef'
+    | 'authzConfigRef'
+    | 'authzConfig'
+    | 'telemetryConfigRef'
+    | 'webhookConfigRef'
+    | 'rateLimiting'
+  >
+>;
+
+export interface SharedRefs {
+  /** Run-configuration fields to set. */
+  runConfig: Node;
+  env: SecretEnv[];
+  files: SecretFile[];
+  /** Plain env of the runner container (e.g. NODE_EXTRA_CA_CERTS). */
+  plainEnv: Array<{ name: string; value: string }>;
+  volumes: Node[];
+  mounts: Node[];
+  annotations: Record<string, string>;
+  problems: string[];
+}
+
+const validateCedar = createValidator(CedarAuthzConfigSchema);
+const validateHttp = createValidator(HttpAuthzConfigSchema);
+
+/** An `authz_config` block from an authorizer type and its settings, or the problems. */
+export function authzBlock(type: string, config: unknown): { block?: Node; problems: string[] } {
+  const key = (AUTHZ_CONFIG_KEYS as Record<string, string>)[type];
+  if (key === undefined)
+    return {
+      problems: [`type "${type}" is not an authorizer Skep runs (${Object.keys(AUTHZ_CONFIG_KEYS).join(', ')})`],
+    };
+  const block = { version: '1.0', type, [key]: config };
+  const problems = (type === 'cedarv1' ? validateCedar : validateHttp).problems(block);
+  return problems.length > 0 ? { problems: problems.map((p) => `config: ${p}`) } : { block, problems: [] };
+}
+
+/** Rules of the shared configuration kinds that need code (the validator's third layer). */
+export function sharedConfigProblems(kind: string, spec: Node): Array<{ path: string; message: string }> {
+  const out: Array<{ path: string; message: string }> = [];
+  if (kind === 'MCPAuthzConfig') {
+    const s = spec as MCPAuthzConfigSpec;
+    for (const p of authzBlock(s.type, s.config).problems) out.push({ path: 'spec', message: p });
+  }
+  if (kind === 'MCPToolConfig') {
+    const s = spec as MCPToolConfigSpec;
+    for (const [tool, o] of Object.entries(s.toolsOverride ?? {}))
+      if (o.name === undefined && o.description === undefined && o.annotations === undefined)
+        out.push({ path: `spec.toolsOverride.${tool}`, message: 'set name, description or annotations' });
+  }
+  if (kind === 'MCPTelemetryConfig') {
+    const o = (spec as MCPTelemetryConfigSpec).openTelemetry;
+    if (o?.endpoint !== undefined && o.tracing?.enabled !== true && o.metrics?.enabled !== true)
+      out.push({
+        path: 'spec.openTelemetry.endpoint',
+        message: 'endpoint requires at least one of tracing or metrics to be enabled',
+      });
+    if (o?.caBundleRef !== undefined && o.insecure === true)
+      out.push({
+        path: 'spec.openTelemetry.caBundleRef',
+        message: 'cannot be specified when insecure is true; they are mutually exclusive',
+      });
+    const cm = o?.caBundleRef?.configMapRef?.name;
+    if (o?.caBundleRef !== undefined && cm === undefined)
+      out.push({ path: 'spec.openTelemetry.caBundleRef.configMapRef', message: 'must be specified' });
+  }
+  if (kind === 'MCPWebhookConfig') {
+    const s = spec as MCPWebhookConfigSpec;
+    const seen = new Set<string>();
+    for (const [list, hooks] of [
+      ['validating', s.validating],
+      ['mutating', s.mutating],
+    ] as const) {
+      (hooks ?? []).forEach((h, i) => {
+        if (seen.has(h.name)) out.push({ path: `spec.${list}[${i}].name`, message: `duplicate name ${h.name}` });
+        seen.add(h.name);
+        const ms = h.timeout === undefined ? undefined : goDurationMs(h.timeout);
+        if (ms !== undefined && ms > 30_000)
+          out.push({ path: `spec.${list}[${i}].timeout`, message: 'at most 30s' });
+      });
+    }
+  }
+  return out;
+}
+
+const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+function goDurationMs(text: string): number {
+  let total = 0;
+  for (const m of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g))
+    total += Number(m[1]) * (UNITS[m[2] as string] ?? 0);
+  return total;
+}
+
+/** A referenced config, or the problem saying why it cannot be used. */
+function lookup(
+  index: Index,
+  kind: string,
+  namespace: string,
+  name: string,
+  field: string,
+): { spec: Node } | { problem: string } {
+  const found = index.get(kind, namespace, name);
+  if (found !== undefined) return { spec: (found['spec'] ?? {}) as Node };
+  const bad = index.invalid.get(keyOf(kind, namespace, name));
+  return {
+    problem:
+      bad === undefined
+        ? `${field}: ${kind} ${namespace}/${name} does not exist`
+        : `${field}: ${kind} ${namespace}/${name} is invalid: ${bad}`,
+  };
+}
+
+/** Where a field sits in its resource when not at `spec.<field>` (a VirtualMCPServer's incomingAuth). */
+export type RefPaths = Partial<Record<keyof SharedRefFields, string>>;
+
+/** Resolves a workload's references. */
+export function resolveSharedRefs(
+  spec: SharedRefFields,
+  ctx: { index: Index; namespace: string; workload: string; paths?: RefPaths },
+): SharedRefs {
+  const out: SharedRefs = {
+    runConfig: {},
+    env: [],
+    files: [],
+    plainEnv: [],
+    volumes: [],
+    mounts: [],
+    annotations: {},
+    problems: [],
+  };
+  const { index, namespace } = ctx;
+  const at = (field: keyof SharedRefFields) => ctx.paths?.[field] ?? `spec.${field}`;
+  const caBundles: Array<{ from: string; configMap: string; key: string }> = [];
+
+  if (spec.toolConfigRef !== undefined) {
+    const field = at('toolConfigRef');
+    const r = lookup(index, 'MCPToolConfig', namespace, spec.toolConfigRef.name, field);
+    if ('problem' in r) out.problems.push(r.problem);
+    else {
+      const s = r.spec as MCPToolConfigSpec;
+      if (s.toolsFilter !== undefined && s.toolsFilter.length > 0) out.runConfig['tools_filter'] = s.toolsFilter;
+      const overrides: Record<string, { name?: string; description?: string }> = {};
+      for (const [tool, o] of Object.entries(s.toolsOverride ?? {})) {
+        if (o.annotations !== undefined)
+          out.problems.push(
+            `${field}: MCPToolConfig ${spec.toolConfigRef.name} toolsOverride.${tool}.annotations: the Skep runner overrides tool names and descriptions only; remove annotations`,
+          );
+        overrides[tool] = Object.assign(
+          {},
+          o.name === undefined ? {} : { name: o.name },
+          o.description === undefined ? {} : { description: o.description },
+        );
+      }
+      if (Object.keys(overrides).length > 0) out.runConfig['tools_override'] = overrides;
+      out.annotations[REF_HASH_ANNOTATIONS.toolConfigRef] = configHash(r.spec);
+    }
+  }
+
+  if (spec.oidcConfigRef !== undefined) {
+    const ref = spec.oidcConfigRef;
+    const field = at('oidcConfigRef');
+    const r = lookup(index, 'MCPOIDCConfig', namespace, ref.name, field);
+    if ('problem' in r) out.problems.push(r.problem);
+    else {
+      const s = r.spec as MCPOIDCConfigSpec;
+      const oidc: Node = {
+        audience: ref.audience,
+        scopes: ref.scopes ?? ['openid'],
+        ...(ref.resourceUrl === undefined ? {} : { resourceURL: ref.resourceUrl }),
+      };
+      const name = `MCPOIDCConfig ${ref.name}`;
+      if (s.type === 'inline' && s.inline !== undefined) {
+        const i = s.inline;
+        Object.assign(oidc, {
+          issuer: i.issuer,
+          ...(i.jwksUrl === undefined ? {} : { jwksurl: i.jwksUrl }),
+          ...(i.introspectionUrl === undefined ? {} : { introspectionURL: i.introspectionUrl }),
+          ...(i.clientId === undefined ? {} : { clientID: i.clientId }),
+          ...(i.jwksAllowPrivateIP === true || i.protectedResourceAllowPrivateIP === true
+            ? { allowPrivateIP: true }
+            : {}),
+          ...(i.insecureAllowHTTP === true ? { insecureAllowHTTP: true } : {}),
+        });
+        if (i.clientSecretRef !== undefined) {
+          const variable = envName('SKEP_OIDC_CLIENT_SECRET');
+          out.env.push({ name: variable, secretRef: i.clientSecretRef });
+          oidc['clientSecret'] = `${variable},target=oidc_client_secret`;
+        }
+        if (i.jwksAuthTokenPath !== undefined)
+          out.problems.push(
+            `${field}: ${name} inline.jwksAuthTokenPath: the Skep runner fetches the JWKS without a token; remove it`,
+          );
+        if (i.caBundleRef?.configMapRef !== undefined)
+          caBundles.push({
+            from: `${field} (${name} inline.caBundleRef)`,
+            configMap: i.caBundleRef.configMapRef.name,
+            key: i.caBundleRef.configMapRef.key ?? 'ca.crt',
+          });
+      } else if (s.type === 'kubernetesServiceAccount') {
+        const k = s.kubernetesServiceAccount ?? {};
+        Object.assign(oidc, {
+          issuer: k.issuer ?? 'https://kubernetes.default.svc',
+          // The API server's address is a cluster-internal one.
+          allowPrivateIP: true,
+          ...(k.jwksUrl === undefined ? {} : { jwksurl: k.jwksUrl }),
+          ...(k.introspectionUrl === undefined ? {} : { introspectionURL: k.introspectionUrl }),
+        });
+        if (k.useClusterAuth !== false)
+          out.problems.push(
+            `${field}: ${name} kubernetesServiceAccount.useClusterAuth: the Skep runner does not send the pod's service-account token to the issuer; set useClusterAuth: false with a jwksUrl readable without credentials, or use type inline`,
+          );
+        if (k.serviceAccount !== undefined || k.namespace !== undefined)
+          out.problems.push(
+            `${field}: ${name} kubernetesServiceAccount.serviceAccount/namespace: the Skep runner accepts any token of the issuer with the audience; restrict callers with an authorization policy and remove them`,
+          );
+        caBundles.push({ from: `${field} (${name})`, configMap: KUBE_ROOT_CA, key: 'ca.crt' });
+      }
+      out.runConfig['oidc_config'] = oidc;
+      out.annotations[REF_HASH_ANNOTATIONS.oidcConfigRef] = configHash(r.spec);
+    }
+  }
+
+  if (spec.authzConfigRef !== undefined) {
+    const field = at('authzConfigRef');
+    const r = lookup(index, 'MCPAuthzConfig', namespace, spec.authzConfigRef.name, field);
+    if ('problem' in r) out.problems.push(r.problem);
+    else {
+      const s = r.spec as MCPAuthzConfigSpec;
+      const built = authzBlock(s.type, s.config);
+      if (built.block === undefined)
+        out.problems.push(...built.problems.map((p) => `${field}: MCPAuthzConfig ${spec.authzConfigRef?.name} ${p}`));
+      else out.runConfig['authz_config'] = built.block;
+      out.annotations[REF_HASH_ANNOTATIONS.authzConfigRef] = configHash(r.spec);
+    }
+  } else if (spec.authzConfig !== undefined) {
+    const a = spec.authzConfig;
+    const field = at('authzConfig');
+    const claims = Object.assign(
+      {},
+      a.groupClaimName === undefined ? {} : { group_claim_name: a.groupClaimName },
+      a.roleClaimName === undefined ? {} : { role_claim_name: a.roleClaimName },
+      a.groupEntityType === undefined ? {} : { group_entity_type: a.groupEntityType },
+    );
+    if (a.policies !== undefined || a.type === 'inline') {
+      const policies = a.policies ?? a.inline?.policies ?? [];
+      const entities = a.entitiesJson ?? a.inline?.entitiesJson ?? '[]';
+      out.runConfig['authz_config'] = {
+        version: '1.0',
+        type: 'cedarv1',
+        cedar: { policies, entities_json: entities, ...claims },
+      };
+    } else if (a.type === 'configMap' && a.configMap !== undefined) {
+      const key = a.configMap.key ?? 'authz.json';
+      const cm = index.get('ConfigMap', namespace, a.configMap.name);
+      const text = documentValue(cm, key)?.toString('utf8');
+      if (text === undefined)
+        out.problems.push(
+          `${field}.configMap: ConfigMap ${namespace}/${a.configMap.name} key ${key} does not exist${cm === undefined ? '' : ' (the ConfigMap has no such key)'}`,
+        );
+      else {
+        let parsed: unknown;
+        try {
+          parsed = parseYaml(text);
+        } catch (err) {
+          out.problems.push(`${field}.configMap: ${key} is not JSON or YAML (${(err as Error).message})`);
+        }
+        const p = (parsed ?? {}) as Node;
+        const type = String(p['type'] ?? '');
+        const key2 = (AUTHZ_CONFIG_KEYS as Record<string, string>)[type];
+        const built = key2 === undefined ? { problems: [`type "${type}" is not cedarv1 or httpv1`] } : authzBlock(type, p[key2]);
+        if ('block' in built && built.block !== undefined) {
+          if (type === 'cedarv1') Object.assign(built.block['cedar'] as Node, claims);
+          out.runConfig['authz_config'] = built.block;
+          out.annotations[REF_HASH_ANNOTATIONS.authzConfigRef] = configHash(text);
+        } else if (parsed !== undefined)
+          out.problems.push(...built.problems.map((m) => `${field}.configMap: ${key}: ${m}`));
+      }
+    }
+  }
+
+  if (spec.telemetryConfigRef !== undefined) {
+    const ref = spec.telemetryConfigRef;
+    const field = at('telemetryConfigRef');
+    const r = lookup(index, 'MCPTelemetryConfig', namespace, ref.name, field);
+    if ('problem' in r) out.problems.push(r.problem);
+    else {
+      const s = r.spec as MCPTelemetryConfigSpec;
+      const o = s.openTelemetry;
+      const t: Node = { serviceName: ref.serviceName ?? ctx.workload };
+      if (o?.enabled === true) {
+        Object.assign(
+          t,
+          o.endpoint === undefined ? {} : { endpoint: o.endpoint },
+          o.insecure === undefined ? {} : { insecure: o.insecure },
+          o.headers === undefined ? {} : { headers: o.headers },
+          o.resourceAttributes === undefined ? {} : { customAttributes: o.resourceAttributes },
+          { tracingEnabled: o.tracing?.enabled === true, metricsEnabled: o.metrics?.enabled === true },
+          o.tracing?.samplingRate === undefined ? {} : { samplingRate: o.tracing.samplingRate },
+          { useLegacyAttributes: o.useLegacyAttributes ?? true },
+        );
+        if ((o.sensitiveHeaders ?? []).length > 0)
+          out.problems.push(
+            `${field}: MCPTelemetryConfig ${ref.name} openTelemetry.sensitiveHeaders: the Skep runner sends only plain headers to the OTLP endpoint; not supported yet`,
+          );
+        if (o.caBundleRef?.configMapRef !== undefined)
+          caBundles.push({
+            from: `${field} (MCPTelemetryConfig ${ref.name} openTelemetry.caBundleRef)`,
+            configMap: o.caBundleRef.configMapRef.name,
+            key: o.caBundleRef.configMapRef.key ?? 'ca.crt',
+          });
+      }
+      if (s.prometheus?.enabled === true) t['enablePrometheusMetricsPath'] = true;
+      out.runConfig['telemetry_config'] = t;
+      out.annotations[REF_HASH_ANNOTATIONS.telemetryConfigRef] = configHash(r.spec);
+    }
+  }
+
+  if (spec.webhookConfigRef !== undefined) {
+    const field = at('webhookConfigRef');
+    const r = lookup(index, 'MCPWebhookConfig', namespace, spec.webhookConfigRef.name, field);
+    if ('problem' in r) out.problems.push(r.problem);
+    else {
+      const s = r.spec as MCPWebhookConfigSpec;
+      for (const [list, hooks] of [
+        ['validating_webhooks', s.validating],
+        ['mutating_webhooks', s.mutating],
+      ] as const) {
+        if (hooks === undefined || hooks.length === 0) continue;
+        out.runConfig[list] = hooks.map((h) => {
+          const dir = `${WEBHOOK_SECRET_DIR}/${h.name}`;
+          const file = (name: string, ref: { name: string; key: string }) => {
+            out.files.push({ path: `${dir}/${name}`, secretRef: ref });
+            return `${dir}/${name}`;
+          };
+          const tls = h.tlsConfig;
+          return Object.assign(
+            { name: h.name, url: h.url, failure_policy: h.failurePolicy ?? 'fail' },
+            h.timeout === undefined ? {} : { timeout: h.timeout },
+            tls === undefined
+              ? {}
+              : {
+                  tls_config: Object.assign(
+                    {},
+                    tls.caSecretRef === undefined ? {} : { ca_bundle_path: file('ca.crt', tls.caSecretRef) },
+                    tls.clientCertSecretRef === undefined
+                      ? {}
+                      : { client_cert_path: file('tls.crt', tls.clientCertSecretRef) },
+                    tls.clientKeySecretRef === undefined
+                      ? {}
+                      : { client_key_path: file('tls.key', tls.clientKeySecretRef) },
+                    tls.insecureSkipVerify === undefined ? {} : { insecure_skip_verify: tls.insecureSkipVerify },
+                  ),
+                },
+            h.hmacSecretRef === undefined ? {} : { hmac_secret_ref: file('hmac', h.hmacSecretRef) },
+          );
+        });
+      }
+      out.annotations[REF_HASH_ANNOTATIONS.webhookConfigRef] = configHash(r.spec);
+    }
+  }
+
+  if (spec.rateLimiting !== undefined) {
+    const rl = spec.rateLimiting;
+    const bucket = (b: { maxTokens: number; refillPeriod: string } | undefined) =>
+      b === undefined ? undefined : { maxTokens: b.maxTokens, refillPeriod: b.refillPeriod };
+    out.runConfig['rate_limit_config'] = JSON.parse(
+      JSON.stringify({
+        shared: bucket(rl.shared),
+        perUser: bucket(rl.perUser),
+        tools: rl.tools?.map((t) => ({ name: t.name, shared: bucket(t.shared), perUser: bucket(t.perUser) })),
+      }),
+    ) as Node;
+  }
+
+  // One CA bundle for the runner's outgoing TLS (Node reads one NODE_EXTRA_CA_CERTS file).
+  const distinct = [...new Map(caBundles.map((c) => [`${c.configMap}/${c.key}`, c])).values()];
+  if (distinct.length > 1)
+    out.problems.push(
+      `${distinct.map((c) => c.from).join(' and ')}: the Skep runner trusts one extra CA bundle; put the certificates in one ConfigMap key`,
+    );
+  else if (distinct.length === 1) {
+    const c = distinct[0]!;
+    out.volumes.push({
+      name: 'ca-bundle',
+      configMap: { name: c.configMap, items: [{ key: c.key, path: 'ca.crt' }] },
+    });
+    out.mounts.push({ name: 'ca-bundle', mountPath: CA_BUNDLE_DIR, readOnly: true });
+    out.plainEnv.push({ name: 'NODE_EXTRA_CA_CERTS', value: `${CA_BUNDLE_DIR}/ca.crt` });
+  }
+  return out;
+}
