@@ -12,6 +12,7 @@ import { baseNameFor, validateWorkloadName } from './names.js';
 import type { RegistryServerSpec } from './registry-server.js';
 import {
   type CreateWorkloadRequest,
+  defaultGuardrailsConfig,
   RUN_CONFIG_SCHEMA_VERSION,
   type UpdateWorkloadRequest,
 } from '../schemas/index.js';
@@ -45,13 +46,13 @@ export function checkRegistryFields(request: CreateWorkloadRequest): void {
 
 /**
  * A create request over its registry entry's defaults, named (the explicit name, or one
- * derived from the source that `nameTaken` does not know). Port and target port are left to
- * the manager, which knows which are free.
+ * derived from the source: the same source always gives the same name, so repeating a create
+ * finds the workload it made instead of making `name-2`, as the reference does). Port and
+ * target port are left to the manager, which knows which are free.
  */
 export function configFromCreate(
   request: CreateWorkloadRequest,
   registryEntry: RegistryServerSpec | undefined,
-  nameTaken: (name: string) => boolean,
 ): RunConfig {
   const sources = [request.image, request.url, registryEntry?.image, registryEntry?.url].filter(
     (s) => s !== undefined && s !== '',
@@ -80,6 +81,8 @@ export function configFromCreate(
     }),
     proxy_mode: 'streamable-http',
     isolate_network: true,
+    // Guardrails on for every new workload, written out so that export and list show them.
+    guardrails_config: defaultGuardrailsConfig(),
   });
   if (request.url !== undefined && request.transport === undefined) base.transport = 'streamable-http';
   const config = applyRequest(base, request);
@@ -94,7 +97,7 @@ export function configFromCreate(
     request.server ??
     config.remote_url ??
     (config.image !== '' ? config.image : config.vmcp ? 'vmcp' : 'workload');
-  config.name = explicitName ? (request.name as string) : deriveName(source, nameTaken);
+  config.name = explicitName ? (request.name as string) : baseNameFor(source);
   config.base_name = config.name;
   config.container_name = config.name;
   return config;
@@ -108,15 +111,6 @@ export function configFromFile(value: unknown, name: string | undefined): RunCon
   validateWorkloadName(config.name);
   config.base_name = config.name;
   return config;
-}
-
-function deriveName(source: string, nameTaken: (name: string) => boolean): string {
-  const base = baseNameFor(source);
-  if (!nameTaken(base)) return base;
-  for (let i = 2; ; i++) {
-    const candidate = `${base}-${i}`;
-    if (!nameTaken(candidate)) return candidate;
-  }
 }
 
 /** Applies the fields present in `request` over `base` (merge semantics); `base` is not changed. */

@@ -30,7 +30,7 @@ import {
 } from './config-checks.js';
 import { proxyUrlOf } from './exposure.js';
 import { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.js';
-import { validateWorkloadName, workloadNameProblem } from './names.js';
+import { validateWorkloadName } from './names.js';
 import { allocatePort, portFree } from './ports.js';
 import {
   type RegistryServerSpec,
@@ -145,7 +145,9 @@ export class WorkloadManager implements GroupMembers {
     await checkRunnable(this.#checks, config);
     await checkHonouredFields(this.#checks, config);
     if (this.rows.get(config.name) !== undefined) {
-      throw new SkepError('workload_exists', `workload '${config.name}' already exists`);
+      throw new SkepError('workload_exists', `workload '${config.name}' already exists`, {
+        details: { name: config.name },
+      });
     }
     // The file's port is a preference (an export names the original workload's port, which
     // may still be taken); an explicit --proxy-port must be free.
@@ -167,7 +169,9 @@ export class WorkloadManager implements GroupMembers {
       const result = this.rows.insert(config, 'starting', 'running');
       if (result === 'ok') break;
       if (result === 'name_taken')
-        throw new SkepError('workload_exists', `workload '${config.name}' already exists`);
+        throw new SkepError('workload_exists', `workload '${config.name}' already exists`, {
+          details: { name: config.name },
+        });
       // Another create took the port between the check and the insert: pick again.
       if (attempt >= 5)
         throw new SkepError('port_unavailable', `proxy port ${config.port} is taken by another workload`);
@@ -182,11 +186,17 @@ export class WorkloadManager implements GroupMembers {
     checkRegistryFields(request);
     const registryEntry: RegistryServerSpec | undefined =
       request.server === undefined ? undefined : await this.resolveServer(request.server);
-    const config = configFromCreate(request, registryEntry, (name) => this.rows.get(name) !== undefined);
+    const config = configFromCreate(request, registryEntry);
     const explicitName = request.name !== undefined && request.name !== '';
     await validateConfig(this.#checks, config);
-    if (explicitName && this.rows.get(config.name) !== undefined) {
-      throw new SkepError('workload_exists', `workload '${config.name}' already exists`);
+    if (this.rows.get(config.name) !== undefined) {
+      throw new SkepError(
+        'workload_exists',
+        explicitName
+          ? `workload '${config.name}' already exists`
+          : `workload '${config.name}' already exists (the name comes from the server; give a name to run a second one)`,
+        { details: { name: config.name } },
+      );
     }
     config.port = await this.#choosePort(request.proxy_port ?? 0, config.host, undefined);
     if (config.transport !== 'stdio' && config.remote_url === undefined && (config.target_port ?? 0) === 0) {
@@ -471,11 +481,7 @@ export class WorkloadManager implements GroupMembers {
         'bad_request',
         "'names' is empty: list at least one workload name, or give 'group'",
       );
-    for (const name of names) {
-      const problem = workloadNameProblem(name);
-      if (problem !== undefined)
-        throw new SkepError('invalid_name', `invalid workload name '${name}': ${problem}`);
-    }
+    for (const name of names) validateWorkloadName(name);
     const missing = names.filter((n) => this.rows.get(n) === undefined);
     if (missing.length > 0) {
       throw new SkepError(

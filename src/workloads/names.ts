@@ -1,26 +1,15 @@
 /**
- * Workload names. The rule is the reference's (ToolHive's workload API): `[a-zA-Z0-9._-]`,
- * 1–100 characters, and nothing that could escape a directory or a shell.
+ * Workload names: the rule (in `name-rule/`, which the web UI bundles too) as a SkepError, and
+ * the name a workload created without one gets.
  */
 import { SkepError } from '../shared/index.js';
+import { MAX_WORKLOAD_NAME, workloadNameError } from './name-rule/index.js';
 
-const NAME = /^[a-zA-Z0-9._-]+$/;
-export const MAX_WORKLOAD_NAME = 100;
-
-/** Returns why `name` is not a valid workload name, or undefined when it is. */
-export function workloadNameProblem(name: string): string | undefined {
-  if (name === '') return 'the name is empty';
-  if (name.length > MAX_WORKLOAD_NAME) return `longer than ${MAX_WORKLOAD_NAME} characters`;
-  if (name.includes('\0')) return 'contains a NUL byte';
-  if (name === '.' || name === '..' || name.includes('..')) return "contains '..' (path traversal)";
-  if (/[$&;|`]/.test(name)) return 'contains a shell metacharacter';
-  if (!NAME.test(name)) return "use only letters, digits, '.', '_' and '-'";
-  return undefined;
-}
+export { MAX_WORKLOAD_NAME, workloadNameError, workloadNameProblem } from './name-rule/index.js';
 
 export function validateWorkloadName(name: string): void {
-  const problem = workloadNameProblem(name);
-  if (problem !== undefined) throw new SkepError('invalid_name', `invalid workload name: ${problem}`);
+  const message = workloadNameError(name);
+  if (message !== undefined) throw new SkepError('invalid_name', message);
 }
 
 /**

@@ -80,7 +80,7 @@ test('an empty skep list says what to do; a failed start is counted, and times a
     'no workloads; start one with skep run <server> (skep registry list shows the catalog)\n',
   );
 
-  const failed = runCli(['run', 'cmd:///bin/false', '--name', 'f1'], home.env);
+  const failed = runCli(['run', 'cmd:///bin/false', '--name', 'f1', '--keep-on-failure'], home.env);
   assert.equal(failed.status, 1, failed.stderr);
   const running = runCli(['list'], home.env);
   assert.equal(running.stderr, 'no running workloads; 1 stopped or failed: skep list --all\n');

@@ -76,7 +76,16 @@ test(
       );
 
     // A server that prints and exits: the failure text quotes its last log lines.
-    const exited = await skep('run', `cmd://${process.execPath}`, '--name', 'exits', '--', script, 'exit');
+    const exited = await skep(
+      'run',
+      `cmd://${process.execPath}`,
+      '--name',
+      'exits',
+      '--keep-on-failure',
+      '--',
+      script,
+      'exit',
+    );
     assert.equal(exited.code, 1, exited.stderr.toString());
     assertInert('skep run (exit) stderr', exited.stderr);
     assertInert('skep run (exit) stdout', exited.stdout);
@@ -99,7 +108,15 @@ test(
 
     // A server that answers initialize with an error: its message is in the status and the
     // runner's log.
-    const refused = await skep('run', `cmd://${process.execPath}`, '--name', 'refuses', '--', script);
+    const refused = await skep(
+      'run',
+      `cmd://${process.execPath}`,
+      '--name',
+      'refuses',
+      '--keep-on-failure',
+      '--',
+      script,
+    );
     assert.equal(refused.code, 1, refused.stderr.toString());
     assertInert('skep run (refused) stderr', refused.stderr);
     assert.match(

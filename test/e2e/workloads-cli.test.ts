@@ -49,6 +49,14 @@ test('CLI: run, list, export, stop, run --from-config, rm', { timeout: 300_000 }
 
   await waitForStatus(ctx, 'cli-one', 'running');
 
+  // The runner's log reads as text (time, level, message, fields); --raw keeps its JSON lines.
+  const proxyLog = await skep('logs', '--proxy', 'cli-one');
+  assert.match(proxyLog, /^\d{2}:\d{2}:\d{2}\.\d{3} INFO {2}.*proxy listening/m);
+  assert.doesNotMatch(proxyLog, /^\{/m);
+  const rawLog = (await skep('logs', '--proxy', '--raw', 'cli-one')).split('\n').filter((l) => l !== '');
+  assert.ok(rawLog.length > 0);
+  for (const l of rawLog) assert.equal(typeof (JSON.parse(l) as { msg?: unknown }).msg, 'string', l);
+
   const listed = JSON.parse(await skep('list', '--json')) as {
     workloads: { name: string; status: string; url: string }[];
   };
@@ -121,12 +129,14 @@ test(
     assert.deepEqual(ctx.workloads.exportConfig('rel').cmd_args, [EVERYTHING_ENTRY, 'stdio']);
 
     // A server that exits at once: exit status 1 and the reason; a server that never worked is
-    // given up on (status error, runner stopped), not retried for minutes.
+    // given up on, not retried for minutes: kept with --keep-on-failure (status error, runner
+    // stopped), else removed.
     const crash = await skep(
       'run',
       `cmd://${process.execPath}`,
       '--name',
       'crash',
+      '--keep-on-failure',
       '--',
       '-e',
       'process.exit(3)',
@@ -149,6 +159,21 @@ test(
       status_context: 'the server exited before it answered the MCP initialize request',
     });
     assert.equal(ctx.workloads.rows.get('crash')?.runnerPid, undefined, 'its runner is stopped');
+    const gone = await skep(
+      'run',
+      `cmd://${process.execPath}`,
+      '--name',
+      'gone',
+      '--',
+      '-e',
+      'process.exit(3)',
+    ).then(
+      () => assert.fail('skep run of a crashing server must fail'),
+      (err: { code: number; stderr: string }) => err,
+    );
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, /nothing was kept: gone was removed/);
+    assert.equal(ctx.workloads.rows.get('gone'), undefined);
 
     // A program that is not installed: refused before anything is written.
     const missing = await skep('run', 'cmd://skep-no-such-program').then(

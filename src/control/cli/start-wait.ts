@@ -107,11 +107,18 @@ function explainFailure(ctx: ApiContext, name: string, context: string, remote: 
   return explainStartFailure(context, log, remote);
 }
 
+/**
+ * What became of a workload whose start failed: removed (a new workload, the default), kept
+ * with status error (`--keep-on-failure`, or a restart of one that never worked), or left to its
+ * runner's retries (it ran before).
+ */
+export type AfterFailure = 'removed' | 'kept' | 'retrying';
+
 /** The lines after `failed to start: <summary>`: the evidence, the hint, and what now. */
 export function failureDetails(
   name: string,
   failure: StartFailure,
-  stopped: boolean,
+  after: AfterFailure,
   remote: boolean,
 ): string {
   const lines: string[] = [];
@@ -123,9 +130,11 @@ export function failureDetails(
   }
   if (failure.hint !== undefined) lines.push(`  ${failure.hint}`);
   lines.push(
-    stopped
-      ? `  ${name} is stopped with status error; fix the cause, then 'skep restart ${name}', or remove it with 'skep rm ${name}' (its log: '${logs}')`
-      : `  it ran before, so its runner keeps trying; '${logs}' shows the log, 'skep stop ${name}' stops it`,
+    after === 'removed'
+      ? `  nothing was kept: ${name} was removed; fix the cause and run it again (--keep-on-failure keeps a failed workload for '${logs}')`
+      : after === 'kept'
+        ? `  ${name} is stopped with status error; fix the cause, then 'skep restart ${name}', or remove it with 'skep rm ${name}' (its log: '${logs}')`
+        : `  it ran before, so its runner keeps trying; '${logs}' shows the log, 'skep stop ${name}' stops it`,
   );
   return lines.join('\n');
 }

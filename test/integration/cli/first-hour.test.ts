@@ -3,7 +3,8 @@
  * temporary home: `skep run` waits until the server answers or has clearly failed and says
  * why on its first line (npm's E404, a program that exits or is not an MCP server, a remote
  * URL that refuses or does not resolve), exits non-zero, and gives up on a start that never
- * worked; names come from the catalog entry; invalid input is refused before anything is
+ * worked and removes it (unless --keep-on-failure); names come from the catalog entry, and
+ * running the same entry again is refused, not numbered; invalid input is refused before anything is
  * created; `skep restart` waits like `skep run`; user errors have no stack trace; output into
  * a closed pipe ends quietly.
  */
@@ -119,8 +120,9 @@ test(
     assert.match(r.stderr, /npm error 404 Not Found - GET https:\/\/registry\.npmjs\.org\//);
     assert.match(r.stderr, /check the package name after npx:\/\//);
     assertNoStack(r);
-    // Given up on, not retried for minutes: status error with the cause, runner gone.
-    assert.deepEqual(await workloads(), [[`no-such-server-${process.pid}`, 'error']]);
+    // Given up on, not retried for minutes, and nothing left behind.
+    assert.match(r.stderr, new RegExp(`nothing was kept: no-such-server-${process.pid} was removed`));
+    assert.deepEqual(await workloads(), []);
   },
 );
 
@@ -135,6 +137,7 @@ test(
       NODE,
       '--name',
       'crash',
+      '--keep-on-failure',
       '--',
       '-e',
       "console.error('Error: cannot open /etc/my-server/config.json'); process.exit(2)",
@@ -162,6 +165,14 @@ test(
       'error: workload cat failed to start: the program is not an MCP server: it sent the MCP initialize request back instead of answering it',
     );
     assert.match(cat.stderr, /run an MCP server here: a program that speaks MCP on stdin\/stdout/);
+    // Without --keep-on-failure a failed first start leaves nothing behind: repeating it fails
+    // the same way (no `cat-2`), and the end says so.
+    assert.match(
+      cat.stderr,
+      /\n {2}nothing was kept: cat was removed; fix the cause and run it again \(--keep-on-failure keeps a failed workload for 'skep logs cat'\)\n$/,
+    );
+    const catAgain = await skep('run', 'cmd://cat');
+    assert.equal(catAgain.first, cat.first);
 
     // Silent forever: the wait is bounded (--wait), the exit non-zero, and the message says
     // the workload keeps starting in the background.
@@ -172,10 +183,17 @@ test(
     assert.ok(silent.ms < 60_000, `bounded: ${silent.ms} ms`);
 
     assert.deepEqual(await workloads(), [
-      ['cat', 'error'],
       ['crash', 'error'],
       ['silent', 'starting'],
     ]);
+    // A kept workload's name is taken: running it again says so, and how to go on.
+    const crashAgain = await skep('run', NODE, '--name', 'crash', '--', '-e', 'process.exit(2)');
+    assert.equal(crashAgain.status, 1);
+    assert.equal(
+      crashAgain.first,
+      "error: workload crash already exists and has status error; 'skep restart crash' starts it again, " +
+        "'skep rm crash' removes it, or add --name <another-name> to run a second one ('skep list --all' lists them)",
+    );
 
     // `skep restart` of a server that never worked fails the same way and gives up again.
     const again = await skep('restart', 'crash');
@@ -239,10 +257,7 @@ test(
     ].map((why) => `error: workload sse failed to start: the remote server is unreachable: ${why}`);
     assert.ok(expected.includes(unresolved.first), unresolved.first);
     assertNoStack(unresolved);
-    assert.deepEqual(await workloads(), [
-      ['mcp', 'error'],
-      ['sse', 'error'],
-    ]);
+    assert.deepEqual(await workloads(), []);
   },
 );
 
@@ -302,6 +317,15 @@ test(
     const local = await skep('run', 'everything-local', '--json');
     assert.equal(local.status, 0, local.stderr);
     assert.equal(JSON.parse(local.stdout).name, 'everything-local', 'not "node", the executable');
+    // The same command again finds the workload it made: refused, not `everything-local-2`.
+    const repeated = await skep('run', 'everything-local');
+    assert.equal(repeated.status, 1);
+    assert.equal(
+      repeated.first,
+      "error: workload everything-local already exists and is running; 'skep restart everything-local' restarts it, " +
+        "'skep rm everything-local' removes it, or add --name <another-name> to run a second one ('skep list --all' lists them)",
+    );
+    assert.deepEqual(await workloads(), [['everything-local', 'running']]);
     const rem = await skep('run', 'remote-echo');
     assert.equal(rem.status, 0, rem.stderr);
     // The working URL: it carries the workload's access token.
@@ -349,6 +373,20 @@ test(
         "error: name the workloads to restart (skep restart <name>...), or give --group <group>; 'skep list --all' lists them",
       ],
       [['rm', 'ghost'], 1, 'error: workload not found: ghost; nothing was changed'],
+      // Usage mistakes in `skep run` exit 2, like commander's own, before anything is created.
+      [['run'], 2, 'error: name a server to run, or use --from-config <file>'],
+      [['run', NODE, '--env', 'NOVALUE'], 2, "error: invalid --env 'NOVALUE': use KEY=VALUE"],
+      [
+        ['run', NODE, '--transport', 'udp'],
+        2,
+        "error: invalid --transport 'udp': use stdio, sse or streamable-http",
+      ],
+      // One name rule (the API's) with one message, in the CLI, the API and the web UI.
+      [
+        ['run', NODE, '--name', 'a..b'],
+        1,
+        "error: invalid workload name 'a..b': contains '..' (path traversal)",
+      ],
     ];
     const bad = join(home.dir, 'bad.json');
     const badText = '{"name": "x",';

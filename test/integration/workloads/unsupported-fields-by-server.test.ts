@@ -59,6 +59,7 @@ const HONOURED: Record<string, string> = {
   audit_config: 'audit stage',
   audit_config_path: 'audit stage',
   rate_limit_config: 'ratelimit stage',
+  guardrails_config: 'guardrails stage',
   rate_limit_namespace: 'ratelimit stage (key names)',
   aws_sts_config: 'auth chain (remote servers)',
   oidc_config: 'inbound auth',
@@ -332,11 +333,11 @@ test('Studio: its create bodies (network isolation, permission profile, docker g
     }),
   ];
   for (const body of bodies) {
-    const config = configFromCreate(body, undefined, () => false);
+    const config = configFromCreate(body, undefined);
     assert.deepEqual(unsupportedFields(config, skep), [], JSON.stringify(body));
   }
   // An edit that echoes the workload detail back (empty objects for unset sections) passes too.
-  const created = configFromCreate(bodies[0] as CreateWorkloadRequest, undefined, () => false);
+  const created = configFromCreate(bodies[0] as CreateWorkloadRequest, undefined);
   const echoed = applyRequest(created, {
     runtime_config: {},
     header_forward: {},
@@ -350,7 +351,6 @@ test('Studio: its create bodies (network isolation, permission profile, docker g
   const gateway = configFromCreate(
     studio({ network_isolation: true, allow_docker_gateway: true }),
     undefined,
-    () => false,
   );
   assert.match(
     refusal(gateway)?.message ?? '',

@@ -8,20 +8,27 @@ import {
   type PermissionProfile,
   resolvePermissionProfile,
 } from '../../../dataplane/runtime/index.js';
-import { definedOnly, SkepError, terminalSafe, writeFileAtomic } from '../../../shared/index.js';
+import { definedOnly, isSkepError, SkepError, terminalSafe, writeFileAtomic } from '../../../shared/index.js';
 import { type CreateWorkloadRequest, type Transport, tailFile } from '../../../workloads/index.js';
 import { withContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { readInputFile } from '../input-file.js';
 import { type JsonOpt, printJson, printListing, printOutcome } from '../output.js';
+import { LogView, wantsColour } from '../log-view.js';
 import type { StartFailure } from '../start-failure.js';
-import { defaultWaitMs, failureDetails, type StartOutcome, waitForStart } from '../start-wait.js';
+import {
+  type AfterFailure,
+  defaultWaitMs,
+  failureDetails,
+  type StartOutcome,
+  waitForStart,
+} from '../start-wait.js';
 
 /** `skep run` / `skep restart` gave up: the cause on the first line, then evidence and what to do. */
-function startFailed(name: string, failure: StartFailure, stopped: boolean, remote: boolean): SkepError {
+function startFailed(name: string, failure: StartFailure, after: AfterFailure, remote: boolean): SkepError {
   return new SkepError(
     'bad_gateway',
-    `workload ${name} failed to start: ${failure.summary}\n${failureDetails(name, failure, stopped, remote)}`,
+    `workload ${name} failed to start: ${failure.summary}\n${failureDetails(name, failure, after, remote)}`,
   );
 }
 
@@ -34,22 +41,25 @@ function stillStarting(name: string, waitMs: number, context: string): SkepError
 }
 
 /**
- * Waits for `name` to answer. A start that failed is given up on (the runner stopped, status
- * `error`) unless the workload ran before (`onceWorked`): only a server that once worked is
- * worth retrying in the background. Throws what to tell the user; returns the outcome otherwise.
+ * Waits for `name` to answer. A start that failed is given up on unless the workload ran before
+ * (`onFailure` 'retry'): only a server that once worked is worth retrying in the background.
+ * Given up on, the workload is removed ('remove': a new workload leaves nothing behind) or kept
+ * stopped with status `error` ('keep'). Throws what to tell the user; returns the outcome otherwise.
  */
 async function awaitStart(
   ctx: ApiContext,
   name: string,
   waitMs: number | undefined,
-  onceWorked: boolean,
+  onFailure: 'remove' | 'keep' | 'retry',
 ): Promise<Exclude<StartOutcome, { kind: 'failed' | 'timeout' }>> {
   const config = ctx.workloads.exportConfig(name);
   const timeoutMs = waitMs ?? defaultWaitMs(config);
   const outcome = await waitForStart(ctx, name, { timeoutMs, out: process.stderr });
   if (outcome.kind === 'failed') {
-    if (!onceWorked) await ctx.workloads.abandonStart(name, outcome.failure.summary);
-    throw startFailed(name, outcome.failure, !onceWorked, config.remote_url !== undefined);
+    if (onFailure !== 'retry') await ctx.workloads.abandonStart(name, outcome.failure.summary);
+    if (onFailure === 'remove') await ctx.workloads.deleteNow(name);
+    const after = onFailure === 'remove' ? 'removed' : onFailure === 'keep' ? 'kept' : 'retrying';
+    throw startFailed(name, outcome.failure, after, config.remote_url !== undefined);
   }
   if (outcome.kind === 'timeout') throw stillStarting(name, timeoutMs, outcome.context);
   return outcome;
@@ -59,7 +69,7 @@ function parseEnv(pairs: string[]): Record<string, string> {
   const env: Record<string, string> = {};
   for (const pair of pairs) {
     const at = pair.indexOf('=');
-    if (at <= 0) throw new SkepError('bad_request', `invalid --env '${pair}': use KEY=VALUE`);
+    if (at <= 0) throw new UsageError(`invalid --env '${pair}': use KEY=VALUE`);
     env[pair.slice(0, at)] = pair.slice(at + 1);
   }
   return env;
@@ -67,8 +77,7 @@ function parseEnv(pairs: string[]): Record<string, string> {
 
 function parseSecretFlag(text: string): { name: string; target: string } {
   const match = /^([^,]+),target=(.+)$/.exec(text);
-  if (match === null)
-    throw new SkepError('bad_request', `invalid --secret '${text}': use <name>,target=<ENV_VAR>`);
+  if (match === null) throw new UsageError(`invalid --secret '${text}': use <name>,target=<ENV_VAR>`);
   return { name: match[1] as string, target: match[2] as string };
 }
 
@@ -161,77 +170,119 @@ export interface RunOptions {
   permissionProfile?: string;
   fromConfig?: string;
   wait?: number;
+  keepOnFailure?: boolean;
   json?: boolean;
 }
 
+/**
+ * `skep run` of a name that is taken (given, from the file, or derived from the server: the same
+ * server gives the same name) says what exists and the ways on; it never makes `name-2`.
+ */
+function alreadyExists(ctx: ApiContext, err: SkepError): SkepError {
+  const name = err.details?.['name'];
+  if (typeof name !== 'string') return err;
+  let status: string;
+  try {
+    status = ctx.workloads.status(name).status;
+  } catch {
+    return err;
+  }
+  const state = status === 'running' ? 'is running' : `has status ${status}`;
+  const restart =
+    status === 'running' ? `'skep restart ${name}' restarts it` : `'skep restart ${name}' starts it again`;
+  return new SkepError(
+    'workload_exists',
+    `workload ${name} already exists and ${state}; ${restart}, 'skep rm ${name}' removes it, ` +
+      `or add --name <another-name> to run a second one ('skep list --all' lists them)`,
+    { details: { name } },
+  );
+}
+
 export async function run(server: string | undefined, args: string[], opts: RunOptions): Promise<void> {
-  const result = await withContext(async (ctx) => {
-    if (opts.fromConfig !== undefined) {
-      if (server !== undefined)
-        throw new SkepError('bad_request', 'give either a server or --from-config, not both');
-      const text = readInputFile(opts.fromConfig, { dashIsStdin: false });
-      let raw: unknown;
-      try {
-        raw = JSON.parse(text);
-      } catch (err) {
-        throw new SkepError(
-          'bad_request',
-          `${opts.fromConfig} is not valid JSON (${(err as Error).message}); 'skep export <name> <file>' writes a run configuration`,
-        );
-      }
-      return ctx.workloads.createFromConfig(raw, {
-        ...definedOnly({ name: opts.name, port: opts.proxyPort }),
-      });
-    }
-    if (server === undefined)
-      throw new SkepError('bad_request', 'name a server to run, or use --from-config <file>');
-    const source = await ctx.workloads.sourceFor(absoluteCommand(server));
-    // The image decides whether path arguments are local (a registry entry names one too).
-    const image =
-      args.length === 0 || source.image !== undefined || source.server === undefined
-        ? (source.image ?? '')
-        : ((await ctx.workloads.resolveServer(source.server)).image ?? '');
-    const volumes = opts.volume.map(parseVolumeFlag);
-    const entry =
-      source.server === undefined || (volumes.length === 0 && opts.permissionProfile === undefined)
-        ? undefined
-        : await ctx.workloads.resolveServer(source.server);
-    const baseProfile =
-      opts.permissionProfile !== undefined
-        ? resolvePermissionProfile(
-            undefined,
-            ['none', 'network'].includes(opts.permissionProfile)
-              ? opts.permissionProfile
-              : resolve(opts.permissionProfile),
-          )
-        : entry?.permissions;
-    const request: CreateWorkloadRequest = {
-      ...source,
-      ...grantsOf(source.image ?? entry?.image ?? image, volumes, baseProfile),
-      ...definedOnly({ name: opts.name, group: opts.group }),
-      ...(args.length === 0 ? {} : { cmd_arguments: absoluteArgs(image, args) }),
-      ...(opts.env.length === 0 ? {} : { env_vars: parseEnv(opts.env) }),
-      ...(opts.secret.length === 0 ? {} : { secrets: opts.secret.map(parseSecretFlag) }),
-      ...definedOnly({ transport: opts.transport as Transport | undefined }),
-      ...definedOnly({ proxy_port: opts.proxyPort, target_port: opts.targetPort }),
-      ...(opts.proxyMode === undefined ? {} : { proxy_mode: opts.proxyMode as 'sse' | 'streamable-http' }),
-      ...(opts.tools === undefined ? {} : { tools: opts.tools.split(',').filter((t) => t !== '') }),
-      ...definedOnly({ sandbox: opts.sandbox as 'auto' | 'bwrap' | 'off' | undefined }),
-      ...(opts.openToLocalUsers === true ? { endpoint_access: 'anyone-on-this-machine' as const } : {}),
-    };
-    if (request.transport !== undefined && !['stdio', 'sse', 'streamable-http'].includes(request.transport)) {
+  const result = await withContext((ctx) =>
+    create(ctx, server, args, opts).catch((err: unknown) => {
+      throw isSkepError(err) && err.code === 'workload_exists' ? alreadyExists(ctx, err) : err;
+    }),
+  );
+  await startAndReport(result, opts);
+}
+
+/** The workload `skep run` asks for, created (its runner launched), not yet waited for. */
+async function create(
+  ctx: ApiContext,
+  server: string | undefined,
+  args: string[],
+  opts: RunOptions,
+): Promise<{ name: string; port: number }> {
+  if (opts.fromConfig !== undefined) {
+    if (server !== undefined) throw new UsageError('give either a server or --from-config, not both');
+    const text = readInputFile(opts.fromConfig, { dashIsStdin: false });
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch (err) {
       throw new SkepError(
-        'bad_request',
-        `invalid --transport '${request.transport}': use stdio, sse or streamable-http`,
+        'invalid_config',
+        `${opts.fromConfig} is not valid JSON (${(err as Error).message}); 'skep export <name> <file>' writes a run configuration`,
       );
     }
-    if (request.sandbox !== undefined && !['auto', 'bwrap', 'off'].includes(request.sandbox))
-      throw new SkepError('bad_request', `invalid --sandbox '${request.sandbox}': use auto, bwrap or off`);
-    return ctx.workloads.create(request);
-  });
+    return ctx.workloads.createFromConfig(raw, {
+      ...definedOnly({ name: opts.name, port: opts.proxyPort }),
+    });
+  }
+  if (server === undefined) throw new UsageError('name a server to run, or use --from-config <file>');
+  const source = await ctx.workloads.sourceFor(absoluteCommand(server));
+  // The image decides whether path arguments are local (a registry entry names one too).
+  const image =
+    args.length === 0 || source.image !== undefined || source.server === undefined
+      ? (source.image ?? '')
+      : ((await ctx.workloads.resolveServer(source.server)).image ?? '');
+  const volumes = opts.volume.map(parseVolumeFlag);
+  const entry =
+    source.server === undefined || (volumes.length === 0 && opts.permissionProfile === undefined)
+      ? undefined
+      : await ctx.workloads.resolveServer(source.server);
+  const baseProfile =
+    opts.permissionProfile !== undefined
+      ? resolvePermissionProfile(
+          undefined,
+          ['none', 'network'].includes(opts.permissionProfile)
+            ? opts.permissionProfile
+            : resolve(opts.permissionProfile),
+        )
+      : entry?.permissions;
+  const request: CreateWorkloadRequest = {
+    ...source,
+    ...grantsOf(source.image ?? entry?.image ?? image, volumes, baseProfile),
+    ...definedOnly({ name: opts.name, group: opts.group }),
+    ...(args.length === 0 ? {} : { cmd_arguments: absoluteArgs(image, args) }),
+    ...(opts.env.length === 0 ? {} : { env_vars: parseEnv(opts.env) }),
+    ...(opts.secret.length === 0 ? {} : { secrets: opts.secret.map(parseSecretFlag) }),
+    ...definedOnly({ transport: opts.transport as Transport | undefined }),
+    ...definedOnly({ proxy_port: opts.proxyPort, target_port: opts.targetPort }),
+    ...(opts.proxyMode === undefined ? {} : { proxy_mode: opts.proxyMode as 'sse' | 'streamable-http' }),
+    ...(opts.tools === undefined ? {} : { tools: opts.tools.split(',').filter((t) => t !== '') }),
+    ...definedOnly({ sandbox: opts.sandbox as 'auto' | 'bwrap' | 'off' | undefined }),
+    ...(opts.openToLocalUsers === true ? { endpoint_access: 'anyone-on-this-machine' as const } : {}),
+  };
+  if (request.transport !== undefined && !['stdio', 'sse', 'streamable-http'].includes(request.transport)) {
+    throw new UsageError(`invalid --transport '${request.transport}': use stdio, sse or streamable-http`);
+  }
+  if (request.sandbox !== undefined && !['auto', 'bwrap', 'off'].includes(request.sandbox))
+    throw new UsageError(`invalid --sandbox '${request.sandbox}': use auto, bwrap or off`);
+  return ctx.workloads.create(request);
+}
+
+async function startAndReport(result: { name: string; port: number }, opts: RunOptions): Promise<void> {
   const started = await withContext(async (ctx) => {
-    // A new workload never worked: a failed start is given up on, not retried for minutes.
-    const outcome = await awaitStart(ctx, result.name, opts.wait, false);
+    // A new workload never worked: a failed start is given up on, not retried for minutes, and
+    // leaves nothing behind unless asked.
+    const outcome = await awaitStart(
+      ctx,
+      result.name,
+      opts.wait,
+      opts.keepOnFailure === true ? 'keep' : 'remove',
+    );
     const url = ctx.workloads.list({ all: true }).find((w) => w.name === result.name)?.url;
     return { url, authorizationUrl: outcome.kind === 'authorization' ? outcome.url : undefined };
   });
@@ -313,7 +364,12 @@ export async function restart(names: string[], opts: { group?: string; wait?: nu
     let failed = 0;
     for (const name of targets) {
       try {
-        const outcome = await awaitStart(ctx, name, opts.wait, onceWorked.get(name) === true);
+        const outcome = await awaitStart(
+          ctx,
+          name,
+          opts.wait,
+          onceWorked.get(name) === true ? 'retry' : 'keep',
+        );
         process.stdout.write(
           outcome.kind === 'authorization'
             ? `${name}: restarted; it needs you to authorize access to the remote server; open:\n  ${terminalSafe(outcome.url)}\n`
@@ -331,14 +387,19 @@ export async function restart(names: string[], opts: { group?: string; wait?: nu
 
 export async function logs(
   name: string,
-  opts: { follow?: boolean; proxy?: boolean; lines: number },
+  opts: { follow?: boolean; proxy?: boolean; lines: number; raw?: boolean },
 ): Promise<void> {
   const file = await withContext((ctx) =>
     ctx.workloads.logFile(name, opts.proxy === true ? 'proxy' : 'server'),
   );
-  // The server wrote this log: a terminal must not act on its escape sequences.
-  if (opts.lines > 0) process.stdout.write(terminalSafe(tailFile(file, opts.lines)));
-  if (opts.follow === true) await follow(file);
+  // The server wrote this log: a terminal must not act on its escape sequences. Unless --raw,
+  // the runner's JSON lines are rendered and repeats collapsed (log-view.ts).
+  const view = opts.raw === true ? undefined : new LogView({ colour: wantsColour(process.stdout) });
+  const show = (text: string) =>
+    process.stdout.write(view === undefined ? terminalSafe(text) : view.write(text));
+  if (opts.lines > 0) show(tailFile(file, opts.lines));
+  if (opts.follow === true) await follow(file, show);
+  if (view !== undefined) process.stdout.write(view.end());
 }
 
 export async function exportConfig(name: string, file: string | undefined): Promise<void> {
@@ -365,10 +426,10 @@ function bulkRequest(names: string[], group: string | undefined): { names?: stri
 }
 
 /**
- * Prints what is appended to `file` until interrupted (follows rotation by re-opening), through
- * `terminalSafe`: a UTF-8 character or a CRLF cut by a read is completed by the next one.
+ * Shows what is appended to `file` until interrupted (follows rotation by re-opening): a UTF-8
+ * character or a CRLF cut by a read is completed by the next one.
  */
-async function follow(file: string): Promise<void> {
+async function follow(file: string, show: (text: string) => void): Promise<void> {
   let offset = sizeOf(file);
   const decoder = new StringDecoder('utf8');
   let heldCr = '';
@@ -389,7 +450,7 @@ async function follow(file: string): Promise<void> {
       closeSync(fd);
       const text = heldCr + decoder.write(buffer);
       heldCr = text.endsWith('\r') ? '\r' : '';
-      process.stdout.write(terminalSafe(heldCr === '' ? text : text.slice(0, -1)));
+      show(heldCr === '' ? text : text.slice(0, -1));
       offset = size;
     }
   }

@@ -70,6 +70,10 @@ export function registerWorkloads(program: Command): void {
     )
     .option('--from-config <file>', 'create from an exported run configuration (JSON)')
     .option('--wait <seconds>', WAIT_HELP, parseWait)
+    .option(
+      '--keep-on-failure',
+      'keep a workload whose first start fails (status error, for skep logs); by default it is removed',
+    )
     .option('--json', 'print JSON')
     .action(lazyAction(async () => (await import('../actions/workloads.js')).run));
 
@@ -130,6 +134,7 @@ export function registerWorkloads(program: Command): void {
     )
     .option('-f, --follow', 'keep printing new lines')
     .option('--proxy', 'the runner and proxy log instead of the server log')
+    .option('--raw', 'print the log as written (the runner writes JSON lines), no repeats collapsed')
     .option('-n, --lines <n>', 'last N lines', parseLines, 100)
     .action(lazyAction(async () => (await import('../actions/workloads.js')).logs));
 
