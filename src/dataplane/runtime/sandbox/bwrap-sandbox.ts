@@ -383,20 +383,17 @@ export function sandboxNpmRunner(options: NpmSandboxOptions): NpmRunner {
     const programs = programMounts([options.npm, process.execPath], pathDirs, hide).filter(
       (m) => !hidden.dirs.some((dir) => isWithin(resolvedPath(m.src), dir)),
     );
-    const socketDir = mkdtempSync(join(runDir, 'sbx-'));
-    let egress: EgressProxy | undefined;
-    try {
-      egress = await startEgressProxy(join(socketDir, EGRESS_SOCKET), rules, (line) =>
-        options.log(`[egress] ${line}`),
-      );
-      const launch = relayLaunch(
-        relay,
-        { egress: { port: SANDBOX_PROXY_PORT, socket: `${SANDBOX_SOCKET_DIR}/${EGRESS_SOCKET}` } },
-        options.npm,
-        npmArgs,
-      );
-      Object.assign(env, launch.env);
-      const layout: BwrapLayout = {
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const code = await runRegistryOnly({
+      binary: options.binary,
+      rules,
+      relay,
+      runDir,
+      command: options.npm,
+      args: npmArgs,
+      env,
+      layout: (socketDir) => ({
         hide,
         home: { src: join(writable, 'home'), dest: userHome },
         programs,
@@ -406,36 +403,86 @@ export function sandboxNpmRunner(options: NpmSandboxOptions): NpmRunner {
         shareNetwork: false,
         socketDir,
         store: [{ mount: { src: writable, dest: writable }, writable: true }],
-      };
-      closeInheritedFds();
-      const child = spawn(options.binary, bwrapArgs(layout, launch.command, launch.args), {
-        env,
-        cwd: writable,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      child.stdout.on('data', (c: Buffer) => out.push(c));
-      child.stderr.on('data', (c: Buffer) => {
+      }),
+      cwd: writable,
+      timeoutMs: NPM_TIMEOUT_MS,
+      log: options.log,
+      stdout: (c) => out.push(c),
+      stderr: (c) => {
         err.push(c);
         options.log(c.toString('utf8').trimEnd());
-      });
-      const timer = setTimeout(() => child.kill('SIGKILL'), NPM_TIMEOUT_MS);
-      const code = await new Promise<number | null>((resolve) => {
-        child.once('error', () => resolve(null));
-        child.once('close', (c) => resolve(c));
-      });
-      clearTimeout(timer);
-      return {
-        code,
-        stdout: Buffer.concat(out).toString('utf8'),
-        stderr: Buffer.concat(err).toString('utf8'),
-      };
-    } finally {
-      await egress?.close();
-      rmSync(socketDir, { recursive: true, force: true });
-    }
+      },
+    });
+    return {
+      code,
+      stdout: Buffer.concat(out).toString('utf8'),
+      stderr: Buffer.concat(err).toString('utf8'),
+    };
   };
+}
+
+/** One run of a program in a sandbox whose only network is the package registry. */
+interface RegistryOnlyRun {
+  /** The bwrap binary (probed). */
+  binary: string;
+  /** The registry hosts the filtering proxy lets through. */
+  rules: EgressRules;
+  relay: RelayProgram;
+  /** Where the run's socket folder is made. */
+  runDir: string;
+  command: string;
+  args: readonly string[];
+  /** The program's environment; the relay's variables are added to it. */
+  env: Record<string, string>;
+  /** The sandbox's layout, given the socket folder the egress proxy listens in. */
+  layout: (socketDir: string) => BwrapLayout;
+  cwd: string;
+  /** The run is killed after this long, ms. */
+  timeoutMs: number;
+  /** Writes a line to the server's log (the egress proxy's refusals). */
+  log: (line: string) => void;
+  stdout: (chunk: Buffer) => void;
+  stderr: (chunk: Buffer) => void;
+}
+
+/**
+ * Runs `command` in a bwrap sandbox without the host's network: the relay inside forwards its
+ * proxy port to a filtering proxy (on a unix socket in a fresh folder) that lets only the
+ * registry through. Resolves with the exit code (null when it could not start or was killed
+ * by the timeout), after its output has been read; the proxy and the folder are gone then.
+ */
+async function runRegistryOnly(run: RegistryOnlyRun): Promise<number | null> {
+  const socketDir = mkdtempSync(join(run.runDir, 'sbx-'));
+  let egress: EgressProxy | undefined;
+  try {
+    egress = await startEgressProxy(join(socketDir, EGRESS_SOCKET), run.rules, (line) =>
+      run.log(`[egress] ${line}`),
+    );
+    const launch = relayLaunch(
+      run.relay,
+      { egress: { port: SANDBOX_PROXY_PORT, socket: `${SANDBOX_SOCKET_DIR}/${EGRESS_SOCKET}` } },
+      run.command,
+      [...run.args],
+    );
+    closeInheritedFds();
+    const child = spawn(run.binary, bwrapArgs(run.layout(socketDir), launch.command, launch.args), {
+      env: { ...run.env, ...launch.env },
+      cwd: run.cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout.on('data', run.stdout);
+    child.stderr.on('data', run.stderr);
+    const timer = setTimeout(() => child.kill('SIGKILL'), run.timeoutMs);
+    const code = await new Promise<number | null>((resolve) => {
+      child.once('error', () => resolve(null));
+      child.once('close', (c) => resolve(c));
+    });
+    clearTimeout(timer);
+    return code;
+  } finally {
+    await egress?.close();
+    rmSync(socketDir, { recursive: true, force: true });
+  }
 }
 
 /** How long a package fetch may take, ms. */
@@ -461,59 +508,43 @@ async function fetchPackage(
   options.log(
     `[skep] sandbox: fetching ${scheme}://${packageSpec} (network: ${rules.hosts.join(', ')} only)`,
   );
-  const socketDir = mkdtempSync(join(runDir, 'sbx-'));
-  let egress: EgressProxy | undefined;
-  try {
-    egress = await startEgressProxy(join(socketDir, EGRESS_SOCKET), rules, (line) =>
-      options.log(`[egress] ${line}`),
-    );
-    const launch = relayLaunch(
-      relay,
-      { egress: { port: SANDBOX_PROXY_PORT, socket: `${SANDBOX_SOCKET_DIR}/${EGRESS_SOCKET}` } },
-      command,
-      args,
-    );
-    const env: Record<string, string> = {
-      ...serverEnv,
-      HTTP_PROXY: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
-      HTTPS_PROXY: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
-      http_proxy: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
-      https_proxy: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
-      ...launch.env,
-    };
+  const env: Record<string, string> = {
+    ...serverEnv,
+    HTTP_PROXY: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
+    HTTPS_PROXY: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
+    http_proxy: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
+    https_proxy: `http://127.0.0.1:${SANDBOX_PROXY_PORT}`,
     // The update check would be one more registry request (and a notice in the log).
-    env['npm_config_update_notifier'] = 'false';
-    delete env['npm_config_offline'];
-    delete env['UV_OFFLINE'];
-    closeInheritedFds();
-    const child = spawn(options.binary, bwrapArgs(layout(false, socketDir), launch.command, launch.args), {
-      env,
-      cwd: sandboxHome(options.paths, options.spec.name),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const output: Buffer[] = [];
-    const keep = (chunk: Buffer) => {
-      output.push(chunk);
-      options.log(chunk.toString('utf8').trimEnd());
-    };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    const timer = setTimeout(() => child.kill('SIGKILL'), FETCH_TIMEOUT_MS);
-    const code = await new Promise<number | null>((resolve) => {
-      child.once('error', () => resolve(null));
-      child.once('exit', (c) => resolve(c));
-    });
-    clearTimeout(timer);
-    if (code !== 0) {
-      const tail = Buffer.concat(output).toString('utf8').trim().split('\n').slice(-3).join(' | ');
-      throw new SkepError(
-        'bad_gateway',
-        `cannot fetch ${scheme}://${packageSpec} in the sandbox: ${tail || `exit ${code}`}`,
-      );
-    }
-  } finally {
-    await egress?.close();
-    rmSync(socketDir, { recursive: true, force: true });
+    npm_config_update_notifier: 'false',
+  };
+  delete env['npm_config_offline'];
+  delete env['UV_OFFLINE'];
+  const output: Buffer[] = [];
+  const keep = (chunk: Buffer) => {
+    output.push(chunk);
+    options.log(chunk.toString('utf8').trimEnd());
+  };
+  const code = await runRegistryOnly({
+    binary: options.binary,
+    rules,
+    relay,
+    runDir,
+    command,
+    args,
+    env,
+    layout: (socketDir) => layout(false, socketDir),
+    cwd: sandboxHome(options.paths, options.spec.name),
+    timeoutMs: FETCH_TIMEOUT_MS,
+    log: options.log,
+    stdout: keep,
+    stderr: keep,
+  });
+  if (code !== 0) {
+    const tail = Buffer.concat(output).toString('utf8').trim().split('\n').slice(-3).join(' | ');
+    throw new SkepError(
+      'bad_gateway',
+      `cannot fetch ${scheme}://${packageSpec} in the sandbox: ${tail || `exit ${code}`}`,
+    );
   }
 }
 
