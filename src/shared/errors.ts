@@ -172,8 +172,8 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 
 /**
  * `bad_request` stays for what no narrower code covers (a malformed request or value) and is
- * the code the reference's registry routes send; `invalid_config`, `invalid_reference` and
- * `invalid_name` say which kind of input was wrong, with the same HTTP status.
+ * the code the reference's registry routes send; `invalid_config`, `invalid_reference`,
+ * `invalid_path` and `invalid_name` say which kind of input was wrong, with the same HTTP status.
  */
 export class SkepError extends Error {
   /** A subclass names itself (`TokenExchangeError`, `BootRefused`); the code is what callers read. */
