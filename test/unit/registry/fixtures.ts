@@ -29,7 +29,7 @@ export const WORDS = [
 ];
 
 /** mulberry32: a tiny deterministic PRNG. */
-export function prng(number): () => number {
+export function prng(seed: number): () => number {
   let a = seed >>> 0;
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;

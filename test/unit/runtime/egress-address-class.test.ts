@@ -32,7 +32,7 @@ const script = scriptClassifier();
 const embedded = (address: string): number[] => [...script.embeddedV4(address)];
 
 /** A small deterministic generator (mulberry32), so a failure names an address that fails again. */
-function random(number): () => number {
+function random(seed: number): () => number {
   let a = seed;
   return () => {
     a = (a + 0x6d2b79f5) | 0;
