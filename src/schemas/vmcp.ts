@@ -6,6 +6,7 @@
  */
 import { type Static, Type } from 'typebox';
 import { Opt, Str, StrMap, Strs } from './shorthand.js';
+import { CodeModeSchema, CompositeToolSchema } from './vmcp-composite.js';
 
 /**
  * The `optimizer` block (its presence turns the optimizer on; without `embeddingService` the
@@ -235,14 +236,14 @@ export const VmcpConfigSchema = Type.Object(
       ),
     ),
     aggregation: Opt(AggregationSchema),
-    compositeTools: Opt(Type.Array(Loose())),
+    compositeTools: Opt(Type.Array(CompositeToolSchema)),
     compositeToolRefs: Opt(Type.Array(Type.Object({ name: Str() }, Closed))),
     operational: Opt(OperationalSchema),
     metadata: Opt(StrMap()),
     telemetry: Opt(Loose()),
     audit: Opt(Loose()),
     optimizer: Opt(OptimizerConfigSchema),
-    codeMode: Opt(Loose()),
+    codeMode: Opt(CodeModeSchema),
     sessionStorage: Opt(Loose()),
     rateLimiting: Opt(Loose()),
     passthroughHeaders: Opt(Strs()),

@@ -29,6 +29,8 @@ export interface Route {
 
 export interface Aggregated {
   readonly tools: Obj[];
+  /** Every routable tool under its advertised name, hidden ones (filters, excludeAll) included. */
+  readonly allTools: Obj[];
   readonly toolRoutes: Map<string, Route>;
   readonly prompts: Obj[];
   readonly promptRoutes: Map<string, Route>;
@@ -168,11 +170,13 @@ export function aggregate(backends: readonly BackendLists[], config: ResolvedVmc
   }
   const toolNames = resolveNames(toolCandidates, agg, 'tool', problems);
   const tools: Obj[] = [];
+  const allTools: Obj[] = [];
   const toolRoutes = new Map<string, Route>();
   for (const [name, c] of toolNames) {
     toolRoutes.set(name, { backend: c.backend, original: c.original });
-    if (!c.advertised) continue;
-    tools.push(name === c.original ? c.item : Object.assign({}, c.item, { name }));
+    const item = name === c.original ? c.item : Object.assign({}, c.item, { name });
+    allTools.push(item);
+    if (c.advertised) tools.push(item);
   }
 
   const promptCandidates: Candidate[] = [];
@@ -215,6 +219,7 @@ export function aggregate(backends: readonly BackendLists[], config: ResolvedVmc
   templateRoutes.sort((x, y) => y.prefix.length - x.prefix.length);
   return {
     tools,
+    allTools,
     toolRoutes,
     prompts,
     promptRoutes,

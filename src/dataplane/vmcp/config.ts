@@ -4,8 +4,9 @@
  * a workload's run configuration (`POST /api/v1beta/workloads {"vmcp": ...}`) and the
  * `VirtualMCPServer` CRD's `spec.config`. Keys are camelCase as in the reference.
  *
- * `parseVmcpConfig` validates (400 naming the field), refuses what this build does not honour
- * (400 `unsupported_field`: composite tools, code mode, ...; nothing is accepted silently) and
+ * `parseVmcpConfig` validates (400 `invalid_config` naming the field), compiles the composite
+ * tools (`composite/definition.ts`: every template parsed, the step graph checked), refuses
+ * what this build does not honour (400 `unsupported_field`; nothing is accepted silently) and
  * resolves the defaults into a frozen `ResolvedVmcpConfig`. Better than the reference (⚠):
  * `operational.timeouts` and `failureHandling.partialFailureMode` are read at runtime, and
  * `conflictResolutionConfig.prefixOnlyConflicts` renames only conflicting names.
@@ -20,6 +21,8 @@ import {
 import { createValidator } from '../../validation/index.js';
 import { goDurationMs, SkepError } from '../../shared/index.js';
 import { type OptimizerSettings, resolveOptimizerSettings } from './optimizer/config.js';
+import { type CompiledComposite, compileComposites } from './composite/definition.js';
+import { type CodeModeSettings, resolveCodeMode } from './codemode/config.js';
 
 export type { BackendAuthStrategy, VmcpConfig };
 
@@ -73,6 +76,10 @@ export interface ResolvedVmcpConfig {
   readonly staticBackends: readonly StaticBackend[] | undefined;
   /** Set when `optimizer` is present (its presence turns it on, as in ToolHive). */
   readonly optimizer: OptimizerSettings | undefined;
+  /** `compositeTools[]`, checked and compiled. */
+  readonly composites: readonly CompiledComposite[];
+  /** Set when `codeMode.enabled` is true. */
+  readonly codeMode: CodeModeSettings | undefined;
 }
 
 /** Go duration → ms (the schema already checked the syntax). */
@@ -98,20 +105,27 @@ const HOP_BY_HOP = new Set([
 ]);
 
 /**
- * Validates a vMCP configuration (400 `bad_request` naming the field), refuses what is not
+ * Validates a vMCP configuration (400 `invalid_config` naming the field), refuses what is not
  * honoured (400 `unsupported_field`) and resolves defaults.
  */
 export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConfig {
-  const raw = validator.parse(value ?? {}, what);
-  if (raw.compositeTools !== undefined && raw.compositeTools.length > 0) {
-    throw unsupported('compositeTools', 'composite tools (workflows) are not implemented; remove them');
+  let raw: VmcpConfig;
+  try {
+    raw = validator.parse(value ?? {}, what);
+  } catch (err) {
+    // A configuration that does not fit the schema is an invalid configuration, named.
+    if (err instanceof SkepError && err.code === 'bad_request')
+      throw new SkepError('invalid_config', err.message);
+    throw err;
   }
   if (raw.compositeToolRefs !== undefined && raw.compositeToolRefs.length > 0) {
-    throw unsupported('compositeToolRefs', 'composite tools (workflows) are not implemented; remove them');
+    throw unsupported(
+      'compositeToolRefs',
+      'it names VirtualMCPCompositeToolDefinition objects, which only the Kubernetes operator resolves (it folds them into compositeTools); in a vMCP config file put the definitions in compositeTools',
+    );
   }
-  if (raw.codeMode !== undefined && raw.codeMode['enabled'] === true) {
-    throw unsupported('codeMode', 'code mode is not implemented; remove it');
-  }
+  const composites = compileComposites(raw.compositeTools, what);
+  const codeMode = resolveCodeMode(raw.codeMode, what);
   const staticBackends = raw.backends === undefined ? undefined : checkStaticBackends(raw.backends, what);
   for (const key of ['telemetry', 'audit', 'sessionStorage', 'rateLimiting'] as const) {
     const v = raw[key];
@@ -161,7 +175,7 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
     (raw.outgoingAuth?.source === 'discovered' || strategies.some(([, s]) => s.type === 'discovered'))
   ) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${what}.outgoingAuth: static backends have no workload configuration to discover auth from; set source "inline" and give each backend's strategy in outgoingAuth.backends`,
     );
   }
@@ -172,13 +186,13 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
   const prefixFormat = crc.prefixFormat ?? VMCP_DEFAULTS.prefixFormat;
   if (!prefixFormat.includes('{workload}')) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${what}.aggregation.conflictResolutionConfig.prefixFormat must contain "{workload}" (got "${prefixFormat}")`,
     );
   }
   if (strategy === 'priority' && (crc.priorityOrder === undefined || crc.priorityOrder.length === 0)) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${what}.aggregation.conflictResolutionConfig.priorityOrder must list workloads when conflictResolution is "priority"`,
     );
   }
@@ -192,7 +206,7 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
     }
     if (tools.has(entry.workload)) {
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `${what}.aggregation.tools[${i}].workload "${entry.workload}" is listed twice; merge the entries`,
       );
     }
@@ -206,7 +220,7 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
   const cbTimeout = cb.timeout === undefined ? VMCP_DEFAULTS.circuitBreakerTimeoutMs : durationMs(cb.timeout);
   if (cb.enabled === true && cbTimeout < 1000) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${what}.operational.failureHandling.circuitBreaker.timeout must be at least 1s`,
     );
   }
@@ -218,7 +232,7 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
       !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(h)
     ) {
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `${what}.passthroughHeaders: "${h}" cannot be forwarded (Host, hop-by-hop and X-Forwarded-* headers are refused)`,
       );
     }
@@ -272,6 +286,8 @@ export function parseVmcpConfig(value: unknown, what = 'vmcp'): ResolvedVmcpConf
     passthroughHeaders: raw.passthroughHeaders ?? [],
     staticBackends,
     optimizer: raw.optimizer === undefined ? undefined : resolveOptimizerSettings(raw.optimizer),
+    composites,
+    codeMode,
   };
   return Object.freeze(resolved);
 }
@@ -295,7 +311,7 @@ function checkStaticBackends(list: StaticBackendConfig[], what: string): StaticB
   return list.map((b, i) => {
     const field = `${what}.backends[${i}]`;
     if (b.name === '' || seen.has(b.name))
-      throw new SkepError('bad_request', `${field}.name must be a unique, non-empty name (got "${b.name}")`);
+      throw new SkepError('invalid_config', `${field}.name must be a unique, non-empty name (got "${b.name}")`);
     seen.add(b.name);
     let url: URL | undefined;
     try {
@@ -304,7 +320,7 @@ function checkStaticBackends(list: StaticBackendConfig[], what: string): StaticB
       url = undefined;
     }
     if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:'))
-      throw new SkepError('bad_request', `${field}.url must be an absolute http(s) URL (got "${b.url}")`);
+      throw new SkepError('invalid_config', `${field}.url must be an absolute http(s) URL (got "${b.url}")`);
     if (b.transport !== 'streamable-http')
       throw unsupported(
         `backends[${i}].transport`,
@@ -320,7 +336,7 @@ function checkStaticBackends(list: StaticBackendConfig[], what: string): StaticB
     const type = b.type ?? '';
     if (!BACKEND_TYPES.has(type))
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `${field}.type must be "", "entry", "container" or "proxy" (got "${type}")`,
       );
     return { name: b.name, url: url.href, type: type === 'entry' ? 'entry' : '' };
@@ -328,14 +344,14 @@ function checkStaticBackends(list: StaticBackendConfig[], what: string): StaticB
 }
 
 function positive(ms: number, field: string): number {
-  if (!(ms > 0)) throw new SkepError('bad_request', `${field} must be a positive duration such as "30s"`);
+  if (!(ms > 0)) throw new SkepError('invalid_config', `${field} must be a positive duration such as "30s"`);
   return ms;
 }
 
 function checkStrategy(field: string, s: BackendAuthStrategy): void {
   const need = (key: 'headerInjection' | 'tokenExchange' | 'upstreamInject' | 'awsSts') => {
     if (s[key] === undefined)
-      throw new SkepError('bad_request', `vmcp.${field}.${key} is required when type is "${s.type}"`);
+      throw new SkepError('invalid_config', `vmcp.${field}.${key} is required when type is "${s.type}"`);
   };
   switch (s.type) {
     case 'header_injection': {
@@ -343,7 +359,7 @@ function checkStrategy(field: string, s: BackendAuthStrategy): void {
       const h = s.headerInjection!;
       if ((h.headerValue === undefined) === (h.headerValueEnv === undefined)) {
         throw new SkepError(
-          'bad_request',
+          'invalid_config',
           `vmcp.${field}.headerInjection needs exactly one of headerValue and headerValueEnv`,
         );
       }
@@ -353,7 +369,7 @@ function checkStrategy(field: string, s: BackendAuthStrategy): void {
       need('tokenExchange');
       if (s.tokenExchange!.clientSecret !== undefined && s.tokenExchange!.clientSecretEnv !== undefined) {
         throw new SkepError(
-          'bad_request',
+          'invalid_config',
           `vmcp.${field}.tokenExchange: set clientSecret or clientSecretEnv, not both`,
         );
       }

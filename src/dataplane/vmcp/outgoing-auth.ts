@@ -87,7 +87,7 @@ function chain(type: string, middlewares: ProxyMiddleware[]): BackendAuth {
 function envValue(name: string, field: string, deps: AuthDeps): string {
   const value = deps.env[name];
   if (value === undefined || value === '')
-    throw new SkepError('bad_request', `${field}: environment variable ${name} is not set`);
+    throw new SkepError('invalid_config', `${field}: environment variable ${name} is not set`);
   return value;
 }
 
@@ -123,7 +123,7 @@ async function fromStrategy(backend: string, s: BackendAuthStrategy, deps: AuthD
         middlewares.push(await upstreamInject(provider, `${field}.tokenExchange.subjectProviderName`, deps));
       } else if (te.subjectProviderName !== undefined) {
         throw new SkepError(
-          'bad_request',
+          'invalid_config',
           `${field}.tokenExchange.subjectProviderName needs the embedded authorization server`,
         );
       }
@@ -150,12 +150,12 @@ async function fromStrategy(backend: string, s: BackendAuthStrategy, deps: AuthD
 async function upstreamInject(provider: string, field: string, deps: AuthDeps): Promise<ProxyMiddleware> {
   if (deps.authServer === undefined)
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${field} needs the embedded authorization server (embedded_auth_server_config)`,
     );
   if (!deps.upstreamNames.includes(provider)) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${field}: "${provider}" is not an upstream provider of the embedded authorization server (${deps.upstreamNames.join(', ') || 'none'})`,
     );
   }

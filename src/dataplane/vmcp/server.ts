@@ -5,15 +5,31 @@
  * proxy one in-process MCP server per client session (`spawn`, for `ProxyOptions.perSession`),
  * so the endpoint runs behind the same proxy and pipeline as any workload.
  */
-import type { ProxyIdentity, ProxyMiddleware, SessionChild } from '../proxy/index.js';
-import type { Logger } from '../../shared/index.js';
+import { randomUUID } from 'node:crypto';
+import type { JsonRpcMessage } from '../../protocol/index.js';
+import {
+  newRequestContext,
+  type ExchangeEnd,
+  type ProxyIdentity,
+  type ProxyMiddleware,
+  type ProxyRequestContext,
+  runReplyHooks,
+  type SessionChild,
+} from '../proxy/index.js';
+import { type Logger, SkepError } from '../../shared/index.js';
 import { closePools } from './backend-client.js';
 import { type BackendInfo, BackendSet } from './backends.js';
 import type { ResolvedVmcpConfig } from './config.js';
 import { type AuthDeps, type BackendAuth, buildBackendAuth } from './outgoing-auth.js';
 import type { Obj } from './aggregate.js';
 import type { Optimizer } from './optimizer/index.js';
-import { IDENTITY_META, type SessionHost, VirtualSession } from './session.js';
+import {
+  CALL_META,
+  IDENTITY_META,
+  type InnerAdmission,
+  type SessionHost,
+  VirtualSession,
+} from './session.js';
 
 export interface VirtualServerOptions {
   /** The virtual workload's name (its `serverInfo.name`). */
@@ -48,6 +64,11 @@ export class VirtualMcpServer implements SessionHost {
   #optimizer: Promise<Optimizer> | undefined;
   #indexed: Obj[] | undefined;
   #lastStatus = '';
+  /** The workload's pipeline, which each inner call of a composite tool passes like a direct call. */
+  #innerChain: readonly ProxyMiddleware[] = [];
+  /** Composite calls in flight: the outer request each inner call is admitted on behalf of. */
+  readonly #outer = new Map<string, { ctx: ProxyRequestContext; link: string; seq: number }>();
+  readonly #compositeNames: ReadonlySet<string>;
 
   constructor(options: VirtualServerOptions) {
     this.#options = options;
@@ -70,11 +91,96 @@ export class VirtualMcpServer implements SessionHost {
       ),
     );
     this.#set.on('change', () => void this.#refresh());
+    this.#compositeNames = new Set(options.config.composites.map((c) => c.name));
+  }
+
+  /**
+   * The runner's middleware pipeline (authentication, authorization, audit, telemetry, ...):
+   * each inner call of a composite tool goes through it as its own `tools/call`, so it is
+   * authorized, audited and traced like a direct call.
+   */
+  useInnerChain(middlewares: readonly ProxyMiddleware[]): void {
+    this.#innerChain = middlewares.filter((m) => !m.name.startsWith('vmcp-'));
+  }
+
+  /**
+   * Admits one inner call of the composite call `key` (the outer request's `CALL_META`):
+   * runs the pipeline on a `tools/call` of `name` with the outer request's headers and
+   * address. The inner request carries the outer's `X-Request-ID` (or one made for the
+   * composite call), linking their audit events, and the composite's span as its parent.
+   */
+  async admitInner(
+    key: string | undefined,
+    name: string,
+    args: Record<string, unknown>,
+    stepId: string,
+  ): Promise<InnerAdmission> {
+    const outer = key === undefined ? undefined : this.#outer.get(key);
+    if (outer === undefined || this.#innerChain.length === 0) return { ok: true, done: () => undefined };
+    const id = `${outer.link}/${stepId}/${++outer.seq}`;
+    const meta: Record<string, unknown> = {};
+    const traceparent = outer.ctx.outboundHeaders['traceparent'];
+    if (traceparent !== undefined) meta['traceparent'] = traceparent;
+    const body = {
+      jsonrpc: '2.0',
+      id,
+      method: 'tools/call',
+      params:
+        Object.keys(meta).length > 0 ? { name, arguments: args, _meta: meta } : { name, arguments: args },
+    };
+    let fire: ((end: ExchangeEnd) => void) | undefined;
+    const built = newRequestContext({
+      method: 'POST',
+      path: outer.ctx.path,
+      query: outer.ctx.query,
+      headers: Object.assign({}, outer.ctx.headers, { 'x-request-id': outer.link }),
+      remoteAddress: outer.ctx.remoteAddress,
+      remotePort: outer.ctx.remotePort,
+      httpVersion: outer.ctx.httpVersion,
+      body: { json: body },
+      serverName: outer.ctx.serverName,
+      backendTransport: outer.ctx.backendTransport,
+      whenEnded: (f) => {
+        fire = f;
+      },
+      logger: this.logger,
+    });
+    for (const mw of this.#innerChain) {
+      const rejected = await mw.handle(built.ctx);
+      if (rejected === undefined) continue;
+      fire?.({ status: rejected.status, completed: true });
+      return { ok: false, status: rejected.status, message: refusalMessage(rejected.body) };
+    }
+    return {
+      ok: true,
+      done: async (reply: JsonRpcMessage) => {
+        const r = Object.assign({ jsonrpc: '2.0', id }, reply) as JsonRpcMessage;
+        await runReplyHooks(built.replyHooks, r);
+        fire?.({ status: 200, completed: true });
+      },
+    };
   }
 
   async start(): Promise<void> {
     await this.#set.start();
     await this.#refresh();
+    // At config load, against the aggregated routing table: a composite tool whose step names
+    // a tool the backends do not offer is an invalid configuration (named), not a tool that
+    // fails at its first call. Later changes of the backends are reported in the status.
+    const problems = await this.compositeProblems(true);
+    if (problems !== undefined && problems.length > 0)
+      throw new SkepError('invalid_config', problems.join('; '));
+  }
+
+  /** `VirtualSession.compositeProblems` through a session of no client (undefined: lists unreadable). */
+  async compositeProblems(unresolvedOnly = false): Promise<string[] | undefined> {
+    if (this.config.composites.length === 0) return [];
+    const probe = new VirtualSession(this);
+    try {
+      return await probe.compositeProblems(unresolvedOnly);
+    } finally {
+      probe.close();
+    }
   }
 
   /** `ProxyOptions.perSession.spawn`: a fresh in-process MCP server for one client session. */
@@ -90,22 +196,47 @@ export class VirtualMcpServer implements SessionHost {
    * what a client may have put there, so a session's backend calls carry its caller's token.
    */
   identityMiddleware(): ProxyMiddleware | undefined {
-    if (!this.identityInMeta) return undefined;
+    if (!this.identityInMeta && this.#compositeNames.size === 0) return undefined;
+    const withIdentity = this.identityInMeta;
+    const composites = this.#compositeNames;
+    const outerCalls = this.#outer;
     return {
       name: 'vmcp-identity',
       async handle(ctx) {
         const msg = ctx.mcp?.message;
         if (msg === undefined || ctx.mcp?.id === undefined) return undefined;
+        const composite =
+          ctx.mcp.method === 'tools/call' &&
+          ctx.mcp.resourceId !== undefined &&
+          composites.has(ctx.mcp.resourceId);
+        if (!withIdentity && !composite) return undefined;
         const params: Record<string, unknown> =
           typeof msg.params === 'object' && msg.params !== null ? msg.params : {};
         const meta = (
           typeof params['_meta'] === 'object' && params['_meta'] !== null ? params['_meta'] : {}
         ) as Record<string, unknown>;
-        const identity: ProxyIdentity = {};
-        if (ctx.identity.token !== undefined) identity.token = ctx.identity.token;
-        if (ctx.identity.claims !== undefined) identity.claims = ctx.identity.claims;
-        if (ctx.identity.subject !== undefined) identity.subject = ctx.identity.subject;
-        const nextMeta = Object.assign({}, meta, { [IDENTITY_META]: identity });
+        const added: Record<string, unknown> = {};
+        if (withIdentity) {
+          const identity: ProxyIdentity = {};
+          if (ctx.identity.token !== undefined) identity.token = ctx.identity.token;
+          if (ctx.identity.claims !== undefined) identity.claims = ctx.identity.claims;
+          if (ctx.identity.subject !== undefined) identity.subject = ctx.identity.subject;
+          added[IDENTITY_META] = identity;
+        }
+        if (composite) {
+          // The composite call's inner calls are admitted on behalf of this request (`admitInner`).
+          const key = randomUUID();
+          const given = ctx.headers['x-request-id'];
+          const link = typeof given === 'string' && given !== '' ? given : `composite-${key}`;
+          // The outer event carries the same request id as its inner calls' events.
+          if (given === undefined) ctx.headers['x-request-id'] = link;
+          outerCalls.set(key, { ctx, link, seq: 0 });
+          ctx.onEnd(() => outerCalls.delete(key));
+          added[CALL_META] = key;
+        } else {
+          added[CALL_META] = undefined;
+        }
+        const nextMeta = Object.assign({}, meta, added);
         const nextParams = Object.assign({}, params, { _meta: nextMeta });
         ctx.replaceBody(Object.assign({}, msg, { params: nextParams }));
         return undefined;
@@ -207,6 +338,7 @@ export class VirtualMcpServer implements SessionHost {
   }
 
   async close(): Promise<void> {
+    this.#outer.clear();
     this.#set.close();
     for (const s of [...this.#sessions]) s.close();
     await Promise.allSettled([...this.#auth.values()].map((e) => e.auth?.close()));
@@ -226,9 +358,15 @@ export class VirtualMcpServer implements SessionHost {
       `serving ${served.length} backend${served.length === 1 ? '' : 's'}` +
       (served.length > 0 ? ` (${served.map((b) => b.name).join(', ')})` : '') +
       excluded.map((b) => `; ${b.name} left out: ${this.#auth.get(b.name)?.problem ?? 'no auth'}`).join('');
-    if (summary !== this.#lastStatus) {
-      this.#lastStatus = summary;
-      this.#options.onStatus?.(summary);
+    let withComposites = summary;
+    if (this.config.composites.length > 0 && served.length > 0) {
+      const problems = await this.compositeProblems();
+      if (this.#set.up !== up) return;
+      for (const p of problems ?? []) withComposites += `; withheld: ${p}`;
+    }
+    if (withComposites !== this.#lastStatus) {
+      this.#lastStatus = withComposites;
+      this.#options.onStatus?.(withComposites);
     }
     if (changed) for (const s of this.#sessions) s.backendsChanged();
   }
@@ -256,4 +394,14 @@ export class VirtualMcpServer implements SessionHost {
     );
     return entry.building;
   }
+}
+
+/** What a middleware's refusal says (a JSON-RPC error's message, else its text). */
+function refusalMessage(body: unknown): string {
+  if (typeof body === 'string') return body;
+  if (typeof body === 'object' && body !== null) {
+    const err = (body as { error?: { message?: unknown } }).error;
+    if (typeof err?.message === 'string') return err.message;
+  }
+  return 'refused';
 }

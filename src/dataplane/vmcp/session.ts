@@ -15,6 +15,7 @@ import {
   jsonRpcError,
   type JsonRpcMessage,
   METHOD_NOT_FOUND,
+  REQUEST_TIMEOUT,
   RESOURCE_NOT_FOUND,
   UPSTREAM_UNAVAILABLE,
 } from '../../protocol/index.js';
@@ -26,9 +27,33 @@ import type { BackendInfo } from './backends.js';
 import type { ResolvedVmcpConfig } from './config.js';
 import { LIST_CACHE_MAX_AGE_MS, ListCache } from './list-cache.js';
 import type { Optimizer } from './optimizer/index.js';
+import type { CompiledComposite } from './composite/definition.js';
+import {
+  type CompositeRuntime,
+  type ElicitAnswer,
+  ElicitationUnsupported,
+  type InnerCall,
+  InnerCallError,
+  runComposite,
+  type ToolResult,
+} from './composite/engine.js';
+import { compositeAnnotations, resolveTool, toolIndex, unresolved } from './composite/resolve.js';
 
 /** Where the runner's vMCP middleware puts the caller's identity (it always overwrites it). */
 export const IDENTITY_META = 'dev.skep/identity';
+/** Where it puts the key of a composite call, under which `SessionHost.admitInner` finds the outer request. */
+export const CALL_META = 'dev.skep/call';
+
+/** The pipeline's verdict on one inner call of a composite tool. */
+export type InnerAdmission =
+  | { readonly ok: true; done(reply: JsonRpcMessage): void | Promise<void> }
+  | { readonly ok: false; readonly status: number; readonly message: string };
+
+/** The composite tools of one aggregation: advertised entries, and each one's definition or why it is withheld. */
+interface CompositeView {
+  readonly tools: Obj[];
+  readonly byName: Map<string, { def: CompiledComposite; problem: string | undefined; unresolved: boolean }>;
+}
 
 /** What a session needs from the virtual server that owns it. */
 export interface SessionHost {
@@ -49,7 +74,19 @@ export interface SessionHost {
   sessionEnded(session: VirtualSession): void;
   /** How old the shared cache of backend lists may get (default `LIST_CACHE_MAX_AGE_MS`). */
   readonly listCacheMaxAgeMs?: number;
+  /**
+   * Runs the workload's pipeline on one inner call of a composite tool (`key`: the outer
+   * call's `CALL_META`); absent, inner calls are not re-admitted (no pipeline).
+   */
+  admitInner?(
+    key: string | undefined,
+    name: string,
+    args: Record<string, unknown>,
+    stepId: string,
+  ): Promise<InnerAdmission>;
 }
+
+const compositeViews = new WeakMap<Aggregated, CompositeView>();
 
 /** The backend lists shared by the sessions of one virtual server (`list-cache.ts`). */
 const listCaches = new WeakMap<SessionHost, ListCache>();
@@ -95,6 +132,10 @@ export class VirtualSession {
   #announced: Record<string, string> | undefined;
   #logLevel: string | undefined;
   #toolsJson: { of: Aggregated; text: string } | undefined;
+  /** The client's `initialize` capabilities (elicitation steps need `elicitation`). */
+  #clientCapabilities: Record<string, unknown> | undefined;
+  /** Composite calls in flight, by client request id, for cancellation. */
+  readonly #running = new Map<string, AbortController>();
   #tail = '';
   #closed = false;
 
@@ -193,13 +234,13 @@ export class VirtualSession {
       return;
     }
     const params = m.params;
-    if (params !== undefined) this.#takeIdentity(params);
+    const callKey = params === undefined ? undefined : this.#takeIdentity(params);
     if (m.id === undefined || m.id === null) {
       this.#notification(m.method, params);
       return;
     }
     const id = m.id;
-    this.#request(id, m.method, params ?? {}).catch((err: unknown) => {
+    this.#request(id, m.method, params ?? {}, callKey).catch((err: unknown) => {
       if (err instanceof BackendError) this.#error(id, err.code, err.message, err.data);
       else {
         this.#host.logger.warn({ err }, 'virtual MCP request failed');
@@ -208,21 +249,32 @@ export class VirtualSession {
     });
   }
 
-  /** Reads and strips the identity the runner's middleware put in `_meta`. */
-  #takeIdentity(params: Record<string, unknown>): void {
+  /** Reads and strips what the runner's middleware put in `_meta`; returns a composite call's key. */
+  #takeIdentity(params: Record<string, unknown>): string | undefined {
     const meta = params['_meta'] as Record<string, unknown> | undefined;
-    if (meta === undefined || typeof meta !== 'object' || !(IDENTITY_META in meta)) return;
+    if (meta === undefined || typeof meta !== 'object' || meta === null) return undefined;
+    const hasIdentity = IDENTITY_META in meta;
+    const hasCall = CALL_META in meta;
+    if (!hasIdentity && !hasCall) return undefined;
     const identity = meta[IDENTITY_META];
+    const call = meta[CALL_META];
     delete meta[IDENTITY_META];
+    delete meta[CALL_META];
     if (Object.keys(meta).length === 0) delete params['_meta'];
     if (this.#host.identityInMeta && typeof identity === 'object' && identity !== null) {
       this.#identity = identity;
     }
+    return typeof call === 'string' ? call : undefined;
   }
 
   #notification(method: string, params: Record<string, unknown> | undefined): void {
     if (method === 'notifications/cancelled') {
       const requestId = params?.['requestId'];
+      const composite = this.#running.get(String(requestId));
+      if (composite !== undefined) {
+        composite.abort(new InnerCallError('cancelled', 'the client cancelled the call'));
+        return;
+      }
       const f = this.#inflight.get(String(requestId));
       if (f?.backendId !== undefined) {
         const reason = params?.['reason'];
@@ -235,9 +287,18 @@ export class VirtualSession {
     }
   }
 
-  async #request(id: string | number, method: string, params: Record<string, unknown>): Promise<void> {
+  async #request(
+    id: string | number,
+    method: string,
+    params: Record<string, unknown>,
+    callKey?: string,
+  ): Promise<void> {
     switch (method) {
       case 'initialize':
+        this.#clientCapabilities =
+          typeof params['capabilities'] === 'object' && params['capabilities'] !== null
+            ? (params['capabilities'] as Record<string, unknown>)
+            : {};
         this.#reply(id, {
           protocolVersion:
             typeof params['protocolVersion'] === 'string' ? params['protocolVersion'] : '2025-11-25',
@@ -269,7 +330,8 @@ export class VirtualSession {
           return;
         }
         // Serialized once per aggregation: a warm list is one string concatenation.
-        if (this.#toolsJson?.of !== lists) this.#toolsJson = { of: lists, text: JSON.stringify(lists.tools) };
+        if (this.#toolsJson?.of !== lists)
+          this.#toolsJson = { of: lists, text: JSON.stringify(this.#advertised(lists)) };
         this.#send(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"tools":${this.#toolsJson.text}}}`);
         return;
       }
@@ -288,7 +350,7 @@ export class VirtualSession {
         if (name === 'find_tool' || name === 'call_tool') {
           const optimizer = await this.#host.optimizer();
           if (optimizer !== undefined) {
-            await this.#host.indexTools(lists.tools);
+            await this.#host.indexTools(this.#advertised(lists));
             if (name === 'find_tool') {
               this.#reply(id, await optimizer.find(params['arguments']));
               return;
@@ -302,8 +364,16 @@ export class VirtualSession {
             }
             params['name'] = resolved.name;
             params['arguments'] = resolved.arguments;
-            return this.#request(id, method, params);
+            return this.#request(id, method, params, callKey);
           }
+        }
+        const composite =
+          typeof name === 'string' && this.#host.config.composites.length > 0
+            ? this.#compositeView(lists).byName.get(name)
+            : undefined;
+        if (composite !== undefined) {
+          await this.#runComposite(id, composite.def, composite.problem, params, lists, callKey);
+          return;
         }
         const route = typeof name === 'string' ? lists.toolRoutes.get(name) : undefined;
         if (route === undefined) throw new BackendError(INVALID_PARAMS, `Unknown tool: ${String(name)}`);
@@ -512,6 +582,244 @@ export class VirtualSession {
     );
   }
 
+  /**
+   * Why composite tools cannot run against the backends as they are now (a step's tool no
+   * backend offers, a taken name, annotations safer than the steps): one line each. Undefined
+   * when the backends' lists could not be read.
+   */
+  async compositeProblems(unresolvedOnly = false): Promise<string[] | undefined> {
+    let a: Aggregated;
+    try {
+      a = await this.#lists();
+    } catch {
+      return undefined;
+    }
+    const view = this.#compositeView(a);
+    return [...view.byName.values()].flatMap((c) =>
+      c.problem === undefined || (unresolvedOnly && !c.unresolved) ? [] : [c.problem],
+    );
+  }
+
+  /** The tools this session advertises: the backends' and the composite tools that can run. */
+  #advertised(a: Aggregated): Obj[] {
+    if (this.#host.config.composites.length === 0) return a.tools;
+    const view = this.#compositeView(a);
+    return view.tools.length === 0 ? a.tools : [...a.tools, ...view.tools];
+  }
+
+  /**
+   * The composite tools against one aggregation (computed once per aggregation, shared by the
+   * sessions): a composite whose step names a tool no backend offers, whose name is taken by a
+   * backend tool, or whose explicit annotations claim more safety than its steps allow, is
+   * withheld from `tools/list` (with a warning), and a call gets a tool error saying why.
+   */
+  #compositeView(a: Aggregated): CompositeView {
+    const cached = compositeViews.get(a);
+    if (cached !== undefined) return cached;
+    const index = toolIndex(a);
+    const tools: Obj[] = [];
+    const byName = new Map<
+      string,
+      { def: CompiledComposite; problem: string | undefined; unresolved: boolean }
+    >();
+    for (const def of this.#host.config.composites) {
+      let problem = unresolved(def, a, index);
+      const missing = problem !== undefined;
+      if (problem === undefined && a.toolRoutes.has(def.name))
+        problem = `${def.where}: the name is taken by the backend tool "${def.name}" (${a.toolRoutes.get(def.name)!.backend})`;
+      let annotations: Obj | undefined;
+      if (problem === undefined) {
+        const ann = compositeAnnotations(def, a, index);
+        if (ann.ok) annotations = ann.annotations;
+        else problem = `${def.where}: ${ann.reason}`;
+      }
+      byName.set(def.name, { def, problem, unresolved: missing });
+      if (problem !== undefined) {
+        this.#host.logger.warn({ composite: def.name, problem }, 'composite tool withheld from tools/list');
+        continue;
+      }
+      const tool: Obj = { name: def.name, description: def.description, inputSchema: def.inputSchema };
+      if (def.output !== undefined) tool['outputSchema'] = def.output.schema;
+      if (annotations !== undefined) tool['annotations'] = annotations;
+      tools.push(tool);
+    }
+    const view = { tools, byName };
+    compositeViews.set(a, view);
+    return view;
+  }
+
+  /** Runs one composite call; its answer is a tool result (a failure is a tool error). */
+  async #runComposite(
+    id: string | number,
+    def: CompiledComposite,
+    problem: string | undefined,
+    params: Record<string, unknown>,
+    lists: Aggregated,
+    callKey: string | undefined,
+  ): Promise<void> {
+    if (problem !== undefined) {
+      this.#reply(id, {
+        content: [{ type: 'text', text: `composite tool ${def.name} cannot run: ${problem}` }],
+        isError: true,
+      });
+      return;
+    }
+    const args = params['arguments'];
+    if (args !== undefined && (typeof args !== 'object' || args === null || Array.isArray(args))) {
+      this.#reply(id, { content: [{ type: 'text', text: 'arguments must be an object' }], isError: true });
+      return;
+    }
+    const meta = params['_meta'] as Obj | undefined;
+    const token = meta?.['progressToken'];
+    const abort = new AbortController();
+    const key = String(id);
+    this.#running.set(key, abort);
+    const index = toolIndex(lists);
+    const runtime: CompositeRuntime = {
+      inputSchemaOf: (tool) => {
+        const r = resolveTool(tool, lists, index);
+        return r.ok ? (r.ref.tool?.['inputSchema'] as Obj | undefined) : undefined;
+      },
+      callTool: (call) => this.#innerCall(call, lists, index, callKey),
+      elicit: (_step, message, schema, signal) => this.#elicit(message, schema, signal),
+    };
+    if (token !== undefined)
+      runtime.progress = (done, total, message) =>
+        this.#send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            method: 'notifications/progress',
+            params: { progressToken: token, progress: done, total, message },
+          }),
+        );
+    try {
+      const result = await runComposite(def, (args ?? {}) as Obj, runtime, abort.signal);
+      this.#reply(id, result);
+    } catch (err) {
+      // Cancelled by the client: no answer (MCP's cancellation rule).
+      if (!(err instanceof InnerCallError && err.kind === 'cancelled')) throw err;
+    } finally {
+      this.#running.delete(key);
+    }
+  }
+
+  /** One inner call: admitted by the pipeline like a direct call, then sent to its backend. */
+  async #innerCall(
+    call: InnerCall,
+    lists: Aggregated,
+    index: Map<string, Obj>,
+    callKey: string | undefined,
+  ): Promise<ToolResult> {
+    const r = resolveTool(call.tool, lists, index);
+    if (!r.ok) throw new InnerCallError('not_found', r.reason);
+    const { name, route } = r.ref;
+    if (call.signal.aborted) throw new InnerCallError('cancelled', 'cancelled');
+    const admission =
+      this.#host.admitInner === undefined
+        ? ({ ok: true, done: () => undefined } as const)
+        : await this.#host.admitInner(callKey, name, call.arguments, call.stepId);
+    if (!admission.ok)
+      throw new InnerCallError(
+        'denied',
+        `the call to ${name} was refused (HTTP ${admission.status}: ${admission.message})`,
+      );
+    let open: Open;
+    try {
+      const opening = this.#session(route.backend);
+      open = opening instanceof Promise ? await opening : opening;
+    } catch (err) {
+      const message = `backend ${route.backend} is unavailable: ${(err as Error).message}`;
+      await admission.done({ jsonrpc: '2.0', error: { code: UPSTREAM_UNAVAILABLE, message } });
+      throw new InnerCallError('unavailable', message);
+    }
+    let backendId: string | undefined;
+    const onAbort = () => {
+      if (backendId !== undefined) open.session.cancel(backendId, 'the composite call stopped');
+    };
+    call.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      const result = (await open.session.request(
+        'tools/call',
+        { name: route.original, arguments: call.arguments },
+        {
+          timeoutMs: call.timeoutMs,
+          onId: (i) => {
+            backendId = i;
+          },
+        },
+      )) as ToolResult;
+      await admission.done({ jsonrpc: '2.0', result });
+      return result;
+    } catch (err) {
+      const e = err instanceof BackendError ? err : new BackendError(INTERNAL_ERROR, (err as Error).message);
+      await admission.done({ jsonrpc: '2.0', error: { code: e.code, message: e.message } });
+      if (call.signal.aborted) throw new InnerCallError('cancelled', 'cancelled');
+      if (e.code === REQUEST_TIMEOUT)
+        throw new InnerCallError(
+          'timeout',
+          `${name} did not answer within its step timeout (${call.timeoutMs} ms)`,
+        );
+      if (e.unreachable) {
+        this.#host.reportUnreachable(route.backend);
+        throw new InnerCallError('unavailable', `backend ${route.backend} is unavailable: ${e.message}`);
+      }
+      throw new InnerCallError('failed', `${name}: ${e.message}`);
+    } finally {
+      call.signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** An elicitation step: asks this client (`elicitation/create`), if it said it can answer. */
+  #elicit(message: string, schema: Obj, signal: AbortSignal): Promise<ElicitAnswer> {
+    if (this.#clientCapabilities?.['elicitation'] === undefined)
+      return Promise.reject(
+        new ElicitationUnsupported(
+          'the client did not declare the elicitation capability, so it cannot be asked; call this tool from a client that supports elicitation',
+        ),
+      );
+    if (this.#closed) return Promise.reject(new InnerCallError('cancelled', 'client session ended'));
+    const id = `vmcp-${++this.#askSeq}`;
+    return new Promise<ElicitAnswer>((resolve, reject) => {
+      const onAbort = () => {
+        this.#asked.delete(id);
+        this.#send(
+          JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } }),
+        );
+        reject(signal.reason instanceof Error ? signal.reason : new InnerCallError('cancelled', 'cancelled'));
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#asked.set(id, {
+        resolve: (v) => {
+          signal.removeEventListener('abort', onAbort);
+          const answer = (v ?? {}) as Obj;
+          const action = answer['action'];
+          if (action !== 'accept' && action !== 'decline' && action !== 'cancel') {
+            reject(new Error(`the client answered the elicitation with action ${JSON.stringify(action)}`));
+            return;
+          }
+          const content = answer['content'];
+          resolve(
+            typeof content === 'object' && content !== null
+              ? { action, content: content as Obj }
+              : { action },
+          );
+        },
+        reject: (e) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      });
+      this.#send(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          method: 'elicitation/create',
+          params: { message, requestedSchema: schema },
+        }),
+      );
+    });
+  }
+
   /** The aggregated lists when they are computed and younger than the cache's bound. */
   #warm(): Aggregated | undefined {
     const a = this.#aggregated;
@@ -545,7 +853,7 @@ export class VirtualSession {
 
   #announce(a: Aggregated): void {
     const now: Record<string, string> = {
-      tools: JSON.stringify(a.tools),
+      tools: JSON.stringify(this.#advertised(a)),
       prompts: JSON.stringify(a.prompts),
       resources: JSON.stringify(a.resources) + JSON.stringify(a.templates),
     };

@@ -48,37 +48,37 @@ test('durations and per-workload timeouts are read (⚠ the reference never read
   assert.equal(c.unhealthyThreshold, 2);
 });
 
-test('bad values are 400 bad_request naming the field', () => {
-  refused({ aggregation: { conflictResolution: 'newest' } }, 'bad_request', /conflictResolution/);
+test('bad values are 400 invalid_config naming the field', () => {
+  refused({ aggregation: { conflictResolution: 'newest' } }, 'invalid_config', /conflictResolution/);
   refused(
     { operational: { timeouts: { default: 'soon' } } },
-    'bad_request',
+    'invalid_config',
     /timeouts\/default|timeouts.default/,
   );
   refused(
     { operational: { timeouts: { default: '0s' } } },
-    'bad_request',
+    'invalid_config',
     /timeouts\.default must be a positive/,
   );
-  refused({ aggregation: { conflictResolution: 'priority' } }, 'bad_request', /priorityOrder/);
+  refused({ aggregation: { conflictResolution: 'priority' } }, 'invalid_config', /priorityOrder/);
   refused(
     { aggregation: { conflictResolutionConfig: { prefixFormat: 'x_' } } },
-    'bad_request',
+    'invalid_config',
     /prefixFormat/,
   );
-  refused({ aggregation: { tools: [{ workload: 'a' }, { workload: 'a' }] } }, 'bad_request', /tools\[1\]/);
-  refused({ unknownKey: 1 }, 'bad_request', /unknownKey/);
+  refused({ aggregation: { tools: [{ workload: 'a' }, { workload: 'a' }] } }, 'invalid_config', /tools\[1\]/);
+  refused({ unknownKey: 1 }, 'invalid_config', /unknownKey/);
   refused(
     { outgoingAuth: { backends: { b: { type: 'header_injection', headerInjection: { headerName: 'x' } } } } },
-    'bad_request',
+    'invalid_config',
     /outgoingAuth\.backends\.b\.headerInjection needs exactly one/,
   );
   refused(
     { outgoingAuth: { default: { type: 'token_exchange' } } },
-    'bad_request',
+    'invalid_config',
     /tokenExchange is required/,
   );
-  refused({ passthroughHeaders: ['X-Forwarded-For'] }, 'bad_request', /passthroughHeaders/);
+  refused({ passthroughHeaders: ['X-Forwarded-For'] }, 'invalid_config', /passthroughHeaders/);
   refused(
     { operational: { failureHandling: { circuitBreaker: { enabled: true } } } },
     'unsupported_field',
@@ -111,24 +111,25 @@ test('static backends[]: checked and resolved; discovered auth is refused with t
   ]);
   assert.equal(parseVmcpConfig({}).staticBackends, undefined);
   const one = { name: 'a', url: 'http://a/mcp', transport: 'streamable-http' };
-  refused({ backends: [one, one] }, 'bad_request', /backends\[1\]\.name must be a unique/);
-  refused({ backends: [{ ...one, url: 'ftp://a/mcp' }] }, 'bad_request', /backends\[0\]\.url/);
-  refused({ backends: [{ ...one, url: 'not a url' }] }, 'bad_request', /backends\[0\]\.url/);
-  refused({ backends: [{ ...one, type: 'pod' }] }, 'bad_request', /backends\[0\]\.type/);
+  refused({ backends: [one, one] }, 'invalid_config', /backends\[1\]\.name must be a unique/);
+  refused({ backends: [{ ...one, url: 'ftp://a/mcp' }] }, 'invalid_config', /backends\[0\]\.url/);
+  refused({ backends: [{ ...one, url: 'not a url' }] }, 'invalid_config', /backends\[0\]\.url/);
+  refused({ backends: [{ ...one, type: 'pod' }] }, 'invalid_config', /backends\[0\]\.type/);
   refused(
     { backends: [one], outgoingAuth: { source: 'discovered' } },
-    'bad_request',
+    'invalid_config',
     /static backends have no workload configuration/,
   );
   refused(
     { backends: [one], outgoingAuth: { backends: { a: { type: 'discovered' } } } },
-    'bad_request',
+    'invalid_config',
     /static backends have no workload configuration/,
   );
 });
 
 test('fields this build does not honour are refused with unsupported_field, never kept silently', () => {
-  refused({ compositeTools: [{ name: 'wf' }] }, 'unsupported_field', /vmcp\.compositeTools/);
+  refused({ compositeTools: [{ name: 'wf' }] }, 'invalid_config', /compositeTools\.0\.steps: is required/);
+  refused({ compositeToolRefs: [{ name: 'wf' }] }, 'unsupported_field', /vmcp\.compositeToolRefs/);
   refused({ codeMode: { enabled: true } }, 'unsupported_field', /vmcp\.codeMode/);
   refused(
     { backends: [{ name: 'x', url: 'http://h/mcp', transport: 'sse' }] },

@@ -16,7 +16,7 @@ import {
 function refused(config: OptimizerConfig, pattern: RegExp): void {
   assert.throws(
     () => resolveOptimizerSettings(config, {}),
-    (err: unknown) => isSkepError(err) && err.code === 'bad_request' && pattern.test(err.message),
+    (err: unknown) => isSkepError(err) && err.code === 'invalid_config' && pattern.test(err.message),
     JSON.stringify(config),
   );
 }

@@ -44,7 +44,7 @@ const MAX_EMBEDDING_HEADERS = 32;
 const FORBIDDEN_HEADERS = new Set(['authorization', 'content-type']);
 
 function bad(message: string): SkepError {
-  return new SkepError('bad_request', message);
+  return new SkepError('invalid_config', message);
 }
 
 function numberIn(
@@ -64,7 +64,7 @@ function numberIn(
 }
 
 /**
- * Checks the block and fills defaults. Throws `SkepError('bad_request')` naming the field
+ * Checks the block and fills defaults. Throws `SkepError('invalid_config')` naming the field
  * (`optimizer.<field>`) for anything out of range. `env` supplies `OPENAI_API_KEY`.
  */
 export function resolveOptimizerSettings(

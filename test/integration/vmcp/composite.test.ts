@@ -1,0 +1,551 @@
+/**
+ * Composite tools (the reference's vMCP workflows) through real virtual workloads over real
+ * backends (the workflow fixture and server-everything), called with the official MCP SDK
+ * client: the DAG runs independent steps in parallel, templates read parameters and step
+ * outputs, conditions skip, onError continues/retries/aborts, timeouts bound steps, forEach
+ * respects maxParallel, elicitation asks the client, progress is reported, cancellation stops
+ * what is pending, hidden tools are callable, each inner call is authorized (Cedar) and
+ * audited like a direct call, and a step naming an unknown tool stops the virtual workload
+ * from starting.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { tempHome } from '../../helpers/home.js';
+import { runInProcess } from '../workloads/helpers.js';
+import { addGroup, connect, everything, type Lab, lab, virtual, waitFor } from './helpers.js';
+
+const WF_SERVER = fileURLToPath(new URL('../../fixtures/vmcp-workflow/server.ts', import.meta.url));
+const TSX = import.meta.resolve('tsx');
+
+async function workflowBackend(l: Lab, name: string, group: string): Promise<void> {
+  await l.manager.create({
+    name,
+    group,
+    image: `cmd://${process.execPath}`,
+    cmd_arguments: ['--import', TSX, WF_SERVER, name],
+  });
+  await l.run(name);
+}
+
+interface Result {
+  content: Array<{ type: string; text: string }>;
+  structuredContent?: Record<string, unknown>;
+  isError?: boolean;
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<Result> {
+  return (await client.callTool({ name, arguments: args })) as Result;
+}
+
+async function stats(
+  client: Client,
+): Promise<{ max: number; calls: number; cancelled: number; started: string[] }> {
+  const r = await call(client, 'wf_stats', { reset: true });
+  return r.structuredContent as { max: number; calls: number; cancelled: number; started: string[] };
+}
+
+const work = (label: string, ms = 150) => ({ tool: 'wf.work', arguments: { label, ms } });
+
+const COMPOSITES: Array<Record<string, unknown> & { name: string }> = [
+  {
+    name: 'dag',
+    description: 'Two parallel steps, then one that reads both.',
+    parameters: { type: 'object', properties: { who: { type: 'string' } }, required: ['who'] },
+    steps: [
+      { id: 'a', ...work('a', 300) },
+      { id: 'b', ...work('b', 300) },
+      {
+        id: 'c',
+        tool: 'everything.echo',
+        dependsOn: ['a', 'b'],
+        arguments: { message: '{{.steps.a.output.text}} + {{.steps.b.output.text}} for {{.params.who}}' },
+      },
+    ],
+  },
+  {
+    name: 'structured',
+    description: 'Structured outputs, coercion and an output template.',
+    parameters: { type: 'object', properties: { id: { type: 'integer' } } },
+    steps: [
+      { id: 'u', tool: 'wf_user', arguments: { id: '{{.params.id}}' } },
+      { id: 'sum', tool: 'wf.add', arguments: { a: '100', b: '{{.params.id}}' } },
+    ],
+    output: {
+      properties: {
+        name: { type: 'string', description: 'User name', value: '{{.steps.u.output.user.name}}' },
+        total: { type: 'integer', value: '{{.steps.sum.output.result}}' },
+        tags: { type: 'array', value: '{{json .steps.u.output.tags}}' },
+        missing: { type: 'string', value: '{{.steps.u.output.nothing}}', default: 'fallback' },
+      },
+      required: ['name', 'total'],
+    },
+  },
+  {
+    name: 'conditional',
+    description: 'A step skipped by its condition; the next reads its defaults.',
+    parameters: { type: 'object', properties: { go: { type: 'boolean' } } },
+    steps: [
+      {
+        id: 'maybe',
+        ...work('maybe', 1),
+        condition: '{{if .params.go}}true{{else}}false{{end}}',
+        defaultResults: { text: 'skipped-default' },
+      },
+      {
+        id: 'after',
+        tool: 'everything.echo',
+        dependsOn: ['maybe'],
+        arguments: { message: '{{.steps.maybe.status}}: {{.steps.maybe.output.text}}' },
+      },
+    ],
+  },
+  {
+    name: 'errors',
+    description: 'continue with defaults, then retry until the backend answers.',
+    parameters: { type: 'object', properties: { key: { type: 'string' } } },
+    steps: [
+      { id: 'broken', tool: 'wf.fail', onError: { action: 'continue' }, defaultResults: { text: 'default' } },
+      {
+        id: 'retried',
+        tool: 'wf.flaky',
+        dependsOn: ['broken'],
+        arguments: { key: '{{.params.key}}', failures: 2 },
+        onError: { action: 'retry', retryCount: 2, retryDelay: '20ms' },
+      },
+      {
+        id: 'report',
+        tool: 'everything.echo',
+        dependsOn: ['retried'],
+        arguments: {
+          message: '{{.steps.broken.status}}/{{.steps.broken.output.text}}/{{.steps.retried.output.text}}',
+        },
+      },
+    ],
+  },
+  {
+    name: 'aborts',
+    description: 'The first step fails: nothing after it runs.',
+    steps: [
+      { id: 'broken', tool: 'wf.fail' },
+      { id: 'never', ...work('never', 1), dependsOn: ['broken'] },
+    ],
+  },
+  {
+    name: 'retries_out',
+    description: 'Retries run out.',
+    parameters: { type: 'object', properties: { key: { type: 'string' } } },
+    steps: [
+      {
+        id: 'r',
+        tool: 'wf.flaky',
+        arguments: { key: '{{.params.key}}', failures: 5 },
+        onError: { action: 'retry', retryCount: 1, retryDelay: '10ms' },
+      },
+    ],
+  },
+  {
+    name: 'slow_step',
+    description: 'A step longer than its timeout.',
+    steps: [{ id: 'slow', tool: 'wf.sleep', arguments: { ms: 5000 }, timeout: '300ms' }],
+  },
+  {
+    name: 'slow_tool',
+    description: 'A composite longer than its own timeout.',
+    timeout: '300ms',
+    steps: [{ id: 'slow', tool: 'wf.sleep', arguments: { ms: 5000 } }],
+  },
+  {
+    name: 'fan_out',
+    description: 'forEach over the packages, two at a time.',
+    parameters: { type: 'object', properties: { n: { type: 'integer' } } },
+    steps: [
+      { id: 'list', tool: 'wf.packages', arguments: { n: '{{.params.n}}' } },
+      {
+        id: 'each',
+        type: 'forEach',
+        dependsOn: ['list'],
+        collection: '{{json .steps.list.output.packages}}',
+        itemVar: 'pkg',
+        maxParallel: 2,
+        maxIterations: 10,
+        step: {
+          tool: 'wf.work',
+          arguments: { label: '{{.forEach.pkg.name}}@{{.forEach.pkg.version}}#{{.forEach.index}}', ms: 100 },
+        },
+      },
+    ],
+    output: {
+      properties: {
+        count: { type: 'integer', value: '{{.steps.each.output.count}}' },
+        completed: { type: 'integer', value: '{{.steps.each.output.completed}}' },
+        first: { type: 'string', value: '{{(index .steps.each.output.iterations 0).output.text}}' },
+      },
+    },
+  },
+  {
+    name: 'ask',
+    description: 'Asks the user, then echoes the answer.',
+    steps: [
+      {
+        id: 'confirm',
+        type: 'elicitation',
+        message: 'Deploy {{.params.app}}?',
+        schema: { type: 'object', properties: { proceed: { type: 'boolean' } }, required: ['proceed'] },
+        onDecline: { action: 'skip_remaining' },
+        onCancel: { action: 'abort' },
+      },
+      {
+        id: 'deploy',
+        tool: 'everything.echo',
+        dependsOn: ['confirm'],
+        arguments: { message: 'proceed={{.steps.confirm.output.content.proceed}}' },
+      },
+    ],
+    parameters: { type: 'object', properties: { app: { type: 'string' } } },
+  },
+  {
+    name: 'cancellable',
+    description: 'A quick step, a slow one, then one that must never run once cancelled.',
+    steps: [
+      { id: 'quick', ...work('quick', 1) },
+      { id: 'slow', tool: 'wf.sleep', arguments: { ms: 10000 }, dependsOn: ['quick'] },
+      { id: 'last', ...work('last', 1), dependsOn: ['slow'] },
+    ],
+  },
+  {
+    name: 'hidden_call',
+    description: 'Calls a tool that tools/list does not show.',
+    steps: [{ id: 'h', tool: 'wf.destroy' }],
+  },
+  {
+    name: 'read_only',
+    description: 'Reads only.',
+    steps: [{ id: 'u', tool: 'wf.user', arguments: { id: 1 } }],
+  },
+  {
+    name: 'claims_read_only',
+    description: 'Claims read-only but destroys.',
+    annotations: { readOnlyHint: true },
+    steps: [{ id: 'd', tool: 'wf.destroy' }],
+  },
+  {
+    name: 'denied_inner',
+    description: 'Its second step is forbidden by the policy.',
+    steps: [
+      { id: 'ok', ...work('allowed', 1) },
+      { id: 'forbidden', tool: 'wf.add', arguments: { a: 1, b: 2 }, dependsOn: ['ok'] },
+    ],
+  },
+];
+
+const VMCP = {
+  compositeTools: COMPOSITES,
+  // `destroy` is not advertised: composites still call it (hidden tools stay routable).
+  aggregation: {
+    tools: [
+      { workload: 'wf', filter: ['work', 'stats', 'fail', 'flaky', 'user', 'add', 'packages', 'sleep'] },
+    ],
+  },
+};
+
+test('composite tools over real backends', { timeout: 600_000 }, async (t) => {
+  const l = lab(t);
+  await addGroup(l, 'wfg');
+  await workflowBackend(l, 'wf', 'wfg');
+  await everything(l, 'everything', 'wfg');
+  await virtual(l, 'v-wf', 'wfg', VMCP);
+  const client = await connect(t, l.url('v-wf'));
+  await stats(client);
+
+  await t.test(
+    'advertised with its parameters, output schema and derived annotations; a contradiction is dropped',
+    async () => {
+      const tools = (await client.listTools()).tools;
+      const byName = new Map(tools.map((x) => [x.name, x]));
+      assert.deepEqual(byName.get('dag')?.inputSchema, COMPOSITES[0]!.parameters);
+      assert.equal(byName.get('structured')?.outputSchema?.['type'], 'object');
+      assert.deepEqual(byName.get('read_only')?.annotations, {
+        readOnlyHint: true,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: false,
+      });
+      // wf.fail declares no annotations: the floor is tainted.
+      assert.deepEqual(byName.get('aborts')?.annotations, {
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: false,
+        openWorldHint: true,
+      });
+      assert.equal(byName.get('hidden_call')?.annotations?.destructiveHint, true);
+      assert.ok(!byName.has('claims_read_only'), 'an explicit hint safer than the steps drops the tool');
+      assert.ok(!byName.has('wf_destroy'), 'the filtered tool is not listed');
+    },
+  );
+
+  await t.test(
+    'a three-step DAG: the independent pair runs in parallel, the third reads both and the parameters',
+    async () => {
+      const r = await call(client, 'dag', { who: 'ann' });
+      assert.equal(r.isError, undefined, JSON.stringify(r));
+      assert.equal(r.content[0]?.text, 'Echo: done a + done b for ann');
+      const s = await stats(client);
+      assert.equal(s.max, 2, 'a and b overlapped');
+      assert.deepEqual([...s.started].sort(), ['a', 'b']);
+    },
+  );
+
+  await t.test(
+    'structured outputs, string arguments coerced to the schema, output templates with defaults',
+    async () => {
+      const r = await call(client, 'structured', { id: 7 });
+      assert.equal(r.isError, undefined, JSON.stringify(r));
+      assert.deepEqual(r.structuredContent, {
+        name: 'user-7',
+        total: 107,
+        tags: ['a', 'b'],
+        missing: 'fallback',
+      });
+      assert.deepEqual(JSON.parse(r.content[0]!.text), r.structuredContent);
+    },
+  );
+
+  await t.test('condition false skips the step; its defaultResults stand in', async () => {
+    assert.equal(
+      (await call(client, 'conditional', { go: false })).content[0]?.text,
+      'Echo: skipped: skipped-default',
+    );
+    assert.equal(
+      (await call(client, 'conditional', { go: true })).content[0]?.text,
+      'Echo: completed: done maybe',
+    );
+  });
+
+  await t.test('onError: continue (defaults), retry until it answers, abort stops the rest', async () => {
+    const r = await call(client, 'errors', { key: 'k1' });
+    assert.equal(r.content[0]?.text, 'Echo: failed/default/ok after 3');
+    const aborted = await call(client, 'aborts');
+    assert.equal(aborted.isError, true);
+    assert.match(
+      aborted.content[0]!.text,
+      /Workflow execution failed: step broken: tool wf\.fail failed: boom/,
+    );
+    const out = await call(client, 'retries_out', { key: 'k2' });
+    assert.equal(out.isError, true);
+    assert.match(out.content[0]!.text, /flaky failure 2 \(after 2 attempts\)/);
+    const s = await stats(client);
+    assert.ok(!s.started.includes('never'), 'the step after the failure never ran');
+  });
+
+  await t.test('timeouts: a step past its timeout, a composite past its own', async () => {
+    const step = await call(client, 'slow_step');
+    assert.equal(step.isError, true);
+    assert.match(step.content[0]!.text, /did not answer within its step timeout \(300 ms\)/);
+    const whole = await call(client, 'slow_tool');
+    assert.equal(whole.isError, true);
+    assert.match(whole.content[0]!.text, /Workflow execution timeout exceeded/);
+    // The abandoned backend calls were cancelled at the backend.
+    await waitFor('the backend to see both cancellations', async () =>
+      (await stats(client)).cancelled >= 2 ? true : undefined,
+    );
+  });
+
+  await t.test('forEach with maxParallel 2: every item runs, never more than two at once', async () => {
+    await stats(client);
+    const r = await call(client, 'fan_out', { n: 6 });
+    assert.equal(r.isError, undefined, JSON.stringify(r));
+    assert.deepEqual(r.structuredContent, { count: 6, completed: 6, first: 'done pkg0@1.0#0' });
+    const s = await stats(client);
+    assert.equal(s.max, 2, `observed concurrency ${s.max}`);
+    assert.equal(s.calls, 6);
+    const tooMany = await call(client, 'fan_out', { n: 11 });
+    assert.equal(tooMany.isError, true);
+    assert.match(tooMany.content[0]!.text, /11 items, more than maxIterations 10/);
+  });
+
+  await t.test('progress: one notification per step when the client sent a progress token', async () => {
+    const seen: Array<{ progress: number; total?: number | undefined; message?: string | undefined }> = [];
+    await client.callTool({ name: 'dag', arguments: { who: 'p' } }, undefined, {
+      onprogress: (p) => seen.push(p),
+    });
+    assert.deepEqual(
+      seen.map((p) => [p.progress, p.total]),
+      [
+        [1, 3],
+        [2, 3],
+        [3, 3],
+      ],
+    );
+    assert.match(seen[2]!.message ?? '', /step c completed/);
+  });
+
+  await t.test(
+    'cancellation stops the running step at its backend and the pending one never starts',
+    async () => {
+      await stats(client);
+      const abort = new AbortController();
+      const pending = client.callTool({ name: 'cancellable', arguments: {} }, undefined, {
+        signal: abort.signal,
+        // The first step's progress is the barrier: the slow step starts right after it.
+        onprogress: (p) => {
+          if (p.progress === 1) setTimeout(() => abort.abort('stop'), 100);
+        },
+      });
+      await assert.rejects(pending);
+      await waitFor('the backend to see the cancellation', async () => {
+        const s = await call(client, 'wf_stats');
+        return (s.structuredContent as { cancelled: number }).cancelled >= 1 ? true : undefined;
+      });
+      const s = await stats(client);
+      assert.deepEqual(s.started, ['quick', 'sleep'], 'the last step never started');
+    },
+  );
+
+  await t.test('a composite calls a filtered (hidden) tool', async () => {
+    const r = await call(client, 'hidden_call');
+    assert.equal(r.content[0]?.text, 'destroyed');
+  });
+
+  await t.test(
+    'elicitation: accepted, declined (skip_remaining), cancelled (abort); a client without support',
+    async (t) => {
+      const answers: Array<Record<string, unknown>> = [];
+      const asking = await connect(t, l.url('v-wf'), { capabilities: { elicitation: {} } });
+      const messages: string[] = [];
+      asking.setRequestHandler(ElicitRequestSchema, async (req) => {
+        messages.push(req.params.message);
+        return answers.shift() as never;
+      });
+      answers.push({ action: 'accept', content: { proceed: true } });
+      assert.equal((await call(asking, 'ask', { app: 'api' })).content[0]?.text, 'Echo: proceed=true');
+      assert.deepEqual(messages, ['Deploy api?']);
+      answers.push({ action: 'decline' });
+      const declined = await call(asking, 'ask', { app: 'api' });
+      assert.equal(declined.isError, undefined);
+      assert.deepEqual(JSON.parse(declined.content[0]!.text), { action: 'decline', skipped: true });
+      answers.push({ action: 'cancel' });
+      const cancelled = await call(asking, 'ask', { app: 'api' });
+      assert.equal(cancelled.isError, true);
+      assert.match(cancelled.content[0]!.text, /the user cancelled the elicitation/);
+      const plain = await call(client, 'ask', { app: 'api' });
+      assert.equal(plain.isError, true);
+      // The proxy in front of the session knows which of its clients can answer.
+      assert.match(
+        plain.content[0]!.text,
+        /step confirm: (no connected client can answer elicitation\/create|the client did not declare the elicitation capability)/,
+      );
+    },
+  );
+});
+
+test('each inner call is authorized and audited like a direct call', { timeout: 300_000 }, async (t) => {
+  const l = lab(t);
+  const dir = tempHome(t, 'skep-composite-audit-').dir;
+  const file = join(dir, 'audit.log');
+  await addGroup(l, 'wfa');
+  await workflowBackend(l, 'wf', 'wfa');
+  // A virtual workload with a policy and an audit log: its run configuration, imported.
+  await l.manager.create({
+    name: 'v-base',
+    group: 'wfa',
+    vmcp: {
+      compositeTools: COMPOSITES.filter((c) => c.name === 'denied_inner' || c.name === 'read_only'),
+    } as never,
+  });
+  await l.manager.createFromConfig(
+    Object.assign({}, l.manager.exportConfig('v-base'), {
+      authz_config: {
+        version: '1.0',
+        type: 'cedarv1',
+        cedar: {
+          policies: [
+            'permit(principal, action == Action::"call_tool", resource == Tool::"denied_inner");',
+            'permit(principal, action == Action::"call_tool", resource == Tool::"read_only");',
+            'permit(principal, action == Action::"call_tool", resource == Tool::"wf_work");',
+            'permit(principal, action == Action::"call_tool", resource == Tool::"wf_user");',
+            'permit(principal, action == Action::"list_tools", resource);',
+          ],
+        },
+      },
+      audit_config: { logFile: file },
+    }),
+    { name: 'v-authz' },
+  );
+  await l.run('v-authz');
+  const client = await connect(t, l.url('v-authz'));
+  const denied = await call(client, 'denied_inner');
+  assert.equal(denied.isError, true);
+  assert.match(
+    denied.content[0]!.text,
+    /step forbidden: the call to wf_add was refused \(HTTP 403: Unauthorized\)/,
+  );
+  const ok = await call(client, 'read_only');
+  assert.equal(ok.isError, undefined, JSON.stringify(ok));
+
+  await waitFor('the audit events', () => {
+    const lines = readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((x) => x.includes('mcp_tool_call'));
+    return lines.length >= 5 ? lines : undefined;
+  });
+  const events = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((x) => x.includes('"mcp_tool_call"'))
+    .map(
+      (x) =>
+        JSON.parse(x) as {
+          outcome: string;
+          target: Record<string, string>;
+          source: { extra: Record<string, string> };
+        },
+    );
+  const byTool = (name: string) => events.filter((e) => e.target['name'] === name);
+  const outer = byTool('denied_inner')[0]!;
+  const link = outer.source.extra['request_id'];
+  assert.ok(link !== undefined && link !== '', 'the composite call has a request id');
+  const inner = events.filter((e) => e.source.extra['request_id'] === link && e !== outer);
+  assert.deepEqual(inner.map((e) => [e.target['name'], e.outcome]).sort(), [
+    ['wf_add', 'denied'],
+    ['wf_work', 'success'],
+  ]);
+  const second = byTool('read_only')[0]!;
+  const innerUser = byTool('wf_user')[0]!;
+  assert.equal(innerUser.source.extra['request_id'], second.source.extra['request_id']);
+  assert.notEqual(second.source.extra['request_id'], link);
+});
+
+test(
+  'a step that names a tool no backend offers stops the virtual workload at start, naming the step',
+  { timeout: 120_000 },
+  async (t) => {
+    const l = lab(t);
+    await addGroup(l, 'wfu');
+    await workflowBackend(l, 'wf', 'wfu');
+    await l.manager.create({
+      name: 'v-unknown',
+      group: 'wfu',
+      vmcp: {
+        compositeTools: [
+          { name: 'bad', description: 'Names a missing tool.', steps: [{ id: 'x', tool: 'wf.nope' }] },
+        ],
+      },
+    });
+    const abort = new AbortController();
+    const done = runInProcess(l.ctx, 'v-unknown', abort.signal);
+    t.after(() => abort.abort());
+    const context = await waitFor('v-unknown to fail', () => {
+      const row = l.manager.rows.get('v-unknown');
+      return row?.status === 'error' ? row.statusContext : undefined;
+    });
+    assert.match(
+      context ?? '',
+      /compositeTools\[0\] \(bad\) step "x": tool "wf\.nope" is not among the backends' tools/,
+    );
+    assert.notEqual(await done, 0);
+  },
+);
