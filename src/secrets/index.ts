@@ -10,7 +10,13 @@ export {
   resolveSecretReferences,
   type SecretReference,
 } from './references.js';
-export type { ProviderDetails, SecretLookupOptions, SecretsServiceOptions, SetupRequest } from './service.js';
+export type {
+  EncryptedState,
+  ProviderDetails,
+  SecretLookupOptions,
+  SecretsServiceOptions,
+  SetupRequest,
+} from './service.js';
 export { createSecretLookup, SecretsService, secretsFilePath, validateSecretName } from './service.js';
 export type { ProviderCapabilities, ProviderType, SecretKeyInfo, SecretLookup } from './types.js';
 export { PROVIDER_TYPES } from './types.js';

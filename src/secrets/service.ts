@@ -40,6 +40,21 @@ export interface SetupRequest {
   password?: string | undefined;
   /** Encrypted only: re-encrypt every secret under this password. */
   new_password?: string | undefined;
+  /**
+   * Encrypted only: keep a given password in the OS keyring (else the 0600 password file) so
+   * that other processes can open the store. Default true (the API); the CLI asks for it with
+   * `--save-password`. A generated password is always saved (nobody else knows it), and a
+   * new password replaces a saved one.
+   */
+  save_password?: boolean | undefined;
+}
+
+/** What `skep secret setup` needs to know before it asks for anything. */
+export interface EncryptedState {
+  /** The encrypted store exists (it has a password already). */
+  exists: boolean;
+  /** Where a saved password comes from, if one is saved. */
+  saved: 'environment' | 'keyring' | 'file' | undefined;
 }
 
 export interface ProviderDetails {
@@ -64,12 +79,12 @@ export function secretsFilePath(paths: SkepPaths): string {
 
 /** Names: 1–256 characters, no control characters, no comma (`<name>,target=<ENV>` references). */
 export function validateSecretName(name: string): void {
-  if (name === '') throw new SkepError('bad_request', 'the secret key is required');
+  if (name === '') throw new SkepError('invalid_name', 'the secret key is required');
   if (name.length > MAX_NAME_LENGTH) {
-    throw new SkepError('bad_request', `the secret key is longer than ${MAX_NAME_LENGTH} characters`);
+    throw new SkepError('invalid_name', `the secret key is longer than ${MAX_NAME_LENGTH} characters`);
   }
   if (/[\u0000-\u001f\u007f,]/.test(name)) {
-    throw new SkepError('bad_request', 'the secret key must not contain commas or control characters');
+    throw new SkepError('invalid_name', 'the secret key must not contain commas or control characters');
   }
 }
 
@@ -101,25 +116,40 @@ export class SecretsService {
     return secretsFilePath(this.#paths);
   }
 
+  /** Whether the encrypted store exists and where a saved password is; never prompts. */
+  async encryptedState(): Promise<EncryptedState> {
+    const origin = (await this.#passwords.saved())?.origin;
+    return { exists: await hasContent(this.secretsFile), saved: origin === 'prompt' ? undefined : origin };
+  }
+
   /** Sets up or reconfigures the provider; validates it before recording the choice. */
   async setup(request: SetupRequest): Promise<{ provider_type: ProviderType; message: string }> {
     const type = request.provider_type;
-    if (type === '') throw new SkepError('bad_request', 'provider type cannot be empty');
+    if (type === '') throw new SkepError('invalid_config', 'provider type cannot be empty');
     if (!isProviderType(type)) {
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `invalid secrets provider type: ${type} (valid types: ${PROVIDER_TYPES.join(', ')})`,
       );
     }
-    if (type !== 'encrypted' && (request.password !== undefined || request.new_password !== undefined)) {
+    if (
+      type !== 'encrypted' &&
+      (request.password !== undefined ||
+        request.new_password !== undefined ||
+        request.save_password !== undefined)
+    ) {
       throw new SkepError(
-        'bad_request',
-        `password and new_password apply only to the encrypted provider, not ${type}`,
+        'invalid_config',
+        `password, new_password and save_password apply only to the encrypted provider, not ${type}`,
       );
     }
     let note = '';
     if (type === 'encrypted') {
-      note = await this.#setupEncrypted(request.password, request.new_password);
+      note = await this.#setupEncrypted(
+        request.password,
+        request.new_password,
+        request.save_password !== false,
+      );
     } else if (type === '1password') {
       try {
         await new OnePasswordProvider(this.#env).verify();
@@ -218,7 +248,11 @@ export class SecretsService {
   }
 
   /** Opens or creates the encrypted store, optionally changes its password; returns a note. */
-  async #setupEncrypted(given: string | undefined, next: string | undefined): Promise<string> {
+  async #setupEncrypted(
+    given: string | undefined,
+    next: string | undefined,
+    saveGiven: boolean,
+  ): Promise<string> {
     const fromEnv = this.#passwords.fromEnvironment();
     if (given !== undefined && fromEnv !== undefined && given !== fromEnv) {
       throw new SkepError(
@@ -273,6 +307,15 @@ export class SecretsService {
     if (origin === 'environment') return `; the password comes from ${PASSWORD_ENV}.${changed}`;
     if (next === undefined && (origin === 'keyring' || origin === 'file')) {
       return `; using the saved password (${origin === 'file' ? this.#passwords.file : 'OS keyring'}).${changed}`;
+    }
+    // A password the caller gave is kept only when asked; a generated one always (nobody else
+    // knows it), and a new password replaces a saved one.
+    if (origin !== 'generated' && origin !== 'keyring' && origin !== 'file' && !saveGiven) {
+      return (
+        `; the password was not saved anywhere: commands in a terminal ask for it, and \`skep serve\` ` +
+        `and its workloads need it in ${PASSWORD_ENV} ('skep secret setup --save-password' keeps it ` +
+        `in the OS keyring, else in a 0600 file).${changed}`
+      );
     }
     const saved = await this.#passwords.save(final);
     const what =

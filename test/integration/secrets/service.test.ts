@@ -166,7 +166,15 @@ test('setup validation: empty or unknown provider type, password on a non-encryp
     secrets.setup({ provider_type: 'vault' }),
     /invalid secrets provider type: vault \(valid types: encrypted, 1password, environment\)/,
   );
-  await assert.rejects(secrets.setup({ provider_type: 'environment', password: 'x' }), code('bad_request'));
+  await assert.rejects(
+    secrets.setup({ provider_type: 'environment', password: 'x' }),
+    code('invalid_config'),
+  );
+  await assert.rejects(
+    secrets.setup({ provider_type: 'environment', save_password: true }),
+    code('invalid_config'),
+  );
+  await assert.rejects(secrets.setup({ provider_type: 'vault' }), code('invalid_config'));
   await assert.rejects(secrets.setup({ provider_type: 'encrypted', password: 'short' }), code('bad_request'));
   await assert.rejects(secrets.setup({ provider_type: 'encrypted', password: '' }), code('bad_request'));
   assert.throws(() => secrets.details(), code('secrets_not_setup'), 'a failed setup records nothing');
@@ -176,7 +184,7 @@ test('key names: empty, commas and control characters are refused before anythin
   const { secrets } = service(t);
   await secrets.setup({ provider_type: 'encrypted' });
   for (const bad of ['', 'a,b', 'line\nbreak', 'x'.repeat(257)]) {
-    await assert.rejects(secrets.create(bad, 'v'), code('bad_request'), JSON.stringify(bad));
+    await assert.rejects(secrets.create(bad, 'v'), code('invalid_name'), JSON.stringify(bad));
   }
   await assert.rejects(secrets.create('ok', ''), code('bad_request'));
   assert.deepEqual(await secrets.listKeys(), []);
@@ -247,4 +255,30 @@ test('a password file written by hand with a trailing newline works', async (t) 
   assert.match(result.message, /using the saved password/);
   await secrets.create('k', 'v');
   assert.equal(await secrets.get('k'), 'v');
+});
+
+test('save_password false: a given password opens or creates the store and is written nowhere; a generated one is always saved', async (t) => {
+  const { secrets, paths, make } = service(t);
+  assert.deepEqual(await secrets.encryptedState(), { exists: false, saved: undefined });
+  const result = await secrets.setup({
+    provider_type: 'encrypted',
+    password: 'kept-in-my-head-1',
+    save_password: false,
+  });
+  assert.match(result.message, /the password was not saved anywhere/);
+  assert.equal(existsSync(passwordFilePath(paths)), false);
+  assert.deepEqual(await secrets.encryptedState(), { exists: true, saved: undefined });
+  // Another process opens it with the password in the environment only.
+  const other = make({ ...BASE_ENV, [PASSWORD_ENV]: 'kept-in-my-head-1' });
+  await other.create('k', 'v');
+  assert.equal(await other.get('k'), 'v');
+  // Saved on request; then setup needs no password and says where it is.
+  const saved = await secrets.setup({ provider_type: 'encrypted', password: 'kept-in-my-head-1' });
+  assert.match(saved.message, /the password was saved to .*secrets-password \(mode 0600\)/);
+  assert.deepEqual(await secrets.encryptedState(), { exists: true, saved: 'file' });
+
+  const fresh = service(t);
+  const generated = await fresh.secrets.setup({ provider_type: 'encrypted', save_password: false });
+  assert.match(generated.message, /a strong password was generated and saved/);
+  assert.equal(existsSync(passwordFilePath(fresh.paths)), true);
 });

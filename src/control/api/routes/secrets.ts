@@ -36,6 +36,12 @@ export async function secretRoutes(app: SkepApp, ctx: ApiContext): Promise<void>
           provider_type: Type.String({ description: '`encrypted`, `1password` or `environment`.' }),
           password: Type.Optional(Type.String({ description: 'Encrypted only.' })),
           new_password: Type.Optional(Type.String({ description: 'Encrypted only: change the password.' })),
+          save_password: Type.Optional(
+            Type.Boolean({
+              description:
+                'Encrypted only (Skep): keep a given password in the OS keyring, else the 0600 password file (default true). A generated password is always saved.',
+            }),
+          ),
         }),
         response: withErrors(
           { 201: Type.Object({ provider_type: Type.String(), message: Type.String() }) },

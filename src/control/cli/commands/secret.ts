@@ -5,9 +5,10 @@
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import type { Command } from 'commander';
-import type { SecretsService } from '../../../secrets/index.js';
+import type { EncryptedState, SecretsService } from '../../../secrets/index.js';
 import { definedOnly, SkepError } from '../../../shared/index.js';
 import { withContext } from '../context.js';
+import { UsageError } from '../errors.js';
 import { addListing } from '../command-shapes.js';
 import { type JsonOpt, printOutcome } from '../output.js';
 
@@ -52,13 +53,18 @@ async function readValue(name: string): Promise<string> {
   return (await readStdin()).replace(/\r?\n$/, '');
 }
 
-async function withSecrets<T>(fn: (secrets: SecretsService) => Promise<T>): Promise<T> {
+async function withSecrets<T>(
+  fn: (secrets: SecretsService) => Promise<T>,
+  options: { ask?: boolean } = {},
+): Promise<T> {
   const { SecretsService } = await import('../../../secrets/index.js');
   return withContext(async (ctx) => {
     const secrets = new SecretsService({
       store: ctx.store,
       paths: ctx.config.paths,
-      askPassword: () => promptHidden('Password of the encrypted secrets store: '),
+      ...(options.ask === false
+        ? {}
+        : { askPassword: () => promptHidden('Password of the encrypted secrets store: ') }),
     });
     try {
       return await fn(secrets);
@@ -72,6 +78,32 @@ interface SetupOptions extends JsonOpt {
   provider: string;
   passwordStdin?: boolean;
   changePassword?: boolean;
+  savePassword?: boolean;
+}
+
+/**
+ * The password of an encrypted store, asked once on a terminal: nothing when one is saved (the
+ * environment, the keyring, the password file); the store's password when it exists; else a new
+ * one, typed twice (empty: a strong one is generated and saved).
+ */
+async function askSetupPassword(state: EncryptedState): Promise<string | undefined> {
+  if (state.saved !== undefined) return undefined;
+  if (state.exists) {
+    const typed = await promptHidden('Password of the encrypted secrets store: ');
+    if (typed === undefined || typed === '')
+      throw new SkepError(
+        'secrets_locked',
+        'no password given: the encrypted store exists and needs its password',
+      );
+    return typed;
+  }
+  const typed = await promptHidden(
+    'New password for the encrypted secrets store (empty: generate a strong one and save it): ',
+  );
+  if (typed === undefined || typed === '') return undefined;
+  const again = await promptHidden('The same password again: ');
+  if (again !== typed) throw new SkepError('bad_request', 'the two passwords differ; nothing was set up');
+  return typed;
 }
 
 export function registerSecret(program: Command): void {
@@ -86,8 +118,14 @@ export function registerSecret(program: Command): void {
       'read the password from stdin (with --change-password: current, then new, one per line)',
     )
     .option('--change-password', 're-encrypt every secret under a new password')
+    .option(
+      '--save-password',
+      'keep the password you give in the OS keyring (else a 0600 file) so skep serve and workloads can open the store',
+    )
     .option('--json', 'print JSON')
     .action(async (opts: SetupOptions) => {
+      if (opts.savePassword === true && opts.provider !== 'encrypted')
+        throw new UsageError(`--save-password applies only to the encrypted provider, not ${opts.provider}`);
       let password: string | undefined;
       let newPassword: string | undefined;
       if (opts.passwordStdin === true) {
@@ -99,10 +137,8 @@ export function registerSecret(program: Command): void {
         process.stdin.isTTY === true &&
         opts.changePassword !== true
       ) {
-        const typed = await promptHidden(
-          'Password (leave empty to use the saved one, or to generate a strong one): ',
-        );
-        if (typed !== undefined && typed !== '') password = typed;
+        const state = await withSecrets((s) => s.encryptedState(), { ask: false });
+        password = await askSetupPassword(state);
       } else if (opts.changePassword === true && process.stdin.isTTY !== true) {
         newPassword = (await readStdinLines())[0];
       }
@@ -112,13 +148,17 @@ export function registerSecret(program: Command): void {
         if (newPassword !== again) throw new SkepError('bad_request', 'the two new passwords differ');
       }
       if (opts.changePassword === true && (newPassword === undefined || newPassword === '')) {
-        throw new SkepError('bad_request', 'no new password given: pipe it on stdin or run in a terminal');
+        throw new UsageError('no new password given: pipe it on stdin or run in a terminal');
       }
-      const result = await withSecrets((s) =>
-        s.setup({
-          provider_type: opts.provider,
-          ...definedOnly({ password, new_password: newPassword }),
-        }),
+      const result = await withSecrets(
+        (s) =>
+          s.setup({
+            provider_type: opts.provider,
+            ...definedOnly({ password, new_password: newPassword }),
+            ...(opts.provider === 'encrypted' ? { save_password: opts.savePassword === true } : {}),
+          }),
+        // Asked above when setting up; --change-password asks for the current one if none is saved.
+        { ask: opts.changePassword === true },
       );
       printOutcome(opts, result, result.message);
     });
