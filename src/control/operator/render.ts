@@ -57,6 +57,7 @@ import {
 
 export { type K8sObject, mergePodTemplate, type RenderResult } from './render-common.js';
 import { type RefPaths, resolveSharedRefs, type SharedRefFields } from './shared-refs.js';
+import { renderEmbeddingServer, renderRegistry } from './render-embedding-registry.js';
 import { createImageCommandReader, type ImageCommand, type ImageCommandReader } from './image-command.js';
 
 type Node = Record<string, unknown>;
@@ -562,7 +563,10 @@ function declaredContainerPorts(podTemplateSpec: unknown): number[] {
 }
 
 /** The pod's image pull secrets: resourceOverrides first, then the podTemplateSpec's (by name). */
-function pullSecretNames(spec: { resourceOverrides?: MCPServerSpec['resourceOverrides']; podTemplateSpec?: unknown }): string[] {
+function pullSecretNames(spec: {
+  resourceOverrides?: MCPServerSpec['resourceOverrides'];
+  podTemplateSpec?: unknown;
+}): string[] {
   const names = (spec.resourceOverrides?.proxyDeployment?.imagePullSecrets ?? []).map((s) => s.name);
   const pts = isRecord(spec.podTemplateSpec) ? spec.podTemplateSpec['spec'] : undefined;
   const listed = isRecord(pts) && Array.isArray(pts['imagePullSecrets']) ? pts['imagePullSecrets'] : [];
@@ -571,7 +575,12 @@ function pullSecretNames(spec: { resourceOverrides?: MCPServerSpec['resourceOver
 }
 
 /** The `.dockerconfigjson` of each pull secret that can be read (from the documents, else the API). */
-async function dockerConfigs(names: string[], index: Index, namespace: string, o: Resolved): Promise<unknown[]> {
+async function dockerConfigs(
+  names: string[],
+  index: Index,
+  namespace: string,
+  o: Resolved,
+): Promise<unknown[]> {
   const out: unknown[] = [];
   for (const name of names) {
     let bytes = documentValue(index.get('Secret', namespace, name), '.dockerconfigjson');
@@ -617,7 +626,9 @@ function applyResourceOverrides(
       const pod = template['spec'] as Node;
       const container = (pod['containers'] as Node[]).find((c) => c['name'] === runner);
       if (container !== undefined && d.env !== undefined) {
-        const env = ((container['env'] ?? []) as Node[]).filter((e) => !d.env!.some((x) => x.name === e['name']));
+        const env = ((container['env'] ?? []) as Node[]).filter(
+          (e) => !d.env!.some((x) => x.name === e['name']),
+        );
         container['env'] = [...env, ...d.env.map((e) => ({ name: e.name, value: e.value }))];
       }
       if (d.imagePullSecrets !== undefined && d.imagePullSecrets.length > 0) {
@@ -1028,7 +1039,9 @@ async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<Rende
     else {
       const optimizer = Object.assign({}, (userConfig['optimizer'] ?? {}) as Node);
       if (optimizer['embeddingService'] !== undefined)
-        problems.push('spec.config.optimizer.embeddingService: set by the operator from spec.embeddingServerRef; remove it');
+        problems.push(
+          'spec.config.optimizer.embeddingService: set by the operator from spec.embeddingServerRef; remove it',
+        );
       optimizer['embeddingService'] = embeddingServerUrl(emb, namespace);
       vmcp['optimizer'] = optimizer;
     }
@@ -1042,9 +1055,12 @@ async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<Rende
   const fields: RunnerFields = { groupRef: spec.groupRef, proxyPort: VMCP_PORT };
   const incoming = spec.incomingAuth;
   if (incoming.type === 'oidc' && incoming.oidcConfig !== undefined) fields.oidcConfig = incoming.oidcConfig;
-  if (incoming.type === 'oidc' && incoming.oidcConfigRef !== undefined) fields.oidcConfigRef = incoming.oidcConfigRef;
+  if (incoming.type === 'oidc' && incoming.oidcConfigRef !== undefined)
+    fields.oidcConfigRef = incoming.oidcConfigRef;
   if (incoming.type === 'anonymous' && (incoming.oidcConfigRef ?? incoming.oidcConfig) !== undefined)
-    problems.push('spec.incomingAuth: anonymous incoming auth takes no OIDC configuration; remove it or set type oidc');
+    problems.push(
+      'spec.incomingAuth: anonymous incoming auth takes no OIDC configuration; remove it or set type oidc',
+    );
   if (incoming.authzConfig !== undefined) fields.authzConfig = incoming.authzConfig;
   if (incoming.authzConfigRef !== undefined) fields.authzConfigRef = incoming.authzConfigRef;
   if (spec.telemetryConfigRef !== undefined) fields.telemetryConfigRef = spec.telemetryConfigRef;
@@ -1107,12 +1123,18 @@ async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<Rende
   return rendered('VirtualMCPServer', namespace, name, objects, url, problems, warnings);
 }
 
-const RENDERED_KINDS = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer']);
-const INPUT_ONLY_KINDS = new Set(['Secret', 'ConfigMap', EXTAUTH_KIND, 'MCPGroup', 'MCPServerEntry']);
+const RENDERED_KINDS = new Set([
+  'MCPServer',
+  'MCPRemoteProxy',
+  'VirtualMCPServer',
+  'MCPRegistry',
+  'EmbeddingServer',
+]);
 
 /**
- * Renders every workload resource among `docs` (other documents — Secrets, ConfigMaps,
- * MCPExternalAuthConfigs, groups, entries — are read as referenced objects). Each resource
+ * Renders every workload resource (MCPServer, MCPRemoteProxy, VirtualMCPServer, MCPRegistry,
+ * EmbeddingServer) among `docs`; the other documents — Secrets, ConfigMaps, the shared
+ * configurations, composite tool definitions, groups, entries — are read as referenced objects. Each resource
  * is validated first with the shared library; an invalid one renders nothing and is reported.
  * Documents of other API groups (but Secrets and ConfigMaps) are listed in `skipped`.
  */
@@ -1157,16 +1179,23 @@ export async function renderResources(docs: unknown[], options: RenderOptions = 
   }
   const index = new Index(valid, o.namespace);
   for (const [doc, why] of invalid)
-    index.invalid.set(keyOf(String(doc['kind']), index.ns(doc), String((doc['metadata'] as Node | undefined)?.['name'])), why);
+    index.invalid.set(
+      keyOf(String(doc['kind']), index.ns(doc), String((doc['metadata'] as Node | undefined)?.['name'])),
+      why,
+    );
   for (const doc of valid) {
     const kind = String(doc['kind']);
-    if (INPUT_ONLY_KINDS.has(kind) || !RENDERED_KINDS.has(kind)) continue;
+    if (!RENDERED_KINDS.has(kind)) continue;
     const part =
       kind === 'MCPServer'
         ? await renderMCPServer(doc, index, o)
         : kind === 'MCPRemoteProxy'
           ? await renderRemoteProxy(doc, index, o)
-          : await renderVirtual(doc, index, o);
+          : kind === 'MCPRegistry'
+            ? renderRegistry(doc, index, { image: o.runnerImage })
+            : kind === 'EmbeddingServer'
+              ? renderEmbeddingServer(doc, index)
+              : await renderVirtual(doc, index, o);
     if (part.problems.length > 0) {
       // A resource with a broken reference renders nothing (the controller reports it in status).
       result.problems.push(...part.problems);

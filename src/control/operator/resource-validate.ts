@@ -101,7 +101,13 @@ export function isPrivateHost(hostname: string): boolean {
 }
 
 /** Kinds whose name becomes the name of rendered objects (so it must be a DNS label). */
-const RENDERS_OBJECTS = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer', 'MCPRegistry', 'EmbeddingServer']);
+const RENDERS_OBJECTS = new Set([
+  'MCPServer',
+  'MCPRemoteProxy',
+  'VirtualMCPServer',
+  'MCPRegistry',
+  'EmbeddingServer',
+]);
 
 function codeRules(kind: string, obj: Node, out: Problem[]): void {
   const meta = (obj['metadata'] ?? {}) as Node;

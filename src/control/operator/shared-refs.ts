@@ -19,8 +19,7 @@ import type {
   MCPWebhookConfigSpec,
 } from '../../schemas/operator/index.js';
 import type { MCPServerSpec } from '../../schemas/workloads/index.js';
-import { CedarAuthzConfigSchema, HttpAuthzConfigSchema } from '../../schemas/authz.js';
-import { createValidator } from '../../validation/index.js';
+import { parseAuthzConfig } from '../../dataplane/middleware/authz/index.js';
 import { parse as parseYaml } from 'yaml';
 import { configHash } from './config-hash.js';
 import { documentValue, type Index, keyOf } from './render-index.js';
@@ -69,19 +68,23 @@ export interface SharedRefs {
   problems: string[];
 }
 
-const validateCedar = createValidator(CedarAuthzConfigSchema);
-const validateHttp = createValidator(HttpAuthzConfigSchema);
-
 /** An `authz_config` block from an authorizer type and its settings, or the problems. */
 export function authzBlock(type: string, config: unknown): { block?: Node; problems: string[] } {
   const key = (AUTHZ_CONFIG_KEYS as Record<string, string>)[type];
   if (key === undefined)
     return {
-      problems: [`type "${type}" is not an authorizer Skep runs (${Object.keys(AUTHZ_CONFIG_KEYS).join(', ')})`],
+      problems: [
+        `type "${type}" is not an authorizer Skep runs (${Object.keys(AUTHZ_CONFIG_KEYS).join(', ')})`,
+      ],
     };
   const block = { version: '1.0', type, [key]: config };
-  const problems = (type === 'cedarv1' ? validateCedar : validateHttp).problems(block);
-  return problems.length > 0 ? { problems: problems.map((p) => `config: ${p}`) } : { block, problems: [] };
+  try {
+    // The runner's own parser: the same checks (Cedar policies compile) as when the pod starts.
+    parseAuthzConfig(block, 'config');
+  } catch (err) {
+    return { problems: [(err as Error).message.replace(`config.${key}`, 'config')] };
+  }
+  return { block, problems: [] };
 }
 
 /** Rules of the shared configuration kinds that need code (the validator's third layer). */
@@ -121,7 +124,8 @@ export function sharedConfigProblems(kind: string, spec: Node): Array<{ path: st
       ['mutating', s.mutating],
     ] as const) {
       (hooks ?? []).forEach((h, i) => {
-        if (seen.has(h.name)) out.push({ path: `spec.${list}[${i}].name`, message: `duplicate name ${h.name}` });
+        if (seen.has(h.name))
+          out.push({ path: `spec.${list}[${i}].name`, message: `duplicate name ${h.name}` });
         seen.add(h.name);
         const ms = h.timeout === undefined ? undefined : goDurationMs(h.timeout);
         if (ms !== undefined && ms > 30_000)
@@ -132,7 +136,15 @@ export function sharedConfigProblems(kind: string, spec: Node): Array<{ path: st
   return out;
 }
 
-const UNITS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNITS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  µs: 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
 function goDurationMs(text: string): number {
   let total = 0;
   for (const m of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g))
@@ -187,7 +199,8 @@ export function resolveSharedRefs(
     if ('problem' in r) out.problems.push(r.problem);
     else {
       const s = r.spec as MCPToolConfigSpec;
-      if (s.toolsFilter !== undefined && s.toolsFilter.length > 0) out.runConfig['tools_filter'] = s.toolsFilter;
+      if (s.toolsFilter !== undefined && s.toolsFilter.length > 0)
+        out.runConfig['tools_filter'] = s.toolsFilter;
       const overrides: Record<string, { name?: string; description?: string }> = {};
       for (const [tool, o] of Object.entries(s.toolsOverride ?? {})) {
         if (o.annotations !== undefined)
@@ -277,7 +290,9 @@ export function resolveSharedRefs(
       const s = r.spec as MCPAuthzConfigSpec;
       const built = authzBlock(s.type, s.config);
       if (built.block === undefined)
-        out.problems.push(...built.problems.map((p) => `${field}: MCPAuthzConfig ${spec.authzConfigRef?.name} ${p}`));
+        out.problems.push(
+          ...built.problems.map((p) => `${field}: MCPAuthzConfig ${spec.authzConfigRef?.name} ${p}`),
+        );
       else out.runConfig['authz_config'] = built.block;
       out.annotations[REF_HASH_ANNOTATIONS.authzConfigRef] = configHash(r.spec);
     }
@@ -316,7 +331,10 @@ export function resolveSharedRefs(
         const p = (parsed ?? {}) as Node;
         const type = String(p['type'] ?? '');
         const key2 = (AUTHZ_CONFIG_KEYS as Record<string, string>)[type];
-        const built = key2 === undefined ? { problems: [`type "${type}" is not cedarv1 or httpv1`] } : authzBlock(type, p[key2]);
+        const built =
+          key2 === undefined
+            ? { problems: [`type "${type}" is not cedarv1 or httpv1`] }
+            : authzBlock(type, p[key2]);
         if ('block' in built && built.block !== undefined) {
           if (type === 'cedarv1') Object.assign(built.block['cedar'] as Node, claims);
           out.runConfig['authz_config'] = built.block;
@@ -397,7 +415,9 @@ export function resolveSharedRefs(
                     tls.clientKeySecretRef === undefined
                       ? {}
                       : { client_key_path: file('tls.key', tls.clientKeySecretRef) },
-                    tls.insecureSkipVerify === undefined ? {} : { insecure_skip_verify: tls.insecureSkipVerify },
+                    tls.insecureSkipVerify === undefined
+                      ? {}
+                      : { insecure_skip_verify: tls.insecureSkipVerify },
                   ),
                 },
             h.hmacSecretRef === undefined ? {} : { hmac_secret_ref: file('hmac', h.hmacSecretRef) },

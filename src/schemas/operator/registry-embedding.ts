@@ -116,20 +116,31 @@ export const EmbeddingServerSpecSchema = Type.Object(
       }),
     ),
     port: Opt(
-      Type.Integer({ format: 'int32', minimum: 1, maximum: 65535, default: 8080, description: 'Service port.' }),
+      Type.Integer({
+        format: 'int32',
+        minimum: 1,
+        maximum: 65535,
+        default: 8080,
+        description: 'Service port.',
+      }),
     ),
     args: Opt(stringList('Extra arguments of the server.')),
     env: Opt(
-      Type.Array(
-        Type.Object({ name: str('Variable name.', { minLength: 1 }), value: str('Value.') }),
-        { description: 'Environment of the server.', 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] },
-      ),
+      Type.Array(Type.Object({ name: str('Variable name.', { minLength: 1 }), value: str('Value.') }), {
+        description: 'Environment of the server.',
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['name'],
+      }),
     ),
-    resources: Opt(Type.Object({ limits: Opt(Quantity), requests: Opt(Quantity) }, { description: 'Compute resources.' })),
+    resources: Opt(
+      Type.Object({ limits: Opt(Quantity), requests: Opt(Quantity) }, { description: 'Compute resources.' }),
+    ),
     modelCache: Opt(
       Type.Object(
         {
-          enabled: Opt(Type.Boolean({ default: true, description: 'Keep downloaded models in a volume claim.' })),
+          enabled: Opt(
+            Type.Boolean({ default: true, description: 'Keep downloaded models in a volume claim.' }),
+          ),
           storageClassName: Opt(str('Storage class (default: the cluster default).')),
           size: Opt(str('Size of the claim.', { default: '10Gi' })),
           accessMode: Opt(
@@ -200,7 +211,9 @@ const duration = (description: string) => str(description, { pattern: DURATION }
 
 const StepErrorHandling = Type.Object(
   {
-    action: Opt(enumOf(['abort', 'continue', 'retry'] as const, 'What a failed step does.', { default: 'abort' })),
+    action: Opt(
+      enumOf(['abort', 'continue', 'retry'] as const, 'What a failed step does.', { default: 'abort' }),
+    ),
     retryCount: Opt(Type.Integer({ minimum: 0, description: 'Retries (retry only).' })),
     retryDelay: Opt(duration('Delay between retries.')),
   },
@@ -210,9 +223,13 @@ const StepErrorHandling = Type.Object(
 const ElicitationResponse = Type.Object(
   {
     action: Opt(
-      enumOf(['skip_remaining', 'abort', 'continue'] as const, 'What a declined or cancelled elicitation does.', {
-        default: 'abort',
-      }),
+      enumOf(
+        ['skip_remaining', 'abort', 'continue'] as const,
+        'What a declined or cancelled elicitation does.',
+        {
+          default: 'abort',
+        },
+      ),
     ),
   },
   { description: 'Handling of an elicitation answer.' },

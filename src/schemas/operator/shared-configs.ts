@@ -117,9 +117,7 @@ export const MCPOIDCConfigSpecSchema = Type.Object(
         {
           serviceAccount: Opt(str('Service account whose tokens are accepted (default: any).')),
           namespace: Opt(str("Namespace of the service account (default: the workload's).")),
-          issuer: Opt(
-            str('Issuer URL of the tokens.', { default: 'https://kubernetes.default.svc' }),
-          ),
+          issuer: Opt(str('Issuer URL of the tokens.', { default: 'https://kubernetes.default.svc' })),
           jwksUrl: Opt(str('JWKS URL (default: discovered).')),
           introspectionUrl: Opt(str('Token introspection URL (default: discovered).')),
           useClusterAuth: Opt(
@@ -145,10 +143,16 @@ export const MCPOIDCConfigSpecSchema = Type.Object(
             Type.Boolean({ default: false, description: 'Allow JWKS/OIDC endpoints on private addresses.' }),
           ),
           protectedResourceAllowPrivateIP: Opt(
-            Type.Boolean({ default: false, description: 'Allow a protected-resource URL on a private address.' }),
+            Type.Boolean({
+              default: false,
+              description: 'Allow a protected-resource URL on a private address.',
+            }),
           ),
           insecureAllowHTTP: Opt(
-            Type.Boolean({ default: false, description: 'Allow http:// issuer and JWKS URLs (development only).' }),
+            Type.Boolean({
+              default: false,
+              description: 'Allow http:// issuer and JWKS URLs (development only).',
+            }),
           ),
         },
         { description: 'OIDC provider settings, without the per-server audience and scopes.' },

@@ -16,10 +16,7 @@ import { type CelRule, enumOf, rules, str, stringMap } from '../k8s-builders.js'
 import { AGE_COLUMN, column, conditionColumn, defineKind } from '../kind.js';
 import { Opt } from '../shorthand.js';
 import { VmcpConfigSchema } from '../vmcp.js';
-import {
-  MCPOIDCConfigRefSchema,
-  MCPTelemetryConfigRefSchema,
-} from '../operator/shared-configs.js';
+import { MCPOIDCConfigRefSchema, MCPTelemetryConfigRefSchema } from '../operator/shared-configs.js';
 import { LocalObjectRefSchema, ResourceMetadataOverridesSchema } from '../operator/registry-embedding.js';
 
 /** An object whose fields Kubernetes keeps as written (raw PodTemplateSpec, vMCP config). */
@@ -115,13 +112,18 @@ export const OidcConfigSchema = Type.Object(
 export const AuthzConfigSchema = Type.Object(
   {
     type: Opt(
-      enumOf(['configMap', 'inline'] as const, 'Where the Cedar configuration comes from (configMap or inline).'),
+      enumOf(
+        ['configMap', 'inline'] as const,
+        'Where the Cedar configuration comes from (configMap or inline).',
+      ),
     ),
     configMap: Opt(
       Type.Object(
         {
           name: str('ConfigMap name.', { minLength: 1 }),
-          key: Opt(str('Key holding the authorization configuration (JSON or YAML).', { default: 'authz.json' })),
+          key: Opt(
+            str('Key holding the authorization configuration (JSON or YAML).', { default: 'authz.json' }),
+          ),
         },
         { description: 'A ConfigMap in the same namespace (type configMap).' },
       ),
@@ -136,11 +138,14 @@ export const AuthzConfigSchema = Type.Object(
           }),
           entitiesJson: Opt(str('Cedar entities as a JSON array.', { default: '[]' })),
           primaryUpstreamProvider: Opt(
-            str('Upstream provider whose token claims Cedar evaluates (not used on MCPServer/MCPRemoteProxy).', {
-              minLength: 1,
-              maxLength: 63,
-              pattern: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$',
-            }),
+            str(
+              'Upstream provider whose token claims Cedar evaluates (not used on MCPServer/MCPRemoteProxy).',
+              {
+                minLength: 1,
+                maxLength: 63,
+                pattern: '^[a-z0-9]([a-z0-9-]*[a-z0-9])?$',
+              },
+            ),
           ),
         },
         { description: 'Cedar policies given here (type inline).' },
@@ -442,7 +447,8 @@ export const MCPServerSpecSchema = Type.Object(
       },
       {
         rule: '!has(self.rateLimiting) || !has(self.rateLimiting.tools) || self.rateLimiting.tools.all(t, !has(t.perUser)) || has(self.oidcConfigRef) || has(self.oidcConfig) || has(self.externalAuthConfigRef)',
-        message: 'per-tool perUser rate limiting requires authentication (oidcConfigRef or externalAuthConfigRef)',
+        message:
+          'per-tool perUser rate limiting requires authentication (oidcConfigRef or externalAuthConfigRef)',
         fieldPath: '.rateLimiting.tools',
       },
     ),
@@ -610,7 +616,8 @@ export const VirtualMCPServerSpecSchema = Type.Object(
     embeddingServerRef: Opt(LocalRefSchema),
     imagePullSecrets: Opt(
       Type.Array(LocalObjectRefSchema, {
-        description: 'Pull secrets of the pod and its ServiceAccount (merged by name with the podTemplateSpec list).',
+        description:
+          'Pull secrets of the pod and its ServiceAccount (merged by name with the podTemplateSpec list).',
         'x-kubernetes-list-type': 'atomic',
       }),
     ),

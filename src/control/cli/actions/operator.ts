@@ -106,6 +106,17 @@ export async function podRunner(opts: { config: string }): Promise<void> {
   process.exit();
 }
 
+export async function registryServer(opts: { config: string; port?: number }): Promise<void> {
+  const { startRegistryServer } = await import('../../operator/registry-server.js');
+  const server = await startRegistryServer({
+    configFile: opts.config,
+    ...(opts.port === undefined ? {} : { port: opts.port }),
+  });
+  const stop = () => void server.close().then(() => process.exit(0));
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
 export async function run(opts: OperatorOptions): Promise<void> {
   // Loaded on demand: the Kubernetes client is large and only this command needs it.
   const {

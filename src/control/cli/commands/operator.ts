@@ -34,6 +34,12 @@ export function registerOperator(program: Command): void {
     .requiredOption('--config <file>', 'the run configuration (runconfig.json)')
     .action(lazyAction(async () => (await import('../actions/operator.js')).podRunner));
   operator
+    .command('registry-server')
+    .description("Serve an MCPRegistry's registry API read-only from its configuration (inside a pod)")
+    .requiredOption('--config <file>', 'the registry configuration (config.yaml)')
+    .option('--port <port>', 'TCP port (default 8080)', (v) => Number(v))
+    .action(lazyAction(async () => (await import('../actions/operator.js')).registryServer));
+  operator
     .command('run', { isDefault: true })
     .description('Run the Kubernetes controller and admission webhook (the default)')
     .option('-n, --namespace <ns>', 'watch one namespace (default: all)')

@@ -1,0 +1,273 @@
+/**
+ * EmbeddingServer and MCPRegistry → Kubernetes objects.
+ *
+ *  - EmbeddingServer `<n>`: StatefulSet `<n>` (container `embedding`, `--model-id <model> --port
+ *    <port>` then `spec.args`; `MODEL_ID`, `HF_TOKEN` from `hfTokenSecretRef`, `spec.env`; probes
+ *    GET /health; with `modelCache` a volume claim template `model-cache` mounted at /data with
+ *    `HF_HOME=/data`) and Service `<n>` on `port`, as the reference renders them.
+ *  - MCPRegistry `<n>`: ConfigMap `<n>-registry-server-config` (`config.yaml` = `configYAML`),
+ *    Deployment, Service and ServiceAccount `<n>-api`. The container `registry-api` runs Skep's own
+ *    registry API (`skep operator registry-server`: the registry routes of `skep serve`, read-only)
+ *    over the source the configuration names; `spec.volumes`/`volumeMounts` carry its files.
+ */
+import { parse as parseYaml } from 'yaml';
+import type { EmbeddingServerSpec, MCPRegistrySpec } from '../../schemas/operator/index.js';
+import { isRecord } from '../../shared/index.js';
+import {
+  type K8sObject,
+  labelsFor,
+  mergePodTemplate,
+  meta,
+  nameOf,
+  rendered,
+  type RenderResult,
+  selectorOf,
+} from './render-common.js';
+import { type Index } from './render-index.js';
+import { dataChecksumOf, REGISTRY_CONFIG_DIR, REGISTRY_PORT, registrySource } from './registry-config.js';
+
+type Node = Record<string, unknown>;
+
+/** A ResourceMetadataOverrides block applied to metadata (labels keep the selector keys). */
+function overlay(
+  metadata: Node,
+  o: { labels?: Record<string, string>; annotations?: Record<string, string> } | undefined,
+): void {
+  if (o === undefined) return;
+  const labels = { ...((metadata['labels'] ?? {}) as Record<string, string>) };
+  const keep = { name: labels['app.kubernetes.io/name'], instance: labels['app.kubernetes.io/instance'] };
+  Object.assign(labels, o.labels ?? {});
+  if (keep.name !== undefined) labels['app.kubernetes.io/name'] = keep.name;
+  if (keep.instance !== undefined) labels['app.kubernetes.io/instance'] = keep.instance;
+  metadata['labels'] = labels;
+  if (o.annotations !== undefined)
+    metadata['annotations'] = {
+      ...((metadata['annotations'] ?? {}) as Record<string, string>),
+      ...o.annotations,
+    };
+}
+
+const quantities = (r: EmbeddingServerSpec['resources']): Node | undefined => {
+  if (r === undefined) return undefined;
+  const one = (q: { cpu?: string; memory?: string } | undefined) =>
+    q === undefined ? undefined : (JSON.parse(JSON.stringify({ cpu: q.cpu, memory: q.memory })) as Node);
+  const out = JSON.parse(JSON.stringify({ limits: one(r.limits), requests: one(r.requests) })) as Node;
+  return Object.keys(out).length === 0 ? undefined : out;
+};
+
+export function renderEmbeddingServer(cr: Node, index: Index): RenderResult {
+  const namespace = index.ns(cr);
+  const name = nameOf(cr);
+  const spec = (cr['spec'] ?? {}) as EmbeddingServerSpec;
+  const model = spec.model ?? 'BAAI/bge-small-en-v1.5';
+  const port = spec.port ?? 8080;
+  const cache = spec.modelCache !== undefined && spec.modelCache.enabled !== false;
+  const env: Node[] = [{ name: 'MODEL_ID', value: model }];
+  if (spec.hfTokenSecretRef !== undefined)
+    env.push({
+      name: 'HF_TOKEN',
+      valueFrom: { secretKeyRef: { name: spec.hfTokenSecretRef.name, key: spec.hfTokenSecretRef.key } },
+    });
+  for (const e of spec.env ?? []) env.push({ name: e.name, value: e.value });
+  if (cache) env.push({ name: 'HF_HOME', value: '/data' });
+  const probe = (initialDelaySeconds: number, periodSeconds: number, timeoutSeconds: number) => ({
+    httpGet: { path: '/health', port },
+    initialDelaySeconds,
+    periodSeconds,
+    timeoutSeconds,
+    failureThreshold: 3,
+  });
+  const resources = quantities(spec.resources);
+  const container: Node = {
+    name: 'embedding',
+    image: spec.image ?? 'ghcr.io/huggingface/text-embeddings-inference:cpu-latest',
+    imagePullPolicy: spec.imagePullPolicy ?? 'IfNotPresent',
+    args: ['--model-id', model, '--port', String(port), ...(spec.args ?? [])],
+    env,
+    ports: [{ name: 'http', containerPort: port, protocol: 'TCP' }],
+    livenessProbe: probe(60, 30, 10),
+    readinessProbe: probe(30, 10, 5),
+    ...(cache ? { volumeMounts: [{ name: 'model-cache', mountPath: '/data' }] } : {}),
+    ...(resources === undefined ? {} : { resources }),
+  };
+  const o = spec.resourceOverrides;
+  const podMeta: Node = { labels: labelsFor('EmbeddingServer', name) };
+  overlay(podMeta, o?.statefulSet?.podTemplateMetadataOverrides);
+  const template = mergePodTemplate(
+    { metadata: podMeta, spec: { containers: [container] } },
+    spec.podTemplateSpec as Node | undefined,
+  );
+  const stsMeta = meta(cr, name, namespace) as unknown as Node;
+  overlay(stsMeta, o?.statefulSet);
+  const statefulSet: K8sObject = {
+    apiVersion: 'apps/v1',
+    kind: 'StatefulSet',
+    metadata: stsMeta as K8sObject['metadata'],
+    spec: {
+      replicas: spec.replicas ?? 1,
+      serviceName: name,
+      selector: { matchLabels: selectorOf(cr) },
+      template,
+      ...(cache
+        ? {
+            volumeClaimTemplates: [
+              (() => {
+                const m: Node = { name: 'model-cache', labels: labelsFor('EmbeddingServer', name) };
+                overlay(m, o?.persistentVolumeClaim);
+                return {
+                  metadata: m,
+                  spec: {
+                    accessModes: [spec.modelCache?.accessMode ?? 'ReadWriteOnce'],
+                    resources: { requests: { storage: spec.modelCache?.size ?? '10Gi' } },
+                    ...(spec.modelCache?.storageClassName === undefined
+                      ? {}
+                      : { storageClassName: spec.modelCache.storageClassName }),
+                  },
+                };
+              })(),
+            ],
+          }
+        : {}),
+    },
+  };
+  const svcMeta = meta(cr, name, namespace) as unknown as Node;
+  overlay(svcMeta, o?.service);
+  const service: K8sObject = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: svcMeta as K8sObject['metadata'],
+    spec: {
+      selector: selectorOf(cr),
+      ports: [{ name: 'http', port, targetPort: port, protocol: 'TCP' }],
+    },
+  };
+  const url = `http://${name}.${namespace}.svc.cluster.local:${port}`;
+  return rendered('EmbeddingServer', namespace, name, [statefulSet, service], url, []);
+}
+
+export interface RegistryRenderOptions {
+  /** The image of the registry-api container (Skep's). */
+  image: string;
+}
+
+export function renderRegistry(cr: Node, index: Index, o: RegistryRenderOptions): RenderResult {
+  const namespace = index.ns(cr);
+  const name = nameOf(cr);
+  const spec = cr['spec'] as MCPRegistrySpec;
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  let config: unknown;
+  try {
+    config = parseYaml(spec.configYAML);
+  } catch (err) {
+    problems.push(`spec.configYAML: not YAML (${(err as Error).message})`);
+  }
+  if (config !== undefined) {
+    const source = registrySource(config);
+    problems.push(...source.problems.map((p) => `spec.configYAML: ${p}`));
+    warnings.push(...source.ignored.map((p) => `spec.configYAML: ${p}`));
+  }
+  if (spec.pgpassSecretRef !== undefined)
+    warnings.push(
+      "spec.pgpassSecretRef: not used: Skep's registry server keeps no database (it serves the source read-only)",
+    );
+  const api = `${name}-api`;
+  const data = { 'config.yaml': spec.configYAML };
+  const cm: K8sObject = {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta(cr, `${name}-registry-server-config`, namespace),
+    data,
+  };
+  const pullSecrets = (spec.imagePullSecrets ?? []).map((s) => ({ name: s.name }));
+  const sa: K8sObject = {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: meta(cr, api, namespace),
+    automountServiceAccountToken: false,
+    ...(pullSecrets.length > 0 ? { imagePullSecrets: pullSecrets } : {}),
+  };
+  const userVolumes = (spec.volumes ?? []) as Node[];
+  const userMounts = (spec.volumeMounts ?? []) as Node[];
+  for (const [i, v] of userVolumes.entries())
+    if (!isRecord(v) || typeof v['name'] !== 'string' || v['name'] === 'config' || v['name'] === 'tmp')
+      problems.push(`spec.volumes[${i}]: needs a name other than config and tmp`);
+  const get = { httpGet: { path: '/health', port: 'http' } };
+  const podSpec: Node = {
+    serviceAccountName: api,
+    automountServiceAccountToken: false,
+    ...(pullSecrets.length > 0 ? { imagePullSecrets: pullSecrets } : {}),
+    containers: [
+      {
+        name: 'registry-api',
+        image: o.image,
+        args: [
+          'operator',
+          'registry-server',
+          '--config',
+          `${REGISTRY_CONFIG_DIR}/config.yaml`,
+          '--port',
+          String(REGISTRY_PORT),
+        ],
+        env: [
+          { name: 'HOME', value: '/tmp' },
+          { name: 'SKEP_HOME', value: '/tmp/skep' },
+        ],
+        ports: [{ name: 'http', containerPort: REGISTRY_PORT, protocol: 'TCP' }],
+        volumeMounts: [
+          { name: 'config', mountPath: REGISTRY_CONFIG_DIR, readOnly: true },
+          { name: 'tmp', mountPath: '/tmp' },
+          ...userMounts,
+        ],
+        readinessProbe: { ...get, periodSeconds: 5 },
+        livenessProbe: { ...get, periodSeconds: 10 },
+        resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
+        securityContext: {
+          allowPrivilegeEscalation: false,
+          runAsNonRoot: true,
+          runAsUser: 65532,
+          runAsGroup: 65532,
+          capabilities: { drop: ['ALL'] },
+        },
+      },
+    ],
+    volumes: [
+      { name: 'config', configMap: { name: `${name}-registry-server-config` } },
+      { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } },
+      ...userVolumes,
+    ],
+  };
+  // The reference's imagePullSecrets are atomic: the podTemplateSpec's list replaces this one.
+  const template = mergePodTemplate(
+    {
+      metadata: {
+        labels: labelsFor('MCPRegistry', name),
+        annotations: { 'skep.dev/config-hash': dataChecksumOf(data) },
+      },
+      spec: podSpec,
+    },
+    spec.podTemplateSpec as Node | undefined,
+  );
+  const deployment: K8sObject = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: meta(cr, api, namespace),
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: selectorOf(cr) },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template,
+    },
+  };
+  const service: K8sObject = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta(cr, api, namespace),
+    spec: {
+      selector: selectorOf(cr),
+      ports: [{ name: 'http', port: REGISTRY_PORT, targetPort: 'http', protocol: 'TCP' }],
+    },
+  };
+  const url = `http://${api}.${namespace}.svc.cluster.local:${REGISTRY_PORT}`;
+  return rendered('MCPRegistry', namespace, name, [cm, sa, deployment, service], url, problems, warnings);
+}
