@@ -158,8 +158,8 @@ test('compositeTools: each problem is invalid_config naming the tool and the ste
   refused(tool([{ id: 'a', tool: 'x', onError: { action: 'retry' } }]), /retryCount must be at least 1/);
   refused(tool([{ id: 'a', tool: 'x', onError: { action: 'retry', retryCount: 11 } }]), /at most 10/);
   refused(
-    tool([{ id: 'a', tool: 'x', onError: { action: 'abort', retryCount: 2 } }]),
-    /apply only to action "retry"/,
+    tool([{ id: 'a', tool: 'x', onError: { action: 'abort', retryDelay: '1s' } }]),
+    /retryDelay has no effect without retries/,
   );
   refused(tool([{ id: 'a', type: 'forEach', collection: '[1]' }]), /step is required for a forEach/);
   refused(

@@ -152,31 +152,27 @@ function onErrorOf(
   if (raw === undefined) return { action: failureMode, retryCount: 0, retryDelayMs: 0 };
   if (raw.retryCount !== undefined && raw.maxRetries !== undefined && raw.retryCount !== raw.maxRetries)
     throw invalid(`${where}.onError: retryCount and maxRetries are the same setting; give one`);
-  const count = raw.retryCount ?? raw.maxRetries;
+  const count = raw.retryCount ?? raw.maxRetries ?? 0;
   const action = raw.action ?? 'abort';
-  if (action !== 'retry') {
-    // Nothing silent: retry settings only mean something with action retry.
-    if ((count !== undefined && count > 0) || raw.retryDelay !== undefined)
-      throw invalid(
-        `${where}.onError: retryCount/maxRetries and retryDelay apply only to action "retry" (action is "${action}")`,
-      );
-    return { action, retryCount: 0, retryDelayMs: 0 };
-  }
-  if (count === undefined || count < 1)
+  // `retry` retries, then aborts (the reference's rule). With `abort` or `continue`, a retry
+  // count (what the reference's example files write: `action: abort, maxRetries: 2`) retries
+  // first, then aborts or continues; the reference drops it.
+  if (action === 'retry' && count < 1)
     throw invalid(`${where}.onError.retryCount must be at least 1 when action is retry`);
   if (count > COMPOSITE_LIMITS.maxRetryCount)
-    throw invalid(
-      `${where}.onError.retryCount must be at most ${COMPOSITE_LIMITS.maxRetryCount} (got ${count})`,
-    );
+    throw invalid(`${where}.onError.retryCount must be at most ${COMPOSITE_LIMITS.maxRetryCount} (got ${count})`);
+  if (count === 0 && raw.retryDelay !== undefined)
+    throw invalid(`${where}.onError.retryDelay has no effect without retries; set retryCount or remove it`);
   return {
     action,
     retryCount: count,
     retryDelayMs:
-      durationOf(raw.retryDelay, `${where}.onError.retryDelay`) ?? COMPOSITE_LIMITS.defaultRetryDelayMs,
+      count === 0
+        ? 0
+        : (durationOf(raw.retryDelay, `${where}.onError.retryDelay`) ?? COMPOSITE_LIMITS.defaultRetryDelayMs),
   };
 }
 
-/** Fields that have no effect on a step of `type`: refused, named. */
 function refuseForeign(step: WorkflowStepConfig | InnerStepConfig, type: string, where: string): void {
   const allowed: Record<string, readonly string[]> = {
     tool: ['tool', 'arguments', 'onError'],

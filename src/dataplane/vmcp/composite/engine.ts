@@ -434,7 +434,7 @@ class Run {
     timeoutMs: number,
     iteration?: number,
   ): Promise<ToolResult> {
-    const tries = call.onError.action === 'retry' ? call.onError.retryCount + 1 : 1;
+    const tries = call.onError.retryCount + 1;
     let delay = call.onError.retryDelayMs;
     const cap = call.onError.retryDelayMs * COMPOSITE_LIMITS.maxRetryDelayFactor;
     for (let attempt = 1; ; attempt++) {
