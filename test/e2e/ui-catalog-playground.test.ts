@@ -83,6 +83,19 @@ test(
       'hello',
       'the default',
     );
+    // A name the API refuses: the form says so live and on Run, in the API's own words.
+    const nameRule = "invalid workload name 'echo..ui': contains '..' (path traversal)";
+    await form.getByRole('textbox', { name: 'Name' }).fill('echo..ui');
+    await form.locator('.hint', { hasText: nameRule }).waitFor();
+    await form.getByRole('button', { name: 'Run' }).click();
+    await form.getByRole('alert').filter({ hasText: nameRule }).waitFor();
+    const apiRefusal = await ui.call('POST', '/api/v1beta/workloads', {
+      name: 'echo..ui',
+      registry: 'default',
+      server: ENTRY,
+    });
+    assert.equal(apiRefusal.status, 400);
+    assert.deepEqual(await apiRefusal.json(), { code: 'invalid_name', message: nameRule });
     // The required secret left empty: the form says what to fix, nothing is created.
     await form.getByRole('textbox', { name: 'Name' }).fill('echo-ui');
     await form.getByRole('button', { name: 'Run' }).click();

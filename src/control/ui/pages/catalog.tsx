@@ -30,6 +30,7 @@ import type {
   RemoteServer,
   WorkloadDetail,
 } from '../types.js';
+import { WORKLOAD_NAME_HINT, workloadNameError } from '../../../workloads/name-rule/index.js';
 
 type Entry = (ImageServer & { remote: false }) | (RemoteServer & { remote: true });
 
@@ -362,6 +363,9 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
   const submit = async (event: Event) => {
     event.preventDefault();
     await action.run('Starting', async () => {
+      // The API's own rule and words, before any secret is saved under this name.
+      const nameError = workloadNameError(name);
+      if (nameError !== undefined) throw new Error(nameError);
       /** Secret inputs → the name of the secret to reference (new values are saved first). */
       const secretFor = async (input: EnvVar | Header): Promise<string | undefined> => {
         const choice = secrets[input.name] ?? { key: NEW_SECRET, value: '' };
@@ -417,11 +421,10 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
       <h2>Run it</h2>
       <TextField
         label="Name"
-        hint="Lowercase letters, digits and dashes."
+        hint={workloadNameError(name) ?? WORKLOAD_NAME_HINT}
         required
         value={name}
         onValue={setName}
-        pattern="[a-z0-9][a-z0-9._\-]*"
       />
       <Field label="Group">
         <select value={group} onChange={(e) => setGroup((e.target as HTMLSelectElement).value)}>
