@@ -62,6 +62,11 @@ export const ERROR_CODES = {
   workload_not_found: { status: 404, description: 'The workload does not exist.' },
   workload_exists: { status: 409, description: 'A workload with this name already exists.' },
   port_unavailable: { status: 400, description: 'The requested proxy port is busy.' },
+  server_needs_input: {
+    status: 400,
+    description:
+      'The registry server requires an environment variable (or a secret for it) that the request does not give; the message and `missing` name them.',
+  },
   upgrade_needs_input: {
     status: 422,
     description: 'The upgraded server requires environment variables the workload does not supply.',

@@ -34,6 +34,7 @@ const EXPECTED: Record<ErrorCode, number> = {
   workload_not_found: 404,
   workload_exists: 409,
   port_unavailable: 400,
+  server_needs_input: 400,
   upgrade_needs_input: 422,
   executable_not_found: 400,
   runtime_unavailable: 400,
