@@ -9,6 +9,7 @@ import { sourceDateEpoch } from './archive.js';
 import { buildArtifact, LABEL } from './artifact.js';
 import type { SkillsContext } from './context.js';
 import { parseOciRef } from './oci-ref.js';
+import { keylessRefusal, loadSigningKey, signatureModule, signatureStore } from './signing.js';
 import { checkSkillPath, collectSkillFiles, parseCollected } from './skill-dir.js';
 
 export interface BuildInfo {
@@ -24,6 +25,15 @@ export interface PushRequest {
   key?: string | undefined;
   identity_token?: string | undefined;
   no_sign?: boolean | undefined;
+}
+
+export interface PushResult {
+  /** The digest of the pushed artifact (its image index). */
+  digest: string;
+  /** The signing key's fingerprint, when signed. */
+  signer?: string;
+  /** Where the signature is stored (cosign's `sha256-<hex>.sig` tag), when signed. */
+  signature?: string;
 }
 
 /** Packages the skill folder into the local store; returns the tag (or the digest when untagged). */
@@ -85,13 +95,16 @@ export async function removeBuild(ctx: SkillsContext, tag: string): Promise<void
 }
 
 /** Pushes a local build to the registry named by its tag (which must be a full reference). */
-export async function pushBuild(ctx: SkillsContext, request: PushRequest): Promise<void> {
-  if (request.key !== undefined || request.identity_token !== undefined) {
-    throw new SkepError(
-      'not_implemented',
-      'signing skill artifacts is not supported yet; push without key/identity_token',
-    );
-  }
+export async function pushBuild(ctx: SkillsContext, request: PushRequest): Promise<PushResult> {
+  const key = request.key === '' ? undefined : request.key;
+  const token = request.identity_token === '' ? undefined : request.identity_token;
+  if (request.no_sign === true && (key !== undefined || token !== undefined))
+    throw new SkepError('bad_request', 'no_sign excludes key and identity_token');
+  if (key !== undefined && token !== undefined)
+    throw new SkepError('bad_request', 'key and identity_token are mutually exclusive');
+  if (token !== undefined) throw keylessRefusal(true);
+  // The key is read and checked before anything is pushed: a bad key leaves the registry untouched.
+  const signingKey = key === undefined ? undefined : await loadSigningKey(ctx, key);
   const digest = await ctx.local.resolve(request.reference);
   if (digest === undefined)
     throw new SkepError('skill_not_found', `reference "${request.reference}" not found in local store`);
@@ -101,4 +114,17 @@ export async function pushBuild(ctx: SkillsContext, request: PushRequest): Promi
   for (const b of blobs) await session.putBlob(await ctx.local.readBlob(b), b);
   for (const m of manifests) await session.putManifest(m.digest, m.bytes, m.mediaType);
   await session.putManifest(ref.digest ?? ref.tag ?? root.digest, root.bytes, root.mediaType);
+  if (signingKey === undefined) return { digest: root.digest };
+  const sig = await signatureModule();
+  const signed = await sig.signArtifact(
+    signatureStore(session),
+    `${ref.registry}/${ref.repository}`,
+    root.digest,
+    signingKey,
+  );
+  return {
+    digest: root.digest,
+    signer: signed.signer,
+    signature: `${ref.registry}/${ref.repository}:${signed.tag}`,
+  };
 }

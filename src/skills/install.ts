@@ -4,6 +4,7 @@
  * swapped in, records and the lock file are updated, and a failure anywhere undoes every step
  * taken so far, newest first. Backups are dropped only once the whole tree is installed.
  */
+import type { KeyObject } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_GROUP } from '../groups/index.js';
@@ -11,10 +12,19 @@ import { pathExists, SkepError, writeFileAtomic } from '../shared/index.js';
 import { writeTree } from './archive.js';
 import { resolveClients, type Scope, skillsDirFor } from './client-dirs.js';
 import type { SkillsContext } from './context.js';
-import { contentDigest, type LockFile, lockPath, readLock, upsertEntry, writeLock } from './lock-file.js';
+import {
+  contentDigest,
+  LOCK_FILE,
+  type LockFile,
+  lockPath,
+  readLock,
+  upsertEntry,
+  writeLock,
+} from './lock-file.js';
 import type { InstalledSkill } from './records.js';
 import { type ResolvedSkill, resolveSkill } from './resolve.js';
 import { resolveScope } from './scope.js';
+import { checkSignature, KEY_SIGNER_ISSUER, type SkillSignature, trustedKeys } from './signing.js';
 
 export interface InstallRequest {
   name: string;
@@ -25,6 +35,8 @@ export interface InstallRequest {
   force?: boolean | undefined;
   group?: string | undefined;
   allow_unsigned?: boolean | undefined;
+  /** Public keys (PEM text or file paths) trusted for this install, besides the user's trusted keys. */
+  public_keys?: string[] | undefined;
 }
 
 /** One step of an install's commit or undo; `what` names it in the log line when it fails. */
@@ -50,6 +62,16 @@ export interface InstallTx {
   stack: string[];
   /** Rewrite every client folder even when the digest is already installed (sync repairs drift). */
   rewrite?: boolean;
+  /** The signature policy of this install; absent: signatures are not looked at. */
+  signatures?: SignaturePolicy;
+}
+
+export interface SignaturePolicy {
+  /** Public keys the user trusts (request, config folder, environment). */
+  keys: KeyObject[];
+  /** Project scope: an artifact must be signed by a trusted key, or `allowUnsigned`. */
+  required: boolean;
+  allowUnsigned: boolean;
 }
 
 const MAX_SKILLS_PER_TREE = 100;
@@ -106,12 +128,7 @@ export async function installSkill(ctx: SkillsContext, request: InstallRequest):
   const group = request.group === undefined || request.group === '' ? DEFAULT_GROUP : request.group;
   ctx.groups.require(group);
   const resolved = await resolveSkill(ctx, request.name.trim(), request.version);
-  if (scope === 'project' && request.allow_unsigned !== true) {
-    throw new SkepError(
-      'forbidden',
-      `skill "${resolved.name}" is not signed; Skep does not verify signatures yet, so project installs need allow_unsigned=true`,
-    );
-  }
+  const keys = await trustedKeys(ctx, request.public_keys ?? []);
   const tx: InstallTx = {
     scope: scope ?? 'user',
     projectRoot: root,
@@ -123,6 +140,7 @@ export async function installSkill(ctx: SkillsContext, request: InstallRequest):
     lock: undefined,
     visited: new Set(),
     stack: [],
+    signatures: { keys, required: scope === 'project', allowUnsigned: request.allow_unsigned === true },
   };
   if (tx.scope === 'project') {
     tx.lock = await readLock(root);
@@ -188,6 +206,8 @@ export async function installOne(
     writeClients = tx.clients;
     allClients = [...tx.clients];
   }
+  // The signature is checked before anything is written.
+  const signature = await signatureOf(ctx, resolved, tx);
   // Directories shared by several clients (vscode, vscode-insider) are written once.
   const dirs = [
     ...new Set(writeClients.map((c) => join(skillsDirFor(c, tx.scope, tx.projectRoot, env), name))),
@@ -262,10 +282,74 @@ export async function installOne(
       source: resolved.reference,
       digest: resolved.digest,
       contentDigest: await contentDigest(first),
-      unsigned: true,
+      ...(signature.status === 'verified'
+        ? { provenance: { signerIdentity: signature.signer, certIssuer: KEY_SIGNER_ISSUER } }
+        : { unsigned: true }),
       ...(requiredBy === undefined ? {} : { requiredBy: [requiredBy] }),
       ...(explicit ? { explicit: true } : {}),
     });
+    // A signed entry loses a stale `unsigned`, an unsigned one a stale `provenance`.
+    const written = tx.lock.skills.find((e) => e.name === name)!;
+    if (signature.status === 'verified') delete written.unsigned;
+    else delete written['provenance'];
   }
   return skill;
+}
+
+/** The signer pinned for `name` in the lock file, if any. */
+function pinnedSigner(tx: InstallTx, name: string): string | undefined {
+  const provenance = tx.lock?.skills.find((e) => e.name === name)?.['provenance'];
+  if (typeof provenance !== 'object' || provenance === null) return undefined;
+  const signer = (provenance as { signerIdentity?: unknown }).signerIdentity;
+  return typeof signer === 'string' ? signer : undefined;
+}
+
+/**
+ * The signature check of one skill of the tree, under the install's policy: a registry artifact
+ * is looked up when the scope requires a signature or the user trusts keys; a signature that does
+ * not verify is refused in every scope; an unsigned artifact is refused in project scope unless
+ * `allow_unsigned`; a signer other than the one the lock file pins is refused (as ToolHive's).
+ * Git sources and local builds cannot carry a signature: they count as unsigned.
+ */
+async function signatureOf(
+  ctx: SkillsContext,
+  resolved: ResolvedSkill,
+  tx: InstallTx,
+): Promise<SkillSignature | { status: 'unchecked' }> {
+  const policy = tx.signatures;
+  if (policy === undefined) return { status: 'unchecked' };
+  const name = resolved.name;
+  let found: SkillSignature;
+  if (resolved.oci === undefined) found = { status: 'unsigned' };
+  else if (!policy.required && policy.keys.length === 0) return { status: 'unchecked' };
+  else found = await checkSignature(ctx, resolved.oci, resolved.digest, policy.keys);
+  if (found.status === 'invalid') {
+    throw new SkepError(
+      'forbidden',
+      `skill "${name}" (${resolved.digest}): signature verification failed: ${found.reason}; trust the publisher's public key with --key <file> or in the trusted-keys folder`,
+    );
+  }
+  const pinned = pinnedSigner(tx, name);
+  if (found.status === 'verified') {
+    if (pinned !== undefined && pinned !== found.signer) {
+      throw new SkepError(
+        'forbidden',
+        `skill "${name}" is signed by ${found.signer}, but ${LOCK_FILE} pins the signer ${pinned}; remove its lock entry to accept the new signer`,
+      );
+    }
+    return found;
+  }
+  if (pinned !== undefined) {
+    throw new SkepError(
+      'forbidden',
+      `skill "${name}" (${resolved.digest}) is not signed, but ${LOCK_FILE} pins the signer ${pinned}; remove its lock entry to accept an unsigned artifact`,
+    );
+  }
+  if (policy.required && !policy.allowUnsigned) {
+    throw new SkepError(
+      'forbidden',
+      `skill "${name}" (${resolved.digest}) is not signed${resolved.oci === undefined ? ' (git sources and local builds carry no signature)' : ''}; a project install needs a signature by a trusted key, or allow_unsigned (--allow-unsigned)`,
+    );
+  }
+  return found;
 }

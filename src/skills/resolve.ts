@@ -11,7 +11,7 @@ import { type FetchedArtifact, fetchArtifact, LABEL } from './artifact.js';
 import { listBuilds } from './builds.js';
 import type { SkillsContext } from './context.js';
 import { checkoutGitSkill, isGitRef, parseGitRef } from './git-source.js';
-import { formatOciRef, looksLikeOciRef, parseOciRef, repositoryName } from './oci-ref.js';
+import { formatOciRef, looksLikeOciRef, type OciRef, parseOciRef, repositoryName } from './oci-ref.js';
 import { collectSkillFiles, parseCollected } from './skill-dir.js';
 import { type ParsedSkill, requireSkillName, skillNameProblem } from './skill-md.js';
 
@@ -32,6 +32,8 @@ export interface ResolvedSkill {
   digest: string;
   parsed: ParsedSkill;
   entries: ArchiveEntry[];
+  /** The registry repository the artifact came from (not for git sources or local builds): where its signature is. */
+  oci?: OciRef;
 }
 
 async function fromArtifact(
@@ -112,7 +114,7 @@ export async function resolveSkill(
       );
     }
     if (local) return fromArtifact(ctx, fetched, reference, reference, reference);
-    return fromArtifact(ctx, fetched, reference, ref.tag ?? '', formatOciRef(ref));
+    return { ...(await fromArtifact(ctx, fetched, reference, ref.tag ?? '', formatOciRef(ref))), oci: ref };
   }
   requireSkillName(input);
   if ((await ctx.local.resolve(input)) !== undefined) {

@@ -19,6 +19,7 @@ import {
   listBuilds,
   pushBuild,
   type PushRequest,
+  type PushResult,
   removeBuild,
 } from './builds.js';
 import type { SkillsContext } from './context.js';
@@ -95,7 +96,7 @@ export class SkillsService {
   }
 
   /** Pushes a local build to the registry named by its tag (which must be a full reference). */
-  push(request: PushRequest): Promise<void> {
+  push(request: PushRequest): Promise<PushResult> {
     return pushBuild(this.#ctx, request);
   }
 

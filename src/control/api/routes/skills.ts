@@ -300,6 +300,12 @@ export async function skillRoutes(app: SkepApp, ctx: ApiContext): Promise<void> 
           force: Type.Optional(Type.Boolean()),
           group: Type.Optional(Type.String()),
           allow_unsigned: Type.Optional(Type.Boolean()),
+          public_keys: Type.Optional(
+            Type.Array(Type.String(), {
+              description:
+                'Public keys (SPKI PEM text, or paths of PEM files on the server host) trusted for this install, besides the trusted-keys folder and SKEP_SKILLS_TRUSTED_KEYS (a Skep extension).',
+            }),
+          ),
         }),
         response: withErrors(
           { 201: Type.Object({ skill: InstalledSkillBody }) },

@@ -2,7 +2,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { definedOnly, terminalSafe } from '../../../shared/index.js';
+import { definedOnly, SkepError, terminalSafe } from '../../../shared/index.js';
 import { withContext } from '../context.js';
 import { addCall, addListing } from '../command-shapes.js';
 import { type JsonOpt, printJson, printListing, printOutcome, printTable } from '../output.js';
@@ -48,10 +48,50 @@ export function registerSkill(program: Command): void {
       printOutcome(opts, out, out.reference);
     });
 
-  addCall(skill, 'push <reference>', 'Push a local build to the registry named by its reference', {
-    run: (ctx, reference) => ctx.skills.push({ reference }),
-    print: (_pushed, opts, reference) => printOutcome(opts, { reference }, `pushed ${reference}`),
-  });
+  skill
+    .command('push <reference>')
+    .description('Push a local build to the registry named by its reference, signed with --sign')
+    .option('--sign', 'sign the pushed artifact (with --key; keyless needs an OIDC token)')
+    .option(
+      '--key <file>',
+      'ECDSA P-256 private key PEM to sign with (implies --sign; passphrase in COSIGN_PASSWORD)',
+    )
+    .option('--identity-token <token>', 'OIDC identity token for keyless signing')
+    .option('--no-sign', 'push unsigned')
+    .option('--json', 'print JSON')
+    .action(
+      async (reference: string, opts: JsonOpt & { sign?: boolean; key?: string; identityToken?: string }) => {
+        // commander turns `--sign`/`--no-sign` into one boolean: absent means neither was given.
+        const key = opts.key === undefined ? undefined : resolve(opts.key);
+        const token = opts.identityToken ?? process.env['SIGSTORE_ID_TOKEN'];
+        if (opts.sign === true && key === undefined && token === undefined) {
+          throw new SkepError(
+            'bad_request',
+            '--sign needs --key <private key PEM>, or an OIDC identity token (--identity-token or SIGSTORE_ID_TOKEN) for keyless signing; none is available here',
+          );
+        }
+        const pushed = await withContext((ctx) =>
+          ctx.skills.push({
+            reference,
+            ...(key !== undefined
+              ? { key }
+              : opts.sign === true && token !== undefined
+                ? { identity_token: token }
+                : opts.identityToken !== undefined
+                  ? { identity_token: opts.identityToken }
+                  : {}),
+            ...(opts.sign === false ? { no_sign: true } : {}),
+          }),
+        );
+        printOutcome(
+          opts,
+          { reference, ...pushed },
+          pushed.signer === undefined
+            ? `pushed ${reference} (${pushed.digest}), unsigned`
+            : `pushed ${reference} (${pushed.digest}), signed by ${pushed.signer} (${pushed.signature})`,
+        );
+      },
+    );
 
   addListing(skill, 'builds', 'List local builds', {
     load: () => withContext((ctx) => ctx.skills.builds()),
@@ -94,6 +134,11 @@ export function registerSkill(program: Command): void {
     .option('--group <group>', 'group to add the skill to', 'default')
     .option('--force', 'overwrite a skill folder Skep did not install')
     .option('--allow-unsigned', 'accept an unsigned artifact for a project install')
+    .option(
+      '--key <file>',
+      'trust this public key PEM (repeatable) besides the trusted-keys folder and SKEP_SKILLS_TRUSTED_KEYS',
+      (value: string, previous: string[] = []) => [...previous, resolve(value)],
+    )
     .option('--json', 'print JSON')
     .action(
       async (
@@ -106,6 +151,7 @@ export function registerSkill(program: Command): void {
           group?: string;
           force?: boolean;
           allowUnsigned?: boolean;
+          key?: string[];
         },
       ) => {
         const installed = await withContext((ctx) =>
@@ -118,6 +164,7 @@ export function registerSkill(program: Command): void {
             group: opts.group,
             force: opts.force === true,
             allow_unsigned: opts.allowUnsigned === true,
+            ...(opts.key === undefined ? {} : { public_keys: opts.key }),
           }),
         );
         printOutcome(
