@@ -15,9 +15,13 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 // that use them; checking each against the JSON Schema meta-schema first meant compiling that
 // meta-schema in every process, about half of the config file's validation at `skep serve`
 // start-up.
-const ajv = addFormats(
-  new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: false, validateSchema: false }),
-);
+// Made on the first compile: modules that declare validators are loaded by processes (`skep
+// serve` at start, a CLI command) that may never check anything with them.
+let shared: Ajv | undefined;
+const ajv = (): Ajv =>
+  (shared ??= addFormats(
+    new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: false, validateSchema: false }),
+  ));
 
 export interface Validator<S extends TSchema> {
   /** Returns the value typed, or throws a `SkepError` (the validator's code) naming every bad field. */
@@ -39,7 +43,7 @@ export function createValidator<S extends TSchema>(
   // processes (a workload runner, a CLI command) use only a few of them.
   let compiled: ValidateFunction | undefined;
   const problems = (value: unknown): string[] => {
-    compiled ??= ajv.compile(schema);
+    compiled ??= ajv().compile(schema);
     const check = compiled;
     if (check(value)) return [];
     return (check.errors ?? []).map(formatAjvError);

@@ -95,18 +95,20 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   // query strings and path parameters are text, so they are coerced to the schema's types.
   // The route schemas are TypeBox's: not checked against the meta-schema (as in `validation/validate.ts`),
   // which would compile that meta-schema on each instance's first request.
+  // Each Ajv is made on the first request that needs it: an instance (with its formats) is a
+  // few milliseconds and a few hundred kilobytes that `skep serve` need not spend before it is up.
   const ajvCoercing = (coerceTypes: false | 'array') =>
     addFormats(
       new Ajv({ useDefaults: true, coerceTypes, allErrors: false, strict: false, validateSchema: false }),
     );
-  const strict = ajvCoercing(false);
-  const lenient = ajvCoercing('array');
+  let strict: Ajv | undefined;
+  let lenient: Ajv | undefined;
   // Validators and serializers are compiled on a route's first request, not at start-up:
   // compiling ~90 routes' schemas up front cost most of `skep serve`'s start time and memory.
   app.setValidatorCompiler(({ schema, httpPart }) => {
-    const ajv = httpPart === 'body' ? strict : lenient;
     let compiled: ValidateFunction | undefined;
     const validate = (data: unknown): boolean => {
+      const ajv = httpPart === 'body' ? (strict ??= ajvCoercing(false)) : (lenient ??= ajvCoercing('array'));
       // A schema with an $id may be shared by several routes: compile it once per instance.
       const id = (schema as { $id?: string }).$id;
       compiled ??= (id === undefined ? undefined : ajv.getSchema(id)) ?? ajv.compile(schema as object);
