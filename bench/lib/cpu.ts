@@ -33,6 +33,17 @@ export function taskCpuMicros(pid: number): number {
   return ns / 1000;
 }
 
+/** User and system CPU time of a process, clock ticks (`/proc/<pid>/stat` fields 14, 15). */
+function ticksOf(pid: number): { user: number; system: number } {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { user: Number(fields[11]), system: Number(fields[12]) };
+  } catch {
+    return { user: Number.NaN, system: Number.NaN };
+  }
+}
+
 /** The pids of every process below `pid` (children, grandchildren, ...). */
 export function descendantsOf(pid: number): number[] {
   const children = new Map<number, number[]>();
@@ -76,6 +87,8 @@ export interface CpuPhase {
   cpu_us: Record<string, number>;
   /** The same from /proc/<pid>/stat utime + stime (clock-tick resolution). */
   cpu_us_ticks: Record<string, number>;
+  /** The kernel's share (stime / (utime + stime)) of each process's CPU, from the ticks. */
+  system_share: Record<string, number>;
   /** CPU per call of the bench process itself (the client), µs. */
   client_cpu_us: number;
 }
@@ -96,6 +109,7 @@ export async function cpuPhase(
   const names = Object.keys(pids);
   const before = names.map((n) => taskCpuMicros(pids[n]!));
   const beforeTicks = names.map((n) => cpuMicrosOf(pids[n]!));
+  const beforeSplit = names.map((n) => ticksOf(pids[n]!));
   const client0 = process.cpuUsage();
   const latencies: number[] = [];
   let next = 0;
@@ -114,7 +128,12 @@ export async function cpuPhase(
   const client = process.cpuUsage(client0);
   const cpu: Record<string, number> = {};
   const ticks: Record<string, number> = {};
+  const system: Record<string, number> = {};
   names.forEach((n, i) => {
+    const split = ticksOf(pids[n]!);
+    const user = split.user - beforeSplit[i]!.user;
+    const sys = split.system - beforeSplit[i]!.system;
+    system[n] = user + sys > 0 ? round(sys / (user + sys), 3) : Number.NaN;
     cpu[n] = round((taskCpuMicros(pids[n]!) - before[i]!) / total, 2);
     ticks[n] = round((cpuMicrosOf(pids[n]!) - beforeTicks[i]!) / total, 2);
   });
@@ -126,6 +145,7 @@ export async function cpuPhase(
     calls_per_s: Math.round(total / seconds),
     cpu_us: cpu,
     cpu_us_ticks: ticks,
+    system_share: system,
     client_cpu_us: round((client.user + client.system) / total, 2),
   };
 }
@@ -147,6 +167,9 @@ export function summarize(phases: CpuPhase[]): Record<string, unknown> {
     calls_per_s: Math.round(median(phases.map((p) => p.calls_per_s))),
     cpu_us_per_call: Object.fromEntries(names.map((n) => [n, per((p) => p.cpu_us[n]!)])),
     cpu_us_per_call_ticks: Object.fromEntries(names.map((n) => [n, per((p) => p.cpu_us_ticks[n]!)])),
+    system_share: Object.fromEntries(
+      names.map((n) => [n, round(median(phases.map((p) => p.system_share[n]!)), 3)]),
+    ),
     client_cpu_us_per_call: per((p) => p.client_cpu_us),
   };
 }
