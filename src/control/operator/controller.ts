@@ -1,5 +1,7 @@
 /**
- * The MCPExternalAuthConfig controller: informers (`informer.ts`: list+watch, re-list after a
+ * The controller of the shared configuration kinds (MCPExternalAuthConfig, MCPToolConfig,
+ * MCPOIDCConfig, MCPAuthzConfig, MCPTelemetryConfig, MCPWebhookConfig; one instance per kind):
+ * informers (`informer.ts`: list+watch, re-list after a
  * 410 or a failed watch) of the configs and of the workloads that reference them, a work
  * queue with backoff, and a reconcile that
  *  - keeps a finalizer, and blocks deletion while workloads reference the config
@@ -13,11 +15,13 @@
  */
 import type { Logger } from '../../shared/index.js';
 import type { Condition, ReferencingWorkload } from '../../schemas/extauth/index.js';
-import { REFERENCING_KINDS } from '../../schemas/extauth/index.js';
+import { EXTAUTH_API_VERSION, EXTAUTH_KIND, REFERENCING_KINDS } from '../../schemas/extauth/index.js';
+import { SHARED_CONFIG_KINDS } from '../../schemas/operator/index.js';
 import { conditionsOf, stampCondition } from './conditions.js';
 import { configHash } from './config-hash.js';
 import { ControllerLoop } from './controller-loop.js';
-import { type KubeClient, type KubeObject, statusOf } from './kube.js';
+import { type KubeClient, type KubeObject, type ResourceType, statusOf } from './kube.js';
+import { validateResource } from './resource-validate.js';
 import type { InformerEvent } from './informer.js';
 import {
   EXTAUTH_RESOURCE,
@@ -27,11 +31,41 @@ import {
   WORKLOAD_TYPES,
   type WorkloadKind,
 } from './references.js';
-import { formatProblem, type SecretReader, validateExtAuthConfigWithSecrets } from './validate.js';
+import {
+  formatProblem,
+  type Problem,
+  type SecretReader,
+  validateExtAuthConfigWithSecrets,
+} from './validate.js';
 import type { WorkQueue } from './workqueue.js';
 
 export const FINALIZER = 'skep.dev/mcpexternalauthconfig-finalizer';
 const STATUS_RETRIES = 5;
+
+/** What the controller needs to know of one shared configuration kind. */
+export interface ConfigKindSpec {
+  kind: string;
+  resource: ResourceType;
+  finalizer: string;
+  /** The problems of an object (empty: valid). */
+  validate(obj: KubeObject, readSecret: SecretReader): Promise<Problem[]>;
+}
+
+export const EXTAUTH_SPEC: ConfigKindSpec = {
+  kind: EXTAUTH_KIND,
+  resource: EXTAUTH_RESOURCE,
+  finalizer: FINALIZER,
+  validate: async (obj, readSecret) => (await validateExtAuthConfigWithSecrets(obj, readSecret)).problems,
+};
+
+/** MCPToolConfig, MCPOIDCConfig, MCPAuthzConfig, MCPTelemetryConfig and MCPWebhookConfig. */
+export const SHARED_CONFIG_SPECS: ConfigKindSpec[] = SHARED_CONFIG_KINDS.map((def) => ({
+  kind: def.kind,
+  resource: { group: EXTAUTH_RESOURCE.group, version: EXTAUTH_RESOURCE.version, plural: def.plural },
+  finalizer: `skep.dev/${def.singular}-finalizer`,
+  validate: async (obj) =>
+    validateResource(Object.assign({}, obj, { apiVersion: EXTAUTH_API_VERSION, kind: def.kind })).problems,
+}));
 
 export interface ControllerOptions {
   kube: KubeClient;
@@ -44,6 +78,8 @@ export interface ControllerOptions {
   /** First delay before re-listing after a watch fails or expires (410); doubles per failure. */
   relistDelayMs?: number;
   now?: () => Date;
+  /** The kind this controller serves (default MCPExternalAuthConfig). */
+  config?: ConfigKindSpec;
 }
 
 interface Workload {
@@ -67,7 +103,8 @@ export function kubeSecretReader(kube: KubeClient, logger: Logger): SecretReader
   };
 }
 
-export class ExtAuthController {
+export class ConfigController {
+  readonly #spec: ConfigKindSpec;
   readonly #kube: KubeClient;
   readonly #log: Logger;
   readonly #loop: ControllerLoop;
@@ -79,6 +116,7 @@ export class ExtAuthController {
 
   constructor(options: ControllerOptions) {
     this.#options = options;
+    this.#spec = options.config ?? EXTAUTH_SPEC;
     this.#kube = options.kube;
     this.#log = options.logger;
     this.#loop = new ControllerLoop({
@@ -95,7 +133,13 @@ export class ExtAuthController {
 
   /** Starts informers, waits for their first list, then starts the worker. */
   async start(): Promise<void> {
-    this.#loop.watch('config', EXTAUTH_RESOURCE, (type, obj) => this.#onConfig(type, obj), false);
+    // A CRD that is not installed (only for the kinds added after MCPExternalAuthConfig) is empty.
+    this.#loop.watch(
+      'config',
+      this.#spec.resource,
+      (type, obj) => this.#onConfig(type, obj),
+      this.#spec.kind !== EXTAUTH_KIND,
+    );
     // A workload CRD that is not installed answers 404: nothing can reference through it.
     for (const w of WORKLOAD_TYPES)
       this.#loop.watch(w.kind, w.type, (type, obj) => this.#onWorkload(w.kind, type, obj), true);
@@ -114,13 +158,14 @@ export class ExtAuthController {
     const namespace = obj.metadata.namespace ?? 'default';
     const id = `${kind}/${namespace}/${obj.metadata.name}`;
     const before = this.#workloads.get(id);
-    const refs = type === 'DELETED' ? [] : referencedConfigs(kind, obj);
+    const refs = type === 'DELETED' ? [] : referencedConfigs(kind, obj, this.#spec.kind);
     if (refs.length === 0) this.#workloads.delete(id);
     else this.#workloads.set(id, { kind, name: obj.metadata.name, namespace, refs });
     // Both the old and the new targets must re-reconcile (a reference moved or disappeared).
     for (const r of [...(before?.refs ?? []), ...refs]) this.#queue.add(keyOf(namespace, r.name));
   }
 
+  /** Workloads referencing `namespace/name` of this controller's kind. */
   #referencing(namespace: string, name: string): Workload[] {
     return [...this.#workloads.values()]
       .filter((w) => w.namespace === namespace && w.refs.some((r) => r.name === name))
@@ -130,12 +175,14 @@ export class ExtAuthController {
   /** One pass over one config. Exposed for tests that drive reconcile directly. */
   async reconcile(key: string): Promise<void> {
     const [namespace = 'default', name = ''] = key.split('/');
-    let obj = await this.#kube.get(EXTAUTH_RESOURCE, namespace, name);
+    const spec = this.#spec;
+    const finalizer = spec.finalizer;
+    let obj = await this.#kube.get(spec.resource, namespace, name);
     if (obj === undefined) return;
     const refs = this.#referencing(namespace, name);
 
     if (obj.metadata.deletionTimestamp !== undefined) {
-      if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) return;
+      if (!(obj.metadata.finalizers ?? []).includes(finalizer)) return;
       if (refs.length > 0) {
         const who = refs.map((r) => `${r.kind}/${r.name}`).join(', ');
         await this.#writeStatus(namespace, name, (current) => ({
@@ -152,26 +199,26 @@ export class ExtAuthController {
         this.#log.info({ key, referencedBy: who }, 'deletion blocked');
         return;
       }
-      await this.#kube.mergePatch(EXTAUTH_RESOURCE, namespace, name, {
+      await this.#kube.mergePatch(spec.resource, namespace, name, {
         metadata: {
           resourceVersion: obj.metadata.resourceVersion,
-          finalizers: (obj.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
+          finalizers: (obj.metadata.finalizers ?? []).filter((f) => f !== finalizer),
         },
       });
       this.#log.info({ key }, 'finalizer removed');
       return;
     }
 
-    if (!(obj.metadata.finalizers ?? []).includes(FINALIZER)) {
-      obj = await this.#kube.mergePatch(EXTAUTH_RESOURCE, namespace, name, {
+    if (!(obj.metadata.finalizers ?? []).includes(finalizer)) {
+      obj = await this.#kube.mergePatch(spec.resource, namespace, name, {
         metadata: {
           resourceVersion: obj.metadata.resourceVersion,
-          finalizers: [...(obj.metadata.finalizers ?? []), FINALIZER],
+          finalizers: [...(obj.metadata.finalizers ?? []), finalizer],
         },
       });
     }
 
-    const { problems } = await validateExtAuthConfigWithSecrets(obj, this.#readSecret);
+    const problems = await spec.validate(obj, this.#readSecret);
     const valid = problems.length === 0;
     const hash = configHash(obj.spec);
     const validCondition: Omit<Condition, 'lastTransitionTime'> = valid
@@ -230,12 +277,12 @@ export class ExtAuthController {
     compute: (current: KubeObject) => Record<string, unknown>,
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
-      const current = await this.#kube.get(EXTAUTH_RESOURCE, namespace, name);
+      const current = await this.#kube.get(this.#spec.resource, namespace, name);
       if (current === undefined) return;
       const status = compute(current);
       if (JSON.stringify(status) === JSON.stringify(current.status ?? {})) return;
       try {
-        await this.#kube.replaceStatus(EXTAUTH_RESOURCE, { ...current, status });
+        await this.#kube.replaceStatus(this.#spec.resource, { ...current, status });
         return;
       } catch (err) {
         if (statusOf(err) !== 409 || attempt >= STATUS_RETRIES) throw err;
@@ -252,6 +299,14 @@ export class ExtAuthController {
   get hasSynced(): boolean {
     return this.#loop.hasSynced;
   }
+}
+
+/** The MCPExternalAuthConfig controller (its kind is the default). */
+export class ExtAuthController extends ConfigController {}
+
+/** One controller per shared configuration kind but MCPExternalAuthConfig. */
+export function sharedConfigControllers(options: Omit<ControllerOptions, 'config'>): ConfigController[] {
+  return SHARED_CONFIG_SPECS.map((config) => new ConfigController(Object.assign({}, options, { config })));
 }
 
 /** status.referencingWorkloads[].kind is one of ToolHive's three kinds; MCPServerEntry still blocks deletion. */

@@ -1,7 +1,14 @@
 export type { ServingCert } from './certs.js';
 export { generateSelfSignedCert } from './certs.js';
 export { configHash } from './config-hash.js';
-export { ExtAuthController, FINALIZER, kubeSecretReader } from './controller.js';
+export {
+  ConfigController,
+  ExtAuthController,
+  FINALIZER,
+  kubeSecretReader,
+  SHARED_CONFIG_SPECS,
+  sharedConfigControllers,
+} from './controller.js';
 export { buildCrd } from './crd.js';
 export type { KubeClient } from './kube.js';
 export { createKubeClient, loadKubeConfig } from './kube.js';

@@ -155,6 +155,7 @@ export const BUILTIN_PLURALS: Record<string, string> = {
   Service: 'services',
   ServiceAccount: 'serviceaccounts',
   Deployment: 'deployments',
+  StatefulSet: 'statefulsets',
   Role: 'roles',
   RoleBinding: 'rolebindings',
 };

@@ -30,12 +30,20 @@ export const WORKLOAD_TYPES = [
 
 export type WorkloadKind = (typeof WORKLOAD_TYPES)[number]['kind'];
 
-/** The referencing fields, with the annotation that carries the referenced config's hash. */
+/** The referencing fields, with the annotation (on the workload) that carries the referenced config's hash. */
 export const REF_ANNOTATIONS = {
   externalAuthConfigRef: 'skep.dev/external-auth-config-hash',
   authServerRef: 'skep.dev/auth-server-config-hash',
   'outgoingAuth.default.externalAuthConfigRef': 'skep.dev/outgoing-auth-config-hash',
   'status.discoveredBackends[].authConfigRef': undefined,
+  toolConfigRef: 'skep.dev/tool-config-hash',
+  'config.aggregation.tools[].toolConfigRef': 'skep.dev/tool-config-hash',
+  oidcConfigRef: 'skep.dev/oidc-config-hash',
+  'incomingAuth.oidcConfigRef': 'skep.dev/oidc-config-hash',
+  authzConfigRef: 'skep.dev/authz-config-hash',
+  'incomingAuth.authzConfigRef': 'skep.dev/authz-config-hash',
+  telemetryConfigRef: 'skep.dev/telemetry-config-hash',
+  webhookConfigRef: 'skep.dev/webhook-config-hash',
 } as const;
 
 export type RefField = keyof typeof REF_ANNOTATIONS;
@@ -52,32 +60,65 @@ const refName = (ref: unknown): string | undefined => {
   return typeof name === 'string' && name !== '' ? name : undefined;
 };
 
-/** The MCPExternalAuthConfig names a workload object references, per field. */
-export function referencedConfigs(kind: WorkloadKind, obj: KubeObject): ConfigReference[] {
+/** The configs of kind `configKind` (default MCPExternalAuthConfig) a workload object references, per field. */
+export function referencedConfigs(
+  kind: WorkloadKind,
+  obj: KubeObject,
+  configKind: string = EXTAUTH_KIND,
+): ConfigReference[] {
   const out: ConfigReference[] = [];
   const push = (field: RefField, ref: unknown) => {
     const name = refName(ref);
     if (name !== undefined) out.push({ field, name });
   };
   const spec = obj.spec;
-  if (kind === 'MCPServer' || kind === 'MCPRemoteProxy' || kind === 'MCPServerEntry') {
-    push('externalAuthConfigRef', get(spec, 'externalAuthConfigRef'));
-  }
-  if (kind === 'MCPServer' || kind === 'MCPRemoteProxy') {
-    const authServerRef = get(spec, 'authServerRef');
-    const refKind = get(authServerRef, 'kind');
-    if (refKind === undefined || refKind === EXTAUTH_KIND) push('authServerRef', authServerRef);
-  }
-  if (kind === 'VirtualMCPServer') {
-    push(
-      'outgoingAuth.default.externalAuthConfigRef',
-      get(get(get(spec, 'outgoingAuth'), 'default'), 'externalAuthConfigRef'),
-    );
-    const discovered = get(obj.status, 'discoveredBackends');
-    if (Array.isArray(discovered)) {
-      for (const backend of discovered)
-        push('status.discoveredBackends[].authConfigRef', get(backend, 'authConfigRef'));
-    }
+  const proxy = kind === 'MCPServer' || kind === 'MCPRemoteProxy';
+  const incoming = get(spec, 'incomingAuth');
+  switch (configKind) {
+    case EXTAUTH_KIND:
+      if (proxy || kind === 'MCPServerEntry')
+        push('externalAuthConfigRef', get(spec, 'externalAuthConfigRef'));
+      if (proxy) {
+        const authServerRef = get(spec, 'authServerRef');
+        const refKind = get(authServerRef, 'kind');
+        if (refKind === undefined || refKind === EXTAUTH_KIND) push('authServerRef', authServerRef);
+      }
+      if (kind === 'VirtualMCPServer') {
+        push(
+          'outgoingAuth.default.externalAuthConfigRef',
+          get(get(get(spec, 'outgoingAuth'), 'default'), 'externalAuthConfigRef'),
+        );
+        const discovered = get(obj.status, 'discoveredBackends');
+        if (Array.isArray(discovered)) {
+          for (const backend of discovered)
+            push('status.discoveredBackends[].authConfigRef', get(backend, 'authConfigRef'));
+        }
+      }
+      break;
+    case 'MCPToolConfig':
+      if (proxy) push('toolConfigRef', get(spec, 'toolConfigRef'));
+      if (kind === 'VirtualMCPServer') {
+        const tools = get(get(get(spec, 'config'), 'aggregation'), 'tools');
+        if (Array.isArray(tools))
+          for (const t of tools) push('config.aggregation.tools[].toolConfigRef', get(t, 'toolConfigRef'));
+      }
+      break;
+    case 'MCPOIDCConfig':
+      if (proxy) push('oidcConfigRef', get(spec, 'oidcConfigRef'));
+      if (kind === 'VirtualMCPServer') push('incomingAuth.oidcConfigRef', get(incoming, 'oidcConfigRef'));
+      break;
+    case 'MCPAuthzConfig':
+      if (proxy) push('authzConfigRef', get(spec, 'authzConfigRef'));
+      if (kind === 'VirtualMCPServer') push('incomingAuth.authzConfigRef', get(incoming, 'authzConfigRef'));
+      break;
+    case 'MCPTelemetryConfig':
+      if (proxy || kind === 'VirtualMCPServer') push('telemetryConfigRef', get(spec, 'telemetryConfigRef'));
+      break;
+    case 'MCPWebhookConfig':
+      if (kind === 'MCPServer') push('webhookConfigRef', get(spec, 'webhookConfigRef'));
+      break;
+    default:
+      break;
   }
   return out;
 }

@@ -945,6 +945,7 @@ async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<Rende
   const env: SecretEnv[] = [];
   const hashes: string[] = [];
   let compositeHash: string | undefined;
+  const toolConfigHashes: string[] = [];
   const strategyOf = async (
     field: string,
     ref: string,
@@ -1003,6 +1004,34 @@ async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<Rende
   }
   outgoing['backends'] = perBackend;
   const vmcp: Node = Object.assign({}, userConfig, { groupRef: group, backends, outgoingAuth: outgoing });
+  // aggregation.tools[].toolConfigRef names an MCPToolConfig: its filter and overrides replace the
+  // entry's own (the reference ignores `filter`/`overrides` when the reference is set).
+  const aggregation = userConfig['aggregation'] as Node | undefined;
+  if (Array.isArray(aggregation?.['tools'])) {
+    const tools = (aggregation['tools'] as Node[]).map((entry, i) => {
+      const ref = (entry['toolConfigRef'] as Node | undefined)?.['name'];
+      if (typeof ref !== 'string') return entry;
+      const field = `spec.config.aggregation.tools[${i}].toolConfigRef`;
+      const tc = index.get('MCPToolConfig', namespace, ref);
+      if (tc === undefined) {
+        problems.push(
+          `${field}: MCPToolConfig ${namespace}/${ref} ${index.invalid.has(keyOf('MCPToolConfig', namespace, ref)) ? 'is invalid' : 'does not exist'}`,
+        );
+        return entry;
+      }
+      const tcSpec = (tc['spec'] ?? {}) as Node;
+      toolConfigHashes.push(configHash(tcSpec));
+      const out: Node = Object.assign({}, entry);
+      delete out['toolConfigRef'];
+      delete out['filter'];
+      delete out['overrides'];
+      if (Array.isArray(tcSpec['toolsFilter']) && tcSpec['toolsFilter'].length > 0)
+        out['filter'] = tcSpec['toolsFilter'];
+      if (isRecord(tcSpec['toolsOverride'])) out['overrides'] = tcSpec['toolsOverride'];
+      return out;
+    });
+    vmcp['aggregation'] = Object.assign({}, aggregation, { tools });
+  }
   // compositeToolRefs name VirtualMCPCompositeToolDefinitions: the pod gets their definitions
   // inline (`compositeTools`), as the reference's operator resolves them.
   const refs = (userConfig['compositeToolRefs'] ?? []) as Array<{ name: string }>;
@@ -1103,6 +1132,8 @@ async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<Rende
     ...shared.annotations,
   };
   if (compositeHash !== undefined) annotations[ANNOTATIONS.compositeToolsHash] = compositeHash;
+  if (toolConfigHashes.length > 0)
+    annotations['skep.dev/tool-config-hash'] = sha256(toolConfigHashes.join(','));
   if (hashes.length > 0) annotations[ANNOTATIONS.externalAuthHash] = sha256(hashes.join(','));
   const objects = workloadObjects(cr, namespace, spec, {
     cm,

@@ -13,12 +13,14 @@
 import type { Logger } from '../../shared/index.js';
 import type { Condition } from '../../schemas/extauth/index.js';
 import { EXTAUTH_KIND } from '../../schemas/extauth/index.js';
-import { WORKLOAD_KINDS } from '../../schemas/workloads/index.js';
+import { OPERATOR_KINDS } from '../../schemas/operator/index.js';
 import { conditionsOf, stampCondition } from './conditions.js';
 import { ControllerLoop } from './controller-loop.js';
 import type { InformerEvent } from './informer.js';
 import { type KubeClient, type KubeObject, type ObjectClient, type ResourceType, statusOf } from './kube.js';
-import { EXTAUTH_RESOURCE } from './references.js';
+import { EXTAUTH_RESOURCE, referencedConfigs, type WorkloadKind } from './references.js';
+import { validateResource } from './resource-validate.js';
+import { formatProblem } from './validate.js';
 import { groupBackends, type K8sObject, type RenderOptions, renderResources } from './render.js';
 import type { WorkQueue } from './workqueue.js';
 
@@ -36,14 +38,124 @@ export interface WorkloadControllerOptions {
 }
 
 const TYPES: Array<{ kind: string; type: ResourceType }> = [
-  ...WORKLOAD_KINDS.map((k) => ({
+  ...OPERATOR_KINDS.map((k) => ({
     kind: k.kind,
     type: { group: EXTAUTH_RESOURCE.group, version: EXTAUTH_RESOURCE.version, plural: k.plural },
   })),
   { kind: EXTAUTH_KIND, type: EXTAUTH_RESOURCE },
 ];
 const typeOf = (kind: string) => TYPES.find((t) => t.kind === kind)!.type;
-const RECONCILED = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer', 'MCPGroup', 'MCPServerEntry']);
+const RECONCILED = new Set([
+  'MCPServer',
+  'MCPRemoteProxy',
+  'VirtualMCPServer',
+  'MCPGroup',
+  'MCPServerEntry',
+  'MCPRegistry',
+  'EmbeddingServer',
+  'VirtualMCPCompositeToolDefinition',
+]);
+/** Shared configuration kinds whose change re-renders the workloads that reference them. */
+const CONFIG_KINDS = new Set([
+  EXTAUTH_KIND,
+  'MCPToolConfig',
+  'MCPOIDCConfig',
+  'MCPAuthzConfig',
+  'MCPTelemetryConfig',
+  'MCPWebhookConfig',
+]);
+const REFERENCING = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer']);
+
+/**
+ * The condition of each reference a workload may hold (the reference's condition types), with the
+ * problem prefixes that mean the reference is broken.
+ */
+const REF_CONDITIONS: Array<{ type: string; fields: string[]; present: (spec: Node) => boolean }> = [
+  { type: 'GroupRefValidated', fields: ['spec.groupRef'], present: (s) => s['groupRef'] !== undefined },
+  {
+    type: 'ExternalAuthConfigValidated',
+    fields: ['spec.externalAuthConfigRef', 'spec.outgoingAuth'],
+    present: (s) => s['externalAuthConfigRef'] !== undefined || s['outgoingAuth'] !== undefined,
+  },
+  {
+    type: 'AuthServerRefValidated',
+    fields: ['spec.authServerRef'],
+    present: (s) => s['authServerRef'] !== undefined,
+  },
+  {
+    type: 'OIDCConfigRefValidated',
+    fields: ['spec.oidcConfigRef', 'spec.incomingAuth.oidcConfigRef'],
+    present: (s) =>
+      s['oidcConfigRef'] !== undefined ||
+      (s['incomingAuth'] as Node | undefined)?.['oidcConfigRef'] !== undefined,
+  },
+  {
+    type: 'AuthzConfigRefValidated',
+    fields: [
+      'spec.authzConfigRef',
+      'spec.incomingAuth.authzConfigRef',
+      'spec.authzConfig',
+      'spec.incomingAuth.authzConfig',
+    ],
+    present: (s) =>
+      s['authzConfigRef'] !== undefined ||
+      s['authzConfig'] !== undefined ||
+      (s['incomingAuth'] as Node | undefined)?.['authzConfigRef'] !== undefined ||
+      (s['incomingAuth'] as Node | undefined)?.['authzConfig'] !== undefined,
+  },
+  {
+    type: 'ToolConfigValidated',
+    fields: ['spec.toolConfigRef', 'spec.config.aggregation.tools'],
+    present: (s) =>
+      s['toolConfigRef'] !== undefined || JSON.stringify(s['config'] ?? {}).includes('"toolConfigRef"'),
+  },
+  {
+    type: 'TelemetryConfigRefValidated',
+    fields: ['spec.telemetryConfigRef'],
+    present: (s) => s['telemetryConfigRef'] !== undefined,
+  },
+  {
+    type: 'WebhookConfigValidated',
+    fields: ['spec.webhookConfigRef'],
+    present: (s) => s['webhookConfigRef'] !== undefined,
+  },
+  {
+    type: 'CompositeToolRefsValidated',
+    fields: ['spec.config.compositeToolRefs', 'spec.config: vmcp.compositeTools'],
+    present: (s) => (s['config'] as Node | undefined)?.['compositeToolRefs'] !== undefined,
+  },
+  {
+    type: 'EmbeddingServerReady',
+    fields: ['spec.embeddingServerRef'],
+    present: (s) => s['embeddingServerRef'] !== undefined,
+  },
+];
+
+/** Status fields that copy a pod-template hash annotation, per kind. */
+const HASH_STATUS: Record<string, Array<[string, string]>> = {
+  MCPServer: [
+    ['skep.dev/external-auth-config-hash', 'externalAuthConfigHash'],
+    ['skep.dev/auth-server-config-hash', 'authServerConfigHash'],
+    ['skep.dev/tool-config-hash', 'toolConfigHash'],
+    ['skep.dev/oidc-config-hash', 'oidcConfigHash'],
+    ['skep.dev/authz-config-hash', 'authzConfigHash'],
+    ['skep.dev/telemetry-config-hash', 'telemetryConfigHash'],
+    ['skep.dev/webhook-config-hash', 'webhookConfigHash'],
+  ],
+  MCPRemoteProxy: [
+    ['skep.dev/external-auth-config-hash', 'externalAuthConfigHash'],
+    ['skep.dev/auth-server-config-hash', 'authServerConfigHash'],
+    ['skep.dev/tool-config-hash', 'toolConfigHash'],
+    ['skep.dev/oidc-config-hash', 'oidcConfigHash'],
+    ['skep.dev/authz-config-hash', 'authzConfigHash'],
+    ['skep.dev/telemetry-config-hash', 'telemetryConfigHash'],
+  ],
+  VirtualMCPServer: [
+    ['skep.dev/oidc-config-hash', 'oidcConfigHash'],
+    ['skep.dev/authz-config-hash', 'authzConfigHash'],
+    ['skep.dev/telemetry-config-hash', 'telemetryConfigHash'],
+  ],
+};
 
 const nsOf = (o: KubeObject) => o.metadata.namespace ?? 'default';
 const specOf = (o: KubeObject) => (o.spec ?? {}) as Node;
@@ -101,6 +213,22 @@ export class WorkloadController {
         if (refName(spec['externalAuthConfigRef']) === name || refName(spec['authServerRef']) === name)
           this.#queue.add(key);
       }
+      // A shared configuration re-renders the workloads that reference it.
+      if (kind !== EXTAUTH_KIND && CONFIG_KINDS.has(kind) && REFERENCING.has(k ?? '')) {
+        if (referencedConfigs(k as WorkloadKind, o, kind).some((r) => r.name === name)) this.#queue.add(key);
+      }
+      if (
+        k === 'VirtualMCPServer' &&
+        kind === 'EmbeddingServer' &&
+        refName(spec['embeddingServerRef']) === name
+      )
+        this.#queue.add(key);
+      if (k === 'VirtualMCPServer' && kind === 'VirtualMCPCompositeToolDefinition') {
+        const refs = ((spec['config'] as Node | undefined)?.['compositeToolRefs'] ?? []) as unknown[];
+        if (refs.some((r) => refName(r) === name)) this.#queue.add(key);
+      }
+      // A VirtualMCPServer's references are listed in the composite tool definition's status.
+      if (kind === 'VirtualMCPServer' && k === 'VirtualMCPCompositeToolDefinition') this.#queue.add(key);
       if (k === 'VirtualMCPServer') {
         const vgroup = refName(spec['groupRef']);
         if ((kind === 'MCPGroup' && vgroup === name) || (group !== undefined && vgroup === group))
@@ -134,6 +262,8 @@ export class WorkloadController {
       .filter(([k, o]) => nsOf(o) === namespace && k !== key)
       .map(([, o]) => o);
     if (kind === 'MCPGroup') return this.#groupStatus(obj, inNamespace, generation);
+    if (kind === 'VirtualMCPCompositeToolDefinition')
+      return this.#compositeStatus(obj, inNamespace, generation);
     if (kind === 'MCPServerEntry') {
       const group = refName(specOf(obj)['groupRef']);
       const found = inNamespace.some((o) => o.kind === 'MCPGroup' && o.metadata.name === group);
@@ -173,15 +303,20 @@ export class WorkloadController {
         conditions: this.#conditions(obj, generation, [
           { type: 'Valid', status: 'False', reason: 'ValidationFailed', message },
           { type: 'Ready', status: 'False', reason: 'Invalid', message: 'the resource is invalid' },
+          ...refConditions(
+            specOf(obj),
+            problems.map((p) => p.problem),
+          ),
         ]),
       });
     }
     for (const o of own) await this.#apply(o);
-    const deployment = own.find((o) => o.kind === 'Deployment');
+    // The pods: a Deployment (StatefulSet for an EmbeddingServer); an MCPRegistry's is `<n>-api`.
+    const deployment = own.find((o) => o.kind === 'Deployment' || o.kind === 'StatefulSet');
     const live =
       deployment === undefined
         ? undefined
-        : await this.#o.objects.get('apps/v1', 'Deployment', namespace, name);
+        : await this.#o.objects.get('apps/v1', deployment.kind, namespace, deployment.metadata.name);
     const want = Number((deployment?.['spec'] as Node | undefined)?.['replicas'] ?? 1);
     const ready = Number((live?.status as Node | undefined)?.['readyReplicas'] ?? 0);
     const isReady = ready >= want && want > 0;
@@ -195,6 +330,7 @@ export class WorkloadController {
       observedGeneration: generation,
       conditions: this.#conditions(obj, generation, [
         { type: 'Valid', status: 'True', reason: 'ValidationSucceeded', message: '' },
+        ...refConditions(specOf(obj), []),
         isReady
           ? { type: 'Ready', status: 'True', reason: 'DeploymentReady', message: '' }
           : {
@@ -205,12 +341,10 @@ export class WorkloadController {
             },
       ]),
     };
+    for (const [annotation, field] of HASH_STATUS[kind] ?? [])
+      if (annotations[annotation] !== undefined) status[field] = annotations[annotation];
     if (kind !== 'VirtualMCPServer') {
       status['readyReplicas'] = ready;
-      if (annotations['skep.dev/external-auth-config-hash'] !== undefined)
-        status['externalAuthConfigHash'] = annotations['skep.dev/external-auth-config-hash'];
-      if (annotations['skep.dev/auth-server-config-hash'] !== undefined)
-        status['authServerConfigHash'] = annotations['skep.dev/auth-server-config-hash'];
     } else {
       const backends = groupBackends(
         {
@@ -249,6 +383,44 @@ export class WorkloadController {
       );
     }
     await this.#writeStatus(kind, obj, status);
+  }
+
+  /**
+   * A composite tool definition: validated by the shared library, with the VirtualMCPServers that
+   * reference it (`referencingVirtualServers`). Whether the virtual MCP can run it is reported on
+   * each VirtualMCPServer (`CompositeToolRefsValidated`).
+   */
+  async #compositeStatus(def: KubeObject, inNamespace: KubeObject[], generation: number): Promise<void> {
+    const { problems } = validateResource(
+      Object.assign({}, def, { apiVersion: 'skep.dev/v1beta1', kind: 'VirtualMCPCompositeToolDefinition' }),
+    );
+    const errors = problems.map(formatProblem);
+    const referencing = inNamespace
+      .filter(
+        (o) =>
+          o.kind === 'VirtualMCPServer' &&
+          (((specOf(o)['config'] as Node | undefined)?.['compositeToolRefs'] ?? []) as unknown[]).some(
+            (r) => refName(r) === def.metadata.name,
+          ),
+      )
+      .map((o) => o.metadata.name)
+      .sort();
+    const valid = errors.length === 0;
+    const message = errors.join('; ').slice(0, 32768);
+    await this.#writeStatus('VirtualMCPCompositeToolDefinition', def, {
+      validationStatus: valid ? 'Valid' : 'Invalid',
+      ...(valid ? {} : { validationErrors: errors }),
+      referencingVirtualServers: referencing,
+      observedGeneration: generation,
+      conditions: this.#conditions(def, generation, [
+        valid
+          ? { type: 'WorkflowValidated', status: 'True', reason: 'ValidationSuccess', message: '' }
+          : { type: 'WorkflowValidated', status: 'False', reason: 'ValidationFailed', message },
+        valid
+          ? { type: 'Ready', status: 'True', reason: 'WorkflowReady', message: '' }
+          : { type: 'Ready', status: 'False', reason: 'WorkflowNotReady', message },
+      ]),
+    });
   }
 
   async #groupStatus(group: KubeObject, inNamespace: KubeObject[], generation: number): Promise<void> {
@@ -331,8 +503,29 @@ export class WorkloadController {
   }
 }
 
+/** One condition per reference the spec holds: False with the problems that name it, else True. */
+function refConditions(spec: Node, problems: string[]): Array<Omit<Condition, 'lastTransitionTime'>> {
+  const out: Array<Omit<Condition, 'lastTransitionTime'>> = [];
+  for (const c of REF_CONDITIONS) {
+    if (!c.present(spec)) continue;
+    const mine = problems.filter((p) => c.fields.some((f) => p.startsWith(f)));
+    out.push(
+      mine.length === 0
+        ? { type: c.type, status: 'True', reason: 'Valid', message: '' }
+        : { type: c.type, status: 'False', reason: 'Invalid', message: mine.join('; ').slice(0, 32768) },
+    );
+  }
+  return out;
+}
+
 /** Kinds whose render of other resources of the same kind is not needed for this one. */
-const RENDER_SELF_ONLY = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer']);
+const RENDER_SELF_ONLY = new Set([
+  'MCPServer',
+  'MCPRemoteProxy',
+  'VirtualMCPServer',
+  'MCPRegistry',
+  'EmbeddingServer',
+]);
 
 function ownedBy(o: K8sObject, cr: KubeObject): boolean {
   const labels = o.metadata.labels ?? {};

@@ -122,6 +122,7 @@ export async function run(opts: OperatorOptions): Promise<void> {
   const {
     createKubeClient,
     ExtAuthController,
+    sharedConfigControllers,
     generateSelfSignedCert,
     kubeSecretReader,
     LeaderElector,
@@ -138,6 +139,8 @@ export async function run(opts: OperatorOptions): Promise<void> {
   // Both controllers run on the leader: MCPExternalAuthConfig and the workload kinds.
   const newController = () => {
     const extauth = new ExtAuthController(Object.assign({ kube, logger }, scope));
+    // MCPToolConfig, MCPOIDCConfig, MCPAuthzConfig, MCPTelemetryConfig, MCPWebhookConfig.
+    const configs = sharedConfigControllers(Object.assign({ kube, logger }, scope));
     const workloads = new WorkloadController(
       Object.assign(
         {
@@ -152,10 +155,12 @@ export async function run(opts: OperatorOptions): Promise<void> {
     return {
       start: async () => {
         await extauth.start();
+        for (const c of configs) await c.start();
         await workloads.start();
       },
       close: async () => {
         await workloads.close();
+        for (const c of configs) await c.close();
         await extauth.close();
       },
     };
