@@ -22,8 +22,11 @@ export const external = [
   'pino',
   'thread-stream',
   'pino-*',
-  // Loads its .wasm file from its own directory.
+  // Load their .wasm files from their own directories (QuickJS: vMCP code mode, loaded on demand).
   '@cedar-policy/*',
+  'quickjs-emscripten',
+  'quickjs-emscripten-core',
+  '@jitl/*',
   // Loaded lazily (src/shared/lazy.ts) only by code paths that need them.
   'undici',
 ];

@@ -91,7 +91,11 @@ export class VirtualMcpServer implements SessionHost {
       ),
     );
     this.#set.on('change', () => void this.#refresh());
-    this.#compositeNames = new Set(options.config.composites.map((c) => c.name));
+    // Calls whose inner calls are admitted on their behalf: composite tools and code mode's script.
+    this.#compositeNames = new Set([
+      ...options.config.composites.map((c) => c.name),
+      ...(options.config.codeMode === undefined ? [] : ['execute_tool_script']),
+    ]);
   }
 
   /**

@@ -38,6 +38,7 @@ import {
   type ToolResult,
 } from './composite/engine.js';
 import { compositeAnnotations, resolveTool, toolIndex, unresolved } from './composite/resolve.js';
+import { EXECUTE_TOOL_SCRIPT, scriptToolDefinition } from './codemode/sandbox.js';
 
 /** Where the runner's vMCP middleware puts the caller's identity (it always overwrites it). */
 export const IDENTITY_META = 'dev.skep/identity';
@@ -87,6 +88,7 @@ export interface SessionHost {
 }
 
 const compositeViews = new WeakMap<Aggregated, CompositeView>();
+const scriptTools = new WeakMap<Aggregated, Obj>();
 
 /** The backend lists shared by the sessions of one virtual server (`list-cache.ts`). */
 const listCaches = new WeakMap<SessionHost, ListCache>();
@@ -367,6 +369,10 @@ export class VirtualSession {
             return this.#request(id, method, params, callKey);
           }
         }
+        if (name === EXECUTE_TOOL_SCRIPT && this.#host.config.codeMode !== undefined) {
+          await this.#runScript(id, params, lists, callKey);
+          return;
+        }
         const composite =
           typeof name === 'string' && this.#host.config.composites.length > 0
             ? this.#compositeView(lists).byName.get(name)
@@ -602,9 +608,107 @@ export class VirtualSession {
 
   /** The tools this session advertises: the backends' and the composite tools that can run. */
   #advertised(a: Aggregated): Obj[] {
-    if (this.#host.config.composites.length === 0) return a.tools;
+    const codeMode = this.#host.config.codeMode;
+    if (this.#host.config.composites.length === 0 && codeMode === undefined) return a.tools;
     const view = this.#compositeView(a);
-    return view.tools.length === 0 ? a.tools : [...a.tools, ...view.tools];
+    const script = codeMode === undefined ? [] : [this.#scriptTool(a)];
+    return view.tools.length === 0 && script.length === 0 ? a.tools : [...a.tools, ...view.tools, ...script];
+  }
+
+  /** Code mode's `execute_tool_script`, describing the tools this aggregation lists. */
+  #scriptTool(a: Aggregated): Obj {
+    const cached = scriptTools.get(a);
+    if (cached !== undefined) return cached;
+    const tool = scriptToolDefinition(
+      a.tools
+        .filter((t) => t['name'] !== EXECUTE_TOOL_SCRIPT)
+        .map((t) => ({ name: String(t['name']), description: String(t['description'] ?? '') })),
+      this.#host.config.codeMode!,
+    );
+    scriptTools.set(a, tool);
+    return tool;
+  }
+
+  /**
+   * Code mode: runs the script in the sandbox (`codemode/sandbox.ts`); each of its tool calls
+   * is an inner call like a composite step's (admitted by the pipeline, audited, traced).
+   */
+  async #runScript(
+    id: string | number,
+    params: Record<string, unknown>,
+    lists: Aggregated,
+    callKey: string | undefined,
+  ): Promise<void> {
+    const settings = this.#host.config.codeMode!;
+    const args = (params['arguments'] ?? {}) as Obj;
+    const script = args['script'];
+    const data = args['data'] ?? {};
+    if (typeof script !== 'string' || script.trim() === '') {
+      this.#reply(id, {
+        content: [
+          { type: 'text', text: `${EXECUTE_TOOL_SCRIPT} requires a non-empty 'script' string argument` },
+        ],
+        isError: true,
+      });
+      return;
+    }
+    if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+      this.#reply(id, { content: [{ type: 'text', text: "'data' must be an object" }], isError: true });
+      return;
+    }
+    const listed = new Set(lists.tools.map((t) => String(t['name'])));
+    const tools = lists.tools
+      .filter((t) => t['name'] !== EXECUTE_TOOL_SCRIPT)
+      .map((t) => ({ name: String(t['name']), description: String(t['description'] ?? '') }));
+    const index = toolIndex(lists);
+    const abort = new AbortController();
+    const key = String(id);
+    this.#running.set(key, abort);
+    let seq = 0;
+    try {
+      const { runScript } = await import('./codemode/sandbox.js');
+      const outcome = await runScript(
+        script,
+        data as Obj,
+        tools,
+        settings,
+        {
+          call: (name, callArgs, signal) => {
+            if (!listed.has(name)) return Promise.reject(new Error(`unknown tool "${name}"`));
+            return this.#innerCall(
+              {
+                stepId: `script-${++seq}`,
+                tool: name,
+                arguments: callArgs,
+                timeoutMs: settings.toolCallTimeoutMs,
+                signal,
+              },
+              lists,
+              index,
+              callKey,
+            );
+          },
+        },
+        abort.signal,
+      );
+      if (abort.signal.aborted) return; // cancelled: no answer
+      if (!outcome.ok) {
+        this.#reply(id, {
+          content: [{ type: 'text', text: `script failed: ${outcome.error ?? 'unknown error'}` }],
+          isError: true,
+        });
+        return;
+      }
+      const value = outcome.value ?? null;
+      const result: Obj = {
+        content: [{ type: 'text', text: typeof value === 'string' ? value : JSON.stringify(value) }],
+      };
+      if (typeof value === 'object' && value !== null && !Array.isArray(value))
+        result['structuredContent'] = value;
+      this.#reply(id, result);
+    } finally {
+      this.#running.delete(key);
+    }
   }
 
   /**

@@ -70,6 +70,7 @@ test(
         'operational:',
         '  timeouts:',
         '    default: 10s',
+        'codeMode: {enabled: true}',
         'compositeTools:',
         '  - name: twice',
         '    description: Searches twice, the second time for what the first found.',
@@ -89,6 +90,13 @@ test(
     assert.ok((await toolNames(client)).includes('alpha.search'));
     assert.equal(await callText(client, 'alpha.search', { query: 'cli' }), 'alpha found cli');
     assert.equal(await callText(client, 'twice', { q: 'cli' }), 'alpha found [alpha found cli]');
+    // Code mode from the built bundle: the QuickJS sandbox loads its WebAssembly.
+    assert.equal(
+      await callText(client, 'execute_tool_script', {
+        script: 'const r = await call_tool("alpha.search", { query: "js" }); return r + "!";',
+      }),
+      'alpha found js!',
+    );
     await client.close();
 
     const listed = JSON.parse(cli('list', '--json').stdout) as {
@@ -96,7 +104,12 @@ test(
     };
     assert.ok(listed.workloads.some((w) => w.name === 'crew-hub' && w.group === 'crew'));
     const exported = JSON.parse(cli('export', 'crew-hub').stdout) as { vmcp?: unknown; image: string };
-    assert.deepEqual(Object.keys(exported.vmcp as object), ['aggregation', 'operational', 'compositeTools']);
+    assert.deepEqual(Object.keys(exported.vmcp as object), [
+      'aggregation',
+      'operational',
+      'codeMode',
+      'compositeTools',
+    ]);
 
     assert.equal(cli('restart', 'crew-hub').status, 0);
     await waitFor('the restarted endpoint to serve', async () => {

@@ -63,8 +63,20 @@ test("the examples' retry settings are read as written (maxRetries is retryCount
   const deploy = c.steps.find((s) => s.id === 'deploy_app')!;
   assert.deepEqual(deploy.onError, { action: 'retry', retryCount: 2, retryDelayMs: 30_000 });
   assert.equal(c.steps.find((s) => s.id === 'confirm_deployment')?.onDecline, 'skip_remaining');
-  const simple = docs('composite_tool_simple.yaml').find((d) => d.kind === 'VirtualMCPCompositeToolDefinition')!.spec;
+  const simple = docs('composite_tool_simple.yaml').find(
+    (d) => d.kind === 'VirtualMCPCompositeToolDefinition',
+  )!.spec;
   const fetch = parseVmcpConfig({ compositeTools: [simple] }).composites[0]!.steps[0]!;
   // `action: abort, maxRetries: 2, retryDelay: 5s`: two retries, then abort.
   assert.deepEqual(fetch.onError, { action: 'abort', retryCount: 2, retryDelayMs: 5000 });
+});
+
+test('vmcp_codemode.yaml: the server config (code mode with every limit) validates', () => {
+  const server = docs('vmcp_codemode.yaml').find((d) => d.kind === 'VirtualMCPServer')!;
+  const resolved = parseVmcpConfig(server.spec['config']);
+  assert.deepEqual(resolved.codeMode, {
+    stepLimit: 100_000,
+    parallelMaxConcurrency: 10,
+    toolCallTimeoutMs: 30_000,
+  });
 });

@@ -130,7 +130,11 @@ test('static backends[]: checked and resolved; discovered auth is refused with t
 test('fields this build does not honour are refused with unsupported_field, never kept silently', () => {
   refused({ compositeTools: [{ name: 'wf' }] }, 'invalid_config', /compositeTools\.0\.steps: is required/);
   refused({ compositeToolRefs: [{ name: 'wf' }] }, 'unsupported_field', /vmcp\.compositeToolRefs/);
-  refused({ codeMode: { enabled: true } }, 'unsupported_field', /vmcp\.codeMode/);
+  refused(
+    { codeMode: { stepLimit: 5 } },
+    'invalid_config',
+    /codeMode: stepLimit has no effect while enabled is not true/,
+  );
   refused(
     { backends: [{ name: 'x', url: 'http://h/mcp', transport: 'sse' }] },
     'unsupported_field',
@@ -190,10 +194,32 @@ test('POST /api/v1beta/workloads with a bad vmcp: 400 naming the field, nothing 
   const unsupported = await app.inject({
     method: 'POST',
     url: '/api/v1beta/workloads',
-    payload: { name: 'hub', vmcp: { codeMode: { enabled: true } } },
+    payload: { name: 'hub', vmcp: { passthroughHeaders: ['X-Tenant'] } },
   });
   assert.equal(unsupported.statusCode, 400);
   assert.match(unsupported.body, /unsupported_field|not supported/);
+  const cycle = await app.inject({
+    method: 'POST',
+    url: '/api/v1beta/workloads',
+    payload: {
+      name: 'hub',
+      vmcp: {
+        compositeTools: [
+          {
+            name: 'loop',
+            description: 'Waits on itself.',
+            steps: [
+              { id: 'a', tool: 'x', dependsOn: ['b'] },
+              { id: 'b', tool: 'x', dependsOn: ['a'] },
+            ],
+          },
+        ],
+      },
+    },
+  });
+  assert.equal(cycle.statusCode, 400);
+  assert.match(cycle.body, /invalid_config/);
+  assert.match(cycle.body, /compositeTools\[0\] \(loop\)\.steps: dependsOn forms a cycle/);
   assert.equal(ctx.workloads.rows.get('hub'), undefined);
   const doc = await app.inject({ method: 'GET', url: '/api/openapi.json' });
   assert.match(doc.body, /"vmcp"/, 'the OpenAPI document describes the vmcp field');

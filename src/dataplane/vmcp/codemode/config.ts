@@ -1,5 +1,6 @@
 /**
- * `codeMode` (the reference's `CodeModeConfig`): its settings with the reference's defaults.
+ * `codeMode` (the reference's `CodeModeConfig`): its settings with the reference's defaults. The
+ * script sandbox is `sandbox.ts`.
  */
 import { goDurationMs, SkepError } from '../../../shared/index.js';
 import type { VmcpConfig } from '../../../schemas/index.js';
@@ -10,6 +11,10 @@ export const CODE_MODE_DEFAULTS = {
   stepLimit: 100_000,
   parallelMaxConcurrency: 10,
   toolCallTimeoutMs: 30_000,
+  /** A script's wall-clock bound (the reference's fixed one minute). */
+  scriptTimeoutMs: 60_000,
+  /** The sandbox's heap. */
+  memoryLimitBytes: 64 * 1024 * 1024,
 } as const;
 
 export interface CodeModeSettings {
@@ -30,14 +35,19 @@ export function resolveCodeMode(raw: CodeModeConfig | undefined, what: string): 
       );
     return undefined;
   }
-  throw new SkepError(
-    'unsupported_field',
-    `${what}.codeMode is not supported by this build: code mode (execute_tool_script) is not implemented yet; remove it`,
-  );
-}
-
-export function toolCallTimeoutOf(raw: CodeModeConfig): number {
-  return raw.toolCallTimeout === undefined
-    ? CODE_MODE_DEFAULTS.toolCallTimeoutMs
-    : (goDurationMs(raw.toolCallTimeout) ?? CODE_MODE_DEFAULTS.toolCallTimeoutMs);
+  let toolCallTimeoutMs: number = CODE_MODE_DEFAULTS.toolCallTimeoutMs;
+  if (raw.toolCallTimeout !== undefined) {
+    const ms = goDurationMs(raw.toolCallTimeout) ?? 0;
+    if (!(ms > 0))
+      throw new SkepError(
+        'invalid_config',
+        `${what}.codeMode.toolCallTimeout must be a positive duration such as "30s"`,
+      );
+    toolCallTimeoutMs = ms;
+  }
+  return {
+    stepLimit: raw.stepLimit ?? CODE_MODE_DEFAULTS.stepLimit,
+    parallelMaxConcurrency: raw.parallelMaxConcurrency ?? CODE_MODE_DEFAULTS.parallelMaxConcurrency,
+    toolCallTimeoutMs,
+  };
 }
