@@ -103,6 +103,43 @@ export function configFromCreate(
   return config;
 }
 
+/**
+ * A registry entry's required environment variables (no default) that `config` leaves unset:
+ * neither a value in `env_vars` nor a secret reference targeting it. The server would fail
+ * without them, so create refuses, naming each and how to give it.
+ */
+export function requireEntryInputs(
+  server: string,
+  entry: RegistryServerSpec | undefined,
+  config: RunConfig,
+): void {
+  const targets = new Set(config.secrets.map((ref) => /,target=(.+)$/.exec(ref)?.[1]));
+  const missing = (entry?.envVars ?? []).filter(
+    (v) =>
+      v.required === true &&
+      (v.default ?? '') === '' &&
+      (config.env_vars[v.name] ?? '') === '' &&
+      !targets.has(v.name),
+  );
+  if (missing.length === 0) return;
+  const listed = missing
+    .map((v) => {
+      const about = [v.secret === true ? 'secret' : '', v.description ?? '']
+        .filter((x) => x !== '')
+        .join(': ');
+      return about === '' ? v.name : `${v.name} (${about})`;
+    })
+    .join(', ');
+  const first = missing[0]?.name ?? 'NAME';
+  throw new SkepError(
+    'server_needs_input',
+    `registry server '${server}' needs ${listed}; nothing was created. Give ${missing.length === 1 ? 'it' : 'each'} ` +
+      `as an environment variable (env_vars; skep run -e ${first}=VALUE) or a secret reference ` +
+      `(secrets with target ${first}; skep run --secret <secret>,target=${first})`,
+    { details: { missing: missing.map((v) => v.name) } },
+  );
+}
+
 /** `skep run --from-config`: a RunConfig (e.g. an export), at this schema version, renamed if asked. */
 export function configFromFile(value: unknown, name: string | undefined): RunConfig {
   const parsed = parseRunConfig(value, 'run configuration file');

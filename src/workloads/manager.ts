@@ -17,6 +17,7 @@ import {
   checkRegistryFields,
   configFromCreate,
   configFromFile,
+  requireEntryInputs,
   IMAGE_SCHEMES,
   looksLikeImage,
 } from './config-builder.js';
@@ -187,6 +188,7 @@ export class WorkloadManager implements GroupMembers {
     const registryEntry: RegistryServerSpec | undefined =
       request.server === undefined ? undefined : await this.resolveServer(request.server);
     const config = configFromCreate(request, registryEntry);
+    if (request.server !== undefined) requireEntryInputs(request.server, registryEntry, config);
     const explicitName = request.name !== undefined && request.name !== '';
     await validateConfig(this.#checks, config);
     if (this.rows.get(config.name) !== undefined) {

@@ -7,7 +7,7 @@
  * same-origin MCP route.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { chromiumAvailable } from '../helpers/browser.js';
@@ -102,6 +102,10 @@ test(
     await form.getByRole('alert').filter({ hasText: 'ECHO_API_KEY is required' }).waitFor();
     await form.getByLabel('ECHO_API_KEY: value (saved as a secret, never shown again)').fill('s3cret-value');
     await form.getByRole('textbox', { name: /ECHO_GREETING/ }).fill('bonjour');
+    // A folder the server may use: its last argument, and in its sandbox's write list.
+    const folder = join(ui.home, 'shared-folder');
+    mkdirSync(folder);
+    await form.getByRole('textbox', { name: /Folder/ }).fill(folder);
     await ui.screenshot('catalog-run');
     await form.getByRole('button', { name: 'Run' }).click();
 
@@ -114,6 +118,12 @@ test(
     };
     assert.equal(detail.env_vars['ECHO_GREETING'], 'bonjour');
     assert.deepEqual(detail.secrets, [{ name: 'echo-ui-echo_api_key', target: 'ECHO_API_KEY' }]);
+    const exported = (await (await ui.call('GET', '/api/v1beta/workloads/echo-ui/export')).json()) as {
+      cmd_args: string[];
+      permission_profile?: { write?: string[] };
+    };
+    assert.deepEqual(exported.cmd_args, [ECHO_SERVER, folder]);
+    assert.deepEqual(exported.permission_profile?.write, [folder]);
 
     // The playground: tools listed, a form from the input schema, the result and the raw JSON-RPC.
     await progress.getByRole('link', { name: 'Try it in the playground' }).click();

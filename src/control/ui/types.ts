@@ -77,6 +77,11 @@ export interface CreateWorkloadRequest {
     add_plaintext_headers?: Record<string, string>;
     add_headers_from_secret?: Record<string, string>;
   };
+  cmd_arguments?: string[];
+  /** A container's mounts, `HOST:IN_CONTAINER[:ro]`. */
+  volumes?: string[];
+  /** A local process's sandbox: what it may read and write, its network. */
+  permission_profile?: import('../../schemas/registry/index.js').ImageServer['permissions'];
 }
 
 // RegistryInfo: `GET /api/v1beta/registry` answers `{ registries: RegistryInfo[] }`.

@@ -303,6 +303,26 @@ test(
               ],
             },
             {
+              name: 'io.example/needs-key',
+              description: 'A local server that needs a key',
+              version: '1.0.0',
+              packages: [
+                {
+                  registryType: 'oci',
+                  identifier: NODE,
+                  transport: { type: 'stdio' },
+                  packageArguments: [
+                    { type: 'positional', value: '-e' },
+                    { type: 'positional', value: 'process.exit(4)' },
+                  ],
+                  environmentVariables: [
+                    { name: 'NEEDS_KEY', description: 'The key', isRequired: true, isSecret: true },
+                    { name: 'OPTIONAL_KEY', isRequired: false },
+                  ],
+                },
+              ],
+            },
+            {
               name: 'io.example/remote-echo',
               description: 'A remote MCP server on loopback, at a URL ending in /mcp',
               version: '1.0.0',
@@ -313,6 +333,20 @@ test(
       }),
     );
     assert.equal((await skep('registry', 'set-source', '--local-path', file)).status, 0);
+
+    // A required variable left out is refused at create, naming it and how to give it.
+    const needs = await skep('run', 'needs-key');
+    assert.equal(needs.status, 1);
+    assert.equal(
+      needs.first,
+      "error: registry server 'needs-key' needs NEEDS_KEY (secret: The key); nothing was created. " +
+        'Give it as an environment variable (env_vars; skep run -e NEEDS_KEY=VALUE) or a secret reference ' +
+        '(secrets with target NEEDS_KEY; skep run --secret <secret>,target=NEEDS_KEY)',
+    );
+    assert.deepEqual(await workloads(), []);
+    // Given, it passes create (and this server then exits, so the start fails and is removed).
+    const given = await skep('run', 'needs-key', '-e', 'NEEDS_KEY=x');
+    assert.match(given.first, /^error: workload needs-key failed to start: the server exited/);
 
     const local = await skep('run', 'everything-local', '--json');
     assert.equal(local.status, 0, local.stderr);

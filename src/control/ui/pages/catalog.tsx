@@ -331,12 +331,34 @@ function InputsFields(props: {
 const secretNameFor = (workload: string, input: string) =>
   `${workload}-${input}`.toLowerCase().replace(/[^a-z0-9_.-]+/g, '-');
 
+/**
+ * What granting `folder` adds to a create request, as `skep run --volume FOLDER` does: the
+ * folder becomes the server's last argument; a container mounts it at the same path, a local
+ * process (npx://, uvx://, cmd://) gets it in its sandbox profile's `write` list — the entry's
+ * profile, else the built-in `network` one that applies when none is given.
+ */
+function folderGrant(
+  server: ImageServer,
+  folder: string,
+): Pick<CreateWorkloadRequest, 'cmd_arguments' | 'volumes' | 'permission_profile'> {
+  if (!folder.startsWith('/'))
+    throw new Error(`Folder: give an absolute path, such as /home/you/notes (not ${folder})`);
+  const cmd_arguments = [...(server.args ?? []), folder];
+  if (!/^(npx|uvx|cmd):\/\//.test(server.image)) return { cmd_arguments, volumes: [`${folder}:${folder}`] };
+  const profile = structuredClone(
+    server.permissions ?? { name: 'network', network: { outbound: { insecure_allow_all: true } } },
+  );
+  profile.write = [...(profile.write ?? []), folder];
+  return { cmd_arguments, permission_profile: profile };
+}
+
 function RunForm(props: { found: FoundServer; onStarted: (name: string) => void }) {
   const server = props.found.is_remote ? props.found.remote_server : props.found.server;
   const envInputs: EnvVar[] = server.env_vars ?? [];
   const headerInputs: Header[] = props.found.is_remote ? (props.found.remote_server.headers ?? []) : [];
   const [name, setName] = useState(shortName(server.name));
   const [group, setGroup] = useState('default');
+  const [folder, setFolder] = useState('');
   const [values, setValues] = useState<Record<string, string>>({});
   const [secrets, setSecrets] = useState<Record<string, SecretChoice>>({});
   const groups = useLoad(() => get<{ groups: Group[] }>('/api/v1beta/groups').then((r) => r.groups), []);
@@ -411,6 +433,8 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
       if (secretRefs.length > 0) body.secrets = secretRefs;
       if (headerInputs.length > 0)
         body.header_forward = { add_plaintext_headers: plain, add_headers_from_secret: fromSecret };
+      if (!props.found.is_remote && folder.trim() !== '')
+        Object.assign(body, folderGrant(props.found.server, folder.trim()));
       const created = await api<{ name: string }>('POST', '/api/v1beta/workloads', body);
       props.onStarted(created.name);
     });
@@ -435,6 +459,14 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
           ))}
         </select>
       </Field>
+      {!props.found.is_remote && (
+        <TextField
+          label="Folder"
+          hint="Optional: a folder on this machine (absolute path) the server may read and write; it is passed as the server's last argument, as the filesystem server expects."
+          value={folder}
+          onValue={setFolder}
+        />
+      )}
       {envInputs.length + headerInputs.length === 0 && <p class="muted">This server needs no settings.</p>}
       <InputsFields inputs={envInputs} kind="env" {...inputState} />
       <InputsFields inputs={headerInputs} kind="header" {...inputState} />
