@@ -7,7 +7,7 @@
  * `mcp-parser`, `tool-filter`, ...) may be named too: their parameters tune the proxy.
  *
  * Every secret is resolved and every file read here, once, when the workload starts;
- * configuration mistakes are `bad_request` errors naming the field, thrown before anything is
+ * configuration mistakes are `invalid_config` errors naming the field, thrown before anything is
  * served. A stage's module, and the libraries behind it (jose, the AWS SDK, Cedar), loads only
  * when the configuration uses it, so a plain workload's runner stays small.
  */

@@ -69,7 +69,7 @@ export function checkKeyPrefix(prefix: string | undefined, field: string): strin
   if (prefix === undefined || prefix === '') return SESSION_DEFAULTS.keyPrefix;
   if (!prefix.endsWith(':'))
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${field} "${prefix}" must end with ':' (e.g. "${SESSION_DEFAULTS.keyPrefix}"), so that keys of one prefix never start with another`,
     );
   return prefix;

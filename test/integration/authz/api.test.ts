@@ -62,7 +62,7 @@ test(
         });
         assert.equal(res.statusCode, 400, res.body);
         const body = res.json<{ code: string; message: string }>();
-        assert.equal(body.code, 'bad_request');
+        assert.equal(body.code, 'invalid_config');
         assert.match(body.message, /authz_config\.cedar\.policies\[1\] \(policy1\)/);
         assert.match(body.message, /unexpected end of input/);
         assert.equal(ctx.workloads.rows.get('broken'), undefined, 'nothing was written');

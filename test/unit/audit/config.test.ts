@@ -11,11 +11,11 @@ import {
 } from '../../../src/dataplane/middleware/audit/config.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
-/** Asserts a `bad_request` whose message matches `pattern`. */
+/** Asserts an `invalid_config` whose message matches `pattern`. */
 function refuses(value: unknown, pattern: RegExp): void {
   assert.throws(
     () => parseAuditConfig(value),
-    (err: unknown) => isSkepError(err) && err.code === 'bad_request' && pattern.test(err.message),
+    (err: unknown) => isSkepError(err) && err.code === 'invalid_config' && pattern.test(err.message),
   );
 }
 

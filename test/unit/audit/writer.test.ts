@@ -110,7 +110,7 @@ test('a file that cannot be opened is a start error naming it', async (t) => {
     openAuditFile(file),
     (err: unknown) =>
       isSkepError(err) &&
-      err.code === 'bad_request' &&
+      err.code === 'invalid_path' &&
       err.message.includes(file) &&
       /ENOENT/.test(err.message),
   );

@@ -17,11 +17,11 @@ function cedar(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { version: '1.0', type: 'cedarv1', cedar: { policies: [PERMIT], ...extra } };
 }
 
-/** Asserts a 400 bad_request whose message matches every pattern. */
+/** Asserts a 400 invalid_config whose message matches every pattern. */
 function refused(fn: () => unknown, ...patterns: RegExp[]): void {
   assert.throws(fn, (err: unknown) => {
     assert.ok(isSkepError(err), String(err));
-    assert.equal(err.code, 'bad_request');
+    assert.equal(err.code, 'invalid_config');
     for (const p of patterns) assert.match(err.message, p);
     return true;
   });

@@ -84,7 +84,7 @@ test('checkPipeline runs each stage check: a bad webhook, audit or policy is a 4
   );
   await assert.rejects(
     checkPipeline(parseRunConfig({ ...base, audit_config: { eventTypes: ['mcp_nope'] } })),
-    (err: Error) => codeOf(err) === 'bad_request' && /mcp_nope/.test(err.message),
+    (err: Error) => codeOf(err) === 'invalid_config' && /mcp_nope/.test(err.message),
   );
   await assert.rejects(
     checkPipeline(
@@ -93,7 +93,7 @@ test('checkPipeline runs each stage check: a bad webhook, audit or policy is a 4
         authz_config: { ...authz, cedar: { policies: ['permit(principal, action, resource'] } },
       }),
     ),
-    (err: Error) => codeOf(err) === 'bad_request' && /policy0/.test(err.message),
+    (err: Error) => codeOf(err) === 'invalid_config' && /policy0/.test(err.message),
   );
 });
 

@@ -28,7 +28,7 @@ test('key_prefix defaults to thv:proxy:session: and must end with ":" (400 namin
     () => checkKeyPrefix('team-a', 'scaling_config.session_redis.key_prefix'),
     (err) =>
       isSkepError(err) &&
-      err.code === 'bad_request' &&
+      err.code === 'invalid_config' &&
       err.status === 400 &&
       /^scaling_config\.session_redis\.key_prefix "team-a" must end with ':'/.test(err.message),
   );

@@ -1,6 +1,6 @@
 /**
  * `rate_limit_config` parsing (ToolHive's shape): the exact JSON shape, Go
- * duration strings for `refillPeriod`, the CRD rules Skep enforces itself, and `bad_request`
+ * duration strings for `refillPeriod`, the CRD rules Skep enforces itself, and `invalid_config`
  * errors that name the field.
  */
 import assert from 'node:assert/strict';
@@ -16,7 +16,7 @@ import { isSkepError } from '../../../src/shared/index.js';
 function refused(fn: () => unknown, pattern: RegExp): void {
   assert.throws(fn, (err: unknown) => {
     assert.ok(isSkepError(err), String(err));
-    assert.equal(err.code, 'bad_request');
+    assert.equal(err.code, 'invalid_config');
     assert.match(err.message, pattern);
     return true;
   });

@@ -26,7 +26,7 @@ const parse = (raw: unknown) => parseTelemetryConfig(raw, defaults);
 function refused(raw: unknown, field: RegExp): void {
   assert.throws(
     () => parse(raw),
-    (err: unknown) => isSkepError(err) && err.code === 'bad_request' && field.test(err.message),
+    (err: unknown) => isSkepError(err) && err.code === 'invalid_config' && field.test(err.message),
     JSON.stringify(raw),
   );
 }
@@ -151,7 +151,7 @@ test('create/update check (checkPipeline): the typed field and a middleware_conf
   const base = { name: 'w', image: 'cmd:///bin/true' };
   await assert.rejects(
     checkPipeline(parseRunConfig({ ...base, telemetry_config: { endpoint: 'c:4318', samplingRate: '2' } })),
-    (err: unknown) => isSkepError(err) && err.code === 'bad_request' && /samplingRate/.test(err.message),
+    (err: unknown) => isSkepError(err) && err.code === 'invalid_config' && /samplingRate/.test(err.message),
   );
   await assert.rejects(
     checkPipeline(

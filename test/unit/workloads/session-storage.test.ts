@@ -65,6 +65,7 @@ test('bad values are 400s naming the field and saying what to write', () => {
   badRequest(
     { scaling_config: { session_redis: { address: 'redis:6379', key_prefix: 'sessions' } } },
     /^scaling_config\.session_redis\.key_prefix "sessions" must end with ':'/,
+    'invalid_config',
   );
   badRequest(
     { scaling_config: { session_redis: { address: 'redis' } } },

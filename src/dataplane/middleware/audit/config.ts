@@ -63,7 +63,7 @@ interface RawAuditConfig {
 }
 
 function bad(message: string): never {
-  throw new SkepError('bad_request', message);
+  throw new SkepError('invalid_config', message);
 }
 
 /** ToolHive's JSON writes an absent list as null. */

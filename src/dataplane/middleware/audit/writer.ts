@@ -29,7 +29,7 @@ export async function openAuditFile(path: string): Promise<AuditSink> {
     handle = await open(path, 'a', 0o600);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw new SkepError('bad_request', `audit_config.logFile: cannot open ${path} for appending (${code})`, {
+    throw new SkepError('invalid_path', `audit_config.logFile: cannot open ${path} for appending (${code})`, {
       cause: err,
     });
   }

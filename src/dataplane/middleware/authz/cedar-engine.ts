@@ -32,7 +32,7 @@ export function loadCedar(): typeof CedarWasm {
 }
 
 function bad(message: string): SkepError {
-  return new SkepError('bad_request', message);
+  return new SkepError('invalid_config', message);
 }
 
 /** Cedar's error text, with its source label and help when it gives them. */

@@ -76,7 +76,7 @@ const CEDAR_RESERVED = new Set(['true', 'false', 'if', 'then', 'else', 'in', 'is
 const CEDAR_IDENT = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function bad(message: string): SkepError {
-  return new SkepError('bad_request', message);
+  return new SkepError('invalid_config', message);
 }
 
 /** What `CedarAuthzConfigSchema` lets through. */
@@ -155,7 +155,7 @@ function pdpOptions(p: RawPdp, field: string): PdpOptions {
 
 /**
  * Validates an authorizer configuration (`field` names it in errors, e.g. `authz_config`)
- * and returns it frozen, with defaults. Throws `bad_request` naming the field — for a Cedar
+ * and returns it frozen, with defaults. Throws `invalid_config` naming the field — for a Cedar
  * policy, its id `policy<N>` and Cedar's own message.
  */
 export function parseAuthzConfig(value: unknown, field = 'authz_config'): AuthzConfig {

@@ -22,7 +22,7 @@ export { decodeUpstreamClaims, type UpstreamClaims } from './upstream-claims.js'
  * The upstream provider whose token's claims policies judge (ToolHive's claim source): the
  * configured `primary_upstream_provider`, or — as the reference does — the first upstream of the
  * embedded authorization server; '' when claims come from the request's own token. Throws
- * `bad_request` when the name is set without the embedded authorization server or names none of its
+ * `invalid_config` when the name is set without the embedded authorization server or names none of its
  * upstreams.
  */
 export function claimProvider(
@@ -35,7 +35,7 @@ export function claimProvider(
   if (embedded === undefined) {
     if (named !== '')
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         'authz_config.cedar.primary_upstream_provider needs the embedded authorization server (embedded_auth_server_config)',
       );
     return '';
@@ -44,7 +44,7 @@ export function claimProvider(
   if (named === '') return upstreams[0] ?? '';
   if (!upstreams.includes(named))
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `authz_config.cedar.primary_upstream_provider: "${named}" is not an upstream of embedded_auth_server_config (${upstreams.join(', ') || 'none configured'})`,
     );
   return named;

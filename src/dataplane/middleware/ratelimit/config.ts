@@ -45,7 +45,7 @@ export interface RateLimitConfig {
 }
 
 function bad(message: string): never {
-  throw new SkepError('bad_request', message);
+  throw new SkepError('invalid_config', message);
 }
 
 /** ToolHive's JSON writes an absent field as null: drop null members, at every depth. */
@@ -85,7 +85,7 @@ export function isEmptyRateLimitConfig(value: unknown): boolean {
 }
 
 /**
- * Parses `rate_limit_config`; `bad_request` naming the field on any mistake. The schema
+ * Parses `rate_limit_config`; `invalid_config` naming the field on any mistake. The schema
  * (`RateLimitConfigSchema`) checks the shape; the CRD rules it cannot state follow, each named.
  */
 export function parseRateLimitConfig(value: unknown, field = 'rate_limit_config'): RateLimitConfig {

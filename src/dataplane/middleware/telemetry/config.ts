@@ -61,7 +61,7 @@ interface RawTelemetryConfig {
 }
 
 function bad(field: string, message: string): never {
-  throw new SkepError('bad_request', `telemetry_config.${field} ${message}`);
+  throw new SkepError('invalid_config', `telemetry_config.${field} ${message}`);
 }
 
 /** `samplingRate`: a decimal string (the reference's type) or a number, within 0..1. */
@@ -134,7 +134,7 @@ export function parseTelemetryConfig(
 ): TelemetrySettings | undefined {
   if (raw === undefined || raw === null) return undefined;
   const problem = validationProblem(validateTelemetryConfig, raw, 'telemetry_config');
-  if (problem !== undefined) throw new SkepError('bad_request', problem);
+  if (problem !== undefined) throw new SkepError('invalid_config', problem);
   const r = raw as RawTelemetryConfig;
   const insecure = r.insecure ?? false;
   const endpointText = (r.endpoint ?? '').trim();

@@ -32,18 +32,18 @@ export interface AuthorizationParameters {
 function parseParameters(parameters: unknown): AuthorizationParameters {
   if (!isRecord(parameters))
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       'authorization parameters must be an object with config_data or config_path',
     );
   const unknown = Object.keys(parameters).filter((k) => k !== 'config_path' && k !== 'config_data');
   if (unknown.length > 0)
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `authorization parameters: unknown keys ${unknown.map((k) => `'${k}'`).join(', ')} (allowed: config_data, config_path)`,
     );
   const path = parameters['config_path'];
   if (path !== undefined && typeof path !== 'string')
-    throw new SkepError('bad_request', 'authorization parameters: config_path must be a string');
+    throw new SkepError('invalid_config', 'authorization parameters: config_path must be a string');
   return definedOnly({
     config_path: path === '' ? undefined : path,
     config_data: parameters['config_data'],
@@ -55,7 +55,7 @@ function configOf(parameters: unknown): AuthzConfig {
   const p = parseParameters(parameters);
   if (p.config_data !== undefined) return parseAuthzConfig(p.config_data, 'authz_config');
   if (p.config_path !== undefined) return loadAuthzConfigFile(p.config_path, 'authz_config_path').config;
-  throw new SkepError('bad_request', 'authorization parameters: set config_data or config_path');
+  throw new SkepError('invalid_config', 'authorization parameters: set config_data or config_path');
 }
 
 export const authorizationStage: StageFactory = {
@@ -77,7 +77,7 @@ export const authorizationStage: StageFactory = {
     const provider = claimProvider(config, deps.config);
     if (provider !== '' && deps.authServer === undefined)
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `authz_config: claims from upstream provider "${provider}" need the embedded authorization server, which is not running`,
       );
     // Loaded here, so that a workload without a policy never loads the authorizer (runner footprint).

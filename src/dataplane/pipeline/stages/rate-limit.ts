@@ -40,7 +40,7 @@ interface RateLimitParameters {
 const PARAMETER_KEYS = ['namespace', 'server_name', 'config', 'redis_addr', 'redis_db'];
 
 function bad(message: string): never {
-  throw new SkepError('bad_request', message);
+  throw new SkepError('invalid_config', message);
 }
 
 function parseParameters(value: unknown, serverNameDefault: string): RateLimitParameters {

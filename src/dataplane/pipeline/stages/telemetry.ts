@@ -48,14 +48,14 @@ function parseParameters(value: unknown, defaults: { name: string; transport: st
   const unknown = Object.keys(params).filter((k) => !PARAMETER_KEYS.includes(k));
   if (unknown.length > 0)
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `telemetry parameters: unknown key(s) ${unknown.join(', ')} (known: ${PARAMETER_KEYS.join(', ')})`,
     );
   const serverName = stringParam('telemetry', params, 'server_name') || defaults.name;
   const transport = stringParam('telemetry', params, 'transport') || defaults.transport;
   if (!TRANSPORTS.includes(transport))
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `telemetry parameters.transport must be one of ${TRANSPORTS.join(', ')}`,
     );
   return {

@@ -131,10 +131,10 @@ test('config_path: the JSON file is read; a bad one is a start error naming it',
 });
 
 test('parameters: unknown keys and a wrong transport_type are refused; a log file that cannot be opened names it', async (t) => {
-  const bad = (params: unknown, pattern: RegExp) =>
+  const bad = (params: unknown, pattern: RegExp, code = 'bad_request') =>
     assert.rejects(
       auditStage.create(params, deps(runConfig())),
-      (err: unknown) => isSkepError(err) && err.code === 'bad_request' && pattern.test(err.message),
+      (err: unknown) => isSkepError(err) && err.code === code && pattern.test(err.message),
     );
   await bad({ config: {} }, /audit parameters: unknown key config/);
   await bad({ transport_type: 'websocket' }, /transport_type must be one of stdio, sse, streamable-http/);
@@ -142,6 +142,7 @@ test('parameters: unknown keys and a wrong transport_type are refused; a log fil
   await bad(
     { config_data: { logFile: missing } },
     new RegExp(`audit_config\\.logFile: cannot open ${missing}`),
+    'invalid_path',
   );
 });
 

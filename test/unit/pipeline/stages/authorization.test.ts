@@ -91,7 +91,7 @@ test('fromRunConfig: authz_config → config_data; else authz_config_path → co
   );
 });
 
-test('create: config_data wins over config_path; a bad policy is a bad_request naming it; unknown parameters are refused', async (t) => {
+test('create: config_data wins over config_path; a bad policy is an invalid_config naming it; unknown parameters are refused', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'skep-authz-stage-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'deny.json');
@@ -111,7 +111,7 @@ test('create: config_data wins over config_path; a bad policy is a bad_request n
         secretLookup: async () => undefined,
       },
     ),
-    { code: 'bad_request', message: /authz_config\.cedar\.policies\[0\] \(policy0\)/ },
+    { code: 'invalid_config', message: /authz_config\.cedar\.policies\[0\] \(policy0\)/ },
   );
   await assert.rejects(
     authorizationStage.create(
@@ -122,7 +122,7 @@ test('create: config_data wins over config_path; a bad policy is a bad_request n
         secretLookup: async () => undefined,
       },
     ),
-    { code: 'bad_request', message: /unknown keys 'config'/ },
+    { code: 'invalid_config', message: /unknown keys 'config'/ },
   );
 });
 
@@ -340,7 +340,7 @@ test('with the embedded authorization server, the upstream access token’s clai
         secretLookup: async () => undefined,
       },
     ),
-    { code: 'bad_request', message: /embedded authorization server, which is not running/ },
+    { code: 'invalid_config', message: /embedded authorization server, which is not running/ },
   );
 });
 
@@ -353,7 +353,7 @@ test('check (create, update, --from-config): the inline authz_config or the file
   await check(base);
   await check({ ...base, authz_config: cedarConfig() });
   await assert.rejects(check({ ...base, authz_config: cedarConfig(['nope']) }), {
-    code: 'bad_request',
+    code: 'invalid_config',
     message: /authz_config\.cedar\.policies\[0\] \(policy0\)/,
   });
   const dir = mkdtempSync(join(tmpdir(), 'skep-authz-check-'));

@@ -67,7 +67,7 @@ test('check: static validation naming the field, without connecting to Redis', a
   const bad = (parameters: unknown, pattern: RegExp) =>
     assert.throws(
       () => rateLimitStage.check?.(parameters, runConfig),
-      (err: unknown) => isSkepError(err) && err.code === 'bad_request' && pattern.test(err.message),
+      (err: unknown) => isSkepError(err) && err.code === 'invalid_config' && pattern.test(err.message),
       String(pattern),
     );
   // An address nobody listens on passes: check never connects.
