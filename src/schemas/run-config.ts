@@ -8,6 +8,8 @@
  */
 import { type Static, Type } from 'typebox';
 import { EmbeddedAuthServerConfigSchema } from './embedded-auth-server.js';
+import { ImageVerificationSchema } from './image-verification.js';
+import { GuardrailsConfigSchema } from './guardrails.js';
 import { PermissionProfileSchema } from './permission-profile.js';
 import { Opt, Str, StrMap, Strs } from './shorthand.js';
 import { VmcpConfigSchema } from './vmcp.js';
@@ -192,6 +194,15 @@ export const RunConfigSchema = Type.Object(
       }),
     ),
     rate_limit_namespace: Opt(Str()),
+    /**
+     * Skep extension: guardrails on what the server answers and on tool arguments (own
+     * secrets, credential formats, personal data, prompt-injection phrases; each `off`,
+     * `audit`, `redact` or `block`). New workloads get `defaultGuardrailsConfig()`; absent:
+     * no guardrails (workloads created before them, configurations from the reference).
+     */
+    guardrails_config: Opt(GuardrailsConfigSchema),
+    /** Skep extension: check the container image's cosign signature before it starts (`warn`/`enforce`). */
+    image_verification: Opt(ImageVerificationSchema),
     middleware_configs: Opt(Type.Array(Type.Object({ type: Str(), parameters: Opt(Type.Unknown()) }))),
     additional_middleware_configs: Opt(
       Type.Array(Type.Object({ type: Str(), parameters: Opt(Type.Unknown()) })),

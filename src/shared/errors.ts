@@ -80,6 +80,11 @@ export const ERROR_CODES = {
     status: 400,
     description: 'The workload needs a container engine (a container image) and none is available.',
   },
+  image_verification_failed: {
+    status: 403,
+    description:
+      "The container image did not pass the workload's `image_verification` policy `enforce` (unsigned, a signature that does not verify with a trusted key, or not checkable); the message says which.",
+  },
   sandbox_unavailable: {
     status: 400,
     description:

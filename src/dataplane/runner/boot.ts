@@ -580,6 +580,7 @@ export function serverSpec(runConfig: RunConfig, env: Record<string, string>, lo
       targetPort: runConfig.target_port,
       permissionProfileName: runConfig.permission_profile_name_or_path,
       sandbox: runConfig.sandbox,
+      imageVerification: runConfig.image_verification,
     }),
     volumes: runConfig.volumes,
     labels: runConfig.container_labels,

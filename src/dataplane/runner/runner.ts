@@ -255,7 +255,12 @@ async function runServer(
       onProgress: (message) => setStatus({ status: 'starting', context: message }),
     });
     await proxy.setUpstream(upstreamOf(handle, runConfig, w.sessions));
-    setStatus({ status: 'running', context: '', started: attached.first });
+    // The image check's outcome (verified by whom, or the `warn` policy's warning) stays visible.
+    setStatus({
+      status: 'running',
+      context: handle.imageVerification?.message ?? '',
+      started: attached.first,
+    });
     attached.first = false;
     // A restarted server may list other tools (an upgrade, a changed environment).
     w.tools?.refresh();
@@ -273,7 +278,9 @@ async function runServer(
     if (handle !== undefined) await handle.stop();
     // A program that is not installed will not appear by retrying, nor will a sandbox
     // that this machine cannot provide.
-    const terminal = isSkepError(err) && ['executable_not_found', 'sandbox_unavailable'].includes(err.code);
+    const terminal =
+      isSkepError(err) &&
+      ['executable_not_found', 'sandbox_unavailable', 'image_verification_failed'].includes(err.code);
     if (terminal) {
       proxy.upstreamDown(failure);
       setStatus({ status: 'error', context: failure });

@@ -19,6 +19,8 @@ export type { WorkloadSandbox, WorkloadSandboxFields } from './sandbox/workload.
 export { checkWorkloadSandbox, workloadSandbox } from './sandbox/workload.js';
 export { SERVER_ENV_ALLOWLIST, serverEnvironment } from './server-env.js';
 export type {
+  ImageVerificationPolicy,
+  ImageVerificationResult,
   PermissionProfile,
   Runtime,
   RuntimeHealth,

@@ -206,6 +206,12 @@ export class ProcessRuntime implements Runtime {
   }
 
   async start(spec: ServerSpec): Promise<ServerHandle> {
+    if (spec.imageVerification !== undefined) {
+      throw new SkepError(
+        'invalid_config',
+        `image_verification checks container images; '${spec.image}' runs as a local process: remove image_verification`,
+      );
+    }
     const { command, args } = processCommand(spec.image, spec.args);
     const http = spec.transport !== 'stdio';
     if (http && (spec.targetPort === undefined || spec.targetPort === 0)) {

@@ -43,6 +43,32 @@ export interface ServerSpec {
   labels?: Record<string, string>;
   /** Progress of slow start steps (image pulls), e.g. `pulling image x: 40%`. */
   onProgress?: (message: string) => void;
+  /** Container runtime: check the image's cosign signature before it starts (run-config `image_verification`). */
+  imageVerification?: ImageVerificationPolicy;
+}
+
+/** The run config's `image_verification` (a Skep extension; schema in `schemas/image-verification.ts`). */
+export interface ImageVerificationPolicy {
+  /** `warn`: run and report what the check found; `enforce`: refuse to start unless verified. */
+  policy: 'warn' | 'enforce';
+  /** Trusted ECDSA P-256 public keys (SPKI PEM), from the workload config or its registry entry. */
+  public_keys?: string[];
+  /** The registry entry's keyless provenance (Fulcio certificate identity); reported, see the docs. */
+  signer_identity?: string;
+  cert_issuer?: string;
+  repository_uri?: string;
+}
+
+/** What the image check found; its `message` is shown in the workload status. */
+export interface ImageVerificationResult {
+  status: 'verified' | 'unsigned' | 'invalid' | 'unverifiable';
+  policy: 'warn' | 'enforce';
+  image: string;
+  /** The digest the registry serves for the image (what was checked, and what runs when verified). */
+  digest?: string;
+  /** The verifying key's fingerprint (`sha256:` + hex of its SPKI DER). */
+  signer?: string;
+  message: string;
 }
 
 export interface ServerExit {
@@ -56,6 +82,8 @@ export interface ServerHandle {
   readonly stdio?: { stdin: Writable; stdout: Readable };
   readonly url?: string;
   readonly exited: Promise<ServerExit>;
+  /** Set when the image was checked (`ServerSpec.imageVerification`). */
+  readonly imageVerification?: ImageVerificationResult;
   /** Stops the server (graceful, then forceful); idempotent. */
   stop(): Promise<void>;
 }

@@ -38,6 +38,7 @@ const EXPECTED: Record<ErrorCode, number> = {
   upgrade_needs_input: 422,
   executable_not_found: 400,
   runtime_unavailable: 400,
+  image_verification_failed: 403,
   sandbox_unavailable: 400,
   privileged_not_allowed: 403,
   unsupported_field: 400,

@@ -21,7 +21,14 @@ import type Docker from 'dockerode';
 import { definedOnly, describeError, type Logger, SkepError, silentLogger } from '../../../shared/index.js';
 import { EGRESS_CONFIG_ENV, EGRESS_PROXY_SCRIPT, type EgressConfig } from '../egress/egress-script.js';
 import { RotatingLogFile } from '../log-file.js';
-import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from '../types.js';
+import type {
+  ImageVerificationResult,
+  Runtime,
+  RuntimeHealth,
+  ServerExit,
+  ServerHandle,
+  ServerSpec,
+} from '../types.js';
 import { attachStdio, dockerClient } from './client.js';
 import { demultiplex, FrameDemuxer } from './demux.js';
 import { LABEL_INSTANCE, LABEL_MANAGED, LABEL_WORKLOAD } from './labels.js';
@@ -204,7 +211,28 @@ export class DockerRuntime implements Runtime {
   }
 
   async start(spec: ServerSpec): Promise<ServerHandle> {
-    const plan = planServer(spec, this.#options);
+    let plan = planServer(spec, this.#options);
+    let verified: ImageVerificationResult | undefined;
+    if (spec.imageVerification !== undefined) {
+      if (/^(npx|uvx|cmd):\/\//.test(spec.image)) {
+        throw new SkepError(
+          'invalid_config',
+          `image_verification checks container images; '${spec.image}' is a package run in a base image: remove image_verification`,
+        );
+      }
+      // Before any pull: a refused image is never fetched; a verified one runs by its digest.
+      const { verifyImage } = await import('./image-verification.js');
+      const checked = await verifyImage(plan.container.image, spec.imageVerification);
+      verified = checked.result;
+      if (verified.status === 'verified')
+        this.#logger.info({ workload: spec.name, ...verified }, 'image verified');
+      else
+        this.#logger.warn(
+          { workload: spec.name, ...verified },
+          'image not verified; running under policy warn',
+        );
+      plan = { ...plan, container: { ...plan.container, image: checked.image } };
+    }
     await this.ensureImage(plan.container.image, spec.onProgress);
     if (plan.egressImage !== undefined && plan.egressImage !== plan.container.image)
       await this.ensureImage(plan.egressImage, spec.onProgress);
@@ -215,7 +243,8 @@ export class DockerRuntime implements Runtime {
       files: this.#options.logFiles,
     });
     try {
-      return await this.#startServer(spec, plan, log);
+      const handle = await this.#startServer(spec, plan, log);
+      return verified === undefined ? handle : { ...handle, imageVerification: verified };
     } catch (err) {
       log.close();
       await this.#cleanup(spec.name);

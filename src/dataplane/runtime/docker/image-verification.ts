@@ -1,0 +1,117 @@
+/**
+ * Image verification before a container starts (ToolHive's `--image-verification`, key-based):
+ * the image reference is resolved to the digest its registry serves, the cosign signatures
+ * stored beside it (`sha256-<hex>.sig`, simple signing) are checked against the trusted public
+ * keys, and on success the container runs that exact digest — what was verified is what runs,
+ * even if the tag moves in between. `enforce` refuses any other outcome; `warn` runs the image
+ * and reports the outcome in the workload status and the log.
+ *
+ * Keyless signatures (a Fulcio certificate naming `signer_identity`/`cert_issuer`, checked
+ * against a Sigstore trusted root) are not verified here: a policy with only keyless provenance
+ * is `unverifiable` — refused under `enforce`, reported under `warn` — never silently passed.
+ *
+ * The signature modules are loaded lazily, only for workloads that ask for the check.
+ */
+import type { KeyObject } from 'node:crypto';
+import { describeError, SkepError } from '../../../shared/index.js';
+import type { ImageVerificationPolicy, ImageVerificationResult } from '../types.js';
+
+export interface VerifiedImage {
+  /** What to run: `registry/repository@digest` when verified, else the image as given. */
+  image: string;
+  result: ImageVerificationResult;
+}
+
+/** Checks `image` under `policy`; throws `image_verification_failed` when `enforce` refuses it. */
+export async function verifyImage(
+  image: string,
+  policy: ImageVerificationPolicy,
+  options: { fetch?: typeof fetch } = {},
+): Promise<VerifiedImage> {
+  const result = await check(image, policy, options);
+  if (result.status !== 'verified' && policy.policy === 'enforce') {
+    throw new SkepError(
+      'image_verification_failed',
+      `${result.message} (image_verification policy: enforce)`,
+    );
+  }
+  const pinned =
+    result.status === 'verified' && result.digest !== undefined
+      ? `${image.split('@')[0]!.replace(/:[^/:]+$/, '')}@${result.digest}`
+      : image;
+  return { image: pinned, result };
+}
+
+async function check(
+  image: string,
+  policy: ImageVerificationPolicy,
+  options: { fetch?: typeof fetch },
+): Promise<ImageVerificationResult> {
+  const base = { policy: policy.policy, image };
+  const [sig, reg] = await Promise.all([
+    import('../../../protocol/oci-signature.js'),
+    import('../../../protocol/oci-signature-registry.js'),
+  ]);
+  const keys: KeyObject[] = [];
+  for (const [i, pem] of (policy.public_keys ?? []).entries()) {
+    try {
+      keys.push(sig.loadPublicKey(pem));
+    } catch (err) {
+      throw new SkepError(
+        'invalid_config',
+        `image_verification.public_keys[${i}]: ${(err as Error).message}`,
+      );
+    }
+  }
+  if (keys.length === 0) {
+    const keyless = policy.signer_identity !== undefined || policy.cert_issuer !== undefined;
+    return {
+      ...base,
+      status: 'unverifiable',
+      message: keyless
+        ? `image ${image}: keyless signatures (signer ${policy.signer_identity ?? '?'}, issuer ${policy.cert_issuer ?? '?'}) cannot be verified by Skep yet; give image_verification.public_keys`
+        : `image ${image}: no public key to verify against; give image_verification.public_keys`,
+    };
+  }
+  let reader;
+  let digest: string;
+  try {
+    const ref = reg.parseImageRef(image);
+    reader = reg.registryReader(ref, options.fetch === undefined ? {} : { fetch: options.fetch });
+    digest = ref.digest ?? (await reader.resolveDigest(ref.tag ?? 'latest'));
+  } catch (err) {
+    return {
+      ...base,
+      status: 'unverifiable',
+      message: `image ${image}: cannot read it from its registry: ${describeError(err)}`,
+    };
+  }
+  let outcome;
+  try {
+    outcome = await sig.verifyArtifact(reader, digest, keys);
+  } catch (err) {
+    return {
+      ...base,
+      digest,
+      status: 'invalid',
+      message: `image ${image}: unreadable signature: ${describeError(err)}`,
+    };
+  }
+  if (outcome.status === 'verified') {
+    return {
+      ...base,
+      digest,
+      status: 'verified',
+      signer: outcome.signer,
+      message: `image ${image} (${digest}) verified: signed by ${outcome.signer}`,
+    };
+  }
+  if (outcome.status === 'unsigned')
+    return { ...base, digest, status: 'unsigned', message: `image ${image} (${digest}) is not signed` };
+  return {
+    ...base,
+    digest,
+    status: 'invalid',
+    message: `image ${image} (${digest}): signature verification failed: ${outcome.reason}`,
+  };
+}

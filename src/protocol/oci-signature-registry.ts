@@ -1,0 +1,174 @@
+/**
+ * A read-only OCI Distribution reader for image verification: resolves an image reference to
+ * the digest its registry serves, and reads the cosign signature objects beside it
+ * (`oci-signature.ts`). Anonymous access, with the registry's Bearer token challenge answered
+ * anonymously (what public registries require for pulls); loopback registries are spoken to
+ * over plain HTTP, as docker and podman do for `localhost`. Every blob is checked against its
+ * digest. Loaded lazily by the container runtime, only for workloads whose image is verified.
+ */
+import { sha256, type SignatureStore, type StoredManifest } from './oci-signature.js';
+
+const MANIFEST_ACCEPT = [
+  'application/vnd.oci.image.index.v1+json',
+  'application/vnd.oci.image.manifest.v1+json',
+  'application/vnd.docker.distribution.manifest.list.v2+json',
+  'application/vnd.docker.distribution.manifest.v2+json',
+].join(', ');
+const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+
+/** An image reference split the way docker normalizes it (`nginx` → `docker.io/library/nginx:latest`). */
+export interface ImageRef {
+  registry: string;
+  repository: string;
+  tag?: string;
+  digest?: string;
+}
+
+export class RegistryReadError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'RegistryReadError';
+  }
+}
+
+/** Parses `[registry/]repository[:tag][@sha256:hex]` with docker's defaults. */
+export function parseImageRef(image: string): ImageRef {
+  let rest = image;
+  let digest: string | undefined;
+  const at = rest.indexOf('@');
+  if (at !== -1) {
+    digest = rest.slice(at + 1);
+    rest = rest.slice(0, at);
+    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new RegistryReadError(`image "${image}": bad digest`);
+  }
+  let tag: string | undefined;
+  const colon = rest.lastIndexOf(':');
+  if (colon > rest.lastIndexOf('/')) {
+    tag = rest.slice(colon + 1);
+    rest = rest.slice(0, colon);
+  }
+  const slash = rest.indexOf('/');
+  const first = slash === -1 ? '' : rest.slice(0, slash);
+  let registry = 'docker.io';
+  let repository = rest;
+  if (first.includes('.') || first.includes(':') || first === 'localhost') {
+    registry = first;
+    repository = rest.slice(slash + 1);
+  }
+  if (registry === 'docker.io' && !repository.includes('/')) repository = `library/${repository}`;
+  if (!/^[a-z0-9]+(?:[._-][a-z0-9]+)*(?:\/[a-z0-9]+(?:[._-][a-z0-9]+)*)*$/.test(repository))
+    throw new RegistryReadError(`image "${image}": bad repository name "${repository}"`);
+  return { registry, repository, ...(digest === undefined ? { tag: tag ?? 'latest' } : { digest }) };
+}
+
+function isLoopback(host: string): boolean {
+  const name = host.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
+  return name === 'localhost' || name === '::1' || /^127\.\d+\.\d+\.\d+$/.test(name);
+}
+
+/** A reader of one repository; `resolveDigest` gives the digest a tag points at. */
+export interface RegistryReader extends SignatureStore {
+  readonly dockerReference: string;
+  resolveDigest(reference: string): Promise<string>;
+}
+
+export function registryReader(
+  ref: ImageRef,
+  options: { fetch?: typeof fetch; timeoutMs?: number } = {},
+): RegistryReader {
+  const doFetch = options.fetch ?? fetch;
+  const host = ref.registry === 'docker.io' ? 'registry-1.docker.io' : ref.registry;
+  const base = `${isLoopback(host) ? 'http' : 'https'}://${host}/v2/${ref.repository}`;
+  const signal = AbortSignal.timeout(options.timeoutMs ?? 60_000);
+  let authorization: string | undefined;
+
+  const send = async (url: string, headers: Record<string, string>): Promise<Response> => {
+    const attempt = () =>
+      doFetch(url, {
+        headers: { ...headers, ...(authorization === undefined ? {} : { authorization }) },
+        signal,
+        redirect: 'follow',
+      });
+    let res = await attempt();
+    if (res.status === 401 && authorization === undefined) {
+      const challenge = res.headers.get('www-authenticate') ?? '';
+      await res.body?.cancel();
+      const realm = /realm="([^"]+)"/i.exec(challenge)?.[1];
+      if (!/^bearer /i.test(challenge) || realm === undefined) return res;
+      const tokenUrl = new URL(realm);
+      const service = /service="([^"]+)"/i.exec(challenge)?.[1];
+      if (service !== undefined) tokenUrl.searchParams.set('service', service);
+      tokenUrl.searchParams.set('scope', `repository:${ref.repository}:pull`);
+      const tokenRes = await doFetch(tokenUrl, { signal });
+      if (!tokenRes.ok) {
+        await tokenRes.body?.cancel();
+        return res;
+      }
+      const body = (await tokenRes.json()) as { token?: string; access_token?: string };
+      const token = body.token ?? body.access_token;
+      if (token === undefined) return res;
+      authorization = `Bearer ${token}`;
+      res = await attempt();
+    }
+    return res;
+  };
+
+  const manifest = async (reference: string): Promise<StoredManifest | undefined> => {
+    const what = `${ref.registry}/${ref.repository}@${reference}`;
+    const res = await send(`${base}/manifests/${reference}`, { accept: MANIFEST_ACCEPT });
+    if (res.status === 404) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    if (!res.ok) {
+      await res.body?.cancel();
+      throw new RegistryReadError(
+        `registry answered HTTP ${res.status} for the manifest ${what}`,
+        res.status,
+      );
+    }
+    const bytes = Buffer.from(await res.arrayBuffer());
+    if (bytes.length > MAX_MANIFEST_BYTES) throw new RegistryReadError(`the manifest ${what} is too large`);
+    const digest = sha256(bytes);
+    if (reference.startsWith('sha256:') && digest !== reference)
+      throw new RegistryReadError(`the manifest ${what} does not match its digest`);
+    return { bytes, digest };
+  };
+
+  const readOnly = (): Promise<never> =>
+    Promise.reject(new RegistryReadError('the image verification reader is read-only'));
+
+  return {
+    dockerReference: `${ref.registry}/${ref.repository}`,
+    findManifest: manifest,
+    async resolveDigest(reference) {
+      const found = await manifest(reference);
+      if (found === undefined)
+        throw new RegistryReadError(
+          `${ref.registry}/${ref.repository}:${reference} is not in the registry`,
+          404,
+        );
+      return found.digest;
+    },
+    async getBlob(digest, maxBytes) {
+      const res = await send(`${base}/blobs/${digest}`, {});
+      if (!res.ok) {
+        await res.body?.cancel();
+        throw new RegistryReadError(
+          `registry answered HTTP ${res.status} for the blob ${digest}`,
+          res.status,
+        );
+      }
+      const data = Buffer.from(await res.arrayBuffer());
+      if (data.length > maxBytes) throw new RegistryReadError(`the blob ${digest} is too large`);
+      if (sha256(data) !== digest)
+        throw new RegistryReadError(`the blob ${digest} does not match its digest`);
+      return data;
+    },
+    putBlob: readOnly,
+    putManifest: readOnly,
+  };
+}
