@@ -18,7 +18,7 @@ import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
 import { parseAllDocuments } from 'yaml';
-import { type K8sObject, renderResources } from '../../../src/control/operator/render.js';
+import { renderResources } from '../../../src/control/operator/render.js';
 import { foreignResource, validateResource } from '../../../src/control/operator/resource-validate.js';
 import { formatProblem } from '../../../src/control/operator/validate.js';
 
@@ -115,7 +115,7 @@ describe("the reference's operator examples", () => {
         assert.ok(Model !== undefined, `${file}: no schema for ${obj.kind}`);
         kinds.add(obj.kind);
         assert.doesNotThrow(
-          () => new Model(structuredClone(obj as K8sObject) as never).validate(),
+          () => new Model(structuredClone(obj) as never).validate(),
           `${file}: ${obj.kind}/${obj.metadata.name}`,
         );
       }
