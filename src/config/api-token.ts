@@ -72,7 +72,7 @@ export function resolveApiToken(
   if (fromEnv !== undefined && fromEnv !== '') {
     if (!TOKEN_SYNTAX.test(fromEnv))
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `${API_TOKEN_ENV} must be at least 32 characters of letters, digits and -._~+/ (e.g. the output of 'openssl rand -hex 32')`,
       );
     return { token: fromEnv, source: 'env' };
@@ -96,8 +96,11 @@ function readTokenFile(file: string): ApiToken | undefined {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return undefined;
     if (code === 'ELOOP')
-      throw new SkepError('bad_request', `${file} is a symbolic link; delete it so a new token is generated`);
-    throw new SkepError('bad_request', `cannot read the API token file ${file}: ${(err as Error).message}`, {
+      throw new SkepError(
+        'invalid_path',
+        `${file} is a symbolic link; delete it so a new token is generated`,
+      );
+    throw new SkepError('invalid_path', `cannot read the API token file ${file}: ${(err as Error).message}`, {
       cause: err,
     });
   }
@@ -106,25 +109,25 @@ function readTokenFile(file: string): ApiToken | undefined {
     const stat = fstatSync(fd);
     if (!stat.isFile())
       throw new SkepError(
-        'bad_request',
+        'invalid_path',
         `${file} is not a regular file; delete it so a new token is generated`,
       );
     const uid = process.getuid?.();
     if (uid !== undefined && stat.uid !== uid)
       throw new SkepError(
-        'bad_request',
+        'invalid_path',
         `${file} belongs to uid ${stat.uid}, not to you (uid ${uid}); delete it so a new token is generated`,
       );
     if (process.platform !== 'win32' && (stat.mode & 0o077) !== 0)
       throw new SkepError(
-        'bad_request',
+        'invalid_path',
         `${file} can be read by other users (mode ${(stat.mode & 0o777).toString(8)}), so the token may be known: ` +
           `delete the file so a new token is generated (or 'chmod 600' it if you are sure nobody read it)`,
       );
     const token = readFileSync(fd, 'utf8').trim();
     if (!TOKEN_SYNTAX.test(token))
       throw new SkepError(
-        'bad_request',
+        'invalid_path',
         `${file} does not hold an API token (at least 32 characters of letters, digits and -._~+/); delete it so a new token is generated`,
       );
     return { token, source: 'file', file };

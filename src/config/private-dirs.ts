@@ -39,11 +39,11 @@ function securePrivateDir(dir: string, warn: (message: string) => void): void {
   // stat, not lstat: a folder that is a link to a folder of the user's own is fine.
   const stat = statSync(dir);
   if (!stat.isDirectory())
-    throw new SkepError('bad_request', `${dir} is not a directory; Skep keeps its files there`);
+    throw new SkepError('invalid_path', `${dir} is not a directory; Skep keeps its files there`);
   const uid = process.getuid?.();
   if (uid !== undefined && stat.uid !== uid)
     throw new SkepError(
-      'bad_request',
+      'invalid_path',
       `${dir} belongs to uid ${stat.uid}, not to you (uid ${uid}); Skep keeps credentials there, so it must be your own: ` +
         'remove it, or point SKEP_HOME (or XDG_CONFIG_HOME, XDG_STATE_HOME, XDG_DATA_HOME, XDG_CACHE_HOME) elsewhere',
     );
@@ -51,7 +51,7 @@ function securePrivateDir(dir: string, warn: (message: string) => void): void {
   if ((mode & GROUP_OR_OTHERS) === 0) return;
   if ((mode & WRITE_BY_GROUP_OR_OTHERS) !== 0)
     throw new SkepError(
-      'bad_request',
+      'invalid_path',
       `${dir} can be written by other users (mode ${mode.toString(8)}), so its files may not be yours: ` +
         `check them, then run 'chmod 700 ${dir}'`,
     );

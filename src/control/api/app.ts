@@ -128,17 +128,27 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
     };
   });
 
-  // A second router that knows every route, to tell 405 (path exists) from 404.
-  const known = FindMyWay({ ignoreTrailingSlash: true });
-  app.addHook('onRoute', (route) => {
-    const methods = Array.isArray(route.method) ? route.method : [route.method];
-    for (const method of methods) {
-      try {
-        known.on(method as 'GET', route.url, () => undefined);
-      } catch {
-        // duplicate registration (e.g. HEAD added by fastify): already known
+  // A second router that knows every route, to tell 405 (path exists) from 404; built on the
+  // first request no route answers, not at start-up (its ~100 registrations are start-up time).
+  const routes: { methods: readonly string[]; url: string }[] = [];
+  let knownRouter: ReturnType<typeof FindMyWay> | undefined;
+  const known = (): ReturnType<typeof FindMyWay> => {
+    if (knownRouter !== undefined) return knownRouter;
+    const router = FindMyWay({ ignoreTrailingSlash: true });
+    for (const { methods, url } of routes)
+      for (const method of methods) {
+        try {
+          router.on(method as 'GET', url, () => undefined);
+        } catch {
+          // duplicate registration (e.g. HEAD added by fastify): already known
+        }
       }
-    }
+    knownRouter = router;
+    return router;
+  };
+  app.addHook('onRoute', (route) => {
+    routes.push({ methods: Array.isArray(route.method) ? route.method : [route.method], url: route.url });
+    knownRouter = undefined;
   });
 
   if (transport === 'tcp') {
@@ -164,7 +174,7 @@ export async function buildApp(ctx: ApiContext, options: AppOptions = {}): Promi
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'].filter(
-      (m) => m !== request.method && known.find(m as 'GET', path) !== null,
+      (m) => m !== request.method && known().find(m as 'GET', path) !== null,
     );
     if (allowed.length > 0) {
       reply.header('Allow', allowed.join(', '));

@@ -100,7 +100,7 @@ function checkOrigin(value: string, source: string): string {
     url.hash !== ''
   )
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${source}: '${value}' is not an origin; write scheme, host and optional port, e.g. https://ui.example.com:8443`,
     );
   return url.origin;
@@ -112,7 +112,7 @@ function readPem(file: string, what: string): string {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `cannot read the TLS ${what} ${file}: ${code === 'ENOENT' ? 'no such file' : (code ?? 'unreadable')}`,
     );
   }
@@ -126,16 +126,16 @@ function loadTls(certFile: string, keyFile: string): { cert: string; key: string
   try {
     x509 = new X509Certificate(cert);
   } catch {
-    throw new SkepError('bad_request', `${certFile} is not a PEM certificate`);
+    throw new SkepError('invalid_config', `${certFile} is not a PEM certificate`);
   }
   let privateKey: ReturnType<typeof createPrivateKey>;
   try {
     privateKey = createPrivateKey(key);
   } catch {
-    throw new SkepError('bad_request', `${keyFile} is not an unencrypted PEM private key`);
+    throw new SkepError('invalid_config', `${keyFile} is not an unencrypted PEM private key`);
   }
   if (!x509.checkPrivateKey(privateKey))
-    throw new SkepError('bad_request', `${keyFile} is not the private key of the certificate ${certFile}`);
+    throw new SkepError('invalid_config', `${keyFile} is not the private key of the certificate ${certFile}`);
   return { cert, key, fingerprint: x509.fingerprint256 };
 }
 
@@ -144,7 +144,7 @@ function planListener(config: SkepConfig, listen: ListenOptions, env: NodeJS.Pro
   if (listen.socket !== undefined) {
     if (listen.tlsCert !== undefined || listen.tlsKey !== undefined)
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         'TLS is for TCP listeners; a unix socket is protected by its file mode',
       );
     return { kind: 'unix', socket: listen.socket };
@@ -152,7 +152,7 @@ function planListener(config: SkepConfig, listen: ListenOptions, env: NodeJS.Pro
   const host = listen.host ?? config.server.host;
   const port = listen.port ?? config.server.port;
   if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new SkepError('bad_request', `invalid port ${port}: use 0 to 65535`);
+    throw new SkepError('invalid_config', `invalid port ${port}: use 0 to 65535`);
   const remote = !isLoopbackName(host);
   if (remote && listen.allowRemote !== true)
     throw new SkepError(
@@ -172,7 +172,7 @@ function planListener(config: SkepConfig, listen: ListenOptions, env: NodeJS.Pro
   const keyFile = listen.tlsKey ?? config.server.tls_key;
   if ((certFile === undefined) !== (keyFile === undefined))
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       'TLS needs both a certificate and its key: give --tls-cert and --tls-key (or server.tls_cert and server.tls_key)',
     );
   const tls = certFile === undefined || keyFile === undefined ? undefined : loadTls(certFile, keyFile);
@@ -316,7 +316,7 @@ export async function startServer(
         `permission denied binding ${where}${tcp ? '; ports below 1024 need privileges: choose another with --port' : ''}`,
       );
     if (code === 'EADDRNOTAVAIL')
-      throw new SkepError('bad_request', `cannot bind ${where}: no network interface has that address`);
+      throw new SkepError('invalid_config', `cannot bind ${where}: no network interface has that address`);
     throw err;
   }
   if (plan.kind === 'tcp' && plan.remote && plan.tls === undefined)

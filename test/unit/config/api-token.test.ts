@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { resolveApiToken } from '../../../src/config/index.js';
+import { isSkepError } from '../../../src/shared/index.js';
 
 function paths(t: TestContext): { apiTokenFile: string } {
   const dir = mkdtempSync(join(tmpdir(), 'skep-token-'));
@@ -34,7 +35,10 @@ test('SKEP_API_TOKEN wins over the file and creates nothing', (t) => {
   assert.equal(existsSync(p.apiTokenFile), false);
   assert.throws(
     () => resolveApiToken(p, { SKEP_API_TOKEN: 'short' }),
-    /SKEP_API_TOKEN must be at least 32 characters/,
+    (err: unknown) =>
+      isSkepError(err) &&
+      err.code === 'invalid_config' &&
+      /SKEP_API_TOKEN must be at least 32 characters/.test(err.message),
   );
   assert.throws(() => resolveApiToken(p, { SKEP_API_TOKEN: `${'x'.repeat(40)} y` }), /SKEP_API_TOKEN/);
 });
@@ -80,5 +84,8 @@ test('a token file others can read, a symlink, or one without a token is a clear
   const elsewhere = join(dirname(p.apiTokenFile), 'elsewhere');
   writeFileSync(elsewhere, `${'y'.repeat(43)}\n`, { mode: 0o600 });
   symlinkSync(elsewhere, p.apiTokenFile);
-  assert.throws(() => resolveApiToken(p, {}, { create: true }), /symbolic link/);
+  assert.throws(
+    () => resolveApiToken(p, {}, { create: true }),
+    (err: unknown) => isSkepError(err) && err.code === 'invalid_path' && /symbolic link/.test(err.message),
+  );
 });
