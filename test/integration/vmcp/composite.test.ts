@@ -16,6 +16,7 @@ import { test } from 'node:test';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { tempHome } from '../../helpers/home.js';
+import { OtlpReceiver } from '../../helpers/otlp.js';
 import { runInProcess } from '../workloads/helpers.js';
 import { addGroup, connect, everything, type Lab, lab, virtual, waitFor } from './helpers.js';
 
@@ -547,5 +548,50 @@ test(
       /compositeTools\[0\] \(bad\) step "x": tool "wf\.nope" is not among the backends' tools/,
     );
     assert.notEqual(await done, 0);
+  },
+);
+
+test(
+  "telemetry: each step's inner call is a span under the composite call's span",
+  { timeout: 120_000 },
+  async (t) => {
+    const receiver = await OtlpReceiver.start();
+    t.after(() => receiver.close());
+    const l = lab(t);
+    await addGroup(l, 'wft');
+    await workflowBackend(l, 'wf', 'wft');
+    await everything(l, 'everything', 'wft');
+    await l.manager.create({
+      name: 'v-base',
+      group: 'wft',
+      vmcp: { compositeTools: COMPOSITES.filter((c) => c.name === 'dag') } as never,
+    });
+    await l.manager.createFromConfig(
+      Object.assign({}, l.manager.exportConfig('v-base'), {
+        telemetry_config: {
+          endpoint: receiver.endpoint,
+          insecure: true,
+          samplingRate: '1',
+          metricsEnabled: false,
+        },
+      }),
+      { name: 'v-traced' },
+    );
+    await l.run('v-traced');
+    const client = await connect(t, l.url('v-traced'));
+    const r = await call(client, 'dag', { who: 'span' });
+    assert.equal(r.isError, undefined, JSON.stringify(r));
+    const found = await receiver.waitFor('the composite span and its three children', () => {
+      const spans = receiver.spans();
+      const outer = spans.find((s) => Object.values(s.attributes).includes('dag'));
+      if (outer === undefined) return undefined;
+      const children = spans.filter((s) => s.parentSpanId === outer.spanId);
+      return children.length >= 3 ? { outer, children } : undefined;
+    });
+    assert.ok(found.children.every((s) => s.traceId === found.outer.traceId));
+    const names = found.children.map((s) =>
+      Object.values(s.attributes).find((v) => v === 'wf_work' || v === 'everything_echo'),
+    );
+    assert.deepEqual(names.sort(), ['everything_echo', 'wf_work', 'wf_work']);
   },
 );

@@ -124,10 +124,11 @@ export class ProxyTelemetry {
     if (spans !== undefined) {
       const meta = metaOf(ctx);
       span = spans.start(parentOf(ctx, meta));
-      // HTTP servers continue the trace; a stdio server has no headers to carry it.
+      // HTTP servers continue the trace; a stdio server has no headers to carry it, but an
+      // in-process one reads `traceparent` (the virtual MCP server parents its inner calls).
+      const out = ctx.outboundHeaders;
+      out['traceparent'] = span.traceparent();
       if (ctx.backendTransport !== 'stdio') {
-        const out = ctx.outboundHeaders;
-        out['traceparent'] = span.traceparent();
         if (span.parent?.state !== undefined) out['tracestate'] = span.parent.state;
         const baggage = typeof meta?.['baggage'] === 'string' ? meta['baggage'] : header(ctx, 'baggage');
         if (baggage !== undefined && baggage !== '') out['baggage'] = baggage;
