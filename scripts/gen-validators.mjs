@@ -188,6 +188,25 @@ function compactErrors(code, verbose) {
   return `${helper}\n${out}`;
 }
 
+/** Members whose value is data, not a schema: copied as they are. */
+const DATA_MEMBERS = new Set(['default', 'const', 'enum', 'examples', 'x-errors']);
+
+/**
+ * `schema` without its `description`s: a generated validator embeds the schemas its errors name
+ * (`parentSchema`, for `x-errors`), and descriptions check nothing. A property that is named
+ * `description` is a schema (an object), not a string, and stays.
+ */
+function withoutDescriptions(schema) {
+  if (Array.isArray(schema)) return schema.map(withoutDescriptions);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const out = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'description' && typeof value === 'string') continue;
+    out[key] = DATA_MEMBERS.has(key) ? value : withoutDescriptions(value);
+  }
+  return out;
+}
+
 /** The generated files as [{ file, text }], formatted as the repository formats TypeScript. */
 export async function renderValidators() {
   const options = await prettier.resolveConfig(fileURLToPath(new URL('src/schemas/index.ts', root)));
@@ -211,8 +230,8 @@ export async function renderValidators() {
       useDefaults,
       inlineRefs: false,
     });
-    for (const ref of refs) ajv.addSchema(imported[ref]);
-    const validate = ajv.compile(imported[schema]);
+    for (const ref of refs) ajv.addSchema(withoutDescriptions(imported[ref]));
+    const validate = ajv.compile(withoutDescriptions(imported[schema]));
     const { code: standalone, helpers } = withoutRequires(standaloneCode(ajv, validate), file);
     // The patterns are compiled once, at load; marked pure so that a bundle drops a validator
     // nothing calls. Ajv names each function's schema in a `sourceURL` comment, for stack traces

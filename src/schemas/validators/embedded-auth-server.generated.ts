@@ -176,7 +176,6 @@ const schema6 = {
     },
     insecure_allow_http: { type: 'boolean' },
   },
-  description: 'The embedded OAuth 2.1 authorization server mounted on the workload proxy.',
 };
 const func2 = $ucs2length;
 const pattern0 = /* @__PURE__ */ new RegExp('^[a-z0-9]([a-z0-9-]*[a-z0-9])?$', 'u');

@@ -18,22 +18,19 @@ const schema6 = {
         type: 'object',
         required: ['name', 'url', 'failure_policy'],
         properties: {
-          name: { type: 'string', pattern: '\\S', description: 'Unique within its list.' },
+          name: { type: 'string', pattern: '\\S' },
           url: {
             type: 'string',
             minLength: 1,
-            description: 'https (plain http only with `tls_config.insecure_skip_verify: true`).',
             'x-errors': { required: 'is required', type: 'is required', minLength: 'is required' },
           },
           timeout: {
             type: ['integer', 'string'],
-            description: 'Go duration ("5s") or integer nanoseconds; 1s to 30s, 0 or none: 10s.',
             'x-errors': { type: 'must be a duration string ("5s") or an integer number of nanoseconds' },
           },
           failure_policy: {
             type: 'string',
             enum: ['fail', 'ignore'],
-            description: 'What a call that fails does: `fail` denies the request, `ignore` lets it through.',
             'x-errors': {
               required: 'is required: "fail" (deny when the webhook cannot answer) or "ignore"',
               type: 'must be "fail" or "ignore" (got {json})',
@@ -64,7 +61,6 @@ const schema6 = {
           hmac_secret_ref: {
             type: 'string',
             pattern: '\\S',
-            description: 'Secret name (`name` or `name,target=X`) or absolute file path of the HMAC key.',
             'x-errors': {
               type: 'must be a secret name or an absolute file path',
               pattern: 'must be a secret name or an absolute file path',
