@@ -184,8 +184,10 @@ export class KubeHttpError extends Error {
 function codeForStatus(status: number): ErrorCode {
   switch (status) {
     case 400:
-    case 422:
       return 'bad_request';
+    case 422:
+      // Unprocessable: the object failed the API server's validation.
+      return 'invalid_config';
     case 401:
       return 'unauthorized';
     case 403:

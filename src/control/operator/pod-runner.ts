@@ -36,13 +36,13 @@ export async function runPodRunner(options: PodRunnerOptions): Promise<number> {
   try {
     text = readFileSync(options.configFile, 'utf8');
   } catch (err) {
-    throw new SkepError('bad_request', `cannot read ${options.configFile}: ${(err as Error).message}`);
+    throw new SkepError('invalid_path', `cannot read ${options.configFile}: ${(err as Error).message}`);
   }
   let raw: unknown;
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new SkepError('bad_request', `${options.configFile} is not JSON (${jsonSyntaxError(text, err)})`);
+    throw new SkepError('invalid_config', `${options.configFile} is not JSON (${jsonSyntaxError(text, err)})`);
   }
   const runConfig = parseRunConfig(raw, options.configFile);
   const config = podRunnerConfig(env);

@@ -92,7 +92,7 @@ export async function buildRunConfigAuth(
   const { problems, resource } = await validateExtAuthConfigWithSecrets(input, readSecret);
   if (resource === undefined) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `invalid MCPExternalAuthConfig: ${problems.map(formatProblem).join('; ')}`,
     );
   }
@@ -106,7 +106,7 @@ export async function buildRunConfigAuth(
     const value = await readSecret(namespace, ref.name, ref.key);
     if (value === undefined) {
       throw new SkepError(
-        'bad_request',
+        'secret_not_found',
         `${field}: Secret ${namespace}/${ref.name} with key "${ref.key}" cannot be read`,
       );
     }

@@ -23,7 +23,7 @@ export async function vmcpStrategyFor(input: unknown, readSecret: SecretReader):
   const { problems, resource } = await validateExtAuthConfigWithSecrets(input, readSecret);
   if (resource === undefined) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `invalid MCPExternalAuthConfig: ${problems.map(formatProblem).join('; ')}`,
     );
   }

@@ -38,20 +38,20 @@ function leaseNamespace(flag: string | undefined): string {
   return 'default';
 }
 
-/** Reads a YAML/JSON multi-document file ('-' for stdin); `bad_request` naming the file otherwise. */
+/** Reads a YAML/JSON multi-document file ('-' for stdin); `invalid_config` naming the file otherwise. */
 function readDocuments(file: string): unknown[] {
   const text = readInputFile(file, { dashIsStdin: true });
   const docs: unknown[] = [];
   parseAllDocuments(text).forEach((doc, i) => {
     if (doc.errors.length > 0)
       throw new SkepError(
-        'bad_request',
+        'invalid_config',
         `${file} document ${i + 1}: ${doc.errors.map((e) => e.message).join('; ')}`,
       );
     const value = doc.toJS() as unknown;
     if (value !== null && value !== undefined) docs.push(value);
   });
-  if (docs.length === 0) throw new SkepError('bad_request', `${file} holds no documents`);
+  if (docs.length === 0) throw new SkepError('invalid_config', `${file} holds no documents`);
   return docs;
 }
 
@@ -70,7 +70,7 @@ export async function render(opts: {
   });
   if (result.problems.length > 0) {
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `cannot render: ${result.problems.map((p) => `${p.resource}: ${p.problem}`).join('; ')}`,
     );
   }
@@ -96,7 +96,7 @@ export async function validate(opts: { file: string }): Promise<void> {
     else invalid++;
     for (const p of problems) process.stdout.write(`${label}: ${formatProblem(p)}\n`);
   }
-  if (invalid > 0) throw new SkepError('bad_request', `${invalid} of ${docs.length} document(s) invalid`);
+  if (invalid > 0) throw new SkepError('invalid_config', `${invalid} of ${docs.length} document(s) invalid`);
 }
 
 export async function podRunner(opts: { config: string }): Promise<void> {
