@@ -84,8 +84,14 @@ export class SelfToken {
   }
 }
 
+/** A query that is the token parameter alone, with a value no decoding changes (the URL Skep hands out). */
+const TOKEN_ONLY = new RegExp(`^${ACCESS_TOKEN_PARAM}=([A-Za-z0-9_-]+)$`);
+
 /** The token parameter's (first) value and the query without any of its occurrences. */
 function withoutToken(query: string): { given: string | undefined; rest: string } {
+  // The common case without building URLSearchParams (µs per request): the same answer.
+  const only = TOKEN_ONLY.exec(query);
+  if (only !== null) return { given: only[1], rest: '' };
   const params = new URLSearchParams(query);
   const given = params.get(ACCESS_TOKEN_PARAM) ?? undefined;
   params.delete(ACCESS_TOKEN_PARAM);
