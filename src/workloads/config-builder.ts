@@ -78,6 +78,24 @@ export function configFromCreate(
       target_port: registryEntry?.target_port,
       tools_filter: registryEntry?.tools,
       registry_server_name: request.server,
+      // A signed entry's image is checked before it starts; `warn` is the reference's default.
+      image_verification:
+        registryEntry?.provenance === undefined ||
+        !/^[a-z0-9]/.test(registryEntry.image) ||
+        registryEntry.image.includes('://')
+          ? undefined
+          : {
+              policy: 'warn' as const,
+              ...definedOnly({
+                public_keys:
+                  registryEntry.provenance.public_key === undefined
+                    ? undefined
+                    : [registryEntry.provenance.public_key],
+                signer_identity: registryEntry.provenance.signer_identity,
+                cert_issuer: registryEntry.provenance.cert_issuer,
+                repository_uri: registryEntry.provenance.repository_uri,
+              }),
+            },
     }),
     proxy_mode: 'streamable-http',
     isolate_network: true,

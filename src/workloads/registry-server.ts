@@ -19,6 +19,13 @@ export interface RegistryServerSpec {
   tools?: string[];
   /** The entry's permission profile; applies unless the request brings its own. */
   permissions?: RunConfig['permission_profile'];
+  /** The entry's provenance: who signs its image (becomes the workload's `image_verification`). */
+  provenance?: {
+    signer_identity?: string;
+    cert_issuer?: string;
+    repository_uri?: string;
+    public_key?: string;
+  };
   /** The environment variables the entry declares (for upgrade checks; no secret values). */
   envVars?: Array<{
     name: string;

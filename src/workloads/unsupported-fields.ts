@@ -177,6 +177,14 @@ const RULES: readonly FieldRule[] = [
           : undefined,
   },
   {
+    field: 'image_verification',
+    isDefault: (v) => v === undefined,
+    notHonoured: (w) =>
+      w.runsIn === 'container'
+        ? undefined
+        : `for ${w.runsIn === 'remote' ? 'a remote server' : 'a server that runs as a local process'}: it checks a container image's signature; remove it`,
+  },
+  {
     field: 'sandbox',
     isDefault: (v) => v === undefined || v === 'auto',
     notHonoured: (w) =>

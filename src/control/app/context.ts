@@ -94,6 +94,9 @@ export function registryResolver(registry: RegistryService): ResolveRegistryServ
         ? {}
         : { permissions: found.server.permissions }),
       ...(entry.env_vars === undefined || entry.env_vars.length === 0 ? {} : { envVars: entry.env_vars }),
+      ...(found.is_remote || found.server.provenance === undefined
+        ? {}
+        : { provenance: found.server.provenance }),
     };
   };
   resolve.similar = (name) => registry.similarServerNames(name);

@@ -217,6 +217,8 @@ export const Metadata = Type.Object({
 export const Provenance = Type.Object({
   attestation: Opt(Type.Object({ predicate: Opt(Type.Unknown()), predicate_type: Opt(Str()) })),
   cert_issuer: Opt(Str()),
+  /** Skep extension: the publisher's cosign public key (SPKI PEM) for key-based image verification. */
+  public_key: Opt(Str()),
   repository_ref: Opt(Str()),
   repository_uri: Opt(Str()),
   runner_environment: Opt(Str()),
