@@ -673,7 +673,8 @@ const REMOTE_URL_COLUMN = column('Remote URL', '.spec.remoteUrl');
 export const MCP_SERVER = defineKind({
   kind: 'MCPServer',
   plural: 'mcpservers',
-  shortNames: ['mcpsrv'],
+  // The reference's short names, and Skep's earlier mcpsrv.
+  shortNames: ['mcpserver', 'mcpservers', 'mcpsrv'],
   description: 'MCPServer runs an MCP server image behind the Skep proxy.',
   spec: MCPServerSpecSchema,
   status: MCPServerStatusSchema,

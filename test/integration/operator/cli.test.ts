@@ -102,4 +102,23 @@ describe('skep operator validate and render', { timeout: 120_000 }, () => {
     const kinds = [...r.stdout.matchAll(/^kind: (\w+)$/gm)].map((m) => m[1]);
     assert.deepEqual(kinds, ['ConfigMap', 'ServiceAccount', 'Deployment', 'Service']);
   });
+
+  it("validates and renders the reference's examples of the shared configuration kinds", () => {
+    const file = 'test/fixtures/operator-examples/mcp-servers/mcpserver_fetch_tools_filter.yaml';
+    const v = skep('operator', 'validate', '-f', file);
+    assert.equal(v.status, 0, v.stderr + v.stdout);
+    assert.equal(v.stdout, 'MCPToolConfig/fetch-tools: valid\nMCPServer/fetch: valid\n');
+    const r = skep('operator', 'render', '--offline', '-f', file);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /"tools_filter": \[/);
+    assert.match(r.stdout, /skep\.dev\/tool-config-hash: /);
+    const registry = skep(
+      'operator',
+      'render',
+      '-f',
+      'test/fixtures/operator-examples/mcp-registries/mcpregistry-configyaml-git-auth.yaml',
+    );
+    assert.equal(registry.status, 1);
+    assert.match(registry.stderr, /invalid_config|sources\[0\]\.git: Skep's registry server does not clone/);
+  });
 });
