@@ -134,7 +134,7 @@ interface SignatureLayer {
 /**
  * Signs `digest` (the manifest or index digest of an artifact in `dockerReference`) and stores the
  * signature under its `.sig` tag, keeping signatures already there (a signature by the same key
- * over the same payload is replaced). Returns the signer's fingerprint.
+ * over the same digest is replaced). Returns the signer's fingerprint.
  */
 export async function signArtifact(
   store: SignatureStore,
@@ -149,9 +149,18 @@ export async function signArtifact(
   const layers: SignatureLayer[] = [];
   const existing = await store.findManifest(tag);
   if (existing !== undefined) {
-    for (const layer of parseSignatureManifest(existing.bytes)) {
-      if (layer.digest !== payloadDigest) layers.push(layer);
-    }
+    // Other signatures stay (another key signs the very same payload); this key's own is replaced.
+    const pub = createPublicKey(key);
+    const ownOld = (layer: SignatureLayer): boolean => {
+      const old = layer.annotations?.[SIGNATURE_ANNOTATION];
+      if (layer.digest !== payloadDigest || old === undefined) return false;
+      try {
+        return verify('sha256', payload, pub, Buffer.from(old, 'base64'));
+      } catch {
+        return false;
+      }
+    };
+    for (const layer of parseSignatureManifest(existing.bytes)) if (!ownOld(layer)) layers.push(layer);
   }
   layers.push({
     mediaType: SIMPLE_SIGNING_MEDIA_TYPE,
