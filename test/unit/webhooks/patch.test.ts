@@ -17,6 +17,8 @@ function failsWith(kind: PatchError['kind'], fn: () => unknown, pattern?: RegExp
   assert.throws(fn, (err) => {
     assert.ok(err instanceof PatchError, String(err));
     assert.equal(err.kind, kind);
+    // A webhook (an upstream service) answered with a patch that cannot be used.
+    assert.equal(err.code, 'bad_gateway');
     if (pattern !== undefined) assert.match(err.message, pattern);
     return true;
   });
