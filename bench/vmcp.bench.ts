@@ -11,12 +11,127 @@
  *
  * The endpoint scenarios (tools/call through the virtual endpoint, aggregated tools/list,
  * the real tools/list bytes) come from bench/lib/vmcp-endpoint.ts.
+ *
+ * - composite: a composite tool of three sequential `tools/call`s of the echo backend, against
+ *   the same three calls made one after the other by the client through the same virtual
+ *   endpoint, interleaved rounds on the built CLI and real runners: p50 at most the three calls
+ *   + 0.3 ms, and the virtual workload's CPU per composite call within 1.2× that of the three
+ *   calls (`BENCH_VMCP_COMPOSITE=0` skips it).
  */
-import { loadavg } from 'node:os';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'undici';
 import { createOptimizer, type McpTool } from '../src/dataplane/vmcp/optimizer/index.js';
 import { syntheticTools } from '../test/fixtures/mcp/synthetic-tools.mjs';
 import { measureVmcpEndpoint } from './lib/vmcp-endpoint.js';
-import { phase, round } from './lib/workloads.js';
+import { bundleCli, cli, openMcpSession, phase, root, round, runnerPidOf } from './lib/workloads.js';
+
+const COMPOSITE_CALLS = Number(process.env['BENCH_COMPOSITE_CALLS'] ?? 300);
+const COMPOSITE_ROUNDS = 5;
+
+/** Composite of three sequential calls vs the three calls made by the client (see the header). */
+async function composite(log: (msg: string) => void): Promise<Record<string, unknown>> {
+  bundleCli();
+  const dir = mkdtempSync(join(tmpdir(), 'skep-bench-composite-'));
+  const env: NodeJS.ProcessEnv = Object.assign({}, process.env, { SKEP_HOME: dir });
+  try {
+    cli(env, ['group', 'create', 'comp']);
+    const run = cli(env, [
+      'run',
+      `cmd://${process.execPath}`,
+      '--name',
+      'echo',
+      '--group',
+      'comp',
+      '--',
+      join(root, 'bench/fixtures/echo-server.mjs'),
+    ]);
+    if (run.status !== 0) throw new Error(`skep run echo failed: ${run.stderr}`);
+    const file = join(dir, 'vmcp.yaml');
+    const step = (id: string, after?: string) =>
+      `      - {id: ${id}, tool: echo.echo, arguments: {message: hello}${after === undefined ? '' : `, dependsOn: [${after}]`}}`;
+    writeFileSync(
+      file,
+      [
+        'aggregation: {conflictResolutionConfig: {prefixOnlyConflicts: true}}',
+        'compositeTools:',
+        '  - name: three',
+        '    description: Three echo calls, one after the other.',
+        '    steps:',
+        step('s1'),
+        step('s2', 's1'),
+        step('s3', 's2'),
+      ].join('\n'),
+    );
+    const made = cli(env, ['vmcp', 'comp', '--name', 'comp-hub', '--config', file, '--json']);
+    if (made.status !== 0) throw new Error(`skep vmcp failed: ${made.stderr}`);
+    const hub = new URL((JSON.parse(made.stdout) as { url: string }).url);
+    const path = hub.pathname + hub.search;
+    const pid = runnerPidOf('comp-hub');
+    const pool = new Pool(hub.origin, { connections: 2 });
+    try {
+      const headers = await openMcpSession(pool, 'comp-hub', path);
+      let id = 1;
+      const callTool = async (name: string) => {
+        const res = await pool.request({
+          path,
+          method: 'POST',
+          headers,
+          body: `{"jsonrpc":"2.0","id":${id++},"method":"tools/call","params":{"name":"${name}","arguments":{"message":"hello"}}}`,
+        });
+        const text = await res.body.text();
+        if (res.statusCode !== 200 || !text.includes('hello') || text.includes('"isError":true'))
+          throw new Error(`${name}: HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
+      };
+      const compositeCall = () => callTool('three');
+      const threeCalls = async () => {
+        await callTool('echo');
+        await callTool('echo');
+        await callTool('echo');
+      };
+      // Warm both paths (sessions to the backend, lists, JIT).
+      for (let i = 0; i < 50; i++) {
+        await compositeCall();
+        await threeCalls();
+      }
+      const rounds: Array<{
+        composite: Awaited<ReturnType<typeof phase>>;
+        three: Awaited<ReturnType<typeof phase>>;
+      }> = [];
+      for (let r = 0; r < COMPOSITE_ROUNDS; r++) {
+        log(`composite round ${r + 1}/${COMPOSITE_ROUNDS}`);
+        rounds.push({
+          composite: await phase([compositeCall], COMPOSITE_CALLS, pid),
+          three: await phase([threeCalls], COMPOSITE_CALLS, pid),
+        });
+      }
+      const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+      const compositeP50 = med(rounds.map((r) => r.composite.p50_ms));
+      const threeP50 = med(rounds.map((r) => r.three.p50_ms));
+      const compositeCpu = med(rounds.map((r) => r.composite.cpu_us_per_call));
+      const threeCpu = med(rounds.map((r) => r.three.cpu_us_per_call));
+      const overhead = compositeP50 - threeP50;
+      const cpuRatio = compositeCpu / threeCpu;
+      return {
+        composite_p50_ms: round(compositeP50, 3),
+        three_calls_p50_ms: round(threeP50, 3),
+        p50_overhead_ms: round(overhead, 3),
+        target_p50_overhead_ms: 0.3,
+        composite_cpu_us_per_call: round(compositeCpu, 1),
+        three_calls_cpu_us: round(threeCpu, 1),
+        cpu_ratio: round(cpuRatio, 3),
+        target_cpu_ratio: 1.2,
+        composite_pass: overhead <= 0.3 && cpuRatio <= 1.2,
+      };
+    } finally {
+      await pool.close();
+    }
+  } finally {
+    cli(env, ['rm', 'comp-hub', 'echo']);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 const FIND_TOOLS = 1_000;
 const BYTES_TOOLS = 200;
@@ -132,8 +247,9 @@ async function definitionBytes(): Promise<Record<string, unknown>> {
   };
 }
 
-const find = await findTool();
-const bytes = await definitionBytes();
+const skipOptimizer = process.env['BENCH_VMCP_OPTIMIZER'] === '0';
+const find = skipOptimizer ? { p99_ms: 0, skipped: true } : await findTool();
+const bytes = skipOptimizer ? { reduction_percent: 100, skipped: true } : await definitionBytes();
 const result: Record<string, unknown> = {
   find_tool: find,
   tool_definition_bytes: bytes,
@@ -145,5 +261,10 @@ if (process.env['BENCH_VMCP_ENDPOINT'] !== '0') {
   const endpoint = await measureVmcpEndpoint((msg) => process.stderr.write(`vmcp bench: ${msg}\n`));
   Object.assign(result, endpoint);
   result['pass'] = result['pass'] === true && endpoint['endpoint_pass'] === true;
+}
+if (process.env['BENCH_VMCP_COMPOSITE'] !== '0') {
+  const c = await composite((msg) => process.stderr.write(`vmcp bench: ${msg}\n`));
+  result['composite'] = c;
+  result['pass'] = result['pass'] === true && c['composite_pass'] === true;
 }
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -27,12 +27,19 @@ import {
   SseDecoder,
   UPSTREAM_UNAVAILABLE,
 } from '../../protocol/index.js';
+import type { ErrorCode } from '../../shared/index.js';
 
 export const BACKEND_PROTOCOL_VERSION = '2025-11-25';
 
-/** A JSON-RPC error from the backend, or one the client makes up (timeout, unreachable). */
+/**
+ * A JSON-RPC error from the backend, or one the client makes up (timeout, unreachable). `code`
+ * is the JSON-RPC code relayed to the client; `errorCode` is Skep's (`src/shared/errors.ts`)
+ * for surfaces that report it: `gateway_timeout`, `unavailable` (not reached, or gone), else
+ * `bad_gateway` (the backend answered with an error).
+ */
 export class BackendError extends Error {
   override readonly name = 'BackendError';
+  readonly errorCode: ErrorCode;
   constructor(
     readonly code: number,
     message: string,
@@ -41,6 +48,12 @@ export class BackendError extends Error {
     readonly unreachable = false,
   ) {
     super(message);
+    this.errorCode =
+      code === REQUEST_TIMEOUT
+        ? 'gateway_timeout'
+        : unreachable || code === UPSTREAM_UNAVAILABLE
+          ? 'unavailable'
+          : 'bad_gateway';
   }
 }
 

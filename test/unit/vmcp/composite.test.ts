@@ -204,3 +204,13 @@ test('compositeTools: each problem is invalid_config naming the tool and the ste
       isSkepError(err) && err.code === 'unsupported_field' && /compositeTools/.test(err.message),
   );
 });
+
+test('BackendError carries a Skep error code besides its JSON-RPC code', async () => {
+  const { BackendError, BackendHttpError } = await import('../../../src/dataplane/vmcp/backend-client.js');
+  const { REQUEST_TIMEOUT, UPSTREAM_UNAVAILABLE } = await import('../../../src/protocol/index.js');
+  assert.equal(new BackendError(REQUEST_TIMEOUT, 'slow').errorCode, 'gateway_timeout');
+  assert.equal(new BackendError(UPSTREAM_UNAVAILABLE, 'down').errorCode, 'unavailable');
+  assert.equal(new BackendError(-32000, 'refused', undefined, true).errorCode, 'unavailable');
+  assert.equal(new BackendError(-32602, 'bad params').errorCode, 'bad_gateway');
+  assert.equal(new BackendHttpError(403).errorCode, 'unavailable');
+});
