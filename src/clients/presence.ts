@@ -47,6 +47,15 @@ export class CreatedPaths {
     });
   }
 
+  /** Forgets paths Skep removed again (a file or folder made there later is someone else's). */
+  forget(paths: readonly string[]): void {
+    if (paths.length === 0) return;
+    this.#store.write(() => {
+      const del = this.#store.db.prepare('DELETE FROM client_created_paths WHERE path = ?');
+      for (const path of paths) del.run(path);
+    });
+  }
+
   /**
    * The directories on the way to `file` that do not exist yet (nearest last), up to `home`
    * (never above it): what an edit of `file` would create.

@@ -12,6 +12,8 @@
  * syncs run one after another; bursts of workload changes coalesce into one extra run.
  */
 import { existsSync } from 'node:fs';
+import { rm, rmdir } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { DEFAULT_GROUP, type GroupService } from '../groups/index.js';
 import {
   describeError,
@@ -30,7 +32,13 @@ import {
   isClientType,
   type ServerEntry,
 } from './catalog.js';
-import { editConfigText, readConfigEntries, readConfigFile, writeConfigFile } from './config-file.js';
+import {
+  BACKUP_SUFFIX,
+  editConfigText,
+  readConfigEntries,
+  readConfigFile,
+  writeConfigFile,
+} from './config-file.js';
 import { withFileLock } from './file-lock.js';
 import { CreatedPaths, PRESENCE_MIGRATION, programOnPath } from './presence.js';
 import {
@@ -281,10 +289,31 @@ export class ClientsService {
     // The lock and the write create missing directories: recorded, so that they do not make
     // the client look installed (`presence.ts`).
     const missing = CreatedPaths.missingDirectories(file, homeOf(this.#env));
+    let result: SyncResult & { emptied?: boolean };
     try {
-      return await this.#syncClientLocked(type, def, file);
+      result = await this.#syncClientLocked(type, def, file);
     } finally {
       this.#created.add(missing.filter((dir) => existsSync(dir)));
+    }
+    if (result.emptied === true) await this.#removeCreatedDirectories(file);
+    const { emptied: _emptied, ...plain } = result;
+    return plain;
+  }
+
+  /**
+   * After Skep removed a config file it had created, the directories it created on the way go
+   * too, nearest first, each only when empty (a client's own file keeps its folder).
+   */
+  async #removeCreatedDirectories(file: string): Promise<void> {
+    const home = homeOf(this.#env);
+    for (let dir = dirname(file); dir !== home && dir !== dirname(dir); dir = dirname(dir)) {
+      if (!this.#created.has(dir)) return;
+      try {
+        await rmdir(dir);
+      } catch {
+        return; // not empty: something else lives there now
+      }
+      this.#created.forget([dir]);
     }
   }
 
@@ -308,9 +337,33 @@ export class ClientsService {
         }
       }
       this.#setOwned(type, file, [...wanted.keys()]);
+      // Unregistered, and the file Skep created holds nothing but the skeleton Skep wrote: it
+      // goes, with its backup, instead of staying as an empty mcp.json in a folder Skep made.
+      if (groups.size === 0 && this.#created.has(file) && (await this.#onlySkeleton(def, file))) {
+        await rm(file, { force: true });
+        await rm(`${file}${BACKUP_SUFFIX}`, { force: true });
+        this.#created.forget([file]);
+        this.#logger.info({ client: type, file }, 'client config removed (Skep had created it, now empty)');
+        return { client_type: type, file, entries: [], changed: true, emptied: true };
+      }
       if (changed) this.#logger.info({ client: type, file, entries: wanted.size }, 'client config updated');
       return { client_type: type, file, entries: [...wanted.keys()].sort(), changed };
     });
+  }
+
+  /** Whether `file` holds exactly what adding one entry to nothing and removing it again leaves. */
+  async #onlySkeleton(def: ClientDefinition, file: string): Promise<boolean> {
+    const text = await readConfigFile(file);
+    if (text === undefined) return false;
+    const probe = '__skep_probe__';
+    const added = editConfigText(
+      def,
+      '',
+      { upsert: new Map([[probe, { url: 'http://127.0.0.1/' }]]), remove: new Set() },
+      file,
+    );
+    const skeleton = editConfigText(def, added, { upsert: new Map(), remove: new Set([probe]) }, file);
+    return text.trim() === skeleton.trim();
   }
 
   #owned(type: ClientType, file: string): Set<string> {

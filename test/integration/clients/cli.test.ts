@@ -1,7 +1,7 @@
 /** `skep client ...` as a real process on a temporary SKEP_HOME and HOME. */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { tempHome } from '../../helpers/home.js';
@@ -48,4 +48,7 @@ test('skep client register|list|status|remove with --json', { timeout: 120_000 }
   r = skepCli('remove', 'cursor', '--json');
   assert.equal(r.code, 0, r.err);
   assert.deepEqual(JSON.parse(skepCli('list', '--json').out), []);
+  // Nothing of Skep's is left (no empty mcp.json, no backup; the case with entries written is in
+  // test/unit/clients/editors.test.ts); the client's own folder stays.
+  assert.deepEqual(readdirSync(join(home, '.cursor')), []);
 });

@@ -1,6 +1,6 @@
 /** Edge cases of the config editors and of what the sync writes. */
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { parse as parseToml } from 'smol-toml';
@@ -95,7 +95,8 @@ test('sync: a deleted group drops the registration (FK cascade) and its entries 
   assert.ok('b' in JSON.parse(readFileSync(file, 'utf8')).mcpServers);
   await h.groups.delete('team');
   await h.service.syncClientConfigs();
-  assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')).mcpServers, {});
+  // Skep created the file and it is registered nowhere now: nothing of it is left.
+  assert.equal(existsSync(file), false);
   assert.deepEqual(h.service.list(), []);
 });
 
@@ -195,4 +196,33 @@ test('a config file behind a symlink is edited in place; the link stays a link',
   await h.service.register('cursor');
   assert.ok(lstatSync(file).isSymbolicLink());
   assert.ok('a' in JSON.parse(readFileSync(real, 'utf8')).mcpServers);
+});
+
+test('unregister: a config file Skep created goes with its backup and the folders Skep made; a file with the user’s entries stays', async (t) => {
+  const h = harness(t);
+  h.workloads.push(running('a', 5001));
+  await h.service.register('cursor');
+  const file = h.service.configPath('cursor');
+  const dir = dirname(file);
+  assert.ok(existsSync(file));
+  h.workloads.push(running('b', 5002));
+  await h.service.syncClientConfigs(); // a second write: the backup exists now
+  assert.ok(existsSync(`${file}.skep.bak`));
+  await h.service.unregister('cursor');
+  assert.equal(existsSync(file), false, 'no empty mcp.json');
+  assert.equal(existsSync(`${file}.skep.bak`), false, 'no stray backup');
+  assert.equal(existsSync(dir), false, 'the folder Skep created is gone');
+  assert.ok(existsSync(h.home), 'never above HOME');
+
+  // Registered again later, the client's folder counts as Skep's again (it made it again).
+  await h.service.register('cursor');
+  assert.ok(existsSync(file));
+  // A folder holding something of the user's stays, and so does a file with the user's entry.
+  writeFileSync(join(dir, 'settings.json'), '{}');
+  const data = JSON.parse(readFileSync(file, 'utf8'));
+  data.mcpServers.mine = { command: 'x' };
+  writeFileSync(file, JSON.stringify(data, null, 2));
+  await h.service.unregister('cursor');
+  assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { mcpServers: { mine: { command: 'x' } } });
+  assert.ok(existsSync(join(dir, 'settings.json')));
 });
