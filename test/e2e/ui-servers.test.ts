@@ -84,7 +84,12 @@ test(
     };
     assert.equal(exported.name, 'echo');
     await page.getByRole('tab', { name: 'Proxy' }).click();
-    await page.locator('pre.log').filter({ hasText: /\S/ }).waitFor();
+    // The runner's JSON lines read as text: time, level, message, fields.
+    const proxyPane = page.locator('pre.log').filter({ hasText: /proxy listening/ });
+    await proxyPane.waitFor();
+    const proxyText = (await proxyPane.textContent()) ?? '';
+    assert.match(proxyText, /^\d{2}:\d{2}:\d{2} INFO {2}.*proxy listening/m);
+    assert.doesNotMatch(proxyText, /"level":/);
     await ui.screenshot('server-detail');
 
     // Edit: a new environment variable; the server restarts with it and the page shows it.

@@ -1,6 +1,7 @@
 /** Catalog: the registry's servers and skills, a server's detail, and running it through a form. */
 import { useEffect, useState } from 'preact/hooks';
 import { api, get, getText, seg } from '../api.js';
+import { readableLog } from '../log-text.js';
 import {
   asApiError,
   DataTable,
@@ -494,7 +495,7 @@ function Progress(props: { name: string }) {
           getText(`/api/v1beta/workloads/${seg(props.name)}/proxy-logs?lines=8`).catch(() => ''),
         ]);
         if (stopped) return;
-        setLog([proxy.trim(), server.trim()].filter((s) => s !== '').join('\n'));
+        setLog([readableLog(proxy), server.trim()].filter((s) => s !== '').join('\n'));
         if (d.status === 'running' || d.status === 'error' || d.status === 'stopped') return;
       } catch (err) {
         setError(asApiError(err));

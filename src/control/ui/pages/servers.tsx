@@ -19,6 +19,7 @@ import {
   useAction,
   useLoad,
 } from '../components.js';
+import { readableLog } from '../log-text.js';
 import { navigate } from '../router.js';
 import type { UpdateWorkloadRequest, WorkloadDetail, WorkloadSummary } from '../types.js';
 
@@ -216,7 +217,7 @@ function LogTail(props: { name: string }) {
         tabIndex={0}
         aria-label={`${LOGS[which]} log, last 200 lines`}
       >
-        {logs.data === undefined ? '' : logs.data === '' ? '(empty)' : logs.data}
+        {logs.data === undefined ? '' : logs.data === '' ? '(empty)' : readableLog(logs.data)}
       </pre>
     </section>
   );
