@@ -59,3 +59,25 @@ export function defaultGuardrailsConfig(): GuardrailsConfig {
     promptInjection: { results: 'off', arguments: 'off' },
   };
 }
+
+const DETECTOR_KEYS = ['ownSecrets', 'credentials', 'personalData', 'promptInjection'] as const;
+
+/**
+ * What is on, in one short line for `skep list`, the API's summaries and the UI:
+ * `off` (no `guardrails_config`, or `enabled: false`), else each detector that acts, with its
+ * actions (`ownSecrets:redact credentials:redact`, `personalData:audit/block` for results /
+ * arguments). Detectors left out of the configuration count with their defaults, as the
+ * guardrails stage applies them.
+ */
+export function guardrailsSummary(config: GuardrailsConfig | undefined): string {
+  if (config === undefined || config.enabled === false) return 'off';
+  const defaults = defaultGuardrailsConfig();
+  const parts: string[] = [];
+  for (const key of DETECTOR_KEYS) {
+    const results = config[key]?.results ?? defaults[key]?.results ?? 'off';
+    const args = config[key]?.arguments ?? defaults[key]?.arguments ?? 'off';
+    if (results === 'off' && args === 'off') continue;
+    parts.push(args === 'off' ? `${key}:${results}` : `${key}:${results}/${args}`);
+  }
+  return parts.length === 0 ? 'off' : parts.join(' ');
+}

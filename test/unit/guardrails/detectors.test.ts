@@ -21,7 +21,11 @@ import {
   PromptInjectionDetector,
   secretNeedles,
 } from '../../../src/dataplane/middleware/guardrails/index.js';
-import { CREDENTIAL_PATTERN_NAMES } from '../../../src/schemas/validators/index.js';
+import {
+  CREDENTIAL_PATTERN_NAMES,
+  defaultGuardrailsConfig,
+  guardrailsSummary,
+} from '../../../src/schemas/validators/index.js';
 import { isSkepError } from '../../../src/shared/index.js';
 
 function scan(detector: Detector, text: string): Match[] {
@@ -282,4 +286,17 @@ test('default guardrails on a 1 KB result cost a few microseconds', () => {
   process.stdout.write(`# default guardrails, 1 KB text result: ${perCall.toFixed(2)} µs per answer\n`);
   // Generous bound for a shared CI machine; the figure is printed above.
   assert.ok(perCall < 50, `${perCall} µs`);
+});
+
+test('guardrailsSummary: one line of what is on, defaults counted', () => {
+  assert.equal(guardrailsSummary(undefined), 'off');
+  assert.equal(guardrailsSummary({ enabled: false }), 'off');
+  assert.equal(guardrailsSummary(defaultGuardrailsConfig()), 'ownSecrets:redact credentials:redact');
+  assert.equal(
+    guardrailsSummary({
+      personalData: { results: 'audit', arguments: 'block' },
+      credentials: { results: 'off' },
+    }),
+    'ownSecrets:redact personalData:audit/block',
+  );
 });
