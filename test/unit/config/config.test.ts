@@ -61,11 +61,14 @@ test('a config mistake is invalid_config, every bad field listed; defaults fill 
       return true;
     },
   );
-  assert.throws(() => parseConfig('a: [', 'c.yaml'), (err: unknown) => {
-    assert.ok(err instanceof SkepError);
-    assert.equal(err.code, 'invalid_config');
-    return true;
-  });
+  assert.throws(
+    () => parseConfig('a: [', 'c.yaml'),
+    (err: unknown) => {
+      assert.ok(err instanceof SkepError);
+      assert.equal(err.code, 'invalid_config');
+      return true;
+    },
+  );
   const config = parseConfig('server:\n  port: 9000\nworkloads: {}\n');
   assert.equal(config.server.port, 9000);
   assert.equal(config.server.host, '127.0.0.1');
