@@ -15,6 +15,8 @@ import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { type ApiContext, createContext } from '../../../src/control/app/index.js';
+import type { SkepConfig } from '../../../src/config/index.js';
 import { signArtifact } from '../../../src/protocol/oci-signature.js';
 import { DockerRuntime } from '../../../src/dataplane/runtime/docker/docker-runtime.js';
 import { LABEL_WORKLOAD } from '../../../src/dataplane/runtime/index.js';
@@ -26,6 +28,7 @@ import { signatureStore } from '../../../src/skills/signing.js';
 import { tempHome } from '../../helpers/home.js';
 import { requirePodman, startPodmanService, testImage } from '../../helpers/podman.js';
 import { requireService } from '../../helpers/services.js';
+import { waitForStatus } from '../../helpers/wait.js';
 import { hasRegistry, startRegistry, tempDir } from '../skills/fixtures.js';
 
 function pem(): { priv: ReturnType<typeof generateKeyPairSync>['privateKey']; pub: string } {
@@ -52,10 +55,16 @@ test(
     if (!requirePodman(t)) return;
     if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
     const handles: ServerHandle[] = [];
-    const made: { runtime?: DockerRuntime } = {};
+    const made: { runtime?: DockerRuntime; ctx?: ApiContext } = {};
     t.after(async () => {
       const keepAlive = setInterval(() => undefined, 1000);
       try {
+        const c = made.ctx;
+        if (c !== undefined) {
+          await c.workloads.settled();
+          await Promise.all(c.workloads.rows.list().map((r) => c.workloads.deleteNow(r.name)));
+          await c.close();
+        }
         for (const h of handles) await h.stop();
         for (const name of ['iv-signed', 'iv-unsigned', 'iv-warn', 'iv-tampered', 'iv-untrusted'])
           await made.runtime?.removeWorkload(name).catch(() => undefined);
@@ -76,6 +85,15 @@ test(
     });
 
     const image = await testImage();
+    // The images this test pulled (by digest) and built go with it; the test image stays cached.
+    t.after(() => {
+      const ids = execFileSync('podman', ['images', '-q', '--filter', `reference=${registry}/test/*`], {
+        encoding: 'utf8',
+      })
+        .split('\n')
+        .filter((id) => id !== '');
+      if (ids.length > 0) execFileSync('podman', ['rmi', '-f', ...new Set(ids)], { stdio: 'ignore' });
+    });
     // Each repository gets its own content (a label), so each has its own digest.
     const push = (repo: string) => {
       const target = `${registry}/${repo}:1`;
@@ -136,7 +154,8 @@ test(
     const inspected = (await runtime.docker.getContainer(signed.id).inspect()) as {
       Config: { Image: string };
     };
-    assert.equal(inspected.Config.Image, `${registry}/test/signed@${signedDigest}`);
+    // Podman names a digest it already holds (an earlier run's registry port) by its first name.
+    assert.match(inspected.Config.Image, new RegExp(`/test/signed@${signedDigest}$`));
 
     // Unsigned under enforce: refused before anything is created.
     const refused = await start('iv-unsigned', unsignedRef, 'enforce').then(
@@ -192,5 +211,56 @@ test(
     assert.equal(warned.imageVerification?.policy, 'warn');
     assert.match(warned.imageVerification?.message ?? '', /signature verification failed/);
     assert.equal((await containersOf('iv-warn')).length, 1);
+
+    // The whole chain: a registry entry whose provenance carries the key → the workload's
+    // image_verification (warn) → the runner → the status context names the signer.
+    const file = join(confDir, 'registry.json');
+    const identifier = signedRef;
+    const ext = {
+      status: 'active',
+      tier: 'Community',
+      tools: ['echo'],
+      args: ['/app/stdio-server.cjs'],
+      provenance: { public_key: alice.pub },
+    };
+    writeFileSync(
+      file,
+      JSON.stringify({
+        version: '1.0.0',
+        meta: { last_updated: '2026-01-01T00:00:00Z' },
+        data: {
+          servers: [
+            {
+              name: 'io.example.signed/signed-server',
+              description: 'a signed image',
+              version: '1.0.0',
+              packages: [{ registryType: 'oci', identifier, transport: { type: 'stdio' } }],
+              _meta: {
+                'io.modelcontextprotocol.registry/publisher-provided': {
+                  'io.github.stacklok': { [identifier]: ext },
+                },
+              },
+            },
+          ],
+        },
+      }),
+    );
+    const config: SkepConfig = {
+      ...home.config,
+      runtime: { type: 'docker', docker_host: engine.host, node_image: image, allow_privileged: false },
+    };
+    const ctx = (made.ctx = createContext(config, { env: home.env }));
+    await ctx.registry.configure('default', { local_path: file });
+    await ctx.workloads.create({
+      name: 'iv-reg',
+      registry: 'default',
+      server: 'io.example.signed/signed-server',
+    });
+    await waitForStatus(ctx, 'iv-reg', 'running', 180_000);
+    const status = ctx.workloads.status('iv-reg');
+    assert.match(
+      status.status_context ?? '',
+      new RegExp(`verified: signed by ${signed.imageVerification?.signer}`),
+    );
   },
 );
