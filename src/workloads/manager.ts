@@ -529,6 +529,14 @@ export class WorkloadManager implements GroupMembers {
       if (runnerAlive(row.runnerPid, row.name)) continue;
       if (row.status === 'removing') {
         await this.deleteNow(row.name);
+      } else if (row.desired === 'running' && !row.autostart) {
+        // `skep run --no-autostart`: its runner is gone (a reboot); it waits for a start.
+        this.rows.setStatus(row.name, {
+          status: 'stopped',
+          context: '',
+          runnerPid: null,
+          desired: 'stopped',
+        });
       } else if (row.desired === 'running') {
         if (row.status === 'error') continue; // gave up on purpose; a restart is the user's call
         if (row.runnerPid !== undefined) killGroup(row.runnerPid);

@@ -68,6 +68,8 @@ const MIGRATIONS = [
   // The tool names the running server's clients see (a JSON array), reported by its runner;
   // NULL until it reports and again once it stops.
   `ALTER TABLE workloads ADD COLUMN tools TEXT;`,
+  // 0: not resumed when `skep serve` starts (`skep run --no-autostart`); it runs when started.
+  `ALTER TABLE workloads ADD COLUMN autostart INTEGER NOT NULL DEFAULT 1;`,
 ];
 
 /** Statuses in which a workload serves nothing: its reported tools are forgotten. */
@@ -101,6 +103,8 @@ export interface WorkloadRow {
    * last listed them; undefined until it reports, and once it stops.
    */
   tools: string[] | undefined;
+  /** Resumed when `skep serve` starts after its runner is gone (a reboot); false: stays stopped. */
+  autostart: boolean;
 }
 
 interface RawRow {
@@ -117,6 +121,7 @@ interface RawRow {
   updated_at: string;
   access_token: string | null;
   tools: string | null;
+  autostart: number;
 }
 
 function toRow(raw: RawRow, parse: RunConfigParser): WorkloadRow {
@@ -126,6 +131,7 @@ function toRow(raw: RawRow, parse: RunConfigParser): WorkloadRow {
     group: raw.group_name,
     port: raw.port,
     desired: raw.desired_state === 'running' ? 'running' : 'stopped',
+    autostart: raw.autostart !== 0,
     status: (WORKLOAD_STATUSES as readonly string[]).includes(raw.status)
       ? (raw.status as WorkloadStatus)
       : 'unknown',
@@ -234,6 +240,11 @@ export class WorkloadStore {
         );
       return 'ok';
     });
+  }
+
+  /** Whether the workload is resumed when `skep serve` starts (see `WorkloadRow.autostart`). */
+  setAutostart(name: string, on: boolean): void {
+    this.#store.db.prepare('UPDATE workloads SET autostart = ? WHERE name = ?').run(on ? 1 : 0, name);
   }
 
   /** Replaces the run configuration (and the group and port derived from it). */

@@ -29,6 +29,7 @@ test('CLI: run, list, export, stop, run --from-config, rm', { timeout: 300_000 }
       `cmd://${process.execPath}`,
       '--name',
       'cli-one',
+      '--no-autostart',
       '--env',
       'X=1',
       '--json',
@@ -48,6 +49,8 @@ test('CLI: run, list, export, stop, run --from-config, rm', { timeout: 300_000 }
   assert.equal(started.url, `http://127.0.0.1:${started.port}/mcp?skep_token=${token}`);
 
   await waitForStatus(ctx, 'cli-one', 'running');
+  // --no-autostart: it runs now, and `skep serve` will not resume it after a reboot.
+  assert.equal(ctx.workloads.rows.get('cli-one')?.autostart, false);
 
   // The runner's log reads as text (time, level, message, fields); --raw keeps its JSON lines.
   const proxyLog = await skep('logs', '--proxy', 'cli-one');

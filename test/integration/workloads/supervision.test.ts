@@ -107,6 +107,26 @@ test('status is honest about a dead runner; resume starts it again; onChange rep
   assert.equal(changes[2]?.url, `http://127.0.0.1:${changes[2]?.port}/mcp?skep_token=${token}`);
 });
 
+test('resume on serve start skips a workload with autostart off (skep run --no-autostart): stopped until started', async (t) => {
+  const { manager } = inProcessManager(t);
+  await manager.create(everythingBody('resumed'));
+  await manager.create(everythingBody('by-hand'));
+  assert.equal(manager.rows.get('by-hand')?.autostart, true, 'on by default');
+  manager.rows.setAutostart('by-hand', false);
+  // Both runners are gone (their pid cannot exist), as after a reboot.
+  for (const name of ['resumed', 'by-hand']) manager.rows.setStatus(name, { status: 'running', context: '' });
+  assert.deepEqual(await manager.reconcile(), ['resumed']);
+  assert.equal(manager.rows.get('resumed')?.status, 'starting');
+  assert.equal(manager.rows.get('by-hand')?.status, 'stopped');
+  assert.equal(manager.rows.get('by-hand')?.desired, 'stopped');
+  // Started by hand, it runs; autostart stays off.
+  await manager.restartNow('by-hand');
+  assert.equal(manager.rows.get('by-hand')?.status, 'starting');
+  assert.equal(manager.rows.get('by-hand')?.autostart, false);
+  await manager.deleteNow('resumed');
+  await manager.deleteNow('by-hand');
+});
+
 test('group delete refuses while the group holds workloads (a virtual one named as such); with-workloads deletes them', async (t) => {
   const { ctx, manager } = inProcessManager(t);
   ctx.groups.create('team');
@@ -118,7 +138,10 @@ test('group delete refuses while the group holds workloads (a virtual one named 
   await assert.rejects(ctx.groups.delete('team'), (err: SkepError) => {
     assert.equal(err.code, 'group_not_empty');
     assert.equal(err.status, 409);
-    assert.match(err.message, /^group 'team' still holds 2 workloads: team-vmcp \(virtual MCP server\), w1; nothing was changed/);
+    assert.match(
+      err.message,
+      /^group 'team' still holds 2 workloads: team-vmcp \(virtual MCP server\), w1; nothing was changed/,
+    );
     assert.deepEqual(err.details, { workloads: ['team-vmcp', 'w1'] });
     return true;
   });

@@ -171,6 +171,8 @@ export interface RunOptions {
   fromConfig?: string;
   wait?: number;
   keepOnFailure?: boolean;
+  /** false with --no-autostart. */
+  autostart?: boolean;
   json?: boolean;
 }
 
@@ -199,11 +201,13 @@ function alreadyExists(ctx: ApiContext, err: SkepError): SkepError {
 }
 
 export async function run(server: string | undefined, args: string[], opts: RunOptions): Promise<void> {
-  const result = await withContext((ctx) =>
-    create(ctx, server, args, opts).catch((err: unknown) => {
+  const result = await withContext(async (ctx) => {
+    const created = await create(ctx, server, args, opts).catch((err: unknown) => {
       throw isSkepError(err) && err.code === 'workload_exists' ? alreadyExists(ctx, err) : err;
-    }),
-  );
+    });
+    if (opts.autostart === false) ctx.workloads.rows.setAutostart(created.name, false);
+    return created;
+  });
   await startAndReport(result, opts);
 }
 

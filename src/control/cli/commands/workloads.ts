@@ -71,6 +71,10 @@ export function registerWorkloads(program: Command): void {
     .option('--from-config <file>', 'create from an exported run configuration (JSON)')
     .option('--wait <seconds>', WAIT_HELP, parseWait)
     .option(
+      '--no-autostart',
+      'do not start it again when skep serve starts (after a reboot); start it by hand',
+    )
+    .option(
       '--keep-on-failure',
       'keep a workload whose first start fails (status error, for skep logs); by default it is removed',
     )
