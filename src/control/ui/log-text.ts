@@ -2,7 +2,7 @@
  * A log as a person reads it, in the browser: the runner's JSON lines (pino's format) become
  * `12:04:05 INFO  proxy listening port=4100`, like `skep logs` and `skep serve` on a terminal;
  * a line repeated back to back is shown once, followed by `  … ×N` (N: how many times it was
- * written, its time aside). Other lines (a server's own stderr) pass as they are. Text only:
+ * written, its time aside); "no container engine answered" is shown once. Other lines (a server's own stderr) pass as they are. Text only:
  * the page shows it in a <pre>, so nothing in it is markup.
  */
 
@@ -14,6 +14,8 @@ const LEVELS: Readonly<Record<number, string>> = {
   50: 'ERROR',
   60: 'FATAL',
 };
+/** Runner notes worth reading once per log, however many starts wrote them (as `skep logs`). */
+const ONCE = new Set(['no container engine answered']);
 /** pino's own fields: shown in the line's fixed parts, or not at all. */
 const FIXED = new Set(['level', 'time', 'pid', 'hostname', 'name', 'msg', 'v']);
 
@@ -34,7 +36,7 @@ function field(key: string, value: unknown): string {
 }
 
 /** One line: its rendering, and what makes it "the same" as another (all but time and pid). */
-function render(line: string): { text: string; key: string } {
+function render(line: string): { text: string; key: string; msg?: string } {
   if (!line.startsWith('{')) return { text: line, key: line };
   let entry: unknown;
   try {
@@ -52,6 +54,7 @@ function render(line: string): { text: string; key: string } {
     .filter(([key, value]) => !FIXED.has(key) && value !== undefined)
     .map(([key, value]) => field(key, value));
   return {
+    msg,
     text: `${clock(time)} ${level.padEnd(5)} ${name}${msg}${fields.length > 0 ? ` ${fields.join(' ')}` : ''}`,
     key: JSON.stringify(rest),
   };
@@ -62,6 +65,7 @@ export function readableLog(text: string): string {
   const out: string[] = [];
   let lastKey: string | undefined;
   let repeats = 0;
+  const said = new Set<string>();
   const close = () => {
     if (repeats > 0) out.push(`  … ×${repeats + 1}`);
     repeats = 0;
@@ -69,13 +73,17 @@ export function readableLog(text: string): string {
   for (const raw of text.split('\n')) {
     const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
     if (line === '') continue;
-    const { text: shown, key } = render(line);
+    const { text: shown, key, msg } = render(line);
     if (key === lastKey) {
       repeats++;
       continue;
     }
     close();
     lastKey = key;
+    if (msg !== undefined && ONCE.has(msg)) {
+      if (said.has(msg)) continue;
+      said.add(msg);
+    }
     out.push(shown);
   }
   close();

@@ -31,4 +31,7 @@ test('UI log text: JSON lines read as time, level, message and fields; repeats c
     ].join('\n'),
   );
   assert.equal(readableLog('{not json\n{"level":30}\n'), `{not json\n--:--:-- INFO  `);
+  const engine = json('no container engine answered', { tried: ['/run/docker.sock'] });
+  const twice = readableLog([engine, json('started'), engine, json('started again')].join('\n'));
+  assert.equal(twice.match(/no container engine answered/g)?.length, 1);
 });
