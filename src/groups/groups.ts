@@ -134,7 +134,7 @@ export class GroupService {
           `group '${name}' still holds ${held.length} workload${held.length === 1 ? '' : 's'}: ` +
             `${labels.join(', ')}; nothing was changed. Delete them with the group (with-workloads), ` +
             'or remove them first',
-          { details: { workloads: held } },
+          { details: { workloads: held, virtual: held.filter((w) => members.isVirtual(w)) } },
         );
       }
       if (held.length > 0) await members.deleteWorkloads(name);

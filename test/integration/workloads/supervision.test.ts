@@ -142,7 +142,7 @@ test('group delete refuses while the group holds workloads (a virtual one named 
       err.message,
       /^group 'team' still holds 2 workloads: team-vmcp \(virtual MCP server\), w1; nothing was changed/,
     );
-    assert.deepEqual(err.details, { workloads: ['team-vmcp', 'w1'] });
+    assert.deepEqual(err.details, { workloads: ['team-vmcp', 'w1'], virtual: ['team-vmcp'] });
     return true;
   });
   // Nothing moved: the group, its workloads and the default group are as they were.

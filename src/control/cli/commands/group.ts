@@ -7,14 +7,18 @@ import { isSkepError, SkepError } from '../../../shared/index.js';
 
 /** The refusal of `group rm` in the CLI's words: which workloads, and the two ways on. */
 function notEmpty(group: string, err: SkepError): SkepError {
-  const held = (err.details?.['workloads'] as string[] | undefined) ?? [];
-  const listed = err.message.replace(/^.*?holds (.*?); nothing was changed.*$/s, '$1');
+  const strings = (value: unknown) =>
+    Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+  const held = strings(err.details?.['workloads']);
+  const virtual = new Set(strings(err.details?.['virtual']));
+  if (held.length === 0) return err;
+  const labels = held.map((w) => (virtual.has(w) ? `${w} (virtual MCP server)` : w));
   const quoted = /[\s']/.test(group) ? `'${group.replace(/'/g, "'\\''")}'` : group;
+  const them = held.length === 1 ? 'it' : 'them';
   return new SkepError(
     'group_not_empty',
-    `group ${group} still holds ${listed}; nothing was changed\n` +
-      `  'skep group rm ${quoted} --with-workloads' deletes ${held.length === 1 ? 'it' : 'them'} with the group` +
-      (held.length > 0 ? `; 'skep rm ${held.join(' ')}' removes ${held.length === 1 ? 'it' : 'them'} first` : ''),
+    `group ${group} still holds ${held.length} workload${held.length === 1 ? '' : 's'}: ${labels.join(', ')}; nothing was changed\n` +
+      `  'skep group rm ${quoted} --with-workloads' deletes ${them} with the group; 'skep rm ${held.join(' ')}' removes ${them} first`,
     { details: { workloads: held } },
   );
 }
