@@ -1,0 +1,504 @@
+/**
+ * The pod-template pieces every rendered workload shares: constants and annotations, the run
+ * configuration a runner pod mounts (with the shared configurations folded in), Secret wiring,
+ * the runner container, Service, ServiceAccount and Deployment, and `resourceOverrides`.
+ */
+import { createHash } from 'node:crypto';
+import { EXTAUTH_KIND } from '../../schemas/extauth/index.js';
+import type { MCPRemoteProxySpec, MCPServerSpec } from '../../schemas/workloads/index.js';
+import { canonicalJson, configHash } from './config-hash.js';
+import { buildRunConfigAuth, type SecretEnv, type SecretFile } from './runconfig.js';
+import { Index, secretReader } from './render-index.js';
+import { type K8sObject, labelsFor, mergePodTemplate, meta, nameOf, selectorOf } from './render-common.js';
+
+import { type RefPaths, resolveSharedRefs, type SharedRefFields } from './shared-refs.js';
+import { type ImageCommandReader } from './image-command.js';
+type Node = Record<string, unknown>;
+
+export const DEFAULT_RUNNER_IMAGE = 'ghcr.io/skep-dev/skep:latest';
+/** Env var of the operator naming the runner image (Helm value `operator.runnerImage`). */
+export const RUNNER_IMAGE_ENV = 'SKEP_RUNNER_IMAGE';
+
+export const RUNCONFIG_DIR = '/etc/runconfig';
+export const RUNCONFIG_KEY = 'runconfig.json';
+export const VMCP_CONFIG_DIR = '/etc/vmcp-config';
+export const VMCP_PORT = 4483;
+/** Where the init container puts the self-contained runner in a stdio server's container. */
+export const RUNNER_COPY_DIR = '/skep';
+
+export const ANNOTATIONS = {
+  contentChecksum: 'skep.dev/content-checksum',
+  runconfigChecksum: 'skep.dev/runconfig-checksum',
+  externalAuthHash: 'skep.dev/external-auth-config-hash',
+  authServerHash: 'skep.dev/auth-server-config-hash',
+  generation: 'skep.dev/generation',
+  compositeToolsHash: 'skep.dev/composite-tools-hash',
+} as const;
+
+export interface RenderOptions {
+  runnerImage?: string;
+  /** Namespace of resources that name none. */
+  namespace?: string;
+  /** Image of the vMCP pod (default: the runner image; it runs `skep operator pod-runner`). */
+  vmcpImage?: string;
+  /**
+   * Reads a stdio image's entrypoint when its MCPServer names no `command` (default: from the
+   * image's registry, cached by digest).
+   */
+  readImageCommand?: ImageCommandReader;
+  /** Never read a registry: a stdio MCPServer without `command` is a problem naming its image. */
+  offline?: boolean;
+  /** Reads a Secret absent from the documents (the controller: from the API), for image pull secrets. */
+  readSecret?: (namespace: string, name: string) => Promise<Record<string, Buffer> | undefined>;
+}
+
+/** The options every render function sees. */
+export interface Resolved {
+  runnerImage: string;
+  namespace: string;
+  vmcpImage: string;
+  readImageCommand: ImageCommandReader | undefined;
+  readSecret: RenderOptions['readSecret'];
+}
+
+export const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** Stable checksum of a ConfigMap's data (sorted keys). */
+export function dataChecksum(data: Record<string, string>): string {
+  return sha256(canonicalJson(data));
+}
+
+export interface PodWiring {
+  env: Node[];
+  volumes: Node[];
+  mounts: Node[];
+}
+
+/** Secret env vars and files → container env (secretKeyRef) and read-only Secret volumes. */
+export function wireSecrets(env: SecretEnv[], files: SecretFile[]): PodWiring {
+  const out: PodWiring = { env: [], volumes: [], mounts: [] };
+  for (const e of env)
+    out.env.push({
+      name: e.name,
+      valueFrom: { secretKeyRef: { name: e.secretRef.name, key: e.secretRef.key } },
+    });
+  files.forEach((f, i) => {
+    const slash = f.path.lastIndexOf('/');
+    const volume = `secret-file-${i}`;
+    out.volumes.push({
+      name: volume,
+      secret: {
+        secretName: f.secretRef.name,
+        items: [{ key: f.secretRef.key, path: f.path.slice(slash + 1) }],
+        defaultMode: 0o400,
+      },
+    });
+    out.mounts.push({ name: volume, mountPath: f.path, subPath: f.path.slice(slash + 1), readOnly: true });
+  });
+  return out;
+}
+
+/** The runner's only writable place (its private store, logs): small, in memory, mode 1777. */
+export const TMP_VOLUME = { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } };
+
+export const DEFAULT_RESOURCES = {
+  requests: { cpu: '50m', memory: '64Mi' },
+  limits: { cpu: '500m', memory: '256Mi' },
+};
+
+export const RUNNER_SECURITY = {
+  allowPrivilegeEscalation: false,
+  runAsNonRoot: true,
+  runAsUser: 65532,
+  runAsGroup: 65532,
+  capabilities: { drop: ['ALL'] },
+};
+
+export function probes(portName: string): Node {
+  const get = { httpGet: { path: '/health', port: portName } };
+  return {
+    startupProbe: { ...get, periodSeconds: 2, failureThreshold: 60 },
+    readinessProbe: { ...get, periodSeconds: 5 },
+    livenessProbe: { ...get, periodSeconds: 10, failureThreshold: 3 },
+  };
+}
+
+export interface Shared {
+  runConfig: Node;
+  wiring: PodWiring;
+  annotations: Record<string, string>;
+  problems: string[];
+}
+
+/** The run-configuration fields MCPServer and MCPRemoteProxy share, with their pod wiring. */
+/** The runner fields every rendered workload shares (a VirtualMCPServer maps its own onto them). */
+export type RunnerFields = Pick<
+  MCPRemoteProxySpec,
+  | 'trustProxyHeaders'
+  | 'oidcConfig'
+  | 'audit'
+  | 'telemetry'
+  | 'sessionStorage'
+  | 'externalAuthConfigRef'
+  | 'authServerRef'
+  | 'groupRef'
+  | 'proxyPort'
+> &
+  SharedRefFields & { endpointPrefix?: string };
+
+export async function sharedRunConfig(
+  cr: Node,
+  spec: RunnerFields,
+  index: Index,
+  namespace: string,
+  paths: RefPaths = {},
+): Promise<Shared> {
+  const name = nameOf(cr);
+  const problems: string[] = [];
+  const env: SecretEnv[] = [];
+  const files: SecretFile[] = [];
+  const annotations: Record<string, string> = {};
+  const rc: Node = {
+    schema_version: 'v0.1.0',
+    name,
+    group: spec.groupRef?.name ?? 'default',
+    // In a pod the Service sends traffic to the pod IP: the runner listens on every interface.
+    host: '0.0.0.0',
+    port: spec.proxyPort,
+    env_vars: {},
+    secrets: [],
+    volumes: [],
+    container_labels: {},
+    permission_profile: {},
+  };
+  if (spec.trustProxyHeaders !== undefined) rc['trust_proxy_headers'] = spec.trustProxyHeaders;
+  const o = spec.oidcConfig;
+  if (o !== undefined) {
+    rc['oidc_config'] = Object.fromEntries(
+      Object.entries({
+        issuer: o.issuer,
+        audience: o.audience,
+        jwksurl: o.jwksUrl,
+        introspectionURL: o.introspectionUrl,
+        clientID: o.clientId,
+        resourceURL: o.resourceUrl,
+        scopes: o.scopes,
+      }).filter(([, v]) => v !== undefined),
+    );
+  }
+  if (spec.audit?.enabled === true) rc['audit_config'] = { enabled: true, component: name };
+  const t = spec.telemetry;
+  if (t !== undefined) {
+    rc['telemetry_config'] = Object.fromEntries(
+      Object.entries({
+        endpoint: t.endpoint,
+        serviceName: t.serviceName ?? name,
+        insecure: t.insecure,
+        tracingEnabled: t.tracingEnabled,
+        metricsEnabled: t.metricsEnabled,
+        samplingRate: t.samplingRate,
+        enablePrometheusMetricsPath: t.prometheusMetricsPath,
+      }).filter(([, v]) => v !== undefined),
+    );
+  }
+  const ss = spec.sessionStorage;
+  if (ss?.provider === 'redis') {
+    rc['scaling_config'] = {
+      session_redis: Object.fromEntries(
+        Object.entries({ address: ss.address, db: ss.db, key_prefix: ss.keyPrefix }).filter(
+          ([, v]) => v !== undefined,
+        ),
+      ),
+    };
+    if (ss.passwordRef !== undefined)
+      env.push({ name: 'SKEP_SESSION_REDIS_PASSWORD', secretRef: ss.passwordRef });
+  }
+  // Referenced MCPExternalAuthConfigs: outgoing auth (externalAuthConfigRef) and the embedded
+  // authorization server (authServerRef), mapped by the same code as `skep extauth`.
+  const refs: Array<[string, string, string]> = [];
+  if (spec.externalAuthConfigRef !== undefined)
+    refs.push(['spec.externalAuthConfigRef', spec.externalAuthConfigRef.name, ANNOTATIONS.externalAuthHash]);
+  if (spec.authServerRef !== undefined && spec.authServerRef.name !== spec.externalAuthConfigRef?.name)
+    refs.push(['spec.authServerRef', spec.authServerRef.name, ANNOTATIONS.authServerHash]);
+  for (const [field, refName, annotation] of refs) {
+    const config = index.get(EXTAUTH_KIND, namespace, refName);
+    if (config === undefined) {
+      problems.push(`${field}: MCPExternalAuthConfig ${namespace}/${refName} does not exist`);
+      continue;
+    }
+    try {
+      const auth = await buildRunConfigAuth(config, secretReader(index), { secretValues: false });
+      Object.assign(rc, mergeAuth(rc, auth.runConfig));
+      env.push(...auth.env);
+      files.push(...auth.files);
+      const status = config['status'] as Node | undefined;
+      annotations[annotation] =
+        typeof status?.['configHash'] === 'string' ? status['configHash'] : configHash(config['spec']);
+    } catch (err) {
+      problems.push(`${field}: ${(err as Error).message}`);
+    }
+  }
+  if (spec.endpointPrefix !== undefined && spec.endpointPrefix !== '')
+    problems.push(
+      'spec.endpointPrefix: the Skep runner serves /mcp and /sse at the root of its port and does not prefix the SSE endpoint URL yet; route the prefix in the ingress without stripping it, and remove endpointPrefix',
+    );
+  // Shared configurations by reference (and inline authorization / rate limits).
+  const shared = resolveSharedRefs(spec, { index, namespace, workload: name, paths });
+  problems.push(...shared.problems);
+  Object.assign(rc, shared.runConfig);
+  env.push(...shared.env);
+  files.push(...shared.files);
+  Object.assign(annotations, shared.annotations);
+  const wiring = wireSecrets(env, files);
+  wiring.env.push(...shared.plainEnv);
+  wiring.volumes.push(...shared.volumes);
+  wiring.mounts.push(...shared.mounts);
+  return { runConfig: rc, wiring, annotations, problems };
+}
+
+/** header_forward blocks from several sources merge; other blocks are set once. */
+export function mergeAuth(rc: Node, add: Node): Node {
+  const out: Node = { ...add };
+  const a = rc['header_forward'] as Node | undefined;
+  const b = add['header_forward'] as Node | undefined;
+  if (a !== undefined && b !== undefined) {
+    out['header_forward'] = {
+      add_plaintext_headers: {
+        ...((a['add_plaintext_headers'] as Node) ?? {}),
+        ...((b['add_plaintext_headers'] as Node) ?? {}),
+      },
+      add_headers_from_secret: {
+        ...((a['add_headers_from_secret'] as Node) ?? {}),
+        ...((b['add_headers_from_secret'] as Node) ?? {}),
+      },
+    };
+  }
+  return out;
+}
+
+/** Where a pod reads its run configuration: a ConfigMap mounted read-only at `dir`. */
+export interface MountedConfig {
+  volume: string;
+  configMap: string;
+  dir: string;
+}
+
+export const configVolume = (c: MountedConfig) => ({ name: c.volume, configMap: { name: c.configMap } });
+export const configMount = (c: MountedConfig) => ({ name: c.volume, mountPath: c.dir, readOnly: true });
+export const TMP_MOUNT = { name: 'tmp', mountPath: '/tmp' };
+
+/** The ConfigMap holding the run configuration `rc`, with the checksum that rolls its pods. */
+export function runconfigMap(cr: Node, config: MountedConfig, namespace: string, rc: Node): K8sObject {
+  const data = { [RUNCONFIG_KEY]: `${JSON.stringify(rc, null, 2)}\n` };
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: meta(cr, config.configMap, namespace, {
+      annotations: { [ANNOTATIONS.contentChecksum]: dataChecksum(data) },
+    }),
+    data,
+  };
+}
+
+export function serviceAccount(cr: Node, name: string, namespace: string): K8sObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: meta(cr, name, namespace),
+    // The runner never calls the Kubernetes API: no token in its pods.
+    automountServiceAccountToken: false,
+  };
+}
+
+export function service(
+  cr: Node,
+  name: string,
+  namespace: string,
+  port: number,
+  affinity: string | undefined,
+  type = 'ClusterIP',
+): K8sObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: meta(cr, name, namespace),
+    spec: {
+      type,
+      selector: selectorOf(cr),
+      ports: [{ name: 'http', port, targetPort: 'http', protocol: 'TCP' }],
+      sessionAffinity: affinity ?? 'ClientIP',
+    },
+  };
+}
+
+export function deployment(
+  cr: Node,
+  namespace: string,
+  replicas: number,
+  podSpec: Node,
+  podAnnotations: Record<string, string>,
+  patch: Node | undefined,
+): K8sObject {
+  const crName = nameOf(cr);
+  const template = mergePodTemplate(
+    {
+      metadata: { labels: labelsFor(String(cr['kind']), crName), annotations: podAnnotations },
+      spec: podSpec,
+    },
+    patch,
+  );
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: meta(cr, crName, namespace),
+    spec: {
+      replicas,
+      selector: { matchLabels: selectorOf(cr) },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template,
+    },
+  };
+}
+
+export const contentChecksumOf = (cm: K8sObject) =>
+  (cm.metadata.annotations ?? {})[ANNOTATIONS.contentChecksum] ?? '';
+
+/** Pod-template annotations of a server or remote proxy: a change to any of them rolls its pods. */
+export function rolloutAnnotations(cr: Node, cm: K8sObject, shared: Shared): Record<string, string> {
+  return {
+    [ANNOTATIONS.runconfigChecksum]: contentChecksumOf(cm),
+    [ANNOTATIONS.generation]: String((cr['metadata'] as Node)['generation'] ?? 1),
+    ...shared.annotations,
+  };
+}
+
+/** A rendered pod: its own ServiceAccount, whose token is never mounted. */
+export function podSpecOf(
+  serviceAccountName: string,
+  parts: { initContainers?: Node[]; containers: Node[]; volumes: Node[] },
+): Node {
+  return Object.assign(
+    { serviceAccountName, automountServiceAccountToken: false, terminationGracePeriodSeconds: 30 },
+    parts,
+  );
+}
+
+/** `skep operator pod-runner` reading the run configuration mounted at `dir`. */
+export const runnerArgs = (dir: string) => ['operator', 'pod-runner', '--config', `${dir}/${RUNCONFIG_KEY}`];
+
+/** The container of the Skep runner image: `skep operator pod-runner` serving on port `http`. */
+export function runnerContainer(c: {
+  name: string;
+  image: string;
+  config: MountedConfig;
+  port: number;
+  env: Node[];
+  mounts: Node[];
+  resources: unknown;
+}): Node {
+  return {
+    name: c.name,
+    image: c.image,
+    args: runnerArgs(c.config.dir),
+    env: c.env,
+    ports: [{ name: 'http', containerPort: c.port, protocol: 'TCP' }],
+    volumeMounts: [configMount(c.config), TMP_MOUNT, ...c.mounts],
+    resources: c.resources,
+    ...probes('http'),
+    securityContext: RUNNER_SECURITY,
+  };
+}
+
+/** A workload's objects: its ConfigMap, ServiceAccount `sa` (unless the spec names one), Deployment, Service. */
+export function workloadObjects(
+  cr: Node,
+  namespace: string,
+  spec: { serviceAccount?: string; podTemplateSpec?: unknown },
+  w: {
+    cm: K8sObject;
+    sa: string;
+    replicas: number;
+    podSpec: Node;
+    podAnnotations: Record<string, string>;
+    service: K8sObject;
+  },
+): K8sObject[] {
+  const objects: K8sObject[] = [w.cm];
+  if (spec.serviceAccount === undefined) objects.push(serviceAccount(cr, w.sa, namespace));
+  const patch = spec.podTemplateSpec as Node | undefined;
+  objects.push(deployment(cr, namespace, w.replicas, w.podSpec, w.podAnnotations, patch), w.service);
+  return objects;
+}
+
+/** The run configuration of a server or remote proxy, as its pod mounts it. */
+export const runconfigOf = (name: string): MountedConfig => ({
+  volume: 'runconfig',
+  configMap: `${name}-runconfig`,
+  dir: RUNCONFIG_DIR,
+});
+/** How the server's container runs the copied runner (deploy/image/install-runner.mjs). */
+export const RUNNER_COPY_COMMAND = [
+  `${RUNNER_COPY_DIR}/lib/ld.so`,
+  '--library-path',
+  `${RUNNER_COPY_DIR}/lib`,
+  `${RUNNER_COPY_DIR}/bin/node`,
+  `${RUNNER_COPY_DIR}/app/dist/skep.mjs`,
+  ...runnerArgs(RUNCONFIG_DIR),
+];
+/**
+ * Env of the stdio server's container, which runs the copied runner in the server's image:
+ * its store goes to the `tmp` emptyDir. Containers of the Skep image use the image's
+ * HOME/SKEP_HOME (/var/lib/skep, owned by the image's non-root user).
+ */
+
+/** Names of the volumes the rendered pods use themselves. */
+export const RESERVED_VOLUMES = new Set(['runconfig', 'tmp', 'skep', 'ca-bundle', 'vmcp-config']);
+
+/** `spec.resourceOverrides` applied to rendered objects (labels, annotations, runner env, pull secrets). */
+export function applyResourceOverrides(
+  objects: K8sObject[],
+  overrides: MCPServerSpec['resourceOverrides'],
+  runner: string,
+): void {
+  if (overrides === undefined) return;
+  const d = overrides.proxyDeployment;
+  const merge = (target: Node, key: string, add: Record<string, string> | undefined, keep: string[] = []) => {
+    if (add === undefined) return;
+    const current = (target[key] ?? {}) as Record<string, string>;
+    const next = { ...current, ...add };
+    for (const k of keep) if (current[k] !== undefined) next[k] = current[k]; // the selector stays
+    target[key] = next;
+  };
+  const selectorKeys = ['app.kubernetes.io/name', 'app.kubernetes.io/instance'];
+  for (const obj of objects) {
+    const m = obj.metadata as unknown as Node;
+    if (obj.kind === 'Deployment' && d !== undefined) {
+      merge(m, 'labels', d.labels, selectorKeys);
+      merge(m, 'annotations', d.annotations);
+      const template = (obj['spec'] as Node)['template'] as Node;
+      const tm = template['metadata'] as Node;
+      merge(tm, 'labels', d.podTemplateMetadataOverrides?.labels, selectorKeys);
+      merge(tm, 'annotations', d.podTemplateMetadataOverrides?.annotations);
+      const pod = template['spec'] as Node;
+      const container = (pod['containers'] as Node[]).find((c) => c['name'] === runner);
+      if (container !== undefined && d.env !== undefined) {
+        const env = ((container['env'] ?? []) as Node[]).filter(
+          (e) => !d.env!.some((x) => x.name === e['name']),
+        );
+        container['env'] = [...env, ...d.env.map((e) => ({ name: e.name, value: e.value }))];
+      }
+      if (d.imagePullSecrets !== undefined && d.imagePullSecrets.length > 0) {
+        const have = ((pod['imagePullSecrets'] ?? []) as Node[]).filter(
+          (x) => !d.imagePullSecrets!.some((y) => y.name === x['name']),
+        );
+        pod['imagePullSecrets'] = [...d.imagePullSecrets.map((x) => ({ name: x.name })), ...have];
+      }
+    }
+    if (obj.kind === 'ServiceAccount' && d?.imagePullSecrets !== undefined && d.imagePullSecrets.length > 0)
+      (obj as unknown as Node)['imagePullSecrets'] = d.imagePullSecrets.map((x) => ({ name: x.name }));
+    if (obj.kind === 'Service' && overrides.proxyService !== undefined) {
+      merge(m, 'labels', overrides.proxyService.labels, selectorKeys);
+      merge(m, 'annotations', overrides.proxyService.annotations);
+    }
+  }
+}
