@@ -62,6 +62,8 @@ export interface UpgradeOutcome {
   status: SkillUpgradeStatus;
   old_digest: string;
   new_digest: string;
+  /** The new content's signer, when it differs from the one the lock pins. */
+  new_signer_identity?: string;
   reason?: FailureReason;
   error?: string;
 }

@@ -27,6 +27,7 @@ import {
 import type { InstalledSkill } from './records.js';
 import { resolveSkill } from './resolve.js';
 import { resolveScope } from './scope.js';
+import { checkSignature, KEY_SIGNER_ISSUER, trustedKeys } from './signing.js';
 
 /**
  * Restores a project's installed skills to its lock file (ToolHive's `sync`). Entries
@@ -151,15 +152,39 @@ export async function upgradeProject(
       outcomes.push({ ...base, status: 'upgraded', new_digest: digest });
       continue;
     }
+    // An entry that pins a signer upgrades only to content signed by a trusted key: by the same
+    // signer, or by another one with allow_signer_change (which then becomes the pinned one).
+    let upgraded: LockEntry = { ...entry, digest };
+    const pinned = pinnedSignerOf(entry);
+    if (pinned !== undefined) {
+      try {
+        const checked = await checkUpgradeSignature(ctx, entry, digest);
+        if (checked !== pinned && request.allow_signer_change !== true) {
+          outcomes.push({
+            ...base,
+            status: 'signer-change-blocked',
+            new_digest: digest,
+            new_signer_identity: checked,
+            reason: 'signer-mismatch',
+            error: `skill "${entry.name}": the new content is signed by ${checked}, the lock pins ${pinned}; pass allow_signer_change to accept it`,
+          });
+          continue;
+        }
+        upgraded = { ...upgraded, provenance: { signerIdentity: checked, certIssuer: KEY_SIGNER_ISSUER } };
+      } catch (err) {
+        const f = failed(ctx, entry.name, err);
+        outcomes.push({
+          ...base,
+          status: 'failed',
+          new_digest: digest,
+          reason: 'signature-invalid',
+          error: f.error,
+        });
+        continue;
+      }
+    }
     try {
-      await installLocked(
-        ctx,
-        { ...entry, digest },
-        pinnedSource(entry.source, digest),
-        clients,
-        root,
-        locked,
-      );
+      await installLocked(ctx, upgraded, pinnedSource(entry.source, digest), clients, root, locked);
       outcomes.push({ ...base, status: 'upgraded', new_digest: digest });
     } catch (err) {
       const f = failed(ctx, entry.name, err);
@@ -167,6 +192,27 @@ export async function upgradeProject(
     }
   }
   return { outcomes };
+}
+
+function pinnedSignerOf(entry: LockEntry): string | undefined {
+  const provenance = entry['provenance'];
+  if (typeof provenance !== 'object' || provenance === null) return undefined;
+  const signer = (provenance as { signerIdentity?: unknown }).signerIdentity;
+  return typeof signer === 'string' ? signer : undefined;
+}
+
+/** The trusted signer of `digest` from `entry.source`'s repository; 403 when there is none. */
+async function checkUpgradeSignature(ctx: SkillsContext, entry: LockEntry, digest: string): Promise<string> {
+  const resolved = await resolveSkill(ctx, pinnedSource(entry.source, digest));
+  if (resolved.oci === undefined) {
+    throw new SkepError('forbidden', `skill "${entry.name}": ${entry.source} carries no signature`);
+  }
+  const found = await checkSignature(ctx, resolved.oci, digest, await trustedKeys(ctx));
+  if (found.status === 'verified') return found.signer;
+  throw new SkepError(
+    'forbidden',
+    `skill "${entry.name}" (${digest}): ${found.status === 'unsigned' ? 'not signed' : `signature verification failed: ${found.reason}`}, but the lock pins a signer`,
+  );
 }
 
 /**

@@ -198,3 +198,103 @@ test(
     assert.match(userScope.json().message, /no signature verifies with a trusted public key/);
   },
 );
+
+test(
+  'upgrade of a signed lock entry: same signer upgrades, another is blocked unless allowed, unsigned fails',
+  { timeout: 120_000 },
+  async (t) => {
+    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
+    const registry = await startRegistry(t);
+    const { app } = await testApp(t);
+    const work = tempDir(t, 'skep-skill-up-src-');
+    const keys = tempDir(t, 'skep-skill-up-keys-');
+    const project = realpathSync(tempDir(t, 'skep-skill-up-project-'));
+    initGitRepo(project);
+    const alice = keyPair(keys, 'alice');
+    const mallory = keyPair(keys, 'mallory');
+    // The user's policy: both keys trusted (a folder of public keys).
+    const trusted = tempDir(t, 'skep-skill-up-trusted-');
+    for (const k of [alice, mallory])
+      writeFileSync(join(trusted, `${k.fingerprint.slice(7, 15)}.pub`), readFileSync(k.pub));
+    const saved = process.env['SKEP_SKILLS_TRUSTED_KEYS'];
+    process.env['SKEP_SKILLS_TRUSTED_KEYS'] = trusted;
+    t.after(() => {
+      if (saved === undefined) delete process.env['SKEP_SKILLS_TRUSTED_KEYS'];
+      else process.env['SKEP_SKILLS_TRUSTED_KEYS'] = saved;
+    });
+
+    const ref = `${registry}/skills/up-skill:latest`;
+    let round = 0;
+    const publish = async (key: string | undefined) => {
+      round++;
+      const dir = writeSkill(work, 'up-skill', { description: `round ${round}` });
+      assert.equal(
+        (
+          await app.inject({
+            method: 'POST',
+            url: '/api/v1beta/skills/build',
+            payload: { path: dir, tag: ref },
+          })
+        ).statusCode,
+        200,
+      );
+      const pushed = await app.inject({
+        method: 'POST',
+        url: '/api/v1beta/skills/push',
+        payload: { reference: ref, ...(key === undefined ? {} : { key }) },
+      });
+      assert.equal(pushed.statusCode, 204, pushed.body);
+      assert.equal(
+        (await app.inject({ method: 'DELETE', url: `/api/v1beta/skills/builds/${encodeURIComponent(ref)}` }))
+          .statusCode,
+        204,
+      );
+    };
+    const upgrade = async (extra: Record<string, unknown> = {}) => {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/api/v1beta/skills/upgrade',
+        payload: { project_root: project, clients: ['claude-code'], ...extra },
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      return res.json<{
+        outcomes: { status: string; new_digest: string; new_signer_identity?: string; reason?: string }[];
+      }>().outcomes[0]!;
+    };
+    const entry = () =>
+      (
+        parseYaml(readFileSync(join(project, 'skep.lock.yaml'), 'utf8')) as { skills: LockEntry[] }
+      ).skills.find((e) => e.name === 'up-skill')!;
+
+    await publish(alice.priv);
+    const installed = await app.inject({
+      method: 'POST',
+      url: '/api/v1beta/skills',
+      payload: { name: ref, scope: 'project', project_root: project, clients: ['claude-code'] },
+    });
+    assert.equal(installed.statusCode, 201, installed.body);
+    assert.equal(entry().provenance?.signerIdentity, alice.fingerprint);
+
+    await publish(alice.priv);
+    const same = await upgrade();
+    assert.equal(same.status, 'upgraded');
+    assert.equal(entry().digest, same.new_digest);
+    assert.equal(entry().provenance?.signerIdentity, alice.fingerprint);
+
+    await publish(mallory.priv);
+    const before = entry().digest;
+    const blocked = await upgrade();
+    assert.equal(blocked.status, 'signer-change-blocked');
+    assert.equal(blocked.new_signer_identity, mallory.fingerprint);
+    assert.equal(entry().digest, before, 'a blocked upgrade changes nothing');
+    const allowed = await upgrade({ allow_signer_change: true });
+    assert.equal(allowed.status, 'upgraded');
+    assert.equal(entry().provenance?.signerIdentity, mallory.fingerprint);
+
+    await publish(undefined);
+    const unsigned = await upgrade();
+    assert.equal(unsigned.status, 'failed');
+    assert.equal(unsigned.reason, 'signature-invalid');
+    assert.equal(entry().provenance?.signerIdentity, mallory.fingerprint);
+  },
+);

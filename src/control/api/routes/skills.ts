@@ -88,10 +88,12 @@ const UpgradeResultBody = Type.Object({
     Type.Object({
       name: Type.String(),
       status: Type.String({
-        description: '`upgraded`, `up-to-date`, `not-upgradable` (pinned to a digest or commit) or `failed`.',
+        description:
+          '`upgraded`, `up-to-date`, `not-upgradable` (pinned to a digest or commit), `signer-change-blocked` (the new content has another signer than the lock pins; `allow_signer_change` accepts it) or `failed`.',
       }),
       old_digest: Type.String(),
       new_digest: Type.String(),
+      new_signer_identity: Type.Optional(Type.String()),
       reason: Type.Optional(FailureReason),
       error: Type.Optional(Type.String()),
     }),
