@@ -248,10 +248,13 @@ export function renderRegistry(cr: Node, index: Index, o: RegistryRenderOptions)
     },
     spec.podTemplateSpec as Node | undefined,
   );
+  // displayName names the registry for people (`kubectl describe`); the API serves it as `default`.
+  const described =
+    spec.displayName === undefined ? {} : { annotations: { 'skep.dev/display-name': spec.displayName } };
   const deployment: K8sObject = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: meta(cr, api, namespace),
+    metadata: meta(cr, api, namespace, described),
     spec: {
       replicas: 1,
       selector: { matchLabels: selectorOf(cr) },
@@ -262,7 +265,7 @@ export function renderRegistry(cr: Node, index: Index, o: RegistryRenderOptions)
   const service: K8sObject = {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: meta(cr, api, namespace),
+    metadata: meta(cr, api, namespace, described),
     spec: {
       selector: selectorOf(cr),
       ports: [{ name: 'http', port: REGISTRY_PORT, targetPort: 'http', protocol: 'TCP' }],

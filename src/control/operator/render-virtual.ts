@@ -299,6 +299,10 @@ export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promis
   if (toolConfigHashes.length > 0)
     annotations['skep.dev/tool-config-hash'] = sha256(toolConfigHashes.join(','));
   if (hashes.length > 0) annotations[ANNOTATIONS.externalAuthHash] = sha256(hashes.join(','));
+  // imagePullSecrets: on the pod (the podTemplateSpec's list merges with it by name) and on the
+  // ServiceAccount the operator creates (only this field reaches it, as in the reference).
+  const pullSecrets = (spec.imagePullSecrets ?? []).map((s) => ({ name: s.name }));
+  if (pullSecrets.length > 0) podSpec['imagePullSecrets'] = pullSecrets;
   const objects = workloadObjects(cr, namespace, spec, {
     cm,
     sa,
@@ -314,6 +318,8 @@ export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promis
       spec.serviceType ?? 'ClusterIP',
     ),
   });
+  const account = objects.find((o) => o.kind === 'ServiceAccount');
+  if (account !== undefined && pullSecrets.length > 0) account['imagePullSecrets'] = pullSecrets;
   const url = `http://vmcp-${name}.${namespace}.svc.cluster.local:${VMCP_PORT}/mcp`;
   return rendered('VirtualMCPServer', namespace, name, objects, url, problems, warnings);
 }

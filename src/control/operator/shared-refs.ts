@@ -308,10 +308,18 @@ export function resolveSharedRefs(
     if (a.policies !== undefined || a.type === 'inline') {
       const policies = a.policies ?? a.inline?.policies ?? [];
       const entities = a.entitiesJson ?? a.inline?.entitiesJson ?? '[]';
+      // The upstream provider whose token claims Cedar evaluates (the reference's deprecated
+      // location of the vMCP setting; on a proxy it selects among the embedded server's upstreams).
+      const primary = a.inline?.primaryUpstreamProvider;
       out.runConfig['authz_config'] = {
         version: '1.0',
         type: 'cedarv1',
-        cedar: { policies, entities_json: entities, ...claims },
+        cedar: {
+          policies,
+          entities_json: entities,
+          ...claims,
+          ...(primary === undefined ? {} : { primary_upstream_provider: primary }),
+        },
       };
     } else if (a.type === 'configMap' && a.configMap !== undefined) {
       const key = a.configMap.key ?? 'authz.json';

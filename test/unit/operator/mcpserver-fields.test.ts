@@ -152,4 +152,36 @@ describe('MCPServer fields of the reference', () => {
     assert.deepEqual(pullSecretCredentials(configs, 'ghcr.io'), { username: 'me', password: 'pat' });
     assert.equal(pullSecretCredentials(configs, 'quay.io'), undefined);
   });
+
+  it('VirtualMCPServer imagePullSecrets reach the pod (merged by name with podTemplateSpec) and its ServiceAccount', async () => {
+    const group = {
+      apiVersion: 'skep.dev/v1beta1',
+      kind: 'MCPGroup',
+      metadata: { name: 'g', namespace: 'ns' },
+      spec: {},
+    };
+    const vmcp = {
+      apiVersion: 'skep.dev/v1beta1',
+      kind: 'VirtualMCPServer',
+      metadata: { name: 'v', namespace: 'ns' },
+      spec: {
+        groupRef: { name: 'g' },
+        incomingAuth: {
+          type: 'anonymous',
+          authzConfig: {
+            type: 'inline',
+            inline: { policies: ['permit(principal, action, resource);'], primaryUpstreamProvider: 'github' },
+          },
+        },
+        imagePullSecrets: [{ name: 'a' }],
+        podTemplateSpec: { spec: { imagePullSecrets: [{ name: 'b' }] } },
+      },
+    };
+    const { objects, problems } = await renderResources([group, vmcp]);
+    assert.deepEqual(problems, []);
+    assert.deepEqual(podOf(objects).spec['imagePullSecrets'], [{ name: 'a' }, { name: 'b' }]);
+    assert.deepEqual(find(objects, 'ServiceAccount')['imagePullSecrets'], [{ name: 'a' }]);
+    const authz = runConfig(objects)['authz_config'] as { cedar: Obj };
+    assert.equal(authz.cedar['primary_upstream_provider'], 'github');
+  });
 });
