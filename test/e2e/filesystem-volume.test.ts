@@ -54,7 +54,11 @@ test(
       hidden.stderr + hidden.stdout,
     );
     assert.match(`${hidden.stderr}${hidden.stdout}`, new RegExp(`skep run … --volume ${folder}`));
-    await ok('rm', 'files');
+    // A failed first start leaves nothing behind: the same name is free for the next run.
+    assert.deepEqual(
+      (JSON.parse(await ok('list', '--all', '--json')) as { workloads: unknown[] }).workloads,
+      [],
+    );
 
     await ok('run', SERVER, '--name', 'files', '--volume', folder, '--', folder);
     const target = join(folder, 'hello.txt');

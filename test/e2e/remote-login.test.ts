@@ -175,7 +175,8 @@ test(
     const opener = recordingOpener(t);
     const result = await run(
       process.execPath,
-      ['--import', 'tsx', cliEntry(), 'run', '--from-config', configFile],
+      // Kept after its failed start, so that its status can be read.
+      ['--import', 'tsx', cliEntry(), 'run', '--from-config', configFile, '--keep-on-failure'],
       {
         env: { ...home.env, ...opener.env, SKEP_LOG_LEVEL: 'silent' },
         timeout: 120_000,
