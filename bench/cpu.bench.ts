@@ -10,14 +10,15 @@
  *   direct           the bench process writes JSON-RPC lines to an echo child (no HTTP)
  *   http-floor       bare node:http answering tools/call itself (bench/fixtures/http-floor.mjs)
  *   relay            bare relay (node:http in, undici keep-alive out, nothing parsed) in its own
- *                    process, in front of the `none` workload: the floor of one more hop
+ *                    process, in front of a `backend` echo workload: the floor of one more hop
  *   webhook-post     the bench POSTing a webhook-sized body to the webhook receiver: the
  *                    client-side CPU of a bare POST (bench process) and the receiver's
  *   none ... all     `skep run --from-config` workloads (built CLI, detached runners): no
  *                    middleware; authz (Cedar, 10 policies); audit to a file (default fields,
  *                    and with request data); telemetry (OTLP traces + metrics, sampling 1.0, to
  *                    a loopback sink); rate limit (memory; Redis); one validating webhook; all
- *   vmcp             a virtual MCP workload over the `none` workload's group
+ *   vmcp             a virtual MCP workload over the `backend` workload's group (the same
+ *                    backend as the relay's; `none` serves only its own calls)
  *
  * Every target runs `BENCH_CPU_ROUNDS` rounds (default 3), interleaved (the order rotates per
  * round), each of `BENCH_CPU_CALLS` calls (default 4000) at concurrency 1 and at 32 (32
@@ -298,7 +299,7 @@ async function main(): Promise<void> {
     };
     const limit = { maxTokens: 1_000_000_000, refillPeriod: '1s' };
     const configs: Record<string, Record<string, unknown>> = {
-      none: { group: 'bench' },
+      none: {},
       authz,
       audit: { audit_config: { logFile: join(bench.home, 'audit.log') } },
       'audit-data': {
@@ -396,18 +397,27 @@ async function main(): Promise<void> {
       targets.push(
         await mcpTarget(label, w.url, { runner, server: serverPidOf(runner), ...extraPids(label) }),
       );
-      if (label === 'none') {
-        const relay = await startLoopbackServer(relayScript(w.port), 'bare relay');
-        closers.push(() => void relay.child.kill());
-        const u = new URL(w.url);
-        targets.push(
-          await mcpTarget('relay', `http://127.0.0.1:${relay.port}${u.pathname}${u.search}`, {
-            relay: relay.child.pid!,
-            backend_runner: runner,
-            server: serverPidOf(runner),
-          }),
-        );
-      }
+    }
+    // The backend of the bare relay and of the virtual MCP: a workload of its own (in the vMCP's
+    // group), so that their traffic and the vMCP's own requests (health checks, list refreshes)
+    // never land on the `none` runner the stages are compared with.
+    log('starting the backend workload of the relay and the vMCP');
+    const backendWorkload = await startWorkload(bench.env, bench.home, 'bench-backend', { group: 'bench' });
+    bench.started(backendWorkload.name);
+    const backendRunner = runnerPidOf(backendWorkload.name);
+    if (backendRunner === undefined) throw new Error('no runner process for the backend workload');
+    runners['backend'] = backendRunner;
+    {
+      const relay = await startLoopbackServer(relayScript(backendWorkload.port), 'bare relay');
+      closers.push(() => void relay.child.kill());
+      const u = new URL(backendWorkload.url);
+      targets.push(
+        await mcpTarget('relay', `http://127.0.0.1:${relay.port}${u.pathname}${u.search}`, {
+          relay: relay.child.pid!,
+          backend_runner: backendRunner,
+          server: serverPidOf(backendRunner),
+        }),
+      );
     }
     if (wanted('vmcp')) {
       log('starting workload vmcp');
@@ -428,7 +438,7 @@ async function main(): Promise<void> {
       const runner = runnerPidOf(w.name);
       if (runner === undefined) throw new Error('no runner process for the vmcp workload');
       if (PROFILED === 'vmcp') profiledRunner = runner;
-      const backend = runners['none']!;
+      const backend = runners['backend'];
       targets.push(
         await mcpTarget('vmcp', w.url, {
           vmcp_runner: runner,
