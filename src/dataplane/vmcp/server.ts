@@ -362,17 +362,20 @@ export class VirtualMcpServer implements SessionHost {
       `serving ${served.length} backend${served.length === 1 ? '' : 's'}` +
       (served.length > 0 ? ` (${served.map((b) => b.name).join(', ')})` : '') +
       excluded.map((b) => `; ${b.name} left out: ${this.#auth.get(b.name)?.problem ?? 'no auth'}`).join('');
-    let withComposites = summary;
+    if (changed) for (const s of this.#sessions) s.backendsChanged();
+    this.#publish(summary);
+    // Composite tools that cannot run against this set of backends: said in the status.
     if (this.config.composites.length > 0 && served.length > 0) {
       const problems = await this.compositeProblems();
-      if (this.#set.up !== up) return;
-      for (const p of problems ?? []) withComposites += `; withheld: ${p}`;
+      if (this.#set.up !== up || problems === undefined || problems.length === 0) return;
+      this.#publish(summary + problems.map((p) => `; withheld: ${p}`).join(''));
     }
-    if (withComposites !== this.#lastStatus) {
-      this.#lastStatus = withComposites;
-      this.#options.onStatus?.(withComposites);
-    }
-    if (changed) for (const s of this.#sessions) s.backendsChanged();
+  }
+
+  #publish(summary: string): void {
+    if (summary === this.#lastStatus) return;
+    this.#lastStatus = summary;
+    this.#options.onStatus?.(summary);
   }
 
   #ensureAuth(b: BackendInfo): Promise<void> {

@@ -15,7 +15,7 @@ import { callText, connect, TEAM_SERVER, toolNames, waitFor } from './helpers.js
 
 test(
   'skep vmcp: a virtual workload from a config file, managed like any workload',
-  { timeout: 240_000 },
+  { timeout: 360_000 },
   async (t) => {
     const later = cleanupFirst(t);
     const home = tempHome(t);

@@ -442,6 +442,31 @@ test('composite tools over real backends', { timeout: 600_000 }, async (t) => {
       );
     },
   );
+  await t.test(
+    're-checked when backends change: a composite whose tool left is withheld, and back when it returns',
+    async () => {
+      await l.stop('everything');
+      await waitFor('dag to be withheld', async () => {
+        const names = (await client.listTools()).tools.map((x) => x.name);
+        return !names.includes('dag') && names.includes('fan_out') ? true : undefined;
+      });
+      const status = await waitFor('the status to say why', () => {
+        const context = l.manager.rows.get('v-wf')?.statusContext ?? '';
+        return context.includes('withheld') ? context : undefined;
+      });
+      assert.match(
+        status,
+        /withheld: vmcp\.compositeTools\[0\] \(dag\) step "c": tool "everything\.echo" is not among the backends' tools/,
+      );
+      const r = await call(client, 'dag', { who: 'x' });
+      assert.equal(r.isError, true);
+      assert.match(r.content[0]!.text, /composite tool dag cannot run: .*everything\.echo/);
+      await l.run('everything');
+      await waitFor('dag to be back', async () =>
+        (await client.listTools()).tools.some((x) => x.name === 'dag') ? true : undefined,
+      );
+    },
+  );
 });
 
 test('each inner call is authorized and audited like a direct call', { timeout: 300_000 }, async (t) => {
