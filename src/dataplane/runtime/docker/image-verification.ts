@@ -103,7 +103,14 @@ async function check(
       digest,
       status: 'verified',
       signer: outcome.signer,
-      message: `image ${image} (${digest}) verified: signed by ${outcome.signer}`,
+      // Keyless identity fields beside a key are not checked: said, never implied.
+      message: `image ${image} (${digest}) verified: signed by ${outcome.signer}${
+        policy.signer_identity !== undefined ||
+        policy.cert_issuer !== undefined ||
+        policy.repository_uri !== undefined
+          ? '; the keyless provenance (signer_identity, cert_issuer, repository_uri) is not checked'
+          : ''
+      }`,
     };
   }
   if (outcome.status === 'unsigned')
