@@ -8,7 +8,7 @@ import type { SkepConfig } from '../config/index.js';
 import { type GroupService, validateGroupName } from '../groups/index.js';
 import { checkPipeline } from './pipeline-check.js';
 import { checkLocalExecutable, checkWorkloadSandbox } from '../dataplane/runtime/index.js';
-import { SkepError } from '../shared/index.js';
+import { findExecutable, SkepError } from '../shared/index.js';
 import { IMAGE_SCHEMES } from './config-builder.js';
 import { allowedOriginsProblem } from '../schemas/index.js';
 import { hostExposureProblem } from './exposure.js';
@@ -110,6 +110,7 @@ export async function checkRunnable(ctx: ConfigCheckContext, config: RunConfig):
   if (IMAGE_SCHEMES.test(config.image)) {
     // The runner starts the server with this environment (and the workload's PATH, if set).
     checkLocalExecutable(config.image, { ...process.env, ...config.env_vars });
+    checkUvx(ctx.config, config);
     // A profile that asks for isolation never runs unisolated without an explicit opt-out.
     checkWorkloadSandbox(ctx.config, config);
   } else if (ctx.containers !== undefined) {
@@ -120,6 +121,23 @@ export async function checkRunnable(ctx: ConfigCheckContext, config: RunConfig):
       `'${config.image}' is a container image; this build runs servers as local processes only (npx://, uvx://, cmd://)`,
     );
   }
+}
+
+/**
+ * A `uvx://` server runs `uvx` on this machine unless `runtime.uvx_image` puts it in a
+ * container (or `runtime.type` is docker): without uvx it could only fail, so create refuses
+ * and says how to get it.
+ */
+function checkUvx(skep: SkepConfig, config: RunConfig): void {
+  if (!config.image.startsWith('uvx://')) return;
+  if (skep.runtime.uvx_image !== undefined || skep.runtime.type === 'docker') return;
+  if (findExecutable('uvx', { ...process.env, ...config.env_vars }) !== undefined) return;
+  throw new SkepError(
+    'executable_not_found',
+    `cannot start '${config.image}': uvx is not on PATH. uvx comes with uv: install it ` +
+      '(https://docs.astral.sh/uv/getting-started/installation/, e.g. `pipx install uv`), ' +
+      'or set runtime.uvx_image to run uvx:// servers in a container',
+  );
 }
 
 /**

@@ -415,6 +415,14 @@ test(
         2,
         "error: invalid --transport 'udp': use stdio, sse or streamable-http",
       ],
+      // A uvx:// server without uvx (here: not on the server's PATH) is refused at create.
+      [
+        ['run', 'uvx://mcp-server-fetch', '-e', 'PATH=/nonexistent-bin'],
+        1,
+        "error: cannot start 'uvx://mcp-server-fetch': uvx is not on PATH. uvx comes with uv: install it " +
+          '(https://docs.astral.sh/uv/getting-started/installation/, e.g. `pipx install uv`), ' +
+          'or set runtime.uvx_image to run uvx:// servers in a container',
+      ],
       // One name rule (the API's) with one message, in the CLI, the API and the web UI.
       [
         ['run', NODE, '--name', 'a..b'],
