@@ -4,7 +4,7 @@
  * official MCP SDK client: a script that calls two tools and combines their results, `parallel`
  * bounded by `parallelMaxConcurrency`, a tool error caught as an exception, a loop stopped at
  * `stepLimit`, I/O that does not exist in the sandbox, and each inner call audited like a
- * direct call.
+ * direct call and authorized one by one (Cedar).
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -52,7 +52,20 @@ test(
       },
     });
     await l.manager.createFromConfig(
-      Object.assign({}, l.manager.exportConfig('v-base'), { audit_config: { logFile: file } }),
+      Object.assign({}, l.manager.exportConfig('v-base'), {
+        audit_config: { logFile: file },
+        // Every call allowed but wf_user: a script's inner calls are judged one by one.
+        authz_config: {
+          version: '1.0',
+          type: 'cedarv1',
+          cedar: {
+            policies: [
+              'permit(principal, action, resource);',
+              'forbid(principal, action == Action::"call_tool", resource == Tool::"wf_user");',
+            ],
+          },
+        },
+      }),
       { name: 'v-code' },
     );
     await l.run('v-code');
@@ -69,11 +82,11 @@ test(
     await t.test('a script calls two tools and combines their results', async () => {
       const r = await script(
         client,
-        'const [sum, u] = await parallel([() => wf_add({ a: 1, b: n }), () => call_tool("wf_user", { id: 3 })]);\nreturn { sum: sum.result, name: u.user.name };',
+        'const [sum, p] = await parallel([() => wf_add({ a: 1, b: n }), () => call_tool("wf_packages", { n: 2 })]);\nreturn { sum: sum.result, name: p.packages[1].name };',
         { n: 41 },
       );
       assert.equal(r.isError, undefined, JSON.stringify(r));
-      assert.deepEqual(r.structuredContent, { sum: 42, name: 'user-3' });
+      assert.deepEqual(r.structuredContent, { sum: 42, name: 'pkg1' });
     });
 
     await t.test('parallel runs at most parallelMaxConcurrency calls at once', async () => {
@@ -93,6 +106,16 @@ test(
         'try { await wf_fail(); return "no"; } catch (e) { return "caught " + e.message; }',
       );
       assert.equal(r.content[0]?.text, 'caught wf_fail failed: "boom"');
+    });
+
+    await t.test('each inner call is authorized: a forbidden tool throws in the script', async () => {
+      const r = await script(
+        client,
+        'try { await wf_user({ id: 1 }); return "allowed"; } catch (e) { return "denied: " + e.message; }',
+      );
+      assert.match(r.content[0]!.text, /^denied: the call to wf_user was refused \(HTTP 403: Unauthorized\)/);
+      const direct = await client.callTool({ name: 'wf_user', arguments: { id: 1 } }).catch((e: Error) => e);
+      assert.ok(direct instanceof Error && /403/.test(direct.message), 'the direct call is denied alike');
     });
 
     await t.test('a loop that never ends is stopped at stepLimit', async () => {
@@ -134,7 +157,7 @@ test(
         return all.filter((e) => e.target['name'] === 'wf_add').length >= 1 ? all : undefined;
       });
       const add = lines.find((e) => e.target['name'] === 'wf_add')!;
-      const user = lines.find((e) => e.target['name'] === 'wf_user')!;
+      const user = lines.find((e) => e.target['name'] === 'wf_packages')!;
       const outer = lines.filter((e) => e.target['name'] === 'execute_tool_script');
       assert.equal(add.source.extra['request_id'], user.source.extra['request_id']);
       assert.ok(outer.some((e) => e.source.extra['request_id'] === add.source.extra['request_id']));
