@@ -15,11 +15,90 @@ export const REGISTRY_PORT = 8080;
 export const dataChecksumOf = (data: Record<string, string>) =>
   createHash('sha256').update(canonicalJson(data)).digest('hex');
 
+/** `filter` of a file source: servers by name (globs with `*`) and by publisher-provided tags. */
+export interface RegistryFilter {
+  names?: { include?: string[]; exclude?: string[] };
+  tags?: { include?: string[]; exclude?: string[] };
+}
+
 export interface RegistrySourceConfig {
   /** What `RegistryService.configure` takes. */
   update: { local_path?: string; api_url?: string; allow_private_ip?: boolean };
   /** `syncPolicy.interval` in ms (how long a fetched copy is served before it is fetched again). */
   ttlMs?: number;
+  /** A file source's filter: the server serves a filtered copy of the file. */
+  filter?: RegistryFilter;
+}
+
+const strings = (v: unknown): string[] | undefined =>
+  Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v) : undefined;
+
+function parseFilter(value: unknown, at: string, problems: string[]): RegistryFilter | undefined {
+  if (!isRecord(value)) {
+    problems.push(`${at}: must be a mapping of names and tags`);
+    return undefined;
+  }
+  const out: RegistryFilter = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (key !== 'names' && key !== 'tags') {
+      problems.push(`${at}.${key}: Skep's registry server filters by names and tags only`);
+      continue;
+    }
+    if (!isRecord(v)) {
+      problems.push(`${at}.${key}: must have include and/or exclude lists`);
+      continue;
+    }
+    const part: { include?: string[]; exclude?: string[] } = {};
+    for (const [k, list] of Object.entries(v)) {
+      const items = strings(list);
+      if ((k !== 'include' && k !== 'exclude') || items === undefined)
+        problems.push(`${at}.${key}.${k}: only include and exclude lists of strings`);
+      else part[k] = items;
+    }
+    out[key] = part;
+  }
+  return out;
+}
+
+/** Publisher-provided tags of an upstream-format server (`_meta…publisher-provided.<ns>.<id>.tags`). */
+function tagsOf(server: Record<string, unknown>): string[] {
+  const meta = isRecord(server['_meta']) ? server['_meta'] : {};
+  const provided = meta['io.modelcontextprotocol.registry/publisher-provided'];
+  const out: string[] = [];
+  const walk = (v: unknown, depth: number) => {
+    if (!isRecord(v) || depth > 3) return;
+    const tags = strings(v['tags']);
+    if (tags !== undefined) out.push(...tags);
+    for (const child of Object.values(v)) walk(child, depth + 1);
+  };
+  walk(provided, 0);
+  return out;
+}
+
+const glob = (pattern: string) =>
+  new RegExp(
+    `^${pattern
+      .split('*')
+      .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
+
+/** The registry document with only the servers the filter keeps (upstream format `data.servers`). */
+export function filterRegistryDocument(doc: unknown, filter: RegistryFilter): unknown {
+  if (!isRecord(doc) || !isRecord(doc['data']) || !Array.isArray(doc['data']['servers'])) return doc;
+  const keep = (server: unknown): boolean => {
+    if (!isRecord(server)) return false;
+    const name = String(server['name'] ?? '');
+    const tags = tagsOf(server);
+    const n = filter.names;
+    if (n?.include !== undefined && !n.include.some((p) => glob(p).test(name))) return false;
+    if (n?.exclude?.some((p) => glob(p).test(name)) === true) return false;
+    const t = filter.tags;
+    if (t?.include !== undefined && !t.include.some((x) => tags.includes(x))) return false;
+    if (t?.exclude?.some((x) => tags.includes(x)) === true) return false;
+    return true;
+  };
+  return { ...doc, data: { ...doc['data'], servers: doc['data']['servers'].filter(keep) } };
 }
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
@@ -90,8 +169,14 @@ export function registrySource(config: unknown): {
       `${at}.kubernetes: Skep's registry server does not list cluster workloads as a registry; use file.path or api.endpoint`,
     );
   else problems.push(`${at}: needs file.path or api.endpoint`);
-  if (source['filter'] !== undefined)
-    problems.push(`${at}.filter: Skep's registry server serves the source unfiltered; remove filter`);
+  if (source['filter'] !== undefined) {
+    if (out.update.local_path === undefined)
+      problems.push(`${at}.filter: Skep's registry server filters file sources only; remove filter`);
+    else {
+      const filter = parseFilter(source['filter'], `${at}.filter`, problems);
+      if (filter !== undefined) out.filter = filter;
+    }
+  }
   const interval = isRecord(source['syncPolicy']) ? source['syncPolicy']['interval'] : undefined;
   if (interval !== undefined) {
     const ms = durationMs(interval);

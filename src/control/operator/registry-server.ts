@@ -6,7 +6,7 @@
  * or logged in through its Service. No API token: like the reference's registry server in
  * anonymous mode, who may reach the Service is decided by the cluster (NetworkPolicies, ingress).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify from 'fastify';
@@ -15,7 +15,41 @@ import type { ApiContext } from '../app/index.js';
 import { RegistryService } from '../../registry/index.js';
 import { createLogger, SkepError } from '../../shared/index.js';
 import { openStore } from '../../store/index.js';
-import { registrySource } from './registry-config.js';
+import { filterRegistryDocument, type RegistryFilter, registrySource } from './registry-config.js';
+
+/**
+ * A file source with a `filter`: the server serves a filtered copy, written atomically next to its
+ * store and rewritten when the source file changes (checked every few seconds).
+ */
+function filteredCopy(source: string, filter: RegistryFilter, home: string): { path: string; stop(): void } {
+  const path = join(home, 'filtered-registry.json');
+  let seen = '';
+  const refresh = () => {
+    let stamp: string;
+    try {
+      const st = statSync(source);
+      stamp = `${st.mtimeMs}:${st.size}`;
+    } catch {
+      return; // a missing file is reported by the registry on the next read of the copy
+    }
+    if (stamp === seen) return;
+    seen = stamp;
+    let doc: unknown;
+    try {
+      doc = JSON.parse(readFileSync(source, 'utf8'));
+    } catch {
+      doc = undefined;
+    }
+    if (doc === undefined) return;
+    const tmp = `${path}.tmp`;
+    writeFileSync(tmp, JSON.stringify(filterRegistryDocument(doc, filter)), { mode: 0o600 });
+    renameSync(tmp, path);
+  };
+  refresh();
+  const timer = setInterval(refresh, 5_000);
+  timer.unref();
+  return { path, stop: () => clearInterval(timer) };
+}
 
 export interface RegistryServerOptions {
   configFile: string;
@@ -57,7 +91,14 @@ export async function startRegistryServer(options: RegistryServerOptions): Promi
     logger,
     ...(source.ttlMs === undefined ? {} : { ttlMs: source.ttlMs }),
   });
-  await registry.configure('default', source.update);
+  const filtered =
+    source.filter !== undefined && source.update.local_path !== undefined
+      ? filteredCopy(source.update.local_path, source.filter, home)
+      : undefined;
+  await registry.configure(
+    'default',
+    filtered === undefined ? source.update : { ...source.update, local_path: filtered.path },
+  );
   // The API's modules, loaded on demand as `skep serve` does (the operator's other commands need none).
   const { handleError, sendError } = await import('../api/errors.js');
   const { registryRoutes } = await import('../api/routes/registry.js');
@@ -83,6 +124,7 @@ export async function startRegistryServer(options: RegistryServerOptions): Promi
   return {
     url: address,
     close: async () => {
+      filtered?.stop();
       await skepApp.close();
       await registry.close();
       store.close();

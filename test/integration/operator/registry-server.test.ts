@@ -92,4 +92,58 @@ describe('operator registry-server', { timeout: 60_000 }, () => {
         /sources\[0\]\.git: Skep's registry server does not clone/.test(err.message),
     );
   });
+
+  it("a file source's filter (the reference's example: tags include production, exclude experimental)", async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'skep-registry-server-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const tagged = (name: string, id: string, tags: string[]) => ({
+      name,
+      description: `${name} server`,
+      version: '1.0.0',
+      packages: [{ registryType: 'oci', identifier: id, transport: { type: 'stdio' } }],
+      _meta: {
+        'io.modelcontextprotocol.registry/publisher-provided': { 'io.github.example': { [id]: { tags } } },
+      },
+    });
+    writeFileSync(
+      join(dir, 'registry.json'),
+      JSON.stringify({
+        ...REGISTRY,
+        data: {
+          servers: [
+            tagged('io.github.example/filesystem', 'docker.io/mcp/filesystem:latest', [
+              'filesystem',
+              'production',
+            ]),
+            tagged('io.github.example/github', 'ghcr.io/github/github-mcp-server:latest', [
+              'github',
+              'production',
+            ]),
+            tagged('io.github.example/experimental-ai', 'docker.io/mcp/experimental-ai:latest', [
+              'ai',
+              'experimental',
+            ]),
+          ],
+        },
+      }),
+    );
+    writeFileSync(
+      join(dir, 'config.yaml'),
+      `sources:\n  - name: prod\n    file:\n      path: ${join(dir, 'registry.json')}\n    filter:\n      tags:\n        include: [production]\n        exclude: [experimental]\nregistries:\n  - name: default\n    sources: [prod]\n`,
+    );
+    const server = await startRegistryServer({
+      configFile: join(dir, 'config.yaml'),
+      host: '127.0.0.1',
+      port: 0,
+      env: { SKEP_HOME: join(dir, 'home') },
+    });
+    t.after(() => server.close());
+    const body = (await (await fetch(`${server.url}/registry/default/v0.1/servers`)).json()) as {
+      servers: Array<{ name: string }>;
+    };
+    assert.deepEqual(
+      body.servers.map((s) => s.name),
+      ['io.github.example/filesystem', 'io.github.example/github'],
+    );
+  });
 });

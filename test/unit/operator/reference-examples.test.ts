@@ -46,8 +46,6 @@ const NEEDS: Record<string, string[]> = {
 
 /** What Skep refuses on purpose, per file: the start of the problem it reports. */
 const REFUSED: Record<string, string> = {
-  'mcp-registries/mcpregistry-configyaml-configmap.yaml':
-    "MCPRegistry/toolhive-system/configmap-configyaml: spec.configYAML: sources[0].filter: Skep's registry server serves the source unfiltered",
   'mcp-registries/mcpregistry-configyaml-git-auth.yaml':
     "MCPRegistry/toolhive-system/git-auth-configyaml: spec.configYAML: sources[0].git: Skep's registry server does not clone git repositories",
   'mcp-registries/mcpregistry-configyaml-minimal.yaml':
