@@ -131,6 +131,40 @@ describe('admission webhook over HTTPS', { timeout: 60_000 }, () => {
     assert.equal(unreadable.allowed, true, 'an unreadable Secret is not a reason to deny');
   });
 
+  it('(webhook rule): the shared configuration kinds go through the same library (MCPWebhookConfig, MCPAuthzConfig)', async (t) => {
+    if (!requireService(t, 'openssl', hasCommand('openssl'), 'apt-get install openssl')) return;
+    const { server, ca } = await start(t);
+    const obj = (kind: string, spec: unknown) => ({
+      apiVersion: 'skep.dev/v1beta1',
+      kind,
+      metadata: { name: 'shared', namespace: 'team-a' },
+      spec,
+    });
+    const noHooks = await post(server.url, ca, admission('uid-w', 'CREATE', obj('MCPWebhookConfig', {})));
+    const denied = JSON.parse(noHooks.body).response;
+    assert.equal(denied.allowed, false);
+    assert.match(
+      denied.status.message,
+      /MCPWebhookConfig team-a\/shared is invalid: spec: at least one validating or mutating webhook must be defined/,
+    );
+    const badCedar = await post(
+      server.url,
+      ca,
+      admission(
+        'uid-a',
+        'CREATE',
+        obj('MCPAuthzConfig', { type: 'cedarv1', config: { policies: ['permit('] } }),
+      ),
+    );
+    assert.equal(JSON.parse(badCedar.body).response.allowed, false);
+    const good = await post(
+      server.url,
+      ca,
+      admission('uid-t', 'CREATE', obj('MCPToolConfig', { toolsFilter: ['fetch'] })),
+    );
+    assert.deepEqual(JSON.parse(good.body).response, { uid: 'uid-t', allowed: true });
+  });
+
   it('allows DELETE, deleting objects and metadata-only updates of an invalid object', async (t) => {
     if (!requireService(t, 'openssl', hasCommand('openssl'), 'apt-get install openssl')) return;
     const { server, ca } = await start(t);
