@@ -43,6 +43,15 @@ test('skep registry list / search / info on the built-in catalog, with --json', 
   const table = runCli(['registry', 'info', 'github'], home.env);
   assert.match(table.stdout, /Image:\s+ghcr\.io\/github\/github-mcp-server/);
   assert.match(table.stdout, /Env GITHUB_PERSONAL_ACCESS_TOKEN:.*required, secret/);
+  // What it needs to start here, and the command that gives its required variable.
+  assert.match(
+    table.stdout,
+    /^Runs with: +a container engine \(Docker or Podman\); .*systemctl --user start podman\.socket/m,
+  );
+  assert.match(
+    table.stdout,
+    /^Run it: +skep run github --secret <secret>,target=GITHUB_PERSONAL_ACCESS_TOKEN$/m,
+  );
 
   const missing = runCli(['registry', 'info', 'no-such-server'], home.env);
   assert.equal(missing.status, 1);
@@ -83,7 +92,7 @@ test('skep registry set-source: local path, URL with --allow-private-ip, refusal
   );
 
   const two = runCli(['registry', 'set-source', '--builtin', '--url', 'https://x.example/r.json'], home.env);
-  assert.equal(two.status, 1);
+  assert.equal(two.status, 2, "a usage mistake exits 2, like commander's own");
   assert.match(two.stderr, /exactly one of/);
 
   const builtin = runCli(['registry', 'set-source', '--builtin', '--json'], home.env);

@@ -1,9 +1,10 @@
 /** `skep registry list|search|info|set-source|refresh`: browse and configure the server registry. */
 import type { Command } from 'commander';
 import type { CatalogServer, FoundServer } from '../../../registry/index.js';
-import { SkepError, terminalSafe } from '../../../shared/index.js';
+import { findExecutable, terminalSafe } from '../../../shared/index.js';
 import { addCall } from '../command-shapes.js';
 import { withContext } from '../context.js';
+import { UsageError } from '../errors.js';
 import { type JsonOpt, printJson, printListing, printOutcome } from '../output.js';
 
 /** Every matching server, following pages of the catalog view. */
@@ -29,6 +30,26 @@ function kindOf(s: CatalogServer): string {
 
 function transportOf(s: CatalogServer): string {
   return s.remotes?.[0]?.type ?? s.packages?.[0]?.transport.type ?? '-';
+}
+
+/**
+ * What an entry needs on this machine to start, and whether this machine has it: npx (Node.js),
+ * uvx (uv), a program, or a container engine (checked when `skep run` creates it).
+ */
+function runsWith(found: FoundServer): string {
+  if (found.is_remote) return 'nothing local: a remote server, reached over the network';
+  const image = found.server.image;
+  const tool = /^(npx|uvx):\/\//.exec(image)?.[1];
+  if (tool !== undefined) {
+    const here = findExecutable(tool) !== undefined;
+    const get = tool === 'npx' ? 'install Node.js' : 'install uv: https://docs.astral.sh/uv/';
+    return `${tool} (${tool === 'npx' ? 'Node.js' : 'uv'}); ${here ? 'found on this machine' : `not found on this machine: ${get}`}`;
+  }
+  if (image.startsWith('cmd://')) return `the program ${image.slice('cmd://'.length)}`;
+  return (
+    'a container engine (Docker or Podman); for Podman without a running service: ' +
+    "'systemctl --user start podman.socket' (or 'podman system service')"
+  );
 }
 
 /** `registry info`: with `--json` the found server as the API answers it, else `Field: value` lines. */
@@ -63,6 +84,15 @@ function printFound(found: FoundServer, opts: JsonOpt): void {
   }
   if (found.is_remote) {
     for (const h of found.remote_server.headers ?? []) rows.push([`Header ${h.name}`, h.description ?? '']);
+  }
+  rows.push(['Runs with', runsWith(found)]);
+  const required = (s.env_vars ?? []).filter((e) => e.required === true && (e.default ?? '') === '');
+  if (required.length > 0) {
+    const short = s.name.split('/').pop() ?? s.name;
+    const flags = required.map((e) =>
+      e.secret === true ? `--secret <secret>,target=${e.name}` : `-e ${e.name}=<value>`,
+    );
+    rows.push(['Run it', `skep run ${short} ${flags.join(' ')}`]);
   }
   // A registry's entry is someone else's text.
   for (const [k, v] of rows) if (v !== '') process.stdout.write(terminalSafe(`${`${k}:`.padEnd(14)}${v}\n`));
@@ -133,10 +163,7 @@ export function registerRegistry(program: Command): void {
           opts.builtin === true ? 'builtin' : undefined,
         ].filter((v) => v !== undefined);
         if (chosen.length !== 1) {
-          throw new SkepError(
-            'bad_request',
-            'give exactly one of --url, --api-url, --local-path or --builtin',
-          );
+          throw new UsageError('give exactly one of --url, --api-url, --local-path or --builtin');
         }
         const result = await withContext((ctx) =>
           ctx.registry.configure('default', {
