@@ -45,18 +45,19 @@ test(
     for (const [path, text] of pages) {
       await page.goto(`${api}${path}`);
       // The playground shows its tools as buttons; the other pages a visible text.
-    const ready = path.startsWith('/playground/')
-      ? page.getByRole('button', { name: text, exact: true })
-      : page.getByText(text).first();
-    await ready.waitFor({ timeout: 30_000 });
+      const ready = path.startsWith('/playground/')
+        ? page.getByRole('button', { name: text, exact: true })
+        : page.getByText(text).first();
+      await ready.waitFor({ timeout: 30_000 });
       await page.waitForLoadState('networkidle');
       const width = Number(await page.evaluate('document.documentElement.scrollWidth'));
       if (width > 390) {
-        const culprits = await page.evaluate(() =>
-          [...document.querySelectorAll('body *')]
-            .filter((el) => el.getBoundingClientRect().right > 391)
-            .slice(0, 5)
-            .map((el) => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')}`),
+        // What reaches past the screen's right edge (evaluated in the page).
+        const culprits = await page.evaluate<string[]>(
+          `[...document.querySelectorAll('body *')]
+          .filter((el) => el.getBoundingClientRect().right > 391)
+          .slice(0, 5)
+          .map((el) => el.tagName.toLowerCase() + '.' + [...el.classList].join('.'))`,
         );
         wide.push(`${path}: ${width}px (${culprits.join(', ')})`);
       }

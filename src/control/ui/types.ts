@@ -81,7 +81,7 @@ export interface CreateWorkloadRequest {
   /** A container's mounts, `HOST:IN_CONTAINER[:ro]`. */
   volumes?: string[];
   /** A local process's sandbox: what it may read and write, its network. */
-  permission_profile?: import('../../schemas/registry/index.js').ImageServer['permissions'];
+  permission_profile?: NonNullable<import('../../schemas/registry/index.js').ImageServer['permissions']>;
 }
 
 // RegistryInfo: `GET /api/v1beta/registry` answers `{ registries: RegistryInfo[] }`.

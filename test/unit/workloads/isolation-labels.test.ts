@@ -31,6 +31,7 @@ function rowOf(config: Record<string, unknown>): WorkloadRow {
     group: 'default',
     port: 0,
     desired: 'stopped',
+    autostart: true,
     status: 'stopped',
     statusContext: '',
     runnerPid: undefined,

@@ -41,7 +41,7 @@ function runsWith(found: FoundServer): string {
   const image = found.server.image;
   const tool = /^(npx|uvx):\/\//.exec(image)?.[1];
   if (tool !== undefined) {
-    const here = findExecutable(tool) !== undefined;
+    const here = findExecutable(tool, process.env) !== undefined;
     const get = tool === 'npx' ? 'install Node.js' : 'install uv: https://docs.astral.sh/uv/';
     return `${tool} (${tool === 'npx' ? 'Node.js' : 'uv'}); ${here ? 'found on this machine' : `not found on this machine: ${get}`}`;
   }
