@@ -384,7 +384,7 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
     assert.equal(direct.status, 401);
   });
 
-  it('an HTTP MCPServer with mcpPort and proxyPort both 8080 answers through its runner sidecar', async (t) => {
+  it('an HTTP MCPServer with mcpPort and proxyPort both 8080 answers through its runner sidecar, its MCPToolConfig filter applied', async (t) => {
     if (!requirePodman(t)) return;
     const dir = mkdtempSync(join(tmpdir(), 'skep-k8s-'));
     const name = `${RUN}-web`;
@@ -405,6 +405,12 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
       [
         {
           apiVersion: 'skep.dev/v1beta1',
+          kind: 'MCPToolConfig',
+          metadata: { name: 'only-echo' },
+          spec: { toolsFilter: ['echo'] },
+        },
+        {
+          apiVersion: 'skep.dev/v1beta1',
           kind: 'MCPServer',
           metadata: { name },
           spec: {
@@ -413,6 +419,7 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
             args: ['/app/http-server.cjs'],
             mcpPort: 8080,
             proxyPort: 8080,
+            toolConfigRef: { name: 'only-echo' },
           },
         },
       ],
@@ -458,6 +465,19 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
     );
     const echoed = await callTool(`http://127.0.0.1:${hostPort}/mcp`, 'echo', { message: 'same port' });
     assert.equal(echoed, 'echo: same port (no greeting)');
+    // The MCPToolConfig's filter, folded into the run configuration: the server's other tools
+    // (fetch_via_proxy, …) are absent from tools/list through the runner.
+    const client = new Client({ name: 'k8s-test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${hostPort}/mcp`)));
+    try {
+      const { tools } = await client.listTools();
+      assert.deepEqual(
+        tools.map((x) => x.name),
+        ['echo'],
+      );
+    } finally {
+      await client.close();
+    }
   });
 
   it("a stdio MCPServer without command runs its image's entrypoint, pulled from an OCI registry", async (t) => {
