@@ -28,7 +28,7 @@ const { LEAKS } = (await import(FIXTURE)) as { LEAKS: Record<string, string> };
 const SECRET = 'fixture-Secret/Value+0123 456789';
 const lookup = async (name: string): Promise<string | undefined> =>
   name === 'fixture-key' ? SECRET : undefined;
-const ALL = { ...LEAKS, secret: SECRET };
+const ALL: Record<string, string> = { ...LEAKS, secret: SECRET };
 const DETECTOR_OF: Record<string, string> = {
   secret: 'ownSecrets',
   credential: 'credentials',
@@ -119,7 +119,7 @@ interface Leaked {
 }
 
 async function leak(c: Client, what: string): Promise<Leaked> {
-  const r = (await c.callTool({ name: 'leak', arguments: { what } })) as {
+  const r = (await c.callTool({ name: 'leak', arguments: { what } })) as unknown as {
     content: { text: string }[];
     structuredContent: Leaked['structured'];
   };
@@ -165,7 +165,7 @@ test(
     // Resource reads and prompt results are inspected too.
     const read = await c.readResource({ uri: 'leak://secret' });
     assert.deepEqual(
-      read.contents.map((x) => x['text']),
+      read.contents.map((x) => ('text' in x ? x.text : undefined)),
       ['secret: [REDACTED:secret]'],
     );
     const prompt = await c.getPrompt({ name: 'leak' });
@@ -396,7 +396,7 @@ test(
     const progress: number[] = [];
     const r = (await c.callTool({ name: 'leak', arguments: { what: 'secret' } }, undefined, {
       onprogress: (p) => progress.push(p.progress),
-    })) as { content: { text: string }[]; structuredContent: Leaked['structured'] };
+    })) as unknown as { content: { text: string }[]; structuredContent: Leaked['structured'] };
     assert.deepEqual(progress, [1], 'the progress event passed');
     assert.equal(r.content[0]?.text, 'Here it is: [REDACTED:secret].');
     assert.equal(r.structuredContent.found, '[REDACTED:secret]');
