@@ -27,4 +27,6 @@ export const AUDIT_EVENT_TYPE_NAMES = [
   'mcp_request',
   'http_request',
   'sse_connection',
+  // Skep extension: a guardrails finding (src/dataplane/middleware/guardrails/events.ts).
+  'guardrails_finding',
 ] as const;

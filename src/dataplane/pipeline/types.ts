@@ -4,6 +4,7 @@
  * client request (`ProxyMiddleware.handle`), and a stage that looks at answers registers
  * `ctx.onReply` / `ctx.onEnd` hooks from its `handle`.
  */
+import type { AuditEvent } from '../middleware/audit/index.js';
 import type { AssumeRole, FetchLike, SecretStore, UpstreamTokenSource } from '../middleware/auth/index.js';
 import type { ProxyHttpHandler, ProxyMiddleware } from '../proxy/index.js';
 import type { SecretLookup } from '../../secrets/index.js';
@@ -48,6 +49,17 @@ export interface Stage extends ProxyMiddleware {
 export interface PipelinePeers {
   /** The rate limiters' counters (the `ratelimit` stage adds its own), exported by telemetry. */
   readonly rateLimits: RateLimitSource[];
+  /** The audit stage's log, when the workload has audit: other stages' events (guardrails) go there too. */
+  audit?: AuditPeer;
+}
+
+/** Where a stage writes an audit event of its own (the audit stage publishes it). */
+export interface AuditPeer {
+  /** `component` of the audit stage's events. */
+  readonly component: string;
+  /** Whether the audit configuration's event filters let events of `type` through. */
+  accepts(type: string): boolean;
+  write(event: AuditEvent): void;
 }
 
 /** What a stage factory may use besides its parameters. */

@@ -68,11 +68,12 @@ const schema7 = {
       'mcp_request',
       'http_request',
       'sse_connection',
+      'guardrails_finding',
     ],
     'x-error-at': 'list',
     'x-errors': {
-      type: ': unknown event type {json}; known types: mcp_initialize, mcp_tool_call, mcp_tools_list, mcp_resource_read, mcp_resources_list, mcp_prompt_get, mcp_prompts_list, mcp_notification, mcp_ping, mcp_logging, mcp_completion, mcp_roots_list_changed, vmcp_workflow_started, vmcp_workflow_completed, vmcp_workflow_failed, vmcp_workflow_timed_out, vmcp_workflow_step_started, vmcp_workflow_step_completed, vmcp_workflow_step_failed, vmcp_workflow_step_skipped, mcp_request, http_request, sse_connection',
-      enum: ': unknown event type {json}; known types: mcp_initialize, mcp_tool_call, mcp_tools_list, mcp_resource_read, mcp_resources_list, mcp_prompt_get, mcp_prompts_list, mcp_notification, mcp_ping, mcp_logging, mcp_completion, mcp_roots_list_changed, vmcp_workflow_started, vmcp_workflow_completed, vmcp_workflow_failed, vmcp_workflow_timed_out, vmcp_workflow_step_started, vmcp_workflow_step_completed, vmcp_workflow_step_failed, vmcp_workflow_step_skipped, mcp_request, http_request, sse_connection',
+      type: ': unknown event type {json}; known types: mcp_initialize, mcp_tool_call, mcp_tools_list, mcp_resource_read, mcp_resources_list, mcp_prompt_get, mcp_prompts_list, mcp_notification, mcp_ping, mcp_logging, mcp_completion, mcp_roots_list_changed, vmcp_workflow_started, vmcp_workflow_completed, vmcp_workflow_failed, vmcp_workflow_timed_out, vmcp_workflow_step_started, vmcp_workflow_step_completed, vmcp_workflow_step_failed, vmcp_workflow_step_skipped, mcp_request, http_request, sse_connection, guardrails_finding',
+      enum: ': unknown event type {json}; known types: mcp_initialize, mcp_tool_call, mcp_tools_list, mcp_resource_read, mcp_resources_list, mcp_prompt_get, mcp_prompts_list, mcp_notification, mcp_ping, mcp_logging, mcp_completion, mcp_roots_list_changed, vmcp_workflow_started, vmcp_workflow_completed, vmcp_workflow_failed, vmcp_workflow_timed_out, vmcp_workflow_step_started, vmcp_workflow_step_completed, vmcp_workflow_step_failed, vmcp_workflow_step_skipped, mcp_request, http_request, sse_connection, guardrails_finding',
     },
   },
   $id: 'AuditEventTypes',
@@ -120,7 +121,8 @@ function validate22(data, { instancePath = '', parentData, parentDataProperty, r
         data0 === 'vmcp_workflow_step_skipped' ||
         data0 === 'mcp_request' ||
         data0 === 'http_request' ||
-        data0 === 'sse_connection'
+        data0 === 'sse_connection' ||
+        data0 === 'guardrails_finding'
       )) {
         const err1 = $error(
           instancePath + '/' + i0,

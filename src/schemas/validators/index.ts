@@ -5,6 +5,7 @@
  */
 import { validate as auditConfig } from './audit.generated.js';
 import { validate as cedarAuthzConfig } from './authz-cedar.generated.js';
+import { validate as guardrailsConfig } from './guardrails.generated.js';
 import { validate as httpAuthzConfig } from './authz-http.generated.js';
 import { validate as rateLimitConfig } from './rate-limit.generated.js';
 import { validate as telemetryConfig } from './telemetry.generated.js';
@@ -12,6 +13,7 @@ import type { GeneratedValidator } from './format.js';
 
 export { allowedOriginsProblem } from '../allowed-origins.js';
 export { AUDIT_EVENT_TYPE_NAMES } from '../audit-event-types.js';
+export * from '../guardrails-defaults.js';
 export type { GeneratedValidator, ValidatorError } from './format.js';
 export { formatAjvError, formatValidatorError, validationProblem } from './format.js';
 
@@ -29,3 +31,6 @@ export const validateCedarAuthzConfig: GeneratedValidator = cedarAuthzConfig;
 
 /** `authz_config` of type `httpv1` (`HttpAuthzConfigSchema`). */
 export const validateHttpAuthzConfig: GeneratedValidator = httpAuthzConfig;
+
+/** `guardrails_config` (`GuardrailsConfigSchema`). */
+export const validateGuardrailsConfig: GeneratedValidator = guardrailsConfig;

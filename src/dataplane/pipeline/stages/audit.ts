@@ -106,6 +106,14 @@ export const auditStage: StageFactory = {
       unauthenticatedClaims: authenticates ? () => undefined : () => localUserIdentity().claims,
       ...(deps.now === undefined ? {} : { now: deps.now }),
     });
+    if (deps.peers !== undefined)
+      deps.peers.audit = {
+        component: config.component ?? params.component ?? AUDIT_DEFAULTS.component,
+        accepts: (type) =>
+          !config.excludeEventTypes.includes(type) &&
+          (config.eventTypes.length === 0 || config.eventTypes.includes(type)),
+        write: (event) => writer.write(event),
+      };
     deps.logger.info(
       { audit_log: config.logFile ?? 'runner log' },
       `audit: writing events to ${config.logFile ?? 'the runner log'}`,

@@ -16,6 +16,7 @@ import type { StageFactory } from '../types.js';
 import { auditStage } from './audit.js';
 import { authStage } from './auth.js';
 import { authorizationStage } from './authorization.js';
+import { guardrailsStage } from './guardrails.js';
 import { awsStsStage } from './aws-sts.js';
 import { headerForwardStage } from './header-forward.js';
 import { rateLimitStage } from './rate-limit.js';
@@ -37,6 +38,9 @@ export const STAGES: readonly StageFactory[] = [
   mutatingWebhookStage,
   validatingWebhookStage,
   authorizationStage,
+  // Guardrails judge the arguments authorization let through, and see the server's answer
+  // before audit and telemetry do (reply hooks run innermost first).
+  guardrailsStage,
   awsStsStage,
   remoteAuthStage,
   headerForwardStage,
