@@ -1,6 +1,6 @@
 export { allowedOriginsProblem } from './allowed-origins.js';
 export type { GuardrailsConfig } from './guardrails.js';
-export { defaultGuardrailsConfig, GuardrailsConfigSchema } from './guardrails.js';
+export { defaultGuardrailsConfig, GuardrailsConfigSchema, guardrailsSummary } from './guardrails.js';
 export type {
   EmbeddedAuthServerConfig,
   OAuth2UpstreamConfig,

@@ -267,6 +267,7 @@ export function applyRequest(base: RunConfig, request: UpdateWorkloadRequest): R
   if (r.runtime_config !== undefined) c.runtime_config = structuredClone(r.runtime_config);
   if (r.sandbox !== undefined) c.sandbox = r.sandbox;
   if (r.endpoint_access !== undefined) c.endpoint_access = r.endpoint_access;
+  if (r.guardrails_config !== undefined) c.guardrails_config = structuredClone(r.guardrails_config);
   if (r.vmcp !== undefined) c.vmcp = structuredClone(r.vmcp);
   return c;
 }

@@ -8,7 +8,12 @@ import { type WorkloadSandbox, workloadSandbox } from '../dataplane/runtime/inde
 import { definedOnly } from '../shared/index.js';
 import { endpointAccessOf, proxyUrlOf } from './exposure.js';
 import { runnerAlive } from './runner-process.js';
-import type { WorkloadDetail, WorkloadSummary } from '../schemas/index.js';
+import {
+  type GuardrailsConfig,
+  guardrailsSummary,
+  type WorkloadDetail,
+  type WorkloadSummary,
+} from '../schemas/index.js';
 import { parseSecretReference as parseSecretRef } from './secrets.js';
 import type { WorkloadRow } from './workload-store.js';
 
@@ -27,6 +32,15 @@ const VIRTUAL: WorkloadSandbox = {
  */
 function isolationOf(skep: SkepConfig, c: WorkloadRow['config']): WorkloadSandbox {
   return c.vmcp !== undefined ? VIRTUAL : workloadSandbox(skep, c);
+}
+
+/**
+ * What the guardrails stage does, in one line. The stored configuration passed
+ * `GuardrailsConfigSchema` (its enums are the action, pattern and kind names), so it is a
+ * `GuardrailsConfig`; the schema's static type only widens those names to strings.
+ */
+function guardrailsOf(c: WorkloadRow['config']): string {
+  return guardrailsSummary(c.guardrails_config as GuardrailsConfig | undefined);
 }
 
 /**
@@ -80,6 +94,7 @@ export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
     sandbox,
     network,
     endpoint_access: endpointAccessOf(c),
+    guardrails: guardrailsOf(c),
   };
 }
 
@@ -142,5 +157,6 @@ export function detailOf(skep: SkepConfig, row: WorkloadRow): WorkloadDetail {
     network,
     network_detail: networkReason,
     endpoint_access: endpointAccessOf(c),
+    guardrails: guardrailsOf(c),
   };
 }

@@ -71,6 +71,11 @@ function describeValidation(err: FastifyError): string {
     const extra = (first.params as { additionalProperty?: string }).additionalProperty ?? '';
     return `${where}.${path === '' ? '' : `${path}.`}${extra}: is not a known field`;
   }
+  if (first.keyword === 'enum') {
+    // Say what to send instead: the allowed values (JSON Schema `enum`).
+    const allowed = (first.params as { allowedValues?: unknown[] }).allowedValues ?? [];
+    return `${where}${path === '' ? '' : `.${path}`}: must be one of ${allowed.map((v) => JSON.stringify(v)).join(', ')}`;
+  }
   return `${where}${path === '' ? '' : `.${path}`}: ${first.message ?? 'is invalid'}`;
 }
 

@@ -29,6 +29,8 @@ export interface WorkloadSummary {
   network: string;
   /** `owner`, `inbound-auth` or `anyone-on-this-machine`. */
   endpoint_access: string;
+  /** What the guardrails stage does: `off`, or e.g. `ownSecrets:redact credentials:redact`. */
+  guardrails: string;
 }
 
 /** `WorkloadDetail` (GET /api/v1beta/workloads/:name): the fields the UI shows. */
@@ -55,6 +57,8 @@ export interface WorkloadDetail {
   network: string;
   network_detail: string;
   endpoint_access: string;
+  /** What the guardrails stage does: `off`, or e.g. `ownSecrets:redact credentials:redact`. */
+  guardrails: string;
 }
 
 /** The fields of `UpdateWorkloadRequest` the edit form sends. */

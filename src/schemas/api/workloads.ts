@@ -4,6 +4,7 @@
  * its `createRequest`, so existing clients keep working.
  */
 import { type Static, Type } from 'typebox';
+import { GuardrailsConfigSchema } from '../guardrails.js';
 import { PermissionProfileSchema } from '../permission-profile.js';
 import { ProxyModeSchema, TransportSchema } from '../run-config.js';
 import { VmcpConfigSchema } from '../vmcp.js';
@@ -170,6 +171,13 @@ const settableFields = {
         "Skep extension: `owner` (default) — the proxy answers only callers with the workload's access token (the `url` carries it); `anyone-on-this-machine` — every local account and process that can connect may call its tools.",
     }),
   ),
+  guardrails_config: Opt(
+    Type.Object(GuardrailsConfigSchema.properties, {
+      additionalProperties: false,
+      description:
+        'Skep extension (docs/guardrails.md): what the guardrails stage looks for in results and tool arguments, and what it does. Omitted at create: the default (own secrets and known credential formats redacted in results); `{"enabled": false}` turns it off. On update it replaces the stored value.',
+    }),
+  ),
   vmcp: Opt(
     Type.Object(VmcpConfigSchema.properties, {
       additionalProperties: false,
@@ -223,6 +231,10 @@ const sandboxFields = {
   endpoint_access: Type.String({
     description:
       "Skep extension: who may call the workload's tools: `owner` (holders of its access token, which `url` carries), `inbound-auth` (its own OIDC or embedded authorization server decides) or `anyone-on-this-machine` (opened by its owner).",
+  }),
+  guardrails: Type.String({
+    description:
+      'Skep extension: what the guardrails stage does, in one line: `off`, or each detector that acts with its action for results (and `/arguments` when those are checked too), e.g. `ownSecrets:redact credentials:redact` (the default). `guardrails_config` in the export has the full configuration.',
   }),
 };
 

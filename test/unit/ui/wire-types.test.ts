@@ -45,6 +45,7 @@ const summaryKeys = {
   sandbox: true,
   network: true,
   endpoint_access: true,
+  guardrails: true,
 } satisfies Record<keyof Ui.WorkloadSummary, true>;
 
 const detailKeys = {
@@ -69,6 +70,7 @@ const detailKeys = {
   network: true,
   network_detail: true,
   endpoint_access: true,
+  guardrails: true,
 } satisfies Record<keyof Ui.WorkloadDetail, true>;
 
 test('every workload field the UI reads is a field of the API schema (and required there)', () => {

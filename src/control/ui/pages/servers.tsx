@@ -337,6 +337,7 @@ function ConfigTable(props: { detail: WorkloadDetail }) {
     ['Sandbox', sandboxWords(d)],
     ['Network', d.network_detail],
     ['Who can call it', ACCESS_WORDS[d.endpoint_access] ?? d.endpoint_access],
+    ['Guardrails', d.guardrails],
     ['Authorization config', d.authz_config],
   ];
   return (
