@@ -16,7 +16,7 @@ export async function list(opts: JsonOpt & { all?: boolean; group?: string }): P
   printListing(
     opts,
     { workloads },
-    ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'TOOLS', 'SANDBOX', 'CALLERS', 'CREATED'],
+    ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'TOOLS', 'SANDBOX', 'CALLERS', 'CREATED', 'GUARDRAILS'],
     // The table leaves out the access token; `--json` (and the API) give the working URL.
     workloads.map((w) => [
       w.name,
@@ -30,6 +30,8 @@ export async function list(opts: JsonOpt & { all?: boolean; group?: string }): P
       w.sandbox,
       w.endpoint_access,
       shortTime(w.created_at),
+      // Last: its width varies (`off` … one entry per detector that acts).
+      w.guardrails,
     ]),
   );
   if (opts.json !== true && workloads.length === 0) process.stderr.write(`${emptyHint(opts)}\n`);

@@ -165,6 +165,7 @@ export interface RunOptions {
   proxyMode?: string;
   tools?: string;
   sandbox?: string;
+  guardrails?: string;
   openToLocalUsers?: boolean;
   volume: string[];
   permissionProfile?: string;
@@ -274,6 +275,10 @@ async function create(
   }
   if (request.sandbox !== undefined && !['auto', 'bwrap', 'off'].includes(request.sandbox))
     throw new UsageError(`invalid --sandbox '${request.sandbox}': use auto, bwrap or off`);
+  // `default` is what a create without `guardrails_config` gets; `off` turns the stage off.
+  if (opts.guardrails === 'off') request.guardrails_config = { enabled: false };
+  else if (opts.guardrails !== undefined && opts.guardrails !== 'default')
+    throw new UsageError(`invalid --guardrails '${opts.guardrails}': use default or off`);
   return ctx.workloads.create(request);
 }
 

@@ -55,6 +55,10 @@ export function registerWorkloads(program: Command): void {
     .option('--tools <names>', 'comma-separated tools to expose')
     .option('--sandbox <mode>', 'local servers: auto, bwrap (required) or off (run without isolation)')
     .option(
+      '--guardrails <mode>',
+      'default (redact its own secrets and known credentials in results) or off (no guardrails)',
+    )
+    .option(
       '-v, --volume <HOST[:IN_SERVER][:ro]>',
       'grant the server a folder (repeatable): read-write unless :ro; a local server sees it at HOST, a container at IN_SERVER',
       collect,
