@@ -78,6 +78,11 @@ test(
     await page.goto(`${api}/servers/echo`);
     await page.getByRole('heading', { name: 'echo', exact: true }).waitFor();
     await page.locator('.config dd', { hasText: `cmd://${process.execPath}` }).waitFor();
+    // What the guardrails stage does: a new workload's default, shown, never silent.
+    const guardrails = page
+      .locator('.config div')
+      .filter({ has: page.getByText('Guardrails', { exact: true }) });
+    assert.equal(await guardrails.locator('dd').textContent(), 'ownSecrets:redact credentials:redact');
     await page.getByRole('button', { name: 'Export' }).click();
     const exported = JSON.parse((await page.locator('pre.code').first().textContent()) ?? '{}') as {
       name?: string;
