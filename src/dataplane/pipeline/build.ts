@@ -63,6 +63,9 @@ const NOT_YET: Record<string, string> = {
   obo: 'on-behalf-of token exchange is not supported (use tokenexchange)',
 };
 
+/** Stages of Skep's own (no reference type): kept beside an explicit `middleware_configs`. */
+const SKEP_ONLY: ReadonlySet<string> = new Set(['guardrails']);
+
 /** The reference's default body limit for `bodylimit` with `max_bytes` ≤ 0. */
 const REFERENCE_BODY_LIMIT = 8 << 20;
 
@@ -92,14 +95,19 @@ export function planPipeline(config: RunConfig): MiddlewareConfig[] {
         `${where}: unsupported middleware type: '${entry.type}' (known: ${[...FACTORIES.keys(), ...BUILT_IN].sort().join(', ')})`,
       );
   });
-  if (typed.length > 0)
+  // Skep's own stages are no reference middleware type: a reference pipeline in
+  // `middleware_configs` keeps them (innermost, nearest the server) unless it names them itself.
+  const named = new Set(explicit.map((e) => e.type));
+  const kept = typed.filter((t) => SKEP_ONLY.has(t.type) && !named.has(t.type));
+  const conflicting = typed.filter((t) => !kept.includes(t));
+  if (conflicting.length > 0)
     throw new SkepError(
       'invalid_config',
       `middleware_configs replaces the pipeline the run configuration's fields would build, and ` +
-        `these fields configure one too: ${typed.map((t) => t.type).join(', ')} — set middleware_configs ` +
+        `these fields configure one too: ${conflicting.map((t) => t.type).join(', ')} — set middleware_configs ` +
         'or those fields, not both',
     );
-  return explicit.map((e) => ({ type: e.type, parameters: e.parameters }));
+  return [...explicit.map((e) => ({ type: e.type, parameters: e.parameters })), ...kept];
 }
 
 /**

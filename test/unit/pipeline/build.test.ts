@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { checkPipeline } from '../../../src/workloads/pipeline-check.js';
 import { buildPipeline, planPipeline } from '../../../src/dataplane/pipeline/index.js';
+import { defaultGuardrailsConfig } from '../../../src/schemas/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 
@@ -61,6 +62,31 @@ test('middleware_configs: used as given; unknown and not-yet types refused; type
     () =>
       planPipeline(parseRunConfig({ ...base, authz_config: authz, middleware_configs: [{ type: 'audit' }] })),
     (err: Error) => codeOf(err) === 'invalid_config' && /authorization/.test(err.message),
+  );
+});
+
+test('guardrails (a Skep stage) stay beside an explicit middleware_configs, innermost, unless the list names them', () => {
+  const guardrails_config = defaultGuardrailsConfig();
+  const kept = parseRunConfig({
+    ...base,
+    guardrails_config,
+    middleware_configs: [{ type: 'audit', parameters: {} }],
+  });
+  assert.deepEqual(
+    planPipeline(kept).map((e) => e.type),
+    ['audit', 'guardrails'],
+  );
+  assert.throws(
+    () =>
+      planPipeline(
+        parseRunConfig({
+          ...base,
+          guardrails_config,
+          middleware_configs: [{ type: 'guardrails', parameters: { config: guardrails_config } }],
+        }),
+      ),
+    (err: Error) =>
+      codeOf(err) === 'invalid_config' && /fields configure one too: guardrails/.test(err.message),
   );
 });
 
