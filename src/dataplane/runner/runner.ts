@@ -106,7 +106,9 @@ async function serveWorkload(w: ServingWorkload): Promise<number> {
   try {
     runtime =
       options.runtime ??
-      (await new RuntimeSelector({ config: options.config, logger }).forImage(runConfig.image));
+      (await new RuntimeSelector({ config: options.config, logger, engineMissLevel: 'debug' }).forImage(
+        runConfig.image,
+      ));
   } catch (err) {
     setStatus({ status: 'error', context: describeError(err) });
     logger.error({ workload: name, err }, 'no runtime can run this workload');

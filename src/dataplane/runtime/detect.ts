@@ -96,6 +96,11 @@ export interface RuntimeSelectorOptions {
   config: SkepConfig;
   env?: NodeJS.ProcessEnv;
   logger?: Logger;
+  /**
+   * Level of the "no container engine answered" line (default `info`). A workload's runner
+   * says it at `debug`: `skep serve` says it once for all of them.
+   */
+  engineMissLevel?: 'info' | 'debug';
 }
 
 /**
@@ -111,6 +116,7 @@ export class RuntimeSelector {
   readonly #config: SkepConfig;
   readonly #env: NodeJS.ProcessEnv;
   readonly #logger: Logger;
+  readonly #missLevel: 'info' | 'debug';
   readonly #process: ProcessRuntime;
   #container: Promise<DockerRuntime | undefined> | undefined;
   /** When detection last found no engine (ms since epoch; 0 = never). */
@@ -120,6 +126,7 @@ export class RuntimeSelector {
     this.#config = options.config;
     this.#env = options.env ?? process.env;
     this.#logger = options.logger ?? silentLogger;
+    this.#missLevel = options.engineMissLevel ?? 'info';
     this.#process = new ProcessRuntime({
       logMaxBytes: options.config.workloads.log_max_bytes,
       logFiles: options.config.workloads.log_files,
@@ -150,7 +157,10 @@ export class RuntimeSelector {
     const found = await findEngine(candidates);
     if (found === undefined) {
       if (this.#lastMiss === 0) {
-        this.#logger.info({ tried: candidates.map((c) => c.host) }, 'no container engine answered');
+        this.#logger[this.#missLevel](
+          { tried: candidates.map((c) => c.host) },
+          'no container engine answered',
+        );
       }
       // Not cached as absent forever: an engine started later is found on a later call.
       this.#lastMiss = Date.now();
