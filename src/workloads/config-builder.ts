@@ -34,7 +34,7 @@ export function looksLikeImage(ref: string): boolean {
 /** The create request's registry fields, checked before the registry is asked. */
 export function checkRegistryFields(request: CreateWorkloadRequest): void {
   if ((request.registry === undefined) !== (request.server === undefined)) {
-    throw new SkepError('bad_request', "both 'registry' and 'server' must be specified together");
+    throw new SkepError('invalid_config', "both 'registry' and 'server' must be specified together");
   }
   if (request.registry !== undefined && request.registry !== 'default') {
     throw new SkepError(
@@ -59,11 +59,17 @@ export function configFromCreate(
   );
   if (request.vmcp !== undefined) {
     if (sources.length > 0)
-      throw new SkepError('bad_request', "a virtual MCP server ('vmcp') takes no 'image', 'url' or 'server'");
+      throw new SkepError(
+        'invalid_config',
+        "a virtual MCP server ('vmcp') takes no 'image', 'url' or 'server'",
+      );
   } else if (sources.length === 0)
-    throw new SkepError('bad_request', "one of 'image', 'url', 'registry' + 'server' or 'vmcp' is required");
+    throw new SkepError(
+      'invalid_config',
+      "one of 'image', 'url', 'registry' + 'server' or 'vmcp' is required",
+    );
   if (request.image !== undefined && request.url !== undefined) {
-    throw new SkepError('bad_request', "'image' and 'url' cannot be used together");
+    throw new SkepError('invalid_config', "'image' and 'url' cannot be used together");
   }
 
   const base: RunConfig = parseRunConfig({
@@ -232,7 +238,7 @@ export function applyRequest(base: RunConfig, request: UpdateWorkloadRequest): R
   if (r.tools_override !== undefined) {
     for (const [tool, o] of Object.entries(r.tools_override)) {
       if ((o.name ?? '') === '' && (o.description ?? '') === '') {
-        throw new SkepError('bad_request', `tools_override.${tool}: set a name or a description`);
+        throw new SkepError('invalid_config', `tools_override.${tool}: set a name or a description`);
       }
     }
     c.tools_override = structuredClone(r.tools_override);

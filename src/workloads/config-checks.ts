@@ -40,7 +40,7 @@ export interface ConfigCheckContext {
 /** The proxy's reach (`exposure.ts`): a 400 naming the field before anything is written. */
 export function checkExposure(config: RunConfig): void {
   const problem = allowedOriginsProblem(config.allowed_origins ?? []) ?? hostExposureProblem(config);
-  if (problem !== undefined) throw new SkepError('bad_request', problem);
+  if (problem !== undefined) throw new SkepError('invalid_config', problem);
 }
 
 /**
@@ -66,12 +66,15 @@ export async function validateConfig(ctx: ConfigCheckContext, config: RunConfig)
     try {
       url = new URL(config.remote_url);
     } catch {
-      throw new SkepError('bad_request', `url '${config.remote_url}' is not a valid URL`);
+      throw new SkepError('invalid_config', `url '${config.remote_url}' is not a valid URL`);
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:')
-      throw new SkepError('bad_request', 'url must be http:// or https://');
+      throw new SkepError('invalid_config', 'url must be http:// or https://');
     if (config.transport === 'stdio')
-      throw new SkepError('bad_request', "a remote server (url) needs transport 'sse' or 'streamable-http'");
+      throw new SkepError(
+        'invalid_config',
+        "a remote server (url) needs transport 'sse' or 'streamable-http'",
+      );
   }
   validateGroupName(config.group);
   ctx.groups.require(config.group);
@@ -84,7 +87,7 @@ export async function validateConfig(ctx: ConfigCheckContext, config: RunConfig)
   await checkHonouredFields(ctx, config);
   for (const key of Object.keys(config.env_vars)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
-      throw new SkepError('bad_request', `env_vars: '${key}' is not a valid variable name`);
+      throw new SkepError('invalid_config', `env_vars: '${key}' is not a valid variable name`);
   }
 }
 
@@ -93,13 +96,13 @@ export async function checkRunnable(ctx: ConfigCheckContext, config: RunConfig):
   if (config.vmcp !== undefined) {
     // A virtual MCP server runs no server of its own: its config is all there is to check.
     if (config.image !== '' || config.remote_url !== undefined)
-      throw new SkepError('bad_request', "a virtual MCP server ('vmcp') takes no 'image' or 'url'");
+      throw new SkepError('invalid_config', "a virtual MCP server ('vmcp') takes no 'image' or 'url'");
     const { parseVmcpConfig } = await import('../dataplane/vmcp/config.js');
     parseVmcpConfig(config.vmcp);
     return;
   }
   if (config.remote_url !== undefined) return;
-  if (config.image === '') throw new SkepError('bad_request', "'image' is empty");
+  if (config.image === '') throw new SkepError('invalid_reference', "'image' is empty");
   checkImageScheme(config.image);
   if (config.permission_profile.privileged === true && !ctx.config.runtime.allow_privileged) {
     throw new SkepError(
@@ -117,7 +120,7 @@ export async function checkRunnable(ctx: ConfigCheckContext, config: RunConfig):
     await ctx.containers.check(config.image);
   } else {
     throw new SkepError(
-      'bad_request',
+      'runtime_unavailable',
       `'${config.image}' is a container image; this build runs servers as local processes only (npx://, uvx://, cmd://)`,
     );
   }
@@ -151,12 +154,12 @@ function checkImageScheme(image: string): void {
   const target = (match[2] as string).trim();
   if (scheme === 'http' || scheme === 'https')
     throw new SkepError(
-      'bad_request',
+      'invalid_reference',
       `image '${image}' is a URL: give a remote MCP server as 'url' (skep run <url>), not as 'image'`,
     );
   if (scheme !== 'npx' && scheme !== 'uvx' && scheme !== 'cmd')
     throw new SkepError(
-      'bad_request',
+      'invalid_reference',
       `image '${image}': unknown scheme '${scheme}://'; use npx://<package>, uvx://<package>, cmd://<executable> or a container image`,
     );
   if (target === '') {
@@ -166,6 +169,6 @@ function checkImageScheme(image: string): void {
         : scheme === 'uvx'
           ? 'a package: uvx://<package>, e.g. uvx://mcp-server-fetch'
           : 'a program: cmd://<executable>, e.g. cmd:///usr/local/bin/my-server';
-    throw new SkepError('bad_request', `image '${image}' names nothing to run; add ${hint}`);
+    throw new SkepError('invalid_reference', `image '${image}' names nothing to run; add ${hint}`);
   }
 }

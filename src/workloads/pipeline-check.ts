@@ -30,7 +30,7 @@ function checkBlock(type: string, key: string, field: keyof RunConfig, value: un
   const problems = createValidator(schema as never).problems(value);
   if (problems.length > 0)
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `middleware_configs: '${type}' parameter '${key}': ${problems.join('; ')}`,
     );
 }
@@ -41,7 +41,7 @@ export async function checkPipeline(config: RunConfig): Promise<void> {
     if (explicit) {
       if (HTTP_ONLY.has(entry.type) && config.transport === 'stdio' && !config.remote_url)
         throw new SkepError(
-          'bad_request',
+          'invalid_config',
           `middleware_configs: '${entry.type}' sets headers of requests to an HTTP server (a remote url, or transport sse/streamable-http), and a stdio server receives none; remove it`,
         );
       const params = entry.parameters;

@@ -50,7 +50,7 @@ export async function requireRegistryServer(
 ): Promise<RegistryServerSpec> {
   if (resolve === undefined) {
     throw new SkepError(
-      'bad_request',
+      'invalid_reference',
       `'${name}' is not an image or npx://, uvx://, cmd:// reference, and registry lookup is not available in this build`,
     );
   }

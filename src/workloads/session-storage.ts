@@ -35,7 +35,7 @@ export function sessionRedisWithoutAddress(value: unknown): 'default' | 'not-def
 
 /**
  * The session store the workload's proxy uses; undefined when its server has no sessions the
- * proxy keeps. `bad_request` naming the field for a bad `session_ttl`, address, db or prefix.
+ * proxy keeps. `invalid_config` naming the field for a bad `session_ttl`, address, db or prefix.
  */
 export function sessionStorageOf(config: SessionFields): SessionStorageOptions | undefined {
   const ttlMs = sessionTtlMs(config.session_ttl);
@@ -46,7 +46,10 @@ export function sessionStorageOf(config: SessionFields): SessionStorageOptions |
   const keyPrefix = checkKeyPrefix(redis?.key_prefix, 'scaling_config.session_redis.key_prefix');
   const db = redis?.db ?? 0;
   if (!Number.isInteger(db) || db < 0)
-    throw new SkepError('bad_request', `scaling_config.session_redis.db must be an integer ≥ 0 (got ${db})`);
+    throw new SkepError(
+      'invalid_config',
+      `scaling_config.session_redis.db must be an integer ≥ 0 (got ${db})`,
+    );
   if (address !== '') parseRedisAddress(address, 'scaling_config.session_redis.address');
   if (!keepsHttpSessions(config)) return undefined;
   return address === '' ? { ttlMs } : { ttlMs, redis: { address, db, keyPrefix } };
@@ -60,11 +63,11 @@ function refuseUnknownKeys(redis: object | undefined): void {
   if (unknown.length === 0) return;
   if (unknown.includes('password'))
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `scaling_config.session_redis.password: a password is never part of the configuration; remove it and set ${SESSION_REDIS_PASSWORD_ENV.join(' or ')} in Skep's environment`,
     );
   throw new SkepError(
-    'bad_request',
+    'invalid_config',
     `scaling_config.session_redis: unknown key${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} (known: ${SESSION_REDIS_KEYS.join(', ')})`,
   );
 }
@@ -75,10 +78,11 @@ function sessionTtlMs(value: string | undefined): number {
   const nanos = goDurationNs(value.trim());
   if (nanos === undefined)
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `session_ttl "${value}" is not a duration; write e.g. "2h", "90m" or "1h30m"`,
     );
   // Redis expires keys in whole seconds.
-  if (!(nanos >= 1e9)) throw new SkepError('bad_request', `session_ttl must be at least 1s (got "${value}")`);
+  if (!(nanos >= 1e9))
+    throw new SkepError('invalid_config', `session_ttl must be at least 1s (got "${value}")`);
   return nanos / 1e6;
 }

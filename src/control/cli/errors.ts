@@ -8,7 +8,11 @@
  */
 import { type ErrorCode, isSkepError, terminalSafe } from '../../shared/index.js';
 
-/** Wrong use of a command (missing operands, conflicting flags): exit status 2, like commander's. */
+/**
+ * Wrong use of a command (missing operands, conflicting flags): exit status 2, like commander's.
+ * Its code is never shown (`reportError` prints the message and the status says it all), so it
+ * keeps the generic one rather than a code of its own.
+ */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
   readonly code: ErrorCode = 'bad_request';

@@ -17,13 +17,13 @@ import { inProcessManager, runInProcess, waitFor, workloadEndpoint } from './hel
 const ECHO = join(dirname(fileURLToPath(import.meta.url)), '../../../bench/fixtures/echo-server.mjs');
 const echo = (name: string) => ({ name, image: `cmd://${process.execPath}`, cmd_arguments: [ECHO] });
 
-/** Asserts a 400 `bad_request` whose message matches. */
+/** Asserts a 400 `invalid_config` whose message matches. */
 async function badRequest(action: Promise<unknown>, message: RegExp, what: string): Promise<void> {
   await assert.rejects(
     action,
     (err: unknown) => {
       assert.ok(isSkepError(err), `${what}: a SkepError`);
-      assert.equal(err.code, 'bad_request', what);
+      assert.equal(err.code, 'invalid_config', what);
       assert.equal(err.status, 400, what);
       assert.match(err.message, message, what);
       return true;

@@ -105,7 +105,7 @@ test('checkPipeline runs each stage check: a bad webhook, audit or policy is a 4
       }),
     ),
     (err: Error) =>
-      codeOf(err) === 'bad_request' && /'auth' parameter 'oidc_config': issuer/.test(err.message),
+      codeOf(err) === 'invalid_config' && /'auth' parameter 'oidc_config': issuer/.test(err.message),
     'a middleware_configs block is validated like the typed field',
   );
   await assert.rejects(
@@ -128,7 +128,7 @@ test('checkPipeline refuses header-setting stages for a stdio server, given as m
   await assert.rejects(
     checkPipeline(parseRunConfig({ ...base, transport: 'stdio', middleware_configs: [headers] })),
     (err: Error) =>
-      codeOf(err) === 'bad_request' &&
+      codeOf(err) === 'invalid_config' &&
       /'header-forward' sets headers .* stdio server receives none/.test(err.message),
   );
   await checkPipeline(

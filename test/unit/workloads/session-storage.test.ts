@@ -19,10 +19,11 @@ const http = (fields: Record<string, unknown> = {}) =>
     ...fields,
   });
 
-function badRequest(fields: Record<string, unknown>, message: RegExp, code = 'bad_request'): void {
+function invalidConfig(fields: Record<string, unknown>, message: RegExp): void {
   assert.throws(
     () => sessionStorageOf(http(fields)),
-    (err) => isSkepError(err) && err.code === code && err.status === 400 && message.test(err.message),
+    (err) =>
+      isSkepError(err) && err.code === 'invalid_config' && err.status === 400 && message.test(err.message),
     JSON.stringify(fields),
   );
 }
@@ -60,19 +61,20 @@ test('session_ttl is a Go duration; session_redis gives address, db and the defa
 });
 
 test('bad values are 400s naming the field and saying what to write', () => {
-  badRequest({ session_ttl: 'two hours' }, /^session_ttl "two hours" is not a duration; write e\.g\. "2h"/);
-  badRequest({ session_ttl: '500ms' }, /^session_ttl must be at least 1s/);
-  badRequest(
+  invalidConfig(
+    { session_ttl: 'two hours' },
+    /^session_ttl "two hours" is not a duration; write e\.g\. "2h"/,
+  );
+  invalidConfig({ session_ttl: '500ms' }, /^session_ttl must be at least 1s/);
+  invalidConfig(
     { scaling_config: { session_redis: { address: 'redis:6379', key_prefix: 'sessions' } } },
     /^scaling_config\.session_redis\.key_prefix "sessions" must end with ':'/,
-    'invalid_config',
   );
-  badRequest(
+  invalidConfig(
     { scaling_config: { session_redis: { address: 'redis' } } },
     /^scaling_config\.session_redis\.address "redis" must be host:port/,
-    'invalid_config',
   );
-  badRequest(
+  invalidConfig(
     { scaling_config: { session_redis: { address: 'redis:6379', db: -1 } } },
     /^scaling_config\.session_redis\.db must be an integer ≥ 0/,
   );
@@ -109,11 +111,11 @@ test('the password comes from the environment only, and a server never inherits 
   );
   for (const name of SESSION_REDIS_PASSWORD_ENV) assert.equal(inheritable(name, 'linux'), false, name);
   // A password in the run configuration is refused, never stored; so are unknown keys.
-  badRequest(
+  invalidConfig(
     { scaling_config: { session_redis: { address: 'redis:6379', password: 'hunter2' } } },
     /^scaling_config\.session_redis\.password: a password is never part of the configuration; remove it and set SKEP_SESSION_REDIS_PASSWORD or THV_SESSION_REDIS_PASSWORD/,
   );
-  badRequest(
+  invalidConfig(
     { scaling_config: { session_redis: { address: 'redis:6379', tls: true } } },
     /^scaling_config\.session_redis: unknown key tls \(known: address, db, key_prefix\)/,
   );

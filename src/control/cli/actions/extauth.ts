@@ -32,7 +32,7 @@ export async function validate(opts: { file: string; json?: boolean }): Promise<
     const problems = validateExtAuthConfig(value).problems.map(formatProblem);
     outcomes.push({ document: i + 1, name, valid: problems.length === 0, problems });
   });
-  if (outcomes.length === 0) throw new SkepError('bad_request', `${opts.file} holds no documents`);
+  if (outcomes.length === 0) throw new SkepError('invalid_config', `${opts.file} holds no documents`);
   if (opts.json === true) {
     printJson({ valid: outcomes.every((o) => o.valid), documents: outcomes });
   } else {
@@ -43,5 +43,6 @@ export async function validate(opts: { file: string; json?: boolean }): Promise<
   }
   const invalid = outcomes.filter((o) => !o.valid).length;
   // main() turns a SkepError into exit status 1.
-  if (invalid > 0) throw new SkepError('bad_request', `${invalid} of ${outcomes.length} document(s) invalid`);
+  if (invalid > 0)
+    throw new SkepError('invalid_config', `${invalid} of ${outcomes.length} document(s) invalid`);
 }

@@ -20,12 +20,12 @@ export function readVmcpConfigFile(path: string): Record<string, unknown> {
   try {
     value = parseYaml(text);
   } catch (err) {
-    throw new SkepError('bad_request', `${path} is not valid YAML: ${(err as Error).message}`);
+    throw new SkepError('invalid_config', `${path} is not valid YAML: ${(err as Error).message}`);
   }
   if (value === null || value === undefined) return {};
   if (typeof value !== 'object' || Array.isArray(value))
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `${path} must hold a vMCP config object (aggregation, outgoingAuth, ...)`,
     );
   return value as Record<string, unknown>;

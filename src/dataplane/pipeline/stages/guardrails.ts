@@ -27,14 +27,14 @@ function configOf(parameters: unknown): unknown {
   if (parameters === undefined || parameters === null) return undefined;
   if (typeof parameters !== 'object' || Array.isArray(parameters))
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       "middleware_configs: the parameters of 'guardrails' must be an object {config}",
     );
   const raw = parameters as Record<string, unknown>;
   const unknown = Object.keys(raw).filter((k) => !PARAMETER_KEYS.includes(k));
   if (unknown.length > 0)
     throw new SkepError(
-      'bad_request',
+      'invalid_config',
       `guardrails parameters: unknown key(s) ${unknown.join(', ')} (known: ${PARAMETER_KEYS.join(', ')})`,
     );
   return raw['config'];
