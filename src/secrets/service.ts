@@ -154,9 +154,11 @@ export class SecretsService {
       try {
         await new OnePasswordProvider(this.#env).verify();
       } catch (err) {
-        throw new SkepError('bad_request', `cannot use the 1Password provider: ${(err as Error).message}`, {
-          cause: err,
-        });
+        throw new SkepError(
+          'secrets_provider_unavailable',
+          `cannot use the 1Password provider: ${(err as Error).message}`,
+          { cause: err },
+        );
       }
     }
     const previous = readSetting<SecretsSetting>(this.#store, SECRETS_SETTING);
@@ -256,13 +258,13 @@ export class SecretsService {
     const fromEnv = this.#passwords.fromEnvironment();
     if (given !== undefined && fromEnv !== undefined && given !== fromEnv) {
       throw new SkepError(
-        'bad_request',
+        'secrets_password_from_env',
         `${PASSWORD_ENV} is set and always wins: omit the password, pass the same one, or unset ${PASSWORD_ENV}`,
       );
     }
     if (next !== undefined && fromEnv !== undefined) {
       throw new SkepError(
-        'bad_request',
+        'secrets_password_from_env',
         `${PASSWORD_ENV} is set: changing the password would leave it stale. Unset it, pass the current password as 'password', and retry`,
       );
     }

@@ -144,6 +144,16 @@ export const ERROR_CODES = {
     description: 'The configured secrets provider cannot perform this operation.',
   },
   secrets_locked: { status: 400, description: 'The secrets store cannot be opened with the given password.' },
+  secrets_password_from_env: {
+    status: 400,
+    description:
+      "SKEP_SECRETS_PASSWORD is set in the server's environment and decides the password: setup with a different `password`, or a `new_password`, is refused; omit the password, or unset the variable to change it.",
+  },
+  secrets_provider_unavailable: {
+    status: 400,
+    description:
+      'The chosen secrets provider cannot be used here (for 1Password: the `op` CLI is missing, not signed in, or failed); the message says what to install or do, or choose another provider.',
+  },
   secrets_corrupt: {
     status: 500,
     description:

@@ -59,7 +59,7 @@ async function keyText(value: string, what: string): Promise<string> {
     return await readFile(value, 'utf8');
   } catch (err) {
     throw new SkepError(
-      'bad_request',
+      'invalid_path',
       `${what}: cannot read "${value}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
     );
   }

@@ -90,11 +90,11 @@ test('SKEP_SECRETS_PASSWORD always wins: nothing is saved, and a different setup
   await secrets.create('k', 'v');
   await assert.rejects(
     secrets.setup({ provider_type: 'encrypted', password: 'something-else' }),
-    code('bad_request'),
+    code('secrets_password_from_env'),
   );
   await assert.rejects(
     secrets.setup({ provider_type: 'encrypted', new_password: 'new-password-1' }),
-    code('bad_request'),
+    code('secrets_password_from_env'),
   );
   // A process with another password in the environment cannot open the store.
   const other = make({ ...BASE_ENV, [PASSWORD_ENV]: 'another-password' });
@@ -209,7 +209,7 @@ test('1password setup: refused with the install hint when op is missing; works w
   const { secrets, make } = service(t);
   await assert.rejects(secrets.setup({ provider_type: '1password' }), (err: unknown) => {
     assert.ok(err instanceof SkepError);
-    assert.equal(err.code, 'bad_request');
+    assert.equal(err.code, 'secrets_provider_unavailable');
     assert.match(err.message, /`op`\) is not installed/);
     return true;
   });

@@ -84,6 +84,10 @@ test(
     const absent = await fetch(`http://${registry}/v2/skills/signed-skill/manifests/1.0.0`);
     assert.equal(absent.status, 404, 'a bad key pushes nothing');
     assert.equal((await push({ key: alice.pub })).statusCode, 400, 'a public key cannot sign');
+    const missingKey = await push({ key: join(keys, 'absent.key') });
+    assert.equal(missingKey.statusCode, 400);
+    assert.equal(missingKey.json().code, 'invalid_path', 'a key file that cannot be read is a path problem');
+    assert.match(missingKey.json().message, /^key: cannot read ".*absent\.key": ENOENT/);
 
     const signed = await push({ key: alice.priv });
     assert.equal(signed.statusCode, 204, signed.body);

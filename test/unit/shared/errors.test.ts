@@ -57,6 +57,8 @@ const EXPECTED: Record<ErrorCode, number> = {
   secret_exists: 409,
   secrets_read_only: 405,
   secrets_locked: 400,
+  secrets_password_from_env: 400,
+  secrets_provider_unavailable: 400,
   secrets_corrupt: 500,
   client_unknown: 400,
   client_config_invalid: 409,
