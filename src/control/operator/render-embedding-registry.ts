@@ -209,13 +209,18 @@ export function renderRegistry(cr: Node, index: Index, o: RegistryRenderOptions)
           '--port',
           String(REGISTRY_PORT),
         ],
-        env: [
-          { name: 'HOME', value: '/tmp' },
-          { name: 'SKEP_HOME', value: '/tmp/skep' },
-        ],
+        // The image's HOME and SKEP_HOME (/var/lib/skep, owned by its non-root user) hold the
+        // server's small store and the source cache, as for the runner containers.
         ports: [{ name: 'http', containerPort: REGISTRY_PORT, protocol: 'TCP' }],
         volumeMounts: [
-          { name: 'config', mountPath: REGISTRY_CONFIG_DIR, readOnly: true },
+          // The file alone (as the reference mounts it): /config stays a plain directory, so the
+          // registry files of `spec.volumeMounts` can be mounted under it (/config/registry/…).
+          {
+            name: 'config',
+            mountPath: `${REGISTRY_CONFIG_DIR}/config.yaml`,
+            subPath: 'config.yaml',
+            readOnly: true,
+          },
           { name: 'tmp', mountPath: '/tmp' },
           ...userMounts,
         ],

@@ -551,4 +551,121 @@ describe('rendered manifests run under podman kube play', { timeout: 900_000 }, 
     });
     assert.match(echoed, /^echo: from the entrypoint/);
   });
+
+  it('an MCPRegistry serves its ConfigMap source: the v0.1 list answers through the rendered Deployment', async (t) => {
+    if (!requirePodman(t)) return;
+    const dir = mkdtempSync(join(tmpdir(), 'skep-k8s-'));
+    const name = `${RUN}-reg`;
+    const held: { image?: string; played?: boolean } = {};
+    t.after(() => {
+      if (held.played === true)
+        spawnSync('podman', ['pod', 'rm', '-f', '-t', '0', `${name}-api-pod-0`], { stdio: 'ignore' });
+      if (held.image !== undefined) spawnSync('podman', ['rmi', '-f', held.image], { stdio: 'ignore' });
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const image = buildSkepImage(await testImage(), dir);
+    held.image = image;
+    const registry = {
+      version: '1.0.0',
+      meta: { last_updated: '2025-09-08T12:00:00Z' },
+      data: {
+        servers: [
+          {
+            name: 'io.github.example/filesystem',
+            description: 'Allows you to do filesystem operations',
+            version: '1.0.0',
+            packages: [
+              {
+                registryType: 'oci',
+                identifier: 'docker.io/mcp/filesystem:latest',
+                transport: { type: 'stdio' },
+              },
+            ],
+          },
+        ],
+      },
+    };
+    // As the reference's example: the ConfigMap is a volume, configYAML names the file in it.
+    const rendered = await renderResources(
+      [
+        {
+          apiVersion: 'v1',
+          kind: 'ConfigMap',
+          metadata: { name: `${name}-data` },
+          data: { 'registry.json': JSON.stringify(registry) },
+        },
+        {
+          apiVersion: 'skep.dev/v1beta1',
+          kind: 'MCPRegistry',
+          metadata: { name },
+          spec: {
+            configYAML:
+              'sources:\n  - name: production\n    file:\n      path: /config/registry/production/registry.json\nregistries:\n  - name: default\n    sources: [production]\n',
+            volumes: [{ name: 'registry-data', configMap: { name: `${name}-data` } }],
+            volumeMounts: [
+              { name: 'registry-data', mountPath: '/config/registry/production', readOnly: true },
+            ],
+          },
+        },
+      ],
+      { runnerImage: image },
+    );
+    assert.deepEqual(rendered.problems, []);
+    const deployment = structuredClone(rendered.objects.find((o) => o.kind === 'Deployment')!);
+    const container = (
+      deployment['spec'] as { template: { spec: { containers: Array<Record<string, unknown>> } } }
+    ).template.spec.containers[0]!;
+    // Podman 4.3 translations, as above: probe ports by number, the port published on loopback.
+    for (const probe of ['readinessProbe', 'livenessProbe'])
+      (container[probe] as { httpGet: { port: unknown } }).httpGet.port = 8080;
+    // Podman 4.3 mounts a configMap volume whole where a mount names a subPath: the
+    // configuration file is mounted as a directory of its own and named by its path there.
+    const mounts = container['volumeMounts'] as Array<Record<string, unknown>>;
+    const configMount = mounts.find((m) => m['name'] === 'config')!;
+    assert.equal(configMount['mountPath'], '/config/config.yaml');
+    Object.assign(configMount, { mountPath: '/etc/registry-config' });
+    delete configMount['subPath'];
+    container['args'] = (container['args'] as string[]).map((a) =>
+      a === '/config/config.yaml' ? '/etc/registry-config/config.yaml' : a,
+    );
+    const hostPort = await freePort();
+    Object.assign((container['ports'] as Array<Record<string, unknown>>)[0]!, {
+      hostPort,
+      hostIP: '127.0.0.1',
+    });
+    const configFile = join(dir, 'config-cm.yaml');
+    writeFileSync(configFile, stringify(rendered.objects.find((o) => o.kind === 'ConfigMap')!));
+    const dataFile = join(dir, 'data-cm.yaml');
+    writeFileSync(
+      dataFile,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: `${name}-data` },
+        data: { 'registry.json': JSON.stringify(registry) },
+      }),
+    );
+    const kubeFile = join(dir, 'registry.yaml');
+    writeFileSync(kubeFile, stringify(deployment));
+    held.played = true;
+    podman(['kube', 'play', '--configmap', configFile, '--configmap', dataFile, kubeFile]);
+    await waitFor('the registry pod', () => healthy(`http://127.0.0.1:${hostPort}/health`), 180_000).catch(
+      (err: unknown) => {
+        const logs = spawnSync('podman', ['logs', `${name}-api-pod-0-registry-api`], { encoding: 'utf8' });
+        throw new Error(`${(err as Error).message}; log: ${logs.stdout}${logs.stderr}`);
+      },
+    );
+    const list = await fetch(`http://127.0.0.1:${hostPort}/registry/default/v0.1/servers`);
+    assert.equal(list.status, 200);
+    const body = (await list.json()) as { servers: Array<{ name: string }> };
+    assert.deepEqual(
+      body.servers.map((x) => x.name),
+      ['io.github.example/filesystem'],
+    );
+    const write = await fetch(`http://127.0.0.1:${hostPort}/api/v1beta/registry/default`, {
+      method: 'PUT',
+      body: '{}',
+    });
+    assert.equal(write.status, 405);
+  });
 });
