@@ -280,7 +280,9 @@ async function main(): Promise<void> {
       redis = await startRedis();
       closers.push(() => redis!.stop());
     } catch (err) {
-      log(`no Redis (${(err as Error).message.split('\n')[0]}): the ratelimit-redis configuration is skipped`);
+      log(
+        `no Redis (${(err as Error).message.split('\n')[0]}): the ratelimit-redis configuration is skipped`,
+      );
     }
     const webhook = {
       validating_webhooks: [
@@ -386,8 +388,7 @@ async function main(): Promise<void> {
     for (const [label, extra] of Object.entries(configs)) {
       if (!wanted(label)) continue;
       log(`starting workload ${label}`);
-      const flags =
-        PROFILED === label ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : ([] as string[]);
+      const flags = PROFILED === label ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : ([] as string[]);
       const w = await startWorkload(bench.env, bench.home, `bench-${label}`, extra, flags);
       bench.started(w.name);
       const runner = runnerPidOf(w.name);
@@ -543,14 +544,18 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
       webhook_post_receiver_cpu_us: stat(perRound((i) => cpu('webhook-post', c, 'webhook_receiver', i))),
       direct_stdio_server_cpu_us: stat(perRound((i) => cpu('direct', c, 'server', i))),
     };
-    const runnerVsFloor = stat(perRound((i) => cpu('none', c, 'runner', i) / cpu('http-floor', c, 'server', i)));
+    const runnerVsFloor = stat(
+      perRound((i) => cpu('none', c, 'runner', i) / cpu('http-floor', c, 'server', i)),
+    );
     const vmcpVsRelay = stat(perRound((i) => cpu('vmcp', c, 'vmcp_runner', i) / cpu('relay', c, 'relay', i)));
     ratios[c] = {
       runner_none_vs_http_floor: runnerVsFloor,
       runner_none_vs_stdio_relay: stat(
         perRound((i) => cpu('none', c, 'runner', i) / cpu('stdio-relay', c, 'relay', i)),
       ),
-      runner_none_vs_bare_relay: stat(perRound((i) => cpu('none', c, 'runner', i) / cpu('relay', c, 'relay', i))),
+      runner_none_vs_bare_relay: stat(
+        perRound((i) => cpu('none', c, 'runner', i) / cpu('relay', c, 'relay', i)),
+      ),
       vmcp_runner_vs_bare_relay: vmcpVsRelay,
     };
     const stages: Record<string, { median: number; min: number; max: number }> = {};

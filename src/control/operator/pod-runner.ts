@@ -42,7 +42,10 @@ export async function runPodRunner(options: PodRunnerOptions): Promise<number> {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new SkepError('invalid_config', `${options.configFile} is not JSON (${jsonSyntaxError(text, err)})`);
+    throw new SkepError(
+      'invalid_config',
+      `${options.configFile} is not JSON (${jsonSyntaxError(text, err)})`,
+    );
   }
   const runConfig = parseRunConfig(raw, options.configFile);
   const config = podRunnerConfig(env);

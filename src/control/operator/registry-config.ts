@@ -31,7 +31,7 @@ export interface RegistrySourceConfig {
 }
 
 const strings = (v: unknown): string[] | undefined =>
-  Array.isArray(v) && v.every((x) => typeof x === 'string') ? (v) : undefined;
+  Array.isArray(v) && v.every((x) => typeof x === 'string') ? v : undefined;
 
 function parseFilter(value: unknown, at: string, problems: string[]): RegistryFilter | undefined {
   if (!isRecord(value)) {

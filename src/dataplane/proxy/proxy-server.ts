@@ -370,15 +370,14 @@ class McpProxy implements RunningProxy {
     if (passed.replyHooks.length === 0) return undefined;
     const policy = this.#policy;
     const renames = !policy.passthrough && passed.mcp?.method === 'tools/list';
-    const hooks: ReplyHook[] =
-      renames
-        ? [
-            (reply) => {
-              if (reply.result !== undefined) policy.applyToList(reply.result);
-            },
-            ...passed.replyHooks,
-          ]
-        : [...passed.replyHooks];
+    const hooks: ReplyHook[] = renames
+      ? [
+          (reply) => {
+            if (reply.result !== undefined) policy.applyToList(reply.result);
+          },
+          ...passed.replyHooks,
+        ]
+      : [...passed.replyHooks];
     const mutate = renames || passed.replyHooksMutate;
     return (target) => new HookedTarget(target, hooks, mutate);
   }

@@ -85,7 +85,8 @@ export class HookedTarget extends ForwardingTarget {
     const done = runReplyHooks(this.#hooks, reply);
     // A hook that throws rewrites the answer into an error (fail closed): only observers that
     // all succeeded leave the text as it was.
-    const relay = (): void => this.forward(this.#mutate || failedClosed(reply) ? JSON.stringify(reply) : text);
+    const relay = (): void =>
+      this.forward(this.#mutate || failedClosed(reply) ? JSON.stringify(reply) : text);
     if (done === undefined) relay();
     else void done.then(relay);
   }

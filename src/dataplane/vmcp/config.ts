@@ -311,7 +311,10 @@ function checkStaticBackends(list: StaticBackendConfig[], what: string): StaticB
   return list.map((b, i) => {
     const field = `${what}.backends[${i}]`;
     if (b.name === '' || seen.has(b.name))
-      throw new SkepError('invalid_config', `${field}.name must be a unique, non-empty name (got "${b.name}")`);
+      throw new SkepError(
+        'invalid_config',
+        `${field}.name must be a unique, non-empty name (got "${b.name}")`,
+      );
     seen.add(b.name);
     let url: URL | undefined;
     try {

@@ -57,8 +57,8 @@ async function setup(t: TestContext) {
 
 const deploymentOf = (api: FakeKubeApi, name: string) => api.getObject('apps/v1/deployments', NS, name);
 const podAnnotations = (d: Obj | undefined) =>
-  ((d?.['spec'] as { template?: { metadata?: { annotations?: Record<string, string> } } } | undefined)
-    ?.template?.metadata?.annotations ?? {});
+  (d?.['spec'] as { template?: { metadata?: { annotations?: Record<string, string> } } } | undefined)
+    ?.template?.metadata?.annotations ?? {};
 const runConfigOf = (api: FakeKubeApi, name: string) => {
   const cm = api.getObject('core/v1/configmaps', NS, `${name}-runconfig`);
   const text = (cm?.['data'] as Record<string, string> | undefined)?.['runconfig.json'];

@@ -246,7 +246,11 @@ describe('workload controller against a fake API server', { timeout: 60_000 }, (
     api.create(R('mcpservers'), server('a'));
     await waitFor('group [a]', () => members(api) === '["a"]');
     const listed = lists(api);
-    assert.equal(api.endWatches(), 14, 'the 14 kinds (workloads, shared configs, registry, embedding, composite tools) were watched');
+    assert.equal(
+      api.endWatches(),
+      14,
+      'the 14 kinds (workloads, shared configs, registry, embedding, composite tools) were watched',
+    );
     api.create(R('mcpservers'), server('b'));
     await waitFor('group [a,b]', () => members(api) === '["a","b"]');
     assert.ok(await waitFor('the Deployment of b', () => api.getObject('apps/v1/deployments', NS, 'b')));

@@ -291,7 +291,10 @@ test(
       'DELETE group: 409 group_not_empty naming its workloads, nothing moved; with-workloads=true deletes them',
       async () => {
         assert.equal((await inject('POST', '/api/v1beta/groups', { name: 'team' })).statusCode, 201);
-        const beta = await inject('POST', '/api/v1beta/workloads', { ...everythingBody('beta'), group: 'team' });
+        const beta = await inject('POST', '/api/v1beta/workloads', {
+          ...everythingBody('beta'),
+          group: 'team',
+        });
         assert.equal(beta.statusCode, 201, beta.body);
         const refused = await inject('DELETE', '/api/v1beta/groups/team');
         assert.equal(refused.statusCode, 409);

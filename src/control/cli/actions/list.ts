@@ -16,7 +16,19 @@ export async function list(opts: JsonOpt & { all?: boolean; group?: string }): P
   printListing(
     opts,
     { workloads },
-    ['NAME', 'PACKAGE', 'STATUS', 'URL', 'PORT', 'GROUP', 'TOOLS', 'SANDBOX', 'CALLERS', 'CREATED', 'GUARDRAILS'],
+    [
+      'NAME',
+      'PACKAGE',
+      'STATUS',
+      'URL',
+      'PORT',
+      'GROUP',
+      'TOOLS',
+      'SANDBOX',
+      'CALLERS',
+      'CREATED',
+      'GUARDRAILS',
+    ],
     // The table leaves out the access token; `--json` (and the API) give the working URL.
     workloads.map((w) => [
       w.name,

@@ -160,7 +160,9 @@ function onErrorOf(
   if (action === 'retry' && count < 1)
     throw invalid(`${where}.onError.retryCount must be at least 1 when action is retry`);
   if (count > COMPOSITE_LIMITS.maxRetryCount)
-    throw invalid(`${where}.onError.retryCount must be at most ${COMPOSITE_LIMITS.maxRetryCount} (got ${count})`);
+    throw invalid(
+      `${where}.onError.retryCount must be at most ${COMPOSITE_LIMITS.maxRetryCount} (got ${count})`,
+    );
   if (count === 0 && raw.retryDelay !== undefined)
     throw invalid(`${where}.onError.retryDelay has no effect without retries; set retryCount or remove it`);
   return {
