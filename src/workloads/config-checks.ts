@@ -35,6 +35,11 @@ export interface ConfigCheckContext {
   groups: GroupService;
   secretLookup: SecretLookup;
   containers: WorkloadContainers | undefined;
+  /**
+   * The workloads a virtual workload over `group` would serve (the non-virtual ones other than
+   * `self`), each with the tool names its runner reported, if it has.
+   */
+  groupBackends?: (group: string, self: string) => Array<{ name: string; tools: string[] | undefined }>;
 }
 
 /** The proxy's reach (`exposure.ts`): a 400 naming the field before anything is written. */
@@ -98,7 +103,13 @@ export async function checkRunnable(ctx: ConfigCheckContext, config: RunConfig):
     if (config.image !== '' || config.remote_url !== undefined)
       throw new SkepError('invalid_config', "a virtual MCP server ('vmcp') takes no 'image' or 'url'");
     const { parseVmcpConfig } = await import('../dataplane/vmcp/config.js');
-    parseVmcpConfig(config.vmcp);
+    const vmcp = parseVmcpConfig(config.vmcp);
+    if (ctx.groupBackends !== undefined && vmcp.composites.length > 0) {
+      // The steps' tools against what the group's backends reported (the rest waits for start).
+      const { checkCompositeRefs } = await import('../dataplane/vmcp/composite/resolve.js');
+      const group = vmcp.groupRef ?? config.group;
+      checkCompositeRefs(vmcp, group, ctx.groupBackends(group, config.name));
+    }
     return;
   }
   if (config.remote_url !== undefined) return;

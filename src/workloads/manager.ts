@@ -115,6 +115,11 @@ export class WorkloadManager implements GroupMembers {
       groups: options.groups,
       secretLookup: options.secretLookup,
       containers: options.containers,
+      groupBackends: (group, self) =>
+        this.rows
+          .list(group)
+          .filter((r) => r.name !== self && r.config.vmcp === undefined)
+          .map((r) => ({ name: r.name, tools: r.status === 'running' ? r.tools : undefined })),
     };
   }
 

@@ -551,7 +551,14 @@ test(
   async (t) => {
     const l = lab(t);
     await addGroup(l, 'wfu');
-    await workflowBackend(l, 'wf', 'wfu');
+    // Created while the backend has not reported its tools: the create-time check leaves the
+    // step to the start (composite-config-check.test.ts covers the create-time refusal).
+    await l.manager.create({
+      name: 'wf',
+      group: 'wfu',
+      image: `cmd://${process.execPath}`,
+      cmd_arguments: ['--import', TSX, WF_SERVER, 'wf'],
+    });
     await l.manager.create({
       name: 'v-unknown',
       group: 'wfu',
@@ -561,6 +568,7 @@ test(
         ],
       },
     });
+    await l.run('wf');
     const abort = new AbortController();
     const done = runInProcess(l.ctx, 'v-unknown', abort.signal);
     t.after(() => abort.abort());

@@ -14,7 +14,9 @@
  * floor, and a composite whose explicit hint claims to be safer than the floor is dropped
  * from `tools/list`.
  */
-import type { Aggregated, Obj, Route } from '../aggregate.js';
+import { SkepError } from '../../../shared/index.js';
+import { type Aggregated, aggregate, type BackendLists, type Obj, type Route } from '../aggregate.js';
+import type { ResolvedVmcpConfig } from '../config.js';
 import type { CompiledComposite } from './definition.js';
 
 export interface ResolvedRef {
@@ -130,4 +132,71 @@ export function compositeAnnotations(
   const merged: Obj = { ...floor };
   for (const [k, v] of Object.entries(explicit)) if (v !== undefined) merged[k] = v;
   return { ok: true, annotations: merged };
+}
+
+/** A workload that would be a backend, and the tool names its runner reported (undefined: not known yet). */
+export interface KnownBackend {
+  readonly name: string;
+  readonly tools: readonly string[] | undefined;
+}
+
+/**
+ * The create/update-time check of the steps' tools (ToolHive refuses a composite naming an
+ * unknown tool when it loads the config, against the routing table). Here the routing table
+ * exists only while the backends run, so the check uses what their runners last reported:
+ * - every backend's tools known: the aggregation is built from those names, and a step that
+ *   would not resolve at start is refused now, with the same reason;
+ * - some not known yet (stopped, starting, or admitting no tool listing): only a step written
+ *   `workload.tool_name` whose workload's tools are known is checked, and only when no other
+ *   spelling (an exact advertised name of the known backends, an override's new name) could
+ *   match it; the rest is left to the start-time check.
+ * Static `backends[]` are not workloads: nothing is known of them before start.
+ * Throws `invalid_config` naming the composite and the step.
+ */
+export function checkCompositeRefs(
+  config: ResolvedVmcpConfig,
+  group: string,
+  backends: readonly KnownBackend[],
+): void {
+  if (config.composites.length === 0 || config.staticBackends !== undefined) return;
+  const known = backends.filter(
+    (b): b is KnownBackend & { tools: readonly string[] } => b.tools !== undefined,
+  );
+  const lists: BackendLists[] = known.map((b) => ({
+    name: b.name,
+    tools: b.tools.map((name) => ({ name })),
+    prompts: [],
+    resources: [],
+    templates: [],
+  }));
+  const a = aggregate(lists, config);
+  const index = toolIndex(a);
+  const complete = known.length === backends.length;
+  const renamed = new Set<string>();
+  for (const entry of config.aggregation.tools.values())
+    for (const o of Object.values(entry.overrides ?? {})) if (o.name !== undefined) renamed.add(o.name);
+  const members = new Set(backends.map((b) => b.name));
+  for (const c of config.composites) {
+    for (const { step, tool } of c.toolRefs) {
+      const r = resolveTool(tool, a, index);
+      if (r.ok) continue;
+      const dot = tool.indexOf('.');
+      const workload = dot > 0 ? tool.slice(0, dot) : undefined;
+      const outside =
+        workload !== undefined && !members.has(workload)
+          ? ` (no workload "${workload}" in group "${group}")`
+          : '';
+      if (complete)
+        throw new SkepError('invalid_config', `${c.where} step "${step}": ${r.reason}${outside}`, {
+          details: { composite: c.name, step, tool },
+        });
+      const backend = known.find((b) => b.name === workload);
+      if (backend === undefined || renamed.has(tool)) continue;
+      throw new SkepError(
+        'invalid_config',
+        `${c.where} step "${step}": workload "${backend.name}" offers no tool "${tool.slice(dot + 1)}" (it offers: ${backend.tools.join(', ') || 'none'})`,
+        { details: { composite: c.name, step, tool } },
+      );
+    }
+  }
 }
