@@ -57,3 +57,46 @@ test('limits: heap, steps, syntax errors', async () => {
   // The sandbox is usable again after each failure (each script gets a fresh runtime).
   assert.deepEqual(await run('return 1 + 1'), { ok: true, value: 2 });
 });
+
+test('the wall-clock limit stops a busy script and one blocked on a slow tool call', async () => {
+  // Busy: no step limit in reach, only the clock stops it (checked by the interrupt handler).
+  const started = Date.now();
+  const busy = await runScript(
+    'for (;;) {}',
+    {},
+    [],
+    Object.assign({}, settings, { stepLimit: 1e15 }),
+    host,
+    new AbortController().signal,
+    300,
+  );
+  assert.deepEqual(busy, { ok: false, error: 'the script ran past its time limit (0.3 s)' });
+  // Blocked: the tool answers only when its call is cancelled; the limit ends the script and
+  // cancels the call in flight.
+  let cancelled: (() => void) | undefined;
+  const callCancelled = new Promise<void>((resolve) => {
+    cancelled = resolve;
+  });
+  const slow = {
+    call: (_name: string, _args: Record<string, unknown>, signal?: AbortSignal) =>
+      new Promise<{ content: Array<{ type: string; text: string }> }>((_resolve, reject) => {
+        signal?.addEventListener('abort', () => {
+          cancelled?.();
+          reject(new Error('cancelled'));
+        });
+      }),
+  };
+  const blocked = await runScript(
+    'return await my_tool({});',
+    {},
+    [{ name: 'my-tool', description: 'A slow tool.' }],
+    settings,
+    slow,
+    new AbortController().signal,
+    300,
+  );
+  assert.deepEqual(blocked, { ok: false, error: 'the script ran past its time limit (0.3 s)' });
+  await callCancelled;
+  // Both ended on the clock, far from the default minute (generous bound for a loaded machine).
+  assert.ok(Date.now() - started < 20_000, `took ${Date.now() - started} ms`);
+});

@@ -139,6 +139,8 @@ export async function runScript(
   settings: CodeModeSettings,
   host: ScriptHost,
   signal: AbortSignal,
+  /** The wall-clock bound; the reference's fixed minute unless a caller (a test) needs less. */
+  scriptTimeoutMs: number = CODE_MODE_DEFAULTS.scriptTimeoutMs,
 ): Promise<ScriptOutcome> {
   const { getQuickJS } = await import('quickjs-emscripten');
   const QuickJS = await getQuickJS();
@@ -146,14 +148,14 @@ export async function runScript(
   runtime.setMemoryLimit(CODE_MODE_DEFAULTS.memoryLimitBytes);
   runtime.setMaxStackSize(1024 * 1024);
   const maxChecks = Math.max(1, Math.ceil(settings.stepLimit / OPS_PER_INTERRUPT_CHECK));
-  const deadline = Date.now() + CODE_MODE_DEFAULTS.scriptTimeoutMs;
+  const deadline = Date.now() + scriptTimeoutMs;
+  const pastTime = `the script ran past its time limit (${scriptTimeoutMs / 1000} s)`;
   let checks = 0;
   let stop: string | undefined;
   runtime.setInterruptHandler(() => {
     checks++;
     if (checks > maxChecks) stop ??= `the script passed its stepLimit (${settings.stepLimit} steps)`;
-    else if (Date.now() > deadline)
-      stop ??= `the script ran past its time limit (${CODE_MODE_DEFAULTS.scriptTimeoutMs / 1000} s)`;
+    else if (Date.now() > deadline) stop ??= pastTime;
     else if (signal.aborted) stop ??= 'the call was cancelled';
     return stop !== undefined;
   });
@@ -245,11 +247,7 @@ export async function runScript(
       signal.addEventListener('abort', () => resolve('aborted'), { once: true });
     });
     const outcome = await Promise.race([settled, timeout, aborted]);
-    if (outcome === 'timeout')
-      return {
-        ok: false,
-        error: `the script ran past its time limit (${CODE_MODE_DEFAULTS.scriptTimeoutMs / 1000} s)`,
-      };
+    if (outcome === 'timeout') return { ok: false, error: pastTime };
     if (outcome === 'aborted') return { ok: false, error: 'the call was cancelled' };
     if (outcome.error !== undefined) {
       const e = vm.dump(outcome.error) as Obj;
