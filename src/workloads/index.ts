@@ -38,6 +38,6 @@ export { resolveSecretReferences } from './secrets.js';
 export { keepsHttpSessions, sessionStorageOf } from './session-storage.js';
 export type { FieldProblem } from './unsupported-fields.js';
 export { unsupportedFields } from './unsupported-fields.js';
-export { summariesOf } from './views.js';
+export { DEFAULT_GUARDRAILS_SUMMARY, summariesOf } from './views.js';
 export type { DesiredState, StatusUpdate, WorkloadRow, WorkloadStatus } from './workload-store.js';
 export { AUTHORIZATION_PENDING, WORKLOAD_STATUSES, WorkloadStore } from './workload-store.js';

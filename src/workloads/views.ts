@@ -9,6 +9,7 @@ import { definedOnly } from '../shared/index.js';
 import { endpointAccessOf, proxyUrlOf } from './exposure.js';
 import { runnerAlive } from './runner-process.js';
 import {
+  defaultGuardrailsConfig,
   type GuardrailsConfig,
   guardrailsSummary,
   type WorkloadDetail,
@@ -42,6 +43,9 @@ function isolationOf(skep: SkepConfig, c: WorkloadRow['config']): WorkloadSandbo
 function guardrailsOf(c: WorkloadRow['config']): string {
   return guardrailsSummary(c.guardrails_config as GuardrailsConfig | undefined);
 }
+
+/** The `guardrails` line of a workload that has the default guardrails of a new workload. */
+export const DEFAULT_GUARDRAILS_SUMMARY = guardrailsSummary(defaultGuardrailsConfig());
 
 /**
  * The stored status, corrected by what can be observed: a workload recorded as running or

@@ -6,6 +6,7 @@
 import { listWorkloads } from '../../app/index.js';
 import { loadConfig } from '../../../config/index.js';
 import { definedOnly, withoutAccessToken } from '../../../shared/index.js';
+import { DEFAULT_GUARDRAILS_SUMMARY } from '../../../workloads/index.js';
 import { type JsonOpt, printListing } from '../output.js';
 
 export async function list(opts: JsonOpt & { all?: boolean; group?: string }): Promise<void> {
@@ -26,8 +27,8 @@ export async function list(opts: JsonOpt & { all?: boolean; group?: string }): P
       'TOOLS',
       'SANDBOX',
       'CALLERS',
-      'CREATED',
       'GUARDRAILS',
+      'CREATED',
     ],
     // The table leaves out the access token; `--json` (and the API) give the working URL.
     workloads.map((w) => [
@@ -41,12 +42,20 @@ export async function list(opts: JsonOpt & { all?: boolean; group?: string }): P
       w.tools.length,
       w.sandbox,
       w.endpoint_access,
+      guardrailsLabel(w.guardrails),
       shortTime(w.created_at),
-      // Last: its width varies (`off` … one entry per detector that acts).
-      w.guardrails,
     ]),
   );
   if (opts.json !== true && workloads.length === 0) process.stderr.write(`${emptyHint(opts)}\n`);
+}
+
+/**
+ * The GUARDRAILS cell: `default` (what a new workload gets), `off`, or `custom`; the line
+ * itself (`--json`, the API, the UI) names every detector and its action.
+ */
+function guardrailsLabel(summary: string): string {
+  if (summary === 'off') return 'off';
+  return summary === DEFAULT_GUARDRAILS_SUMMARY ? 'default' : 'custom';
 }
 
 /** `2026-11-28T10:43:45.123Z` → `2026-11-28 10:43` (UTC, as stored); `--json` keeps the full time. */
