@@ -36,7 +36,7 @@ export { ACCESS_TOKEN_PARAM, splitAccessToken, withoutAccessToken, workloadUrl }
 export { jsonSyntaxError, yamlSyntaxError } from './syntax-error.js';
 export { terminalSafe } from './terminal-text.js';
 export { formatLogLine } from './log-format.js';
-export { sleepUnlessAborted } from './sleep.js';
+export { sleepUnlessAborted, untilAborted } from './sleep.js';
 export type { OriginGuard, OriginGuardOptions } from './origin-guard.js';
 export {
   createOriginGuard,

@@ -11,3 +11,11 @@ export function sleepUnlessAborted(ms: number, signal: AbortSignal): Promise<voi
     signal.addEventListener('abort', done, { once: true });
   });
 }
+
+/** Resolves once `signal` aborts — at once when it already has (an abort event fires only once). */
+export function untilAborted(signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve();
+    signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}

@@ -11,7 +11,7 @@
  * (the controller is closed) and becomes a candidate again. A leader that shuts down
  * releases the Lease, so a successor takes over at once instead of after expiry.
  */
-import type { Logger } from '../../shared/index.js';
+import { type Logger, sleepUnlessAborted } from '../../shared/index.js';
 import { type KubeClient, type KubeObject, type ResourceType, statusOf } from './kube.js';
 
 export const LEASE_RESOURCE: ResourceType = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
@@ -114,16 +114,7 @@ export class LeaderElector {
   }
 
   #pause(): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, this.#o.retryPeriodMs);
-      const signal = this.#stopped.signal;
-      function done() {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', done);
-        resolve();
-      }
-      signal.addEventListener('abort', done, { once: true });
-    });
+    return sleepUnlessAborted(this.#o.retryPeriodMs, this.#stopped.signal);
   }
 
   /** One attempt; true when this replica holds the Lease afterwards. */

@@ -22,6 +22,7 @@ import {
   isSkepError,
   type Logger,
   sleepUnlessAborted,
+  untilAborted,
 } from '../../shared/index.js';
 import type { RunConfig, StatusUpdate } from '../../workloads/index.js';
 import type { VirtualMcpServer } from '../vmcp/index.js';
@@ -126,10 +127,7 @@ async function serveVirtual(w: ServingWorkload, virtual: VirtualMcpServer): Prom
   setStatus({ status: 'running', context: virtual.summary(), started: true });
   w.tools?.refresh();
   w.options.logger.info({ workload: w.options.name, backends: served }, 'serving a virtual MCP server');
-  await new Promise<void>((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
-  });
+  await untilAborted(signal);
   setStatus({ status: 'stopped', context: '' });
   return 0;
 }
@@ -148,10 +146,7 @@ async function servePerSession(w: ServingWorkload, runtime: Runtime): Promise<nu
   setStatus({ status: 'running', context: '', started: true });
   w.tools?.refresh();
   w.options.logger.info({ workload: w.options.name }, 'serving one server process per client session');
-  await new Promise<void>((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener('abort', () => resolve(), { once: true });
-  });
+  await untilAborted(signal);
   // The proxy (closed by the caller) stops every session's server.
   setStatus({ status: 'stopped', context: '' });
   return 0;
@@ -269,9 +264,8 @@ async function runServer(
     logger.info({ workload: runConfig.name, server: handle.id }, 'server running');
     const outcome = await Promise.race([
       handle.exited,
-      new Promise<'stop'>((resolve) =>
-        signal.addEventListener('abort', () => resolve('stop'), { once: true }),
-      ),
+      // A stop that came while the server started counts too.
+      untilAborted(signal).then(() => 'stop' as const),
     ]);
     if (outcome === 'stop') return { stopping: handle };
     return { failure: `server exited (${describeExit(outcome)})` };

@@ -110,6 +110,8 @@ export class FakeKubeApi {
   private goneAs: 'event' | 'status' = 'event';
   /** When true, every watch ends right after replaying the history (a server that drops watches). */
   endWatchesAtOnce = false;
+  /** While set, list requests (not watches) wait for it: a slow API server, held by the test. */
+  private listsHeld: Promise<void> | undefined;
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
@@ -145,6 +147,16 @@ export class FakeKubeApi {
   /** The next `count` writes of this kind answer 409 Conflict ('status' or 'main' PUT/PATCH). */
   injectConflicts(target: 'status' | 'main', count: number): void {
     this.conflicts.set(target, (this.conflicts.get(target) ?? 0) + count);
+  }
+
+  /** Holds every list request until the returned function is called. */
+  holdLists(): () => void {
+    let release!: () => void;
+    this.listsHeld = new Promise<void>((resolve) => (release = resolve));
+    return () => {
+      this.listsHeld = undefined;
+      release();
+    };
   }
 
   /** Ends every open watch stream cleanly; returns how many were open. */
@@ -324,6 +336,7 @@ export class FakeKubeApi {
     if (method === 'GET' && name === undefined) {
       if (url.searchParams.get('watch') === 'true')
         return this.watch(req, res, route, url.searchParams.get('resourceVersion'));
+      await this.listsHeld;
       const items = [...this.objects.entries()]
         .filter(
           ([k]) =>

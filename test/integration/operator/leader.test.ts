@@ -150,37 +150,60 @@ test('a leader that cannot renew stops leading; the controller it ran is closed'
   await done;
 });
 
+/** `skep operator` as a real process against the fake API server; its log is kept for asserts. */
+function operatorProcesses(t: TestContext, api: FakeKubeApi) {
+  const dir = mkdtempSync(join(tmpdir(), 'skep-operator-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const kubeconfig = join(dir, 'kubeconfig.json');
+  writeFileSync(kubeconfig, api.kubeConfig().exportConfig());
+  const env = { ...process.env, KUBECONFIG: kubeconfig, SKEP_HOME: dir, SKEP_LOG_LEVEL: 'info' };
+  return () => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', CLI_ENTRY, 'operator', '--no-webhook', '--leader-election-namespace', NS],
+      { env, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let log = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      log += d;
+    });
+    const exit = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    t.after(() => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    });
+    return {
+      child,
+      log: () => log,
+      /** SIGTERM, then the exit code; a replica that does not exit fails with its log. */
+      stop: async (): Promise<number | null> => {
+        child.kill('SIGTERM');
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no exit 30 s after SIGTERM; its log:\n${log}`)), 30_000);
+        });
+        try {
+          return (await Promise.race([exit, late]))[0];
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+    };
+  };
+}
+
+const holder = (api: FakeKubeApi) => leaseSpec(api)?.['holderIdentity'] as string | undefined;
+
 test(
   'skep operator as two real processes: one leads and reconciles; on SIGTERM it hands over to the other',
-  { timeout: 90_000 },
+  { timeout: 150_000 },
   async (t) => {
     const api = new FakeKubeApi();
     await api.start();
     t.after(() => api.close());
-    const dir = mkdtempSync(join(tmpdir(), 'skep-operator-'));
-    t.after(() => rmSync(dir, { recursive: true, force: true }));
-    const kubeconfig = join(dir, 'kubeconfig.json');
-    writeFileSync(kubeconfig, api.kubeConfig().exportConfig());
-    const env = { ...process.env, KUBECONFIG: kubeconfig, SKEP_HOME: dir, SKEP_LOG_LEVEL: 'info' };
-    const start = () => {
-      const child = spawn(
-        process.execPath,
-        ['--import', 'tsx', CLI_ENTRY, 'operator', '--no-webhook', '--leader-election-namespace', NS],
-        { env, stdio: ['ignore', 'ignore', 'pipe'] },
-      );
-      let log = '';
-      child.stderr.setEncoding('utf8').on('data', (d: string) => {
-        log += d;
-      });
-      t.after(() => {
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      });
-      return { child, log: () => log };
-    };
+    const start = operatorProcesses(t, api);
     const first = start();
     const second = start();
-    const holder = () => leaseSpec(api)?.['holderIdentity'] as string | undefined;
-    const leaderId = await waitFor('a leader', () => holder() || undefined, 30_000);
+    const leaderId = await waitFor('a leader', () => holder(api) || undefined, 30_000);
     const [leader, follower] = await waitFor(
       'the leader to log its term',
       () =>
@@ -203,14 +226,12 @@ test(
       30_000,
     );
 
-    leader.child.kill('SIGTERM');
-    const [code] = (await once(leader.child, 'exit')) as [number | null];
-    assert.equal(code, 0, leader.log());
+    assert.equal(await leader.stop(), 0, leader.log());
     assert.match(leader.log(), /lease released/);
     const next = await waitFor(
       'the other replica to take over',
       () => {
-        const h = holder();
+        const h = holder(api);
         return h && h !== leaderId ? h : undefined;
       },
       30_000,
@@ -218,5 +239,28 @@ test(
     await waitFor('the follower to log its term', () => follower.log().includes('"msg":"leading"'), 30_000);
     assert.ok(follower.log().includes(next));
     assert.equal(leaseSpec(api)?.['leaseTransitions'], 1);
+  },
+);
+
+test(
+  'a replica stopped while its controller is still starting exits and releases the Lease',
+  { timeout: 90_000 },
+  async (t) => {
+    const api = new FakeKubeApi();
+    await api.start();
+    t.after(() => api.close());
+    // The API server answers no list until the replica has been told to stop, so the SIGTERM
+    // lands while its controllers start (an abort that came before the wait for it once went
+    // unseen, and the replica held the Lease until killed).
+    const releaseLists = api.holdLists();
+    const replica = operatorProcesses(t, api)();
+    await waitFor('the replica to lead', () => replica.log().includes('"msg":"leading"'), 30_000);
+    const stopped = replica.stop();
+    await waitFor('the replica to log the signal', () => replica.log().includes('shutting down'), 30_000);
+    assert.ok(!replica.log().includes('controller running'), 'the controller was still starting');
+    releaseLists();
+    assert.equal(await stopped, 0, replica.log());
+    assert.match(replica.log(), /lease released/);
+    assert.equal(holder(api), '');
   },
 );

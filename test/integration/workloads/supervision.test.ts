@@ -6,6 +6,9 @@
  * (the runner logic itself runs for real in this process).
  */
 import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import type { ApiContext } from '../../../src/control/app/index.js';
 import type { SkepError } from '../../../src/shared/index.js';
@@ -75,6 +78,39 @@ test(
     assert.equal(await done, 0);
     assert.equal(manager.rows.get('inproc')?.status, 'stopped');
     await assert.rejects(fetch(`http://127.0.0.1:${port}/health`), 'the proxy is closed');
+  },
+);
+
+test(
+  'runner: a stop that comes while the server is still starting stops it once up, without waiting for it to exit',
+  { timeout: 60_000 },
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'skep-slow-start-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const pidFile = join(dir, 'pid');
+    // Records its pid, listens only after 1.5 s, and never exits on its own.
+    const script = `require('fs').writeFileSync(process.argv[1], String(process.pid));
+      setTimeout(() => require('http').createServer((q, s) => s.end()).listen(Number(process.env.PORT), '127.0.0.1'), 1500);`;
+    const { ctx, manager } = inProcessManager(t);
+    await manager.create({
+      name: 'slow',
+      image: `cmd://${process.execPath}`,
+      transport: 'streamable-http',
+      cmd_arguments: ['-e', script, pidFile],
+      // Unsandboxed: it writes its host pid to the test's directory.
+      sandbox: 'off',
+    });
+    const controller = new AbortController();
+    const done = runInProcess(ctx, 'slow', controller.signal);
+    t.after(() => controller.abort());
+    const pid = await waitFor('the server to be spawned', () =>
+      existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) || undefined : undefined,
+    );
+    assert.equal(manager.rows.get('slow')?.status, 'starting');
+    controller.abort();
+    assert.equal(await done, 0);
+    assert.equal(manager.rows.get('slow')?.status, 'stopped');
+    assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, 'the server was stopped');
   },
 );
 

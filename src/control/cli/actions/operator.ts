@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { parseAllDocuments } from 'yaml';
-import { createLogger, SkepError } from '../../../shared/index.js';
+import { createLogger, SkepError, untilAborted } from '../../../shared/index.js';
 import { readInputFile } from '../input-file.js';
 
 export interface OperatorOptions {
@@ -207,7 +207,8 @@ export async function run(opts: OperatorOptions): Promise<void> {
       const controller = newController();
       await controller.start();
       logger.info({ namespace: opts.namespace ?? '(all)' }, 'controller running');
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      // A SIGTERM can arrive while the controller starts: the wait must see an earlier abort.
+      await untilAborted(signal);
       await controller.close();
       logger.info('controller stopped');
     });
