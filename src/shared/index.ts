@@ -35,7 +35,7 @@ export type { ProxyEndpoint } from './workload-url.js';
 export { ACCESS_TOKEN_PARAM, splitAccessToken, withoutAccessToken, workloadUrl } from './workload-url.js';
 export { jsonSyntaxError, yamlSyntaxError } from './syntax-error.js';
 export { terminalSafe } from './terminal-text.js';
-export { formatLogLine } from './log-format.js';
+export { formatLogEntry, formatLogLine } from './log-format.js';
 export { sleepUnlessAborted, untilAborted } from './sleep.js';
 export type { OriginGuard, OriginGuardOptions } from './origin-guard.js';
 export {

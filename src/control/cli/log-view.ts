@@ -4,41 +4,25 @@
  * repeated back to back is shown once, followed by `  … ×N` (N: how many times it was written,
  * its time aside); a note that is the same for every workload start ("no container engine
  * answered") is shown once. Lines that are not JSON (a server's own stderr) pass as they are,
- * but for their control characters. `--raw` bypasses all of this.
+ * but for their control characters. `--raw` bypasses all of this. The reading is the web UI's
+ * too (`shared/readable-log/`); the terminal's part is the colour, the escaping and `--follow`.
  */
-import { formatLogLine, terminalSafe } from '../../shared/index.js';
-
-/** Runner notes worth reading once per log, however many starts wrote them. */
-const ONCE = new Set(['no container engine answered']);
-
-/** What makes two lines "the same": the line without its time (and, for JSON, pid). */
-function sameness(line: string): { key: string; msg: string | undefined } {
-  if (!line.startsWith('{')) return { key: line, msg: undefined };
-  try {
-    const entry = JSON.parse(line) as unknown;
-    if (entry === null || typeof entry !== 'object' || Array.isArray(entry))
-      return { key: line, msg: undefined };
-    const { time: _time, pid: _pid, ...rest } = entry as Record<string, unknown>;
-    const msg = typeof rest['msg'] === 'string' ? rest['msg'] : undefined;
-    return { key: JSON.stringify(rest), msg };
-  } catch {
-    return { key: line, msg: undefined };
-  }
-}
+import { formatLogEntry, terminalSafe } from '../../shared/index.js';
+import { type LogEntry, ReadableLog } from '../../shared/readable-log/index.js';
 
 /**
  * Renders log text line by line; keeps what a line cut by a read needs (the part after the
- * last newline) and the current run of repeats, so text can be fed in pieces (`--follow`).
+ * last newline), so text can be fed in pieces (`--follow`).
  */
 export class LogView {
-  readonly #colour: boolean;
+  readonly #log: ReadableLog;
   #partial = '';
-  #lastKey: string | undefined;
-  #repeats = 0;
-  readonly #said = new Set<string>();
 
   constructor(options: { colour: boolean }) {
-    this.#colour = options.colour;
+    const { colour } = options;
+    this.#log = new ReadableLog((line: string, entry: LogEntry | undefined) =>
+      entry === undefined ? terminalSafe(line) : formatLogEntry(entry, { colour }),
+    );
   }
 
   /** The rendered text for `chunk` (whole lines only; a trailing partial line waits). */
@@ -47,40 +31,20 @@ export class LogView {
     const lines = text.split('\n');
     this.#partial = lines.pop() ?? '';
     let out = '';
-    for (const raw of lines) out += this.#line(raw.endsWith('\r') ? raw.slice(0, -1) : raw);
+    for (const raw of lines) out += asText(this.#log.line(raw.endsWith('\r') ? raw.slice(0, -1) : raw));
     return out;
   }
 
   /** The end of the text: a partial last line, and the count of a run still open. */
   end(): string {
-    const rest = this.#partial === '' ? '' : this.#line(this.#partial);
+    const rest = this.#partial === '' ? '' : asText(this.#log.line(this.#partial));
     this.#partial = '';
-    return rest + this.#closeRun();
+    return rest + asText(this.#log.end());
   }
+}
 
-  #closeRun(): string {
-    const n = this.#repeats;
-    this.#repeats = 0;
-    return n > 0 ? `  … ×${n + 1}\n` : '';
-  }
-
-  #line(line: string): string {
-    const { key, msg } = sameness(line);
-    if (key === this.#lastKey) {
-      this.#repeats++;
-      return '';
-    }
-    const closed = this.#closeRun();
-    this.#lastKey = key;
-    if (msg !== undefined && ONCE.has(msg)) {
-      if (this.#said.has(msg)) return closed;
-      this.#said.add(msg);
-    }
-    const shown = line.startsWith('{')
-      ? formatLogLine(line, { colour: this.#colour })
-      : `${terminalSafe(line)}\n`;
-    return closed + shown;
-  }
+function asText(lines: string[]): string {
+  return lines.map((line) => `${line}\n`).join('');
 }
 
 /** Colour for a terminal that did not opt out (https://no-color.org). */

@@ -65,3 +65,11 @@ test('log view: colour only on a terminal without NO_COLOR', () => {
   const coloured = new LogView({ colour: true }).write(`${line(1, 'hi', {}, 50)}\n`);
   assert.match(coloured, /\x1b\[31mERROR\x1b\[0m runner: hi\n$/);
 });
+
+test('log view: a line that only looks like JSON keeps its own line', () => {
+  const view = new LogView({ colour: false });
+  assert.equal(
+    view.write(`{not json\n${line(1, 'next')}\n`),
+    `{not json\n${clockOf(1)} INFO  runner: next\n`,
+  );
+});
