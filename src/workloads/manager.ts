@@ -133,7 +133,7 @@ export class WorkloadManager implements GroupMembers {
 
   async create(request: CreateWorkloadRequest): Promise<{ name: string; port: number }> {
     const config = await this.#configFromCreate(request);
-    return this.#createFrom(config);
+    return this.#createFrom(config, request.autostart ?? true);
   }
 
   /** `skep run --from-config`: a RunConfig (e.g. an export) becomes a new workload. */
@@ -167,12 +167,12 @@ export class WorkloadManager implements GroupMembers {
     if (config.transport !== 'stdio' && config.remote_url === undefined && (config.target_port ?? 0) === 0) {
       config.target_port = await this.#allocateTargetPort();
     }
-    return this.#createFrom(config);
+    return this.#createFrom(config, true);
   }
 
-  async #createFrom(config: RunConfig): Promise<{ name: string; port: number }> {
+  async #createFrom(config: RunConfig, autostart: boolean): Promise<{ name: string; port: number }> {
     for (let attempt = 0; ; attempt++) {
-      const result = this.rows.insert(config, 'starting', 'running');
+      const result = this.rows.insert(config, 'starting', 'running', { autostart });
       if (result === 'ok') break;
       if (result === 'name_taken')
         throw new SkepError('workload_exists', `workload '${config.name}' already exists`, {
@@ -306,9 +306,18 @@ export class WorkloadManager implements GroupMembers {
 
   // ---------------------------------------------------------------- update
 
-  /** Merge update; restarts the workload when it was meant to be running. */
+  /**
+   * Merge update; restarts the workload when it was meant to be running. `autostart` is a
+   * setting of the workload, not of its run configuration: a request that sets only it changes
+   * what `skep serve` does at its next start and restarts nothing now.
+   */
   async update(name: string, request: UpdateWorkloadRequest): Promise<{ name: string; port: number }> {
     const row = this.#require(name);
+    const { autostart, ...configFields } = request;
+    if (autostart !== undefined && Object.keys(configFields).length === 0) {
+      this.rows.setAutostart(name, autostart);
+      return { name, port: row.port };
+    }
     const next = applyRequest(row.config, request);
     next.name = name;
     await validateConfig(this.#checks, next);
@@ -324,6 +333,7 @@ export class WorkloadManager implements GroupMembers {
       const wasRunning = current.desired === 'running';
       if (wasRunning) await this.#halt(current, 'stopping', 'configuration updated');
       this.rows.saveConfig(next);
+      if (autostart !== undefined) this.rows.setAutostart(name, autostart);
       if (wasRunning) await this.#launch(name);
       else this.#emit(name, 'updated');
     });

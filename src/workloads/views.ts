@@ -99,6 +99,7 @@ export function summaryOf(skep: SkepConfig, row: WorkloadRow): WorkloadSummary {
     network,
     endpoint_access: endpointAccessOf(c),
     guardrails: guardrailsOf(c),
+    autostart: row.autostart,
   };
 }
 
@@ -162,5 +163,6 @@ export function detailOf(skep: SkepConfig, row: WorkloadRow): WorkloadDetail {
     network_detail: networkReason,
     endpoint_access: endpointAccessOf(c),
     guardrails: guardrailsOf(c),
+    autostart: row.autostart,
   };
 }

@@ -210,11 +210,15 @@ export class WorkloadStore {
     return row?.name;
   }
 
-  /** Inserts a new workload; returns false when the name (or port) is already taken. */
+  /**
+   * Inserts a new workload (`autostart` on unless `options.autostart` is false); says so when
+   * the name (or port) is already taken.
+   */
   insert(
     config: RunConfig,
     status: WorkloadStatus,
     desired: DesiredState,
+    options: { autostart?: boolean } = {},
   ): 'ok' | 'name_taken' | 'port_taken' {
     const now = new Date().toISOString();
     return this.#store.write(() => {
@@ -224,8 +228,8 @@ export class WorkloadStore {
         return 'port_taken';
       this.#store.db
         .prepare(
-          `INSERT INTO workloads (name, run_config, group_name, port, desired_state, status, status_context, created_at, updated_at, access_token)
-           VALUES (?, ?, ?, ?, ?, ?, '', ?, ?, ?)`,
+          `INSERT INTO workloads (name, run_config, group_name, port, desired_state, status, status_context, created_at, updated_at, access_token, autostart)
+           VALUES (?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?)`,
         )
         .run(
           config.name,
@@ -237,6 +241,7 @@ export class WorkloadStore {
           now,
           now,
           newAccessToken(),
+          options.autostart === false ? 0 : 1,
         );
       return 'ok';
     });

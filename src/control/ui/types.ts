@@ -59,6 +59,8 @@ export interface WorkloadDetail {
   endpoint_access: string;
   /** What the guardrails stage does: `off`, or e.g. `ownSecrets:redact credentials:redact`. */
   guardrails: string;
+  /** Resumed when `skep serve` starts (after a reboot); false: stays stopped until started. */
+  autostart: boolean;
 }
 
 /** The fields of `UpdateWorkloadRequest` the edit form sends. */
@@ -67,6 +69,7 @@ export interface UpdateWorkloadRequest {
   cmd_arguments?: string[];
   tools?: string[];
   group?: string;
+  autostart?: boolean;
 }
 
 /** The fields of `CreateWorkloadRequest` the catalog's run form sends. */
@@ -86,6 +89,7 @@ export interface CreateWorkloadRequest {
   volumes?: string[];
   /** A local process's sandbox: what it may read and write, its network. */
   permission_profile?: NonNullable<import('../../schemas/registry/index.js').ImageServer['permissions']>;
+  autostart?: boolean;
 }
 
 // RegistryInfo: `GET /api/v1beta/registry` answers `{ registries: RegistryInfo[] }`.

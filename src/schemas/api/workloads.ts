@@ -178,6 +178,12 @@ const settableFields = {
         'Skep extension (docs/guardrails.md): what the guardrails stage looks for in results and tool arguments, and what it does. Omitted at create: the default (own secrets and known credential formats redacted in results); `{"enabled": false}` turns it off. On update it replaces the stored value.',
     }),
   ),
+  autostart: Opt(
+    Type.Boolean({
+      description:
+        'Skep extension: resume the workload when `skep serve` starts and its runner is gone (after a reboot); `false` keeps it stopped until it is started (`skep run --no-autostart`). Default `true` at create. A workload setting, not part of the run configuration (an export does not carry it); an update that sets only this restarts nothing.',
+    }),
+  ),
   vmcp: Opt(
     Type.Object(VmcpConfigSchema.properties, {
       additionalProperties: false,
@@ -215,8 +221,11 @@ export const WorkloadStatusSchema = Type.String({
   description: '`starting`, `running`, `stopping`, `stopped`, `error`, `unhealthy`, `removing` or `unknown`.',
 });
 
-/** Skep extension (docs/sandbox.md): whether the server runs isolated. */
-const sandboxFields = {
+/**
+ * Skep extensions shown in both the list and the detail: how the server runs isolated
+ * (docs/sandbox.md), who may call it, its guardrails, and whether it is resumed at start.
+ */
+const extensionFields = {
   sandboxed: Type.Boolean({
     description: 'Skep extension: the server runs isolated (bubblewrap sandbox or container).',
   }),
@@ -235,6 +244,10 @@ const sandboxFields = {
   guardrails: Type.String({
     description:
       'Skep extension: what the guardrails stage does, in one line: `off`, or each detector that acts with its action for results (and `/arguments` when those are checked too), e.g. `ownSecrets:redact credentials:redact` (the default). `guardrails_config` in the export has the full configuration.',
+  }),
+  autostart: Type.Boolean({
+    description:
+      'Skep extension: whether `skep serve` resumes the workload when it starts and the runner is gone (after a reboot); `false`: it stays stopped until started (`skep run --no-autostart`).',
   }),
 };
 
@@ -260,7 +273,7 @@ export const WorkloadSummarySchema = Type.Object(
     status_context: Type.String(),
     created_at: Type.String(),
     started_at: Type.String(),
-    ...sandboxFields,
+    ...extensionFields,
   },
   { $id: 'WorkloadSummary' },
 );
@@ -297,7 +310,7 @@ export const WorkloadDetailSchema = Type.Object(
     tools_override: Type.Record(Type.String(), ToolOverrideSchema),
     status: WorkloadStatusSchema,
     status_context: Type.String(),
-    ...sandboxFields,
+    ...extensionFields,
     sandbox_reason: Type.String({
       description: 'Skep extension: why the server is not sandboxed ("" when it is).',
     }),

@@ -71,6 +71,7 @@ const detailKeys = {
   network_detail: true,
   endpoint_access: true,
   guardrails: true,
+  autostart: true,
 } satisfies Record<keyof Ui.WorkloadDetail, true>;
 
 test('every workload field the UI reads is a field of the API schema (and required there)', () => {
