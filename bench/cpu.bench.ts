@@ -37,6 +37,7 @@ import { createInterface } from 'node:readline';
 import { Pool } from 'undici';
 import { startRedis, type RedisInstance } from '../test/helpers/redis.js';
 import { commandOf, cpuPhase, type CpuPhase, descendantsOf, median, summarize } from './lib/cpu.js';
+import { authzConfig, startWebhookReceiver } from './lib/middleware.js';
 import {
   cli,
   MCP_POST_HEADERS,
@@ -61,32 +62,6 @@ const ECHO = join(root, 'bench/fixtures/echo-server.mjs');
 const profArg = process.argv.slice(2).find((a) => a === '--cpu-prof' || a.startsWith('--cpu-prof='));
 const PROFILED = profArg === undefined ? undefined : profArg.includes('=') ? profArg.split('=')[1]! : 'none';
 const ONLY = process.env['BENCH_CPU_ONLY']?.split(',').filter((x) => x !== '');
-
-/** Ten Cedar policies, as the policy bench uses. */
-const POLICIES = [
-  'permit(principal, action == Action::"call_tool", resource == Tool::"echo");',
-  ...[1, 2, 3, 4, 5].map(
-    (i) => `permit(principal, action == Action::"call_tool", resource == Tool::"tool_${i}");`,
-  ),
-  'forbid(principal, action == Action::"call_tool", resource) when { resource has arg_secret };',
-  'permit(principal in THVGroup::"admins", action, resource);',
-  'forbid(principal == Client::"mallory", action, resource);',
-  'permit(principal, action == Action::"get_prompt", resource);',
-];
-
-/** A validating-webhook receiver answering `allowed: true` (its own process). */
-const RECEIVER = `
-const http = require('node:http');
-http.createServer((req, res) => {
-  const chunks = [];
-  req.on('data', (c) => chunks.push(c));
-  req.on('end', () => {
-    const uid = JSON.parse(Buffer.concat(chunks).toString()).uid;
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ version: 'v0.1.0', uid, allowed: true }));
-  });
-}).listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready'));
-`;
 
 /** An OTLP/HTTP sink answering every export 200 (its own process). */
 const SINK = `
@@ -271,7 +246,7 @@ async function main(): Promise<void> {
   const profDir = PROFILED === undefined ? undefined : mkdtempSync(join(tmpdir(), 'skep-cpu-prof-'));
   let profiledRunner: number | undefined;
   try {
-    const receiver = await startLoopbackServer(RECEIVER, 'webhook receiver');
+    const receiver = await startWebhookReceiver();
     closers.push(() => void receiver.child.kill());
     const sink = await startLoopbackServer(SINK, 'OTLP sink');
     closers.push(() => void sink.child.kill());
@@ -284,18 +259,8 @@ async function main(): Promise<void> {
         `no Redis (${(err as Error).message.split('\n')[0]}): the ratelimit-redis configuration is skipped`,
       );
     }
-    const webhook = {
-      validating_webhooks: [
-        {
-          name: 'bench',
-          url: `http://127.0.0.1:${receiver.port}/validate`,
-          timeout: '5s',
-          failure_policy: 'fail',
-          tls_config: { insecure_skip_verify: true },
-        },
-      ],
-    };
-    const authz = { authz_config: { version: '1.0', type: 'cedarv1', cedar: { policies: POLICIES } } };
+    const webhook = receiver.config;
+    const authz = authzConfig();
     const telemetry = {
       telemetry_config: { endpoint: `127.0.0.1:${sink.port}`, insecure: true, samplingRate: '1.0' },
     };

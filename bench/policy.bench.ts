@@ -22,42 +22,18 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { measureWorkloads, openBenchHome, SETTINGS, startLoopbackServer, versus } from './lib/workloads.js';
+import { authzConfig, POLICIES, startWebhookReceiver } from './lib/middleware.js';
+import { measureWorkloads, openBenchHome, SETTINGS, versus } from './lib/workloads.js';
 
 const log = (msg: string): void => {
   process.stderr.write(`[policy.bench] ${msg}\n`);
 };
 
-const POLICIES = [
-  'permit(principal, action == Action::"call_tool", resource == Tool::"echo");',
-  ...[1, 2, 3, 4, 5].map(
-    (i) => `permit(principal, action == Action::"call_tool", resource == Tool::"tool_${i}");`,
-  ),
-  'forbid(principal, action == Action::"call_tool", resource) when { resource has arg_secret };',
-  'permit(principal in THVGroup::"admins", action, resource);',
-  'forbid(principal == Client::"mallory", action, resource);',
-  'permit(principal, action == Action::"get_prompt", resource);',
-];
-
-/** A tiny validating-webhook receiver in its own process (the bench process is the client). */
-const RECEIVER = `
-const http = require('node:http');
-http.createServer((req, res) => {
-  const chunks = [];
-  req.on('data', (c) => chunks.push(c));
-  req.on('end', () => {
-    const uid = JSON.parse(Buffer.concat(chunks).toString()).uid;
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ version: 'v0.1.0', uid, allowed: true }));
-  });
-}).listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready'));
-`;
-
 async function main(): Promise<void> {
   const bench = await openBenchHome('policy', log);
-  const { port: receiverPort, child: receiver } = await startLoopbackServer(RECEIVER, 'webhook receiver');
+  const receiver = await startWebhookReceiver();
   try {
-    const authz = { authz_config: { version: '1.0', type: 'cedarv1', cedar: { policies: POLICIES } } };
+    const authz = authzConfig();
     const auditFile = join(bench.home, 'audit.log');
     const freshPolicies = [
       ...POLICIES.slice(0, 9),
@@ -69,19 +45,9 @@ async function main(): Promise<void> {
       full: {
         ...authz,
         audit_config: { logFile: auditFile },
-        validating_webhooks: [
-          {
-            name: 'bench',
-            url: `http://127.0.0.1:${receiverPort}/validate`,
-            timeout: '5s',
-            failure_policy: 'fail',
-            tls_config: { insecure_skip_verify: true },
-          },
-        ],
+        ...receiver.config,
       },
-      'authz-fresh': {
-        authz_config: { version: '1.0', type: 'cedarv1', cedar: { policies: freshPolicies } },
-      },
+      'authz-fresh': authzConfig(freshPolicies),
     };
     const { summary } = await measureWorkloads(bench.env, bench.home, configs, {
       log,
@@ -124,7 +90,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await bench.close();
-    receiver.kill();
+    receiver.child.kill();
   }
 }
 
