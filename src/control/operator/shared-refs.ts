@@ -152,6 +152,33 @@ function goDurationMs(text: string): number {
   return total;
 }
 
+/** The prefix of the runner's env vars holding `sensitiveHeaders` values (one per header). */
+const OTEL_HEADER_ENV_PREFIX = 'SKEP_OTEL_HEADER';
+
+/**
+ * `openTelemetry.sensitiveHeaders`, as the reference passes them: each value reaches the runner
+ * as an env var filled from its Secret (`valueFrom.secretKeyRef`), and the run configuration's
+ * `telemetry_config.headers` names that variable as a secret reference (`<ENV>,target=…`), which
+ * the telemetry stage resolves when it starts. The value is in neither the ConfigMap nor the pod
+ * spec. Header names that normalise to the same variable (`X-Key`, `x_key`) get distinct ones.
+ */
+function sensitiveHeaderRefs(
+  sensitive: ReadonlyArray<{ name: string; secretKeyRef: { name: string; key: string } }>,
+): { env: SecretEnv[]; headers: Record<string, string> } {
+  const env: SecretEnv[] = [];
+  const headers: Record<string, string> = {};
+  const taken = new Set<string>();
+  for (const h of sensitive) {
+    const base = envName(OTEL_HEADER_ENV_PREFIX, h.name);
+    let variable = base;
+    for (let i = 2; taken.has(variable); i++) variable = `${base}_${i}`;
+    taken.add(variable);
+    env.push({ name: variable, secretRef: h.secretKeyRef });
+    headers[h.name] = `${variable},target=telemetry_config.headers.${h.name}`;
+  }
+  return { env, headers };
+}
+
 /** A referenced config, or the problem saying why it cannot be used. */
 function lookup(
   index: Index,
@@ -373,10 +400,10 @@ export function resolveSharedRefs(
           o.tracing?.samplingRate === undefined ? {} : { samplingRate: o.tracing.samplingRate },
           { useLegacyAttributes: o.useLegacyAttributes ?? true },
         );
-        if ((o.sensitiveHeaders ?? []).length > 0)
-          out.problems.push(
-            `${field}: MCPTelemetryConfig ${ref.name} openTelemetry.sensitiveHeaders: the Skep runner sends only plain headers to the OTLP endpoint; not supported yet`,
-          );
+        const sensitive = sensitiveHeaderRefs(o.sensitiveHeaders ?? []);
+        out.env.push(...sensitive.env);
+        if (Object.keys(sensitive.headers).length > 0)
+          t['headers'] = { ...(t['headers'] as Record<string, string> | undefined), ...sensitive.headers };
         if (o.caBundleRef?.configMapRef !== undefined)
           caBundles.push({
             from: `${field} (MCPTelemetryConfig ${ref.name} openTelemetry.caBundleRef)`,

@@ -28,8 +28,10 @@ import {
   type TelemetrySettings,
   telemetryHasDestination,
 } from '../../middleware/telemetry/index.js';
+import type { SecretLookup } from '../../../secrets/index.js';
 import type { Stage, StageDeps, StageFactory } from '../types.js';
 import { paramsObject, stringParam } from './params.js';
+import { secretOrLiteral } from './secrets.js';
 
 /** The stage never refuses a request: one settled promise for all of them. */
 const PASS: Promise<undefined> = Promise.resolve(undefined);
@@ -65,6 +67,24 @@ function parseParameters(value: unknown, defaults: { name: string; transport: st
   };
 }
 
+/**
+ * `headers` values given as secret references (`<name>,target=…`) read from the secrets provider:
+ * how credentials for the collector stay out of the stored configuration (the Kubernetes
+ * operator passes the reference's `sensitiveHeaders` this way, from env vars filled by Secrets).
+ */
+async function withSecretHeaders(
+  settings: TelemetrySettings,
+  lookup: SecretLookup,
+): Promise<TelemetrySettings> {
+  const entries = await Promise.all(
+    Object.entries(settings.headers).map(
+      async ([name, value]) =>
+        [name, await secretOrLiteral(value, lookup, `telemetry_config.headers.${name}`)] as const,
+    ),
+  );
+  return Object.freeze(Object.assign({}, settings, { headers: Object.freeze(Object.fromEntries(entries)) }));
+}
+
 export const telemetryStage: StageFactory = {
   type: 'telemetry',
 
@@ -80,11 +100,11 @@ export const telemetryStage: StageFactory = {
 
   async create(parameters: unknown, deps: StageDeps): Promise<Stage | undefined> {
     const params = parseParameters(parameters, { name: deps.config.name, transport: deps.config.transport });
-    const settings = params.settings;
-    if (settings === undefined) {
+    if (params.settings === undefined) {
       deps.logger.info('telemetry_config has no endpoint and no Prometheus path: no telemetry');
       return undefined;
     }
+    const settings = await withSecretHeaders(params.settings, deps.secretLookup);
     // Loaded here, so that a workload without telemetry loads none of it (runner footprint).
     const { ProxyTelemetry } = await import('../../middleware/telemetry/proxy-telemetry.js');
     const { MetricRegistry, resourceAttributes } = await import('../../middleware/telemetry/runtime.js');
