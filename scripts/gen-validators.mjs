@@ -19,6 +19,7 @@ export const VALIDATORS = [
     file: 'src/schemas/validators/audit.generated.ts',
     module: 'src/schemas/audit.ts',
     schema: 'AuditConfigSchema',
+    // Sub-schemas the main one embeds more than once: see `withSharedRefs`.
     refs: ['AuditEventTypesSchema'],
   },
   {
@@ -43,7 +44,6 @@ export const VALIDATORS = [
     file: 'src/schemas/validators/rate-limit.generated.ts',
     module: 'src/schemas/rate-limit.ts',
     schema: 'RateLimitConfigSchema',
-    // Schemas the main one names by `$id`.
     refs: ['RateLimitBucketSchema'],
   },
   {
@@ -207,6 +207,40 @@ function withoutDescriptions(schema) {
   return out;
 }
 
+/**
+ * `schema` with every copy of a shared sub-schema replaced by a `$ref` to it, and those
+ * sub-schemas with their `$id`: `refs` names exports of the module, each `$id` is the export's
+ * name without `Schema`. The schemas embed such a part by value (the run configuration embeds
+ * them, and its other readers resolve no `$id`); here it becomes one function the validator
+ * calls at each place, instead of one copy of its code per place (a rate-limit bucket has four).
+ * A name the schema does not embed is a stale entry, refused.
+ */
+function withSharedRefs(schema, refs, imported, file) {
+  const shared = new Map(
+    refs.map((name) => [JSON.stringify(withoutDescriptions(imported[name])), name.replace(/Schema$/, '')]),
+  );
+  const found = new Set();
+  const replace = (node) => {
+    if (Array.isArray(node)) return node.map(replace);
+    if (typeof node !== 'object' || node === null) return node;
+    const id = shared.get(JSON.stringify(node));
+    if (id !== undefined) {
+      found.add(id);
+      return { $ref: id };
+    }
+    const out = {};
+    for (const [key, value] of Object.entries(node))
+      out[key] = DATA_MEMBERS.has(key) ? value : replace(value);
+    return out;
+  };
+  const main = replace(schema);
+  const parts = [...shared].map(([text, id]) => {
+    if (!found.has(id)) throw new Error(`${file}: the schema embeds no ${id}; remove it from refs`);
+    return { $id: id, ...JSON.parse(text) };
+  });
+  return { main, parts };
+}
+
 /** The generated files as [{ file, text }], formatted as the repository formats TypeScript. */
 export async function renderValidators() {
   const options = await prettier.resolveConfig(fileURLToPath(new URL('src/schemas/index.ts', root)));
@@ -230,8 +264,9 @@ export async function renderValidators() {
       useDefaults,
       inlineRefs: false,
     });
-    for (const ref of refs) ajv.addSchema(withoutDescriptions(imported[ref]));
-    const validate = ajv.compile(withoutDescriptions(imported[schema]));
+    const { main, parts } = withSharedRefs(withoutDescriptions(imported[schema]), refs, imported, file);
+    for (const part of parts) ajv.addSchema(part);
+    const validate = ajv.compile(main);
     const { code: standalone, helpers } = withoutRequires(standaloneCode(ajv, validate), file);
     // The patterns are compiled once, at load; marked pure so that a bundle drops a validator
     // nothing calls. Ajv names each function's schema in a `sourceURL` comment, for stack traces

@@ -3,6 +3,7 @@
  * ToolHive's camelCase keys. Unknown keys are refused (a typo such as `excludeEventType` would
  * otherwise silently audit everything); `logFile` is an absolute path. `x-errors` words the
  * messages (see `validators/format.ts`); `src/dataplane/middleware/audit/config.ts` applies the defaults.
+ * The run configuration's `audit_config` is this schema.
  */
 import { Type } from 'typebox';
 import { AUDIT_EVENT_TYPE_NAMES } from './audit-event-types.js';
@@ -13,23 +14,25 @@ const str = (extra: Record<string, unknown> = {}) =>
   Type.String({ ...extra, 'x-errors': { type: 'must be a string', ...(extra['x-errors'] as object) } });
 const UNKNOWN_TYPE = `: unknown event type {json}; known types: ${AUDIT_EVENT_TYPE_NAMES.join(', ')}`;
 
-/** A filter's list; referenced by `$id` so a generated validator checks both with one function. */
+/**
+ * A filter's list. Embedded by value, not by `$id` reference, as the run configuration embeds
+ * this schema; scripts/gen-validators.mjs still compiles it into one function for both filters.
+ */
 export const AuditEventTypesSchema = Type.Array(
   Type.String({
     enum: [...AUDIT_EVENT_TYPE_NAMES],
     'x-error-at': 'list',
     'x-errors': { type: UNKNOWN_TYPE, enum: UNKNOWN_TYPE },
   }),
-  { $id: 'AuditEventTypes', 'x-errors': { type: 'must be a list of event types' } },
+  { 'x-errors': { type: 'must be a list of event types' } },
 );
-const eventTypes = () => Type.Ref('AuditEventTypes');
 
 export const AuditConfigSchema = Type.Object(
   {
     enabled: Opt(bool()),
     component: Opt(str()),
-    eventTypes: Opt(eventTypes()),
-    excludeEventTypes: Opt(eventTypes()),
+    eventTypes: Opt(AuditEventTypesSchema),
+    excludeEventTypes: Opt(AuditEventTypesSchema),
     includeRequestData: Opt(bool()),
     includeResponseData: Opt(bool()),
     detectApplicationErrors: Opt(bool()),

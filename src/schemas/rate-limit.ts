@@ -6,6 +6,7 @@
  * for a failed keyword (`{value}`: the value as written, `{json}`: as JSON), read by
  * `validators/format.ts`. The rules JSON Schema cannot state (a bucket at all, one per tool,
  * unique tool names, a refill period > 0) are in `src/dataplane/middleware/ratelimit/config.ts`.
+ * The run configuration's `rate_limit_config` is this schema.
  */
 import { Type } from 'typebox';
 import { Opt } from './shorthand.js';
@@ -16,7 +17,11 @@ const MAX_TOKENS_RANGE = `must be an integer from 1 to ${INT32_MAX} (got {json})
 // parser trims the value, so surrounding blanks are allowed here too.
 const GO_DURATION = '^\\s*(?:[+-]?(?:(?:\\d+\\.?\\d*|\\.\\d+)(?:ns|us|µs|μs|ms|s|m|h))+|[+-]?0)\\s*$';
 
-/** One bucket; referenced by `$id` so a generated validator checks it with one function. */
+/**
+ * One bucket. Embedded by value, not by `$id` reference, so that the run configuration, the
+ * API's serializer and the OpenAPI document need no schema registry; scripts/gen-validators.mjs
+ * still compiles it into one function, called for each of its four places.
+ */
 export const RateLimitBucketSchema = Type.Object(
   {
     maxTokens: Type.Integer({
@@ -38,23 +43,25 @@ export const RateLimitBucketSchema = Type.Object(
       },
     }),
   },
-  { $id: 'RateLimitBucket', additionalProperties: false },
+  { additionalProperties: false },
 );
-const Bucket = Type.Ref('RateLimitBucket');
-
 const ToolLimit = Type.Object(
   {
     name: Type.String({
       minLength: 1,
       'x-errors': { required: "is required (the tool's name)", minLength: "is required (the tool's name)" },
     }),
-    shared: Opt(Bucket),
-    perUser: Opt(Bucket),
+    shared: Opt(RateLimitBucketSchema),
+    perUser: Opt(RateLimitBucketSchema),
   },
   { additionalProperties: false },
 );
 
 export const RateLimitConfigSchema = Type.Object(
-  { shared: Opt(Bucket), perUser: Opt(Bucket), tools: Opt(Type.Array(ToolLimit)) },
+  {
+    shared: Opt(RateLimitBucketSchema),
+    perUser: Opt(RateLimitBucketSchema),
+    tools: Opt(Type.Array(ToolLimit)),
+  },
   { additionalProperties: false },
 );

@@ -7,10 +7,12 @@
  * `workloads/run-config.ts` fills the omitted fields and validates with it.
  */
 import { type Static, Type } from 'typebox';
+import { AuditConfigSchema } from './audit.js';
 import { EmbeddedAuthServerConfigSchema } from './embedded-auth-server.js';
 import { ImageVerificationSchema } from './image-verification.js';
 import { GuardrailsConfigSchema } from './guardrails.js';
 import { PermissionProfileSchema } from './permission-profile.js';
+import { RateLimitConfigSchema } from './rate-limit.js';
 import { Opt, Str, StrMap, Strs } from './shorthand.js';
 import { VmcpConfigSchema } from './vmcp.js';
 
@@ -29,7 +31,6 @@ const HeaderForward = Type.Object({
   add_headers_from_secret: Opt(StrMap()),
   add_plaintext_headers: Opt(StrMap()),
 });
-const Bucket = Type.Object({ maxTokens: Opt(Type.Integer()), refillPeriod: Opt(Type.Unknown()) });
 // ToolHive's webhook entry; unknown keys are refused here, on create and import, rather
 // than at the workload's start (src/dataplane/middleware/webhooks/config.ts checks the values).
 const Webhook = Type.Object(
@@ -135,19 +136,8 @@ export const RunConfigSchema = Type.Object(
     jwks_auth_token_file: Opt(Str()),
     authz_config: Opt(Type.Object({ type: Opt(Str()), version: Opt(Str()) }, { additionalProperties: true })),
     authz_config_path: Opt(Str()),
-    audit_config: Opt(
-      Type.Object({
-        component: Opt(Str()),
-        detectApplicationErrors: Opt(Type.Boolean()),
-        enabled: Opt(Type.Boolean()),
-        includeRequestData: Opt(Type.Boolean()),
-        includeResponseData: Opt(Type.Boolean()),
-        eventTypes: Opt(Strs()),
-        excludeEventTypes: Opt(Strs()),
-        logFile: Opt(Str()),
-        maxDataSize: Opt(Type.Integer()),
-      }),
-    ),
+    /** The audit middleware's configuration: its one schema, checked by the runner's validator too. */
+    audit_config: Opt(AuditConfigSchema),
     audit_config_path: Opt(Str()),
     aws_sts_config: Opt(
       Type.Object({
@@ -186,13 +176,8 @@ export const RunConfigSchema = Type.Object(
         scopes: Opt(Strs()),
       }),
     ),
-    rate_limit_config: Opt(
-      Type.Object({
-        perUser: Opt(Bucket),
-        shared: Opt(Bucket),
-        tools: Opt(Type.Array(Type.Object({ name: Opt(Str()), perUser: Opt(Bucket), shared: Opt(Bucket) }))),
-      }),
-    ),
+    /** Rate limits at the proxy: their one schema, checked by the runner's validator too. */
+    rate_limit_config: Opt(RateLimitConfigSchema),
     rate_limit_namespace: Opt(Str()),
     /**
      * Skep extension: guardrails on what the server answers and on tool arguments (own

@@ -9,6 +9,13 @@ import {
   RunConfigSchema,
   type Transport,
 } from '../schemas/index.js';
+import {
+  type GeneratedValidator,
+  validateAuditConfig,
+  validateRateLimitConfig,
+  validationProblem,
+} from '../schemas/validators/index.js';
+import { SkepError } from '../shared/index.js';
 import { createValidator } from '../validation/index.js';
 
 export type { ProxyMode, RunConfig, Transport };
@@ -16,8 +23,31 @@ export type { ProxyMode, RunConfig, Transport };
 const validator = createValidator(RunConfigSchema);
 
 /**
+ * Middleware configurations the run configuration embeds, each with the generated validator of
+ * its schema (the one `RunConfigSchema` embeds), which the runner checks it with.
+ */
+const MIDDLEWARE_FIELDS: ReadonlyArray<readonly [field: keyof RunConfig, validate: GeneratedValidator]> = [
+  ['rate_limit_config', validateRateLimitConfig],
+  ['audit_config', validateAuditConfig],
+];
+
+/**
+ * A middleware configuration's mistake is refused as the runner would word it — `invalid_config`
+ * with the field's path and its schema's message (`rate_limit_config.tools[0].name is required
+ * (the tool's name)`) — not as a generic schema error of the whole document.
+ */
+function checkMiddlewareFields(raw: Readonly<Record<string, unknown>>, what: string): void {
+  for (const [field, validate] of MIDDLEWARE_FIELDS) {
+    if (raw[field] === undefined) continue;
+    const problem = validationProblem(validate, raw[field], field);
+    if (problem !== undefined) throw new SkepError('invalid_config', `invalid ${what}: ${problem}`);
+  }
+}
+
+/**
  * Fills the fields a stored or imported run configuration may omit (the reference omits
- * empty maps and lists) and validates the result. Throws `bad_request` naming the fields.
+ * empty maps and lists) and validates the result. Throws `invalid_config` for a middleware
+ * configuration (`checkMiddlewareFields`), else `bad_request`, naming the fields.
  */
 export function parseRunConfig(value: unknown, what = 'run configuration'): RunConfig {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -40,5 +70,6 @@ export function parseRunConfig(value: unknown, what = 'run configuration'): RunC
   if (typeof raw['remote_url'] === 'string') raw['image'] ??= '';
   // Nor does a virtual MCP server.
   if (typeof raw['vmcp'] === 'object' && raw['vmcp'] !== null) raw['image'] ??= '';
+  checkMiddlewareFields(raw, what);
   return validator.parse(raw, what);
 }

@@ -41,6 +41,7 @@ const schema6 = {
 };
 const func2 = Object.prototype.hasOwnProperty;
 const schema7 = {
+  $id: 'AuditEventTypes',
   type: 'array',
   items: {
     type: 'string',
@@ -76,7 +77,6 @@ const schema7 = {
       enum: ': unknown event type {json}; known types: mcp_initialize, mcp_tool_call, mcp_tools_list, mcp_resource_read, mcp_resources_list, mcp_prompt_get, mcp_prompts_list, mcp_notification, mcp_ping, mcp_logging, mcp_completion, mcp_roots_list_changed, vmcp_workflow_started, vmcp_workflow_completed, vmcp_workflow_failed, vmcp_workflow_timed_out, vmcp_workflow_step_started, vmcp_workflow_step_completed, vmcp_workflow_step_failed, vmcp_workflow_step_skipped, mcp_request, http_request, sse_connection, guardrails_finding',
     },
   },
-  $id: 'AuditEventTypes',
   'x-errors': { type: 'must be a list of event types' },
 };
 function validate22(data, { instancePath = '', parentData, parentDataProperty, rootData = data } = {}) {

@@ -37,6 +37,7 @@ const schema6 = {
   additionalProperties: false,
 };
 const schema7 = {
+  $id: 'RateLimitBucket',
   type: 'object',
   required: ['maxTokens', 'refillPeriod'],
   properties: {
@@ -61,7 +62,6 @@ const schema7 = {
       },
     },
   },
-  $id: 'RateLimitBucket',
   additionalProperties: false,
 };
 const pattern0 = /* @__PURE__ */ new RegExp(

@@ -108,9 +108,22 @@ test('checkPipeline runs each stage check: a bad webhook, audit or policy is a 4
       codeOf(err) === 'invalid_config' && /'auth' parameter 'oidc_config': issuer/.test(err.message),
     'a middleware_configs block is validated like the typed field',
   );
+  // The typed field is refused as the run configuration is read (its schema is the audit
+  // config's); a middleware_configs entry, by the stage's check.
+  assert.throws(
+    () => parseRunConfig({ ...base, audit_config: { eventTypes: ['mcp_nope'] } }),
+    (err: Error) =>
+      codeOf(err) === 'invalid_config' && /audit_config\.eventTypes: .*mcp_nope/.test(err.message),
+  );
   await assert.rejects(
-    checkPipeline(parseRunConfig({ ...base, audit_config: { eventTypes: ['mcp_nope'] } })),
-    (err: Error) => codeOf(err) === 'invalid_config' && /mcp_nope/.test(err.message),
+    checkPipeline(
+      parseRunConfig({
+        ...base,
+        middleware_configs: [{ type: 'audit', parameters: { config_data: { eventTypes: ['mcp_nope'] } } }],
+      }),
+    ),
+    (err: Error) =>
+      codeOf(err) === 'invalid_config' && /audit_config\.eventTypes: .*mcp_nope/.test(err.message),
   );
   await assert.rejects(
     checkPipeline(

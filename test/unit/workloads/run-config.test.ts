@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isSkepError } from '../../../src/shared/index.js';
 import { RunConfigSchema } from '../../../src/schemas/index.js';
+import { AuditConfigSchema } from '../../../src/schemas/audit.js';
+import { RateLimitConfigSchema } from '../../../src/schemas/rate-limit.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 
 /** Top-level fields of ToolHive's run configuration as its export returns it. */
@@ -94,4 +96,42 @@ test('an unknown top-level field or a wrong type is a bad_request naming the fie
       (err) => isSkepError(err) && err.code === 'bad_request' && err.message.includes(field),
     );
   }
+});
+
+test('rate_limit_config and audit_config are their middlewares’ schemas, not copies', () => {
+  const properties = (RunConfigSchema as unknown as { properties: Record<string, unknown> }).properties;
+  assert.equal(JSON.stringify(properties['rate_limit_config']), JSON.stringify(RateLimitConfigSchema));
+  assert.equal(JSON.stringify(properties['audit_config']), JSON.stringify(AuditConfigSchema));
+});
+
+test('a bad rate_limit_config or audit_config is invalid_config with its path and its schema’s message', () => {
+  for (const [fields, message] of [
+    [
+      { rate_limit_config: { shared: { maxTokens: 0, refillPeriod: '1m' } } },
+      'invalid run configuration: rate_limit_config.shared.maxTokens must be an integer from 1 to 2147483647 (got 0)',
+    ],
+    [
+      { rate_limit_config: { tools: [{ name: 'echo', perUser: { maxTokens: 1, refillPeriod: 'soon' } }] } },
+      'invalid run configuration: rate_limit_config.tools[0].perUser.refillPeriod "soon" is not a duration; write e.g. "1m0s", "30s" or "1h30m"',
+    ],
+    [
+      { audit_config: { maxDataSize: -1 } },
+      'invalid run configuration: audit_config.maxDataSize must not be negative (bytes; 0 means 1024)',
+    ],
+    [
+      { audit_config: { includeRequestData: 'yes' } },
+      'invalid run configuration: audit_config.includeRequestData must be true or false',
+    ],
+  ] as const) {
+    assert.throws(
+      () => parseRunConfig({ name: 'x', image: 'npx://x', ...fields }),
+      (err) => isSkepError(err) && err.code === 'invalid_config' && err.message === message,
+      message,
+    );
+  }
+  // The other fields keep the document's schema errors.
+  assert.throws(
+    () => parseRunConfig({ name: 'x', image: 'npx://x', port: 'eighty', audit_config: {} }),
+    (err) => isSkepError(err) && err.code === 'bad_request' && err.message.includes('port'),
+  );
 });
