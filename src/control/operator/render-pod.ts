@@ -144,7 +144,7 @@ export type RunnerFields = Pick<
   | 'groupRef'
   | 'proxyPort'
 > &
-  SharedRefFields & { endpointPrefix?: string };
+  SharedRefFields;
 
 export async function sharedRunConfig(
   cr: Node,
@@ -238,10 +238,6 @@ export async function sharedRunConfig(
       problems.push(`${field}: ${(err as Error).message}`);
     }
   }
-  if (spec.endpointPrefix !== undefined && spec.endpointPrefix !== '')
-    problems.push(
-      'spec.endpointPrefix: the Skep runner serves /mcp and /sse at the root of its port and does not prefix the SSE endpoint URL yet; route the prefix in the ingress without stripping it, and remove endpointPrefix',
-    );
   // Shared configurations by reference (and inline authorization / rate limits).
   const shared = resolveSharedRefs(spec, { index, namespace, workload: name, paths });
   problems.push(...shared.problems);

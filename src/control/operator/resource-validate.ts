@@ -150,6 +150,19 @@ function codeRules(kind: string, obj: Node, out: Problem[]): void {
       });
     }
   }
+  // The reference's runner prefixes the SSE `endpoint` event's URL with it (an ingress that strips
+  // a path prefix); Skep's runner announces `/messages?session_id=…` unprefixed, so a client
+  // behind such an ingress would POST to the wrong path. Refused at admission rather than ignored.
+  if (
+    (kind === 'MCPServer' || kind === 'MCPRemoteProxy') &&
+    typeof spec['endpointPrefix'] === 'string' &&
+    spec['endpointPrefix'] !== ''
+  )
+    out.push({
+      path: 'spec.endpointPrefix',
+      message:
+        'the Skep runner serves /mcp and /sse at the root of its port and does not prefix the SSE endpoint URL yet; route the prefix in the ingress without stripping it, and remove endpointPrefix',
+    });
   const headers = (spec['headerForward'] as Node | undefined)?.['addHeadersFromSecret'];
   if (Array.isArray(headers)) {
     const seen = new Set<string>();

@@ -2,11 +2,12 @@
 // hostPath `volumes` in the server's container, `resourceOverrides` (labels, annotations, runner
 // env, pull secrets on the pod and its ServiceAccount), the strategic merge of `podTemplateSpec`
 // (lists by their merge key), `rateLimiting` into the run configuration, and `endpointPrefix`,
-// which the runner cannot honour, refused with its reason.
+// which the runner cannot honour, refused by name at validation with its reason.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type K8sObject, renderResources } from '../../../src/control/operator/render.js';
 import { pullSecretCredentials } from '../../../src/control/operator/image-command.js';
+import { validateResource } from '../../../src/control/operator/resource-validate.js';
 
 type Obj = Record<string, unknown>;
 const server = (spec: Obj) => ({
@@ -117,7 +118,7 @@ describe('MCPServer fields of the reference', () => {
     assert.equal(mcp['image'], 'ghcr.io/example/srv:1');
   });
 
-  it('rateLimiting reaches the run configuration; endpointPrefix is refused with its reason', async () => {
+  it('rateLimiting reaches the run configuration (and needs redis session storage)', async () => {
     const limits = {
       shared: { maxTokens: 100, refillPeriod: '1m' },
       tools: [{ name: 'fetch', shared: { maxTokens: 5, refillPeriod: '10s' } }],
@@ -127,13 +128,30 @@ describe('MCPServer fields of the reference', () => {
     ]);
     assert.deepEqual(problems, []);
     assert.deepEqual(runConfig(objects)['rate_limit_config'], limits);
-    const prefixed = await renderResources([server({ endpointPrefix: '/team-a' })]);
-    assert.match(
-      prefixed.problems[0]!.problem,
-      /^spec\.endpointPrefix: the Skep runner serves \/mcp and \/sse at the root/,
-    );
     const noRedis = await renderResources([server({ rateLimiting: limits })]);
     assert.match(noRedis.problems[0]!.problem, /rateLimiting requires sessionStorage with provider 'redis'/);
+  });
+
+  it('endpointPrefix: refused by name at validation (admission, `skep operator validate`) and so at render, on both proxy kinds', async () => {
+    const reason =
+      /the Skep runner serves \/mcp and \/sse at the root of its port and does not prefix the SSE endpoint URL/;
+    const remote = {
+      apiVersion: 'skep.dev/v1beta1',
+      kind: 'MCPRemoteProxy',
+      metadata: { name: 'rp', namespace: 'ns' },
+      spec: { remoteUrl: 'https://mcp.example.com/mcp', endpointPrefix: '/team-a' },
+    };
+    for (const resource of [server({ endpointPrefix: '/team-a' }), remote]) {
+      const { problems } = validateResource(resource);
+      assert.equal(problems.length, 1, JSON.stringify(problems));
+      assert.equal(problems[0]!.path, 'spec.endpointPrefix');
+      assert.match(problems[0]!.message, reason);
+      const rendered = await renderResources([resource]);
+      assert.equal(rendered.objects.length, 0, 'nothing is deployed');
+      assert.match(rendered.problems[0]!.problem, /spec\.endpointPrefix/);
+    }
+    // An empty prefix is the reference's default ("no prefix"): accepted.
+    assert.deepEqual(validateResource(server({ endpointPrefix: '' })).problems, []);
   });
 
   it('pull secrets give the registry credentials for reading an entrypoint (auth or username/password)', () => {
