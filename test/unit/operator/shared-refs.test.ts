@@ -2,8 +2,8 @@
 // of the reference whose effect is in the pod wiring or that the runner cannot honour:
 // MCPTelemetryConfig `openTelemetry.sensitiveHeaders` (each value an env var of the runner filled
 // from its Secret, the run configuration holding only a reference to it) and MCPToolConfig
-// `toolsOverride.<tool>.annotations` (refused by name on an MCPServer: the runner overrides tool
-// names and descriptions only).
+// `toolsOverride.<tool>.annotations` (refused by name on an MCPServer: its runner overrides tool
+// names and descriptions only; a VirtualMCPServer carries them to the virtual MCP, which applies them).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type K8sObject, renderResources } from '../../../src/control/operator/render.js';
@@ -141,5 +141,25 @@ describe('shared configurations: fields whose effect is pod wiring', () => {
     const ok = await renderResources([plain, server({ toolConfigRef: { name: 'tools' } })]);
     assert.deepEqual(ok.problems, []);
     assert.deepEqual(runConfig(ok.objects)['tools_override'], { fetch: { description: 'Fetch a URL' } });
+  });
+
+  it('toolsOverride annotations: a VirtualMCPServer carries them into its aggregation overrides (the virtual MCP applies them)', async () => {
+    const tools = cr('MCPToolConfig', 'tools', {
+      toolsOverride: { fetch: { description: 'Fetch a URL', annotations: { readOnlyHint: true } } },
+    });
+    const vmcp = cr('VirtualMCPServer', 'v', {
+      groupRef: { name: 'g' },
+      incomingAuth: { type: 'anonymous' },
+      config: { aggregation: { tools: [{ workload: 'srv', toolConfigRef: { name: 'tools' } }] } },
+    });
+    const { objects, problems } = await renderResources([cr('MCPGroup', 'g', {}), tools, vmcp]);
+    assert.deepEqual(problems, []);
+    const aggregation = (runConfig(objects)['vmcp'] as { aggregation: { tools: Obj[] } }).aggregation;
+    assert.deepEqual(aggregation.tools, [
+      {
+        workload: 'srv',
+        overrides: { fetch: { description: 'Fetch a URL', annotations: { readOnlyHint: true } } },
+      },
+    ]);
   });
 });
