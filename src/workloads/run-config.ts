@@ -12,6 +12,7 @@ import {
 import {
   type GeneratedValidator,
   validateAuditConfig,
+  validateGuardrailsConfig,
   validateRateLimitConfig,
   validationProblem,
 } from '../schemas/validators/index.js';
@@ -29,6 +30,7 @@ const validator = createValidator(RunConfigSchema);
 const MIDDLEWARE_FIELDS: ReadonlyArray<readonly [field: keyof RunConfig, validate: GeneratedValidator]> = [
   ['rate_limit_config', validateRateLimitConfig],
   ['audit_config', validateAuditConfig],
+  ['guardrails_config', validateGuardrailsConfig],
 ];
 
 /**

@@ -1,8 +1,9 @@
 /**
- * `rate_limit_config` and `audit_config` in a run configuration are their middlewares' own
- * schemas: an import (`skep run --from-config`, through the workloads service the CLI and the
- * API share) refuses a bad value before anything is stored, with 400 `invalid_config` naming
- * the field's path as the runner would; export writes back every field those schemas have.
+ * `rate_limit_config`, `audit_config` and `guardrails_config` in a run configuration are their
+ * middlewares' own schemas: an import (`skep run --from-config`, through the workloads service
+ * the CLI and the API share) refuses a bad value before anything is stored, with 400
+ * `invalid_config` naming the field's path as the runner would, as it refuses the same stages
+ * given as `middleware_configs` entries; export writes back every field those schemas have.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -52,9 +53,29 @@ const refusals: ReadonlyArray<readonly [string, Record<string, unknown>, RegExp]
     { audit_config: { logFile: 'audit.log' } },
     /^invalid run configuration file: audit_config\.logFile must be an absolute path \(got "audit\.log"\)$/,
   ],
+  [
+    'a bad guardrails action',
+    { guardrails_config: { ownSecrets: { results: 'shred' } } },
+    /^invalid run configuration file: guardrails_config\.ownSecrets\.results must be one of off, audit, redact, block \(got "shred"\)$/,
+  ],
+  // The same stages as middleware_configs entries: refused by their own checks, with the same code.
+  [
+    'an audit entry with an unknown transport',
+    { middleware_configs: [{ type: 'audit', parameters: { transport_type: 'websocket' } }] },
+    /^audit parameters\.transport_type must be one of stdio, sse, streamable-http$/,
+  ],
+  [
+    'a guardrails entry with a bad action',
+    {
+      middleware_configs: [
+        { type: 'guardrails', parameters: { config: { ownSecrets: { results: 'shred' } } } },
+      ],
+    },
+    /^guardrails_config\.ownSecrets\.results must be one of off, audit, redact, block \(got "shred"\)$/,
+  ],
 ];
 
-test('import refuses a bad rate_limit_config or audit_config by its path: 400 invalid_config, nothing stored', async (t) => {
+test('import refuses a bad rate_limit_config, audit_config or guardrails_config by its path: 400 invalid_config, nothing stored', async (t) => {
   const { ctx } = await testApp(t);
   for (const [what, fields, message] of refusals) {
     await assert.rejects(

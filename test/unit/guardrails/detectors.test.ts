@@ -245,7 +245,7 @@ test('guardrails_config is validated: unknown keys, actions, patterns and kinds 
   const refused = (value: unknown, expected: RegExp) =>
     assert.throws(
       () => parseGuardrailsConfig(value),
-      (err: unknown) => isSkepError(err) && err.code === 'bad_request' && expected.test(err.message),
+      (err: unknown) => isSkepError(err) && err.code === 'invalid_config' && expected.test(err.message),
     );
   refused({ ownSecret: {} }, /guardrails_config: unknown key "ownSecret"/);
   refused(

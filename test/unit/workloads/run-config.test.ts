@@ -104,7 +104,7 @@ test('rate_limit_config and audit_config are their middlewares’ schemas, not c
   assert.equal(JSON.stringify(properties['audit_config']), JSON.stringify(AuditConfigSchema));
 });
 
-test('a bad rate_limit_config or audit_config is invalid_config with its path and its schema’s message', () => {
+test('a bad rate_limit_config, audit_config or guardrails_config is invalid_config with its path and its schema’s message', () => {
   for (const [fields, message] of [
     [
       { rate_limit_config: { shared: { maxTokens: 0, refillPeriod: '1m' } } },
@@ -121,6 +121,10 @@ test('a bad rate_limit_config or audit_config is invalid_config with its path an
     [
       { audit_config: { includeRequestData: 'yes' } },
       'invalid run configuration: audit_config.includeRequestData must be true or false',
+    ],
+    [
+      { guardrails_config: { ownSecrets: { results: 'shred' } } },
+      'invalid run configuration: guardrails_config.ownSecrets.results must be one of off, audit, redact, block (got "shred")',
     ],
   ] as const) {
     assert.throws(

@@ -49,11 +49,11 @@ function actions(
   };
 }
 
-/** Validates `guardrails_config` and fills the defaults; `bad_request` naming the field otherwise. */
+/** Validates `guardrails_config` and fills the defaults; `invalid_config` naming the field otherwise. */
 export function parseGuardrailsConfig(value: unknown, field = 'guardrails_config'): EffectiveGuardrails {
   const input = value === null || value === undefined ? {} : value;
   const problem = validationProblem(validateGuardrailsConfig, input, field);
-  if (problem !== undefined) throw new SkepError('bad_request', problem);
+  if (problem !== undefined) throw new SkepError('invalid_config', problem);
   const raw = input as GuardrailsConfig;
   const d = defaultGuardrailsConfig();
   const phrases = raw.promptInjection?.phrases ?? DEFAULT_INJECTION_PHRASES;

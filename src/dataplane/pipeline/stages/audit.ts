@@ -35,7 +35,7 @@ const PARAMETER_KEYS = new Set(['config_path', 'config_data', 'component', 'tran
 const TRANSPORTS = new Set(['stdio', 'sse', 'streamable-http']);
 
 function bad(message: string): never {
-  throw new SkepError('bad_request', message);
+  throw new SkepError('invalid_config', message);
 }
 
 function parseParameters(value: unknown): AuditParameters {

@@ -131,7 +131,7 @@ test('config_path: the JSON file is read; a bad one is a start error naming it',
 });
 
 test('parameters: unknown keys and a wrong transport_type are refused; a log file that cannot be opened names it', async (t) => {
-  const bad = (params: unknown, pattern: RegExp, code = 'bad_request') =>
+  const bad = (params: unknown, pattern: RegExp, code = 'invalid_config') =>
     assert.rejects(
       auditStage.create(params, deps(runConfig())),
       (err: unknown) => isSkepError(err) && err.code === code && pattern.test(err.message),
