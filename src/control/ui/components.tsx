@@ -1,6 +1,6 @@
 /** Building blocks shared by the pages: links, data loading, errors, empty states, forms. */
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { ApiError } from './api.js';
 import { navigate } from './router.js';
 
@@ -193,6 +193,49 @@ export function Field(props: {
       {props.children}
       {props.hint !== undefined && props.hint !== '' && <span class="hint">{props.hint}</span>}
     </label>
+  );
+}
+
+/**
+ * A checkbox with its label, and under it one line saying what it does (the box's
+ * description for assistive technology, too).
+ */
+export function CheckField(props: {
+  label: string;
+  hint: string;
+  checked: boolean;
+  disabled?: boolean;
+  onChecked: (checked: boolean) => void;
+}) {
+  const hintId = useId();
+  return (
+    <div class="field">
+      <label class="check">
+        <input
+          type="checkbox"
+          checked={props.checked}
+          disabled={props.disabled === true}
+          aria-describedby={hintId}
+          onChange={(e) => props.onChecked((e.target as HTMLInputElement).checked)}
+        />
+        {props.label}
+      </label>
+      <span class="hint" id={hintId}>
+        {props.hint}
+      </span>
+    </div>
+  );
+}
+
+/** A workload's `autostart`, in the Run and Edit forms (`skep run --no-autostart` unchecks it). */
+export function AutostartField(props: { checked: boolean; onChecked: (checked: boolean) => void }) {
+  return (
+    <CheckField
+      label="Resume it when skep serve starts"
+      hint="After a reboot, a server that was running comes back when skep serve starts; unchecked, it stays stopped until you start it."
+      checked={props.checked}
+      onChecked={props.onChecked}
+    />
   );
 }
 

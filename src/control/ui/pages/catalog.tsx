@@ -4,6 +4,7 @@ import { api, get, getText, seg } from '../api.js';
 import { readableLog } from '../log-text.js';
 import {
   asApiError,
+  AutostartField,
   DataTable,
   Empty,
   ErrorBox,
@@ -360,6 +361,7 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
   const [name, setName] = useState(shortName(server.name));
   const [group, setGroup] = useState('default');
   const [folder, setFolder] = useState('');
+  const [autostart, setAutostart] = useState(true);
   const [values, setValues] = useState<Record<string, string>>({});
   const [secrets, setSecrets] = useState<Record<string, SecretChoice>>({});
   const groups = useLoad(() => get<{ groups: Group[] }>('/api/v1beta/groups').then((r) => r.groups), []);
@@ -407,7 +409,13 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
         );
         return key;
       };
-      const body: CreateWorkloadRequest = { name, registry: 'default', server: server.name, group };
+      const body: CreateWorkloadRequest = {
+        name,
+        registry: 'default',
+        server: server.name,
+        group,
+        autostart,
+      };
       const envVars: Record<string, string> = {};
       const secretRefs: Array<{ name: string; target: string }> = [];
       for (const input of envInputs) {
@@ -468,6 +476,7 @@ function RunForm(props: { found: FoundServer; onStarted: (name: string) => void 
           onValue={setFolder}
         />
       )}
+      <AutostartField checked={autostart} onChecked={setAutostart} />
       {envInputs.length + headerInputs.length === 0 && <p class="muted">This server needs no settings.</p>}
       <InputsFields inputs={envInputs} kind="env" {...inputState} />
       <InputsFields inputs={headerInputs} kind="header" {...inputState} />

@@ -2,6 +2,7 @@
 import { useState } from 'preact/hooks';
 import { api, get, seg } from '../api.js';
 import {
+  CheckField,
   DataTable,
   Empty,
   ErrorBox,
@@ -17,15 +18,34 @@ import {
 } from '../components.js';
 import type { SecretsProvider } from '../types.js';
 
+/** `POST /api/v1beta/secrets` (routes/secrets.ts). */
+interface SetupRequest {
+  provider_type: string;
+  password?: string;
+  save_password?: boolean;
+}
+
 function ProviderSetup(props: { current: string | undefined; onDone: () => void }) {
   const [type, setType] = useState(props.current ?? 'encrypted');
   const [password, setPassword] = useState('');
+  // The API's default: a typed password is kept so that skep serve can open the store.
+  const [remember, setRemember] = useState(true);
+  const [outcome, setOutcome] = useState<string | undefined>(undefined);
   const action = useAction();
   const submit = async (event: Event) => {
     event.preventDefault();
-    const body: { provider_type: string; password?: string } = { provider_type: type };
-    if (type === 'encrypted' && password !== '') body.password = password;
-    if (await action.run('Set up', () => api('POST', '/api/v1beta/secrets', body))) {
+    setOutcome(undefined);
+    const body: SetupRequest = { provider_type: type };
+    // Only a typed password is the user's to keep or not; a generated one is always saved.
+    if (type === 'encrypted' && password !== '') {
+      body.password = password;
+      body.save_password = remember;
+    }
+    const done = await action.run('Set up', async () => {
+      // The message says where the password went (or that it went nowhere).
+      setOutcome((await api<{ message: string }>('POST', '/api/v1beta/secrets', body)).message);
+    });
+    if (done) {
       setPassword('');
       props.onDone();
     }
@@ -53,6 +73,16 @@ function ProviderSetup(props: { current: string | undefined; onDone: () => void 
           />
         </Field>
       )}
+      {type === 'encrypted' && (
+        <CheckField
+          label="Remember the password on this machine"
+          hint="Kept in the OS keyring, else in a file only you can read (0600), so skep serve can open the store; unchecked, it is saved nowhere and skep serve needs SKEP_SECRETS_PASSWORD."
+          checked={remember}
+          disabled={password === ''}
+          onChecked={setRemember}
+        />
+      )}
+      <Notice text={outcome} />
       <ErrorBox error={action.error} title="Could not set up the provider" />
       <FormActions busy={action.busy} submit={props.current === undefined ? 'Set up' : 'Reconfigure'} />
     </form>
@@ -199,7 +229,11 @@ export function SecretsPage() {
             )}
           </div>
           <div>
-            <ProviderSetup current={provider.data?.provider_type} onDone={() => void provider.reload()} />
+            {/* The keys again too: a reconfigure keeps the type, and may have unlocked the store. */}
+            <ProviderSetup
+              current={provider.data?.provider_type}
+              onDone={() => void provider.reload().then(keys.reload)}
+            />
           </div>
         </div>
       )}

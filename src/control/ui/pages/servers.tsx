@@ -2,6 +2,7 @@
 import { useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { api, get, getText, seg } from '../api.js';
 import {
+  AutostartField,
   CopyButton,
   DataTable,
   Empty,
@@ -229,19 +230,41 @@ const linesOf = (text: string) =>
     .map((l) => l.trim())
     .filter((l) => l !== '');
 
-function EditForm(props: { detail: WorkloadDetail; onSaved: () => void; onCancel: () => void }) {
-  const d = props.detail;
-  const [env, setEnv] = useState(
-    Object.entries(d.env_vars)
+/** The edit form's text fields as the detail fills them (a save compares against them). */
+function editedTexts(d: WorkloadDetail) {
+  return {
+    env: Object.entries(d.env_vars)
       .map(([k, v]) => `${k}=${v}`)
       .join('\n'),
-  );
-  const [args, setArgs] = useState(d.cmd_arguments.join('\n'));
-  const [tools, setTools] = useState(d.tools.join(', '));
-  const [group, setGroup] = useState(d.group);
+    args: d.cmd_arguments.join('\n'),
+    tools: d.tools.join(', '),
+    group: d.group,
+  };
+}
+
+function EditForm(props: {
+  detail: WorkloadDetail;
+  onSaved: (notice: string) => void;
+  onCancel: () => void;
+}) {
+  const d = props.detail;
+  const [initial] = useState(() => editedTexts(d));
+  const [env, setEnv] = useState(initial.env);
+  const [args, setArgs] = useState(initial.args);
+  const [tools, setTools] = useState(initial.tools);
+  const [group, setGroup] = useState(initial.group);
+  const [autostart, setAutostart] = useState(d.autostart);
   const action = useAction();
   const save = async (event: Event) => {
     event.preventDefault();
+    // Only the autostart choice changed: sent alone, it restarts nothing (the API's rule).
+    const configSame =
+      env === initial.env && args === initial.args && tools === initial.tools && group === initial.group;
+    if (configSame) {
+      if (await action.run('Save', () => api('PUT', `/api/v1beta/workloads/${seg(d.name)}`, { autostart })))
+        props.onSaved('Saved. Nothing was restarted.');
+      return;
+    }
     const envVars: Record<string, string> = {};
     for (const line of linesOf(env)) {
       const eq = line.indexOf('=');
@@ -264,15 +287,17 @@ function EditForm(props: { detail: WorkloadDetail; onSaved: () => void; onCancel
         .map((t) => t.trim())
         .filter((t) => t !== ''),
       group,
+      autostart,
     };
     if (await action.run('Save', () => api('PUT', `/api/v1beta/workloads/${seg(d.name)}`, body)))
-      props.onSaved();
+      props.onSaved('Saved. A running server restarts with the new configuration.');
   };
   return (
     <form class="card form" onSubmit={(e) => void save(e)} aria-label="Edit the server">
       <h2>Edit</h2>
       <p class="muted small">
-        A running server restarts with the new configuration. Secrets are kept as they are.
+        A running server restarts with the new configuration (a change of the resume choice alone restarts
+        nothing). Secrets are kept as they are.
       </p>
       <Field label="Environment" hint="One NAME=value per line.">
         <textarea rows={4} value={env} onInput={(e) => setEnv((e.target as HTMLTextAreaElement).value)} />
@@ -289,6 +314,7 @@ function EditForm(props: { detail: WorkloadDetail; onSaved: () => void; onCancel
       <Field label="Group">
         <TextInput value={group} onValue={setGroup} required />
       </Field>
+      <AutostartField checked={autostart} onChecked={setAutostart} />
       <ErrorBox error={action.error} title="Could not save" />
       <div class="form-actions">
         <button type="submit" disabled={action.busy !== undefined}>
@@ -338,6 +364,7 @@ function ConfigTable(props: { detail: WorkloadDetail }) {
     ['Network', d.network_detail],
     ['Who can call it', ACCESS_WORDS[d.endpoint_access] ?? d.endpoint_access],
     ['Guardrails', d.guardrails],
+    ['When skep serve starts', d.autostart ? 'resumed if it was running' : 'stays stopped until started'],
     ['Authorization config', d.authz_config],
   ];
   return (
@@ -446,9 +473,9 @@ export function ServerDetailPage(props: { name: string }) {
             <EditForm
               detail={d}
               onCancel={() => setEditing(false)}
-              onSaved={() => {
+              onSaved={(text) => {
                 setEditing(false);
-                setNotice('Saved. A running server restarts with the new configuration.');
+                setNotice(text);
                 void detail.reload();
               }}
             />
