@@ -17,6 +17,7 @@ import {
   type SessionChild,
 } from '../proxy/index.js';
 import { type Logger, SkepError } from '../../shared/index.js';
+import { NO_SPAN, requestSpan, type WorkSpan } from '../middleware/telemetry/index.js';
 import { closePools } from './backend-client.js';
 import { type BackendInfo, BackendSet } from './backends.js';
 import type { ResolvedVmcpConfig } from './config.js';
@@ -111,19 +112,21 @@ export class VirtualMcpServer implements SessionHost {
    * Admits one inner call of the composite call `key` (the outer request's `CALL_META`):
    * runs the pipeline on a `tools/call` of `name` with the outer request's headers and
    * address. The inner request carries the outer's `X-Request-ID` (or one made for the
-   * composite call), linking their audit events, and the composite's span as its parent.
+   * composite call), linking their audit events, and as its parent span `traceparent` (the
+   * span the composite made the call in), else the outer request's span.
    */
   async admitInner(
     key: string | undefined,
     name: string,
     args: Record<string, unknown>,
     stepId: string,
+    parentSpan?: string,
   ): Promise<InnerAdmission> {
     const outer = key === undefined ? undefined : this.#outer.get(key);
     if (outer === undefined || this.#innerChain.length === 0) return { ok: true, done: () => undefined };
     const id = `${outer.link}/${stepId}/${++outer.seq}`;
     const meta: Record<string, unknown> = {};
-    const traceparent = outer.ctx.outboundHeaders['traceparent'];
+    const traceparent = parentSpan ?? outer.ctx.outboundHeaders['traceparent'];
     if (traceparent !== undefined) meta['traceparent'] = traceparent;
     const body = {
       jsonrpc: '2.0',
@@ -163,6 +166,12 @@ export class VirtualMcpServer implements SessionHost {
         fire?.({ status: 200, completed: true });
       },
     };
+  }
+
+  /** The span of the composite call `key`'s request (`NO_SPAN` when it is not traced). */
+  spanOf(key: string | undefined): WorkSpan {
+    const outer = key === undefined ? undefined : this.#outer.get(key);
+    return outer === undefined ? NO_SPAN : requestSpan(outer.ctx);
   }
 
   async start(): Promise<void> {

@@ -19,6 +19,7 @@ import {
   RESOURCE_NOT_FOUND,
   UPSTREAM_UNAVAILABLE,
 } from '../../protocol/index.js';
+import type { WorkSpan } from '../middleware/telemetry/index.js';
 import type { ProxyIdentity, SessionChild } from '../proxy/index.js';
 import type { Logger } from '../../shared/index.js';
 import { type Aggregated, aggregate, type BackendLists, type Obj, routeResource } from './aggregate.js';
@@ -84,7 +85,10 @@ export interface SessionHost {
     name: string,
     args: Record<string, unknown>,
     stepId: string,
+    traceparent?: string,
   ): Promise<InnerAdmission>;
+  /** The span of the composite call `key` (its request's), under which its run is traced. */
+  spanOf?(key: string | undefined): WorkSpan;
 }
 
 const compositeViews = new WeakMap<Aggregated, CompositeView>();
@@ -779,6 +783,7 @@ export class VirtualSession {
     const key = String(id);
     this.#running.set(key, abort);
     const index = toolIndex(lists);
+    const span = this.#host.spanOf?.(callKey);
     const runtime: CompositeRuntime = {
       inputSchemaOf: (tool) => {
         const r = resolveTool(tool, lists, index);
@@ -786,6 +791,7 @@ export class VirtualSession {
       },
       callTool: (call) => this.#innerCall(call, lists, index, callKey),
       elicit: (_step, message, schema, signal) => this.#elicit(message, schema, signal),
+      ...(span === undefined ? {} : { span }),
     };
     if (token !== undefined)
       runtime.progress = (done, total, message) =>
@@ -821,7 +827,7 @@ export class VirtualSession {
     const admission =
       this.#host.admitInner === undefined
         ? ({ ok: true, done: () => undefined } as const)
-        : await this.#host.admitInner(callKey, name, call.arguments, call.stepId);
+        : await this.#host.admitInner(callKey, name, call.arguments, call.stepId, call.traceparent);
     if (!admission.ok)
       throw new InnerCallError(
         'denied',

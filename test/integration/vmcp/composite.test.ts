@@ -5,8 +5,8 @@
  * outputs, conditions skip, onError continues/retries/aborts, timeouts bound steps, forEach
  * respects maxParallel, elicitation asks the client, progress is reported, cancellation stops
  * what is pending, hidden tools are callable, each inner call is authorized (Cedar) and
- * audited like a direct call, and a step naming an unknown tool stops the virtual workload
- * from starting.
+ * audited like a direct call, a step naming an unknown tool stops the virtual workload from
+ * starting, and the run, its elicitation and forEach steps are spans around the inner calls'.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -585,8 +585,8 @@ test(
 );
 
 test(
-  "telemetry: each step's inner call is a span under the composite call's span",
-  { timeout: 120_000 },
+  'telemetry: the composite run is a span under its call, elicitation and forEach steps spans under it, inner calls under those',
+  { timeout: 180_000 },
   async (t) => {
     const receiver = await OtlpReceiver.start();
     t.after(() => receiver.close());
@@ -597,7 +597,9 @@ test(
     await l.manager.create({
       name: 'v-base',
       group: 'wft',
-      vmcp: { compositeTools: COMPOSITES.filter((c) => c.name === 'dag') } as never,
+      vmcp: Object.assign({}, VMCP, {
+        compositeTools: COMPOSITES.filter((c) => ['dag', 'fan_out', 'ask'].includes(c.name)),
+      }) as never,
     });
     await l.manager.createFromConfig(
       Object.assign({}, l.manager.exportConfig('v-base'), {
@@ -611,20 +613,107 @@ test(
       { name: 'v-traced' },
     );
     await l.run('v-traced');
-    const client = await connect(t, l.url('v-traced'));
-    const r = await call(client, 'dag', { who: 'span' });
-    assert.equal(r.isError, undefined, JSON.stringify(r));
-    const found = await receiver.waitFor('the composite span and its three children', () => {
-      const spans = receiver.spans();
-      const outer = spans.find((s) => Object.values(s.attributes).includes('dag'));
-      if (outer === undefined) return undefined;
-      const children = spans.filter((s) => s.parentSpanId === outer.spanId);
-      return children.length >= 3 ? { outer, children } : undefined;
+    const client = await connect(t, l.url('v-traced'), { capabilities: { elicitation: {} } });
+    const answers: Array<Record<string, unknown>> = [
+      { action: 'accept', content: { proceed: true } },
+      { action: 'cancel' },
+    ];
+    client.setRequestHandler(ElicitRequestSchema, async () => answers.shift() as never);
+    assert.equal((await call(client, 'dag', { who: 'span' })).isError, undefined);
+    assert.equal((await call(client, 'fan_out', { n: 3 })).isError, undefined);
+    assert.equal((await call(client, 'ask', { app: 'api' })).isError, undefined);
+    assert.equal((await call(client, 'ask', { app: 'web' })).isError, true);
+
+    type Span = ReturnType<OtlpReceiver['spans']>[number];
+    const childrenOf = (spans: Span[], parent: Span) => spans.filter((s) => s.parentSpanId === parent.spanId);
+    // Every span of the four calls: 4 requests, 4 runs, 1 forEach and 2 elicitation steps, 8 inner calls.
+    const outer = new Set(['tools/call dag', 'tools/call fan_out', 'tools/call ask']);
+    const spans = await receiver.waitFor('the spans of the four composite calls', () => {
+      const all = receiver.spans();
+      const requests = all.filter((s) => outer.has(s.name)).length;
+      const work = all.filter((s) => s.name.startsWith('workflow')).length;
+      const inner = all.filter((s) => s.name.startsWith('tools/call ') && !outer.has(s.name)).length;
+      return requests >= 4 && work >= 7 && inner >= 8 ? all : undefined;
     });
-    assert.ok(found.children.every((s) => s.traceId === found.outer.traceId));
-    const names = found.children.map((s) =>
-      Object.values(s.attributes).find((v) => v === 'wf_work' || v === 'everything_echo'),
+    const runsOf = (tool: string) => {
+      const calls = spans.filter((s) => s.name === `tools/call ${tool}`);
+      return calls.map((request) => {
+        const [run, ...others] = childrenOf(spans, request);
+        assert.equal(others.length, 0, `the ${tool} request has one child, its run`);
+        assert.equal(run?.name, `workflow ${tool}`);
+        assert.equal(run.kind, 1, 'INTERNAL');
+        assert.equal(run.traceId, request.traceId);
+        assert.equal(run.attributes['workflow.name'], tool);
+        assert.match(String(run.attributes['workflow.id']), /^wf-/);
+        return run;
+      });
+    };
+
+    // dag: its three tool steps are inner calls (SERVER spans of the pipeline) under the run.
+    const [dag] = runsOf('dag');
+    assert.equal(dag?.attributes['workflow.status'], 'completed');
+    assert.equal(dag?.attributes['workflow.step_count'], 3);
+    assert.deepEqual(dag?.status, { code: 1, message: '' });
+    assert.deepEqual(
+      childrenOf(spans, dag)
+        .map((s) => s.name)
+        .sort(),
+      ['tools/call everything_echo', 'tools/call wf_work', 'tools/call wf_work'],
     );
-    assert.deepEqual(names.sort(), ['everything_echo', 'wf_work', 'wf_work']);
+
+    // fan_out: the list step under the run; the forEach step a span whose children are its iterations.
+    const [fan] = runsOf('fan_out');
+    const fanChildren = childrenOf(spans, fan!);
+    assert.deepEqual(fanChildren.map((s) => s.name).sort(), ['tools/call wf_packages', 'workflow.step each']);
+    const each = fanChildren.find((s) => s.name === 'workflow.step each')!;
+    assert.equal(each.kind, 1);
+    assert.deepEqual(each.attributes, {
+      'workflow.step.id': 'each',
+      'workflow.step.type': 'forEach',
+      'workflow.step.iterations': 3,
+      'workflow.step.completed': 3,
+      'workflow.step.failed': 0,
+      'workflow.step.status': 'completed',
+    });
+    assert.deepEqual(each.status, { code: 1, message: '' });
+    const iterations = childrenOf(spans, each);
+    assert.deepEqual(
+      iterations.map((s) => s.name),
+      ['tools/call wf_work', 'tools/call wf_work', 'tools/call wf_work'],
+    );
+
+    // ask: accepted, then cancelled (onCancel abort): the step's span says which, the run fails.
+    const asks = runsOf('ask');
+    assert.equal(asks.length, 2);
+    const steps = asks.map((run) => {
+      const step = childrenOf(spans, run).find((s) => s.name === 'workflow.step confirm');
+      assert.ok(step, 'the elicitation step has a span under its run');
+      return { run, step };
+    });
+    const accepted = steps.find((x) => x.step.attributes['workflow.step.action'] === 'accept')!;
+    const cancelled = steps.find((x) => x.step.attributes['workflow.step.action'] === 'cancel')!;
+    assert.deepEqual(accepted.step.attributes, {
+      'workflow.step.id': 'confirm',
+      'workflow.step.type': 'elicitation',
+      'workflow.step.action': 'accept',
+      'workflow.step.status': 'completed',
+    });
+    assert.equal(accepted.run.attributes['workflow.status'], 'completed');
+    assert.deepEqual(
+      childrenOf(spans, accepted.run)
+        .map((s) => s.name)
+        .sort(),
+      ['tools/call everything_echo', 'workflow.step confirm'],
+    );
+    assert.equal(cancelled.step.attributes['workflow.step.status'], 'failed');
+    assert.equal(cancelled.step.status.code, 2);
+    assert.match(cancelled.step.status.message, /the user cancelled the elicitation/);
+    assert.equal(cancelled.run.attributes['workflow.status'], 'failed');
+    assert.equal(cancelled.run.status.code, 2);
+    assert.deepEqual(
+      childrenOf(spans, cancelled.run).map((s) => s.name),
+      ['workflow.step confirm'],
+      'the step after the abort never ran',
+    );
   },
 );

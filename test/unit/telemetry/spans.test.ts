@@ -2,7 +2,8 @@
  * The span recorder (`src/dataplane/middleware/telemetry/spans.ts`): its protobuf decodes — with an independent
  * protobufjs schema (test/helpers/otlp.ts) — to exactly what the OpenTelemetry SDK's own
  * serializer produces for the same span; W3C `traceparent` parsing (Trace Context §3.2);
- * ParentBased(TraceIdRatio) sampling; batching, the queue limit and the final flush.
+ * ParentBased(TraceIdRatio) sampling; batching, the queue limit and the final flush; work
+ * spans (INTERNAL children of a request's span, `work-spans.ts`).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -18,10 +19,16 @@ import {
 import { silentLogger } from '../../../src/shared/index.js';
 import {
   parseTraceparent,
+  RecordedWorkSpan,
   SpanRecorder,
   STATUS_ERROR,
   STATUS_OK,
 } from '../../../src/dataplane/middleware/telemetry/spans.js';
+import {
+  bindRequestSpan,
+  NO_SPAN,
+  requestSpan,
+} from '../../../src/dataplane/middleware/telemetry/work-spans.js';
 import { decodeTraces } from '../../helpers/otlp.js';
 
 const TRACE = '0af7651916cd43dd8448eb211c80319c';
@@ -223,4 +230,84 @@ test('batching: a full batch is sent at once; one export at a time; past the que
   assert.deepEqual(sent, [2, 3]);
   const s = rec.start(undefined);
   assert.equal(rec.open(s, 'after'), undefined, 'nothing is recorded after shutdown');
+});
+
+test('work spans: INTERNAL children of the request span and of each other, local parents, attributes, Ok and Error', async () => {
+  const { rec, sent } = recorder();
+  const server = rec.start(parseTraceparent(`00-${TRACE}-${PARENT}-01`, 'vendor=a'));
+  const request = {};
+  assert.equal(requestSpan(request), NO_SPAN, 'an unbound request has no span');
+  bindRequestSpan(request, new RecordedWorkSpan(rec, server));
+  const root = requestSpan(request);
+  assert.equal(root.traceparent, server.traceparent());
+  let stepParent: string | undefined;
+  const value = await root.run(
+    'workflow deploy',
+    { 'workflow.name': 'deploy', 'workflow.step_count': 2 },
+    async (run) => {
+      run.set('workflow.status', 'completed');
+      run.set('ratio', 0.5);
+      run.set('dry', false);
+      await assert.rejects(
+        run.run('workflow.step ask', { 'workflow.step.type': 'elicitation' }, async (step) => {
+          stepParent = step.traceparent;
+          throw new Error('the user cancelled');
+        }),
+        /the user cancelled/,
+      );
+      await run.run('workflow.step each', {}, async (step) => {
+        step.fail('2 iterations failed');
+      });
+      return 42;
+    },
+  );
+  assert.equal(value, 42, 'run returns what the work returns');
+  await rec.shutdown();
+  const spans = decodeTraces(sent[0]?.bytes ?? new Uint8Array());
+  const byName = new Map(spans.map((x) => [x.name, x]));
+  assert.deepEqual([...byName.keys()].sort(), ['workflow deploy', 'workflow.step ask', 'workflow.step each']);
+  const run = byName.get('workflow deploy')!;
+  const ask = byName.get('workflow.step ask')!;
+  const each = byName.get('workflow.step each')!;
+  assert.equal(run.parentSpanId, server.spanId, 'the run is a child of the request span');
+  assert.equal(ask.parentSpanId, run.spanId);
+  assert.equal(each.parentSpanId, run.spanId);
+  for (const x of spans) {
+    assert.equal(x.traceId, TRACE);
+    assert.equal(x.kind, 1, 'INTERNAL');
+    assert.equal(x.flags, 0x101, 'sampled, has is_remote, local parent');
+    assert.ok(x.endNanos >= x.startNanos);
+  }
+  assert.equal(stepParent, `00-${TRACE}-${ask.spanId}-01`, 'calls inside a span name it as their parent');
+  assert.deepEqual(run.attributes, {
+    'workflow.name': 'deploy',
+    'workflow.step_count': 2,
+    'workflow.status': 'completed',
+    ratio: 0.5,
+    dry: false,
+  });
+  assert.deepEqual(run.status, { code: 1, message: '' });
+  assert.deepEqual(ask.status, { code: 2, message: 'the user cancelled' });
+  assert.deepEqual(ask.attributes, { 'workflow.step.type': 'elicitation' });
+  assert.deepEqual(each.status, { code: 2, message: '2 iterations failed' });
+});
+
+test('work spans: nothing is recorded under an unsampled request or without telemetry; the work still runs', async () => {
+  const { rec, sent } = recorder({ rate: 0 });
+  const server = rec.start(undefined);
+  const root = new RecordedWorkSpan(rec, server);
+  const inner = await root.run('workflow x', {}, async (run) => run.traceparent);
+  assert.match(
+    inner ?? '',
+    new RegExp(`^00-${server.traceId}-[0-9a-f]{16}-00$`),
+    'the trace goes on, unsampled',
+  );
+  await rec.shutdown();
+  assert.equal(sent.length, 0);
+  let ran = false;
+  await NO_SPAN.run('workflow x', { a: 1 }, async (run) => {
+    ran = true;
+    assert.equal(run.traceparent, undefined);
+  });
+  assert.ok(ran);
 });

@@ -5,7 +5,8 @@
  * export with the OpenTelemetry SDK (`otlp.ts`) are imported on demand by the telemetry stage and
  * exported here as types only, so a workload without telemetry loads neither, and one without an
  * OTLP endpoint no `@opentelemetry` package. The metric instruments and the Prometheus exposition
- * are in `runtime.ts`, for the same reason.
+ * are in `runtime.ts`, for the same reason. `work-spans.ts` (no imports) lets code that runs
+ * inside a traced request, such as the virtual MCP's composite tools, open spans of its own.
  */
 export {
   DEFAULT_SAMPLING_RATE,
@@ -27,4 +28,5 @@ export type {
 export type { OtlpExport } from './otlp.js';
 export type { RateLimitSource } from './proxy-metrics.js';
 export type { ProxyTelemetry } from './proxy-telemetry.js';
+export { NO_SPAN, requestSpan, type SpanAttributeValue, type WorkSpan } from './work-spans.js';
 // Metric instruments, the Prometheus text format and the resource attributes: `./runtime.js`.

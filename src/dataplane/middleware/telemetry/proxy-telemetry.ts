@@ -20,6 +20,7 @@ import { ProxyMetrics, type RateLimitSource, rateLimitFamilies } from './proxy-m
 import type { ProtobufWriter } from './protobuf-writer.js';
 import {
   parseTraceparent,
+  RecordedWorkSpan,
   type ServerSpan,
   type SpanRecorder,
   STATUS_ERROR,
@@ -27,6 +28,7 @@ import {
   STATUS_UNSET,
   type TraceParent,
 } from './spans.js';
+import { bindRequestSpan } from './work-spans.js';
 
 /** Span.attributes (trace.proto field 9). */
 const A = 9;
@@ -124,6 +126,8 @@ export class ProxyTelemetry {
     if (spans !== undefined) {
       const meta = metaOf(ctx);
       span = spans.start(parentOf(ctx, meta));
+      // A tool call may do work of its own under its span (a virtual MCP's composite tool).
+      if (ctx.mcp?.method === 'tools/call') bindRequestSpan(ctx, new RecordedWorkSpan(spans, span));
       // HTTP servers continue the trace; a stdio server has no headers to carry it, but an
       // in-process one reads `traceparent` (the virtual MCP server parents its inner calls).
       const out = ctx.outboundHeaders;

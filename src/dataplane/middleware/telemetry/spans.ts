@@ -20,6 +20,7 @@
 import { randomFillSync } from 'node:crypto';
 import type { Logger } from '../../../shared/index.js';
 import { LEN, ProtobufWriter, VARINT } from './protobuf-writer.js';
+import type { SpanAttributeValue, WorkSpan } from './work-spans.js';
 
 const hex8 = (n: number): string => (n >>> 0).toString(16).padStart(8, '0');
 
@@ -104,12 +105,21 @@ export class ServerSpan extends SpanIds {
   readonly parent: TraceParent | undefined;
   /** Unix ms with µs precision. */
   readonly startMs: number;
+  /** An INTERNAL span of this process's own work, whose parent is local (`SpanRecorder.startChild`). */
+  readonly internal: boolean;
 
-  constructor(ids: SpanIdWords, sampled: boolean, parent: TraceParent | undefined, startMs: number) {
+  constructor(
+    ids: SpanIdWords,
+    sampled: boolean,
+    parent: TraceParent | undefined,
+    startMs: number,
+    internal = false,
+  ) {
     super(ids);
     this.sampled = sampled;
     this.parent = parent;
     this.startMs = startMs;
+    this.internal = internal;
   }
 
   /** `traceparent` for a request this span makes (W3C, version 00). */
@@ -141,7 +151,8 @@ export const STATUS_UNSET = 0;
 export const STATUS_OK = 1;
 export const STATUS_ERROR = 2;
 
-/** OTLP SpanKind SERVER. */
+/** OTLP SpanKind INTERNAL and SERVER. */
+const KIND_INTERNAL = 1;
 const KIND_SERVER = 2;
 const DROP_LOG_INTERVAL_MS = 30_000;
 
@@ -196,6 +207,16 @@ export class SpanRecorder {
     this.#scope = scope.take();
   }
 
+  #spanWords(): [number, number] {
+    let s0 = this.#word();
+    let s1 = this.#word();
+    while (s0 === 0 && s1 === 0) {
+      s0 = this.#word();
+      s1 = this.#word();
+    }
+    return [s0, s1];
+  }
+
   #word(): number {
     if (this.#idAt >= this.#ids.length) {
       randomFillSync(this.#ids);
@@ -206,12 +227,7 @@ export class SpanRecorder {
 
   /** Opens the span of a request: a new span id, the parent's trace or a new one, the sampling decision. */
   start(parent: TraceParent | undefined): ServerSpan {
-    let s0 = this.#word();
-    let s1 = this.#word();
-    while (s0 === 0 && s1 === 0) {
-      s0 = this.#word();
-      s1 = this.#word();
-    }
+    const [s0, s1] = this.#spanWords();
     if (parent !== undefined)
       return new ServerSpan(
         [parent.t0, parent.t1, parent.t2, parent.t3, s0, s1],
@@ -226,6 +242,23 @@ export class SpanRecorder {
     // TraceIdRatio on the trace id's last 32 random bits (ParentBased: a parent decides above).
     const sampled = this.#rate >= 1 || (this.#rate > 0 && t3 / 4294967296 < this.#rate);
     return new ServerSpan([t0, t1, t2, t3, s0, s1], sampled, undefined, this.#now());
+  }
+
+  /** Opens an INTERNAL span under `parent`, a span of this process: same trace, same sampling. */
+  startChild(parent: ServerSpan): ServerSpan {
+    const [s0, s1] = this.#spanWords();
+    const local = new TraceParent(
+      [parent.t0, parent.t1, parent.t2, parent.t3, parent.s0, parent.s1],
+      parent.sampled ? 1 : 0,
+      parent.parent?.state,
+    );
+    return new ServerSpan(
+      [parent.t0, parent.t1, parent.t2, parent.t3, s0, s1],
+      parent.sampled,
+      local,
+      this.#now(),
+      true,
+    );
   }
 
   /**
@@ -250,7 +283,7 @@ export class SpanRecorder {
     }
     w.string(5, name);
     w.tag(6, VARINT);
-    w.varint(KIND_SERVER);
+    w.varint(span.internal ? KIND_INTERNAL : KIND_SERVER);
     w.fixed64TimeMs(7, span.startMs);
     w.fixed64TimeMs(8, this.#now());
     return w;
@@ -267,7 +300,8 @@ export class SpanRecorder {
     }
     w.end(mark);
     // W3C flags | "has is_remote" | the parent is remote (it came with the request).
-    w.fixed32(16, (span.sampled ? 1 : 0) | 0x100 | (span.parent === undefined ? 0 : 0x200));
+    const remote = span.parent !== undefined && !span.internal;
+    w.fixed32(16, (span.sampled ? 1 : 0) | 0x100 | (remote ? 0x200 : 0));
     w.end(this.#spanMark);
     this.#queued++;
     if (this.#queued >= this.#batchSize) void this.#flush();
@@ -353,5 +387,65 @@ export class SpanRecorder {
   async shutdown(): Promise<void> {
     this.#closed = true;
     await this.forceFlush();
+  }
+}
+
+/**
+ * A `WorkSpan` recorded by a `SpanRecorder`: the request's SERVER span (which the telemetry
+ * stage ends itself: `run` only opens children of it) or an INTERNAL child span.
+ */
+export class RecordedWorkSpan implements WorkSpan {
+  readonly #recorder: SpanRecorder;
+  readonly #span: ServerSpan;
+  #attributes: Map<string, SpanAttributeValue> | undefined;
+  #failure: string | undefined;
+
+  constructor(recorder: SpanRecorder, span: ServerSpan) {
+    this.#recorder = recorder;
+    this.#span = span;
+  }
+
+  get traceparent(): string {
+    return this.#span.traceparent();
+  }
+
+  set(key: string, value: SpanAttributeValue): void {
+    (this.#attributes ??= new Map()).set(key, value);
+  }
+
+  fail(message: string): void {
+    this.#failure = message;
+  }
+
+  async run<T>(
+    name: string,
+    attributes: Readonly<Record<string, SpanAttributeValue>>,
+    work: (span: WorkSpan) => Promise<T>,
+  ): Promise<T> {
+    const child = new RecordedWorkSpan(this.#recorder, this.#recorder.startChild(this.#span));
+    for (const [key, value] of Object.entries(attributes)) child.set(key, value);
+    try {
+      const value = await work(child);
+      child.#end(name, undefined);
+      return value;
+    } catch (err) {
+      child.#end(name, err instanceof Error ? err.message : String(err));
+      throw err;
+    }
+  }
+
+  /** Writes the span (sampled ones only): its attributes, then Ok or Error with the failure. */
+  #end(name: string, error: string | undefined): void {
+    const w = this.#recorder.open(this.#span, name);
+    if (w === undefined) return;
+    for (const [key, value] of this.#attributes ?? []) {
+      if (typeof value === 'string') w.stringAttr(9, key, value);
+      else if (typeof value === 'boolean') w.boolAttr(9, key, value);
+      else if (Number.isSafeInteger(value)) w.intAttr(9, key, value);
+      else w.doubleAttr(9, key, value);
+    }
+    const failure = error ?? this.#failure;
+    if (failure === undefined) this.#recorder.close(this.#span, STATUS_OK);
+    else this.#recorder.close(this.#span, STATUS_ERROR, failure);
   }
 }

@@ -13,7 +13,13 @@
  * denial of an inner call is never retried; without `output`, the last step's own result
  * (its content as the backend sent it) is returned instead of a JSON rendering of it; the
  * "last step" is the last one in declaration order that completed.
+ *
+ * Telemetry: the run is a `workflow <name>` span under the request's span (the runtime's
+ * `span`); elicitation and forEach steps are `workflow.step <id>` spans under it, with their
+ * outcome. A tool step's span is its inner call's own (the pipeline traces it like a direct
+ * call), made under the run's span; a forEach's inner calls are made under the step's span.
  */
+import { NO_SPAN, type WorkSpan } from '../../middleware/telemetry/index.js';
 import {
   COMPOSITE_LIMITS,
   type ArgTree,
@@ -54,6 +60,8 @@ export interface InnerCall {
   readonly signal: AbortSignal;
   /** forEach iteration number. */
   readonly iteration?: number;
+  /** W3C `traceparent` of the span the call is made in (the run's, or its forEach step's). */
+  readonly traceparent?: string;
 }
 
 export interface ElicitAnswer {
@@ -73,6 +81,8 @@ export interface CompositeRuntime {
   progress?(done: number, total: number, message: string): void;
   /** Told when a step ends (for logs). */
   stepEnded?(stepId: string, status: StepStatus, ms: number): void;
+  /** The span of the request the run serves (telemetry): the run's span is its child. */
+  readonly span?: WorkSpan;
 }
 
 export class ElicitationUnsupported extends Error {}
@@ -230,6 +240,8 @@ class Run {
   readonly #id = `wf-${Math.random().toString(36).slice(2, 10)}`;
   #skipRest = false;
   #done = 0;
+  /** The run's span, once `run` opened it. */
+  #span: WorkSpan = NO_SPAN;
 
   constructor(def: CompiledComposite, params: Obj, rt: CompositeRuntime, outer: AbortSignal) {
     this.#def = def;
@@ -266,7 +278,23 @@ class Run {
     return forEach === undefined ? data : Object.assign(data, { forEach });
   }
 
-  async run(): Promise<ToolResult> {
+  /** Runs the steps and builds the output inside the run's span, which ends with the outcome. */
+  run(): Promise<ToolResult> {
+    const attributes = {
+      'workflow.name': this.#def.name,
+      'workflow.id': this.#id,
+      'workflow.step_count': this.#def.steps.length,
+    };
+    return (this.#rt.span ?? NO_SPAN).run(`workflow ${this.#def.name}`, attributes, async (span) => {
+      this.#span = span;
+      const result = await this.#execute();
+      span.set('workflow.status', result.isError === true ? 'failed' : 'completed');
+      if (result.isError === true) span.fail(errorText(result));
+      return result;
+    });
+  }
+
+  async #execute(): Promise<ToolResult> {
     const timer = setTimeout(
       () =>
         this.#abort.abort(
@@ -350,7 +378,27 @@ class Run {
     this.#rt.progress?.(this.#done, this.#def.steps.length, `step ${s.id} ${state.status}`);
   }
 
-  async #step(s: CompiledStep): Promise<void> {
+  /**
+   * A step; an elicitation or forEach step in a span of its own, with its status (a failure the
+   * run continues after is still the step's Error).
+   */
+  #step(s: CompiledStep): Promise<void> {
+    if (s.type === 'tool') return this.#stepBody(s, this.#span);
+    const attributes = { 'workflow.step.id': s.id, 'workflow.step.type': s.type };
+    return this.#span.run(`workflow.step ${s.id}`, attributes, async (span) => {
+      try {
+        await this.#stepBody(s, span);
+      } catch (err) {
+        span.set('workflow.step.status', 'failed');
+        throw err;
+      }
+      const state = this.#states.get(s.id);
+      span.set('workflow.step.status', state?.status ?? 'failed');
+      if (state?.status === 'failed') span.fail(state.error ?? 'failed');
+    });
+  }
+
+  async #stepBody(s: CompiledStep, span: WorkSpan): Promise<void> {
     const t0 = performance.now();
     const signal = this.#abort.signal;
     if (s.condition !== undefined) {
@@ -370,7 +418,7 @@ class Run {
     }
     try {
       if (s.type === 'tool') {
-        const result = await this.#callWithRetry(s.id, s.call!, this.#data(), signal, s.timeoutMs);
+        const result = await this.#callWithRetry(s.id, s.call!, this.#data(), signal, s.timeoutMs, span);
         const output = result.structuredContent ?? contentToMap(result.content);
         this.#record(
           s,
@@ -378,9 +426,9 @@ class Run {
           t0,
         );
       } else if (s.type === 'elicitation') {
-        await this.#elicitation(s, signal, t0);
+        await this.#elicitation(s, signal, t0, span);
       } else {
-        await this.#forEach(s, signal, t0);
+        await this.#forEach(s, signal, t0, span);
       }
     } catch (err) {
       if (signal.aborted) throw err;
@@ -411,6 +459,7 @@ class Run {
     data: TemplateData,
     signal: AbortSignal,
     timeoutMs: number,
+    span: WorkSpan,
     iteration?: number,
   ): Promise<ToolResult> {
     const expanded = expand(call.arguments, data);
@@ -419,6 +468,7 @@ class Run {
       Object.assign(
         { stepId, tool: call.tool, arguments: args, timeoutMs, signal },
         iteration === undefined ? {} : { iteration },
+        span.traceparent === undefined ? {} : { traceparent: span.traceparent },
       ),
     );
     if (result.isError === true)
@@ -432,6 +482,7 @@ class Run {
     data: TemplateData,
     signal: AbortSignal,
     timeoutMs: number,
+    span: WorkSpan,
     iteration?: number,
   ): Promise<ToolResult> {
     const tries = call.onError.retryCount + 1;
@@ -439,7 +490,7 @@ class Run {
     const cap = call.onError.retryDelayMs * COMPOSITE_LIMITS.maxRetryDelayFactor;
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.#callOnce(stepId, call, data, signal, timeoutMs, iteration);
+        return await this.#callOnce(stepId, call, data, signal, timeoutMs, span, iteration);
       } catch (err) {
         if (
           signal.aborted ||
@@ -455,7 +506,7 @@ class Run {
     }
   }
 
-  async #elicitation(s: CompiledStep, signal: AbortSignal, t0: number): Promise<void> {
+  async #elicitation(s: CompiledStep, signal: AbortSignal, t0: number, span: WorkSpan): Promise<void> {
     const message = render(s.message!, this.#data());
     const stepAbort = new AbortController();
     const onAbort = () => stepAbort.abort();
@@ -482,6 +533,7 @@ class Run {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
     }
+    span.set('workflow.step.action', answer.action);
     if (answer.action === 'accept') {
       this.#record(
         s,
@@ -517,7 +569,7 @@ class Run {
     );
   }
 
-  async #forEach(s: CompiledStep, signal: AbortSignal, t0: number): Promise<void> {
+  async #forEach(s: CompiledStep, signal: AbortSignal, t0: number, span: WorkSpan): Promise<void> {
     const text = render(s.collection!, this.#data());
     let items: unknown;
     try {
@@ -530,6 +582,7 @@ class Run {
         s.id,
         `step ${s.id}: collection must give a JSON array, got "${text.length > 100 ? `${text.slice(0, 100)}...` : text}"`,
       );
+    span.set('workflow.step.iterations', items.length);
     if (items.length > s.maxIterations)
       throw new StepFailure(
         s.id,
@@ -553,6 +606,7 @@ class Run {
             this.#data({ [s.itemVar]: item, index: i }),
             iterAbort.signal,
             s.call!.timeoutMs,
+            span,
             i,
           );
           results[i] = {
@@ -580,6 +634,8 @@ class Run {
       (r, i) => r ?? { index: i, item: items[i], status: 'cancelled', output: null },
     );
     const completed = iterations.filter((r) => r['status'] === 'completed').length;
+    span.set('workflow.step.completed', completed);
+    span.set('workflow.step.failed', items.length - completed);
     this.#record(
       s,
       {
