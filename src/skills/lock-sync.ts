@@ -119,7 +119,11 @@ export function isPinned(source: string): boolean {
   return false;
 }
 
-/** Maps an install error to the reference's failure reasons. */
+/**
+ * Maps an install error to the reference's failure reasons. The narrower input kinds split
+ * from `bad_request` — `invalid_reference` (a skill's source) and `invalid_path` (a path the
+ * install reads, such as a trusted key file) — stay rejected input, as they were.
+ */
 export function failureReason(err: unknown): FailureReason {
   if (!isSkepError(err)) return 'unknown';
   switch (err.code) {
@@ -135,6 +139,7 @@ export function failureReason(err: unknown): FailureReason {
     case 'skill_artifact_invalid':
     case 'bad_request':
     case 'invalid_reference':
+    case 'invalid_path':
       return 'validation-rejected';
     case 'forbidden':
       return 'unsigned-rejected';
