@@ -116,6 +116,24 @@ interface Open {
 
 const CLIENT_CAPABILITIES = { sampling: {}, elicitation: {}, roots: { listChanged: true } };
 
+const NO_ELICITATION =
+  'the client did not declare the elicitation capability, so it cannot be asked; call this tool from a client that supports elicitation';
+
+/**
+ * Whether the error that answered our `elicitation/create` says the client cannot be asked:
+ * it does not know the method, or the proxy in front of this session answered for it because
+ * its client did not declare `elicitation` in `initialize` (MCP 2025-11-25, client
+ * capabilities). The proxy initializes this session itself, declaring what it can route, so
+ * the client's own capabilities show only in that answer.
+ */
+function cannotElicit(e: Error): boolean {
+  return (
+    e instanceof BackendError &&
+    (e.code === METHOD_NOT_FOUND ||
+      (e.code === INTERNAL_ERROR && e.message.startsWith('no connected client can answer')))
+  );
+}
+
 export class VirtualSession {
   readonly #host: SessionHost;
   // Strings stay strings on both in-memory streams (no UTF-8 encode and decode per message).
@@ -882,11 +900,7 @@ export class VirtualSession {
   /** An elicitation step: asks this client (`elicitation/create`), if it said it can answer. */
   #elicit(message: string, schema: Obj, signal: AbortSignal): Promise<ElicitAnswer> {
     if (this.#clientCapabilities?.['elicitation'] === undefined)
-      return Promise.reject(
-        new ElicitationUnsupported(
-          'the client did not declare the elicitation capability, so it cannot be asked; call this tool from a client that supports elicitation',
-        ),
-      );
+      return Promise.reject(new ElicitationUnsupported(NO_ELICITATION));
     if (this.#closed) return Promise.reject(new InnerCallError('cancelled', 'client session ended'));
     const id = `vmcp-${++this.#askSeq}`;
     return new Promise<ElicitAnswer>((resolve, reject) => {
@@ -916,7 +930,11 @@ export class VirtualSession {
         },
         reject: (e) => {
           signal.removeEventListener('abort', onAbort);
-          reject(e);
+          reject(
+            cannotElicit(e)
+              ? new ElicitationUnsupported(NO_ELICITATION)
+              : new Error(`the client answered the elicitation with an error: ${e.message}`, { cause: e }),
+          );
         },
       });
       this.#send(

@@ -412,33 +412,34 @@ test('composite tools over real backends', { timeout: 600_000 }, async (t) => {
     assert.equal(r.content[0]?.text, 'destroyed');
   });
 
+  await t.test('elicitation: accepted, declined (skip_remaining), cancelled (abort)', async (t) => {
+    const answers: Array<Record<string, unknown>> = [];
+    const asking = await connect(t, l.url('v-wf'), { capabilities: { elicitation: {} } });
+    const messages: string[] = [];
+    asking.setRequestHandler(ElicitRequestSchema, async (req) => {
+      messages.push(req.params.message);
+      return answers.shift() as never;
+    });
+    answers.push({ action: 'accept', content: { proceed: true } });
+    assert.equal((await call(asking, 'ask', { app: 'api' })).content[0]?.text, 'Echo: proceed=true');
+    assert.deepEqual(messages, ['Deploy api?']);
+    answers.push({ action: 'decline' });
+    const declined = await call(asking, 'ask', { app: 'api' });
+    assert.equal(declined.isError, undefined);
+    assert.deepEqual(JSON.parse(declined.content[0]!.text), { action: 'decline', skipped: true });
+    answers.push({ action: 'cancel' });
+    const cancelled = await call(asking, 'ask', { app: 'api' });
+    assert.equal(cancelled.isError, true);
+    assert.match(cancelled.content[0]!.text, /the user cancelled the elicitation/);
+  });
   await t.test(
-    'elicitation: accepted, declined (skip_remaining), cancelled (abort); a client without support',
-    async (t) => {
-      const answers: Array<Record<string, unknown>> = [];
-      const asking = await connect(t, l.url('v-wf'), { capabilities: { elicitation: {} } });
-      const messages: string[] = [];
-      asking.setRequestHandler(ElicitRequestSchema, async (req) => {
-        messages.push(req.params.message);
-        return answers.shift() as never;
-      });
-      answers.push({ action: 'accept', content: { proceed: true } });
-      assert.equal((await call(asking, 'ask', { app: 'api' })).content[0]?.text, 'Echo: proceed=true');
-      assert.deepEqual(messages, ['Deploy api?']);
-      answers.push({ action: 'decline' });
-      const declined = await call(asking, 'ask', { app: 'api' });
-      assert.equal(declined.isError, undefined);
-      assert.deepEqual(JSON.parse(declined.content[0]!.text), { action: 'decline', skipped: true });
-      answers.push({ action: 'cancel' });
-      const cancelled = await call(asking, 'ask', { app: 'api' });
-      assert.equal(cancelled.isError, true);
-      assert.match(cancelled.content[0]!.text, /the user cancelled the elicitation/);
+    "elicitation from an SDK client without the capability: the composite's own error names the tool and the step",
+    async () => {
       const plain = await call(client, 'ask', { app: 'api' });
       assert.equal(plain.isError, true);
-      // The proxy in front of the session knows which of its clients can answer.
-      assert.match(
+      assert.equal(
         plain.content[0]!.text,
-        /step confirm: (no connected client can answer elicitation\/create|the client did not declare the elicitation capability)/,
+        'Workflow execution failed: step confirm of composite tool ask: the client did not declare the elicitation capability, so it cannot be asked; call this tool from a client that supports elicitation',
       );
     },
   );

@@ -525,7 +525,8 @@ class Run {
       );
     } catch (err) {
       if (signal.aborted) throw err;
-      if (err instanceof ElicitationUnsupported) throw new StepFailure(s.id, `step ${s.id}: ${err.message}`);
+      if (err instanceof ElicitationUnsupported)
+        throw new StepFailure(s.id, `step ${s.id} of composite tool ${this.#def.name}: ${err.message}`);
       if (stepAbort.signal.aborted)
         answer = { action: 'cancel' }; // a timeout counts as a cancel (the reference's rule)
       else throw err;
