@@ -1,10 +1,14 @@
 /**
  * A read-only OCI Distribution reader for image verification: resolves an image reference to
  * the digest its registry serves, and reads the cosign signature objects beside it
- * (`oci-signature.ts`). Anonymous access, with the registry's Bearer token challenge answered
- * anonymously (what public registries require for pulls); loopback registries are spoken to
- * over plain HTTP, as docker and podman do for `localhost`. Every blob is checked against its
- * digest. Loaded lazily by the container runtime, only for workloads whose image is verified.
+ * (`oci-signature.ts`). Anonymous unless given credentials (the ones the engine's pull uses,
+ * `oci-signature-credentials.ts`): a registry's challenge is answered as the Docker Registry
+ * token authentication specification says — `Bearer`: a pull token from the named realm, asked
+ * for anonymously or with HTTP Basic credentials; `Basic` (RFC 7617): the credentials
+ * themselves. Loopback registries are spoken to over plain HTTP, as docker and podman do for
+ * `localhost`; credentials never go over plain HTTP anywhere else. Every blob is checked
+ * against its digest. Loaded lazily by the container runtime, only for workloads whose image
+ * is verified.
  */
 import { sha256, type SignatureStore, type StoredManifest } from './oci-signature.js';
 
@@ -75,15 +79,52 @@ export interface RegistryReader extends SignatureStore {
   resolveDigest(reference: string): Promise<string>;
 }
 
+/** A URL that credentials may be sent to: HTTPS, or plain HTTP on the loopback interface. */
+function safeForCredentials(url: URL): boolean {
+  return url.protocol === 'https:' || (url.protocol === 'http:' && isLoopback(url.host));
+}
+
 export function registryReader(
   ref: ImageRef,
-  options: { fetch?: typeof fetch; timeoutMs?: number } = {},
+  options: {
+    fetch?: typeof fetch;
+    timeoutMs?: number;
+    credentials?: { username: string; password: string };
+  } = {},
 ): RegistryReader {
   const doFetch = options.fetch ?? fetch;
   const host = ref.registry === 'docker.io' ? 'registry-1.docker.io' : ref.registry;
   const base = `${isLoopback(host) ? 'http' : 'https'}://${host}/v2/${ref.repository}`;
   const signal = AbortSignal.timeout(options.timeoutMs ?? 60_000);
+  const basic =
+    options.credentials === undefined
+      ? undefined
+      : `Basic ${Buffer.from(`${options.credentials.username}:${options.credentials.password}`).toString('base64')}`;
   let authorization: string | undefined;
+
+  /** The `Authorization` that answers `challenge`, or undefined when none can. */
+  const answer = async (challenge: string): Promise<string | undefined> => {
+    if (/^basic\b/i.test(challenge))
+      return basic !== undefined && safeForCredentials(new URL(base)) ? basic : undefined;
+    const realm = /realm="([^"]+)"/i.exec(challenge)?.[1];
+    if (!/^bearer /i.test(challenge) || realm === undefined) return undefined;
+    const tokenUrl = new URL(realm);
+    const service = /service="([^"]+)"/i.exec(challenge)?.[1];
+    if (service !== undefined) tokenUrl.searchParams.set('service', service);
+    tokenUrl.searchParams.set('scope', `repository:${ref.repository}:pull`);
+    const withCredentials = basic !== undefined && safeForCredentials(tokenUrl);
+    const tokenRes = await doFetch(tokenUrl, {
+      signal,
+      ...(withCredentials ? { headers: { authorization: basic } } : {}),
+    });
+    if (!tokenRes.ok) {
+      await tokenRes.body?.cancel();
+      return undefined;
+    }
+    const body = (await tokenRes.json()) as { token?: string; access_token?: string };
+    const token = body.token ?? body.access_token;
+    return token === undefined ? undefined : `Bearer ${token}`;
+  };
 
   const send = async (url: string, headers: Record<string, string>): Promise<Response> => {
     const attempt = () =>
@@ -92,28 +133,13 @@ export function registryReader(
         signal,
         redirect: 'follow',
       });
-    let res = await attempt();
-    if (res.status === 401 && authorization === undefined) {
-      const challenge = res.headers.get('www-authenticate') ?? '';
-      await res.body?.cancel();
-      const realm = /realm="([^"]+)"/i.exec(challenge)?.[1];
-      if (!/^bearer /i.test(challenge) || realm === undefined) return res;
-      const tokenUrl = new URL(realm);
-      const service = /service="([^"]+)"/i.exec(challenge)?.[1];
-      if (service !== undefined) tokenUrl.searchParams.set('service', service);
-      tokenUrl.searchParams.set('scope', `repository:${ref.repository}:pull`);
-      const tokenRes = await doFetch(tokenUrl, { signal });
-      if (!tokenRes.ok) {
-        await tokenRes.body?.cancel();
-        return res;
-      }
-      const body = (await tokenRes.json()) as { token?: string; access_token?: string };
-      const token = body.token ?? body.access_token;
-      if (token === undefined) return res;
-      authorization = `Bearer ${token}`;
-      res = await attempt();
-    }
-    return res;
+    const res = await attempt();
+    if (res.status !== 401 || authorization !== undefined) return res;
+    const found = await answer(res.headers.get('www-authenticate') ?? '');
+    if (found === undefined) return res;
+    await res.body?.cancel();
+    authorization = found;
+    return attempt();
   };
 
   const manifest = async (reference: string): Promise<StoredManifest | undefined> => {

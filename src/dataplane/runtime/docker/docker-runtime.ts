@@ -188,7 +188,7 @@ export class DockerRuntime implements Runtime {
   async #pull(image: string, onProgress: ((message: string) => void) | undefined): Promise<void> {
     const progress = new PullProgress();
     let shown = 0;
-    const stream = await this.docker.pull(image);
+    const stream = await this.docker.pull(image, await pullLogin(image));
     await new Promise<void>((resolve, reject) => {
       let failure: string | undefined;
       this.docker.modem.followProgress(
@@ -542,4 +542,30 @@ function waitForHttp(port: number, exited: Promise<ServerExit>, timeoutMs: numbe
     };
     attempt();
   });
+}
+
+/**
+ * The login for pulling `image`, found where the image check finds its own
+ * (`oci-signature-credentials.ts`) and sent as the Engine API's `X-Registry-Auth`: the pull and
+ * the signature lookup log in alike, and a Docker daemon, which reads no client configuration,
+ * gets the login the docker CLI would send. None found: the engine's own default (Podman's
+ * service reads its auth files; Docker pulls anonymously).
+ */
+async function pullLogin(
+  image: string,
+): Promise<{ authconfig?: { username: string; password: string; serveraddress: string } }> {
+  const [{ parseImageRef }, { findRegistryCredentials }] = await Promise.all([
+    import('../../../protocol/oci-signature-registry.js'),
+    import('../../../protocol/oci-signature-credentials.js'),
+  ]);
+  let ref;
+  try {
+    ref = parseImageRef(image);
+  } catch {
+    return {};
+  }
+  const login = await findRegistryCredentials(ref.registry, ref.repository);
+  if (login.found === undefined) return {};
+  const { username, password } = login.found;
+  return { authconfig: { username, password, serveraddress: ref.registry } };
 }

@@ -10,6 +10,10 @@
  * against a Sigstore trusted root) are not verified here: a policy with only keyless provenance
  * is `unverifiable` — refused under `enforce`, reported under `warn` — never silently passed.
  *
+ * A private registry is read with the login the pull uses: both find it by the same search of
+ * the container tools' auth files (`oci-signature-credentials.ts`), and the runtime sends it
+ * with the pull, so an image that can be pulled can be checked.
+ *
  * The signature modules are loaded lazily, only for workloads that ask for the check.
  */
 import type { KeyObject } from 'node:crypto';
@@ -26,7 +30,7 @@ export interface VerifiedImage {
 export async function verifyImage(
   image: string,
   policy: ImageVerificationPolicy,
-  options: { fetch?: typeof fetch } = {},
+  options: CheckOptions = {},
 ): Promise<VerifiedImage> {
   const result = await check(image, policy, options);
   if (result.status !== 'verified' && policy.policy === 'enforce') {
@@ -42,15 +46,22 @@ export async function verifyImage(
   return { image: pinned, result };
 }
 
+interface CheckOptions {
+  fetch?: typeof fetch;
+  /** Where the registry auth files are looked up (`HOME`, `XDG_RUNTIME_DIR`, `REGISTRY_AUTH_FILE`...). */
+  env?: NodeJS.ProcessEnv;
+}
+
 async function check(
   image: string,
   policy: ImageVerificationPolicy,
-  options: { fetch?: typeof fetch },
+  options: CheckOptions,
 ): Promise<ImageVerificationResult> {
   const base = { policy: policy.policy, image };
-  const [sig, reg] = await Promise.all([
+  const [sig, reg, creds] = await Promise.all([
     import('../../../protocol/oci-signature.js'),
     import('../../../protocol/oci-signature-registry.js'),
+    import('../../../protocol/oci-signature-credentials.js'),
   ]);
   const keys: KeyObject[] = [];
   for (const [i, pem] of (policy.public_keys ?? []).entries()) {
@@ -75,15 +86,21 @@ async function check(
   }
   let reader;
   let digest: string;
+  let login: RegistryLogin | undefined;
   try {
     const ref = reg.parseImageRef(image);
-    reader = reg.registryReader(ref, options.fetch === undefined ? {} : { fetch: options.fetch });
+    const search = await creds.findRegistryCredentials(ref.registry, ref.repository, options.env);
+    login = search;
+    reader = reg.registryReader(ref, {
+      ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+      ...(search.found === undefined ? {} : { credentials: search.found }),
+    });
     digest = ref.digest ?? (await reader.resolveDigest(ref.tag ?? 'latest'));
   } catch (err) {
     return {
       ...base,
       status: 'unverifiable',
-      message: `image ${image}: cannot read it from its registry: ${describeError(err)}`,
+      message: `image ${image}: cannot read it from its registry: ${describeError(err)}${loginHint(err, login)}`,
     };
   }
   let outcome;
@@ -94,7 +111,7 @@ async function check(
       ...base,
       digest,
       status: 'invalid',
-      message: `image ${image}: unreadable signature: ${describeError(err)}`,
+      message: `image ${image}: unreadable signature: ${describeError(err)}${loginHint(err, login)}`,
     };
   }
   if (outcome.status === 'verified') {
@@ -121,4 +138,23 @@ async function check(
     status: 'invalid',
     message: `image ${image} (${digest}): signature verification failed: ${outcome.reason}`,
   };
+}
+
+/** What the credential search found (`findRegistryCredentials`), as far as messages need it. */
+interface RegistryLogin {
+  found?: { source: string } | undefined;
+  searched?: string[];
+  helper?: string;
+}
+
+/** For a registry that refused access: which credentials were used, or where none were found. */
+function loginHint(err: unknown, login: RegistryLogin | undefined): string {
+  const status = (err as { status?: unknown }).status;
+  if (login === undefined || (status !== 401 && status !== 403)) return '';
+  if (login.found !== undefined) return ` (the registry refused the credentials from ${login.found.source})`;
+  const helper =
+    login.helper === undefined
+      ? ''
+      : `; the credential helper docker-credential-${login.helper} is not used for this check`;
+  return ` (no credentials for this registry in ${(login.searched ?? []).join(', ')}${helper}; log in with podman login)`;
 }
