@@ -19,6 +19,10 @@
  *                    a loopback sink); rate limit (memory; Redis); one validating webhook; all
  *   vmcp             a virtual MCP workload over the `backend` workload's group (the same
  *                    backend as the relay's; `none` serves only its own calls)
+ *   guardrails       the default guardrails (`guardrails_config: {}`: own secrets and
+ *                    credential formats redacted in results); also with 1 KB answers
+ *                    (`none-1k`/`guardrails-1k`, the added CPU) and 1 MB answers
+ *                    (`none-1m`/`guardrails-1m`, throughput side by side; BENCH_CPU_CALLS_1M calls)
  *
  * Every target runs `BENCH_CPU_ROUNDS` rounds (default 3), interleaved (the order rotates per
  * round), each of `BENCH_CPU_CALLS` calls (default 4000) at concurrency 1 and at 32 (32
@@ -62,6 +66,17 @@ const ECHO = join(root, 'bench/fixtures/echo-server.mjs');
 const profArg = process.argv.slice(2).find((a) => a === '--cpu-prof' || a.startsWith('--cpu-prof='));
 const PROFILED = profArg === undefined ? undefined : profArg.includes('=') ? profArg.split('=')[1]! : 'none';
 const ONLY = process.env['BENCH_CPU_ONLY']?.split(',').filter((x) => x !== '');
+const CALLS_1M = Number(process.env['BENCH_CPU_CALLS_1M'] ?? 200);
+/** Concurrent callers in the "c32" phase of the 1 MB targets. */
+const BIG_CALLERS = 4;
+
+/** Plain prose (no e-mail, card, phone or credential shapes) cut to `bytes`: a tool's text answer. */
+function prose(bytes: number): string {
+  const words =
+    'the server answered with a list of open issues sorted by age and a short summary of each one ';
+  return words.repeat(Math.ceil(bytes / words.length)).slice(0, bytes);
+}
+const ANSWER_SIZES = { '1k': prose(1000), '1m': prose(1_000_000) } as const;
 
 /** An OTLP/HTTP sink answering every export 200 (its own process). */
 const SINK = `
@@ -142,6 +157,8 @@ server.listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready'));
 
 interface Target {
   label: string;
+  /** Calls per phase when not BENCH_CPU_CALLS (the 1 MB answers). */
+  calls?: number;
   /** Processes whose CPU is measured (name → pid); the first is the one the targets are about. */
   pids: Record<string, number>;
   c1: Array<() => Promise<void>>;
@@ -149,11 +166,18 @@ interface Target {
   close(): Promise<void>;
 }
 
-/** 32 MCP sessions on `url` (a workload's endpoint, token in its query). */
-async function mcpTarget(label: string, url: string, pids: Record<string, number>): Promise<Target> {
+/** 32 MCP sessions on `url` (a workload's endpoint, token in its query); `payload` sizes the answers. */
+async function mcpTarget(
+  label: string,
+  url: string,
+  pids: Record<string, number>,
+  payload = '',
+): Promise<Target> {
   const u = new URL(url);
   const pool = new Pool(u.origin, { connections: 64, keepAliveTimeout: 60_000 });
-  const c32 = await Promise.all(Array.from({ length: 32 }, () => session(pool, u.pathname + u.search)));
+  const c32 = await Promise.all(
+    Array.from({ length: 32 }, () => session(pool, u.pathname + u.search, false, payload)),
+  );
   return { label, pids, c1: [c32[0]!], c32, close: () => pool.close() };
 }
 
@@ -275,6 +299,7 @@ async function main(): Promise<void> {
       telemetry,
       'ratelimit-memory': { rate_limit_config: { shared: limit } },
       webhook,
+      guardrails: { guardrails_config: {} },
       all: {
         ...authz,
         audit_config: { logFile: join(bench.home, 'audit-all.log') },
@@ -360,9 +385,16 @@ async function main(): Promise<void> {
       if (runner === undefined) throw new Error(`no runner process for ${w.name}`);
       if (PROFILED === label) profiledRunner = runner;
       runners[label] = runner;
-      targets.push(
-        await mcpTarget(label, w.url, { runner, server: serverPidOf(runner), ...extraPids(label) }),
-      );
+      const pids = { runner, server: serverPidOf(runner), ...extraPids(label) };
+      targets.push(await mcpTarget(label, w.url, pids));
+      // The same two workloads with larger answers: guardrails read every answer's text.
+      if ((label === 'none' || label === 'guardrails') && wanted('guardrails')) {
+        targets.push(await mcpTarget(`${label}-1k`, w.url, pids, ANSWER_SIZES['1k']));
+        // 4 callers, not 32: 32 MB of requests queued at once exceed the stdio bridge's bounded
+        // buffer, which answers "not keeping up" (by design) instead of growing.
+        const big = await mcpTarget(`${label}-1m`, w.url, pids, ANSWER_SIZES['1m']);
+        targets.push({ ...big, c32: big.c32.slice(0, BIG_CALLERS), calls: CALLS_1M });
+      }
     }
     // The backend of the bare relay and of the virtual MCP: a workload of its own (in the vMCP's
     // group), so that their traffic and the vMCP's own requests (health checks, list refreshes)
@@ -417,8 +449,9 @@ async function main(): Promise<void> {
 
     for (const t of targets) {
       log(`warming up ${t.label}`);
-      await cpuPhase(t.c32, WARMUP, {});
-      await cpuPhase(t.c1, Math.ceil(WARMUP / 4), {});
+      const warm = t.calls === undefined ? WARMUP : Math.max(32, Math.ceil(t.calls / 4));
+      await cpuPhase(t.c32, warm, {});
+      await cpuPhase(t.c1, Math.ceil(warm / 4), {});
     }
     const rounds = new Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>();
     for (let r = 0; r < ROUNDS; r++) {
@@ -428,8 +461,8 @@ async function main(): Promise<void> {
       for (const t of order) {
         const entry = rounds.get(t.label) ?? { c1: [], c32: [] };
         rounds.set(t.label, entry);
-        entry.c1.push(await cpuPhase(t.c1, CALLS, t.pids));
-        entry.c32.push(await cpuPhase(t.c32, CALLS, t.pids));
+        entry.c1.push(await cpuPhase(t.c1, t.calls ?? CALLS, t.pids));
+        entry.c32.push(await cpuPhase(t.c32, t.calls ?? CALLS, t.pids));
       }
     }
     const results: Record<string, Record<string, Record<string, unknown>>> = {};
@@ -527,8 +560,14 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
     for (const label of rounds.keys()) {
       if (['direct', 'http-floor', 'stdio-relay', 'webhook-post', 'relay', 'none', 'vmcp'].includes(label))
         continue;
+      // Sized answers are compared with `none` at the same size, below.
+      if (/-1[km]$/.test(label)) continue;
       stages[label] = stat(perRound((i) => cpu(label, c, 'runner', i) - cpu('none', c, 'runner', i)));
     }
+    if (rounds.has('guardrails-1k'))
+      stages['guardrails_1k_answer'] = stat(
+        perRound((i) => cpu('guardrails-1k', c, 'runner', i) - cpu('none-1k', c, 'runner', i)),
+      );
     added[c] = stages;
     const postClient = median(perRound((i) => client('webhook-post', c, i)));
     const limits: Record<string, number> = {
@@ -537,6 +576,7 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
       telemetry: 15,
       'ratelimit-memory': 3,
       webhook: postClient + 10,
+      guardrails_1k_answer: 10,
     };
     targets[c] = {
       runner_none_vs_http_floor_le_1_25: runnerVsFloor.median <= 1.25,
@@ -551,12 +591,35 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
       vmcp_cpu_vs_relay_le_1_2: vmcpVsRelay.median <= 1.2,
     };
   }
+  // 1 MB answers: throughput with and without the default guardrails, side by side.
+  const big: Record<string, unknown> = {};
+  if (rounds.has('guardrails-1m'))
+    for (const c of CONCURRENCY.map((x) => `c${x}` as const)) {
+      const key = c === 'c1' ? 'c1' : `c${BIG_CALLERS}`;
+      const perSecond = (label: string) =>
+        stat(perRound((i) => rounds.get(label)?.[c][i]?.calls_per_s ?? NaN));
+      big[key] = {
+        none_calls_per_s: perSecond('none-1m'),
+        guardrails_calls_per_s: perSecond('guardrails-1m'),
+        guardrails_vs_none: stat(
+          perRound(
+            (i) =>
+              (rounds.get('guardrails-1m')?.[c][i]?.calls_per_s ?? NaN) /
+              (rounds.get('none-1m')?.[c][i]?.calls_per_s ?? NaN),
+          ),
+        ),
+        added_runner_cpu_ms_per_call: stat(
+          perRound((i) => (cpu('guardrails-1m', c, 'runner', i) - cpu('none-1m', c, 'runner', i)) / 1000),
+        ),
+      };
+    }
   const overhead = stat(perRound((i) => (p50('none', i) - p50('http-floor', i) - p50('direct', i)) * 1000));
   const vmcpLatency = stat(perRound((i) => p50('vmcp', i) / p50('relay', i)));
   return {
     floors,
     ratios,
     added_runner_cpu_us_per_call: added,
+    ...(Object.keys(big).length > 0 ? { guardrails_1mb_answers: big } : {}),
     latency_context_c1: {
       own_latency_overhead_us: overhead,
       target_own_latency_overhead_us: 50,

@@ -204,12 +204,19 @@ export async function openMcpSession(
 /**
  * Opens a session on the workload at `path` (its MCP endpoint, with the access token's query)
  * and returns a function making one `tools/call` (with a different message each time when
- * `fresh`, so no answer can be remembered).
+ * `fresh`, so no answer can be remembered; `payload` appended to the message).
  */
-export async function session(pool: Pool, path: string, fresh = false): Promise<() => Promise<void>> {
+export async function session(
+  pool: Pool,
+  path: string,
+  fresh = false,
+  payload = '',
+): Promise<() => Promise<void>> {
   const headers = await openMcpSession(pool, 'workload', path);
   let id = 1;
   const prefix = Math.random().toString(36).slice(2, 8);
+  // `payload` (plain text, echoed back) makes the answer that size.
+  const tail = payload === '' ? '' : JSON.stringify(` ${payload}`).slice(1, -1);
   return async () => {
     const n = id++;
     const message = fresh ? `hello-${prefix}-${n}` : 'hello';
@@ -217,7 +224,7 @@ export async function session(pool: Pool, path: string, fresh = false): Promise<
       path,
       method: 'POST',
       headers,
-      body: `{"jsonrpc":"2.0","id":${n},"method":"tools/call","params":{"name":"echo","arguments":{"message":"${message}"}}}`,
+      body: `{"jsonrpc":"2.0","id":${n},"method":"tools/call","params":{"name":"echo","arguments":{"message":"${message}${tail}"}}}`,
     });
     const text = await res.body.text();
     if (res.statusCode !== 200 || !text.includes('hello'))
