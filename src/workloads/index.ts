@@ -5,6 +5,7 @@ export { removeLogs, runnerLogPath, serverLogPath, tailFile } from './log-files.
 export type { WorkloadContainers } from './config-checks.js';
 export type {
   BulkAction,
+  CreateOptions,
   ListOptions,
   WorkloadChange,
   WorkloadChangeKind,

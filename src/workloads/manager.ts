@@ -77,6 +77,15 @@ export interface WorkloadManagerOptions {
   containers?: WorkloadContainers;
 }
 
+/** What `skep run` sets at create beyond the API's request. */
+export interface CreateOptions {
+  /**
+   * `--image-verification`: the policy (and, when given, the trusted keys) over the registry
+   * entry's check, its keyless provenance kept; null: no check.
+   */
+  imageVerification?: Pick<NonNullable<RunConfig['image_verification']>, 'policy' | 'public_keys'> | null;
+}
+
 export interface ListOptions {
   all?: boolean;
   group?: string;
@@ -131,8 +140,11 @@ export class WorkloadManager implements GroupMembers {
 
   // ---------------------------------------------------------------- create
 
-  async create(request: CreateWorkloadRequest): Promise<{ name: string; port: number }> {
-    const config = await this.#configFromCreate(request);
+  async create(
+    request: CreateWorkloadRequest,
+    options: CreateOptions = {},
+  ): Promise<{ name: string; port: number }> {
+    const config = await this.#configFromCreate(request, options);
     return this.#createFrom(config, request.autostart ?? true);
   }
 
@@ -187,12 +199,17 @@ export class WorkloadManager implements GroupMembers {
     return { name: config.name, port: config.port };
   }
 
-  async #configFromCreate(request: CreateWorkloadRequest): Promise<RunConfig> {
+  async #configFromCreate(request: CreateWorkloadRequest, options: CreateOptions): Promise<RunConfig> {
     // Source of the server: image, url, or registry+server (resolved through the seam).
     checkRegistryFields(request);
     const registryEntry: RegistryServerSpec | undefined =
       request.server === undefined ? undefined : await this.resolveServer(request.server);
     const config = configFromCreate(request, registryEntry);
+    // Before the checks, so that a policy where no image runs is refused like any other field.
+    const verification = options.imageVerification;
+    if (verification === null) delete config.image_verification;
+    else if (verification !== undefined)
+      config.image_verification = { ...config.image_verification, ...verification };
     if (request.server !== undefined) requireEntryInputs(request.server, registryEntry, config);
     const explicitName = request.name !== undefined && request.name !== '';
     await validateConfig(this.#checks, config);

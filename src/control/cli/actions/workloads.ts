@@ -1,5 +1,6 @@
 /** What the workload commands do: `skep run`, `upgrade-check`, `upgrade`, `stop`, `rm`, `restart`, `logs`, `export`. */
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { ApiContext } from '../../app/index.js';
@@ -9,7 +10,12 @@ import {
   resolvePermissionProfile,
 } from '../../../dataplane/runtime/index.js';
 import { definedOnly, isSkepError, SkepError, terminalSafe, writeFileAtomic } from '../../../shared/index.js';
-import { type CreateWorkloadRequest, type Transport, tailFile } from '../../../workloads/index.js';
+import {
+  type CreateOptions,
+  type CreateWorkloadRequest,
+  type Transport,
+  tailFile,
+} from '../../../workloads/index.js';
 import { withContext } from '../context.js';
 import { UsageError } from '../errors.js';
 import { readInputFile } from '../input-file.js';
@@ -166,6 +172,8 @@ export interface RunOptions {
   tools?: string;
   sandbox?: string;
   guardrails?: string;
+  imageVerification?: string;
+  imageVerificationKey: string[];
   openToLocalUsers?: boolean;
   volume: string[];
   permissionProfile?: string;
@@ -219,8 +227,13 @@ async function create(
   args: string[],
   opts: RunOptions,
 ): Promise<{ name: string; port: number }> {
+  const verification = imageVerificationOf(opts);
   if (opts.fromConfig !== undefined) {
     if (server !== undefined) throw new UsageError('give either a server or --from-config, not both');
+    if (verification !== undefined)
+      throw new UsageError(
+        '--image-verification applies to a server named here; with --from-config, set image_verification in the file',
+      );
     const text = readInputFile(opts.fromConfig, { dashIsStdin: false });
     let raw: unknown;
     try {
@@ -244,9 +257,12 @@ async function create(
       : ((await ctx.workloads.resolveServer(source.server)).image ?? '');
   const volumes = opts.volume.map(parseVolumeFlag);
   const entry =
-    source.server === undefined || (volumes.length === 0 && opts.permissionProfile === undefined)
+    source.server === undefined ||
+    (volumes.length === 0 && opts.permissionProfile === undefined && verification === undefined)
       ? undefined
       : await ctx.workloads.resolveServer(source.server);
+  if (verification !== undefined && verification !== null)
+    requireVerifiable(source.image ?? entry?.image, verification, entry?.provenance?.public_key);
   const baseProfile =
     opts.permissionProfile !== undefined
       ? resolvePermissionProfile(
@@ -279,7 +295,124 @@ async function create(
   if (opts.guardrails === 'off') request.guardrails_config = { enabled: false };
   else if (opts.guardrails !== undefined && opts.guardrails !== 'default')
     throw new UsageError(`invalid --guardrails '${opts.guardrails}': use default or off`);
-  return ctx.workloads.create(request);
+  if (verification === undefined) return ctx.workloads.create(request);
+  return ctx.workloads.create(request, { imageVerification: verification }).catch((err: unknown) => {
+    // The run configuration refuses `image_verification` where no image runs (a remote
+    // server, a local process); the user typed the flag, so the message names it.
+    if (isSkepError(err) && err.code === 'unsupported_field' && err.message.startsWith('image_verification '))
+      throw new SkepError(
+        'unsupported_field',
+        `--image-verification${err.message.slice('image_verification'.length)}`,
+        { cause: err },
+      );
+    throw err;
+  });
+}
+
+/**
+ * `--image-verification` values: ToolHive's `warn`, `enabled` and `disabled`, and `enforce`,
+ * the run configuration's word for `enabled`. `null`: no check at all.
+ */
+const IMAGE_VERIFICATION_POLICIES: Readonly<Record<string, 'warn' | 'enforce' | null>> = {
+  warn: 'warn',
+  enabled: 'enforce',
+  enforce: 'enforce',
+  disabled: null,
+};
+
+type ImageVerificationChange = NonNullable<CreateOptions['imageVerification']>;
+
+/** Public key files are a few hundred bytes; anything this large is not one. */
+const MAX_KEY_FILE_BYTES = 64 * 1024;
+
+/**
+ * `--image-verification` and `--image-verification-key` as the change they make to the run
+ * configuration's `image_verification`: undefined keeps the default (a registry entry that names
+ * its signer is checked under `warn`), null turns the check off; otherwise the policy, and the
+ * keys that replace the entry's. A key comes from a file, never from the command line.
+ */
+function imageVerificationOf(opts: RunOptions): ImageVerificationChange | null | undefined {
+  const files = opts.imageVerificationKey;
+  if (opts.imageVerification === undefined && files.length === 0) return undefined;
+  const value = opts.imageVerification ?? 'warn';
+  const policy = Object.hasOwn(IMAGE_VERIFICATION_POLICIES, value)
+    ? IMAGE_VERIFICATION_POLICIES[value]
+    : undefined;
+  if (policy === undefined)
+    throw new UsageError(
+      `invalid --image-verification '${value}': use warn, enabled (or enforce) or disabled`,
+    );
+  if (policy === null) {
+    if (files.length > 0)
+      throw new UsageError(
+        '--image-verification disabled checks nothing: drop --image-verification-key, or use warn or enabled',
+      );
+    return null;
+  }
+  return files.length === 0 ? { policy } : { policy, public_keys: files.map(readPublicKeyFile) };
+}
+
+/**
+ * The public key in `file`, as SPKI PEM. Only the public half is ever stored: a private key
+ * given by mistake is refused, not turned into its public key, so that the user learns that
+ * the file they are passing around holds a secret.
+ */
+function readPublicKeyFile(file: string): string {
+  const flag = `--image-verification-key ${file}`;
+  let text: string;
+  try {
+    if (statSync(file).size > MAX_KEY_FILE_BYTES)
+      throw new Error(`larger than ${MAX_KEY_FILE_BYTES} bytes, not a public key`);
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new SkepError('invalid_path', `${flag}: cannot read it: ${(err as Error).message}`, { cause: err });
+  }
+  if (/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(text))
+    throw new SkepError(
+      'invalid_config',
+      `${flag} is a private key: give its public key (cosign public-key --key <file> prints it)`,
+    );
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: text, format: 'pem' });
+  } catch {
+    throw new SkepError('invalid_config', `${flag}: not a PEM public key (-----BEGIN PUBLIC KEY-----)`);
+  }
+  if (key.asymmetricKeyType !== 'ec' || key.asymmetricKeyDetails?.namedCurve !== 'prime256v1')
+    throw new SkepError(
+      'invalid_config',
+      `${flag}: an ECDSA P-256 key is needed (what cosign generate-key-pair makes), not ${describeKey(key)}`,
+    );
+  return key.export({ type: 'spki', format: 'pem' }).toString();
+}
+
+function describeKey(key: KeyObject): string {
+  const curve = key.asymmetricKeyDetails?.namedCurve;
+  return `${key.asymmetricKeyType ?? 'an unknown key type'}${curve === undefined ? '' : ` ${curve}`}`;
+}
+
+/**
+ * What `--image-verification` can check: a container image — not a package or a local command
+ * (which may still run in a container, from a base image), nor a remote URL (no image at all:
+ * the run configuration's check refuses it by name). `enabled` needs a trusted key, given or
+ * the registry entry's, since keyless signatures are not verified yet.
+ */
+function requireVerifiable(
+  image: string | undefined,
+  verification: ImageVerificationChange,
+  entryKey: string | undefined,
+): void {
+  if (image === undefined) return;
+  if (/^(npx|uvx|cmd):\/\//.test(image))
+    throw new SkepError(
+      'unsupported_field',
+      `--image-verification is not supported for ${image}: it checks a container image's signature, and this is a package or a local command; remove it`,
+    );
+  if (verification.policy === 'enforce' && verification.public_keys === undefined && entryKey === undefined)
+    throw new UsageError(
+      '--image-verification enabled needs a trusted public key: give --image-verification-key <file> ' +
+        '(keyless signatures are not verified yet, so nothing could pass)',
+    );
 }
 
 async function startAndReport(result: { name: string; port: number }, opts: RunOptions): Promise<void> {

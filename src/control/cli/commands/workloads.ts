@@ -59,6 +59,17 @@ export function registerWorkloads(program: Command): void {
       'default (redact its own secrets and known credentials in results) or off (no guardrails)',
     )
     .option(
+      '--image-verification <policy>',
+      "container images: check the image's cosign signature before it starts — warn (run, and report the outcome), " +
+        'enabled or enforce (refuse unless verified) or disabled (no check); default: a registry entry that names its signer is checked under warn',
+    )
+    .option(
+      '--image-verification-key <file>',
+      'trusted cosign public key, a PEM file (repeatable); alone it means --image-verification warn',
+      collect,
+      [],
+    )
+    .option(
       '-v, --volume <HOST[:IN_SERVER][:ro]>',
       'grant the server a folder (repeatable): read-write unless :ro; a local server sees it at HOST, a container at IN_SERVER',
       collect,
