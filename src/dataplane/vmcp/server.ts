@@ -24,6 +24,7 @@ import type { ResolvedVmcpConfig } from './config.js';
 import { type AuthDeps, type BackendAuth, buildBackendAuth } from './outgoing-auth.js';
 import type { Obj } from './aggregate.js';
 import type { Optimizer } from './optimizer/index.js';
+import { CALL_TOOL_NAME, FIND_TOOL_NAME, parseCallToolArguments } from './optimizer/call-arguments.js';
 import {
   CALL_META,
   IDENTITY_META,
@@ -278,7 +279,9 @@ export class VirtualMcpServer implements SessionHost {
   /**
    * With the optimizer: put FIRST in the workload's chain, so that authorization (and audit)
    * see the inner tool. A `call_tool` call `{tool_name, parameters}` becomes the `tools/call`
-   * of the inner tool (a `tool_name` nested in `parameters` is hoisted, as the reference does).
+   * of the inner tool, a composite tool included (read by the optimizer's own parser, so every
+   * call it would run is rewritten here); one it cannot read stays `call_tool`, which the
+   * session answers with the parser's error.
    */
   callToolMiddleware(): ProxyMiddleware | undefined {
     if (this.config.optimizer === undefined) return undefined;
@@ -286,29 +289,14 @@ export class VirtualMcpServer implements SessionHost {
       name: 'vmcp-call-tool',
       async handle(ctx) {
         const mcp = ctx.mcp;
-        if (mcp === undefined || mcp.method !== 'tools/call' || mcp.resourceId !== 'call_tool')
-          return undefined;
-        const args = mcp.arguments;
-        if (args === undefined) return undefined;
-        let parameters = args['parameters'];
-        let toolName = args['tool_name'];
-        if (typeof parameters === 'object' && parameters !== null && !Array.isArray(parameters)) {
-          const p = parameters as Record<string, unknown>;
-          if (toolName === undefined && typeof p['tool_name'] === 'string') {
-            toolName = p['tool_name'];
-            parameters = Object.fromEntries(Object.entries(p).filter(([k]) => k !== 'tool_name'));
-          }
-        } else if (parameters === undefined) {
-          parameters = {};
-        } else {
-          return undefined; // malformed: the session answers with the optimizer's tool error
-        }
-        if (typeof toolName !== 'string' || toolName === 'call_tool' || toolName === 'find_tool')
+        if (mcp === undefined || mcp.method !== 'tools/call' || mcp.resourceId !== CALL_TOOL_NAME)
           return undefined;
         const msg = mcp.message;
+        const call = parseCallToolArguments(msg.params?.['arguments']);
+        if (!call.ok || call.name === CALL_TOOL_NAME || call.name === FIND_TOOL_NAME) return undefined;
         const params = Object.assign({}, msg.params as Record<string, unknown>, {
-          name: toolName,
-          arguments: parameters,
+          name: call.name,
+          arguments: call.parameters,
         });
         ctx.replaceBody(Object.assign({}, msg, { params }));
         return undefined;

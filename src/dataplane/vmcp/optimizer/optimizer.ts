@@ -12,6 +12,13 @@
 import type { Logger } from '../../../shared/index.js';
 import { silentLogger } from '../../../shared/index.js';
 import { Bm25Index, type WeightedTerms } from './bm25.js';
+import {
+  CALL_TOOL_NAME,
+  FIND_TOOL_NAME,
+  isPlainObject,
+  parseCallToolArguments,
+  typeName,
+} from './call-arguments.js';
 import { OPTIMIZER_DEFAULTS, type OptimizerSettings } from './config.js';
 import { createEmbeddingClient, type EmbeddingClient } from './embeddings.js';
 import { tokenize } from './tokenize.js';
@@ -25,8 +32,7 @@ import type {
   ToolScope,
 } from './types.js';
 
-export const FIND_TOOL_NAME = 'find_tool';
-export const CALL_TOOL_NAME = 'call_tool';
+export { CALL_TOOL_NAME, FIND_TOOL_NAME };
 
 export interface OptimizerOptions {
   /** From `resolveOptimizerSettings`; default: BM25 only, 8 results. */
@@ -69,16 +75,6 @@ function textResult(text: string, isError: boolean): OptimizerCallResult {
   return isError
     ? { content: [{ type: 'text', text }], isError: true }
     : { content: [{ type: 'text', text }] };
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function typeName(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return `a ${typeof value}`;
 }
 
 /** Adds the words of `text`, each weighted `weight`, to `terms`; returns the weight added. */
@@ -395,42 +391,10 @@ function callError(text: string): ResolvedCall {
   return { ok: false, result: textResult(text, true) };
 }
 
-/** `call_tool`'s `tool_name` and `parameters`, checked; a `tool_name` nested in `parameters` is hoisted out. */
-function callArguments(args: unknown): { name: string; parameters: Record<string, unknown> } | ResolvedCall {
-  if (!isPlainObject(args)) {
-    return callError(
-      `${CALL_TOOL_NAME} arguments must be an object with tool_name and parameters (got ${typeName(args)})`,
-    );
-  }
-  let parameters: unknown = args['parameters'];
-  if (parameters === undefined || parameters === null) parameters = {};
-  if (!isPlainObject(parameters)) {
-    return callError(
-      `parameters must be an object holding the tool's arguments (got ${typeName(parameters)}); use {} for none`,
-    );
-  }
-  let name: unknown = args['tool_name'];
-  if (name === undefined && typeof parameters['tool_name'] === 'string') {
-    // As the reference does: a tool_name nested inside parameters is hoisted out.
-    name = parameters['tool_name'];
-    const rest: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(parameters)) if (k !== 'tool_name') rest[k] = v;
-    parameters = rest;
-  }
-  if (typeof name !== 'string' || name === '') {
-    return callError(
-      name === undefined
-        ? `tool_name is required: the exact name of a tool from ${FIND_TOOL_NAME}`
-        : `tool_name must be a non-empty string (got ${typeName(name)})`,
-    );
-  }
-  return { name, parameters: parameters as Record<string, unknown> };
-}
-
 /** Checks a `call_tool` call against the indexed tools (and the scope) and names the inner call. */
 function resolveCall(args: unknown, scope: ToolScope | undefined, state: State): ResolvedCall {
-  const call = callArguments(args);
-  if ('ok' in call) return call;
+  const call = parseCallToolArguments(args);
+  if (!call.ok) return callError(call.error);
   const { name, parameters } = call;
   const at = state.byName.get(name);
   if (at === undefined || (scope !== undefined && !scope.allows(name))) {
