@@ -14,7 +14,7 @@ import { GuardrailsConfigSchema } from './guardrails.js';
 import { PermissionProfileSchema } from './permission-profile.js';
 import { RateLimitConfigSchema } from './rate-limit.js';
 import { Opt, Str, StrMap, Strs } from './shorthand.js';
-import { VmcpConfigSchema } from './vmcp.js';
+import { ToolAnnotationsSchema, VmcpConfigSchema } from './vmcp.js';
 
 export const RUN_CONFIG_SCHEMA_VERSION = 'v0.1.0';
 
@@ -26,7 +26,12 @@ export const ProxyModeSchema = Type.Union([Type.Literal('sse'), Type.Literal('st
   description: 'Which transport the proxy advertises as the workload URL (both are always served).',
 });
 
-const ToolOverride = Type.Object({ name: Opt(Str()), description: Opt(Str()) });
+const ToolOverride = Type.Object({
+  name: Opt(Str()),
+  description: Opt(Str()),
+  // Skep extension (the reference's MCPToolConfig has it; its runner's run configuration does not).
+  annotations: Opt(ToolAnnotationsSchema),
+});
 const HeaderForward = Type.Object({
   add_headers_from_secret: Opt(StrMap()),
   add_plaintext_headers: Opt(StrMap()),

@@ -109,7 +109,12 @@ const BackendAuthStrategySchema = Type.Object(
   Closed,
 );
 
-const ToolAnnotationsSchema = Type.Object(
+/**
+ * MCP tool annotations (MCP 2025-11-25 `ToolAnnotations`) as an override sets them: each field
+ * replaces the tool's own, unset fields pass through. Shared with the run configuration's
+ * `tools_override`.
+ */
+export const ToolAnnotationsSchema = Type.Object(
   {
     title: Opt(Str()),
     readOnlyHint: Opt(Type.Boolean()),

@@ -18,6 +18,7 @@ import type {
   MCPToolConfigSpec,
   MCPWebhookConfigSpec,
 } from '../../schemas/operator/index.js';
+import type { RunConfig } from '../../schemas/index.js';
 import type { MCPServerSpec } from '../../schemas/workloads/index.js';
 import { parseAuthzConfig } from '../../dataplane/middleware/authz/index.js';
 import { parse as parseYaml } from 'yaml';
@@ -228,18 +229,15 @@ export function resolveSharedRefs(
       const s = r.spec as MCPToolConfigSpec;
       if (s.toolsFilter !== undefined && s.toolsFilter.length > 0)
         out.runConfig['tools_filter'] = s.toolsFilter;
-      const overrides: Record<string, { name?: string; description?: string }> = {};
-      for (const [tool, o] of Object.entries(s.toolsOverride ?? {})) {
-        if (o.annotations !== undefined)
-          out.problems.push(
-            `${field}: MCPToolConfig ${spec.toolConfigRef.name} toolsOverride.${tool}.annotations: the Skep runner overrides tool names and descriptions only; remove annotations`,
-          );
+      // Annotations are a Skep extension of the run configuration (the reference's runner drops them).
+      const overrides: NonNullable<RunConfig['tools_override']> = {};
+      for (const [tool, o] of Object.entries(s.toolsOverride ?? {}))
         overrides[tool] = Object.assign(
           {},
           o.name === undefined ? {} : { name: o.name },
           o.description === undefined ? {} : { description: o.description },
+          o.annotations === undefined ? {} : { annotations: o.annotations },
         );
-      }
       if (Object.keys(overrides).length > 0) out.runConfig['tools_override'] = overrides;
       out.annotations[REF_HASH_ANNOTATIONS.toolConfigRef] = configHash(r.spec);
     }

@@ -2,8 +2,10 @@
  * `tools_filter` and `tools_override` (ToolHive's run-configuration fields) applied to `tools/list`
  * results and `tools/call` requests. Overrides are keyed by the server's original tool name; a
  * renamed tool is listed and called only under its new name. The filter matches either name.
+ * An override's `annotations` (MCP 2025-11-25 `ToolAnnotations`) are set over the tool's own,
+ * field by field, as the reference's MCPToolConfig overrides them: unset fields pass through.
  */
-import type { ToolOverride } from './types.js';
+import type { ToolAnnotations, ToolOverride } from './types.js';
 
 export interface ToolPolicy {
   /** True when the policy changes nothing (the hot path skips it). */
@@ -22,7 +24,7 @@ export function createToolPolicy(
   const byOriginal = new Map<string, ToolOverride>();
   const toOriginal = new Map<string, string>();
   for (const [original, override] of Object.entries(overrides ?? {})) {
-    if (override.name === undefined && override.description === undefined) continue;
+    if (!changesSomething(override)) continue;
     byOriginal.set(original, override);
     if (override.name !== undefined && override.name !== original) {
       if (toOriginal.has(override.name))
@@ -49,6 +51,7 @@ export function createToolPolicy(
         if (override !== undefined) {
           if (override.name !== undefined) tool['name'] = override.name;
           if (override.description !== undefined) tool['description'] = override.description;
+          if (override.annotations !== undefined) tool['annotations'] = annotated(tool, override.annotations);
         }
         out.push(tool);
       }
@@ -62,4 +65,23 @@ export function createToolPolicy(
       return permitted(original) ? original : undefined;
     },
   };
+}
+
+function changesSomething(override: ToolOverride): boolean {
+  return (
+    override.name !== undefined ||
+    override.description !== undefined ||
+    (override.annotations !== undefined && Object.keys(override.annotations).length > 0)
+  );
+}
+
+/**
+ * The tool's annotations with the override's set over them. A server's `annotations` that is not
+ * an object (it must be one) is replaced, so the listed tool stays valid for clients.
+ */
+function annotated(tool: Record<string, unknown>, override: ToolAnnotations): Record<string, unknown> {
+  const own = tool['annotations'];
+  const merged: Record<string, unknown> = {};
+  if (own !== null && typeof own === 'object' && !Array.isArray(own)) Object.assign(merged, own);
+  return Object.assign(merged, override);
 }

@@ -32,9 +32,20 @@ export type ProxyUpstream =
  */
 export type ProxyHttpHandler = (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 
+/** MCP 2025-11-25 `ToolAnnotations`: hints about a tool's behaviour shown to clients. */
+export interface ToolAnnotations {
+  title?: string;
+  readOnlyHint?: boolean;
+  destructiveHint?: boolean;
+  idempotentHint?: boolean;
+  openWorldHint?: boolean;
+}
+
 export interface ToolOverride {
   name?: string;
   description?: string;
+  /** Set over the tool's own annotations, field by field; unset fields keep the server's. */
+  annotations?: ToolAnnotations;
 }
 
 export interface ProxyOptions {
@@ -46,7 +57,10 @@ export interface ProxyOptions {
   upstream?: ProxyUpstream;
   /** Only these tools are listed and callable (matched against the original or the overridden name). */
   toolsFilter?: string[];
-  /** Rename / re-describe tools, keyed by the original name; calls to the new name reach the original. */
+  /**
+   * Rename, re-describe or re-annotate tools, keyed by the original name; calls to the new name
+   * reach the original.
+   */
   toolsOverride?: Record<string, ToolOverride>;
   /** Run in order for every client HTTP request before it is handled or forwarded. */
   middlewares?: readonly ProxyMiddleware[];

@@ -2,11 +2,12 @@
 // of the reference whose effect is in the pod wiring or that the runner cannot honour:
 // MCPTelemetryConfig `openTelemetry.sensitiveHeaders` (each value an env var of the runner filled
 // from its Secret, the run configuration holding only a reference to it) and MCPToolConfig
-// `toolsOverride.<tool>.annotations` (refused by name on an MCPServer: its runner overrides tool
-// names and descriptions only; a VirtualMCPServer carries them to the virtual MCP, which applies them).
+// `toolsOverride.<tool>.annotations` (an MCPServer's run configuration carries them to its runner's
+// tool policy; a VirtualMCPServer carries them to the virtual MCP; both apply them).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type K8sObject, renderResources } from '../../../src/control/operator/render.js';
+import { parseRunConfig } from '../../../src/workloads/index.js';
 
 type Obj = Record<string, unknown>;
 const NS = 'ns';
@@ -121,26 +122,27 @@ describe('shared configurations: fields whose effect is pod wiring', () => {
     );
   });
 
-  it('toolsOverride annotations: refused by name on an MCPServer (the runner overrides names and descriptions only)', async () => {
+  it('toolsOverride annotations: an MCPServer’s run configuration carries them to its runner, which reads it', async () => {
     const tools = cr('MCPToolConfig', 'tools', {
-      toolsOverride: { fetch: { description: 'Fetch a URL', annotations: { readOnlyHint: true } } },
+      toolsOverride: {
+        fetch: { description: 'Fetch a URL', annotations: { readOnlyHint: true, title: 'Fetch' } },
+        // An override of the annotations only is an override.
+        store: { annotations: { destructiveHint: false } },
+      },
     });
     const { objects, problems } = await renderResources([
       tools,
       server({ toolConfigRef: { name: 'tools' } }),
     ]);
-    assert.equal(objects.filter((o) => o.kind === 'Deployment').length, 0, 'nothing half-configured');
-    assert.deepEqual(
-      problems.map((p) => p.problem),
-      [
-        'spec.toolConfigRef: MCPToolConfig tools toolsOverride.fetch.annotations: the Skep runner overrides tool names and descriptions only; remove annotations',
-      ],
-    );
-    // Without annotations the same override renders.
-    const plain = cr('MCPToolConfig', 'tools', { toolsOverride: { fetch: { description: 'Fetch a URL' } } });
-    const ok = await renderResources([plain, server({ toolConfigRef: { name: 'tools' } })]);
-    assert.deepEqual(ok.problems, []);
-    assert.deepEqual(runConfig(ok.objects)['tools_override'], { fetch: { description: 'Fetch a URL' } });
+    assert.deepEqual(problems, []);
+    const rc = runConfig(objects);
+    const expected = {
+      fetch: { description: 'Fetch a URL', annotations: { readOnlyHint: true, title: 'Fetch' } },
+      store: { annotations: { destructiveHint: false } },
+    };
+    assert.deepEqual(rc['tools_override'], expected);
+    // The runner's own parse keeps them (the pod would not start on a run configuration it refuses).
+    assert.deepEqual(parseRunConfig(rc).tools_override, expected);
   });
 
   it('toolsOverride annotations: a VirtualMCPServer carries them into its aggregation overrides (the virtual MCP applies them)', async () => {

@@ -47,6 +47,37 @@ test('filter names may be the original or the overridden name; empty config pass
   assert.equal(createToolPolicy([], {}).passthrough, true);
 });
 
+test('tools_override annotations: set over the tool’s own field by field; an annotations-only override counts', () => {
+  const policy = createToolPolicy(undefined, {
+    read: { annotations: { readOnlyHint: true, title: 'Read a file' } },
+    write: { name: 'save', annotations: { destructiveHint: false } },
+    delete: { annotations: {} },
+  });
+  assert.equal(policy.passthrough, false);
+  const result = {
+    tools: [
+      { name: 'read', description: 'r', annotations: { readOnlyHint: false, openWorldHint: true } },
+      { name: 'write', description: 'w', annotations: 'not an object' },
+      { name: 'delete', description: 'd', annotations: { destructiveHint: true } },
+    ],
+  };
+  policy.applyToList(result);
+  assert.deepEqual(result.tools, [
+    {
+      name: 'read',
+      description: 'r',
+      annotations: { readOnlyHint: true, openWorldHint: true, title: 'Read a file' },
+    },
+    // A server's malformed annotations are replaced: the list stays valid for the client.
+    { name: 'save', description: 'w', annotations: { destructiveHint: false } },
+    // An empty override changes nothing.
+    { name: 'delete', description: 'd', annotations: { destructiveHint: true } },
+  ]);
+  assert.equal(policy.resolveCall('read'), 'read');
+  assert.equal(policy.resolveCall('save'), 'write');
+  assert.equal(createToolPolicy(undefined, { read: { annotations: {} } }).passthrough, true);
+});
+
 test('two tools renamed to the same name is a configuration error', () => {
   assert.throws(() => createToolPolicy(undefined, { a: { name: 'x' }, b: { name: 'x' } }), /two tools/);
 });
