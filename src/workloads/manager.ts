@@ -151,7 +151,7 @@ export class WorkloadManager implements GroupMembers {
   /** `skep run --from-config`: a RunConfig (e.g. an export) becomes a new workload. */
   async createFromConfig(
     value: unknown,
-    overrides: { name?: string; port?: number } = {},
+    overrides: { name?: string; port?: number; autostart?: boolean } = {},
   ): Promise<{ name: string; port: number }> {
     const config = configFromFile(value, overrides.name);
     // Derived from the name, as on create: an export names the workload it came from.
@@ -179,7 +179,7 @@ export class WorkloadManager implements GroupMembers {
     if (config.transport !== 'stdio' && config.remote_url === undefined && (config.target_port ?? 0) === 0) {
       config.target_port = await this.#allocateTargetPort();
     }
-    return this.#createFrom(config, true);
+    return this.#createFrom(config, overrides.autostart ?? true);
   }
 
   async #createFrom(config: RunConfig, autostart: boolean): Promise<{ name: string; port: number }> {

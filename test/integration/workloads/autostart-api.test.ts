@@ -105,3 +105,20 @@ test(
     assert.equal('autostart' in ctx.workloads.exportConfig('by-hand'), false);
   },
 );
+
+test('skep run --from-config --no-autostart: the import is created with autostart off from the start', async (t) => {
+  const { ctx } = await workloadApp(t);
+  // A run configuration (an export's shape): cmd_args, not the API's cmd_arguments.
+  const runConfig = (name: string) => ({
+    name,
+    image: `cmd://${process.execPath}`,
+    cmd_args: [ECHO_SERVER],
+    transport: 'stdio',
+  });
+  const created = await ctx.workloads.createFromConfig(runConfig('imported'), { autostart: false });
+  assert.equal(ctx.workloads.rows.get(created.name)?.autostart, false);
+  const other = await ctx.workloads.createFromConfig(runConfig('imported-2'));
+  assert.equal(ctx.workloads.rows.get(other.name)?.autostart, true);
+  await waitForStatus(ctx, created.name, 'running');
+  await waitForStatus(ctx, other.name, 'running');
+});

@@ -211,11 +211,9 @@ function alreadyExists(ctx: ApiContext, err: SkepError): SkepError {
 
 export async function run(server: string | undefined, args: string[], opts: RunOptions): Promise<void> {
   const result = await withContext(async (ctx) => {
-    const created = await create(ctx, server, args, opts).catch((err: unknown) => {
+    return create(ctx, server, args, opts).catch((err: unknown) => {
       throw isSkepError(err) && err.code === 'workload_exists' ? alreadyExists(ctx, err) : err;
     });
-    if (opts.autostart === false) ctx.workloads.rows.setAutostart(created.name, false);
-    return created;
   });
   await startAndReport(result, opts);
 }
@@ -245,7 +243,7 @@ async function create(
       );
     }
     return ctx.workloads.createFromConfig(raw, {
-      ...definedOnly({ name: opts.name, port: opts.proxyPort }),
+      ...definedOnly({ name: opts.name, port: opts.proxyPort, autostart: opts.autostart }),
     });
   }
   if (server === undefined) throw new UsageError('name a server to run, or use --from-config <file>');
@@ -285,6 +283,7 @@ async function create(
     ...(opts.tools === undefined ? {} : { tools: opts.tools.split(',').filter((t) => t !== '') }),
     ...definedOnly({ sandbox: opts.sandbox as 'auto' | 'bwrap' | 'off' | undefined }),
     ...(opts.openToLocalUsers === true ? { endpoint_access: 'anyone-on-this-machine' as const } : {}),
+    ...definedOnly({ autostart: opts.autostart }),
   };
   if (request.transport !== undefined && !['stdio', 'sse', 'streamable-http'].includes(request.transport)) {
     throw new UsageError(`invalid --transport '${request.transport}': use stdio, sse or streamable-http`);
