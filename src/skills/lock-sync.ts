@@ -121,8 +121,11 @@ export function isPinned(source: string): boolean {
 
 /**
  * Maps an install error to the reference's failure reasons. The narrower input kinds split
- * from `bad_request` — `invalid_reference` (a skill's source) and `invalid_path` (a path the
- * install reads, such as a trusted key file) — stay rejected input, as they were.
+ * from `bad_request` — `invalid_reference` (a skill's source), `invalid_path` (a path the
+ * install reads, such as a trusted key file), `client_unknown` / `no_client_detected` (the
+ * clients to install for) and `skill_lock_invalid` (the lock file) — stay rejected input, as
+ * they were. A mistake in Skep's own environment (`invalid_config`, such as the trusted-keys
+ * variable) is no verdict on the skill: `unknown`, with the message.
  */
 export function failureReason(err: unknown): FailureReason {
   if (!isSkepError(err)) return 'unknown';
@@ -140,6 +143,9 @@ export function failureReason(err: unknown): FailureReason {
     case 'bad_request':
     case 'invalid_reference':
     case 'invalid_path':
+    case 'client_unknown':
+    case 'no_client_detected':
+    case 'skill_lock_invalid':
       return 'validation-rejected';
     case 'forbidden':
       return 'unsigned-rejected';

@@ -92,7 +92,7 @@ export interface StageDeps {
  * Builds one stage type. `fromRunConfig` reads the typed run-configuration fields and returns
  * the stage's `middleware_configs` parameters (undefined: the stage is absent); `create`
  * builds the stage from parameters, whichever way they came. Configuration mistakes throw
- * `bad_request` naming the field, before anything is served.
+ * `invalid_config` naming the field, before anything is served.
  */
 export interface StageFactory {
   readonly type: string;

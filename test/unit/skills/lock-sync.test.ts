@@ -7,9 +7,19 @@ import { test } from 'node:test';
 import { failure, failureReason } from '../../../src/skills/lock-sync.js';
 import { SkepError } from '../../../src/shared/index.js';
 
-test('rejected input — a bad request, source or path — is validation-rejected', () => {
-  for (const code of ['bad_request', 'invalid_reference', 'invalid_path', 'skill_invalid'] as const)
+test('rejected input — a bad request, source, path, client or lock file — is validation-rejected', () => {
+  for (const code of [
+    'bad_request',
+    'invalid_reference',
+    'invalid_path',
+    'skill_invalid',
+    'client_unknown',
+    'no_client_detected',
+    'skill_lock_invalid',
+  ] as const)
     assert.equal(failureReason(new SkepError(code, 'x')), 'validation-rejected', code);
+  // Skep's own environment is at fault, not the skill.
+  assert.equal(failureReason(new SkepError('invalid_config', 'x')), 'unknown');
 });
 
 test('the other kinds keep their reasons; an error that is not a domain error is unknown', () => {

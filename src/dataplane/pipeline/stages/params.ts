@@ -2,7 +2,7 @@
 import { SkepError } from '../../../shared/index.js';
 import type { RunConfig } from '../../../schemas/index.js';
 
-/** The parameters as an object (`{}` when absent); `bad_request` naming the stage otherwise. */
+/** The parameters as an object (`{}` when absent); `invalid_config` naming the stage otherwise. */
 export function paramsObject(type: string, parameters: unknown): Record<string, unknown> {
   if (parameters === undefined || parameters === null) return {};
   if (typeof parameters !== 'object' || Array.isArray(parameters))
