@@ -80,8 +80,8 @@ async function check(
       ...base,
       status: 'unverifiable',
       message: keyless
-        ? `image ${image}: keyless signatures (signer ${policy.signer_identity ?? '?'}, issuer ${policy.cert_issuer ?? '?'}) cannot be verified by Skep yet; give image_verification.public_keys`
-        : `image ${image}: no public key to verify against; give image_verification.public_keys`,
+        ? `image ${image}: keyless signatures (signer ${policy.signer_identity ?? '?'}, issuer ${policy.cert_issuer ?? '?'}) cannot be verified by Skep yet; give image_verification.public_keys (skep run --image-verification-key <file>)`
+        : `image ${image}: no public key to verify against; give image_verification.public_keys (skep run --image-verification-key <file>)`,
     };
   }
   let reader;
