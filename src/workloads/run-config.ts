@@ -16,6 +16,7 @@ import {
   validateRateLimitConfig,
   validationProblem,
 } from '../schemas/validators/index.js';
+import { endpointPrefixProblem } from '../dataplane/proxy/index.js';
 import { SkepError } from '../shared/index.js';
 import { createValidator } from '../validation/index.js';
 
@@ -46,10 +47,20 @@ function checkMiddlewareFields(raw: Readonly<Record<string, unknown>>, what: str
   }
 }
 
+/** `endpoint_prefix` must be a path the proxy can put in its SSE `endpoint` event. */
+function checkEndpointPrefix(raw: Readonly<Record<string, unknown>>, what: string): void {
+  const prefix = raw['endpoint_prefix'];
+  if (typeof prefix !== 'string') return;
+  const problem = endpointPrefixProblem(prefix);
+  if (problem !== undefined)
+    throw new SkepError('invalid_config', `invalid ${what}: endpoint_prefix ${problem}`);
+}
+
 /**
  * Fills the fields a stored or imported run configuration may omit (the reference omits
  * empty maps and lists) and validates the result. Throws `invalid_config` for a middleware
- * configuration (`checkMiddlewareFields`), else `bad_request`, naming the fields.
+ * configuration (`checkMiddlewareFields`) or an endpoint prefix, else `bad_request`, naming the
+ * fields.
  */
 export function parseRunConfig(value: unknown, what = 'run configuration'): RunConfig {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -73,5 +84,6 @@ export function parseRunConfig(value: unknown, what = 'run configuration'): RunC
   // Nor does a virtual MCP server.
   if (typeof raw['vmcp'] === 'object' && raw['vmcp'] !== null) raw['image'] ??= '';
   checkMiddlewareFields(raw, what);
+  checkEndpointPrefix(raw, what);
   return validator.parse(raw, what);
 }

@@ -116,7 +116,6 @@ const RULES: readonly FieldRule[] = [
   notYet('ignore_config.printOverlays', 'Skep reads no .thvignore files; remove it'),
   notYet('mcpserver_generation', 'it is written by a Kubernetes operator; remove it'),
   notYet('k8s_pod_template_patch', 'it applies to Kubernetes pods; remove it'),
-  notYet('endpoint_prefix', 'the proxy serves /mcp and /sse at the root of its port; remove it'),
   notYet(
     'svc_ca_bundle',
     'to trust another certificate authority, start Skep with NODE_EXTRA_CA_CERTS=<file>; remove it',
@@ -256,6 +255,16 @@ const RULES: readonly FieldRule[] = [
           : w.transport === 'sse'
             ? 'for a server of the legacy SSE transport without rate_limit_config: its sessions are event streams held open through one proxy, whose answers must pass that proxy, so they are not shared; remove it, or set rate_limit_config to share rate-limit buckets'
             : 'for a stdio server without rate_limit_config: its sessions live in the server process this proxy started and cannot continue through another proxy; remove it, or set rate_limit_config to share rate-limit buckets',
+  },
+  {
+    // It prefixes the URL of the SSE transport's `endpoint` event, which the proxy sends for a
+    // stdio server (its own SSE transport) and a server of the SSE transport (passed through).
+    field: 'endpoint_prefix',
+    isDefault: isEmpty,
+    notHonoured: (w) =>
+      w.transport === 'streamable-http'
+        ? 'for a streamable-HTTP server: it prefixes the URL of the SSE endpoint event, and the proxy serves no SSE transport for such a server (clients use /mcp); remove it'
+        : undefined,
   },
   {
     field: 'session_ttl',

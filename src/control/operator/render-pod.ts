@@ -143,6 +143,7 @@ export type RunnerFields = Pick<
   | 'authServerRef'
   | 'groupRef'
   | 'proxyPort'
+  | 'endpointPrefix'
 > &
   SharedRefFields;
 
@@ -172,6 +173,9 @@ export async function sharedRunConfig(
     permission_profile: {},
   };
   if (spec.trustProxyHeaders !== undefined) rc['trust_proxy_headers'] = spec.trustProxyHeaders;
+  // Validated with the runner's rules (`resource-validate.ts`): a path, on an SSE-serving workload.
+  if (spec.endpointPrefix !== undefined && spec.endpointPrefix !== '')
+    rc['endpoint_prefix'] = spec.endpointPrefix;
   const o = spec.oidcConfig;
   if (o !== undefined) {
     rc['oidc_config'] = Object.fromEntries(

@@ -16,6 +16,7 @@ import { evaluateCelRules } from './cel-rules.js';
 import { sharedConfigProblems } from './shared-refs.js';
 import { type Problem, validateExtAuthConfig } from './validate.js';
 import { isRecord } from '../../shared/index.js';
+import { endpointPrefixProblem } from '../../dataplane/proxy/index.js';
 
 type Node = Record<string, unknown>;
 
@@ -150,19 +151,10 @@ function codeRules(kind: string, obj: Node, out: Problem[]): void {
       });
     }
   }
-  // The reference's runner prefixes the SSE `endpoint` event's URL with it (an ingress that strips
-  // a path prefix); Skep's runner announces `/messages?session_id=…` unprefixed, so a client
-  // behind such an ingress would POST to the wrong path. Refused at admission rather than ignored.
-  if (
-    (kind === 'MCPServer' || kind === 'MCPRemoteProxy') &&
-    typeof spec['endpointPrefix'] === 'string' &&
-    spec['endpointPrefix'] !== ''
-  )
-    out.push({
-      path: 'spec.endpointPrefix',
-      message:
-        'the Skep runner serves /mcp and /sse at the root of its port and does not prefix the SSE endpoint URL yet; route the prefix in the ingress without stripping it, and remove endpointPrefix',
-    });
+  if (kind === 'MCPServer' || kind === 'MCPRemoteProxy') {
+    const problem = endpointPrefixProblemOf(kind, spec);
+    if (problem !== undefined) out.push({ path: 'spec.endpointPrefix', message: problem });
+  }
   const headers = (spec['headerForward'] as Node | undefined)?.['addHeadersFromSecret'];
   if (Array.isArray(headers)) {
     const seen = new Set<string>();
@@ -242,4 +234,23 @@ export function validateResource(input: unknown): ResourceValidation {
     // Only a structurally broken value makes the code rules throw; reported above.
   }
   return problems.length > 0 ? { problems } : { problems, resource: copy };
+}
+
+/**
+ * `endpointPrefix` becomes the run configuration's `endpoint_prefix`: the runner puts it before
+ * the URL of its SSE `endpoint` event (an ingress that strips the prefix). The runner's own rules:
+ * a URL path, and a workload whose runner serves the SSE transport (a stdio server, or a server
+ * of the SSE transport) — a streamable-HTTP one has no endpoint event, so the field would be
+ * ignored; it is refused at admission instead of when the pod starts.
+ */
+function endpointPrefixProblemOf(kind: string, spec: Record<string, unknown>): string | undefined {
+  const prefix = spec['endpointPrefix'];
+  if (typeof prefix !== 'string' || prefix === '') return undefined;
+  const problem = endpointPrefixProblem(prefix);
+  if (problem !== undefined) return problem;
+  // MCPRemoteProxy's transport defaults to streamable-http; MCPServer's to stdio.
+  const transport = spec['transport'] ?? (kind === 'MCPRemoteProxy' ? 'streamable-http' : 'stdio');
+  return transport === 'streamable-http'
+    ? 'has no effect with transport streamable-http: it prefixes the URL of the SSE endpoint event, and a streamable-HTTP server is served at /mcp only; remove it'
+    : undefined;
 }

@@ -4,6 +4,7 @@
  * (or, opt-in, one child per session: `per-session.ts`) or passing HTTP traffic through, with
  * its sessions kept in memory or Redis (`session-store.ts`, `shared-sessions.ts`).
  */
+export { endpointPrefixProblem } from './endpoint-prefix.js';
 export { parseMcpRequest } from './mcp-request.js';
 export { PROXY_DEFAULTS, startProxy } from './proxy-server.js';
 export { runReplyHooks } from './reply-hooks.js';

@@ -1,10 +1,11 @@
 /**
  * The 2024-11-05 HTTP+SSE transport in front of a stdio server, for clients that predate
  * streamable HTTP: `GET /sse` opens a session's stream and names, in its `endpoint` event, the
- * URL to POST messages to (`/messages?session_id=…`); answers and server messages all arrive
- * on that stream. The stream closing ends the session.
+ * URL to POST messages to (`/messages?session_id=…`, after the `endpoint_prefix`); answers and
+ * server messages all arrive on that stream. The stream closing ends the session.
  */
 import type { ServerResponse } from 'node:http';
+import { messagesEndpoint } from './endpoint-prefix.js';
 import { badRequest, sendRefusal } from './http-util.js';
 import { messagesOf, PROTOCOL_ERRORS } from '../../protocol/index.js';
 import { OutletTarget, SSE_HEADERS, SseOutlet } from './outlets.js';
@@ -16,10 +17,13 @@ import type { ProxyLimits } from './types.js';
 export class LegacySseEndpoint {
   readonly #sessions: StdioSessions;
   readonly #limits: ProxyLimits;
+  /** Put before `/messages` in the `endpoint` event (normalized: `endpoint-prefix.ts`). */
+  readonly #endpointPrefix: string;
 
-  constructor(sessions: StdioSessions, limits: ProxyLimits) {
+  constructor(sessions: StdioSessions, limits: ProxyLimits, endpointPrefix = '') {
     this.#sessions = sessions;
     this.#limits = limits;
+    this.#endpointPrefix = endpointPrefix;
   }
 
   /** `GET /sse`. */
@@ -81,6 +85,6 @@ export class LegacySseEndpoint {
       this.#sessions.end(session),
     );
     session.standing = outlet;
-    outlet.writeEvent('endpoint', `/messages?session_id=${session.id}`);
+    outlet.writeEvent('endpoint', messagesEndpoint(this.#endpointPrefix, session.id));
   }
 }

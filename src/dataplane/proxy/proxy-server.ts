@@ -20,6 +20,7 @@ import {
   silentLogger,
 } from '../../shared/index.js';
 import { CallerToken, SelfToken } from './caller-token.js';
+import { normalizeEndpointPrefix } from './endpoint-prefix.js';
 import { hasMediaType, NOSNIFF, sendJson, sendRefusal } from './http-util.js';
 import { jsonDepthExceeds, PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
 import { LegacySseEndpoint } from './legacy-sse.js';
@@ -122,6 +123,7 @@ class McpProxy implements RunningProxy {
   readonly #logger: Logger;
   readonly #limits: ProxyLimits;
   readonly #policy: ToolPolicy;
+  readonly #endpointPrefix: string;
   readonly #middlewares: readonly ProxyMiddleware[];
   readonly #handlers: readonly ProxyHttpHandler[];
   readonly #guard: OriginGuard;
@@ -161,6 +163,7 @@ class McpProxy implements RunningProxy {
     this.#logger = options.logger ?? silentLogger;
     this.#limits = Object.assign({}, PROXY_DEFAULTS, options.limits);
     this.#policy = createToolPolicy(options.toolsFilter, options.toolsOverride);
+    this.#endpointPrefix = normalizeEndpointPrefix(options.endpointPrefix);
     this.#middlewares = options.middlewares ?? [];
     this.#handlers = options.handlers ?? [];
     this.#guard = createOriginGuard({
@@ -188,7 +191,7 @@ class McpProxy implements RunningProxy {
     );
     if (this.#stdio.children !== undefined) this.#mode = 'stdio';
     this.#streamableHttp = new StreamableHttpEndpoint(this.#stdio, this.#limits, this.#logger);
-    this.#legacySse = new LegacySseEndpoint(this.#stdio, this.#limits);
+    this.#legacySse = new LegacySseEndpoint(this.#stdio, this.#limits, this.#endpointPrefix);
     this.#bodyBudget = new BodyBudget(this.#limits.maxUnfinishedBodyBytes);
     this.#server = createServer(
       { keepAliveTimeout: 65_000, ...listenerOptions(this.#limits) },
@@ -257,6 +260,7 @@ class McpProxy implements RunningProxy {
         logger: this.#logger,
         limits: this.#limits,
         policy: this.#policy,
+        endpointPrefix: this.#endpointPrefix,
       });
       this.#markUpstreamReady();
       this.#logger.info({ server: this.#options.serverName, url: upstream.url }, 'HTTP server attached');

@@ -25,6 +25,7 @@ import {
   PROTOCOL_ERRORS,
   SseDecoder,
 } from '../../protocol/index.js';
+import { messagesEndpoint } from './endpoint-prefix.js';
 import { SSE_HEADERS } from './outlets.js';
 import { runReplyHooks } from './reply-hooks.js';
 import { SharedSessions } from './shared-sessions.js';
@@ -99,6 +100,14 @@ interface Rewritten {
   error?: string;
 }
 
+interface ForwarderDeps {
+  logger: Logger;
+  limits: ProxyLimits;
+  policy: ToolPolicy;
+  /** Put before `/messages` in the SSE `endpoint` event (normalized: `endpoint-prefix.ts`). */
+  endpointPrefix: string;
+}
+
 export class TransparentForwarder {
   readonly #agent: Agent;
   readonly #sseSessions = new Map<string, SseSession>();
@@ -106,11 +115,11 @@ export class TransparentForwarder {
   #downReason = '';
 
   readonly #upstream: HttpUpstream;
-  readonly #deps: { logger: Logger; limits: ProxyLimits; policy: ToolPolicy };
+  readonly #deps: ForwarderDeps;
   /** Streamable-HTTP sessions kept in the upstream's session store, if it has one. */
   readonly #sessions: SharedSessions | undefined;
 
-  constructor(upstream: HttpUpstream, deps: { logger: Logger; limits: ProxyLimits; policy: ToolPolicy }) {
+  constructor(upstream: HttpUpstream, deps: ForwarderDeps) {
     this.#upstream = upstream;
     this.#deps = deps;
     // Validate at construction: a bad URL is a programming error in the caller.
@@ -507,9 +516,10 @@ export class TransparentForwarder {
     const events = new SseDecoder({
       onEvent: (e) => {
         if (e.event === 'endpoint') {
-          // The server announces where to POST; clients get the proxy's own endpoint instead.
+          // The server announces where to POST; clients get the proxy's own endpoint instead,
+          // after the endpoint prefix of an ingress that strips it (`endpoint-prefix.ts`).
           session.messagesUrl = new URL(e.data.trim(), this.#upstream.url).toString();
-          res.write(`event: endpoint\ndata: /messages?session_id=${session.id}\n\n`);
+          res.write(`event: endpoint\ndata: ${messagesEndpoint(this.#deps.endpointPrefix, session.id)}\n\n`);
           return;
         }
         const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;

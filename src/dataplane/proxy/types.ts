@@ -62,6 +62,11 @@ export interface ProxyOptions {
    * reach the original.
    */
   toolsOverride?: Record<string, ToolOverride>;
+  /**
+   * Put before `/messages` in the SSE transport's `endpoint` event, for an ingress that serves the
+   * proxy under this path and strips it (`endpoint-prefix.ts`). Checked at construction.
+   */
+  endpointPrefix?: string;
   /** Run in order for every client HTTP request before it is handled or forwarded. */
   middlewares?: readonly ProxyMiddleware[];
   /**

@@ -525,6 +525,7 @@ function proxyOptions(ctx: BootContext): ProxyOptions {
     ...definedOnly({
       toolsFilter: chain.proxy.toolsFilter ?? runConfig.tools_filter,
       toolsOverride: chain.proxy.toolsOverride ?? runConfig.tools_override,
+      endpointPrefix: runConfig.endpoint_prefix,
     }),
     ...(chain.proxy.maxBodyBytes === undefined ? {} : { limits: { maxBodyBytes: chain.proxy.maxBodyBytes } }),
   };

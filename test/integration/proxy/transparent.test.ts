@@ -11,6 +11,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { freePort } from '../../helpers/net.js';
+import { startPathRelay } from '../../helpers/path-relay.js';
 import { EVERYTHING_ENTRY, FIXTURE_SERVER, printed, proxyFor, spawnServer } from './helpers.js';
 
 function textOf(result: unknown): string {
@@ -154,5 +155,40 @@ test('transparent SSE: the SDK SSE client lists and calls tools on an SSE server
   assert.match(
     textOf(await c.callTool({ name: 'echo', arguments: { message: 'through sse' } })),
     /through sse/,
+  );
+});
+
+test('transparent SSE, endpoint_prefix: the endpoint event names the prefixed URL, so the SDK SSE client works behind a path-stripping ingress', async (t) => {
+  const port = await freePort();
+  const child = spawn(process.execPath, [EVERYTHING_ENTRY, 'sse'], {
+    env: { ...process.env, PORT: String(port) },
+  });
+  t.after(() => {
+    if (child.exitCode === null) child.kill('SIGKILL');
+  });
+  await printed(child, /running on port/);
+  const proxy = await proxyFor(t, undefined, {
+    upstream: { kind: 'http', url: `http://127.0.0.1:${port}/sse`, transport: 'sse' },
+    endpointPrefix: '/team-a/',
+  });
+
+  // The raw event: the prefix (its trailing '/' dropped) before the proxy's own /messages.
+  const abort = new AbortController();
+  const res = await fetch(`${proxy.url}/sse`, { signal: abort.signal });
+  const reader = res.body!.getReader();
+  let text = '';
+  while (!text.includes('\n\n')) text += new TextDecoder().decode((await reader.read()).value);
+  abort.abort();
+  assert.match(text, /^event: endpoint\ndata: \/team-a\/messages\?session_id=[\w-]+\n\n/);
+
+  const relay = await startPathRelay(t, '/team-a', proxy.url);
+  const c = await connect(t, new SSEClientTransport(new URL(`${relay.url}/sse`)));
+  assert.match(
+    textOf(await c.callTool({ name: 'echo', arguments: { message: 'behind an ingress' } })),
+    /behind an ingress/,
+  );
+  assert.ok(
+    relay.paths.some((p) => p.startsWith('/team-a/messages?session_id=')),
+    `the client posted under the prefix: ${relay.paths.join(', ')}`,
   );
 });

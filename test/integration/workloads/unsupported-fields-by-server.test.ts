@@ -142,7 +142,6 @@ const REFUSED: [string, unknown, Kind, unknown[]][] = [
   ['ignore_config.printOverlays', true, 'container', [false]],
   ['mcpserver_generation', 3, 'container', [0]],
   ['k8s_pod_template_patch', '{"spec":{}}', 'container', ['']],
-  ['endpoint_prefix', '/team-a', 'process', ['']],
   ['svc_ca_bundle', '/etc/ca.pem', 'process', ['']],
   ['jwks_auth_token_file', '/var/run/token', 'process', ['']],
   // Telemetry: honoured when it exports somewhere; settings with nowhere to go are refused, the
@@ -192,6 +191,9 @@ const REFUSED: [string, unknown, Kind, unknown[]][] = [
   ['session_mode', 'per-session', 'process-http', ['shared']],
   ['session_mode', 'per-session', 'remote', ['shared']],
   ['cmd_args', ['--verbose'], 'remote', [[]]],
+  // The SSE endpoint event it prefixes: a streamable-HTTP server has none at the proxy.
+  ['endpoint_prefix', '/team-a', 'process-http', ['']],
+  ['endpoint_prefix', '/team-a', 'remote', ['']],
   ['permission_profile_name_or_path', 'none', 'remote', ['']],
   ['aws_sts_config', { region: 'eu-west-1' }, 'process-http', [{}]],
   [
@@ -217,6 +219,8 @@ const ACCEPTED_WHERE_HONOURED: [string, unknown, Kind][] = [
   ['permission_profile.network.mode', 'none', 'process'],
   ['session_mode', 'per-session', 'process'],
   ['cmd_args', ['--verbose'], 'process'],
+  ['endpoint_prefix', '/team-a', 'process'],
+  ['endpoint_prefix', '/team-a/', 'container'],
   ['permission_profile_name_or_path', 'none', 'container'],
   ['aws_sts_config', { region: 'eu-west-1' }, 'remote'],
   ['header_forward', { add_plaintext_headers: { 'X-Team': 'a' } }, 'process-http'],

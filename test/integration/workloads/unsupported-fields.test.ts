@@ -137,12 +137,12 @@ test(
     );
     // The same import in process: the error's code is the API's.
     await assert.rejects(
-      ctx.workloads.createFromConfig({ ...exported, endpoint_prefix: '/team-a' }, { name: 'imported' }),
+      ctx.workloads.createFromConfig({ ...exported, stateless: true }, { name: 'imported' }),
       (err) =>
         isSkepError(err) &&
         err.code === 'unsupported_field' &&
         err.status === 400 &&
-        err.message.startsWith('endpoint_prefix is not supported yet'),
+        err.message.startsWith('stateless is not supported yet'),
     );
     // The generic middleware list: a reference type Skep does not have yet is refused the same way.
     await assert.rejects(

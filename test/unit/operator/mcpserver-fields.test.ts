@@ -1,13 +1,14 @@
 // The MCPServer fields added for parity with the reference, rendered (`skep operator render`):
 // hostPath `volumes` in the server's container, `resourceOverrides` (labels, annotations, runner
 // env, pull secrets on the pod and its ServiceAccount), the strategic merge of `podTemplateSpec`
-// (lists by their merge key), `rateLimiting` into the run configuration, and `endpointPrefix`,
-// which the runner cannot honour, refused by name at validation with its reason.
+// (lists by their merge key), `rateLimiting` and `endpointPrefix` into the run configuration
+// (`endpointPrefix` validated with the runner's rules: a URL path, on a workload served over SSE).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { type K8sObject, renderResources } from '../../../src/control/operator/render.js';
 import { pullSecretCredentials } from '../../../src/control/operator/image-command.js';
 import { validateResource } from '../../../src/control/operator/resource-validate.js';
+import { parseRunConfig } from '../../../src/workloads/index.js';
 
 type Obj = Record<string, unknown>;
 const server = (spec: Obj) => ({
@@ -21,6 +22,12 @@ const server = (spec: Obj) => ({
     mcpPort: 8080,
     ...spec,
   },
+});
+const remoteProxy = (spec: Obj) => ({
+  apiVersion: 'skep.dev/v1beta1',
+  kind: 'MCPRemoteProxy',
+  metadata: { name: 'rp', namespace: 'ns' },
+  spec: { remoteUrl: 'https://mcp.example.com/mcp', proxyPort: 8080, ...spec },
 });
 const find = (objects: K8sObject[], kind: string) => objects.find((o) => o.kind === kind)!;
 const podOf = (objects: K8sObject[]) =>
@@ -132,16 +139,45 @@ describe('MCPServer fields of the reference', () => {
     assert.match(noRedis.problems[0]!.problem, /rateLimiting requires sessionStorage with provider 'redis'/);
   });
 
-  it('endpointPrefix: refused by name at validation (admission, `skep operator validate`) and so at render, on both proxy kinds', async () => {
-    const reason =
-      /the Skep runner serves \/mcp and \/sse at the root of its port and does not prefix the SSE endpoint URL/;
-    const remote = {
+  it('endpointPrefix: the run configuration’s endpoint_prefix on both proxy kinds served over SSE', async () => {
+    const stdio = {
       apiVersion: 'skep.dev/v1beta1',
-      kind: 'MCPRemoteProxy',
-      metadata: { name: 'rp', namespace: 'ns' },
-      spec: { remoteUrl: 'https://mcp.example.com/mcp', endpointPrefix: '/team-a' },
+      kind: 'MCPServer',
+      metadata: { name: 'srv', namespace: 'ns' },
+      spec: { image: 'ghcr.io/example/srv:1', command: ['srv'], proxyPort: 8080, endpointPrefix: '/team-a/' },
     };
-    for (const resource of [server({ endpointPrefix: '/team-a' }), remote]) {
+    const remote = remoteProxy({ transport: 'sse', endpointPrefix: '/tools/remote' });
+    for (const [resource, prefix] of [
+      [stdio, '/team-a/'],
+      [server({ transport: 'sse', endpointPrefix: '/team-b' }), '/team-b'],
+      [remote, '/tools/remote'],
+    ] as const) {
+      assert.deepEqual(validateResource(resource).problems, [], resource.kind);
+      const { objects, problems } = await renderResources([resource]);
+      assert.deepEqual(problems, []);
+      const rc = runConfig(objects);
+      assert.equal(rc['endpoint_prefix'], prefix);
+      // The runner's own parse accepts it (the pod would not start on a run configuration it refuses).
+      assert.equal(parseRunConfig(rc).endpoint_prefix, prefix);
+    }
+    // An empty prefix is the reference's default ("no prefix"): accepted, and not rendered.
+    assert.deepEqual(validateResource(server({ endpointPrefix: '' })).problems, []);
+    const { objects } = await renderResources([server({ endpointPrefix: '' })]);
+    assert.equal(runConfig(objects)['endpoint_prefix'], undefined);
+  });
+
+  it('endpointPrefix: refused by name at validation (admission, `skep operator validate`) and render when not a path or where there is no SSE endpoint', async () => {
+    const cases: Array<[Obj, RegExp]> = [
+      [server({ transport: 'sse', endpointPrefix: 'team-a' }), /must be a path starting with '\/'/],
+      [server({ transport: 'sse', endpointPrefix: '/team-a?x=1' }), /without a query or fragment/],
+      [server({ transport: 'sse', endpointPrefix: '/team-a#top' }), /without a query or fragment/],
+      [server({ transport: 'sse', endpointPrefix: '//evil.example' }), /must not start with '\/\/'/],
+      [server({ transport: 'sse', endpointPrefix: '/team a' }), /only URL path characters/],
+      // A streamable-HTTP server, and a remote proxy's default transport: no endpoint event.
+      [server({ endpointPrefix: '/team-a' }), /no effect with transport streamable-http/],
+      [remoteProxy({ endpointPrefix: '/team-a' }), /no effect with transport streamable-http/],
+    ];
+    for (const [resource, reason] of cases) {
       const { problems } = validateResource(resource);
       assert.equal(problems.length, 1, JSON.stringify(problems));
       assert.equal(problems[0]!.path, 'spec.endpointPrefix');
@@ -150,8 +186,6 @@ describe('MCPServer fields of the reference', () => {
       assert.equal(rendered.objects.length, 0, 'nothing is deployed');
       assert.match(rendered.problems[0]!.problem, /spec\.endpointPrefix/);
     }
-    // An empty prefix is the reference's default ("no prefix"): accepted.
-    assert.deepEqual(validateResource(server({ endpointPrefix: '' })).problems, []);
   });
 
   it('pull secrets give the registry credentials for reading an entrypoint (auth or username/password)', () => {
