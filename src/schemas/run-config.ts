@@ -14,6 +14,7 @@ import { GuardrailsConfigSchema } from './guardrails.js';
 import { PermissionProfileSchema } from './permission-profile.js';
 import { RateLimitConfigSchema } from './rate-limit.js';
 import { Opt, Str, StrMap, Strs } from './shorthand.js';
+import { TelemetryConfigSchema } from './telemetry.js';
 import { ToolAnnotationsSchema, VmcpConfigSchema } from './vmcp.js';
 
 export const RUN_CONFIG_SCHEMA_VERSION = 'v0.1.0';
@@ -236,23 +237,8 @@ export const RunConfigSchema = Type.Object(
         ),
       }),
     ),
-    telemetry_config: Opt(
-      Type.Object({
-        caCertPath: Opt(Str()),
-        endpoint: Opt(Str()),
-        samplingRate: Opt(Str()),
-        serviceName: Opt(Str()),
-        serviceVersion: Opt(Str()),
-        customAttributes: Opt(StrMap()),
-        headers: Opt(StrMap()),
-        environmentVariables: Opt(Strs()),
-        enablePrometheusMetricsPath: Opt(Type.Boolean()),
-        insecure: Opt(Type.Boolean()),
-        metricsEnabled: Opt(Type.Boolean()),
-        tracingEnabled: Opt(Type.Boolean()),
-        useLegacyAttributes: Opt(Type.Boolean()),
-      }),
-    ),
+    /** Telemetry at the proxy (OTLP, Prometheus): its one schema, checked by the runner's validator too. */
+    telemetry_config: Opt(TelemetryConfigSchema),
     token_exchange_config: Opt(
       Type.Object({
         audience: Opt(Str()),

@@ -4,6 +4,7 @@
  * cannot state (the endpoint's URL and its scheme against `insecure`, the sampling rate written
  * as a decimal string, a destination for what is configured, the CA file) are in
  * `src/dataplane/middleware/telemetry/config.ts`. `x-errors` words the messages (see `validators/format.ts`).
+ * The run configuration's `telemetry_config` is this schema.
  */
 import { Type } from 'typebox';
 import { Opt } from './shorthand.js';

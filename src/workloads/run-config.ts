@@ -14,6 +14,7 @@ import {
   validateAuditConfig,
   validateGuardrailsConfig,
   validateRateLimitConfig,
+  validateTelemetryConfig,
   validationProblem,
 } from '../schemas/validators/index.js';
 import { endpointPrefixProblem } from '../dataplane/proxy/index.js';
@@ -32,6 +33,7 @@ const MIDDLEWARE_FIELDS: ReadonlyArray<readonly [field: keyof RunConfig, validat
   ['rate_limit_config', validateRateLimitConfig],
   ['audit_config', validateAuditConfig],
   ['guardrails_config', validateGuardrailsConfig],
+  ['telemetry_config', validateTelemetryConfig],
 ];
 
 /**

@@ -1,7 +1,7 @@
 /**
- * `rate_limit_config`, `audit_config` and `guardrails_config` in a run configuration are their
- * middlewares' own schemas: an import (`skep run --from-config`, through the workloads service
- * the CLI and the API share) refuses a bad value before anything is stored, with 400
+ * `rate_limit_config`, `audit_config`, `guardrails_config` and `telemetry_config` in a run
+ * configuration are their middlewares' own schemas: an import (`skep run --from-config`, through
+ * the workloads service the CLI and the API share) refuses a bad value before anything is stored, with 400
  * `invalid_config` naming the field's path as the runner would, as it refuses the same stages
  * given as `middleware_configs` entries; export writes back every field those schemas have.
  */
@@ -58,6 +58,16 @@ const refusals: ReadonlyArray<readonly [string, Record<string, unknown>, RegExp]
     { guardrails_config: { ownSecrets: { results: 'shred' } } },
     /^invalid run configuration file: guardrails_config\.ownSecrets\.results must be one of off, audit, redact, block \(got "shred"\)$/,
   ],
+  [
+    'an unknown telemetry key (unknown keys passed the run configuration’s old copy)',
+    { telemetry_config: { endpoint: 'otel.example:4318', tracingEnable: true } },
+    /^invalid run configuration file: telemetry_config: unknown key\(s\) tracingEnable \(known: endpoint, /,
+  ],
+  [
+    'a telemetry header value with a line break',
+    { telemetry_config: { endpoint: 'otel.example:4318', headers: { 'x-team': 'a\r\nx-evil: 1' } } },
+    /^invalid run configuration file: telemetry_config\.headers\.x-team must not contain line breaks$/,
+  ],
   // The same stages as middleware_configs entries: refused by their own checks, with the same code.
   [
     'an audit entry with an unknown transport',
@@ -75,7 +85,7 @@ const refusals: ReadonlyArray<readonly [string, Record<string, unknown>, RegExp]
   ],
 ];
 
-test('import refuses a bad rate_limit_config, audit_config or guardrails_config by its path: 400 invalid_config, nothing stored', async (t) => {
+test('import refuses a bad rate_limit_config, audit_config, guardrails_config or telemetry_config by its path: 400 invalid_config, nothing stored', async (t) => {
   const { ctx } = await testApp(t);
   for (const [what, fields, message] of refusals) {
     await assert.rejects(
@@ -97,11 +107,25 @@ test('import refuses a bad rate_limit_config, audit_config or guardrails_config 
   );
 });
 
-test('export writes back every field of audit_config and rate_limit_config, and the export imports again', async (t) => {
+test('export writes back every field of audit_config, rate_limit_config and telemetry_config, and the export imports again', async (t) => {
   const { app, ctx } = await testApp(t);
   const audit = { logFile: '/tmp/audit.log', maxDelegationDepth: 3, eventTypes: ['mcp_tool_call'] };
   const limits = { perUser: bucket, tools: [{ name: 'echo', shared: { maxTokens: 1, refillPeriod: '1s' } }] };
-  const config = parseRunConfig({ ...base, port: 0, audit_config: audit, rate_limit_config: limits });
+  // A numeric sampling rate and the reference's nulls: refused by the run configuration's old copy.
+  const telemetry = {
+    endpoint: 'otel.example:4318',
+    samplingRate: 0.5,
+    caCertPath: null,
+    enablePrometheusMetricsPath: true,
+    environmentVariables: ['TEAM'],
+  };
+  const config = parseRunConfig({
+    ...base,
+    port: 0,
+    audit_config: audit,
+    rate_limit_config: limits,
+    telemetry_config: telemetry,
+  });
   assert.equal(ctx.workloads.rows.insert(config, 'stopped', 'stopped', { autostart: false }), 'ok');
   const res = await app.inject({ method: 'GET', url: '/api/v1beta/workloads/imported/export' });
   assert.equal(res.statusCode, 200, res.body);
@@ -110,5 +134,6 @@ test('export writes back every field of audit_config and rate_limit_config, and 
   // of the audit schema, which lacked it.
   assert.deepEqual(exported['audit_config'], audit);
   assert.deepEqual(exported['rate_limit_config'], limits);
+  assert.deepEqual(exported['telemetry_config'], telemetry);
   assert.deepEqual(parseRunConfig(exported, 'run configuration file'), config);
 });

@@ -4,6 +4,7 @@ import { isSkepError } from '../../../src/shared/index.js';
 import { RunConfigSchema } from '../../../src/schemas/index.js';
 import { AuditConfigSchema } from '../../../src/schemas/audit.js';
 import { RateLimitConfigSchema } from '../../../src/schemas/rate-limit.js';
+import { TelemetryConfigSchema } from '../../../src/schemas/telemetry.js';
 import { parseRunConfig } from '../../../src/workloads/index.js';
 
 /** Top-level fields of ToolHive's run configuration as its export returns it. */
@@ -98,13 +99,28 @@ test('an unknown top-level field or a wrong type is a bad_request naming the fie
   }
 });
 
-test('rate_limit_config and audit_config are their middlewares’ schemas, not copies', () => {
+test('rate_limit_config, audit_config and telemetry_config are their middlewares’ schemas, not copies', () => {
   const properties = (RunConfigSchema as unknown as { properties: Record<string, unknown> }).properties;
   assert.equal(JSON.stringify(properties['rate_limit_config']), JSON.stringify(RateLimitConfigSchema));
   assert.equal(JSON.stringify(properties['audit_config']), JSON.stringify(AuditConfigSchema));
+  assert.equal(JSON.stringify(properties['telemetry_config']), JSON.stringify(TelemetryConfigSchema));
 });
 
-test('a bad rate_limit_config, audit_config or guardrails_config is invalid_config with its path and its schema’s message', () => {
+test('telemetry_config: what the telemetry stage reads passes (a numeric sampling rate, the reference’s nulls)', () => {
+  const telemetry = {
+    endpoint: 'otel.example:4318',
+    samplingRate: 0.25,
+    caCertPath: null,
+    headers: null,
+    tracingEnabled: true,
+  };
+  assert.deepEqual(
+    parseRunConfig({ name: 'x', image: 'npx://x', telemetry_config: telemetry }).telemetry_config,
+    telemetry,
+  );
+});
+
+test('a bad rate_limit_config, audit_config, guardrails_config or telemetry_config is invalid_config with its path and its schema’s message', () => {
   for (const [fields, message] of [
     [
       { rate_limit_config: { shared: { maxTokens: 0, refillPeriod: '1m' } } },
@@ -121,6 +137,14 @@ test('a bad rate_limit_config, audit_config or guardrails_config is invalid_conf
     [
       { audit_config: { includeRequestData: 'yes' } },
       'invalid run configuration: audit_config.includeRequestData must be true or false',
+    ],
+    [
+      { telemetry_config: { endpoint: 'otel:4318', headers: { 'bad name': 'x' } } },
+      "invalid run configuration: telemetry_config.headers has an invalid header name 'bad name'",
+    ],
+    [
+      { telemetry_config: { endpoint: 'otel:4318', tracingEnable: true } },
+      'invalid run configuration: telemetry_config: unknown key(s) tracingEnable (known: endpoint, serviceName, serviceVersion, tracingEnabled, metricsEnabled, samplingRate, headers, insecure, caCertPath, enablePrometheusMetricsPath, environmentVariables, customAttributes, useLegacyAttributes)',
     ],
     [
       { guardrails_config: { ownSecrets: { results: 'shred' } } },
