@@ -237,8 +237,11 @@ export function applyRequest(base: RunConfig, request: UpdateWorkloadRequest): R
   }
   if (r.tools_override !== undefined) {
     for (const [tool, o] of Object.entries(r.tools_override)) {
-      if ((o.name ?? '') === '' && (o.description ?? '') === '') {
-        throw new SkepError('invalid_config', `tools_override.${tool}: set a name or a description`);
+      if ((o.name ?? '') === '' && (o.description ?? '') === '' && o.annotations === undefined) {
+        throw new SkepError(
+          'invalid_config',
+          `tools_override.${tool}: set a name, a description or annotations`,
+        );
       }
     }
     c.tools_override = structuredClone(r.tools_override);

@@ -7,7 +7,7 @@ import { type Static, Type } from 'typebox';
 import { GuardrailsConfigSchema } from '../guardrails.js';
 import { PermissionProfileSchema } from '../permission-profile.js';
 import { ProxyModeSchema, TransportSchema } from '../run-config.js';
-import { VmcpConfigSchema } from '../vmcp.js';
+import { ToolAnnotationsSchema, VmcpConfigSchema } from '../vmcp.js';
 
 const Opt = Type.Optional;
 const Strs = () => Type.Array(Type.String());
@@ -22,7 +22,11 @@ export const SecretRefSchema = Type.Object(
 );
 
 const ToolOverrideSchema = Type.Object(
-  { name: Opt(Type.String()), description: Opt(Type.String()) },
+  {
+    name: Opt(Type.String()),
+    description: Opt(Type.String()),
+    annotations: Opt(ToolAnnotationsSchema),
+  },
   { title: 'ToolOverride', additionalProperties: false },
 );
 
