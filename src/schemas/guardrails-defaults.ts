@@ -31,6 +31,21 @@ export type CredentialPatternName = (typeof CREDENTIAL_PATTERN_NAMES)[number];
 export const PERSONAL_DATA_KINDS = ['email', 'payment_card', 'phone'] as const;
 export type PersonalDataKind = (typeof PERSONAL_DATA_KINDS)[number];
 
+/**
+ * The largest answer guardrails inspect, bytes (UTF-8 of the one JSON-RPC message: a stdio
+ * line, a JSON body, one SSE event's data). A larger answer to an inspected method is not
+ * passed uninspected: it is replaced by a guardrails error naming this limit.
+ */
+export const DEFAULT_MAX_INSPECT_BYTES = 16 * 1024 * 1024;
+/**
+ * The ceiling of `maxInspectBytes`: the most the proxy reads of one message from a server
+ * (its `maxUpstreamMessageBytes`; a unit test checks both agree). Above it the proxy itself
+ * refuses the answer, so a larger setting could never take effect.
+ */
+export const MAX_INSPECT_BYTES_CEILING = 32 * 1024 * 1024;
+/** The floor of `maxInspectBytes`: below it even a small tool result would be refused. */
+export const MIN_INSPECT_BYTES = 1024;
+
 export interface GuardrailsDirections {
   results?: GuardrailAction;
   arguments?: GuardrailAction;
@@ -39,6 +54,7 @@ export interface GuardrailsDirections {
 /** What `GuardrailsConfigSchema` lets through. */
 export interface GuardrailsConfig {
   enabled?: boolean;
+  maxInspectBytes?: number;
   ownSecrets?: GuardrailsDirections;
   credentials?: GuardrailsDirections & { patterns?: CredentialPatternName[] };
   personalData?: GuardrailsDirections & { kinds?: PersonalDataKind[] };
@@ -66,8 +82,8 @@ const DETECTOR_KEYS = ['ownSecrets', 'credentials', 'personalData', 'promptInjec
  * What is on, in one short line for `skep list`, the API's summaries and the UI:
  * `off` (no `guardrails_config`, or `enabled: false`), else each detector that acts, with its
  * actions (`ownSecrets:redact credentials:redact`, `personalData:audit/block` for results /
- * arguments). Detectors left out of the configuration count with their defaults, as the
- * guardrails stage applies them.
+ * arguments), and `maxInspectBytes:<n>` when it is not the default. Detectors left out of the
+ * configuration count with their defaults, as the guardrails stage applies them.
  */
 export function guardrailsSummary(config: GuardrailsConfig | undefined): string {
   if (config === undefined || config.enabled === false) return 'off';
@@ -79,5 +95,8 @@ export function guardrailsSummary(config: GuardrailsConfig | undefined): string 
     if (results === 'off' && args === 'off') continue;
     parts.push(args === 'off' ? `${key}:${results}` : `${key}:${results}/${args}`);
   }
-  return parts.length === 0 ? 'off' : parts.join(' ');
+  if (parts.length === 0) return 'off';
+  const max = config.maxInspectBytes;
+  if (max !== undefined && max !== DEFAULT_MAX_INSPECT_BYTES) parts.push(`maxInspectBytes:${max}`);
+  return parts.join(' ');
 }

@@ -12,6 +12,10 @@
  *   (`kinds` picks some);
  * - `promptInjection`: phrases that try to steer the model (`phrases` replaces the default list).
  *
+ * `maxInspectBytes` bounds the answer guardrails inspect (default 16 MiB): a larger answer to
+ * an inspected method is replaced by a guardrails error naming the limit, never passed on
+ * uninspected.
+ *
  * Actions: `off`, `audit` (pass, write an audit event), `redact` (replace the match, the JSON
  * stays valid), `block` (the call fails with a JSON-RPC error naming the detector, never the
  * matched text). Keys are camelCase, like the reference's `audit_config` and `rate_limit_config`.
@@ -19,7 +23,13 @@
  * configuration of every new workload, so an export shows what is on.
  */
 import { Type } from 'typebox';
-import { CREDENTIAL_PATTERN_NAMES, GUARDRAIL_ACTIONS, PERSONAL_DATA_KINDS } from './guardrails-defaults.js';
+import {
+  CREDENTIAL_PATTERN_NAMES,
+  GUARDRAIL_ACTIONS,
+  MAX_INSPECT_BYTES_CEILING,
+  MIN_INSPECT_BYTES,
+  PERSONAL_DATA_KINDS,
+} from './guardrails-defaults.js';
 import { Opt } from './shorthand.js';
 
 export * from './guardrails-defaults.js';
@@ -45,6 +55,17 @@ const UNKNOWN_KIND = `: unknown personal data kind {json}; known: ${PERSONAL_DAT
 export const GuardrailsConfigSchema = Type.Object(
   {
     enabled: Opt(Type.Boolean({ 'x-errors': { type: 'must be true or false' } })),
+    maxInspectBytes: Opt(
+      Type.Integer({
+        minimum: MIN_INSPECT_BYTES,
+        maximum: MAX_INSPECT_BYTES_CEILING,
+        'x-errors': {
+          type: 'must be an integer (bytes)',
+          minimum: `must be at least ${MIN_INSPECT_BYTES} (bytes)`,
+          maximum: `must be at most ${MAX_INSPECT_BYTES_CEILING} (bytes: the most the proxy reads of one message)`,
+        },
+      }),
+    ),
     ownSecrets: Opt(
       Type.Object(directions, {
         additionalProperties: false,
@@ -116,6 +137,8 @@ export const GuardrailsConfigSchema = Type.Object(
   },
   {
     additionalProperties: false,
-    'x-errors': objectErrors('enabled, ownSecrets, credentials, personalData, promptInjection'),
+    'x-errors': objectErrors(
+      'enabled, maxInspectBytes, ownSecrets, credentials, personalData, promptInjection',
+    ),
   },
 );

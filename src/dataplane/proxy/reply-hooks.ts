@@ -21,10 +21,15 @@ function failedClosed(reply: JsonRpcMessage): boolean {
   return failedAnswers.has(reply);
 }
 
-async function runRest(hooks: readonly ReplyHook[], from: number, reply: JsonRpcMessage): Promise<void> {
+async function runRest(
+  hooks: readonly ReplyHook[],
+  from: number,
+  reply: JsonRpcMessage,
+  text: string | undefined,
+): Promise<void> {
   for (let i = from; i >= 0; i--) {
     try {
-      await (hooks[i] as ReplyHook)(reply);
+      await (hooks[i] as ReplyHook)(reply, text);
     } catch {
       failClosed(reply);
       return;
@@ -36,22 +41,27 @@ async function runRest(hooks: readonly ReplyHook[], from: number, reply: JsonRpc
  * Runs `hooks` on `reply`, innermost (last registered) first. Synchronous while every hook
  * is; returns a promise from the first hook that returns one. A hook that throws (or rejects)
  * turns the answer into a JSON-RPC internal error, and the remaining hooks see that.
+ * `text`: the JSON text `reply` was parsed from, when there is one (`ReplyHook`).
  */
-export function runReplyHooks(hooks: readonly ReplyHook[], reply: JsonRpcMessage): void | Promise<void> {
+export function runReplyHooks(
+  hooks: readonly ReplyHook[],
+  reply: JsonRpcMessage,
+  text?: string,
+): void | Promise<void> {
   for (let i = hooks.length - 1; i >= 0; i--) {
     let out: void | Promise<void>;
     try {
-      out = (hooks[i] as ReplyHook)(reply);
+      out = (hooks[i] as ReplyHook)(reply, text);
     } catch {
       failClosed(reply);
       continue;
     }
     if (out instanceof Promise) {
       return out.then(
-        () => runRest(hooks, i - 1, reply),
+        () => runRest(hooks, i - 1, reply, text),
         () => {
           failClosed(reply);
-          return runRest(hooks, i - 1, reply);
+          return runRest(hooks, i - 1, reply, text);
         },
       );
     }
@@ -82,7 +92,7 @@ export class HookedTarget extends ForwardingTarget {
       this.forward(text);
       return;
     }
-    const done = runReplyHooks(this.#hooks, reply);
+    const done = runReplyHooks(this.#hooks, reply, text);
     // A hook that throws rewrites the answer into an error (fail closed): only observers that
     // all succeeded leave the text as it was.
     const relay = (): void =>

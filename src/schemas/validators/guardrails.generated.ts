@@ -12,6 +12,16 @@ const schema6 = {
   type: 'object',
   properties: {
     enabled: { type: 'boolean', 'x-errors': { type: 'must be true or false' } },
+    maxInspectBytes: {
+      type: 'integer',
+      minimum: 1024,
+      maximum: 33554432,
+      'x-errors': {
+        type: 'must be an integer (bytes)',
+        minimum: 'must be at least 1024 (bytes)',
+        maximum: 'must be at most 33554432 (bytes: the most the proxy reads of one message)',
+      },
+    },
     ownSecrets: {
       type: 'object',
       properties: {
@@ -174,7 +184,7 @@ const schema6 = {
   },
   additionalProperties: false,
   'x-errors': {
-    type: 'must be a JSON object (enabled, ownSecrets, credentials, personalData, promptInjection)',
+    type: 'must be a JSON object (enabled, maxInspectBytes, ownSecrets, credentials, personalData, promptInjection)',
     additionalProperties: ': unknown key{s} {keysJson}; known keys (camelCase): {known}',
   },
 };
@@ -186,6 +196,7 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
     for (const key0 in data) {
       if (!(
         key0 === 'enabled' ||
+        key0 === 'maxInspectBytes' ||
         key0 === 'ownSecrets' ||
         key0 === 'credentials' ||
         key0 === 'personalData' ||
@@ -218,515 +229,556 @@ function validate21(data, { instancePath = '', parentData, parentDataProperty, r
         errors++;
       }
     }
+    if (data.maxInspectBytes !== undefined) {
+      let data1 = data.maxInspectBytes;
+      if (!(typeof data1 == 'number' && !(data1 % 1) && !isNaN(data1))) {
+        const err2 = $error(
+          instancePath + '/maxInspectBytes',
+          'type',
+          { type: 'integer' },
+          'must be integer',
+          schema6.properties.maxInspectBytes,
+          data1,
+        );
+        (vErrors ??= []).push(err2);
+        errors++;
+      }
+      if (typeof data1 == 'number') {
+        if (data1 > 33554432 || isNaN(data1)) {
+          const err3 = $error(
+            instancePath + '/maxInspectBytes',
+            'maximum',
+            { comparison: '<=', limit: 33554432 },
+            'must be <= 33554432',
+            schema6.properties.maxInspectBytes,
+            data1,
+          );
+          (vErrors ??= []).push(err3);
+          errors++;
+        }
+        if (data1 < 1024 || isNaN(data1)) {
+          const err4 = $error(
+            instancePath + '/maxInspectBytes',
+            'minimum',
+            { comparison: '>=', limit: 1024 },
+            'must be >= 1024',
+            schema6.properties.maxInspectBytes,
+            data1,
+          );
+          (vErrors ??= []).push(err4);
+          errors++;
+        }
+      }
+    }
     if (data.ownSecrets !== undefined) {
-      let data1 = data.ownSecrets;
-      if (data1 && typeof data1 == 'object' && !Array.isArray(data1)) {
-        for (const key1 in data1) {
+      let data2 = data.ownSecrets;
+      if (data2 && typeof data2 == 'object' && !Array.isArray(data2)) {
+        for (const key1 in data2) {
           if (!(key1 === 'results' || key1 === 'arguments')) {
-            const err2 = $error(
+            const err5 = $error(
               instancePath + '/ownSecrets',
               'additionalProperties',
               { additionalProperty: key1 },
               'must NOT have additional properties',
               schema6.properties.ownSecrets,
-              data1,
-            );
-            (vErrors ??= []).push(err2);
-            errors++;
-          }
-        }
-        if (data1.results !== undefined) {
-          let data2 = data1.results;
-          if (typeof data2 !== 'string') {
-            const err3 = $error(
-              instancePath + '/ownSecrets/results',
-              'type',
-              { type: 'string' },
-              'must be string',
-              schema6.properties.ownSecrets.properties.results,
               data2,
-            );
-            (vErrors ??= []).push(err3);
-            errors++;
-          }
-          if (!(data2 === 'off' || data2 === 'audit' || data2 === 'redact' || data2 === 'block')) {
-            const err4 = $error(
-              instancePath + '/ownSecrets/results',
-              'enum',
-              { allowedValues: schema6.properties.ownSecrets.properties.results.enum },
-              'must be equal to one of the allowed values',
-              schema6.properties.ownSecrets.properties.results,
-              data2,
-            );
-            (vErrors ??= []).push(err4);
-            errors++;
-          }
-        }
-        if (data1.arguments !== undefined) {
-          let data3 = data1.arguments;
-          if (typeof data3 !== 'string') {
-            const err5 = $error(
-              instancePath + '/ownSecrets/arguments',
-              'type',
-              { type: 'string' },
-              'must be string',
-              schema6.properties.ownSecrets.properties.arguments,
-              data3,
             );
             (vErrors ??= []).push(err5);
             errors++;
           }
-          if (!(data3 === 'off' || data3 === 'audit' || data3 === 'redact' || data3 === 'block')) {
+        }
+        if (data2.results !== undefined) {
+          let data3 = data2.results;
+          if (typeof data3 !== 'string') {
             const err6 = $error(
-              instancePath + '/ownSecrets/arguments',
-              'enum',
-              { allowedValues: schema6.properties.ownSecrets.properties.arguments.enum },
-              'must be equal to one of the allowed values',
-              schema6.properties.ownSecrets.properties.arguments,
+              instancePath + '/ownSecrets/results',
+              'type',
+              { type: 'string' },
+              'must be string',
+              schema6.properties.ownSecrets.properties.results,
               data3,
             );
             (vErrors ??= []).push(err6);
             errors++;
           }
+          if (!(data3 === 'off' || data3 === 'audit' || data3 === 'redact' || data3 === 'block')) {
+            const err7 = $error(
+              instancePath + '/ownSecrets/results',
+              'enum',
+              { allowedValues: schema6.properties.ownSecrets.properties.results.enum },
+              'must be equal to one of the allowed values',
+              schema6.properties.ownSecrets.properties.results,
+              data3,
+            );
+            (vErrors ??= []).push(err7);
+            errors++;
+          }
         }
-      } else {
-        const err7 = $error(
-          instancePath + '/ownSecrets',
-          'type',
-          { type: 'object' },
-          'must be object',
-          schema6.properties.ownSecrets,
-          data1,
-        );
-        (vErrors ??= []).push(err7);
-        errors++;
-      }
-    }
-    if (data.credentials !== undefined) {
-      let data4 = data.credentials;
-      if (data4 && typeof data4 == 'object' && !Array.isArray(data4)) {
-        for (const key2 in data4) {
-          if (!(key2 === 'results' || key2 === 'arguments' || key2 === 'patterns')) {
+        if (data2.arguments !== undefined) {
+          let data4 = data2.arguments;
+          if (typeof data4 !== 'string') {
             const err8 = $error(
-              instancePath + '/credentials',
-              'additionalProperties',
-              { additionalProperty: key2 },
-              'must NOT have additional properties',
-              schema6.properties.credentials,
+              instancePath + '/ownSecrets/arguments',
+              'type',
+              { type: 'string' },
+              'must be string',
+              schema6.properties.ownSecrets.properties.arguments,
               data4,
             );
             (vErrors ??= []).push(err8);
             errors++;
           }
-        }
-        if (data4.results !== undefined) {
-          let data5 = data4.results;
-          if (typeof data5 !== 'string') {
+          if (!(data4 === 'off' || data4 === 'audit' || data4 === 'redact' || data4 === 'block')) {
             const err9 = $error(
-              instancePath + '/credentials/results',
-              'type',
-              { type: 'string' },
-              'must be string',
-              schema6.properties.credentials.properties.results,
-              data5,
+              instancePath + '/ownSecrets/arguments',
+              'enum',
+              { allowedValues: schema6.properties.ownSecrets.properties.arguments.enum },
+              'must be equal to one of the allowed values',
+              schema6.properties.ownSecrets.properties.arguments,
+              data4,
             );
             (vErrors ??= []).push(err9);
             errors++;
           }
-          if (!(data5 === 'off' || data5 === 'audit' || data5 === 'redact' || data5 === 'block')) {
-            const err10 = $error(
-              instancePath + '/credentials/results',
-              'enum',
-              { allowedValues: schema6.properties.credentials.properties.results.enum },
-              'must be equal to one of the allowed values',
-              schema6.properties.credentials.properties.results,
-              data5,
-            );
-            (vErrors ??= []).push(err10);
-            errors++;
-          }
         }
-        if (data4.arguments !== undefined) {
-          let data6 = data4.arguments;
-          if (typeof data6 !== 'string') {
+      } else {
+        const err10 = $error(
+          instancePath + '/ownSecrets',
+          'type',
+          { type: 'object' },
+          'must be object',
+          schema6.properties.ownSecrets,
+          data2,
+        );
+        (vErrors ??= []).push(err10);
+        errors++;
+      }
+    }
+    if (data.credentials !== undefined) {
+      let data5 = data.credentials;
+      if (data5 && typeof data5 == 'object' && !Array.isArray(data5)) {
+        for (const key2 in data5) {
+          if (!(key2 === 'results' || key2 === 'arguments' || key2 === 'patterns')) {
             const err11 = $error(
-              instancePath + '/credentials/arguments',
-              'type',
-              { type: 'string' },
-              'must be string',
-              schema6.properties.credentials.properties.arguments,
-              data6,
+              instancePath + '/credentials',
+              'additionalProperties',
+              { additionalProperty: key2 },
+              'must NOT have additional properties',
+              schema6.properties.credentials,
+              data5,
             );
             (vErrors ??= []).push(err11);
             errors++;
           }
-          if (!(data6 === 'off' || data6 === 'audit' || data6 === 'redact' || data6 === 'block')) {
+        }
+        if (data5.results !== undefined) {
+          let data6 = data5.results;
+          if (typeof data6 !== 'string') {
             const err12 = $error(
-              instancePath + '/credentials/arguments',
-              'enum',
-              { allowedValues: schema6.properties.credentials.properties.arguments.enum },
-              'must be equal to one of the allowed values',
-              schema6.properties.credentials.properties.arguments,
+              instancePath + '/credentials/results',
+              'type',
+              { type: 'string' },
+              'must be string',
+              schema6.properties.credentials.properties.results,
               data6,
             );
             (vErrors ??= []).push(err12);
             errors++;
           }
+          if (!(data6 === 'off' || data6 === 'audit' || data6 === 'redact' || data6 === 'block')) {
+            const err13 = $error(
+              instancePath + '/credentials/results',
+              'enum',
+              { allowedValues: schema6.properties.credentials.properties.results.enum },
+              'must be equal to one of the allowed values',
+              schema6.properties.credentials.properties.results,
+              data6,
+            );
+            (vErrors ??= []).push(err13);
+            errors++;
+          }
         }
-        if (data4.patterns !== undefined) {
-          let data7 = data4.patterns;
-          if (Array.isArray(data7)) {
-            const len0 = data7.length;
-            for (let i0 = 0; i0 < len0; i0++) {
-              let data8 = data7[i0];
-              if (typeof data8 !== 'string') {
-                const err13 = $error(
-                  instancePath + '/credentials/patterns/' + i0,
-                  'type',
-                  { type: 'string' },
-                  'must be string',
-                  schema6.properties.credentials.properties.patterns.items,
-                  data8,
-                );
-                (vErrors ??= []).push(err13);
-                errors++;
-              }
-              if (!(
-                data8 === 'aws_access_key_id' ||
-                data8 === 'github_token' ||
-                data8 === 'gitlab_token' ||
-                data8 === 'slack_token' ||
-                data8 === 'slack_webhook_url' ||
-                data8 === 'google_api_key' ||
-                data8 === 'stripe_secret_key' ||
-                data8 === 'openai_api_key' ||
-                data8 === 'anthropic_api_key' ||
-                data8 === 'npm_token' ||
-                data8 === 'private_key_pem' ||
-                data8 === 'jwt'
-              )) {
-                const err14 = $error(
-                  instancePath + '/credentials/patterns/' + i0,
-                  'enum',
-                  { allowedValues: schema6.properties.credentials.properties.patterns.items.enum },
-                  'must be equal to one of the allowed values',
-                  schema6.properties.credentials.properties.patterns.items,
-                  data8,
-                );
-                (vErrors ??= []).push(err14);
-                errors++;
-              }
-            }
-          } else {
-            const err15 = $error(
-              instancePath + '/credentials/patterns',
+        if (data5.arguments !== undefined) {
+          let data7 = data5.arguments;
+          if (typeof data7 !== 'string') {
+            const err14 = $error(
+              instancePath + '/credentials/arguments',
               'type',
-              { type: 'array' },
-              'must be array',
-              schema6.properties.credentials.properties.patterns,
+              { type: 'string' },
+              'must be string',
+              schema6.properties.credentials.properties.arguments,
+              data7,
+            );
+            (vErrors ??= []).push(err14);
+            errors++;
+          }
+          if (!(data7 === 'off' || data7 === 'audit' || data7 === 'redact' || data7 === 'block')) {
+            const err15 = $error(
+              instancePath + '/credentials/arguments',
+              'enum',
+              { allowedValues: schema6.properties.credentials.properties.arguments.enum },
+              'must be equal to one of the allowed values',
+              schema6.properties.credentials.properties.arguments,
               data7,
             );
             (vErrors ??= []).push(err15);
             errors++;
           }
         }
+        if (data5.patterns !== undefined) {
+          let data8 = data5.patterns;
+          if (Array.isArray(data8)) {
+            const len0 = data8.length;
+            for (let i0 = 0; i0 < len0; i0++) {
+              let data9 = data8[i0];
+              if (typeof data9 !== 'string') {
+                const err16 = $error(
+                  instancePath + '/credentials/patterns/' + i0,
+                  'type',
+                  { type: 'string' },
+                  'must be string',
+                  schema6.properties.credentials.properties.patterns.items,
+                  data9,
+                );
+                (vErrors ??= []).push(err16);
+                errors++;
+              }
+              if (!(
+                data9 === 'aws_access_key_id' ||
+                data9 === 'github_token' ||
+                data9 === 'gitlab_token' ||
+                data9 === 'slack_token' ||
+                data9 === 'slack_webhook_url' ||
+                data9 === 'google_api_key' ||
+                data9 === 'stripe_secret_key' ||
+                data9 === 'openai_api_key' ||
+                data9 === 'anthropic_api_key' ||
+                data9 === 'npm_token' ||
+                data9 === 'private_key_pem' ||
+                data9 === 'jwt'
+              )) {
+                const err17 = $error(
+                  instancePath + '/credentials/patterns/' + i0,
+                  'enum',
+                  { allowedValues: schema6.properties.credentials.properties.patterns.items.enum },
+                  'must be equal to one of the allowed values',
+                  schema6.properties.credentials.properties.patterns.items,
+                  data9,
+                );
+                (vErrors ??= []).push(err17);
+                errors++;
+              }
+            }
+          } else {
+            const err18 = $error(
+              instancePath + '/credentials/patterns',
+              'type',
+              { type: 'array' },
+              'must be array',
+              schema6.properties.credentials.properties.patterns,
+              data8,
+            );
+            (vErrors ??= []).push(err18);
+            errors++;
+          }
+        }
       } else {
-        const err16 = $error(
+        const err19 = $error(
           instancePath + '/credentials',
           'type',
           { type: 'object' },
           'must be object',
           schema6.properties.credentials,
-          data4,
+          data5,
         );
-        (vErrors ??= []).push(err16);
+        (vErrors ??= []).push(err19);
         errors++;
       }
     }
     if (data.personalData !== undefined) {
-      let data9 = data.personalData;
-      if (data9 && typeof data9 == 'object' && !Array.isArray(data9)) {
-        for (const key3 in data9) {
+      let data10 = data.personalData;
+      if (data10 && typeof data10 == 'object' && !Array.isArray(data10)) {
+        for (const key3 in data10) {
           if (!(key3 === 'results' || key3 === 'arguments' || key3 === 'kinds')) {
-            const err17 = $error(
+            const err20 = $error(
               instancePath + '/personalData',
               'additionalProperties',
               { additionalProperty: key3 },
               'must NOT have additional properties',
               schema6.properties.personalData,
-              data9,
-            );
-            (vErrors ??= []).push(err17);
-            errors++;
-          }
-        }
-        if (data9.results !== undefined) {
-          let data10 = data9.results;
-          if (typeof data10 !== 'string') {
-            const err18 = $error(
-              instancePath + '/personalData/results',
-              'type',
-              { type: 'string' },
-              'must be string',
-              schema6.properties.personalData.properties.results,
               data10,
-            );
-            (vErrors ??= []).push(err18);
-            errors++;
-          }
-          if (!(data10 === 'off' || data10 === 'audit' || data10 === 'redact' || data10 === 'block')) {
-            const err19 = $error(
-              instancePath + '/personalData/results',
-              'enum',
-              { allowedValues: schema6.properties.personalData.properties.results.enum },
-              'must be equal to one of the allowed values',
-              schema6.properties.personalData.properties.results,
-              data10,
-            );
-            (vErrors ??= []).push(err19);
-            errors++;
-          }
-        }
-        if (data9.arguments !== undefined) {
-          let data11 = data9.arguments;
-          if (typeof data11 !== 'string') {
-            const err20 = $error(
-              instancePath + '/personalData/arguments',
-              'type',
-              { type: 'string' },
-              'must be string',
-              schema6.properties.personalData.properties.arguments,
-              data11,
             );
             (vErrors ??= []).push(err20);
             errors++;
           }
-          if (!(data11 === 'off' || data11 === 'audit' || data11 === 'redact' || data11 === 'block')) {
+        }
+        if (data10.results !== undefined) {
+          let data11 = data10.results;
+          if (typeof data11 !== 'string') {
             const err21 = $error(
-              instancePath + '/personalData/arguments',
-              'enum',
-              { allowedValues: schema6.properties.personalData.properties.arguments.enum },
-              'must be equal to one of the allowed values',
-              schema6.properties.personalData.properties.arguments,
+              instancePath + '/personalData/results',
+              'type',
+              { type: 'string' },
+              'must be string',
+              schema6.properties.personalData.properties.results,
               data11,
             );
             (vErrors ??= []).push(err21);
             errors++;
           }
+          if (!(data11 === 'off' || data11 === 'audit' || data11 === 'redact' || data11 === 'block')) {
+            const err22 = $error(
+              instancePath + '/personalData/results',
+              'enum',
+              { allowedValues: schema6.properties.personalData.properties.results.enum },
+              'must be equal to one of the allowed values',
+              schema6.properties.personalData.properties.results,
+              data11,
+            );
+            (vErrors ??= []).push(err22);
+            errors++;
+          }
         }
-        if (data9.kinds !== undefined) {
-          let data12 = data9.kinds;
-          if (Array.isArray(data12)) {
-            const len1 = data12.length;
-            for (let i1 = 0; i1 < len1; i1++) {
-              let data13 = data12[i1];
-              if (typeof data13 !== 'string') {
-                const err22 = $error(
-                  instancePath + '/personalData/kinds/' + i1,
-                  'type',
-                  { type: 'string' },
-                  'must be string',
-                  schema6.properties.personalData.properties.kinds.items,
-                  data13,
-                );
-                (vErrors ??= []).push(err22);
-                errors++;
-              }
-              if (!(data13 === 'email' || data13 === 'payment_card' || data13 === 'phone')) {
-                const err23 = $error(
-                  instancePath + '/personalData/kinds/' + i1,
-                  'enum',
-                  { allowedValues: schema6.properties.personalData.properties.kinds.items.enum },
-                  'must be equal to one of the allowed values',
-                  schema6.properties.personalData.properties.kinds.items,
-                  data13,
-                );
-                (vErrors ??= []).push(err23);
-                errors++;
-              }
-            }
-          } else {
-            const err24 = $error(
-              instancePath + '/personalData/kinds',
+        if (data10.arguments !== undefined) {
+          let data12 = data10.arguments;
+          if (typeof data12 !== 'string') {
+            const err23 = $error(
+              instancePath + '/personalData/arguments',
               'type',
-              { type: 'array' },
-              'must be array',
-              schema6.properties.personalData.properties.kinds,
+              { type: 'string' },
+              'must be string',
+              schema6.properties.personalData.properties.arguments,
+              data12,
+            );
+            (vErrors ??= []).push(err23);
+            errors++;
+          }
+          if (!(data12 === 'off' || data12 === 'audit' || data12 === 'redact' || data12 === 'block')) {
+            const err24 = $error(
+              instancePath + '/personalData/arguments',
+              'enum',
+              { allowedValues: schema6.properties.personalData.properties.arguments.enum },
+              'must be equal to one of the allowed values',
+              schema6.properties.personalData.properties.arguments,
               data12,
             );
             (vErrors ??= []).push(err24);
             errors++;
           }
         }
+        if (data10.kinds !== undefined) {
+          let data13 = data10.kinds;
+          if (Array.isArray(data13)) {
+            const len1 = data13.length;
+            for (let i1 = 0; i1 < len1; i1++) {
+              let data14 = data13[i1];
+              if (typeof data14 !== 'string') {
+                const err25 = $error(
+                  instancePath + '/personalData/kinds/' + i1,
+                  'type',
+                  { type: 'string' },
+                  'must be string',
+                  schema6.properties.personalData.properties.kinds.items,
+                  data14,
+                );
+                (vErrors ??= []).push(err25);
+                errors++;
+              }
+              if (!(data14 === 'email' || data14 === 'payment_card' || data14 === 'phone')) {
+                const err26 = $error(
+                  instancePath + '/personalData/kinds/' + i1,
+                  'enum',
+                  { allowedValues: schema6.properties.personalData.properties.kinds.items.enum },
+                  'must be equal to one of the allowed values',
+                  schema6.properties.personalData.properties.kinds.items,
+                  data14,
+                );
+                (vErrors ??= []).push(err26);
+                errors++;
+              }
+            }
+          } else {
+            const err27 = $error(
+              instancePath + '/personalData/kinds',
+              'type',
+              { type: 'array' },
+              'must be array',
+              schema6.properties.personalData.properties.kinds,
+              data13,
+            );
+            (vErrors ??= []).push(err27);
+            errors++;
+          }
+        }
       } else {
-        const err25 = $error(
+        const err28 = $error(
           instancePath + '/personalData',
           'type',
           { type: 'object' },
           'must be object',
           schema6.properties.personalData,
-          data9,
+          data10,
         );
-        (vErrors ??= []).push(err25);
+        (vErrors ??= []).push(err28);
         errors++;
       }
     }
     if (data.promptInjection !== undefined) {
-      let data14 = data.promptInjection;
-      if (data14 && typeof data14 == 'object' && !Array.isArray(data14)) {
-        for (const key4 in data14) {
+      let data15 = data.promptInjection;
+      if (data15 && typeof data15 == 'object' && !Array.isArray(data15)) {
+        for (const key4 in data15) {
           if (!(key4 === 'results' || key4 === 'arguments' || key4 === 'phrases')) {
-            const err26 = $error(
+            const err29 = $error(
               instancePath + '/promptInjection',
               'additionalProperties',
               { additionalProperty: key4 },
               'must NOT have additional properties',
               schema6.properties.promptInjection,
-              data14,
-            );
-            (vErrors ??= []).push(err26);
-            errors++;
-          }
-        }
-        if (data14.results !== undefined) {
-          let data15 = data14.results;
-          if (typeof data15 !== 'string') {
-            const err27 = $error(
-              instancePath + '/promptInjection/results',
-              'type',
-              { type: 'string' },
-              'must be string',
-              schema6.properties.promptInjection.properties.results,
               data15,
-            );
-            (vErrors ??= []).push(err27);
-            errors++;
-          }
-          if (!(data15 === 'off' || data15 === 'audit' || data15 === 'redact' || data15 === 'block')) {
-            const err28 = $error(
-              instancePath + '/promptInjection/results',
-              'enum',
-              { allowedValues: schema6.properties.promptInjection.properties.results.enum },
-              'must be equal to one of the allowed values',
-              schema6.properties.promptInjection.properties.results,
-              data15,
-            );
-            (vErrors ??= []).push(err28);
-            errors++;
-          }
-        }
-        if (data14.arguments !== undefined) {
-          let data16 = data14.arguments;
-          if (typeof data16 !== 'string') {
-            const err29 = $error(
-              instancePath + '/promptInjection/arguments',
-              'type',
-              { type: 'string' },
-              'must be string',
-              schema6.properties.promptInjection.properties.arguments,
-              data16,
             );
             (vErrors ??= []).push(err29);
             errors++;
           }
-          if (!(data16 === 'off' || data16 === 'audit' || data16 === 'redact' || data16 === 'block')) {
+        }
+        if (data15.results !== undefined) {
+          let data16 = data15.results;
+          if (typeof data16 !== 'string') {
             const err30 = $error(
-              instancePath + '/promptInjection/arguments',
-              'enum',
-              { allowedValues: schema6.properties.promptInjection.properties.arguments.enum },
-              'must be equal to one of the allowed values',
-              schema6.properties.promptInjection.properties.arguments,
+              instancePath + '/promptInjection/results',
+              'type',
+              { type: 'string' },
+              'must be string',
+              schema6.properties.promptInjection.properties.results,
               data16,
             );
             (vErrors ??= []).push(err30);
             errors++;
           }
+          if (!(data16 === 'off' || data16 === 'audit' || data16 === 'redact' || data16 === 'block')) {
+            const err31 = $error(
+              instancePath + '/promptInjection/results',
+              'enum',
+              { allowedValues: schema6.properties.promptInjection.properties.results.enum },
+              'must be equal to one of the allowed values',
+              schema6.properties.promptInjection.properties.results,
+              data16,
+            );
+            (vErrors ??= []).push(err31);
+            errors++;
+          }
         }
-        if (data14.phrases !== undefined) {
-          let data17 = data14.phrases;
-          if (Array.isArray(data17)) {
-            if (data17.length > 500) {
-              const err31 = $error(
+        if (data15.arguments !== undefined) {
+          let data17 = data15.arguments;
+          if (typeof data17 !== 'string') {
+            const err32 = $error(
+              instancePath + '/promptInjection/arguments',
+              'type',
+              { type: 'string' },
+              'must be string',
+              schema6.properties.promptInjection.properties.arguments,
+              data17,
+            );
+            (vErrors ??= []).push(err32);
+            errors++;
+          }
+          if (!(data17 === 'off' || data17 === 'audit' || data17 === 'redact' || data17 === 'block')) {
+            const err33 = $error(
+              instancePath + '/promptInjection/arguments',
+              'enum',
+              { allowedValues: schema6.properties.promptInjection.properties.arguments.enum },
+              'must be equal to one of the allowed values',
+              schema6.properties.promptInjection.properties.arguments,
+              data17,
+            );
+            (vErrors ??= []).push(err33);
+            errors++;
+          }
+        }
+        if (data15.phrases !== undefined) {
+          let data18 = data15.phrases;
+          if (Array.isArray(data18)) {
+            if (data18.length > 500) {
+              const err34 = $error(
                 instancePath + '/promptInjection/phrases',
                 'maxItems',
                 { limit: 500 },
                 'must NOT have more than 500 items',
                 schema6.properties.promptInjection.properties.phrases,
-                data17,
+                data18,
               );
-              (vErrors ??= []).push(err31);
+              (vErrors ??= []).push(err34);
               errors++;
             }
-            const len2 = data17.length;
+            const len2 = data18.length;
             for (let i2 = 0; i2 < len2; i2++) {
-              let data18 = data17[i2];
-              if (typeof data18 === 'string') {
-                if (func2(data18) > 200) {
-                  const err32 = $error(
+              let data19 = data18[i2];
+              if (typeof data19 === 'string') {
+                if (func2(data19) > 200) {
+                  const err35 = $error(
                     instancePath + '/promptInjection/phrases/' + i2,
                     'maxLength',
                     { limit: 200 },
                     'must NOT have more than 200 characters',
                     schema6.properties.promptInjection.properties.phrases.items,
-                    data18,
+                    data19,
                   );
-                  (vErrors ??= []).push(err32);
+                  (vErrors ??= []).push(err35);
                   errors++;
                 }
-                if (func2(data18) < 3) {
-                  const err33 = $error(
+                if (func2(data19) < 3) {
+                  const err36 = $error(
                     instancePath + '/promptInjection/phrases/' + i2,
                     'minLength',
                     { limit: 3 },
                     'must NOT have fewer than 3 characters',
                     schema6.properties.promptInjection.properties.phrases.items,
-                    data18,
+                    data19,
                   );
-                  (vErrors ??= []).push(err33);
+                  (vErrors ??= []).push(err36);
                   errors++;
                 }
               } else {
-                const err34 = $error(
+                const err37 = $error(
                   instancePath + '/promptInjection/phrases/' + i2,
                   'type',
                   { type: 'string' },
                   'must be string',
                   schema6.properties.promptInjection.properties.phrases.items,
-                  data18,
+                  data19,
                 );
-                (vErrors ??= []).push(err34);
+                (vErrors ??= []).push(err37);
                 errors++;
               }
             }
           } else {
-            const err35 = $error(
+            const err38 = $error(
               instancePath + '/promptInjection/phrases',
               'type',
               { type: 'array' },
               'must be array',
               schema6.properties.promptInjection.properties.phrases,
-              data17,
+              data18,
             );
-            (vErrors ??= []).push(err35);
+            (vErrors ??= []).push(err38);
             errors++;
           }
         }
       } else {
-        const err36 = $error(
+        const err39 = $error(
           instancePath + '/promptInjection',
           'type',
           { type: 'object' },
           'must be object',
           schema6.properties.promptInjection,
-          data14,
+          data15,
         );
-        (vErrors ??= []).push(err36);
+        (vErrors ??= []).push(err39);
         errors++;
       }
     }
   } else {
-    const err37 = $error(instancePath, 'type', { type: 'object' }, 'must be object', schema6, data);
-    (vErrors ??= []).push(err37);
+    const err40 = $error(instancePath, 'type', { type: 'object' }, 'must be object', schema6, data);
+    (vErrors ??= []).push(err40);
     errors++;
   }
   validate21.errors = vErrors;

@@ -8,6 +8,7 @@
 import {
   CREDENTIAL_PATTERN_NAMES,
   type CredentialPatternName,
+  DEFAULT_MAX_INSPECT_BYTES,
   defaultGuardrailsConfig,
   type GuardrailAction,
   type GuardrailsConfig,
@@ -26,6 +27,8 @@ export interface DirectionActions {
 
 export interface EffectiveGuardrails {
   readonly enabled: boolean;
+  /** The largest answer inspected, bytes; a larger one is blocked (`Guard.judgeReply`). */
+  readonly maxInspectBytes: number;
   readonly ownSecrets: DirectionActions;
   readonly credentials: DirectionActions & { readonly patterns: readonly CredentialPatternName[] };
   readonly personalData: DirectionActions & { readonly kinds: readonly PersonalDataKind[] };
@@ -59,6 +62,7 @@ export function parseGuardrailsConfig(value: unknown, field = 'guardrails_config
   const phrases = raw.promptInjection?.phrases ?? DEFAULT_INJECTION_PHRASES;
   return Object.freeze({
     enabled: raw.enabled ?? true,
+    maxInspectBytes: raw.maxInspectBytes ?? DEFAULT_MAX_INSPECT_BYTES,
     ownSecrets: actions(raw.ownSecrets, d.ownSecrets),
     credentials: {
       ...actions(raw.credentials, d.credentials),
@@ -87,5 +91,6 @@ export function describeGuardrails(config: EffectiveGuardrails): string {
     const a = config[name];
     return `${name}: results ${a.results}, arguments ${a.arguments}`;
   });
-  return `guardrails: ${parts.join('; ')}`;
+  const limit = `answers inspected up to ${config.maxInspectBytes} bytes`;
+  return `guardrails: ${parts.join('; ')}; ${limit}`;
 }

@@ -5,7 +5,9 @@
  * often and what was done (`metadata.extra.findings`), and never the matched text; for the
  * workload's own secrets it names the secret, not its value.
  *
- * Outcome: `denied` when the message was blocked, else `success` (passed, redacted or not).
+ * Outcome: `denied` when the message was blocked (for a finding, or unread for its size:
+ * `metadata.extra.oversized` gives its bytes and the limit), else `success` (passed,
+ * redacted or not).
  */
 import { randomUUID } from 'node:crypto';
 import type { AuditEvent } from '../audit/index.js';
@@ -35,7 +37,8 @@ function subjectsOf(claims: Record<string, unknown> | undefined): Record<string,
 }
 
 export function findingEvent(report: FindingReport, component: string, now: () => number): AuditEvent {
-  const { ctx, direction, method, inspection } = report;
+  const { ctx, direction, method, inspection, oversized } = report;
+  const blocked = inspection.blocked !== undefined || oversized !== undefined;
   const target: Record<string, string> = { endpoint: ctx.path, method };
   const name = ctx.mcp?.resourceId;
   if (name !== undefined && name !== '') target['name'] = name;
@@ -51,16 +54,17 @@ export function findingEvent(report: FindingReport, component: string, now: () =
     audit_id: randomUUID(),
     type: GUARDRAILS_EVENT_TYPE,
     logged_at: new Date(now()).toISOString(),
-    outcome: inspection.blocked === undefined ? 'success' : 'denied',
+    outcome: blocked ? 'denied' : 'success',
     component,
     source: { type: 'network', value: ctx.remoteAddress ?? '', extra: {} },
     subjects: subjectsOf(ctx.identity.claims),
     target,
     metadata: {
       extra: {
-        blocked: inspection.blocked !== undefined,
+        blocked,
         direction,
         findings,
+        ...(oversized === undefined ? {} : { oversized: { bytes: oversized.bytes, limit: oversized.limit } }),
         redacted: inspection.changed,
       },
     },

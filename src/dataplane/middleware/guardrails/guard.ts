@@ -9,6 +9,12 @@
  * a streamed answer is judged event by event, as it arrives). The hook works on that message
  * in place: it copies no part of it except a string it redacts.
  *
+ * The work per message is bounded by `maxInspectBytes`: an answer (or a call's body) larger
+ * than that is not inspected and not passed on either: it is blocked with an error naming
+ * the limit (a security stage never lets an uninspected message through silently). The
+ * proxy reads at most `maxUpstreamMessageBytes` of one message, so memory stays bounded
+ * whatever the server sends, and an SSE stream is never held whole.
+ *
  * A block is a JSON-RPC error naming the detector and the kind of match, never the text:
  * on the way in an HTTP 403 (like an authorization refusal), on the way out the answer's
  * `result` is replaced by the error. Every finding (audit, redact or block) becomes one audit
@@ -46,6 +52,14 @@ export interface FindingReport {
   readonly direction: Direction;
   readonly method: string;
   readonly inspection: Inspection;
+  /** Set when the message was blocked unread for its size (`maxInspectBytes`). */
+  readonly oversized?: Oversized;
+}
+
+/** A message too large to inspect: its size and the limit, bytes. */
+export interface Oversized {
+  readonly bytes: number;
+  readonly limit: number;
 }
 
 export interface GuardOptions {
@@ -60,6 +74,38 @@ export interface GuardOptions {
 export function blockMessage(detector: DetectorName, kind: string, direction: Direction): string {
   const where = direction === 'arguments' ? 'the tool arguments contain' : 'the answer contains';
   return `Blocked by guardrails (detector ${detector}, ${kind}): ${where} ${DETECTOR_WORDS[detector]}`;
+}
+
+/** The error message of a message blocked for its size; names the setting to raise. */
+export function oversizedMessage(oversized: Oversized, direction: Direction): string {
+  const what = direction === 'arguments' ? 'the request' : 'the answer';
+  return (
+    `Blocked by guardrails: ${what} is ${oversized.bytes} bytes, more than ` +
+    `guardrails_config.maxInspectBytes (${oversized.limit}) lets guardrails inspect`
+  );
+}
+
+/**
+ * The size of `text` in UTF-8 bytes when it is over `limit`, else undefined. A UTF-16 unit
+ * is at most 3 UTF-8 bytes (a surrogate pair 4 for 2), so a text of up to a third of the
+ * limit in length is settled without measuring it.
+ */
+export function sizeOver(text: string | undefined, limit: number): number | undefined {
+  if (text === undefined || text.length * 3 <= limit) return undefined;
+  const bytes = Buffer.byteLength(text);
+  return bytes > limit ? bytes : undefined;
+}
+
+function oversizedError(id: JsonRpcId | undefined, oversized: Oversized, direction: Direction) {
+  return {
+    jsonrpc: '2.0' as const,
+    ...(id === undefined ? {} : { id }),
+    error: {
+      code: GUARDRAILS_BLOCKED,
+      message: oversizedMessage(oversized, direction),
+      data: { limit: 'maxInspectBytes', bytes: oversized.bytes, maxInspectBytes: oversized.limit, direction },
+    },
+  };
 }
 
 function blockError(
@@ -82,9 +128,11 @@ export class Guard {
   readonly results: Plan | undefined;
   readonly arguments: Plan | undefined;
   readonly #report: GuardOptions['report'];
+  readonly #maxBytes: number;
 
   constructor(options: GuardOptions) {
     const { config, secrets } = options;
+    this.#maxBytes = config.maxInspectBytes;
     this.results = actsOn(config, 'results') ? planFor(config, 'results', secrets) : undefined;
     this.arguments = actsOn(config, 'arguments') ? planFor(config, 'arguments', secrets) : undefined;
     this.#report = options.report;
@@ -101,7 +149,7 @@ export class Guard {
     const plan = this.results;
     if (plan !== undefined) {
       const method = mcp.method;
-      ctx.onReply((reply) => this.judgeReply(ctx, method, plan, reply));
+      ctx.onReply((reply, text) => this.judgeReply(ctx, method, plan, reply, text));
     }
     return undefined;
   }
@@ -109,6 +157,17 @@ export class Guard {
   #judgeArguments(ctx: ProxyRequestContext, plan: Plan): ProxyMiddlewareResult | undefined {
     const mcp = ctx.mcp;
     if (mcp === undefined) return undefined;
+    const bytes = sizeOver(ctx.bodyText, this.#maxBytes);
+    if (bytes !== undefined) {
+      const oversized = { bytes, limit: this.#maxBytes };
+      const inspection: Inspection = { changed: false, findings: [] };
+      this.#report({ ctx, direction: 'arguments', method: mcp.method, inspection, oversized });
+      return {
+        status: 403,
+        headers: { 'content-type': 'application/json' },
+        body: oversizedError(mcp.id, oversized, 'arguments'),
+      };
+    }
     // The parsed body is read only: the walk runs on a copy, which replaces the body only
     // when something was redacted.
     const message = structuredClone(mcp.message) as JsonRpcMessage & { params: Record<string, unknown> };
@@ -125,8 +184,32 @@ export class Guard {
     return undefined;
   }
 
-  /** The reply hook: inspects `result` or `error` in place; a block replaces `result` by an error. */
-  judgeReply(ctx: ProxyRequestContext, method: string, plan: Plan, reply: JsonRpcMessage): void {
+  /**
+   * The reply hook: inspects `result` or `error` in place; a block replaces `result` by an
+   * error. `text`, the JSON the proxy parsed `reply` from, is measured against
+   * `maxInspectBytes` first: an answer over it is blocked without being walked.
+   */
+  judgeReply(
+    ctx: ProxyRequestContext,
+    method: string,
+    plan: Plan,
+    reply: JsonRpcMessage,
+    text?: string,
+  ): void {
+    const bytes = sizeOver(text, this.#maxBytes);
+    if (bytes !== undefined) {
+      const oversized = { bytes, limit: this.#maxBytes };
+      this.#report({
+        ctx,
+        direction: 'results',
+        method,
+        inspection: { changed: false, findings: [] },
+        oversized,
+      });
+      delete reply.result;
+      reply.error = oversizedError(undefined, oversized, 'results').error;
+      return;
+    }
     const target = reply.result !== undefined ? reply.result : reply.error;
     if (target === undefined || target === null) return;
     const { inspection } = inspect(plan, target);

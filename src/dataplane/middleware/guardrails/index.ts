@@ -36,5 +36,8 @@ export {
   type GuardOptions,
   GUARDRAILS_BLOCKED,
   INSPECTED_METHODS,
+  type Oversized,
+  oversizedMessage,
+  sizeOver,
 } from './guard.js';
 export { CREDENTIAL_PATTERNS, type CredentialPattern } from './patterns.js';
