@@ -134,7 +134,11 @@ export interface ProxyLimits extends ListenerLimits {
   maxBodyBytes: number;
   /** Deepest accepted JSON nesting in a request body. */
   maxJsonDepth: number;
-  /** Largest line accepted from a stdio server, bytes (characters). */
+  /**
+   * Largest message read from a server, bytes (characters): a stdio line, and in transparent
+   * mode a JSON answer or one SSE event the reply hooks judge (a larger one is refused with a
+   * JSON-RPC error naming this limit). Answers nobody judges stream through unread.
+   */
   maxUpstreamMessageBytes: number;
   /** How long a request waits for an upstream while none is attached, ms. */
   upstreamWaitMs: number;
@@ -283,8 +287,13 @@ export interface McpRequestInfo {
   readonly message: JsonRpcMessage;
 }
 
-/** Sees the answer to one request; may rewrite it in place; may be async (an external PDP). */
-export type ReplyHook = (reply: JsonRpcMessage) => void | Promise<void>;
+/**
+ * Sees the answer to one request; may rewrite it in place; may be async (an external PDP).
+ * `text` is the JSON text the answer was parsed from (a stdio line, a JSON body, one SSE
+ * event's data; the whole batch when it came in one), when the proxy read one: its size is
+ * what a hook that bounds its work (guardrails' `maxInspectBytes`) measures.
+ */
+export type ReplyHook = (reply: JsonRpcMessage, text?: string) => void | Promise<void>;
 
 export interface ExchangeEnd {
   /** The HTTP status the client got (202 for a legacy-SSE POST whose answer went on the stream). */
