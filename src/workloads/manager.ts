@@ -9,7 +9,7 @@
  */
 import type { SkepConfig } from '../config/index.js';
 import type { GroupMembers, GroupService } from '../groups/index.js';
-import { removeSandboxHome } from '../dataplane/runtime/index.js';
+import { prunePackageStores, removeSandboxHome } from '../dataplane/runtime/index.js';
 import { describeError, type Logger, SkepError, silentLogger } from '../shared/index.js';
 import type { Store } from '../store/index.js';
 import {
@@ -476,8 +476,20 @@ export class WorkloadManager implements GroupMembers {
       removeLogs(this.#config.paths.logsDir, name, this.#config.workloads.log_files);
       // A later workload of the same name must not inherit this one's files.
       removeSandboxHome(this.#config.paths, name);
+      this.#prunePackages(name);
       this.#emit(name, 'removed', row);
     });
+  }
+
+  /** Removes the package store entries no remaining workload uses (`skep cache prune` does it on demand). */
+  #prunePackages(removed: string): void {
+    try {
+      const users = this.rows.list().map((r) => ({ name: r.name, image: r.config.image, env: r.config.env_vars }));
+      for (const entry of prunePackageStores(this.#config.paths.cacheDir, users))
+        this.#logger.info({ workload: removed, entry: entry.key }, `removed the unused ${entry.store} package`);
+    } catch (err) {
+      this.#logger.warn({ workload: removed, err }, 'cannot prune the package stores');
+    }
   }
 
   /**
@@ -573,8 +585,13 @@ export class WorkloadManager implements GroupMembers {
         if (row.status === 'error') continue; // gave up on purpose; a restart is the user's call
         if (row.runnerPid !== undefined) killGroup(row.runnerPid);
         this.#logger.info({ workload: row.name }, 'resuming workload whose runner is gone');
-        await this.#serial(row.name, () => this.#launch(row.name));
-        resumed.push(row.name);
+        try {
+          await this.#serial(row.name, () => this.#launch(row.name));
+          resumed.push(row.name);
+        } catch (err) {
+          // Its status says why (set by the launch); the other workloads still resume.
+          this.#logger.warn({ workload: row.name, err }, 'workload not resumed');
+        }
       } else if (row.status !== 'stopped') {
         this.rows.setStatus(row.name, { status: 'stopped', context: '', runnerPid: null });
       }
@@ -606,6 +623,12 @@ export class WorkloadManager implements GroupMembers {
 
   /** Records `starting` and spawns the runner; a spawn failure becomes status `error`. */
   async #launch(name: string): Promise<void> {
+    const problem = this.rows.get(name)?.configProblem;
+    if (problem !== undefined) {
+      const context = `${problem}; 'skep export ${name} <file>', fix the file and 'skep run --from-config' it`;
+      this.rows.setStatus(name, { status: 'error', context });
+      throw new SkepError('invalid_config', `cannot start '${name}': ${context}`);
+    }
     this.rows.setStatus(name, { status: 'starting', context: '', runnerPid: null, desired: 'running' });
     try {
       const pid = this.#spawn(name, this.#config);

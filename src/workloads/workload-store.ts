@@ -105,6 +105,11 @@ export interface WorkloadRow {
   tools: string[] | undefined;
   /** Resumed when `skep serve` starts after its runner is gone (a reboot); false: stays stopped. */
   autostart: boolean;
+  /**
+   * Why the stored run configuration no longer passes this version's checks (a row an older
+   * Skep accepted); the row still lists and can be exported or removed, but does not start.
+   */
+  configProblem?: string;
 }
 
 interface RawRow {
@@ -124,10 +129,27 @@ interface RawRow {
   autostart: number;
 }
 
+/**
+ * The row's run configuration. One that this version's checks refuse (stored by an older,
+ * looser version) is kept as stored, with the problem, so that one row never breaks listing
+ * every workload; a damaged row still throws.
+ */
+function configOf(raw: RawRow, parse: RunConfigParser): { config: RunConfig; problem?: string } {
+  const what = `stored run configuration of '${raw.name}'`;
+  const value: unknown = JSON.parse(raw.run_config);
+  try {
+    return { config: parse(value, what) };
+  } catch (err) {
+    if (parse === trustStoredRunConfig) throw err;
+    return { config: trustStoredRunConfig(value, what), problem: (err as Error).message };
+  }
+}
+
 function toRow(raw: RawRow, parse: RunConfigParser): WorkloadRow {
+  const { config, problem } = configOf(raw, parse);
   return {
     name: raw.name,
-    config: parse(JSON.parse(raw.run_config), `stored run configuration of '${raw.name}'`),
+    config,
     group: raw.group_name,
     port: raw.port,
     desired: raw.desired_state === 'running' ? 'running' : 'stopped',
@@ -142,6 +164,7 @@ function toRow(raw: RawRow, parse: RunConfigParser): WorkloadRow {
     updatedAt: raw.updated_at,
     accessToken: raw.access_token ?? '',
     tools: parseTools(raw.tools),
+    ...(problem === undefined ? {} : { configProblem: problem }),
   };
 }
 
