@@ -180,6 +180,13 @@ export const RunConfigSchema = Type.Object(
         jwksurl: Opt(Str()),
         resourceURL: Opt(Str()),
         scopes: Opt(Strs()),
+        /**
+         * Skep extension: accept only the Kubernetes service-account tokens of `namespace` (and of
+         * the account `name`), e.g. from an MCPOIDCConfig `kubernetesServiceAccount`.
+         */
+        kubernetesServiceAccount: Opt(
+          Type.Object({ namespace: Type.String({ minLength: 1 }), name: Opt(Type.String({ minLength: 1 })) }),
+        ),
       }),
     ),
     /** Rate limits at the proxy: their one schema, checked by the runner's validator too. */

@@ -128,11 +128,6 @@ const RULES: readonly FieldRule[] = [
     (v) => v === undefined || v === null,
   ),
   notYet('additional_middleware_configs', 'list the middlewares in middleware_configs'),
-  notYet('oidc_config.authTokenFile', 'token validation calls its endpoints without this token; remove it'),
-  notYet(
-    'oidc_config.cacertPath',
-    'to trust the issuer’s certificate authority, start Skep with NODE_EXTRA_CA_CERTS=<file>; remove it',
-  ),
   notYet('remote_auth_config.scope_param_name', 'scopes are sent in the standard scope parameter; remove it'),
   notYet('remote_auth_config.env_vars', 'set the values in env_vars or secrets; remove it'),
   notYet('remote_auth_config.cached_cimd_client_id', CACHED_LOGIN),

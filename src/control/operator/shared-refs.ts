@@ -4,7 +4,8 @@
  * `rateLimiting` into its run configuration, as the reference's operator does, with:
  *  - the pod wiring they need: Secret values reach the runner as environment variables (named in
  *    the run configuration as `<ENV>,target=…` references) or read-only files, never a ConfigMap;
- *    a CA bundle ConfigMap is mounted and given to the runner as `NODE_EXTRA_CA_CERTS`;
+ *    a CA bundle ConfigMap is mounted and given to the runner as `NODE_EXTRA_CA_CERTS`; an OIDC
+ *    configuration that validates service-account tokens gets the pod's own token and the cluster CA;
  *  - one pod-template annotation per referenced config holding the hash of its spec, so a change
  *    rolls the pods;
  *  - a problem naming the field for a referenced config that is missing or invalid, or that asks
@@ -41,6 +42,27 @@ export const REF_HASH_ANNOTATIONS = {
 export const CA_BUNDLE_DIR = '/etc/skep/ca';
 export const WEBHOOK_SECRET_DIR = '/etc/skep/webhooks';
 const KUBE_ROOT_CA = 'kube-root-ca.crt';
+/** The issuer of the cluster's service-account tokens unless an MCPOIDCConfig names another. */
+const KUBE_ISSUER = 'https://kubernetes.default.svc';
+/** Where a pod finds its service-account token and the cluster CA (Kubernetes' standard path). */
+const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+const SERVICE_ACCOUNT_VOLUME = 'service-account-token';
+
+/**
+ * The pod's own token and the cluster CA, as the volume Kubernetes adds when it automounts them
+ * (rendered pods do not automount: only a runner that validates service-account tokens gets one).
+ */
+function serviceAccountTokenVolume(): Node {
+  return {
+    name: SERVICE_ACCOUNT_VOLUME,
+    projected: {
+      sources: [
+        { serviceAccountToken: { path: 'token', expirationSeconds: 3607 } },
+        { configMap: { name: KUBE_ROOT_CA, items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+      ],
+    },
+  };
+}
 
 /** The reference fields a workload may carry (MCPServer has them all). */
 export type SharedRefFields = Partial<
@@ -273,10 +295,8 @@ export function resolveSharedRefs(
           out.env.push({ name: variable, secretRef: i.clientSecretRef });
           oidc['clientSecret'] = `${variable},target=oidc_client_secret`;
         }
-        if (i.jwksAuthTokenPath !== undefined)
-          out.problems.push(
-            `${field}: ${name} inline.jwksAuthTokenPath: the Skep runner fetches the JWKS without a token; remove it`,
-          );
+        // A file the pod template mounts; its token goes to discovery and the JWKS.
+        if (i.jwksAuthTokenPath !== undefined) oidc['authTokenFile'] = i.jwksAuthTokenPath;
         if (i.caBundleRef?.configMapRef !== undefined)
           caBundles.push({
             from: `${field} (${name} inline.caBundleRef)`,
@@ -286,21 +306,28 @@ export function resolveSharedRefs(
       } else if (s.type === 'kubernetesServiceAccount') {
         const k = s.kubernetesServiceAccount ?? {};
         Object.assign(oidc, {
-          issuer: k.issuer ?? 'https://kubernetes.default.svc',
-          // The API server's address is a cluster-internal one.
+          issuer: k.issuer ?? KUBE_ISSUER,
+          // The API server's address (and the jwks_uri it publishes) is a cluster-internal one.
           allowPrivateIP: true,
           ...(k.jwksUrl === undefined ? {} : { jwksurl: k.jwksUrl }),
           ...(k.introspectionUrl === undefined ? {} : { introspectionURL: k.introspectionUrl }),
         });
-        if (k.useClusterAuth !== false)
-          out.problems.push(
-            `${field}: ${name} kubernetesServiceAccount.useClusterAuth: the Skep runner does not send the pod's service-account token to the issuer; set useClusterAuth: false with a jwksUrl readable without credentials, or use type inline`,
-          );
+        // The reference keeps these fields without using them; here they restrict the callers.
         if (k.serviceAccount !== undefined || k.namespace !== undefined)
-          out.problems.push(
-            `${field}: ${name} kubernetesServiceAccount.serviceAccount/namespace: the Skep runner accepts any token of the issuer with the audience; restrict callers with an authorization policy and remove them`,
-          );
-        caBundles.push({ from: `${field} (${name})`, configMap: KUBE_ROOT_CA, key: 'ca.crt' });
+          oidc['kubernetesServiceAccount'] = {
+            namespace: k.namespace ?? namespace,
+            ...(k.serviceAccount === undefined ? {} : { name: k.serviceAccount }),
+          };
+        if (k.useClusterAuth !== false) {
+          // The reference's cluster auth: the API server serves its JWKS only to an authenticated
+          // caller (every service account may read it), over TLS signed by the cluster's CA.
+          Object.assign(oidc, {
+            cacertPath: `${SERVICE_ACCOUNT_DIR}/ca.crt`,
+            authTokenFile: `${SERVICE_ACCOUNT_DIR}/token`,
+          });
+          out.volumes.push(serviceAccountTokenVolume());
+          out.mounts.push({ name: SERVICE_ACCOUNT_VOLUME, mountPath: SERVICE_ACCOUNT_DIR, readOnly: true });
+        } else caBundles.push({ from: `${field} (${name})`, configMap: KUBE_ROOT_CA, key: 'ca.crt' });
       }
       out.runConfig['oidc_config'] = oidc;
       out.annotations[REF_HASH_ANNOTATIONS.oidcConfigRef] = configHash(r.spec);

@@ -115,8 +115,14 @@ export const MCPOIDCConfigSpecSchema = Type.Object(
     kubernetesServiceAccount: Opt(
       Type.Object(
         {
-          serviceAccount: Opt(str('Service account whose tokens are accepted (default: any).')),
-          namespace: Opt(str("Namespace of the service account (default: the workload's).")),
+          serviceAccount: Opt(
+            str('Accept only the tokens of this service account (default: any service account).'),
+          ),
+          namespace: Opt(
+            str(
+              "Accept only the tokens of service accounts in this namespace (default: any; the workload's when serviceAccount is set).",
+            ),
+          ),
           issuer: Opt(str('Issuer URL of the tokens.', { default: 'https://kubernetes.default.svc' })),
           jwksUrl: Opt(str('JWKS URL (default: discovered).')),
           introspectionUrl: Opt(str('Token introspection URL (default: discovered).')),

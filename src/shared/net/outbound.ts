@@ -181,6 +181,11 @@ export interface OutboundClientOptions {
    * (`insecure_skip_verify`). The address policy still applies.
    */
   insecureSkipVerify?: boolean;
+  /**
+   * The certificate authorities server certificates are checked against, PEM. Replaces Node's
+   * default set (as TLS `ca` does): a caller that adds one authority passes the defaults too.
+   */
+  ca?: readonly string[];
 }
 
 const MAX_REDIRECTS = 5;
@@ -197,6 +202,7 @@ export class OutboundClient {
   readonly #keepAliveTimeoutMs: number;
   readonly #connectTimeoutMs: number;
   readonly #insecureSkipVerify: boolean;
+  readonly #ca: readonly string[] | undefined;
   readonly #agents = new Map<string, Agent>();
   #closed = false;
 
@@ -205,6 +211,7 @@ export class OutboundClient {
     this.#keepAliveTimeoutMs = options.keepAliveTimeoutMs ?? 4_000;
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
     this.#insecureSkipVerify = options.insecureSkipVerify === true;
+    this.#ca = options.ca;
   }
 
   /**
@@ -341,6 +348,7 @@ export class OutboundClient {
       const base = undici.buildConnector({
         timeout: this.#connectTimeoutMs,
         ...(this.#insecureSkipVerify ? { rejectUnauthorized: false } : {}),
+        ...(this.#ca === undefined ? {} : { ca: [...this.#ca] }),
       });
       const connect: buildConnector.connector = (options, callback) => {
         this.#checked(options.hostname, flags).then(

@@ -164,8 +164,6 @@ const REFUSED: [string, unknown, Kind, unknown[]][] = [
     [{}, { key_prefix: '' }, { key_prefix: 'thv:proxy:session:', db: 0 }],
   ],
   ['additional_middleware_configs', [{ type: 'ratelimit' }], 'process', [[]]],
-  ['oidc_config.authTokenFile', '/var/run/token', 'process', ['']],
-  ['oidc_config.cacertPath', '/etc/ca.pem', 'process', ['']],
   ['remote_auth_config.scope_param_name', 'scopes', 'remote', ['']],
   ['remote_auth_config.env_vars', [{ name: 'TOKEN' }], 'remote', [[]]],
   ['remote_auth_config.cached_cimd_client_id', 'https://client.example/cimd', 'remote', ['']],

@@ -52,8 +52,6 @@ const REFUSED: Record<string, string> = {
     "MCPRegistry/toolhive-system/minimal-configyaml: spec.configYAML: sources[0].kubernetes: Skep's registry server does not list cluster workloads",
   'mcp-registries/mcpregistry-configyaml-oauth.yaml':
     "MCPRegistry/toolhive-system/oauth-configyaml: spec.configYAML: auth.mode: Skep's registry server serves anonymously (read-only) only",
-  'mcp-servers/mcpremoteproxy_with_oidcconfig_ref.yaml':
-    "MCPRemoteProxy/toolhive-system/github-proxy: spec.oidcConfigRef: MCPOIDCConfig proxy-idp kubernetesServiceAccount.useClusterAuth: the Skep runner does not send the pod's service-account token",
 };
 
 type Model = { validate(): void };

@@ -165,3 +165,102 @@ describe('shared configurations: fields whose effect is pod wiring', () => {
     ]);
   });
 });
+
+describe('MCPOIDCConfig kubernetesServiceAccount: validates the cluster’s service-account tokens', () => {
+  const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+  const oidc = (k: Obj) =>
+    cr('MCPOIDCConfig', 'k8s', { type: 'kubernetesServiceAccount', kubernetesServiceAccount: k });
+  const podSpec = (objects: K8sObject[]) =>
+    (
+      find(objects, 'Deployment')['spec'] as {
+        template: { spec: Obj & { containers: Obj[]; volumes: Obj[] } };
+      }
+    ).template.spec;
+
+  it('useClusterAuth (default): the API server issuer, the cluster CA and the pod’s own token, mounted from a projected volume', async () => {
+    const { objects, problems } = await renderResources([
+      oidc({}),
+      server({ oidcConfigRef: { name: 'k8s', audience: 'srv-audience' } }),
+    ]);
+    assert.deepEqual(problems, []);
+    const block = runConfig(objects)['oidc_config'] as Obj;
+    assert.deepEqual(block, {
+      audience: 'srv-audience',
+      scopes: ['openid'],
+      issuer: 'https://kubernetes.default.svc',
+      allowPrivateIP: true,
+      cacertPath: `${SA_DIR}/ca.crt`,
+      authTokenFile: `${SA_DIR}/token`,
+    });
+    // No filter unless the MCPOIDCConfig asks for one (the reference accepts any account).
+    assert.equal(parseRunConfig(runConfig(objects)).oidc_config?.kubernetesServiceAccount, undefined);
+    const spec = podSpec(objects);
+    // The pod still does not automount its token: only this volume carries it, to the runner.
+    assert.equal(spec['automountServiceAccountToken'], false);
+    const volume = spec.volumes.find((v) => v['name'] === 'service-account-token');
+    assert.deepEqual(volume?.['projected'], {
+      sources: [
+        { serviceAccountToken: { path: 'token', expirationSeconds: 3607 } },
+        { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+      ],
+    });
+    const runner = spec.containers.find((c) => c['name'] === 'skep-runner')!;
+    assert.ok(
+      (runner['volumeMounts'] as Obj[]).some(
+        (m) => m['name'] === 'service-account-token' && m['mountPath'] === SA_DIR && m['readOnly'] === true,
+      ),
+    );
+    // The CA reaches the runner through cacertPath, not as the one NODE_EXTRA_CA_CERTS bundle.
+    assert.ok(!runnerEnv(objects).some((e) => e['name'] === 'NODE_EXTRA_CA_CERTS'));
+  });
+
+  it('serviceAccount/namespace restrict the accepted tokens; namespace defaults to the workload’s', async () => {
+    const one = await renderResources([
+      oidc({
+        serviceAccount: 'caller',
+        issuer: 'https://oidc.cluster.example',
+        jwksUrl: 'https://oidc.cluster.example/keys',
+      }),
+      server({ oidcConfigRef: { name: 'k8s', audience: 'a' } }),
+    ]);
+    assert.deepEqual(one.problems, []);
+    const block = parseRunConfig(runConfig(one.objects)).oidc_config;
+    assert.deepEqual(block?.kubernetesServiceAccount, { namespace: NS, name: 'caller' });
+    assert.equal(block?.issuer, 'https://oidc.cluster.example');
+    assert.equal(block?.jwksurl, 'https://oidc.cluster.example/keys');
+
+    const ns = await renderResources([
+      oidc({ namespace: 'clients' }),
+      server({ oidcConfigRef: { name: 'k8s', audience: 'a' } }),
+    ]);
+    assert.deepEqual(ns.problems, []);
+    assert.deepEqual((runConfig(ns.objects)['oidc_config'] as Obj)['kubernetesServiceAccount'], {
+      namespace: 'clients',
+    });
+  });
+
+  it('useClusterAuth: false sends no token and mounts none; the cluster CA is trusted as before', async () => {
+    const { objects, problems } = await renderResources([
+      oidc({ useClusterAuth: false, jwksUrl: 'https://kubernetes.default.svc/openid/v1/jwks' }),
+      server({ oidcConfigRef: { name: 'k8s', audience: 'a' } }),
+    ]);
+    assert.deepEqual(problems, []);
+    const block = runConfig(objects)['oidc_config'] as Obj;
+    assert.equal(block['authTokenFile'], undefined);
+    assert.equal(block['cacertPath'], undefined);
+    assert.ok(!podSpec(objects).volumes.some((v) => v['name'] === 'service-account-token'));
+    assert.ok(runnerEnv(objects).some((e) => e['name'] === 'NODE_EXTRA_CA_CERTS'));
+  });
+
+  it('inline jwksAuthTokenPath is the runner’s authTokenFile', async () => {
+    const { objects, problems } = await renderResources([
+      cr('MCPOIDCConfig', 'idp', {
+        type: 'inline',
+        inline: { issuer: 'https://idp.example', jwksAuthTokenPath: '/var/run/idp/token' },
+      }),
+      server({ oidcConfigRef: { name: 'idp', audience: 'a' } }),
+    ]);
+    assert.deepEqual(problems, []);
+    assert.equal((runConfig(objects)['oidc_config'] as Obj)['authTokenFile'], '/var/run/idp/token');
+  });
+});

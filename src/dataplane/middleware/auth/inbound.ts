@@ -5,11 +5,26 @@
  * RFC 7662 introspection endpoint calls active. Issuer and audience are checked in both
  * cases. A missing or rejected token gets a 401 whose RFC 6750 challenge points at the
  * RFC 9728 protected-resource metadata, which this middleware also serves.
+ *
+ * For an issuer inside a cluster (the Kubernetes API server, whose JWKS is readable only with a
+ * service-account token and whose certificate is signed by the cluster's own authority),
+ * `cacertPath` adds that authority and `authTokenFile` sends the file's token as bearer to the
+ * hosts the configuration names; `kubernetesServiceAccount` then accepts only the tokens of one
+ * namespace or one service account (their `sub` is `system:serviceaccount:<namespace>:<name>`).
  */
+import { readFileSync } from 'node:fs';
+import { createSecureContext, rootCertificates } from 'node:tls';
 import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify } from 'jose';
 import { discoverJwksUri, introspectToken, OAuthResponseError } from '../../../protocol/oauth/index.js';
 import type { ProxyMiddleware, ProxyMiddlewareResult, ProxyRequestContext } from '../../proxy/index.js';
-import { definedOnly, isLoopbackUrl, type Logger, outboundFetch, SkepError } from '../../../shared/index.js';
+import {
+  definedOnly,
+  isLoopbackUrl,
+  type Logger,
+  OutboundClient,
+  outboundFetch,
+  SkepError,
+} from '../../../shared/index.js';
 import { ExpiringCache } from './expiring-cache.js';
 import { bearerFrom, challenge, configuredEndpointsPolicy, type FetchLike, sha256Hex } from './http.js';
 
@@ -33,6 +48,15 @@ export interface InboundAuthOptions {
    * private host, not only on the hosts the configuration names.
    */
   allowPrivateIP?: boolean;
+  /** `oidc_config.cacertPath`: PEM file of an authority trusted, besides Node's, for the issuer's endpoints. */
+  caCertPath?: string;
+  /**
+   * `oidc_config.authTokenFile`: a file whose content is sent as bearer token to discovery and the
+   * JWKS. Read again on every fetch: a projected service-account token is rotated in place.
+   */
+  authTokenFile?: string;
+  /** `oidc_config.kubernetesServiceAccount`: accept only this namespace's (or account's) tokens. */
+  serviceAccount?: { namespace: string; name?: string };
 }
 
 /** Verifies a token and returns its claims, or throws (any error = reject). */
@@ -68,14 +92,10 @@ export function createOidcVerifier(
   const allowHttp = options.allowHttp === true;
   // Discovery, the JWKS (jose's own fetch otherwise) and introspection go through the
   // outbound address policy (`src/shared/net`).
-  const fetchFn =
-    deps.fetch ??
-    outboundFetch(
-      configuredEndpointsPolicy([options.issuer, options.jwksUrl, options.introspectionUrl], {
-        allowPrivate: allowHttp || options.allowPrivateIP === true,
-        hint: 'set oidc_config.allowPrivateIP to use identity-provider endpoints on other private hosts',
-      }),
-    );
+  const policy = configuredEndpointsPolicy([options.issuer, options.jwksUrl, options.introspectionUrl], {
+    allowPrivate: allowHttp || options.allowPrivateIP === true,
+    hint: 'set oidc_config.allowPrivateIP to use identity-provider endpoints on other private hosts',
+  });
   const now = deps.now ?? Date.now;
   if (
     options.issuer === undefined &&
@@ -88,6 +108,16 @@ export function createOidcVerifier(
   if (options.jwksUrl !== undefined) checkUrl(options.jwksUrl, 'oidc_config.jwksurl', allowHttp);
   if (options.introspectionUrl !== undefined)
     checkUrl(options.introspectionUrl, 'oidc_config.introspectionURL', allowHttp);
+  // With `cacertPath`, a client of its own (its pools live as long as the runner's pipeline).
+  const fetchFn = withAuthToken(
+    deps.fetch ??
+      (options.caCertPath === undefined
+        ? outboundFetch(policy)
+        : new OutboundClient({ ca: [...rootCertificates, readCaBundle(options.caCertPath)] }).fetcher(
+            policy,
+          )),
+    options,
+  );
 
   let jwks: ReturnType<typeof createRemoteJWKSet> | undefined;
   let discovering: Promise<ReturnType<typeof createRemoteJWKSet>> | undefined;
@@ -130,6 +160,7 @@ export function createOidcVerifier(
     const nbf = claims['nbf'];
     if (typeof nbf === 'number' && nbf * 1000 - CLOCK_TOLERANCE_SEC * 1000 > now())
       throw new Error('token not yet valid');
+    checkServiceAccount(claims, options.serviceAccount);
   };
   const introspect = async (token: string): Promise<Record<string, unknown>> => {
     const url = options.introspectionUrl as string;
@@ -173,11 +204,87 @@ export function createOidcVerifier(
         clockTolerance: CLOCK_TOLERANCE_SEC,
         currentDate: new Date(now()),
       });
+      checkServiceAccount(payload, options.serviceAccount);
       return payload;
     }
     if (options.introspectionUrl !== undefined) return introspect(token);
     throw new Error('the token is not a JWT and no introspection endpoint is configured');
   };
+}
+
+/** Reads `oidc_config.cacertPath` now, so a missing or non-PEM file is a start error naming it. */
+function readCaBundle(path: string): string {
+  let pem: string;
+  try {
+    pem = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new SkepError(
+      'invalid_config',
+      `oidc_config.cacertPath: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  }
+  try {
+    if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new Error('the file holds no PEM certificate');
+    createSecureContext({ ca: pem });
+  } catch (err) {
+    throw new SkepError('invalid_config', `oidc_config.cacertPath: ${path}: ${(err as Error).message}`);
+  }
+  return pem;
+}
+
+/** The token in `oidc_config.authTokenFile`; its content never reaches an error or a log. */
+function readAuthToken(path: string): string {
+  let token: string;
+  try {
+    token = readFileSync(path, 'utf8').trim();
+  } catch (err) {
+    throw new SkepError(
+      'invalid_config',
+      `oidc_config.authTokenFile: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  }
+  if (token === '') throw new SkepError('invalid_config', `oidc_config.authTokenFile: ${path} is empty`);
+  return token;
+}
+
+/**
+ * `fetch` that sends the `authTokenFile` token (RFC 6750 §2.1) to the origins the configuration
+ * names — the issuer's and the JWKS URL's — and to no other: a `jwks_uri` that discovery points
+ * elsewhere is fetched without it, and the outbound client drops it on a cross-origin redirect.
+ * A request that already carries credentials (introspection with a client secret) keeps them.
+ */
+function withAuthToken(fetchFn: FetchLike, options: InboundAuthOptions): FetchLike {
+  const file = options.authTokenFile;
+  if (file === undefined) return fetchFn;
+  readAuthToken(file);
+  const origins = new Set<string>();
+  for (const value of [options.issuer, options.jwksUrl])
+    if (value !== undefined) origins.add(new URL(value).origin);
+  return (input, init) => {
+    const url = new URL(input instanceof Request ? input.url : String(input));
+    const headers = new Headers(init?.headers);
+    if (!origins.has(url.origin) || headers.has('authorization')) return fetchFn(input, init);
+    headers.set('authorization', `Bearer ${readAuthToken(file)}`);
+    return fetchFn(input, { ...init, headers });
+  };
+}
+
+/**
+ * A Kubernetes service-account token names its account in `sub` as
+ * `system:serviceaccount:<namespace>:<name>` (Kubernetes "Service account tokens"); with a
+ * restriction, any other subject is refused.
+ */
+function checkServiceAccount(
+  claims: Record<string, unknown>,
+  only: InboundAuthOptions['serviceAccount'],
+): void {
+  if (only === undefined) return;
+  const m =
+    typeof claims['sub'] === 'string' ? /^system:serviceaccount:([^:]+):([^:]+)$/.exec(claims['sub']) : null;
+  if (m === null) throw new Error('the token is not a Kubernetes service-account token');
+  if (m[1] !== only.namespace) throw new Error('the service account is of another namespace');
+  if (only.name !== undefined && m[2] !== only.name)
+    throw new Error('the token is of another service account');
 }
 
 /** RFC 9728 §3.1: the metadata URL for a resource inserts the well-known segment before its path. */

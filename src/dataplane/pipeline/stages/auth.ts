@@ -61,7 +61,9 @@ export const authStage: StageFactory = {
         ...(oidc.jwksurl ? { jwksUrl: oidc.jwksurl } : {}),
         ...(oidc.introspectionURL ? { introspectionUrl: oidc.introspectionURL } : {}),
         ...(oidc.clientID ? { clientId: oidc.clientID } : {}),
-        ...definedOnly({ clientSecret }),
+        ...(oidc.cacertPath ? { caCertPath: oidc.cacertPath } : {}),
+        ...(oidc.authTokenFile ? { authTokenFile: oidc.authTokenFile } : {}),
+        ...definedOnly({ clientSecret, serviceAccount: oidc.kubernetesServiceAccount }),
       },
       definedOnly({ fetch: deps.fetch, now: deps.now }),
     );
