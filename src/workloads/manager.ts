@@ -484,9 +484,14 @@ export class WorkloadManager implements GroupMembers {
   /** Removes the package store entries no remaining workload uses (`skep cache prune` does it on demand). */
   #prunePackages(removed: string): void {
     try {
-      const users = this.rows.list().map((r) => ({ name: r.name, image: r.config.image, env: r.config.env_vars }));
+      const users = this.rows
+        .list()
+        .map((r) => ({ name: r.name, image: r.config.image, env: r.config.env_vars }));
       for (const entry of prunePackageStores(this.#config.paths.cacheDir, users))
-        this.#logger.info({ workload: removed, entry: entry.key }, `removed the unused ${entry.store} package`);
+        this.#logger.info(
+          { workload: removed, entry: entry.key },
+          `removed the unused ${entry.store} package`,
+        );
     } catch (err) {
       this.#logger.warn({ workload: removed, err }, 'cannot prune the package stores');
     }

@@ -5,6 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { SKEP_VERSION } from '../../shared/index.js';
+import { registerCache } from './commands/cache.js';
 import { registerClient } from './commands/client.js';
 import { registerExtauth } from './commands/extauth.js';
 import { registerGroup } from './commands/group.js';
@@ -50,6 +51,7 @@ export function buildProgram(): Command {
   registerSecret(program);
   registerSkill(program);
   registerRegistry(program);
+  registerCache(program);
   return program;
 }
 

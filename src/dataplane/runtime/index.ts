@@ -9,6 +9,8 @@ export type { LogFileOptions } from './log-file.js';
 export { RotatingLogFile } from './log-file.js';
 export type { RegistrySpec, StoreEntry } from './npm-store.js';
 export { NpmStore, parseRegistrySpec, selectBin, storeKey } from './npm-store.js';
+export type { PackageUser, PrunedEntry } from './package-refs.js';
+export { prunePackageStores } from './package-refs.js';
 export type { ProcessCommand, ProcessRuntimeOptions } from './process.js';
 export { checkLocalExecutable, ProcessRuntime, processCommand } from './process.js';
 export type { SandboxPaths } from './sandbox/bwrap-sandbox.js';

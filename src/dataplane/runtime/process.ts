@@ -12,14 +12,26 @@
  * to an exact version, installed once into the store (sandboxed like the server when the
  * server is), and its bin starts directly — `node <bin file> args`, with no `npm exec`
  * process between the runner and the server. Other specs (`file:`, git, URLs) run through
- * `npx -y -- <spec>` as before.
+ * `npx -y -- <spec>` as before. A `uvx://` package (`name` or `name@<version>`) runs from the
+ * uv store (`uv-store.ts`) the same way: installed once by the `uv` beside `uvx`, its entry
+ * point started directly. Each start records the entry it runs (`package-refs.ts`), so that
+ * pruning keeps it.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { delimiter, join, resolve } from 'node:path';
+import { readdirSync, realpathSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
-import { definedOnly, findExecutable, isExecutable, type Logger, SkepError } from '../../shared/index.js';
+import {
+  definedOnly,
+  findExecutable,
+  isExecutable,
+  isSkepError,
+  type Logger,
+  SkepError,
+} from '../../shared/index.js';
 import { RotatingLogFile } from './log-file.js';
 import {
   binCommand,
@@ -29,7 +41,9 @@ import {
   plainNpmRunner,
   registryTagLookup,
   type StoreEntry,
+  storeKey,
 } from './npm-store.js';
+import { recordPackageRef } from './package-refs.js';
 import { checkPackageSpec } from './package-spec.js';
 import {
   type PreparedSandbox,
@@ -42,6 +56,16 @@ import {
 import { closeInheritedFds } from './sandbox/inherited-fds.js';
 import { chooseSandbox, type SandboxChoice } from './sandbox/select.js';
 import { serverEnvironment } from './server-env.js';
+import {
+  indexDigest,
+  parseUvSpec,
+  plainUvRunner,
+  uvBeside,
+  type UvSpec,
+  UvStore,
+  type UvStoreEntry,
+  uvStoreKey,
+} from './uv-store.js';
 import type { Runtime, RuntimeHealth, ServerExit, ServerHandle, ServerSpec } from './types.js';
 
 export interface ProcessRuntimeOptions {
@@ -180,6 +204,73 @@ function resolveProgram(command: string, env: NodeJS.ProcessEnv, cwd: string | u
   return found;
 }
 
+interface UvStoreStart {
+  cacheDir: string;
+  workload: string;
+  workloadEnv: Readonly<Record<string, string>>;
+  sandboxed: boolean;
+  log: (line: string) => void;
+}
+
+/**
+ * The uv store entry a `uvx://` start runs (`uv-store.ts`), or undefined to run `uvx <spec>`
+ * as before: no `uv` beside `uvx`; for a sandboxed server, a package that has no wheel (its
+ * build would run package code outside the sandbox) or an interpreter the sandbox hides.
+ */
+async function uvStoreEntry(
+  spec: UvSpec,
+  uvx: string,
+  start: UvStoreStart,
+): Promise<UvStoreEntry | undefined> {
+  const uv = uvBeside(uvx);
+  if (!isExecutable(uv)) {
+    start.log(`[skep] uv store: no uv beside ${uvx}; running uvx`);
+    return undefined;
+  }
+  const run = plainUvRunner(uv, process.env, start.workloadEnv, start.log);
+  const store = new UvStore(start.cacheDir);
+  const digest = indexDigest(start.workloadEnv);
+  const version = await store.resolve(spec, run, start.log, digest);
+  // Recorded before anything is installed: a prune meanwhile keeps the entry.
+  recordPackageRef(start.cacheDir, start.workload, {
+    store: 'uv',
+    key: uvStoreKey(spec.name, version, digest),
+  });
+  let entry: UvStoreEntry;
+  try {
+    entry = await store.ensure(spec.name, version, run, start.log, { wheelsOnly: start.sandboxed, digest });
+  } catch (err) {
+    if (!start.sandboxed || !isSkepError(err) || err.code !== 'bad_gateway') throw err;
+    start.log(
+      `[skep] uv store: ${err.message}; installing wheels only failed, so uvx installs it inside the sandbox`,
+    );
+    return undefined;
+  }
+  const python = entryInterpreter(entry.dir);
+  if (start.sandboxed && (python === undefined || isWithin(python, homedir()))) {
+    start.log(
+      `[skep] uv store: the entry's Python (${python ?? 'not found'}) is in a folder the sandbox hides; running uvx`,
+    );
+    return undefined;
+  }
+  return entry;
+}
+
+/** The real path of the interpreter of an entry's tool environment, or undefined. */
+function entryInterpreter(dir: string): string | undefined {
+  try {
+    const tools = readdirSync(join(dir, 'tools')).filter((n) => !n.startsWith('.'));
+    return realpathSync(join(dir, 'tools', tools[0] ?? '', 'bin', 'python'));
+  } catch {
+    return undefined;
+  }
+}
+
+function isWithin(path: string, dir: string): boolean {
+  const rel = relative(dir, path);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+}
+
 export class ProcessRuntime implements Runtime {
   readonly name = 'process' as const;
   readonly #options: ProcessRuntimeOptions;
@@ -251,6 +342,8 @@ export class ProcessRuntime implements Runtime {
           writeLog,
           direct ? registryTagLookup(registryUrl) : undefined,
         );
+        // Recorded before anything is installed: a prune meanwhile keeps the entry.
+        recordPackageRef(paths.cacheDir, spec.name, { store: 'npm', key: storeKey(registry.name, version) });
         entry = await store.ensure(registry.name, version, run, writeLog);
         // As npx does, the package's own bins come first on its PATH.
         const path = [join(entry.dir, 'node_modules', '.bin'), env['PATH'] ?? ''].join(delimiter);
@@ -263,6 +356,29 @@ export class ProcessRuntime implements Runtime {
         throw err;
       }
     }
+    const uvSpec = spec.image.startsWith('uvx://') ? parseUvSpec(spec.image.slice(6)) : undefined;
+    let uvEntry: UvStoreEntry | undefined;
+    if (uvSpec !== undefined && paths !== undefined) {
+      try {
+        uvEntry = await uvStoreEntry(uvSpec, resolveProgram(command, env, spec.cwd), {
+          cacheDir: paths.cacheDir,
+          workload: spec.name,
+          workloadEnv: spec.env,
+          sandboxed: choice.sandboxed,
+          log: (line) => log.write(`${line}\n`),
+        });
+      } catch (err) {
+        log.close();
+        throw err;
+      }
+      if (uvEntry !== undefined) {
+        launch = { ...launch, command: uvEntry.file, args: [...spec.args] };
+        log.write(
+          `[skep] running ${uvEntry.name}==${uvEntry.version}'s entry point ${uvEntry.bin} directly from the package store\n`,
+        );
+      }
+    }
+    const storeDir = entry?.dir ?? uvEntry?.dir;
     let sandbox: PreparedSandbox | undefined;
     if (choice.sandboxed) {
       try {
@@ -272,9 +388,9 @@ export class ProcessRuntime implements Runtime {
           spec,
           command: launch.command,
           args: launch.args,
-          resolved: entry === undefined ? resolveProgram(command, env, spec.cwd) : launch.command,
+          resolved: storeDir === undefined ? resolveProgram(command, env, spec.cwd) : launch.command,
           log: (line) => log.write(`${line}\n`),
-          ...definedOnly({ packageDir: entry?.dir }),
+          ...definedOnly({ packageDir: storeDir }),
         });
       } catch (err) {
         log.close();
