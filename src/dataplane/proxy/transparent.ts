@@ -20,7 +20,9 @@ import { type Logger, lazyRequire } from '../../shared/index.js';
 import { hasMediaType, NOSNIFF, sendRefusal } from './http-util.js';
 import {
   errorMessage,
+  INTERNAL_ERROR,
   INVALID_PARAMS,
+  type JsonRpcId,
   type JsonRpcMessage,
   PROTOCOL_ERRORS,
   SseDecoder,
@@ -260,7 +262,7 @@ export class TransparentForwarder {
       if (hooks === undefined) continue;
       replies.delete(key);
       changed = true;
-      const done = runReplyHooks(hooks, m);
+      const done = runReplyHooks(hooks, m, text);
       if (done !== undefined) pending.push(done);
     }
     if (!changed) return text;
@@ -343,8 +345,12 @@ export class TransparentForwarder {
     }
     const replies = rewritten.replies;
     const contentType = headers['content-type'] ?? '';
+    // An answer the reply hooks judge is read one message at a time, each at most
+    // `maxUpstreamMessageBytes`: a JSON body whole, an event stream event by event.
+    const max = this.#deps.limits.maxUpstreamMessageBytes;
     if (replies.size > 0 && contentType.startsWith('application/json')) {
-      const text = await this.#rewriteReply(await upstreamRes.body.text(), replies);
+      const body = await boundedText(upstreamRes.body, max);
+      const text = await this.#rewriteReply(body ?? oneBody(tooLargeAnswers(replies, max)), replies);
       headers['content-length'] = String(Buffer.byteLength(text));
       res.writeHead(upstreamRes.statusCode, headers);
       res.end(text);
@@ -352,26 +358,57 @@ export class TransparentForwarder {
     }
     res.writeHead(upstreamRes.statusCode, headers);
     if (replies.size > 0 && contentType.startsWith('text/event-stream')) {
-      const write = orderedWriter(res);
-      const events = new SseDecoder({
+      this.#relayEvents(upstreamRes, res, replies, max);
+      return;
+    }
+    // Plain streaming pass-through; pipe() handles backpressure towards a slow client.
+    upstreamRes.body.on('error', () => res.destroy());
+    upstreamRes.body.pipe(res);
+  }
+
+  /**
+   * Relays the event stream that answers a request with reply hooks, one event (one JSON-RPC
+   * message, MCP 2025-11-25 "Streamable HTTP") at a time: only the event being read is held,
+   * so a long stream never accumulates. The server is paused while the client lags (like
+   * `pipe()`). An event larger than `max` ends the stream: the requests still waiting get
+   * an error naming the limit, as if the server had answered with it.
+   */
+  #relayEvents(
+    upstreamRes: UpstreamResponse,
+    res: ServerResponse,
+    replies: Map<string, ReplyHook[]>,
+    max: number,
+  ): void {
+    const body = upstreamRes.body;
+    const write = orderedWriter(res);
+    const events = new SseDecoder(
+      {
         onEvent: (e) => {
           const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
           const eventLine = e.event === undefined ? '' : `event: ${e.event}\n`;
           write(this.#rewriteReply(e.data, replies), (data) => `${idLine}${eventLine}data: ${data}\n\n`);
         },
         onRetry: (ms) => write(`retry: ${ms}\n\n`, (text) => text),
-      });
-      upstreamRes.body.on('data', (chunk: Buffer) => events.push(chunk));
-      upstreamRes.body.on('end', () => {
-        events.end();
-        write('', () => '', true);
-      });
-      upstreamRes.body.on('error', () => res.destroy());
-      return;
-    }
-    // Plain streaming pass-through; pipe() handles backpressure towards a slow client.
-    upstreamRes.body.on('error', () => res.destroy());
-    upstreamRes.body.pipe(res);
+        onOverflow: () => {
+          body.destroy();
+          for (const answer of tooLargeAnswers(replies, max))
+            write(this.#rewriteReply(answer, replies), (data) => `event: message\ndata: ${data}\n\n`);
+          write('', () => '', true);
+        },
+      },
+      { maxBufferSize: max },
+    );
+    body.on('data', (chunk: Buffer) => {
+      events.push(chunk);
+      if (!res.writableNeedDrain || body.isPaused()) return;
+      body.pause();
+      res.once('drain', () => body.resume());
+    });
+    body.on('end', () => {
+      events.end();
+      write('', () => '', true);
+    });
+    body.on('error', () => res.destroy());
   }
 
   /** One request of the client's to the streamable-HTTP server, under the session id `sid`. */
@@ -513,24 +550,38 @@ export class TransparentForwarder {
     this.#sseSessions.set(session.id, session);
     res.writeHead(200, SSE_HEADERS);
     const write = orderedWriter(res);
-    const events = new SseDecoder({
-      onEvent: (e) => {
-        if (e.event === 'endpoint') {
-          // The server announces where to POST; clients get the proxy's own endpoint instead,
-          // after the endpoint prefix of an ingress that strips it (`endpoint-prefix.ts`).
-          session.messagesUrl = new URL(e.data.trim(), this.#upstream.url).toString();
-          res.write(`event: endpoint\ndata: ${messagesEndpoint(this.#deps.endpointPrefix, session.id)}\n\n`);
-          return;
-        }
-        const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
-        const event = e.event ?? 'message';
-        write(
-          this.#rewriteReply(e.data, session.replies),
-          (data) => `${idLine}event: ${event}\ndata: ${data}\n\n`,
-        );
-        if (res.writableLength > this.#deps.limits.maxClientBufferBytes) res.destroy();
+    const max = this.#deps.limits.maxUpstreamMessageBytes;
+    const events = new SseDecoder(
+      {
+        onEvent: (e) => {
+          if (e.event === 'endpoint') {
+            // The server announces where to POST; clients get the proxy's own endpoint instead,
+            // after the endpoint prefix of an ingress that strips it (`endpoint-prefix.ts`).
+            session.messagesUrl = new URL(e.data.trim(), this.#upstream.url).toString();
+            res.write(
+              `event: endpoint\ndata: ${messagesEndpoint(this.#deps.endpointPrefix, session.id)}\n\n`,
+            );
+            return;
+          }
+          const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
+          const event = e.event ?? 'message';
+          write(
+            this.#rewriteReply(e.data, session.replies),
+            (data) => `${idLine}event: ${event}\ndata: ${data}\n\n`,
+          );
+          if (res.writableLength > this.#deps.limits.maxClientBufferBytes) res.destroy();
+        },
+        // One event larger than the proxy reads: the session's waiting requests get an error
+        // naming the limit, and the stream ends (the client opens a new session).
+        onOverflow: () => {
+          upstreamRes.body.destroy();
+          for (const answer of tooLargeAnswers(session.replies, max))
+            write(this.#rewriteReply(answer, session.replies), (data) => `event: message\ndata: ${data}\n\n`);
+          write('', () => '', true);
+        },
       },
-    });
+      { maxBufferSize: max },
+    );
     upstreamRes.body.on('data', (chunk: Buffer) => events.push(chunk));
     upstreamRes.body.on('end', () => {
       events.end();
@@ -607,6 +658,43 @@ function orderedWriter(
     const previous = tail ?? Promise.resolve();
     tail = previous.then(async () => emit(frame(await data), end));
   };
+}
+
+/**
+ * The text of a JSON body, or undefined when it is longer than `max` bytes: reading stops
+ * there and the rest is dropped, so the proxy never holds more of one answer.
+ */
+async function boundedText(body: UpstreamResponse['body'], max: number): Promise<string | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > max) {
+      body.destroy();
+      return undefined;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
+}
+
+/**
+ * The answers the requests waiting in `replies` get when the server's answer is larger than
+ * the proxy reads (`maxUpstreamMessageBytes`): a JSON-RPC internal error naming the limit,
+ * never the unread answer; one message per request.
+ */
+function tooLargeAnswers(replies: Map<string, ReplyHook[]>, max: number): string[] {
+  const message =
+    `The server's answer is larger than ${max} bytes, the most the proxy reads of one ` +
+    'message (maxUpstreamMessageBytes); it was not relayed';
+  return [...replies.keys()].map((key) =>
+    errorMessage(JSON.parse(key) as JsonRpcId, INTERNAL_ERROR, message, { maxUpstreamMessageBytes: max }),
+  );
+}
+
+/** One JSON body of `answers` (an array for several, as for a batch). */
+function oneBody(answers: readonly string[]): string {
+  return answers.length === 1 ? (answers[0] as string) : `[${answers.join(',')}]`;
 }
 
 /**

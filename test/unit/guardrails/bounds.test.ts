@@ -81,8 +81,8 @@ test('an answer over maxInspectBytes is blocked unread: the error names the limi
   assert.equal(reports.length, 1);
   const event = findingEvent(reports[0] as FindingReport, 'w', () => 0);
   assert.equal(event.outcome, 'denied');
-  assert.deepEqual(event.metadata.extra['oversized'], { bytes: Buffer.byteLength(text), limit: 1024 });
-  assert.equal(event.metadata.extra['blocked'], true);
+  assert.deepEqual(event.metadata?.extra['oversized'], { bytes: Buffer.byteLength(text), limit: 1024 });
+  assert.equal(event.metadata?.extra['blocked'], true);
 
   // Under the limit the same answer is inspected (and redacted) as usual.
   const small: JsonRpcMessage = {
