@@ -149,13 +149,14 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
   };
 }
 
-/** Built-in kinds the workload controller writes, with their API paths' plural names. */
+/** Built-in kinds the workload controller writes (or reads), with their API paths' plural names. */
 export const BUILTIN_PLURALS: Record<string, string> = {
   ConfigMap: 'configmaps',
   Service: 'services',
   ServiceAccount: 'serviceaccounts',
   Deployment: 'deployments',
   StatefulSet: 'statefulsets',
+  PersistentVolumeClaim: 'persistentvolumeclaims',
   Role: 'roles',
   RoleBinding: 'rolebindings',
 };

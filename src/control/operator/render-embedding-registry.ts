@@ -23,6 +23,7 @@ import {
   type RenderResult,
   selectorOf,
 } from './render-common.js';
+import { MODEL_CACHE_CLAIM } from './embedding-status.js';
 import { type Index } from './render-index.js';
 import { dataChecksumOf, REGISTRY_CONFIG_DIR, REGISTRY_PORT, registrySource } from './registry-config.js';
 
@@ -87,7 +88,7 @@ export function renderEmbeddingServer(cr: Node, index: Index): RenderResult {
     ports: [{ name: 'http', containerPort: port, protocol: 'TCP' }],
     livenessProbe: probe(60, 30, 10),
     readinessProbe: probe(30, 10, 5),
-    ...(cache ? { volumeMounts: [{ name: 'model-cache', mountPath: '/data' }] } : {}),
+    ...(cache ? { volumeMounts: [{ name: MODEL_CACHE_CLAIM, mountPath: '/data' }] } : {}),
     ...(resources === undefined ? {} : { resources }),
   };
   const o = spec.resourceOverrides;
@@ -112,7 +113,7 @@ export function renderEmbeddingServer(cr: Node, index: Index): RenderResult {
         ? {
             volumeClaimTemplates: [
               (() => {
-                const m: Node = { name: 'model-cache', labels: labelsFor('EmbeddingServer', name) };
+                const m: Node = { name: MODEL_CACHE_CLAIM, labels: labelsFor('EmbeddingServer', name) };
                 overlay(m, o?.persistentVolumeClaim);
                 return {
                   metadata: m,

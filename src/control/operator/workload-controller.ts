@@ -15,6 +15,12 @@ import type { Condition } from '../../schemas/extauth/index.js';
 import { EXTAUTH_KIND } from '../../schemas/extauth/index.js';
 import { OPERATOR_KINDS } from '../../schemas/operator/index.js';
 import { conditionsOf, stampCondition } from './conditions.js';
+import {
+  type EmbeddingStatus,
+  embeddingStatus,
+  MODEL_CACHE_CLAIM,
+  modelCacheClaims,
+} from './embedding-status.js';
 import { ControllerLoop } from './controller-loop.js';
 import type { InformerEvent } from './informer.js';
 import { type KubeClient, type KubeObject, type ObjectClient, type ResourceType, statusOf } from './kube.js';
@@ -320,12 +326,16 @@ export class WorkloadController {
     const want = Number((deployment?.['spec'] as Node | undefined)?.['replicas'] ?? 1);
     const ready = Number((live?.status as Node | undefined)?.['readyReplicas'] ?? 0);
     const isReady = ready >= want && want > 0;
+    const embedding =
+      kind === 'EmbeddingServer' && deployment !== undefined
+        ? await this.#embeddingStatus(deployment, live, want, namespace)
+        : undefined;
     const annotations =
       (deployment?.['spec'] as { template?: { metadata?: { annotations?: Record<string, string> } } })
         ?.template?.metadata?.annotations ?? {};
     const status: Node = {
-      phase: isReady ? 'Ready' : 'Pending',
-      message: isReady ? '' : `${ready}/${want} replicas ready`,
+      phase: isReady ? 'Ready' : (embedding?.phase ?? 'Pending'),
+      message: isReady ? '' : (embedding?.message ?? `${ready}/${want} replicas ready`),
       url: result.urls.get(`${kind}/${namespace}/${name}`),
       observedGeneration: generation,
       conditions: this.#conditions(obj, generation, [
@@ -339,6 +349,7 @@ export class WorkloadController {
               reason: 'DeploymentNotReady',
               message: `${ready}/${want} replicas ready`,
             },
+        ...(embedding?.conditions ?? []),
       ]),
     };
     for (const [annotation, field] of HASH_STATUS[kind] ?? [])
@@ -383,6 +394,25 @@ export class WorkloadController {
       );
     }
     await this.#writeStatus(kind, obj, status);
+  }
+
+  /** An EmbeddingServer's model and volume conditions, from its StatefulSet and model-cache claims. */
+  async #embeddingStatus(
+    statefulSet: K8sObject,
+    live: KubeObject | undefined,
+    want: number,
+    namespace: string,
+  ): Promise<EmbeddingStatus> {
+    const templates = ((statefulSet['spec'] as Node)['volumeClaimTemplates'] ?? []) as Node[];
+    if (!templates.some((t) => (t['metadata'] as Node | undefined)?.['name'] === MODEL_CACHE_CLAIM))
+      return embeddingStatus({ want, live });
+    const claims = await Promise.all(
+      modelCacheClaims(statefulSet.metadata.name, want).map(async (name) => ({
+        name,
+        claim: await this.#o.objects.get('v1', 'PersistentVolumeClaim', namespace, name),
+      })),
+    );
+    return embeddingStatus({ want, live, claims });
   }
 
   /**

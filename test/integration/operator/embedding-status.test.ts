@@ -1,0 +1,145 @@
+// EmbeddingServer status conditions (`ModelReady`, `VolumeReady`, the reference's names and
+// reasons) written by the workload controller, against the in-process FAKE Kubernetes API server
+// (fake-kube-api.ts — no real API server or kubelet can run here, so the test plays the
+// StatefulSet controller and the volume binder: it writes the StatefulSet's status and the
+// claims' phases, then reconciles).
+import assert from 'node:assert/strict';
+import { describe, it, type TestContext } from 'node:test';
+import type { Condition } from '../../../src/schemas/extauth/index.js';
+import { createKubeClient, createObjectClient } from '../../../src/control/operator/kube.js';
+import { WorkloadController } from '../../../src/control/operator/workload-controller.js';
+import { createLineLogger } from '../../../src/shared/index.js';
+import { waitFor } from '../../helpers/wait.js';
+import { FakeKubeApi } from './fake-kube-api.js';
+
+const NS = 'models';
+const KEY = `EmbeddingServer/${NS}/emb`;
+const STS = 'apps/v1/statefulsets';
+const PVC = 'core/v1/persistentvolumeclaims';
+type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
+
+async function setup(t: TestContext) {
+  const api = new FakeKubeApi();
+  await api.start();
+  t.after(() => api.close());
+  const kc = api.kubeConfig();
+  const controller = new WorkloadController({
+    kube: createKubeClient(kc),
+    objects: createObjectClient(kc),
+    logger: createLineLogger({ name: 'wc', level: 'warn', write: (line) => t.diagnostic(line.trim()) }),
+    render: { runnerImage: 'skep:test' },
+    relistDelayMs: 20,
+  });
+  await controller.start();
+  t.after(() => controller.close());
+  return { api, controller };
+}
+
+const embedding = (spec: Record<string, unknown>) =>
+  ({
+    apiVersion: 'skep.dev/v1beta1',
+    kind: 'EmbeddingServer',
+    metadata: { name: 'emb', namespace: NS },
+    spec: { model: 'BAAI/bge-small-en-v1.5', ...spec },
+  }) as Obj;
+
+const statusOf = (api: FakeKubeApi) =>
+  (api.getObject('skep.dev/v1beta1/embeddingservers', NS, 'emb')?.['status'] ?? {}) as {
+    phase?: string;
+    message?: string;
+    conditions?: Condition[];
+  };
+const condition = (api: FakeKubeApi, type: string) => statusOf(api).conditions?.find((c) => c.type === type);
+
+/** What the StatefulSet controller reports, written through the status subresource. */
+async function setStatefulSetStatus(api: FakeKubeApi, status: Record<string, number>): Promise<void> {
+  const current = api.getObject(STS, NS, 'emb')!;
+  const res = await fetch(
+    `http://127.0.0.1:${api.port}/apis/apps/v1/namespaces/${NS}/statefulsets/emb/status`,
+    {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...current, status }),
+    },
+  );
+  assert.equal(res.status, 200);
+}
+
+const claim = (name: string, phase: string) =>
+  ({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace: NS },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '10Gi' } } },
+    status: { phase },
+  }) as Obj;
+
+describe('EmbeddingServer conditions against a fake API server', { timeout: 60_000 }, () => {
+  it('ModelReady follows the StatefulSet: no pods, pods downloading (phase Downloading), a ready pod', async (t) => {
+    const { api, controller } = await setup(t);
+    api.create('skep.dev/v1beta1/embeddingservers', embedding({}));
+    await waitFor('the StatefulSet and a first status', () =>
+      api.getObject(STS, NS, 'emb') !== undefined && condition(api, 'ModelReady') !== undefined
+        ? true
+        : undefined,
+    );
+    assert.deepEqual(
+      [condition(api, 'ModelReady')?.status, condition(api, 'ModelReady')?.reason, statusOf(api).phase],
+      ['False', 'ModelDownloading', 'Pending'],
+    );
+    // Without modelCache there is no claim, and no VolumeReady condition.
+    assert.equal(condition(api, 'VolumeReady'), undefined);
+
+    await setStatefulSetStatus(api, { replicas: 1, readyReplicas: 0 });
+    await controller.reconcile(KEY);
+    assert.equal(statusOf(api).phase, 'Downloading');
+    assert.match(statusOf(api).message ?? '', /downloading and loading the model/);
+    assert.equal(condition(api, 'ModelReady')?.reason, 'ModelDownloading');
+
+    await setStatefulSetStatus(api, { replicas: 1, readyReplicas: 1 });
+    await controller.reconcile(KEY);
+    assert.equal(statusOf(api).phase, 'Ready');
+    assert.deepEqual(
+      [condition(api, 'ModelReady')?.status, condition(api, 'ModelReady')?.reason],
+      ['True', 'ModelReady'],
+    );
+    assert.equal(condition(api, 'Ready')?.status, 'True');
+  });
+
+  it('VolumeReady follows the model-cache claims of every replica: absent, Pending, Bound, Lost', async (t) => {
+    const { api, controller } = await setup(t);
+    api.create(
+      'skep.dev/v1beta1/embeddingservers',
+      embedding({ replicas: 2, modelCache: { enabled: true } }),
+    );
+    await waitFor('a first VolumeReady', () => condition(api, 'VolumeReady'));
+    let volume = condition(api, 'VolumeReady')!;
+    assert.deepEqual([volume.status, volume.reason], ['False', 'VolumeCreating']);
+    assert.match(
+      volume.message,
+      /model-cache-emb-0 not created yet; PersistentVolumeClaim model-cache-emb-1 not created yet/,
+    );
+
+    api.create(PVC, claim('model-cache-emb-0', 'Bound'));
+    api.create(PVC, claim('model-cache-emb-1', 'Pending'));
+    await controller.reconcile(KEY);
+    volume = condition(api, 'VolumeReady')!;
+    assert.deepEqual([volume.status, volume.reason], ['False', 'VolumeCreating']);
+    assert.equal(volume.message, 'PersistentVolumeClaim model-cache-emb-1 Pending');
+
+    api.update(PVC, NS, 'model-cache-emb-1', (o) => {
+      o['status'] = { phase: 'Bound' };
+    });
+    await controller.reconcile(KEY);
+    volume = condition(api, 'VolumeReady')!;
+    assert.deepEqual([volume.status, volume.reason], ['True', 'VolumeReady']);
+
+    api.update(PVC, NS, 'model-cache-emb-0', (o) => {
+      o['status'] = { phase: 'Lost' };
+    });
+    await controller.reconcile(KEY);
+    volume = condition(api, 'VolumeReady')!;
+    assert.deepEqual([volume.status, volume.reason], ['False', 'VolumeFailed']);
+    assert.match(volume.message, /model-cache-emb-0 lost its volume/);
+  });
+});
