@@ -61,7 +61,7 @@ async function runWorkload(
   create: Record<string, unknown>,
   extra: Record<string, unknown> = {},
 ): Promise<string> {
-  await m.manager.create({ name: `${name}-base`, ...create } as Parameters<WorkloadManager['create']>[0]);
+  await m.manager.create({ name: `${name}-base`, ...create });
   await m.manager.createFromConfig({ ...m.manager.exportConfig(`${name}-base`), ...extra }, { name });
   const controller = new AbortController();
   const done = runInProcess(m.ctx, name, controller.signal);
