@@ -204,6 +204,17 @@ function resolveProgram(command: string, env: NodeJS.ProcessEnv, cwd: string | u
   return found;
 }
 
+/** A package store's progress: every line to the server's log; an install or a wait also to the workload's status. */
+function storeLog(log: RotatingLogFile, onProgress: ((message: string) => void) | undefined) {
+  return (line: string): void => {
+    log.write(`${line}\n`);
+    const step = /^\[skep\] ((?:npm|uv) store: (?:installing .+|another start is installing .+))$/.exec(
+      line,
+    )?.[1];
+    if (step !== undefined) onProgress?.(step);
+  };
+}
+
 interface UvStoreStart {
   cacheDir: string;
   workload: string;
@@ -326,7 +337,7 @@ export class ProcessRuntime implements Runtime {
     if (registry !== undefined && paths !== undefined) {
       try {
         const tools = nodeToolsBeside(resolveProgram(command, env, spec.cwd));
-        const writeLog = (line: string) => log.write(`${line}\n`);
+        const writeLog = storeLog(log, spec.onProgress);
         const run = choice.sandboxed
           ? sandboxNpmRunner({ binary: choice.binary, paths, spec, npm: tools.npm, log: writeLog })
           : plainNpmRunner(tools.npm, env, writeLog);
@@ -365,7 +376,7 @@ export class ProcessRuntime implements Runtime {
           workload: spec.name,
           workloadEnv: spec.env,
           sandboxed: choice.sandboxed,
-          log: (line) => log.write(`${line}\n`),
+          log: storeLog(log, spec.onProgress),
         });
       } catch (err) {
         log.close();

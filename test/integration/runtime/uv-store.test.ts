@@ -102,9 +102,11 @@ test('uvx:// packages: installed once into the uv store, the entry point run dir
     sandbox: { setting: 'bwrap', paths },
   });
   const entry = join(paths.cacheDir, 'uv-packages', 'uv-fixture==1.0.0');
+  const progress: string[] = [];
   const start = (name: string) =>
     runtime.start({
       name,
+      onProgress: (message) => progress.push(`${name}: ${message}`),
       image: 'uvx://uv-fixture@1.0.0',
       args: [],
       env: { PATH: `${bin}:/usr/bin:/bin` },
@@ -155,6 +157,11 @@ test('uvx:// packages: installed once into the uv store, the entry point run dir
     readdirSync(join(paths.cacheDir, 'uv-packages')),
     ['uv-fixture==1.0.0'],
     'no lock or uv cache is left',
+  );
+  assert.deepEqual(
+    progress,
+    ['uv-one: uv store: installing uv-fixture==1.0.0'],
+    'the install shows in the status',
   );
   const ref = JSON.parse(
     readFileSync(join(paths.cacheDir, 'package-refs', 'uv-two.json'), 'utf8'),
