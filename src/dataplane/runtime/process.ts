@@ -374,7 +374,8 @@ export class ProcessRuntime implements Runtime {
         uvEntry = await uvStoreEntry(uvSpec, resolveProgram(command, env, spec.cwd), {
           cacheDir: paths.cacheDir,
           workload: spec.name,
-          workloadEnv: spec.env,
+          // The server's environment: the uv settings of Skep's own (allow-listed) and the workload's.
+          workloadEnv: env,
           sandboxed: choice.sandboxed,
           log: storeLog(log, spec.onProgress),
         });

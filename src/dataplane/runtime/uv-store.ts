@@ -11,9 +11,9 @@
  *   version first.
  * - An entry is `<Skep cache folder>/uv-packages/<normalized name>==<version>` (the name
  *   normalized as the Python Packaging "Names and normalization" specification says), with
- *   `~<digest>` added when the workload names its own package index (`UV_INDEX_URL`,
- *   `UV_DEFAULT_INDEX`, `UV_INDEX`, `UV_EXTRA_INDEX_URL`, `UV_FIND_LINKS`): a workload that
- *   names another index can never put its package where a workload of the default index looks.
+ *   `~<digest>` added when the workload's environment names its own package index or Python
+ *   (`UV_ENTRY_VARIABLES`): a workload that names another index can never put its package
+ *   where a workload of the default index looks.
  * - `uv tool install` writes the package's virtual environment with absolute paths in its
  *   scripts, so an entry is installed where it stays: the installing start holds the entry's
  *   lock (a folder made with mkdir(2), which fails when it exists, holding the owner's pid),
@@ -54,14 +54,21 @@ const DIST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/;
 const EXACT_VERSION =
   /^(?:\d+!)?\d+(?:\.\d+)*(?:[._-]?(?:a|b|rc|alpha|beta|c|pre|preview|post|rev|r|dev)[._-]?\d*)*(?:\+[A-Za-z0-9.]+)?$/i;
 
-/** The workload variables that choose where uv downloads from: they are part of an entry's key. */
-export const UV_INDEX_VARIABLES = [
+/**
+ * The workload variables that choose what uv installs (where it downloads from, which Python):
+ * part of an entry's key.
+ */
+export const UV_ENTRY_VARIABLES = [
   'UV_INDEX_URL',
   'UV_DEFAULT_INDEX',
   'UV_INDEX',
   'UV_EXTRA_INDEX_URL',
   'UV_FIND_LINKS',
+  'UV_PYTHON',
 ] as const;
+
+/** The workload's uv variables that change how uv downloads, not what: passed on, not keyed. */
+const UV_PASSED_VARIABLES = ['UV_NATIVE_TLS', 'UV_OFFLINE', 'UV_PYTHON_DOWNLOADS'] as const;
 
 /** The normalized form of a distribution name (lowercase, each run of `-`, `_`, `.` one `-`). */
 export function normalizeName(name: string): string {
@@ -83,9 +90,9 @@ export function parseUvSpec(spec: string): UvSpec | undefined {
   return isExactUvVersion(version) ? { name, version } : undefined;
 }
 
-/** The digest of the index variables `env` sets, or '' when it sets none. */
+/** The digest of the `UV_ENTRY_VARIABLES` `env` sets, or '' when it sets none. */
 export function indexDigest(env: Readonly<Record<string, string | undefined>>): string {
-  const set = UV_INDEX_VARIABLES.filter((k) => (env[k] ?? '') !== '').map((k) => `${k}=${env[k]}`);
+  const set = UV_ENTRY_VARIABLES.filter((k) => (env[k] ?? '') !== '').map((k) => `${k}=${env[k]}`);
   if (set.length === 0) return '';
   return createHash('sha256').update(set.join('\n')).digest('hex').slice(0, 12);
 }
@@ -165,8 +172,9 @@ export function uvBeside(uvx: string): string {
 
 /**
  * A `UvRunner` for the `uv` at `uv`: its environment is `base` (Skep's own, for the proxy
- * and certificate settings uv needs) with the workload's index variables and `vars`; uv's
- * stderr goes to `log`.
+ * and certificate settings uv needs) without its `UV_*` variables, then the uv variables of
+ * the workload's environment (`UV_ENTRY_VARIABLES`, which key the entry, and a few that only
+ * change how uv downloads), then `vars`; uv's stderr goes to `log`.
  */
 export function plainUvRunner(
   uv: string,
@@ -175,7 +183,9 @@ export function plainUvRunner(
   log: (line: string) => void,
 ): UvRunner {
   const index = Object.fromEntries(
-    UV_INDEX_VARIABLES.filter((k) => (workloadEnv[k] ?? '') !== '').map((k) => [k, workloadEnv[k] as string]),
+    [...UV_ENTRY_VARIABLES, ...UV_PASSED_VARIABLES]
+      .filter((k) => (workloadEnv[k] ?? '') !== '')
+      .map((k) => [k, workloadEnv[k] as string]),
   );
   const own = Object.fromEntries(
     Object.entries(base).filter((e): e is [string, string] => e[1] !== undefined && !/^UV_/.test(e[0])),

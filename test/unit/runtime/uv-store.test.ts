@@ -70,6 +70,8 @@ test('keys: the normalized name and version; a workload index adds its digest, s
   const b = indexDigest({ UV_INDEX_URL: 'https://b.example/simple' });
   assert.match(a, /^[0-9a-f]{12}$/);
   assert.notEqual(a, b);
+  assert.match(indexDigest({ UV_PYTHON: '3.12' }), /^[0-9a-f]{12}$/, 'another Python is another entry');
+  assert.equal(indexDigest({ UV_NATIVE_TLS: '1' }), '', 'how uv downloads does not change the entry');
   assert.equal(
     indexDigest({ UV_INDEX_URL: 'https://a.example/simple', HOME: '/x' }),
     a,
