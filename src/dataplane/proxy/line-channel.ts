@@ -12,11 +12,30 @@
  * (`npm run bench -- cpu`).
  */
 import type { Readable, Writable } from 'node:stream';
+import { errorMessage, INTERNAL_ERROR, type JsonRpcId } from '../../protocol/index.js';
+
+/** Characters kept of each end of a dropped line: where a response's `id` is written. */
+const EDGE = 256;
+
+/**
+ * The answer a request gets when the server's message was larger than the proxy reads of
+ * one message (`maxUpstreamMessageBytes`: a stdio line here, a JSON body or SSE event in
+ * transparent mode): a JSON-RPC internal error naming the limit, never the unread answer.
+ */
+export function oversizedAnswer(id: JsonRpcId, max: number): string {
+  const message =
+    `The server's answer is larger than ${max} bytes, the most the proxy reads of one ` +
+    'message (maxUpstreamMessageBytes); it was not relayed';
+  return errorMessage(id, INTERNAL_ERROR, message, { maxUpstreamMessageBytes: max });
+}
 
 export interface LineChannelHandlers {
   onLine(line: string): void;
-  /** A line longer than the limit was dropped. */
-  onOversize(length: number): void;
+  /**
+   * A line longer than the limit was dropped (reported once it ended): its length, and its
+   * first and last characters, where a response names its `id`.
+   */
+  onOversize(length: number, edges: { readonly head: string; readonly tail: string }): void;
   /** The server's stdout ended or a stream failed; called once. */
   onClosed(reason: string): void;
 }
@@ -24,6 +43,8 @@ export interface LineChannelHandlers {
 export class LineChannel {
   #tail = '';
   #skipping = false;
+  /** Of the line being skipped: its length so far, its first and last `EDGE` characters. */
+  #skipped = { length: 0, head: '', tail: '' };
   #ended = false;
   /** Lines sent this turn, not yet written (each ends with a newline). */
   #pending = '';
@@ -110,6 +131,9 @@ export class LineChannel {
       const piece = chunk.slice(start, nl);
       if (this.#skipping) {
         this.#skipping = false;
+        this.#skip(piece);
+        const { length, head, tail } = this.#skipped;
+        this.#handlers.onOversize(length, { head, tail: tail.endsWith('\r') ? tail.slice(0, -1) : tail });
       } else if (this.#tail.length > 0) {
         const line = this.#tail + piece;
         this.#tail = '';
@@ -125,14 +149,27 @@ export class LineChannel {
   }
 
   #append(part: string): void {
-    if (this.#skipping) return;
+    if (this.#skipping) {
+      this.#skip(part);
+      return;
+    }
     if (this.#tail.length + part.length > this.#maxLine) {
-      this.#handlers.onOversize(this.#tail.length + part.length);
+      const tail = this.#tail;
+      this.#skipped = { length: tail.length, head: tail.slice(0, EDGE), tail: tail.slice(-EDGE) };
       this.#tail = '';
       this.#skipping = true;
+      this.#skip(part);
       return;
     }
     this.#tail += part;
+  }
+
+  /** Counts `part` of a line being dropped, keeping only its ends. */
+  #skip(part: string): void {
+    const s = this.#skipped;
+    s.length += part.length;
+    if (s.head.length < EDGE) s.head += part.slice(0, EDGE - s.head.length);
+    s.tail = part.length >= EDGE ? part.slice(-EDGE) : (s.tail + part).slice(-EDGE);
   }
 
   #emit(line: string): void {
@@ -140,7 +177,7 @@ export class LineChannel {
     const text = line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
     if (text.length === 0) return;
     if (text.length > this.#maxLine) {
-      this.#handlers.onOversize(text.length);
+      this.#handlers.onOversize(text.length, { head: text.slice(0, EDGE), tail: text.slice(-EDGE) });
       return;
     }
     this.#handlers.onLine(text);

@@ -45,7 +45,7 @@ import {
   resultMessage,
   UPSTREAM_UNAVAILABLE,
 } from '../../protocol/index.js';
-import { LineChannel } from './line-channel.js';
+import { LineChannel, oversizedAnswer } from './line-channel.js';
 import type { ReplyTarget } from './outlets.js';
 import { isLogLevel, type LogLevel, logSeverity, type Session } from './session.js';
 import { type ParkableCall, type ServerIdentity, StatelessFlow } from './stateless-flow.js';
@@ -134,8 +134,10 @@ export class StdioBridge {
     if (this.#channel !== undefined) this.down('server replaced');
     const channel = new LineChannel(stdin, stdout, this.#options.limits.maxUpstreamMessageBytes, {
       onLine: (line) => this.#onLine(line),
-      onOversize: (n) =>
-        this.#options.logger.warn({ bytes: n }, 'dropped an oversized message from the server'),
+      onOversize: (n, edges) => {
+        this.#options.logger.warn({ bytes: n }, 'dropped an oversized message from the server');
+        this.#answerOversized(edges);
+      },
       onClosed: (reason) => {
         if (this.#channel === channel) this.down(reason);
       },
@@ -564,6 +566,28 @@ export class StdioBridge {
     else if (isRequest(msg)) this.#fromServerRequest(msg, line);
     else if (isNotification(msg)) this.#fromServerNotification(msg, line);
     else this.#options.logger.warn('dropped a message from the server whose method is not a string');
+  }
+
+  /**
+   * A dropped line that answers a forwarded request (its proxy id is in the first or last
+   * characters, where servers write `id`): the request gets an error naming the limit
+   * instead of waiting for an answer that will never come.
+   */
+  #answerOversized(edges: { readonly head: string; readonly tail: string }): void {
+    for (const text of [edges.head, edges.tail]) {
+      const at = text.indexOf(this.#idToken);
+      if (at === -1 || !isIdKeyBefore(text, at)) continue;
+      const digits = /^(\d+)"/.exec(text.slice(at + this.#idToken.length));
+      const seq = digits === null ? undefined : Number(digits[1]);
+      const p = seq === undefined ? undefined : this.#pending.get(seq);
+      if (seq === undefined || p === undefined) continue;
+      this.#pending.delete(seq);
+      this.#settle(p);
+      const answer = oversizedAnswer(p.clientId, this.#options.limits.maxUpstreamMessageBytes);
+      if (p.internal !== undefined) p.internal(JSON.parse(answer) as JsonRpcMessage);
+      else p.target?.final(answer);
+      return;
+    }
   }
 
   #fromServerResponse(msg: JsonRpcMessage): void {

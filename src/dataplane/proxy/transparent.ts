@@ -20,7 +20,6 @@ import { type Logger, lazyRequire } from '../../shared/index.js';
 import { hasMediaType, NOSNIFF, sendRefusal } from './http-util.js';
 import {
   errorMessage,
-  INTERNAL_ERROR,
   INVALID_PARAMS,
   type JsonRpcId,
   type JsonRpcMessage,
@@ -28,6 +27,7 @@ import {
   SseDecoder,
 } from '../../protocol/index.js';
 import { messagesEndpoint } from './endpoint-prefix.js';
+import { oversizedAnswer } from './line-channel.js';
 import { SSE_HEADERS } from './outlets.js';
 import { runReplyHooks } from './reply-hooks.js';
 import { SharedSessions } from './shared-sessions.js';
@@ -678,18 +678,9 @@ async function boundedText(body: UpstreamResponse['body'], max: number): Promise
   return Buffer.concat(chunks, size).toString('utf8');
 }
 
-/**
- * The answers the requests waiting in `replies` get when the server's answer is larger than
- * the proxy reads (`maxUpstreamMessageBytes`): a JSON-RPC internal error naming the limit,
- * never the unread answer; one message per request.
- */
+/** The answers of the requests waiting in `replies` when the server's message was too large. */
 function tooLargeAnswers(replies: Map<string, ReplyHook[]>, max: number): string[] {
-  const message =
-    `The server's answer is larger than ${max} bytes, the most the proxy reads of one ` +
-    'message (maxUpstreamMessageBytes); it was not relayed';
-  return [...replies.keys()].map((key) =>
-    errorMessage(JSON.parse(key) as JsonRpcId, INTERNAL_ERROR, message, { maxUpstreamMessageBytes: max }),
-  );
+  return [...replies.keys()].map((key) => oversizedAnswer(JSON.parse(key) as JsonRpcId, max));
 }
 
 /** One JSON body of `answers` (an array for several, as for a batch). */

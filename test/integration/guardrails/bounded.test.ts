@@ -4,8 +4,9 @@
  * with a credential at its very end is redacted (a stdio line, and one SSE event of a
  * streamable-HTTP server); a long-lived legacy SSE stream carries many answers, each judged
  * on its own as it arrives; an answer over `maxInspectBytes` gets the guardrails error naming
- * the limit; and in front of an HTTP server the proxy reads no more of one judged message
- * than `maxUpstreamMessageBytes`, answering with an error naming that limit instead.
+ * the limit; and the proxy reads no more of one message than `maxUpstreamMessageBytes` (a
+ * stdio line; a judged JSON body or SSE event of an HTTP server), answering the waiting
+ * request with an error naming that limit instead.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -20,7 +21,7 @@ import {
   GUARDRAILS_BLOCKED,
   parseGuardrailsConfig,
 } from '../../../src/dataplane/middleware/guardrails/index.js';
-import { startProxy } from '../../../src/dataplane/proxy/index.js';
+import { type ProxyUpstream, startProxy } from '../../../src/dataplane/proxy/index.js';
 import { INTERNAL_ERROR } from '../../../src/protocol/index.js';
 import { WorkloadManager } from '../../../src/workloads/index.js';
 import { tempHome } from '../../helpers/home.js';
@@ -122,6 +123,18 @@ async function failure(promise: Promise<unknown>): Promise<{ code: number; messa
   assert.fail('the call did not fail');
 }
 
+/** The fixture as a stdio child of this process. */
+function stdioChild(t: TestContext): ProxyUpstream {
+  const child = spawn(process.execPath, [FIXTURE], { stdio: ['pipe', 'pipe', 'inherit'] });
+  t.after(() => child.kill());
+  return { kind: 'stdio', stdin: child.stdin, stdout: child.stdout };
+}
+
+async function httpUpstream(t: TestContext, mode: 'http' | 'http-json' | 'sse'): Promise<ProxyUpstream> {
+  const url = await httpFixture(t, mode);
+  return { kind: 'http', url, transport: mode === 'sse' ? 'sse' : 'streamable-http' };
+}
+
 const rssMiB = (): number => process.memoryUsage().rss / 2 ** 20;
 
 test(
@@ -199,7 +212,7 @@ test(
 );
 
 test(
-  'in front of an HTTP server the proxy reads at most maxUpstreamMessageBytes of a judged answer: a JSON-RPC error names the limit',
+  'the proxy reads at most maxUpstreamMessageBytes of one answer (stdio line, JSON body, SSE event): a JSON-RPC error names the limit',
   { timeout: 120_000 },
   async (t) => {
     const cleanups: Managed['cleanups'] = [];
@@ -208,11 +221,10 @@ test(
     });
     const guard = new Guard({ config: parseGuardrailsConfig({}), secrets: new Map(), report: () => {} });
     const max = 256 * 1024;
-    for (const mode of ['http', 'http-json', 'sse'] as const) {
-      const upstream = await httpFixture(t, mode);
+    for (const mode of ['stdio', 'http', 'http-json', 'sse'] as const) {
       const proxy = await startProxy({
         port: 0,
-        upstream: { kind: 'http', url: upstream, transport: mode === 'sse' ? 'sse' : 'streamable-http' },
+        upstream: mode === 'stdio' ? stdioChild(t) : await httpUpstream(t, mode),
         middlewares: [{ name: 'guardrails', handle: async (ctx) => guard.handle(ctx) }],
         limits: { maxUpstreamMessageBytes: max },
       });
