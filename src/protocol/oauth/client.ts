@@ -7,7 +7,7 @@
  * turn into their own messages.
  */
 import * as oauth from 'oauth4webapi';
-import type { ErrorCode } from '../../shared/index.js';
+import { type ErrorCode, isRecord } from '../../shared/index.js';
 import { type FetchLike, requestOptions } from './transport.js';
 
 /** Who the client is at the authorization server. */
@@ -66,10 +66,6 @@ export class OAuthResponseError extends Error {
   }
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
 /** The response field an oauth4webapi processing error names ("response" body "x" property). */
 function fieldOf(err: unknown): string | undefined {
   if (!(err instanceof oauth.OperationProcessingError)) return undefined;
@@ -88,7 +84,7 @@ async function processed<T>(res: Response, process: (res: Response) => Promise<T
     return result;
   } catch (cause) {
     const body: unknown = await copy.json().catch(() => undefined);
-    const error = isObject(body) && typeof body['error'] === 'string' ? body['error'] : undefined;
+    const error = isRecord(body) && typeof body['error'] === 'string' ? body['error'] : undefined;
     throw new OAuthResponseError(
       res.status,
       error,
@@ -113,7 +109,7 @@ async function withoutIdToken(res: Response): Promise<Response> {
   } catch {
     body = undefined;
   }
-  if (isObject(body) && 'id_token' in body) {
+  if (isRecord(body) && 'id_token' in body) {
     const { id_token: _unused, ...rest } = body;
     return new Response(JSON.stringify(rest), {
       status: res.status,

@@ -5,7 +5,7 @@
  * the well-known URLs it knows; the order of the attempts is the MCP specification's.
  */
 import * as oauth from 'oauth4webapi';
-import type { ErrorCode } from '../../shared/index.js';
+import { type ErrorCode, isRecord } from '../../shared/index.js';
 import {
   type FetchLike,
   getMetadata,
@@ -36,10 +36,6 @@ export function resourceMetadataFrom(header: string | null): string | undefined 
   return /resource_metadata="([^"]+)"/i.exec(header)?.[1];
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
 /** The JSON object a successful metadata answer holds; undefined for an error status or non-JSON. */
 async function documentOf(res: Response): Promise<Record<string, unknown> | undefined> {
   if (!res.ok) {
@@ -48,7 +44,7 @@ async function documentOf(res: Response): Promise<Record<string, unknown> | unde
   }
   try {
     const doc: unknown = await res.json();
-    return isObject(doc) ? doc : undefined;
+    return isRecord(doc) ? doc : undefined;
   } catch {
     return undefined;
   }
