@@ -12,7 +12,8 @@
  *   unless a package moved that tag back). When the registry cannot be reached, the newest
  *   version of that name already in the store is used, and the server's log says so.
  * - An entry is `<Skep cache folder>/npm-packages/<name>@<version>` (a scope's `/` written
- *   `+`, a character no package name holds). It is complete once it exists: npm installs into
+ *   `+`, a character no package name holds), with `~<digest>` added when the workload names
+ *   its own registry (`registryDigest`). It is complete once it exists: npm installs into
  *   a fresh staging folder beside it (`npm install --prefix <staging> --no-audit --no-fund`,
  *   the npm of the same Node installation as npx, its cache inside the staging folder and
  *   removed afterwards), which is then renamed into place in one step; of two concurrent
@@ -26,7 +27,7 @@
  * caller's `NpmRunner`; `bwrap-sandbox.ts` provides the sandboxed one.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import {
   closeSync,
   existsSync,
@@ -82,20 +83,45 @@ export function isExactVersion(range: string): boolean {
   return EXACT_VERSION.test(range);
 }
 
-/** The store folder name of `name@version` (`@scope/pkg` → `@scope+pkg@1.2.3`); throws on anything else. */
-export function storeKey(name: string, version: string): string {
-  if (!isPackageName(name) || !isExactVersion(version))
+/**
+ * The store folder name of `name@version` (`@scope/pkg` → `@scope+pkg@1.2.3`), with `~<digest>`
+ * when the workload names its own registry (`registryDigest`; `~` is in no version); throws
+ * on anything else.
+ */
+export function storeKey(name: string, version: string, digest = ''): string {
+  if (!isPackageName(name) || !isExactVersion(version) || !/^(?:[0-9a-f]{12})?$/.test(digest))
     throw new SkepError('invalid_reference', `'${name}@${version}' is not a package name and exact version`);
-  return `${name.replace('/', '+')}@${version}`;
+  return `${name.replace('/', '+')}@${version}${digest === '' ? '' : `~${digest}`}`;
 }
 
 /** The inverse of `storeKey`, or undefined for any other folder name. */
-export function parseStoreKey(key: string): { name: string; version: string } | undefined {
-  const match = /^(@[^+@/]+\+[^+@/]+|[^+@/]+)@([^@/]+)$/.exec(key);
+export function parseStoreKey(key: string): { name: string; version: string; digest?: string } | undefined {
+  const match = /^(@[^+@/]+\+[^+@/]+|[^+@/]+)@([^@/~]+)(?:~([0-9a-f]{12}))?$/.exec(key);
   if (match === null) return undefined;
   const name = (match[1] ?? '').replace('+', '/');
   const version = match[2] ?? '';
-  return isPackageName(name) && isExactVersion(version) ? { name, version } : undefined;
+  const digest = match[3];
+  return isPackageName(name) && isExactVersion(version)
+    ? { name, version, ...(digest === undefined ? {} : { digest }) }
+    : undefined;
+}
+
+/**
+ * The digest of the workload variables that choose where npm downloads from (any
+ * `npm_config_…registry`, a scope's among them, and `npm_config_userconfig`, whose file may
+ * name one), or '' when it sets none: a workload of another registry gets entries of its own,
+ * so its package is never run by a workload of the default registry.
+ */
+export function registryDigest(env: Readonly<Record<string, string | undefined>>): string {
+  const set = Object.entries(env)
+    .filter(
+      (e): e is [string, string] =>
+        /^npm_config_(?:.*registry|userconfig)$/i.test(e[0]) && e[1] !== undefined && e[1] !== '',
+    )
+    .map(([k, v]) => `${k.toLowerCase()}=${v}`)
+    .sort();
+  if (set.length === 0) return '';
+  return createHash('sha256').update(set.join('\n')).digest('hex').slice(0, 12);
 }
 
 /** Orders two exact versions by SemVer 2.0.0 §11 precedence (build metadata ignored). */
@@ -316,13 +342,13 @@ export class NpmStore {
     this.root = join(cacheDir, 'npm-packages');
   }
 
-  /** The entry folder of `name@version`. */
-  entryDir(name: string, version: string): string {
-    return join(this.root, storeKey(name, version));
+  /** The entry folder of `name@version` (of the registry whose digest is `digest`). */
+  entryDir(name: string, version: string, digest = ''): string {
+    return join(this.root, storeKey(name, version, digest));
   }
 
-  /** Versions of `name` in the store, highest first. */
-  installedVersions(name: string): string[] {
+  /** Versions of `name` in the store (of the registry whose digest is `digest`), highest first. */
+  installedVersions(name: string, digest = ''): string[] {
     let keys: string[];
     try {
       keys = readdirSync(this.root);
@@ -331,7 +357,10 @@ export class NpmStore {
     }
     return keys
       .map(parseStoreKey)
-      .filter((k): k is { name: string; version: string } => k !== undefined && k.name === name)
+      .filter(
+        (k): k is { name: string; version: string } =>
+          k !== undefined && k.name === name && (k.digest ?? '') === digest,
+      )
       .map((k) => k.version)
       .sort((a, b) => compareVersions(b, a));
   }
@@ -373,6 +402,7 @@ export class NpmStore {
     run: NpmRunner,
     log: (line: string) => void,
     tags?: TagLookup,
+    digest = '',
   ): Promise<string> {
     if (isExactVersion(spec.range)) return spec.range;
     if (tags !== undefined && isTag(spec.range)) {
@@ -392,7 +422,7 @@ export class NpmStore {
     const best = found.sort((a, b) => compareVersions(b, a))[0];
     if (best !== undefined) return best;
     const why = result.code === 0 ? `no version of ${spec.name} matches ${spec.range}` : tail(result);
-    const installed = this.installedVersions(spec.name)[0];
+    const installed = this.installedVersions(spec.name, digest)[0];
     if (installed !== undefined && result.code !== 0) {
       log(
         `[skep] npm store: cannot resolve ${spec.name}@${spec.range} (${why}); using ${spec.name}@${installed}, the newest installed`,
@@ -402,19 +432,20 @@ export class NpmStore {
     throw new SkepError('bad_gateway', `cannot resolve npx://${spec.name}@${spec.range}: ${why}`);
   }
 
-  /** The entry of `name@version`, installed through `run` when it is missing. */
+  /** The entry of `name@version` (of the registry whose digest is `digest`), installed through `run` when it is missing. */
   async ensure(
     name: string,
     version: string,
     run: NpmRunner,
     log: (line: string) => void,
+    digest = '',
   ): Promise<StoreEntry> {
-    const dir = this.entryDir(name, version);
+    const dir = this.entryDir(name, version, digest);
     let installed = false;
     if (!existsSync(dir)) {
       this.sweep();
       log(`[skep] npm store: installing ${name}@${version}`);
-      const staging = this.#scratch(`staging-${storeKey(name, version)}`);
+      const staging = this.#scratch(`staging-${storeKey(name, version, digest)}`);
       try {
         const result = await run(
           ['install', '--prefix', staging, '--no-audit', '--no-fund', '--no-save', `${name}@${version}`],

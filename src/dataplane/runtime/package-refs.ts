@@ -15,7 +15,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../shared/index.js';
-import { isExactVersion, parseRegistrySpec, parseStoreKey, storeKey } from './npm-store.js';
+import { isExactVersion, parseRegistrySpec, parseStoreKey, registryDigest, storeKey } from './npm-store.js';
 import { indexDigest, normalizeName, parseUvSpec, parseUvStoreKey, uvStoreKey } from './uv-store.js';
 
 export type PackageStoreKind = 'npm' | 'uv';
@@ -76,7 +76,10 @@ interface InUse {
 
 /** The name of the package `key` holds in `store`, or undefined for a folder that is no entry. */
 function entryName(store: PackageStoreKind, key: string): string | undefined {
-  if (store === 'npm') return parseStoreKey(key)?.name;
+  if (store === 'npm') {
+    const parsed = parseStoreKey(key);
+    return parsed === undefined ? undefined : `${parsed.name}~${parsed.digest ?? ''}`;
+  }
   const parsed = parseUvStoreKey(key);
   return parsed === undefined ? undefined : `${parsed.name}~${parsed.digest}`;
 }
@@ -92,8 +95,9 @@ function inUse(cacheDir: string, users: readonly PackageUser[]): Record<PackageS
     if (user.image.startsWith('npx://')) {
       const spec = parseRegistrySpec(user.image.slice('npx://'.length));
       if (spec === undefined) continue;
-      if (isExactVersion(spec.range)) used.npm.keys.add(storeKey(spec.name, spec.range));
-      else if (ref === undefined) used.npm.names.add(spec.name);
+      const digest = registryDigest(user.env ?? {});
+      if (isExactVersion(spec.range)) used.npm.keys.add(storeKey(spec.name, spec.range, digest));
+      else if (ref === undefined) used.npm.names.add(`${spec.name}~${digest}`);
     } else if (user.image.startsWith('uvx://')) {
       const spec = parseUvSpec(user.image.slice('uvx://'.length));
       if (spec === undefined) continue;

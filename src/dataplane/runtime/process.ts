@@ -39,6 +39,7 @@ import {
   NpmStore,
   parseRegistrySpec,
   plainNpmRunner,
+  registryDigest,
   registryTagLookup,
   type StoreEntry,
   storeKey,
@@ -347,15 +348,20 @@ export class ProcessRuntime implements Runtime {
         const direct = !choice.sandboxed || sandboxNetwork(spec).kind === 'host';
         const registryUrl =
           env['npm_config_registry'] ?? env['NPM_CONFIG_REGISTRY'] ?? 'https://registry.npmjs.org/';
+        const digest = registryDigest(env);
         const version = await store.resolve(
           registry,
           run,
           writeLog,
           direct ? registryTagLookup(registryUrl) : undefined,
+          digest,
         );
         // Recorded before anything is installed: a prune meanwhile keeps the entry.
-        recordPackageRef(paths.cacheDir, spec.name, { store: 'npm', key: storeKey(registry.name, version) });
-        entry = await store.ensure(registry.name, version, run, writeLog);
+        recordPackageRef(paths.cacheDir, spec.name, {
+          store: 'npm',
+          key: storeKey(registry.name, version, digest),
+        });
+        entry = await store.ensure(registry.name, version, run, writeLog, digest);
         // As npx does, the package's own bins come first on its PATH.
         const path = [join(entry.dir, 'node_modules', '.bin'), env['PATH'] ?? ''].join(delimiter);
         launch = { ...launch, ...binCommand(entry, tools.node, spec.args), env: { ...env, PATH: path } };

@@ -17,6 +17,7 @@ import {
   NpmStore,
   type NpmRunner,
   plainNpmRunner,
+  registryDigest,
 } from '../../../src/dataplane/runtime/npm-store.js';
 import { recordPackageRef } from '../../../src/dataplane/runtime/package-refs.js';
 import { COMPLETE_FILE } from '../../../src/dataplane/runtime/uv-store.js';
@@ -170,8 +171,19 @@ test('a workload of a package that has no record yet keeps every installed versi
     planned.map((e) => e.key),
     ['skep-prune-other@1.0.0'],
   );
+  // The same package from another registry is another entry: a workload of the default one keeps none of it.
+  const other = registryDigest({ npm_config_registry: 'https://npm.example/' });
+  mkdirSync(join(root, `skep-prune-fixture@2.0.0~${other}`, 'node_modules'), { recursive: true });
+  assert.deepEqual(
+    prunePackageStores(cacheDir, users, { dryRun: true }).map((e) => e.key),
+    [`skep-prune-fixture@2.0.0~${other}`, 'skep-prune-other@1.0.0'],
+  );
   recordPackageRef(cacheDir, 'new', { store: 'npm', key: 'skep-prune-fixture@2.0.0' });
   const removed = prunePackageStores(cacheDir, users);
-  assert.deepEqual(removed.map((e) => e.key).sort(), ['skep-prune-fixture@1.0.0', 'skep-prune-other@1.0.0']);
+  assert.deepEqual(removed.map((e) => e.key).sort(), [
+    'skep-prune-fixture@1.0.0',
+    `skep-prune-fixture@2.0.0~${other}`,
+    'skep-prune-other@1.0.0',
+  ]);
   assert.deepEqual(entries(root), ['skep-prune-fixture@2.0.0']);
 });

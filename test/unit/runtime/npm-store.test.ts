@@ -13,6 +13,7 @@ import {
   type NpmRunner,
   parseRegistrySpec,
   parseStoreKey,
+  registryDigest,
   selectBin,
   storeKey,
   versionsIn,
@@ -334,4 +335,21 @@ test('resolve: a tag is answered by the registry lookup when given (npm not run)
   assert.equal(asked.length, 3);
   for (const tag of ['latest', 'next', 'beta-2']) assert.ok(isTag(tag), tag);
   for (const range of ['^1', '1.x', 'x', '*', '>=1', '1.2.3']) assert.ok(!isTag(range), range);
+});
+
+test('a workload that names its own registry gets entries of its own: the key carries the registry settings’ digest', () => {
+  assert.equal(registryDigest({}), '');
+  assert.equal(registryDigest({ npm_config_registry: '' }), '');
+  assert.equal(registryDigest({ npm_config_fund: 'false', HOME: '/x' }), '', 'other settings do not count');
+  const own = registryDigest({ npm_config_registry: 'https://npm.example/' });
+  const scoped = registryDigest({ 'npm_config_@corp:registry': 'https://npm.example/' });
+  const userconfig = registryDigest({ NPM_CONFIG_USERCONFIG: '/etc/other-npmrc' });
+  for (const d of [own, scoped, userconfig]) assert.match(d, /^[0-9a-f]{12}$/);
+  assert.equal(new Set([own, scoped, userconfig]).size, 3);
+  const key = storeKey('@scope/pkg', '1.0.0', own);
+  assert.equal(key, `@scope+pkg@1.0.0~${own}`);
+  assert.deepEqual(parseStoreKey(key), { name: '@scope/pkg', version: '1.0.0', digest: own });
+  assert.equal(parseStoreKey('pkg@1.0.0~nothex'), undefined);
+  const store = new NpmStore('/nonexistent');
+  assert.notEqual(store.entryDir('pkg', '1.0.0', own), store.entryDir('pkg', '1.0.0'));
 });
