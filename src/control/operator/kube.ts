@@ -36,6 +36,8 @@ export interface ResourceType {
   group: string;
   version: string;
   plural: string;
+  /** List and watch only the objects with these labels (`name=value,...`), e.g. those the operator renders. */
+  labelSelector?: string;
 }
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -113,7 +115,10 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
           : `/apis/${type.group}/${type.version}/namespaces/${namespace}/${type.plural}`;
       const controller = await watcher.watch(
         path,
-        { resourceVersion, allowWatchBookmarks: true },
+        Object.assign(
+          { resourceVersion, allowWatchBookmarks: true },
+          type.labelSelector === undefined ? {} : { labelSelector: type.labelSelector },
+        ),
         (phase: string, obj: KubeObject) => onEvent(phase as WatchEventType, obj),
         done,
       );

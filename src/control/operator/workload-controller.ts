@@ -1,7 +1,8 @@
 /**
  * The workload controller (docs/kubernetes.md): informers (`informer.ts`: list+watch, re-list after
  * a 410 or a failed watch) of MCPServer, MCPRemoteProxy, VirtualMCPServer, MCPGroup, MCPServerEntry
- * and MCPExternalAuthConfig, and a reconcile that applies exactly what `renderResources` (`skep
+ * and MCPExternalAuthConfig (and the StatefulSets rendered for EmbeddingServers, whose pods'
+ * readiness their status reports), and a reconcile that applies exactly what `renderResources` (`skep
  * operator render`) produces for a resource from the objects of its namespace, then writes its
  * status: `phase`, `url`, `message`, `observedGeneration`, the referenced configs' hashes and
  * conditions (`Valid`, `Ready`) with observedGeneration. A changed MCPExternalAuthConfig re-renders
@@ -51,6 +52,16 @@ const TYPES: Array<{ kind: string; type: ResourceType }> = [
   { kind: EXTAUTH_KIND, type: EXTAUTH_RESOURCE },
 ];
 const typeOf = (kind: string) => TYPES.find((t) => t.kind === kind)!.type;
+/**
+ * The StatefulSets rendered for EmbeddingServers: their status (pods created, ready) is what the
+ * EmbeddingServer's `Ready` and `ModelReady` conditions report, so a change re-reconciles it.
+ */
+const EMBEDDING_STATEFULSETS: ResourceType = {
+  group: 'apps',
+  version: 'v1',
+  plural: 'statefulsets',
+  labelSelector: 'app.kubernetes.io/name=embeddingserver',
+};
 const RECONCILED = new Set([
   'MCPServer',
   'MCPRemoteProxy',
@@ -191,6 +202,7 @@ export class WorkloadController {
     // A CRD that is not installed: nothing of this kind exists (re-listed with backoff).
     for (const { kind, type } of TYPES)
       this.#loop.watch(kind, type, (event, obj) => this.#onEvent(kind, event, obj), true);
+    this.#loop.watch('StatefulSet', EMBEDDING_STATEFULSETS, (_event, obj) => this.#onStatefulSet(obj), true);
     await this.#loop.start();
   }
 
@@ -203,6 +215,14 @@ export class WorkloadController {
     if (event === 'DELETED') this.#cache.delete(key);
     else this.#cache.set(key, obj);
     this.#enqueueAffected(kind, obj);
+  }
+
+  /** A rendered StatefulSet changed (its pods' readiness): its EmbeddingServer's status follows. */
+  #onStatefulSet(obj: KubeObject): void {
+    const labels = (obj.metadata['labels'] ?? {}) as Record<string, string | undefined>;
+    const instance = labels['app.kubernetes.io/instance'];
+    if (labels['app.kubernetes.io/name'] === 'embeddingserver' && instance !== undefined)
+      this.#queue.add(`EmbeddingServer/${nsOf(obj)}/${instance}`);
   }
 
   /** The resource itself, and whatever renders from it (consumers of a config, vMCPs of a group). */

@@ -106,6 +106,31 @@ describe('EmbeddingServer conditions against a fake API server', { timeout: 60_0
     assert.equal(condition(api, 'Ready')?.status, 'True');
   });
 
+  it('a change of the StatefulSet’s status re-reconciles its EmbeddingServer (the controller watches it)', async (t) => {
+    const { api } = await setup(t);
+    api.create('skep.dev/v1beta1/embeddingservers', embedding({}));
+    await waitFor('a first status', () => condition(api, 'ModelReady'));
+    await setStatefulSetStatus(api, { replicas: 1, readyReplicas: 0 });
+    await waitFor('phase Downloading', () => (statusOf(api).phase === 'Downloading' ? true : undefined));
+    await setStatefulSetStatus(api, { replicas: 1, readyReplicas: 1 });
+    await waitFor('ModelReady', () => (condition(api, 'ModelReady')?.status === 'True' ? true : undefined));
+    assert.equal(statusOf(api).phase, 'Ready');
+    // The list and the watch ask the API server for the rendered StatefulSets only.
+    const selected = api.requests
+      .map((r) => r.path)
+      .filter((p) => p.startsWith('/apis/apps/v1/statefulsets?'))
+      .map((p) => new URL(p, 'http://x').searchParams);
+    assert.ok(
+      selected.some((q) => q.get('watch') === null),
+      'listed',
+    );
+    assert.ok(
+      selected.some((q) => q.get('watch') === 'true'),
+      'watched',
+    );
+    for (const q of selected) assert.equal(q.get('labelSelector'), 'app.kubernetes.io/name=embeddingserver');
+  });
+
   it('VolumeReady follows the model-cache claims of every replica: absent, Pending, Bound, Lost', async (t) => {
     const { api, controller } = await setup(t);
     api.create(
