@@ -226,8 +226,9 @@ interface UvStoreStart {
 
 /**
  * The uv store entry a `uvx://` start runs (`uv-store.ts`), or undefined to run `uvx <spec>`
- * as before: no `uv` beside `uvx`; for a sandboxed server, a package that has no wheel (its
- * build would run package code outside the sandbox) or an interpreter the sandbox hides.
+ * as before: no `uv` beside `uvx`; uv cannot resolve or install the package here (for a
+ * sandboxed server, one without a wheel: its build would run package code outside the
+ * sandbox); or, sandboxed, the entry's interpreter lies in a folder the sandbox hides.
  */
 async function uvStoreEntry(
   spec: UvSpec,
@@ -242,19 +243,21 @@ async function uvStoreEntry(
   const run = plainUvRunner(uv, process.env, start.workloadEnv, start.log);
   const store = new UvStore(start.cacheDir);
   const digest = indexDigest(start.workloadEnv);
-  const version = await store.resolve(spec, run, start.log, digest);
-  // Recorded before anything is installed: a prune meanwhile keeps the entry.
-  recordPackageRef(start.cacheDir, start.workload, {
-    store: 'uv',
-    key: uvStoreKey(spec.name, version, digest),
-  });
   let entry: UvStoreEntry;
   try {
+    const version = await store.resolve(spec, run, start.log, digest);
+    // Recorded before anything is installed: a prune meanwhile keeps the entry.
+    recordPackageRef(start.cacheDir, start.workload, {
+      store: 'uv',
+      key: uvStoreKey(spec.name, version, digest),
+    });
     entry = await store.ensure(spec.name, version, run, start.log, { wheelsOnly: start.sandboxed, digest });
   } catch (err) {
-    if (!start.sandboxed || !isSkepError(err) || err.code !== 'bad_gateway') throw err;
+    // uv could not resolve or install it here (no wheel for a sandboxed server, an index
+    // only uvx's own settings reach): uvx runs it as before, and says what fails if it does.
+    if (!isSkepError(err) || err.code !== 'bad_gateway') throw err;
     start.log(
-      `[skep] uv store: ${err.message}; installing wheels only failed, so uvx installs it inside the sandbox`,
+      `[skep] uv store: ${err.message}; ${start.sandboxed ? 'uvx installs it inside the sandbox instead' : 'running uvx instead'}`,
     );
     return undefined;
   }

@@ -200,10 +200,7 @@ test('a sandboxed server whose package has no wheel runs through uvx in the sand
   const exit = await handle.exited;
   assert.equal(exit.code, 3, 'the stand-in uvx ran (and failed as it always does)');
   const log = readFileSync(join(dir, 'sdist.log'), 'utf8');
-  assert.match(
-    log,
-    /has no wheel, and building is disabled; installing wheels only failed, so uvx installs it inside the sandbox/,
-  );
+  assert.match(log, /has no wheel, and building is disabled; uvx installs it inside the sandbox instead/);
   assert.match(log, /uvx ran: sdist-fixture@1\.0\.0/);
   assert.deepEqual(readdirSync(join(paths.cacheDir, 'uv-packages')), [], 'no entry is left');
 });
