@@ -26,7 +26,6 @@
  * Where npm runs (in a sandbox whose network reaches only the registry, or unsandboxed) is the
  * caller's `NpmRunner`; `bwrap-sandbox.ts` provides the sandboxed one.
  */
-import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import {
   closeSync,
@@ -42,6 +41,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isExecutable, SkepError } from '../../shared/index.js';
+import { type InstallerRun, installerTail, runInstaller } from './installer-run.js';
 
 /** A registry package spec: the package's name and the version, range or tag asked for. */
 export interface RegistrySpec {
@@ -186,11 +186,7 @@ export function selectBin(name: string, bin: unknown): { bin: string; file: stri
 }
 
 /** What a run of npm printed and how it ended. */
-export interface NpmRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+export type NpmRun = InstallerRun;
 
 /**
  * Runs the npm beside npx with `args`, with `writable` (an empty folder) as the only place
@@ -260,29 +256,7 @@ export function plainNpmRunner(
   log: (line: string) => void,
 ): NpmRunner {
   return (args, writable) =>
-    new Promise((resolve) => {
-      const child = spawn(npm, args, {
-        env: npmRunEnv(env, writable),
-        cwd: writable,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        timeout: NPM_TIMEOUT_MS,
-      });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      child.stdout.on('data', (c: Buffer) => out.push(c));
-      child.stderr.on('data', (c: Buffer) => {
-        err.push(c);
-        log(c.toString('utf8').trimEnd());
-      });
-      child.once('error', (e) => resolve({ code: null, stdout: '', stderr: e.message }));
-      child.once('close', (code) =>
-        resolve({
-          code,
-          stdout: Buffer.concat(out).toString('utf8'),
-          stderr: Buffer.concat(err).toString('utf8'),
-        }),
-      );
-    });
+    runInstaller(npm, args, { env: npmRunEnv(env, writable), cwd: writable, timeoutMs: NPM_TIMEOUT_MS }, log);
 }
 
 /** A store entry ready to run. */
@@ -296,14 +270,6 @@ export interface StoreEntry {
   file: string;
   /** True when this start installed it. */
   installed: boolean;
-}
-
-function tail(run: NpmRun): string {
-  const text = `${run.stderr}\n${run.stdout}`
-    .trim()
-    .split('\n')
-    .filter((l) => l.trim() !== '');
-  return text.slice(-3).join(' | ') || `exit ${run.code}`;
 }
 
 /** True when the file's first line names an interpreter other than node. */
@@ -421,7 +387,8 @@ export class NpmStore {
     const found = result.code === 0 ? versionsIn(result.stdout) : [];
     const best = found.sort((a, b) => compareVersions(b, a))[0];
     if (best !== undefined) return best;
-    const why = result.code === 0 ? `no version of ${spec.name} matches ${spec.range}` : tail(result);
+    const why =
+      result.code === 0 ? `no version of ${spec.name} matches ${spec.range}` : installerTail(result);
     const installed = this.installedVersions(spec.name, digest)[0];
     if (installed !== undefined && result.code !== 0) {
       log(
@@ -452,7 +419,10 @@ export class NpmStore {
           staging,
         );
         if (result.code !== 0)
-          throw new SkepError('bad_gateway', `cannot install npx://${name}@${version}: ${tail(result)}`);
+          throw new SkepError(
+            'bad_gateway',
+            `cannot install npx://${name}@${version}: ${installerTail(result)}`,
+          );
         rmSync(join(staging, '.npm-cache'), { recursive: true, force: true });
         rmSync(join(staging, 'home'), { recursive: true, force: true });
         readManifest(staging, name);

@@ -26,7 +26,6 @@
  * - The entry point is chosen as uvx chooses it: the script named like the package, else the
  *   package's only one; else the start is refused with the list.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -40,6 +39,7 @@ import {
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isExecutable, SkepError } from '../../shared/index.js';
+import { type InstallerRun, installerTail, runInstaller } from './installer-run.js';
 
 /** A `uvx://` spec the store runs: the package's name and, when pinned, its exact version. */
 export interface UvSpec {
@@ -147,11 +147,7 @@ export function selectScript(name: string, scripts: readonly string[]): string {
 }
 
 /** What a run of uv printed and how it ended. */
-export interface UvRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+export type UvRun = InstallerRun;
 
 /** Runs `uv` with `args`, its own variables `vars` added, in `cwd`. */
 export type UvRunner = (args: string[], vars: Record<string, string>, cwd: string) => Promise<UvRun>;
@@ -191,29 +187,12 @@ export function plainUvRunner(
     Object.entries(base).filter((e): e is [string, string] => e[1] !== undefined && !/^UV_/.test(e[0])),
   );
   return (args, vars, cwd) =>
-    new Promise((resolve) => {
-      const child = spawn(uv, args, {
-        env: { ...own, ...index, ...vars, UV_NO_PROGRESS: '1' },
-        cwd,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        timeout: UV_TIMEOUT_MS,
-      });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      child.stdout.on('data', (c: Buffer) => out.push(c));
-      child.stderr.on('data', (c: Buffer) => {
-        err.push(c);
-        log(c.toString('utf8').trimEnd());
-      });
-      child.once('error', (e) => resolve({ code: null, stdout: '', stderr: e.message }));
-      child.once('close', (code) =>
-        resolve({
-          code,
-          stdout: Buffer.concat(out).toString('utf8'),
-          stderr: Buffer.concat(err).toString('utf8'),
-        }),
-      );
-    });
+    runInstaller(
+      uv,
+      args,
+      { env: { ...own, ...index, ...vars, UV_NO_PROGRESS: '1' }, cwd, timeoutMs: UV_TIMEOUT_MS },
+      log,
+    );
 }
 
 /** A uv store entry ready to run. */
@@ -228,14 +207,6 @@ export interface UvStoreEntry {
   file: string;
   /** True when this start installed it. */
   installed: boolean;
-}
-
-function tail(run: UvRun): string {
-  const lines = `${run.stderr}\n${run.stdout}`
-    .trim()
-    .split('\n')
-    .filter((l) => l.trim() !== '');
-  return lines.slice(-3).join(' | ') || `exit ${run.code}`;
 }
 
 /** The file that marks a finished entry. */
@@ -317,7 +288,7 @@ export class UvStore {
     if (result.code === 0 && pinned !== undefined && isExactUvVersion(pinned)) return pinned;
     throw new SkepError(
       'bad_gateway',
-      `cannot resolve uvx://${spec.name}: ${result.code === 0 ? 'uv named no version' : tail(result)}`,
+      `cannot resolve uvx://${spec.name}: ${result.code === 0 ? 'uv named no version' : installerTail(result)}`,
     );
   }
 
@@ -366,7 +337,10 @@ export class UvStore {
             );
             if (result.code !== 0) {
               rmSync(dir, { recursive: true, force: true });
-              throw new SkepError('bad_gateway', `cannot install uvx://${name}@${version}: ${tail(result)}`);
+              throw new SkepError(
+                'bad_gateway',
+                `cannot install uvx://${name}@${version}: ${installerTail(result)}`,
+              );
             }
           } finally {
             rmSync(cache, { recursive: true, force: true });
