@@ -12,6 +12,16 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { addGroup, callText, connect, lab, team, toolNames, virtual } from './helpers.js';
 
+/** A Cedar policy file permitting calls of exactly `tools` (the optimizer's own two included by the caller). */
+function permitOnly(l: ReturnType<typeof lab>, tools: string[]): string {
+  const path = join(l.ctx.config.paths.stateDir, 'authz.json');
+  const policies = tools.map(
+    (tool) => `permit(principal, action == Action::"call_tool", resource == Tool::"${tool}");`,
+  );
+  writeFileSync(path, JSON.stringify({ version: '1.0', type: 'cedarv1', cedar: { policies } }));
+  return path;
+}
+
 test(
   'virtual MCP with the optimizer: two tools, inner calls routed and authorized by their own name',
   { timeout: 240_000 },
@@ -20,21 +30,7 @@ test(
     await addGroup(l, 'opt');
     await team(l, 'alpha', 'opt');
     await team(l, 'beta', 'opt');
-    const policy = join(l.ctx.config.paths.stateDir, 'authz.json');
-    writeFileSync(
-      policy,
-      JSON.stringify({
-        version: '1.0',
-        type: 'cedarv1',
-        cedar: {
-          policies: [
-            'permit(principal, action == Action::"call_tool", resource == Tool::"find_tool");',
-            'permit(principal, action == Action::"call_tool", resource == Tool::"call_tool");',
-            'permit(principal, action == Action::"call_tool", resource == Tool::"alpha_search");',
-          ],
-        },
-      }),
-    );
+    const policy = permitOnly(l, ['find_tool', 'call_tool', 'alpha_search']);
     await virtual(l, 'finder', 'opt', { optimizer: { maxToolsToReturn: 3 } }, { authz_config: policy });
     const client = await connect(t, l.url('finder'));
 
@@ -99,25 +95,15 @@ test(
     await addGroup(l, 'optc');
     await team(l, 'alpha', 'optc');
     await team(l, 'beta', 'optc');
-    const policy = join(l.ctx.config.paths.stateDir, 'authz.json');
-    writeFileSync(
-      policy,
-      JSON.stringify({
-        version: '1.0',
-        type: 'cedarv1',
-        cedar: {
-          policies: [
-            'permit(principal, action == Action::"call_tool", resource == Tool::"find_tool");',
-            'permit(principal, action == Action::"call_tool", resource == Tool::"call_tool");',
-            'permit(principal, action == Action::"call_tool", resource == Tool::"search_everywhere");',
-            'permit(principal, action == Action::"call_tool", resource == Tool::"status_everywhere");',
-            'permit(principal, action == Action::"call_tool", resource == Tool::"alpha_alpha_status");',
-            'permit(principal, action == Action::"call_tool", resource == Tool::"alpha_search");',
-            'permit(principal, action == Action::"call_tool", resource == Tool::"beta_search");',
-          ],
-        },
-      }),
-    );
+    const policy = permitOnly(l, [
+      'find_tool',
+      'call_tool',
+      'search_everywhere',
+      'status_everywhere',
+      'alpha_alpha_status',
+      'alpha_search',
+      'beta_search',
+    ]);
     await virtual(
       l,
       'finder-c',
