@@ -11,7 +11,6 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { createContext } from '../../../src/control/app/index.js';
 import {
   nodeToolsBeside,
   NpmStore,
@@ -22,12 +21,9 @@ import {
 import { recordPackageRef } from '../../../src/dataplane/runtime/package-refs.js';
 import { COMPLETE_FILE } from '../../../src/dataplane/runtime/uv-store.js';
 import { findExecutable } from '../../../src/shared/index.js';
-import { WorkloadManager } from '../../../src/workloads/index.js';
 import { runCli } from '../../helpers/cli.js';
 import { tempHome } from '../../helpers/home.js';
-
-/** Above Linux's pid_max (2^22): never a live process. */
-const IMPOSSIBLE_PID = 99_999_999;
+import { inProcessManager } from '../workloads/helpers.js';
 
 /** `npm pack` of a one-bin package `name@version` into `dir`; returns the tarball. */
 function packFixture(dir: string, name: string, version: string): string {
@@ -98,19 +94,7 @@ test('skep cache prune and skep rm remove only the store entries no workload pin
   mkdirSync(join(uvEntry, 'bin'), { recursive: true });
   writeFileSync(join(uvEntry, COMPLETE_FILE), '');
 
-  const ctx = createContext(home.config);
-  const manager = new WorkloadManager({
-    store: ctx.store,
-    config: home.config,
-    groups: ctx.groups,
-    secretLookup: async () => undefined,
-    spawnRunner: () => IMPOSSIBLE_PID,
-  });
-  ctx.groups.attachMembers(manager);
-  t.after(async () => {
-    await manager.close();
-    await ctx.close();
-  });
+  const { manager } = inProcessManager(t, home);
   // `pinned` names its version; `floating` ran skep-prune-other@1.0.0 (as its start records it).
   await manager.create({ name: 'pinned', image: 'npx://skep-prune-fixture@1.0.0' });
   await manager.create({ name: 'floating', image: 'npx://skep-prune-other' });

@@ -37,11 +37,13 @@ export { START_TIMEOUT_MS, waitFor, waitForStatus } from '../../helpers/wait.js'
 const IMPOSSIBLE_PID = 99_999_999;
 
 /**
- * A manager over a fresh home whose runners the test runs in-process (`runInProcess`):
+ * A manager over `home` (default: a fresh one) whose runners the test runs in-process (`runInProcess`):
  * spawning one only records a pid that no process has.
  */
-export function inProcessManager(t: TestContext): { ctx: ApiContext; manager: WorkloadManager } {
-  const home = tempHome(t);
+export function inProcessManager(
+  t: TestContext,
+  home: TempHome = tempHome(t),
+): { ctx: ApiContext; manager: WorkloadManager } {
   const ctx = createContext(home.config);
   const manager = new WorkloadManager({
     store: ctx.store,
