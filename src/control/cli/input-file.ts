@@ -4,12 +4,12 @@ import { SkepError } from '../../shared/index.js';
 
 /**
  * The text of the file at `path` (with `dashIsStdin`, `-` reads stdin). One that cannot be read
- * is a `bad_request` naming it, so the CLI prints one line instead of a system error.
+ * is an `invalid_path` naming it, so the CLI prints one line instead of a system error.
  */
 export function readInputFile(path: string, options: { dashIsStdin: boolean }): string {
   try {
     return readFileSync(options.dashIsStdin && path === '-' ? 0 : path, 'utf8');
   } catch (err) {
-    throw new SkepError('bad_request', `cannot read ${path}: ${(err as Error).message}`, { cause: err });
+    throw new SkepError('invalid_path', `cannot read ${path}: ${(err as Error).message}`, { cause: err });
   }
 }
