@@ -351,7 +351,9 @@ export class ProcessRuntime implements Runtime {
         const direct = !choice.sandboxed || sandboxNetwork(spec).kind === 'host';
         const registryUrl =
           env['npm_config_registry'] ?? env['NPM_CONFIG_REGISTRY'] ?? 'https://registry.npmjs.org/';
-        const digest = registryDigest(env);
+        // The workload's own registry variables key its entries; Skep's inherited ones (npm
+        // sets npm_config_userconfig for every script it runs) are the same for all workloads.
+        const digest = registryDigest(spec.env);
         const version = await store.resolve(
           registry,
           run,
