@@ -176,3 +176,23 @@ test('every runtime dependency supports the oldest Node that Skep supports', () 
   }
   assert.deepEqual(unsupported, [], `these need a Node newer than ${oldest}`);
 });
+
+test('npm ci on the oldest supported Node warns about no package: every locked package admits it', () => {
+  // npm ci prints `EBADENGINE` for each locked package (dev ones included) whose `engines.node`
+  // excludes the running Node; the lockfile records those ranges, so they are checked here.
+  const own = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } };
+  const oldest = /^>=\s*(\d+\.\d+(?:\.\d+)?)$/.exec(own.engines.node)?.[1] as string;
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version?: string; engines?: { node?: unknown } | unknown[] }>;
+  };
+  const entries = Object.entries(lock.packages);
+  assert.ok(entries.length > 300, `the lockfile was read (${entries.length} packages)`);
+  const version = `${oldest}.0`.split('.').slice(0, 3).join('.');
+  const unsupported = entries.flatMap(([path, pkg]) => {
+    const range = Array.isArray(pkg.engines) ? undefined : pkg.engines?.node;
+    return typeof range === 'string' && !satisfies(version, range)
+      ? [`${path}@${pkg.version ?? '?'} (engines.node ${range})`]
+      : [];
+  });
+  assert.deepEqual(unsupported, [], `npm ci would warn EBADENGINE for these on Node ${oldest}`);
+});
