@@ -135,16 +135,22 @@ interface SignatureLayer {
  * Signs `digest` (the manifest or index digest of an artifact in `dockerReference`) and stores the
  * signature under its `.sig` tag, keeping signatures already there (a signature by the same key
  * over the same digest is replaced). Returns the signer's fingerprint.
+ *
+ * `annotate` adds annotations to the signature layer once the signature exists: a keyless
+ * signer puts the Fulcio certificate and the Rekor entry of the signature there
+ * (`sigstore-verify.ts` reads them).
  */
 export async function signArtifact(
   store: SignatureStore,
   dockerReference: string,
   digest: string,
   key: KeyObject,
+  annotate?: (payload: Buffer, signature: string) => Promise<Record<string, string>>,
 ): Promise<{ signer: string; tag: string }> {
   const tag = signatureTag(digest);
   const payload = simpleSigningPayload(dockerReference, digest);
   const signature = sign('sha256', payload, key).toString('base64');
+  const extra = annotate === undefined ? {} : await annotate(payload, signature);
   const payloadDigest = sha256(payload);
   const layers: SignatureLayer[] = [];
   const existing = await store.findManifest(tag);
@@ -166,7 +172,7 @@ export async function signArtifact(
     mediaType: SIMPLE_SIGNING_MEDIA_TYPE,
     digest: payloadDigest,
     size: payload.length,
-    annotations: { [SIGNATURE_ANNOTATION]: signature },
+    annotations: { ...extra, [SIGNATURE_ANNOTATION]: signature },
   });
   // cosign's config: an image config whose diff_ids are the layers' digests.
   const config = json({
@@ -205,16 +211,73 @@ function parseSignatureManifest(bytes: Buffer): SignatureLayer[] {
 
 /** What verifying an artifact's signatures found. */
 export type VerifyOutcome =
-  /** A signature by a trusted key over this digest. */
-  | { status: 'verified'; signer: string; dockerReference: string }
+  /**
+   * A signature by a trusted key (`signer` is its fingerprint) or a keyless one (`signer` is the
+   * certificate identity, `issuer` its OIDC issuer) over this digest.
+   */
+  | { status: 'verified'; signer: string; issuer?: string; dockerReference: string }
   /** No `.sig` tag, or no simple-signing layer in it. */
   | { status: 'unsigned' }
   /** Signatures exist but none verifies with a trusted key; `reason` says why (no key names a secret). */
   | { status: 'invalid'; reason: string; signers: string[] };
 
+/** The annotation cosign puts the Fulcio certificate of a keyless signature in. */
+export const CERTIFICATE_ANNOTATION = 'dev.sigstore.cosign/certificate';
+
 /**
- * Looks up the signatures of `digest` and checks them against `trusted` public keys: a signature
- * counts when it verifies over its payload with one of the keys and the payload names exactly
+ * Checks one keyless signature layer (`sigstore-verify.ts` `verifyKeyless`, bound to a trusted
+ * root and an identity policy): the certificate identity, or why it does not verify.
+ */
+export type KeylessCheck = (
+  payload: Buffer,
+  signature: string,
+  annotations: Record<string, string>,
+) => { ok: true; signer: { identity: string; issuer: string } } | { ok: false; reason: string };
+
+/** Who may have signed: public keys, and/or a keyless check (trusted root + identity policy). */
+interface Trust {
+  keys: readonly KeyObject[];
+  keyless?: KeylessCheck | undefined;
+}
+
+/** The signer of one layer by `trust`, or why there is none. */
+function layerSigner(
+  payload: Buffer,
+  layer: SignatureLayer,
+  trust: Trust,
+): { signer: string; issuer?: string } | { reason: string } {
+  const annotations = layer.annotations!;
+  const signatureB64 = annotations[SIGNATURE_ANNOTATION]!;
+  if (annotations[CERTIFICATE_ANNOTATION] !== undefined) {
+    // A keyless signature: its key is in the certificate, trusted only through the trusted root.
+    if (trust.keyless === undefined)
+      return {
+        reason: 'a keyless signature (Fulcio certificate) is present but no trusted root is configured',
+      };
+    const outcome = trust.keyless(payload, signatureB64, annotations);
+    return outcome.ok ? { signer: outcome.signer.identity, issuer: outcome.signer.issuer } : outcome;
+  }
+  const signature = Buffer.from(signatureB64, 'base64');
+  const key = trust.keys.find((k) => {
+    try {
+      return verify('sha256', payload, k, signature);
+    } catch {
+      return false;
+    }
+  });
+  if (key !== undefined) return { signer: keyFingerprint(key) };
+  return {
+    reason:
+      trust.keys.length === 0
+        ? 'no trusted public key is configured'
+        : 'no signature verifies with a trusted public key',
+  };
+}
+
+/**
+ * Looks up the signatures of `digest` and checks them against `trusted` public keys and the
+ * `keyless` check: a signature counts when it verifies over its payload (with one of the keys,
+ * or keyless through the trusted root and identity policy) and the payload names exactly
  * `digest` (cosign's check; the payload's docker-reference is reported, not enforced, so an
  * artifact copied to another registry with its signature still verifies, as with cosign).
  */
@@ -222,6 +285,7 @@ export async function verifyArtifact(
   store: SignatureStore,
   digest: string,
   trusted: readonly KeyObject[],
+  keyless?: KeylessCheck,
 ): Promise<VerifyOutcome> {
   const found = await store.findManifest(signatureTag(digest));
   if (found === undefined || found.bytes.length > MAX_SIGNATURE_BYTES) return { status: 'unsigned' };
@@ -233,7 +297,6 @@ export async function verifyArtifact(
   const signers = new Set<string>();
   for (const layer of layers) {
     const payload = await store.getBlob(layer.digest, MAX_SIGNATURE_BYTES);
-    const signature = Buffer.from(layer.annotations![SIGNATURE_ANNOTATION]!, 'base64');
     let claimed: {
       critical?: {
         image?: { 'docker-manifest-digest'?: unknown };
@@ -247,22 +310,12 @@ export async function verifyArtifact(
       reasons.add('a signature payload is not JSON');
       continue;
     }
-    const key = trusted.find((k) => {
-      try {
-        return verify('sha256', payload, k, signature);
-      } catch {
-        return false;
-      }
-    });
-    if (key === undefined) {
-      reasons.add(
-        trusted.length === 0
-          ? 'no trusted public key is configured'
-          : 'no signature verifies with a trusted public key',
-      );
+    const signed = layerSigner(payload, layer, { keys: trusted, keyless });
+    if ('reason' in signed) {
+      reasons.add(signed.reason);
       continue;
     }
-    signers.add(keyFingerprint(key));
+    signers.add(signed.signer);
     if (claimed.critical?.type !== PAYLOAD_TYPE) {
       reasons.add(`a signature payload has type ${JSON.stringify(claimed.critical?.type)}`);
       continue;
@@ -274,7 +327,8 @@ export async function verifyArtifact(
     const ref = claimed.critical?.identity?.['docker-reference'];
     return {
       status: 'verified',
-      signer: keyFingerprint(key),
+      signer: signed.signer,
+      ...(signed.issuer === undefined ? {} : { issuer: signed.issuer }),
       dockerReference: typeof ref === 'string' ? ref : '',
     };
   }

@@ -1,0 +1,231 @@
+/**
+ * Keyless (Sigstore) verification of cosign signatures, on the `@sigstore/verify` library: a
+ * signature made with a short-lived Fulcio certificate and logged in Rekor, checked offline
+ * against a configured trusted root.
+ *
+ * Layout read: cosign's `.sig` tag (`oci-signature.ts`), whose simple-signing layer carries, beside
+ * the signature annotation, the leaf certificate (`dev.sigstore.cosign/certificate`, PEM), the
+ * chain (`dev.sigstore.cosign/chain`, PEM, informative: trust comes from the trusted root only) and
+ * the Rekor entry with its signed entry timestamp (`dev.sigstore.cosign/bundle`: `{SignedEntryTimestamp,
+ * Payload: {body, integratedTime, logIndex, logID}}`) — what `cosign sign` writes in keyless mode
+ * (and `cosign verify --certificate-identity … --certificate-oidc-issuer …` reads). These pieces are
+ * turned into a Sigstore bundle (v0.1: a message signature over the payload, the certificate, one
+ * hashedrekord tlog entry with its inclusion promise) and verified as one:
+ *
+ * - the leaf chains to a certificate authority of the trusted root, valid at the log's integrated
+ *   time (the signing time must fall inside the leaf's short validity);
+ * - the signature over the payload verifies with the leaf's key;
+ * - the signed entry timestamp verifies with the trusted root's key of the log named by `logID`,
+ *   and the logged hashedrekord names this signature and the payload's digest;
+ * - the identity policy: the certificate's subject alternative name (e-mail or URI) equals
+ *   `signerIdentity` (or matches the whole of `signerIdentityRegexp`), the OIDC issuer extension
+ *   (Fulcio OIDs 1.3.6.1.4.1.57264.1.8, or the older 1.3.6.1.4.1.57264.1.1) equals `certIssuer`,
+ *   and, when asked, the source repository URI extension (1.3.6.1.4.1.57264.1.12) equals
+ *   `repositoryUri`.
+ *
+ * Certificate transparency (embedded SCTs) is not required — like `cosign verify
+ * --insecure-ignore-sct` — since the Rekor entry already proves the certificate was logged at
+ * signing time; an SCT that is present is still checked against the trusted root's ctlogs.
+ *
+ * Loaded lazily, only when a keyless policy is in force.
+ */
+import { bundleFromJSON, type Bundle } from '@sigstore/bundle';
+import { X509Certificate } from '@sigstore/core';
+import { TrustedRoot } from '@sigstore/protobuf-specs';
+import { toSignedEntity, toTrustMaterial, type TrustMaterial, Verifier } from '@sigstore/verify';
+import { createHash } from 'node:crypto';
+import { CERTIFICATE_ANNOTATION, SignatureError } from './oci-signature.js';
+
+export const CHAIN_ANNOTATION = 'dev.sigstore.cosign/chain';
+export const REKOR_BUNDLE_ANNOTATION = 'dev.sigstore.cosign/bundle';
+const OID_SOURCE_REPOSITORY_URI = '1.3.6.1.4.1.57264.1.12';
+
+/** Who may have signed: cosign's `--certificate-identity[-regexp]` and `--certificate-oidc-issuer`. */
+export interface IdentityPolicy {
+  signerIdentity?: string;
+  /** Matched against the whole identity (anchored), as cosign's `--certificate-identity-regexp`. */
+  signerIdentityRegexp?: string;
+  certIssuer: string;
+  repositoryUri?: string;
+}
+
+/** A trusted root and an identity policy, ready to check signatures. */
+export interface KeylessPolicy {
+  readonly trust: TrustMaterial;
+  readonly identity: IdentityPolicy;
+}
+
+/** The certificate identity of a verified keyless signature. */
+export interface KeylessSigner {
+  identity: string;
+  issuer: string;
+}
+
+export type KeylessOutcome = { ok: true; signer: KeylessSigner } | { ok: false; reason: string };
+
+/**
+ * Reads a Sigstore `trusted_root.json` (the `dev.sigstore.trustedroot` format: certificate
+ * authorities, transparency logs, ctlogs, timestamp authorities). Throws `SignatureError` when
+ * the text is not one, or when it names no certificate authority or transparency log (nothing
+ * keyless could ever verify against it).
+ */
+export function loadTrustedRoot(text: string): TrustMaterial {
+  let root: TrustedRoot;
+  try {
+    root = TrustedRoot.fromJSON(JSON.parse(text));
+  } catch (err) {
+    throw new SignatureError('bad_key', `not a Sigstore trusted_root.json: ${(err as Error).message}`);
+  }
+  if (root.certificateAuthorities.length === 0)
+    throw new SignatureError(
+      'bad_key',
+      'the trusted root names no certificate authority (certificateAuthorities)',
+    );
+  if (root.tlogs.length === 0)
+    throw new SignatureError('bad_key', 'the trusted root names no transparency log (tlogs)');
+  try {
+    return toTrustMaterial(root);
+  } catch (err) {
+    throw new SignatureError('bad_key', `unusable trusted root: ${(err as Error).message}`);
+  }
+}
+
+/** Checks an identity policy's own shape (misuse is refused before anything is fetched). */
+export function checkIdentityPolicy(policy: IdentityPolicy): void {
+  if ((policy.signerIdentity === undefined) === (policy.signerIdentityRegexp === undefined))
+    throw new SignatureError('bad_key', 'give exactly one of signer_identity and signer_identity_regexp');
+  if (policy.signerIdentityRegexp !== undefined) {
+    try {
+      new RegExp(policy.signerIdentityRegexp, 'u');
+    } catch (err) {
+      throw new SignatureError('bad_key', `signer_identity_regexp: ${(err as Error).message}`);
+    }
+  }
+}
+
+interface RekorBundle {
+  SignedEntryTimestamp?: unknown;
+  Payload?: { body?: unknown; integratedTime?: unknown; logIndex?: unknown; logID?: unknown };
+}
+
+function pemToDer(pem: string): Buffer<ArrayBuffer> {
+  const body = /-----BEGIN CERTIFICATE-----([A-Za-z0-9+/=\s]+)-----END CERTIFICATE-----/.exec(pem)?.[1];
+  if (body === undefined) throw new Error('the certificate annotation holds no PEM certificate');
+  return Buffer.from(body.replace(/\s+/g, ''), 'base64');
+}
+
+/** cosign's layer annotations and payload as a Sigstore bundle v0.1 (see the module comment). */
+function toBundle(payload: Buffer, signature: string, annotations: Record<string, string>): Bundle {
+  const cert = annotations[CERTIFICATE_ANNOTATION];
+  const rekor = annotations[REKOR_BUNDLE_ANNOTATION];
+  if (cert === undefined) throw new Error('no certificate annotation');
+  if (rekor === undefined)
+    throw new Error(
+      'no transparency log entry (dev.sigstore.cosign/bundle): the signature was not logged in Rekor',
+    );
+  const entry = JSON.parse(rekor) as RekorBundle;
+  const p = entry.Payload;
+  if (
+    typeof entry.SignedEntryTimestamp !== 'string' ||
+    typeof p?.body !== 'string' ||
+    typeof p.integratedTime !== 'number' ||
+    typeof p.logIndex !== 'number' ||
+    typeof p.logID !== 'string' ||
+    !/^[0-9a-f]{64}$/.test(p.logID)
+  )
+    throw new Error('the transparency log entry (dev.sigstore.cosign/bundle) is malformed');
+  const body = JSON.parse(Buffer.from(p.body, 'base64').toString('utf8')) as {
+    kind?: unknown;
+    apiVersion?: unknown;
+  };
+  return bundleFromJSON({
+    mediaType: 'application/vnd.dev.sigstore.bundle+json;version=0.1',
+    verificationMaterial: {
+      x509CertificateChain: { certificates: [{ rawBytes: pemToDer(cert).toString('base64') }] },
+      tlogEntries: [
+        {
+          logIndex: String(p.logIndex),
+          logId: { keyId: Buffer.from(p.logID, 'hex').toString('base64') },
+          kindVersion: { kind: String(body.kind), version: String(body.apiVersion) },
+          integratedTime: String(p.integratedTime),
+          inclusionPromise: { signedEntryTimestamp: entry.SignedEntryTimestamp },
+          canonicalizedBody: p.body,
+        },
+      ],
+      timestampVerificationData: { rfc3161Timestamps: [] },
+    },
+    messageSignature: {
+      messageDigest: {
+        algorithm: 'SHA2_256',
+        digest: createHash('sha256').update(payload).digest('base64'),
+      },
+      signature,
+    },
+  });
+}
+
+function extensionText(cert: X509Certificate, oid: string): string | undefined {
+  const ext = cert.extension(oid);
+  if (ext === undefined) return undefined;
+  // Fulcio's newer extensions hold a DER UTF8String inside the extension's OCTET STRING.
+  return (ext.valueObj.subs[0] ?? ext.valueObj).value.toString('utf8');
+}
+
+function identityMismatch(
+  signer: KeylessSigner,
+  cert: X509Certificate,
+  policy: IdentityPolicy,
+): string | undefined {
+  if (policy.signerIdentity !== undefined && signer.identity !== policy.signerIdentity)
+    return `the certificate identity is ${signer.identity}, not ${policy.signerIdentity}`;
+  if (
+    policy.signerIdentityRegexp !== undefined &&
+    !new RegExp(`^(?:${policy.signerIdentityRegexp})$`, 'u').test(signer.identity)
+  )
+    return `the certificate identity ${signer.identity} does not match ${policy.signerIdentityRegexp}`;
+  if (signer.issuer !== policy.certIssuer)
+    return `the certificate issuer is ${signer.issuer === '' ? '(none)' : signer.issuer}, not ${policy.certIssuer}`;
+  if (policy.repositoryUri !== undefined) {
+    const repo = extensionText(cert, OID_SOURCE_REPOSITORY_URI);
+    if (repo !== policy.repositoryUri)
+      return `the certificate's source repository is ${repo ?? '(none)'}, not ${policy.repositoryUri}`;
+  }
+  return undefined;
+}
+
+/**
+ * Verifies one keyless cosign signature (`signature`, base64, over `payload`, with the layer's
+ * `annotations`) against the policy's trusted root and identity. Never throws for bad input: the
+ * outcome says why it does not verify.
+ */
+export function verifyKeyless(
+  policy: KeylessPolicy,
+  payload: Buffer,
+  signature: string,
+  annotations: Record<string, string>,
+): KeylessOutcome {
+  let bundle: Bundle;
+  let cert: X509Certificate;
+  try {
+    bundle = toBundle(payload, signature, annotations);
+    cert = X509Certificate.parse(pemToDer(annotations[CERTIFICATE_ANNOTATION]!));
+  } catch (err) {
+    return { ok: false, reason: `unreadable keyless signature: ${(err as Error).message}` };
+  }
+  let verified;
+  try {
+    verified = new Verifier(policy.trust, { ctlogThreshold: 0, tlogThreshold: 1 }).verify(
+      toSignedEntity(bundle, payload),
+    );
+  } catch (err) {
+    const cause = (err as { cause?: unknown }).cause;
+    const detail = cause instanceof Error ? ` (${cause.message})` : '';
+    return { ok: false, reason: `keyless signature does not verify: ${(err as Error).message}${detail}` };
+  }
+  const signer: KeylessSigner = {
+    identity: verified.identity?.subjectAlternativeName ?? '',
+    issuer: verified.identity?.extensions?.issuer ?? '',
+  };
+  const mismatch = identityMismatch(signer, cert, policy.identity);
+  return mismatch === undefined ? { ok: true, signer } : { ok: false, reason: mismatch };
+}
