@@ -143,6 +143,9 @@ const run = (list, parallel) =>
           '--test',
           ...(flags.watch ? ['--watch'] : []),
           `--test-concurrency=${parallel}`,
+          // A test that hangs fails, named, after this long instead of holding the whole run
+          // (CI has a time limit for all of it); the slowest test takes a few minutes.
+          `--test-timeout=${process.env.SKEP_TEST_TIMEOUT_MS ?? 600_000}`,
           '--test-reporter=spec',
           ...list,
         ],
