@@ -13,6 +13,7 @@ export { BodyTooLargeError, readBody, readTextUpTo } from './http-body.js';
 export type { ListenerLimits, PendingBody } from './listener-limits.js';
 export { BodyBudget, LISTENER_DEFAULTS, listenerOptions } from './listener-limits.js';
 export { pathExists, writeFileAtomic, writeFileAtomicSync } from './fs.js';
+export { processAlive } from './process-alive.js';
 export { lazyRequire } from './lazy.js';
 export type { OpenResult, OpenUrlOptions } from './open-url.js';
 export { authorizationEndpointRefusal, openInBrowser } from './open-url.js';

@@ -15,6 +15,7 @@ import {
   definedOnly,
   isLoopbackName,
   isWildcardAddress,
+  processAlive,
   SkepError,
   writeFileAtomicSync,
 } from '../../shared/index.js';
@@ -190,15 +191,6 @@ export function readDiscovery(file: string): DiscoveryInfo | undefined {
   }
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * GET /health on a discovered server; true only for a 204 carrying the expected nonce.
  * Over HTTPS the certificate is not verified: nothing is sent, and the answer only counts
@@ -233,7 +225,7 @@ export async function probeHealth(info: DiscoveryInfo, timeoutMs = 1000): Promis
 export async function claimDiscovery(file: string): Promise<void> {
   const existing = readDiscovery(file);
   if (existing === undefined) return;
-  if (existing.pid !== process.pid && pidAlive(existing.pid) && (await probeHealth(existing))) {
+  if (existing.pid !== process.pid && processAlive(existing.pid) && (await probeHealth(existing))) {
     throw new SkepError(
       'conflict',
       `another skep server is already running at ${existing.url} (pid ${existing.pid}); stop it first or use another SKEP_HOME`,

@@ -26,13 +26,12 @@
  * Where npm runs (in a sandbox whose network reaches only the registry, or unsandboxed) is the
  * caller's `NpmRunner`; `bwrap-sandbox.ts` provides the sandboxed one.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import {
   closeSync,
   existsSync,
   mkdirSync,
   openSync,
-  readdirSync,
   readFileSync,
   readSync,
   realpathSync,
@@ -42,6 +41,7 @@ import {
 import { dirname, join } from 'node:path';
 import { isExecutable, SkepError } from '../../shared/index.js';
 import { type InstallerRun, installerTail, runInstaller } from './installer-run.js';
+import { StoreFolder, type StoreKeys } from './store-folder.js';
 
 /** A registry package spec: the package's name and the version, range or tag asked for. */
 export interface RegistrySpec {
@@ -301,59 +301,25 @@ export function binCommand(
     : { command: node, args: [entry.file, ...args] };
 }
 
-export class NpmStore {
-  readonly root: string;
+const NPM_KEYS: StoreKeys = {
+  format: storeKey,
+  parse: (folder) => {
+    const key = parseStoreKey(folder);
+    return key === undefined ? undefined : { ...key, digest: key.digest ?? '' };
+  },
+  canonicalName: (name) => name,
+  compareVersions,
+};
 
+export class NpmStore extends StoreFolder {
   constructor(cacheDir: string) {
-    this.root = join(cacheDir, 'npm-packages');
+    super(join(cacheDir, 'npm-packages'), NPM_KEYS);
   }
 
-  /** The entry folder of `name@version` (of the registry whose digest is `digest`). */
-  entryDir(name: string, version: string, digest = ''): string {
-    return join(this.root, storeKey(name, version, digest));
-  }
-
-  /** Versions of `name` in the store (of the registry whose digest is `digest`), highest first. */
-  installedVersions(name: string, digest = ''): string[] {
-    let keys: string[];
-    try {
-      keys = readdirSync(this.root);
-    } catch {
-      return [];
-    }
-    return keys
-      .map(parseStoreKey)
-      .filter(
-        (k): k is { name: string; version: string } =>
-          k !== undefined && k.name === name && (k.digest ?? '') === digest,
-      )
-      .map((k) => k.version)
-      .sort((a, b) => compareVersions(b, a));
-  }
-
-  /**
-   * Removes the scratch and staging folders of starts that died mid-way (a killed runner):
-   * their names carry the pid of the process that made them, and that process is gone.
-   */
-  sweep(): void {
-    let names: string[];
-    try {
-      names = readdirSync(this.root);
-    } catch {
-      return;
-    }
-    for (const name of names) {
-      const pid = /^\.(?:view|staging-.+)-(\d+)-[0-9a-f]+$/.exec(name)?.[1];
-      if (pid === undefined || processAlive(Number(pid))) continue;
-      rmSync(join(this.root, name), { recursive: true, force: true });
-    }
-  }
-
-  /** A fresh empty folder beside the entries (staging installs, npm's scratch space). */
-  #scratch(label: string): string {
-    mkdirSync(this.root, { recursive: true, mode: 0o700 });
-    const dir = join(this.root, `.${label}-${process.pid}-${randomBytes(6).toString('hex')}`);
-    mkdirSync(join(dir, 'home'), { recursive: true, mode: 0o700 });
+  /** A scratch folder with an empty `home` for npm (its user config and logs stay inside). */
+  #npmScratch(label: string): string {
+    const dir = this.scratch(label);
+    mkdirSync(join(dir, 'home'), { mode: 0o700 });
     return dir;
   }
 
@@ -375,7 +341,7 @@ export class NpmStore {
       const tagged = await tags(spec.name, spec.range).catch(() => undefined);
       if (tagged !== undefined) return tagged;
     }
-    const scratch = this.#scratch('view');
+    const scratch = this.#npmScratch('view');
     let result: NpmRun;
     try {
       // A bare name is npm's `latest` tag (and npm's error names it as npx's does: `<name>@*`).
@@ -412,7 +378,7 @@ export class NpmStore {
     if (!existsSync(dir)) {
       this.sweep();
       log(`[skep] npm store: installing ${name}@${version}`);
-      const staging = this.#scratch(`staging-${storeKey(name, version, digest)}`);
+      const staging = this.#npmScratch(`staging-${storeKey(name, version, digest)}`);
       try {
         const result = await run(
           ['install', '--prefix', staging, '--no-audit', '--no-fund', '--no-save', `${name}@${version}`],
@@ -438,16 +404,6 @@ export class NpmStore {
     const chosen = selectBin(name, manifest['bin']);
     const file = realpathSync(join(dir, 'node_modules', name, chosen.file));
     return { name, version, dir, bin: chosen.bin, file, installed };
-  }
-}
-
-/** True while process `pid` exists (EPERM: it exists, owned by someone else). */
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -38,8 +38,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { isExecutable, SkepError } from '../../shared/index.js';
+import { isExecutable, processAlive, SkepError } from '../../shared/index.js';
 import { type InstallerRun, installerTail, runInstaller } from './installer-run.js';
+import { StoreFolder, type StoreKeys } from './store-folder.js';
 
 /** A `uvx://` spec the store runs: the package's name and, when pinned, its exact version. */
 export interface UvSpec {
@@ -222,37 +223,17 @@ export interface UvEnsureOptions {
   digest: string;
 }
 
-export class UvStore {
-  readonly root: string;
+const UV_KEYS: StoreKeys = {
+  format: uvStoreKey,
+  parse: parseUvStoreKey,
+  canonicalName: normalizeName,
+  compareVersions: compareUvVersions,
+  completeFile: COMPLETE_FILE,
+};
 
+export class UvStore extends StoreFolder {
   constructor(cacheDir: string) {
-    this.root = join(cacheDir, 'uv-packages');
-  }
-
-  entryDir(name: string, version: string, digest = ''): string {
-    return join(this.root, uvStoreKey(name, version, digest));
-  }
-
-  /** Versions of `name` in the store under `digest`, complete ones only, highest first. */
-  installedVersions(name: string, digest = ''): string[] {
-    let keys: string[];
-    try {
-      keys = readdirSync(this.root);
-    } catch {
-      return [];
-    }
-    const wanted = normalizeName(name);
-    return keys
-      .map((key) => ({ key, parsed: parseUvStoreKey(key) }))
-      .filter(
-        (k) =>
-          k.parsed !== undefined &&
-          k.parsed.name === wanted &&
-          k.parsed.digest === digest &&
-          existsSync(join(this.root, k.key, COMPLETE_FILE)),
-      )
-      .map((k) => k.parsed?.version as string)
-      .sort((a, b) => compareUvVersions(b, a));
+    super(join(cacheDir, 'uv-packages'), UV_KEYS);
   }
 
   /**
@@ -268,7 +249,7 @@ export class UvStore {
       );
       return installed;
     }
-    const scratch = this.#scratch('resolve');
+    const scratch = this.scratch('resolve');
     let result: UvRun;
     try {
       writeFileSync(join(scratch, 'requirements.in'), `${spec.name}\n`);
@@ -301,11 +282,12 @@ export class UvStore {
     options: UvEnsureOptions,
   ): Promise<UvStoreEntry> {
     const key = uvStoreKey(name, version, options.digest);
-    const dir = join(this.root, key);
+    const dir = this.entryDir(name, version, options.digest);
     let installed = false;
     if (existsSync(join(dir, COMPLETE_FILE))) {
       log(`[skep] uv store: ${name}==${version} is installed; no download`);
     } else {
+      this.sweep();
       mkdirSync(this.root, { recursive: true, mode: 0o700 });
       const lock = join(this.root, `.lock-${key}`);
       await acquireLock(lock, log, `${name}==${version}`);
@@ -315,7 +297,7 @@ export class UvStore {
           // A start that died mid-install left a half-made entry: start over.
           rmSync(dir, { recursive: true, force: true });
           mkdirSync(dir, { recursive: true, mode: 0o755 });
-          const cache = join(this.root, `.cache-${process.pid}-${key}`);
+          const cache = this.scratch('cache');
           try {
             const result = await run(
               [
@@ -359,14 +341,6 @@ export class UvStore {
     const bin = selectScript(name, scripts);
     return { name, version, dir, bin, file: join(binDir, bin), installed };
   }
-
-  /** A fresh empty folder beside the entries. */
-  #scratch(label: string): string {
-    mkdirSync(this.root, { recursive: true, mode: 0o700 });
-    const dir = join(this.root, `.${label}-${process.pid}-${Date.now().toString(36)}`);
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    return dir;
-  }
 }
 
 /**
@@ -406,15 +380,5 @@ function lockOwner(lock: string): number | undefined {
     } catch {
       return undefined;
     }
-  }
-}
-
-/** True while process `pid` exists (EPERM: it exists, owned by someone else). */
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
