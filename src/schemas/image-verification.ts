@@ -1,9 +1,11 @@
 /**
  * The run configuration's `image_verification` (a Skep extension; ToolHive has the
  * `--image-verification` flag of `thv run` instead): check the container image's cosign
- * signature before the container starts. Key-based only for now; the keyless provenance of a
- * registry entry (`signer_identity`, `cert_issuer`, `repository_uri`) is carried and reported,
- * and without a public key the image counts as not verifiable (refused under `enforce`).
+ * signature before the container starts. Key-based (`public_keys`) and keyless: a Fulcio
+ * certificate checked against a Sigstore trusted root (`trusted_root`) and the identity policy
+ * of the registry entry's provenance (`signer_identity` or `signer_identity_regexp`, with
+ * `cert_issuer`, and optionally `repository_uri`). With neither a key nor a trusted root the
+ * image counts as not verifiable (refused under `enforce`).
  */
 import { type Static, Type } from 'typebox';
 import { Opt, Str } from './shorthand.js';
@@ -19,9 +21,31 @@ export const ImageVerificationSchema = Type.Object(
         description: 'Trusted ECDSA P-256 public keys (SPKI PEM text, as `cosign public-key` prints).',
       }),
     ),
-    signer_identity: Opt(Str()),
-    cert_issuer: Opt(Str()),
-    repository_uri: Opt(Str()),
+    trusted_root: Opt(
+      Type.String({
+        description:
+          'Path of a Sigstore `trusted_root.json` (certificate authorities and transparency logs) on the host that runs the workload; keyless signatures are verified against it, offline.',
+      }),
+    ),
+    signer_identity: Opt(
+      Type.String({
+        description: "Keyless: the signing certificate's identity (its e-mail or URI SAN), exactly.",
+      }),
+    ),
+    signer_identity_regexp: Opt(
+      Type.String({
+        description:
+          "Keyless: a regular expression the certificate's identity must match as a whole (instead of `signer_identity`).",
+      }),
+    ),
+    cert_issuer: Opt(
+      Type.String({ description: "Keyless: the certificate's OIDC issuer (Fulcio extension), exactly." }),
+    ),
+    repository_uri: Opt(
+      Type.String({
+        description: "Keyless: the certificate's source repository URI (Fulcio extension), exactly.",
+      }),
+    ),
   },
   { additionalProperties: false },
 );

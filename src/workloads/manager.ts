@@ -80,10 +80,13 @@ export interface WorkloadManagerOptions {
 /** What `skep run` sets at create beyond the API's request. */
 export interface CreateOptions {
   /**
-   * `--image-verification`: the policy (and, when given, the trusted keys) over the registry
-   * entry's check, its keyless provenance kept; null: no check.
+   * `--image-verification`: the policy (and, when given, the trusted keys, trusted root and
+   * keyless identity) over the registry entry's check, the rest of its provenance kept; null: no check.
    */
-  imageVerification?: Pick<NonNullable<RunConfig['image_verification']>, 'policy' | 'public_keys'> | null;
+  imageVerification?: Pick<
+    NonNullable<RunConfig['image_verification']>,
+    'policy' | 'public_keys' | 'trusted_root' | 'signer_identity' | 'signer_identity_regexp' | 'cert_issuer'
+  > | null;
 }
 
 export interface ListOptions {

@@ -53,8 +53,11 @@ export interface ImageVerificationPolicy {
   policy: 'warn' | 'enforce';
   /** Trusted ECDSA P-256 public keys (SPKI PEM), from the workload config or its registry entry. */
   public_keys?: string[];
-  /** The registry entry's keyless provenance (Fulcio certificate identity); reported, see the docs. */
+  /** Path of the Sigstore `trusted_root.json` that keyless signatures are verified against. */
+  trusted_root?: string;
+  /** The keyless identity policy (Fulcio certificate): identity (exact or regexp), OIDC issuer, source repository. */
   signer_identity?: string;
+  signer_identity_regexp?: string;
   cert_issuer?: string;
   repository_uri?: string;
 }
@@ -66,8 +69,10 @@ export interface ImageVerificationResult {
   image: string;
   /** The digest the registry serves for the image (what was checked, and what runs when verified). */
   digest?: string;
-  /** The verifying key's fingerprint (`sha256:` + hex of its SPKI DER). */
+  /** The verifying key's fingerprint (`sha256:` + hex of its SPKI DER), or the keyless certificate's identity. */
   signer?: string;
+  /** Keyless: the OIDC issuer of the signing certificate. */
+  issuer?: string;
   message: string;
 }
 

@@ -2,7 +2,8 @@
  * `skep run --image-verification <policy>` and `--image-verification-key <file>`, as real
  * `skep` processes on a temporary home. Without an engine: every wrong use is refused before
  * anything is created, naming the flag (an unknown policy, a key file that is missing, private,
- * or not P-256, `enabled` with nothing to verify against, a remote server — refused by the run
+ * or not P-256, a trusted root that is missing or not JSON, an identity and its regexp together,
+ * `enabled` with nothing to verify against, a remote server — refused by the run
  * configuration's own check). With Podman and a local registry that needs a login (the
  * credentials in `REGISTRY_AUTH_FILE`, used by the pull and by the signature lookup alike): a
  * signed image runs under `enabled` and its run configuration carries the policy and the key;
@@ -93,7 +94,36 @@ test('skep run --image-verification: wrong uses are refused by name, nothing cre
   assert.equal(keyless.status, 2, keyless.stderr);
   assert.match(
     keyless.stderr,
-    /--image-verification enabled needs a trusted public key: give --image-verification-key/,
+    /--image-verification enabled needs something to verify against: a trusted public key \(--image-verification-key <file>\) or, for keyless signatures, a Sigstore trusted root \(--image-verification-trusted-root/,
+  );
+
+  // Keyless flags: the trusted root must be a readable JSON file; identity and its regexp exclude each other.
+  const noRoot = await skep(
+    'run',
+    image,
+    '--image-verification-trusted-root',
+    join(home.dir, 'missing.json'),
+  );
+  assert.equal(noRoot.status, 1, noRoot.stderr);
+  assert.match(noRoot.stderr, /--image-verification-trusted-root .*missing\.json: cannot read it/);
+  const notJson = await skep('run', image, '--image-verification-trusted-root', pubFile);
+  assert.equal(notJson.status, 1, notJson.stderr);
+  assert.match(
+    notJson.stderr,
+    /--image-verification-trusted-root .*: not JSON \(a Sigstore trusted_root\.json is\)/,
+  );
+  const both = await skep(
+    'run',
+    image,
+    '--image-verification-identity',
+    'a@example.com',
+    '--image-verification-identity-regexp',
+    '.*',
+  );
+  assert.equal(both.status, 2, both.stderr);
+  assert.match(
+    both.stderr,
+    /give --image-verification-identity or --image-verification-identity-regexp, not both/,
   );
 
   const contradiction = await skep(

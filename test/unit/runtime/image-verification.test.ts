@@ -1,7 +1,8 @@
 /**
- * The image check's outcomes that need no registry: keyless-only provenance is `unverifiable`
- * (refused under enforce, reported under warn, never passed), a bad public key is refused naming
- * the field, and an image reference that cannot be read is `unverifiable`.
+ * The image check's outcomes that need no registry: keyless-only provenance without a trusted
+ * root is `unverifiable` (refused under enforce, reported under warn, never passed), a bad public
+ * key or trusted root, or a trusted root without an identity policy, is refused naming the field,
+ * and an image reference that cannot be read is `unverifiable`.
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
@@ -21,13 +22,15 @@ test('keyless-only provenance: enforce refuses, warn runs with the reason', asyn
     (err: unknown) =>
       isSkepError(err) &&
       err.code === 'image_verification_failed' &&
-      /keyless signatures .* cannot be verified/.test(err.message),
+      /keyless signatures .* need a Sigstore trusted root: give image_verification\.trusted_root/.test(
+        err.message,
+      ),
   );
   const warned = await verifyImage('ghcr.io/acme/app:1', { policy: 'warn', ...keyless });
   assert.equal(warned.result.status, 'unverifiable');
   assert.equal(warned.image, 'ghcr.io/acme/app:1', 'an unverified image is not pinned');
   const noKey = await verifyImage('ghcr.io/acme/app:1', { policy: 'warn' });
-  assert.match(noKey.result.message, /no public key to verify against/);
+  assert.match(noKey.result.message, /no public key or trusted root to verify against/);
 });
 
 test('a bad public key is invalid_config naming it; an unreadable reference is unverifiable', async () => {
@@ -43,6 +46,35 @@ test('a bad public key is invalid_config naming it; an unreadable reference is u
   const bad = await verifyImage('Bad/Name:1', { policy: 'warn', public_keys: [pub] });
   assert.equal(bad.result.status, 'unverifiable');
   assert.match(bad.result.message, /cannot read it from its registry: .*bad repository name/);
+});
+
+test('keyless: an unreadable trusted root, or one without an identity policy, is invalid_config naming the field', async () => {
+  await assert.rejects(
+    verifyImage('ghcr.io/acme/app:1', {
+      policy: 'warn',
+      ...keyless,
+      trusted_root: '/nonexistent/trusted_root.json',
+    }),
+    (err: unknown) =>
+      isSkepError(err) &&
+      err.code === 'invalid_config' &&
+      /image_verification\.trusted_root: cannot read "\/nonexistent\/trusted_root\.json": ENOENT/.test(
+        err.message,
+      ),
+  );
+  await assert.rejects(
+    verifyImage('ghcr.io/acme/app:1', {
+      policy: 'warn',
+      signer_identity: keyless.signer_identity,
+      signer_identity_regexp: '.*',
+      cert_issuer: keyless.cert_issuer,
+      trusted_root: '/nonexistent/trusted_root.json',
+    }),
+    (err: unknown) =>
+      isSkepError(err) &&
+      err.code === 'invalid_config' &&
+      /exactly one of signer_identity and signer_identity_regexp/.test(err.message),
+  );
 });
 
 test('image references normalize as docker does', () => {

@@ -174,6 +174,10 @@ export interface RunOptions {
   guardrails?: string;
   imageVerification?: string;
   imageVerificationKey: string[];
+  imageVerificationTrustedRoot?: string;
+  imageVerificationIdentity?: string;
+  imageVerificationIdentityRegexp?: string;
+  imageVerificationIssuer?: string;
   openToLocalUsers?: boolean;
   volume: string[];
   permissionProfile?: string;
@@ -325,14 +329,22 @@ type ImageVerificationChange = NonNullable<CreateOptions['imageVerification']>;
 const MAX_KEY_FILE_BYTES = 64 * 1024;
 
 /**
- * `--image-verification` and `--image-verification-key` as the change they make to the run
- * configuration's `image_verification`: undefined keeps the default (a registry entry that names
- * its signer is checked under `warn`), null turns the check off; otherwise the policy, and the
- * keys that replace the entry's. A key comes from a file, never from the command line.
+ * `--image-verification`, `--image-verification-key` and the keyless flags as the change they
+ * make to the run configuration's `image_verification`: undefined keeps the default (a registry
+ * entry that names its signer is checked under `warn`), null turns the check off; otherwise the
+ * policy, and the keys and keyless fields that replace the entry's. A key comes from a file,
+ * never from the command line; the trusted root is kept as the absolute path of its file.
  */
 function imageVerificationOf(opts: RunOptions): ImageVerificationChange | null | undefined {
   const files = opts.imageVerificationKey;
-  if (opts.imageVerification === undefined && files.length === 0) return undefined;
+  const keyless = definedOnly({
+    trusted_root: opts.imageVerificationTrustedRoot && readTrustedRootFile(opts.imageVerificationTrustedRoot),
+    signer_identity: opts.imageVerificationIdentity,
+    signer_identity_regexp: opts.imageVerificationIdentityRegexp,
+    cert_issuer: opts.imageVerificationIssuer,
+  });
+  const anyKeyless = Object.keys(keyless).length > 0;
+  if (opts.imageVerification === undefined && files.length === 0 && !anyKeyless) return undefined;
   const value = opts.imageVerification ?? 'warn';
   const policy = Object.hasOwn(IMAGE_VERIFICATION_POLICIES, value)
     ? IMAGE_VERIFICATION_POLICIES[value]
@@ -342,13 +354,39 @@ function imageVerificationOf(opts: RunOptions): ImageVerificationChange | null |
       `invalid --image-verification '${value}': use warn, enabled (or enforce) or disabled`,
     );
   if (policy === null) {
-    if (files.length > 0)
+    if (files.length > 0 || anyKeyless)
       throw new UsageError(
-        '--image-verification disabled checks nothing: drop --image-verification-key, or use warn or enabled',
+        '--image-verification disabled checks nothing: drop the other --image-verification-* flags, or use warn or enabled',
       );
     return null;
   }
-  return files.length === 0 ? { policy } : { policy, public_keys: files.map(readPublicKeyFile) };
+  if (opts.imageVerificationIdentity !== undefined && opts.imageVerificationIdentityRegexp !== undefined)
+    throw new UsageError(
+      'give --image-verification-identity or --image-verification-identity-regexp, not both',
+    );
+  return {
+    policy,
+    ...(files.length === 0 ? {} : { public_keys: files.map(readPublicKeyFile) }),
+    ...keyless,
+  };
+}
+
+/** The trusted root file's absolute path, once it is known to be readable JSON. */
+function readTrustedRootFile(file: string): string {
+  const flag = `--image-verification-trusted-root ${file}`;
+  const path = resolve(file);
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new SkepError('invalid_path', `${flag}: cannot read it: ${(err as Error).message}`, { cause: err });
+  }
+  try {
+    JSON.parse(text);
+  } catch {
+    throw new SkepError('invalid_config', `${flag}: not JSON (a Sigstore trusted_root.json is)`);
+  }
+  return path;
 }
 
 /**
@@ -393,8 +431,8 @@ function describeKey(key: KeyObject): string {
 /**
  * What `--image-verification` can check: a container image — not a package or a local command
  * (which may still run in a container, from a base image), nor a remote URL (no image at all:
- * the run configuration's check refuses it by name). `enabled` needs a trusted key, given or
- * the registry entry's, since keyless signatures are not verified yet.
+ * the run configuration's check refuses it by name). `enabled` needs a trusted key (given or the
+ * registry entry's) or a trusted root for keyless signatures: without either nothing could pass.
  */
 function requireVerifiable(
   image: string | undefined,
@@ -407,10 +445,16 @@ function requireVerifiable(
       'unsupported_field',
       `--image-verification is not supported for ${image}: it checks a container image's signature, and this is a package or a local command; remove it`,
     );
-  if (verification.policy === 'enforce' && verification.public_keys === undefined && entryKey === undefined)
+  if (
+    verification.policy === 'enforce' &&
+    verification.public_keys === undefined &&
+    verification.trusted_root === undefined &&
+    entryKey === undefined
+  )
     throw new UsageError(
-      '--image-verification enabled needs a trusted public key: give --image-verification-key <file> ' +
-        '(keyless signatures are not verified yet, so nothing could pass)',
+      '--image-verification enabled needs something to verify against: a trusted public key ' +
+        '(--image-verification-key <file>) or, for keyless signatures, a Sigstore trusted root ' +
+        '(--image-verification-trusted-root <trusted_root.json>)',
     );
 }
 

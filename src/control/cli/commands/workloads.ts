@@ -70,6 +70,22 @@ export function registerWorkloads(program: Command): void {
       [],
     )
     .option(
+      '--image-verification-trusted-root <file>',
+      'keyless signatures: a Sigstore trusted_root.json to verify Fulcio certificates and Rekor entries against (offline); alone it means --image-verification warn',
+    )
+    .option(
+      '--image-verification-identity <identity>',
+      "keyless: the signing certificate's identity (e-mail or URI), exactly (cosign's --certificate-identity)",
+    )
+    .option(
+      '--image-verification-identity-regexp <regexp>',
+      "keyless: a regular expression the certificate's whole identity must match (cosign's --certificate-identity-regexp)",
+    )
+    .option(
+      '--image-verification-issuer <url>',
+      "keyless: the certificate's OIDC issuer, exactly (cosign's --certificate-oidc-issuer)",
+    )
+    .option(
       '-v, --volume <HOST[:IN_SERVER][:ro]>',
       'grant the server a folder (repeatable): read-write unless :ro; a local server sees it at HOST, a container at IN_SERVER',
       collect,

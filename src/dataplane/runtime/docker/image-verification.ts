@@ -1,14 +1,14 @@
 /**
- * Image verification before a container starts (ToolHive's `--image-verification`, key-based):
- * the image reference is resolved to the digest its registry serves, the cosign signatures
- * stored beside it (`sha256-<hex>.sig`, simple signing) are checked against the trusted public
- * keys, and on success the container runs that exact digest — what was verified is what runs,
- * even if the tag moves in between. `enforce` refuses any other outcome; `warn` runs the image
- * and reports the outcome in the workload status and the log.
- *
- * Keyless signatures (a Fulcio certificate naming `signer_identity`/`cert_issuer`, checked
- * against a Sigstore trusted root) are not verified here: a policy with only keyless provenance
- * is `unverifiable` — refused under `enforce`, reported under `warn` — never silently passed.
+ * Image verification before a container starts (ToolHive's `--image-verification`): the image
+ * reference is resolved to the digest its registry serves, the cosign signatures stored beside
+ * it (`sha256-<hex>.sig`, simple signing) are checked against the trusted public keys and, when
+ * a Sigstore trusted root is configured, as keyless signatures (a Fulcio certificate and its
+ * Rekor entry, `protocol/sigstore-verify.ts`) against the identity policy (`signer_identity` or
+ * `signer_identity_regexp`, `cert_issuer`, optionally `repository_uri`). On success the container
+ * runs that exact digest — what was verified is what runs, even if the tag moves in between.
+ * `enforce` refuses any other outcome; `warn` runs the image and reports the outcome in the
+ * workload status and the log. Keyless provenance without a trusted root is `unverifiable` —
+ * refused under `enforce`, reported under `warn` — never silently passed.
  *
  * A private registry is read with the login the pull uses: both find it by the same search of
  * the container tools' auth files (`oci-signature-credentials.ts`), and the runtime sends it
@@ -17,6 +17,7 @@
  * The signature modules are loaded lazily, only for workloads that ask for the check.
  */
 import type { KeyObject } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { describeError, SkepError } from '../../../shared/index.js';
 import type { ImageVerificationPolicy, ImageVerificationResult } from '../types.js';
 
@@ -74,14 +75,16 @@ async function check(
       );
     }
   }
-  if (keys.length === 0) {
-    const keyless = policy.signer_identity !== undefined || policy.cert_issuer !== undefined;
+  const keyless = await keylessCheck(policy);
+  if (keys.length === 0 && keyless === undefined) {
+    const named = policy.signer_identity ?? policy.signer_identity_regexp;
     return {
       ...base,
       status: 'unverifiable',
-      message: keyless
-        ? `image ${image}: keyless signatures (signer ${policy.signer_identity ?? '?'}, issuer ${policy.cert_issuer ?? '?'}) cannot be verified by Skep yet; give image_verification.public_keys (skep run --image-verification-key <file>)`
-        : `image ${image}: no public key to verify against; give image_verification.public_keys (skep run --image-verification-key <file>)`,
+      message:
+        named !== undefined || policy.cert_issuer !== undefined
+          ? `image ${image}: keyless signatures (signer ${named ?? '?'}, issuer ${policy.cert_issuer ?? '?'}) need a Sigstore trusted root: give image_verification.trusted_root (skep run --image-verification-trusted-root <trusted_root.json>)`
+          : `image ${image}: no public key or trusted root to verify against; give image_verification.public_keys (skep run --image-verification-key <file>) or image_verification.trusted_root with signer_identity and cert_issuer`,
     };
   }
   let reader;
@@ -105,7 +108,7 @@ async function check(
   }
   let outcome;
   try {
-    outcome = await sig.verifyArtifact(reader, digest, keys);
+    outcome = await sig.verifyArtifact(reader, digest, keys, keyless);
   } catch (err) {
     return {
       ...base,
@@ -115,17 +118,28 @@ async function check(
     };
   }
   if (outcome.status === 'verified') {
+    if (outcome.issuer !== undefined)
+      return {
+        ...base,
+        digest,
+        status: 'verified',
+        signer: outcome.signer,
+        issuer: outcome.issuer,
+        message: `image ${image} (${digest}) verified: keyless signature by ${outcome.signer} (issuer ${outcome.issuer})`,
+      };
     return {
       ...base,
       digest,
       status: 'verified',
       signer: outcome.signer,
-      // Keyless identity fields beside a key are not checked: said, never implied.
+      // Keyless identity fields beside a key, without a trusted root, are not checked: said, never implied.
       message: `image ${image} (${digest}) verified: signed by ${outcome.signer}${
-        policy.signer_identity !== undefined ||
-        policy.cert_issuer !== undefined ||
-        policy.repository_uri !== undefined
-          ? '; the keyless provenance (signer_identity, cert_issuer, repository_uri) is not checked'
+        keyless === undefined &&
+        (policy.signer_identity !== undefined ||
+          policy.signer_identity_regexp !== undefined ||
+          policy.cert_issuer !== undefined ||
+          policy.repository_uri !== undefined)
+          ? '; the keyless provenance (signer_identity, cert_issuer, repository_uri) is not checked without image_verification.trusted_root'
           : ''
       }`,
     };
@@ -138,6 +152,51 @@ async function check(
     status: 'invalid',
     message: `image ${image} (${digest}): signature verification failed: ${outcome.reason}`,
   };
+}
+
+/**
+ * The keyless check of `policy`: its trusted root (read from the file it names) bound to its
+ * identity policy; undefined without `trusted_root`. A trusted root without an identity policy is
+ * refused, as cosign refuses keyless verification without `--certificate-identity` and
+ * `--certificate-oidc-issuer`: any certificate from the CA would pass.
+ */
+async function keylessCheck(policy: ImageVerificationPolicy) {
+  if (policy.trusted_root === undefined) return undefined;
+  const sigstore = await import('../../../protocol/sigstore-verify.js');
+  const identity = {
+    certIssuer: policy.cert_issuer ?? '',
+    ...(policy.signer_identity === undefined ? {} : { signerIdentity: policy.signer_identity }),
+    ...(policy.signer_identity_regexp === undefined
+      ? {}
+      : { signerIdentityRegexp: policy.signer_identity_regexp }),
+    ...(policy.repository_uri === undefined ? {} : { repositoryUri: policy.repository_uri }),
+  };
+  try {
+    if (policy.cert_issuer === undefined) throw new Error('cert_issuer is required with trusted_root');
+    sigstore.checkIdentityPolicy(identity);
+  } catch (err) {
+    throw new SkepError('invalid_config', `image_verification: ${(err as Error).message}`);
+  }
+  let text: string;
+  try {
+    text = await readFile(policy.trusted_root, 'utf8');
+  } catch (err) {
+    throw new SkepError(
+      'invalid_config',
+      `image_verification.trusted_root: cannot read "${policy.trusted_root}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
+  }
+  let trust: ReturnType<typeof sigstore.loadTrustedRoot>;
+  try {
+    trust = sigstore.loadTrustedRoot(text);
+  } catch (err) {
+    throw new SkepError(
+      'invalid_config',
+      `image_verification.trusted_root "${policy.trusted_root}": ${(err as Error).message}`,
+    );
+  }
+  return (payload: Buffer, signature: string, annotations: Record<string, string>) =>
+    sigstore.verifyKeyless({ trust, identity }, payload, signature, annotations);
 }
 
 /** What the credential search found (`findRegistryCredentials`), as far as messages need it. */
