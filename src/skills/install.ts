@@ -4,7 +4,6 @@
  * swapped in, records and the lock file are updated, and a failure anywhere undoes every step
  * taken so far, newest first. Backups are dropped only once the whole tree is installed.
  */
-import type { KeyObject } from 'node:crypto';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { DEFAULT_GROUP } from '../groups/index.js';
@@ -24,7 +23,7 @@ import {
 import type { InstalledSkill } from './records.js';
 import { type ResolvedSkill, resolveSkill } from './resolve.js';
 import { resolveScope } from './scope.js';
-import { checkSignature, KEY_SIGNER_ISSUER, type SkillSignature, trustedKeys } from './signing.js';
+import { checkSignature, type SkillSignature, type SkillTrust, skillTrust } from './signing.js';
 
 export interface InstallRequest {
   name: string;
@@ -67,8 +66,8 @@ export interface InstallTx {
 }
 
 export interface SignaturePolicy {
-  /** Public keys the user trusts (request, config folder, environment). */
-  keys: KeyObject[];
+  /** Public keys (request, config folder, environment) and keyless signers the user trusts. */
+  trust: SkillTrust;
   /** Project scope: an artifact must be signed by a trusted key, or `allowUnsigned`. */
   required: boolean;
   allowUnsigned: boolean;
@@ -128,7 +127,7 @@ export async function installSkill(ctx: SkillsContext, request: InstallRequest):
   const group = request.group === undefined || request.group === '' ? DEFAULT_GROUP : request.group;
   ctx.groups.require(group);
   const resolved = await resolveSkill(ctx, request.name.trim(), request.version);
-  const keys = await trustedKeys(ctx, request.public_keys ?? []);
+  const trust = await skillTrust(ctx, request.public_keys ?? []);
   const tx: InstallTx = {
     scope: scope ?? 'user',
     projectRoot: root,
@@ -140,7 +139,7 @@ export async function installSkill(ctx: SkillsContext, request: InstallRequest):
     lock: undefined,
     visited: new Set(),
     stack: [],
-    signatures: { keys, required: scope === 'project', allowUnsigned: request.allow_unsigned === true },
+    signatures: { trust, required: scope === 'project', allowUnsigned: request.allow_unsigned === true },
   };
   if (tx.scope === 'project') {
     tx.lock = await readLock(root);
@@ -283,7 +282,7 @@ export async function installOne(
       digest: resolved.digest,
       contentDigest: await contentDigest(first),
       ...(signature.status === 'verified'
-        ? { provenance: { signerIdentity: signature.signer, certIssuer: KEY_SIGNER_ISSUER } }
+        ? { provenance: { signerIdentity: signature.signer, certIssuer: signature.issuer } }
         : { unsigned: true }),
       ...(requiredBy === undefined ? {} : { requiredBy: [requiredBy] }),
       ...(explicit ? { explicit: true } : {}),
@@ -321,12 +320,13 @@ async function signatureOf(
   const name = resolved.name;
   let found: SkillSignature;
   if (resolved.oci === undefined) found = { status: 'unsigned' };
-  else if (!policy.required && policy.keys.length === 0) return { status: 'unchecked' };
-  else found = await checkSignature(ctx, resolved.oci, resolved.digest, policy.keys);
+  else if (!policy.required && policy.trust.keys.length === 0 && policy.trust.keyless === undefined)
+    return { status: 'unchecked' };
+  else found = await checkSignature(ctx, resolved.oci, resolved.digest, policy.trust);
   if (found.status === 'invalid') {
     throw new SkepError(
       'forbidden',
-      `skill "${name}" (${resolved.digest}): signature verification failed: ${found.reason}; trust the publisher's public key with --key <file> or in the trusted-keys folder`,
+      `skill "${name}" (${resolved.digest}): signature verification failed: ${found.reason}; trust the publisher's public key with --key <file> or in the trusted-keys folder, or its keyless identity in the Sigstore policy (sigstore-policy.json)`,
     );
   }
   const pinned = pinnedSigner(tx, name);
@@ -348,7 +348,7 @@ async function signatureOf(
   if (policy.required && !policy.allowUnsigned) {
     throw new SkepError(
       'forbidden',
-      `skill "${name}" (${resolved.digest}) is not signed${resolved.oci === undefined ? ' (git sources and local builds carry no signature)' : ''}; a project install needs a signature by a trusted key, or allow_unsigned (--allow-unsigned)`,
+      `skill "${name}" (${resolved.digest}) is not signed${resolved.oci === undefined ? ' (git sources and local builds carry no signature)' : ''}; a project install needs a signature by a trusted key or keyless identity, or allow_unsigned (--allow-unsigned)`,
     );
   }
   return found;

@@ -27,7 +27,7 @@ import {
 import type { InstalledSkill } from './records.js';
 import { resolveSkill } from './resolve.js';
 import { resolveScope } from './scope.js';
-import { checkSignature, KEY_SIGNER_ISSUER, trustedKeys } from './signing.js';
+import { checkSignature, skillTrust } from './signing.js';
 
 /**
  * Restores a project's installed skills to its lock file (ToolHive's `sync`). Entries
@@ -158,7 +158,7 @@ export async function upgradeProject(
     const pinned = pinnedSignerOf(entry);
     if (pinned !== undefined) {
       try {
-        const checked = await checkUpgradeSignature(ctx, entry, digest);
+        const { signer: checked, issuer } = await checkUpgradeSignature(ctx, entry, digest);
         if (checked !== pinned && request.allow_signer_change !== true) {
           outcomes.push({
             ...base,
@@ -170,7 +170,7 @@ export async function upgradeProject(
           });
           continue;
         }
-        upgraded = { ...upgraded, provenance: { signerIdentity: checked, certIssuer: KEY_SIGNER_ISSUER } };
+        upgraded = { ...upgraded, provenance: { signerIdentity: checked, certIssuer: issuer } };
       } catch (err) {
         const f = failed(ctx, entry.name, err);
         outcomes.push({
@@ -201,14 +201,18 @@ function pinnedSignerOf(entry: LockEntry): string | undefined {
   return typeof signer === 'string' ? signer : undefined;
 }
 
-/** The trusted signer of `digest` from `entry.source`'s repository; 403 when there is none. */
-async function checkUpgradeSignature(ctx: SkillsContext, entry: LockEntry, digest: string): Promise<string> {
+/** The trusted signer (and issuer) of `digest` from `entry.source`'s repository; 403 when there is none. */
+async function checkUpgradeSignature(
+  ctx: SkillsContext,
+  entry: LockEntry,
+  digest: string,
+): Promise<{ signer: string; issuer: string }> {
   const resolved = await resolveSkill(ctx, pinnedSource(entry.source, digest));
   if (resolved.oci === undefined) {
     throw new SkepError('forbidden', `skill "${entry.name}": ${entry.source} carries no signature`);
   }
-  const found = await checkSignature(ctx, resolved.oci, digest, await trustedKeys(ctx));
-  if (found.status === 'verified') return found.signer;
+  const found = await checkSignature(ctx, resolved.oci, digest, await skillTrust(ctx));
+  if (found.status === 'verified') return { signer: found.signer, issuer: found.issuer };
   throw new SkepError(
     'forbidden',
     `skill "${entry.name}" (${digest}): ${found.status === 'unsigned' ? 'not signed' : `signature verification failed: ${found.reason}`}, but the lock pins a signer`,

@@ -1,18 +1,28 @@
 /**
- * Signing skill artifacts on push and verifying them on install, key-based and cosign-compatible
- * (see `protocol/oci-signature.ts` for the format: a `sha256-<hex>.sig` tag beside the artifact).
+ * Signing skill artifacts on push and verifying them on install, cosign-compatible (see
+ * `protocol/oci-signature.ts` for the format: a `sha256-<hex>.sig` tag beside the artifact).
  *
- * Keys the user trusts (their policy): the public keys passed with the install, every `*.pub` and
- * `*.pem` file in `<config dir>/trusted-keys/`, and the files or folders listed in
- * `SKEP_SKILLS_TRUSTED_KEYS` (separated by the path delimiter). The signer recorded in the lock
- * file is the key's fingerprint. Keyless (Fulcio certificate + Rekor entry) is not built: a push
- * asking for it gets a 501 that says so.
+ * What the user trusts (their policy):
+ * - keys: the public keys passed with the install, every `*.pub` and `*.pem` file in
+ *   `<config dir>/trusted-keys/`, and the files or folders listed in `SKEP_SKILLS_TRUSTED_KEYS`
+ *   (separated by the path delimiter); the signer recorded in the lock file is the key's
+ *   fingerprint, with the issuer `skep:public-key`;
+ * - keyless signers (a Fulcio certificate and its Rekor entry, `protocol/sigstore-verify.ts`):
+ *   the Sigstore policy file `<config dir>/sigstore-policy.json`, or the file named by
+ *   `SKEP_SKILLS_SIGSTORE_POLICY` — `{"trusted_root": "<path of a trusted_root.json>",
+ *   "identities": [{"signer_identity" | "signer_identity_regexp": "...", "cert_issuer": "..."}]}`
+ *   (a relative `trusted_root` is read beside the policy file); the lock file records the
+ *   certificate's identity and OIDC issuer.
  *
- * The signature module is loaded lazily: only a signed push or an install from a registry loads it.
+ * Keyless signing on push is not built: a push asking for it gets a message that says how to
+ * sign instead.
+ *
+ * The signature modules are loaded lazily: only a signed push or an install from a registry
+ * loads them, and the Sigstore one only when a Sigstore policy exists.
  */
 import type { KeyObject } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { resolvePaths } from '../config/index.js';
 import { isSkepError, SkepError } from '../shared/index.js';
 import type { SkillsContext } from './context.js';
@@ -20,6 +30,9 @@ import type { OciSession } from './oci-client.js';
 import type { OciRef } from './oci-ref.js';
 
 export const TRUSTED_KEYS_ENV = 'SKEP_SKILLS_TRUSTED_KEYS';
+export const SIGSTORE_POLICY_ENV = 'SKEP_SKILLS_SIGSTORE_POLICY';
+/** The Sigstore policy file in the config folder, read when the variable is not set. */
+export const SIGSTORE_POLICY_FILE = 'sigstore-policy.json';
 /** cosign's variable for the passphrase of an encrypted private key. */
 export const KEY_PASSWORD_ENV = 'COSIGN_PASSWORD';
 /** The `certIssuer` a key-based signer is recorded with in the lock file's `provenance`. */
@@ -121,27 +134,141 @@ export async function trustedKeys(ctx: SkillsContext, given: readonly string[] =
   return keys;
 }
 
+type KeylessCheck = NonNullable<Parameters<SignatureModule['verifyArtifact']>[3]>;
+
+/** Who the user trusts to sign skills: public keys and, with a Sigstore policy, keyless signers. */
+export interface SkillTrust {
+  keys: KeyObject[];
+  keyless?: KeylessCheck;
+}
+
+/** The user's whole trust policy for an install (`given` public keys added to theirs). */
+export async function skillTrust(ctx: SkillsContext, given: readonly string[] = []): Promise<SkillTrust> {
+  const keys = await trustedKeys(ctx, given);
+  const keyless = await keylessTrust(ctx);
+  return keyless === undefined ? { keys } : { keys, keyless };
+}
+
+interface PolicyFile {
+  trusted_root?: unknown;
+  identities?: unknown;
+}
+
+/**
+ * The keyless check of the user's Sigstore policy file, or undefined when there is none. A
+ * signature passes when it verifies against the trusted root and its certificate matches one of
+ * the identities. A policy file that cannot be used is refused by name, never skipped.
+ */
+async function keylessTrust(ctx: SkillsContext): Promise<KeylessCheck | undefined> {
+  const env = ctx.env();
+  const named = env[SIGSTORE_POLICY_ENV];
+  const file =
+    named !== undefined && named !== '' ? named : join(resolvePaths(env).configDir, SIGSTORE_POLICY_FILE);
+  const what = named !== undefined && named !== '' ? `${SIGSTORE_POLICY_ENV} "${file}"` : `"${file}"`;
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' && (named === undefined || named === '')) return undefined;
+    throw new SkepError(
+      'invalid_config',
+      `Sigstore policy ${what}: cannot read it: ${code ?? (err as Error).message}`,
+    );
+  }
+  const bad = (why: string) => new SkepError('invalid_config', `Sigstore policy ${what}: ${why}`);
+  let doc: PolicyFile;
+  try {
+    doc = JSON.parse(text) as PolicyFile;
+  } catch {
+    throw bad('not JSON');
+  }
+  if (typeof doc.trusted_root !== 'string' || doc.trusted_root === '')
+    throw bad('trusted_root (the path of a Sigstore trusted_root.json) is required');
+  if (!Array.isArray(doc.identities) || doc.identities.length === 0)
+    throw bad('identities (a list of {signer_identity or signer_identity_regexp, cert_issuer}) is required');
+  const sigstore = await import('../protocol/sigstore-verify.js');
+  const identities = doc.identities.map((item: unknown, i) => {
+    const entry = (typeof item === 'object' && item !== null ? item : {}) as Record<string, unknown>;
+    const str = (key: string): string | undefined => {
+      const value = entry[key];
+      return typeof value === 'string' ? value : undefined;
+    };
+    const issuer = str('cert_issuer');
+    if (issuer === undefined) throw bad(`identities[${i}].cert_issuer is required`);
+    const identity = {
+      certIssuer: issuer,
+      ...(str('signer_identity') === undefined ? {} : { signerIdentity: str('signer_identity')! }),
+      ...(str('signer_identity_regexp') === undefined
+        ? {}
+        : { signerIdentityRegexp: str('signer_identity_regexp')! }),
+      ...(str('repository_uri') === undefined ? {} : { repositoryUri: str('repository_uri')! }),
+    };
+    try {
+      sigstore.checkIdentityPolicy(identity);
+    } catch (err) {
+      throw bad(`identities[${i}]: ${(err as Error).message}`);
+    }
+    return identity;
+  });
+  const rootPath = resolve(dirname(file), doc.trusted_root);
+  let rootText: string;
+  try {
+    rootText = await readFile(rootPath, 'utf8');
+  } catch (err) {
+    throw bad(
+      `trusted_root "${rootPath}": cannot read it: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
+  }
+  let trust: ReturnType<typeof sigstore.loadTrustedRoot>;
+  try {
+    trust = sigstore.loadTrustedRoot(rootText);
+  } catch (err) {
+    throw bad(`trusted_root "${rootPath}": ${(err as Error).message}`);
+  }
+  return (payload, signature, annotations) => {
+    const reasons: string[] = [];
+    for (const identity of identities) {
+      const outcome = sigstore.verifyKeyless({ trust, identity }, payload, signature, annotations);
+      if (outcome.ok) return outcome;
+      reasons.push(outcome.reason);
+    }
+    return { ok: false, reason: [...new Set(reasons)].join('; ') };
+  };
+}
+
 /** What the signature check of one install found. */
 export type SkillSignature =
-  { status: 'verified'; signer: string } | { status: 'unsigned' } | { status: 'invalid'; reason: string };
+  | { status: 'verified'; signer: string; issuer: string }
+  | { status: 'unsigned' }
+  | { status: 'invalid'; reason: string };
 
-/** Looks up and verifies the signature of the artifact `digest` in `ref`'s repository. */
+/**
+ * Looks up and verifies the signature of the artifact `digest` in `ref`'s repository. The issuer
+ * of a verified signature is the certificate's OIDC issuer (keyless) or `skep:public-key`.
+ */
 export async function checkSignature(
   ctx: SkillsContext,
   ref: OciRef,
   digest: string,
-  keys: readonly KeyObject[],
+  trust: SkillTrust,
 ): Promise<SkillSignature> {
   const sig = await signatureModule();
   let outcome;
   try {
-    outcome = await sig.verifyArtifact(signatureStore(ctx.session(ref, false)), digest, keys);
+    outcome = await sig.verifyArtifact(
+      signatureStore(ctx.session(ref, false)),
+      digest,
+      trust.keys,
+      trust.keyless,
+    );
   } catch (err) {
     if (err instanceof Error && err.name === 'SignatureError')
       return { status: 'invalid', reason: err.message };
     throw err;
   }
-  if (outcome.status === 'verified') return { status: 'verified', signer: outcome.signer };
+  if (outcome.status === 'verified')
+    return { status: 'verified', signer: outcome.signer, issuer: outcome.issuer ?? KEY_SIGNER_ISSUER };
   if (outcome.status === 'unsigned') return outcome;
   return { status: 'invalid', reason: outcome.reason };
 }
