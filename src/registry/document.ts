@@ -57,7 +57,11 @@ const EXPECTED_SHAPE = 'expected {version, meta, data: {servers: [server.json...
  * JSON that is not shaped like a registry at all is refused before validation, with a
  * message that names no field of it (F6: it may be any JSON file on the machine).
  */
-export function toRegistryDocument(value: unknown, where: string): RegistryDocument {
+export function toRegistryDocument(
+  value: unknown,
+  where: string,
+  options: { allowEmpty?: boolean } = {},
+): RegistryDocument {
   if (!isRecord(value))
     throw new InvalidRegistryError(
       `${where} is not a registry document: not a JSON object (${EXPECTED_SHAPE})`,
@@ -75,7 +79,7 @@ export function toRegistryDocument(value: unknown, where: string): RegistryDocum
     );
   throwProblems(documentValidator.problems(value), where);
   const doc = value as RegistryDocument;
-  if (doc.data.servers.length === 0 && (doc.data.skills?.length ?? 0) === 0) {
+  if (options.allowEmpty !== true && doc.data.servers.length === 0 && (doc.data.skills?.length ?? 0) === 0) {
     throw new InvalidRegistryError(`${where} contains no servers and no skills`);
   }
   checkGroups(doc.data.groups, doc.data.servers, where);

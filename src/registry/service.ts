@@ -105,6 +105,13 @@ export interface RegistryServiceOptions {
   openUrl?: (url: string) => Promise<void> | void;
   /** How long a registry login may take, ms (default 5 min). */
   loginTimeoutMs?: number;
+  /** The one registry's name (default `default`; the MCPRegistry server serves several, one service each). */
+  name?: string;
+  /**
+   * Serve a file source with no entries instead of refusing it: the MCPRegistry server's union of
+   * sources is legitimately empty (no workload of the namespace opted in yet).
+   */
+  allowEmpty?: boolean;
 }
 
 export interface ListQuery {
@@ -122,6 +129,7 @@ export class RegistryService {
   readonly #cacheDir: string;
   readonly #now: () => number;
   readonly #options: RegistryServiceOptions;
+  readonly #name: string;
   #current: { key: string; source: RegistrySource } | undefined;
   /** The login of the configured source, while its identity (location, auth config) holds. */
   #login: { key: string; login: RegistryLogin } | undefined;
@@ -130,6 +138,7 @@ export class RegistryService {
 
   constructor(options: RegistryServiceOptions) {
     this.#options = options;
+    this.#name = options.name ?? DEFAULT_REGISTRY;
     this.#store = options.store;
     this.#logger = options.logger ?? silentLogger;
     this.#timeoutMs = options.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS;
@@ -151,14 +160,14 @@ export class RegistryService {
   }
 
   async getRegistry(name: string): Promise<RegistryInfo & { registry: NativeRegistry }> {
-    requireDefault(name);
+    this.#requireName(name);
     const index = await this.#index();
     return { ...this.#describe(index), registry: index.nativeRegistry() };
   }
 
   /** `{servers, remote_servers}` as arrays, sorted by name. */
   async listNativeServers(name: string): Promise<{ servers: ImageServer[]; remote_servers: RemoteServer[] }> {
-    requireDefault(name);
+    this.#requireName(name);
     const native = (await this.#index()).nativeRegistry();
     return { servers: Object.values(native.servers), remote_servers: Object.values(native.remote_servers) };
   }
@@ -185,7 +194,7 @@ export class RegistryService {
 
   /** `findServer` within a named registry (only `default` exists). */
   async getNativeServer(registryName: string, serverName: string): Promise<FoundServer> {
-    requireDefault(registryName);
+    this.#requireName(registryName);
     return this.findServer(serverName);
   }
 
@@ -226,7 +235,7 @@ export class RegistryService {
    * `allow_private_ip` → 403; unreachable or too slow → 504; unusable content → 502.
    */
   async configure(name: string, update: SourceUpdate): Promise<{ type: SourceType }> {
-    requireDefault(name);
+    this.#requireName(name);
     const given = (['url', 'api_url', 'local_path'] as const).filter(
       (k) => update[k] !== undefined && update[k] !== '',
     );
@@ -317,7 +326,7 @@ export class RegistryService {
 
   /** Reloads the source now, ignoring the TTL; fails if the source cannot be read. */
   async refresh(name: string): Promise<{ status: 'refreshed'; type: SourceType; server_count: number }> {
-    requireDefault(name);
+    this.#requireName(name);
     const index = await this.#index({ force: true, noStale: true });
     return { status: 'refreshed', type: this.#source().type, server_count: index.serverCount };
   }
@@ -383,6 +392,15 @@ export class RegistryService {
 
   // ------------------------------------------------------------------ internals
 
+  #requireName(name: string): void {
+    if (name !== this.#name) {
+      throw new SkepError(
+        'registry_not_found',
+        `registry ${name} does not exist; the only registry is "${this.#name}"`,
+      );
+    }
+  }
+
   async #info(): Promise<RegistryInfo> {
     return this.#describe(await this.#index());
   }
@@ -390,7 +408,7 @@ export class RegistryService {
   #describe(index: RegistryIndex): RegistryInfo {
     const source = this.#source();
     return {
-      name: DEFAULT_REGISTRY,
+      name: this.#name,
       type: source.type,
       source: source.location,
       version: index.version,
@@ -456,7 +474,7 @@ export class RegistryService {
   }
 
   #build(config: StoredSourceConfig, login?: RegistryLogin): RegistrySource {
-    if (config.type === 'file') return new FileSource(config.location);
+    if (config.type === 'file') return new FileSource(config.location, this.#options.allowEmpty === true);
     const options = {
       http: this.#http,
       allowPrivate: config.allow_private_ip,
@@ -587,15 +605,6 @@ function authNotApplicable(what: string): SkepError {
     'bad_request',
     `auth: registry authentication applies to a url or api_url source; ${what} needs none (omit auth)`,
   );
-}
-
-function requireDefault(name: string): void {
-  if (name !== DEFAULT_REGISTRY) {
-    throw new SkepError(
-      'registry_not_found',
-      `registry ${name} does not exist; the only registry is "default"`,
-    );
-  }
 }
 
 function checkUrl(value: string, field: string, allowPrivate: boolean): string {

@@ -87,7 +87,11 @@ export class FileSource implements RegistrySource {
   readonly type = 'file' as const;
   #cached: { key: string; index: RegistryIndex } | undefined;
 
-  constructor(readonly location: string) {}
+  /** `allowEmpty`: a document with no entries is served, not refused. */
+  constructor(
+    readonly location: string,
+    readonly allowEmpty = false,
+  ) {}
 
   async load(options: LoadOptions = {}): Promise<LoadResult> {
     let key: string;
@@ -96,7 +100,9 @@ export class FileSource implements RegistrySource {
       key = `${st.ino}:${st.size}:${st.mtimeMs}`;
       if (options.force !== true && this.#cached?.key === key) return { index: this.#cached.index };
       const text = await readFile(this.location, 'utf8');
-      const index = new RegistryIndex(toRegistryDocument(parseJson(text, this.location), this.location));
+      const index = new RegistryIndex(
+        toRegistryDocument(parseJson(text, this.location), this.location, { allowEmpty: this.allowEmpty }),
+      );
       this.#cached = { key, index };
       return { index };
     } catch (err) {
