@@ -9,7 +9,7 @@ import { sourceDateEpoch } from './archive.js';
 import { buildArtifact, LABEL } from './artifact.js';
 import type { SkillsContext } from './context.js';
 import { parseOciRef } from './oci-ref.js';
-import { keylessRefusal, loadSigningKey, signatureModule, signatureStore } from './signing.js';
+import { keylessSigner, loadSigningKey, signatureModule, signatureStore } from './signing.js';
 import { checkSkillPath, collectSkillFiles, parseCollected } from './skill-dir.js';
 
 export interface BuildInfo {
@@ -30,7 +30,7 @@ export interface PushRequest {
 export interface PushResult {
   /** The digest of the pushed artifact (its image index). */
   digest: string;
-  /** The signing key's fingerprint, when signed. */
+  /** The signing key's fingerprint, or the keyless certificate's identity, when signed. */
   signer?: string;
   /** Where the signature is stored (cosign's `sha256-<hex>.sig` tag), when signed. */
   signature?: string;
@@ -102,9 +102,10 @@ export async function pushBuild(ctx: SkillsContext, request: PushRequest): Promi
     throw new SkepError('bad_request', 'no_sign excludes key and identity_token');
   if (key !== undefined && token !== undefined)
     throw new SkepError('bad_request', 'key and identity_token are mutually exclusive');
-  if (token !== undefined) throw keylessRefusal(true);
-  // The key is read and checked before anything is pushed: a bad key leaves the registry untouched.
-  const signingKey = key === undefined ? undefined : await loadSigningKey(ctx, key);
+  // The key is read and checked (or the keyless certificate obtained) before anything is pushed:
+  // a bad key or a refused token leaves the registry untouched.
+  const keyless = token === undefined ? undefined : await keylessSigner(ctx, token);
+  const signingKey = key === undefined ? keyless?.key : await loadSigningKey(ctx, key);
   const digest = await ctx.local.resolve(request.reference);
   if (digest === undefined)
     throw new SkepError('skill_not_found', `reference "${request.reference}" not found in local store`);
@@ -121,10 +122,11 @@ export async function pushBuild(ctx: SkillsContext, request: PushRequest): Promi
     `${ref.registry}/${ref.repository}`,
     root.digest,
     signingKey,
+    keyless?.annotate,
   );
   return {
     digest: root.digest,
-    signer: signed.signer,
+    signer: keyless?.identity ?? signed.signer,
     signature: `${ref.registry}/${ref.repository}:${signed.tag}`,
   };
 }

@@ -273,12 +273,52 @@ export async function checkSignature(
   return { status: 'invalid', reason: outcome.reason };
 }
 
-/** The message of a push that asks for keyless signing. */
-export function keylessRefusal(tokenGiven: boolean): SkepError {
-  return new SkepError(
-    'not_implemented',
-    tokenGiven
-      ? 'keyless signing (a Fulcio certificate for the OIDC identity token, logged in Rekor) is not supported by Skep yet; sign with a key instead (key: a PKCS#8 ECDSA P-256 PEM, e.g. `skep skill push --key cosign.key`)'
-      : 'keyless signing needs an OIDC identity token and Skep does not support it yet; sign with a key (`--key <private key PEM>`) or push with --no-sign',
-  );
+export const FULCIO_URL_ENV = 'SKEP_SIGSTORE_FULCIO_URL';
+export const REKOR_URL_ENV = 'SKEP_SIGSTORE_REKOR_URL';
+
+/**
+ * A keyless signer for a push: an ephemeral key certified by Fulcio for the OIDC identity
+ * `token`, whose signatures are logged in Rekor (the public-good instances unless
+ * `SKEP_SIGSTORE_FULCIO_URL` / `SKEP_SIGSTORE_REKOR_URL` name others). A refused token is a 400
+ * that says so; an unreachable or failing service a 502. The token never appears in a message.
+ */
+export async function keylessSigner(ctx: SkillsContext, token: string) {
+  const sigstore = await import('../protocol/sigstore-sign.js');
+  const env = ctx.env();
+  const url = (name: string, fallback: string): string => {
+    const value = env[name];
+    if (value === undefined || value === '') return fallback;
+    let parsed: URL;
+    try {
+      parsed = new URL(value);
+    } catch {
+      throw new SkepError('invalid_config', `${name}: not a URL: ${value}`);
+    }
+    const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(parsed.hostname);
+    if (parsed.protocol !== 'https:' && !(parsed.protocol === 'http:' && loopback))
+      throw new SkepError(
+        'invalid_config',
+        `${name}: the identity token is only sent over https (or http to loopback)`,
+      );
+    return value;
+  };
+  const mapped = (err: unknown): unknown =>
+    err instanceof sigstore.KeylessSigningError
+      ? new SkepError(
+          err.kind === 'bad_token' ? 'bad_request' : 'bad_gateway',
+          `keyless signing: ${err.message}`,
+        )
+      : err;
+  const fulcioUrl = url(FULCIO_URL_ENV, sigstore.PUBLIC_FULCIO_URL);
+  const rekorUrl = url(REKOR_URL_ENV, sigstore.PUBLIC_REKOR_URL);
+  try {
+    const signer = await sigstore.keylessSigner({ identityToken: token, fulcioUrl, rekorUrl });
+    return {
+      ...signer,
+      annotate: (payload: Buffer, signature: string) =>
+        signer.annotate(payload, signature).catch((err: unknown) => Promise.reject(mapped(err))),
+    };
+  } catch (err) {
+    throw mapped(err);
+  }
 }

@@ -26,6 +26,8 @@ export interface Leaf {
 
 export interface SigstoreFixture {
   dir: string;
+  /** The CA certificate (PEM), the chain a Fulcio double sends after the leaf. */
+  caPem: string;
   trustedRootJson: string;
   trustedRootPath: string;
   /** A leaf certificate for `identity` (e-mail or URI) from `issuer`, valid from now for 10 minutes. */
@@ -35,6 +37,19 @@ export interface SigstoreFixture {
     repositoryUri?: string;
     validFromSeconds?: number;
   }): Leaf;
+  /**
+   * A certificate for someone else's `publicKeyPem` (what a Fulcio double issues), valid from a
+   * minute ago for a day.
+   */
+  certify(publicKeyPem: string, identity: string, issuer: string): string;
+  /** A Rekor entry for the (base64, canonical JSON) `body`, with its SET (what a Rekor double answers). */
+  logEntry(
+    body: string,
+    options?: { integratedTime?: number; logKey?: KeyObject },
+  ): {
+    SignedEntryTimestamp: string;
+    Payload: { body: string; integratedTime: number; logIndex: number; logID: string };
+  };
   /** Annotations of a keyless signature layer: the certificate, chain and Rekor entry. */
   annotate(
     leaf: Leaf,
@@ -61,6 +76,21 @@ function spkiDer(key: KeyObject): Buffer {
 
 function derOfPem(pem: string): Buffer {
   return Buffer.from(pem.replace(/-----[A-Z ]+-----/g, '').replace(/\s+/g, ''), 'base64');
+}
+
+/** Fulcio's extensions for an `openssl -extfile`: SAN, code signing, issuer (v1 and v2), repository. */
+function fulcioExtensions(identity: string, issuer: string, repositoryUri?: string): string {
+  const san = identity.includes('@') && !identity.includes('://') ? `email:${identity}` : `URI:${identity}`;
+  return [
+    `subjectAltName=critical,${san}`,
+    'keyUsage=critical,digitalSignature',
+    'extendedKeyUsage=codeSigning',
+    `1.3.6.1.4.1.57264.1.1=DER:${Buffer.from(issuer)
+      .toString('hex')
+      .replace(/(..)(?!$)/g, '$1:')}`,
+    `1.3.6.1.4.1.57264.1.8=ASN1:UTF8String:${issuer}`,
+    ...(repositoryUri === undefined ? [] : [`1.3.6.1.4.1.57264.1.12=ASN1:UTF8String:${repositoryUri}`]),
+  ].join('\n');
 }
 
 /** A CA, a log key and the trusted root naming them (validity from 2020 on). */
@@ -188,6 +218,50 @@ export function createSigstoreFixture(): SigstoreFixture {
     return { key: pair.privateKey, certPem: readFileSync(join(dir, `${name}.pem`), 'utf8') };
   };
 
+  const certify: SigstoreFixture['certify'] = (publicKeyPem, identity, issuer) => {
+    serial += 1;
+    const name = `cert${serial}`;
+    writeFileSync(join(dir, `${name}.pub`), publicKeyPem);
+    writeFileSync(join(dir, `${name}.ext`), fulcioExtensions(identity, issuer));
+    // `x509 -req` wants a CSR; the certified key is the forced one, not the CSR's.
+    openssl(['req', '-new', '-key', 'ca.key', '-subj', '/O=sigstore.dev', '-out', `${name}.csr`], dir);
+    openssl(
+      [
+        'x509',
+        '-req',
+        '-in',
+        `${name}.csr`,
+        '-CA',
+        'ca.pem',
+        '-CAkey',
+        'ca.key',
+        '-CAcreateserial',
+        '-force_pubkey',
+        `${name}.pub`,
+        '-extfile',
+        `${name}.ext`,
+        '-days',
+        '1',
+        '-out',
+        `${name}.pem`,
+      ],
+      dir,
+    );
+    return readFileSync(join(dir, `${name}.pem`), 'utf8');
+  };
+
+  const logEntry: SigstoreFixture['logEntry'] = (body, options = {}) => {
+    serial += 1;
+    const entry = {
+      body,
+      integratedTime: options.integratedTime ?? Math.floor(Date.now() / 1000),
+      logIndex: serial,
+      logID: logId.toString('hex'),
+    };
+    const set = sign('sha256', Buffer.from(json.canonicalize(entry)), options.logKey ?? log.privateKey);
+    return { SignedEntryTimestamp: set.toString('base64'), Payload: entry };
+  };
+
   const annotate: SigstoreFixture['annotate'] =
     (l, options = {}) =>
     async (payload, signature) => {
@@ -206,28 +280,21 @@ export function createSigstoreFixture(): SigstoreFixture {
           },
         }),
       ).toString('base64');
-      const entry = {
-        body,
-        integratedTime: options.integratedTime ?? Math.floor(Date.now() / 1000),
-        logIndex: serial,
-        logID: logId.toString('hex'),
-      };
-      const set = sign('sha256', Buffer.from(json.canonicalize(entry)), options.logKey ?? log.privateKey);
       return {
         [CERTIFICATE_ANNOTATION]: l.certPem,
         'dev.sigstore.cosign/chain': caPem,
-        'dev.sigstore.cosign/bundle': JSON.stringify({
-          SignedEntryTimestamp: set.toString('base64'),
-          Payload: entry,
-        }),
+        'dev.sigstore.cosign/bundle': JSON.stringify(logEntry(body, options)),
       };
     };
 
   return {
     dir,
+    caPem,
     trustedRootJson,
     trustedRootPath,
     leaf,
+    certify,
+    logEntry,
     annotate,
     async sign(store, dockerReference, digest, l, options) {
       await signArtifact(store, dockerReference, digest, l.key, annotate(l, options));

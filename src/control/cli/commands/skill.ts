@@ -22,6 +22,16 @@ function projectRootFrom(flag: string | undefined): string {
 
 const list = (value: string) => value.split(',').filter((c) => c !== '');
 
+/**
+ * What `--sign` without a key says when no OIDC token is available: where a token comes from,
+ * and that a key signs offline.
+ */
+const NO_TOKEN_MESSAGE =
+  'keyless signing needs an OIDC identity token, and none is available here: set SIGSTORE_ID_TOKEN ' +
+  '(in GitHub Actions, grant the job `permissions: id-token: write` and request a token with the audience ' +
+  '"sigstore" from ACTIONS_ID_TOKEN_REQUEST_URL; with Google Cloud, `gcloud auth print-identity-token ' +
+  '--audiences=sigstore`). Or sign with a key, which works offline: --sign --key <ECDSA P-256 private key PEM>';
+
 export function registerSkill(program: Command): void {
   const skill = program.command('skill').description('Validate, build, share and install agent skills');
 
@@ -51,31 +61,37 @@ export function registerSkill(program: Command): void {
   skill
     .command('push <reference>')
     .description('Push a local build to the registry named by its reference, signed with --sign')
-    .option('--sign', 'sign the pushed artifact (with --key; keyless needs an OIDC token)')
+    .option('--sign', 'sign the pushed artifact (with --key, or keyless with an OIDC token)')
     .option(
       '--key <file>',
       'ECDSA P-256 private key PEM to sign with (implies --sign; passphrase in COSIGN_PASSWORD)',
     )
-    .option('--identity-token <token>', 'OIDC identity token for keyless signing')
+    .option(
+      '--keyless',
+      'sign keyless (implies --sign): a Fulcio certificate for the OIDC token in SIGSTORE_ID_TOKEN, logged in Rekor',
+    )
+    .option('--identity-token <token>', 'OIDC identity token for keyless signing (prefer SIGSTORE_ID_TOKEN)')
     .option('--no-sign', 'push unsigned')
     .option('--json', 'print JSON')
     .action(
-      async (reference: string, opts: JsonOpt & { sign?: boolean; key?: string; identityToken?: string }) => {
+      async (
+        reference: string,
+        opts: JsonOpt & { sign?: boolean; key?: string; keyless?: boolean; identityToken?: string },
+      ) => {
         // commander turns `--sign`/`--no-sign` into one boolean: absent means neither was given.
         const key = opts.key === undefined ? undefined : resolve(opts.key);
         const token = opts.identityToken ?? process.env['SIGSTORE_ID_TOKEN'];
-        if (opts.sign === true && key === undefined && token === undefined) {
-          throw new SkepError(
-            'bad_request',
-            '--sign needs --key <private key PEM>, or an OIDC identity token (--identity-token or SIGSTORE_ID_TOKEN) for keyless signing; none is available here',
-          );
+        if (opts.keyless === true && key !== undefined)
+          throw new SkepError('bad_request', '--keyless and --key exclude each other: sign with one of them');
+        if ((opts.sign === true || opts.keyless === true) && key === undefined && token === undefined) {
+          throw new SkepError('bad_request', NO_TOKEN_MESSAGE);
         }
         const pushed = await withContext((ctx) =>
           ctx.skills.push({
             reference,
             ...(key !== undefined
               ? { key }
-              : opts.sign === true && token !== undefined
+              : (opts.sign === true || opts.keyless === true) && token !== undefined
                 ? { identity_token: token }
                 : opts.identityToken !== undefined
                   ? { identity_token: opts.identityToken }
