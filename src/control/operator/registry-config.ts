@@ -1,9 +1,11 @@
 /**
  * The MCPRegistry `configYAML` (the reference registry server's configuration: `sources[]`,
  * `registries[]`, `database`, `auth`, with per source `file`, `api`, `git`, `kubernetes`,
- * `syncPolicy`, `filter`) as Skep's registry server reads it: one registry (`default`) serving one
- * source, a file (a mounted ConfigMap, PVC…) or a registry API, read-only. What Skep cannot honour
- * is a problem naming it; what has no meaning without a database is listed as ignored.
+ * `syncPolicy`, `filter`) as Skep's registry server reads it: every registry of `registries[]`,
+ * each serving the union of the sources it names (files such as a mounted ConfigMap, registry
+ * APIs, git repositories, the cluster's MCPServer-like objects), read-only, anonymously or behind
+ * OAuth bearer tokens. What Skep cannot honour is a problem naming it; what has no meaning without
+ * a database is listed as ignored.
  */
 import { createHash } from 'node:crypto';
 import { isRecord } from '../../shared/index.js';
@@ -19,15 +21,6 @@ export const dataChecksumOf = (data: Record<string, string>) =>
 export interface RegistryFilter {
   names?: { include?: string[]; exclude?: string[] };
   tags?: { include?: string[]; exclude?: string[] };
-}
-
-export interface RegistrySourceConfig {
-  /** What `RegistryService.configure` takes. */
-  update: { local_path?: string; api_url?: string; allow_private_ip?: boolean };
-  /** `syncPolicy.interval` in ms (how long a fetched copy is served before it is fetched again). */
-  ttlMs?: number;
-  /** A file source's filter: the server serves a filtered copy of the file. */
-  filter?: RegistryFilter;
 }
 
 const strings = (v: unknown): string[] | undefined =>
@@ -110,8 +103,290 @@ function durationMs(text: unknown): number | undefined {
   return parts.reduce((t, m) => t + Number(m[1]) * (UNITS[m[2] as string] ?? 0), 0);
 }
 
-export function registrySource(config: unknown): {
-  source?: RegistrySourceConfig;
+/** Where a git source is read: one branch, tag or commit. */
+export type GitRef = { branch: string } | { tag: string } | { commit: string };
+
+/** One entry of `sources[]`, as Skep's registry server reads it. */
+export type RegistrySourceSpec = { name: string; ttlMs?: number; filter?: RegistryFilter } & (
+  | { kind: 'file'; path: string }
+  | { kind: 'api'; endpoint: string }
+  | {
+      kind: 'git';
+      repository: string;
+      ref: GitRef;
+      /** The registry file inside the repository. */
+      path: string;
+      auth?: { username: string; passwordFile: string };
+    }
+  | {
+      kind: 'kubernetes';
+      /** The namespaces listed; none → the pod's own namespace. */
+      namespaces: string[];
+    }
+);
+
+/** One entry of `registries[]`: served at `/registry/{name}/v0.1/…` as the union of its sources. */
+export interface RegistryPlan {
+  name: string;
+  sources: RegistrySourceSpec[];
+}
+
+/** `auth.oauth.providers[]`: whose bearer JWTs the server accepts. */
+export interface OAuthProviderSpec {
+  name: string;
+  issuerUrl: string;
+  audience: string;
+  jwksUrl?: string;
+  caCertPath?: string;
+  authTokenFile?: string;
+  introspectionUrl?: string;
+  clientId?: string;
+  clientSecretFile?: string;
+  allowPrivateIP?: boolean;
+}
+
+export type RegistryAuthSpec =
+  | { mode: 'anonymous' }
+  | {
+      mode: 'oauth';
+      resourceUrl?: string;
+      realm: string;
+      scopesSupported: string[];
+      providers: OAuthProviderSpec[];
+      publicPaths: string[];
+    };
+
+export interface RegistryServerConfig {
+  registries: RegistryPlan[];
+  auth: RegistryAuthSpec;
+}
+
+/** The reference's defaults of `auth.oauth.scopesSupported` and `realm`. */
+const DEFAULT_SCOPES = ['mcp-registry:read', 'mcp-registry:write'];
+const DEFAULT_REALM = 'mcp-registry';
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** Sources whose entries come from elsewhere than a file keep the reference's meaning of `filter`. */
+function parseGit(git: unknown, at: string, problems: string[]) {
+  if (!isRecord(git) || str(git['repository']) === undefined) {
+    problems.push(`${at}.git.repository: required (an https:// URL)`);
+    return undefined;
+  }
+  const repository = git['repository'] as string;
+  if (!/^https?:\/\//.test(repository))
+    problems.push(
+      `${at}.git.repository: Skep fetches git over http(s) only (no ssh: the image has no git binary)`,
+    );
+  const refs = (['branch', 'tag', 'commit'] as const).filter((k) => str(git[k]) !== undefined);
+  if (refs.length > 1) problems.push(`${at}.git: set one of branch, tag and commit (got ${refs.join(', ')})`);
+  const kind = refs[0];
+  const ref: GitRef =
+    kind === 'tag'
+      ? { tag: git['tag'] as string }
+      : kind === 'commit'
+        ? { commit: git['commit'] as string }
+        : { branch: str(git['branch']) ?? 'main' };
+  if ('commit' in ref && !/^[0-9a-f]{40}$/i.test(ref.commit))
+    problems.push(`${at}.git.commit: must be a full 40-hex commit id`);
+  for (const key of Object.keys(git))
+    if (!['repository', 'branch', 'tag', 'commit', 'path', 'auth'].includes(key))
+      problems.push(`${at}.git.${key}: not a setting Skep's registry server knows`);
+  const out = {
+    kind: 'git' as const,
+    repository,
+    ref,
+    path: str(git['path']) ?? 'registry.json',
+  };
+  const auth = git['auth'];
+  if (auth === undefined) return out;
+  if (!isRecord(auth) || str(auth['username']) === undefined || str(auth['passwordFile']) === undefined) {
+    problems.push(`${at}.git.auth: needs username and passwordFile (a mounted Secret's file)`);
+    return out;
+  }
+  return {
+    ...out,
+    auth: { username: auth['username'] as string, passwordFile: auth['passwordFile'] as string },
+  };
+}
+
+function parseSource(
+  source: Record<string, unknown>,
+  at: string,
+  problems: string[],
+): RegistrySourceSpec | undefined {
+  const name = String(source['name']);
+  const kinds = (['file', 'api', 'git', 'kubernetes', 'managed'] as const).filter(
+    (k) => source[k] !== undefined,
+  );
+  if (kinds.length !== 1) {
+    problems.push(`${at}: needs exactly one of file, api, git and kubernetes (got ${kinds.length})`);
+    return undefined;
+  }
+  for (const key of Object.keys(source))
+    if (!['name', 'format', 'syncPolicy', 'filter', ...kinds].includes(key))
+      problems.push(`${at}.${key}: not a setting Skep's registry server knows`);
+  let spec: RegistrySourceSpec | undefined;
+  const file = source['file'];
+  const api = source['api'];
+  switch (kinds[0]) {
+    case 'file':
+      if (isRecord(file) && str(file['path']) !== undefined)
+        spec = { name, kind: 'file', path: file['path'] as string };
+      else
+        problems.push(
+          `${at}.file.path: required (Skep reads a mounted file; file.url and file.data are not supported)`,
+        );
+      break;
+    case 'api':
+      if (isRecord(api) && str(api['endpoint']) !== undefined)
+        spec = { name, kind: 'api', endpoint: api['endpoint'] as string };
+      else problems.push(`${at}.api.endpoint: required`);
+      break;
+    case 'git': {
+      const git = parseGit(source['git'], at, problems);
+      if (git !== undefined) spec = { name, ...git };
+      break;
+    }
+    case 'kubernetes': {
+      const k = source['kubernetes'];
+      const namespaces = isRecord(k) && k['namespaces'] !== undefined ? strings(k['namespaces']) : [];
+      if (namespaces === undefined || (isRecord(k) && Object.keys(k).some((x) => x !== 'namespaces')))
+        problems.push(`${at}.kubernetes: takes only namespaces (a list of names)`);
+      else spec = { name, kind: 'kubernetes', namespaces };
+      break;
+    }
+    default:
+      problems.push(
+        `${at}.managed: Skep's registry server is read-only; a managed registry (written through the API) needs the reference's server`,
+      );
+  }
+  if (spec === undefined) return undefined;
+  if (source['filter'] !== undefined) {
+    if (spec.kind === 'kubernetes')
+      problems.push(
+        `${at}.filter: a kubernetes source serves the objects that opt in by annotation; remove filter`,
+      );
+    else {
+      const filter = parseFilter(source['filter'], `${at}.filter`, problems);
+      if (filter !== undefined) spec.filter = filter;
+    }
+  }
+  const interval = isRecord(source['syncPolicy']) ? source['syncPolicy']['interval'] : undefined;
+  if (interval !== undefined) {
+    const ms = durationMs(interval);
+    if (ms === undefined || ms <= 0)
+      problems.push(`${at}.syncPolicy.interval: must be a duration such as 30m`);
+    else spec.ttlMs = ms;
+  }
+  return spec;
+}
+
+function parseAuth(auth: unknown, problems: string[], ignored: string[]): RegistryAuthSpec {
+  // Deliberate: without an `auth` section Skep serves anonymously (the reference defaults to oauth
+  // and then requires auth.oauth); the read-only server is reachable only inside the cluster.
+  if (auth === undefined) return { mode: 'anonymous' };
+  if (!isRecord(auth)) {
+    problems.push('auth: must be a mapping');
+    return { mode: 'anonymous' };
+  }
+  for (const key of Object.keys(auth))
+    if (!['mode', 'oauth', 'publicPaths'].includes(key))
+      problems.push(`auth.${key}: not a setting Skep's registry server knows`);
+  const mode = auth['mode'] ?? 'oauth';
+  if (mode === 'anonymous') return { mode: 'anonymous' };
+  if (mode !== 'oauth') {
+    problems.push(`auth.mode: must be anonymous or oauth (got ${String(mode)})`);
+    return { mode: 'anonymous' };
+  }
+  const oauth = auth['oauth'];
+  if (!isRecord(oauth)) {
+    problems.push('auth.oauth: required when mode is oauth');
+    return { mode: 'anonymous' };
+  }
+  for (const key of Object.keys(oauth))
+    if (!['resourceUrl', 'realm', 'scopesSupported', 'providers'].includes(key))
+      problems.push(`auth.oauth.${key}: not a setting Skep's registry server knows`);
+  const providers: OAuthProviderSpec[] = [];
+  const list = Array.isArray(oauth['providers']) ? oauth['providers'] : [];
+  if (list.length === 0) problems.push('auth.oauth.providers: at least one provider is required');
+  for (const [i, p] of list.entries()) {
+    const at = `auth.oauth.providers[${i}]`;
+    if (!isRecord(p)) {
+      problems.push(`${at}: must be a mapping`);
+      continue;
+    }
+    const known = [
+      'name',
+      'issuerUrl',
+      'audience',
+      'jwksUrl',
+      'caCertPath',
+      'authTokenFile',
+      'introspectionUrl',
+      'clientId',
+      'clientSecretFile',
+      'allowPrivateIP',
+    ];
+    for (const key of Object.keys(p))
+      if (!known.includes(key)) problems.push(`${at}.${key}: not a setting Skep's registry server knows`);
+    const name = str(p['name']);
+    const issuerUrl = str(p['issuerUrl']);
+    const audience = str(p['audience']);
+    if (name === undefined) problems.push(`${at}.name: required`);
+    if (issuerUrl === undefined || !/^https?:\/\/[^/]/.test(issuerUrl))
+      problems.push(`${at}.issuerUrl: required (an absolute URL)`);
+    // RFC 9068 §4 / RFC 7519 §4.1.3: a token is accepted only for this resource's audience.
+    if (audience === undefined) problems.push(`${at}.audience: required`);
+    if (p['allowPrivateIP'] !== undefined && typeof p['allowPrivateIP'] !== 'boolean')
+      problems.push(`${at}.allowPrivateIP: must be true or false`);
+    if (name === undefined || issuerUrl === undefined || audience === undefined) continue;
+    const provider: OAuthProviderSpec = { name, issuerUrl, audience };
+    for (const key of [
+      'jwksUrl',
+      'caCertPath',
+      'authTokenFile',
+      'introspectionUrl',
+      'clientId',
+      'clientSecretFile',
+    ] as const) {
+      const v = str(p[key]);
+      if (v !== undefined) provider[key] = v;
+    }
+    if (p['allowPrivateIP'] === true) provider.allowPrivateIP = true;
+    // RFC 7662: the client credentials authenticate introspection calls, the only use they have.
+    if (provider.introspectionUrl === undefined)
+      for (const key of ['clientId', 'clientSecretFile'] as const)
+        if (provider[key] !== undefined)
+          ignored.push(
+            `${at}.${key}: not used without introspectionUrl (bearer tokens are checked as JWTs against the issuer's keys)`,
+          );
+    providers.push(provider);
+  }
+  const resourceUrl = str(oauth['resourceUrl']);
+  if (resourceUrl !== undefined && !/^https?:\/\/[^/]/.test(resourceUrl))
+    problems.push('auth.oauth.resourceUrl: must be an absolute URL');
+  const scopes = oauth['scopesSupported'] === undefined ? DEFAULT_SCOPES : strings(oauth['scopesSupported']);
+  if (scopes === undefined) problems.push('auth.oauth.scopesSupported: must be a list of strings');
+  const publicPaths = auth['publicPaths'] === undefined ? [] : strings(auth['publicPaths']);
+  if (publicPaths === undefined) problems.push('auth.publicPaths: must be a list of paths');
+  return {
+    mode: 'oauth',
+    ...(resourceUrl === undefined ? {} : { resourceUrl }),
+    realm: str(oauth['realm']) ?? DEFAULT_REALM,
+    scopesSupported: scopes ?? DEFAULT_SCOPES,
+    providers,
+    publicPaths: publicPaths ?? [],
+  };
+}
+
+/**
+ * Reads `configYAML`: every `registries[]` entry with the sources it names (looked up in
+ * `sources[]`), and `auth`. Problems name the setting; `ignored` lists what has no meaning for a
+ * server without a database.
+ */
+export function parseRegistryServerConfig(config: unknown): {
+  config?: RegistryServerConfig;
   problems: string[];
   ignored: string[];
 } {
@@ -123,66 +398,61 @@ export function registrySource(config: unknown): {
     if (!known.has(key)) problems.push(`${key}: not a setting Skep's registry server knows`);
   if (config['database'] !== undefined)
     ignored.push(
-      "database: not used: Skep's registry server keeps no database (it serves the source read-only)",
+      "database: not used: Skep's registry server keeps no database (it serves the sources read-only)",
     );
-  const auth = config['auth'];
-  if (auth !== undefined && !(isRecord(auth) && (auth['mode'] === 'anonymous' || auth['mode'] === undefined)))
-    problems.push(
-      "auth.mode: Skep's registry server serves anonymously (read-only) only; put an authenticating proxy in front of its Service and set mode: anonymous",
-    );
+  const auth = parseAuth(config['auth'], problems, ignored);
   const registries = Array.isArray(config['registries']) ? config['registries'] : [];
   const sources = Array.isArray(config['sources']) ? config['sources'] : [];
-  if (registries.length !== 1) {
-    problems.push(
-      `registries: Skep's registry server serves exactly one registry (got ${registries.length})`,
-    );
-    return { problems, ignored };
-  }
-  const registry = registries[0];
-  if (!isRecord(registry) || registry['name'] !== 'default')
-    problems.push('registries[0].name: must be default (the one registry Skep serves)');
-  const names = isRecord(registry) && Array.isArray(registry['sources']) ? registry['sources'] : [];
-  if (names.length !== 1) {
-    problems.push(`registries[0].sources: Skep serves one source per registry (got ${names.length})`);
-    return { problems, ignored };
-  }
-  const i = sources.findIndex((s) => isRecord(s) && s['name'] === names[0]);
-  const source = sources[i];
-  if (!isRecord(source)) {
-    problems.push(`registries[0].sources: no source is named ${String(names[0])}`);
-    return { problems, ignored };
-  }
-  const at = `sources[${i}]`;
-  const out: RegistrySourceConfig = { update: {} };
-  const file = source['file'];
-  const api = source['api'];
-  if (isRecord(file) && typeof file['path'] === 'string') out.update = { local_path: file['path'] };
-  else if (isRecord(api) && typeof api['endpoint'] === 'string')
-    // An in-cluster registry API is on a private address by design.
-    out.update = { api_url: api['endpoint'], allow_private_ip: true };
-  else if (source['git'] !== undefined)
-    problems.push(
-      `${at}.git: Skep's registry server does not clone git repositories; mount the registry file (ConfigMap, PVC) and use file.path`,
-    );
-  else if (source['kubernetes'] !== undefined)
-    problems.push(
-      `${at}.kubernetes: Skep's registry server does not list cluster workloads as a registry; use file.path or api.endpoint`,
-    );
-  else problems.push(`${at}: needs file.path or api.endpoint`);
-  if (source['filter'] !== undefined) {
-    if (out.update.local_path === undefined)
-      problems.push(`${at}.filter: Skep's registry server filters file sources only; remove filter`);
-    else {
-      const filter = parseFilter(source['filter'], `${at}.filter`, problems);
-      if (filter !== undefined) out.filter = filter;
+  if (registries.length === 0) problems.push('registries: at least one registry is required');
+  const parsed = new Map<string, RegistrySourceSpec | undefined>();
+  const sourceNamed = (name: unknown): RegistrySourceSpec | undefined => {
+    const key = String(name);
+    if (parsed.has(key)) return parsed.get(key);
+    const i = sources.findIndex((s) => isRecord(s) && s['name'] === name);
+    const source = sources[i];
+    const spec = isRecord(source) ? parseSource(source, `sources[${i}]`, problems) : undefined;
+    parsed.set(key, spec);
+    return spec;
+  };
+  const plans: RegistryPlan[] = [];
+  const seen = new Set<string>();
+  for (const [r, registry] of registries.entries()) {
+    const at = `registries[${r}]`;
+    const name = isRecord(registry) ? str(registry['name']) : undefined;
+    if (name === undefined || !/^[A-Za-z0-9._-]+$/.test(name)) {
+      problems.push(`${at}.name: required (letters, digits, '.', '_' and '-': it is a URL segment)`);
+      continue;
     }
+    if (seen.has(name)) problems.push(`${at}.name: ${name} is used twice`);
+    seen.add(name);
+    const names = isRecord(registry) && Array.isArray(registry['sources']) ? registry['sources'] : [];
+    if (names.length === 0) problems.push(`${at}.sources: at least one source is required`);
+    const specs: RegistrySourceSpec[] = [];
+    for (const n of names) {
+      if (!sources.some((s) => isRecord(s) && s['name'] === n)) {
+        problems.push(`${at}.sources: no source is named ${String(n)}`);
+        continue;
+      }
+      const spec = sourceNamed(n);
+      if (spec !== undefined) specs.push(spec);
+    }
+    plans.push({ name, sources: specs });
   }
-  const interval = isRecord(source['syncPolicy']) ? source['syncPolicy']['interval'] : undefined;
-  if (interval !== undefined) {
-    const ms = durationMs(interval);
-    if (ms === undefined || ms <= 0)
-      problems.push(`${at}.syncPolicy.interval: must be a duration such as 30m`);
-    else out.ttlMs = ms;
-  }
-  return problems.length > 0 ? { problems, ignored } : { source: out, problems, ignored };
+  return problems.length > 0
+    ? { problems, ignored }
+    : { config: { registries: plans, auth }, problems, ignored };
+}
+
+/** The namespaces a kubernetes source of this configuration lists (`''` = the pod's own). */
+export function kubernetesNamespaces(config: RegistryServerConfig): Set<string> | undefined {
+  const out = new Set<string>();
+  let any = false;
+  for (const plan of config.registries)
+    for (const s of plan.sources)
+      if (s.kind === 'kubernetes') {
+        any = true;
+        if (s.namespaces.length === 0) out.add('');
+        for (const ns of s.namespaces) out.add(ns);
+      }
+  return any ? out : undefined;
 }

@@ -6,9 +6,11 @@
  *    GET /health; with `modelCache` a volume claim template `model-cache` mounted at /data with
  *    `HF_HOME=/data`) and Service `<n>` on `port`, as the reference renders them.
  *  - MCPRegistry `<n>`: ConfigMap `<n>-registry-server-config` (`config.yaml` = `configYAML`),
- *    Deployment, Service and ServiceAccount `<n>-api`. The container `registry-api` runs Skep's own
- *    registry API (`skep operator registry-server`: the registry routes of `skep serve`, read-only)
- *    over the source the configuration names; `spec.volumes`/`volumeMounts` carry its files.
+ *    Deployment, Service and ServiceAccount `<n>-api` (with a kubernetes source also Role and
+ *    RoleBinding `<n>-api`: list the workloads of its namespace). The container `registry-api` runs
+ *    Skep's own registry API (`skep operator registry-server`: the registry routes of `skep serve`,
+ *    read-only) over the sources the configuration names; `spec.volumes`/`volumeMounts` carry
+ *    their files.
  */
 import { parse as parseYaml } from 'yaml';
 import type { EmbeddingServerSpec, MCPRegistrySpec } from '../../schemas/operator/index.js';
@@ -25,7 +27,14 @@ import {
 } from './render-common.js';
 import { MODEL_CACHE_CLAIM } from './embedding-status.js';
 import { type Index } from './render-index.js';
-import { dataChecksumOf, REGISTRY_CONFIG_DIR, REGISTRY_PORT, registrySource } from './registry-config.js';
+import {
+  dataChecksumOf,
+  kubernetesNamespaces,
+  parseRegistryServerConfig,
+  REGISTRY_CONFIG_DIR,
+  REGISTRY_PORT,
+} from './registry-config.js';
+import { REGISTRY_LISTED_GROUP, REGISTRY_LISTED_KINDS } from './registry-kubernetes.js';
 
 type Node = Record<string, unknown>;
 
@@ -163,16 +172,53 @@ export function renderRegistry(cr: Node, index: Index, o: RegistryRenderOptions)
   } catch (err) {
     problems.push(`spec.configYAML: not YAML (${(err as Error).message})`);
   }
+  let listed: Set<string> | undefined;
   if (config !== undefined) {
-    const source = registrySource(config);
-    problems.push(...source.problems.map((p) => `spec.configYAML: ${p}`));
-    warnings.push(...source.ignored.map((p) => `spec.configYAML: ${p}`));
+    const parsed = parseRegistryServerConfig(config);
+    problems.push(...parsed.problems.map((p) => `spec.configYAML: ${p}`));
+    warnings.push(...parsed.ignored.map((p) => `spec.configYAML: ${p}`));
+    if (parsed.config !== undefined) listed = kubernetesNamespaces(parsed.config);
   }
+  const api = `${name}-api`;
+  // A kubernetes source lists workloads with the pod's service-account token: the Role below in
+  // the registry's own namespace; other namespaces are granted by whoever chose them.
+  for (const other of [...(listed ?? [])].filter((ns) => ns !== '' && ns !== namespace))
+    warnings.push(
+      `spec.configYAML: kubernetes source namespace ${other}: grant ServiceAccount ${namespace}/${api} list on ${REGISTRY_LISTED_KINDS.map((k) => k.plural).join(', ')} (${REGISTRY_LISTED_GROUP}) there; the operator renders the Role of ${namespace} only`,
+    );
+  const listsOwn = listed !== undefined && (listed.has('') || listed.has(namespace));
+  const rbac: K8sObject[] =
+    listed === undefined
+      ? []
+      : [
+          {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'Role',
+            metadata: meta(cr, api, namespace),
+            rules: listsOwn
+              ? [
+                  {
+                    apiGroups: [REGISTRY_LISTED_GROUP],
+                    resources: REGISTRY_LISTED_KINDS.map((k) => k.plural),
+                    verbs: ['get', 'list', 'watch'],
+                  },
+                ]
+              : [],
+          },
+          {
+            apiVersion: 'rbac.authorization.k8s.io/v1',
+            kind: 'RoleBinding',
+            metadata: meta(cr, api, namespace),
+            roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: api },
+            subjects: [{ kind: 'ServiceAccount', name: api, namespace }],
+          },
+        ];
+  // The token is mounted only when the server talks to the API server.
+  const automount = listed !== undefined;
   if (spec.pgpassSecretRef !== undefined)
     warnings.push(
-      "spec.pgpassSecretRef: not used: Skep's registry server keeps no database (it serves the source read-only)",
+      "spec.pgpassSecretRef: not used: Skep's registry server keeps no database (it serves the sources read-only)",
     );
-  const api = `${name}-api`;
   const data = { 'config.yaml': spec.configYAML };
   const cm: K8sObject = {
     apiVersion: 'v1',
@@ -185,7 +231,7 @@ export function renderRegistry(cr: Node, index: Index, o: RegistryRenderOptions)
     apiVersion: 'v1',
     kind: 'ServiceAccount',
     metadata: meta(cr, api, namespace),
-    automountServiceAccountToken: false,
+    automountServiceAccountToken: automount,
     ...(pullSecrets.length > 0 ? { imagePullSecrets: pullSecrets } : {}),
   };
   const userVolumes = (spec.volumes ?? []) as Node[];
@@ -196,7 +242,7 @@ export function renderRegistry(cr: Node, index: Index, o: RegistryRenderOptions)
   const get = { httpGet: { path: '/health', port: 'http' } };
   const podSpec: Node = {
     serviceAccountName: api,
-    automountServiceAccountToken: false,
+    automountServiceAccountToken: automount,
     ...(pullSecrets.length > 0 ? { imagePullSecrets: pullSecrets } : {}),
     containers: [
       {
@@ -254,7 +300,8 @@ export function renderRegistry(cr: Node, index: Index, o: RegistryRenderOptions)
     },
     spec.podTemplateSpec as Node | undefined,
   );
-  // displayName names the registry for people (`kubectl describe`); the API serves it as `default`.
+  // displayName names the registry for people (`kubectl describe`); the API serves
+  // the registries of configYAML by their own names.
   const described =
     spec.displayName === undefined ? {} : { annotations: { 'skep.dev/display-name': spec.displayName } };
   const deployment: K8sObject = {
@@ -278,5 +325,13 @@ export function renderRegistry(cr: Node, index: Index, o: RegistryRenderOptions)
     },
   };
   const url = `http://${api}.${namespace}.svc.cluster.local:${REGISTRY_PORT}`;
-  return rendered('MCPRegistry', namespace, name, [cm, sa, deployment, service], url, problems, warnings);
+  return rendered(
+    'MCPRegistry',
+    namespace,
+    name,
+    [cm, sa, ...rbac, deployment, service],
+    url,
+    problems,
+    warnings,
+  );
 }

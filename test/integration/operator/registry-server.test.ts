@@ -79,7 +79,7 @@ describe('operator registry-server', { timeout: 60_000 }, () => {
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     writeFileSync(
       join(dir, 'config.yaml'),
-      'sources:\n  - name: g\n    git: {repository: https://example.com/r}\nregistries:\n  - name: default\n    sources: [g]\n',
+      'sources:\n  - name: m\n    managed: {}\nregistries:\n  - name: default\n    sources: [m]\n',
     );
     await assert.rejects(
       startRegistryServer({
@@ -89,7 +89,7 @@ describe('operator registry-server', { timeout: 60_000 }, () => {
       }),
       (err: Error & { code?: string }) =>
         err.code === 'invalid_config' &&
-        /sources\[0\]\.git: Skep's registry server does not clone/.test(err.message),
+        /sources\[0\]\.managed: Skep's registry server is read-only/.test(err.message),
     );
   });
 

@@ -1,8 +1,8 @@
 // The reference's 52 operator examples (test/fixtures/operator-examples: its examples/operator/**
 // with the API group renamed to skep.dev and the stale fields named in that folder's README
 // corrected): every skep.dev document validates with the shared library (`skep operator
-// validate`), every file renders (`skep operator render`) — but the few Skep refuses on purpose,
-// each with the message that says why — and every rendered object validates against the
+// validate`), every file renders (`skep operator render`) — but any Skep refuses on purpose
+// (none today), each with the message that says why — and every rendered object validates against the
 // Kubernetes schema of its kind (kubernetes-models 4.5.1, as the Helm chart test does).
 //
 // The entrypoint of a stdio image without `command` is read from its registry in production; here
@@ -17,6 +17,8 @@ import { StatefulSet } from 'kubernetes-models/apps/v1/StatefulSet';
 import { ConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import { Service } from 'kubernetes-models/v1/Service';
 import { ServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
+import { Role } from 'kubernetes-models/rbac.authorization.k8s.io/v1/Role';
+import { RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1/RoleBinding';
 import { parseAllDocuments } from 'yaml';
 import { renderResources } from '../../../src/control/operator/render.js';
 import { foreignResource, validateResource } from '../../../src/control/operator/resource-validate.js';
@@ -45,19 +47,14 @@ const NEEDS: Record<string, string[]> = {
 };
 
 /** What Skep refuses on purpose, per file: the start of the problem it reports. */
-const REFUSED: Record<string, string> = {
-  'mcp-registries/mcpregistry-configyaml-git-auth.yaml':
-    "MCPRegistry/toolhive-system/git-auth-configyaml: spec.configYAML: sources[0].git: Skep's registry server does not clone git repositories",
-  'mcp-registries/mcpregistry-configyaml-minimal.yaml':
-    "MCPRegistry/toolhive-system/minimal-configyaml: spec.configYAML: sources[0].kubernetes: Skep's registry server does not list cluster workloads",
-  'mcp-registries/mcpregistry-configyaml-oauth.yaml':
-    "MCPRegistry/toolhive-system/oauth-configyaml: spec.configYAML: auth.mode: Skep's registry server serves anonymously (read-only) only",
-};
+const REFUSED: Record<string, string> = {};
 
 type Model = { validate(): void };
 const MODELS: Record<string, new (data: never) => Model> = {
   ConfigMap,
   Deployment,
+  Role,
+  RoleBinding,
   Service,
   ServiceAccount,
   StatefulSet,
@@ -127,6 +124,8 @@ describe("the reference's operator examples", () => {
     assert.deepEqual([...kinds].sort(), [
       'ConfigMap',
       'Deployment',
+      'Role',
+      'RoleBinding',
       'Service',
       'ServiceAccount',
       'StatefulSet',

@@ -1,0 +1,119 @@
+/**
+ * A `git` source of the MCPRegistry server: the registry file at `path` in one branch, tag or
+ * commit of a repository served over http(s) (the git smart-HTTP protocol). The Skep image has no
+ * `git` binary, so isomorphic-git (pure JavaScript) fetches it: a shallow clone of the one branch
+ * or tag (a commit needs the history that holds it), into a fresh folder under the server's home
+ * each time the source is read, removed afterwards. The password (`auth.passwordFile`, a mounted
+ * Secret) is read from its file at each fetch, sent as HTTP basic credentials only when the server
+ * asks (RFC 7617 after a 401), and never logged: errors carry the repository without credentials.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import git, { type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
+import type { GitRef } from './registry-config.js';
+
+export interface GitSourceOptions {
+  repository: string;
+  ref: GitRef;
+  path: string;
+  auth?: { username: string; passwordFile: string };
+  /** A folder of the server's own (the clones are made and removed under it). */
+  workDir: string;
+  /** Deadline of each HTTP request, ms. */
+  timeoutMs?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+/** The repository as it may be shown: without user information. */
+export function displayRepository(repository: string): string {
+  try {
+    const u = new URL(repository);
+    u.username = '';
+    u.password = '';
+    return u.toString();
+  } catch {
+    return '(not a URL)';
+  }
+}
+
+async function* single(chunk: Uint8Array): AsyncIterableIterator<Uint8Array> {
+  yield chunk;
+}
+
+async function collect(body: AsyncIterableIterator<Uint8Array> | undefined): Promise<Uint8Array | undefined> {
+  if (body === undefined) return undefined;
+  const parts: Uint8Array[] = [];
+  for await (const part of body) parts.push(part);
+  return Buffer.concat(parts);
+}
+
+/** isomorphic-git's HTTP client over Node's fetch, with a deadline on every request. */
+function fetchClient(timeoutMs: number): HttpClient {
+  return {
+    async request(req: GitHttpRequest): Promise<GitHttpResponse> {
+      const body = await collect(req.body);
+      const res = await fetch(req.url, {
+        method: req.method ?? 'GET',
+        headers: req.headers ?? {},
+        ...(body === undefined ? {} : { body }),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      return {
+        url: res.url,
+        method: req.method ?? 'GET',
+        headers: Object.fromEntries(res.headers),
+        body: single(bytes),
+        statusCode: res.status,
+        statusMessage: res.statusText,
+      };
+    },
+  };
+}
+
+/** Fetches the repository and returns the registry file's text. */
+export async function readGitSource(o: GitSourceOptions): Promise<string> {
+  const dir = mkdtempSync(join(o.workDir, 'git-'));
+  const http = fetchClient(o.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  const auth = o.auth;
+  const onAuth =
+    auth === undefined
+      ? undefined
+      : () => ({ username: auth.username, password: readFileSync(auth.passwordFile, 'utf8').trim() });
+  // Offered once: credentials the server refuses are not retried (isomorphic-git would loop).
+  const onAuthFailure = () => ({ cancel: true as const });
+  try {
+    const ref = 'branch' in o.ref ? o.ref.branch : 'tag' in o.ref ? o.ref.tag : undefined;
+    await git.clone({
+      fs,
+      http,
+      dir,
+      url: o.repository,
+      noCheckout: true,
+      noTags: true,
+      ...(ref === undefined ? {} : { ref, singleBranch: true, depth: 1 }),
+      ...(onAuth === undefined ? {} : { onAuth, onAuthFailure }),
+    });
+    const oid = 'commit' in o.ref ? o.ref.commit : await git.resolveRef({ fs, dir, ref: 'HEAD' });
+    const { blob } = await git.readBlob({ fs, dir, oid, filepath: o.path });
+    return Buffer.from(blob).toString('utf8');
+  } catch (err) {
+    throw new Error(
+      `git source ${displayRepository(o.repository)} (${refText(o.ref)}, ${o.path}): ${messageOf(err)}`,
+      { cause: err },
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const refText = (ref: GitRef) =>
+  'branch' in ref ? `branch ${ref.branch}` : 'tag' in ref ? `tag ${ref.tag}` : `commit ${ref.commit}`;
+
+/** isomorphic-git's message, with any URL in it stripped of user information. */
+function messageOf(err: unknown): string {
+  const text = err instanceof Error ? err.message : String(err);
+  return text.replace(/(https?:\/\/)[^/@\s]+@/g, '$1');
+}
