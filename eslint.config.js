@@ -100,4 +100,23 @@ export default tseslint.config(
       ],
     },
   },
+  {
+    // kubernetes-models is a devDependency: the operator types its rendered objects with it, and
+    // only type imports (erased) may reach the bundle; tests may use its validating classes.
+    files: ['src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['kubernetes-models', 'kubernetes-models/*', '@kubernetes-models/*'],
+              allowTypeImports: true,
+              message: 'kubernetes-models is a devDependency: import its types only (`import type`).',
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

@@ -30,6 +30,7 @@ import {
   TMP_MOUNT,
   TMP_VOLUME,
   wireSecrets,
+  workloadList,
   workloadObjects,
 } from './render-pod.js';
 
@@ -198,7 +199,7 @@ export async function renderMCPServer(cr: Node, index: Index, o: Resolved): Prom
   const sa = spec.serviceAccount ?? `${name}-proxy-runner`;
   const serverSecretWiring = wireSecrets(secretEnv, []);
   const resources = spec.resources ?? DEFAULT_RESOURCES;
-  let podSpec: Node;
+  let podSpec: ReturnType<typeof podSpecOf>;
   if (stdio) {
     podSpec = podSpecOf(sa, {
       initContainers: [
@@ -267,12 +268,13 @@ export async function renderMCPServer(cr: Node, index: Index, o: Resolved): Prom
       problems.push(`spec.volumes[${i}].name: "${v.name}" is a volume Skep's pod uses itself; rename it`);
       continue;
     }
-    (podSpec['volumes'] as Node[]).push({ name: v.name, hostPath: { path: v.hostPath } });
-    const mcp = (podSpec['containers'] as Node[]).find((c) => c['name'] === 'mcp')!;
-    mcp['volumeMounts'] = [
-      ...((mcp['volumeMounts'] ?? []) as Node[]),
-      { name: v.name, mountPath: v.mountPath, readOnly: v.readOnly ?? false },
-    ];
+    podSpec.volumes.push({ name: v.name, hostPath: { path: v.hostPath } });
+    const mcp = podSpec.containers.find((c) => c.name === 'mcp');
+    if (mcp !== undefined)
+      mcp.volumeMounts = [
+        ...(mcp.volumeMounts ?? []),
+        { name: v.name, mountPath: v.mountPath, readOnly: v.readOnly ?? false },
+      ];
   }
   const objects = workloadObjects(cr, namespace, spec, {
     cm,
@@ -285,5 +287,5 @@ export async function renderMCPServer(cr: Node, index: Index, o: Resolved): Prom
   applyResourceOverrides(objects, spec.resourceOverrides, stdio ? 'mcp' : 'skep-runner');
   const path = (stdio ? spec.proxyMode : spec.transport) === 'sse' ? `/sse#${name}` : '/mcp';
   const url = `http://mcp-${name}-proxy.${namespace}.svc.cluster.local:${spec.proxyPort}${path}`;
-  return rendered('MCPServer', namespace, name, objects, url, problems);
+  return rendered('MCPServer', namespace, name, workloadList(objects), url, problems);
 }

@@ -4,15 +4,36 @@
  * the runner container, Service, ServiceAccount and Deployment, and `resourceOverrides`.
  */
 import { createHash } from 'node:crypto';
+import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import type { IEnvVar } from 'kubernetes-models/v1/EnvVar';
+import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
+import type { IPodTemplateSpec } from 'kubernetes-models/v1/PodTemplateSpec';
+import type { IResourceRequirements } from 'kubernetes-models/v1/ResourceRequirements';
+import type { ISecurityContext } from 'kubernetes-models/v1/SecurityContext';
+import type { IService } from 'kubernetes-models/v1/Service';
+import type { IServiceAccount } from 'kubernetes-models/v1/ServiceAccount';
+import type { IVolume } from 'kubernetes-models/v1/Volume';
+import type { IVolumeMount } from 'kubernetes-models/v1/VolumeMount';
 import { EXTAUTH_KIND } from '../../schemas/extauth/index.js';
 import type { MCPRemoteProxySpec, MCPServerSpec } from '../../schemas/workloads/index.js';
 import { canonicalJson, configHash } from './config-hash.js';
 import { buildRunConfigAuth, type SecretEnv, type SecretFile } from './runconfig.js';
 import { Index, secretReader } from './render-index.js';
-import { type K8sObject, labelsFor, mergePodTemplate, meta, nameOf, selectorOf } from './render-common.js';
+import {
+  type K8sObject,
+  labelsFor,
+  mergePodTemplate,
+  meta,
+  nameOf,
+  type Rendered,
+  selectorOf,
+} from './render-common.js';
 
 import { type RefPaths, resolveSharedRefs, type SharedRefFields } from './shared-refs.js';
 import { type ImageCommandReader } from './image-command.js';
+import { isRecord } from '../../shared/index.js';
 type Node = Record<string, unknown>;
 
 export const DEFAULT_RUNNER_IMAGE = 'ghcr.io/skep-dev/skep:latest';
@@ -69,9 +90,9 @@ export function dataChecksum(data: Record<string, string>): string {
 }
 
 export interface PodWiring {
-  env: Node[];
-  volumes: Node[];
-  mounts: Node[];
+  env: IEnvVar[];
+  volumes: IVolume[];
+  mounts: IVolumeMount[];
 }
 
 /** Secret env vars and files → container env (secretKeyRef) and read-only Secret volumes. */
@@ -99,14 +120,14 @@ export function wireSecrets(env: SecretEnv[], files: SecretFile[]): PodWiring {
 }
 
 /** The runner's only writable place (its private store, logs): small, in memory, mode 1777. */
-export const TMP_VOLUME = { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } };
+export const TMP_VOLUME: IVolume = { name: 'tmp', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } };
 
-export const DEFAULT_RESOURCES = {
+export const DEFAULT_RESOURCES: IResourceRequirements = {
   requests: { cpu: '50m', memory: '64Mi' },
   limits: { cpu: '500m', memory: '256Mi' },
 };
 
-export const RUNNER_SECURITY = {
+export const RUNNER_SECURITY: ISecurityContext = {
   allowPrivilegeEscalation: false,
   runAsNonRoot: true,
   runAsUser: 65532,
@@ -114,7 +135,9 @@ export const RUNNER_SECURITY = {
   capabilities: { drop: ['ALL'] },
 };
 
-export function probes(portName: string): Node {
+export function probes(
+  portName: string,
+): Pick<IContainer, 'startupProbe' | 'readinessProbe' | 'livenessProbe'> {
   const get = { httpGet: { path: '/health', port: portName } };
   return {
     startupProbe: { ...get, periodSeconds: 2, failureThreshold: 60 },
@@ -235,9 +258,11 @@ export async function sharedRunConfig(
       Object.assign(rc, mergeAuth(rc, auth.runConfig));
       env.push(...auth.env);
       files.push(...auth.files);
-      const status = config['status'] as Node | undefined;
+      const status = config['status'];
       annotations[annotation] =
-        typeof status?.['configHash'] === 'string' ? status['configHash'] : configHash(config['spec']);
+        isRecord(status) && typeof status['configHash'] === 'string'
+          ? status['configHash']
+          : configHash(config['spec']);
     } catch (err) {
       problems.push(`${field}: ${(err as Error).message}`);
     }
@@ -259,17 +284,15 @@ export async function sharedRunConfig(
 /** header_forward blocks from several sources merge; other blocks are set once. */
 export function mergeAuth(rc: Node, add: Node): Node {
   const out: Node = { ...add };
-  const a = rc['header_forward'] as Node | undefined;
-  const b = add['header_forward'] as Node | undefined;
-  if (a !== undefined && b !== undefined) {
+  const a = rc['header_forward'];
+  const b = add['header_forward'];
+  if (isRecord(a) && isRecord(b)) {
+    const field = (x: Node, key: string) => (isRecord(x[key]) ? x[key] : {});
     out['header_forward'] = {
-      add_plaintext_headers: {
-        ...((a['add_plaintext_headers'] as Node) ?? {}),
-        ...((b['add_plaintext_headers'] as Node) ?? {}),
-      },
+      add_plaintext_headers: { ...field(a, 'add_plaintext_headers'), ...field(b, 'add_plaintext_headers') },
       add_headers_from_secret: {
-        ...((a['add_headers_from_secret'] as Node) ?? {}),
-        ...((b['add_headers_from_secret'] as Node) ?? {}),
+        ...field(a, 'add_headers_from_secret'),
+        ...field(b, 'add_headers_from_secret'),
       },
     };
   }
@@ -283,12 +306,24 @@ export interface MountedConfig {
   dir: string;
 }
 
-export const configVolume = (c: MountedConfig) => ({ name: c.volume, configMap: { name: c.configMap } });
-export const configMount = (c: MountedConfig) => ({ name: c.volume, mountPath: c.dir, readOnly: true });
-export const TMP_MOUNT = { name: 'tmp', mountPath: '/tmp' };
+export const configVolume = (c: MountedConfig): IVolume => ({
+  name: c.volume,
+  configMap: { name: c.configMap },
+});
+export const configMount = (c: MountedConfig): IVolumeMount => ({
+  name: c.volume,
+  mountPath: c.dir,
+  readOnly: true,
+});
+export const TMP_MOUNT: IVolumeMount = { name: 'tmp', mountPath: '/tmp' };
 
 /** The ConfigMap holding the run configuration `rc`, with the checksum that rolls its pods. */
-export function runconfigMap(cr: Node, config: MountedConfig, namespace: string, rc: Node): K8sObject {
+export function runconfigMap(
+  cr: Node,
+  config: MountedConfig,
+  namespace: string,
+  rc: Node,
+): Rendered<IConfigMap> {
   const data = { [RUNCONFIG_KEY]: `${JSON.stringify(rc, null, 2)}\n` };
   return {
     apiVersion: 'v1',
@@ -300,7 +335,7 @@ export function runconfigMap(cr: Node, config: MountedConfig, namespace: string,
   };
 }
 
-export function serviceAccount(cr: Node, name: string, namespace: string): K8sObject {
+export function serviceAccount(cr: Node, name: string, namespace: string): Rendered<IServiceAccount> {
   return {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
@@ -315,9 +350,9 @@ export function service(
   name: string,
   namespace: string,
   port: number,
-  affinity: string | undefined,
-  type = 'ClusterIP',
-): K8sObject {
+  affinity: NonNullable<IService['spec']>['sessionAffinity'],
+  type: NonNullable<IService['spec']>['type'] = 'ClusterIP',
+): Rendered<IService> {
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -335,12 +370,12 @@ export function deployment(
   cr: Node,
   namespace: string,
   replicas: number,
-  podSpec: Node,
+  podSpec: IPodSpec,
   podAnnotations: Record<string, string>,
-  patch: Node | undefined,
-): K8sObject {
+  patch: unknown,
+): Rendered<IDeployment> {
   const crName = nameOf(cr);
-  const template = mergePodTemplate(
+  const template = mergePodTemplate<IPodTemplateSpec>(
     {
       metadata: { labels: labelsFor(String(cr['kind']), crName), annotations: podAnnotations },
       spec: podSpec,
@@ -360,14 +395,19 @@ export function deployment(
   };
 }
 
-export const contentChecksumOf = (cm: K8sObject) =>
+export const contentChecksumOf = (cm: Pick<K8sObject, 'metadata'>) =>
   (cm.metadata.annotations ?? {})[ANNOTATIONS.contentChecksum] ?? '';
 
 /** Pod-template annotations of a server or remote proxy: a change to any of them rolls its pods. */
-export function rolloutAnnotations(cr: Node, cm: K8sObject, shared: Shared): Record<string, string> {
+export function rolloutAnnotations(
+  cr: Node,
+  cm: Pick<K8sObject, 'metadata'>,
+  shared: Shared,
+): Record<string, string> {
+  const crMeta = cr['metadata'];
   return {
     [ANNOTATIONS.runconfigChecksum]: contentChecksumOf(cm),
-    [ANNOTATIONS.generation]: String((cr['metadata'] as Node)['generation'] ?? 1),
+    [ANNOTATIONS.generation]: String((isRecord(crMeta) ? crMeta['generation'] : undefined) ?? 1),
     ...shared.annotations,
   };
 }
@@ -375,8 +415,8 @@ export function rolloutAnnotations(cr: Node, cm: K8sObject, shared: Shared): Rec
 /** A rendered pod: its own ServiceAccount, whose token is never mounted. */
 export function podSpecOf(
   serviceAccountName: string,
-  parts: { initContainers?: Node[]; containers: Node[]; volumes: Node[] },
-): Node {
+  parts: { initContainers?: IContainer[]; containers: IContainer[]; volumes: IVolume[] },
+): IPodSpec & Required<Pick<IPodSpec, 'containers' | 'volumes'>> {
   return Object.assign(
     { serviceAccountName, automountServiceAccountToken: false, terminationGracePeriodSeconds: 30 },
     parts,
@@ -392,10 +432,10 @@ export function runnerContainer(c: {
   image: string;
   config: MountedConfig;
   port: number;
-  env: Node[];
-  mounts: Node[];
-  resources: unknown;
-}): Node {
+  env: IEnvVar[];
+  mounts: IVolumeMount[];
+  resources: IResourceRequirements;
+}): IContainer {
   return {
     name: c.name,
     image: c.image,
@@ -409,25 +449,43 @@ export function runnerContainer(c: {
   };
 }
 
+/** The objects of one workload, typed so that `resourceOverrides` can edit them. */
+export interface WorkloadObjects {
+  configMap: Rendered<IConfigMap>;
+  /** Absent when the spec names its own ServiceAccount. */
+  serviceAccount: Rendered<IServiceAccount> | undefined;
+  deployment: Rendered<IDeployment>;
+  service: Rendered<IService>;
+}
+
 /** A workload's objects: its ConfigMap, ServiceAccount `sa` (unless the spec names one), Deployment, Service. */
 export function workloadObjects(
   cr: Node,
   namespace: string,
   spec: { serviceAccount?: string; podTemplateSpec?: unknown },
   w: {
-    cm: K8sObject;
+    cm: Rendered<IConfigMap>;
     sa: string;
     replicas: number;
-    podSpec: Node;
+    podSpec: IPodSpec;
     podAnnotations: Record<string, string>;
-    service: K8sObject;
+    service: Rendered<IService>;
   },
-): K8sObject[] {
-  const objects: K8sObject[] = [w.cm];
-  if (spec.serviceAccount === undefined) objects.push(serviceAccount(cr, w.sa, namespace));
-  const patch = spec.podTemplateSpec as Node | undefined;
-  objects.push(deployment(cr, namespace, w.replicas, w.podSpec, w.podAnnotations, patch), w.service);
-  return objects;
+): WorkloadObjects {
+  return {
+    configMap: w.cm,
+    serviceAccount: spec.serviceAccount === undefined ? serviceAccount(cr, w.sa, namespace) : undefined,
+    deployment: deployment(cr, namespace, w.replicas, w.podSpec, w.podAnnotations, spec.podTemplateSpec),
+    service: w.service,
+  };
+}
+
+/** The objects in the order they are applied: ConfigMap, ServiceAccount, Deployment, Service. */
+export function workloadList(w: WorkloadObjects): K8sObject[] {
+  const out: K8sObject[] = [w.configMap];
+  if (w.serviceAccount !== undefined) out.push(w.serviceAccount);
+  out.push(w.deployment, w.service);
+  return out;
 }
 
 /** The run configuration of a server or remote proxy, as its pod mounts it. */
@@ -454,51 +512,65 @@ export const RUNNER_COPY_COMMAND = [
 /** Names of the volumes the rendered pods use themselves. */
 export const RESERVED_VOLUMES = new Set(['runconfig', 'tmp', 'skep', 'ca-bundle', 'vmcp-config']);
 
+type StringMap = Record<string, string>;
+
+/** `current` with `add` merged in, but the `keep` keys of `current` (the selector stays). */
+function overlay(current: StringMap | undefined, add: StringMap | undefined, keep: string[] = []) {
+  if (add === undefined) return current;
+  const next = { ...current, ...add };
+  for (const k of keep) if (current?.[k] !== undefined) next[k] = current[k];
+  return next;
+}
+
+/** Sets `target[key]` to the overlay, leaving the field absent when nothing was there or added. */
+function overlayField<K extends 'labels' | 'annotations'>(
+  target: { [key in K]?: StringMap },
+  key: K,
+  add: StringMap | undefined,
+  keep: string[] = [],
+): void {
+  const next = overlay(target[key], add, keep);
+  if (next !== undefined) target[key] = next;
+}
+
+const SELECTOR_KEYS = ['app.kubernetes.io/name', 'app.kubernetes.io/instance'];
+
 /** `spec.resourceOverrides` applied to rendered objects (labels, annotations, runner env, pull secrets). */
 export function applyResourceOverrides(
-  objects: K8sObject[],
+  objects: WorkloadObjects,
   overrides: MCPServerSpec['resourceOverrides'],
   runner: string,
 ): void {
   if (overrides === undefined) return;
   const d = overrides.proxyDeployment;
-  const merge = (target: Node, key: string, add: Record<string, string> | undefined, keep: string[] = []) => {
-    if (add === undefined) return;
-    const current = (target[key] ?? {}) as Record<string, string>;
-    const next = { ...current, ...add };
-    for (const k of keep) if (current[k] !== undefined) next[k] = current[k]; // the selector stays
-    target[key] = next;
-  };
-  const selectorKeys = ['app.kubernetes.io/name', 'app.kubernetes.io/instance'];
-  for (const obj of objects) {
-    const m = obj.metadata as unknown as Node;
-    if (obj.kind === 'Deployment' && d !== undefined) {
-      merge(m, 'labels', d.labels, selectorKeys);
-      merge(m, 'annotations', d.annotations);
-      const template = (obj['spec'] as Node)['template'] as Node;
-      const tm = template['metadata'] as Node;
-      merge(tm, 'labels', d.podTemplateMetadataOverrides?.labels, selectorKeys);
-      merge(tm, 'annotations', d.podTemplateMetadataOverrides?.annotations);
-      const pod = template['spec'] as Node;
-      const container = (pod['containers'] as Node[]).find((c) => c['name'] === runner);
-      if (container !== undefined && d.env !== undefined) {
-        const env = ((container['env'] ?? []) as Node[]).filter(
-          (e) => !d.env!.some((x) => x.name === e['name']),
-        );
-        container['env'] = [...env, ...d.env.map((e) => ({ name: e.name, value: e.value }))];
-      }
-      if (d.imagePullSecrets !== undefined && d.imagePullSecrets.length > 0) {
-        const have = ((pod['imagePullSecrets'] ?? []) as Node[]).filter(
-          (x) => !d.imagePullSecrets!.some((y) => y.name === x['name']),
-        );
-        pod['imagePullSecrets'] = [...d.imagePullSecrets.map((x) => ({ name: x.name })), ...have];
-      }
+  if (d !== undefined) {
+    const { deployment } = objects;
+    overlayField(deployment.metadata, 'labels', d.labels, SELECTOR_KEYS);
+    overlayField(deployment.metadata, 'annotations', d.annotations);
+    const template = deployment.spec?.template;
+    if (template !== undefined) {
+      template.metadata ??= {};
+      overlayField(template.metadata, 'labels', d.podTemplateMetadataOverrides?.labels, SELECTOR_KEYS);
+      overlayField(template.metadata, 'annotations', d.podTemplateMetadataOverrides?.annotations);
     }
-    if (obj.kind === 'ServiceAccount' && d?.imagePullSecrets !== undefined && d.imagePullSecrets.length > 0)
-      (obj as unknown as Node)['imagePullSecrets'] = d.imagePullSecrets.map((x) => ({ name: x.name }));
-    if (obj.kind === 'Service' && overrides.proxyService !== undefined) {
-      merge(m, 'labels', overrides.proxyService.labels, selectorKeys);
-      merge(m, 'annotations', overrides.proxyService.annotations);
+    const pod = template?.spec;
+    const container = pod?.containers.find((c) => c.name === runner);
+    const env = d.env;
+    if (container !== undefined && env !== undefined) {
+      const kept = (container.env ?? []).filter((e) => !env.some((x) => x.name === e.name));
+      container.env = [...kept, ...env.map((e) => ({ name: e.name, value: e.value }))];
     }
+    const pulls = d.imagePullSecrets ?? [];
+    if (pod !== undefined && pulls.length > 0) {
+      const have = (pod.imagePullSecrets ?? []).filter((x) => !pulls.some((y) => y.name === x.name));
+      pod.imagePullSecrets = [...pulls.map((x) => ({ name: x.name })), ...have];
+    }
+    if (objects.serviceAccount !== undefined && pulls.length > 0)
+      objects.serviceAccount.imagePullSecrets = pulls.map((x) => ({ name: x.name }));
+  }
+  const s = overrides.proxyService;
+  if (s !== undefined) {
+    overlayField(objects.service.metadata, 'labels', s.labels, SELECTOR_KEYS);
+    overlayField(objects.service.metadata, 'annotations', s.annotations);
   }
 }

@@ -19,6 +19,7 @@ import {
   sharedRunConfig,
   TMP_VOLUME,
   wireSecrets,
+  workloadList,
   workloadObjects,
 } from './render-pod.js';
 
@@ -83,5 +84,5 @@ export async function renderRemoteProxy(cr: Node, index: Index, o: Resolved): Pr
   });
   applyResourceOverrides(objects, spec.resourceOverrides, 'skep-runner');
   const url = `http://mcp-${name}-remote-proxy.${namespace}.svc.cluster.local:${spec.proxyPort}${spec.transport === 'sse' ? `/sse#${name}` : '/mcp'}`;
-  return rendered('MCPRemoteProxy', namespace, name, objects, url, shared.problems);
+  return rendered('MCPRemoteProxy', namespace, name, workloadList(objects), url, shared.problems);
 }

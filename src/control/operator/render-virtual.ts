@@ -30,6 +30,7 @@ import {
   VMCP_CONFIG_DIR,
   VMCP_PORT,
   wireSecrets,
+  workloadList,
   workloadObjects,
 } from './render-pod.js';
 
@@ -302,7 +303,7 @@ export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promis
   // imagePullSecrets: on the pod (the podTemplateSpec's list merges with it by name) and on the
   // ServiceAccount the operator creates (only this field reaches it, as in the reference).
   const pullSecrets = (spec.imagePullSecrets ?? []).map((s) => ({ name: s.name }));
-  if (pullSecrets.length > 0) podSpec['imagePullSecrets'] = pullSecrets;
+  if (pullSecrets.length > 0) podSpec.imagePullSecrets = pullSecrets;
   const objects = workloadObjects(cr, namespace, spec, {
     cm,
     sa,
@@ -318,8 +319,8 @@ export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promis
       spec.serviceType ?? 'ClusterIP',
     ),
   });
-  const account = objects.find((o) => o.kind === 'ServiceAccount');
-  if (account !== undefined && pullSecrets.length > 0) account['imagePullSecrets'] = pullSecrets;
+  if (objects.serviceAccount !== undefined && pullSecrets.length > 0)
+    objects.serviceAccount.imagePullSecrets = pullSecrets;
   const url = `http://vmcp-${name}.${namespace}.svc.cluster.local:${VMCP_PORT}/mcp`;
-  return rendered('VirtualMCPServer', namespace, name, objects, url, problems, warnings);
+  return rendered('VirtualMCPServer', namespace, name, workloadList(objects), url, problems, warnings);
 }

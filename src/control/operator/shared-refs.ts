@@ -11,6 +11,8 @@
  *  - a problem naming the field for a referenced config that is missing or invalid, or that asks
  *    for something the Skep runner cannot do — never a silent default.
  */
+import type { IVolume } from 'kubernetes-models/v1/Volume';
+import type { IVolumeMount } from 'kubernetes-models/v1/VolumeMount';
 import { AUTHZ_CONFIG_KEYS } from '../../schemas/operator/index.js';
 import type {
   MCPAuthzConfigSpec,
@@ -52,7 +54,7 @@ const SERVICE_ACCOUNT_VOLUME = 'service-account-token';
  * The pod's own token and the cluster CA, as the volume Kubernetes adds when it automounts them
  * (rendered pods do not automount: only a runner that validates service-account tokens gets one).
  */
-function serviceAccountTokenVolume(): Node {
+function serviceAccountTokenVolume(): IVolume {
   return {
     name: SERVICE_ACCOUNT_VOLUME,
     projected: {
@@ -85,8 +87,8 @@ export interface SharedRefs {
   files: SecretFile[];
   /** Plain env of the runner container (e.g. NODE_EXTRA_CA_CERTS). */
   plainEnv: Array<{ name: string; value: string }>;
-  volumes: Node[];
-  mounts: Node[];
+  volumes: IVolume[];
+  mounts: IVolumeMount[];
   annotations: Record<string, string>;
   problems: string[];
 }
