@@ -1,21 +1,24 @@
 /**
- * One informer per watched resource type, shared by the operator's controllers: list, then
- * watch from the list's resourceVersion, keeping a store of the last known objects.
- *
- * A Kubernetes watch ends routinely (the API server's request timeout, a proxy, a restart)
- * and a watch from a resourceVersion the server no longer keeps answers 410 Gone (as an
- * `ERROR` event carrying a `Status` with code 410, or as the HTTP status). Like client-go's
- * reflector:
+ * One informer per watched resource type, shared by the operator's controllers: client-node's
+ * `ListWatch` (what its `makeInformer` builds) lists, then watches from the list's
+ * resourceVersion, keeps the store of the last known objects and diffs a re-list against it:
  *  - a watch that ends cleanly is resumed from the last resourceVersion seen (events are not
  *    lost and nothing is re-read);
- *  - a 410, a failed watch or a failed list re-lists after a capped exponential backoff, and
- *    the new list is compared with the store: what appeared is delivered as `ADDED`, what
- *    changed (another resourceVersion) as `MODIFIED`, and what disappeared while no watch ran
- *    as `DELETED` with its last known state — so a deletion is never missed.
- * The backoff resets once a watch delivers an event; a watch that ends at once without one
- * counts as a failure, so a server that closes every watch cannot make this loop spin.
+ *  - a 410 Gone (an `ERROR` event carrying a `Status` with code 410, or the HTTP status of the
+ *    watch request) re-lists, and the new list is compared with the store: what appeared is
+ *    delivered as `ADDED`, what changed (another resourceVersion) as `MODIFIED`, and what
+ *    disappeared while no watch ran as `DELETED` with its last known state.
+ *
+ * `ListWatch` stops at any other error and resumes a clean end at once; this module adds only
+ * what it lacks, as client-go's reflector does it:
+ *  - a failed list or watch is retried after a capped exponential backoff, and a watch that ends
+ *    at once without an event counts as a failure too, so a server that closes every watch
+ *    cannot make the loop spin (the backoff resets once a watch delivers an event);
+ *  - `optional`: a list answering 404 (the CRD is not installed) counts as an empty, synced list
+ *    — so whatever was known is delivered as `DELETED` — and is listed again with the backoff.
  */
-import { type Logger, sleepUnlessAborted } from '../../shared/index.js';
+import { KubeConfig, type KubernetesObject, ListWatch, Watch } from '@kubernetes/client-node';
+import { isRecord, type Logger, sleepUnlessAborted } from '../../shared/index.js';
 import { type KubeClient, type KubeObject, type ResourceType, statusOf } from './kube.js';
 
 export type InformerEvent = 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -32,40 +35,86 @@ export interface InformerOptions {
   onEvent(type: InformerEvent, obj: KubeObject): void;
   /** A list answering 404 (the CRD is not installed) counts as an empty, synced list; re-listed with backoff. */
   optional?: boolean;
-  /** First delay before a re-list after a failure or a 410, ms; doubles per consecutive failure. */
+  /** First delay before a retry after a failure; doubles per consecutive failure. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;
 }
 
-type WatchOutcome = 'closed' | 'ended' | 'expired' | 'failed';
+/** What `ListWatch` keeps of an object: every `KubeObject` is one. */
+type Listed = Pick<KubernetesObject, 'apiVersion' | 'kind'> & {
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string };
+};
 
-const keyOf = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+/** The watch callbacks `ListWatch` hands to `Watch.watch`. */
+type WatchCallback = Parameters<Watch['watch']>[2];
+type DoneCallback = Parameters<Watch['watch']>[3];
+
+const isKubeObject = (o: Listed): o is KubeObject =>
+  isRecord(o.metadata) && typeof o.metadata.name === 'string';
+
+/** The objects of this path: for `ListWatch`'s bookkeeping and the logs (the client builds the URL). */
+function pathOf(type: ResourceType, namespace: string | undefined): string {
+  const ns = namespace === undefined ? '' : `/namespaces/${namespace}`;
+  return `/apis/${type.group}/${type.version}${ns}/${type.plural}`;
+}
 
 export class Informer {
   readonly #o: InformerOptions;
-  readonly #store = new Map<string, KubeObject>();
   readonly #abort = new AbortController();
-  #stopWatch: (() => void) | undefined;
+  readonly #listWatch: ListWatch<Listed>;
   #synced = false;
+  /** The last list succeeded (or answered 404 for an optional type). */
+  #listed = false;
+  /** The last list answered 404 for an optional type: there is nothing to watch. */
+  #absent = false;
   #failures = 0;
-  #loop: Promise<void> | undefined;
+  #firstSynced: () => void = () => {};
+  #retrying = false;
 
   constructor(options: InformerOptions) {
     this.#o = options;
+    this.#listWatch = new ListWatch<Listed>(
+      pathOf(options.type, options.namespace),
+      new BackoffWatch({
+        open: (resourceVersion, callback, done) =>
+          options.kube.watch(options.type, resourceVersion, options.namespace, callback, done),
+        worked: () => {
+          this.#failures = 0;
+        },
+        endedEmpty: () => {
+          this.#failures++;
+          return this.#delay();
+        },
+        starting: () => this.#watchStarting(),
+        signal: this.#abort.signal,
+        maxDelayMs: options.backoffMaxMs ?? 30_000,
+      }),
+      () => this.#list(),
+      false,
+    );
+    const deliver = (type: InformerEvent) => (obj: Listed) => {
+      if (!this.#abort.signal.aborted && isKubeObject(obj)) options.onEvent(type, obj);
+    };
+    this.#listWatch.on('add', deliver('ADDED'));
+    this.#listWatch.on('update', deliver('MODIFIED'));
+    this.#listWatch.on('delete', deliver('DELETED'));
+    this.#listWatch.on('error', (err: unknown) => this.#failed(err));
   }
 
-  /** Starts the list/watch loop; resolves after the first successful list (its items delivered). */
+  /** Starts listing and watching; resolves after the first successful list (its items delivered). */
   start(): Promise<void> {
     return new Promise<void>((firstSynced) => {
-      this.#loop = this.#run(firstSynced);
+      this.#firstSynced = firstSynced;
+      void this.#connect();
     });
   }
 
-  /** Stops watching; idempotent. */
+  /** Stops watching; idempotent. A list the API server is slow to answer is not waited for. */
   async close(): Promise<void> {
+    if (this.#abort.signal.aborted) return;
     this.#abort.abort();
-    this.#stopWatch?.();
-    await this.#loop;
+    await this.#listWatch.stop();
+    this.#firstSynced(); // closed before the first list: `start` does not wait forever
   }
 
   /** True once a list has succeeded (for readiness). */
@@ -73,58 +122,26 @@ export class Informer {
     return this.#synced;
   }
 
-  async #run(firstSynced: () => void): Promise<void> {
-    try {
-      await this.#listAndWatch(firstSynced);
-    } finally {
-      firstSynced(); // closed before the first list: `start` does not wait forever
-    }
+  /** `ListWatch.start`: lists unless it holds a resourceVersion to watch from, then watches. */
+  async #connect(): Promise<void> {
+    this.#listed = false;
+    await this.#listWatch.start();
   }
 
-  async #listAndWatch(firstSynced: () => void): Promise<void> {
-    const { logger, name } = this.#o;
-    const signal = this.#abort.signal;
-    while (!signal.aborted) {
-      let resourceVersion: string;
-      try {
-        resourceVersion = await this.#relist();
-      } catch (err) {
-        if (signal.aborted) break;
-        if (this.#o.optional === true && statusOf(err) === 404) {
-          // The CRD is not installed: nothing of this kind exists (any we knew are gone).
-          this.#replace([]);
-          this.#synced = true;
-          firstSynced();
-        } else {
-          logger.warn({ err, informer: name }, 'list failed; retrying');
-        }
-        await this.#backoff();
-        continue;
-      }
+  /**
+   * `ListWatch` opens its watch right after it delivered a list's items: the informer is synced
+   * then (not once the watch answers, which a server may hold until its first event).
+   */
+  #watchStarting(): boolean {
+    if (this.#listed && !this.#abort.signal.aborted) {
       this.#synced = true;
-      firstSynced();
-      // Watch, resuming after clean ends, until the watch fails or its resourceVersion expires.
-      for (;;) {
-        const { outcome, lastResourceVersion } = await this.#watch(resourceVersion);
-        resourceVersion = lastResourceVersion;
-        if (outcome === 'closed' || signal.aborted) return;
-        if (outcome === 'ended') {
-          // An immediate end without events is backed off; otherwise resume at once.
-          if (this.#failures > 0) await sleepUnlessAborted(this.#delay(), signal);
-          continue;
-        }
-        logger.debug(
-          { informer: name, outcome },
-          outcome === 'expired' ? 'watch expired (410 Gone); re-listing' : 'watch failed; re-listing',
-        );
-        await this.#backoff();
-        break;
-      }
+      this.#firstSynced();
     }
+    return !this.#absent;
   }
 
-  /** Lists, delivers the differences to the store, and returns the list's resourceVersion. */
-  async #relist(): Promise<string> {
+  async #list(): Promise<{ items: Listed[]; metadata: { resourceVersion: string } }> {
+    const { kube, type, namespace, logger, name } = this.#o;
     const signal = this.#abort.signal;
     // `close` does not wait for a list the API server is slow to answer (it cannot be aborted).
     let onAbort = () => {};
@@ -132,96 +149,37 @@ export class Informer {
       onAbort = () => reject(new Error('informer closed'));
       signal.addEventListener('abort', onAbort, { once: true });
     });
-    let listed: Awaited<ReturnType<KubeClient['list']>>;
     try {
-      listed = await Promise.race([this.#o.kube.list(this.#o.type, this.#o.namespace), aborted]);
+      const { items, resourceVersion } = await Promise.race([kube.list(type, namespace), aborted]);
+      this.#listed = true;
+      this.#absent = false;
+      return { items, metadata: { resourceVersion } };
+    } catch (err) {
+      if (this.#o.optional === true && statusOf(err) === 404) {
+        // The CRD is not installed: nothing of this kind exists (any we knew are gone). No watch
+        // follows (one from "now" would miss what is created before it starts): the informer
+        // lists again after the backoff.
+        this.#listed = true;
+        this.#absent = true;
+        return { items: [], metadata: { resourceVersion: '' } };
+      }
+      if (!signal.aborted) logger.warn({ err, informer: name }, 'list failed; retrying');
+      throw err;
     } finally {
       signal.removeEventListener('abort', onAbort);
     }
-    const { items, resourceVersion } = listed;
-    if (signal.aborted) return resourceVersion;
-    this.#replace(items);
-    return resourceVersion;
   }
 
-  #replace(items: KubeObject[]): void {
-    const seen = new Set<string>();
-    for (const item of items) {
-      if (item?.metadata?.name === undefined) continue;
-      const key = keyOf(item);
-      seen.add(key);
-      const before = this.#store.get(key);
-      this.#store.set(key, item);
-      if (before === undefined) this.#o.onEvent('ADDED', item);
-      else if (before.metadata.resourceVersion !== item.metadata.resourceVersion)
-        this.#o.onEvent('MODIFIED', item);
-    }
-    for (const [key, gone] of [...this.#store]) {
-      if (seen.has(key)) continue;
-      this.#store.delete(key);
-      this.#o.onEvent('DELETED', gone);
-    }
-  }
-
-  /** One watch from `resourceVersion`, until it ends; applies its events to the store. */
-  #watch(resourceVersion: string): Promise<{ outcome: WatchOutcome; lastResourceVersion: string }> {
+  /** A list or watch failed (`ListWatch` stops): start again after the backoff. */
+  #failed(err: unknown): void {
     const signal = this.#abort.signal;
-    let last = resourceVersion;
-    let delivered = 0;
-    const startedAt = performance.now();
-    return new Promise((resolve) => {
-      let finished = false;
-      const finish = (outcome: WatchOutcome) => {
-        if (finished) return;
-        finished = true;
-        signal.removeEventListener('abort', onAbort);
-        this.#stopWatch?.();
-        this.#stopWatch = undefined;
-        // A watch that delivered events, or lasted a while, worked: the backoff starts over.
-        if (delivered > 0 || performance.now() - startedAt >= (this.#o.backoffMaxMs ?? 30_000))
-          this.#failures = 0;
-        else if (outcome === 'ended') this.#failures++;
-        resolve({ outcome, lastResourceVersion: last });
-      };
-      const onAbort = () => finish('closed');
-      signal.addEventListener('abort', onAbort, { once: true });
-      const onEvent = (type: string, obj: KubeObject) => {
-        if (finished) return;
-        if (type === 'ERROR') {
-          // A Status object: 410 Gone means the resourceVersion is too old to watch from.
-          const code = (obj as unknown as { code?: unknown } | null)?.code;
-          if (code !== 410)
-            this.#o.logger.debug({ status: obj, informer: this.#o.name }, 'watch error event');
-          return finish(code === 410 ? 'expired' : 'failed');
-        }
-        const rv = obj?.metadata?.resourceVersion;
-        if (rv !== undefined) last = rv;
-        if (type === 'BOOKMARK' || obj?.metadata?.name === undefined) return;
-        if (type !== 'ADDED' && type !== 'MODIFIED' && type !== 'DELETED') return;
-        delivered++;
-        if (type === 'DELETED') this.#store.delete(keyOf(obj));
-        else this.#store.set(keyOf(obj), obj);
-        this.#o.onEvent(type, obj);
-      };
-      const done = (err: unknown) => {
-        if (signal.aborted) return finish('closed');
-        if (statusOf(err) === 410) return finish('expired');
-        if (err !== null && err !== undefined) {
-          this.#o.logger.debug({ err, informer: this.#o.name }, 'watch ended with an error');
-          return finish('failed');
-        }
-        finish('ended');
-      };
-      this.#o.kube
-        .watch(this.#o.type, resourceVersion, this.#o.namespace, onEvent, done)
-        .then((stop) => {
-          if (finished) stop();
-          else this.#stopWatch = stop;
-        })
-        .catch((err: unknown) => {
-          if (!signal.aborted) this.#o.logger.debug({ err, informer: this.#o.name }, 'watch failed to start');
-          finish(signal.aborted ? 'closed' : 'failed');
-        });
+    if (signal.aborted || this.#retrying) return;
+    this.#retrying = true;
+    this.#o.logger.debug({ err, informer: this.#o.name }, 'list or watch failed; retrying');
+    this.#failures++;
+    void sleepUnlessAborted(this.#delay(), signal).then(() => {
+      this.#retrying = false;
+      if (!signal.aborted) void this.#connect();
     });
   }
 
@@ -229,9 +187,85 @@ export class Informer {
     const base = this.#o.backoffBaseMs ?? 1000;
     return Math.min(this.#o.backoffMaxMs ?? 30_000, base * 2 ** Math.max(0, this.#failures - 1));
   }
+}
 
-  async #backoff(): Promise<void> {
-    this.#failures++;
-    await sleepUnlessAborted(this.#delay(), this.#abort.signal);
+/** What a `BackoffWatch` needs of its informer. */
+interface WatchBackoff {
+  /** One watch from `resourceVersion`; resolves to its stopper. */
+  open(resourceVersion: string, callback: WatchCallback, done: DoneCallback): Promise<() => void>;
+  /** A watch delivered an event, or lasted a while: the backoff starts over. */
+  worked(): void;
+  /** A watch ended at once without an event: a failure; returns the wait before the next watch. */
+  endedEmpty(): number;
+  /** `ListWatch` is about to watch (after delivering a list, if it listed); false: do not. */
+  starting(): boolean;
+  /** The informer closed. */
+  signal: AbortSignal;
+  maxDelayMs: number;
+}
+
+/**
+ * The `Watch` given to `ListWatch`: the informer's `KubeClient.watch` (client-node's `Watch`,
+ * with bookmarks and the type's label selector), and the backoff of watches that end at once
+ * without an event: their clean end reaches `ListWatch`, which resumes at once, only after the
+ * backoff delay. `done` is never called before `watch` has returned (`ListWatch` keeps the
+ * returned controller to stop the watch, and would otherwise keep a finished one).
+ */
+class BackoffWatch extends Watch {
+  readonly #b: WatchBackoff;
+
+  constructor(backoff: WatchBackoff) {
+    // `Watch`'s own request code (and so its configuration) is unused: watches go through the
+    // informer's KubeClient.
+    super(new KubeConfig());
+    this.#b = backoff;
+  }
+
+  override async watch(
+    _path: string,
+    queryParams: Record<string, string | number | boolean | undefined>,
+    callback: WatchCallback,
+    done: DoneCallback,
+  ): Promise<AbortController> {
+    const b = this.#b;
+    const controller = new AbortController();
+    const startedAt = performance.now();
+    let delivered = 0;
+    let returned = false;
+    let pending: (() => void) | undefined;
+    const finish = (err: unknown) => {
+      // `ListWatch` aborted this watch itself (it stopped, or moved on): it wants no callback.
+      if (controller.signal.aborted) return;
+      const call = () => {
+        if (!controller.signal.aborted) done(err);
+      };
+      if (err !== null && err !== undefined) return call();
+      if (delivered > 0 || performance.now() - startedAt >= b.maxDelayMs) {
+        b.worked();
+        return call();
+      }
+      void sleepUnlessAborted(b.endedEmpty(), b.signal).then(call);
+    };
+    const onDone = (err: unknown) => {
+      if (returned) finish(err);
+      else pending = () => finish(err);
+    };
+    const onEvent: WatchCallback = (phase, obj, watchObj) => {
+      if (phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') {
+        delivered++;
+        b.worked();
+      }
+      callback(phase, obj, watchObj);
+    };
+    try {
+      if (!b.starting()) throw new Error('the resource type is not installed');
+      const stop = await b.open(String(queryParams['resourceVersion'] ?? ''), onEvent, onDone);
+      controller.signal.addEventListener('abort', stop, { once: true });
+    } catch (err) {
+      pending = () => finish(err);
+    }
+    returned = true;
+    if (pending !== undefined) setImmediate(pending);
+    return controller;
   }
 }
