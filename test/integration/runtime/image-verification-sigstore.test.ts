@@ -9,13 +9,17 @@
  * certificate identity and issuer in the start result; a policy naming another identity or
  * issuer refuses it under `enforce` and runs it with the reason under `warn`; a signature copied
  * beside another digest (tampered) and an unsigned image are refused under `enforce` before any
- * container exists; a trusted root without an identity policy is refused by name.
+ * container exists; a trusted root without an identity policy is refused by name. And the whole
+ * chain: a registry entry whose provenance names the keyless signer (`signer_identity`,
+ * `cert_issuer`), created with a trusted root under `enforce`, runs and its status names the signer.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { type ApiContext, createContext } from '../../../src/control/app/index.js';
+import type { SkepConfig } from '../../../src/config/index.js';
 import { DockerRuntime } from '../../../src/dataplane/runtime/docker/docker-runtime.js';
 import { LABEL_WORKLOAD } from '../../../src/dataplane/runtime/index.js';
 import type { ImageVerificationPolicy, ServerHandle } from '../../../src/dataplane/runtime/index.js';
@@ -27,6 +31,7 @@ import { tempHome } from '../../helpers/home.js';
 import { requirePodman, startPodmanService, testImage } from '../../helpers/podman.js';
 import { requireService } from '../../helpers/services.js';
 import { createSigstoreFixture } from '../../helpers/sigstore-fixture.js';
+import { waitForStatus } from '../../helpers/wait.js';
 import { hasRegistry, startRegistry, tempDir } from '../skills/fixtures.js';
 
 const IDENTITY = 'https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1';
@@ -54,10 +59,21 @@ test(
     t.after(() => fx.close());
     const handles: ServerHandle[] = [];
     const names = ['ks-signed', 'ks-unsigned', 'ks-tampered', 'ks-identity', 'ks-issuer', 'ks-warn'];
-    const made: { runtime?: DockerRuntime } = {};
+    const made: { runtime?: DockerRuntime; ctx?: ApiContext } = {};
     t.after(async () => {
-      for (const h of handles) await h.stop();
-      for (const name of names) await made.runtime?.removeWorkload(name).catch(() => undefined);
+      const keepAlive = setInterval(() => undefined, 1000);
+      try {
+        const c = made.ctx;
+        if (c !== undefined) {
+          await c.workloads.settled();
+          await Promise.all(c.workloads.rows.list().map((r) => c.workloads.deleteNow(r.name)));
+          await c.close();
+        }
+        for (const h of handles) await h.stop();
+        for (const name of names) await made.runtime?.removeWorkload(name).catch(() => undefined);
+      } finally {
+        clearInterval(keepAlive);
+      }
     });
     const registry = await startRegistry(t);
     const confDir = tempDir(t, 'skep-ks-conf-');
@@ -245,5 +261,58 @@ test(
     );
     assert.ok(isSkepError(bare) && bare.code === 'invalid_config', String(bare));
     assert.match(bare.message, /image_verification: cert_issuer is required with trusted_root/);
+
+    // The whole chain: a registry entry whose provenance names the keyless signer → the
+    // workload's image_verification (enforce, with the trusted root given at create) → the
+    // runner → the status context names the certificate identity.
+    const file = join(confDir, 'registry.json');
+    const ext = {
+      status: 'active',
+      tier: 'Community',
+      tools: ['echo'],
+      args: ['/app/stdio-server.cjs'],
+      provenance: {
+        signer_identity: IDENTITY,
+        cert_issuer: ISSUER,
+        repository_uri: 'https://github.com/acme/app',
+      },
+    };
+    writeFileSync(
+      file,
+      JSON.stringify({
+        version: '1.0.0',
+        meta: { last_updated: '2026-01-01T00:00:00Z' },
+        data: {
+          servers: [
+            {
+              name: 'io.example.keyless/keyless-server',
+              description: 'a keyless-signed image',
+              version: '1.0.0',
+              packages: [{ registryType: 'oci', identifier: signedRef, transport: { type: 'stdio' } }],
+              _meta: {
+                'io.modelcontextprotocol.registry/publisher-provided': {
+                  'io.github.stacklok': { [signedRef]: ext },
+                },
+              },
+            },
+          ],
+        },
+      }),
+    );
+    const config: SkepConfig = {
+      ...home.config,
+      runtime: { type: 'docker', docker_host: engine.host, node_image: image, allow_privileged: false },
+    };
+    const ctx = (made.ctx = createContext(config, { env: home.env }));
+    await ctx.registry.configure('default', { local_path: file });
+    await ctx.workloads.create(
+      { name: 'ks-reg', registry: 'default', server: 'io.example.keyless/keyless-server' },
+      { imageVerification: { policy: 'enforce', trusted_root: fx.trustedRootPath } },
+    );
+    await waitForStatus(ctx, 'ks-reg', 'running', 180_000);
+    assert.match(
+      ctx.workloads.status('ks-reg').status_context ?? '',
+      /verified: keyless signature by https:\/\/github\.com\/acme\/app\/.* \(issuer https:\/\/token\.actions\.githubusercontent\.com\)/,
+    );
   },
 );
