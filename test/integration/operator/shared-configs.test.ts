@@ -356,19 +356,35 @@ describe('shared configuration kinds against a fake API server', { timeout: 90_0
 
     api.create(
       R('mcpregistries'),
-      cr('MCPRegistry', 'git', {
+      cr('MCPRegistry', 'managed', {
         configYAML:
-          'sources:\n  - name: g\n    git: {repository: https://example.com/r}\nregistries:\n  - name: default\n    sources: [g]\n',
+          'sources:\n  - name: m\n    managed: {}\nregistries:\n  - name: default\n    sources: [m]\n',
       }),
     );
     const failed = await waitFor('failed', () => {
-      const o = api.getObject(R('mcpregistries'), NS, 'git');
+      const o = api.getObject(R('mcpregistries'), NS, 'managed');
       return statusOf(o)['phase'] === 'Failed' ? o : undefined;
     });
     assert.match(
       String(statusOf(failed)['message']),
-      /sources\[0\]\.git: Skep's registry server does not clone/,
+      /sources\[0\]\.managed: Skep's registry server is read-only/,
     );
-    assert.equal(deploymentOf(api, 'git-api'), undefined);
+    assert.equal(deploymentOf(api, 'managed-api'), undefined);
+
+    // A kubernetes source: the pod lists workloads with its token, through the Role rendered for it.
+    api.create(
+      R('mcpregistries'),
+      cr('MCPRegistry', 'k8s', {
+        configYAML:
+          'sources:\n  - {name: k, kubernetes: {}}\nregistries:\n  - {name: default, sources: [k]}\n',
+      }),
+    );
+    const role = await waitFor('role', () =>
+      api.getObject('rbac.authorization.k8s.io/v1/roles', NS, 'k8s-api'),
+    );
+    assert.deepEqual((role['rules'] as Array<{ verbs: string[] }>)[0]?.verbs, ['get', 'list', 'watch']);
+    await waitFor('role binding', () =>
+      api.getObject('rbac.authorization.k8s.io/v1/rolebindings', NS, 'k8s-api'),
+    );
   });
 });
