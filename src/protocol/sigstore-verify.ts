@@ -16,7 +16,7 @@
  *   time (the signing time must fall inside the leaf's short validity);
  * - the signature over the payload verifies with the leaf's key;
  * - the signed entry timestamp verifies with the trusted root's key of the log named by `logID`,
- *   and the logged hashedrekord names this signature and the payload's digest;
+ *   and the logged hashedrekord names this signature, the payload's digest and this certificate;
  * - the identity policy: the certificate's subject alternative name (e-mail or URI) equals
  *   `signerIdentity` (or matches the whole of `signerIdentityRegexp`), the OIDC issuer extension
  *   (Fulcio OIDs 1.3.6.1.4.1.57264.1.8, or the older 1.3.6.1.4.1.57264.1.1) equals `certIssuer`,
@@ -164,6 +164,22 @@ function toBundle(payload: Buffer, signature: string, annotations: Record<string
   });
 }
 
+/** True when the hashedrekord entry's public key is this certificate (PEM, base64 in the body). */
+function loggedCertificateIs(bundle: Bundle, cert: X509Certificate): boolean {
+  const entry = bundle.verificationMaterial.tlogEntries[0];
+  if (entry === undefined) return false;
+  try {
+    const body = JSON.parse(entry.canonicalizedBody.toString('utf8')) as {
+      spec?: { signature?: { publicKey?: { content?: unknown } } };
+    };
+    const logged = body.spec?.signature?.publicKey?.content;
+    if (typeof logged !== 'string') return false;
+    return pemToDer(Buffer.from(logged, 'base64').toString('utf8')).equals(cert.root.toDER());
+  } catch {
+    return false;
+  }
+}
+
 function extensionText(cert: X509Certificate, oid: string): string | undefined {
   const ext = cert.extension(oid);
   if (ext === undefined) return undefined;
@@ -222,6 +238,10 @@ export function verifyKeyless(
     const detail = cause instanceof Error ? ` (${cause.message})` : '';
     return { ok: false, reason: `keyless signature does not verify: ${(err as Error).message}${detail}` };
   }
+  // The library compares the logged signature and digest; the logged certificate is compared
+  // here, as cosign does, so the identity checked is the one the log vouches for.
+  if (!loggedCertificateIs(bundle, cert))
+    return { ok: false, reason: 'the certificate is not the one in the transparency log entry' };
   const signer: KeylessSigner = {
     identity: verified.identity?.subjectAlternativeName ?? '',
     issuer: verified.identity?.extensions?.issuer ?? '',

@@ -201,6 +201,35 @@ test('tampered: a signature that is not the logged one is refused', async () => 
   assert.match(outcome.ok ? '' : outcome.reason, /does not verify/);
 });
 
+test('transparency log: a certificate other than the logged one (same key, other identity) is refused', async () => {
+  const leaf = fx.leaf({ identity: 'mallory@example.com', issuer: ISSUER });
+  // A second certificate for the same key, naming alice: signature and SET stay valid.
+  const { createPublicKey } = await import('node:crypto');
+  const swapped = fx.certify(
+    createPublicKey(leaf.key).export({ type: 'spki', format: 'pem' }) as string,
+    ALICE,
+    ISSUER,
+  );
+  const annotate = fx.annotate(leaf);
+  const store = memoryStore();
+  const { signArtifact } = await import('../../../src/protocol/oci-signature.js');
+  await signArtifact(store, 'reg.example/acme/app', DIGEST, leaf.key, async (payload, signature) => ({
+    ...(await annotate(payload, signature)),
+    'dev.sigstore.cosign/certificate': swapped,
+  }));
+  const outcome = await verifyArtifact(
+    store,
+    DIGEST,
+    [],
+    check({ signerIdentity: ALICE, certIssuer: ISSUER }),
+  );
+  assert.equal(outcome.status, 'invalid');
+  assert.match(
+    outcome.status === 'invalid' ? outcome.reason : '',
+    /the certificate is not the one in the transparency log entry/,
+  );
+});
+
 test('no trusted root: a keyless signature is not trusted, and says so', async () => {
   const store = await signed();
   const outcome = await verifyArtifact(store, DIGEST, []);
