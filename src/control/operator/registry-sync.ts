@@ -13,7 +13,6 @@ import { isRecord, type Logger } from '../../shared/index.js';
 import { openStore, type Store } from '../../store/index.js';
 import type { KubeClient } from './kube.js';
 import { filterRegistryDocument, type RegistryPlan, type RegistrySourceSpec } from './registry-config.js';
-import { readGitSource } from './registry-git.js';
 import { readKubernetesSource } from './registry-kubernetes.js';
 
 /** How often a file source is re-read; an API or git source without `syncPolicy`; a kubernetes source. */
@@ -76,7 +75,9 @@ async function readSource(spec: RegistrySourceSpec, ctx: SourceContext): Promise
       return JSON.parse(readFileSync(spec.path, 'utf8'));
     case 'api':
       return readApiSource(spec.endpoint, ctx);
-    case 'git':
+    case 'git': {
+      // isomorphic-git is loaded only by a server with a git source.
+      const { readGitSource } = await import('./registry-git.js');
       return JSON.parse(
         await readGitSource({
           repository: spec.repository,
@@ -86,6 +87,7 @@ async function readSource(spec: RegistrySourceSpec, ctx: SourceContext): Promise
           ...(spec.auth === undefined ? {} : { auth: spec.auth }),
         }),
       );
+    }
     case 'kubernetes':
       return readKubernetesSource(
         ctx.kube(),
