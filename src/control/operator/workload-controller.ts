@@ -1,8 +1,8 @@
 /**
  * The workload controller (docs/kubernetes.md): informers (`informer.ts`: list+watch, re-list after
- * a 410 or a failed watch) of MCPServer, MCPRemoteProxy, VirtualMCPServer, MCPGroup, MCPServerEntry
- * and MCPExternalAuthConfig (and the StatefulSets rendered for EmbeddingServers, whose pods'
- * readiness their status reports), and a reconcile that applies exactly what `renderResources` (`skep
+ * a 410) of MCPServer, MCPRemoteProxy, VirtualMCPServer, MCPGroup, MCPServerEntry and
+ * MCPExternalAuthConfig (and the Deployments and StatefulSets rendered for them, whose pods'
+ * readiness their status reports, so it follows a rollout), and a reconcile that applies exactly what `renderResources` (`skep
  * operator render`) produces for a resource from the objects of its namespace, then writes its
  * status: `phase`, `url`, `message`, `observedGeneration`, the referenced configs' hashes and
  * conditions (`Valid`, `Ready`) with observedGeneration. A changed MCPExternalAuthConfig re-renders
@@ -11,7 +11,7 @@
  * controller for `referencingWorkloads`); an MCPGroup records its members. Created objects carry
  * owner references, so Kubernetes' garbage collector removes them with the resource (no finalizer).
  */
-import type { Logger } from '../../shared/index.js';
+import { isRecord, type Logger } from '../../shared/index.js';
 import type { Condition } from '../../schemas/extauth/index.js';
 import { EXTAUTH_KIND } from '../../schemas/extauth/index.js';
 import { OPERATOR_KINDS } from '../../schemas/operator/index.js';
@@ -61,6 +61,22 @@ const EMBEDDING_STATEFULSETS: ResourceType = {
   version: 'v1',
   plural: 'statefulsets',
   labelSelector: 'app.kubernetes.io/name=embeddingserver',
+};
+/** The kinds rendered into a Deployment, by the `app.kubernetes.io/name` label it carries. */
+const DEPLOYED_KINDS = new Map(
+  ['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer', 'MCPRegistry'].map((k) => [k.toLowerCase(), k]),
+);
+/**
+ * The Deployments rendered for workloads: their ready replicas are what the workload's `phase`,
+ * `Ready` condition and `readyReplicas` report, so a change of a Deployment's status
+ * re-reconciles its workload. Selected by the `app.kubernetes.io/name` label, which
+ * `resourceOverrides` cannot change (it is part of the pods' selector).
+ */
+const WORKLOAD_DEPLOYMENTS: ResourceType = {
+  group: 'apps',
+  version: 'v1',
+  plural: 'deployments',
+  labelSelector: `app.kubernetes.io/name in (${[...DEPLOYED_KINDS.keys()].join(',')})`,
 };
 const RECONCILED = new Set([
   'MCPServer',
@@ -202,7 +218,8 @@ export class WorkloadController {
     // A CRD that is not installed: nothing of this kind exists (re-listed with backoff).
     for (const { kind, type } of TYPES)
       this.#loop.watch(kind, type, (event, obj) => this.#onEvent(kind, event, obj), true);
-    this.#loop.watch('StatefulSet', EMBEDDING_STATEFULSETS, (_event, obj) => this.#onStatefulSet(obj), true);
+    this.#loop.watch('StatefulSet', EMBEDDING_STATEFULSETS, (_event, obj) => this.#onPods(obj), true);
+    this.#loop.watch('Deployment', WORKLOAD_DEPLOYMENTS, (_event, obj) => this.#onPods(obj), true);
     await this.#loop.start();
   }
 
@@ -217,12 +234,23 @@ export class WorkloadController {
     this.#enqueueAffected(kind, obj);
   }
 
-  /** A rendered StatefulSet changed (its pods' readiness): its EmbeddingServer's status follows. */
-  #onStatefulSet(obj: KubeObject): void {
-    const labels = (obj.metadata['labels'] ?? {}) as Record<string, string | undefined>;
+  /**
+   * A rendered Deployment or StatefulSet changed (its pods' readiness, or it was deleted): the
+   * status of the resource it runs follows.
+   */
+  #onPods(obj: KubeObject): void {
+    const labels = obj.metadata['labels'];
+    if (!isRecord(labels)) return;
+    const name = labels['app.kubernetes.io/name'];
     const instance = labels['app.kubernetes.io/instance'];
-    if (labels['app.kubernetes.io/name'] === 'embeddingserver' && instance !== undefined)
-      this.#queue.add(`EmbeddingServer/${nsOf(obj)}/${instance}`);
+    const kind =
+      name === 'embeddingserver'
+        ? 'EmbeddingServer'
+        : typeof name === 'string'
+          ? DEPLOYED_KINDS.get(name)
+          : undefined;
+    if (kind !== undefined && typeof instance === 'string')
+      this.#queue.add(`${kind}/${nsOf(obj)}/${instance}`);
   }
 
   /** The resource itself, and whatever renders from it (consumers of a config, vMCPs of a group). */

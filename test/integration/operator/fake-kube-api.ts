@@ -2,7 +2,7 @@
  * An in-process FAKE of the Kubernetes API server, because no real API server can run on
  * these machines. It is a real HTTP server on 127.0.0.1 speaking enough of the API for the
  * real @kubernetes/client-node client: list (namespaced and cluster-wide), watch (chunked
- * newline-delimited events from a resourceVersion), get, create (POST, 409 when it exists),
+ * newline-delimited events from a resourceVersion), both filtered by a `labelSelector`, get, create (POST, 409 when it exists),
  * merge-patch, PUT and the
  * status subresource (resourceVersion optimistic locking → 409 Conflict), delete with
  * finalizers (deletionTimestamp, removal when the last finalizer goes), `generation` bumps on
@@ -21,7 +21,35 @@ type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
 interface Watcher {
   resource: string;
   namespace: string | undefined;
+  /** The watch's `labelSelector` (every object when absent). */
+  selector: string | null;
   res: ServerResponse;
+}
+
+/**
+ * Whether `obj`'s labels match a Kubernetes label selector: comma-separated requirements
+ * `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k` (exists) and `!k`.
+ */
+function matchesLabels(obj: Obj, selector: string | null): boolean {
+  if (selector === null || selector.trim() === '') return true;
+  const labels = (obj.metadata['labels'] ?? {}) as Record<string, string | undefined>;
+  const requirements = selector.match(/[^,(]+(\([^)]*\))?/g) ?? [];
+  return requirements.every((raw) => {
+    const r = raw.trim();
+    const set = /^(\S+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(r);
+    if (set !== null) {
+      const values = set[3]!.split(',').map((v) => v.trim());
+      const value = labels[set[1]!];
+      const member = value !== undefined && values.includes(value);
+      return set[2] === 'in' ? member : !member;
+    }
+    const eq = /^([^!=]+)(==|=|!=)(.*)$/.exec(r);
+    if (eq !== null) {
+      const value = labels[eq[1]!.trim()];
+      return eq[2] === '!=' ? value !== eq[3]!.trim() : value === eq[3]!.trim();
+    }
+    return r.startsWith('!') ? labels[r.slice(1)] === undefined : labels[r] !== undefined;
+  });
 }
 
 interface Event {
@@ -263,7 +291,11 @@ export class FakeKubeApi {
   private emit(event: Event): void {
     this.events.push(event);
     for (const w of this.watchers) {
-      if (w.resource === event.resource && (w.namespace === undefined || w.namespace === event.namespace)) {
+      if (
+        w.resource === event.resource &&
+        (w.namespace === undefined || w.namespace === event.namespace) &&
+        matchesLabels(event.object, w.selector)
+      ) {
         w.res.write(`${JSON.stringify({ type: event.type, object: event.object })}\n`);
       }
     }
@@ -334,8 +366,7 @@ export class FakeKubeApi {
     const key = `${resource}|${namespace}|${name}`;
 
     if (method === 'GET' && name === undefined) {
-      if (url.searchParams.get('watch') === 'true')
-        return this.watch(req, res, route, url.searchParams.get('resourceVersion'));
+      if (url.searchParams.get('watch') === 'true') return this.watch(req, res, route, url.searchParams);
       await this.listsHeld;
       const items = [...this.objects.entries()]
         .filter(
@@ -343,7 +374,8 @@ export class FakeKubeApi {
             k.startsWith(`${resource}|`) &&
             (namespace === undefined || k.startsWith(`${resource}|${namespace}|`)),
         )
-        .map(([, o]) => o);
+        .map(([, o]) => o)
+        .filter((o) => matchesLabels(o, url.searchParams.get('labelSelector')));
       return this.reply(req, res, 200, {
         apiVersion: route.apiVersion,
         kind: 'List',
@@ -417,7 +449,9 @@ export class FakeKubeApi {
     return this.reply(req, res, 200, this.writeMain(resource, namespace, name, next, current));
   }
 
-  private watch(req: IncomingMessage, res: ServerResponse, route: Route, fromRv: string | null): void {
+  private watch(req: IncomingMessage, res: ServerResponse, route: Route, params: URLSearchParams): void {
+    const fromRv = params.get('resourceVersion');
+    const selector = params.get('labelSelector');
     const since = fromRv === null || fromRv === '' ? this.rv : Number(fromRv);
     const expired = since < this.compactedRv;
     const gone = this.statusBody(410, 'Expired', `too old resource version: ${since} (${this.compactedRv})`);
@@ -437,7 +471,8 @@ export class FakeKubeApi {
       if (
         e.rv > since &&
         e.resource === route.resource &&
-        (route.namespace === undefined || route.namespace === e.namespace)
+        (route.namespace === undefined || route.namespace === e.namespace) &&
+        matchesLabels(e.object, selector)
       ) {
         res.write(`${JSON.stringify({ type: e.type, object: e.object })}\n`);
       }
@@ -446,7 +481,7 @@ export class FakeKubeApi {
       res.end();
       return;
     }
-    const watcher: Watcher = { resource: route.resource, namespace: route.namespace, res };
+    const watcher: Watcher = { resource: route.resource, namespace: route.namespace, selector, res };
     this.watchers.add(watcher);
     req.on('close', () => this.watchers.delete(watcher));
   }
