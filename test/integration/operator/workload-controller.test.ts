@@ -248,8 +248,8 @@ describe('workload controller against a fake API server', { timeout: 60_000 }, (
     const listed = lists(api);
     assert.equal(
       api.endWatches(),
-      15,
-      'the 14 kinds (workloads, shared configs, registry, embedding, composite tools) and the embedding StatefulSets were watched',
+      16,
+      'the 14 kinds (workloads, shared configs, registry, embedding, composite tools), the embedding StatefulSets and the workload Deployments were watched',
     );
     api.create(R('mcpservers'), server('b'));
     await waitFor('group [a,b]', () => members(api) === '["a","b"]');
