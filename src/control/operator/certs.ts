@@ -54,7 +54,7 @@ export function generateSelfSignedCert(hosts: string[], days = 365): ServingCert
   } catch (err) {
     throw new SkepError(
       'unavailable',
-      `cannot generate a self-signed certificate with openssl: ${(err as Error).message}`,
+      `cannot generate a self-signed certificate with openssl: ${err instanceof Error ? err.message : String(err)}`,
       {
         cause: err,
       },

@@ -55,7 +55,10 @@ export class ControllerLoop {
     this.#worker = this.queue.process(
       (key) => this.#o.reconcile(key),
       (err, key, retryInMs) =>
-        this.#o.logger.warn({ err: (err as Error).message, key, retryInMs }, 'reconcile failed'),
+        this.#o.logger.warn(
+          { err: err instanceof Error ? err.message : String(err), key, retryInMs },
+          'reconcile failed',
+        ),
     );
   }
 

@@ -36,7 +36,10 @@ export async function runPodRunner(options: PodRunnerOptions): Promise<number> {
   try {
     text = readFileSync(options.configFile, 'utf8');
   } catch (err) {
-    throw new SkepError('invalid_path', `cannot read ${options.configFile}: ${(err as Error).message}`);
+    throw new SkepError(
+      'invalid_path',
+      `cannot read ${options.configFile}: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   let raw: unknown;
   try {

@@ -52,7 +52,7 @@ export async function imageCommand(
   try {
     return await read(image, pullSecrets);
   } catch (err) {
-    return `spec.command: cannot read the entrypoint of image ${image} (${(err as Error).message}); set spec.command`;
+    return `spec.command: cannot read the entrypoint of image ${image} (${err instanceof Error ? err.message : String(err)}); set spec.command`;
   }
 }
 

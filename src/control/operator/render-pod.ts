@@ -264,7 +264,7 @@ export async function sharedRunConfig(
           ? status['configHash']
           : configHash(config['spec']);
     } catch (err) {
-      problems.push(`${field}: ${(err as Error).message}`);
+      problems.push(`${field}: ${err instanceof Error ? err.message : String(err)}`);
     }
   }
   // Shared configurations by reference (and inline authorization / rate limits).

@@ -12,6 +12,7 @@ import { vmcpStrategyFor } from './vmcp-auth.js';
 import { isRecord } from '../../shared/index.js';
 import { Index, keyOf, secretReader } from './render-index.js';
 import { nameOf, rendered, type RenderResult } from './render-common.js';
+import { at, listAt, recordAt, stringAt } from './json-fields.js';
 
 import {
   ANNOTATIONS,
@@ -38,22 +39,22 @@ type Node = Record<string, unknown>;
 
 /** In-cluster base URL of an EmbeddingServer's Service (what its status.url says). */
 export function embeddingServerUrl(emb: Node, namespace: string): string {
-  const port = Number(((emb['spec'] ?? {}) as Node)['port'] ?? 8080);
+  const port = Number(at(emb, 'spec', 'port') ?? 8080);
   return `http://${nameOf(emb)}.${namespace}.svc.cluster.local:${port}`;
 }
 
 /** A group's backends, as a VirtualMCPServer in discovered mode sees them. */
-export function groupBackends(
-  index: { of(kind: string): Node[]; ns(d: Node): string },
+export function groupBackends<D>(
+  index: { of(kind: string): D[]; ns(d: D): string },
   namespace: string,
   group: string,
 ): Node[] {
   const out: Node[] = [];
   for (const kind of ['MCPServer', 'MCPRemoteProxy', 'MCPServerEntry']) {
     for (const d of index.of(kind)) {
-      const spec = (d['spec'] ?? {}) as Node;
-      if (index.ns(d) !== namespace || (spec['groupRef'] as Node | undefined)?.['name'] !== group) continue;
-      const n = String((d['metadata'] as Node)['name']);
+      const spec = recordAt(d, 'spec');
+      if (index.ns(d) !== namespace || at(spec, 'groupRef', 'name') !== group) continue;
+      const n = String(at(d, 'metadata', 'name'));
       const port = Number(spec['proxyPort'] ?? 8080);
       const url =
         kind === 'MCPServer'
@@ -61,7 +62,7 @@ export function groupBackends(
           : kind === 'MCPRemoteProxy'
             ? `http://mcp-${n}-remote-proxy.${namespace}.svc.cluster.local:${port}/mcp`
             : String(spec['remoteUrl']);
-      const auth = (spec['externalAuthConfigRef'] as Node | undefined)?.['name'];
+      const auth = at(spec, 'externalAuthConfigRef', 'name');
       out.push({
         name: n,
         kind,
@@ -99,7 +100,7 @@ export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promis
   const group = spec.groupRef.name;
   if (index.get('MCPGroup', namespace, group) === undefined)
     problems.push(`spec.groupRef: MCPGroup ${namespace}/${group} does not exist`);
-  const userConfig = (spec.config as Node | undefined) ?? {};
+  const userConfig = recordAt(spec, 'config');
   for (const [key, from] of Object.entries(VMCP_OPERATOR_KEYS))
     if (userConfig[key] !== undefined)
       problems.push(`spec.config.${key}: set by the operator from ${from}; remove it`);
@@ -124,13 +125,10 @@ export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promis
     try {
       const resolved = await vmcpStrategyFor(config, secretReader(index));
       env.push(...resolved.env.filter((e) => !env.some((x) => x.name === e.name)));
-      const status = config['status'] as Node | undefined;
-      hashes.push(
-        typeof status?.['configHash'] === 'string' ? status['configHash'] : configHash(config['spec']),
-      );
+      hashes.push(stringAt(config, 'status', 'configHash') ?? configHash(config['spec']));
       return resolved.strategy;
     } catch (err) {
-      sink.push(`${field}: ${(err as Error).message}`);
+      sink.push(`${field}: ${err instanceof Error ? err.message : String(err)}`);
       return undefined;
     }
   };
@@ -171,11 +169,11 @@ export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promis
   const vmcp: Node = Object.assign({}, userConfig, { groupRef: group, backends, outgoingAuth: outgoing });
   // aggregation.tools[].toolConfigRef names an MCPToolConfig: its filter and overrides replace the
   // entry's own (the reference ignores `filter`/`overrides` when the reference is set).
-  const aggregation = userConfig['aggregation'] as Node | undefined;
-  if (Array.isArray(aggregation?.['tools'])) {
-    const tools = (aggregation['tools'] as Node[]).map((entry, i) => {
-      const ref = (entry['toolConfigRef'] as Node | undefined)?.['name'];
-      if (typeof ref !== 'string') return entry;
+  const aggregation = userConfig['aggregation'];
+  if (isRecord(aggregation) && Array.isArray(aggregation['tools'])) {
+    const tools = aggregation['tools'].map((entry: unknown, i) => {
+      const ref = stringAt(entry, 'toolConfigRef', 'name');
+      if (ref === undefined || !isRecord(entry)) return entry;
       const field = `spec.config.aggregation.tools[${i}].toolConfigRef`;
       const tc = index.get('MCPToolConfig', namespace, ref);
       if (tc === undefined) {
@@ -184,7 +182,7 @@ export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promis
         );
         return entry;
       }
-      const tcSpec = (tc['spec'] ?? {}) as Node;
+      const tcSpec = recordAt(tc, 'spec');
       toolConfigHashes.push(configHash(tcSpec));
       const out: Node = Object.assign({}, entry);
       delete out['toolConfigRef'];
@@ -199,22 +197,22 @@ export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promis
   }
   // compositeToolRefs name VirtualMCPCompositeToolDefinitions: the pod gets their definitions
   // inline (`compositeTools`), as the reference's operator resolves them.
-  const refs = (userConfig['compositeToolRefs'] ?? []) as Array<{ name: string }>;
+  const refs = listAt(userConfig, 'compositeToolRefs').map((r) => String(at(r, 'name')));
   if (refs.length > 0) {
-    const tools = [...((userConfig['compositeTools'] ?? []) as Node[])];
+    const tools = [...listAt(userConfig, 'compositeTools')];
     const toolHashes: string[] = [];
     refs.forEach((ref, i) => {
       const field = `spec.config.compositeToolRefs[${i}]`;
-      const def = index.get('VirtualMCPCompositeToolDefinition', namespace, ref.name);
-      const bad = index.invalid.get(keyOf('VirtualMCPCompositeToolDefinition', namespace, ref.name));
+      const def = index.get('VirtualMCPCompositeToolDefinition', namespace, ref);
+      const bad = index.invalid.get(keyOf('VirtualMCPCompositeToolDefinition', namespace, ref));
       if (def === undefined)
         problems.push(
           bad === undefined
-            ? `${field}: VirtualMCPCompositeToolDefinition ${namespace}/${ref.name} does not exist`
-            : `${field}: VirtualMCPCompositeToolDefinition ${namespace}/${ref.name} is invalid: ${bad}`,
+            ? `${field}: VirtualMCPCompositeToolDefinition ${namespace}/${ref} does not exist`
+            : `${field}: VirtualMCPCompositeToolDefinition ${namespace}/${ref} is invalid: ${bad}`,
         );
       else {
-        tools.push(def['spec'] as Node);
+        tools.push(def['spec']);
         toolHashes.push(configHash(def['spec']));
       }
     });
@@ -231,7 +229,7 @@ export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promis
         `spec.embeddingServerRef: EmbeddingServer ${namespace}/${ref} ${index.invalid.has(keyOf('EmbeddingServer', namespace, ref)) ? 'is invalid' : 'does not exist'}`,
       );
     else {
-      const optimizer = Object.assign({}, (userConfig['optimizer'] ?? {}) as Node);
+      const optimizer = Object.assign({}, recordAt(userConfig, 'optimizer'));
       if (optimizer['embeddingService'] !== undefined)
         problems.push(
           'spec.config.optimizer.embeddingService: set by the operator from spec.embeddingServerRef; remove it',
@@ -243,7 +241,7 @@ export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promis
   try {
     parseVmcpConfig(vmcp);
   } catch (err) {
-    problems.push(`spec.config: ${(err as Error).message}`);
+    problems.push(`spec.config: ${err instanceof Error ? err.message : String(err)}`);
   }
 
   const fields: RunnerFields = { groupRef: spec.groupRef, proxyPort: VMCP_PORT };

@@ -107,7 +107,9 @@ export function authzBlock(type: string, config: unknown): { block?: Node; probl
     // The runner's own parser: the same checks (Cedar policies compile) as when the pod starts.
     parseAuthzConfig(block, 'config');
   } catch (err) {
-    return { problems: [(err as Error).message.replace(`config.${key}`, 'config')] };
+    return {
+      problems: [(err instanceof Error ? err.message : String(err)).replace(`config.${key}`, 'config')],
+    };
   }
   return { block, problems: [] };
 }
@@ -388,7 +390,9 @@ export function resolveSharedRefs(
         try {
           parsed = parseYaml(text);
         } catch (err) {
-          out.problems.push(`${field}.configMap: ${key} is not JSON or YAML (${(err as Error).message})`);
+          out.problems.push(
+            `${field}.configMap: ${key} is not JSON or YAML (${err instanceof Error ? err.message : String(err)})`,
+          );
         }
         const p = (parsed ?? {}) as Node;
         const type = String(p['type'] ?? '');

@@ -120,7 +120,7 @@ export async function startWebhook(options: WebhookOptions): Promise<WebhookServ
     try {
       review_ = JSON.parse(await readBody(req, MAX_BODY, budget)) as typeof review_;
     } catch (err) {
-      return send(res, 400, `bad AdmissionReview: ${(err as Error).message}`);
+      return send(res, 400, `bad AdmissionReview: ${err instanceof Error ? err.message : String(err)}`);
     }
     if (review_.kind !== 'AdmissionReview' || review_.apiVersion !== 'admission.k8s.io/v1') {
       return send(res, 400, 'expected an admission.k8s.io/v1 AdmissionReview');

@@ -29,6 +29,7 @@ import { EXTAUTH_RESOURCE, referencedConfigs, type WorkloadKind } from './refere
 import { validateResource } from './resource-validate.js';
 import { formatProblem } from './validate.js';
 import { groupBackends, type K8sObject, type RenderOptions, renderResources } from './render.js';
+import { at, listAt, stringAt, stringsAt } from './json-fields.js';
 import type { WorkQueue } from './workqueue.js';
 
 type Node = Record<string, unknown>;
@@ -97,7 +98,13 @@ const CONFIG_KINDS = new Set([
   'MCPTelemetryConfig',
   'MCPWebhookConfig',
 ]);
-const REFERENCING = new Set(['MCPServer', 'MCPRemoteProxy', 'VirtualMCPServer']);
+const REFERENCING: ReadonlySet<string> = new Set<WorkloadKind>([
+  'MCPServer',
+  'MCPRemoteProxy',
+  'VirtualMCPServer',
+]);
+const isReferencing = (kind: string | undefined): kind is WorkloadKind =>
+  kind !== undefined && REFERENCING.has(kind);
 
 /**
  * The condition of each reference a workload may hold (the reference's condition types), with the
@@ -118,9 +125,7 @@ const REF_CONDITIONS: Array<{ type: string; fields: string[]; present: (spec: No
   {
     type: 'OIDCConfigRefValidated',
     fields: ['spec.oidcConfigRef', 'spec.incomingAuth.oidcConfigRef'],
-    present: (s) =>
-      s['oidcConfigRef'] !== undefined ||
-      (s['incomingAuth'] as Node | undefined)?.['oidcConfigRef'] !== undefined,
+    present: (s) => s['oidcConfigRef'] !== undefined || at(s, 'incomingAuth', 'oidcConfigRef') !== undefined,
   },
   {
     type: 'AuthzConfigRefValidated',
@@ -133,8 +138,8 @@ const REF_CONDITIONS: Array<{ type: string; fields: string[]; present: (spec: No
     present: (s) =>
       s['authzConfigRef'] !== undefined ||
       s['authzConfig'] !== undefined ||
-      (s['incomingAuth'] as Node | undefined)?.['authzConfigRef'] !== undefined ||
-      (s['incomingAuth'] as Node | undefined)?.['authzConfig'] !== undefined,
+      at(s, 'incomingAuth', 'authzConfigRef') !== undefined ||
+      at(s, 'incomingAuth', 'authzConfig') !== undefined,
   },
   {
     type: 'ToolConfigValidated',
@@ -155,7 +160,7 @@ const REF_CONDITIONS: Array<{ type: string; fields: string[]; present: (spec: No
   {
     type: 'CompositeToolRefsValidated',
     fields: ['spec.config.compositeToolRefs', 'spec.config: vmcp.compositeTools'],
-    present: (s) => (s['config'] as Node | undefined)?.['compositeToolRefs'] !== undefined,
+    present: (s) => at(s, 'config', 'compositeToolRefs') !== undefined,
   },
   {
     type: 'EmbeddingServerReady',
@@ -191,8 +196,8 @@ const HASH_STATUS: Record<string, Array<[string, string]>> = {
 };
 
 const nsOf = (o: KubeObject) => o.metadata.namespace ?? 'default';
-const specOf = (o: KubeObject) => (o.spec ?? {}) as Node;
-const refName = (v: unknown) => (v as Node | undefined)?.['name'];
+const specOf = (o: KubeObject): Node => o.spec ?? {};
+const refName = (v: unknown) => at(v, 'name');
 const MEMBER_KINDS = new Set(['MCPServer', 'MCPRemoteProxy', 'MCPServerEntry']);
 
 export class WorkloadController {
@@ -268,8 +273,8 @@ export class WorkloadController {
           this.#queue.add(key);
       }
       // A shared configuration re-renders the workloads that reference it.
-      if (kind !== EXTAUTH_KIND && CONFIG_KINDS.has(kind) && REFERENCING.has(k ?? '')) {
-        if (referencedConfigs(k as WorkloadKind, o, kind).some((r) => r.name === name)) this.#queue.add(key);
+      if (kind !== EXTAUTH_KIND && CONFIG_KINDS.has(kind) && isReferencing(k)) {
+        if (referencedConfigs(k, o, kind).some((r) => r.name === name)) this.#queue.add(key);
       }
       if (
         k === 'VirtualMCPServer' &&
@@ -278,7 +283,7 @@ export class WorkloadController {
       )
         this.#queue.add(key);
       if (k === 'VirtualMCPServer' && kind === 'VirtualMCPCompositeToolDefinition') {
-        const refs = ((spec['config'] as Node | undefined)?.['compositeToolRefs'] ?? []) as unknown[];
+        const refs = listAt(spec, 'config', 'compositeToolRefs');
         if (refs.some((r) => refName(r) === name)) this.#queue.add(key);
       }
       // A VirtualMCPServer's references are listed in the composite tool definition's status.
@@ -295,8 +300,7 @@ export class WorkloadController {
   }
 
   #vmcpUsesConfig(ns: string, spec: Node, group: unknown, config: string): boolean {
-    const outgoing = (spec['outgoingAuth'] ?? {}) as Node;
-    if (refName(((outgoing['default'] ?? {}) as Node)['externalAuthConfigRef']) === config) return true;
+    if (refName(at(spec, 'outgoingAuth', 'default', 'externalAuthConfigRef')) === config) return true;
     for (const [key, o] of this.#cache) {
       if (nsOf(o) !== ns || !MEMBER_KINDS.has(key.split('/')[0] ?? '')) continue;
       const member = specOf(o);
@@ -371,16 +375,14 @@ export class WorkloadController {
       deployment === undefined
         ? undefined
         : await this.#o.objects.get('apps/v1', deployment.kind, namespace, deployment.metadata.name);
-    const want = Number((deployment?.['spec'] as Node | undefined)?.['replicas'] ?? 1);
-    const ready = Number((live?.status as Node | undefined)?.['readyReplicas'] ?? 0);
+    const want = Number(at(deployment, 'spec', 'replicas') ?? 1);
+    const ready = Number(at(live, 'status', 'readyReplicas') ?? 0);
     const isReady = ready >= want && want > 0;
     const embedding =
       kind === 'EmbeddingServer' && deployment !== undefined
         ? await this.#embeddingStatus(deployment, live, want, namespace)
         : undefined;
-    const annotations =
-      (deployment?.['spec'] as { template?: { metadata?: { annotations?: Record<string, string> } } })
-        ?.template?.metadata?.annotations ?? {};
+    const annotations = stringsAt(deployment, 'spec', 'template', 'metadata', 'annotations');
     const status: Node = {
       phase: isReady ? 'Ready' : (embedding?.phase ?? 'Pending'),
       message: isReady ? '' : (embedding?.message ?? `${ready}/${want} replicas ready`),
@@ -407,8 +409,8 @@ export class WorkloadController {
     } else {
       const backends = groupBackends(
         {
-          of: (k) => docs.filter((d) => d.kind === k) as unknown as Node[],
-          ns: (d) => String((d['metadata'] as Node)['namespace'] ?? 'default'),
+          of: (k) => docs.filter((d) => d.kind === k),
+          ns: (d) => d.metadata.namespace ?? 'default',
         },
         namespace,
         String(refName(specOf(obj)['groupRef'])),
@@ -416,16 +418,15 @@ export class WorkloadController {
       // Served: the backends the rendered run configuration lists; a member left out (its
       // auth cannot be expressed) is `unavailable`, with the reason in BackendsDiscovered.
       const cm = own.find((o) => o.kind === 'ConfigMap');
-      const rc = JSON.parse(String((cm?.['data'] as Node | undefined)?.['runconfig.json'] ?? '{}')) as {
-        vmcp?: { backends?: Array<{ name: string }> };
-      };
-      const served = new Set((rc.vmcp?.backends ?? []).map((b) => b.name));
+      const rc: unknown = JSON.parse(stringAt(cm, 'data', 'runconfig.json') ?? '{}');
+      const served = new Set(listAt(rc, 'vmcp', 'backends').map((b) => at(b, 'name')));
       status['discoveredBackends'] = backends.map((b) =>
         Object.assign({}, b, { status: served.has(String(b['name'])) ? 'ready' : 'unavailable' }),
       );
       status['backendCount'] = served.size;
       const left = result.warnings.filter((w) => w.resource === `${kind}/${namespace}/${name}`);
-      (status['conditions'] as Condition[]).push(
+      status['conditions'] = [
+        ...listAt(status, 'conditions'),
         ...this.#conditions(obj, generation, [
           left.length === 0
             ? { type: 'BackendsDiscovered', status: 'True', reason: 'AllBackendsServed', message: '' }
@@ -439,7 +440,7 @@ export class WorkloadController {
                   .slice(0, 32768),
               },
         ]),
-      );
+      ];
     }
     await this.#writeStatus(kind, obj, status);
   }
@@ -451,8 +452,8 @@ export class WorkloadController {
     want: number,
     namespace: string,
   ): Promise<EmbeddingStatus> {
-    const templates = ((statefulSet['spec'] as Node)['volumeClaimTemplates'] ?? []) as Node[];
-    if (!templates.some((t) => (t['metadata'] as Node | undefined)?.['name'] === MODEL_CACHE_CLAIM))
+    const templates = listAt(statefulSet, 'spec', 'volumeClaimTemplates');
+    if (!templates.some((t) => at(t, 'metadata', 'name') === MODEL_CACHE_CLAIM))
       return embeddingStatus({ want, live });
     const claims = await Promise.all(
       modelCacheClaims(statefulSet.metadata.name, want).map(async (name) => ({
@@ -477,9 +478,7 @@ export class WorkloadController {
       .filter(
         (o) =>
           o.kind === 'VirtualMCPServer' &&
-          (((specOf(o)['config'] as Node | undefined)?.['compositeToolRefs'] ?? []) as unknown[]).some(
-            (r) => refName(r) === def.metadata.name,
-          ),
+          listAt(specOf(o), 'config', 'compositeToolRefs').some((r) => refName(r) === def.metadata.name),
       )
       .map((o) => o.metadata.name)
       .sort();
@@ -534,23 +533,24 @@ export class WorkloadController {
       this.#o.logger.info({ kind: o.kind, namespace: ns, name: o.metadata.name }, 'created');
       return;
     }
-    const owned = (x: Node) =>
+    const owned = (x: unknown) =>
       JSON.stringify([
-        (x['metadata'] as Node)['labels'],
-        (x['metadata'] as Node)['annotations'],
-        (x['metadata'] as Node)['ownerReferences'],
-        x['spec'],
-        x['data'],
-        x['rules'],
-        x['roleRef'],
-        x['subjects'],
-        x['automountServiceAccountToken'],
+        at(x, 'metadata', 'labels'),
+        at(x, 'metadata', 'annotations'),
+        at(x, 'metadata', 'ownerReferences'),
+        at(x, 'spec'),
+        at(x, 'data'),
+        at(x, 'rules'),
+        at(x, 'roleRef'),
+        at(x, 'subjects'),
+        at(x, 'automountServiceAccountToken'),
       ]);
-    if (owned(o) === owned(current as unknown as Node)) return;
+    if (owned(o) === owned(current)) return;
+    const { resourceVersion } = current.metadata;
     const next = Object.assign({}, o, {
-      metadata: Object.assign({}, o.metadata, { resourceVersion: current.metadata.resourceVersion }),
+      metadata: Object.assign({}, o.metadata, resourceVersion === undefined ? {} : { resourceVersion }),
     });
-    await this.#o.objects.replace(next as unknown as KubeObject & { apiVersion: string; kind: string });
+    await this.#o.objects.replace(next);
     this.#o.logger.info({ kind: o.kind, namespace: ns, name: o.metadata.name }, 'updated');
   }
 
@@ -569,7 +569,8 @@ export class WorkloadController {
       const current =
         attempt === 1 ? obj : await this.#o.kube.get(typeOf(kind), nsOf(obj), obj.metadata.name);
       if (current === undefined) return;
-      const clean = JSON.parse(JSON.stringify(status)) as Node;
+      // Through JSON: the fields left undefined are dropped, as the API server would.
+      const clean: Node = JSON.parse(JSON.stringify(status));
       if (JSON.stringify(clean) === JSON.stringify(current.status ?? {})) return;
       try {
         await this.#o.kube.replaceStatus(typeOf(kind), Object.assign({}, current, { status: clean }));
