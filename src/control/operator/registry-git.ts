@@ -1,9 +1,10 @@
 /**
  * A `git` source of the MCPRegistry server: the registry file at `path` in one branch, tag or
  * commit of a repository served over http(s) (the git smart-HTTP protocol). The Skep image has no
- * `git` binary, so isomorphic-git (pure JavaScript) fetches it: a shallow clone of the one branch
+ * `git` binary, so isomorphic-git (pure JavaScript) fetches it: the last commit of the one branch
  * or tag (a commit needs the history that holds it), into a fresh folder under the server's home
- * each time the source is read, removed afterwards. The password (`auth.passwordFile`, a mounted
+ * each time the source is read, removed afterwards; the file is read from the object store (no
+ * checkout). The password (`auth.passwordFile`, a mounted
  * Secret) is read from its file at each fetch, sent as HTTP basic credentials only when the server
  * asks (RFC 7617 after a 401), and never logged: errors carry the repository without credentials.
  */
@@ -86,17 +87,24 @@ export async function readGitSource(o: GitSourceOptions): Promise<string> {
   const onAuthFailure = () => ({ cancel: true as const });
   try {
     const ref = 'branch' in o.ref ? o.ref.branch : 'tag' in o.ref ? o.ref.tag : undefined;
-    await git.clone({
+    await git.init({ fs, dir });
+    await git.addRemote({ fs, dir, remote: 'origin', url: o.repository });
+    // One branch or tag, its last commit only; a commit needs the history that holds it (of every
+    // branch and tag).
+    const fetched = await git.fetch({
       fs,
       http,
       dir,
       url: o.repository,
-      noCheckout: true,
-      noTags: true,
+      tags: ref === undefined,
       ...(ref === undefined ? {} : { ref, singleBranch: true, depth: 1 }),
       ...(onAuth === undefined ? {} : { onAuth, onAuthFailure }),
     });
-    const oid = 'commit' in o.ref ? o.ref.commit : await git.resolveRef({ fs, dir, ref: 'HEAD' });
+    let oid = 'commit' in o.ref ? o.ref.commit : fetched.fetchHead;
+    if (oid === null) throw new Error('the remote has no such ref');
+    // An annotated tag points at a tag object; its target is the commit.
+    const { type } = await git.readObject({ fs, dir, oid, format: 'deflated' });
+    if (type === 'tag') oid = (await git.readTag({ fs, dir, oid })).tag.object;
     const { blob } = await git.readBlob({ fs, dir, oid, filepath: o.path });
     return Buffer.from(blob).toString('utf8');
   } catch (err) {

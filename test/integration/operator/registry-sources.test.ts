@@ -197,6 +197,76 @@ describe('operator registry-server sources', { timeout: 120_000 }, () => {
     });
   }
 
+  it('a git source at a tag and at a commit (not the branch head)', async (t) => {
+    const dir = tempDir(t, 'skep-registry-git-refs-');
+    const work = join(dir, 'work');
+    mkdirSync(work);
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: work })
+        .toString()
+        .trim();
+    git('init', '-q', '-b', 'main');
+    const commitWith = (name: string) => {
+      writeFileSync(join(work, 'registry.json'), JSON.stringify(registryDoc(server(name))));
+      git('add', '.');
+      git('commit', '-q', '-m', name);
+      return git('rev-parse', 'HEAD');
+    };
+    const first = commitWith('io.example/first');
+    commitWith('io.example/tagged');
+    git('tag', '-a', 'v1', '-m', 'v1'); // an annotated tag: a tag object pointing at the commit
+    commitWith('io.example/head');
+    git('clone', '-q', '--bare', work, join(dir, 'repos', 'r.git'));
+    const backend = await startGitHttp(t, join(dir, 'repos'));
+    const repo = `http://127.0.0.1:${backend.port}/r.git`;
+    const running = await start(
+      t,
+      dir,
+      [
+        'sources:',
+        `  - {name: at-tag, git: {repository: "${repo}", tag: v1}}`,
+        `  - {name: at-commit, git: {repository: "${repo}", commit: ${first}}}`,
+        'registries:',
+        '  - {name: tag, sources: [at-tag]}',
+        '  - {name: commit, sources: [at-commit]}',
+        'auth: {mode: anonymous}',
+      ].join('\n'),
+    );
+    assert.deepEqual(await names(`${running.url}/registry/tag/v0.1/servers`), ['io.example/tagged']);
+    assert.deepEqual(await names(`${running.url}/registry/commit/v0.1/servers`), ['io.example/first']);
+  });
+
+  it('an api source in a union (another registry server as the upstream API)', async (t) => {
+    const upstreamDir = tempDir(t, 'skep-registry-upstream-');
+    writeFileSync(
+      join(upstreamDir, 'registry.json'),
+      JSON.stringify(registryDoc(server('io.example/upstream'))),
+    );
+    const upstream = await start(
+      t,
+      upstreamDir,
+      `sources: [{name: f, file: {path: ${join(upstreamDir, 'registry.json')}}}]\nregistries: [{name: default, sources: [f]}]\nauth: {mode: anonymous}\n`,
+    );
+    const dir = tempDir(t, 'skep-registry-api-union-');
+    writeFileSync(join(dir, 'local.json'), JSON.stringify(registryDoc(server('io.example/local'))));
+    const running = await start(
+      t,
+      dir,
+      [
+        'sources:',
+        `  - {name: up, api: {endpoint: "${upstream.url}/registry/default"}}`,
+        `  - {name: local, file: {path: ${join(dir, 'local.json')}}}`,
+        'registries:',
+        '  - {name: default, sources: [local, up]}',
+        'auth: {mode: anonymous}',
+      ].join('\n'),
+    );
+    assert.deepEqual(await names(`${running.url}/registry/default/v0.1/servers`), [
+      'io.example/local',
+      'io.example/upstream',
+    ]);
+  });
+
   it('a git source the server refuses (wrong password) serves nothing and logs no secret', async (t) => {
     const dir = tempDir(t, 'skep-registry-git-bad-');
     const gate = createServer((_req, res) =>
