@@ -167,7 +167,7 @@ const DEFAULT_REALM = 'mcp-registry';
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
-/** Sources whose entries come from elsewhere than a file keep the reference's meaning of `filter`. */
+/** `git`: the repository, one ref (branch `main` when none is named), the file's path, basic auth. */
 function parseGit(git: unknown, at: string, problems: string[]) {
   if (!isRecord(git) || str(git['repository']) === undefined) {
     problems.push(`${at}.git.repository: required (an https:// URL)`);

@@ -14,7 +14,7 @@ import type { RegistryAuthSpec } from './registry-config.js';
 
 type OAuthSpec = Extract<RegistryAuthSpec, { mode: 'oauth' }>;
 
-const METADATA_PATH = '/.well-known/oauth-protected-resource';
+export const METADATA_PATH = '/.well-known/oauth-protected-resource';
 /** Always reachable without a token: probes and the metadata a client needs to get one. */
 const PUBLIC_PATHS = ['/health', '/readiness', '/.well-known/'];
 
@@ -108,5 +108,3 @@ export async function createRegistryOAuth(spec: OAuthSpec, logger: Logger): Prom
     },
   };
 }
-
-export { METADATA_PATH };

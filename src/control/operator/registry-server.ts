@@ -21,7 +21,11 @@ import { RegistryService } from '../../registry/index.js';
 import { createLogger, SkepError } from '../../shared/index.js';
 import { openStore, type Store } from '../../store/index.js';
 import { createKubeClient, type KubeClient, loadKubeConfig } from './kube.js';
-import { parseRegistryServerConfig, type RegistryPlan } from './registry-config.js';
+import {
+  parseRegistryServerConfig,
+  type RegistryPlan,
+  type RegistryServerConfig,
+} from './registry-config.js';
 import { podNamespace } from './registry-kubernetes.js';
 import { createRegistryOAuth, METADATA_PATH } from './registry-oauth.js';
 import { RegistrySync } from './registry-sync.js';
@@ -75,7 +79,7 @@ function registryNameOf(url: string): string | undefined {
   }
 }
 
-function readConfig(file: string) {
+function readConfig(file: string): { config: RegistryServerConfig; ignored: string[] } {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -91,14 +95,13 @@ function readConfig(file: string) {
   const parsed = parseRegistryServerConfig(config);
   if (parsed.config === undefined)
     throw new SkepError('invalid_config', `${file}: ${parsed.problems.join('; ')}`);
-  return parsed;
+  return { config: parsed.config, ignored: parsed.ignored };
 }
 
 /** Starts the server; resolves once it listens. */
 export async function startRegistryServer(options: RegistryServerOptions): Promise<RunningRegistryServer> {
   const env = options.env ?? process.env;
   const { config, ignored } = readConfig(options.configFile);
-  if (config === undefined) throw new TypeError('unreachable');
   const home = env['SKEP_HOME'] || '/tmp/skep';
   mkdirSync(join(home, 'cache'), { recursive: true, mode: 0o700 });
   const logger = createLogger({ name: 'registry-server', level: env['SKEP_RUNNER_LOG_LEVEL'] ?? 'info' });

@@ -168,6 +168,7 @@ export class RegistrySync {
 
   /** Reads every source once and writes the union files, then keeps them current. */
   async start(): Promise<void> {
+    if (this.#sources.size === 0) return;
     await this.#tick();
     const every = Math.max(
       250,
