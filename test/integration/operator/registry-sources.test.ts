@@ -361,6 +361,61 @@ describe('operator registry-server sources', { timeout: 120_000 }, () => {
     assert.equal((await fetch(`${running.url}/health`)).status, 200);
   });
 
+  it('RFC 7662: with introspectionUrl an opaque token is accepted when active, the client authenticated by clientSecretFile', async (t) => {
+    const dir = tempDir(t, 'skep-registry-introspect-');
+    const secret = 'introspection-secret-5678';
+    writeFileSync(join(dir, 'client-secret'), `${secret}\n`);
+    const calls: string[] = [];
+    const idp = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const form = new URLSearchParams(body);
+        const basic = req.headers.authorization?.startsWith('Basic ')
+          ? Buffer.from(req.headers.authorization.slice(6), 'base64').toString()
+          : undefined;
+        const authenticated =
+          basic === `registry:${secret}` ||
+          (form.get('client_id') === 'registry' && form.get('client_secret') === secret);
+        calls.push(`${req.url} ${authenticated}`);
+        const issuer = `http://127.0.0.1:${(idp.address() as AddressInfo).port}`;
+        const active = authenticated && form.get('token') === 'opaque-good';
+        res.writeHead(authenticated ? 200 : 401, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify(
+            active ? { active: true, iss: issuer, aud: 'mcp-registry', sub: 'bob' } : { active: false },
+          ),
+        );
+      });
+    });
+    await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => idp.close(() => resolve())));
+    const issuer = `http://127.0.0.1:${(idp.address() as AddressInfo).port}`;
+    writeFileSync(join(dir, 'registry.json'), JSON.stringify(registryDoc(server('io.example/opaque'))));
+    const running = await start(
+      t,
+      dir,
+      [
+        'sources:',
+        `  - {name: f, file: {path: ${join(dir, 'registry.json')}}}`,
+        'registries:',
+        '  - {name: default, sources: [f]}',
+        'auth:',
+        '  mode: oauth',
+        '  oauth:',
+        '    providers:',
+        `      - {name: idp, issuerUrl: "${issuer}", audience: mcp-registry, introspectionUrl: "${issuer}/introspect", clientId: registry, clientSecretFile: ${join(dir, 'client-secret')}}`,
+      ].join('\n'),
+    );
+    const url = `${running.url}/registry/default/v0.1/servers`;
+    assert.deepEqual(await names(url, { headers: { authorization: 'Bearer opaque-good' } }), [
+      'io.example/opaque',
+    ]);
+    const bad = await fetch(url, { headers: { authorization: 'Bearer opaque-revoked' } });
+    assert.equal(bad.status, 401);
+    assert.ok(calls.length >= 2 && calls.every((c) => c === '/introspect true'), calls.join('\n'));
+  });
+
   it('a kubernetes source serves the opted-in MCPServer, VirtualMCPServer and MCPRemoteProxy objects (fake API server)', async (t) => {
     const dir = tempDir(t, 'skep-registry-kube-');
     const kube = new FakeKubeApi();
