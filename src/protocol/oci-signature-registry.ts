@@ -194,6 +194,19 @@ export function registryReader(
         throw new RegistryReadError(`the blob ${digest} does not match its digest`);
       return data;
     },
+    async referrers(digest) {
+      // OCI distribution-spec 1.1 `GET /v2/<name>/referrers/<digest>`. A registry without the API
+      // answers 404 (or, older ones, another error): the caller falls back to the tag scheme.
+      const res = await send(`${base}/referrers/${digest}`, {
+        accept: 'application/vnd.oci.image.index.v1+json',
+      });
+      if (!res.ok) {
+        await res.body?.cancel();
+        return undefined;
+      }
+      const data = Buffer.from(await res.arrayBuffer());
+      return data.length > MAX_MANIFEST_BYTES ? undefined : data;
+    },
     putBlob: readOnly,
     putManifest: readOnly,
   };

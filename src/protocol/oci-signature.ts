@@ -53,6 +53,11 @@ export interface SignatureStore {
   getBlob(digest: string, maxBytes: number): Promise<Buffer>;
   putBlob(data: Buffer, digest: string): Promise<void>;
   putManifest(tag: string, bytes: Buffer, mediaType: string): Promise<void>;
+  /**
+   * The OCI referrers API's index of the artifacts whose subject is `digest`, or undefined when the
+   * registry has no such API (404); a store without it uses the referrers tag scheme only.
+   */
+  referrers?(digest: string): Promise<Buffer | undefined>;
 }
 
 export function sha256(data: Uint8Array): string {
@@ -209,6 +214,47 @@ function parseSignatureManifest(bytes: Buffer): SignatureLayer[] {
   );
 }
 
+/** cosign's media type of a Sigstore bundle stored as an OCI artifact. */
+const BUNDLE_MEDIA_TYPE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
+const MAX_REFERRERS = 32;
+
+/**
+ * The Sigstore bundles stored beside `digest`, found as OCI distribution-spec 1.1 says: the
+ * referrers API's index when the registry has it, else the referrers tag scheme (an image index
+ * tagged `sha256-<hex>` lists the artifacts whose subject is `digest`): each listed manifest whose layer is a
+ * bundle (`application/vnd.dev.sigstore.bundle.v0.3+json`, as `cosign sign --new-bundle-format`
+ * stores it). The index's own `artifactType` is not trusted to say which ones are bundles (some
+ * cosign versions wrote the empty type), the manifest's layer is.
+ */
+async function sigstoreBundles(store: SignatureStore, digest: string): Promise<Buffer[]> {
+  const index =
+    (await store.referrers?.(digest)) ?? (await store.findManifest(digest.replace(':', '-')))?.bytes;
+  if (index === undefined || index.length > MAX_SIGNATURE_BYTES) return [];
+  let manifests: unknown;
+  try {
+    manifests = (JSON.parse(index.toString('utf8')) as { manifests?: unknown }).manifests;
+  } catch {
+    return [];
+  }
+  if (!Array.isArray(manifests)) return [];
+  const out: Buffer[] = [];
+  for (const desc of manifests.slice(0, MAX_REFERRERS) as { digest?: unknown }[]) {
+    if (typeof desc?.digest !== 'string' || !/^sha256:[0-9a-f]{64}$/.test(desc.digest)) continue;
+    const manifest = await store.findManifest(desc.digest);
+    if (manifest === undefined || manifest.bytes.length > MAX_SIGNATURE_BYTES) continue;
+    let doc: { subject?: { digest?: unknown }; layers?: SignatureLayer[] };
+    try {
+      doc = JSON.parse(manifest.bytes.toString('utf8')) as typeof doc;
+    } catch {
+      continue;
+    }
+    const layer = doc.layers?.find((l) => l.mediaType === BUNDLE_MEDIA_TYPE);
+    if (doc.subject?.digest !== digest || layer === undefined) continue;
+    out.push(await store.getBlob(layer.digest, MAX_SIGNATURE_BYTES));
+  }
+  return out;
+}
+
 /** What verifying an artifact's signatures found. */
 export type VerifyOutcome =
   /**
@@ -224,15 +270,19 @@ export type VerifyOutcome =
 /** The annotation cosign puts the Fulcio certificate of a keyless signature in. */
 export const CERTIFICATE_ANNOTATION = 'dev.sigstore.cosign/certificate';
 
+/** What a keyless check found: the certificate identity, or why it does not verify. */
+export type KeylessResult =
+  { ok: true; signer: { identity: string; issuer: string } } | { ok: false; reason: string };
+
 /**
- * Checks one keyless signature layer (`sigstore-verify.ts` `verifyKeyless`, bound to a trusted
- * root and an identity policy): the certificate identity, or why it does not verify.
+ * The keyless checks (`sigstore-verify.ts`, bound to a trusted root and an identity policy): one
+ * for a `.sig` layer carrying a Fulcio certificate, one for a Sigstore bundle stored beside the
+ * artifact (the OCI referrers tag scheme, `sha256-<hex>`).
  */
-export type KeylessCheck = (
-  payload: Buffer,
-  signature: string,
-  annotations: Record<string, string>,
-) => { ok: true; signer: { identity: string; issuer: string } } | { ok: false; reason: string };
+export interface KeylessCheck {
+  layer(payload: Buffer, signature: string, annotations: Record<string, string>): KeylessResult;
+  bundle(bundle: Buffer, digest: string): KeylessResult;
+}
 
 /** Who may have signed: public keys, and/or a keyless check (trusted root + identity policy). */
 interface Trust {
@@ -254,7 +304,7 @@ function layerSigner(
       return {
         reason: 'a keyless signature (Fulcio certificate) is present but no trusted root is configured',
       };
-    const outcome = trust.keyless(payload, signatureB64, annotations);
+    const outcome = trust.keyless.layer(payload, signatureB64, annotations);
     return outcome.ok ? { signer: outcome.signer.identity, issuer: outcome.signer.issuer } : outcome;
   }
   const signature = Buffer.from(signatureB64, 'base64');
@@ -287,14 +337,29 @@ export async function verifyArtifact(
   trusted: readonly KeyObject[],
   keyless?: KeylessCheck,
 ): Promise<VerifyOutcome> {
-  const found = await store.findManifest(signatureTag(digest));
-  if (found === undefined || found.bytes.length > MAX_SIGNATURE_BYTES) return { status: 'unsigned' };
-  const layers = parseSignatureManifest(found.bytes).filter(
-    (l) => l.mediaType === SIMPLE_SIGNING_MEDIA_TYPE && l.annotations?.[SIGNATURE_ANNOTATION] !== undefined,
-  );
-  if (layers.length === 0) return { status: 'unsigned' };
   const reasons = new Set<string>();
   const signers = new Set<string>();
+  const found = await store.findManifest(signatureTag(digest));
+  const layers =
+    found === undefined || found.bytes.length > MAX_SIGNATURE_BYTES
+      ? []
+      : parseSignatureManifest(found.bytes).filter(
+          (l) =>
+            l.mediaType === SIMPLE_SIGNING_MEDIA_TYPE && l.annotations?.[SIGNATURE_ANNOTATION] !== undefined,
+        );
+  const bundles = keyless === undefined ? [] : await sigstoreBundles(store, digest);
+  if (layers.length === 0 && bundles.length === 0) return { status: 'unsigned' };
+  for (const bundle of bundles) {
+    const outcome = keyless!.bundle(bundle, digest);
+    if (outcome.ok)
+      return {
+        status: 'verified',
+        signer: outcome.signer.identity,
+        issuer: outcome.signer.issuer,
+        dockerReference: '',
+      };
+    reasons.add(outcome.reason);
+  }
   for (const layer of layers) {
     const payload = await store.getBlob(layer.digest, MAX_SIGNATURE_BYTES);
     let claimed: {

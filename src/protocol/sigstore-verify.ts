@@ -34,11 +34,14 @@ import { X509Certificate } from '@sigstore/core';
 import { TrustedRoot } from '@sigstore/protobuf-specs';
 import { toSignedEntity, toTrustMaterial, type TrustMaterial, Verifier } from '@sigstore/verify';
 import { createHash } from 'node:crypto';
-import { CERTIFICATE_ANNOTATION, SignatureError } from './oci-signature.js';
+import { CERTIFICATE_ANNOTATION, type KeylessCheck, SignatureError } from './oci-signature.js';
 
 export const CHAIN_ANNOTATION = 'dev.sigstore.cosign/chain';
 export const REKOR_BUNDLE_ANNOTATION = 'dev.sigstore.cosign/bundle';
 const OID_SOURCE_REPOSITORY_URI = '1.3.6.1.4.1.57264.1.12';
+const IN_TOTO_TYPE = 'application/vnd.in-toto+json';
+/** The media type of a Sigstore bundle stored as an OCI artifact (cosign's bundle spec). */
+export const SIGSTORE_BUNDLE_MEDIA_TYPE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
 
 /** Who may have signed: cosign's `--certificate-identity[-regexp]` and `--certificate-oidc-issuer`. */
 export interface IdentityPolicy {
@@ -170,9 +173,15 @@ function loggedCertificateIs(bundle: Bundle, cert: X509Certificate): boolean {
   if (entry === undefined) return false;
   try {
     const body = JSON.parse(entry.canonicalizedBody.toString('utf8')) as {
-      spec?: { signature?: { publicKey?: { content?: unknown } } };
+      kind?: unknown;
+      spec?: {
+        signature?: { publicKey?: { content?: unknown } };
+        signatures?: { verifier?: unknown }[];
+      };
     };
-    const logged = body.spec?.signature?.publicKey?.content;
+    // hashedrekord 0.0.1 logs the certificate as the signature's public key, dsse 0.0.1 as the verifier.
+    const logged =
+      body.kind === 'dsse' ? body.spec?.signatures?.[0]?.verifier : body.spec?.signature?.publicKey?.content;
     if (typeof logged !== 'string') return false;
     return pemToDer(Buffer.from(logged, 'base64').toString('utf8')).equals(cert.root.toDER());
   } catch {
@@ -209,25 +218,13 @@ function identityMismatch(
   return undefined;
 }
 
-/**
- * Verifies one keyless cosign signature (`signature`, base64, over `payload`, with the layer's
- * `annotations`) against the policy's trusted root and identity. Never throws for bad input: the
- * outcome says why it does not verify.
- */
-export function verifyKeyless(
+/** The checks common to both layouts: library verification, logged certificate, identity. */
+function verifyEntity(
   policy: KeylessPolicy,
-  payload: Buffer,
-  signature: string,
-  annotations: Record<string, string>,
+  bundle: Bundle,
+  cert: X509Certificate,
+  payload: Buffer | undefined,
 ): KeylessOutcome {
-  let bundle: Bundle;
-  let cert: X509Certificate;
-  try {
-    bundle = toBundle(payload, signature, annotations);
-    cert = X509Certificate.parse(pemToDer(annotations[CERTIFICATE_ANNOTATION]!));
-  } catch (err) {
-    return { ok: false, reason: `unreadable keyless signature: ${(err as Error).message}` };
-  }
   let verified;
   try {
     verified = new Verifier(policy.trust, { ctlogThreshold: 0, tlogThreshold: 1 }).verify(
@@ -248,4 +245,90 @@ export function verifyKeyless(
   };
   const mismatch = identityMismatch(signer, cert, policy.identity);
   return mismatch === undefined ? { ok: true, signer } : { ok: false, reason: mismatch };
+}
+
+/**
+ * Verifies one keyless cosign signature (`signature`, base64, over `payload`, with the layer's
+ * `annotations`) against the policy's trusted root and identity. Never throws for bad input: the
+ * outcome says why it does not verify.
+ */
+export function verifyKeyless(
+  policy: KeylessPolicy,
+  payload: Buffer,
+  signature: string,
+  annotations: Record<string, string>,
+): KeylessOutcome {
+  let bundle: Bundle;
+  let cert: X509Certificate;
+  try {
+    bundle = toBundle(payload, signature, annotations);
+    cert = X509Certificate.parse(pemToDer(annotations[CERTIFICATE_ANNOTATION]!));
+  } catch (err) {
+    return { ok: false, reason: `unreadable keyless signature: ${(err as Error).message}` };
+  }
+  return verifyEntity(policy, bundle, cert, payload);
+}
+
+interface InTotoStatement {
+  _type?: unknown;
+  subject?: { digest?: { sha256?: unknown } }[];
+}
+
+/**
+ * Verifies a Sigstore bundle stored beside `digest` (`cosign sign --new-bundle-format`: a v0.3
+ * bundle whose DSSE envelope holds an in-toto statement naming the image digest as its subject,
+ * signed with a Fulcio certificate and logged in Rekor with an inclusion proof). Never throws for
+ * bad input.
+ */
+export function verifySigstoreBundle(policy: KeylessPolicy, json: Buffer, digest: string): KeylessOutcome {
+  let bundle: Bundle;
+  let cert: X509Certificate;
+  let statement: InTotoStatement;
+  try {
+    bundle = bundleFromJSON(JSON.parse(json.toString('utf8')));
+    const material = bundle.verificationMaterial.content;
+    const der =
+      material.$case === 'certificate'
+        ? material.certificate.rawBytes
+        : material.$case === 'x509CertificateChain'
+          ? material.x509CertificateChain.certificates[0]?.rawBytes
+          : undefined;
+    if (der === undefined) throw new Error('the bundle is signed with a key, not a certificate');
+    cert = X509Certificate.parse(Buffer.from(der));
+    if (bundle.content.$case !== 'dsseEnvelope' || bundle.content.dsseEnvelope.payloadType !== IN_TOTO_TYPE)
+      throw new Error('the bundle holds no in-toto statement (DSSE envelope)');
+    statement = JSON.parse(bundle.content.dsseEnvelope.payload.toString('utf8')) as InTotoStatement;
+  } catch (err) {
+    return { ok: false, reason: `unreadable Sigstore bundle: ${(err as Error).message}` };
+  }
+  const outcome = verifyEntity(policy, bundle, cert, undefined);
+  if (!outcome.ok) return outcome;
+  const hex = digest.replace(/^sha256:/, '');
+  if (!(statement.subject ?? []).some((s) => s.digest?.sha256 === hex))
+    return {
+      ok: false,
+      reason: 'a signed statement names another digest (the content was replaced after signing)',
+    };
+  return outcome;
+}
+
+/**
+ * The keyless check `verifyArtifact` takes: both layouts against `trust`; a signature passes
+ * when its certificate matches one of `identities` (the reasons of all are given otherwise).
+ */
+export function keylessCheck(trust: TrustMaterial, identities: readonly IdentityPolicy[]): KeylessCheck {
+  const first = (verify: (policy: KeylessPolicy) => KeylessOutcome): KeylessOutcome => {
+    const reasons: string[] = [];
+    for (const identity of identities) {
+      const outcome = verify({ trust, identity });
+      if (outcome.ok) return outcome;
+      reasons.push(outcome.reason);
+    }
+    return { ok: false, reason: [...new Set(reasons)].join('; ') };
+  };
+  return {
+    layer: (payload, signature, annotations) =>
+      first((policy) => verifyKeyless(policy, payload, signature, annotations)),
+    bundle: (json, digest) => first((policy) => verifySigstoreBundle(policy, json, digest)),
+  };
 }

@@ -226,15 +226,7 @@ async function keylessTrust(ctx: SkillsContext): Promise<KeylessCheck | undefine
   } catch (err) {
     throw bad(`trusted_root "${rootPath}": ${(err as Error).message}`);
   }
-  return (payload, signature, annotations) => {
-    const reasons: string[] = [];
-    for (const identity of identities) {
-      const outcome = sigstore.verifyKeyless({ trust, identity }, payload, signature, annotations);
-      if (outcome.ok) return outcome;
-      reasons.push(outcome.reason);
-    }
-    return { ok: false, reason: [...new Set(reasons)].join('; ') };
-  };
+  return sigstore.keylessCheck(trust, identities);
 }
 
 /** What the signature check of one install found. */

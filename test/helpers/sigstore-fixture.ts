@@ -7,7 +7,7 @@
  *
  * No network: the "log" is a signature over the entry, exactly what a verifier checks offline.
  */
-import { json } from '@sigstore/core';
+import { dsse, json } from '@sigstore/core';
 import { execFileSync } from 'node:child_process';
 import { createHash, generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   CERTIFICATE_ANNOTATION,
+  sha256,
   signArtifact,
   type SignatureStore,
 } from '../../src/protocol/oci-signature.js';
@@ -55,6 +56,19 @@ export interface SigstoreFixture {
     leaf: Leaf,
     options?: { integratedTime?: number; logKey?: KeyObject },
   ): (payload: Buffer, signature: string) => Promise<Record<string, string>>;
+  /**
+   * Signs `digest` keyless as `cosign sign --new-bundle-format` does: a v0.3 Sigstore bundle (DSSE
+   * envelope with an in-toto statement naming `subjectDigest`, default `digest`; a dsse Rekor entry
+   * with SET and a one-leaf inclusion proof under a signed checkpoint), stored as an OCI artifact
+   * whose subject is `digest`, listed under the referrers tag scheme (`sha256-<hex>`).
+   */
+  signBundle(
+    store: SignatureStore,
+    dockerReference: string,
+    digest: string,
+    leaf: Leaf,
+    options?: { subjectDigest?: string },
+  ): Promise<void>;
   /** Signs `digest` keyless and stores it in cosign's `.sig` layout. */
   sign(
     store: SignatureStore,
@@ -287,6 +301,109 @@ export function createSigstoreFixture(): SigstoreFixture {
       };
     };
 
+  const signBundle: SigstoreFixture['signBundle'] = async (
+    store,
+    dockerReference,
+    digest,
+    l,
+    options = {},
+  ) => {
+    const statement = Buffer.from(
+      JSON.stringify({
+        _type: 'https://in-toto.io/Statement/v1',
+        subject: [
+          {
+            name: dockerReference,
+            digest: { sha256: (options.subjectDigest ?? digest).replace('sha256:', '') },
+          },
+        ],
+        predicateType: 'https://sigstore.dev/cosign/sign/v1',
+        predicate: {},
+      }),
+    );
+    const payloadType = 'application/vnd.in-toto+json';
+    const sig = sign('sha256', dsse.preAuthEncoding(payloadType, statement), l.key).toString('base64');
+    const envelope = { payload: statement.toString('base64'), payloadType, signatures: [{ sig, keyid: '' }] };
+    const hex = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
+    const body = Buffer.from(
+      json.canonicalize({
+        apiVersion: '0.0.1',
+        kind: 'dsse',
+        spec: {
+          envelopeHash: { algorithm: 'sha256', value: hex(JSON.stringify(envelope)) },
+          payloadHash: { algorithm: 'sha256', value: hex(statement) },
+          signatures: [{ signature: sig, verifier: Buffer.from(l.certPem).toString('base64') }],
+        },
+      }),
+    );
+    const entry = logEntry(body.toString('base64'));
+    // A one-leaf tree: the root is the RFC 6962 leaf hash, under a checkpoint the log key signs.
+    const root = createHash('sha256')
+      .update(Buffer.concat([Buffer.from([0]), body]))
+      .digest();
+    const note = `rekor.test.invalid - 1\n1\n${root.toString('base64')}\n`;
+    const noteSig = Buffer.concat([logId.subarray(0, 4), sign('sha256', Buffer.from(note), log.privateKey)]);
+    const bundle = Buffer.from(
+      JSON.stringify({
+        mediaType: 'application/vnd.dev.sigstore.bundle.v0.3+json',
+        verificationMaterial: {
+          certificate: { rawBytes: derOfPem(l.certPem).toString('base64') },
+          tlogEntries: [
+            {
+              logIndex: String(entry.Payload.logIndex),
+              logId: { keyId: logId.toString('base64') },
+              kindVersion: { kind: 'dsse', version: '0.0.1' },
+              integratedTime: String(entry.Payload.integratedTime),
+              inclusionPromise: { signedEntryTimestamp: entry.SignedEntryTimestamp },
+              inclusionProof: {
+                logIndex: '0',
+                rootHash: root.toString('base64'),
+                treeSize: '1',
+                hashes: [],
+                checkpoint: {
+                  envelope: `${note}\n\u2014 rekor.test.invalid ${noteSig.toString('base64')}\n`,
+                },
+              },
+              canonicalizedBody: body.toString('base64'),
+            },
+          ],
+          timestampVerificationData: {},
+        },
+        dsseEnvelope: envelope,
+      }),
+    );
+    const empty = Buffer.from('{}');
+    const bundleType = 'application/vnd.dev.sigstore.bundle.v0.3+json';
+    const manifest = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: 'application/vnd.oci.image.manifest.v1+json',
+        artifactType: bundleType,
+        config: { mediaType: 'application/vnd.oci.empty.v1+json', digest: sha256(empty), size: 2 },
+        layers: [{ mediaType: bundleType, digest: sha256(bundle), size: bundle.length }],
+        subject: { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest, size: 0 },
+      }),
+    );
+    await store.putBlob(empty, sha256(empty));
+    await store.putBlob(bundle, sha256(bundle));
+    await store.putManifest(sha256(manifest), manifest, 'application/vnd.oci.image.manifest.v1+json');
+    const index = Buffer.from(
+      JSON.stringify({
+        schemaVersion: 2,
+        mediaType: 'application/vnd.oci.image.index.v1+json',
+        manifests: [
+          {
+            mediaType: 'application/vnd.oci.image.manifest.v1+json',
+            digest: sha256(manifest),
+            size: manifest.length,
+            artifactType: bundleType,
+          },
+        ],
+      }),
+    );
+    await store.putManifest(digest.replace(':', '-'), index, 'application/vnd.oci.image.index.v1+json');
+  };
+
   return {
     dir,
     caPem,
@@ -296,6 +413,7 @@ export function createSigstoreFixture(): SigstoreFixture {
     certify,
     logEntry,
     annotate,
+    signBundle,
     async sign(store, dockerReference, digest, l, options) {
       await signArtifact(store, dockerReference, digest, l.key, annotate(l, options));
     },

@@ -12,6 +12,7 @@ import { sha256, type SignatureStore, verifyArtifact } from '../../../src/protoc
 import {
   checkIdentityPolicy,
   type IdentityPolicy,
+  keylessCheck,
   loadTrustedRoot,
   verifyKeyless,
 } from '../../../src/protocol/sigstore-verify.js';
@@ -46,11 +47,8 @@ after(() => {
   other.close();
 });
 
-const check = (identity: IdentityPolicy, root = fx.trustedRootJson) => {
-  const policy = { trust: loadTrustedRoot(root), identity };
-  return (payload: Buffer, signature: string, annotations: Record<string, string>) =>
-    verifyKeyless(policy, payload, signature, annotations);
-};
+const check = (identity: IdentityPolicy, root = fx.trustedRootJson) =>
+  keylessCheck(loadTrustedRoot(root), [identity]);
 
 async function signed(
   options: Parameters<SigstoreFixture['sign']>[4] = {},
@@ -228,6 +226,66 @@ test('transparency log: a certificate other than the logged one (same key, other
     outcome.status === 'invalid' ? outcome.reason : '',
     /the certificate is not the one in the transparency log entry/,
   );
+});
+
+test('Sigstore bundle v0.3 (cosign --new-bundle-format, referrers tag scheme): DSSE statement, inclusion proof and SET verify', async () => {
+  const store = memoryStore();
+  await fx.signBundle(store, 'reg.example/acme/app', DIGEST, fx.leaf({ identity: ALICE, issuer: ISSUER }));
+  const outcome = await verifyArtifact(
+    store,
+    DIGEST,
+    [],
+    check({ signerIdentity: ALICE, certIssuer: ISSUER }),
+  );
+  assert.equal(outcome.status, 'verified', JSON.stringify(outcome));
+  assert.equal(outcome.status === 'verified' ? outcome.issuer : '', ISSUER);
+  const other = await verifyArtifact(
+    store,
+    DIGEST,
+    [],
+    check({ signerIdentity: 'bob@example.com', certIssuer: ISSUER }),
+  );
+  assert.match(
+    other.status === 'invalid' ? other.reason : '',
+    /identity is alice@example\.com, not bob@example\.com/,
+  );
+  // Without a keyless policy the bundle is not looked at: nothing trusted can be found.
+  assert.equal((await verifyArtifact(store, DIGEST, [])).status, 'unsigned');
+});
+
+test('OCI 1.1 referrers API: a registry that has it is asked first; the tag scheme is not needed', async () => {
+  const tagged = memoryStore();
+  await fx.signBundle(tagged, 'reg.example/acme/app', DIGEST, fx.leaf({ identity: ALICE, issuer: ISSUER }));
+  const tag = `sha256-${'a'.repeat(64)}`;
+  const index = (await tagged.findManifest(tag))!.bytes;
+  // The same store, answering the referrers API and without the fallback tag.
+  const asked: string[] = [];
+  const api: SignatureStore = {
+    ...tagged,
+    findManifest: (t) => (t === tag ? Promise.resolve(undefined) : tagged.findManifest(t)),
+    referrers: (d) => {
+      asked.push(d);
+      return Promise.resolve(index);
+    },
+  };
+  const outcome = await verifyArtifact(api, DIGEST, [], check({ signerIdentity: ALICE, certIssuer: ISSUER }));
+  assert.equal(outcome.status, 'verified', JSON.stringify(outcome));
+  assert.deepEqual(asked, [DIGEST]);
+});
+
+test('Sigstore bundle: a statement naming another digest is refused', async () => {
+  const store = memoryStore();
+  await fx.signBundle(store, 'reg.example/acme/app', DIGEST, fx.leaf({ identity: ALICE, issuer: ISSUER }), {
+    subjectDigest: OTHER,
+  });
+  const outcome = await verifyArtifact(
+    store,
+    DIGEST,
+    [],
+    check({ signerIdentity: ALICE, certIssuer: ISSUER }),
+  );
+  assert.equal(outcome.status, 'invalid');
+  assert.match(outcome.status === 'invalid' ? outcome.reason : '', /statement names another digest/);
 });
 
 test('no trusted root: a keyless signature is not trusted, and says so', async () => {

@@ -5,7 +5,8 @@
  * a CA standing in for Fulcio, a Rekor SET from a log key standing in for Rekor) made by the test
  * with a trusted root it writes (`test/helpers/sigstore-fixture.ts`).
  *
- * Proves: a keylessly signed image runs under `enforce`, by the verified digest, with the
+ * Proves: a keylessly signed image (either layout: cosign's `.sig` tag with certificate and Rekor
+ * annotations, or a v0.3 Sigstore bundle under the referrers tag scheme) runs under `enforce`, by the verified digest, with the
  * certificate identity and issuer in the start result; a policy naming another identity or
  * issuer refuses it under `enforce` and runs it with the reason under `warn`; a signature copied
  * beside another digest (tampered) and an unsigned image are refused under `enforce` before any
@@ -58,7 +59,15 @@ test(
     const fx = createSigstoreFixture();
     t.after(() => fx.close());
     const handles: ServerHandle[] = [];
-    const names = ['ks-signed', 'ks-unsigned', 'ks-tampered', 'ks-identity', 'ks-issuer', 'ks-warn'];
+    const names = [
+      'ks-signed',
+      'ks-unsigned',
+      'ks-tampered',
+      'ks-identity',
+      'ks-issuer',
+      'ks-warn',
+      'ks-bundle',
+    ];
     const made: { runtime?: DockerRuntime; ctx?: ApiContext } = {};
     t.after(async () => {
       const keepAlive = setInterval(() => undefined, 1000);
@@ -108,6 +117,7 @@ test(
     };
     const signedRef = push('keyless/signed');
     const unsignedRef = push('keyless/unsigned');
+    const bundledRef = push('keyless/bundled');
     const signedDigest = await digestOf(registry, 'keyless/signed', '1');
     const unsignedDigest = await digestOf(registry, 'keyless/unsigned', '1');
     const session = (repo: string) =>
@@ -121,6 +131,14 @@ test(
       signatureStore(session('keyless/signed')),
       `${registry}/keyless/signed`,
       signedDigest,
+      leaf,
+    );
+    // The other layout: a Sigstore bundle under the referrers tag scheme (cosign --new-bundle-format).
+    const bundledDigest = await digestOf(registry, 'keyless/bundled', '1');
+    await fx.signBundle(
+      signatureStore(session('keyless/bundled')),
+      `${registry}/keyless/bundled`,
+      bundledDigest,
       leaf,
     );
 
@@ -181,6 +199,13 @@ test(
       Config: { Image: string };
     };
     assert.match(inspected.Config.Image, new RegExp(`/keyless/signed@${signedDigest}$`));
+
+    // Signed with a Sigstore bundle stored as an OCI artifact beside the image: runs too.
+    const bundled = await start('ks-bundle', bundledRef, policyOf('enforce'));
+    handles.push(bundled);
+    assert.equal(bundled.imageVerification?.status, 'verified', bundled.imageVerification?.message);
+    assert.equal(bundled.imageVerification?.digest, bundledDigest);
+    assert.equal(bundled.imageVerification?.signer, IDENTITY);
 
     // Another identity, another issuer: refused under enforce, before any container exists.
     const wrongIdentity = await refusal(

@@ -195,8 +195,7 @@ async function keylessCheck(policy: ImageVerificationPolicy) {
       `image_verification.trusted_root "${policy.trusted_root}": ${(err as Error).message}`,
     );
   }
-  return (payload: Buffer, signature: string, annotations: Record<string, string>) =>
-    sigstore.verifyKeyless({ trust, identity }, payload, signature, annotations);
+  return sigstore.keylessCheck(trust, [identity]);
 }
 
 /** What the credential search found (`findRegistryCredentials`), as far as messages need it. */
