@@ -23,6 +23,11 @@
  *   and, when asked, the source repository URI extension (1.3.6.1.4.1.57264.1.12) equals
  *   `repositoryUri`.
  *
+ * The other layout, cosign's `--new-bundle-format`: a Sigstore bundle v0.3 (a DSSE envelope
+ * holding an in-toto statement whose subject is the artifact digest, a dsse Rekor entry with its
+ * inclusion proof) stored as an OCI artifact beside the signed one (`verifySigstoreBundle`; found
+ * by `oci-signature.ts`). The same checks apply, over the envelope instead of the payload.
+ *
  * Certificate transparency (embedded SCTs) is not required — like `cosign verify
  * --insecure-ignore-sct` — since the Rekor entry already proves the certificate was logged at
  * signing time; an SCT that is present is still checked against the trusted root's ctlogs.
@@ -235,6 +240,12 @@ function verifyEntity(
     const detail = cause instanceof Error ? ` (${cause.message})` : '';
     return { ok: false, reason: `keyless signature does not verify: ${(err as Error).message}${detail}` };
   }
+  const kind = bundle.verificationMaterial.tlogEntries[0]?.kindVersion;
+  if (kind?.version !== '0.0.1')
+    return {
+      ok: false,
+      reason: `a Rekor ${kind?.kind ?? ''} ${kind?.version ?? ''} entry is not supported (0.0.1 only)`,
+    };
   // The library compares the logged signature and digest; the logged certificate is compared
   // here, as cosign does, so the identity checked is the one the log vouches for.
   if (!loggedCertificateIs(bundle, cert))
