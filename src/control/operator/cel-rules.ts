@@ -8,12 +8,14 @@
 import { parse } from '@marcbachmann/cel-js';
 import { toCelValue } from '../../validation/index.js';
 import { isRecord } from '../../shared/index.js';
+import { listAt, recordAt } from './json-fields.js';
 
 // Re-exported for the operator's callers and tests; the helper itself lives in src/validation/cel.ts.
 export { toCelValue };
 
 type Compiled = ReturnType<typeof parse>;
-type SchemaNode = Record<string, unknown>;
+/** An OpenAPI schema (a TypeBox schema or a CRD's), read field by field. */
+type SchemaNode = unknown;
 
 export interface RuleViolation {
   /** Field path, e.g. `spec.awsSts.roleMappings[0]`. */
@@ -39,6 +41,19 @@ interface RawRule {
   fieldPath?: string;
 }
 
+/** The `x-kubernetes-validations` of a schema node (entries without a rule are not rules). */
+function rulesOf(schema: SchemaNode): RawRule[] {
+  const out: RawRule[] = [];
+  for (const r of listAt(schema, 'x-kubernetes-validations')) {
+    if (!isRecord(r) || typeof r['rule'] !== 'string') continue;
+    const rule: RawRule = { rule: r['rule'] };
+    if (typeof r['message'] === 'string') rule.message = r['message'];
+    if (typeof r['fieldPath'] === 'string') rule.fieldPath = r['fieldPath'];
+    out.push(rule);
+  }
+  return out;
+}
+
 /** Walks schema and value together and returns every failing rule. */
 export function evaluateCelRules(schema: SchemaNode, value: unknown, path = ''): RuleViolation[] {
   const out: RuleViolation[] = [];
@@ -48,8 +63,8 @@ export function evaluateCelRules(schema: SchemaNode, value: unknown, path = ''):
 
 function walk(schema: SchemaNode, value: unknown, path: string, out: RuleViolation[]): void {
   if (value === undefined) return;
-  const ruleList = schema['x-kubernetes-validations'] as RawRule[] | undefined;
-  if (ruleList !== undefined) {
+  const ruleList = rulesOf(schema);
+  if (ruleList.length > 0) {
     const self = toCelValue(value);
     for (const r of ruleList) {
       let ok: unknown;
@@ -69,16 +84,15 @@ function walk(schema: SchemaNode, value: unknown, path: string, out: RuleViolati
       }
     }
   }
-  const props = schema['properties'] as Record<string, SchemaNode> | undefined;
-  if (props !== undefined && isRecord(value)) {
-    for (const [key, sub] of Object.entries(props))
+  if (isRecord(value)) {
+    for (const [key, sub] of Object.entries(recordAt(schema, 'properties')))
       walk(sub, value[key], path === '' ? key : `${path}.${key}`, out);
   }
-  const extra = schema['additionalProperties'];
+  const extra = recordAt(schema)['additionalProperties'];
   if (isRecord(extra) && isRecord(value)) {
     for (const [key, v] of Object.entries(value)) walk(extra, v, `${path}.${key}`, out);
   }
-  const items = schema['items'] as SchemaNode | undefined;
+  const items = recordAt(schema)['items'];
   if (items !== undefined && Array.isArray(value)) {
     for (const [i, v] of value.entries()) walk(items, v, `${path}[${i}]`, out);
   }
@@ -88,11 +102,12 @@ function walk(schema: SchemaNode, value: unknown, path: string, out: RuleViolati
 export function collectCelRules(schema: SchemaNode, path = ''): Array<RawRule & { at: string }> {
   const out: Array<RawRule & { at: string }> = [];
   const visit = (node: SchemaNode, at: string) => {
-    for (const r of (node['x-kubernetes-validations'] as RawRule[] | undefined) ?? []) out.push({ ...r, at });
-    const props = node['properties'] as Record<string, SchemaNode> | undefined;
-    for (const [k, sub] of Object.entries(props ?? {})) visit(sub, at === '' ? k : `${at}.${k}`);
-    if (isRecord(node['additionalProperties'])) visit(node['additionalProperties'], `${at}.*`);
-    if (isRecord(node['items'])) visit(node['items'], `${at}[]`);
+    for (const r of rulesOf(node)) out.push({ ...r, at });
+    for (const [k, sub] of Object.entries(recordAt(node, 'properties')))
+      visit(sub, at === '' ? k : `${at}.${k}`);
+    const { additionalProperties, items } = recordAt(node);
+    if (isRecord(additionalProperties)) visit(additionalProperties, `${at}.*`);
+    if (isRecord(items)) visit(items, `${at}[]`);
   };
   visit(schema, path);
   return out;

@@ -18,8 +18,8 @@
  *    — so whatever was known is delivered as `DELETED` — and is listed again with the backoff.
  */
 import { KubeConfig, type KubernetesObject, ListWatch, Watch } from '@kubernetes/client-node';
-import { isRecord, type Logger, sleepUnlessAborted } from '../../shared/index.js';
-import { type KubeClient, type KubeObject, type ResourceType, statusOf } from './kube.js';
+import { type Logger, sleepUnlessAborted } from '../../shared/index.js';
+import { isKubeObject, type KubeClient, type KubeObject, type ResourceType, statusOf } from './kube.js';
 
 export type InformerEvent = 'ADDED' | 'MODIFIED' | 'DELETED';
 
@@ -48,9 +48,6 @@ type Listed = Pick<KubernetesObject, 'apiVersion' | 'kind'> & {
 /** The watch callbacks `ListWatch` hands to `Watch.watch`. */
 type WatchCallback = Parameters<Watch['watch']>[2];
 type DoneCallback = Parameters<Watch['watch']>[3];
-
-const isKubeObject = (o: Listed): o is KubeObject =>
-  isRecord(o.metadata) && typeof o.metadata.name === 'string';
 
 /** The objects of this path: for `ListWatch`'s bookkeeping and the logs (the client builds the URL). */
 function pathOf(type: ResourceType, namespace: string | undefined): string {

@@ -12,7 +12,7 @@ import {
   setHeaderOptions,
   Watch,
 } from '@kubernetes/client-node';
-import type { ErrorCode } from '../../shared/index.js';
+import { type ErrorCode, isRecord } from '../../shared/index.js';
 
 export interface KubeObject {
   apiVersion?: string;
@@ -40,7 +40,20 @@ export interface ResourceType {
   labelSelector?: string;
 }
 
-export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+const WATCH_EVENT_TYPES = ['ADDED', 'MODIFIED', 'DELETED', 'BOOKMARK', 'ERROR'] as const;
+export type WatchEventType = (typeof WATCH_EVENT_TYPES)[number];
+const isWatchEventType = (phase: string): phase is WatchEventType =>
+  WATCH_EVENT_TYPES.some((t) => t === phase);
+
+/** An object as the API serves it: an object whose metadata has a name. */
+export const isKubeObject = (value: unknown): value is KubeObject =>
+  isRecord(value) && isRecord(value['metadata']) && typeof value['metadata']['name'] === 'string';
+
+/** The API server's answer, checked to be an object (client-node types custom objects as `any`). */
+function kubeObject(value: unknown, what: string): KubeObject {
+  if (isKubeObject(value)) return value;
+  throw new KubeHttpError(502, `${what}: the API server answered with no object (metadata.name)`);
+}
 
 export interface KubeClient {
   list(type: ResourceType, namespace?: string): Promise<{ items: KubeObject[]; resourceVersion: string }>;
@@ -68,7 +81,7 @@ export interface KubeClient {
 export function statusOf(err: unknown): number | undefined {
   if (err instanceof ApiException) return err.code;
   if (err instanceof KubeHttpError) return err.statusCode;
-  const code = (err as { statusCode?: unknown; code?: unknown } | null)?.statusCode;
+  const code = isRecord(err) ? err['statusCode'] : undefined;
   return typeof code === 'number' ? code : undefined;
 }
 
@@ -103,9 +116,10 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
         namespace === undefined
           ? await custom.listClusterCustomObject({ ...type })
           : await custom.listNamespacedCustomObject({ ...type, namespace });
+      const items: unknown[] = Array.isArray(res?.items) ? res.items : [];
       return {
-        items: (res.items ?? []) as KubeObject[],
-        resourceVersion: String(res.metadata?.resourceVersion ?? ''),
+        items: items.filter(isKubeObject),
+        resourceVersion: String(res?.metadata?.resourceVersion ?? ''),
       };
     },
     async watch(type, resourceVersion, namespace, onEvent, done) {
@@ -119,30 +133,42 @@ export function createKubeClient(kc: KubeConfig): KubeClient {
           { resourceVersion, allowWatchBookmarks: true },
           type.labelSelector === undefined ? {} : { labelSelector: type.labelSelector },
         ),
-        (phase: string, obj: KubeObject) => onEvent(phase as WatchEventType, obj),
+        // `obj` as sent: an object, or the Status of an ERROR event.
+        (phase: string, obj: KubeObject) => {
+          if (isWatchEventType(phase)) onEvent(phase, obj);
+        },
         done,
       );
       return () => controller.abort();
     },
-    get(type, namespace, name) {
-      return notFoundAsUndefined(
-        custom.getNamespacedCustomObject({ ...type, namespace, name }) as Promise<KubeObject>,
+    async get(type, namespace, name) {
+      const found: unknown = await notFoundAsUndefined(
+        custom.getNamespacedCustomObject({ ...type, namespace, name }),
       );
+      return found === undefined ? undefined : kubeObject(found, `get ${type.plural} ${namespace}/${name}`);
     },
     async mergePatch(type, namespace, name, patch) {
-      return (await custom.patchNamespacedCustomObject(
+      const patched: unknown = await custom.patchNamespacedCustomObject(
         { ...type, namespace, name, body: patch },
         mergePatch,
-      )) as KubeObject;
+      );
+      return kubeObject(patched, `patch ${type.plural} ${namespace}/${name}`);
     },
     async replaceStatus(type, object) {
-      return (await custom.replaceNamespacedCustomObjectStatus(putOf(type, object))) as KubeObject;
+      const replaced: unknown = await custom.replaceNamespacedCustomObjectStatus(putOf(type, object));
+      return kubeObject(replaced, `status of ${type.plural} ${object.metadata.name}`);
     },
     async create(type, namespace, object) {
-      return (await custom.createNamespacedCustomObject({ ...type, namespace, body: object })) as KubeObject;
+      const created: unknown = await custom.createNamespacedCustomObject({
+        ...type,
+        namespace,
+        body: object,
+      });
+      return kubeObject(created, `create ${type.plural} ${namespace}/${object.metadata.name}`);
     },
     async replace(type, object) {
-      return (await custom.replaceNamespacedCustomObject(putOf(type, object))) as KubeObject;
+      const replaced: unknown = await custom.replaceNamespacedCustomObject(putOf(type, object));
+      return kubeObject(replaced, `replace ${type.plural} ${object.metadata.name}`);
     },
     async readSecret(namespace, name) {
       const secret = await notFoundAsUndefined(core.readNamespacedSecret({ namespace, name }));
@@ -236,7 +262,7 @@ export function createObjectClient(kc: KubeConfig): ObjectClient {
     const text = await res.text();
     if (method === 'GET' && res.status === 404) return undefined;
     if (!res.ok) throw new KubeHttpError(res.status, `${method} ${url}: ${res.status} ${text.slice(0, 300)}`);
-    return JSON.parse(text) as KubeObject;
+    return kubeObject(JSON.parse(text), `${method} ${url}`);
   };
   return {
     get: (apiVersion, kind, namespace, name) => call('GET', path(apiVersion, kind, namespace, name)),

@@ -43,6 +43,18 @@ export interface K8sObject {
   [k: string]: unknown;
 }
 
+/**
+ * A custom resource that passed validation against its kind's schema, with that schema's
+ * static spec type. A type alias (not an interface), so it is also a plain JSON object (`Node`).
+ */
+export type CustomResource<Spec> = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; uid?: string; generation?: number; [k: string]: unknown };
+  spec: Spec;
+  [k: string]: unknown;
+};
+
 export interface RenderResult {
   objects: K8sObject[];
   /** Per resource: its status URL, for the controller. */

@@ -7,7 +7,7 @@ import type { MCPServerSpec } from '../../schemas/workloads/index.js';
 import { envName, type SecretEnv } from './runconfig.js';
 import { isRecord } from '../../shared/index.js';
 import { documentValue, Index } from './render-index.js';
-import { nameOf, rendered, type RenderResult } from './render-common.js';
+import { type CustomResource, rendered, type RenderResult } from './render-common.js';
 
 import { type ImageCommand, type ImageCommandReader } from './image-command.js';
 import {
@@ -33,8 +33,6 @@ import {
   workloadList,
   workloadObjects,
 } from './render-pod.js';
-
-type Node = Record<string, unknown>;
 
 export const baseEnv = [
   { name: 'HOME', value: '/tmp' },
@@ -121,10 +119,14 @@ export async function dockerConfigs(
   return out;
 }
 
-export async function renderMCPServer(cr: Node, index: Index, o: Resolved): Promise<RenderResult> {
+export async function renderMCPServer(
+  cr: CustomResource<MCPServerSpec>,
+  index: Index,
+  o: Resolved,
+): Promise<RenderResult> {
   const namespace = index.ns(cr);
-  const name = nameOf(cr);
-  const spec = cr['spec'] as MCPServerSpec;
+  const name = cr.metadata.name;
+  const { spec } = cr;
   const shared = await sharedRunConfig(cr, spec, index, namespace);
   const problems = [...shared.problems];
   const rc = shared.runConfig;

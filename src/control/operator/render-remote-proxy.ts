@@ -2,7 +2,7 @@
 import type { MCPRemoteProxySpec } from '../../schemas/workloads/index.js';
 import { envName, type SecretEnv } from './runconfig.js';
 import { Index } from './render-index.js';
-import { nameOf, rendered, type RenderResult } from './render-common.js';
+import { type CustomResource, rendered, type RenderResult } from './render-common.js';
 
 import {
   applyResourceOverrides,
@@ -23,12 +23,14 @@ import {
   workloadObjects,
 } from './render-pod.js';
 
-type Node = Record<string, unknown>;
-
-export async function renderRemoteProxy(cr: Node, index: Index, o: Resolved): Promise<RenderResult> {
+export async function renderRemoteProxy(
+  cr: CustomResource<MCPRemoteProxySpec>,
+  index: Index,
+  o: Resolved,
+): Promise<RenderResult> {
   const namespace = index.ns(cr);
-  const name = nameOf(cr);
-  const spec = cr['spec'] as MCPRemoteProxySpec;
+  const name = cr.metadata.name;
+  const { spec } = cr;
   const shared = await sharedRunConfig(cr, spec, index, namespace);
   const rc = shared.runConfig;
   Object.assign(rc, { image: '', cmd_args: [], transport: spec.transport, remote_url: spec.remoteUrl });

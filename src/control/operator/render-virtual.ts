@@ -11,7 +11,7 @@ import { type BackendAuthStrategy, parseVmcpConfig } from '../../dataplane/vmcp/
 import { vmcpStrategyFor } from './vmcp-auth.js';
 import { isRecord } from '../../shared/index.js';
 import { Index, keyOf, secretReader } from './render-index.js';
-import { nameOf, rendered, type RenderResult } from './render-common.js';
+import { type CustomResource, nameOf, rendered, type RenderResult } from './render-common.js';
 import { at, listAt, recordAt, stringAt } from './json-fields.js';
 
 import {
@@ -92,10 +92,14 @@ export const VMCP_OPERATOR_KEYS: Record<string, string> = {
  * or a referenced config changes the ConfigMap, so the pod rolls (the reference's inline mode; the
  * pod itself never reads the Kubernetes API, so its token is not mounted).
  */
-export async function renderVirtual(cr: Node, index: Index, o: Resolved): Promise<RenderResult> {
+export async function renderVirtual(
+  cr: CustomResource<VirtualMCPServerSpec>,
+  index: Index,
+  o: Resolved,
+): Promise<RenderResult> {
   const namespace = index.ns(cr);
-  const name = nameOf(cr);
-  const spec = cr['spec'] as VirtualMCPServerSpec;
+  const name = cr.metadata.name;
+  const { spec } = cr;
   const problems: string[] = [];
   const group = spec.groupRef.name;
   if (index.get('MCPGroup', namespace, group) === undefined)

@@ -32,7 +32,14 @@ import { stringify } from 'yaml';
 import { formatProblem } from './validate.js';
 import { foreignResource, validateResource } from './resource-validate.js';
 import { Index, keyOf } from './render-index.js';
-import { type K8sObject, type RenderResult } from './render-common.js';
+import { type CustomResource, type K8sObject, type RenderResult } from './render-common.js';
+import { at } from './json-fields.js';
+import { isRecord } from '../../shared/index.js';
+import type {
+  MCPRemoteProxySpec,
+  MCPServerSpec,
+  VirtualMCPServerSpec,
+} from '../../schemas/workloads/index.js';
 
 export { type K8sObject, mergePodTemplate, type RenderResult } from './render-common.js';
 export {
@@ -57,6 +64,21 @@ import { renderRemoteProxy } from './render-remote-proxy.js';
 import { renderVirtual } from './render-virtual.js';
 
 type Node = Record<string, unknown>;
+
+/** The spec type of each workload kind rendered from its own schema. */
+interface WorkloadSpecs {
+  MCPServer: MCPServerSpec;
+  MCPRemoteProxy: MCPRemoteProxySpec;
+  VirtualMCPServer: VirtualMCPServerSpec;
+}
+
+/**
+ * A document `validateResource` accepted as a `kind`, with the static type of that kind's schema:
+ * the one place the renderer asserts what validation established.
+ */
+function validated<K extends keyof WorkloadSpecs>(_kind: K, doc: Node): CustomResource<WorkloadSpecs[K]> {
+  return doc as CustomResource<WorkloadSpecs[K]>;
+}
 
 let defaultReader: ImageCommandReader | undefined;
 /** One reader per process, so its digest cache serves every reconcile. */
@@ -94,13 +116,13 @@ export async function renderResources(docs: unknown[], options: RenderOptions = 
   const valid: Node[] = [];
   const invalid: Array<[Node, string]> = [];
   for (const [i, d] of docs.entries()) {
-    if (d === null || typeof d !== 'object') {
+    if (!isRecord(d)) {
       result.problems.push({ resource: `document ${i + 1}`, problem: 'is not an object' });
       continue;
     }
-    const doc = d as Node;
+    const doc = d;
     const kind = String(doc['kind']);
-    const name = String((doc['metadata'] as Node | undefined)?.['name'] ?? '?');
+    const name = String(at(doc, 'metadata', 'name') ?? '?');
     if (kind === 'Secret' || kind === 'ConfigMap') {
       valid.push(doc);
       continue;
@@ -121,23 +143,20 @@ export async function renderResources(docs: unknown[], options: RenderOptions = 
   }
   const index = new Index(valid, o.namespace);
   for (const [doc, why] of invalid)
-    index.invalid.set(
-      keyOf(String(doc['kind']), index.ns(doc), String((doc['metadata'] as Node | undefined)?.['name'])),
-      why,
-    );
+    index.invalid.set(keyOf(String(doc['kind']), index.ns(doc), String(at(doc, 'metadata', 'name'))), why);
   for (const doc of valid) {
     const kind = String(doc['kind']);
     if (!RENDERED_KINDS.has(kind)) continue;
     const part =
       kind === 'MCPServer'
-        ? await renderMCPServer(doc, index, o)
+        ? await renderMCPServer(validated(kind, doc), index, o)
         : kind === 'MCPRemoteProxy'
-          ? await renderRemoteProxy(doc, index, o)
+          ? await renderRemoteProxy(validated(kind, doc), index, o)
           : kind === 'MCPRegistry'
             ? renderRegistry(doc, index, { image: o.runnerImage })
             : kind === 'EmbeddingServer'
               ? renderEmbeddingServer(doc, index)
-              : await renderVirtual(doc, index, o);
+              : await renderVirtual(validated('VirtualMCPServer', doc), index, o);
     if (part.problems.length > 0) {
       // A resource with a broken reference renders nothing (the controller reports it in status).
       result.problems.push(...part.problems);

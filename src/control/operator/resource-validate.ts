@@ -16,6 +16,7 @@ import { evaluateCelRules } from './cel-rules.js';
 import { sharedConfigProblems } from './shared-refs.js';
 import { type Problem, validateExtAuthConfig } from './validate.js';
 import { isRecord } from '../../shared/index.js';
+import { at, recordAt } from './json-fields.js';
 import { endpointPrefixProblem } from '../../dataplane/proxy/index.js';
 
 type Node = Record<string, unknown>;
@@ -45,12 +46,12 @@ function fromAjv(text: string): Problem {
 }
 
 /** Fields the schema does not know (kubectl's strict field validation); raw objects are skipped. */
-function unknownFields(schema: Node, value: unknown, path: string, out: Problem[]): void {
-  if (schema['x-kubernetes-preserve-unknown-fields'] === true) return;
+function unknownFields(schema: unknown, value: unknown, path: string, out: Problem[]): void {
+  if (!isRecord(schema) || schema['x-kubernetes-preserve-unknown-fields'] === true) return;
   if (isRecord(value)) {
-    const props = schema['properties'] as Record<string, Node> | undefined;
+    const props = schema['properties'];
     const extra = schema['additionalProperties'];
-    if (props !== undefined && path !== 'metadata') {
+    if (isRecord(props) && path !== 'metadata') {
       for (const key of Object.keys(value)) {
         const sub = props[key];
         const child = path === '' ? key : `${path}.${key}`;
@@ -111,7 +112,7 @@ const RENDERS_OBJECTS = new Set([
 ]);
 
 function codeRules(kind: string, obj: Node, out: Problem[]): void {
-  const meta = (obj['metadata'] ?? {}) as Node;
+  const meta = recordAt(obj, 'metadata');
   const name = meta['name'];
   // Service `mcp-<n>-remote-proxy` must be a DNS-1035 label of at most 63 characters.
   const maxName =
@@ -155,11 +156,11 @@ function codeRules(kind: string, obj: Node, out: Problem[]): void {
     const problem = endpointPrefixProblemOf(kind, spec);
     if (problem !== undefined) out.push({ path: 'spec.endpointPrefix', message: problem });
   }
-  const headers = (spec['headerForward'] as Node | undefined)?.['addHeadersFromSecret'];
+  const headers = at(spec, 'headerForward', 'addHeadersFromSecret');
   if (Array.isArray(headers)) {
     const seen = new Set<string>();
     headers.forEach((h: unknown, i) => {
-      const n = String((h as Node)?.['headerName'] ?? '').toLowerCase();
+      const n = String(at(h, 'headerName') ?? '').toLowerCase();
       if (seen.has(n))
         out.push({
           path: `spec.headerForward.addHeadersFromSecret[${i}].headerName`,
@@ -170,8 +171,8 @@ function codeRules(kind: string, obj: Node, out: Problem[]): void {
   }
   if (kind === 'MCPServer' && Array.isArray(spec['secrets'])) {
     const names = new Set<string>();
-    (spec['secrets'] as Node[]).forEach((s, i) => {
-      const env = String(s['targetEnvName'] ?? s['key'] ?? '');
+    spec['secrets'].forEach((s: unknown, i) => {
+      const env = String(at(s, 'targetEnvName') ?? at(s, 'key') ?? '');
       if (names.has(env))
         out.push({
           path: `spec.secrets[${i}]`,
@@ -225,9 +226,9 @@ export function validateResource(input: unknown): ResourceValidation {
     return { problems: [{ path: 'apiVersion', message: `must be ${EXTAUTH_API_VERSION}` }] };
   const copy = structuredClone(input);
   const problems: Problem[] = [];
-  unknownFields(def.object as unknown as Node, copy, '', problems);
+  unknownFields(def.object, copy, '', problems);
   problems.push(...validatorOf(def).problems(copy).map(fromAjv));
-  problems.push(...evaluateCelRules(def.object as unknown as Node, copy));
+  problems.push(...evaluateCelRules(def.object, copy));
   try {
     codeRules(def.kind, copy, problems);
   } catch {

@@ -28,8 +28,31 @@ import { parse as parseYaml } from 'yaml';
 import { configHash } from './config-hash.js';
 import { documentValue, type Index, keyOf } from './render-index.js';
 import { envName, type SecretEnv, type SecretFile } from './runconfig.js';
+import { recordAt, stringsAt } from './json-fields.js';
+import { isRecord } from '../../shared/index.js';
 
 type Node = Record<string, unknown>;
+
+/** The authorizer types and the key of their settings in an `authz_config` block. */
+const AUTHZ_KEYS: Readonly<Record<string, string>> = AUTHZ_CONFIG_KEYS;
+
+/** The spec type of each shared configuration kind. */
+interface SharedSpecs {
+  MCPToolConfig: MCPToolConfigSpec;
+  MCPOIDCConfig: MCPOIDCConfigSpec;
+  MCPAuthzConfig: MCPAuthzConfigSpec;
+  MCPTelemetryConfig: MCPTelemetryConfigSpec;
+  MCPWebhookConfig: MCPWebhookConfigSpec;
+}
+
+/**
+ * The spec of a shared configuration of kind `K` that passed validation against its kind's
+ * schema (`validateResource`: the render's index holds only such documents, and the code rules
+ * run after the schema's): the one place its static type is asserted.
+ */
+function validatedSpec<K extends keyof SharedSpecs>(_kind: K, spec: unknown): SharedSpecs[K] {
+  return (spec ?? {}) as SharedSpecs[K];
+}
 
 /** Pod-template annotations carrying the hash of each referenced shared configuration. */
 export const REF_HASH_ANNOTATIONS = {
@@ -95,7 +118,7 @@ export interface SharedRefs {
 
 /** An `authz_config` block from an authorizer type and its settings, or the problems. */
 export function authzBlock(type: string, config: unknown): { block?: Node; problems: string[] } {
-  const key = (AUTHZ_CONFIG_KEYS as Record<string, string>)[type];
+  const key = AUTHZ_KEYS[type];
   if (key === undefined)
     return {
       problems: [
@@ -118,17 +141,17 @@ export function authzBlock(type: string, config: unknown): { block?: Node; probl
 export function sharedConfigProblems(kind: string, spec: Node): Array<{ path: string; message: string }> {
   const out: Array<{ path: string; message: string }> = [];
   if (kind === 'MCPAuthzConfig') {
-    const s = spec as MCPAuthzConfigSpec;
+    const s = validatedSpec(kind, spec);
     for (const p of authzBlock(s.type, s.config).problems) out.push({ path: 'spec', message: p });
   }
   if (kind === 'MCPToolConfig') {
-    const s = spec as MCPToolConfigSpec;
+    const s = validatedSpec(kind, spec);
     for (const [tool, o] of Object.entries(s.toolsOverride ?? {}))
       if (o.name === undefined && o.description === undefined && o.annotations === undefined)
         out.push({ path: `spec.toolsOverride.${tool}`, message: 'set name, description or annotations' });
   }
   if (kind === 'MCPTelemetryConfig') {
-    const o = (spec as MCPTelemetryConfigSpec).openTelemetry;
+    const o = validatedSpec(kind, spec).openTelemetry;
     if (o?.endpoint !== undefined && o.tracing?.enabled !== true && o.metrics?.enabled !== true)
       out.push({
         path: 'spec.openTelemetry.endpoint',
@@ -144,7 +167,7 @@ export function sharedConfigProblems(kind: string, spec: Node): Array<{ path: st
       out.push({ path: 'spec.openTelemetry.caBundleRef.configMapRef', message: 'must be specified' });
   }
   if (kind === 'MCPWebhookConfig') {
-    const s = spec as MCPWebhookConfigSpec;
+    const s = validatedSpec(kind, spec);
     const seen = new Set<string>();
     for (const [list, hooks] of [
       ['validating', s.validating],
@@ -175,7 +198,7 @@ const UNITS: Record<string, number> = {
 function goDurationMs(text: string): number {
   let total = 0;
   for (const m of text.matchAll(/([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g))
-    total += Number(m[1]) * (UNITS[m[2] as string] ?? 0);
+    total += Number(m[1]) * (UNITS[m[2] ?? ''] ?? 0);
   return total;
 }
 
@@ -207,15 +230,15 @@ function sensitiveHeaderRefs(
 }
 
 /** A referenced config, or the problem saying why it cannot be used. */
-function lookup(
+function lookup<K extends keyof SharedSpecs>(
   index: Index,
-  kind: string,
+  kind: K,
   namespace: string,
   name: string,
   field: string,
-): { spec: Node } | { problem: string } {
+): { spec: SharedSpecs[K] } | { problem: string } {
   const found = index.get(kind, namespace, name);
-  if (found !== undefined) return { spec: (found['spec'] ?? {}) as Node };
+  if (found !== undefined) return { spec: validatedSpec(kind, found['spec']) };
   const bad = index.invalid.get(keyOf(kind, namespace, name));
   return {
     problem:
@@ -252,7 +275,7 @@ export function resolveSharedRefs(
     const r = lookup(index, 'MCPToolConfig', namespace, spec.toolConfigRef.name, field);
     if ('problem' in r) out.problems.push(r.problem);
     else {
-      const s = r.spec as MCPToolConfigSpec;
+      const s = r.spec;
       if (s.toolsFilter !== undefined && s.toolsFilter.length > 0)
         out.runConfig['tools_filter'] = s.toolsFilter;
       // Annotations are a Skep extension of the run configuration (the reference's runner drops them).
@@ -275,7 +298,7 @@ export function resolveSharedRefs(
     const r = lookup(index, 'MCPOIDCConfig', namespace, ref.name, field);
     if ('problem' in r) out.problems.push(r.problem);
     else {
-      const s = r.spec as MCPOIDCConfigSpec;
+      const s = r.spec;
       const oidc: Node = {
         audience: ref.audience,
         scopes: ref.scopes ?? ['openid'],
@@ -343,7 +366,7 @@ export function resolveSharedRefs(
     const r = lookup(index, 'MCPAuthzConfig', namespace, spec.authzConfigRef.name, field);
     if ('problem' in r) out.problems.push(r.problem);
     else {
-      const s = r.spec as MCPAuthzConfigSpec;
+      const s = r.spec;
       const built = authzBlock(s.type, s.config);
       if (built.block === undefined)
         out.problems.push(
@@ -394,15 +417,16 @@ export function resolveSharedRefs(
             `${field}.configMap: ${key} is not JSON or YAML (${err instanceof Error ? err.message : String(err)})`,
           );
         }
-        const p = (parsed ?? {}) as Node;
+        const p = recordAt(parsed);
         const type = String(p['type'] ?? '');
-        const key2 = (AUTHZ_CONFIG_KEYS as Record<string, string>)[type];
+        const key2 = AUTHZ_KEYS[type];
         const built =
           key2 === undefined
             ? { problems: [`type "${type}" is not cedarv1 or httpv1`] }
             : authzBlock(type, p[key2]);
         if ('block' in built && built.block !== undefined) {
-          if (type === 'cedarv1') Object.assign(built.block['cedar'] as Node, claims);
+          const cedar = built.block['cedar'];
+          if (type === 'cedarv1' && isRecord(cedar)) Object.assign(cedar, claims);
           out.runConfig['authz_config'] = built.block;
           out.annotations[REF_HASH_ANNOTATIONS.authzConfigRef] = configHash(text);
         } else if (parsed !== undefined)
@@ -417,7 +441,7 @@ export function resolveSharedRefs(
     const r = lookup(index, 'MCPTelemetryConfig', namespace, ref.name, field);
     if ('problem' in r) out.problems.push(r.problem);
     else {
-      const s = r.spec as MCPTelemetryConfigSpec;
+      const s = r.spec;
       const o = s.openTelemetry;
       const t: Node = { serviceName: ref.serviceName ?? ctx.workload };
       if (o?.enabled === true) {
@@ -434,7 +458,7 @@ export function resolveSharedRefs(
         const sensitive = sensitiveHeaderRefs(o.sensitiveHeaders ?? []);
         out.env.push(...sensitive.env);
         if (Object.keys(sensitive.headers).length > 0)
-          t['headers'] = { ...(t['headers'] as Record<string, string> | undefined), ...sensitive.headers };
+          t['headers'] = { ...stringsAt(t, 'headers'), ...sensitive.headers };
         if (o.caBundleRef?.configMapRef !== undefined)
           caBundles.push({
             from: `${field} (MCPTelemetryConfig ${ref.name} openTelemetry.caBundleRef)`,
@@ -453,7 +477,7 @@ export function resolveSharedRefs(
     const r = lookup(index, 'MCPWebhookConfig', namespace, spec.webhookConfigRef.name, field);
     if ('problem' in r) out.problems.push(r.problem);
     else {
-      const s = r.spec as MCPWebhookConfigSpec;
+      const s = r.spec;
       for (const [list, hooks] of [
         ['validating_webhooks', s.validating],
         ['mutating_webhooks', s.mutating],
@@ -498,13 +522,15 @@ export function resolveSharedRefs(
     const rl = spec.rateLimiting;
     const bucket = (b: { maxTokens: number; refillPeriod: string } | undefined) =>
       b === undefined ? undefined : { maxTokens: b.maxTokens, refillPeriod: b.refillPeriod };
-    out.runConfig['rate_limit_config'] = JSON.parse(
+    // Through JSON: the buckets left undefined are dropped.
+    const block: Node = JSON.parse(
       JSON.stringify({
         shared: bucket(rl.shared),
         perUser: bucket(rl.perUser),
         tools: rl.tools?.map((t) => ({ name: t.name, shared: bucket(t.shared), perUser: bucket(t.perUser) })),
       }),
-    ) as Node;
+    );
+    out.runConfig['rate_limit_config'] = block;
   }
 
   // One CA bundle for the runner's outgoing TLS (Node reads one NODE_EXTRA_CA_CERTS file).

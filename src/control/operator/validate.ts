@@ -18,6 +18,7 @@ import {
 import { checkMatcher, createValidator } from '../../validation/index.js';
 import { evaluateCelRules } from './cel-rules.js';
 import { isRecord } from '../../shared/index.js';
+import { at } from './json-fields.js';
 
 export interface Problem {
   path: string;
@@ -52,13 +53,11 @@ function fromAjv(text: string): Problem {
   return { path, message };
 }
 
-type Node = Record<string, unknown>;
-
 /** Fields the schema does not know: the API server would prune them, kubectl (strict) rejects them. */
-function unknownFields(schema: Node, value: unknown, path: string, out: Problem[]): void {
+function unknownFields(schema: unknown, value: unknown, path: string, out: Problem[]): void {
   if (isRecord(value)) {
-    const props = schema['properties'] as Record<string, Node> | undefined;
-    if (props !== undefined && path !== 'metadata') {
+    const props = at(schema, 'properties');
+    if (isRecord(props) && path !== 'metadata') {
       for (const key of Object.keys(value)) {
         const sub = props[key];
         const child = path === '' ? key : `${path}.${key}`;
@@ -66,8 +65,9 @@ function unknownFields(schema: Node, value: unknown, path: string, out: Problem[
         else unknownFields(sub, value[key], child, out);
       }
     }
-  } else if (Array.isArray(value) && isRecord(schema['items'])) {
-    for (const [i, v] of value.entries()) unknownFields(schema['items'], v, `${path}[${i}]`, out);
+  } else if (Array.isArray(value)) {
+    const items = at(schema, 'items');
+    if (isRecord(items)) for (const [i, v] of value.entries()) unknownFields(items, v, `${path}[${i}]`, out);
   }
 }
 
@@ -127,7 +127,7 @@ function codeRules(resource: ExtAuthConfig, out: Problem[]): void {
     ];
     for (const [block, map] of params) {
       for (const key of Object.keys(map ?? {})) {
-        if ((FORBIDDEN_AUTHORIZATION_PARAMS as readonly string[]).includes(key)) {
+        if (FORBIDDEN_AUTHORIZATION_PARAMS.some((p) => p === key)) {
           out.push({
             path: `${base}.${block}.additionalAuthorizationParams.${key}`,
             message: `parameter "${key}" is managed by the server and cannot be set`,
@@ -142,10 +142,10 @@ function codeRules(resource: ExtAuthConfig, out: Problem[]): void {
 export function validateExtAuthConfig(input: unknown): ValidationResult {
   const copy = structuredClone(input);
   const problems: Problem[] = [];
-  unknownFields(ExtAuthConfigSchema as unknown as Node, copy, '', problems);
+  unknownFields(ExtAuthConfigSchema, copy, '', problems);
   // ajv applies schema defaults to `copy` in place (useDefaults), as the API server would.
   problems.push(...structural.problems(copy).map(fromAjv));
-  problems.push(...evaluateCelRules(ExtAuthConfigSchema as unknown as Node, copy));
+  problems.push(...evaluateCelRules(ExtAuthConfigSchema, copy));
   try {
     codeRules(copy as ExtAuthConfig, problems);
   } catch {
