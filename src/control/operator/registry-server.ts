@@ -106,6 +106,8 @@ export async function startRegistryServer(options: RegistryServerOptions): Promi
   mkdirSync(join(home, 'cache'), { recursive: true, mode: 0o700 });
   const logger = createLogger({ name: 'registry-server', level: env['SKEP_RUNNER_LOG_LEVEL'] ?? 'info' });
   for (const note of ignored) logger.warn(note);
+  // Before anything starts: a provider that cannot be set up (an unreadable secret file) stops here.
+  const oauth = config.auth.mode === 'oauth' ? await createRegistryOAuth(config.auth, logger) : undefined;
 
   let kube = options.kube;
   let namespace = options.namespace;
@@ -147,7 +149,6 @@ export async function startRegistryServer(options: RegistryServerOptions): Promi
     await closeAll();
     throw err;
   }
-  const oauth = config.auth.mode === 'oauth' ? await createRegistryOAuth(config.auth, logger) : undefined;
 
   // The API's modules, loaded on demand as `skep serve` does (the operator's other commands need none).
   const { handleError, sendError } = await import('../api/errors.js');
