@@ -31,6 +31,10 @@ interface Placement {
   rateLimited: boolean;
   /** The proxy relays a streamable-HTTP server's sessions and keeps them (`session-storage.ts`). */
   keepsSessions: boolean;
+  /** Inbound auth fetches an issuer's discovery document or JWKS (`oidc_config` issuer or jwksurl). */
+  fetchesIssuerKeys: boolean;
+  /** `oidc_config.authTokenFile`, when set. */
+  oidcAuthTokenFile: string | undefined;
 }
 
 interface FieldRule {
@@ -120,7 +124,6 @@ const RULES: readonly FieldRule[] = [
     'svc_ca_bundle',
     'to trust another certificate authority, start Skep with NODE_EXTRA_CA_CERTS=<file>; remove it',
   ),
-  notYet('jwks_auth_token_file', 'the JWKS (oidc_config.jwksurl) is fetched without credentials; remove it'),
   notYet(
     'scaling_config.backend_replicas',
     'Skep runs one proxy and one server per workload; remove it',
@@ -262,6 +265,18 @@ const RULES: readonly FieldRule[] = [
         : undefined,
   },
   {
+    // The reference's older name for `oidc_config.authTokenFile` (its CLI writes both): the
+    // bearer token for the issuer's discovery and JWKS requests, re-read on every fetch.
+    field: 'jwks_auth_token_file',
+    isDefault: isEmpty,
+    notHonoured: (w, v) =>
+      !w.fetchesIssuerKeys
+        ? 'without oidc_config.issuer or oidc_config.jwksurl: it is the bearer token for fetching the issuer’s discovery document and JWKS, and this workload fetches neither; remove it'
+        : w.oidcAuthTokenFile !== undefined && w.oidcAuthTokenFile !== v
+          ? 'when oidc_config.authTokenFile names another file: both name the token for the JWKS requests; keep one'
+          : undefined,
+  },
+  {
     field: 'session_ttl',
     isDefault: isEmpty,
     notHonoured: (w) =>
@@ -296,7 +311,27 @@ function placementOf(config: RunConfig, skep: SkepConfig): Placement {
     isolateNetwork: config.isolate_network !== false,
     rateLimited: !isEmpty(config.rate_limit_config),
     keepsSessions: keepsHttpSessions(config),
+    fetchesIssuerKeys:
+      config.embedded_auth_server_config === undefined && oidcBlocks(config).some(namesIssuerKeys),
+    oidcAuthTokenFile: config.oidc_config?.authTokenFile || undefined,
   };
+}
+
+/** The `oidc_config` blocks inbound auth may be built from: the field, or an `auth` middleware's parameters. */
+function oidcBlocks(config: RunConfig): unknown[] {
+  const blocks: unknown[] = [config.oidc_config];
+  for (const m of config.middleware_configs ?? []) {
+    const params = m.parameters;
+    if (m.type === 'auth' && params !== null && typeof params === 'object')
+      blocks.push((params as Record<string, unknown>)['oidc_config']);
+  }
+  return blocks;
+}
+
+function namesIssuerKeys(block: unknown): boolean {
+  if (block === null || typeof block !== 'object') return false;
+  const { issuer, jwksurl } = block as Record<string, unknown>;
+  return !isEmpty(issuer) || !isEmpty(jwksurl);
 }
 
 /**

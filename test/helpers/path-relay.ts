@@ -1,7 +1,9 @@
 /**
  * A path-stripping relay on 127.0.0.1 port 0, as an ingress that serves a workload under a path
  * prefix does: `<relay>/<prefix>/x` is forwarded to `<target>/x` (streaming both ways, so SSE
- * streams pass), and any path outside the prefix is a 404. Closed when the test ends.
+ * streams pass), and any path outside the prefix is a 404. `headers` are set on every forwarded
+ * request as the ingress's own (`X-Forwarded-Prefix`, ...), read per request so a test may change
+ * them. Closed when the test ends.
  */
 import { createServer, request } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
@@ -14,7 +16,12 @@ export interface PathRelay {
   paths: string[];
 }
 
-export async function startPathRelay(t: TestContext, prefix: string, target: string): Promise<PathRelay> {
+export async function startPathRelay(
+  t: TestContext,
+  prefix: string,
+  target: string,
+  headers: Record<string, string> = {},
+): Promise<PathRelay> {
   const upstream = new URL(target);
   const paths: string[] = [];
   const sockets = new Set<Socket>();
@@ -32,7 +39,7 @@ export async function startPathRelay(t: TestContext, prefix: string, target: str
         port: upstream.port,
         method: req.method,
         path: path.slice(prefix.length),
-        headers: { ...req.headers, host: upstream.host },
+        headers: { ...req.headers, ...headers, host: upstream.host },
       },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);

@@ -6,6 +6,7 @@
  */
 export { endpointPrefixProblem } from './endpoint-prefix.js';
 export { parseMcpRequest } from './mcp-request.js';
+export type { PublicView } from './public-view.js';
 export { PROXY_DEFAULTS, startProxy } from './proxy-server.js';
 export { runReplyHooks } from './reply-hooks.js';
 export {

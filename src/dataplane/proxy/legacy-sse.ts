@@ -1,7 +1,8 @@
 /**
  * The 2024-11-05 HTTP+SSE transport in front of a stdio server, for clients that predate
  * streamable HTTP: `GET /sse` opens a session's stream and names, in its `endpoint` event, the
- * URL to POST messages to (`/messages?session_id=…`, after the `endpoint_prefix`); answers and
+ * URL to POST messages to (`/messages?session_id=…`, after the prefix of the client's view:
+ * `public-view.ts`); answers and
  * server messages all arrive on that stream. The stream closing ends the session.
  */
 import type { ServerResponse } from 'node:http';
@@ -17,17 +18,14 @@ import type { ProxyLimits } from './types.js';
 export class LegacySseEndpoint {
   readonly #sessions: StdioSessions;
   readonly #limits: ProxyLimits;
-  /** Put before `/messages` in the `endpoint` event (normalized: `endpoint-prefix.ts`). */
-  readonly #endpointPrefix: string;
 
-  constructor(sessions: StdioSessions, limits: ProxyLimits, endpointPrefix = '') {
+  constructor(sessions: StdioSessions, limits: ProxyLimits) {
     this.#sessions = sessions;
     this.#limits = limits;
-    this.#endpointPrefix = endpointPrefix;
   }
 
-  /** `GET /sse`. */
-  handleStream(res: ServerResponse, method: string): void {
+  /** `GET /sse`; `prefix` goes before `/messages` in the `endpoint` event (`public-view.ts`). */
+  handleStream(res: ServerResponse, method: string, prefix = ''): void {
     if (method !== 'GET') {
       res.writeHead(405, { allow: 'GET' });
       res.end();
@@ -39,10 +37,10 @@ export class LegacySseEndpoint {
     }
     const children = this.#sessions.children;
     if (children !== undefined) {
-      this.#sessions.openWithChild(children, res, 'sse', (session) => this.#announce(res, session));
+      this.#sessions.openWithChild(children, res, 'sse', (session) => this.#announce(res, session, prefix));
       return;
     }
-    this.#announce(res, this.#sessions.open('sse'));
+    this.#announce(res, this.#sessions.open('sse'), prefix);
   }
 
   /** `POST /messages` (and `/message`) with the session id the stream announced. */
@@ -79,12 +77,12 @@ export class LegacySseEndpoint {
     res.end('Accepted');
   }
 
-  #announce(res: ServerResponse, session: Session): void {
+  #announce(res: ServerResponse, session: Session, prefix: string): void {
     res.writeHead(200, SSE_HEADERS);
     const outlet = new SseOutlet(res, this.#limits.maxClientBufferBytes, 0, () =>
       this.#sessions.end(session),
     );
     session.standing = outlet;
-    outlet.writeEvent('endpoint', messagesEndpoint(this.#endpointPrefix, session.id));
+    outlet.writeEvent('endpoint', messagesEndpoint(prefix, session.id));
   }
 }

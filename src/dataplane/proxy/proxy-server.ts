@@ -25,6 +25,7 @@ import { hasMediaType, NOSNIFF, sendJson, sendRefusal } from './http-util.js';
 import { jsonDepthExceeds, PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
 import { LegacySseEndpoint } from './legacy-sse.js';
 import { HookedTarget } from './reply-hooks.js';
+import { type PublicView, type PublicViewOf, publicViewResolver } from './public-view.js';
 import { newRequestContext, type RequestBody } from './request-context.js';
 import { StdioSessions } from './stdio-sessions.js';
 import { StreamableHttpEndpoint } from './streamable-http.js';
@@ -123,7 +124,8 @@ class McpProxy implements RunningProxy {
   readonly #logger: Logger;
   readonly #limits: ProxyLimits;
   readonly #policy: ToolPolicy;
-  readonly #endpointPrefix: string;
+  /** The client's view of the proxy per request: prefix and origin (`public-view.ts`). */
+  readonly #publicView: PublicViewOf;
   readonly #middlewares: readonly ProxyMiddleware[];
   readonly #handlers: readonly ProxyHttpHandler[];
   readonly #guard: OriginGuard;
@@ -163,7 +165,11 @@ class McpProxy implements RunningProxy {
     this.#logger = options.logger ?? silentLogger;
     this.#limits = Object.assign({}, PROXY_DEFAULTS, options.limits);
     this.#policy = createToolPolicy(options.toolsFilter, options.toolsOverride);
-    this.#endpointPrefix = normalizeEndpointPrefix(options.endpointPrefix);
+    this.#publicView = publicViewResolver({
+      endpointPrefix: normalizeEndpointPrefix(options.endpointPrefix),
+      trustProxyHeaders: options.trustProxyHeaders === true,
+      logger: this.#logger,
+    });
     this.#middlewares = options.middlewares ?? [];
     this.#handlers = options.handlers ?? [];
     this.#guard = createOriginGuard({
@@ -191,7 +197,7 @@ class McpProxy implements RunningProxy {
     );
     if (this.#stdio.children !== undefined) this.#mode = 'stdio';
     this.#streamableHttp = new StreamableHttpEndpoint(this.#stdio, this.#limits, this.#logger);
-    this.#legacySse = new LegacySseEndpoint(this.#stdio, this.#limits, this.#endpointPrefix);
+    this.#legacySse = new LegacySseEndpoint(this.#stdio, this.#limits);
     this.#bodyBudget = new BodyBudget(this.#limits.maxUnfinishedBodyBytes);
     this.#server = createServer(
       { keepAliveTimeout: 65_000, ...listenerOptions(this.#limits) },
@@ -260,7 +266,7 @@ class McpProxy implements RunningProxy {
         logger: this.#logger,
         limits: this.#limits,
         policy: this.#policy,
-        endpointPrefix: this.#endpointPrefix,
+        publicView: this.#publicView,
       });
       this.#markUpstreamReady();
       this.#logger.info({ server: this.#options.serverName, url: upstream.url }, 'HTTP server attached');
@@ -362,7 +368,7 @@ class McpProxy implements RunningProxy {
     const json = passed.body.json;
     const wrap = this.#stdioReplyWrapper(passed);
     if (path === '/mcp') this.#streamableHttp.handle(req, res, method, json, wrap);
-    else if (path === '/sse') this.#legacySse.handleStream(res, method);
+    else if (path === '/sse') this.#legacySse.handleStream(res, method, this.#publicView(req.headers).prefix);
     else this.#legacySse.handleMessages(res, method, query, json, wrap);
   }
 
@@ -388,8 +394,11 @@ class McpProxy implements RunningProxy {
 
   /** A document a middleware serves under `/.well-known/` (RFC 8615), e.g. RFC 9728 metadata. */
   #wellKnown(req: IncomingMessage, res: ServerResponse, path: string): boolean {
+    let view: PublicView | undefined;
     for (const mw of this.#middlewares) {
-      const doc = mw.wellKnown?.(path);
+      if (mw.wellKnown === undefined) continue;
+      view ??= this.#publicView(req.headers);
+      const doc = mw.wellKnown(path, view);
       if (doc === undefined) continue;
       req.resume();
       sendJson(res, doc.status, doc.body, { ...doc.headers });
@@ -489,6 +498,7 @@ class McpProxy implements RunningProxy {
       remoteAddress: req.socket.remoteAddress,
       remotePort: req.socket.remotePort,
       httpVersion: req.httpVersion,
+      publicView: this.#publicView(req.headers),
       body: received,
       serverName: this.#options.serverName ?? 'mcp-server',
       backendTransport: this.#options.transport ?? (this.#mode === 'http' ? this.#httpTransport : 'stdio'),

@@ -8,6 +8,7 @@ import type { Logger } from '../../shared/index.js';
 import { silentLogger } from '../../shared/index.js';
 import { invalidReason } from '../../protocol/index.js';
 import { parseMcpRequest } from './mcp-request.js';
+import type { PublicView } from './public-view.js';
 import type {
   BackendTransport,
   ExchangeEnd,
@@ -16,6 +17,8 @@ import type {
   ProxyRequestContext,
   ReplyHook,
 } from './types.js';
+
+const OWN_VIEW: PublicView = Object.freeze({ prefix: '', origin: undefined });
 
 /** A POST body as read once: its text (relayed as is to an HTTP upstream) and its JSON. */
 export interface RequestBody {
@@ -32,6 +35,8 @@ export interface RequestContextInit {
   remotePort?: number | undefined;
   /** Default `1.1`. */
   httpVersion?: string;
+  /** Default: no prefix, the proxy's own origin (`public-view.ts`). */
+  publicView?: PublicView;
   /** Undefined for GET/DELETE; `{text, json}` of a POST (the text is derived when omitted). */
   body?: { text?: string | undefined; json: unknown };
   serverName: string;
@@ -69,6 +74,7 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
   readonly remoteAddress: string | undefined;
   readonly remotePort: number | undefined;
   readonly httpVersion: string;
+  readonly publicView: PublicView;
   identity: ProxyRequestContext['identity'] = {};
   outboundHeaders: Record<string, string> = {};
   readonly serverName: string;
@@ -91,13 +97,17 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
     this.remoteAddress = init.remoteAddress;
     this.remotePort = init.remotePort;
     this.httpVersion = init.httpVersion ?? '1.1';
+    this.publicView = init.publicView ?? OWN_VIEW;
     this.serverName = init.serverName;
     this.backendTransport = init.backendTransport;
     const b = init.body;
     this.#body =
       b === undefined
         ? { text: undefined, json: undefined }
-        : { text: b.text ?? (b.json === undefined ? undefined : JSON.stringify(b.json)), json: b.json };
+        : {
+            text: b.text ?? (b.json === undefined ? undefined : JSON.stringify(b.json)),
+            json: b.json,
+          };
     this.#mcp = parseMcpRequest(this.#body.json, init.toolName);
   }
 

@@ -27,6 +27,7 @@ import {
   SseDecoder,
 } from '../../protocol/index.js';
 import { messagesEndpoint } from './endpoint-prefix.js';
+import type { PublicViewOf } from './public-view.js';
 import { oversizedAnswer } from './line-channel.js';
 import { SSE_HEADERS } from './outlets.js';
 import { runReplyHooks } from './reply-hooks.js';
@@ -106,8 +107,8 @@ interface ForwarderDeps {
   logger: Logger;
   limits: ProxyLimits;
   policy: ToolPolicy;
-  /** Put before `/messages` in the SSE `endpoint` event (normalized: `endpoint-prefix.ts`). */
-  endpointPrefix: string;
+  /** The client's view of the proxy: its prefix goes before `/messages` in the SSE `endpoint` event. */
+  publicView: PublicViewOf;
 }
 
 export class TransparentForwarder {
@@ -505,6 +506,7 @@ export class TransparentForwarder {
     outbound: Record<string, string> | undefined,
     sign: OutboundSigner | undefined,
   ): Promise<void> {
+    const prefix = this.#deps.publicView(req.headers).prefix;
     const session: SseSession = {
       id: randomUUID(),
       messagesUrl: undefined,
@@ -556,11 +558,9 @@ export class TransparentForwarder {
         onEvent: (e) => {
           if (e.event === 'endpoint') {
             // The server announces where to POST; clients get the proxy's own endpoint instead,
-            // after the endpoint prefix of an ingress that strips it (`endpoint-prefix.ts`).
+            // after the prefix of an ingress that strips it (`public-view.ts`).
             session.messagesUrl = new URL(e.data.trim(), this.#upstream.url).toString();
-            res.write(
-              `event: endpoint\ndata: ${messagesEndpoint(this.#deps.endpointPrefix, session.id)}\n\n`,
-            );
+            res.write(`event: endpoint\ndata: ${messagesEndpoint(prefix, session.id)}\n\n`);
             return;
           }
           const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;

@@ -7,6 +7,7 @@ import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:
 import type { Readable, Writable } from 'node:stream';
 import type { ListenerLimits, Logger } from '../../shared/index.js';
 import type { JsonRpcId, JsonRpcMessage } from '../../protocol/index.js';
+import type { PublicView } from './public-view.js';
 import type { SessionStore } from './session-store.js';
 
 export type ProxyUpstream =
@@ -67,6 +68,12 @@ export interface ProxyOptions {
    * proxy under this path and strips it (`endpoint-prefix.ts`). Checked at construction.
    */
   endpointPrefix?: string;
+  /**
+   * `trust_proxy_headers`: the URLs the proxy hands out follow the request's
+   * `X-Forwarded-Prefix` (unless `endpointPrefix` is set), `-Proto`, `-Host` and `-Port`
+   * (`public-view.ts`). Off: those headers are ignored.
+   */
+  trustProxyHeaders?: boolean;
   /** Run in order for every client HTTP request before it is handled or forwarded. */
   middlewares?: readonly ProxyMiddleware[];
   /**
@@ -207,6 +214,11 @@ export interface ProxyRequestContext {
   readonly remotePort: number | undefined;
   /** The client's HTTP version (`1.1`, `2.0`). */
   readonly httpVersion: string;
+  /**
+   * How the client reaches the proxy (an ingress's prefix and origin): URLs handed out follow
+   * it. The proxy always sets it; absent (a context built by hand): no prefix, its own origin.
+   */
+  readonly publicView?: PublicView;
   /** Set by an inbound auth middleware. */
   identity: ProxyIdentity;
   /** Headers to send to an HTTP upstream, e.g. an exchanged token. */
@@ -339,7 +351,8 @@ export interface ProxyMiddleware {
   /**
    * Optional public documents under `/.well-known/` (e.g. RFC 9728 protected-resource
    * metadata, which clients fetch before they have a token): answered for GET without
-   * running the chain. Return undefined when the path is not this middleware's.
+   * running the chain. Return undefined when the path is not this middleware's. URLs in the
+   * document follow `view` (how this request reached the proxy).
    */
-  wellKnown?(path: string): ProxyMiddlewareResult | undefined;
+  wellKnown?(path: string, view: PublicView): ProxyMiddlewareResult | undefined;
 }

@@ -509,6 +509,8 @@ function proxyOptions(ctx: BootContext): ProxyOptions {
     allowedHosts: runConfig.permission_profile?.network?.inbound?.allow_host ?? [],
     // Browser origins besides the proxy's own, exact (validated by the manager).
     allowedOrigins: [...(runConfig.allowed_origins ?? []), ...(chain.proxy.allowedOrigins ?? [])],
+    // URLs handed out (the SSE endpoint event, RFC 9728 metadata) follow X-Forwarded-* only when trusted.
+    trustProxyHeaders: runConfig.trust_proxy_headers === true,
     ...(callerToken === undefined ? {} : { callerToken }),
     selfToken: ctx.selfToken,
     logger: options.logger,

@@ -16,7 +16,12 @@ import { readFileSync } from 'node:fs';
 import { createSecureContext, rootCertificates } from 'node:tls';
 import { createRemoteJWKSet, customFetch, decodeProtectedHeader, jwtVerify } from 'jose';
 import { discoverJwksUri, introspectToken, OAuthResponseError } from '../../../protocol/oauth/index.js';
-import type { ProxyMiddleware, ProxyMiddlewareResult, ProxyRequestContext } from '../../proxy/index.js';
+import type {
+  ProxyMiddleware,
+  ProxyMiddlewareResult,
+  ProxyRequestContext,
+  PublicView,
+} from '../../proxy/index.js';
 import {
   definedOnly,
   isLoopbackUrl,
@@ -55,6 +60,8 @@ export interface InboundAuthOptions {
    * JWKS. Read again on every fetch: a projected service-account token is rotated in place.
    */
   authTokenFile?: string;
+  /** The field that named `authTokenFile`, for errors (default `oidc_config.authTokenFile`). */
+  authTokenField?: string;
   /** `oidc_config.kubernetesServiceAccount`: accept only this namespace's (or account's) tokens. */
   serviceAccount?: { namespace: string; name?: string };
 }
@@ -63,6 +70,8 @@ export interface InboundAuthOptions {
 export type TokenVerifier = (token: string) => Promise<Record<string, unknown>>;
 
 const METADATA_PATH = '/.well-known/oauth-protected-resource';
+/** The request headers a document that follows the client's view depends on (`public-view.ts`). */
+const FORWARDED_HEADERS = 'X-Forwarded-Prefix, X-Forwarded-Proto, X-Forwarded-Host, X-Forwarded-Port';
 /** Positive introspection results are reused at most this long (RFC 7662 §4 allows caching). */
 const INTROSPECTION_CACHE_MS = 60_000;
 /** Tolerated clock difference with the issuer, seconds. */
@@ -232,18 +241,18 @@ function readCaBundle(path: string): string {
   return pem;
 }
 
-/** The token in `oidc_config.authTokenFile`; its content never reaches an error or a log. */
-function readAuthToken(path: string): string {
+/** The token in `oidc_config.authTokenFile` (named by `field`); its content never reaches an error or a log. */
+function readAuthToken(path: string, field: string): string {
   let token: string;
   try {
     token = readFileSync(path, 'utf8').trim();
   } catch (err) {
     throw new SkepError(
       'invalid_config',
-      `oidc_config.authTokenFile: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      `${field}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
     );
   }
-  if (token === '') throw new SkepError('invalid_config', `oidc_config.authTokenFile: ${path} is empty`);
+  if (token === '') throw new SkepError('invalid_config', `${field}: ${path} is empty`);
   return token;
 }
 
@@ -256,7 +265,8 @@ function readAuthToken(path: string): string {
 function withAuthToken(fetchFn: FetchLike, options: InboundAuthOptions): FetchLike {
   const file = options.authTokenFile;
   if (file === undefined) return fetchFn;
-  readAuthToken(file);
+  const field = options.authTokenField ?? 'oidc_config.authTokenFile';
+  readAuthToken(file, field);
   const origins = new Set<string>();
   for (const value of [options.issuer, options.jwksUrl])
     if (value !== undefined) origins.add(new URL(value).origin);
@@ -264,7 +274,7 @@ function withAuthToken(fetchFn: FetchLike, options: InboundAuthOptions): FetchLi
     const url = new URL(input instanceof Request ? input.url : String(input));
     const headers = new Headers(init?.headers);
     if (!origins.has(url.origin) || headers.has('authorization')) return fetchFn(input, init);
-    headers.set('authorization', `Bearer ${readAuthToken(file)}`);
+    headers.set('authorization', `Bearer ${readAuthToken(file, field)}`);
     return fetchFn(input, { ...init, headers });
   };
 }
@@ -294,9 +304,36 @@ export function protectedResourceMetadataUrl(resourceUrl: string): string {
   return `${u.origin}${METADATA_PATH}${path}`;
 }
 
+/**
+ * The resource as a client behind an ingress reaches it: the ingress's origin (when trusted
+ * headers name one) and its path prefix before the resource's own path.
+ */
+function resourceThrough(resourceUrl: string, view: PublicView): string {
+  const u = new URL(resourceUrl);
+  return `${view.origin ?? u.origin}${view.prefix}${u.pathname}${u.search}`;
+}
+
+/**
+ * The metadata URL named in the challenge for a client behind an ingress. RFC 9728 §3.1 inserts
+ * the well-known segment at the root of the resource's origin, which an ingress that serves
+ * this proxy under a prefix (and strips it) does not route here; §5.1 lets `resource_metadata`
+ * name any URL, so it names this proxy's own metadata path as reached through the ingress.
+ */
+function metadataUrlThrough(resourceUrl: string, view: PublicView): string {
+  const own = new URL(protectedResourceMetadataUrl(resourceUrl));
+  return `${view.origin ?? own.origin}${view.prefix}${own.pathname}`;
+}
+
 export interface InboundMiddlewareOptions {
   verify: TokenVerifier;
   resourceUrl?: string;
+  /**
+   * `resourceUrl` is the proxy's own URL, not a configured `oidc_config.resourceURL`: the
+   * resource and metadata URLs handed out then follow how each request reached the proxy
+   * (`ctx.publicView`: an ingress's prefix, and with `trust_proxy_headers` its origin). A
+   * configured URL is used as written.
+   */
+  resourceFollowsView?: boolean;
   authorizationServers: string[];
   scopes?: string[];
   logger: Logger;
@@ -306,17 +343,30 @@ export interface InboundMiddlewareOptions {
 export function createInboundAuthMiddleware(options: InboundMiddlewareOptions): ProxyMiddleware {
   const { verify, logger, resourceUrl } = options;
   const metadataUrl = resourceUrl === undefined ? undefined : protectedResourceMetadataUrl(resourceUrl);
+  const seen = (view: PublicView | undefined): { resource: string; metadata: string } | undefined => {
+    if (resourceUrl === undefined || metadataUrl === undefined) return undefined;
+    const asConfigured =
+      options.resourceFollowsView !== true ||
+      view === undefined ||
+      (view.prefix === '' && view.origin === undefined);
+    if (asConfigured) return { resource: resourceUrl, metadata: metadataUrl };
+    return { resource: resourceThrough(resourceUrl, view), metadata: metadataUrlThrough(resourceUrl, view) };
+  };
   const metadataPaths =
     resourceUrl === undefined
       ? new Set<string>()
       : new Set([METADATA_PATH, new URL(metadataUrl as string).pathname]);
   const scope = options.scopes?.length ? options.scopes.join(' ') : undefined;
-  const reject = (error?: string, description?: string): ProxyMiddlewareResult =>
+  const reject = (
+    view: PublicView | undefined,
+    error?: string,
+    description?: string,
+  ): ProxyMiddlewareResult =>
     challenge(
       401,
       {
         // RFC 9728 §5.1 resource_metadata; RFC 6750 §3 error and scope.
-        ...definedOnly({ resource_metadata: metadataUrl }),
+        ...definedOnly({ resource_metadata: seen(view)?.metadata }),
         ...(error === undefined ? {} : { error, error_description: description }),
         ...definedOnly({ scope }),
       },
@@ -327,14 +377,14 @@ export function createInboundAuthMiddleware(options: InboundMiddlewareOptions): 
     async handle(ctx: ProxyRequestContext) {
       const token = bearerFrom(ctx.headers.authorization);
       // RFC 6750 §3.1: a request without credentials gets a challenge without an error code.
-      if (token === undefined) return reject();
+      if (token === undefined) return reject(ctx.publicView);
       let claims: Record<string, unknown>;
       try {
         claims = await verify(token);
       } catch (err) {
         // The reason goes to the debug log (never the token); the client learns only "invalid".
         logger.debug({ reason: (err as Error).message }, 'inbound token rejected');
-        return reject('invalid_token', 'the access token is invalid or expired');
+        return reject(ctx.publicView, 'invalid_token', 'the access token is invalid or expired');
       }
       ctx.identity = {
         token,
@@ -343,13 +393,19 @@ export function createInboundAuthMiddleware(options: InboundMiddlewareOptions): 
       };
       return undefined;
     },
-    wellKnown(path: string) {
-      if (resourceUrl === undefined || !metadataPaths.has(path)) return undefined;
+    wellKnown(path: string, view: PublicView) {
+      const urls = seen(view);
+      if (urls === undefined || !metadataPaths.has(path)) return undefined;
       return {
         status: 200,
-        headers: { 'cache-control': 'public, max-age=3600', 'access-control-allow-origin': '*' },
+        headers: {
+          'cache-control': 'public, max-age=3600',
+          'access-control-allow-origin': '*',
+          // The document names the URL the request came through: a cache must not serve it to another route.
+          ...(options.resourceFollowsView === true ? { vary: FORWARDED_HEADERS } : {}),
+        },
         body: {
-          resource: resourceUrl,
+          resource: urls.resource,
           authorization_servers: options.authorizationServers,
           bearer_methods_supported: ['header'],
           ...(options.scopes?.length ? { scopes_supported: options.scopes } : {}),

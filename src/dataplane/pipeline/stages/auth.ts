@@ -5,11 +5,27 @@
  * either, there is no stage: later stages see the local user (`../identity.ts`).
  */
 import { definedOnly, SkepError } from '../../../shared/index.js';
+import type { RunConfig } from '../../../schemas/index.js';
 import type { StageFactory } from '../types.js';
 import { paramsObject, runConfigBlock } from './params.js';
 import { optionalSecret } from './secrets.js';
 
 const TYPE = 'auth';
+
+/**
+ * The bearer-token file for discovery and the JWKS: `oidc_config.authTokenFile`, else the
+ * run configuration's top-level `jwks_auth_token_file` (the reference's older name for the same
+ * file; its CLI writes both). When both are set they name the same file: import refuses two.
+ */
+function authTokenFileOf(
+  oidc: NonNullable<RunConfig['oidc_config']>,
+  config: RunConfig,
+): { authTokenFile?: string; authTokenField?: string } {
+  if (oidc.authTokenFile) return { authTokenFile: oidc.authTokenFile };
+  if (config.jwks_auth_token_file)
+    return { authTokenFile: config.jwks_auth_token_file, authTokenField: 'jwks_auth_token_file' };
+  return {};
+}
 
 export const authStage: StageFactory = {
   type: TYPE,
@@ -62,7 +78,7 @@ export const authStage: StageFactory = {
         ...(oidc.introspectionURL ? { introspectionUrl: oidc.introspectionURL } : {}),
         ...(oidc.clientID ? { clientId: oidc.clientID } : {}),
         ...(oidc.cacertPath ? { caCertPath: oidc.cacertPath } : {}),
-        ...(oidc.authTokenFile ? { authTokenFile: oidc.authTokenFile } : {}),
+        ...authTokenFileOf(oidc, deps.config),
         ...definedOnly({ clientSecret, serviceAccount: oidc.kubernetesServiceAccount }),
       },
       definedOnly({ fetch: deps.fetch, now: deps.now }),
@@ -71,6 +87,8 @@ export const authStage: StageFactory = {
       verify,
       authorizationServers: oidc.issuer ? [oidc.issuer] : [],
       logger: deps.logger,
+      // The runner's own URL (not a configured resourceURL) is named as each client reaches it.
+      resourceFollowsView: !oidc.resourceURL,
       ...definedOnly({ resourceUrl }),
       ...(oidc.scopes ? { scopes: oidc.scopes } : {}),
     });
