@@ -38,6 +38,7 @@ export type {
   ProxyUpstream,
   ReplyHook,
   RunningProxy,
+  ServerMessageVerdict,
   SessionChild,
   ToolOverride,
 } from './types.js';

@@ -24,7 +24,7 @@ import { normalizeEndpointPrefix } from './endpoint-prefix.js';
 import { hasMediaType, NOSNIFF, sendJson, sendRefusal } from './http-util.js';
 import { jsonDepthExceeds, PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
 import { LegacySseEndpoint } from './legacy-sse.js';
-import { HookedTarget } from './reply-hooks.js';
+import { HookedTarget, serverMessageScreen } from './reply-hooks.js';
 import { type PublicView, type PublicViewOf, publicViewResolver } from './public-view.js';
 import { newRequestContext, type RequestBody } from './request-context.js';
 import { StdioSessions } from './stdio-sessions.js';
@@ -192,6 +192,7 @@ class McpProxy implements RunningProxy {
         limits: this.#limits,
         policy: this.#policy,
         serverName: options.serverName ?? 'mcp-server',
+        screen: serverMessageScreen(this.#middlewares),
       },
       options.perSession,
     );

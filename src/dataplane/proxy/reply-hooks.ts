@@ -1,11 +1,28 @@
 /**
  * Running the middlewares' reply hooks (`ProxyRequestContext.onReply`) on the answer to one
  * request, whichever transport carries it: `HookedTarget` wraps the stdio bridge's reply
- * target, the transparent forwarder calls `runReplyHooks` on the answers it relays.
+ * target, the transparent forwarder calls `runReplyHooks` on the answers it relays. And the
+ * middlewares' judges of what the server sends on its own (`serverMessageScreen`).
  */
 import { INTERNAL_ERROR, type JsonRpcMessage } from '../../protocol/index.js';
 import { ForwardingTarget, type ReplyTarget } from './outlets.js';
-import type { ReplyHook } from './types.js';
+import type { ProxyMiddleware, ReplyHook, ServerMessageVerdict } from './types.js';
+
+/** The hooks registered with `needs` (`ReplyHookOptions`), and that predicate. */
+const gates = new WeakMap<ReplyHook, (text: string) => boolean>();
+
+export function gateReplyHook(hook: ReplyHook, needs: (text: string) => boolean): void {
+  gates.set(hook, needs);
+}
+
+/** True when every hook says it has nothing to do with an answer of this text. */
+function noneNeeds(hooks: readonly ReplyHook[], text: string): boolean {
+  for (const hook of hooks) {
+    const needs = gates.get(hook);
+    if (needs === undefined || needs(text)) return false;
+  }
+  return true;
+}
 
 /** Answers a broken hook turned into an error (`failClosed`). */
 const failedAnswers = new WeakSet<JsonRpcMessage>();
@@ -85,6 +102,11 @@ export class HookedTarget extends ForwardingTarget {
   }
 
   final(text: string): void {
+    // Parsing and re-serialising cost more than the hooks' own look at the text.
+    if (noneNeeds(this.#hooks, text)) {
+      this.forward(text);
+      return;
+    }
     let reply: JsonRpcMessage;
     try {
       reply = JSON.parse(text) as JsonRpcMessage;
@@ -100,4 +122,24 @@ export class HookedTarget extends ForwardingTarget {
     if (done === undefined) relay();
     else void done.then(relay);
   }
+}
+
+/**
+ * The middlewares' `screenServerMessage` as one judge, in pipeline order: the first that
+ * stops a message decides; a rewrite by one is seen by the next. Undefined when none has one.
+ */
+export function serverMessageScreen(
+  middlewares: readonly ProxyMiddleware[],
+): ((message: JsonRpcMessage, text: string) => ServerMessageVerdict) | undefined {
+  const judges = middlewares.filter((m) => m.screenServerMessage !== undefined);
+  if (judges.length === 0) return undefined;
+  return (message, text) => {
+    let rewritten = false;
+    for (const judge of judges) {
+      const verdict = judge.screenServerMessage?.(message, rewritten ? JSON.stringify(message) : text);
+      if (verdict === 'rewritten') rewritten = true;
+      else if (verdict !== undefined) return verdict;
+    }
+    return rewritten ? 'rewritten' : undefined;
+  };
 }

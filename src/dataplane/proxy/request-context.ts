@@ -8,6 +8,7 @@ import type { Logger } from '../../shared/index.js';
 import { silentLogger } from '../../shared/index.js';
 import { invalidReason } from '../../protocol/index.js';
 import { parseMcpRequest } from './mcp-request.js';
+import { gateReplyHook } from './reply-hooks.js';
 import type { PublicView } from './public-view.js';
 import type {
   BackendTransport,
@@ -16,6 +17,7 @@ import type {
   OutboundSigner,
   ProxyRequestContext,
   ReplyHook,
+  ReplyHookOptions,
 } from './types.js';
 
 const OWN_VIEW: PublicView = Object.freeze({ prefix: '', origin: undefined });
@@ -146,8 +148,9 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
     (this.#spanAttributes ??= new Map()).set(key, value);
   }
 
-  onReply(hook: ReplyHook, options?: { readonly observeOnly?: boolean }): void {
+  onReply(hook: ReplyHook, options?: ReplyHookOptions): void {
     this.replyHooks.push(hook);
+    if (options?.needs !== undefined) gateReplyHook(hook, options.needs);
     if (options?.observeOnly !== true) this.replyHooksMutate = true;
   }
 

@@ -50,7 +50,7 @@ import type { ReplyTarget } from './outlets.js';
 import { isLogLevel, type LogLevel, logSeverity, type Session } from './session.js';
 import { type ParkableCall, type ServerIdentity, StatelessFlow } from './stateless-flow.js';
 import type { ToolPolicy } from './tool-policy.js';
-import type { ProxyLimits } from './types.js';
+import type { ProxyLimits, ServerMessageVerdict } from './types.js';
 
 /** 2025-era protocol revisions the proxy can serve to clients, oldest first. */
 export const LEGACY_PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const;
@@ -79,6 +79,8 @@ export interface BridgeOptions {
   serverName: string;
   /** Every live session, for broadcasts. */
   sessions: () => Iterable<Session>;
+  /** The middlewares' judge of what the server sends on its own (`screenServerMessage`). */
+  screen?: ((message: JsonRpcMessage, text: string) => ServerMessageVerdict) | undefined;
 }
 
 export class StdioBridge {
@@ -562,10 +564,30 @@ export class StdioBridge {
       return;
     }
     if (!isJsonObject(msg)) return;
-    if (msg.method === undefined) this.#fromServerResponse(msg);
-    else if (isRequest(msg)) this.#fromServerRequest(msg, line);
-    else if (isNotification(msg)) this.#fromServerNotification(msg, line);
+    if (msg.method === undefined) {
+      this.#fromServerResponse(msg);
+      return;
+    }
+    const screened = this.#screen(msg, line);
+    if (screened === undefined) return;
+    if (isRequest(msg)) this.#fromServerRequest(msg, screened);
+    else if (isNotification(msg)) this.#fromServerNotification(msg, screened);
     else this.#options.logger.warn('dropped a message from the server whose method is not a string');
+  }
+
+  /**
+   * The text to relay of a message the server sent on its own, after the middlewares' screen;
+   * undefined when it stops there (a request to the client is then answered with the error).
+   */
+  #screen(msg: JsonRpcMessage, line: string): string | undefined {
+    const verdict = this.#options.screen?.(msg, line);
+    if (verdict === undefined) return line;
+    if (verdict === 'rewritten') return JSON.stringify(msg);
+    if (isRequest(msg)) {
+      const { code, message, data } = verdict.error;
+      this.#channel?.send(errorMessage(msg.id, code, message, data));
+    }
+    return undefined;
   }
 
   /**

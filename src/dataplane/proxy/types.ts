@@ -254,8 +254,10 @@ export interface ProxyRequestContext {
    * into a JSON-RPC internal error (fail closed). Only for requests (`mcp.id` set).
    * `observeOnly`: the hook only reads the answer; when every hook of a request does, the
    * answer is relayed as the server wrote it instead of re-serialized.
+   * `needs`: the hook can tell from the answer's JSON text that it has nothing to do (false);
+   * when every hook of a request says so, the stdio bridge relays the text unparsed.
    */
-  onReply(hook: ReplyHook, options?: { readonly observeOnly?: boolean }): void;
+  onReply(hook: ReplyHook, options?: ReplyHookOptions): void;
   /**
    * Registers a callback for when the HTTP exchange is over (the response was sent, or the
    * client went away), with the status it got, including a later middleware's rejection.
@@ -307,6 +309,12 @@ export interface McpRequestInfo {
  */
 export type ReplyHook = (reply: JsonRpcMessage, text?: string) => void | Promise<void>;
 
+export interface ReplyHookOptions {
+  readonly observeOnly?: boolean;
+  /** False when the answer with this JSON text would pass the hook untouched and unreported. */
+  readonly needs?: (text: string) => boolean;
+}
+
 export interface ExchangeEnd {
   /** The HTTP status the client got (202 for a legacy-SSE POST whose answer went on the stream). */
   readonly status: number;
@@ -355,4 +363,20 @@ export interface ProxyMiddleware {
    * document follow `view` (how this request reached the proxy).
    */
   wellKnown?(path: string, view: PublicView): ProxyMiddlewareResult | undefined;
+  /**
+   * Optional judge of a message the server sends on its own (a notification, a request to
+   * the client) before the stdio bridge relays it; it may rewrite `message` in place.
+   * `text` is the JSON text it was parsed from.
+   */
+  screenServerMessage?(message: JsonRpcMessage, text: string): ServerMessageVerdict;
 }
+
+/**
+ * What becomes of a message the server sent on its own (`screenServerMessage`): undefined,
+ * relayed as written; `rewritten`, relayed as changed in place; an error, not relayed (no
+ * caller waits for a notification; a request to the client is answered with the error).
+ */
+export type ServerMessageVerdict =
+  | undefined
+  | 'rewritten'
+  | { readonly error: { readonly code: number; readonly message: string; readonly data?: unknown } };

@@ -23,8 +23,23 @@ export interface Match {
 
 export interface Detector {
   readonly name: DetectorName;
+  /**
+   * Literal texts one of which every match contains, when the detector has such a set (the
+   * engine then looks for them in a message's JSON text before parsing it); undefined when
+   * any text can match (personal data, case-insensitive phrases).
+   */
+  readonly hints?: readonly string[];
   /** Appends the matches in `text` to `out`. */
   scan(text: string, out: Match[]): void;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** One expression that finds any of `literals` (irregexp searches it in one pass over the text). */
+export function anyOf(literals: readonly string[]): RegExp {
+  return new RegExp([...new Set(literals)].map(escapeRegExp).join('|'));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -105,6 +120,10 @@ export class OwnSecretsDetector implements Detector {
     return this.#needles.length;
   }
 
+  get hints(): readonly string[] {
+    return this.#needles.map((n) => n.text);
+  }
+
   scan(text: string, out: Match[]): void {
     for (const needle of this.#needles) {
       let at = text.indexOf(needle.text);
@@ -146,14 +165,20 @@ function regexScan(
 
 export class CredentialsDetector implements Detector {
   readonly name = 'credentials' as const;
+  readonly hints: readonly string[];
   readonly #patterns: readonly CredentialPattern[];
+  /** Any pattern's hint: one search settles the common case (no credential at all). */
+  readonly #anyHint: RegExp;
 
   constructor(names?: readonly CredentialPatternName[]) {
     this.#patterns =
       names === undefined ? CREDENTIAL_PATTERNS : CREDENTIAL_PATTERNS.filter((p) => names.includes(p.name));
+    this.hints = this.#patterns.flatMap((p) => p.hints);
+    this.#anyHint = anyOf(this.hints);
   }
 
   scan(text: string, out: Match[]): void {
+    if (!this.#anyHint.test(text)) return;
     for (const pattern of this.#patterns)
       if (hasAny(text, pattern.hints)) regexScan(pattern.regex, text, 'credentials', pattern.name, out);
   }
@@ -278,10 +303,6 @@ export const DEFAULT_INJECTION_PHRASES: readonly string[] = [
   '<<SYS>>',
   '[INST]',
 ];
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
 
 export class PromptInjectionDetector implements Detector {
   readonly name = 'promptInjection' as const;

@@ -13,6 +13,7 @@
 import type { GuardrailAction } from '../../../schemas/validators/index.js';
 import type { EffectiveGuardrails } from './config.js';
 import {
+  anyOf,
   CredentialsDetector,
   type Detector,
   type DetectorName,
@@ -45,6 +46,36 @@ export interface Inspection {
 export interface Plan {
   readonly detectors: readonly Detector[];
   readonly actions: ReadonlyMap<DetectorName, GuardrailAction>;
+  /**
+   * When every detector has literal hints: an expression that finds, in a message's JSON
+   * text, each hint as JSON writes it, and the two escapes that can spell a character
+   * otherwise (`\u` and `\/`). A text it does not match has no string any detector can
+   * match (`mayMatch`). Undefined when a detector can match any text.
+   */
+  readonly textFilter: RegExp | undefined;
+}
+
+/**
+ * The hints as they appear in JSON text: JSON.stringify escapes character by character
+ * (`"`, `\`, control characters), so a string containing a hint is written with the hint's
+ * escaped form in it, unless the writer chose `\uXXXX` or `\/` for one of its characters,
+ * which the filter also looks for (RFC 8259 §7: these are the only other spellings).
+ */
+function textFilterOf(detectors: readonly Detector[]): RegExp | undefined {
+  const literals: string[] = ['\\u', '\\/'];
+  for (const d of detectors) {
+    if (d.hints === undefined) return undefined;
+    for (const hint of d.hints) literals.push(JSON.stringify(hint).slice(1, -1));
+  }
+  return anyOf(literals);
+}
+
+/**
+ * False when `text`, the JSON text of a message, has no string any of the plan's detectors
+ * can match: the message need not be parsed or walked.
+ */
+export function mayMatch(plan: Plan, text: string): boolean {
+  return plan.textFilter === undefined || plan.textFilter.test(text);
 }
 
 class Blocked {
@@ -84,7 +115,7 @@ export function planFor(
       ? undefined
       : new PromptInjectionDetector(config.promptInjection.phrases),
   );
-  return detectors.length === 0 ? undefined : { detectors, actions };
+  return detectors.length === 0 ? undefined : { detectors, actions, textFilter: textFilterOf(detectors) };
 }
 
 function marker(match: Match): string {

@@ -5,6 +5,10 @@
  * often and what was done (`metadata.extra.findings`), and never the matched text; for the
  * workload's own secrets it names the secret, not its value.
  *
+ * A finding in a message the server sent on its own (a log line, a progress message, a
+ * sampling or elicitation request) has target type `server_message`, no subjects and no
+ * source address.
+ *
  * Outcome: `denied` when the message was blocked (for a finding, or unread for its size:
  * `metadata.extra.oversized` gives its bytes and the limit), else `success` (passed,
  * redacted or not).
@@ -39,10 +43,12 @@ function subjectsOf(claims: Record<string, unknown> | undefined): Record<string,
 export function findingEvent(report: FindingReport, component: string, now: () => number): AuditEvent {
   const { ctx, direction, method, inspection, oversized } = report;
   const blocked = inspection.blocked !== undefined || oversized !== undefined;
-  const target: Record<string, string> = { endpoint: ctx.path, method };
-  const name = ctx.mcp?.resourceId;
+  // A message the server sent on its own (a notification, a request to the client) has no
+  // caller: no endpoint, address or subjects.
+  const target: Record<string, string> = ctx === undefined ? { method } : { endpoint: ctx.path, method };
+  const name = ctx?.mcp?.resourceId;
   if (name !== undefined && name !== '') target['name'] = name;
-  target['type'] = TARGET_TYPES[method] ?? 'endpoint';
+  target['type'] = TARGET_TYPES[method] ?? (ctx === undefined ? 'server_message' : 'endpoint');
   const findings = inspection.findings.map((f) => ({
     action: f.action,
     count: f.count,
@@ -56,8 +62,8 @@ export function findingEvent(report: FindingReport, component: string, now: () =
     logged_at: new Date(now()).toISOString(),
     outcome: blocked ? 'denied' : 'success',
     component,
-    source: { type: 'network', value: ctx.remoteAddress ?? '', extra: {} },
-    subjects: subjectsOf(ctx.identity.claims),
+    source: { type: 'network', value: ctx?.remoteAddress ?? '', extra: {} },
+    subjects: ctx === undefined ? {} : subjectsOf(ctx.identity.claims),
     target,
     metadata: {
       extra: {

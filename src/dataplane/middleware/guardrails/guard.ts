@@ -1,8 +1,13 @@
 /**
  * The guardrails on one workload's traffic: tool arguments on the way in (`tools/call`), and
  * the answers to `tools/call`, `resources/read` and `prompts/get` on the way out (their
- * `result`, or a JSON-RPC `error`'s message and data). List results (`tools/list`, ...) and
- * every other method pass untouched.
+ * `result`, or a JSON-RPC `error`'s message and data); and, through the stdio bridge, what a
+ * server sends on its own: log lines, progress messages, sampling and elicitation requests
+ * (`screenServerMessage`). List results (`tools/list`, ...) and every other method pass
+ * untouched.
+ *
+ * An answer whose JSON text holds none of the detectors' hints (`mayMatch`) is not parsed
+ * for the guard: the reply hook says so (`needs`), and the stdio bridge relays it as written.
  *
  * The proxy hands each answer to the reply hook as one parsed message, whatever carries it:
  * a stdio line, a JSON body, or one event of an SSE stream (each event is its own message, so
@@ -21,10 +26,10 @@
  * event per message, type `guardrails_finding`.
  */
 import type { JsonRpcId, JsonRpcMessage } from '../../../protocol/index.js';
-import type { ProxyMiddlewareResult, ProxyRequestContext } from '../../proxy/index.js';
+import type { ProxyMiddlewareResult, ProxyRequestContext, ServerMessageVerdict } from '../../proxy/index.js';
 import { actsOn, type EffectiveGuardrails } from './config.js';
 import type { DetectorName } from './detectors.js';
-import { type Direction, type Inspection, inspect, type Plan, planFor } from './engine.js';
+import { type Direction, type Inspection, inspect, mayMatch, type Plan, planFor } from './engine.js';
 
 /**
  * The JSON-RPC code of a guardrails block: one of the codes JSON-RPC 2.0 §5.1 leaves to the
@@ -46,9 +51,26 @@ const DETECTOR_WORDS: Record<DetectorName, string> = {
   promptInjection: 'a prompt-injection phrase',
 };
 
+/**
+ * What the server sends on its own that reaches the client (MCP 2025-11-25): a log line
+ * (`notifications/message`, its `data`), a progress message (`notifications/progress`, its
+ * `message`), and requests to the client (`sampling/createMessage`, `elicitation/create`,
+ * their `params`). Each maps to the part a detector reads.
+ */
+const INSPECTED_SERVER_MESSAGES: ReadonlyMap<string, (params: Record<string, unknown>) => unknown> = new Map<
+  string,
+  (params: Record<string, unknown>) => unknown
+>([
+  ['notifications/message', (p) => p['data']],
+  ['notifications/progress', (p) => p['message']],
+  ['sampling/createMessage', (p) => p],
+  ['elicitation/create', (p) => p],
+]);
+
 /** What a finding event says about one exchange. */
 export interface FindingReport {
-  readonly ctx: ProxyRequestContext;
+  /** The client request; undefined for a message the server sent on its own. */
+  readonly ctx: ProxyRequestContext | undefined;
   readonly direction: Direction;
   readonly method: string;
   readonly inspection: Inspection;
@@ -71,8 +93,17 @@ export interface GuardOptions {
 }
 
 /** The error message of a block: the detector and the kind of match, never the matched text. */
-export function blockMessage(detector: DetectorName, kind: string, direction: Direction): string {
-  const where = direction === 'arguments' ? 'the tool arguments contain' : 'the answer contains';
+export function blockMessage(
+  detector: DetectorName,
+  kind: string,
+  direction: Direction,
+  fromServer = false,
+): string {
+  const where = fromServer
+    ? 'the message from the server contains'
+    : direction === 'arguments'
+      ? 'the tool arguments contain'
+      : 'the answer contains';
   return `Blocked by guardrails (detector ${detector}, ${kind}): ${where} ${DETECTOR_WORDS[detector]}`;
 }
 
@@ -112,13 +143,14 @@ function blockError(
   id: JsonRpcId | undefined,
   blocked: NonNullable<Inspection['blocked']>,
   direction: Direction,
+  fromServer = false,
 ) {
   return {
     jsonrpc: '2.0' as const,
     ...(id === undefined ? {} : { id }),
     error: {
       code: GUARDRAILS_BLOCKED,
-      message: blockMessage(blocked.detector, blocked.kind, direction),
+      message: blockMessage(blocked.detector, blocked.kind, direction, fromServer),
       data: { detector: blocked.detector, kind: blocked.kind, direction },
     },
   };
@@ -149,10 +181,19 @@ export class Guard {
     const plan = this.results;
     if (plan !== undefined) {
       const method = mcp.method;
-      ctx.onReply((reply, text) => this.judgeReply(ctx, method, plan, reply, text));
+      ctx.onReply((reply, text) => this.judgeReply(ctx, method, plan, reply, text), { needs: this.#needs });
     }
     return undefined;
   }
+
+  /**
+   * Whether an answer of this JSON text needs the reply hook: when it is too large to
+   * inspect, or a detector could match one of its strings.
+   */
+  readonly #needs = (text: string): boolean => {
+    const plan = this.results;
+    return plan !== undefined && (sizeOver(text, this.#maxBytes) !== undefined || mayMatch(plan, text));
+  };
 
   #judgeArguments(ctx: ProxyRequestContext, plan: Plan): ProxyMiddlewareResult | undefined {
     const mcp = ctx.mcp;
@@ -185,6 +226,40 @@ export class Guard {
   }
 
   /**
+   * Judges a notification or request the server sent on its own, in place, with the detectors
+   * and actions of results: `redact` rewrites it, `block` stops it (no caller waits for a
+   * notification, so it is dropped; a request to the client is answered with the error).
+   * Other methods (list-changed notifications, `roots/list`, ...) pass.
+   */
+  screenServerMessage(message: JsonRpcMessage, text: string): ServerMessageVerdict {
+    const method = message.method;
+    const plan = this.results;
+    const part = method === undefined ? undefined : INSPECTED_SERVER_MESSAGES.get(method);
+    if (plan === undefined || method === undefined || part === undefined || !this.#needs(text))
+      return undefined;
+    const bytes = sizeOver(text, this.#maxBytes);
+    if (bytes !== undefined) {
+      const oversized = { bytes, limit: this.#maxBytes };
+      const inspection: Inspection = { changed: false, findings: [] };
+      this.#report({ ctx: undefined, direction: 'results', method, inspection, oversized });
+      return { error: oversizedError(undefined, oversized, 'results').error };
+    }
+    const params = message.params;
+    if (params === null || typeof params !== 'object' || Array.isArray(params)) return undefined;
+    const target = part(params);
+    if (target === undefined || target === null) return undefined;
+    const { value, inspection } = inspect(plan, target);
+    if (inspection.findings.length === 0) return undefined;
+    this.#report({ ctx: undefined, direction: 'results', method, inspection });
+    if (inspection.blocked !== undefined)
+      return { error: blockError(undefined, inspection.blocked, 'results', true).error };
+    if (!inspection.changed) return undefined;
+    // A string at the top (a progress message, a log line's `data`) is replaced, not edited.
+    if (value !== target) params[method === 'notifications/progress' ? 'message' : 'data'] = value;
+    return 'rewritten';
+  }
+
+  /**
    * The reply hook: inspects `result` or `error` in place; a block replaces `result` by an
    * error. `text`, the JSON the proxy parsed `reply` from, is measured against
    * `maxInspectBytes` first: an answer over it is blocked without being walked.
@@ -210,6 +285,8 @@ export class Guard {
       reply.error = oversizedError(undefined, oversized, 'results').error;
       return;
     }
+    // A transport that parsed the answer anyway (HTTP upstreams) still skips the walk.
+    if (text !== undefined && !mayMatch(plan, text)) return;
     const target = reply.result !== undefined ? reply.result : reply.error;
     if (target === undefined || target === null) return;
     const { inspection } = inspect(plan, target);

@@ -27,7 +27,15 @@ export {
   PromptInjectionDetector,
   secretNeedles,
 } from './detectors.js';
-export { type Direction, type Finding, type Inspection, inspect, type Plan, planFor } from './engine.js';
+export {
+  type Direction,
+  type Finding,
+  type Inspection,
+  inspect,
+  mayMatch,
+  type Plan,
+  planFor,
+} from './engine.js';
 export { findingEvent, GUARDRAILS_EVENT_TYPE } from './events.js';
 export {
   blockMessage,

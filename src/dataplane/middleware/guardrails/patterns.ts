@@ -34,7 +34,7 @@ export const CREDENTIAL_PATTERNS: readonly CredentialPattern[] = [
   {
     // GitHub: classic tokens ghp_/gho_/ghu_/ghs_/ghr_ and fine-grained github_pat_.
     name: 'github_token',
-    hints: ['gh', 'github_pat_'],
+    hints: ['ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_', 'github_pat_'],
     regex: new RegExp(`${B}(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})${E}`, 'g'),
   },
   {

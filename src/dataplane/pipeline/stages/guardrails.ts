@@ -122,6 +122,7 @@ export const guardrailsStage: StageFactory = {
       async handle(ctx) {
         return guard.handle(ctx);
       },
+      screenServerMessage: (message, text) => guard.screenServerMessage(message, text),
     };
   },
 };

@@ -1,0 +1,166 @@
+/**
+ * Guardrails on what a server sends on its own, through a real runner: the leaking fixture
+ * (test/fixtures/mcp/guardrails-server.mjs, tool `chatty`) as a stdio child with a secret in
+ * its environment sends a log line (`notifications/message`) and a progress message with the
+ * secret, and asks the client `sampling/createMessage` and `elicitation/create` with it; the
+ * official MCP SDK client, which can answer both, talks to the proxy. By default the secret is
+ * redacted in each; with `block` the notifications are dropped, the requests never reach the
+ * client and the server gets the guardrails error, and audit events name each method.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import { createContext } from '../../../src/control/app/index.js';
+import { GUARDRAILS_BLOCKED } from '../../../src/dataplane/middleware/guardrails/index.js';
+import { WorkloadManager } from '../../../src/workloads/index.js';
+import { tempHome } from '../../helpers/home.js';
+import { runInProcess, waitFor, workloadEndpoint } from '../workloads/helpers.js';
+
+const FIXTURE = fileURLToPath(new URL('../../fixtures/mcp/guardrails-server.mjs', import.meta.url));
+const SECRET = 'fixture-Secret/Value+0123 456789';
+const lookup = async (name: string): Promise<string | undefined> =>
+  name === 'fixture-key' ? SECRET : undefined;
+
+/** Runs the stdio fixture as workload `name` with the run-configuration fields `extra` gives for its home. */
+async function workload(t: TestContext, name: string, extra: (dir: string) => Record<string, unknown>) {
+  const home = tempHome(t);
+  const ctx = createContext(home.config);
+  const manager = new WorkloadManager({
+    store: ctx.store,
+    config: home.config,
+    groups: ctx.groups,
+    secretLookup: lookup,
+    spawnRunner: () => 99_999_999,
+  });
+  ctx.groups.attachMembers(manager);
+  await manager.create({
+    name: `${name}-base`,
+    image: `cmd://${process.execPath}`,
+    cmd_arguments: [FIXTURE],
+    secrets: [{ name: 'fixture-key', target: 'GUARDRAILS_SECRET' }],
+  });
+  await manager.createFromConfig({ ...manager.exportConfig(`${name}-base`), ...extra(home.dir) }, { name });
+  const controller = new AbortController();
+  const done = runInProcess(ctx, name, controller.signal, undefined, lookup);
+  const stop = async (): Promise<void> => {
+    if (controller.signal.aborted) return;
+    controller.abort();
+    await done;
+  };
+  t.after(async () => {
+    await stop();
+    await manager.close();
+    await ctx.close();
+  });
+  await waitFor(`${name} to be running`, () => {
+    const row = manager.rows.get(name);
+    if (row?.status === 'error') throw new Error(`${name}: ${row.statusContext}`);
+    return row?.status === 'running' ? true : undefined;
+  });
+  return { url: workloadEndpoint(manager, name), dir: home.dir, stop };
+}
+
+/** What the client saw while calling `chatty`. */
+interface Seen {
+  logs: unknown[];
+  progress: (string | undefined)[];
+  sampling: unknown[];
+  elicitation: unknown[];
+  answer: string;
+}
+
+async function callChatty(t: TestContext, url: string): Promise<Seen> {
+  const c = new Client(
+    { name: 'guardrails-test', version: '1.0.0' },
+    { capabilities: { sampling: {}, elicitation: {} } },
+  );
+  const seen: Omit<Seen, 'answer'> = { logs: [], progress: [], sampling: [], elicitation: [] };
+  c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    seen.logs.push(n.params.data);
+  });
+  c.setRequestHandler(CreateMessageRequestSchema, (r) => {
+    seen.sampling.push(r.params);
+    return { model: 'test', role: 'assistant', content: { type: 'text', text: 'a summary' } };
+  });
+  c.setRequestHandler(ElicitRequestSchema, (r) => {
+    seen.elicitation.push(r.params);
+    return { action: 'accept', content: { ok: true } };
+  });
+  await c.connect(new StreamableHTTPClientTransport(new URL(url)));
+  t.after(() => c.close());
+  const result = await c.callTool({ name: 'chatty', arguments: {} }, undefined, {
+    onprogress: (p) => seen.progress.push(p.message),
+  });
+  const content = result.content as { type: string; text: string }[];
+  return { ...seen, answer: content[0]?.text ?? '' };
+}
+
+test('default guardrails redact the secret in log lines, progress messages, sampling and elicitation requests', async (t) => {
+  const { url } = await workload(t, 'chatty-redact', () => ({ guardrails_config: {} }));
+  const seen = await callChatty(t, url);
+  // The server's requests reached the client (redacted) and were answered.
+  assert.equal(seen.answer, 'sampling answered, elicitation answered');
+  assert.deepEqual(seen.logs, ['key [REDACTED:secret]']);
+  assert.deepEqual(seen.progress, ['using [REDACTED:secret]']);
+  assert.equal(seen.sampling.length, 1);
+  assert.deepEqual((seen.sampling[0] as { messages: unknown }).messages, [
+    { role: 'user', content: { type: 'text', text: 'Summarise [REDACTED:secret]' } },
+  ]);
+  assert.equal(seen.elicitation.length, 1);
+  assert.equal((seen.elicitation[0] as { message: string }).message, 'Confirm the key [REDACTED:secret]');
+  assert.ok(!JSON.stringify(seen).includes(SECRET));
+});
+
+test('block: notifications are dropped, requests to the client are answered with the guardrails error, each audited', async (t) => {
+  const { url, dir, stop } = await workload(t, 'chatty-block', (home) => ({
+    guardrails_config: { ownSecrets: { results: 'block' } },
+    audit_config: { logFile: join(home, 'audit.log') },
+  }));
+  const seen = await callChatty(t, url);
+  // The tool's own answer (no secret) passes: the server saw both requests refused.
+  assert.equal(seen.answer, `sampling error ${GUARDRAILS_BLOCKED}, elicitation error ${GUARDRAILS_BLOCKED}`);
+  // The notifications were written before the answer, on the same ordered pipe: had they
+  // been relayed, the client would have them by now.
+  assert.deepEqual(seen.logs, []);
+  assert.deepEqual(seen.progress, []);
+  assert.deepEqual(seen.sampling, []);
+  assert.deepEqual(seen.elicitation, []);
+  await stop();
+  const text = readFileSync(join(dir, 'audit.log'), 'utf8');
+  assert.ok(!text.includes(SECRET), 'the audit log holds no secret');
+  const events = text
+    .trimEnd()
+    .split('\n')
+    .map(
+      (l) =>
+        JSON.parse(l) as {
+          type: string;
+          outcome: string;
+          target: Record<string, string>;
+          metadata: {
+            extra: { findings: { detector: string; kind: string; action: string; secret?: string }[] };
+          };
+        },
+    )
+    .filter((e) => e.type === 'guardrails_finding');
+  assert.deepEqual(events.map((e) => [e.target['method'], e.target['type'], e.outcome]).sort(), [
+    ['elicitation/create', 'server_message', 'denied'],
+    ['notifications/message', 'server_message', 'denied'],
+    ['notifications/progress', 'server_message', 'denied'],
+    ['sampling/createMessage', 'server_message', 'denied'],
+  ]);
+  for (const e of events)
+    assert.deepEqual(
+      e.metadata.extra.findings.map((f) => [f.detector, f.action, f.secret]),
+      [['ownSecrets', 'block', 'fixture-key']],
+    );
+});
