@@ -109,6 +109,10 @@ export type GitRef = { branch: string } | { tag: string } | { commit: string };
 /** One entry of `sources[]`, as Skep's registry server reads it. */
 export type RegistrySourceSpec = { name: string; ttlMs?: number; filter?: RegistryFilter } & (
   | { kind: 'file'; path: string }
+  /** `file.url`: a registry file fetched over HTTP(S) (https unless the host is loopback). */
+  | { kind: 'url'; url: string; timeoutMs: number }
+  /** `file.data`: the registry document written inline. */
+  | { kind: 'data'; doc: unknown }
   | { kind: 'api'; endpoint: string }
   | {
       kind: 'git';
@@ -210,6 +214,69 @@ function parseGit(git: unknown, at: string, problems: string[]) {
   };
 }
 
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+/** `file.timeout` when not given, as the reference's registry server. */
+const URL_TIMEOUT_MS = 30_000;
+
+/**
+ * A `file` source: exactly one of `path` (a mounted file), `url` (fetched over HTTP(S): https
+ * unless the host is loopback, as the reference's registry server requires, with `timeout`) and
+ * `data` (the registry document inline, checked to be JSON here).
+ */
+function parseFileSource(
+  name: string,
+  file: Record<string, unknown>,
+  at: string,
+  problems: string[],
+): RegistrySourceSpec | undefined {
+  for (const key of Object.keys(file))
+    if (!['path', 'url', 'data', 'timeout'].includes(key))
+      problems.push(`${at}.${key}: not a setting of a file source (path, url, data, timeout)`);
+  const given = (['path', 'url', 'data'] as const).filter((k) => file[k] !== undefined);
+  if (given.length !== 1) {
+    problems.push(`${at}: needs exactly one of path, url and data (got ${given.length})`);
+    return undefined;
+  }
+  const value = str(file[given[0] as string]);
+  if (value === undefined) {
+    problems.push(`${at}.${String(given[0])}: must be a non-empty string`);
+    return undefined;
+  }
+  if (file['timeout'] !== undefined && given[0] !== 'url')
+    problems.push(`${at}.timeout: applies to file.url only`);
+  switch (given[0]) {
+    case 'path':
+      return { name, kind: 'file', path: value };
+    case 'data':
+      try {
+        return { name, kind: 'data', doc: JSON.parse(value) as unknown };
+      } catch (err) {
+        problems.push(`${at}.data: not JSON (${(err as Error).message})`);
+        return undefined;
+      }
+    default: {
+      let url: URL;
+      try {
+        url = new URL(value);
+      } catch {
+        problems.push(`${at}.url: not a URL`);
+        return undefined;
+      }
+      if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) {
+        problems.push(`${at}.url: must be https (http only to localhost)`);
+        return undefined;
+      }
+      const timeout = file['timeout'];
+      const timeoutMs = timeout === undefined ? URL_TIMEOUT_MS : durationMs(timeout);
+      if (timeoutMs === undefined || timeoutMs <= 0) {
+        problems.push(`${at}.timeout: must be a duration such as 30s`);
+        return undefined;
+      }
+      return { name, kind: 'url', url: url.href, timeoutMs };
+    }
+  }
+}
+
 function parseSource(
   source: Record<string, unknown>,
   at: string,
@@ -231,12 +298,9 @@ function parseSource(
   const api = source['api'];
   switch (kinds[0]) {
     case 'file':
-      if (isRecord(file) && str(file['path']) !== undefined)
-        spec = { name, kind: 'file', path: file['path'] as string };
-      else
-        problems.push(
-          `${at}.file.path: required (Skep reads a mounted file; file.url and file.data are not supported)`,
-        );
+      spec = isRecord(file)
+        ? parseFileSource(name, file, `${at}.file`, problems)
+        : (problems.push(`${at}.file: must be a mapping with one of path, url and data`), undefined);
       break;
     case 'api':
       if (isRecord(api) && str(api['endpoint']) !== undefined)

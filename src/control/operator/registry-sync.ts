@@ -69,10 +69,38 @@ async function readApiSource(endpoint: string, ctx: SourceContext): Promise<unkn
   }
 }
 
+/** A registry file larger than this is refused (the proxy's own message limit). */
+const MAX_URL_BYTES = 32 * 1024 * 1024;
+
+/** Fetches a `file.url` source: redirects not followed, bounded in time and size. */
+async function readUrlSource(url: string, timeoutMs: number): Promise<unknown> {
+  const res = await fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
+  if (res.status !== 200) {
+    await res.body?.cancel();
+    throw new Error(`GET ${url}: HTTP ${res.status}`);
+  }
+  if (res.body === null) throw new Error(`GET ${url}: no body`);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body) {
+    size += chunk.length;
+    if (size > MAX_URL_BYTES) {
+      await res.body.cancel();
+      throw new Error(`GET ${url}: larger than ${MAX_URL_BYTES} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
 async function readSource(spec: RegistrySourceSpec, ctx: SourceContext): Promise<unknown> {
   switch (spec.kind) {
     case 'file':
       return JSON.parse(readFileSync(spec.path, 'utf8'));
+    case 'url':
+      return readUrlSource(spec.url, spec.timeoutMs);
+    case 'data':
+      return spec.doc;
     case 'api':
       return readApiSource(spec.endpoint, ctx);
     case 'git': {
@@ -97,7 +125,7 @@ async function readSource(spec: RegistrySourceSpec, ctx: SourceContext): Promise
 }
 
 const ttlOf = (spec: RegistrySourceSpec) =>
-  spec.kind === 'file'
+  spec.kind === 'file' || spec.kind === 'data'
     ? Math.min(spec.ttlMs ?? FILE_TTL_MS, FILE_TTL_MS)
     : spec.kind === 'kubernetes'
       ? KUBERNETES_TTL_MS

@@ -197,6 +197,46 @@ describe('operator registry-server sources', { timeout: 120_000 }, () => {
     });
   }
 
+  it('file.url (fetched over HTTP from loopback, redirects not followed) and file.data (inline) in one union', async (t) => {
+    const dir = tempDir(t, 'skep-registry-url-');
+    const asked: string[] = [];
+    const upstream = createServer((req, res) => {
+      asked.push(req.url ?? '');
+      if (req.url === '/moved') {
+        res.writeHead(302, { location: '/target.json' }).end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(registryDoc(server('io.example/from-url'))));
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    t.after(() => upstream.close());
+    const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    const inline = JSON.stringify(registryDoc(server('io.example/inline')));
+    const running = await start(
+      t,
+      dir,
+      [
+        'sources:',
+        `  - {name: u, file: {url: "${base}/registry.json", timeout: 5s}}`,
+        `  - {name: d, file: {data: ${JSON.stringify(inline)}}}`,
+        `  - {name: moved, file: {url: "${base}/moved"}}`,
+        'registries:',
+        '  - {name: default, sources: [u, d]}',
+        '  - {name: moved, sources: [moved]}',
+        'auth: {mode: anonymous}',
+      ].join('\n'),
+    );
+    assert.deepEqual(await names(`${running.url}/registry/default/v0.1/servers`), [
+      'io.example/from-url',
+      'io.example/inline',
+    ]);
+    // A redirect is not followed: the source has no copy, so its registry lists nothing.
+    assert.deepEqual(await names(`${running.url}/registry/moved/v0.1/servers`), []);
+    assert.ok(asked.includes('/registry.json') && asked.includes('/moved'), asked.join(' '));
+    assert.ok(!asked.includes('/target.json'), 'the redirect was not followed');
+  });
+
   it('a git source at a tag and at a commit (not the branch head)', async (t) => {
     const dir = tempDir(t, 'skep-registry-git-refs-');
     const work = join(dir, 'work');

@@ -69,6 +69,50 @@ auth: {mode: oauth, oauth: {providers: [{name: p, issuerUrl: "https://idp.exampl
       );
   });
 
+  it('file sources: path, url (https, or http to loopback; timeout) or data (JSON), exactly one', () => {
+    const good = parse(`
+sources:
+  - {name: p, file: {path: /a.json}}
+  - {name: u, file: {url: "https://registry.example.com/registry.json", timeout: 10s}}
+  - {name: l, file: {url: "http://localhost:8080/registry.json"}}
+  - {name: d, file: {data: '{"version":"1.0.0","data":{"servers":[]}}'}}
+registries: [{name: default, sources: [p, u, l, d]}]
+auth: {mode: anonymous}
+`);
+    assert.deepEqual(good.problems, []);
+    const sources = good.config?.registries[0]?.sources.map((x) => ({ ...x, filter: undefined }));
+    assert.deepEqual(
+      sources?.map((x) => x.kind),
+      ['file', 'url', 'url', 'data'],
+    );
+    assert.deepEqual(
+      good.config?.registries[0]?.sources.filter((x) => x.kind === 'url').map((x) => x.timeoutMs),
+      [10_000, 30_000],
+    );
+    const bad = parse(`
+sources:
+  - {name: h, file: {url: "http://registry.example.com/r.json"}}
+  - {name: two, file: {path: /a.json, url: "https://x.example.com/r.json"}}
+  - {name: j, file: {data: "not json"}}
+  - {name: t, file: {path: /a.json, timeout: 5s}}
+  - {name: bt, file: {url: "https://x.example.com/r.json", timeout: soon}}
+registries: [{name: default, sources: [h, two, j, t, bt]}]
+auth: {mode: anonymous}
+`);
+    assert.equal(bad.config, undefined);
+    for (const start of [
+      'sources[0].file.url: must be https (http only to localhost)',
+      'sources[1].file: needs exactly one of path, url and data (got 2)',
+      'sources[2].file.data: not JSON',
+      'sources[3].file.timeout: applies to file.url only',
+      'sources[4].file.timeout: must be a duration',
+    ])
+      assert.ok(
+        bad.problems.some((p) => p.startsWith(start)),
+        `${start}\n${bad.problems.join('\n')}`,
+      );
+  });
+
   it('oauth: the reference defaults (realm, scopes); client credentials without introspectionUrl are listed as unused', () => {
     const { config, problems, ignored } = parse(`
 sources: [{name: a, file: {path: /a.json}}]
