@@ -60,7 +60,8 @@ test('npm start reuses an up-to-date build and serves on the port given after --
   await exited;
   await waitFor(
     'skep serve to stop after npm got SIGTERM',
-    async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => 'closed')) === 'closed' || undefined,
+    async () =>
+      (await fetch(`http://127.0.0.1:${port}/health`).catch(() => 'closed')) === 'closed' || undefined,
     20_000,
   );
 });
