@@ -118,7 +118,9 @@ describe('skep operator validate and render', { timeout: 120_000 }, () => {
       '-f',
       'test/fixtures/operator-examples/mcp-registries/mcpregistry-configyaml-git-auth.yaml',
     );
-    assert.equal(registry.status, 1);
-    assert.match(registry.stderr, /invalid_config|sources\[0\]\.git: Skep's registry server does not clone/);
+    // A git source with a password file (mounted from a Secret) is served now.
+    assert.equal(registry.status, 0, registry.stderr);
+    assert.match(registry.stdout, /^kind: Deployment$/m);
+    assert.match(registry.stdout, /mountPath: \/secrets\/git-credentials/);
   });
 });
