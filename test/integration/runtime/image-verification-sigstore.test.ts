@@ -15,7 +15,6 @@
  * `cert_issuer`), created with a trusted root under `enforce`, runs and its status names the signer.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -29,26 +28,15 @@ import { OciSession } from '../../../src/skills/oci-client.js';
 import { parseOciRef } from '../../../src/skills/oci-ref.js';
 import { signatureStore } from '../../../src/skills/signing.js';
 import { tempHome } from '../../helpers/home.js';
-import { requirePodman, startPodmanService, testImage } from '../../helpers/podman.js';
+import { requirePodman, startPodmanService } from '../../helpers/podman.js';
 import { requireService } from '../../helpers/services.js';
 import { createSigstoreFixture } from '../../helpers/sigstore-fixture.js';
 import { waitForStatus } from '../../helpers/wait.js';
-import { hasRegistry, startRegistry, tempDir } from '../skills/fixtures.js';
+import { hasRegistry, tempDir } from '../skills/fixtures.js';
+import { signedImagesRegistry } from './signed-images-fixture.js';
 
 const IDENTITY = 'https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1';
 const ISSUER = 'https://token.actions.githubusercontent.com';
-
-async function digestOf(registry: string, repo: string, tag: string): Promise<string> {
-  const res = await fetch(`http://${registry}/v2/${repo}/manifests/${tag}`, {
-    method: 'HEAD',
-    headers: {
-      accept:
-        'application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json',
-    },
-  });
-  assert.equal(res.status, 200);
-  return res.headers.get('docker-content-digest') ?? '';
-}
 
 test(
   'Sigstore keyless image verification: signed runs; wrong identity/issuer, tampered or unsigned refused under enforce; warn runs',
@@ -84,42 +72,12 @@ test(
         clearInterval(keepAlive);
       }
     });
-    const registry = await startRegistry(t);
-    const confDir = tempDir(t, 'skep-ks-conf-');
-    const conf = join(confDir, 'registries.conf');
-    writeFileSync(conf, `[[registry]]\nlocation = "${registry}"\ninsecure = true\n`);
-    const savedConf = process.env['CONTAINERS_REGISTRIES_CONF'];
-    process.env['CONTAINERS_REGISTRIES_CONF'] = conf;
-    t.after(() => {
-      if (savedConf === undefined) delete process.env['CONTAINERS_REGISTRIES_CONF'];
-      else process.env['CONTAINERS_REGISTRIES_CONF'] = savedConf;
-    });
-
-    const image = await testImage();
-    t.after(() => {
-      const ids = execFileSync('podman', ['images', '-q', '--filter', `reference=${registry}/keyless/*`], {
-        encoding: 'utf8',
-      })
-        .split('\n')
-        .filter((id) => id !== '');
-      if (ids.length > 0) execFileSync('podman', ['rmi', '-f', ...new Set(ids)], { stdio: 'ignore' });
-    });
-    const push = (repo: string) => {
-      const target = `${registry}/${repo}:1`;
-      const file = join(confDir, `Containerfile.${repo.replace('/', '-')}`);
-      writeFileSync(file, `FROM ${image}\nLABEL skep.test.repo=${repo}\n`);
-      execFileSync('podman', ['build', '--pull=never', '-q', '-t', target, '-f', file, confDir], {
-        stdio: 'ignore',
-      });
-      execFileSync('podman', ['push', '--quiet', '--tls-verify=false', target], { stdio: 'ignore' });
-      execFileSync('podman', ['rmi', target], { stdio: 'ignore' });
-      return target;
-    };
+    const { registry, image, push, digestOf } = await signedImagesRegistry(t, 'keyless');
     const signedRef = push('keyless/signed');
     const unsignedRef = push('keyless/unsigned');
     const bundledRef = push('keyless/bundled');
-    const signedDigest = await digestOf(registry, 'keyless/signed', '1');
-    const unsignedDigest = await digestOf(registry, 'keyless/unsigned', '1');
+    const signedDigest = await digestOf('keyless/signed', '1');
+    const unsignedDigest = await digestOf('keyless/unsigned', '1');
     const session = (repo: string) =>
       new OciSession(parseOciRef(`${registry}/${repo}:1`), true, { privateHosts: ['127.0.0.1'] });
     const leaf = fx.leaf({
@@ -134,7 +92,7 @@ test(
       leaf,
     );
     // The other layout: a Sigstore bundle under the referrers tag scheme (cosign --new-bundle-format).
-    const bundledDigest = await digestOf(registry, 'keyless/bundled', '1');
+    const bundledDigest = await digestOf('keyless/bundled', '1');
     await fx.signBundle(
       signatureStore(session('keyless/bundled')),
       `${registry}/keyless/bundled`,
@@ -290,7 +248,7 @@ test(
     // The whole chain: a registry entry whose provenance names the keyless signer → the
     // workload's image_verification (enforce, with the trusted root given at create) → the
     // runner → the status context names the certificate identity.
-    const file = join(confDir, 'registry.json');
+    const file = join(tempDir(t, 'skep-iv-entry-'), 'registry.json');
     const ext = {
       status: 'active',
       tier: 'Community',

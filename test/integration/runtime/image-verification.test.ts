@@ -10,7 +10,6 @@
  * not verified.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,26 +25,15 @@ import { OciSession } from '../../../src/skills/oci-client.js';
 import { parseOciRef } from '../../../src/skills/oci-ref.js';
 import { signatureStore } from '../../../src/skills/signing.js';
 import { tempHome } from '../../helpers/home.js';
-import { requirePodman, startPodmanService, testImage } from '../../helpers/podman.js';
+import { requirePodman, startPodmanService } from '../../helpers/podman.js';
 import { requireService } from '../../helpers/services.js';
 import { waitForStatus } from '../../helpers/wait.js';
-import { hasRegistry, startRegistry, tempDir } from '../skills/fixtures.js';
+import { hasRegistry, tempDir } from '../skills/fixtures.js';
+import { signedImagesRegistry } from './signed-images-fixture.js';
 
 function pem(): { priv: ReturnType<typeof generateKeyPairSync>['privateKey']; pub: string } {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
   return { priv: privateKey, pub: publicKey.export({ type: 'spki', format: 'pem' }) as string };
-}
-
-async function digestOf(registry: string, repo: string, tag: string): Promise<string> {
-  const res = await fetch(`http://${registry}/v2/${repo}/manifests/${tag}`, {
-    method: 'HEAD',
-    headers: {
-      accept:
-        'application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json',
-    },
-  });
-  assert.equal(res.status, 200);
-  return res.headers.get('docker-content-digest') ?? '';
 }
 
 test(
@@ -72,41 +60,7 @@ test(
         clearInterval(keepAlive);
       }
     });
-    const registry = await startRegistry(t);
-    // Podman pulls from the loopback registry over plain HTTP only when told so.
-    const confDir = tempDir(t, 'skep-iv-conf-');
-    const conf = join(confDir, 'registries.conf');
-    writeFileSync(conf, `[[registry]]\nlocation = "${registry}"\ninsecure = true\n`);
-    const savedConf = process.env['CONTAINERS_REGISTRIES_CONF'];
-    process.env['CONTAINERS_REGISTRIES_CONF'] = conf;
-    t.after(() => {
-      if (savedConf === undefined) delete process.env['CONTAINERS_REGISTRIES_CONF'];
-      else process.env['CONTAINERS_REGISTRIES_CONF'] = savedConf;
-    });
-
-    const image = await testImage();
-    // The images this test pulled (by digest) and built go with it; the test image stays cached.
-    t.after(() => {
-      const ids = execFileSync('podman', ['images', '-q', '--filter', `reference=${registry}/test/*`], {
-        encoding: 'utf8',
-      })
-        .split('\n')
-        .filter((id) => id !== '');
-      if (ids.length > 0) execFileSync('podman', ['rmi', '-f', ...new Set(ids)], { stdio: 'ignore' });
-    });
-    // Each repository gets its own content (a label), so each has its own digest.
-    const push = (repo: string) => {
-      const target = `${registry}/${repo}:1`;
-      const file = join(confDir, `Containerfile.${repo.replace('/', '-')}`);
-      writeFileSync(file, `FROM ${image}\nLABEL skep.test.repo=${repo}\n`);
-      execFileSync('podman', ['build', '--pull=never', '-q', '-t', target, '-f', file, confDir], {
-        stdio: 'ignore',
-      });
-      execFileSync('podman', ['push', '--quiet', '--tls-verify=false', target], { stdio: 'ignore' });
-      // The engine must fetch it from the registry, as on a machine that never had it.
-      execFileSync('podman', ['rmi', target], { stdio: 'ignore' });
-      return target;
-    };
+    const { registry, image, push, digestOf } = await signedImagesRegistry(t, 'test');
     const signedRef = push('test/signed');
     const unsignedRef = push('test/unsigned');
     const untrustedRef = push('test/untrusted');
@@ -118,9 +72,9 @@ test(
       });
       await signArtifact(signatureStore(session), `${registry}/${repo}`, digest, key);
     };
-    const signedDigest = await digestOf(registry, 'test/signed', '1');
+    const signedDigest = await digestOf('test/signed', '1');
     await sign('test/signed', signedDigest, alice.priv);
-    await sign('test/untrusted', await digestOf(registry, 'test/untrusted', '1'), mallory.priv);
+    await sign('test/untrusted', await digestOf('test/untrusted', '1'), mallory.priv);
 
     const home = tempHome(t);
     const engine = await startPodmanService(t);
@@ -174,7 +128,7 @@ test(
     assert.match(untrusted.message, /no signature verifies with a trusted public key/);
 
     // Tampered: the signed image's signature copied beside the unsigned image's digest.
-    const unsignedDigest = await digestOf(registry, 'test/unsigned', '1');
+    const unsignedDigest = await digestOf('test/unsigned', '1');
     const sigManifest = await fetch(
       `http://${registry}/v2/test/signed/manifests/${signedDigest.replace(':', '-')}.sig`,
       { headers: { accept: 'application/vnd.oci.image.manifest.v1+json' } },
@@ -214,7 +168,7 @@ test(
 
     // The whole chain: a registry entry whose provenance carries the key → the workload's
     // image_verification (warn) → the runner → the status context names the signer.
-    const file = join(confDir, 'registry.json');
+    const file = join(tempDir(t, 'skep-iv-entry-'), 'registry.json');
     const identifier = signedRef;
     const ext = {
       status: 'active',
