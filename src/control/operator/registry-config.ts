@@ -214,6 +214,12 @@ function parseGit(git: unknown, at: string, problems: string[]) {
   };
 }
 
+/**
+ * The most a registry server takes in from one read of a `file.url` or `git` source (bytes): the
+ * proxy's own message limit, well inside the pod's memory limit.
+ */
+export const MAX_REGISTRY_SOURCE_BYTES = 32 * 1024 * 1024;
+
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** `file.timeout` when not given, as the reference's registry server. */
 const URL_TIMEOUT_MS = 30_000;

@@ -7,12 +7,16 @@
  * checkout). The password (`auth.passwordFile`, a mounted
  * Secret) is read from its file at each fetch, sent as HTTP basic credentials only when the server
  * asks (RFC 7617 after a 401), and never logged: errors carry the repository without credentials.
+ * What one read takes in is bounded: the HTTP responses together, counted as they stream in and
+ * cut off past the limit, and the registry file read from the tree, each at most
+ * `MAX_REGISTRY_SOURCE_BYTES` (the `file.url` source's limit), so a hostile server cannot fill the
+ * pod's memory.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import git, { type GitHttpRequest, type GitHttpResponse, type HttpClient } from 'isomorphic-git';
-import type { GitRef } from './registry-config.js';
+import { MAX_REGISTRY_SOURCE_BYTES, type GitRef } from './registry-config.js';
 
 export interface GitSourceOptions {
   repository: string;
@@ -50,8 +54,21 @@ async function collect(body: AsyncIterableIterator<Uint8Array> | undefined): Pro
   return Buffer.concat(parts);
 }
 
-/** isomorphic-git's HTTP client over Node's fetch, with a deadline on every request. */
-function fetchClient(timeoutMs: number): HttpClient {
+/** A read that went past its byte limit (the message names the limit). */
+class TooLargeError extends Error {
+  constructor(what: string, limit: number) {
+    super(`${what} more than ${limit} bytes (${limit / 1024 / 1024} MiB, the limit of a git source)`);
+    this.name = 'TooLargeError';
+  }
+}
+
+/**
+ * isomorphic-git's HTTP client over Node's fetch, with a deadline on every request and one byte
+ * budget for every response of the read: a body is read chunk by chunk and cut off as soon as the
+ * budget is spent (isomorphic-git holds a whole response in memory anyway).
+ */
+function fetchClient(timeoutMs: number, maxBytes: number): HttpClient {
+  let received = 0;
   return {
     async request(req: GitHttpRequest): Promise<GitHttpResponse> {
       const body = await collect(req.body);
@@ -61,12 +78,18 @@ function fetchClient(timeoutMs: number): HttpClient {
         ...(body === undefined ? {} : { body }),
         signal: AbortSignal.timeout(timeoutMs),
       });
-      const bytes = new Uint8Array(await res.arrayBuffer());
+      const parts: Uint8Array[] = [];
+      // Leaving the loop by the throw cancels the body stream, which closes the connection.
+      for await (const part of res.body ?? []) {
+        received += part.length;
+        if (received > maxBytes) throw new TooLargeError('the server sent', maxBytes);
+        parts.push(part);
+      }
       return {
         url: res.url,
         method: req.method ?? 'GET',
         headers: Object.fromEntries(res.headers),
-        body: single(bytes),
+        body: single(Buffer.concat(parts)),
         statusCode: res.status,
         statusMessage: res.statusText,
       };
@@ -77,7 +100,7 @@ function fetchClient(timeoutMs: number): HttpClient {
 /** Fetches the repository and returns the registry file's text. */
 export async function readGitSource(o: GitSourceOptions): Promise<string> {
   const dir = mkdtempSync(join(o.workDir, 'git-'));
-  const http = fetchClient(o.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  const http = fetchClient(o.timeoutMs ?? DEFAULT_TIMEOUT_MS, MAX_REGISTRY_SOURCE_BYTES);
   const auth = o.auth;
   const onAuth =
     auth === undefined
@@ -106,6 +129,10 @@ export async function readGitSource(o: GitSourceOptions): Promise<string> {
     const { type } = await git.readObject({ fs, dir, oid, format: 'deflated' });
     if (type === 'tag') oid = (await git.readTag({ fs, dir, oid })).tag.object;
     const { blob } = await git.readBlob({ fs, dir, oid, filepath: o.path });
+    // A small pack can inflate to a large file: one past the limit is not parsed. (isomorphic-git
+    // has inflated it by now; the limit on the responses bounds the pack, not what it inflates to.)
+    if (blob.length > MAX_REGISTRY_SOURCE_BYTES)
+      throw new TooLargeError(`${o.path} holds`, MAX_REGISTRY_SOURCE_BYTES);
     return Buffer.from(blob).toString('utf8');
   } catch (err) {
     throw new Error(

@@ -12,7 +12,12 @@ import { MAX_LIMIT, RegistryService } from '../../registry/index.js';
 import { isRecord, type Logger } from '../../shared/index.js';
 import { openStore, type Store } from '../../store/index.js';
 import type { KubeClient } from './kube.js';
-import { filterRegistryDocument, type RegistryPlan, type RegistrySourceSpec } from './registry-config.js';
+import {
+  filterRegistryDocument,
+  MAX_REGISTRY_SOURCE_BYTES,
+  type RegistryPlan,
+  type RegistrySourceSpec,
+} from './registry-config.js';
 import { readKubernetesSource } from './registry-kubernetes.js';
 
 /** How often a file source is re-read; an API or git source without `syncPolicy`; a kubernetes source. */
@@ -69,9 +74,6 @@ async function readApiSource(endpoint: string, ctx: SourceContext): Promise<unkn
   }
 }
 
-/** A registry file larger than this is refused (the proxy's own message limit). */
-const MAX_URL_BYTES = 32 * 1024 * 1024;
-
 /** Fetches a `file.url` source: redirects not followed, bounded in time and size. */
 async function readUrlSource(url: string, timeoutMs: number): Promise<unknown> {
   const res = await fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
@@ -84,9 +86,9 @@ async function readUrlSource(url: string, timeoutMs: number): Promise<unknown> {
   let size = 0;
   for await (const chunk of res.body) {
     size += chunk.length;
-    if (size > MAX_URL_BYTES) {
+    if (size > MAX_REGISTRY_SOURCE_BYTES) {
       await res.body.cancel();
-      throw new Error(`GET ${url}: larger than ${MAX_URL_BYTES} bytes`);
+      throw new Error(`GET ${url}: larger than ${MAX_REGISTRY_SOURCE_BYTES} bytes`);
     }
     chunks.push(chunk);
   }

@@ -5,6 +5,7 @@
 // Kubernetes API server of fake-kube-api.ts (a real API server cannot run on these machines).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { createKubeClient } from '../../../src/control/operator/kube.js';
+import { MAX_REGISTRY_SOURCE_BYTES } from '../../../src/control/operator/registry-config.js';
 import { startRegistryServer } from '../../../src/control/operator/registry-server.js';
 import { waitFor } from '../../helpers/wait.js';
 import { startGitHttp, tempDir } from '../skills/fixtures.js';
@@ -327,6 +329,52 @@ describe('operator registry-server sources', { timeout: 120_000 }, () => {
       (err: Error) =>
         /git source http:\/\/127\.0\.0\.1:\d+\/r\.git/.test(err.message) && !err.message.includes('sekret'),
     );
+  });
+
+  it('a git source is held to 32 MiB: a larger pack is cut off, a file that inflates past it is refused', async (t) => {
+    const dir = tempDir(t, 'skep-registry-git-large-');
+    const work = join(dir, 'work');
+    mkdirSync(work);
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], { cwd: work });
+    const limit = MAX_REGISTRY_SOURCE_BYTES;
+    const small = JSON.stringify(registryDoc(server('io.example/small')));
+    const commitOn = (branch: string, files: Record<string, string | Buffer>) => {
+      git('checkout', '-q', '--orphan', branch);
+      git('rm', '-rfq', '--ignore-unmatch', '.');
+      for (const [name, content] of Object.entries(files)) writeFileSync(join(work, name), content);
+      git('add', '.');
+      git('commit', '-q', '-m', branch);
+    };
+    git('init', '-q', '-b', 'main');
+    commitOn('main', { 'registry.json': small });
+    // Random bytes do not compress: the pack itself is past the limit.
+    commitOn('big-pack', { 'registry.json': small, 'noise.bin': randomBytes(limit + 1024) });
+    // Spaces compress a thousandfold: a small pack whose registry file inflates past the limit.
+    commitOn('big-file', { 'registry.json': small + ' '.repeat(limit) });
+    git('clone', '-q', '--bare', '--no-local', work, join(dir, 'repos', 'r.git'));
+    const backend = await startGitHttp(t, join(dir, 'repos'));
+    const repository = `http://127.0.0.1:${backend.port}/r.git`;
+    const { readGitSource } = await import('../../../src/control/operator/registry-git.js');
+    const read = (branch: string) =>
+      readGitSource({ repository, ref: { branch }, path: 'registry.json', workDir: dir });
+
+    assert.equal(await read('main'), small, 'a repository within the limit is read');
+    const limitText = `more than ${limit} bytes (32 MiB, the limit of a git source)`;
+    await assert.rejects(read('big-pack'), (err: Error) => {
+      assert.equal(
+        err.message,
+        `git source ${repository} (branch big-pack, registry.json): the server sent ${limitText}`,
+      );
+      return true;
+    });
+    await assert.rejects(read('big-file'), (err: Error) => {
+      assert.equal(
+        err.message,
+        `git source ${repository} (branch big-file, registry.json): registry.json holds ${limitText}`,
+      );
+      return true;
+    });
   });
 
   it('RFC 6750 / RFC 9728: auth.mode oauth takes bearer JWTs of the provider, 401 with a challenge otherwise', async (t) => {
