@@ -74,8 +74,24 @@ async function readApiSource(endpoint: string, ctx: SourceContext): Promise<unkn
   }
 }
 
-/** Fetches a `file.url` source: redirects not followed, bounded in time and size. */
+/**
+ * Fetches a `file.url` source: redirects not followed, bounded in size and in time: `file.timeout`
+ * covers the whole exchange, headers and body, so a server that answers slowly or stalls mid-body
+ * is abandoned too.
+ */
 async function readUrlSource(url: string, timeoutMs: number): Promise<unknown> {
+  try {
+    return await fetchUrlSource(url, timeoutMs);
+  } catch (err) {
+    if ((err as Error).name === 'TimeoutError')
+      throw new Error(`GET ${url}: no complete answer within ${timeoutMs} ms (file.timeout)`, {
+        cause: err,
+      });
+    throw err;
+  }
+}
+
+async function fetchUrlSource(url: string, timeoutMs: number): Promise<unknown> {
   const res = await fetch(url, { redirect: 'manual', signal: AbortSignal.timeout(timeoutMs) });
   if (res.status !== 200) {
     await res.body?.cancel();

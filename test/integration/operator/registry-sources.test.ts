@@ -6,15 +6,20 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { createKubeClient } from '../../../src/control/operator/kube.js';
-import { MAX_REGISTRY_SOURCE_BYTES } from '../../../src/control/operator/registry-config.js';
+import {
+  MAX_REGISTRY_SOURCE_BYTES,
+  parseRegistryServerConfig,
+} from '../../../src/control/operator/registry-config.js';
 import { startRegistryServer } from '../../../src/control/operator/registry-server.js';
+import { RegistrySync } from '../../../src/control/operator/registry-sync.js';
+import { createLineLogger } from '../../../src/shared/index.js';
 import { waitFor } from '../../helpers/wait.js';
 import { startGitHttp, tempDir } from '../skills/fixtures.js';
 import { FakeKubeApi } from './fake-kube-api.js';
@@ -237,6 +242,57 @@ describe('operator registry-server sources', { timeout: 120_000 }, () => {
     assert.deepEqual(await names(`${running.url}/registry/moved/v0.1/servers`), []);
     assert.ok(asked.includes('/registry.json') && asked.includes('/moved'), asked.join(' '));
     assert.ok(!asked.includes('/target.json'), 'the redirect was not followed');
+  });
+
+  it('file.timeout: a url source that stalls (before its headers, or mid-body) is abandoned after the timeout, named in the message', async (t) => {
+    const dir = tempDir(t, 'skep-registry-url-timeout-');
+    const asked: string[] = [];
+    // Accepts every request and never finishes one: /silent sends nothing, /partial its headers and
+    // half a document.
+    const stalling = createServer((req, res) => {
+      asked.push(req.url ?? '');
+      if (req.url === '/partial') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"version": "1.0.0", "data": {"servers": [');
+      }
+    });
+    await new Promise<void>((resolve) => stalling.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise<void>((resolve) => stalling.close(() => resolve())));
+    t.after(() => stalling.closeAllConnections());
+    const base = `http://127.0.0.1:${(stalling.address() as AddressInfo).port}`;
+    const { config, problems } = parseRegistryServerConfig({
+      sources: [
+        { name: 'silent', file: { url: `${base}/silent`, timeout: '1500ms' } },
+        { name: 'partial', file: { url: `${base}/partial`, timeout: '1500ms' } },
+      ],
+      registries: [{ name: 'default', sources: ['silent', 'partial'] }],
+      auth: { mode: 'anonymous' },
+    });
+    assert.deepEqual(problems, []);
+    const warnings: Array<{ source: string; err: string }> = [];
+    const logger = createLineLogger({
+      level: 'warn',
+      write: (line) => warnings.push(JSON.parse(line) as { source: string; err: string }),
+    });
+    const sync = new RegistrySync(config?.registries ?? [], {
+      home: dir,
+      logger,
+      kube: () => assert.fail('no kubernetes source'),
+      namespace: () => 'default',
+    });
+    t.after(() => sync.close());
+    const started = performance.now();
+    await sync.start(); // the first read of every source, done when both were abandoned
+    const took = performance.now() - started;
+    assert.deepEqual(asked.sort(), ['/partial', '/silent'], 'both requests reached the server');
+    assert.ok(took >= 1400, `abandoned only after file.timeout (took ${Math.round(took)} ms)`);
+    assert.ok(took < 15_000, `abandoned at file.timeout, not the 30 s default (took ${Math.round(took)} ms)`);
+    assert.deepEqual(warnings.map((w) => [w.source, w.err]).sort(), [
+      ['partial', `GET ${base}/partial: no complete answer within 1500 ms (file.timeout)`],
+      ['silent', `GET ${base}/silent: no complete answer within 1500 ms (file.timeout)`],
+    ]);
+    // The registry of the two sources is served empty meanwhile.
+    assert.deepEqual(JSON.parse(readFileSync(sync.pathOf('default'), 'utf8')).data, { servers: [] });
   });
 
   it('a git source at a tag and at a commit (not the branch head)', async (t) => {
