@@ -24,7 +24,7 @@ import { normalizeEndpointPrefix } from './endpoint-prefix.js';
 import { hasMediaType, NOSNIFF, sendJson, sendRefusal } from './http-util.js';
 import { jsonDepthExceeds, PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
 import { LegacySseEndpoint } from './legacy-sse.js';
-import { HookedTarget, serverMessageScreen } from './reply-hooks.js';
+import { HookedTarget, type ServerMessageScreen, serverMessageScreen } from './reply-hooks.js';
 import { type PublicView, type PublicViewOf, publicViewResolver } from './public-view.js';
 import { newRequestContext, type RequestBody } from './request-context.js';
 import { StdioSessions } from './stdio-sessions.js';
@@ -127,6 +127,8 @@ class McpProxy implements RunningProxy {
   /** The client's view of the proxy per request: prefix and origin (`public-view.ts`). */
   readonly #publicView: PublicViewOf;
   readonly #middlewares: readonly ProxyMiddleware[];
+  /** The middlewares' judge of what the server sends on its own, for every transport. */
+  readonly #screen: ServerMessageScreen | undefined;
   readonly #handlers: readonly ProxyHttpHandler[];
   readonly #guard: OriginGuard;
   readonly #callerToken: CallerToken | undefined;
@@ -171,6 +173,7 @@ class McpProxy implements RunningProxy {
       logger: this.#logger,
     });
     this.#middlewares = options.middlewares ?? [];
+    this.#screen = serverMessageScreen(this.#middlewares);
     this.#handlers = options.handlers ?? [];
     this.#guard = createOriginGuard({
       bindHost: this.#host,
@@ -192,7 +195,7 @@ class McpProxy implements RunningProxy {
         limits: this.#limits,
         policy: this.#policy,
         serverName: options.serverName ?? 'mcp-server',
-        screen: serverMessageScreen(this.#middlewares),
+        screen: this.#screen,
       },
       options.perSession,
     );
@@ -268,6 +271,7 @@ class McpProxy implements RunningProxy {
         limits: this.#limits,
         policy: this.#policy,
         publicView: this.#publicView,
+        screen: this.#screen,
       });
       this.#markUpstreamReady();
       this.#logger.info({ server: this.#options.serverName, url: upstream.url }, 'HTTP server attached');

@@ -2,7 +2,8 @@
  * Running the middlewares' reply hooks (`ProxyRequestContext.onReply`) on the answer to one
  * request, whichever transport carries it: `HookedTarget` wraps the stdio bridge's reply
  * target, the transparent forwarder calls `runReplyHooks` on the answers it relays. And the
- * middlewares' judges of what the server sends on its own (`serverMessageScreen`).
+ * middlewares' judges of what the server sends on its own (`serverMessageScreen`), which both
+ * apply.
  */
 import { INTERNAL_ERROR, type JsonRpcMessage } from '../../protocol/index.js';
 import { ForwardingTarget, type ReplyTarget } from './outlets.js';
@@ -124,13 +125,18 @@ export class HookedTarget extends ForwardingTarget {
   }
 }
 
+/** The judge of a message the server sends on its own (`ProxyMiddleware.screenServerMessage`). */
+export type ServerMessageScreen = (message: JsonRpcMessage, text: string) => ServerMessageVerdict;
+
 /**
  * The middlewares' `screenServerMessage` as one judge, in pipeline order: the first that
  * stops a message decides; a rewrite by one is seen by the next. Undefined when none has one.
+ * Built once per proxy and given to every transport that relays server messages: the stdio
+ * bridge and the transparent forwarder.
  */
 export function serverMessageScreen(
   middlewares: readonly ProxyMiddleware[],
-): ((message: JsonRpcMessage, text: string) => ServerMessageVerdict) | undefined {
+): ServerMessageScreen | undefined {
   const judges = middlewares.filter((m) => m.screenServerMessage !== undefined);
   if (judges.length === 0) return undefined;
   return (message, text) => {

@@ -12,6 +12,12 @@
  * proxy re-initializes in the client's place and sessions continue through any proxy sharing
  * the store (`shared-sessions.ts`). Legacy SSE sessions stay with the proxy that holds their
  * event stream: the answers travel on that stream, through that proxy's reply hooks.
+ *
+ * What the server sends on its own (requests to the client such as `sampling/createMessage`,
+ * notifications such as log lines), on any event stream or in a JSON body, passes the
+ * middlewares' screen as on the stdio bridge: relayed, rewritten, or stopped (a stopped
+ * request is answered to the server with the screen's error). With no screen, nothing that
+ * no reply hook needs is parsed.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -21,6 +27,7 @@ import { hasMediaType, NOSNIFF, sendRefusal } from './http-util.js';
 import {
   errorMessage,
   INVALID_PARAMS,
+  isRequest,
   type JsonRpcId,
   type JsonRpcMessage,
   PROTOCOL_ERRORS,
@@ -30,7 +37,7 @@ import { messagesEndpoint } from './endpoint-prefix.js';
 import type { PublicViewOf } from './public-view.js';
 import { oversizedAnswer } from './line-channel.js';
 import { SSE_HEADERS } from './outlets.js';
-import { runReplyHooks } from './reply-hooks.js';
+import { runReplyHooks, type ServerMessageScreen } from './reply-hooks.js';
 import { SharedSessions } from './shared-sessions.js';
 import type { ToolPolicy } from './tool-policy.js';
 import type { OutboundSigner, ProxyLimits, ProxyUpstream, ReplyHook } from './types.js';
@@ -109,7 +116,15 @@ interface ForwarderDeps {
   policy: ToolPolicy;
   /** The client's view of the proxy: its prefix goes before `/messages` in the SSE `endpoint` event. */
   publicView: PublicViewOf;
+  /** The middlewares' judge of what the server sends on its own (`serverMessageScreen`). */
+  screen?: ServerMessageScreen | undefined;
 }
+
+/** Sends the server one JSON-RPC message of the proxy's (the answer to a request it stopped). */
+type AnswerServer = (message: string) => void;
+
+/** What is relayed of one server message: its text, or nothing (undefined); later when a hook is async. */
+type Relayed = string | undefined | Promise<string | undefined>;
 
 export class TransparentForwarder {
   readonly #agent: Agent;
@@ -205,12 +220,17 @@ export class TransparentForwarder {
   /**
    * Applies the tools policy to a request body and collects the reply hooks its answers need:
    * the policy's for a `tools/list` (outermost: it renames after the middlewares judged the
-   * server's own names), then the middlewares' (`hooks`, for a single request).
+   * server's own names), then the middlewares' (`hooks`, for a single request). With a screen,
+   * every request is listed (with no hooks, maybe): its answer then comes through the
+   * bounded reader that screens what the server sends beside it, and an oversized message
+   * answers it with an error naming the limit instead of leaving it waiting.
    */
   #rewriteRequest(body: string | undefined, hooks: readonly ReplyHook[]): Rewritten {
     const replies = new Map<string, ReplyHook[]>();
     const policy = this.#deps.policy;
-    if (body === undefined || (policy.passthrough && hooks.length === 0)) return { body, replies };
+    const screened = this.#deps.screen !== undefined;
+    if (body === undefined || (policy.passthrough && hooks.length === 0 && !screened))
+      return { body, replies };
     const parsed = JSON.parse(body) as JsonRpcMessage | JsonRpcMessage[];
     const messages = Array.isArray(parsed) ? parsed : [parsed];
     let changed = false;
@@ -223,7 +243,7 @@ export class TransparentForwarder {
           if (reply.result !== undefined) policy.applyToList(reply.result);
         });
       if (!Array.isArray(parsed)) forThis.push(...hooks);
-      if (forThis.length > 0) replies.set(key, forThis);
+      if (forThis.length > 0 || screened) replies.set(key, forThis);
       if (!policy.passthrough && m.method === 'tools/call') {
         const name = m.params?.['name'];
         const original = typeof name === 'string' ? policy.resolveCall(name) : undefined;
@@ -243,32 +263,95 @@ export class TransparentForwarder {
   }
 
   /**
-   * Runs the reply hooks on one server message (JSON text) that answers a request that has
-   * them; other text passes unchanged. Asynchronous only when a hook is.
+   * What to relay of one server message (the JSON text of a JSON body or of one SSE event):
+   * an answer to a request with reply hooks passes them; a request or notification the server
+   * sends on its own passes the screen (its verdict as on the stdio bridge: relayed as written,
+   * rewritten, or stopped; a stopped request is answered to the server through `answer`, a
+   * stopped notification dropped). Text neither applies to passes unchanged and, with no
+   * screen, unparsed. Undefined when nothing of it is left to relay. Asynchronous only when a
+   * hook is.
    */
-  #rewriteReply(text: string, replies: Map<string, ReplyHook[]>): string | Promise<string> {
-    if (replies.size === 0) return text;
-    let msg: JsonRpcMessage | JsonRpcMessage[];
+  #judge(text: string, replies: Map<string, ReplyHook[]>, answer: AnswerServer): Relayed {
+    const screen = this.#deps.screen;
+    const screening = screen !== undefined && maySendOnItsOwn(text);
+    if (replies.size === 0 && !screening) return text;
+    let parsed: JsonRpcMessage | JsonRpcMessage[];
     try {
-      msg = JSON.parse(text) as JsonRpcMessage | JsonRpcMessage[];
+      parsed = JSON.parse(text) as JsonRpcMessage | JsonRpcMessage[];
     } catch {
       return text;
     }
+    const batch = Array.isArray(parsed);
+    const messages = Array.isArray(parsed) ? parsed : [parsed];
+    const kept: JsonRpcMessage[] = [];
     const pending: Promise<void>[] = [];
     let changed = false;
-    for (const m of Array.isArray(msg) ? msg : [msg]) {
-      if (m === null || typeof m !== 'object' || m.method !== undefined) continue;
+    for (const m of messages) {
+      if (m === null || typeof m !== 'object') {
+        kept.push(m);
+        continue;
+      }
+      if (m.method !== undefined) {
+        // `text` is the whole batch when it came in one, as for the reply hooks.
+        const verdict = screening ? screen(m, text) : undefined;
+        if (verdict === undefined || verdict === 'rewritten') {
+          kept.push(m);
+          if (verdict === 'rewritten') changed = true;
+          continue;
+        }
+        changed = true;
+        const { code, message, data } = verdict.error;
+        if (isRequest(m)) answer(errorMessage(m.id, code, message, data));
+        continue;
+      }
+      kept.push(m);
       const key = JSON.stringify(m.id);
       const hooks = replies.get(key);
       if (hooks === undefined) continue;
       replies.delete(key);
+      if (hooks.length === 0) continue;
       changed = true;
       const done = runReplyHooks(hooks, m, text);
       if (done !== undefined) pending.push(done);
     }
     if (!changed) return text;
-    if (pending.length === 0) return JSON.stringify(msg);
-    return Promise.all(pending).then(() => JSON.stringify(msg));
+    const serialize = (): string | undefined =>
+      kept.length === 0 ? undefined : JSON.stringify(batch ? kept : kept[0]);
+    if (pending.length === 0) return serialize();
+    return Promise.all(pending).then(serialize);
+  }
+
+  /**
+   * Sends the server the answer to a request of its own that the screen stopped, as the stdio
+   * bridge writes it to the child's stdin, so the server does not wait on it until its own
+   * timeout: a streamable-HTTP server gets it POSTed to its MCP endpoint under the session's
+   * id (MCP 2025-11-25 "Streamable HTTP": a client POSTs its JSON-RPC responses there), a
+   * legacy SSE server to the session's messages endpoint. A failure is only logged; the
+   * server's timeout then ends its wait.
+   */
+  #answerServer(
+    url: string,
+    headers: Record<string, string>,
+    message: string,
+    sign: OutboundSigner | undefined,
+  ): void {
+    headers['content-type'] = 'application/json';
+    const signal = AbortSignal.timeout(this.#deps.limits.upstreamWaitMs);
+    this.#send('POST', url, headers, message, sign, signal)
+      .then(async (answered) => {
+        await answered.body.dump();
+        if (answered.statusCode >= 400)
+          this.#deps.logger.warn(
+            { status: answered.statusCode },
+            'the server refused the answer to a request of its own that a middleware stopped',
+          );
+      })
+      .catch((err: unknown) =>
+        this.#deps.logger.warn(
+          { error: (err as Error).message },
+          'could not answer a request of the server that a middleware stopped',
+        ),
+      );
   }
 
   async #forwardStreamable(
@@ -346,20 +429,41 @@ export class TransparentForwarder {
     }
     const replies = rewritten.replies;
     const contentType = headers['content-type'] ?? '';
-    // An answer the reply hooks judge is read one message at a time, each at most
-    // `maxUpstreamMessageBytes`: a JSON body whole, an event stream event by event.
+    // An answer the reply hooks judge, and with a screen every response (what the server
+    // sends on its own may come in any, the GET stream included), is read one message at a
+    // time, each at most `maxUpstreamMessageBytes`: a JSON body whole, an event stream event
+    // by event.
+    const judged = replies.size > 0 || this.#deps.screen !== undefined;
     const max = this.#deps.limits.maxUpstreamMessageBytes;
-    if (replies.size > 0 && contentType.startsWith('application/json')) {
-      const body = await boundedText(upstreamRes.body, max);
-      const text = await this.#rewriteReply(body ?? oneBody(tooLargeAnswers(replies, max)), replies);
+    const sid = session?.sentSid ?? (typeof header === 'string' ? header : issuedSid(upstreamRes));
+    const answer: AnswerServer = (message) => {
+      const to = this.#headersFor(undefined, outbound);
+      to['accept'] = 'application/json, text/event-stream';
+      if (sid !== undefined) to['mcp-session-id'] = sid;
+      const version = req.headers['mcp-protocol-version'];
+      if (typeof version === 'string') to['mcp-protocol-version'] = version;
+      this.#answerServer(this.#upstream.url, to, message, sign);
+    };
+    if (judged && contentType.startsWith('application/json')) {
+      const body = (await boundedText(upstreamRes.body, max)) ?? tooLargeBody(replies, max);
+      const text = body === undefined ? undefined : await this.#judge(body, replies, answer);
+      if (text === undefined) {
+        // Only messages the screen stopped, or one too large to screen that answers no
+        // request: nothing is left to relay.
+        delete headers['content-type'];
+        headers['content-length'] = '0';
+        res.writeHead(upstreamRes.statusCode, headers);
+        res.end();
+        return;
+      }
       headers['content-length'] = String(Buffer.byteLength(text));
       res.writeHead(upstreamRes.statusCode, headers);
       res.end(text);
       return;
     }
     res.writeHead(upstreamRes.statusCode, headers);
-    if (replies.size > 0 && contentType.startsWith('text/event-stream')) {
-      this.#relayEvents(upstreamRes, res, replies, max);
+    if (judged && contentType.startsWith('text/event-stream')) {
+      this.#relayEvents(upstreamRes, res, replies, max, answer);
       return;
     }
     // Plain streaming pass-through; pipe() handles backpressure towards a slow client.
@@ -368,17 +472,19 @@ export class TransparentForwarder {
   }
 
   /**
-   * Relays the event stream that answers a request with reply hooks, one event (one JSON-RPC
-   * message, MCP 2025-11-25 "Streamable HTTP") at a time: only the event being read is held,
-   * so a long stream never accumulates. The server is paused while the client lags (like
-   * `pipe()`). An event larger than `max` ends the stream: the requests still waiting get
-   * an error naming the limit, as if the server had answered with it.
+   * Relays an event stream that is judged (an answer to a request with reply hooks, or any
+   * stream when there is a screen), one event (one JSON-RPC message, MCP 2025-11-25
+   * "Streamable HTTP") at a time: only the event being read is held, so a long stream never
+   * accumulates. The server is paused while the client lags (like `pipe()`). An event larger
+   * than `max` ends the stream: the requests still waiting get an error naming the limit, as
+   * if the server had answered with it. An event the screen stopped is not relayed.
    */
   #relayEvents(
     upstreamRes: UpstreamResponse,
     res: ServerResponse,
     replies: Map<string, ReplyHook[]>,
     max: number,
+    answer: AnswerServer,
   ): void {
     const body = upstreamRes.body;
     const write = orderedWriter(res);
@@ -387,13 +493,13 @@ export class TransparentForwarder {
         onEvent: (e) => {
           const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
           const eventLine = e.event === undefined ? '' : `event: ${e.event}\n`;
-          write(this.#rewriteReply(e.data, replies), (data) => `${idLine}${eventLine}data: ${data}\n\n`);
+          write(this.#judge(e.data, replies, answer), (data) => `${idLine}${eventLine}data: ${data}\n\n`);
         },
         onRetry: (ms) => write(`retry: ${ms}\n\n`, (text) => text),
         onOverflow: () => {
           body.destroy();
-          for (const answer of tooLargeAnswers(replies, max))
-            write(this.#rewriteReply(answer, replies), (data) => `event: message\ndata: ${data}\n\n`);
+          for (const tooLarge of tooLargeAnswers(replies, max))
+            write(this.#judge(tooLarge, replies, answer), (data) => `event: message\ndata: ${data}\n\n`);
           write('', () => '', true);
         },
       },
@@ -553,6 +659,11 @@ export class TransparentForwarder {
     res.writeHead(200, SSE_HEADERS);
     const write = orderedWriter(res);
     const max = this.#deps.limits.maxUpstreamMessageBytes;
+    // The legacy transport answers the server where the client POSTs its messages.
+    const answer: AnswerServer = (message) => {
+      if (session.messagesUrl !== undefined)
+        this.#answerServer(session.messagesUrl, this.#headersFor(undefined, outbound), message, sign);
+    };
     const events = new SseDecoder(
       {
         onEvent: (e) => {
@@ -566,7 +677,7 @@ export class TransparentForwarder {
           const idLine = e.id === undefined ? '' : `id: ${e.id}\n`;
           const event = e.event ?? 'message';
           write(
-            this.#rewriteReply(e.data, session.replies),
+            this.#judge(e.data, session.replies, answer),
             (data) => `${idLine}event: ${event}\ndata: ${data}\n\n`,
           );
           if (res.writableLength > this.#deps.limits.maxClientBufferBytes) res.destroy();
@@ -575,8 +686,11 @@ export class TransparentForwarder {
         // naming the limit, and the stream ends (the client opens a new session).
         onOverflow: () => {
           upstreamRes.body.destroy();
-          for (const answer of tooLargeAnswers(session.replies, max))
-            write(this.#rewriteReply(answer, session.replies), (data) => `event: message\ndata: ${data}\n\n`);
+          for (const tooLarge of tooLargeAnswers(session.replies, max))
+            write(
+              this.#judge(tooLarge, session.replies, answer),
+              (data) => `event: message\ndata: ${data}\n\n`,
+            );
           write('', () => '', true);
         },
       },
@@ -641,22 +755,24 @@ export class TransparentForwarder {
 /**
  * Writes relayed SSE frames in arrival order even when a frame waits for an asynchronous
  * reply hook: `write(data, frame, end?)` queues `frame(data)` behind the frames before it.
+ * Data that comes to nothing (undefined: the screen stopped the message) writes no frame.
  */
 function orderedWriter(
   res: ServerResponse,
-): (data: string | Promise<string>, frame: (data: string) => string, end?: boolean) => void {
+): (data: Relayed, frame: (data: string) => string, end?: boolean) => void {
   let tail: Promise<void> | undefined;
-  const emit = (text: string, end: boolean): void => {
+  const emit = (data: string | undefined, frame: (data: string) => string, end: boolean): void => {
+    const text = data === undefined ? '' : frame(data);
     if (text !== '') res.write(text);
     if (end) res.end();
   };
   return (data, frame, end = false) => {
-    if (tail === undefined && typeof data === 'string') {
-      emit(frame(data), end);
+    if (tail === undefined && !(data instanceof Promise)) {
+      emit(data, frame, end);
       return;
     }
     const previous = tail ?? Promise.resolve();
-    tail = previous.then(async () => emit(frame(await data), end));
+    tail = previous.then(async () => emit(await data, frame, end));
   };
 }
 
@@ -683,9 +799,31 @@ function tooLargeAnswers(replies: Map<string, ReplyHook[]>, max: number): string
   return [...replies.keys()].map((key) => oversizedAnswer(JSON.parse(key) as JsonRpcId, max));
 }
 
-/** One JSON body of `answers` (an array for several, as for a batch). */
-function oneBody(answers: readonly string[]): string {
-  return answers.length === 1 ? (answers[0] as string) : `[${answers.join(',')}]`;
+/**
+ * What stands for a JSON body larger than `max`: the errors of the requests waiting in
+ * `replies` (an array for several, as for a batch); undefined when none waits (a screened
+ * response that answers no request is then not relayed: it could not be screened).
+ */
+function tooLargeBody(replies: Map<string, ReplyHook[]>, max: number): string | undefined {
+  const answers = tooLargeAnswers(replies, max);
+  if (answers.length === 0) return undefined;
+  return answers.length === 1 ? answers[0] : `[${answers.join(',')}]`;
+}
+
+/** The session id the server issued with this response (its answer to `initialize`). */
+function issuedSid(res: UpstreamResponse): string | undefined {
+  const sid = res.headers['mcp-session-id'];
+  return typeof sid === 'string' && sid !== '' ? sid : undefined;
+}
+
+/**
+ * Whether this JSON text may hold a request or notification (a member named `method`), for
+ * the screen: cheaper than parsing every answer. The name is written either literally or
+ * with a `\u` escape for some letter (JSON allows nothing else in a string), so the test
+ * misses none.
+ */
+function maySendOnItsOwn(text: string): boolean {
+  return text.includes('"method"') || text.includes('\\u');
 }
 
 /**

@@ -143,8 +143,9 @@ export interface ProxyLimits extends ListenerLimits {
   maxJsonDepth: number;
   /**
    * Largest message read from a server, bytes (characters): a stdio line, and in transparent
-   * mode a JSON answer or one SSE event the reply hooks judge (a larger one is refused with a
-   * JSON-RPC error naming this limit). Answers nobody judges stream through unread.
+   * mode a JSON answer or one SSE event the reply hooks or the server-message screen judge (a
+   * larger one is refused with a JSON-RPC error naming this limit). Answers nobody judges
+   * stream through unread.
    */
   maxUpstreamMessageBytes: number;
   /** How long a request waits for an upstream while none is attached, ms. */
@@ -365,7 +366,8 @@ export interface ProxyMiddleware {
   wellKnown?(path: string, view: PublicView): ProxyMiddlewareResult | undefined;
   /**
    * Optional judge of a message the server sends on its own (a notification, a request to
-   * the client) before the stdio bridge relays it; it may rewrite `message` in place.
+   * the client) before the proxy relays it (the stdio bridge, and the transparent forwarder on
+   * every event stream and JSON body of an HTTP server); it may rewrite `message` in place.
    * `text` is the JSON text it was parsed from.
    */
   screenServerMessage?(message: JsonRpcMessage, text: string): ServerMessageVerdict;

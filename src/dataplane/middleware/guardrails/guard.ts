@@ -1,8 +1,8 @@
 /**
  * The guardrails on one workload's traffic: tool arguments on the way in (`tools/call`), and
  * the answers to `tools/call`, `resources/read` and `prompts/get` on the way out (their
- * `result`, or a JSON-RPC `error`'s message and data); and, through the stdio bridge, what a
- * server sends on its own: log lines, progress messages, sampling and elicitation requests
+ * `result`, or a JSON-RPC `error`'s message and data); and what a server sends on its own,
+ * over stdio or HTTP: log lines, progress messages, sampling and elicitation requests
  * (`screenServerMessage`). List results (`tools/list`, ...) and every other method pass
  * untouched.
  *
