@@ -9,68 +9,18 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { generateKeyPair, SignJWT } from 'jose';
 import { buildPipeline } from '../../src/dataplane/pipeline/index.js';
 import { isSkepError, silentLogger } from '../../src/shared/index.js';
 import { parseRunConfig } from '../../src/workloads/index.js';
+import { startGuardedIssuer } from '../helpers/guarded-issuer.js';
 import { lab } from './vmcp/helpers.js';
 import { EVERYTHING_ENTRY } from './workloads/helpers.js';
 
 const AUDIENCE = 'jwks-token-test';
-
-interface GuardedIssuer {
-  issuer: string;
-  /** The `authorization` header of each discovery / JWKS request, in order. */
-  seen: Array<string | undefined>;
-  /** The token the issuer accepts from now on. */
-  accept(token: string): void;
-  sign(): Promise<string>;
-}
-
-/** An OIDC issuer on loopback whose discovery and JWKS answer 401 without the current token. */
-async function guardedIssuer(t: TestContext, initial: string): Promise<GuardedIssuer> {
-  const { privateKey, publicKey } = await generateKeyPair('RS256');
-  const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
-  let accepted = initial;
-  const seen: Array<string | undefined> = [];
-  let issuer = '';
-  const server = createServer((req, res) => {
-    seen.push(req.headers.authorization);
-    if (req.headers.authorization !== `Bearer ${accepted}`) return void res.writeHead(401).end();
-    const body =
-      req.url === '/.well-known/openid-configuration'
-        ? { issuer, jwks_uri: `${issuer}/keys` }
-        : req.url === '/keys'
-          ? { keys: [jwk] }
-          : undefined;
-    if (body === undefined) return void res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    server.closeAllConnections();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return {
-    issuer,
-    seen,
-    accept: (token) => (accepted = token),
-    sign: () =>
-      new SignJWT({ sub: 'alice' })
-        .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
-        .setIssuer(issuer)
-        .setAudience(AUDIENCE)
-        .setIssuedAt()
-        .setExpirationTime('5m')
-        .sign(privateKey),
-  };
-}
 
 function tokenFile(t: TestContext, content: string): { path: string; write(content: string): void } {
   const dir = mkdtempSync(join(tmpdir(), 'skep-jwks-token-'));
@@ -117,7 +67,7 @@ test(
   'jwks_auth_token_file: discovery and the JWKS are fetched with the file’s token, re-read on every fetch (rotation without restart)',
   { timeout: 120_000 },
   async (t) => {
-    const idp = await guardedIssuer(t, 'fresh-token');
+    const idp = await startGuardedIssuer(t, { acceptedToken: 'fresh-token' });
     const file = tokenFile(t, 'stale-token\n');
     const l = lab(t);
     await l.manager.createFromConfig(
@@ -128,7 +78,7 @@ test(
     );
     await l.run('guarded');
     const url = l.url('guarded', '/mcp');
-    const jwt = `Bearer ${await idp.sign()}`;
+    const jwt = `Bearer ${await idp.sign({ sub: 'alice', aud: AUDIENCE })}`;
 
     // The file holds a token the issuer refuses: no key, so even a valid JWT is refused.
     const refused = await initialize(url, jwt);
@@ -156,7 +106,7 @@ test(
     // A token signed by someone else is still refused (the key set is the issuer's).
     const { privateKey } = await generateKeyPair('RS256');
     const forged = await new SignJWT({ sub: 'mallory' })
-      .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+      .setProtectedHeader({ alg: 'RS256', kid: idp.kid })
       .setIssuer(idp.issuer)
       .setAudience(AUDIENCE)
       .setExpirationTime('5m')

@@ -7,32 +7,15 @@
 import assert from 'node:assert/strict';
 import { describe, it, type TestContext } from 'node:test';
 import type { Condition } from '../../../src/schemas/extauth/index.js';
-import { createKubeClient, createObjectClient } from '../../../src/control/operator/kube.js';
-import { WorkloadController } from '../../../src/control/operator/workload-controller.js';
-import { createLineLogger } from '../../../src/shared/index.js';
 import { waitFor } from '../../helpers/wait.js';
-import { FakeKubeApi } from './fake-kube-api.js';
+import type { FakeKubeApi } from './fake-kube-api.js';
+import { putAppsStatus, startWorkloadController } from './workload-controller-fixture.js';
 
 const NS = 'team-r';
 const SERVERS = 'skep.dev/v1beta1/mcpservers';
 const DEPLOYMENTS = 'apps/v1/deployments';
 
-async function setup(t: TestContext) {
-  const api = new FakeKubeApi();
-  await api.start();
-  t.after(() => api.close());
-  const kc = api.kubeConfig();
-  const controller = new WorkloadController({
-    kube: createKubeClient(kc),
-    objects: createObjectClient(kc),
-    logger: createLineLogger({ name: 'wc', level: 'warn', write: (line) => t.diagnostic(line.trim()) }),
-    render: { runnerImage: 'skep:test' },
-    relistDelayMs: 20,
-  });
-  await controller.start();
-  t.after(() => controller.close());
-  return api;
-}
+const setup = async (t: TestContext) => (await startWorkloadController(t)).api;
 
 interface ServerStatus {
   phase?: string;
@@ -45,18 +28,8 @@ const ready = (api: FakeKubeApi, name: string) =>
   statusOf(api, name).conditions?.find((c) => c.type === 'Ready');
 
 /** What the Deployment controller reports, written through the status subresource. */
-async function setDeploymentStatus(api: FakeKubeApi, name: string, status: Record<string, number>) {
-  const current = api.getObject(DEPLOYMENTS, NS, name)!;
-  const res = await fetch(
-    `http://127.0.0.1:${api.port}/apis/apps/v1/namespaces/${NS}/deployments/${name}/status`,
-    {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ...current, status }),
-    },
-  );
-  assert.equal(res.status, 200);
-}
+const setDeploymentStatus = (api: FakeKubeApi, name: string, status: Record<string, number>) =>
+  putAppsStatus(api, DEPLOYMENTS, NS, name, status);
 
 describe('MCPServer readiness from its Deployment, against a fake API server', { timeout: 60_000 }, () => {
   it('the status follows the Deployment: Pending 0/1, then Ready with readyReplicas 1, then back', async (t) => {

@@ -4,36 +4,17 @@
 // StatefulSet controller and the volume binder: it writes the StatefulSet's status and the
 // claims' phases, then reconciles).
 import assert from 'node:assert/strict';
-import { describe, it, type TestContext } from 'node:test';
+import { describe, it } from 'node:test';
 import type { Condition } from '../../../src/schemas/extauth/index.js';
-import { createKubeClient, createObjectClient } from '../../../src/control/operator/kube.js';
-import { WorkloadController } from '../../../src/control/operator/workload-controller.js';
-import { createLineLogger } from '../../../src/shared/index.js';
 import { waitFor } from '../../helpers/wait.js';
-import { FakeKubeApi } from './fake-kube-api.js';
+import type { FakeKubeApi } from './fake-kube-api.js';
+import { putAppsStatus, startWorkloadController } from './workload-controller-fixture.js';
 
 const NS = 'models';
 const KEY = `EmbeddingServer/${NS}/emb`;
 const STS = 'apps/v1/statefulsets';
 const PVC = 'core/v1/persistentvolumeclaims';
 type Obj = Record<string, unknown> & { metadata: Record<string, unknown> };
-
-async function setup(t: TestContext) {
-  const api = new FakeKubeApi();
-  await api.start();
-  t.after(() => api.close());
-  const kc = api.kubeConfig();
-  const controller = new WorkloadController({
-    kube: createKubeClient(kc),
-    objects: createObjectClient(kc),
-    logger: createLineLogger({ name: 'wc', level: 'warn', write: (line) => t.diagnostic(line.trim()) }),
-    render: { runnerImage: 'skep:test' },
-    relistDelayMs: 20,
-  });
-  await controller.start();
-  t.after(() => controller.close());
-  return { api, controller };
-}
 
 const embedding = (spec: Record<string, unknown>) =>
   ({
@@ -52,18 +33,8 @@ const statusOf = (api: FakeKubeApi) =>
 const condition = (api: FakeKubeApi, type: string) => statusOf(api).conditions?.find((c) => c.type === type);
 
 /** What the StatefulSet controller reports, written through the status subresource. */
-async function setStatefulSetStatus(api: FakeKubeApi, status: Record<string, number>): Promise<void> {
-  const current = api.getObject(STS, NS, 'emb')!;
-  const res = await fetch(
-    `http://127.0.0.1:${api.port}/apis/apps/v1/namespaces/${NS}/statefulsets/emb/status`,
-    {
-      method: 'PUT',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ ...current, status }),
-    },
-  );
-  assert.equal(res.status, 200);
-}
+const setStatefulSetStatus = (api: FakeKubeApi, status: Record<string, number>) =>
+  putAppsStatus(api, STS, NS, 'emb', status);
 
 const claim = (name: string, phase: string) =>
   ({
@@ -76,7 +47,7 @@ const claim = (name: string, phase: string) =>
 
 describe('EmbeddingServer conditions against a fake API server', { timeout: 60_000 }, () => {
   it('ModelReady follows the StatefulSet: no pods, pods downloading (phase Downloading), a ready pod', async (t) => {
-    const { api, controller } = await setup(t);
+    const { api, controller } = await startWorkloadController(t);
     api.create('skep.dev/v1beta1/embeddingservers', embedding({}));
     await waitFor('the StatefulSet and a first status', () =>
       api.getObject(STS, NS, 'emb') !== undefined && condition(api, 'ModelReady') !== undefined
@@ -107,7 +78,7 @@ describe('EmbeddingServer conditions against a fake API server', { timeout: 60_0
   });
 
   it('a change of the StatefulSet’s status re-reconciles its EmbeddingServer (the controller watches it)', async (t) => {
-    const { api } = await setup(t);
+    const { api } = await startWorkloadController(t);
     api.create('skep.dev/v1beta1/embeddingservers', embedding({}));
     await waitFor('a first status', () => condition(api, 'ModelReady'));
     await setStatefulSetStatus(api, { replicas: 1, readyReplicas: 0 });
@@ -132,7 +103,7 @@ describe('EmbeddingServer conditions against a fake API server', { timeout: 60_0
   });
 
   it('VolumeReady follows the model-cache claims of every replica: absent, Pending, Bound, Lost', async (t) => {
-    const { api, controller } = await setup(t);
+    const { api, controller } = await startWorkloadController(t);
     api.create(
       'skep.dev/v1beta1/embeddingservers',
       embedding({ replicas: 2, modelCache: { enabled: true } }),

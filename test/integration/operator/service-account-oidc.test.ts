@@ -7,63 +7,23 @@
 // test points them at files holding that CA and token, since those paths exist only in a pod.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test, type TestContext } from 'node:test';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { generateSelfSignedCert } from '../../../src/control/operator/index.js';
 import { type K8sObject, renderResources } from '../../../src/control/operator/render.js';
 import { buildPipeline } from '../../../src/dataplane/pipeline/index.js';
 import { newRequestContext } from '../../../src/dataplane/proxy/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
 import { parseRunConfig, type RunConfig } from '../../../src/workloads/index.js';
+import { startGuardedIssuer } from '../../helpers/guarded-issuer.js';
 
 const NS = 'tools';
 const POD_TOKEN = 'pod-service-account-token';
 
-interface ApiServer {
-  issuer: string;
-  ca: string;
-  /** `authorization` header of each discovery/JWKS request, in order. */
-  seen: Array<string | undefined>;
-  sign(claims: Record<string, unknown>): Promise<string>;
-}
-
-/** The API server's service-account issuer: discovery and JWKS behind a bearer token. */
-async function apiServer(t: TestContext, acceptedToken: () => string): Promise<ApiServer> {
-  const { cert, key } = generateSelfSignedCert(['127.0.0.1']);
-  const { privateKey, publicKey } = await generateKeyPair('RS256');
-  const jwk = { ...(await exportJWK(publicKey)), kid: 'sa-key', alg: 'RS256', use: 'sig' };
-  const seen: Array<string | undefined> = [];
-  let issuer = '';
-  const server = createServer({ cert, key }, (req, res) => {
-    seen.push(req.headers.authorization);
-    if (req.headers.authorization !== `Bearer ${acceptedToken()}`) return void res.writeHead(401).end();
-    const body =
-      req.url === '/.well-known/openid-configuration'
-        ? { issuer, jwks_uri: `${issuer}/openid/v1/jwks`, id_token_signing_alg_values_supported: ['RS256'] }
-        : req.url === '/openid/v1/jwks'
-          ? { keys: [jwk] }
-          : undefined;
-    if (body === undefined) return void res.writeHead(404).end();
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    server.closeAllConnections();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  issuer = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const sign = (claims: Record<string, unknown>) =>
-    new SignJWT(claims)
-      .setProtectedHeader({ alg: 'RS256', kid: 'sa-key' })
-      .setIssuer(issuer)
-      .setIssuedAt()
-      .setExpirationTime('5m')
-      .sign(privateKey);
-  return { issuer, ca: cert, seen, sign };
+/** The API server's service-account issuer (https, its own CA): discovery and JWKS behind the pod's token. */
+async function apiServer(t: TestContext) {
+  const issuer = await startGuardedIssuer(t, { acceptedToken: POD_TOKEN, tls: true });
+  return { ...issuer, ca: issuer.ca ?? assert.fail('an https issuer has a CA') };
 }
 
 const cr = (kind: string, name: string, spec: Record<string, unknown>) => ({
@@ -128,7 +88,7 @@ function withLocalFiles(t: TestContext, config: RunConfig, ca: string, token: st
 const caller = (namespace: string, name: string) => `system:serviceaccount:${namespace}:${name}`;
 
 test('kubernetesServiceAccount: the runner fetches the JWKS with the pod’s token over the cluster CA, and checks audience and account', async (t) => {
-  const api = await apiServer(t, () => POD_TOKEN);
+  const api = await apiServer(t);
   const rendered = await renderedRunConfig({
     issuer: api.issuer,
     namespace: 'clients',
@@ -154,7 +114,7 @@ test('kubernetesServiceAccount: the runner fetches the JWKS with the pod’s tok
 });
 
 test('kubernetesServiceAccount without serviceAccount/namespace accepts any account of the issuer with the audience', async (t) => {
-  const api = await apiServer(t, () => POD_TOKEN);
+  const api = await apiServer(t);
   const rendered = await renderedRunConfig({ issuer: api.issuer });
   assert.equal(rendered.oidc_config?.kubernetesServiceAccount, undefined);
   const check = await runnerAuth(t, withLocalFiles(t, rendered, api.ca, POD_TOKEN));
@@ -163,7 +123,7 @@ test('kubernetesServiceAccount without serviceAccount/namespace accepts any acco
 });
 
 test('kubernetesServiceAccount: a token the API server refuses, or no cluster CA, means no key and every token is refused', async (t) => {
-  const api = await apiServer(t, () => POD_TOKEN);
+  const api = await apiServer(t);
   const rendered = await renderedRunConfig({ issuer: api.issuer });
 
   const wrongPodToken = await runnerAuth(t, withLocalFiles(t, rendered, api.ca, 'stale-token'));
@@ -181,7 +141,7 @@ test('kubernetesServiceAccount: a token the API server refuses, or no cluster CA
 });
 
 test('oidc_config.cacertPath / authTokenFile: a missing file is a start error naming the field', async (t) => {
-  const api = await apiServer(t, () => POD_TOKEN);
+  const api = await apiServer(t);
   const rendered = await renderedRunConfig({ issuer: api.issuer });
   await assert.rejects(
     buildPipeline(rendered, { logger: silentLogger, secretLookup: async () => undefined }),
