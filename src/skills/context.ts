@@ -13,6 +13,7 @@ import type { LocalStore } from './local-store.js';
 import type { OciSession } from './oci-client.js';
 import type { OciRef } from './oci-ref.js';
 import type { SkillRecords } from './records.js';
+import type { SkillCatalog } from './registry-policy.js';
 
 export interface SkillsContext {
   readonly records: SkillRecords;
@@ -23,4 +24,6 @@ export interface SkillsContext {
   env(): NodeJS.ProcessEnv;
   git(): GitOptions;
   session(ref: OciRef, push: boolean): OciSession;
+  /** The configured registry's skills: names resolve through it, and its entries' signer policy applies. */
+  readonly catalog?: SkillCatalog | undefined;
 }

@@ -21,6 +21,7 @@ import {
   writeLock,
 } from './lock-file.js';
 import type { InstalledSkill } from './records.js';
+import { checkRegistrySignature } from './registry-policy.js';
 import { type ResolvedSkill, resolveSkill } from './resolve.js';
 import { resolveScope } from './scope.js';
 import { checkSignature, type SkillSignature, type SkillTrust, skillTrust } from './signing.js';
@@ -308,7 +309,9 @@ function pinnedSigner(tx: InstallTx, name: string): string | undefined {
  * is looked up when the scope requires a signature or the user trusts keys; a signature that does
  * not verify is refused in every scope; an unsigned artifact is refused in project scope unless
  * `allow_unsigned`; a signer other than the one the lock file pins is refused (as ToolHive's).
- * Git sources and local builds cannot carry a signature: they count as unsigned.
+ * Git sources and local builds cannot carry a signature: they count as unsigned. A skill from a
+ * registry entry that names its signer must be signed keyless by it, in every scope
+ * (`registry-policy.ts`), and the user's policy still applies.
  */
 async function signatureOf(
   ctx: SkillsContext,
@@ -318,8 +321,11 @@ async function signatureOf(
   const policy = tx.signatures;
   if (policy === undefined) return { status: 'unchecked' };
   const name = resolved.name;
+  const governed = resolved.registryPolicies ?? [];
   let found: SkillSignature;
-  if (resolved.oci === undefined) found = { status: 'unsigned' };
+  // A registry entry that names its signer makes a signature required in every scope.
+  if (governed.length > 0) found = await checkRegistrySignature(ctx, resolved, governed, policy.trust);
+  else if (resolved.oci === undefined) found = { status: 'unsigned' };
   else if (!policy.required && policy.trust.keys.length === 0 && policy.trust.keyless === undefined)
     return { status: 'unchecked' };
   else found = await checkSignature(ctx, resolved.oci, resolved.digest, policy.trust);

@@ -25,6 +25,7 @@ import {
   type UpgradeSkillsRequest,
 } from './lock-sync.js';
 import type { InstalledSkill } from './records.js';
+import { checkRegistrySignature } from './registry-policy.js';
 import { resolveSkill } from './resolve.js';
 import { resolveScope } from './scope.js';
 import { checkSignature, skillTrust } from './signing.js';
@@ -211,7 +212,11 @@ async function checkUpgradeSignature(
   if (resolved.oci === undefined) {
     throw new SkepError('forbidden', `skill "${entry.name}": ${entry.source} carries no signature`);
   }
-  const found = await checkSignature(ctx, resolved.oci, digest, await skillTrust(ctx));
+  const trust = await skillTrust(ctx);
+  // New content of a skill a registry entry governs must still be signed as the entry requires.
+  const governed = resolved.registryPolicies ?? [];
+  if (governed.length > 0) return checkRegistrySignature(ctx, resolved, governed, trust);
+  const found = await checkSignature(ctx, resolved.oci, digest, trust);
   if (found.status === 'verified') return { signer: found.signer, issuer: found.issuer };
   throw new SkepError(
     'forbidden',

@@ -12,8 +12,17 @@ import { listBuilds } from './builds.js';
 import type { SkillsContext } from './context.js';
 import { checkoutGitSkill, isGitRef, parseGitRef } from './git-source.js';
 import { formatOciRef, looksLikeOciRef, type OciRef, parseOciRef, repositoryName } from './oci-ref.js';
+import {
+  catalogSource,
+  entryName,
+  findCatalogSkill,
+  policiesForRepository,
+  type RegistryPolicy,
+  registryPolicyOf,
+} from './registry-policy.js';
 import { collectSkillFiles, parseCollected } from './skill-dir.js';
 import { type ParsedSkill, requireSkillName, skillNameProblem } from './skill-md.js';
+import type { CatalogSkill } from '../schemas/registry/index.js';
 
 export interface SkillContent {
   name: string;
@@ -34,6 +43,34 @@ export interface ResolvedSkill {
   entries: ArchiveEntry[];
   /** The registry repository the artifact came from (not for git sources or local builds): where its signature is. */
   oci?: OciRef;
+  /** The signers the registry's entries require of this skill (`registry-policy.ts`); none when absent. */
+  registryPolicies?: RegistryPolicy[];
+}
+
+/** A qualified registry skill name, `namespace/name` (ToolHive's), which also reads as an OCI reference. */
+const QUALIFIED_NAME = /^[a-z0-9][a-z0-9.-]*\/[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+
+/**
+ * Installs what a registry entry publishes, under the entry's signer policy (checked before
+ * anything is fetched: a policy Skep cannot enforce refuses the install). The skill must be the
+ * one the entry names.
+ */
+async function fromCatalog(
+  ctx: SkillsContext,
+  entry: CatalogSkill,
+  version: string | undefined,
+): Promise<ResolvedSkill> {
+  const own = registryPolicyOf(entry);
+  const resolved = await resolveSkill(ctx, catalogSource(entry), version);
+  if (resolved.name !== entry.name) {
+    throw new SkepError(
+      'skill_artifact_invalid',
+      `registry skill ${entryName(entry)} resolves to a skill named "${resolved.name}"`,
+    );
+  }
+  const policies = [...(resolved.registryPolicies ?? [])];
+  if (own !== undefined && !policies.some((p) => p.entry === own.entry)) policies.push(own);
+  return policies.length === 0 ? resolved : { ...resolved, registryPolicies: policies };
 }
 
 async function fromArtifact(
@@ -80,7 +117,12 @@ async function fromGit(ctx: SkillsContext, input: string): Promise<ResolvedSkill
   }
 }
 
-/** Resolves what the user asked for (ToolHive's dispatch), without a registry catalogue lookup. */
+/**
+ * Resolves what the user asked for (ToolHive's dispatch): a git reference, a registry entry's
+ * `namespace/name`, an OCI reference (with the signer policies of the registry entries that
+ * publish its repository), a local build, or a skill name — a local build first, then the
+ * configured registry.
+ */
 export async function resolveSkill(
   ctx: SkillsContext,
   input: string,
@@ -88,6 +130,10 @@ export async function resolveSkill(
 ): Promise<ResolvedSkill> {
   if (input === '') throw new SkepError('bad_request', 'name is required');
   if (isGitRef(input)) return fromGit(ctx, input);
+  if (QUALIFIED_NAME.test(input)) {
+    const entry = await findCatalogSkill(ctx, input);
+    if (entry !== undefined) return fromCatalog(ctx, entry, version);
+  }
   if (looksLikeOciRef(input)) {
     let reference = input;
     if (
@@ -113,8 +159,14 @@ export async function resolveSkill(
         `skill name "${declared}" in artifact does not match OCI reference repository "${ref.repository}"`,
       );
     }
-    if (local) return fromArtifact(ctx, fetched, reference, reference, reference);
-    return { ...(await fromArtifact(ctx, fetched, reference, ref.tag ?? '', formatOciRef(ref))), oci: ref };
+    const policies = await policiesForRepository(ctx, ref);
+    const governed = policies.length === 0 ? {} : { registryPolicies: policies };
+    if (local) return { ...(await fromArtifact(ctx, fetched, reference, reference, reference)), ...governed };
+    return {
+      ...(await fromArtifact(ctx, fetched, reference, ref.tag ?? '', formatOciRef(ref))),
+      oci: ref,
+      ...governed,
+    };
   }
   requireSkillName(input);
   if ((await ctx.local.resolve(input)) !== undefined) {
@@ -140,9 +192,11 @@ export async function resolveSkill(
     );
   }
   if (chosen === undefined) {
+    const entry = await findCatalogSkill(ctx, input);
+    if (entry !== undefined) return fromCatalog(ctx, entry, version);
     throw new SkepError(
       'skill_not_found',
-      `skill "${input}" not found in local store; install by OCI reference (e.g. ghcr.io/<namespace>/${input}:<version>) or git:// reference`,
+      `skill "${input}" not found in local store${ctx.catalog === undefined ? '' : ' or registry'}; install by OCI reference (e.g. ghcr.io/<namespace>/${input}:<version>) or git:// reference`,
     );
   }
   return fromArtifact(ctx, await fetchArtifact(ctx.local, chosen.tag), chosen.tag, chosen.tag, chosen.tag);

@@ -32,6 +32,7 @@ import { type OciClientOptions, OciSession } from './oci-client.js';
 import { privateSkillHosts } from './private-hosts.js';
 import { syncProject, upgradeProject } from './project-sync.js';
 import { type InstalledSkill, SkillRecords } from './records.js';
+import type { SkillCatalog } from './registry-policy.js';
 import { type SkillContent, skillContent } from './resolve.js';
 import { type ValidationResult, validateSkillDir } from './skill-dir.js';
 
@@ -52,6 +53,12 @@ export interface SkillsServiceOptions {
   limits?: ArchiveLimits;
   /** Where a failed step of an install's commit or rollback is reported. */
   logger?: Logger;
+  /**
+   * The configured registry's skills (`registrySkillCatalog(() => registryService)`): a plain
+   * name installs from its entry, and an entry's `provenance` is the signer an install from it
+   * must have (`registry-policy.ts`). Without it, names resolve to local builds only.
+   */
+  catalog?: SkillCatalog;
 }
 
 export class SkillsService {
@@ -64,6 +71,7 @@ export class SkillsService {
       groups: options.groups,
       local: new LocalStore(options.storeDir),
       limits: options.limits ?? DEFAULT_LIMITS,
+      catalog: options.catalog,
       logger: options.logger ?? silentLogger,
       env,
       git: () => options.git ?? gitOptionsFromEnv(env(), options.privateHosts),

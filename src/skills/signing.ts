@@ -14,12 +14,16 @@
  *   (a relative `trusted_root` is read beside the policy file); the lock file records the
  *   certificate's identity and OIDC issuer.
  *
+ * A registry entry that names a skill's signer narrows this policy for the skills it publishes,
+ * never widens it (`registry-policy.ts`).
+ *
  * Keyless signing on push is not built: a push asking for it gets a message that says how to
  * sign instead.
  *
  * The signature modules are loaded lazily: only a signed push or an install from a registry
  * loads them, and the Sigstore one only when a Sigstore policy exists.
  */
+import type { TrustMaterial } from '@sigstore/verify';
 import type { KeyObject } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { delimiter, dirname, join, resolve } from 'node:path';
@@ -134,19 +138,22 @@ export async function trustedKeys(ctx: SkillsContext, given: readonly string[] =
   return keys;
 }
 
-type KeylessCheck = NonNullable<Parameters<SignatureModule['verifyArtifact']>[3]>;
+export type KeylessCheck = NonNullable<Parameters<SignatureModule['verifyArtifact']>[3]>;
+export type KeylessResult = ReturnType<KeylessCheck['layer']>;
 
 /** Who the user trusts to sign skills: public keys and, with a Sigstore policy, keyless signers. */
 export interface SkillTrust {
   keys: KeyObject[];
   keyless?: KeylessCheck;
+  /** The trusted root of the user's Sigstore policy (a registry's signer is checked against it). */
+  root?: TrustMaterial;
 }
 
 /** The user's whole trust policy for an install (`given` public keys added to theirs). */
 export async function skillTrust(ctx: SkillsContext, given: readonly string[] = []): Promise<SkillTrust> {
   const keys = await trustedKeys(ctx, given);
   const keyless = await keylessTrust(ctx);
-  return keyless === undefined ? { keys } : { keys, keyless };
+  return keyless === undefined ? { keys } : { keys, ...keyless };
 }
 
 interface PolicyFile {
@@ -159,7 +166,9 @@ interface PolicyFile {
  * signature passes when it verifies against the trusted root and its certificate matches one of
  * the identities. A policy file that cannot be used is refused by name, never skipped.
  */
-async function keylessTrust(ctx: SkillsContext): Promise<KeylessCheck | undefined> {
+async function keylessTrust(
+  ctx: SkillsContext,
+): Promise<{ keyless: KeylessCheck; root: TrustMaterial } | undefined> {
   const env = ctx.env();
   const named = env[SIGSTORE_POLICY_ENV];
   const file =
@@ -226,7 +235,7 @@ async function keylessTrust(ctx: SkillsContext): Promise<KeylessCheck | undefine
   } catch (err) {
     throw bad(`trusted_root "${rootPath}": ${(err as Error).message}`);
   }
-  return sigstore.keylessCheck(trust, identities);
+  return { keyless: sigstore.keylessCheck(trust, identities), root: trust };
 }
 
 /** What the signature check of one install found. */

@@ -107,6 +107,30 @@ export type CatalogServer = Static<typeof CatalogServer>;
 export type NamedInput = Static<typeof NamedInput>;
 export type Argument = Static<typeof Argument>;
 
+export const Provenance = Type.Object({
+  attestation: Opt(Type.Object({ predicate: Opt(Type.Unknown()), predicate_type: Opt(Str()) })),
+  cert_issuer: Opt(Str()),
+  /** Skep extension: the publisher's cosign public key (SPKI PEM) for key-based image verification. */
+  public_key: Opt(Str()),
+  repository_ref: Opt(Str()),
+  repository_uri: Opt(Str()),
+  runner_environment: Opt(Str()),
+  signer_identity: Opt(Str()),
+  sigstore_url: Opt(Str()),
+});
+
+/**
+ * Who signs a skill, as a registry entry states it: ToolHive's skill entries carry the image
+ * servers' `provenance` object at the top level of the entry, and so does Skep. Skep adds
+ * `signer_identity_regexp` (a CI identity names the tag it ran for, so releases need a pattern).
+ * What install enforces, and which fields it refuses, is in `src/skills/registry-policy.ts`.
+ */
+export const SkillProvenance = Type.Object({
+  ...Provenance.properties,
+  signer_identity_regexp: Opt(Str()),
+});
+export type SkillProvenance = Static<typeof SkillProvenance>;
+
 export const CatalogSkill = Type.Object(
   {
     namespace: Type.String({ minLength: 3, maxLength: 128 }),
@@ -136,6 +160,7 @@ export const CatalogSkill = Type.Object(
         }),
       ),
     ),
+    provenance: Opt(SkillProvenance),
     metadata: Opt(Type.Record(Type.String(), Type.Unknown())),
     _meta: Opt(Type.Record(Type.String(), Type.Unknown())),
   },
@@ -212,18 +237,6 @@ export const Metadata = Type.Object({
       uid: Opt(Str()),
     }),
   ),
-});
-
-export const Provenance = Type.Object({
-  attestation: Opt(Type.Object({ predicate: Opt(Type.Unknown()), predicate_type: Opt(Str()) })),
-  cert_issuer: Opt(Str()),
-  /** Skep extension: the publisher's cosign public key (SPKI PEM) for key-based image verification. */
-  public_key: Opt(Str()),
-  repository_ref: Opt(Str()),
-  repository_uri: Opt(Str()),
-  runner_environment: Opt(Str()),
-  signer_identity: Opt(Str()),
-  sigstore_url: Opt(Str()),
 });
 
 export const OAuthConfig = Type.Object({

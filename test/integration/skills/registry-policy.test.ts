@@ -1,0 +1,300 @@
+/**
+ * The registry's signer policy for skills, against a real OCI registry (Debian docker-registry on
+ * loopback) and a real registry service reading a registry file: a catalog skill entry's
+ * `provenance` (`signer_identity`, `cert_issuer`) names who must have signed the skill. Keyless
+ * signatures are made by the test (a leaf certificate from a CA standing in for Fulcio, a Rekor
+ * SET from a log key standing in for Rekor, `test/helpers/sigstore-fixture.ts`); the trusted root
+ * comes from the user's Sigstore policy file, as it must.
+ *
+ * Checked: an install by name through the registry with the right signer installs and the lock
+ * records signer and issuer; another identity or another issuer is refused naming the signer
+ * expected and the one found, by name or by OCI reference, in project and user scope; the user's
+ * policy still applies (the registry narrows, never widens); an unsigned artifact for an entry
+ * with provenance is refused even with allow_unsigned, while one without provenance keeps
+ * allow_unsigned's meaning; a signature by a key the user trusts does not meet a keyless entry; a
+ * constraint Skep cannot check and a missing trusted root are refused by name.
+ */
+import assert from 'node:assert/strict';
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { parse as parseYaml } from 'yaml';
+import { GroupService } from '../../../src/groups/index.js';
+import { RegistryService } from '../../../src/registry/index.js';
+import type { CatalogSkill } from '../../../src/schemas/registry/index.js';
+import { registrySkillCatalog, SkillsService } from '../../../src/skills/index.js';
+import { OciSession } from '../../../src/skills/oci-client.js';
+import { parseOciRef } from '../../../src/skills/oci-ref.js';
+import { SIGSTORE_POLICY_ENV, signatureStore } from '../../../src/skills/signing.js';
+import { openStore } from '../../../src/store/index.js';
+import { requireService } from '../../helpers/services.js';
+import { createSigstoreFixture, type SigstoreFixture } from '../../helpers/sigstore-fixture.js';
+import { hasRegistry, initGitRepo, startRegistry, tempDir, writeSkill } from './fixtures.js';
+
+const ALICE = 'alice@example.com';
+const ISSUER = 'https://accounts.example.com';
+
+interface LockEntry {
+  name: string;
+  source: string;
+  digest: string;
+  unsigned?: boolean;
+  provenance?: { signerIdentity: string; certIssuer: string };
+}
+
+interface Harness {
+  skills: SkillsService;
+  env: NodeJS.ProcessEnv;
+  /** Points the registry service at a fresh registry file holding `entries`. */
+  useRegistry(entries: CatalogSkill[]): Promise<void>;
+  /** Writes the user's Sigstore policy (trusted root + identities). */
+  usePolicy(identities: unknown[]): void;
+  newProject(): string;
+  lock(project: string): LockEntry[];
+  /** Builds, pushes (signed with `key` when given) and drops the local build of `name`. */
+  publish(name: string, key?: string): Promise<{ ref: string; digest: string }>;
+  sign(ref: string, digest: string, identity: string, issuer: string): Promise<void>;
+}
+
+async function harness(t: TestContext, fx: SigstoreFixture): Promise<Harness> {
+  const registry = await startRegistry(t);
+  const dir = tempDir(t, 'skep-skill-regpolicy-');
+  const home = join(dir, 'home');
+  mkdirSync(home);
+  const store = openStore(join(dir, 'state.db'));
+  t.after(() => store.close());
+  const registryService = new RegistryService({ store, cacheDir: join(dir, 'cache') });
+  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config') };
+  const skills = new SkillsService({
+    store,
+    groups: new GroupService(store),
+    storeDir: join(dir, 'oci'),
+    env,
+    privateHosts: ['127.0.0.1'],
+    catalog: registrySkillCatalog(() => registryService),
+  });
+  let files = 0;
+  return {
+    skills,
+    env,
+    async useRegistry(entries) {
+      const file = join(dir, `registry-${++files}.json`);
+      writeFileSync(
+        `${file}.tmp`,
+        JSON.stringify({ version: '1.0.0', data: { servers: [], skills: entries } }),
+      );
+      renameSync(`${file}.tmp`, file);
+      await registryService.configure('default', { local_path: file });
+    },
+    usePolicy(identities) {
+      const file = join(dir, 'sigstore-policy.json');
+      writeFileSync(file, JSON.stringify({ trusted_root: fx.trustedRootPath, identities }));
+      env[SIGSTORE_POLICY_ENV] = file;
+    },
+    newProject() {
+      const project = realpathSync(tempDir(t, 'skep-skill-regpolicy-project-'));
+      initGitRepo(project);
+      return project;
+    },
+    lock(project) {
+      return (parseYaml(readFileSync(join(project, 'skep.lock.yaml'), 'utf8')) as { skills: LockEntry[] })
+        .skills;
+    },
+    async publish(name, key) {
+      const ref = `${registry}/skills/${name}:1.0.0`;
+      await skills.build(writeSkill(join(dir, 'src'), name), ref);
+      await skills.push({ reference: ref, ...(key === undefined ? {} : { key }) });
+      await skills.removeBuild(ref);
+      const head = await fetch(`http://${registry}/v2/skills/${name}/manifests/1.0.0`, {
+        method: 'HEAD',
+        headers: { accept: 'application/vnd.oci.image.index.v1+json' },
+      });
+      const digest = head.headers.get('docker-content-digest') ?? '';
+      assert.match(digest, /^sha256:[0-9a-f]{64}$/);
+      return { ref, digest };
+    },
+    async sign(ref, digest, identity, issuer) {
+      const session = new OciSession(parseOciRef(ref), true, { privateHosts: ['127.0.0.1'] });
+      const repo = ref.slice(0, ref.lastIndexOf(':'));
+      await fx.sign(signatureStore(session), repo, digest, fx.leaf({ identity, issuer }));
+    },
+  };
+}
+
+function entry(name: string, ref: string, provenance?: CatalogSkill['provenance']): CatalogSkill {
+  return {
+    namespace: 'io.example',
+    name,
+    description: `The ${name} skill.`,
+    version: '1.0.0',
+    packages: [{ registryType: 'oci', identifier: ref }],
+    ...(provenance === undefined ? {} : { provenance }),
+  };
+}
+
+test(
+  'registry policy: the entry names the signer; right signer installs (lock records it), wrong identity or issuer refused',
+  { timeout: 120_000 },
+  async (t) => {
+    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
+    const fx = createSigstoreFixture();
+    t.after(() => fx.close());
+    const h = await harness(t, fx);
+    const { ref, digest } = await h.publish('policy-skill');
+    await h.sign(ref, digest, ALICE, ISSUER);
+    // The user trusts any example.com identity from this issuer; the registry narrows it to Alice.
+    h.usePolicy([{ signer_identity_regexp: '.*@example\\.com', cert_issuer: ISSUER }]);
+    const install = (name: string, project: string | undefined, extra: Record<string, unknown> = {}) =>
+      h.skills.install({
+        name,
+        clients: ['claude-code'],
+        ...(project === undefined ? {} : { scope: 'project', project_root: project }),
+        ...extra,
+      });
+
+    // Right signer, installed by name through the registry: the lock records who signed.
+    await h.useRegistry([entry('policy-skill', ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
+    const project = h.newProject();
+    const installed = await install('policy-skill', project);
+    assert.equal(installed.digest, digest);
+    const locked = h.lock(project).find((e) => e.name === 'policy-skill');
+    assert.equal(locked?.source, ref, 'the lock keeps the reference the entry resolved to');
+    assert.deepEqual(locked?.provenance, { signerIdentity: ALICE, certIssuer: ISSUER });
+    assert.equal(locked?.unsigned, undefined);
+    // The qualified name resolves the same entry.
+    await install('io.example/policy-skill', h.newProject());
+
+    // Another identity in the entry: refused by name and by OCI reference, naming both signers,
+    // in project and in user scope (the registry's policy holds in every scope), nothing written.
+    await h.useRegistry([
+      entry('policy-skill', ref, { signer_identity: 'bob@example.com', cert_issuer: ISSUER }),
+    ]);
+    const expected =
+      /skill "policy-skill" \(sha256:[0-9a-f]{64}\) is not signed by bob@example\.com \(issuer https:\/\/accounts\.example\.com\), as its registry entry io\.example\/policy-skill requires: signed by alice@example\.com \(issuer https:\/\/accounts\.example\.com\), but the registry entry io\.example\/policy-skill requires bob@example\.com/;
+    for (const [name, target] of [
+      ['policy-skill', h.newProject()],
+      [ref, h.newProject()],
+      [ref, undefined],
+    ] as const) {
+      await assert.rejects(install(name, target), { code: 'forbidden', message: expected });
+      if (target !== undefined) assert.ok(!existsSync(join(target, '.claude')), 'nothing written');
+    }
+    assert.ok(
+      !existsSync(join(h.env['HOME']!, '.claude', 'skills', 'policy-skill')),
+      'user scope: nothing written',
+    );
+
+    // Another issuer in the entry: refused the same way.
+    await h.useRegistry([
+      entry('policy-skill', ref, { signer_identity: ALICE, cert_issuer: 'https://other.example.com' }),
+    ]);
+    await assert.rejects(install('policy-skill', h.newProject()), {
+      code: 'forbidden',
+      message:
+        /signed by alice@example\.com \(issuer https:\/\/accounts\.example\.com\), but the registry entry io\.example\/policy-skill requires alice@example\.com \(issuer https:\/\/other\.example\.com\)/,
+    });
+
+    // The registry narrows, never widens: an entry naming Alice does not make Alice trusted when
+    // the user's own policy trusts only Bob.
+    await h.useRegistry([entry('policy-skill', ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
+    h.usePolicy([{ signer_identity: 'bob@example.com', cert_issuer: ISSUER }]);
+    await assert.rejects(install('policy-skill', h.newProject()), {
+      code: 'forbidden',
+      message: /the certificate identity is alice@example\.com, not bob@example\.com/,
+    });
+
+    // The trusted root comes from the user only: without a Sigstore policy the entry cannot be met.
+    delete h.env[SIGSTORE_POLICY_ENV];
+    await assert.rejects(install('policy-skill', h.newProject()), {
+      code: 'forbidden',
+      message: /must be signed keyless by alice@example\.com .*trusted root of your Sigstore policy/,
+    });
+  },
+);
+
+test(
+  'registry policy: unsigned or key-signed artifact for an entry with provenance refused (even with allow_unsigned); unenforceable fields refused by name',
+  { timeout: 120_000 },
+  async (t) => {
+    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
+    const fx = createSigstoreFixture();
+    t.after(() => fx.close());
+    const h = await harness(t, fx);
+    const { ref, digest } = await h.publish('plain-skill');
+    h.usePolicy([{ signer_identity: ALICE, cert_issuer: ISSUER }]);
+    const install = (project: string) =>
+      h.skills.install({
+        name: 'plain-skill',
+        clients: ['claude-code'],
+        scope: 'project',
+        project_root: project,
+        allow_unsigned: true,
+      });
+
+    await h.useRegistry([entry('plain-skill', ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
+    const refused = h.newProject();
+    await assert.rejects(install(refused), {
+      code: 'forbidden',
+      message: new RegExp(
+        `skill "plain-skill" \\(${digest}\\) is not signed, but must be signed by alice@example\\.com .*allow_unsigned does not apply`,
+      ),
+    });
+    assert.ok(!existsSync(join(refused, '.claude')), 'nothing written');
+    assert.ok(!existsSync(join(refused, 'skep.lock.yaml')), 'no lock entry');
+
+    // A constraint Skep cannot check is refused by name before anything is fetched.
+    await h.useRegistry([
+      entry('plain-skill', ref, {
+        signer_identity: ALICE,
+        cert_issuer: ISSUER,
+        runner_environment: 'github-hosted',
+      }),
+    ]);
+    await assert.rejects(install(h.newProject()), {
+      code: 'forbidden',
+      message:
+        /registry skill io\.example\/plain-skill: provenance\.runner_environment is a constraint Skep cannot check/,
+    });
+    await h.useRegistry([entry('plain-skill', ref, { public_key: '-----BEGIN PUBLIC KEY-----' })]);
+    await assert.rejects(install(h.newProject()), {
+      code: 'forbidden',
+      message: /provenance\.public_key is not honoured for skills/,
+    });
+    await h.useRegistry([entry('plain-skill', ref, { signer_identity: ALICE })]);
+    await assert.rejects(install(h.newProject()), {
+      code: 'forbidden',
+      message: /provenance\.cert_issuer is required/,
+    });
+
+    // A signature by a key the user trusts is not the keyless signer the entry names.
+    const keys = tempDir(t, 'skep-skill-regpolicy-keys-');
+    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    writeFileSync(join(keys, 'k.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
+    const pub = publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    const keyed = await h.publish('keyed-skill', join(keys, 'k.key'));
+    await h.useRegistry([entry('keyed-skill', keyed.ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
+    await assert.rejects(
+      h.skills.install({
+        name: 'keyed-skill',
+        clients: ['claude-code'],
+        scope: 'project',
+        project_root: h.newProject(),
+        public_keys: [pub],
+      }),
+      {
+        code: 'forbidden',
+        message:
+          /skill "keyed-skill" \(sha256:[0-9a-f]{64}\) is signed with the public key sha256:[0-9a-f]{64}, but must be signed keyless by alice@example\.com/,
+      },
+    );
+
+    // An entry without provenance: allow_unsigned keeps its meaning (recorded unsigned).
+    await h.useRegistry([entry('plain-skill', ref)]);
+    const project = h.newProject();
+    await install(project);
+    const locked = h.lock(project).find((e) => e.name === 'plain-skill');
+    assert.equal(locked?.unsigned, true);
+    assert.equal(locked?.provenance, undefined);
+  },
+);
