@@ -53,7 +53,10 @@ interface Harness {
   newProject(): string;
   lock(project: string): LockEntry[];
   /** Builds, pushes (signed with `key` when given) and drops the local build of `name`. */
-  publish(name: string, key?: string): Promise<{ ref: string; digest: string }>;
+  publish(
+    name: string,
+    options?: { key?: string; description?: string },
+  ): Promise<{ ref: string; digest: string }>;
   sign(ref: string, digest: string, identity: string, issuer: string): Promise<void>;
 }
 
@@ -101,9 +104,12 @@ async function harness(t: TestContext, fx: SigstoreFixture): Promise<Harness> {
       return (parseYaml(readFileSync(join(project, 'skep.lock.yaml'), 'utf8')) as { skills: LockEntry[] })
         .skills;
     },
-    async publish(name, key) {
+    async publish(name, { key, description } = {}) {
       const ref = `${registry}/skills/${name}:1.0.0`;
-      await skills.build(writeSkill(join(dir, 'src'), name), ref);
+      await skills.build(
+        writeSkill(join(dir, 'src'), name, description === undefined ? {} : { description }),
+        ref,
+      );
       await skills.push({ reference: ref, ...(key === undefined ? {} : { key }) });
       await skills.removeBuild(ref);
       const head = await fetch(`http://${registry}/v2/skills/${name}/manifests/1.0.0`, {
@@ -272,7 +278,7 @@ test(
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
     writeFileSync(join(keys, 'k.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     const pub = publicKey.export({ type: 'spki', format: 'pem' }).toString();
-    const keyed = await h.publish('keyed-skill', join(keys, 'k.key'));
+    const keyed = await h.publish('keyed-skill', { key: join(keys, 'k.key') });
     await h.useRegistry([entry('keyed-skill', keyed.ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
     await assert.rejects(
       h.skills.install({
@@ -296,5 +302,53 @@ test(
     const locked = h.lock(project).find((e) => e.name === 'plain-skill');
     assert.equal(locked?.unsigned, true);
     assert.equal(locked?.provenance, undefined);
+  },
+);
+
+test(
+  "registry policy: upgrade installs new content only when the entry's signer signed it, even with allow_signer_change",
+  { timeout: 120_000 },
+  async (t) => {
+    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
+    const fx = createSigstoreFixture();
+    t.after(() => fx.close());
+    const h = await harness(t, fx);
+    h.usePolicy([{ signer_identity_regexp: '.*@example\\.com', cert_issuer: ISSUER }]);
+    const first = await h.publish('moving-skill');
+    await h.sign(first.ref, first.digest, ALICE, ISSUER);
+    await h.useRegistry([entry('moving-skill', first.ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
+    const project = h.newProject();
+    await h.skills.install({
+      name: 'moving-skill',
+      clients: ['claude-code'],
+      scope: 'project',
+      project_root: project,
+    });
+
+    // The tag moves to content Bob signed: the user trusts Bob, the entry does not.
+    const bobs = await h.publish('moving-skill', { description: 'signed by bob' });
+    assert.notEqual(bobs.digest, first.digest);
+    await h.sign(bobs.ref, bobs.digest, 'bob@example.com', ISSUER);
+    const refused = await h.skills.upgrade({
+      project_root: project,
+      clients: ['claude-code'],
+      allow_signer_change: true,
+    });
+    assert.equal(refused.outcomes[0]?.status, 'failed');
+    assert.equal(refused.outcomes[0]?.reason, 'signature-invalid');
+    assert.match(
+      refused.outcomes[0]?.error ?? '',
+      /signed by bob@example\.com \(issuer https:\/\/accounts\.example\.com\), but the registry entry io\.example\/moving-skill requires alice@example\.com/,
+    );
+    assert.equal(h.lock(project).find((e) => e.name === 'moving-skill')?.digest, first.digest);
+
+    // Content Alice signed upgrades, and the lock keeps her as the signer.
+    const alices = await h.publish('moving-skill', { description: 'signed by alice again' });
+    await h.sign(alices.ref, alices.digest, ALICE, ISSUER);
+    const upgraded = await h.skills.upgrade({ project_root: project, clients: ['claude-code'] });
+    assert.equal(upgraded.outcomes[0]?.status, 'upgraded', JSON.stringify(upgraded.outcomes));
+    const locked = h.lock(project).find((e) => e.name === 'moving-skill');
+    assert.equal(locked?.digest, alices.digest);
+    assert.deepEqual(locked?.provenance, { signerIdentity: ALICE, certIssuer: ISSUER });
   },
 );
