@@ -12,7 +12,9 @@
  * policy still applies (the registry narrows, never widens); an unsigned artifact for an entry
  * with provenance is refused even with allow_unsigned, while one without provenance keeps
  * allow_unsigned's meaning; a signature by a key the user trusts does not meet a keyless entry; a
- * constraint Skep cannot check and a missing trusted root are refused by name.
+ * constraint Skep cannot check and a missing trusted root are refused by name; an upgrade installs
+ * new content only when the entry's signer signed it; a git package (`git daemon` on loopback)
+ * cannot carry the signature its entry requires, and without provenance installs by name.
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
@@ -28,9 +30,9 @@ import { OciSession } from '../../../src/skills/oci-client.js';
 import { parseOciRef } from '../../../src/skills/oci-ref.js';
 import { SIGSTORE_POLICY_ENV, signatureStore } from '../../../src/skills/signing.js';
 import { openStore } from '../../../src/store/index.js';
-import { requireService } from '../../helpers/services.js';
+import { hasCommand, requireService } from '../../helpers/services.js';
 import { createSigstoreFixture, type SigstoreFixture } from '../../helpers/sigstore-fixture.js';
-import { hasRegistry, initGitRepo, startRegistry, tempDir, writeSkill } from './fixtures.js';
+import { hasRegistry, initGitRepo, startGitDaemon, startRegistry, tempDir, writeSkill } from './fixtures.js';
 
 const ALICE = 'alice@example.com';
 const ISSUER = 'https://accounts.example.com';
@@ -350,5 +352,56 @@ test(
     const locked = h.lock(project).find((e) => e.name === 'moving-skill');
     assert.equal(locked?.digest, alices.digest);
     assert.deepEqual(locked?.provenance, { signerIdentity: ALICE, certIssuer: ISSUER });
+  },
+);
+
+test(
+  'registry policy: a git package cannot carry the signature its entry requires; without provenance it installs by name',
+  { timeout: 120_000 },
+  async (t) => {
+    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
+    if (!requireService(t, 'git', hasCommand('git'), 'apt-get install git')) return;
+    const fx = createSigstoreFixture();
+    t.after(() => fx.close());
+    const h = await harness(t, fx);
+    h.env['SKEP_GIT_SCHEME'] = 'git';
+    h.usePolicy([{ signer_identity: ALICE, cert_issuer: ISSUER }]);
+    const server = await startGitDaemon(t);
+    writeSkill(join(server.repo, 'skills'), 'git-entry-skill');
+    const commit = server.commit('skill');
+    const gitEntry = (provenance?: CatalogSkill['provenance']): CatalogSkill => ({
+      namespace: 'io.example',
+      name: 'git-entry-skill',
+      description: 'A skill from git.',
+      version: '1.0.0',
+      packages: [
+        {
+          registryType: 'git',
+          url: `git://${server.host}/owner/repo`,
+          commit,
+          subfolder: 'skills/git-entry-skill',
+        },
+      ],
+      ...(provenance === undefined ? {} : { provenance }),
+    });
+    const install = (project?: string) =>
+      h.skills.install({
+        name: 'git-entry-skill',
+        clients: ['claude-code'],
+        ...(project === undefined ? {} : { scope: 'project', project_root: project, allow_unsigned: true }),
+      });
+
+    await h.useRegistry([gitEntry({ signer_identity: ALICE, cert_issuer: ISSUER })]);
+    await assert.rejects(install(h.newProject()), {
+      code: 'forbidden',
+      message: new RegExp(
+        `skill "git-entry-skill" \\(${commit}\\) comes from a git source or a local build, which carries no signature; it must be signed by alice@example\\.com`,
+      ),
+    });
+
+    await h.useRegistry([gitEntry()]);
+    const installed = await install();
+    assert.equal(installed.digest, commit);
+    assert.equal(installed.reference, `git://${server.host}/owner/repo@${commit}#skills/git-entry-skill`);
   },
 );
