@@ -9,6 +9,8 @@
  * The official SDK client, which answers both requests, talks to the proxy. By default each is
  * redacted; with `block` the log lines are dropped, the requests never reach the client, the
  * server gets the guardrails error (without the matched text) and the call still completes.
+ * A hand-written server that puts such messages in a JSON body beside its answer (which the
+ * official client acts on) is screened the same way.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -39,9 +41,12 @@ const lookup = async (name: string): Promise<string | undefined> =>
 type Transport = 'streamable-http' | 'sse';
 const TRANSPORTS: readonly Transport[] = ['streamable-http', 'sse'];
 
-/** The fixture as an HTTP server of this transport; its URL. */
-async function httpFixture(t: TestContext, transport: Transport): Promise<string> {
-  const child: ChildProcess = spawn(process.execPath, [FIXTURE, transport === 'sse' ? 'sse' : 'http'], {
+/** The fixture's modes: SDK servers of each transport, and hand-written JSON bodies. */
+type Mode = 'http' | 'sse' | 'json';
+
+/** The fixture as an HTTP server in this mode; its URL. */
+async function httpFixture(t: TestContext, mode: Mode): Promise<string> {
+  const child: ChildProcess = spawn(process.execPath, [FIXTURE, mode], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, GUARDRAILS_SECRET: SECRET },
   });
@@ -53,16 +58,17 @@ async function httpFixture(t: TestContext, transport: Transport): Promise<string
 }
 
 /**
- * Runs the fixture of `transport` as workload `name` with the run-configuration fields `extra`
- * gives for its home; its proxy's URL, the home, and a stop that ends the runner.
+ * Runs the fixture of `transport` (or `mode`) as workload `name` with the run-configuration
+ * fields `extra` gives for its home; its proxy's URL, the home, and a stop that ends the runner.
  */
 async function workload(
   t: TestContext,
   name: string,
   transport: Transport,
   extra: (dir: string) => Record<string, unknown>,
+  mode: Mode = transport === 'sse' ? 'sse' : 'http',
 ) {
-  const upstream = await httpFixture(t, transport);
+  const upstream = await httpFixture(t, mode);
   const home = tempHome(t);
   const ctx = createContext(home.config);
   const manager = new WorkloadManager({
@@ -229,3 +235,76 @@ for (const transport of TRANSPORTS) {
     },
   );
 }
+
+/** The official client with sampling, recording what reaches it, on the JSON-bodies fixture. */
+async function jsonClient(t: TestContext, url: string) {
+  const c = new Client({ name: 'guardrails-test', version: '1.0.0' }, { capabilities: { sampling: {} } });
+  const seen = { logs: [] as unknown[], sampling: [] as unknown[] };
+  c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
+    seen.logs.push(n.params.data);
+  });
+  c.setRequestHandler(CreateMessageRequestSchema, (r) => {
+    seen.sampling.push(r.params);
+    return { model: 'test', role: 'assistant', content: { type: 'text', text: 'a summary' } };
+  });
+  await c.connect(new StreamableHTTPClientTransport(new URL(url)));
+  t.after(() => c.close());
+  const text = async (name: string): Promise<string> => {
+    const r = await c.callTool({ name, arguments: {} });
+    return (r.content as { text: string }[])[0]?.text ?? '';
+  };
+  return { seen, text };
+}
+
+/** The JSON-RPC responses the JSON-bodies fixture received, once one answers `json-1`. */
+async function answersToServer(text: (name: string) => Promise<string>) {
+  return waitFor(
+    'the answer to the server’s request',
+    async () => {
+      const answers = JSON.parse(await text('answers')) as {
+        id: string;
+        error?: { code: number; message: string };
+      }[];
+      return answers.some((a) => a.id === 'json-1') ? answers : undefined;
+    },
+    30_000,
+  );
+}
+
+test(
+  'a log line and a request to the client in a JSON body beside the answer are screened too',
+  { timeout: 120_000 },
+  async (t) => {
+    const redacted = await workload(
+      t,
+      'json-redact',
+      'streamable-http',
+      () => ({ guardrails_config: {} }),
+      'json',
+    );
+    const r = await jsonClient(t, redacted.url);
+    assert.equal(await r.text('chatty'), 'chatty answered');
+    // The client acts on the body's messages in order, before the answer settles the call.
+    assert.deepEqual(r.seen.logs, ['key [REDACTED:secret]']);
+    assert.deepEqual((r.seen.sampling[0] as { messages: unknown } | undefined)?.messages, [
+      { role: 'user', content: { type: 'text', text: 'Summarise [REDACTED:secret]' } },
+    ]);
+    const relayed = await answersToServer(r.text);
+    assert.equal(relayed.find((a) => a.id === 'json-1')?.error, undefined, 'the client answered it');
+
+    const blocked = await workload(
+      t,
+      'json-block',
+      'streamable-http',
+      () => ({ guardrails_config: { ownSecrets: { results: 'block' } } }),
+      'json',
+    );
+    const b = await jsonClient(t, blocked.url);
+    assert.equal(await b.text('chatty'), 'chatty answered', 'the call still completes');
+    assert.deepEqual(b.seen.logs, []);
+    assert.deepEqual(b.seen.sampling, []);
+    const error = (await answersToServer(b.text)).find((a) => a.id === 'json-1')?.error;
+    assert.equal(error?.code, GUARDRAILS_BLOCKED);
+    assert.ok(!error.message.includes(SECRET));
+  },
+);
