@@ -387,7 +387,7 @@ describe('operator registry-server sources', { timeout: 120_000 }, () => {
     );
   });
 
-  it('a git source is held to 32 MiB: a larger pack is cut off, a file that inflates past it is refused', async (t) => {
+  it('a git source is held to 32 MiB: a larger pack is cut off, a pack whose file inflates past it is refused', async (t) => {
     const dir = tempDir(t, 'skep-registry-git-large-');
     const work = join(dir, 'work');
     mkdirSync(work);
@@ -406,7 +406,8 @@ describe('operator registry-server sources', { timeout: 120_000 }, () => {
     commitOn('main', { 'registry.json': small });
     // Random bytes do not compress: the pack itself is past the limit.
     commitOn('big-pack', { 'registry.json': small, 'noise.bin': randomBytes(limit + 1024) });
-    // Spaces compress a thousandfold: a small pack whose registry file inflates past the limit.
+    // Spaces compress a thousandfold: a small pack whose registry file inflates past the limit,
+    // refused before anything inflates it.
     commitOn('big-file', { 'registry.json': small + ' '.repeat(limit) });
     git('clone', '-q', '--bare', '--no-local', work, join(dir, 'repos', 'r.git'));
     const backend = await startGitHttp(t, join(dir, 'repos'));
@@ -427,7 +428,7 @@ describe('operator registry-server sources', { timeout: 120_000 }, () => {
     await assert.rejects(read('big-file'), (err: Error) => {
       assert.equal(
         err.message,
-        `git source ${repository} (branch big-file, registry.json): registry.json holds ${limitText}`,
+        `git source ${repository} (branch big-file, registry.json): the pack holds an object of ${small.length + limit} bytes, ${limitText}`,
       );
       return true;
     });
