@@ -19,7 +19,7 @@ import {
   SkepError,
   silentLogger,
 } from '../../shared/index.js';
-import { SkillsService } from '../../skills/index.js';
+import { registrySkillCatalog, SkillsService } from '../../skills/index.js';
 import { openStore, type Store } from '../../store/index.js';
 import { type ResolveRegistryServer, WorkloadManager } from '../../workloads/index.js';
 
@@ -133,6 +133,9 @@ export function createContext(config: SkepConfig, options: ContextOptions = {}):
     groups,
     storeDir: join(config.paths.dataDir, 'skills', 'oci'),
     logger,
+    // The registry's skill entries: their `provenance` is the signer an install must match. Read
+    // at call time (the registry is built just below).
+    catalog: registrySkillCatalog(() => registry),
     ...definedOnly({ env: options.env }),
   });
   const registry = new RegistryService({
