@@ -2,7 +2,8 @@
  * The run configuration's `image_verification` (a Skep extension; ToolHive has the
  * `--image-verification` flag of `thv run` instead): check the container image's cosign
  * signature before the container starts. Key-based (`public_keys`) and keyless: a Fulcio
- * certificate checked against a Sigstore trusted root (`trusted_root`) and the identity policy
+ * certificate checked against a Sigstore trusted root (`trusted_root`: a file, or the built-in
+ * `sigstore-public-good`) and the identity policy
  * of the registry entry's provenance (`signer_identity` or `signer_identity_regexp`, with
  * `cert_issuer`, and optionally `repository_uri`). With neither a key nor a trusted root the
  * image counts as not verifiable (refused under `enforce`).
@@ -24,7 +25,7 @@ export const ImageVerificationSchema = Type.Object(
     trusted_root: Opt(
       Type.String({
         description:
-          'Path of a Sigstore `trusted_root.json` (certificate authorities and transparency logs) on the host that runs the workload; keyless signatures are verified against it, offline.',
+          'Path of a Sigstore `trusted_root.json` (certificate authorities and transparency logs) on the host that runs the workload, or `sigstore-public-good`: the public-good Sigstore instance (fulcio.sigstore.dev, rekor.sigstore.dev), fetched through its TUF repository and cached (offline: the last copy fetched, else the copy shipped with Skep). Keyless signatures are verified against it.',
       }),
     ),
     signer_identity: Opt(

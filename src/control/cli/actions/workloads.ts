@@ -229,7 +229,7 @@ async function create(
   args: string[],
   opts: RunOptions,
 ): Promise<{ name: string; port: number }> {
-  const verification = imageVerificationOf(opts);
+  const verification = await imageVerificationOf(opts);
   if (opts.fromConfig !== undefined) {
     if (server !== undefined) throw new UsageError('give either a server or --from-config, not both');
     if (verification !== undefined)
@@ -333,12 +333,14 @@ const MAX_KEY_FILE_BYTES = 64 * 1024;
  * make to the run configuration's `image_verification`: undefined keeps the default (a registry
  * entry that names its signer is checked under `warn`), null turns the check off; otherwise the
  * policy, and the keys and keyless fields that replace the entry's. A key comes from a file,
- * never from the command line; the trusted root is kept as the absolute path of its file.
+ * never from the command line; the trusted root is kept as the absolute path of its file, or
+ * as the built-in name `sigstore-public-good` (fetched by the runner, through TUF).
  */
-function imageVerificationOf(opts: RunOptions): ImageVerificationChange | null | undefined {
+async function imageVerificationOf(opts: RunOptions): Promise<ImageVerificationChange | null | undefined> {
   const files = opts.imageVerificationKey;
   const keyless = definedOnly({
-    trusted_root: opts.imageVerificationTrustedRoot && readTrustedRootFile(opts.imageVerificationTrustedRoot),
+    trusted_root:
+      opts.imageVerificationTrustedRoot && (await trustedRootOf(opts.imageVerificationTrustedRoot)),
     signer_identity: opts.imageVerificationIdentity,
     signer_identity_regexp: opts.imageVerificationIdentityRegexp,
     cert_issuer: opts.imageVerificationIssuer,
@@ -371,15 +373,23 @@ function imageVerificationOf(opts: RunOptions): ImageVerificationChange | null |
   };
 }
 
-/** The trusted root file's absolute path, once it is known to be readable JSON. */
-function readTrustedRootFile(file: string): string {
+/**
+ * The built-in trusted root's name as it is, or the trusted root file's absolute path once it is
+ * known to be readable JSON. The name's module is loaded only when the flag is given.
+ */
+async function trustedRootOf(file: string): Promise<string> {
+  const roots = await import('../../../protocol/sigstore-trusted-root.js');
+  if (file === roots.PUBLIC_GOOD_TRUSTED_ROOT) return file;
   const flag = `--image-verification-trusted-root ${file}`;
   const path = resolve(file);
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new SkepError('invalid_path', `${flag}: cannot read it: ${(err as Error).message}`, { cause: err });
+    const hint = (err as NodeJS.ErrnoException).code === 'ENOENT' ? roots.notANameHint(file) : '';
+    throw new SkepError('invalid_path', `${flag}: cannot read it: ${(err as Error).message}${hint}`, {
+      cause: err,
+    });
   }
   try {
     JSON.parse(text);
@@ -454,7 +464,7 @@ function requireVerifiable(
     throw new UsageError(
       '--image-verification enabled needs something to verify against: a trusted public key ' +
         '(--image-verification-key <file>) or, for keyless signatures, a Sigstore trusted root ' +
-        '(--image-verification-trusted-root <trusted_root.json>)',
+        '(--image-verification-trusted-root <trusted_root.json | sigstore-public-good>)',
     );
 }
 

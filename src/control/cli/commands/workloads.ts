@@ -71,7 +71,7 @@ export function registerWorkloads(program: Command): void {
     )
     .option(
       '--image-verification-trusted-root <file>',
-      'keyless signatures: a Sigstore trusted_root.json to verify Fulcio certificates and Rekor entries against (offline); alone it means --image-verification warn',
+      "keyless signatures: a Sigstore trusted_root.json to verify Fulcio certificates and Rekor entries against (offline), or sigstore-public-good (Sigstore's public instance, fetched through TUF); alone it means --image-verification warn",
     )
     .option(
       '--image-verification-identity <identity>',

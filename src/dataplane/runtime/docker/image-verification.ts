@@ -17,7 +17,6 @@
  * The signature modules are loaded lazily, only for workloads that ask for the check.
  */
 import type { KeyObject } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { describeError, SkepError } from '../../../shared/index.js';
 import type { ImageVerificationPolicy, ImageVerificationResult } from '../types.js';
 
@@ -75,7 +74,7 @@ async function check(
       );
     }
   }
-  const keyless = await keylessCheck(policy);
+  const keyless = await keylessCheck(policy, options.env ?? process.env);
   if (keys.length === 0 && keyless === undefined) {
     const named = policy.signer_identity ?? policy.signer_identity_regexp;
     return {
@@ -83,7 +82,7 @@ async function check(
       status: 'unverifiable',
       message:
         named !== undefined || policy.cert_issuer !== undefined
-          ? `image ${image}: keyless signatures (signer ${named ?? '?'}, issuer ${policy.cert_issuer ?? '?'}) need a Sigstore trusted root: give image_verification.trusted_root (skep run --image-verification-trusted-root <trusted_root.json>)`
+          ? `image ${image}: keyless signatures (signer ${named ?? '?'}, issuer ${policy.cert_issuer ?? '?'}) need a Sigstore trusted root: give image_verification.trusted_root (skep run --image-verification-trusted-root <trusted_root.json | sigstore-public-good>)`
           : `image ${image}: no public key or trusted root to verify against; give image_verification.public_keys (skep run --image-verification-key <file>) or image_verification.trusted_root with signer_identity and cert_issuer`,
     };
   }
@@ -155,12 +154,13 @@ async function check(
 }
 
 /**
- * The keyless check of `policy`: its trusted root (read from the file it names) bound to its
- * identity policy; undefined without `trusted_root`. A trusted root without an identity policy is
+ * The keyless check of `policy`: its trusted root (the file it names, or the built-in
+ * `sigstore-public-good`, its TUF cache under `env`'s Skep cache folder) bound to its identity
+ * policy; undefined without `trusted_root`. A trusted root without an identity policy is
  * refused, as cosign refuses keyless verification without `--certificate-identity` and
  * `--certificate-oidc-issuer`: any certificate from the CA would pass.
  */
-async function keylessCheck(policy: ImageVerificationPolicy) {
+async function keylessCheck(policy: ImageVerificationPolicy, env: NodeJS.ProcessEnv) {
   if (policy.trusted_root === undefined) return undefined;
   const sigstore = await import('../../../protocol/sigstore-verify.js');
   const identity = {
@@ -177,25 +177,15 @@ async function keylessCheck(policy: ImageVerificationPolicy) {
   } catch (err) {
     throw new SkepError('invalid_config', `image_verification: ${(err as Error).message}`);
   }
-  let text: string;
+  const roots = await import('../../../protocol/sigstore-trusted-root.js');
+  const { resolvePaths } = await import('../../../config/index.js');
+  let root: Awaited<ReturnType<typeof roots.resolveTrustedRoot>>;
   try {
-    text = await readFile(policy.trusted_root, 'utf8');
+    root = await roots.resolveTrustedRoot(policy.trusted_root, { cacheDir: resolvePaths(env).cacheDir, env });
   } catch (err) {
-    throw new SkepError(
-      'invalid_config',
-      `image_verification.trusted_root: cannot read "${policy.trusted_root}": ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-    );
+    throw new SkepError('invalid_config', `image_verification.trusted_root: ${(err as Error).message}`);
   }
-  let trust: ReturnType<typeof sigstore.loadTrustedRoot>;
-  try {
-    trust = sigstore.loadTrustedRoot(text);
-  } catch (err) {
-    throw new SkepError(
-      'invalid_config',
-      `image_verification.trusted_root "${policy.trusted_root}": ${(err as Error).message}`,
-    );
-  }
-  return sigstore.keylessCheck(trust, [identity]);
+  return roots.trustedRootCheck(root, [identity]);
 }
 
 /** What the credential search found (`findRegistryCredentials`), as far as messages need it. */
