@@ -478,7 +478,7 @@ async function main(): Promise<void> {
         rounds: ROUNDS,
         concurrency: CONCURRENCY,
         cpu_source:
-          'per-thread /proc/<pid>/task/*/schedstat (ns); *_ticks: /proc/<pid>/stat utime+stime (clock ticks)',
+          'per-thread /proc/<pid>/task/*/schedstat (ns); *_ticks: /proc/<pid>/stat utime+stime (clock ticks); runs_per_call: schedstat timeslices (times scheduled in, ~wake-ups)',
         note: 'skep run --from-config (dist/runner.mjs, detached), stdio echo child; medians of interleaved rounds; webhook-post client CPU is the bench process (its loop included)',
       },
       results,

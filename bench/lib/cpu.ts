@@ -6,31 +6,38 @@
  * - per-thread `schedstat` (its first field: nanoseconds on a CPU, user + system), summed over
  *   every thread of the process (`/proc/<pid>/task/*`): nanosecond resolution, so a round of a
  *   few thousand calls is measured exactly; threads that end during a round are missed (a Node
- *   process keeps its threads);
+ *   process keeps its threads). Its third field, the times a thread was put on a CPU, gives the
+ *   wake-ups per call: what batching saves, and on a VM each wake-up of a sleeping process is
+ *   a large part of what a call costs;
  * - `stat`'s utime + stime (clock ticks, usually 10 ms): the classic figure, coarse, reported
  *   beside the first as a cross-check (a round must use ≥ 1 s of CPU for a tick to be < 1 %).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { cpuMicrosOf, round } from './workloads.js';
 
-/** CPU a process has used, µs, from its threads' schedstat (NaN when the process is gone). */
-export function taskCpuMicros(pid: number): number {
+/**
+ * CPU a process has used, µs, and the times its threads were scheduled in, from their
+ * schedstat (NaN when the process is gone).
+ */
+export function taskSched(pid: number): { cpuMicros: number; runs: number } {
   let ns = 0;
+  let runs = 0;
   let tasks: string[];
   try {
     tasks = readdirSync(`/proc/${pid}/task`);
   } catch {
-    return Number.NaN;
+    return { cpuMicros: Number.NaN, runs: Number.NaN };
   }
   for (const tid of tasks) {
     try {
-      const line = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8');
-      ns += Number(line.slice(0, line.indexOf(' ')));
+      const [onCpu, , slices] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ');
+      ns += Number(onCpu);
+      runs += Number(slices);
     } catch {
       // the thread ended
     }
   }
-  return ns / 1000;
+  return { cpuMicros: ns / 1000, runs };
 }
 
 /** User and system CPU time of a process, clock ticks (`/proc/<pid>/stat` fields 14, 15). */
@@ -89,6 +96,8 @@ export interface CpuPhase {
   cpu_us_ticks: Record<string, number>;
   /** The kernel's share (stime / (utime + stime)) of each process's CPU, from the ticks. */
   system_share: Record<string, number>;
+  /** Times each process's threads were put on a CPU, per call (schedstat). */
+  runs: Record<string, number>;
   /** CPU per call of the bench process itself (the client), µs. */
   client_cpu_us: number;
 }
@@ -107,7 +116,7 @@ export async function cpuPhase(
   pids: Record<string, number>,
 ): Promise<CpuPhase> {
   const names = Object.keys(pids);
-  const before = names.map((n) => taskCpuMicros(pids[n]!));
+  const before = names.map((n) => taskSched(pids[n]!));
   const beforeTicks = names.map((n) => cpuMicrosOf(pids[n]!));
   const beforeSplit = names.map((n) => ticksOf(pids[n]!));
   const client0 = process.cpuUsage();
@@ -129,12 +138,15 @@ export async function cpuPhase(
   const cpu: Record<string, number> = {};
   const ticks: Record<string, number> = {};
   const system: Record<string, number> = {};
+  const runs: Record<string, number> = {};
   names.forEach((n, i) => {
     const split = ticksOf(pids[n]!);
     const user = split.user - beforeSplit[i]!.user;
     const sys = split.system - beforeSplit[i]!.system;
     system[n] = user + sys > 0 ? round(sys / (user + sys), 3) : Number.NaN;
-    cpu[n] = round((taskCpuMicros(pids[n]!) - before[i]!) / total, 2);
+    const after = taskSched(pids[n]!);
+    cpu[n] = round((after.cpuMicros - before[i]!.cpuMicros) / total, 2);
+    runs[n] = round((after.runs - before[i]!.runs) / total, 3);
     ticks[n] = round((cpuMicrosOf(pids[n]!) - beforeTicks[i]!) / total, 2);
   });
   latencies.sort((a, b) => a - b);
@@ -146,6 +158,7 @@ export async function cpuPhase(
     cpu_us: cpu,
     cpu_us_ticks: ticks,
     system_share: system,
+    runs,
     client_cpu_us: round((client.user + client.system) / total, 2),
   };
 }
@@ -170,6 +183,7 @@ export function summarize(phases: CpuPhase[]): Record<string, unknown> {
     system_share: Object.fromEntries(
       names.map((n) => [n, round(median(phases.map((p) => p.system_share[n]!)), 3)]),
     ),
+    runs_per_call: Object.fromEntries(names.map((n) => [n, round(median(phases.map((p) => p.runs[n]!)), 3)])),
     client_cpu_us_per_call: per((p) => p.client_cpu_us),
   };
 }

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import {
   principalOf,
   readWebhookResponse,
+  sharedPrincipalOf,
   signPayload,
   webhookRequestBody,
 } from '../../../src/dataplane/middleware/webhooks/runtime.js';
@@ -66,6 +67,37 @@ test('principal: credential-free, all claims, platform_user_id only for a verifi
     platform_user_id: 'from-subject',
   });
   assert.ok(!JSON.stringify(principalOf(claims, 'alice', true)).includes('token'));
+});
+
+test('shared principal: one per claims object, rebuilt when the subject or verification differs', () => {
+  const claims = Object.freeze({ sub: 'me', name: 'Local User: me' });
+  const first = sharedPrincipalOf(claims, 'me', false);
+  assert.equal(sharedPrincipalOf(claims, 'me', false), first, 'the same claims reuse the principal');
+  assert.ok(Object.isFrozen(first), 'a shared principal cannot be changed by one request');
+  assert.deepEqual(first, principalOf(claims, 'me', false));
+  const verified = sharedPrincipalOf(claims, 'me', true);
+  assert.notEqual(verified, first);
+  assert.equal(verified.platform_user_id, 'me');
+  assert.equal(sharedPrincipalOf({ sub: 'me', name: 'Local User: me' }, 'me', false) === first, false);
+  const body = (principal: Parameters<typeof webhookRequestBody>[0]['principal']) =>
+    JSON.parse(
+      webhookRequestBody({
+        uid: 'u',
+        timestamp: new Date(0),
+        principal,
+        mcpRequest: '{}',
+        context: { server_name: 's', source_ip: '', transport: 'stdio' },
+      }),
+    ) as Record<string, unknown>;
+  // The serialized principal is written once per shared principal and stays right on reuse.
+  assert.deepEqual(body(first)['principal'], { sub: 'me', name: 'Local User: me', claims });
+  assert.deepEqual(body(first)['principal'], { sub: 'me', name: 'Local User: me', claims });
+  assert.deepEqual(body(verified)['principal'], {
+    sub: 'me',
+    platform_user_id: 'me',
+    name: 'Local User: me',
+    claims,
+  });
 });
 
 test('RFC 8693 §4.1 act chain: outermost actor first, capped at 10, malformed links flagged', () => {

@@ -15,7 +15,7 @@ import { readFile } from 'node:fs/promises';
 import type { Pool } from 'undici';
 import { lazyRequire, readTextUpTo } from '../../../shared/index.js';
 import { WEBHOOK_LIMITS, type WebhookConfig } from './config.js';
-import type { WebhookPrincipal } from './principal.js';
+import { principalJson, type WebhookPrincipal } from './principal.js';
 
 // undici loads only in runners that have webhooks.
 const loadUndici = lazyRequire<typeof import('undici')>('undici');
@@ -38,14 +38,14 @@ export interface WebhookRequestContext {
 export function webhookRequestBody(input: {
   uid: string;
   timestamp: Date;
-  principal: WebhookPrincipal | null;
+  principal: Readonly<WebhookPrincipal> | null;
   mcpRequest: string;
   context: WebhookRequestContext;
 }): string {
   return (
     `{"version":${JSON.stringify(WEBHOOK_API_VERSION)},"uid":${JSON.stringify(input.uid)},` +
     `"timestamp":${JSON.stringify(input.timestamp.toISOString())},` +
-    `"principal":${JSON.stringify(input.principal)},` +
+    `"principal":${principalJson(input.principal)},` +
     `"mcp_request":${input.mcpRequest},` +
     `"context":${JSON.stringify({
       server_name: input.context.server_name,
@@ -121,7 +121,7 @@ export type WebhookCaller = Pick<WebhookClient, 'config' | 'call'>;
 /** One call of a chain: the request envelope (a fresh uid, the time, `mcpRequest` as given). */
 export function callWebhook(
   client: WebhookCaller,
-  input: { principal: WebhookPrincipal | null; context: WebhookRequestContext },
+  input: { principal: Readonly<WebhookPrincipal> | null; context: WebhookRequestContext },
   mcpRequest: string,
   now: () => number,
 ): ReturnType<WebhookCaller['call']> {

@@ -19,7 +19,7 @@ export type { MutationResult } from './mutating.js';
 export type { PatchOperation } from './patch.js';
 export type { WebhookPrincipal } from './principal.js';
 export type { WebhookChainInput, WebhookRejection } from './request.js';
-// Its shape, for the stage that loads it: `typeof WebhookRuntime.principalOf`.
+// Its shape, for the stage that loads it: `typeof WebhookRuntime.sharedPrincipalOf`.
 export type * as WebhookRuntime from './runtime.js';
 // The signed client, JSON Patch and the two chains: `./runtime.js`, imported on demand by the
 // webhook stages.

@@ -48,3 +48,43 @@ export function principalOf(
   if (delegation !== undefined) principal.delegation = delegation;
   return principal;
 }
+
+/** The last principal built from a claims object, with what else it was built from. */
+interface CachedPrincipal {
+  readonly subject: string | undefined;
+  readonly verified: boolean;
+  readonly principal: Readonly<WebhookPrincipal>;
+}
+const built = new WeakMap<object, CachedPrincipal>();
+
+/**
+ * `principalOf`, reusing the principal built last time from the same claims object (the local
+ * user's frozen claims, or a verified token's, are the same object from call to call), so that
+ * its JSON is written once (`principalJson`) rather than on every webhook call. The result is
+ * frozen: it is shared by every request with these claims.
+ */
+export function sharedPrincipalOf(
+  claims: Record<string, unknown>,
+  subject: string | undefined,
+  verified: boolean,
+): Readonly<WebhookPrincipal> {
+  const hit = built.get(claims);
+  if (hit !== undefined && hit.subject === subject && hit.verified === verified) return hit.principal;
+  const principal = Object.freeze(principalOf(claims, subject, verified));
+  built.set(claims, { subject, verified, principal });
+  return principal;
+}
+
+const texts = new WeakMap<object, string>();
+
+/** `JSON.stringify(principal)`, once per frozen principal (`sharedPrincipalOf`). */
+export function principalJson(principal: Readonly<WebhookPrincipal> | null): string {
+  if (principal === null) return 'null';
+  if (!Object.isFrozen(principal)) return JSON.stringify(principal);
+  let text = texts.get(principal);
+  if (text === undefined) {
+    text = JSON.stringify(principal);
+    texts.set(principal, text);
+  }
+  return text;
+}

@@ -27,7 +27,7 @@ export interface WebhookChainInput {
   readonly body: unknown;
   /** The JSON-RPC id; undefined for a notification. */
   readonly id: string | number | undefined;
-  readonly principal: WebhookPrincipal | null;
+  readonly principal: Readonly<WebhookPrincipal> | null;
   readonly context: WebhookRequestContext;
 }
 

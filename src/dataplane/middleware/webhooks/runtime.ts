@@ -14,6 +14,6 @@ export {
 } from './client.js';
 export { MUTATING_DENIED, runMutatingChain } from './mutating.js';
 export { applyPatch, checkPatch, decodePatch, PatchError, parsePointer } from './patch.js';
-export { principalOf } from './principal.js';
+export { principalOf, sharedPrincipalOf } from './principal.js';
 export { jsonRpcCodeForStatus, webhookRejection } from './request.js';
 export { runValidatingChain, VALIDATING_DENIED } from './validating.js';

@@ -19,8 +19,8 @@ import {
 } from '../../middleware/webhooks/index.js';
 import type { Stage, StageDeps, StageFactory } from '../types.js';
 
-/** `principalOf` of the webhooks' run-time half, loaded with the stage. */
-type PrincipalOf = typeof WebhookRuntime.principalOf;
+/** `sharedPrincipalOf` of the webhooks' run-time half, loaded with the stage. */
+type PrincipalOf = typeof WebhookRuntime.sharedPrincipalOf;
 
 function chainInput(
   ctx: ProxyRequestContext,
@@ -58,8 +58,13 @@ function webhookStage(kind: WebhookKind): StageFactory {
     async create(parameters: unknown, deps: StageDeps): Promise<Stage> {
       const config = await parseWebhookStageConfig(parameters, kind, deps.secretLookup);
       // Loaded here, so that a workload without webhooks never loads the client (runner footprint).
-      const { principalOf, runMutatingChain, runValidatingChain, WebhookClient, webhookRejection } =
-        await import('../../middleware/webhooks/runtime.js');
+      const {
+        sharedPrincipalOf: principalOf,
+        runMutatingChain,
+        runValidatingChain,
+        WebhookClient,
+        webhookRejection,
+      } = await import('../../middleware/webhooks/runtime.js');
       const clients = config.webhooks.map(
         (webhook) => new WebhookClient(webhook, deps.now === undefined ? {} : { now: deps.now }),
       );
