@@ -220,6 +220,14 @@ async function keylessTrust(
     }
     return identity;
   });
+  // The built-in name instead of a path: Sigstore's public-good root, through TUF.
+  const roots = await import('../protocol/sigstore-trusted-root.js');
+  if (doc.trusted_root === roots.PUBLIC_GOOD_TRUSTED_ROOT) {
+    const root = await roots
+      .loadPublicGoodTrustedRoot({ cacheDir: resolvePaths(env).cacheDir, env })
+      .catch((err: unknown) => Promise.reject(bad((err as Error).message)));
+    return { keyless: await roots.trustedRootCheck(root, identities), root: root.trust };
+  }
   const rootPath = resolve(dirname(file), doc.trusted_root);
   let rootText: string;
   try {

@@ -9,7 +9,8 @@
  * Proves: the named root loads offline from the seeds shipped in `@sigstore/tuf` and holds the
  * public-good Fulcio CA (subject O=sigstore.dev, CN=sigstore) and Rekor log (its key id and base
  * URL), with the reason TUF could not refresh it; a copy that TUF wrote to the cache earlier is
- * preferred to the seed; a misspelt name and a bad mirror URL are refused by name; and, on real
+ * preferred to the seed; a misspelt name and a bad mirror URL are refused by name; a skills
+ * Sigstore policy file may name the root too; and, on real
  * parts (local registry, Podman), an image keylessly signed with the test's own CA is refused
  * under `enforce` when the policy names the public-good root (its chain does not lead there) and
  * runs under `warn` with the reason, which says which copy of the root was used.
@@ -37,12 +38,13 @@ import {
 import { isSkepError } from '../../../src/shared/index.js';
 import { OciSession } from '../../../src/skills/oci-client.js';
 import { parseOciRef } from '../../../src/skills/oci-ref.js';
-import { signatureStore } from '../../../src/skills/signing.js';
+import type { SkillsContext } from '../../../src/skills/context.js';
+import { SIGSTORE_POLICY_ENV, signatureStore, skillTrust } from '../../../src/skills/signing.js';
 import { tempHome } from '../../helpers/home.js';
 import { requirePodman, startPodmanService } from '../../helpers/podman.js';
 import { requireService } from '../../helpers/services.js';
 import { createSigstoreFixture } from '../../helpers/sigstore-fixture.js';
-import { hasRegistry } from '../skills/fixtures.js';
+import { hasRegistry, tempDir } from '../skills/fixtures.js';
 import { signedImagesRegistry } from './signed-images-fixture.js';
 
 const IDENTITY = 'https://github.com/acme/app/.github/workflows/release.yml@refs/tags/v1';
@@ -141,6 +143,33 @@ test('trusted_root: a misspelt built-in name and a bad TUF mirror URL are refuse
     /trusted root sigstore-public-good: SKEP_SIGSTORE_TUF_URL: use https \(or http to loopback\)/,
   );
   assert.equal(existsSync(join(cacheDir, 'sigstore-tuf')), false, 'nothing fetched for a refused URL');
+});
+
+test('skills Sigstore policy: trusted_root sigstore-public-good is the public-good root; a bad mirror is refused by name', async (t) => {
+  const home = tempHome(t);
+  const mirror = await emptyMirror(t);
+  const policy = join(tempDir(t, 'skep-pg-policy-'), 'sigstore-policy.json');
+  writeFileSync(
+    policy,
+    JSON.stringify({
+      trusted_root: PUBLIC_GOOD_TRUSTED_ROOT,
+      identities: [{ signer_identity: IDENTITY, cert_issuer: ISSUER }],
+    }),
+  );
+  // Only the environment is read to build the trust policy.
+  const ctxOf = (env: NodeJS.ProcessEnv) => ({ env: () => env }) as unknown as SkillsContext;
+  const env = { ...home.env, [SIGSTORE_POLICY_ENV]: policy, [TUF_URL_ENV]: mirror.url };
+  const trust = await skillTrust(ctxOf(env));
+  assert.ok(trust.keyless, 'a keyless check');
+  assert.ok(
+    trust.root?.tlogs.some((log) => log.logID.toString('hex') === REKOR_LOG_ID),
+    'the public-good Rekor log is trusted',
+  );
+  assert.ok(existsSync(join(home.config.paths.cacheDir, 'sigstore-tuf')), 'TUF cache under the home');
+  await assert.rejects(
+    skillTrust(ctxOf({ ...env, [TUF_URL_ENV]: 'not a url' })),
+    /Sigstore policy .*: trusted root sigstore-public-good: SKEP_SIGSTORE_TUF_URL: not a URL/,
+  );
 });
 
 test(
