@@ -37,6 +37,7 @@ export type {
   ProxyRequestContext,
   ProxyUpstream,
   ReplyHook,
+  ReplyHookOptions,
   RunningProxy,
   ServerMessageVerdict,
   SessionChild,

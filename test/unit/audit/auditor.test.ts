@@ -213,3 +213,33 @@ test('a stream open is one sse_connection event with the status it got', async (
   assert.equal(event?.target['type'], 'sse_endpoint');
   await auditor.close();
 });
+
+test('the answer hook asks to see only answers the event needs, so the others are relayed unparsed', () => {
+  const needsOf = (config: unknown, path = '/mcp') => {
+    const options: Array<{ needs?: (text: string) => boolean; observeOnly?: boolean }> = [];
+    const { auditor } = auditorWith(config);
+    auditor.handle(
+      fakeContext({
+        path,
+        onReply: (_hook: ReplyHook, o?: { needs?: (text: string) => boolean; observeOnly?: boolean }) =>
+          void options.push(o ?? {}),
+      }).ctx,
+    );
+    assert.equal(options.length, 1);
+    assert.equal(options[0]?.observeOnly, true);
+    return options[0]?.needs;
+  };
+  const plain = '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"hi"}]}}';
+  // Application errors are detected by default: only an answer that may hold one is parsed.
+  const detect = needsOf({});
+  assert.equal(detect?.(plain), false);
+  assert.equal(detect?.('{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"x"}}'), true);
+  assert.equal(detect?.('{"jsonrpc":"2.0","id":7,"result":{"content":[],"isError":true}}'), true);
+  assert.equal(detect?.('{"jsonrpc":"2.0","id":7,"\\u0065rror":{"code":1,"message":"x"}}'), true);
+  // Nothing to detect: no answer is needed.
+  assert.equal(needsOf({ detectApplicationErrors: false })?.(plain), false);
+  assert.equal(needsOf({ detectApplicationErrors: false })?.('{"error":{}}'), false);
+  // Response data, and a legacy-SSE POST (its event waits for the answer): every answer.
+  assert.equal(needsOf({ includeResponseData: true }), undefined);
+  assert.equal(needsOf({}, '/messages'), undefined);
+});

@@ -13,12 +13,13 @@
  * once, so its `denied` event is immediate. At shutdown every exchange still open is written.
  */
 import type { JsonRpcMessage } from '../../../protocol/index.js';
-import type { ProxyRequestContext } from '../../proxy/index.js';
+import type { ProxyRequestContext, ReplyHookOptions } from '../../proxy/index.js';
 import type { AuditConfig } from './config.js';
 import {
   type EventSettings,
   type ExchangeFacts,
   exchangeEvent,
+  isLegacySsePath,
   isStreamOpen,
   streamOpenEvent,
 } from './event.js';
@@ -42,6 +43,24 @@ export interface AuditorOptions {
 }
 
 const LEGACY_ACCEPTED = 202;
+
+const ALWAYS: ReplyHookOptions = { observeOnly: true };
+
+/**
+ * What the event needs of an answer: all of it with `includeResponseData`; with
+ * `detectApplicationErrors`, only an answer whose text may hold an error (a JSON-RPC `error`
+ * member or a tool result's `isError`; any `\u` escape could spell either key); otherwise
+ * nothing. An answer the event does not need is relayed unparsed (the stdio bridge skips the
+ * parse when no hook needs it), and its event is the one a plain success gets.
+ */
+function replyHookOptions(config: AuditConfig): ReplyHookOptions {
+  if (config.includeResponseData) return ALWAYS;
+  if (!config.detectApplicationErrors) return { observeOnly: true, needs: () => false };
+  return {
+    observeOnly: true,
+    needs: (text) => text.includes('"error"') || text.includes('"isError"') || text.includes('\\u'),
+  };
+}
 /** A stream still open when the proxy shuts down was established (a refusal ends at once). */
 const STREAM_ESTABLISHED = 200;
 
@@ -127,10 +146,13 @@ export class Auditor {
   readonly #options: AuditorOptions;
   readonly #settings: EventSettings;
   readonly #now: () => number;
+  /** `ReplyHookOptions` of the answer hook of a request answered in its own exchange. */
+  readonly #replyOptions: ReplyHookOptions;
   #closing: Promise<void> | undefined;
 
   constructor(options: AuditorOptions) {
     this.#options = options;
+    this.#replyOptions = replyHookOptions(options.config);
     this.replyWaitMs = options.replyWaitMs ?? 60_000;
     this.#now = options.now ?? Date.now;
     this.#settings = {
@@ -150,7 +172,12 @@ export class Auditor {
     const expectsReply = !streamOpen && ctx.mcp?.id !== undefined;
     const exchange = new Exchange(this, ctx, started, requestText, expectsReply, streamOpen);
     this.open.add(exchange);
-    if (expectsReply) ctx.onReply((reply) => exchange.replied(reply), { observeOnly: true });
+    // A legacy-SSE POST is answered 202 and its event waits for the answer: it must see each one.
+    if (expectsReply)
+      ctx.onReply(
+        (reply) => exchange.replied(reply),
+        isLegacySsePath(ctx.path) ? ALWAYS : this.#replyOptions,
+      );
     ctx.onEnd((end) => exchange.ended(end.status));
   }
 
