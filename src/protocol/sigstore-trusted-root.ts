@@ -118,7 +118,7 @@ export async function loadPublicGoodTrustedRoot(options: TrustedRootOptions): Pr
   const copy = await newestCopy(cachePath, mirror);
   if (copy === undefined)
     throw fail(
-      `the TUF repository ${mirror} could not be read (${refreshError}) and there is no copy in ${cachePath}`,
+      `the TUF repository ${mirror} could not be read (${refreshError}), and neither the cache (${cachePath}) nor @sigstore/tuf's seeds hold a copy`,
     );
   try {
     return {
