@@ -124,8 +124,10 @@ export function isPinned(source: string): boolean {
  * from `bad_request` — `invalid_reference` (a skill's source), `invalid_path` (a path the
  * install reads, such as a trusted key file), `client_unknown` / `no_client_detected` (the
  * clients to install for) and `skill_lock_invalid` (the lock file) — stay rejected input, as
- * they were. A mistake in Skep's own environment (`invalid_config`, such as the trusted-keys
- * variable) is no verdict on the skill: `unknown`, with the message.
+ * they were. A configured registry that cannot be read (`unavailable`) is unreachable too. A
+ * refusal of the signature check says which one it is (`locked-signature.ts`); any other 403 is
+ * `unsigned-rejected`. A mistake in Skep's own environment (`invalid_config`, such as the
+ * trusted-keys variable) is no verdict on the skill: `unknown`, with the message.
  */
 export function failureReason(err: unknown): FailureReason {
   if (!isSkepError(err)) return 'unknown';
@@ -147,11 +149,26 @@ export function failureReason(err: unknown): FailureReason {
     case 'no_client_detected':
     case 'skill_lock_invalid':
       return 'validation-rejected';
+    case 'unavailable':
+      // The configured registry, whose entries may hold the skill's signer policy.
+      return 'registry-unreachable';
     case 'forbidden':
-      return 'unsigned-rejected';
+      return signatureReason(err.details?.['reason']) ?? 'unsigned-rejected';
     default:
       return 'unknown';
   }
+}
+
+const SIGNATURE_REASONS: readonly FailureReason[] = [
+  'signature-invalid',
+  'signer-mismatch',
+  'provenance-field-mismatch',
+  'unsigned-rejected',
+];
+
+/** The reason a sync's signature check gave its refusal (`locked-signature.ts`). */
+function signatureReason(value: unknown): FailureReason | undefined {
+  return SIGNATURE_REASONS.find((r) => r === value);
 }
 
 export function failure(name: string, err: unknown): SyncFailure {

@@ -12,6 +12,7 @@ import type { SkillsContext } from './context.js';
 import { commitInstall, type InstallTx, installOne, rollbackInstall } from './install.js';
 import { uninstallTree } from './installed.js';
 import { contentDigest, type LockEntry, readLock, upsertEntry, writeLock } from './lock-file.js';
+import { checkLockedSignature, type LockedSignaturePolicy } from './locked-signature.js';
 import {
   emptySyncResult,
   failure,
@@ -28,14 +29,17 @@ import type { InstalledSkill } from './records.js';
 import { checkRegistrySignature } from './registry-policy.js';
 import { resolveSkill } from './resolve.js';
 import { resolveScope } from './scope.js';
-import { checkSignature, skillTrust } from './signing.js';
+import { checkSignature, type SkillTrust, skillTrust } from './signing.js';
 
 /**
  * Restores a project's installed skills to its lock file (ToolHive's `sync`). Entries
  * without an install record are `missing`; records whose digest, clients or on-disk
  * contentDigest differ are `drifted`; both are reinstalled at the pinned digest (never a
  * newer one), unless `check`. Managed skills absent from the lock are `removed_from_lock`
- * (`prune` uninstalls them); skill folders Skep never installed are `never_managed`.
+ * (`prune` uninstalls them); skill folders Skep never installed are `never_managed`. What is
+ * reinstalled must be signed as its lock entry records, and as a registry entry naming its
+ * signer requires (`locked-signature.ts`); a refused entry is `failed` and its lock entry and
+ * folders are left as they were.
  */
 export async function syncProject(ctx: SkillsContext, request: SyncRequest): Promise<SyncResult> {
   if (request.adopt === true) {
@@ -54,6 +58,12 @@ export async function syncProject(ctx: SkillsContext, request: SyncRequest): Pro
     (a, b) => Number(a.requiredBy === undefined) - Number(b.requiredBy === undefined),
   );
   const locked = new Set(entries.map((e) => e.name));
+  // The user's trust is read once, and only when something is to be reinstalled.
+  let trust: Promise<SkillTrust> | undefined;
+  const signatures = async (): Promise<LockedSignaturePolicy> => ({
+    trust: await (trust ??= skillTrust(ctx)),
+    allowUnsigned: request.allow_unsigned === true,
+  });
   for (const entry of entries) {
     const record = ctx.records.get(entry.name, 'project', root);
     if (record === undefined) result.missing.push(entry.name);
@@ -64,7 +74,9 @@ export async function syncProject(ctx: SkillsContext, request: SyncRequest): Pro
     }
     if (request.check === true) continue;
     try {
-      await installLocked(ctx, entry, pinnedSource(entry.source, entry.digest), clients, root, locked);
+      await installLocked(ctx, entry, pinnedSource(entry.source, entry.digest), clients, root, locked, {
+        signatures: await signatures(),
+      });
       result.installed.push(entry.name);
     } catch (err) {
       result.failed.push(failed(ctx, entry.name, err));
@@ -254,7 +266,9 @@ async function drifted(
 /**
  * Installs one lock entry at exactly `entry.digest` from `pinned`, for `clients`, replacing
  * what is there. Its dependencies are other lock entries and are left to their own turn.
- * The lock entry keeps its `source` and flags; digest and contentDigest are written.
+ * The lock entry keeps its `source` and flags; digest and contentDigest are written. With
+ * `signatures` (sync), the content's signature is checked against the entry first; an upgrade
+ * checks the new content's signer itself before it gets here.
  */
 async function installLocked(
   ctx: SkillsContext,
@@ -263,6 +277,7 @@ async function installLocked(
   clients: string[],
   root: string,
   locked: ReadonlySet<string>,
+  options: { signatures?: LockedSignaturePolicy } = {},
 ): Promise<void> {
   const resolved = await resolveSkill(ctx, pinned);
   if (resolved.digest !== entry.digest) {
@@ -271,6 +286,7 @@ async function installLocked(
       `${entry.source} no longer provides ${entry.digest} (it resolves to ${resolved.digest})`,
     );
   }
+  if (options.signatures !== undefined) await checkLockedSignature(ctx, entry, resolved, options.signatures);
   const tx: InstallTx = {
     scope: 'project',
     projectRoot: root,

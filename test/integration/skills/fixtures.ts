@@ -34,14 +34,17 @@ function stopOnExit(t: TestContext, child: ChildProcess): void {
   });
 }
 
-/** Starts a registry with filesystem storage; returns its `host:port`. */
+/**
+ * Starts a registry with filesystem storage; returns its `host:port`. Deleting manifests is
+ * enabled, so that a test can remove a signature (`removeSignature`).
+ */
 export async function startRegistry(t: TestContext): Promise<string> {
   const dir = tempDir(t, 'skep-registry-');
   const port = await freePort();
   const config = join(dir, 'config.yml');
   writeFileSync(
     config,
-    `version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: ${join(dir, 'data')}\nhttp:\n  addr: 127.0.0.1:${port}\n`,
+    `version: 0.1\nlog:\n  level: error\nstorage:\n  delete:\n    enabled: true\n  filesystem:\n    rootdirectory: ${join(dir, 'data')}\nhttp:\n  addr: 127.0.0.1:${port}\n`,
   );
   const child = spawn(REGISTRY_BIN, ['serve', config], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';

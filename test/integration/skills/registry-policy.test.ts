@@ -18,128 +18,15 @@
  */
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type TestContext, test } from 'node:test';
-import { parse as parseYaml } from 'yaml';
-import { GroupService } from '../../../src/groups/index.js';
-import { RegistryService } from '../../../src/registry/index.js';
+import { test } from 'node:test';
 import type { CatalogSkill } from '../../../src/schemas/registry/index.js';
-import { registrySkillCatalog, SkillsService } from '../../../src/skills/index.js';
-import { OciSession } from '../../../src/skills/oci-client.js';
-import { parseOciRef } from '../../../src/skills/oci-ref.js';
-import { SIGSTORE_POLICY_ENV, signatureStore } from '../../../src/skills/signing.js';
-import { openStore } from '../../../src/store/index.js';
+import { SIGSTORE_POLICY_ENV } from '../../../src/skills/signing.js';
 import { hasCommand, requireService } from '../../helpers/services.js';
-import { createSigstoreFixture, type SigstoreFixture } from '../../helpers/sigstore-fixture.js';
-import { hasRegistry, initGitRepo, startGitDaemon, startRegistry, tempDir, writeSkill } from './fixtures.js';
-
-const ALICE = 'alice@example.com';
-const ISSUER = 'https://accounts.example.com';
-
-interface LockEntry {
-  name: string;
-  source: string;
-  digest: string;
-  unsigned?: boolean;
-  provenance?: { signerIdentity: string; certIssuer: string };
-}
-
-interface Harness {
-  skills: SkillsService;
-  env: NodeJS.ProcessEnv;
-  /** Points the registry service at a fresh registry file holding `entries`. */
-  useRegistry(entries: CatalogSkill[]): Promise<void>;
-  /** Writes the user's Sigstore policy (trusted root + identities). */
-  usePolicy(identities: unknown[]): void;
-  newProject(): string;
-  lock(project: string): LockEntry[];
-  /** Builds, pushes (signed with `key` when given) and drops the local build of `name`. */
-  publish(
-    name: string,
-    options?: { key?: string; description?: string },
-  ): Promise<{ ref: string; digest: string }>;
-  sign(ref: string, digest: string, identity: string, issuer: string): Promise<void>;
-}
-
-async function harness(t: TestContext, fx: SigstoreFixture): Promise<Harness> {
-  const registry = await startRegistry(t);
-  const dir = tempDir(t, 'skep-skill-regpolicy-');
-  const home = join(dir, 'home');
-  mkdirSync(home);
-  const store = openStore(join(dir, 'state.db'));
-  t.after(() => store.close());
-  const registryService = new RegistryService({ store, cacheDir: join(dir, 'cache') });
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: home, XDG_CONFIG_HOME: join(home, '.config') };
-  const skills = new SkillsService({
-    store,
-    groups: new GroupService(store),
-    storeDir: join(dir, 'oci'),
-    env,
-    privateHosts: ['127.0.0.1'],
-    catalog: registrySkillCatalog(() => registryService),
-  });
-  let files = 0;
-  return {
-    skills,
-    env,
-    async useRegistry(entries) {
-      const file = join(dir, `registry-${++files}.json`);
-      writeFileSync(
-        `${file}.tmp`,
-        JSON.stringify({ version: '1.0.0', data: { servers: [], skills: entries } }),
-      );
-      renameSync(`${file}.tmp`, file);
-      await registryService.configure('default', { local_path: file });
-    },
-    usePolicy(identities) {
-      const file = join(dir, 'sigstore-policy.json');
-      writeFileSync(file, JSON.stringify({ trusted_root: fx.trustedRootPath, identities }));
-      env[SIGSTORE_POLICY_ENV] = file;
-    },
-    newProject() {
-      const project = realpathSync(tempDir(t, 'skep-skill-regpolicy-project-'));
-      initGitRepo(project);
-      return project;
-    },
-    lock(project) {
-      return (parseYaml(readFileSync(join(project, 'skep.lock.yaml'), 'utf8')) as { skills: LockEntry[] })
-        .skills;
-    },
-    async publish(name, { key, description } = {}) {
-      const ref = `${registry}/skills/${name}:1.0.0`;
-      await skills.build(
-        writeSkill(join(dir, 'src'), name, description === undefined ? {} : { description }),
-        ref,
-      );
-      await skills.push({ reference: ref, ...(key === undefined ? {} : { key }) });
-      await skills.removeBuild(ref);
-      const head = await fetch(`http://${registry}/v2/skills/${name}/manifests/1.0.0`, {
-        method: 'HEAD',
-        headers: { accept: 'application/vnd.oci.image.index.v1+json' },
-      });
-      const digest = head.headers.get('docker-content-digest') ?? '';
-      assert.match(digest, /^sha256:[0-9a-f]{64}$/);
-      return { ref, digest };
-    },
-    async sign(ref, digest, identity, issuer) {
-      const session = new OciSession(parseOciRef(ref), true, { privateHosts: ['127.0.0.1'] });
-      const repo = ref.slice(0, ref.lastIndexOf(':'));
-      await fx.sign(signatureStore(session), repo, digest, fx.leaf({ identity, issuer }));
-    },
-  };
-}
-
-function entry(name: string, ref: string, provenance?: CatalogSkill['provenance']): CatalogSkill {
-  return {
-    namespace: 'io.example',
-    name,
-    description: `The ${name} skill.`,
-    version: '1.0.0',
-    packages: [{ registryType: 'oci', identifier: ref }],
-    ...(provenance === undefined ? {} : { provenance }),
-  };
-}
+import { createSigstoreFixture } from '../../helpers/sigstore-fixture.js';
+import { hasRegistry, startGitDaemon, tempDir, writeSkill } from './fixtures.js';
+import { ALICE, catalogEntry, harness, ISSUER } from './policy-harness.js';
 
 test(
   'registry policy: the entry names the signer; right signer installs (lock records it), wrong identity or issuer refused',
@@ -162,7 +49,7 @@ test(
       });
 
     // Right signer, installed by name through the registry: the lock records who signed.
-    await h.useRegistry([entry('policy-skill', ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
+    await h.useRegistry([catalogEntry('policy-skill', ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
     const project = h.newProject();
     const installed = await install('policy-skill', project);
     assert.equal(installed.digest, digest);
@@ -176,7 +63,7 @@ test(
     // Another identity in the entry: refused by name and by OCI reference, naming both signers,
     // in project and in user scope (the registry's policy holds in every scope), nothing written.
     await h.useRegistry([
-      entry('policy-skill', ref, { signer_identity: 'bob@example.com', cert_issuer: ISSUER }),
+      catalogEntry('policy-skill', ref, { signer_identity: 'bob@example.com', cert_issuer: ISSUER }),
     ]);
     const expected =
       /skill "policy-skill" \(sha256:[0-9a-f]{64}\) is not signed by bob@example\.com \(issuer https:\/\/accounts\.example\.com\), as its registry entry io\.example\/policy-skill requires: signed by alice@example\.com \(issuer https:\/\/accounts\.example\.com\), but the registry entry io\.example\/policy-skill requires bob@example\.com/;
@@ -195,7 +82,7 @@ test(
 
     // Another issuer in the entry: refused the same way.
     await h.useRegistry([
-      entry('policy-skill', ref, { signer_identity: ALICE, cert_issuer: 'https://other.example.com' }),
+      catalogEntry('policy-skill', ref, { signer_identity: ALICE, cert_issuer: 'https://other.example.com' }),
     ]);
     await assert.rejects(install('policy-skill', h.newProject()), {
       code: 'forbidden',
@@ -205,7 +92,7 @@ test(
 
     // The registry narrows, never widens: an entry naming Alice does not make Alice trusted when
     // the user's own policy trusts only Bob.
-    await h.useRegistry([entry('policy-skill', ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
+    await h.useRegistry([catalogEntry('policy-skill', ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
     h.usePolicy([{ signer_identity: 'bob@example.com', cert_issuer: ISSUER }]);
     await assert.rejects(install('policy-skill', h.newProject()), {
       code: 'forbidden',
@@ -240,7 +127,7 @@ test(
         allow_unsigned: true,
       });
 
-    await h.useRegistry([entry('plain-skill', ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
+    await h.useRegistry([catalogEntry('plain-skill', ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
     const refused = h.newProject();
     await assert.rejects(install(refused), {
       code: 'forbidden',
@@ -253,7 +140,7 @@ test(
 
     // A constraint Skep cannot check is refused by name before anything is fetched.
     await h.useRegistry([
-      entry('plain-skill', ref, {
+      catalogEntry('plain-skill', ref, {
         signer_identity: ALICE,
         cert_issuer: ISSUER,
         runner_environment: 'github-hosted',
@@ -264,12 +151,12 @@ test(
       message:
         /registry skill io\.example\/plain-skill: provenance\.runner_environment is a constraint Skep cannot check/,
     });
-    await h.useRegistry([entry('plain-skill', ref, { public_key: '-----BEGIN PUBLIC KEY-----' })]);
+    await h.useRegistry([catalogEntry('plain-skill', ref, { public_key: '-----BEGIN PUBLIC KEY-----' })]);
     await assert.rejects(install(h.newProject()), {
       code: 'forbidden',
       message: /provenance\.public_key is not honoured for skills/,
     });
-    await h.useRegistry([entry('plain-skill', ref, { signer_identity: ALICE })]);
+    await h.useRegistry([catalogEntry('plain-skill', ref, { signer_identity: ALICE })]);
     await assert.rejects(install(h.newProject()), {
       code: 'forbidden',
       message: /provenance\.cert_issuer is required/,
@@ -281,7 +168,9 @@ test(
     writeFileSync(join(keys, 'k.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 });
     const pub = publicKey.export({ type: 'spki', format: 'pem' }).toString();
     const keyed = await h.publish('keyed-skill', { key: join(keys, 'k.key') });
-    await h.useRegistry([entry('keyed-skill', keyed.ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
+    await h.useRegistry([
+      catalogEntry('keyed-skill', keyed.ref, { signer_identity: ALICE, cert_issuer: ISSUER }),
+    ]);
     await assert.rejects(
       h.skills.install({
         name: 'keyed-skill',
@@ -298,7 +187,7 @@ test(
     );
 
     // An entry without provenance: allow_unsigned keeps its meaning (recorded unsigned).
-    await h.useRegistry([entry('plain-skill', ref)]);
+    await h.useRegistry([catalogEntry('plain-skill', ref)]);
     const project = h.newProject();
     await install(project);
     const locked = h.lock(project).find((e) => e.name === 'plain-skill');
@@ -318,7 +207,9 @@ test(
     h.usePolicy([{ signer_identity_regexp: '.*@example\\.com', cert_issuer: ISSUER }]);
     const first = await h.publish('moving-skill');
     await h.sign(first.ref, first.digest, ALICE, ISSUER);
-    await h.useRegistry([entry('moving-skill', first.ref, { signer_identity: ALICE, cert_issuer: ISSUER })]);
+    await h.useRegistry([
+      catalogEntry('moving-skill', first.ref, { signer_identity: ALICE, cert_issuer: ISSUER }),
+    ]);
     const project = h.newProject();
     await h.skills.install({
       name: 'moving-skill',
