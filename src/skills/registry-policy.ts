@@ -15,7 +15,7 @@
  * install by name instead of being skipped.
  */
 import type { CatalogSkill } from '../schemas/registry/index.js';
-import { SkepError } from '../shared/index.js';
+import { isSkepError, SkepError } from '../shared/index.js';
 import type { SkillsContext } from './context.js';
 import { type OciRef, parseOciRef } from './oci-ref.js';
 import {
@@ -42,17 +42,30 @@ export interface CatalogSkillPages {
 /** The catalog view's largest page. */
 const PAGE_SIZE = 200;
 
-/** A `SkillCatalog` over a registry service's catalog pages (read at call time). */
+/**
+ * A `SkillCatalog` over a registry service's catalog pages (read at call time). A registry that
+ * cannot be read fails with its own error code (503 `unavailable` when its source cannot be
+ * read), and the message says why a skill install needed it.
+ */
 export function registrySkillCatalog(registry: () => CatalogSkillPages): SkillCatalog {
+  const read = async (): Promise<CatalogSkill[]> => {
+    const all: CatalogSkill[] = [];
+    for (let page = 1; ; page++) {
+      const { items, metadata } = await registry().listCatalogSkills({ page, limit: PAGE_SIZE });
+      all.push(...items);
+      if (items.length === 0 || all.length >= metadata.total) return all;
+    }
+  };
   return {
-    async listSkills() {
-      const all: CatalogSkill[] = [];
-      for (let page = 1; ; page++) {
-        const { items, metadata } = await registry().listCatalogSkills({ page, limit: PAGE_SIZE });
-        all.push(...items);
-        if (items.length === 0 || all.length >= metadata.total) return all;
-      }
-    },
+    listSkills: () =>
+      read().catch((err: unknown) => {
+        if (!isSkepError(err)) throw err;
+        throw new SkepError(
+          err.code,
+          `the configured registry's skill entries cannot be read, and an install must meet the signer policy they may hold: ${err.message}`,
+          { cause: err, ...(err.details === undefined ? {} : { details: err.details }) },
+        );
+      }),
   };
 }
 
