@@ -22,7 +22,8 @@
  *   guardrails       the default guardrails (`guardrails_config: {}`: own secrets and
  *                    credential formats redacted in results); also with 1 KB answers
  *                    (`none-1k`/`guardrails-1k`, the added CPU) and 1 MB answers
- *                    (`none-1m`/`guardrails-1m`, throughput side by side; BENCH_CPU_CALLS_1M calls)
+ *                    (`none-1m`/`guardrails-1m`, throughput side by side; BENCH_CPU_CALLS_1M calls),
+ *                    these four on two more workloads of the same configurations
  *
  * Every target runs `BENCH_CPU_ROUNDS` rounds (default 3), interleaved (the order rotates per
  * round), each of `BENCH_CPU_CALLS` calls (default 4000) at concurrency 1 and at 32 (32
@@ -387,12 +388,20 @@ async function main(): Promise<void> {
       runners[label] = runner;
       const pids = { runner, server: serverPidOf(runner), ...extraPids(label) };
       targets.push(await mcpTarget(label, w.url, pids));
-      // The same two workloads with larger answers: guardrails read every answer's text.
+      // The same two configurations with larger answers (guardrails read every answer's text),
+      // on workloads of their own, so that relaying 1 MB answers cannot change what the
+      // small-answer targets measure (in one run, a `none` runner that also served them used
+      // 15 % more CPU per small call than a second `none` runner that did not).
       if ((label === 'none' || label === 'guardrails') && wanted('guardrails')) {
-        targets.push(await mcpTarget(`${label}-1k`, w.url, pids, ANSWER_SIZES['1k']));
+        const sized = await startWorkload(bench.env, bench.home, `bench-${label}-sized`, extra, []);
+        bench.started(sized.name);
+        const sizedRunner = runnerPidOf(sized.name);
+        if (sizedRunner === undefined) throw new Error(`no runner process for ${sized.name}`);
+        const sizedPids = { runner: sizedRunner, server: serverPidOf(sizedRunner) };
+        targets.push(await mcpTarget(`${label}-1k`, sized.url, sizedPids, ANSWER_SIZES['1k']));
         // 4 callers, not 32: 32 MB of requests queued at once exceed the stdio bridge's bounded
         // buffer, which answers "not keeping up" (by design) instead of growing.
-        const big = await mcpTarget(`${label}-1m`, w.url, pids, ANSWER_SIZES['1m']);
+        const big = await mcpTarget(`${label}-1m`, sized.url, sizedPids, ANSWER_SIZES['1m']);
         targets.push({ ...big, c32: big.c32.slice(0, BIG_CALLERS), calls: CALLS_1M });
       }
     }
