@@ -10,7 +10,8 @@
  * project's skep.lock.yaml records the signer; an unsigned one is 403 naming the signer expected,
  * with `allow_unsigned` through the API and `--allow-unsigned` through the CLI; once the registry
  * file is gone, the running server keeps enforcing the copy it read, and a process that cannot
- * read it (the CLI, a restarted server) refuses the install with a 503 naming the file, not a 500.
+ * read it (the CLI, a restarted server) refuses the install with a 503 naming the file, not a
+ * 500, and a sync reports the skill `registry-unreachable`, its lock entry untouched.
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -198,5 +199,22 @@ test(
     assert.equal(down.json()['code'], 'unavailable');
     assert.match(String(down.json()['message']), unreadable);
     assert.ok(!existsSync(join(downProject, '.claude')), 'nothing written');
+
+    // Sync cannot check the registry's policy either: the skill is failed, the lock untouched.
+    const lockBefore = readFileSync(join(project, 'skep.lock.yaml'), 'utf8');
+    rmSync(join(project, '.claude', 'skills', 'signed-skill'), { recursive: true });
+    const sync = await api('POST', '/api/v1beta/skills/sync', {
+      project_root: project,
+      clients: ['claude-code'],
+    });
+    assert.equal(sync.status, 200, sync.text);
+    const failed = sync.json()['failed'] as { name: string; reason: string; error: string }[];
+    assert.deepEqual(
+      failed.map((f) => [f.name, f.reason]),
+      [['signed-skill', 'registry-unreachable']],
+    );
+    assert.match(failed[0]?.error ?? '', unreadable);
+    assert.equal(readFileSync(join(project, 'skep.lock.yaml'), 'utf8'), lockBefore);
+    assert.ok(!existsSync(join(project, '.claude', 'skills', 'signed-skill')), 'nothing written');
   },
 );
