@@ -6,7 +6,7 @@
  *
  * The public-good root is obtained as Sigstore's own clients obtain it: the `trusted_root.json`
  * target of the Sigstore TUF repository (The Update Framework specification, "Detailed client
- * workflow"), through `@sigstore/tuf`, whose TUF root metadata ships in the package (its seeds).
+ * workflow"), through `@sigstore/tuf`, whose TUF root metadata ships in the package (its `seeds.json`).
  * TUF metadata and the target are cached in `<cache dir>/sigstore-tuf`; while the cached
  * metadata has not expired no request is made (`forceCache`), otherwise it is refreshed from the
  * repository (`SKEP_SIGSTORE_TUF_URL` names a mirror of it; the signatures are still checked
@@ -14,8 +14,8 @@
  *
  * When the repository cannot be reached or its metadata cannot be refreshed (no network,
  * expired metadata), the newest copy at hand is used rather than nothing: the `trusted_root.json`
- * last written to the cache (only a target that TUF verified, or the seed, is ever written there),
- * else the copy shipped in `@sigstore/tuf`'s seeds. That copy is not refreshed: certificate
+ * last written to the cache (only a target that TUF verified, or the shipped copy, is ever written there),
+ * else the copy shipped in `@sigstore/tuf`'s `seeds.json`. That copy is not refreshed: certificate
  * authorities or logs added since are missing from it, so a failure to verify against it says
  * which copy was used and why.
  *
@@ -31,7 +31,7 @@ import type { IdentityPolicy } from './sigstore-verify.js';
 export const PUBLIC_GOOD_TRUSTED_ROOT = 'sigstore-public-good';
 /** A mirror of the Sigstore TUF repository, instead of the public one. */
 export const TUF_URL_ENV = 'SKEP_SIGSTORE_TUF_URL';
-/** The Sigstore TUF repository, which `@sigstore/tuf`'s seeds are keyed by. */
+/** The Sigstore TUF repository, which `@sigstore/tuf`'s `seeds.json` is keyed by. */
 const PUBLIC_TUF_URL = 'https://tuf-repo-cdn.sigstore.dev';
 const TARGET = 'trusted_root.json';
 /** One attempt, a short wait: an unreachable repository falls back to the cached copy. */
@@ -168,7 +168,7 @@ function tufUrl(env: NodeJS.ProcessEnv): string | { error: string } {
   return value.replace(/\/+$/, '');
 }
 
-/** The seeds `@sigstore/tuf` ships: per repository URL, its TUF `root.json` and some targets (base64). */
+/** What `@sigstore/tuf` ships in `seeds.json`: per repository URL, its TUF `root.json` and some targets (base64). */
 type Seeds = Record<string, { 'root.json': string; targets: Record<string, string> }>;
 
 async function seedOfPublicRepository(): Promise<Seeds[string]> {
@@ -180,7 +180,7 @@ async function seedOfPublicRepository(): Promise<Seeds[string]> {
 
 /**
  * The `trusted_root.json` target through TUF. A mirror is started from the public repository's
- * TUF root (the seeds are keyed by URL), so what it serves is checked with the same keys.
+ * TUF root (`seeds.json` is keyed by URL), so what it serves is checked with the same keys.
  */
 async function fetchThroughTuf(cachePath: string, mirror: string): Promise<string> {
   const tuf = await import('@sigstore/tuf');
@@ -206,7 +206,7 @@ async function fetchThroughTuf(cachePath: string, mirror: string): Promise<strin
 
 /**
  * The newest `trusted_root.json` at hand without the repository: the one in the TUF cache (a
- * target TUF verified, or the seed `@sigstore/tuf` put there), else the seed itself.
+ * target TUF verified, or the shipped copy `@sigstore/tuf` put there), else the shipped copy itself.
  */
 async function newestCopy(
   cachePath: string,
@@ -233,7 +233,7 @@ async function newestCopy(
     const written = (await stat(cached)).mtime.toISOString();
     return { text, what: `the copy fetched through TUF into ${cached} (${written})` };
   } catch {
-    // No cached target: the seed, if the package has one.
+    // No cached target: the shipped copy, if the package has one.
   }
   return seedText === undefined || seedText === '' ? undefined : { text: seedText, what: shipped };
 }

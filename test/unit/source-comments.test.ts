@@ -30,8 +30,8 @@ const OUTSIDE_DOCUMENT =
 const ISSUE_NUMBER = /\bissues?\s+#?\d+|\(#\d+\)|\bPR\s+#?\d+|\bfinding\s+F\d+|\bF\d+\s+item\b/i;
 /** The task's seed document: `seed 001`, `seed:`, `seed "Group"`, `the seed's`, `(seed ...)`. */
 const SEED = /\bseeds?\b/i;
-/** Redis and random-number senses of "seed", which cite nothing. */
-const SEED_ALLOWED = /\bseed node\b|\bnode as the seed\b|\b(?:random|PRNG|generator) seed\b/i;
+/** Redis, random-number and TUF (`@sigstore/tuf`'s `seeds.json`) senses of "seed", which cite nothing. */
+const SEED_ALLOWED = /\bseed node\b|\bnode as the seed\b|\b(?:random|PRNG|generator) seed\b|\bseeds\.json\b/i;
 /** A section of an unnamed reference document (`reference §1.2`, `Reference §4.2`). */
 const REFERENCE_SECTION = /\breference(?:'s)?\s+(?:[\w-]+\s+)?§/i;
 /** A public specification named before a `§` in the same comment. */

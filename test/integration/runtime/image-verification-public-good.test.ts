@@ -6,10 +6,10 @@
  * does offline (the seeded TUF root has expired and no newer one can be fetched), and the root
  * falls back to the newest copy at hand. The TUF cache goes under the test's temporary home.
  *
- * Proves: the named root loads offline from the seeds shipped in `@sigstore/tuf` and holds the
+ * Proves: the named root loads offline from the `seeds.json` shipped in `@sigstore/tuf` and holds the
  * public-good Fulcio CA (subject O=sigstore.dev, CN=sigstore) and Rekor log (its key id and base
  * URL), with the reason TUF could not refresh it; a copy that TUF wrote to the cache earlier is
- * preferred to the seed; a misspelt name and a bad mirror URL are refused by name; a skills
+ * preferred to the shipped copy; a misspelt name and a bad mirror URL are refused by name; a skills
  * Sigstore policy file may name the root too; and, on real
  * parts (local registry, Podman), an image keylessly signed with the test's own CA is refused
  * under `enforce` when the policy names the public-good root (its chain does not lead there) and
@@ -66,7 +66,7 @@ async function emptyMirror(t: TestContext): Promise<{ url: string; requests: str
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
 }
 
-test('sigstore-public-good loads offline from the @sigstore/tuf seeds: the public-good Fulcio CA and Rekor log', async (t) => {
+test('sigstore-public-good loads offline from the copy shipped in @sigstore/tuf: the public-good Fulcio CA and Rekor log', async (t) => {
   const home = tempHome(t);
   const mirror = await emptyMirror(t);
   const cacheDir = home.config.paths.cacheDir;
@@ -105,7 +105,7 @@ test('sigstore-public-good loads offline from the @sigstore/tuf seeds: the publi
   assert.equal(rekor.publicKey.asymmetricKeyType, 'ec');
 });
 
-test('sigstore-public-good prefers the copy TUF wrote to its cache over the seed', async (t) => {
+test('sigstore-public-good prefers the copy TUF wrote to its cache over the shipped copy', async (t) => {
   const home = tempHome(t);
   const mirror = await emptyMirror(t);
   const fx = createSigstoreFixture();
