@@ -9,9 +9,10 @@
  *   fingerprint, with the issuer `skep:public-key`;
  * - keyless signers (a Fulcio certificate and its Rekor entry, `protocol/sigstore-verify.ts`):
  *   the Sigstore policy file `<config dir>/sigstore-policy.json`, or the file named by
- *   `SKEP_SKILLS_SIGSTORE_POLICY` — `{"trusted_root": "<path of a trusted_root.json>",
- *   "identities": [{"signer_identity" | "signer_identity_regexp": "...", "cert_issuer": "..."}]}`
- *   (a relative `trusted_root` is read beside the policy file); the lock file records the
+ *   `SKEP_SKILLS_SIGSTORE_POLICY` — `{"trusted_root": "<path of a trusted_root.json, or
+ *   sigstore-public-good>", "identities": [{"signer_identity" | "signer_identity_regexp": "...",
+ *   "cert_issuer": "..."}]}` (a relative `trusted_root` path is read beside the policy file;
+ *   `sigstore-public-good` is the public-good instance's root, `protocol/sigstore-trusted-root.ts`); the lock file records the
  *   certificate's identity and OIDC issuer.
  *
  * A registry entry that names a skill's signer narrows this policy for the skills it publishes,
@@ -193,7 +194,7 @@ async function keylessTrust(
     throw bad('not JSON');
   }
   if (typeof doc.trusted_root !== 'string' || doc.trusted_root === '')
-    throw bad('trusted_root (the path of a Sigstore trusted_root.json) is required');
+    throw bad('trusted_root (the path of a Sigstore trusted_root.json, or sigstore-public-good) is required');
   if (!Array.isArray(doc.identities) || doc.identities.length === 0)
     throw bad('identities (a list of {signer_identity or signer_identity_regexp, cert_issuer}) is required');
   const sigstore = await import('../protocol/sigstore-verify.js');
