@@ -13,7 +13,8 @@
  * hashedrekord tlog entry with its inclusion promise) and verified as one:
  *
  * - the leaf chains to a certificate authority of the trusted root, valid at the log's integrated
- *   time (the signing time must fall inside the leaf's short validity);
+ *   time (the signing time must fall inside the leaf's short validity), and at the time of each
+ *   RFC 3161 timestamp when there are some (bundles only);
  * - the signature over the payload verifies with the leaf's key;
  * - the signed entry timestamp verifies with the trusted root's key of the log named by `logID`,
  *   and the logged hashedrekord names this signature, the payload's digest and this certificate;
@@ -28,15 +29,23 @@
  * inclusion proof) stored as an OCI artifact beside the signed one (`verifySigstoreBundle`; found
  * by `oci-signature.ts`). The same checks apply, over the envelope instead of the payload.
  *
+ * Bundles may also carry what the public-good instance's signing config now gives cosign v3 and
+ * the other Sigstore clients: a Rekor v2 entry (dsse or hashedrekord 0.0.2: an inclusion proof
+ * under a checkpoint signed by the log's key, C2SP signed-note format; no SET, no integrated
+ * time) and RFC 3161 timestamps over the signature (`timestampVerificationData`) from a
+ * timestamp authority of the trusted root — with a Rekor v1 entry too. Which time counts as the
+ * signing time is said at `withSignedTimes`.
+ *
  * Certificate transparency (embedded SCTs) is not required — like `cosign verify
  * --insecure-ignore-sct` — since the Rekor entry already proves the certificate was logged at
  * signing time; an SCT that is present is still checked against the trusted root's ctlogs.
  *
  * Loaded lazily, only when a keyless policy is in force.
  */
-import { bundleFromJSON, type Bundle } from '@sigstore/bundle';
+import { bundleFromJSON, type Bundle, type TransparencyLogEntry } from '@sigstore/bundle';
 import { X509Certificate } from '@sigstore/core';
 import { TrustedRoot } from '@sigstore/protobuf-specs';
+import { Entry as RekorV2Entry } from '@sigstore/protobuf-specs/rekor/v2';
 import { toSignedEntity, toTrustMaterial, type TrustMaterial, Verifier } from '@sigstore/verify';
 import { createHash } from 'node:crypto';
 import { CERTIFICATE_ANNOTATION, type KeylessCheck, SignatureError } from './oci-signature.js';
@@ -172,26 +181,103 @@ function toBundle(payload: Buffer, signature: string, annotations: Record<string
   });
 }
 
-/** True when the hashedrekord entry's public key is this certificate (PEM, base64 in the body). */
-function loggedCertificateIs(bundle: Bundle, cert: X509Certificate): boolean {
-  const entry = bundle.verificationMaterial.tlogEntries[0];
-  if (entry === undefined) return false;
-  try {
-    const body = JSON.parse(entry.canonicalizedBody.toString('utf8')) as {
-      kind?: unknown;
-      spec?: {
-        signature?: { publicKey?: { content?: unknown } };
-        signatures?: { verifier?: unknown }[];
-      };
+/** The entry version Rekor v2 writes (the `rekor/v2` types of Sigstore's protobuf-specs). */
+const REKOR_V2 = '0.0.2';
+
+/**
+ * The certificate (DER) a log entry names as the signer's: hashedrekord 0.0.1 logs it (PEM,
+ * base64) as the signature's public key and dsse 0.0.1 as the signature's verifier; Rekor v2's
+ * hashedrekord and dsse 0.0.2 hold it as the verifier's `x509Certificate` (DER, base64).
+ */
+function loggedCertificate(entry: TransparencyLogEntry): Buffer | undefined {
+  const body = JSON.parse(entry.canonicalizedBody.toString('utf8')) as {
+    kind?: unknown;
+    spec?: {
+      signature?: { publicKey?: { content?: unknown } };
+      signatures?: { verifier?: unknown }[];
     };
-    // hashedrekord 0.0.1 logs the certificate as the signature's public key, dsse 0.0.1 as the verifier.
-    const logged =
-      body.kind === 'dsse' ? body.spec?.signatures?.[0]?.verifier : body.spec?.signature?.publicKey?.content;
-    if (typeof logged !== 'string') return false;
-    return pemToDer(Buffer.from(logged, 'base64').toString('utf8')).equals(cert.root.toDER());
-  } catch {
-    return false;
+  };
+  if (entry.kindVersion.version === REKOR_V2) {
+    const spec = RekorV2Entry.fromJSON(body).spec?.spec;
+    const verifier =
+      spec?.$case === 'hashedRekordV002'
+        ? spec.hashedRekordV002.signature?.verifier
+        : spec?.$case === 'dsseV002'
+          ? spec.dsseV002.signatures[0]?.verifier
+          : undefined;
+    return verifier?.verifier?.$case === 'x509Certificate'
+      ? verifier.verifier.x509Certificate.rawBytes
+      : undefined;
   }
+  const logged =
+    body.kind === 'dsse' ? body.spec?.signatures?.[0]?.verifier : body.spec?.signature?.publicKey?.content;
+  return typeof logged === 'string' ? pemToDer(Buffer.from(logged, 'base64').toString('utf8')) : undefined;
+}
+
+/** True when every log entry names this certificate as the signer's. */
+function loggedCertificateIs(bundle: Bundle, cert: X509Certificate): boolean {
+  const entries: TransparencyLogEntry[] = bundle.verificationMaterial.tlogEntries;
+  return (
+    entries.length > 0 &&
+    entries.every((entry) => {
+      try {
+        return loggedCertificate(entry)?.equals(cert.root.toDER()) === true;
+      } catch {
+        return false;
+      }
+    })
+  );
+}
+
+/**
+ * Sigstore's rules for the signing time (the Sigstore client specification, on establishing a
+ * time for the signature), checked before the library runs, which counts every non-zero
+ * integrated time and every RFC 3161 timestamp: at least one verified time source, and the leaf
+ * valid at each.
+ *
+ * - An integrated time counts only under a signed entry timestamp (SET), the only thing that
+ *   signs it: a checkpoint signs the tree, not the time. A Rekor v2 entry has neither (the log
+ *   does not timestamp), so its time must come from an RFC 3161 timestamp authority.
+ * - An RFC 3161 timestamp (over the signature bytes) counts once the library has verified it
+ *   against a timestamp authority of the trusted root, beside a Rekor v1 entry or a v2 one.
+ * - A timestamp alone, with no log entry, is refused: the log is what makes the certificate's
+ *   use visible to its owner.
+ *
+ * Returns the bundle the library is to verify (integrated times no SET covers set to 0), or why
+ * not.
+ */
+function withSignedTimes(bundle: Bundle): { bundle: Bundle } | { reason: string } {
+  const material = bundle.verificationMaterial;
+  const entries: TransparencyLogEntry[] = material.tlogEntries;
+  if (entries.length === 0)
+    return {
+      reason:
+        'the signature is in no transparency log (verificationMaterial.tlogEntries is empty); a timestamp alone is not accepted',
+    };
+  for (const { kindVersion } of entries) {
+    const { kind, version } = kindVersion;
+    if (version !== '0.0.1' && !(version === REKOR_V2 && (kind === 'hashedrekord' || kind === 'dsse')))
+      return {
+        reason: `a Rekor ${kind} ${version} entry is not supported (0.0.1 from Rekor v1, or hashedrekord and dsse 0.0.2 from Rekor v2)`,
+      };
+  }
+  const stamps = material.timestampVerificationData?.rfc3161Timestamps.length ?? 0;
+  if (stamps === 0 && entries.some((entry) => entry.kindVersion.version === REKOR_V2))
+    return {
+      reason:
+        'a Rekor v2 entry records no signing time, and the bundle has no RFC 3161 timestamp (verificationMaterial.timestampVerificationData.rfc3161Timestamps)',
+    };
+  const signed = entries.map((entry): TransparencyLogEntry =>
+    entry.inclusionPromise !== undefined && entry.kindVersion.version !== REKOR_V2
+      ? entry
+      : { ...entry, integratedTime: '0' },
+  );
+  if (stamps === 0 && !signed.some((entry) => entry.integratedTime !== '' && entry.integratedTime !== '0'))
+    return {
+      reason:
+        'no signed signing time: the log entry has no signed entry timestamp over its integrated time, and the bundle has no RFC 3161 timestamp',
+    };
+  return { bundle: { ...bundle, verificationMaterial: { ...material, tlogEntries: signed } } };
 }
 
 function extensionText(cert: X509Certificate, oid: string): string | undefined {
@@ -230,22 +316,22 @@ function verifyEntity(
   cert: X509Certificate,
   payload: Buffer | undefined,
 ): KeylessOutcome {
+  const timed = withSignedTimes(bundle);
+  if ('reason' in timed) return { ok: false, reason: timed.reason };
   let verified;
   try {
-    verified = new Verifier(policy.trust, { ctlogThreshold: 0, tlogThreshold: 1 }).verify(
-      toSignedEntity(bundle, payload),
-    );
+    // One log entry and one verified time at least (the library's defaults, said here); SCTs
+    // are not required (see the module comment).
+    verified = new Verifier(policy.trust, {
+      ctlogThreshold: 0,
+      tlogThreshold: 1,
+      timestampThreshold: 1,
+    }).verify(toSignedEntity(timed.bundle, payload));
   } catch (err) {
     const cause = (err as { cause?: unknown }).cause;
     const detail = cause instanceof Error ? ` (${cause.message})` : '';
     return { ok: false, reason: `keyless signature does not verify: ${(err as Error).message}${detail}` };
   }
-  const kind = bundle.verificationMaterial.tlogEntries[0]?.kindVersion;
-  if (kind?.version !== '0.0.1')
-    return {
-      ok: false,
-      reason: `a Rekor ${kind?.kind ?? ''} ${kind?.version ?? ''} entry is not supported (0.0.1 only)`,
-    };
   // The library compares the logged signature and digest; the logged certificate is compared
   // here, as cosign does, so the identity checked is the one the log vouches for.
   if (!loggedCertificateIs(bundle, cert))
