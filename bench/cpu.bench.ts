@@ -34,7 +34,7 @@
  *
  * Prints one JSON object on stdout; progress goes to stderr.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,6 +67,15 @@ const ECHO = join(root, 'bench/fixtures/echo-server.mjs');
 const profArg = process.argv.slice(2).find((a) => a === '--cpu-prof' || a.startsWith('--cpu-prof='));
 const PROFILED = profArg === undefined ? undefined : profArg.includes('=') ? profArg.split('=')[1]! : 'none';
 const ONLY = process.env['BENCH_CPU_ONLY']?.split(',').filter((x) => x !== '');
+/**
+ * Pin the bench (the client) to the first CPU and every measured process to the last
+ * (`BENCH_CPU_PIN=0`: leave placement to the scheduler). Left to the scheduler, where the
+ * processes land (on one CPU or not, so whether each wake-up crosses CPUs) differs from run
+ * to run: the same floor server measured 25 µs per call in one quiet run and 34 µs in the
+ * next. Pinned, every target runs in the same placement: in two runs the floor measured
+ * 27.24 and 27.27 µs, the bare relay 72.9 and 72.6.
+ */
+const PIN = process.env['BENCH_CPU_PIN'] !== '0' && cpus().length >= 2;
 const CALLS_1M = Number(process.env['BENCH_CPU_CALLS_1M'] ?? 200);
 /** Concurrent callers in the "c32" phase of the 1 MB targets. */
 const BIG_CALLERS = 4;
@@ -256,6 +265,23 @@ function serverPidOf(runner: number): number {
   return pid;
 }
 
+/** Sets the CPU affinity of every thread of `pid` (`taskset -a -p`); false when it cannot. */
+function pin(pid: number, cpu: number): boolean {
+  const done = spawnSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { encoding: 'utf8' });
+  return done.status === 0;
+}
+
+/** The bench on CPU 0, every measured process (and what it started) on the last CPU. */
+function pinAll(targets: readonly Target[]): void {
+  const last = cpus().length - 1;
+  if (!pin(process.pid, 0)) throw new Error('taskset failed: run with BENCH_CPU_PIN=0 to skip pinning');
+  const measured = new Set<number>();
+  for (const t of targets)
+    for (const pid of Object.values(t.pids)) for (const p of [pid, ...descendantsOf(pid)]) measured.add(p);
+  for (const pid of measured) if (!pin(pid, last)) log(`could not pin pid ${pid}`);
+  log(`pinned: the bench on CPU 0, ${measured.size} measured processes on CPU ${last}`);
+}
+
 async function main(): Promise<void> {
   const load = loadavg();
   const machine = {
@@ -263,6 +289,7 @@ async function main(): Promise<void> {
     cpu_model: cpus()[0]?.model ?? 'unknown',
     load_average_at_start: load.map((x) => round(x, 2)),
     node: process.version,
+    pinning: PIN ? { bench_cpu: 0, measured_cpu: cpus().length - 1 } : 'off (BENCH_CPU_PIN=0)',
   };
   log(`machine: ${machine.cores} cores, load ${machine.load_average_at_start.join(' ')}`);
   const bench = await openBenchHome('cpu', log);
@@ -455,6 +482,7 @@ async function main(): Promise<void> {
       );
     }
     for (const t of targets) closers.push(() => t.close());
+    if (PIN) pinAll(targets);
 
     for (const t of targets) {
       log(`warming up ${t.label}`);
