@@ -372,36 +372,7 @@ export function createSigstoreFixture(): SigstoreFixture {
         dsseEnvelope: envelope,
       }),
     );
-    const empty = Buffer.from('{}');
-    const bundleType = 'application/vnd.dev.sigstore.bundle.v0.3+json';
-    const manifest = Buffer.from(
-      JSON.stringify({
-        schemaVersion: 2,
-        mediaType: 'application/vnd.oci.image.manifest.v1+json',
-        artifactType: bundleType,
-        config: { mediaType: 'application/vnd.oci.empty.v1+json', digest: sha256(empty), size: 2 },
-        layers: [{ mediaType: bundleType, digest: sha256(bundle), size: bundle.length }],
-        subject: { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest, size: 0 },
-      }),
-    );
-    await store.putBlob(empty, sha256(empty));
-    await store.putBlob(bundle, sha256(bundle));
-    await store.putManifest(sha256(manifest), manifest, 'application/vnd.oci.image.manifest.v1+json');
-    const index = Buffer.from(
-      JSON.stringify({
-        schemaVersion: 2,
-        mediaType: 'application/vnd.oci.image.index.v1+json',
-        manifests: [
-          {
-            mediaType: 'application/vnd.oci.image.manifest.v1+json',
-            digest: sha256(manifest),
-            size: manifest.length,
-            artifactType: bundleType,
-          },
-        ],
-      }),
-    );
-    await store.putManifest(digest.replace(':', '-'), index, 'application/vnd.oci.image.index.v1+json');
+    await storeBundleReferrer(store, digest, bundle);
   };
 
   return {
@@ -421,4 +392,47 @@ export function createSigstoreFixture(): SigstoreFixture {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+const BUNDLE_TYPE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
+
+/**
+ * Stores a Sigstore bundle beside `digest` as `cosign sign --new-bundle-format` does: an OCI 1.1
+ * artifact manifest whose subject is the image, listed in the referrers tag scheme's index
+ * (`sha256-<hex>`), so that registries without the referrers API serve it too.
+ */
+export async function storeBundleReferrer(
+  store: SignatureStore,
+  digest: string,
+  bundle: Buffer,
+): Promise<void> {
+  const empty = Buffer.from('{}');
+  const manifest = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.manifest.v1+json',
+      artifactType: BUNDLE_TYPE,
+      config: { mediaType: 'application/vnd.oci.empty.v1+json', digest: sha256(empty), size: 2 },
+      layers: [{ mediaType: BUNDLE_TYPE, digest: sha256(bundle), size: bundle.length }],
+      subject: { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest, size: 0 },
+    }),
+  );
+  await store.putBlob(empty, sha256(empty));
+  await store.putBlob(bundle, sha256(bundle));
+  await store.putManifest(sha256(manifest), manifest, 'application/vnd.oci.image.manifest.v1+json');
+  const index = Buffer.from(
+    JSON.stringify({
+      schemaVersion: 2,
+      mediaType: 'application/vnd.oci.image.index.v1+json',
+      manifests: [
+        {
+          mediaType: 'application/vnd.oci.image.manifest.v1+json',
+          digest: sha256(manifest),
+          size: manifest.length,
+          artifactType: BUNDLE_TYPE,
+        },
+      ],
+    }),
+  );
+  await store.putManifest(digest.replace(':', '-'), index, 'application/vnd.oci.image.index.v1+json');
 }

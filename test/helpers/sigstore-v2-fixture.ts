@@ -16,8 +16,13 @@ import { execFileSync } from 'node:child_process';
 import { createHash, generateKeyPairSync, type KeyObject, sign } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sha256, type SignatureStore } from '../../src/protocol/oci-signature.js';
-import { createSigstoreFixture, type Leaf, type SigstoreFixture } from './sigstore-fixture.js';
+import { type SignatureStore } from '../../src/protocol/oci-signature.js';
+import {
+  createSigstoreFixture,
+  type Leaf,
+  type SigstoreFixture,
+  storeBundleReferrer,
+} from './sigstore-fixture.js';
 
 const IN_TOTO = 'application/vnd.in-toto+json';
 const BUNDLE_TYPE = 'application/vnd.dev.sigstore.bundle.v0.3+json';
@@ -345,37 +350,7 @@ export function createSigstoreV2Fixture(): SigstoreV2Fixture {
     );
   };
 
-  const storeBundle: SigstoreV2Fixture['storeBundle'] = async (store, digest, bytes) => {
-    const empty = Buffer.from('{}');
-    const manifest = Buffer.from(
-      JSON.stringify({
-        schemaVersion: 2,
-        mediaType: 'application/vnd.oci.image.manifest.v1+json',
-        artifactType: BUNDLE_TYPE,
-        config: { mediaType: 'application/vnd.oci.empty.v1+json', digest: sha256(empty), size: 2 },
-        layers: [{ mediaType: BUNDLE_TYPE, digest: sha256(bytes), size: bytes.length }],
-        subject: { mediaType: 'application/vnd.oci.image.manifest.v1+json', digest, size: 0 },
-      }),
-    );
-    await store.putBlob(empty, sha256(empty));
-    await store.putBlob(bytes, sha256(bytes));
-    await store.putManifest(sha256(manifest), manifest, 'application/vnd.oci.image.manifest.v1+json');
-    const index = Buffer.from(
-      JSON.stringify({
-        schemaVersion: 2,
-        mediaType: 'application/vnd.oci.image.index.v1+json',
-        manifests: [
-          {
-            mediaType: 'application/vnd.oci.image.manifest.v1+json',
-            digest: sha256(manifest),
-            size: manifest.length,
-            artifactType: BUNDLE_TYPE,
-          },
-        ],
-      }),
-    );
-    await store.putManifest(digest.replace(':', '-'), index, 'application/vnd.oci.image.index.v1+json');
-  };
+  const storeBundle: SigstoreV2Fixture['storeBundle'] = storeBundleReferrer;
 
   return { base, trustedRootJson, trustedRootPath, bundle, storeBundle, close: () => base.close() };
 }

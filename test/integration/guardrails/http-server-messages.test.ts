@@ -26,11 +26,8 @@ import {
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { createContext } from '../../../src/control/app/index.js';
 import { GUARDRAILS_BLOCKED } from '../../../src/dataplane/middleware/guardrails/index.js';
-import { WorkloadManager } from '../../../src/workloads/index.js';
-import { tempHome } from '../../helpers/home.js';
-import { runInProcess, waitFor, workloadEndpoint } from '../workloads/helpers.js';
+import { runConfiguredInProcess, waitFor } from '../workloads/helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('../../fixtures/mcp/guardrails-http-server.mjs', import.meta.url));
 const SECRET = 'fixture-Secret/Value+0123 456789';
@@ -69,43 +66,16 @@ async function workload(
   mode: Mode = transport === 'sse' ? 'sse' : 'http',
 ) {
   const upstream = await httpFixture(t, mode);
-  const home = tempHome(t);
-  const ctx = createContext(home.config);
-  const manager = new WorkloadManager({
-    store: ctx.store,
-    config: home.config,
-    groups: ctx.groups,
-    secretLookup: lookup,
-    spawnRunner: () => 99_999_999,
-  });
-  ctx.groups.attachMembers(manager);
-  await manager.create({ name: `${name}-base`, url: upstream, transport });
-  await manager.createFromConfig(
-    {
-      ...manager.exportConfig(`${name}-base`),
+  return runConfiguredInProcess(
+    t,
+    name,
+    { url: upstream, transport },
+    (dir) => ({
       header_forward: { add_headers_from_secret: { 'x-api-key': 'fixture-key' } },
-      ...extra(home.dir),
-    },
-    { name },
+      ...extra(dir),
+    }),
+    { secretLookup: lookup, path: transport === 'sse' ? '/sse' : '/mcp' },
   );
-  const controller = new AbortController();
-  const done = runInProcess(ctx, name, controller.signal, undefined, lookup);
-  const stop = async (): Promise<void> => {
-    if (controller.signal.aborted) return;
-    controller.abort();
-    await done;
-  };
-  t.after(async () => {
-    await stop();
-    await manager.close();
-    await ctx.close();
-  });
-  await waitFor(`${name} to be running`, () => {
-    const row = manager.rows.get(name);
-    if (row?.status === 'error') throw new Error(`${name}: ${row.statusContext}`);
-    return row?.status === 'running' ? true : undefined;
-  });
-  return { url: workloadEndpoint(manager, name, transport === 'sse' ? '/sse' : '/mcp'), dir: home.dir, stop };
 }
 
 /** What the client saw while calling `chatty`, and the tool's answer (parsed). */

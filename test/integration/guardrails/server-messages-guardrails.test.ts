@@ -19,11 +19,8 @@ import {
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import { createContext } from '../../../src/control/app/index.js';
 import { GUARDRAILS_BLOCKED } from '../../../src/dataplane/middleware/guardrails/index.js';
-import { WorkloadManager } from '../../../src/workloads/index.js';
-import { tempHome } from '../../helpers/home.js';
-import { runInProcess, waitFor, workloadEndpoint } from '../workloads/helpers.js';
+import { runConfiguredInProcess } from '../workloads/helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('../../fixtures/mcp/guardrails-server.mjs', import.meta.url));
 const SECRET = 'fixture-Secret/Value+0123 456789';
@@ -31,42 +28,18 @@ const lookup = async (name: string): Promise<string | undefined> =>
   name === 'fixture-key' ? SECRET : undefined;
 
 /** Runs the stdio fixture as workload `name` with the run-configuration fields `extra` gives for its home. */
-async function workload(t: TestContext, name: string, extra: (dir: string) => Record<string, unknown>) {
-  const home = tempHome(t);
-  const ctx = createContext(home.config);
-  const manager = new WorkloadManager({
-    store: ctx.store,
-    config: home.config,
-    groups: ctx.groups,
-    secretLookup: lookup,
-    spawnRunner: () => 99_999_999,
-  });
-  ctx.groups.attachMembers(manager);
-  await manager.create({
-    name: `${name}-base`,
-    image: `cmd://${process.execPath}`,
-    cmd_arguments: [FIXTURE],
-    secrets: [{ name: 'fixture-key', target: 'GUARDRAILS_SECRET' }],
-  });
-  await manager.createFromConfig({ ...manager.exportConfig(`${name}-base`), ...extra(home.dir) }, { name });
-  const controller = new AbortController();
-  const done = runInProcess(ctx, name, controller.signal, undefined, lookup);
-  const stop = async (): Promise<void> => {
-    if (controller.signal.aborted) return;
-    controller.abort();
-    await done;
-  };
-  t.after(async () => {
-    await stop();
-    await manager.close();
-    await ctx.close();
-  });
-  await waitFor(`${name} to be running`, () => {
-    const row = manager.rows.get(name);
-    if (row?.status === 'error') throw new Error(`${name}: ${row.statusContext}`);
-    return row?.status === 'running' ? true : undefined;
-  });
-  return { url: workloadEndpoint(manager, name), dir: home.dir, stop };
+function workload(t: TestContext, name: string, extra: (dir: string) => Record<string, unknown>) {
+  return runConfiguredInProcess(
+    t,
+    name,
+    {
+      image: `cmd://${process.execPath}`,
+      cmd_arguments: [FIXTURE],
+      secrets: [{ name: 'fixture-key', target: 'GUARDRAILS_SECRET' }],
+    },
+    extra,
+    { secretLookup: lookup },
+  );
 }
 
 /** What the client saw while calling `chatty`. */

@@ -12,7 +12,12 @@ import { type ApiContext, createContext } from '../../../src/control/app/index.j
 import { type RestartPolicy, runWorkload } from '../../../src/dataplane/runner/index.js';
 import type { SecretLookup } from '../../../src/secrets/index.js';
 import { silentLogger } from '../../../src/shared/index.js';
-import { proxyUrlOf, runnerAlive, WorkloadManager } from '../../../src/workloads/index.js';
+import {
+  type CreateWorkloadRequest,
+  proxyUrlOf,
+  runnerAlive,
+  WorkloadManager,
+} from '../../../src/workloads/index.js';
 import { buildTestApp } from '../../helpers/api.js';
 import { type TempHome, tempHome } from '../../helpers/home.js';
 
@@ -31,6 +36,7 @@ export const everythingBody = (name: string) => ({
   cmd_arguments: [EVERYTHING_ENTRY, 'stdio'],
 });
 
+import { waitFor } from '../../helpers/wait.js';
 export { START_TIMEOUT_MS, waitFor, waitForStatus } from '../../helpers/wait.js';
 
 /** Above Linux's pid_max (2^22): never a live process or process group. */
@@ -81,6 +87,54 @@ export function runInProcess(
     signal,
     ...(policy === undefined ? {} : { policy }),
   });
+}
+
+/**
+ * Creates `<name>-base` from `base`, then workload `name` from that one's exported
+ * configuration with `extra(home folder)` on top, on a fresh home, and runs its runner in this
+ * process (`secretLookup` answers its secrets) until it is running: the proxy's working URL at
+ * `path`, the home folder, and `stop`, which ends the runner (the test's end stops it too,
+ * before the context closes).
+ */
+export async function runConfiguredInProcess(
+  t: TestContext,
+  name: string,
+  base: Omit<CreateWorkloadRequest, 'name'>,
+  extra: (dir: string) => Record<string, unknown>,
+  options: { secretLookup?: SecretLookup; path?: string } = {},
+): Promise<{ url: string; dir: string; stop: () => Promise<void> }> {
+  const home = tempHome(t);
+  const ctx = createContext(home.config);
+  const secretLookup = options.secretLookup ?? (async () => undefined);
+  const manager = new WorkloadManager({
+    store: ctx.store,
+    config: home.config,
+    groups: ctx.groups,
+    secretLookup,
+    spawnRunner: () => IMPOSSIBLE_PID,
+  });
+  ctx.groups.attachMembers(manager);
+  await manager.create({ name: `${name}-base`, ...base });
+  await manager.createFromConfig({ ...manager.exportConfig(`${name}-base`), ...extra(home.dir) }, { name });
+  const controller = new AbortController();
+  const done = runInProcess(ctx, name, controller.signal, undefined, secretLookup);
+  const stop = async (): Promise<void> => {
+    if (controller.signal.aborted) return;
+    controller.abort();
+    await done;
+  };
+  // One hook, in this order: `t.after` hooks run in the order they were registered.
+  t.after(async () => {
+    await stop();
+    await manager.close();
+    await ctx.close();
+  });
+  await waitFor(`${name} to be running`, () => {
+    const row = manager.rows.get(name);
+    if (row?.status === 'error') throw new Error(`${name}: ${row.statusContext}`);
+    return row?.status === 'running' ? true : undefined;
+  });
+  return { url: workloadEndpoint(manager, name, options.path), dir: home.dir, stop };
 }
 
 /**
