@@ -18,8 +18,9 @@ import { OciSession } from '../../../src/skills/oci-client.js';
 import { parseOciRef } from '../../../src/skills/oci-ref.js';
 import { SIGSTORE_POLICY_ENV, signatureStore } from '../../../src/skills/signing.js';
 import { openStore } from '../../../src/store/index.js';
-import type { SigstoreFixture } from '../../helpers/sigstore-fixture.js';
-import { initGitRepo, startRegistry, tempDir, writeSkill } from './fixtures.js';
+import { requireService } from '../../helpers/services.js';
+import { createSigstoreFixture, type SigstoreFixture } from '../../helpers/sigstore-fixture.js';
+import { hasRegistry, initGitRepo, startRegistry, tempDir, writeSkill } from './fixtures.js';
 
 export const ALICE = 'alice@example.com';
 export const ISSUER = 'https://accounts.example.com';
@@ -89,6 +90,18 @@ export async function removeSignature(ref: string, digest: string): Promise<void
   const sig = head.headers.get('docker-content-digest') ?? '';
   const deleted = await fetch(`${manifests}/${sig}`, { method: 'DELETE' });
   assert.equal(deleted.status, 202, await deleted.text());
+}
+
+/**
+ * The harness over a fresh Sigstore fixture; undefined when the test was skipped (loudly; a
+ * failure in CI) because docker-registry is missing.
+ */
+export async function policyHarness(t: TestContext): Promise<Harness | undefined> {
+  if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry'))
+    return undefined;
+  const fx = createSigstoreFixture();
+  t.after(() => fx.close());
+  return harness(t, fx);
 }
 
 export async function harness(t: TestContext, fx: SigstoreFixture): Promise<Harness> {

@@ -24,18 +24,15 @@ import { test } from 'node:test';
 import type { CatalogSkill } from '../../../src/schemas/registry/index.js';
 import { SIGSTORE_POLICY_ENV } from '../../../src/skills/signing.js';
 import { hasCommand, requireService } from '../../helpers/services.js';
-import { createSigstoreFixture } from '../../helpers/sigstore-fixture.js';
-import { hasRegistry, startGitDaemon, tempDir, writeSkill } from './fixtures.js';
-import { ALICE, catalogEntry, harness, ISSUER } from './policy-harness.js';
+import { startGitDaemon, tempDir, writeSkill } from './fixtures.js';
+import { ALICE, catalogEntry, ISSUER, policyHarness } from './policy-harness.js';
 
 test(
   'registry policy: the entry names the signer; right signer installs (lock records it), wrong identity or issuer refused',
   { timeout: 120_000 },
   async (t) => {
-    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
-    const fx = createSigstoreFixture();
-    t.after(() => fx.close());
-    const h = await harness(t, fx);
+    const h = await policyHarness(t);
+    if (h === undefined) return;
     const { ref, digest } = await h.publish('policy-skill');
     await h.sign(ref, digest, ALICE, ISSUER);
     // The user trusts any example.com identity from this issuer; the registry narrows it to Alice.
@@ -112,10 +109,8 @@ test(
   'registry policy: unsigned or key-signed artifact for an entry with provenance refused (even with allow_unsigned); unenforceable fields refused by name',
   { timeout: 120_000 },
   async (t) => {
-    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
-    const fx = createSigstoreFixture();
-    t.after(() => fx.close());
-    const h = await harness(t, fx);
+    const h = await policyHarness(t);
+    if (h === undefined) return;
     const { ref, digest } = await h.publish('plain-skill');
     h.usePolicy([{ signer_identity: ALICE, cert_issuer: ISSUER }]);
     const install = (project: string) =>
@@ -200,10 +195,8 @@ test(
   "registry policy: upgrade installs new content only when the entry's signer signed it, even with allow_signer_change",
   { timeout: 120_000 },
   async (t) => {
-    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
-    const fx = createSigstoreFixture();
-    t.after(() => fx.close());
-    const h = await harness(t, fx);
+    const h = await policyHarness(t);
+    if (h === undefined) return;
     h.usePolicy([{ signer_identity_regexp: '.*@example\\.com', cert_issuer: ISSUER }]);
     const first = await h.publish('moving-skill');
     await h.sign(first.ref, first.digest, ALICE, ISSUER);
@@ -250,11 +243,9 @@ test(
   'registry policy: a git package cannot carry the signature its entry requires; without provenance it installs by name',
   { timeout: 120_000 },
   async (t) => {
-    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
     if (!requireService(t, 'git', hasCommand('git'), 'apt-get install git')) return;
-    const fx = createSigstoreFixture();
-    t.after(() => fx.close());
-    const h = await harness(t, fx);
+    const h = await policyHarness(t);
+    if (h === undefined) return;
     h.env['SKEP_GIT_SCHEME'] = 'git';
     h.usePolicy([{ signer_identity: ALICE, cert_issuer: ISSUER }]);
     const server = await startGitDaemon(t);

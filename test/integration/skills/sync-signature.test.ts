@@ -19,16 +19,20 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import type { SyncResult } from '../../../src/skills/index.js';
-import { requireService } from '../../helpers/services.js';
-import { createSigstoreFixture } from '../../helpers/sigstore-fixture.js';
-import { hasRegistry } from './fixtures.js';
-import { ALICE, catalogEntry, harness, ISSUER, removeSignature } from './policy-harness.js';
+import {
+  ALICE,
+  catalogEntry,
+  type Harness,
+  ISSUER,
+  policyHarness,
+  removeSignature,
+} from './policy-harness.js';
 
 const BOB = 'bob@example.com';
 const OTHER_ISSUER = 'https://other.example.com';
 
 /** The sync of one project for Claude Code, with the skill's folder removed first (so it is reinstalled). */
-function syncer(h: Awaited<ReturnType<typeof harness>>, project: string, name: string) {
+function syncer(h: Harness, project: string, name: string) {
   const folder = join(project, '.claude', 'skills', name);
   const lockFile = join(project, 'skep.lock.yaml');
   return {
@@ -63,10 +67,8 @@ test(
   'sync: the signer the lock records is checked again; re-signed by another identity or issuer, or unsigned, is refused',
   { timeout: 120_000 },
   async (t) => {
-    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
-    const fx = createSigstoreFixture();
-    t.after(() => fx.close());
-    const h = await harness(t, fx);
+    const h = await policyHarness(t);
+    if (h === undefined) return;
     // The user trusts any example.com identity from either issuer: only the lock tells them apart.
     h.usePolicy([
       { signer_identity_regexp: '.*@example\\.com', cert_issuer: ISSUER },
@@ -135,10 +137,8 @@ test(
   'sync: a registry entry naming the signer holds on sync; unsigned: true is restored unsigned; no record needs allow_unsigned',
   { timeout: 120_000 },
   async (t) => {
-    if (!requireService(t, 'docker-registry', hasRegistry(), 'apt-get install docker-registry')) return;
-    const fx = createSigstoreFixture();
-    t.after(() => fx.close());
-    const h = await harness(t, fx);
+    const h = await policyHarness(t);
+    if (h === undefined) return;
     h.usePolicy([{ signer_identity: ALICE, cert_issuer: ISSUER }]);
     const { ref, digest } = await h.publish('open-skill');
     await h.useRegistry([catalogEntry('open-skill', ref)]);
