@@ -18,15 +18,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
-  LoggingMessageNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
 import { GUARDRAILS_BLOCKED } from '../../../src/dataplane/middleware/guardrails/index.js';
+import { recordingClient } from './recording-client.js';
 import { runConfiguredInProcess, waitFor } from '../workloads/helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('../../fixtures/mcp/guardrails-http-server.mjs', import.meta.url));
@@ -87,22 +82,7 @@ interface Seen {
 }
 
 async function callChatty(t: TestContext, url: string, transport: Transport): Promise<Seen> {
-  const c = new Client(
-    { name: 'guardrails-test', version: '1.0.0' },
-    { capabilities: { sampling: {}, elicitation: {} } },
-  );
-  const seen: Omit<Seen, 'answer'> = { logs: [], sampling: [], elicitation: [] };
-  c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-    seen.logs.push(n.params.data);
-  });
-  c.setRequestHandler(CreateMessageRequestSchema, (r) => {
-    seen.sampling.push(r.params);
-    return { model: 'test', role: 'assistant', content: { type: 'text', text: 'a summary' } };
-  });
-  c.setRequestHandler(ElicitRequestSchema, (r) => {
-    seen.elicitation.push(r.params);
-    return { action: 'accept', content: { ok: true } };
-  });
+  const { client: c, recorded: seen } = recordingClient();
   const endpoint = new URL(url);
   await c.connect(
     transport === 'sse' ? new SSEClientTransport(endpoint) : new StreamableHTTPClientTransport(endpoint),
@@ -206,17 +186,9 @@ for (const transport of TRANSPORTS) {
   );
 }
 
-/** The official client with sampling, recording what reaches it, on the JSON-bodies fixture. */
+/** The recording client on the JSON-bodies fixture. */
 async function jsonClient(t: TestContext, url: string) {
-  const c = new Client({ name: 'guardrails-test', version: '1.0.0' }, { capabilities: { sampling: {} } });
-  const seen = { logs: [] as unknown[], sampling: [] as unknown[] };
-  c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-    seen.logs.push(n.params.data);
-  });
-  c.setRequestHandler(CreateMessageRequestSchema, (r) => {
-    seen.sampling.push(r.params);
-    return { model: 'test', role: 'assistant', content: { type: 'text', text: 'a summary' } };
-  });
+  const { client: c, recorded: seen } = recordingClient();
   await c.connect(new StreamableHTTPClientTransport(new URL(url)));
   t.after(() => c.close());
   const text = async (name: string): Promise<string> => {

@@ -12,14 +12,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  CreateMessageRequestSchema,
-  ElicitRequestSchema,
-  LoggingMessageNotificationSchema,
-} from '@modelcontextprotocol/sdk/types.js';
 import { GUARDRAILS_BLOCKED } from '../../../src/dataplane/middleware/guardrails/index.js';
+import { recordingClient } from './recording-client.js';
 import { runConfiguredInProcess } from '../workloads/helpers.js';
 
 const FIXTURE = fileURLToPath(new URL('../../fixtures/mcp/guardrails-server.mjs', import.meta.url));
@@ -52,22 +47,8 @@ interface Seen {
 }
 
 async function callChatty(t: TestContext, url: string): Promise<Seen> {
-  const c = new Client(
-    { name: 'guardrails-test', version: '1.0.0' },
-    { capabilities: { sampling: {}, elicitation: {} } },
-  );
-  const seen: Omit<Seen, 'answer'> = { logs: [], progress: [], sampling: [], elicitation: [] };
-  c.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
-    seen.logs.push(n.params.data);
-  });
-  c.setRequestHandler(CreateMessageRequestSchema, (r) => {
-    seen.sampling.push(r.params);
-    return { model: 'test', role: 'assistant', content: { type: 'text', text: 'a summary' } };
-  });
-  c.setRequestHandler(ElicitRequestSchema, (r) => {
-    seen.elicitation.push(r.params);
-    return { action: 'accept', content: { ok: true } };
-  });
+  const { client: c, recorded } = recordingClient();
+  const seen: Omit<Seen, 'answer'> = { ...recorded, progress: [] };
   await c.connect(new StreamableHTTPClientTransport(new URL(url)));
   t.after(() => c.close());
   const result = await c.callTool({ name: 'chatty', arguments: {} }, undefined, {
