@@ -26,8 +26,11 @@
  *                    these four on two more workloads of the same configurations
  *
  * Every target runs `BENCH_CPU_ROUNDS` rounds (default 3), interleaved (the order rotates per
- * round), each of `BENCH_CPU_CALLS` calls (default 4000) at concurrency 1 and at 32 (32
- * sessions); medians over rounds are reported.
+ * round), each of `BENCH_CPU_CALLS` calls (default 4,000) at concurrency 1 and
+ * `BENCH_CPU_CALLS_C32` (default 12,000) at 32 (32 sessions), after `BENCH_CPU_PREWARM`
+ * (default 500) unmeasured calls; medians over rounds are reported. Then, after every
+ * process has idled `BENCH_CPU_IDLE_S` (default 30) seconds, the `none` runner's CPU over its
+ * next 1,000 and 1,000 calls (`none_after_idle`).
  *
  * `npm run bench -- cpu --cpu-prof[=label]` starts that workload's runner (default `none`)
  * with `--cpu-prof`; the profile is written when the runner stops, its path is printed.
@@ -60,6 +63,19 @@ const log = (msg: string): void => {
 };
 
 const CALLS = Number(process.env['BENCH_CPU_CALLS'] ?? 4000);
+/**
+ * Calls of a c32 phase: at ~20,000 calls/s, 4,000 calls last 0.2 s, short enough for one
+ * full GC or one descheduling to move a runner's figure by a fifth.
+ */
+const CALLS_C32 = Number(process.env['BENCH_CPU_CALLS_C32'] ?? 12_000);
+/**
+ * Unmeasured calls made right before each target's measured phases: between its rounds a
+ * target sits idle while the others run, and the first calls after a pause cost more
+ * (reported on its own as `none_after_idle`, not mixed into the steady state).
+ */
+const PREWARM = Number(process.env['BENCH_CPU_PREWARM'] ?? 500);
+/** The pause before the `none_after_idle` figure, s. */
+const IDLE_S = Number(process.env['BENCH_CPU_IDLE_S'] ?? 30);
 const ROUNDS = Number(process.env['BENCH_CPU_ROUNDS'] ?? 3);
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
 const CONCURRENCY = [1, 32] as const;
@@ -271,15 +287,26 @@ function pin(pid: number, cpu: number): boolean {
   return done.status === 0;
 }
 
-/** The bench on CPU 0, every measured process (and what it started) on the last CPU. */
-function pinAll(targets: readonly Target[]): void {
+/**
+ * The bench on CPU 0, every measured process (and what it started) on the last CPU, except
+ * `outside`: services a stage calls (the webhook receiver of the workloads), which join the
+ * bench on CPU 0, so that the runner calls its receiver across CPUs just as the bench calls
+ * the `webhook-post` floor's receiver (both sides on one CPU add a wake-up each way per call).
+ */
+function pinAll(targets: readonly Target[], outside: readonly number[]): void {
   const last = cpus().length - 1;
   if (!pin(process.pid, 0)) throw new Error('taskset failed: run with BENCH_CPU_PIN=0 to skip pinning');
   const measured = new Set<number>();
   for (const t of targets)
     for (const pid of Object.values(t.pids)) for (const p of [pid, ...descendantsOf(pid)]) measured.add(p);
+  for (const pid of outside) {
+    measured.delete(pid);
+    if (!pin(pid, 0)) log(`could not pin pid ${pid}`);
+  }
   for (const pid of measured) if (!pin(pid, last)) log(`could not pin pid ${pid}`);
-  log(`pinned: the bench on CPU 0, ${measured.size} measured processes on CPU ${last}`);
+  log(
+    `pinned: the bench and ${outside.length} called service(s) on CPU 0, ${measured.size} measured processes on CPU ${last}`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -289,7 +316,9 @@ async function main(): Promise<void> {
     cpu_model: cpus()[0]?.model ?? 'unknown',
     load_average_at_start: load.map((x) => round(x, 2)),
     node: process.version,
-    pinning: PIN ? { bench_cpu: 0, measured_cpu: cpus().length - 1 } : 'off (BENCH_CPU_PIN=0)',
+    pinning: PIN
+      ? { bench_cpu: 0, measured_cpu: cpus().length - 1, workloads_webhook_receiver_cpu: 0 }
+      : 'off (BENCH_CPU_PIN=0)',
   };
   log(`machine: ${machine.cores} cores, load ${machine.load_average_at_start.join(' ')}`);
   const bench = await openBenchHome('cpu', log);
@@ -298,8 +327,11 @@ async function main(): Promise<void> {
   const profDir = PROFILED === undefined ? undefined : mkdtempSync(join(tmpdir(), 'skep-cpu-prof-'));
   let profiledRunner: number | undefined;
   try {
+    // One receiver for the workloads' webhooks, one for the bare POST (see `pinAll`).
     const receiver = await startWebhookReceiver();
     closers.push(() => void receiver.child.kill());
+    const postReceiver = await startWebhookReceiver();
+    closers.push(() => void postReceiver.child.kill());
     const sink = await startLoopbackServer(SINK, 'OTLP sink');
     closers.push(() => void sink.child.kill());
     let redis: RedisInstance | undefined;
@@ -393,11 +425,11 @@ async function main(): Promise<void> {
     targets.push(
       postTarget(
         'webhook-post',
-        `http://127.0.0.1:${receiver.port}`,
+        `http://127.0.0.1:${postReceiver.port}`,
         '/validate',
         envelope,
         (t) => t.includes('"allowed":true'),
-        { webhook_receiver: receiver.child.pid! },
+        { webhook_receiver: postReceiver.child.pid! },
       ),
     );
 
@@ -482,7 +514,7 @@ async function main(): Promise<void> {
       );
     }
     for (const t of targets) closers.push(() => t.close());
-    if (PIN) pinAll(targets);
+    if (PIN) pinAll(targets, [receiver.child.pid!]);
 
     for (const t of targets) {
       log(`warming up ${t.label}`);
@@ -498,10 +530,18 @@ async function main(): Promise<void> {
       for (const t of order) {
         const entry = rounds.get(t.label) ?? { c1: [], c32: [] };
         rounds.set(t.label, entry);
+        if (t.calls === undefined) await cpuPhase(t.c32, PREWARM, {});
         entry.c1.push(await cpuPhase(t.c1, t.calls ?? CALLS, t.pids));
-        entry.c32.push(await cpuPhase(t.c32, t.calls ?? CALLS, t.pids));
+        entry.c32.push(await cpuPhase(t.c32, t.calls ?? CALLS_C32, t.pids));
       }
     }
+    // The first calls after a pause, which the rounds leave out: every process idle, then
+    // the `none` runner's first 1,000 calls at c32 and the 1,000 after them.
+    const none = targets.find((t) => t.label === 'none')!;
+    log(`idle ${IDLE_S} s, then none at c32`);
+    await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+    const firstAfterIdle = await cpuPhase(none.c32, 1000, none.pids);
+    const nextAfterIdle = await cpuPhase(none.c32, 1000, none.pids);
     const results: Record<string, Record<string, Record<string, unknown>>> = {};
     for (const t of targets) {
       const r = rounds.get(t.label)!;
@@ -511,7 +551,8 @@ async function main(): Promise<void> {
     const out: Record<string, unknown> = {
       machine,
       setup: {
-        calls_per_round: CALLS,
+        calls_per_round: { c1: CALLS, c32: CALLS_C32 },
+        unmeasured_calls_before_each_target: PREWARM,
         rounds: ROUNDS,
         concurrency: CONCURRENCY,
         cpu_source:
@@ -520,6 +561,14 @@ async function main(): Promise<void> {
       },
       results,
       ...derived,
+      none_after_idle: {
+        idle_s: IDLE_S,
+        first_1000_calls_runner_cpu_us: firstAfterIdle.cpu_us['runner'],
+        next_1000_calls_runner_cpu_us: nextAfterIdle.cpu_us['runner'],
+        steady_state_runner_cpu_us: (results['none']?.['c32']?.['cpu_us_per_call'] as Record<string, number>)[
+          'runner'
+        ],
+      },
     };
     if (profDir !== undefined) out['cpu_profile_dir'] = profDir;
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
