@@ -32,8 +32,8 @@
  * process has idled `BENCH_CPU_IDLE_S` (default 30) seconds, the `none` runner's CPU over its
  * next 1,000 and 1,000 calls (`none_after_idle`).
  *
- * `npm run bench -- cpu --cpu-prof[=label]` starts that workload's runner (default `none`)
- * with `--cpu-prof`; the profile is written when the runner stops, its path is printed.
+ * `npm run bench -- cpu --cpu-prof[=label,...]` starts those workloads' runners (default `none`)
+ * with `--cpu-prof`; each profile is written when its runner stops, and its path is printed.
  *
  * Prints one JSON object on stdout; progress goes to stderr.
  */
@@ -81,7 +81,10 @@ const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
 const CONCURRENCY = [1, 32] as const;
 const ECHO = join(root, 'bench/fixtures/echo-server.mjs');
 const profArg = process.argv.slice(2).find((a) => a === '--cpu-prof' || a.startsWith('--cpu-prof='));
-const PROFILED = profArg === undefined ? undefined : profArg.includes('=') ? profArg.split('=')[1]! : 'none';
+/** Labels whose runners are profiled (`--cpu-prof=none,audit`; `--cpu-prof` alone: `none`). */
+const PROFILED = new Set(
+  profArg === undefined ? [] : profArg.includes('=') ? profArg.split('=')[1]!.split(',') : ['none'],
+);
 const ONLY = process.env['BENCH_CPU_ONLY']?.split(',').filter((x) => x !== '');
 /**
  * Pin the bench (the client) to the first CPU and every measured process to the last
@@ -324,8 +327,8 @@ async function main(): Promise<void> {
   const bench = await openBenchHome('cpu', log);
   const closers: Array<() => Promise<void> | void> = [];
   const targets: Target[] = [];
-  const profDir = PROFILED === undefined ? undefined : mkdtempSync(join(tmpdir(), 'skep-cpu-prof-'));
-  let profiledRunner: number | undefined;
+  const profDir = PROFILED.size === 0 ? undefined : mkdtempSync(join(tmpdir(), 'skep-cpu-prof-'));
+  const profiledRunners = new Map<string, number>();
   try {
     // One receiver for the workloads' webhooks, one for the bare POST (see `pinAll`).
     const receiver = await startWebhookReceiver();
@@ -438,12 +441,12 @@ async function main(): Promise<void> {
     for (const [label, extra] of Object.entries(configs)) {
       if (!wanted(label)) continue;
       log(`starting workload ${label}`);
-      const flags = PROFILED === label ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : ([] as string[]);
+      const flags = PROFILED.has(label) ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : ([] as string[]);
       const w = await startWorkload(bench.env, bench.home, `bench-${label}`, extra, flags);
       bench.started(w.name);
       const runner = runnerPidOf(w.name);
       if (runner === undefined) throw new Error(`no runner process for ${w.name}`);
-      if (PROFILED === label) profiledRunner = runner;
+      if (PROFILED.has(label)) profiledRunners.set(label, runner);
       runners[label] = runner;
       const pids = { runner, server: serverPidOf(runner), ...extraPids(label) };
       targets.push(await mcpTarget(label, w.url, pids));
@@ -487,7 +490,7 @@ async function main(): Promise<void> {
     }
     if (wanted('vmcp')) {
       log('starting workload vmcp');
-      const flags = PROFILED === 'vmcp' ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : ([] as string[]);
+      const flags = PROFILED.has('vmcp') ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : ([] as string[]);
       const w = await startWorkload(
         bench.env,
         bench.home,
@@ -503,7 +506,7 @@ async function main(): Promise<void> {
       bench.started(w.name);
       const runner = runnerPidOf(w.name);
       if (runner === undefined) throw new Error('no runner process for the vmcp workload');
-      if (PROFILED === 'vmcp') profiledRunner = runner;
+      if (PROFILED.has('vmcp')) profiledRunners.set('vmcp', runner);
       const backend = runners['backend'];
       targets.push(
         await mcpTarget('vmcp', w.url, {
@@ -581,17 +584,19 @@ async function main(): Promise<void> {
       }
     }
     await bench.close();
-    if (profDir !== undefined && profiledRunner !== undefined) {
-      // The runner writes its profile when it exits (after `skep rm`).
+    if (profDir !== undefined) {
+      // A runner writes its profile when it exits (after `skep rm`).
       const deadline = Date.now() + 15_000;
-      const mine = () => readdirSync(profDir).filter((f) => f.includes(`.${profiledRunner}.`));
-      while (mine().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-      const files = mine();
-      log(
-        files.length > 0
-          ? `runner CPU profile: ${join(profDir, files[0]!)} (${readFileSync(join(profDir, files[0]!)).length} bytes)`
-          : `no runner CPU profile in ${profDir} (did the runner exit?)`,
-      );
+      for (const [label, pid] of profiledRunners) {
+        const mine = () => readdirSync(profDir).filter((f) => f.includes(`.${pid}.`));
+        while (mine().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+        const files = mine();
+        log(
+          files.length > 0
+            ? `${label} runner CPU profile: ${join(profDir, files[0]!)} (${readFileSync(join(profDir, files[0]!)).length} bytes)`
+            : `no CPU profile of the ${label} runner in ${profDir} (did the runner exit?)`,
+        );
+      }
     }
   }
 }

@@ -99,12 +99,20 @@ function absoluteSpecifier(spec: string): string {
  *   per call stayed at 45–65 µs instead of 31–35 µs, for as long as it was measured (tens of
  *   thousands of calls); with the reducer off, the first 1,000 calls after the pause cost
  *   more and the rest 34–37 µs, and the resident set was smaller (68 MB, against 72–76).
+ * - `--heap-growing-percent=100`: after a full GC the old generation may grow to twice what is
+ *   live before the next. V8 otherwise picks the factor from how fast the last GCs ran, and with
+ *   a 1 GiB maximum it may pick as little as 1.1: some runner processes then ran full GCs many
+ *   times a second under load and others not (Cedar authorization, three runners, same load:
+ *   51, 72 and 37 µs per call; with the flag 36, 37 and 35). In one `npm run bench -- cpu`
+ *   pair, the added CPU per call of authorization, audit, telemetry and a webhook went from
+ *   26 / 38 / 41 / 82 µs to 20 / 32 / 28 / 67, their runners' peak resident set within 4 MB.
  */
 const RUNNER_V8_FLAGS = [
   '--max-semi-space-size=2',
   '--single-threaded',
   '--max-old-space-size=1024',
   '--no-memory-reducer',
+  '--heap-growing-percent=100',
 ];
 
 export type SpawnRunner = (name: string, config: SkepConfig) => number;
