@@ -148,7 +148,7 @@ test('W3C Trace Context §3.2: traceparent parsing', () => {
   assert.equal(ok?.t0, 0x0af76519);
   assert.equal(ok?.s1, 0x69203331);
   assert.equal(parseTraceparent(`00-${TRACE}-${PARENT}-00`)?.flags, 0);
-  // The ids come back as written: words with the high bit set, leading zeros, every byte value.
+  // The ids come back as written: words with the high bit set, leading zeros, bytes 00 to ff.
   for (const [trace, span] of [
     ['ffffffff80000000000000017fffffff', '00000001ffffffff'],
     ['000102030405060708090a0b0c0d0e0f', 'f0e1d2c3b4a59687'],
