@@ -230,3 +230,27 @@ test('events of one batching window share one sink write; close does not wait fo
   assert.ok(Date.now() - t0 < 5_000, 'close flushed without waiting for the window');
   assert.deepEqual(batches, [['id-1', 'id-2'], ['id-3']]);
 });
+
+test('events that arrive while an append is in flight wait for a window of their own, then go in one append', async () => {
+  const sink = stalledSink();
+  const batches: string[][] = [];
+  const recording: AuditSink = {
+    async write(events) {
+      batches.push(events.map((e) => e.audit_id));
+      await sink.write(events);
+    },
+    close() {},
+  };
+  const writer = new AuditWriter({ sink: recording, logger: capturingLogger().logger, flushMs: 20 });
+  writer.write(event(1));
+  await sink.called;
+  // The first append is in flight: two more events queue behind it.
+  writer.write(event(2));
+  writer.write(event(3));
+  sink.release();
+  // A moment after that append completed, as under load: the next one has not started yet.
+  await new Promise((r) => setTimeout(r, 2));
+  writer.write(event(4));
+  await writer.close();
+  assert.deepEqual(batches, [['id-1'], ['id-2', 'id-3', 'id-4']]);
+});

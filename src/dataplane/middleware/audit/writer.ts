@@ -128,16 +128,17 @@ export class AuditWriter {
 
   async #drain(): Promise<void> {
     try {
-      // Let the requests of the next few milliseconds queue up: one append per batch. Closing
-      // does not wait for the window.
-      if (this.#closing === undefined)
-        await new Promise<void>((resolve) => {
-          this.#windowEnds = resolve;
-          this.#window = setTimeout(resolve, this.#flushMs);
-        });
-      this.#window = undefined;
-      this.#windowEnds = undefined;
       while (this.#queue.length > 0) {
+        // Let the requests of the next few milliseconds queue up: one append per batch, also
+        // for the events that arrived while the last append was in flight, which would
+        // otherwise go out as soon as it completed, a few at a time. Closing does not wait.
+        if (this.#closing === undefined)
+          await new Promise<void>((resolve) => {
+            this.#windowEnds = resolve;
+            this.#window = setTimeout(resolve, this.#flushMs);
+          });
+        this.#window = undefined;
+        this.#windowEnds = undefined;
         const batch = this.#queue;
         this.#queue = [];
         try {
