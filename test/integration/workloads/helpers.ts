@@ -20,6 +20,7 @@ import {
 } from '../../../src/workloads/index.js';
 import { buildTestApp } from '../../helpers/api.js';
 import { type TempHome, tempHome } from '../../helpers/home.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const require = createRequire(import.meta.url);
 
@@ -36,7 +37,6 @@ export const everythingBody = (name: string) => ({
   cmd_arguments: [EVERYTHING_ENTRY, 'stdio'],
 });
 
-import { waitFor } from '../../helpers/wait.js';
 export { START_TIMEOUT_MS, waitFor, waitForStatus } from '../../helpers/wait.js';
 
 /** Above Linux's pid_max (2^22): never a live process or process group. */
