@@ -10,6 +10,7 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SkepConfig } from '../config/index.js';
 import { runnerLogPath } from './log-files.js';
+import { RUNNER_V8_FLAGS } from './runner-flags.js';
 
 /** Environment variable carrying the spawner's config to the runner (paths, limits; no secrets). */
 export const RUNNER_CONFIG_ENV = 'SKEP_RUNNER_CONFIG';
@@ -77,43 +78,6 @@ function absoluteSpecifier(spec: string): string {
     return spec;
   }
 }
-
-/**
- * V8 settings for runners, chosen by measurement (`npm run bench -- proxy`: the runner's peak
- * RSS over a sustained run at concurrency 32, its soak phase). A proxy allocates many
- * short-lived objects per request, and under load those of in-flight requests outlive a
- * scavenge and are promoted, so the old generation fills with garbage between full GCs.
- * - Semi-spaces of 2 MiB: the default (16 MiB) and 4–8 MiB peaked at 95–115 MB, 1 MiB promoted
- *   even more; 2 MiB was also the fastest.
- * - `--max-old-space-size=1024`: V8 sizes its first old-generation limits from the maximum,
- *   which on a large machine is ~4 GiB; with 1 GiB the runner peaked at ~76 MB instead of ~100,
- *   with no loss of throughput, and a runner holding a gigabyte is broken anyway (the proxy's
- *   own buffers are bounded far below that).
- * - `--single-threaded` drops V8's helper threads (concurrent GC and compilation), which a
- *   heap this small does not need: about 4 MB less, no measurable change in latency.
- * - `--no-memory-reducer`: V8's memory reducer runs full GCs once a process has been idle for
- *   some seconds and sets the old-generation limit just above what is live. When calls
- *   resume, with 2 MiB semi-spaces promoting in-flight objects, that limit is reached again
- *   and again: a full GC every ~130 ms that did not go away (GC time went from ~23 to
- *   ~150 ms per second of load). Measured at concurrency 32 after 20 s idle, the runner's CPU
- *   per call stayed at 45–65 µs instead of 31–35 µs, for as long as it was measured (tens of
- *   thousands of calls); with the reducer off, the first 1,000 calls after the pause cost
- *   more and the rest 34–37 µs, and the resident set was smaller (68 MB, against 72–76).
- * - `--heap-growing-percent=100`: after a full GC the old generation may grow to twice what is
- *   live before the next. V8 otherwise picks the factor from how fast the last GCs ran, and with
- *   a 1 GiB maximum it may pick as little as 1.1: some runner processes then ran full GCs many
- *   times a second under load and others not (Cedar authorization, three runners, same load:
- *   51, 72 and 37 µs per call; with the flag 36, 37 and 35). In one `npm run bench -- cpu`
- *   pair, the added CPU per call of authorization, audit, telemetry and a webhook went from
- *   26 / 38 / 41 / 82 µs to 20 / 32 / 28 / 67, their runners' peak resident set within 4 MB.
- */
-const RUNNER_V8_FLAGS = [
-  '--max-semi-space-size=2',
-  '--single-threaded',
-  '--max-old-space-size=1024',
-  '--no-memory-reducer',
-  '--heap-growing-percent=100',
-];
 
 export type SpawnRunner = (name: string, config: SkepConfig) => number;
 

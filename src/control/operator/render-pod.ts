@@ -34,6 +34,7 @@ import {
 import { type RefPaths, resolveSharedRefs, type SharedRefFields } from './shared-refs.js';
 import { type ImageCommandReader } from './image-command.js';
 import { isRecord } from '../../shared/index.js';
+import { RUNNER_V8_FLAGS } from '../../workloads/index.js';
 type Node = Record<string, unknown>;
 
 export const DEFAULT_RUNNER_IMAGE = 'ghcr.io/skep-dev/skep:latest';
@@ -426,6 +427,12 @@ export function podSpecOf(
 /** `skep operator pod-runner` reading the run configuration mounted at `dir`. */
 export const runnerArgs = (dir: string) => ['operator', 'pod-runner', '--config', `${dir}/${RUNCONFIG_KEY}`];
 
+/**
+ * The Skep image's CLI (Containerfile), started with the runner's V8 flags: a runner in a pod
+ * runs with the settings of one that `skep serve` spawns.
+ */
+export const RUNNER_IMAGE_COMMAND = ['node', ...RUNNER_V8_FLAGS, '/opt/skep/dist/skep.mjs'];
+
 /** The container of the Skep runner image: `skep operator pod-runner` serving on port `http`. */
 export function runnerContainer(c: {
   name: string;
@@ -439,6 +446,7 @@ export function runnerContainer(c: {
   return {
     name: c.name,
     image: c.image,
+    command: RUNNER_IMAGE_COMMAND,
     args: runnerArgs(c.config.dir),
     env: c.env,
     ports: [{ name: 'http', containerPort: c.port, protocol: 'TCP' }],
@@ -500,6 +508,7 @@ export const RUNNER_COPY_COMMAND = [
   '--library-path',
   `${RUNNER_COPY_DIR}/lib`,
   `${RUNNER_COPY_DIR}/bin/node`,
+  ...RUNNER_V8_FLAGS,
   `${RUNNER_COPY_DIR}/app/dist/skep.mjs`,
   ...runnerArgs(RUNCONFIG_DIR),
 ];

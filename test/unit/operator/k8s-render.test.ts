@@ -8,6 +8,7 @@ import { type K8sObject, renderResources, sidecarPort } from '../../../src/contr
 import { foreignResource, validateResource } from '../../../src/control/operator/resource-validate.js';
 import { OTHER_GROUPS_YAML } from './fixtures.js';
 import { review } from '../../../src/control/operator/webhook.js';
+import { RUNNER_V8_FLAGS } from '../../../src/workloads/index.js';
 
 const examples = parseAllDocuments(
   readFileSync(new URL('../../../deploy/examples/workloads.yaml', import.meta.url), 'utf8'),
@@ -280,6 +281,37 @@ describe('operator render', () => {
     assert.equal(fspec.template.spec.initContainers[0]!.image, 'skep:test');
     assert.equal(fspec.template.spec.containers[0]!.image, 'ghcr.io/example/mcp-fetch:1.0');
     assert.equal(fspec.template.spec.containers[0]!.command[0], '/skep/lib/ld.so');
+  });
+
+  it('every runner in a pod starts with the V8 flags of a runner that skep serve spawns', async () => {
+    const docs = [
+      {
+        apiVersion: 'skep.dev/v1beta1',
+        kind: 'MCPServer',
+        metadata: { name: 'web' },
+        spec: { image: 'web:1', transport: 'streamable-http', mcpPort: 9000 },
+      },
+      ...examples,
+    ];
+    const { objects, problems } = await renderResources(docs, { runnerImage: 'skep:test' });
+    assert.deepEqual(problems, []);
+    const runners: string[] = [];
+    for (const d of objects.filter((o) => o.kind === 'Deployment')) {
+      const containers = (d['spec'] as { template: { spec: { containers: Array<Record<string, unknown>> } } })
+        .template.spec.containers;
+      for (const c of containers) {
+        const line = [...((c['command'] as string[] | undefined) ?? []), ...((c['args'] as string[] | undefined) ?? [])];
+        if (!line.includes('pod-runner')) continue;
+        runners.push(`${d.metadata.name}/${String(c['name'])}`);
+        // The flags go to node itself: after its path, before the script.
+        const script = line.findIndex((a) => a.endsWith('/dist/skep.mjs'));
+        assert.ok(script > 0, `${d.metadata.name}: ${line.join(' ')}`);
+        const node = line.findIndex((a) => a === 'node' || a.endsWith('/bin/node'));
+        assert.deepEqual(line.slice(node + 1, script), [...RUNNER_V8_FLAGS], `${d.metadata.name}: ${line.join(' ')}`);
+      }
+    }
+    // The stdio server (copied runner), the HTTP server's sidecar, the remote proxy, the vMCP.
+    assert.deepEqual(runners.sort(), ['fetch/mcp', 'github/skep-runner', 'team/vmcp', 'web/skep-runner']);
   });
 
   it('mcpPort equal to proxyPort: the Service keeps proxyPort and targets the sidecar on a port of its own', async () => {
