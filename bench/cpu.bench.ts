@@ -34,11 +34,21 @@
  *
  * `npm run bench -- cpu --cpu-prof[=label,...]` starts those workloads' runners (default `none`)
  * with `--cpu-prof`; each profile is written when its runner stops, and its path is printed.
+ * V8's profiler samples wall time, so on a shared CPU it also counts time a runner waited.
+ *
+ * `npm run bench -- cpu --perf[=label,...]` (default `none`) records those runners with Linux
+ * `perf` (on-CPU samples, see bench/lib/perf.ts) during their measured c32 phases, and adds
+ * `perf`: each one's CPU per call by category (garbage collection, kernel, JavaScript by source)
+ * and its costliest functions, and each category's difference from `none`. Sampling adds a few
+ * % to the runners' CPU in such a run.
+ *
+ * `BENCH_CPU_RUNNER_FLAGS` adds Node flags to every runner (`--trace-gc`); the runners' logs, with
+ * what they printed, are then kept and their folder printed.
  *
  * Prints one JSON object on stdout; progress goes to stderr.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -46,6 +56,13 @@ import { Pool } from 'undici';
 import { startRedis, type RedisInstance } from '../test/helpers/redis.js';
 import { commandOf, cpuPhase, type CpuPhase, descendantsOf, median, summarize } from './lib/cpu.js';
 import { authzConfig, startWebhookReceiver } from './lib/middleware.js';
+import {
+  PERF_NODE_FLAGS,
+  type PerfBreakdown,
+  perfBreakdowns,
+  PerfRecorder,
+  perfUnavailable,
+} from './lib/perf.js';
 import {
   cli,
   MCP_POST_HEADERS,
@@ -85,6 +102,13 @@ const profArg = process.argv.slice(2).find((a) => a === '--cpu-prof' || a.starts
 const PROFILED = new Set(
   profArg === undefined ? [] : profArg.includes('=') ? profArg.split('=')[1]!.split(',') : ['none'],
 );
+const perfArg = process.argv.slice(2).find((a) => a === '--perf' || a.startsWith('--perf='));
+/** Labels whose runners are recorded with perf (`--perf=none,authz`; `--perf` alone: `none`). */
+const PERF = new Set(
+  perfArg === undefined ? [] : perfArg.includes('=') ? perfArg.split('=')[1]!.split(',') : ['none'],
+);
+/** Node flags added to every runner, e.g. `--trace-gc` (its output goes to the runner's log). */
+const EXTRA_RUNNER_FLAGS = (process.env['BENCH_CPU_RUNNER_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
 const ONLY = process.env['BENCH_CPU_ONLY']?.split(',').filter((x) => x !== '');
 /**
  * Pin the bench (the client) to the first CPU and every measured process to the last
@@ -329,6 +353,20 @@ async function main(): Promise<void> {
   const targets: Target[] = [];
   const profDir = PROFILED.size === 0 ? undefined : mkdtempSync(join(tmpdir(), 'skep-cpu-prof-'));
   const profiledRunners = new Map<string, number>();
+  if (PERF.size > 0) {
+    const why = perfUnavailable();
+    if (why !== undefined) throw new Error(`--perf: ${why}`);
+  }
+  /** The runner of each label recorded with perf, and the calls it served while recorded. */
+  const perfRunners = new Map<string, number>();
+  const perfCalls = new Map<number, number>();
+  let recorder: PerfRecorder | undefined;
+  /** Node flags of the runner of `label`: profilers' flags where asked for. */
+  const runnerFlags = (label: string): string[] => [
+    ...(PROFILED.has(label) ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : []),
+    ...(PERF.has(label) ? PERF_NODE_FLAGS : []),
+    ...EXTRA_RUNNER_FLAGS,
+  ];
   try {
     // One receiver for the workloads' webhooks, one for the bare POST (see `pinAll`).
     const receiver = await startWebhookReceiver();
@@ -441,12 +479,12 @@ async function main(): Promise<void> {
     for (const [label, extra] of Object.entries(configs)) {
       if (!wanted(label)) continue;
       log(`starting workload ${label}`);
-      const flags = PROFILED.has(label) ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : ([] as string[]);
-      const w = await startWorkload(bench.env, bench.home, `bench-${label}`, extra, flags);
+      const w = await startWorkload(bench.env, bench.home, `bench-${label}`, extra, runnerFlags(label));
       bench.started(w.name);
       const runner = runnerPidOf(w.name);
       if (runner === undefined) throw new Error(`no runner process for ${w.name}`);
       if (PROFILED.has(label)) profiledRunners.set(label, runner);
+      if (PERF.has(label)) perfRunners.set(label, runner);
       runners[label] = runner;
       const pids = { runner, server: serverPidOf(runner), ...extraPids(label) };
       targets.push(await mcpTarget(label, w.url, pids));
@@ -490,7 +528,6 @@ async function main(): Promise<void> {
     }
     if (wanted('vmcp')) {
       log('starting workload vmcp');
-      const flags = PROFILED.has('vmcp') ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : ([] as string[]);
       const w = await startWorkload(
         bench.env,
         bench.home,
@@ -501,12 +538,13 @@ async function main(): Promise<void> {
           cmd_args: [],
           vmcp: { aggregation: { conflictResolutionConfig: { prefixOnlyConflicts: true } } },
         },
-        flags,
+        runnerFlags('vmcp'),
       );
       bench.started(w.name);
       const runner = runnerPidOf(w.name);
       if (runner === undefined) throw new Error('no runner process for the vmcp workload');
       if (PROFILED.has('vmcp')) profiledRunners.set('vmcp', runner);
+      if (PERF.has('vmcp')) perfRunners.set('vmcp', runner);
       const backend = runners['backend'];
       targets.push(
         await mcpTarget('vmcp', w.url, {
@@ -525,6 +563,12 @@ async function main(): Promise<void> {
       await cpuPhase(t.c32, warm, {});
       await cpuPhase(t.c1, Math.ceil(warm / 4), {});
     }
+    if (perfRunners.size > 0) {
+      const missing = [...PERF].filter((l) => !perfRunners.has(l));
+      if (missing.length > 0) log(`--perf: no runner for ${missing.join(', ')} in this run`);
+      recorder = await PerfRecorder.start([...perfRunners.values()], PIN ? 0 : undefined);
+      log(`perf records ${[...perfRunners.keys()].join(', ')} during their measured c32 phases`);
+    }
     const rounds = new Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>();
     for (let r = 0; r < ROUNDS; r++) {
       // Rotate who goes first, so no target always follows the same one.
@@ -535,9 +579,16 @@ async function main(): Promise<void> {
         rounds.set(t.label, entry);
         if (t.calls === undefined) await cpuPhase(t.c32, PREWARM, {});
         entry.c1.push(await cpuPhase(t.c1, t.calls ?? CALLS, t.pids));
+        const perfPid = perfRunners.get(t.label);
+        if (perfPid !== undefined) await recorder!.enable();
         entry.c32.push(await cpuPhase(t.c32, t.calls ?? CALLS_C32, t.pids));
+        if (perfPid !== undefined) {
+          await recorder!.disable();
+          perfCalls.set(perfPid, (perfCalls.get(perfPid) ?? 0) + (t.calls ?? CALLS_C32));
+        }
       }
     }
+    const perf = recorder === undefined ? undefined : await perfReport(recorder, perfRunners, perfCalls);
     // The first calls after a pause, which the rounds leave out: every process idle, then
     // the `none` runner's first 1,000 calls at c32 and the 1,000 after them.
     const none = targets.find((t) => t.label === 'none')!;
@@ -574,6 +625,7 @@ async function main(): Promise<void> {
       },
     };
     if (profDir !== undefined) out['cpu_profile_dir'] = profDir;
+    if (perf !== undefined) out['perf'] = perf;
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   } finally {
     for (const close of closers.reverse()) {
@@ -583,7 +635,19 @@ async function main(): Promise<void> {
         // best effort
       }
     }
+    if (EXTRA_RUNNER_FLAGS.length > 0) {
+      // The runners' logs (with what those flags printed) outlive the bench's home.
+      const logs = mkdtempSync(join(tmpdir(), 'skep-cpu-logs-'));
+      cpSync(join(bench.home, 'data', 'logs'), logs, { recursive: true });
+      log(`runner logs: ${logs}`);
+    }
     await bench.close();
+    if (recorder !== undefined) {
+      await recorder.stop().catch(() => undefined);
+      recorder.remove();
+    }
+    // The JIT symbol maps V8 wrote for perf.
+    for (const pid of perfRunners.values()) rmSync(`/tmp/perf-${pid}.map`, { force: true });
     if (profDir !== undefined) {
       // A runner writes its profile when it exits (after `skep rm`).
       const deadline = Date.now() + 15_000;
@@ -599,6 +663,41 @@ async function main(): Promise<void> {
       }
     }
   }
+}
+
+/** The `perf` section: each recorded runner's breakdown, and each category's difference from `none`. */
+async function perfReport(
+  recorder: PerfRecorder,
+  runners: Map<string, number>,
+  calls: Map<number, number>,
+): Promise<Record<string, unknown>> {
+  await recorder.stop();
+  log('reading the perf recording');
+  const byPid = await perfBreakdowns(recorder.dataFile, calls);
+  const runnersOut: Record<string, PerfBreakdown> = {};
+  for (const [label, pid] of runners) {
+    const b = byPid.get(pid);
+    if (b !== undefined) runnersOut[label] = b;
+  }
+  const none = runnersOut['none'];
+  const vsNone: Record<string, Record<string, number>> = {};
+  if (none !== undefined)
+    for (const [label, b] of Object.entries(runnersOut)) {
+      if (label === 'none') continue;
+      const keys = new Set([
+        ...Object.keys(b.categories_us_per_call),
+        ...Object.keys(none.categories_us_per_call),
+      ]);
+      const diff: Record<string, number> = { total: round(b.cpu_us_per_call - none.cpu_us_per_call, 1) };
+      for (const k of keys)
+        diff[k] = round((b.categories_us_per_call[k] ?? 0) - (none.categories_us_per_call[k] ?? 0), 2);
+      vsNone[label] = diff;
+    }
+  return {
+    note: 'perf record -e cpu-clock (on-CPU samples) with call chains, during the measured c32 phases only; µs of runner CPU per call; a sample counts as gc:young (scavenge), gc:full (mark-compact, its marking and sweeping) or gc:other when a collection is on its stack, else kernel, else the source of its nearest JavaScript frame (js:skep, js:node:<module>, js:<package>), else native',
+    runners: runnersOut,
+    ...(Object.keys(vsNone).length > 0 ? { added_vs_none_us_per_call: vsNone } : {}),
+  };
 }
 
 /**

@@ -130,7 +130,12 @@ export async function startWorkload(
   );
   const run = cli(env, ['run', '--from-config', file, '--json'], nodeFlags);
   if (run.status !== 0) throw new Error(`skep run ${name} failed: ${run.stderr}`);
-  const { port, url } = JSON.parse(run.stdout) as { port: number; url: string };
+  // Lines of V8's `--trace-gc` (`[pid:0x…] …`), when asked for, come before the JSON.
+  const json = run.stdout
+    .split('\n')
+    .filter((line) => !/^\[\d+:0x[0-9a-f]+\]/.test(line))
+    .join('\n');
+  const { port, url } = JSON.parse(json) as { port: number; url: string };
   const deadline = Date.now() + 30_000;
   for (;;) {
     const list = JSON.parse(cli(env, ['list', '--json']).stdout) as {

@@ -300,14 +300,21 @@ describe('operator render', () => {
       const containers = (d['spec'] as { template: { spec: { containers: Array<Record<string, unknown>> } } })
         .template.spec.containers;
       for (const c of containers) {
-        const line = [...((c['command'] as string[] | undefined) ?? []), ...((c['args'] as string[] | undefined) ?? [])];
+        const line = [
+          ...((c['command'] as string[] | undefined) ?? []),
+          ...((c['args'] as string[] | undefined) ?? []),
+        ];
         if (!line.includes('pod-runner')) continue;
         runners.push(`${d.metadata.name}/${String(c['name'])}`);
         // The flags go to node itself: after its path, before the script.
         const script = line.findIndex((a) => a.endsWith('/dist/skep.mjs'));
         assert.ok(script > 0, `${d.metadata.name}: ${line.join(' ')}`);
         const node = line.findIndex((a) => a === 'node' || a.endsWith('/bin/node'));
-        assert.deepEqual(line.slice(node + 1, script), [...RUNNER_V8_FLAGS], `${d.metadata.name}: ${line.join(' ')}`);
+        assert.deepEqual(
+          line.slice(node + 1, script),
+          [...RUNNER_V8_FLAGS],
+          `${d.metadata.name}: ${line.join(' ')}`,
+        );
       }
     }
     // The stdio server (copied runner), the HTTP server's sidecar, the remote proxy, the vMCP.

@@ -12,10 +12,18 @@
  * process uses. They are closed right before a server is spawned, in the same synchronous
  * step, so no other descriptor can appear in between. Linux only: `/proc/self/fdinfo/<fd>`
  * shows the flag as `O_CLOEXEC` in `flags` (proc(5), since Linux 3.1).
+ *
+ * One exception: the symbol map V8 keeps open for Linux `perf` when Node runs with
+ * `--perf-basic-prof` or `--perf-prof` (`/tmp/perf-<pid>.map`, opened without close-on-exec).
+ * Closed, its descriptor number would be reused by the next socket and V8 would write symbol
+ * lines into that connection. It is left open, so a server started by a process profiled that
+ * way inherits a write-only descriptor of that file; a warning says so (a profiling setup, as
+ * `npm run bench -- cpu --perf` makes, not a production one).
  */
-import { closeSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 const O_CLOEXEC = 0o2000000;
+let warned = false;
 
 /** Closes every descriptor above 2 of this process that a child would inherit; returns their numbers. */
 export function closeInheritedFds(): number[] {
@@ -39,6 +47,15 @@ export function closeInheritedFds(): number[] {
       continue;
     }
     if ((flags & O_CLOEXEC) !== 0) continue;
+    if (isV8PerfMap(fd)) {
+      if (!warned) {
+        warned = true;
+        process.emitWarning(
+          `descriptor ${fd} is V8's perf symbol map (--perf-basic-prof): left open, so servers inherit it`,
+        );
+      }
+      continue;
+    }
     try {
       closeSync(fd);
       closed.push(fd);
@@ -47,4 +64,13 @@ export function closeInheritedFds(): number[] {
     }
   }
   return closed;
+}
+
+/** True when `fd` is this process's V8 perf symbol map. */
+function isV8PerfMap(fd: number): boolean {
+  try {
+    return readlinkSync(`/proc/self/fd/${fd}`) === `/tmp/perf-${process.pid}.map`;
+  } catch {
+    return false;
+  }
 }
