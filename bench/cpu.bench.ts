@@ -42,6 +42,9 @@
  * and its costliest functions, and each category's difference from `none`. Sampling adds a few
  * % to the runners' CPU in such a run.
  *
+ * `BENCH_CPU_FULL_GC=1` runs one full garbage collection in every runner after the warm-up (through
+ * its inspector, see bench/lib/full-gc.ts): the state of a runner that has been running a while.
+ *
  * `BENCH_CPU_RUNNER_FLAGS` adds Node flags to every runner (`--trace-gc`); the runners' logs, with
  * what they printed, are then kept and their folder printed.
  *
@@ -55,6 +58,7 @@ import { createInterface } from 'node:readline';
 import { Pool } from 'undici';
 import { startRedis, type RedisInstance } from '../test/helpers/redis.js';
 import { commandOf, cpuPhase, type CpuPhase, descendantsOf, median, summarize } from './lib/cpu.js';
+import { fullGcIn } from './lib/full-gc.js';
 import { authzConfig, startWebhookReceiver } from './lib/middleware.js';
 import {
   PERF_NODE_FLAGS,
@@ -107,6 +111,8 @@ const perfArg = process.argv.slice(2).find((a) => a === '--perf' || a.startsWith
 const PERF = new Set(
   perfArg === undefined ? [] : perfArg.includes('=') ? perfArg.split('=')[1]!.split(',') : ['none'],
 );
+/** `BENCH_CPU_FULL_GC=1`: one full GC in every runner after the warm-up (bench/lib/full-gc.ts). */
+const FULL_GC_FIRST = process.env['BENCH_CPU_FULL_GC'] === '1';
 /** Node flags added to every runner, e.g. `--trace-gc` (its output goes to the runner's log). */
 const EXTRA_RUNNER_FLAGS = (process.env['BENCH_CPU_RUNNER_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
 const ONLY = process.env['BENCH_CPU_ONLY']?.split(',').filter((x) => x !== '');
@@ -563,6 +569,15 @@ async function main(): Promise<void> {
       await cpuPhase(t.c32, warm, {});
       await cpuPhase(t.c1, Math.ceil(warm / 4), {});
     }
+    if (FULL_GC_FIRST) {
+      // Every runner after its first full GC, the state a long-running runner is in.
+      const runnerPids = new Set<number>();
+      for (const t of targets)
+        for (const [proc, pid] of Object.entries(t.pids))
+          if (proc === 'runner' || proc.endsWith('_runner')) runnerPids.add(pid);
+      for (const pid of runnerPids) await fullGcIn(pid);
+      log(`one full GC run in each of ${runnerPids.size} runners`);
+    }
     if (perfRunners.size > 0) {
       const missing = [...PERF].filter((l) => !perfRunners.has(l));
       if (missing.length > 0) log(`--perf: no runner for ${missing.join(', ')} in this run`);
@@ -607,6 +622,7 @@ async function main(): Promise<void> {
       setup: {
         calls_per_round: { c1: CALLS, c32: CALLS_C32 },
         unmeasured_calls_before_each_target: PREWARM,
+        full_gc_in_every_runner_after_warmup: FULL_GC_FIRST,
         rounds: ROUNDS,
         concurrency: CONCURRENCY,
         cpu_source:
