@@ -14,7 +14,7 @@
  * shows the flag as `O_CLOEXEC` in `flags` (proc(5), since Linux 3.1).
  *
  * One exception: the symbol map V8 keeps open for Linux `perf` when Node runs with
- * `--perf-basic-prof` or `--perf-prof` (`/tmp/perf-<pid>.map`, opened without close-on-exec).
+ * `--perf-basic-prof` (`/tmp/perf-<pid>.map`, opened without close-on-exec).
  * Closed, its descriptor number would be reused by the next socket and V8 would write symbol
  * lines into that connection. It is left open, so a server started by a process profiled that
  * way inherits a write-only descriptor of that file; a warning says so (a profiling setup, as
