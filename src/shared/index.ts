@@ -38,6 +38,7 @@ export { jsonSyntaxError, yamlSyntaxError } from './syntax-error.js';
 export { terminalSafe } from './terminal-text.js';
 export { formatLogEntry, formatLogLine } from './log-format.js';
 export { sleepUnlessAborted, untilAborted } from './sleep.js';
+export { SeqTable } from './seq-table.js';
 export type { OriginGuard, OriginGuardOptions } from './origin-guard.js';
 export {
   createOriginGuard,

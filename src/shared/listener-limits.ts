@@ -12,6 +12,7 @@
  *   closed — the slowest sender of the most data, so small calls of other clients go on.
  */
 import type { IncomingMessage, ServerOptions } from 'node:http';
+import { SeqTable } from './seq-table.js';
 
 export interface ListenerLimits {
   headersTimeoutMs: number;
@@ -41,6 +42,8 @@ export function listenerOptions(limits: ListenerLimits): ServerOptions {
 export interface PendingBody {
   size: number;
   readonly req: IncomingMessage;
+  /** Its key in the budget's table. */
+  readonly id: number;
 }
 
 /**
@@ -49,7 +52,13 @@ export interface PendingBody {
  */
 export class BodyBudget {
   #used = 0;
-  readonly #bodies = new Set<PendingBody>();
+  /**
+   * The bodies being read. A `SeqTable`, not a `Set`: one entry comes and goes per request,
+   * and a `Set` used that way keeps every request alive past young-generation collections
+   * once a full GC has run (seq-table.ts).
+   */
+  readonly #bodies = new SeqTable<PendingBody>();
+  #seq = 0;
 
   constructor(readonly limit: number) {}
 
@@ -58,8 +67,8 @@ export class BodyBudget {
   }
 
   start(req: IncomingMessage): PendingBody {
-    const body: PendingBody = { size: 0, req };
-    this.#bodies.add(body);
+    const body: PendingBody = { size: 0, req, id: ++this.#seq };
+    this.#bodies.set(body.id, body);
     return body;
   }
 
@@ -72,7 +81,7 @@ export class BodyBudget {
     this.#used += n;
     while (this.#used > this.limit) {
       let largest = body;
-      for (const other of this.#bodies) if (other.size > largest.size) largest = other;
+      for (const [, other] of this.#bodies) if (other.size > largest.size) largest = other;
       this.end(largest);
       if (largest === body) return false;
       largest.req.socket.destroy();
@@ -81,7 +90,7 @@ export class BodyBudget {
   }
 
   end(body: PendingBody): void {
-    if (!this.#bodies.delete(body)) return;
+    if (!this.#bodies.delete(body.id)) return;
     this.#used -= body.size;
   }
 }

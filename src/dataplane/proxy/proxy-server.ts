@@ -17,6 +17,7 @@ import {
   type Logger,
   type OriginGuard,
   readBody,
+  SeqTable,
   silentLogger,
 } from '../../shared/index.js';
 import { CallerToken, SelfToken } from './caller-token.js';
@@ -141,7 +142,9 @@ class McpProxy implements RunningProxy {
   #transparent: TransparentForwarder | undefined;
   #mode: 'none' | 'stdio' | 'http' = 'none';
   #httpTransport: BackendTransport = 'streamable-http';
-  readonly #sockets = new Set<Socket>();
+  /** Open connections, destroyed at shutdown (a `SeqTable`, not a `Set`: shared/seq-table.ts). */
+  readonly #sockets = new SeqTable<Socket>();
+  #socketSeq = 0;
   readonly #bodyBudget: BodyBudget;
   #reaper: NodeJS.Timeout | undefined;
   #closing: Promise<void> | undefined;
@@ -215,8 +218,9 @@ class McpProxy implements RunningProxy {
     this.#server.maxConnections = this.#limits.maxConnections;
     this.#server.on('connection', (socket: Socket) => {
       socket.setNoDelay(true);
-      this.#sockets.add(socket);
-      socket.on('close', () => this.#sockets.delete(socket));
+      const id = ++this.#socketSeq;
+      this.#sockets.set(id, socket);
+      socket.on('close', () => this.#sockets.delete(id));
     });
   }
 
@@ -291,7 +295,7 @@ class McpProxy implements RunningProxy {
       await this.#stdio.close();
       await new Promise<void>((resolve) => {
         this.#server.close(() => resolve());
-        for (const socket of this.#sockets) socket.destroy();
+        for (const socket of this.#sockets.values()) socket.destroy();
       });
       // Responses emit `close` (and the middlewares' end hooks run) in the turn after their
       // socket went away: let them, so a pipeline closed after the proxy sees every exchange end.

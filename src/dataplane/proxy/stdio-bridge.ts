@@ -27,7 +27,7 @@
  */
 import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../shared/index.js';
-import { SKEP_VERSION } from '../../shared/index.js';
+import { SeqTable, SKEP_VERSION } from '../../shared/index.js';
 import {
   errorMessage,
   INTERNAL_ERROR,
@@ -89,7 +89,8 @@ export class StdioBridge {
   #ready = false;
   #downReason = 'no server attached yet';
   #seq = 0;
-  readonly #pending = new Map<number, Pending>();
+  /** Calls forwarded to the child and not answered yet, by proxy sequence number. */
+  readonly #pending = new SeqTable<Pending>();
   readonly #progress = new Map<string, { pending: Pending; token: JsonRpcId }>();
   readonly #serverRequests = new Map<string, ServerRequest>();
   readonly #stateless: StatelessFlow;

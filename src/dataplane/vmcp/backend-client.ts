@@ -27,7 +27,7 @@ import {
   SseDecoder,
   UPSTREAM_UNAVAILABLE,
 } from '../../protocol/index.js';
-import type { ErrorCode } from '../../shared/index.js';
+import { type ErrorCode, SeqTable } from '../../shared/index.js';
 
 export const BACKEND_PROTOCOL_VERSION = '2025-11-25';
 
@@ -152,13 +152,19 @@ export async function closePools(): Promise<void> {
 
 let seq = 0;
 
+/** The number in a request id this module made (`v<n>`); 0, never a key, for any other id. */
+function seqOf(id: string): number {
+  return /^v[1-9][0-9]{0,14}$/.test(id) ? Number(id.slice(1)) : 0;
+}
+
 export class BackendSession {
   readonly #url: URL;
   readonly #path: string;
   readonly #pool: Pool;
   readonly #headers: () => Promise<Record<string, string>>;
   readonly #callbacks: BackendCallbacks;
-  readonly #pending = new Map<string, Pending>();
+  /** Requests sent and not answered yet, by the number in their id (a Map: seq-table.ts). */
+  readonly #pending = new SeqTable<Pending>();
   #sessionId: string | undefined;
   #protocol = BACKEND_PROTOCOL_VERSION;
   #closed = false;
@@ -214,10 +220,11 @@ export class BackendSession {
       return Promise.reject(
         new BackendError(UPSTREAM_UNAVAILABLE, 'backend session closed', undefined, true),
       );
-    const id = `v${++seq}`;
+    const n = ++seq;
+    const id = `v${n}`;
     this.lastRequestId = id;
     return new Promise<unknown>((resolve, reject) => {
-      this.#pending.set(id, {
+      this.#pending.set(n, {
         resolve,
         reject,
         onProgress: options.onProgress,
@@ -249,9 +256,10 @@ export class BackendSession {
    * in flight any more.
    */
   expire(now: number): boolean {
-    for (const [id, p] of this.#pending) {
+    for (const [n, p] of this.#pending) {
       if (p.deadline > now) continue;
-      this.#pending.delete(id);
+      this.#pending.delete(n);
+      const id = `v${n}`;
       p.reject(
         new BackendError(REQUEST_TIMEOUT, `backend did not answer ${p.method} within ${p.timeoutMs} ms`),
       );
@@ -264,9 +272,10 @@ export class BackendSession {
 
   /** Cancels an in-flight request (the client cancelled it). */
   cancel(requestId: string, reason: string | undefined): void {
-    const p = this.#pending.get(requestId);
+    const n = seqOf(requestId);
+    const p = this.#pending.get(n);
     if (p === undefined) return;
-    this.#pending.delete(requestId);
+    this.#pending.delete(n);
     p.reject(new BackendError(REQUEST_CANCELLED, 'request cancelled'));
     void this.notify(
       'notifications/cancelled',
@@ -288,9 +297,9 @@ export class BackendSession {
     this.#closed = true;
     this.#standing?.abort();
     watched.delete(this);
-    for (const [id, p] of this.#pending) {
+    for (const [n, p] of this.#pending) {
       p.reject(new BackendError(UPSTREAM_UNAVAILABLE, 'backend session closed', undefined, true));
-      this.#pending.delete(id);
+      this.#pending.delete(n);
     }
     if (this.#sessionId !== undefined) {
       const headers: Record<string, string> = { 'mcp-session-id': this.#sessionId };
@@ -302,9 +311,10 @@ export class BackendSession {
   }
 
   #fail(id: string, err: unknown): void {
-    const p = this.#pending.get(id);
+    const n = seqOf(id);
+    const p = this.#pending.get(n);
     if (p === undefined) return;
-    this.#pending.delete(id);
+    this.#pending.delete(n);
     p.reject(
       err instanceof BackendError
         ? err
@@ -377,7 +387,8 @@ export class BackendSession {
   #passRaw(m: JsonRpcMessage, text: string): boolean {
     const id = m.id;
     if (typeof id !== 'string' || m.method !== undefined || !('result' in m)) return false;
-    const p = this.#pending.get(id);
+    const n = seqOf(id);
+    const p = this.#pending.get(n);
     if (p === undefined || !p.raw || Object.keys(m).length !== 3) return false;
     const idJson = JSON.stringify(id);
     let json: string | undefined;
@@ -389,7 +400,7 @@ export class BackendSession {
         json = text.slice(10, text.length - tail.length);
     }
     if (json === undefined) return false;
-    this.#pending.delete(id);
+    this.#pending.delete(n);
     p.resolve(new RawJson(json));
     return true;
   }
@@ -426,10 +437,10 @@ export class BackendSession {
 
   #dispatch(m: JsonRpcMessage): void {
     if (m.method === undefined) {
-      const id = String(m.id);
-      const p = this.#pending.get(id);
+      const n = typeof m.id === 'string' ? seqOf(m.id) : 0;
+      const p = this.#pending.get(n);
       if (p === undefined) return;
-      this.#pending.delete(id);
+      this.#pending.delete(n);
       if (m.error !== undefined) p.reject(new BackendError(m.error.code, m.error.message, m.error.data));
       else p.resolve(m.result);
       return;
@@ -449,7 +460,7 @@ export class BackendSession {
     }
     if (m.method === 'notifications/progress') {
       const token = m.params?.['progressToken'];
-      const p = typeof token === 'string' ? this.#pending.get(token) : undefined;
+      const p = typeof token === 'string' ? this.#pending.get(seqOf(token)) : undefined;
       if (p?.onProgress !== undefined) {
         p.onProgress(m.params!);
         return;

@@ -21,7 +21,7 @@ import {
 } from '../../protocol/index.js';
 import type { WorkSpan } from '../middleware/telemetry/index.js';
 import type { ProxyIdentity, SessionChild } from '../proxy/index.js';
-import type { Logger } from '../../shared/index.js';
+import { type Logger, SeqTable } from '../../shared/index.js';
 import { type Aggregated, aggregate, type BackendLists, type Obj, routeResource } from './aggregate.js';
 import { BackendError, BackendSession, type CallOptions, RawJson } from './backend-client.js';
 import type { BackendInfo } from './backends.js';
@@ -140,8 +140,13 @@ export class VirtualSession {
   readonly #toServer = new PassThrough({ decodeStrings: false, encoding: 'utf8' });
   readonly #fromServer = new PassThrough({ decodeStrings: false, encoding: 'utf8' });
   readonly #open = new Map<string, Open>();
-  /** Client request id (as the bridge sent it) → where it went, for cancellation. */
-  readonly #inflight = new Map<string, { open: Open; backendId: string | undefined }>();
+  /**
+   * Calls relayed to a backend: the client's request id (as the bridge sent it) and where it
+   * went, for cancellation. A `SeqTable` under a number of our own, not a `Map` by request id
+   * (shared/seq-table.ts says why).
+   */
+  readonly #inflight = new SeqTable<{ key: string; open: Open; backendId: string | undefined }>();
+  #inflightSeq = 0;
   /** Our server → client requests awaiting the client's answer. */
   readonly #asked = new Map<string, { resolve(v: unknown): void; reject(e: Error): void }>();
   #askSeq = 0;
@@ -299,7 +304,8 @@ export class VirtualSession {
         composite.abort(new InnerCallError('cancelled', 'the client cancelled the call'));
         return;
       }
-      const f = this.#inflight.get(String(requestId));
+      const key = String(requestId);
+      const f = this.#inflight.values().find((call) => call.key === key);
       if (f?.backendId !== undefined) {
         const reason = params?.['reason'];
         f.open.session.cancel(f.backendId, typeof reason === 'string' ? reason : undefined);
@@ -499,7 +505,8 @@ export class VirtualSession {
       }
       const call = open.session.request(method, params, options);
       // The backend request id, assigned synchronously by `request`, for a later cancellation.
-      this.#inflight.set(key, { open, backendId: open.session.lastRequestId });
+      const slot = ++this.#inflightSeq;
+      this.#inflight.set(slot, { key, open, backendId: open.session.lastRequestId });
       try {
         const result = await call;
         if (result instanceof RawJson)
@@ -519,7 +526,7 @@ export class VirtualSession {
         }
         return this.#backendFailed(id, backend, err, isTool);
       } finally {
-        this.#inflight.delete(key);
+        this.#inflight.delete(slot);
       }
     }
   }

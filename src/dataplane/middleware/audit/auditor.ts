@@ -13,6 +13,7 @@
  * once, so its `denied` event is immediate. At shutdown every exchange still open is written.
  */
 import type { JsonRpcMessage } from '../../../protocol/index.js';
+import { SeqTable } from '../../../shared/index.js';
 import type { ProxyRequestContext, ReplyHookOptions } from '../../proxy/index.js';
 import type { AuditConfig } from './config.js';
 import {
@@ -91,6 +92,8 @@ class Exchange {
 
   constructor(
     auditor: Auditor,
+    /** Its key in `Auditor.open`. */
+    readonly id: number,
     ctx: ProxyRequestContext,
     started: number,
     requestText: string | undefined,
@@ -128,7 +131,7 @@ class Exchange {
     if (this.#done) return;
     this.#done = true;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#auditor.open.delete(this);
+    this.#auditor.open.delete(this.id);
     this.#auditor.record(this.#ctx, {
       status: this.#status ?? (this.streamOpen ? STREAM_ESTABLISHED : 0),
       started: this.#started,
@@ -142,7 +145,8 @@ class Exchange {
 export class Auditor {
   readonly replyWaitMs: number;
   /** Exchanges whose event is not written yet (in flight, open streams, 202s awaiting their answer). */
-  readonly open = new Set<Exchange>();
+  readonly open = new SeqTable<Exchange>();
+  #seq = 0;
   readonly #options: AuditorOptions;
   readonly #settings: EventSettings;
   readonly #now: () => number;
@@ -170,8 +174,9 @@ export class Auditor {
     const streamOpen = isStreamOpen(ctx.method, ctx.headers);
     const requestText = this.#options.config.includeRequestData && !streamOpen ? ctx.bodyText : undefined;
     const expectsReply = !streamOpen && ctx.mcp?.id !== undefined;
-    const exchange = new Exchange(this, ctx, started, requestText, expectsReply, streamOpen);
-    this.open.add(exchange);
+    const id = ++this.#seq;
+    const exchange = new Exchange(this, id, ctx, started, requestText, expectsReply, streamOpen);
+    this.open.set(id, exchange);
     // A legacy-SSE POST is answered 202 and its event waits for the answer: it must see each one.
     if (expectsReply)
       ctx.onReply(
@@ -207,7 +212,7 @@ export class Auditor {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      for (const exchange of [...this.open]) exchange.finish();
+      for (const exchange of this.open.values()) exchange.finish();
       await this.#options.writer.close();
     })();
     return this.#closing;
