@@ -42,8 +42,10 @@
  * and its costliest functions, and each category's difference from `none`. Sampling adds a few
  * % to the runners' CPU in such a run.
  *
- * `BENCH_CPU_FULL_GC=1` runs one full garbage collection in every runner after the warm-up (through
- * its inspector, see bench/lib/full-gc.ts): the state of a runner that has been running a while.
+ * Every runner runs one full garbage collection after the warm-up (through its inspector, see
+ * bench/lib/full-gc.ts; `BENCH_CPU_FULL_GC=0` skips it): every runner that has served a while
+ * has run one, and a runner may behave differently from then on (one did, see
+ * docs/performance.md, "Why a runner got slower after its first full GC").
  *
  * `BENCH_CPU_RUNNER_FLAGS` adds Node flags to every runner (`--trace-gc`); the runners' logs, with
  * what they printed, are then kept and their folder printed.
@@ -111,8 +113,8 @@ const perfArg = process.argv.slice(2).find((a) => a === '--perf' || a.startsWith
 const PERF = new Set(
   perfArg === undefined ? [] : perfArg.includes('=') ? perfArg.split('=')[1]!.split(',') : ['none'],
 );
-/** `BENCH_CPU_FULL_GC=1`: one full GC in every runner after the warm-up (bench/lib/full-gc.ts). */
-const FULL_GC_FIRST = process.env['BENCH_CPU_FULL_GC'] === '1';
+/** One full GC in every runner after the warm-up (bench/lib/full-gc.ts); `BENCH_CPU_FULL_GC=0`: none. */
+const FULL_GC_FIRST = process.env['BENCH_CPU_FULL_GC'] !== '0';
 /** Node flags added to every runner, e.g. `--trace-gc` (its output goes to the runner's log). */
 const EXTRA_RUNNER_FLAGS = (process.env['BENCH_CPU_RUNNER_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
 const ONLY = process.env['BENCH_CPU_ONLY']?.split(',').filter((x) => x !== '');

@@ -1,8 +1,8 @@
 /**
  * One full garbage collection in a running Node process, from outside it, for
- * `BENCH_CPU_FULL_GC=1 npm run bench -- cpu`: a runner behaves differently once it has run its
- * first full GC (docs/performance.md, "Where a stage's CPU went"), and in a bench run a runner
- * with little to promote never gets there, while every long-running runner does.
+ * `npm run bench -- cpu`: every long-running runner has run full GCs, but in a bench run a
+ * runner with little to promote may never get there, and a runner can behave differently once
+ * it has (docs/performance.md, "Why a runner got slower after its first full GC").
  *
  * SIGUSR1 makes Node open its inspector on 127.0.0.1:9229 (Node's documented behaviour); over
  * the DevTools protocol the process is asked for `HeapProfiler.collectGarbage` (a full GC, no
