@@ -55,7 +55,7 @@ function ctxFor(token: string | undefined, claims?: Record<string, unknown>): Pr
 }
 
 /** Mean µs per call of `fn` over `n` calls (after a warm-up). */
-async function measure(n: number, fn: (i: number) => Promise<unknown>): Promise<number> {
+async function measure(n: number, fn: (i: number) => unknown): Promise<number> {
   for (let i = 0; i < Math.min(1000, n); i++) await fn(i);
   const start = process.hrtime.bigint();
   for (let i = 0; i < n; i++) await fn(i);

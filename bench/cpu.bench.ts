@@ -47,6 +47,11 @@
  * has run one, and a runner may behave differently from then on (one did, see
  * docs/performance.md, "Why a runner got slower after its first full GC").
  *
+ * `npm run bench -- cpu --heap-survivors[=label,...]` (default `none`) records, before the
+ * rounds, an extra c32 phase of those runners with V8's sampling heap profiler, counting only
+ * what outlived young-generation GCs (bench/lib/heap-survivors.ts), and adds `heap_survivors`:
+ * bytes per call and the allocating functions; the profiles are written for DevTools.
+ *
  * `BENCH_CPU_RUNNER_FLAGS` adds Node flags to every runner (`--trace-gc`); the runners' logs, with
  * what they printed, are then kept and their folder printed.
  *
@@ -61,6 +66,7 @@ import { Pool } from 'undici';
 import { startRedis, type RedisInstance } from '../test/helpers/redis.js';
 import { commandOf, cpuPhase, type CpuPhase, descendantsOf, median, summarize } from './lib/cpu.js';
 import { fullGcIn } from './lib/full-gc.js';
+import { type HeapSurvivors, recordHeapSurvivors } from './lib/heap-survivors.js';
 import { authzConfig, startWebhookReceiver } from './lib/middleware.js';
 import {
   PERF_NODE_FLAGS,
@@ -112,6 +118,17 @@ const perfArg = process.argv.slice(2).find((a) => a === '--perf' || a.startsWith
 /** Labels whose runners are recorded with perf (`--perf=none,authz`; `--perf` alone: `none`). */
 const PERF = new Set(
   perfArg === undefined ? [] : perfArg.includes('=') ? perfArg.split('=')[1]!.split(',') : ['none'],
+);
+const survivorsArg = process.argv
+  .slice(2)
+  .find((a) => a === '--heap-survivors' || a.startsWith('--heap-survivors='));
+/** Labels whose runners' young-GC survivors are profiled (`--heap-survivors` alone: `none`). */
+const SURVIVORS = new Set(
+  survivorsArg === undefined
+    ? []
+    : survivorsArg.includes('=')
+      ? survivorsArg.split('=')[1]!.split(',')
+      : ['none'],
 );
 /** One full GC in every runner after the warm-up (bench/lib/full-gc.ts); `BENCH_CPU_FULL_GC=0`: none. */
 const FULL_GC_FIRST = process.env['BENCH_CPU_FULL_GC'] !== '0';
@@ -580,6 +597,28 @@ async function main(): Promise<void> {
       for (const pid of runnerPids) await fullGcIn(pid);
       log(`one full GC run in each of ${runnerPids.size} runners`);
     }
+    const survivors: Record<string, HeapSurvivors> = {};
+    if (SURVIVORS.size > 0) {
+      const dir = mkdtempSync(join(tmpdir(), 'skep-heap-survivors-'));
+      for (const label of SURVIVORS) {
+        const t = targets.find((x) => x.label === label);
+        const pid = t?.pids[label === 'vmcp' ? 'vmcp_runner' : 'runner'];
+        if (t === undefined || pid === undefined) {
+          log(`--heap-survivors: no runner for ${label} in this run`);
+          continue;
+        }
+        // An unmeasured c32 phase of its own: the profiler costs the runner CPU.
+        log(`--heap-survivors: recording ${label} over ${CALLS_C32} calls at c32`);
+        const file = join(dir, `${label}.heapprofile`);
+        survivors[label] = await recordHeapSurvivors(
+          pid,
+          () => cpuPhase(t.c32, CALLS_C32, {}),
+          CALLS_C32,
+          file,
+        );
+      }
+      log(`heap survivor profiles: ${dir}`);
+    }
     if (perfRunners.size > 0) {
       const missing = [...PERF].filter((l) => !perfRunners.has(l));
       if (missing.length > 0) log(`--perf: no runner for ${missing.join(', ')} in this run`);
@@ -644,6 +683,7 @@ async function main(): Promise<void> {
     };
     if (profDir !== undefined) out['cpu_profile_dir'] = profDir;
     if (perf !== undefined) out['perf'] = perf;
+    if (Object.keys(survivors).length > 0) out['heap_survivors'] = survivors;
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   } finally {
     for (const close of closers.reverse()) {

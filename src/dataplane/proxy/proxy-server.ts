@@ -524,7 +524,8 @@ class McpProxy implements RunningProxy {
     });
     const ctx = built.ctx;
     for (const mw of middlewares) {
-      const rejected = await mw.handle(ctx);
+      const verdict = mw.handle(ctx);
+      const rejected = verdict instanceof Promise ? await verdict : verdict;
       if (rejected === undefined) continue;
       const headers = { ...rejected.headers };
       if (rejected.body === undefined) {

@@ -32,11 +32,15 @@ export interface Bucket {
 export interface BucketStore {
   /**
    * Refills every bucket, then takes one token from each if every one holds ≥ 1, else takes
-   * none. Resolves the index of the first bucket that had < 1 token, or -1 when all gave one.
+   * none. The index of the first bucket that had < 1 token, or -1 when all gave one; a store
+   * in this process answers at once, without a promise.
    */
-  consume(buckets: readonly Bucket[]): Promise<number>;
+  consume(buckets: readonly Bucket[]): number | Promise<number>;
   close(): Promise<void>;
 }
+
+const ALLOWED: RateLimitDecision = Object.freeze({ allowed: true, failOpen: false });
+const ALLOWED_FAIL_OPEN: RateLimitDecision = Object.freeze({ allowed: true, failOpen: true });
 
 export type RateLimitDecision =
   | { readonly allowed: true; readonly failOpen: boolean }
@@ -193,26 +197,41 @@ export class RateLimiter {
     return buckets;
   }
 
-  /** Takes one token for a call to `tool` by `subject` (undefined: no per-user buckets). */
-  async check(tool: string, subject: string | undefined): Promise<RateLimitDecision> {
+  /**
+   * Takes one token for a call to `tool` by `subject` (undefined: no per-user buckets). With
+   * buckets in this process the decision comes at once, without a promise.
+   */
+  check(tool: string, subject: string | undefined): RateLimitDecision | Promise<RateLimitDecision> {
     const buckets = this.bucketsFor(tool, subject);
-    if (buckets.length === 0) return { allowed: true, failOpen: false };
-    let rejecting: number;
+    if (buckets.length === 0) return ALLOWED;
     const started = performance.now();
+    let rejecting: number | Promise<number>;
     try {
-      rejecting = await this.#store.consume(buckets);
+      rejecting = this.#store.consume(buckets);
     } catch (err) {
-      this.#timed(started);
-      this.#failOpen(err);
-      return { allowed: true, failOpen: true };
+      return this.#storeFailed(started, err);
     }
+    if (typeof rejecting === 'number') return this.#decide(buckets, rejecting, started);
+    return rejecting.then(
+      (index) => this.#decide(buckets, index, started),
+      (err: unknown) => this.#storeFailed(started, err),
+    );
+  }
+
+  #storeFailed(started: number, err: unknown): RateLimitDecision {
+    this.#timed(started);
+    this.#failOpen(err);
+    return ALLOWED_FAIL_OPEN;
+  }
+
+  #decide(buckets: readonly Bucket[], rejecting: number, started: number): RateLimitDecision {
     this.#timed(started);
     const bucket = buckets[rejecting];
     if (bucket === undefined) {
       this.#stats.allowed++;
       const allowed = this.#stats.decisions.allowed;
       for (const b of buckets) allowed[kindOf(b)]++;
-      return { allowed: true, failOpen: false };
+      return ALLOWED;
     }
     this.#stats.rejected++;
     this.#stats.decisions.rejected[kindOf(bucket)]++;
@@ -282,7 +301,7 @@ export class MemoryBucketStore implements BucketStore {
     this.#lastSweepMs = this.#now();
   }
 
-  async consume(buckets: readonly Bucket[]): Promise<number> {
+  consume(buckets: readonly Bucket[]): number {
     const now = this.#now();
     this.#sweep(now);
     const states: MemoryBucketState[] = [];

@@ -120,7 +120,7 @@ export const auditStage: StageFactory = {
     );
     return {
       name: 'audit',
-      async handle(ctx) {
+      handle(ctx) {
         auditor.handle(ctx);
         return undefined;
       },

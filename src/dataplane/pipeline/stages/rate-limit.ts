@@ -17,12 +17,14 @@
  * on a workstation everyone is one user. A limited call gets HTTP 429 with `Retry-After` and
  * the JSON-RPC error code 429, as the reference sends them.
  */
-import { PROTOCOL_ERRORS, refusalBody } from '../../../protocol/index.js';
+import { type JsonRpcId, PROTOCOL_ERRORS, refusalBody } from '../../../protocol/index.js';
 import {
   isEmptyRateLimitConfig,
   parseRateLimitConfig,
   type RateLimitConfig,
+  type RateLimitDecision,
 } from '../../middleware/ratelimit/index.js';
+import type { ProxyMiddlewareResult, ProxyRequestContext } from '../../proxy/index.js';
 import { definedOnly, parseRedisAddress, sessionRedisPassword, SkepError } from '../../../shared/index.js';
 import { callerClaims } from '../identity.js';
 import type { Stage, StageDeps, StageFactory } from '../types.js';
@@ -73,6 +75,25 @@ function parseParameters(value: unknown, serverNameDefault: string): RateLimitPa
     out.redis = { address, db };
   }
   return out;
+}
+
+/** The span attributes of a decision (the telemetry stage writes them); a refusal when it refused. */
+function verdict(
+  ctx: ProxyRequestContext,
+  id: JsonRpcId | undefined,
+  decision: RateLimitDecision,
+): ProxyMiddlewareResult | undefined {
+  // ToolHive's rate limiter sets these span attributes.
+  ctx.setSpanAttribute('rate_limit.decision', decision.allowed ? 'allowed' : 'rejected');
+  ctx.setSpanAttribute('rate_limit.rejected_by', decision.allowed ? 'none' : decision.rejectedBy);
+  ctx.setSpanAttribute('rate_limit.fail_open', decision.allowed && decision.failOpen);
+  if (decision.allowed) return undefined;
+  const seconds = decision.retryAfterSeconds;
+  return {
+    status: PROTOCOL_ERRORS.rate_limited.status,
+    headers: { 'Content-Type': 'application/json', 'Retry-After': String(seconds) },
+    body: refusalBody('rate_limited', id, { retryAfterSeconds: seconds }),
+  };
 }
 
 export const rateLimitStage: StageFactory = {
@@ -128,25 +149,17 @@ export const rateLimitStage: StageFactory = {
     );
     return {
       name: 'ratelimit',
-      async handle(ctx) {
+      handle(ctx) {
         const mcp = ctx.mcp;
         if (mcp?.method !== 'tools/call') return undefined;
         const sub = callerClaims(ctx)['sub'];
-        const decision = await limiter.check(
+        const decision = limiter.check(
           mcp.resourceId ?? '',
           typeof sub === 'string' && sub !== '' ? sub : undefined,
         );
-        // ToolHive's rate limiter sets these span attributes; the telemetry stage writes them.
-        ctx.setSpanAttribute('rate_limit.decision', decision.allowed ? 'allowed' : 'rejected');
-        ctx.setSpanAttribute('rate_limit.rejected_by', decision.allowed ? 'none' : decision.rejectedBy);
-        ctx.setSpanAttribute('rate_limit.fail_open', decision.allowed && decision.failOpen);
-        if (decision.allowed) return undefined;
-        const seconds = decision.retryAfterSeconds;
-        return {
-          status: PROTOCOL_ERRORS.rate_limited.status,
-          headers: { 'Content-Type': 'application/json', 'Retry-After': String(seconds) },
-          body: refusalBody('rate_limited', mcp.id, { retryAfterSeconds: seconds }),
-        };
+        // Buckets in memory decide at once: the request goes on in the same turn.
+        if (decision instanceof Promise) return decision.then((d) => verdict(ctx, mcp.id, d));
+        return verdict(ctx, mcp.id, decision);
       },
       close: () => limiter.close(),
     };

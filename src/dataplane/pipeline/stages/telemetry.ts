@@ -33,9 +33,6 @@ import type { Stage, StageDeps, StageFactory } from '../types.js';
 import { paramsObject, stringParam } from './params.js';
 import { secretOrLiteral } from './secrets.js';
 
-/** The stage never refuses a request: one settled promise for all of them. */
-const PASS: Promise<undefined> = Promise.resolve(undefined);
-
 const PARAMETER_KEYS = ['config', 'server_name', 'transport'];
 const TRANSPORTS = ['stdio', 'sse', 'streamable-http'];
 
@@ -137,7 +134,7 @@ export const telemetryStage: StageFactory = {
       name: 'telemetry',
       handle(ctx) {
         telemetry.handle(ctx);
-        return PASS;
+        return undefined;
       },
       close: () => telemetry.close(),
     };

@@ -29,7 +29,7 @@ function deps(config: RunConfig, logs: string[] = []): StageDeps {
 
 /** One request through the stage: handle, then the answer (if any), then the end. */
 async function exchange(
-  stage: { handle: (ctx: ReturnType<typeof newRequestContext>['ctx']) => Promise<unknown> },
+  stage: { handle: (ctx: ReturnType<typeof newRequestContext>['ctx']) => unknown },
   init: {
     headers?: Record<string, string>;
     status: number;
