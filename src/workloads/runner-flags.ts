@@ -21,6 +21,9 @@
  *   per call stayed at 45–65 µs instead of 31–35 µs, for as long as it was measured (tens of
  *   thousands of calls); with the reducer off, the first 1,000 calls after the pause cost
  *   more and the rest 34–37 µs, and the resident set was smaller (68 MB, against 72–76).
+ *   Those repeated full GCs were the promotion that `SeqTable` (src/shared/seq-table.ts) ended,
+ *   which any full GC started; this flag and the next were chosen before that fix and have not
+ *   been measured again since.
  * - `--heap-growing-percent=100`: after a full GC the old generation may grow to twice what is
  *   live before the next. V8 otherwise picks the factor from how fast the last GCs ran, and with
  *   a 1 GiB maximum it may pick as little as 1.1: some runner processes then ran full GCs many
