@@ -163,7 +163,7 @@ export class BackendSession {
   readonly #pool: Pool;
   readonly #headers: () => Promise<Record<string, string>>;
   readonly #callbacks: BackendCallbacks;
-  /** Requests sent and not answered yet, by the number in their id (a Map: seq-table.ts). */
+  /** Requests sent and not answered yet, by the number in their id (not a `Map`: seq-table.ts). */
   readonly #pending = new SeqTable<Pending>();
   #sessionId: string | undefined;
   #protocol = BACKEND_PROTOCOL_VERSION;
