@@ -21,6 +21,11 @@ interface OpenApi {
   components: { schemas: Record<string, unknown> };
 }
 
+/** The longest any one request to `skep serve` may take, ms. */
+const STEP_MS = 30_000;
+/** Logs a step of the current test (set by `startDocsServer`). */
+let step: (name: string) => void = () => undefined;
+
 /** A logged-in browser tab on the docs page, recording requests and console problems. */
 async function openDocs(
   browser: Browser,
@@ -28,14 +33,17 @@ async function openDocs(
   javaScriptEnabled: boolean,
 ): Promise<{ page: Page; requested: string[]; problems: string[] }> {
   const context = await browser.newContext({ javaScriptEnabled });
+  step('browser context open');
   // The one-time login link sets the session cookie and lands on `/` in a tab of its own.
   const link = await fetch(`${serve.url}/api/v1beta/auth/login-link`, {
     method: 'POST',
     headers: serve.auth,
+    signal: AbortSignal.timeout(STEP_MS),
   });
   const loginTab = await context.newPage();
   await loginTab.goto(((await link.json()) as { url: string }).url);
   await loginTab.close();
+  step('logged in');
   const page = await context.newPage();
   const requested: string[] = [];
   const problems: string[] = [];
@@ -46,6 +54,7 @@ async function openDocs(
   page.on('pageerror', (err) => problems.push(err.message));
   const response = await page.goto(`${serve.url}/api/doc`);
   assert.equal(response?.status(), 200);
+  step('docs page loaded');
   return { page, requested, problems };
 }
 
@@ -53,12 +62,21 @@ async function startDocsServer(
   t: TestContext,
 ): Promise<{ serve: ServeProcess; doc: OpenApi; operations: { tags?: string[] }[]; browser: Browser }> {
   const home = tempHome(t);
+  const started = Date.now();
+  // Each step is logged with the time since the start: if the test times out, its
+  // diagnostics show the last step reached.
+  step = (name) => t.diagnostic(`${Date.now() - started} ms: ${name}`);
   const serve = await startServe(t, home.env, home.config.paths.discoveryFile);
+  step('skep serve up');
   const doc = (await (
-    await fetch(`${serve.url}/api/openapi.json`, { headers: serve.auth })
+    await fetch(`${serve.url}/api/openapi.json`, {
+      headers: serve.auth,
+      signal: AbortSignal.timeout(STEP_MS),
+    })
   ).json()) as OpenApi;
   const operations = Object.values(doc.paths).flatMap((item) => Object.values(item));
   const browser = await launchChromium(t);
+  step('browser launched');
   return { serve, doc, operations, browser };
 }
 
@@ -88,12 +106,14 @@ test(
     );
     // The filter box is an enhancement: without a script it stays hidden.
     assert.equal(await page.locator('#filter').isVisible(), false);
+    step('entries counted');
 
     // Named schemas, as field tables, with no generated def-N names anywhere.
     for (const name of ['WorkloadSummary', 'WorkloadDetail', 'RunConfig', 'CreateWorkloadRequest', 'Error'])
       assert.ok(await page.locator(`#schema-${name}`).isVisible(), `schema ${name} is shown`);
     const html = await page.content();
     assert.doesNotMatch(html, /def-\d/);
+    step('page content read');
     const summary = page.locator('#schema-WorkloadSummary table.fields');
     assert.match(await summary.innerText(), /\nstatus\tstring\tyes\t\s*starting, running,/);
     // A nested named schema is a link to its own section.
@@ -113,12 +133,14 @@ test(
 
     // An operation opens without a script (native <details>): body and responses as tables.
     await create.locator('summary').click();
+    step('operation opened');
     const opened = await create.innerText();
     assert.match(opened, /Request body/);
     assert.match(opened, /Body: CreateWorkloadRequest/);
     assert.match(opened, /409\tError: [^\n]*workload_exists/);
     await create.locator('a[href="#schema-CreateWorkloadRequest"]').click();
     assert.ok(page.url().endsWith('#schema-CreateWorkloadRequest'));
+    step('schema link followed');
     assert.match(await page.locator('#schema-CreateWorkloadRequest').innerText(), /\nname\tstring\t\t/);
 
     assert.deepEqual(problems, [], 'no console errors, CSP violations or page errors');
