@@ -109,27 +109,18 @@ const ROUNDS = Number(process.env['BENCH_CPU_ROUNDS'] ?? 3);
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
 const CONCURRENCY = [1, 32] as const;
 const ECHO = join(root, 'bench/fixtures/echo-server.mjs');
-const profArg = process.argv.slice(2).find((a) => a === '--cpu-prof' || a.startsWith('--cpu-prof='));
-/** Labels whose runners are profiled (`--cpu-prof=none,audit`; `--cpu-prof` alone: `none`). */
-const PROFILED = new Set(
-  profArg === undefined ? [] : profArg.includes('=') ? profArg.split('=')[1]!.split(',') : ['none'],
-);
-const perfArg = process.argv.slice(2).find((a) => a === '--perf' || a.startsWith('--perf='));
-/** Labels whose runners are recorded with perf (`--perf=none,authz`; `--perf` alone: `none`). */
-const PERF = new Set(
-  perfArg === undefined ? [] : perfArg.includes('=') ? perfArg.split('=')[1]!.split(',') : ['none'],
-);
-const survivorsArg = process.argv
-  .slice(2)
-  .find((a) => a === '--heap-survivors' || a.startsWith('--heap-survivors='));
-/** Labels whose runners' young-GC survivors are profiled (`--heap-survivors` alone: `none`). */
-const SURVIVORS = new Set(
-  survivorsArg === undefined
-    ? []
-    : survivorsArg.includes('=')
-      ? survivorsArg.split('=')[1]!.split(',')
-      : ['none'],
-);
+/** The labels a `--flag=a,b` option names; `--flag` alone: `none`; absent: none. */
+function labelsOf(flag: string): Set<string> {
+  const arg = process.argv.slice(2).find((a) => a === flag || a.startsWith(`${flag}=`));
+  if (arg === undefined) return new Set();
+  return new Set(arg.includes('=') ? arg.slice(flag.length + 1).split(',') : ['none']);
+}
+/** Labels whose runners are profiled (`--cpu-prof=none,audit`). */
+const PROFILED = labelsOf('--cpu-prof');
+/** Labels whose runners are recorded with perf (`--perf=none,authz`). */
+const PERF = labelsOf('--perf');
+/** Labels whose runners' young-GC survivors are profiled (`--heap-survivors=none,audit`). */
+const SURVIVORS = labelsOf('--heap-survivors');
 /** One full GC in every runner after the warm-up (bench/lib/full-gc.ts); `BENCH_CPU_FULL_GC=0`: none. */
 const FULL_GC_FIRST = process.env['BENCH_CPU_FULL_GC'] !== '0';
 /** Node flags added to every runner, e.g. `--trace-gc` (its output goes to the runner's log). */
