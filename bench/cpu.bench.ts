@@ -25,10 +25,12 @@
  *                    (`none-1m`/`guardrails-1m`, throughput side by side; BENCH_CPU_CALLS_1M calls),
  *                    these four on two more workloads of the same configurations
  *
- * Every target runs `BENCH_CPU_ROUNDS` rounds (default 3), interleaved (the order rotates per
- * round), each of `BENCH_CPU_CALLS` calls (default 4,000) at concurrency 1 and
- * `BENCH_CPU_CALLS_C32` (default 12,000) at 32 (32 sessions), after `BENCH_CPU_PREWARM`
- * (default 500) unmeasured calls; medians over rounds are reported. Then, after every
+ * Every target runs `BENCH_CPU_ROUNDS` rounds (default 15), interleaved (the order rotates per
+ * round), each of `BENCH_CPU_CALLS` calls (default 1,500) at concurrency 1 and
+ * `BENCH_CPU_CALLS_C32` (default 4,000) at 32 (32 sessions), after `BENCH_CPU_PREWARM`
+ * (default 500) unmeasured calls; medians over rounds are reported, with each round's figure.
+ * `BENCH_CPU_NONE_REPLICAS` (default 2) `none` runners are measured, and how far apart they
+ * are (`none_replicas`) is the run's resolution. Then, after every
  * process has idled `BENCH_CPU_IDLE_S` (default 30) seconds, the `none` runner's CPU over its
  * next 1,000 and 1,000 calls (`none_after_idle`).
  *
@@ -64,7 +66,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Pool } from 'undici';
 import { startRedis, type RedisInstance } from '../test/helpers/redis.js';
-import { commandOf, cpuPhase, type CpuPhase, descendantsOf, median, summarize } from './lib/cpu.js';
+import { commandOf, cpuPhase, type CpuPhase, descendantsOf, median, memoryOf, summarize } from './lib/cpu.js';
 import { fullGcIn } from './lib/full-gc.js';
 import { type HeapSurvivors, recordHeapSurvivors } from './lib/heap-survivors.js';
 import { authzConfig, startWebhookReceiver } from './lib/middleware.js';
@@ -91,12 +93,14 @@ const log = (msg: string): void => {
   process.stderr.write(`[cpu.bench] ${msg}\n`);
 };
 
-const CALLS = Number(process.env['BENCH_CPU_CALLS'] ?? 4000);
+const CALLS = Number(process.env['BENCH_CPU_CALLS'] ?? 1500);
 /**
- * Calls of a c32 phase: at ~20,000 calls/s, 4,000 calls last 0.2 s, short enough for one
- * full GC or one descheduling to move a runner's figure by a fifth.
+ * Calls of a c32 phase. Fewer calls in more rounds beat more calls in fewer: on this kind of
+ * shared VM one round of a process can cost 30 % more per call than the next, for seconds at a
+ * time, whatever the round's length. With 5 rounds of 12,000 calls, two `none` runners of one
+ * run were up to 18 % apart; with 15 rounds of 4,000 (the same time), four were within 3 %.
  */
-const CALLS_C32 = Number(process.env['BENCH_CPU_CALLS_C32'] ?? 12_000);
+const CALLS_C32 = Number(process.env['BENCH_CPU_CALLS_C32'] ?? 4000);
 /**
  * Unmeasured calls made right before each target's measured phases: between its rounds a
  * target sits idle while the others run, and the first calls after a pause cost more
@@ -105,7 +109,7 @@ const CALLS_C32 = Number(process.env['BENCH_CPU_CALLS_C32'] ?? 12_000);
 const PREWARM = Number(process.env['BENCH_CPU_PREWARM'] ?? 500);
 /** The pause before the `none_after_idle` figure, s. */
 const IDLE_S = Number(process.env['BENCH_CPU_IDLE_S'] ?? 30);
-const ROUNDS = Number(process.env['BENCH_CPU_ROUNDS'] ?? 3);
+const ROUNDS = Number(process.env['BENCH_CPU_ROUNDS'] ?? 15);
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
 const CONCURRENCY = [1, 32] as const;
 const ECHO = join(root, 'bench/fixtures/echo-server.mjs');
@@ -135,7 +139,25 @@ const ONLY = process.env['BENCH_CPU_ONLY']?.split(',').filter((x) => x !== '');
  * 27.24 and 27.27 µs, the bare relay 72.9 and 72.6.
  */
 const PIN = process.env['BENCH_CPU_PIN'] !== '0' && cpus().length >= 2;
-const CALLS_1M = Number(process.env['BENCH_CPU_CALLS_1M'] ?? 200);
+/** Calls per phase of the 1 MB targets: about 40 ms each, most of a round's time even at 60. */
+const CALLS_1M = Number(process.env['BENCH_CPU_CALLS_1M'] ?? 60);
+/**
+ * `none` runners in the run (`none`, `none#2`, ...; default 2). How far runners of the same
+ * configuration, measured in the same rounds, are apart (`none_replicas`) is the resolution of
+ * the run: a stage's added CPU smaller than that is not resolved. The ratios and added-CPU
+ * figures use their mean in each round.
+ */
+const NONE_REPLICAS = Math.max(1, Number(process.env['BENCH_CPU_NONE_REPLICAS'] ?? 2));
+/**
+ * Node flags for the `none#2` runner only (`BENCH_CPU_NONE2_FLAGS="--memory-reducer"`): an A/B
+ * of runner flags measured in the same rounds. `none#2` then stays out of the `none` mean.
+ */
+const NONE2_FLAGS = (process.env['BENCH_CPU_NONE2_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
+/** The `none` runners: `none`, and `none#2`, ... when there are replicas. */
+const isNone = (label: string): boolean => label === 'none' || label.startsWith('none#');
+/** The `none` runners whose mean is the `none` of the ratios and added-CPU figures. */
+const isNoneBaseline = (label: string): boolean =>
+  isNone(label) && !(label === 'none#2' && NONE2_FLAGS.length > 0);
 /** Concurrent callers in the "c32" phase of the 1 MB targets. */
 const BIG_CALLERS = 4;
 
@@ -504,6 +526,16 @@ async function main(): Promise<void> {
       runners[label] = runner;
       const pids = { runner, server: serverPidOf(runner), ...extraPids(label) };
       targets.push(await mcpTarget(label, w.url, pids));
+      for (let i = 2; label === 'none' && i <= NONE_REPLICAS; i++) {
+        const twinFlags = [...runnerFlags(label), ...(i === 2 ? NONE2_FLAGS : [])];
+        const twin = await startWorkload(bench.env, bench.home, `bench-none-${i}`, extra, twinFlags);
+        bench.started(twin.name);
+        const twinRunner = runnerPidOf(twin.name);
+        if (twinRunner === undefined) throw new Error(`no runner process for ${twin.name}`);
+        targets.push(
+          await mcpTarget(`none#${i}`, twin.url, { runner: twinRunner, server: serverPidOf(twinRunner) }),
+        );
+      }
       // The same two configurations with larger answers (guardrails read every answer's text),
       // on workloads of their own, so that relaying 1 MB answers cannot change what the
       // small-answer targets measure (in one run, a `none` runner that also served them used
@@ -638,11 +670,26 @@ async function main(): Promise<void> {
     const perf = recorder === undefined ? undefined : await perfReport(recorder, perfRunners, perfCalls);
     // The first calls after a pause, which the rounds leave out: every process idle, then
     // the `none` runner's first 1,000 calls at c32 and the 1,000 after them.
-    const none = targets.find((t) => t.label === 'none')!;
-    log(`idle ${IDLE_S} s, then none at c32`);
+    const noneTargets = targets.filter((t) => isNone(t.label));
+    log(`idle ${IDLE_S} s, then ${noneTargets.map((t) => t.label).join(', ')} at c32`);
+    const memoryBeforeIdle = new Map(noneTargets.map((t) => [t.label, memoryOf(t.pids['runner']!)]));
     await new Promise((r) => setTimeout(r, IDLE_S * 1000));
-    const firstAfterIdle = await cpuPhase(none.c32, 1000, none.pids);
-    const nextAfterIdle = await cpuPhase(none.c32, 1000, none.pids);
+    const afterIdle: Record<string, Record<string, unknown>> = {};
+    for (const t of noneTargets) {
+      const memoryAfterIdle = memoryOf(t.pids['runner']!);
+      const first = await cpuPhase(t.c32, 1000, t.pids);
+      const next = await cpuPhase(t.c32, 1000, t.pids);
+      afterIdle[t.label] = {
+        first_1000_calls_runner_cpu_us: first.cpu_us['runner'],
+        next_1000_calls_runner_cpu_us: next.cpu_us['runner'],
+        steady_state_runner_cpu_us: round(
+          median(rounds.get(t.label)!.c32.map((p) => p.cpu_us['runner'] ?? Number.NaN)),
+          2,
+        ),
+        runner_memory_before_idle: memoryBeforeIdle.get(t.label),
+        runner_memory_after_idle: memoryAfterIdle,
+      };
+    }
     const results: Record<string, Record<string, Record<string, unknown>>> = {};
     for (const t of targets) {
       const r = rounds.get(t.label)!;
@@ -665,13 +712,15 @@ async function main(): Promise<void> {
       ...derived,
       none_after_idle: {
         idle_s: IDLE_S,
-        first_1000_calls_runner_cpu_us: firstAfterIdle.cpu_us['runner'],
-        next_1000_calls_runner_cpu_us: nextAfterIdle.cpu_us['runner'],
-        steady_state_runner_cpu_us: (results['none']?.['c32']?.['cpu_us_per_call'] as Record<string, number>)[
-          'runner'
-        ],
+        ...afterIdle['none'],
+        ...(noneTargets.length > 1 ? { by_runner: afterIdle } : {}),
       },
     };
+    if (NONE_REPLICAS > 1)
+      out['none_replicas'] = {
+        ...(NONE2_FLAGS.length > 0 ? { none2_node_flags: NONE2_FLAGS } : {}),
+        ...replicaSpread(rounds),
+      };
     if (profDir !== undefined) out['cpu_profile_dir'] = profDir;
     if (perf !== undefined) out['perf'] = perf;
     if (Object.keys(survivors).length > 0) out['heap_survivors'] = survivors;
@@ -684,7 +733,7 @@ async function main(): Promise<void> {
         // best effort
       }
     }
-    if (EXTRA_RUNNER_FLAGS.length > 0) {
+    if (EXTRA_RUNNER_FLAGS.length > 0 || NONE2_FLAGS.length > 0) {
       // The runners' logs (with what those flags printed) outlive the bench's home.
       const logs = mkdtempSync(join(tmpdir(), 'skep-cpu-logs-'));
       cpSync(join(bench.home, 'data', 'logs'), logs, { recursive: true });
@@ -712,6 +761,27 @@ async function main(): Promise<void> {
       }
     }
   }
+}
+
+/** Each `none` runner's median CPU per call and how far the slowest is above the fastest. */
+function replicaSpread(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const c of ['c1', 'c32'] as const) {
+    const each: Record<string, number> = {};
+    const perRound: Record<string, number[]> = {};
+    for (const [label, r] of rounds)
+      if (isNone(label)) {
+        perRound[label] = r[c].map((p) => round(p.cpu_us['runner'] ?? Number.NaN, 1));
+        each[label] = round(median(r[c].map((p) => p.cpu_us['runner'] ?? Number.NaN)), 2);
+      }
+    const xs = Object.values(each);
+    out[c] = {
+      runner_cpu_us: each,
+      slowest_over_fastest: round(Math.max(...xs) / Math.min(...xs), 3),
+      per_round: perRound,
+    };
+  }
+  return out;
 }
 
 /** The `perf` section: each recorded runner's breakdown, and each category's difference from `none`. */
@@ -757,8 +827,14 @@ async function perfReport(
 function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Record<string, unknown> {
   const n = Math.min(...[...rounds.values()].map((r) => r.c1.length));
   const perRound = (f: (i: number) => number): number[] => Array.from({ length: n }, (_, i) => f(i));
-  const cpu = (label: string, c: 'c1' | 'c32', proc: string, i: number): number =>
+  const one = (label: string, c: 'c1' | 'c32', proc: string, i: number): number =>
     rounds.get(label)?.[c][i]?.cpu_us[proc] ?? Number.NaN;
+  const noneLabels = [...rounds.keys()].filter(isNoneBaseline);
+  /** A target's CPU in round `i`; for `none`, the mean of the `none` runners of that round. */
+  const cpu = (label: string, c: 'c1' | 'c32', proc: string, i: number): number =>
+    label === 'none'
+      ? noneLabels.reduce((sum, l) => sum + one(l, c, proc, i), 0) / noneLabels.length
+      : one(label, c, proc, i);
   const client = (label: string, c: 'c1' | 'c32', i: number): number =>
     rounds.get(label)?.[c][i]?.client_cpu_us ?? Number.NaN;
   const p50 = (label: string, i: number): number => rounds.get(label)?.c1[i]?.p50_ms ?? Number.NaN;
@@ -799,6 +875,7 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
     for (const label of rounds.keys()) {
       if (['direct', 'http-floor', 'stdio-relay', 'webhook-post', 'relay', 'none', 'vmcp'].includes(label))
         continue;
+      if (isNone(label)) continue;
       // Sized answers are compared with `none` at the same size, below.
       if (/-1[km]$/.test(label)) continue;
       stages[label] = stat(perRound((i) => cpu(label, c, 'runner', i) - cpu('none', c, 'runner', i)));

@@ -52,6 +52,13 @@ function ticksOf(pid: number): { user: number; system: number } {
 }
 
 /** The pids of every process below `pid` (children, grandchildren, ...). */
+/** A process's resident set now and at its peak, MB (`VmRSS` and `VmHWM` of /proc/<pid>/status). */
+export function memoryOf(pid: number): { rss_mb: number; peak_rss_mb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { rss_mb: round(kb('VmRSS') / 1024, 1), peak_rss_mb: round(kb('VmHWM') / 1024, 1) };
+}
+
 export function descendantsOf(pid: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
@@ -179,6 +186,10 @@ export function summarize(phases: CpuPhase[]): Record<string, unknown> {
     p99_ms: round(median(phases.map((p) => p.p99_ms)), 4),
     calls_per_s: Math.round(median(phases.map((p) => p.calls_per_s))),
     cpu_us_per_call: Object.fromEntries(names.map((n) => [n, per((p) => p.cpu_us[n]!)])),
+    /** Each round's figure, in the order run: the spread the median hides. */
+    cpu_us_per_call_by_round: Object.fromEntries(
+      names.map((n) => [n, phases.map((p) => round(p.cpu_us[n]!, 1))]),
+    ),
     cpu_us_per_call_ticks: Object.fromEntries(names.map((n) => [n, per((p) => p.cpu_us_ticks[n]!)])),
     system_share: Object.fromEntries(
       names.map((n) => [n, round(median(phases.map((p) => p.system_share[n]!)), 3)]),

@@ -130,10 +130,11 @@ export async function startWorkload(
   );
   const run = cli(env, ['run', '--from-config', file, '--json'], nodeFlags);
   if (run.status !== 0) throw new Error(`skep run ${name} failed: ${run.stderr}`);
-  // Lines of V8's `--trace-gc` (`[pid:0x…] …`), when asked for, come before the JSON.
+  // Lines of V8's traces, when asked for (`--trace-gc`: `[pid:0x…] …`, `--trace-opt`:
+  // `[marking …]`), come among the JSON's; a line of the JSON object never starts with `[`.
   const json = run.stdout
     .split('\n')
-    .filter((line) => !/^\[\d+:0x[0-9a-f]+\]/.test(line))
+    .filter((line) => !line.startsWith('['))
     .join('\n');
   const { port, url } = JSON.parse(json) as { port: number; url: string };
   const deadline = Date.now() + 30_000;

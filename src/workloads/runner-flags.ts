@@ -22,8 +22,13 @@
  *   thousands of calls); with the reducer off, the first 1,000 calls after the pause cost
  *   more and the rest 34–37 µs, and the resident set was smaller (68 MB, against 72–76).
  *   Those repeated full GCs were the promotion that `SeqTable` (src/shared/seq-table.ts) ended,
- *   which any full GC started; this flag and the next were chosen before that fix and have not
- *   been measured again since.
+ *   which any full GC started. Measured again after that fix (`npm run bench -- cpu`, every
+ *   runner with `--memory-reducer`, 30 s idle): the reducer ran its full GCs and the resident
+ *   set went from 66 to 61 MB, and the next 1,000 calls cost 185–211 µs of CPU each and the
+ *   1,000 after them 135, against 57–59 in the steady state. `--trace-opt` showed why: after
+ *   the reducer's collections TurboFan compiled 54 of the hot functions again (their optimized
+ *   code had been dropped). In a run of the same kind without it: 56 µs and 60. So the flag
+ *   stays: 5 MB does not pay for every pause making the next calls three times as costly.
  * - `--heap-growing-percent=100`: after a full GC the old generation may grow to twice what is
  *   live before the next. V8 otherwise picks the factor from how fast the last GCs ran, and with
  *   a 1 GiB maximum it may pick as little as 1.1: some runner processes then ran full GCs many
@@ -31,6 +36,9 @@
  *   51, 72 and 37 µs per call; with the flag 36, 37 and 35). In one `npm run bench -- cpu`
  *   pair, the added CPU per call of authorization, audit, telemetry and a webhook went from
  *   26 / 38 / 41 / 82 µs to 20 / 32 / 28 / 67, their runners' peak resident set within 4 MB.
+ *   After the `SeqTable` fix, a `none` runner without it measured 69.5 µs per call against 67.2
+ *   with it, in the same rounds: within what one run resolves (3.5 % between two identical
+ *   runners); the stage runners, where it mattered, have not been measured without it again.
  */
 export const RUNNER_V8_FLAGS = [
   '--max-semi-space-size=2',
