@@ -97,8 +97,8 @@ const CALLS = Number(process.env['BENCH_CPU_CALLS'] ?? 1500);
 /**
  * Calls of a c32 phase. Fewer calls in more rounds beat more calls in fewer: on this kind of
  * shared VM one round of a process can cost 30 % more per call than the next, for seconds at a
- * time, whatever the round's length. With 5 rounds of 12,000 calls, two `none` runners of one
- * run were up to 18 % apart; with 15 rounds of 4,000 (the same time), four were within 3 %.
+ * time, whatever the round's length. With 3 rounds of 12,000 calls, four `none` runners of one
+ * run were up to 18 % apart (5 rounds: 6 %); with 15 rounds of 4,000, within 3 %.
  */
 const CALLS_C32 = Number(process.env['BENCH_CPU_CALLS_C32'] ?? 4000);
 /**
@@ -847,6 +847,11 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
   const floors: Record<string, unknown> = {};
   const ratios: Record<string, unknown> = {};
   const added: Record<string, unknown> = {};
+  /**
+   * Each added CPU divided by the HTTP floor's CPU of the same run (medians): a machine twice
+   * as slow doubles both, so this compares runs on different machines where µs do not.
+   */
+  const inFloors: Record<string, Record<string, number>> = {};
   const targets: Record<string, unknown> = {};
   for (const c of CONCURRENCY.map((x) => `c${x}` as const)) {
     floors[c] = {
@@ -885,6 +890,10 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
         perRound((i) => cpu('guardrails-1k', c, 'runner', i) - cpu('none-1k', c, 'runner', i)),
       );
     added[c] = stages;
+    const floorMedian = median(perRound((i) => cpu('http-floor', c, 'server', i)));
+    inFloors[c] = Object.fromEntries(
+      Object.entries(stages).map(([label, st]) => [label, round(st.median / floorMedian, 3)]),
+    );
     const postClient = median(perRound((i) => client('webhook-post', c, i)));
     const limits: Record<string, number> = {
       authz: 15,
@@ -935,6 +944,7 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
     floors,
     ratios,
     added_runner_cpu_us_per_call: added,
+    added_runner_cpu_in_http_floors: inFloors,
     ...(Object.keys(big).length > 0 ? { guardrails_1mb_answers: big } : {}),
     latency_context_c1: {
       own_latency_overhead_us: overhead,
