@@ -14,7 +14,7 @@
 import { parseGuardrailsConfig, Guard } from '../src/dataplane/middleware/guardrails/index.js';
 import { HookedTarget } from '../src/dataplane/proxy/reply-hooks.js';
 import { newRequestContext } from '../src/dataplane/proxy/request-context.js';
-import type { ReplyTarget } from '../src/dataplane/proxy/outlets.js';
+import { countingSink } from './lib/reply-sink.js';
 
 const CALLS = Number(process.argv[2] ?? 100_000);
 const SECRETS = Number(process.env['GUARDRAILS_MICRO_SECRETS'] ?? 1);
@@ -33,14 +33,7 @@ const secrets = new Map<string, string>();
 for (let i = 0; i < SECRETS; i++) secrets.set(`secret_${i}`, `s3cr3t-value-${i}-`.padEnd(32, 'x'));
 const guard = new Guard({ config: parseGuardrailsConfig({}), secrets, report: () => undefined });
 
-let relayed = 0;
-const sink: ReplyTarget = {
-  open: true,
-  interim: () => true,
-  final: (text) => {
-    relayed += text.length;
-  },
-};
+const { sink, relayed } = countingSink();
 
 const body = {
   jsonrpc: '2.0',
@@ -81,6 +74,6 @@ console.log(
     calls: CALLS,
     secrets: SECRETS,
     cpu_us_per_1k_answer: { none: round(none), guardrails: round(guarded), added: round(guarded - none) },
-    relayed_chars: relayed,
+    relayed_chars: relayed(),
   }),
 );

@@ -20,13 +20,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildPipeline, type Pipeline } from '../src/dataplane/pipeline/index.js';
-import type { ReplyTarget } from '../src/dataplane/proxy/outlets.js';
 import { HookedTarget } from '../src/dataplane/proxy/reply-hooks.js';
 import { newRequestContext } from '../src/dataplane/proxy/request-context.js';
 import type { ExchangeEnd } from '../src/dataplane/proxy/types.js';
 import { silentLogger } from '../src/shared/index.js';
 import { parseRunConfig } from '../src/workloads/index.js';
 import { authzConfig } from './lib/middleware.js';
+import { countingSink } from './lib/reply-sink.js';
 
 const CALLS = Number(process.argv[2] ?? 50_000);
 const ROUNDS = Number(process.env['BENCH_STAGES_ROUNDS'] ?? 5);
@@ -56,14 +56,7 @@ const request = (id: number) => ({
 const answer = (id: number) =>
   `{"jsonrpc":"2.0","id":${id},"result":{"content":[{"type":"text","text":"hello"}]}}`;
 
-let relayed = 0;
-const sink: ReplyTarget = {
-  open: true,
-  interim: () => true,
-  final: (text) => {
-    relayed += text.length;
-  },
-};
+const { sink, relayed } = countingSink();
 
 /** One request through `pipeline` as the proxy takes it; false when a stage refused it. */
 async function once(pipeline: Pipeline, id: number): Promise<boolean> {
@@ -161,7 +154,7 @@ try {
       note: 'in-process: request context, stages, reply and end hooks; no sockets, no child; medians of rounds',
       stages,
       audit_events_written: auditLines,
-      relayed_chars: relayed,
+      relayed_chars: relayed(),
     }),
   );
 } finally {
