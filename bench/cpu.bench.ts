@@ -669,7 +669,7 @@ async function main(): Promise<void> {
     }
     const perf = recorder === undefined ? undefined : await perfReport(recorder, perfRunners, perfCalls);
     // The first calls after a pause, which the rounds leave out: every process idle, then
-    // the `none` runner's first 1,000 calls at c32 and the 1,000 after them.
+    // each `none` runner's first 1,000 calls at c32 and the 1,000 after them.
     const noneTargets = targets.filter((t) => isNone(t.label));
     log(`idle ${IDLE_S} s, then ${noneTargets.map((t) => t.label).join(', ')} at c32`);
     const memoryBeforeIdle = new Map(noneTargets.map((t) => [t.label, memoryOf(t.pids['runner']!)]));

@@ -51,7 +51,6 @@ function ticksOf(pid: number): { user: number; system: number } {
   }
 }
 
-/** The pids of every process below `pid` (children, grandchildren, ...). */
 /** A process's resident set now and at its peak, MB (`VmRSS` and `VmHWM` of /proc/<pid>/status). */
 export function memoryOf(pid: number): { rss_mb: number; peak_rss_mb: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -59,6 +58,7 @@ export function memoryOf(pid: number): { rss_mb: number; peak_rss_mb: number } {
   return { rss_mb: round(kb('VmRSS') / 1024, 1), peak_rss_mb: round(kb('VmHWM') / 1024, 1) };
 }
 
+/** The pids of every process below `pid` (children, grandchildren, ...). */
 export function descendantsOf(pid: number): number[] {
   const children = new Map<number, number[]>();
   for (const entry of readdirSync('/proc')) {
