@@ -25,8 +25,10 @@ import { newRequestContext } from '../src/dataplane/proxy/request-context.js';
 import type { ExchangeEnd } from '../src/dataplane/proxy/types.js';
 import { silentLogger } from '../src/shared/index.js';
 import { parseRunConfig } from '../src/workloads/index.js';
+import { median } from './lib/cpu.js';
 import { authzConfig } from './lib/middleware.js';
 import { countingSink } from './lib/reply-sink.js';
+import { round } from './lib/workloads.js';
 
 const CALLS = Number(process.argv[2] ?? 50_000);
 const ROUNDS = Number(process.env['BENCH_STAGES_ROUNDS'] ?? 5);
@@ -103,12 +105,7 @@ async function measure(pipeline: Pipeline, calls: number): Promise<number> {
   return (used.user + used.system) / id;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
-const round2 = (x: number): number => Math.round(x * 100) / 100;
+const round2 = (x: number): number => round(x, 2);
 
 const pipelines = new Map<string, Pipeline>();
 try {
