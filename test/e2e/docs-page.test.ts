@@ -34,7 +34,9 @@ async function openDocs(
 ): Promise<{ page: Page; requested: string[]; problems: string[] }> {
   const context = await browser.newContext({ javaScriptEnabled });
   step('browser context open');
-  // The one-time login link sets the session cookie and lands on `/` in a tab of its own.
+  // The one-time login link sets the session cookie, then its page forwards to `/` (a meta
+  // refresh, with or without JavaScript) in a tab of its own. The tab is closed only once that
+  // forward has landed: closing it while the forward was under way hung Chromium's close.
   const link = await fetch(`${serve.url}/api/v1beta/auth/login-link`, {
     method: 'POST',
     headers: serve.auth,
@@ -42,6 +44,7 @@ async function openDocs(
   });
   const loginTab = await context.newPage();
   await loginTab.goto(((await link.json()) as { url: string }).url);
+  await loginTab.waitForURL((url) => url.pathname === '/', { timeout: STEP_MS });
   await loginTab.close();
   step('logged in');
   const page = await context.newPage();

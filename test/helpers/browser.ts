@@ -20,6 +20,9 @@ export function chromiumAvailable(t: TestContext): boolean {
 export async function launchChromium(t: TestContext): Promise<Browser> {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
+    // Under a full test run's load a launch can be slow; a stuck one fails the test by name
+    // well within its timeout instead of at Playwright's default of 180 s.
+    timeout: 60_000,
     args: [
       '--no-sandbox',
       '--disable-gpu',
