@@ -69,7 +69,7 @@ import { startRedis, type RedisInstance } from '../test/helpers/redis.js';
 import { commandOf, cpuPhase, type CpuPhase, descendantsOf, median, memoryOf, summarize } from './lib/cpu.js';
 import { fullGcIn } from './lib/full-gc.js';
 import { type HeapSurvivors, recordHeapSurvivors } from './lib/heap-survivors.js';
-import { authzConfig, startWebhookReceiver } from './lib/middleware.js';
+import { authzConfig, startOtlpSink, startWebhookReceiver, webhookEnvelope } from './lib/middleware.js';
 import {
   PERF_NODE_FLAGS,
   type PerfBreakdown,
@@ -168,18 +168,6 @@ function prose(bytes: number): string {
   return words.repeat(Math.ceil(bytes / words.length)).slice(0, bytes);
 }
 const ANSWER_SIZES = { '1k': prose(1000), '1m': prose(1_000_000) } as const;
-
-/** An OTLP/HTTP sink answering every export 200 (its own process). */
-const SINK = `
-const http = require('node:http');
-http.createServer((req, res) => {
-  req.resume();
-  req.on('end', () => {
-    res.writeHead(200, { 'content-type': 'application/x-protobuf' });
-    res.end();
-  });
-}).listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready'));
-`;
 
 /** The bare relay (its own process): node:http in, an undici keep-alive pool out, nothing parsed. */
 const relayScript = (backendPort: number): string => `
@@ -411,7 +399,7 @@ async function main(): Promise<void> {
     closers.push(() => void receiver.child.kill());
     const postReceiver = await startWebhookReceiver();
     closers.push(() => void postReceiver.child.kill());
-    const sink = await startLoopbackServer(SINK, 'OTLP sink');
+    const sink = await startOtlpSink();
     closers.push(() => void sink.child.kill());
     let redis: RedisInstance | undefined;
     try {
@@ -424,9 +412,7 @@ async function main(): Promise<void> {
     }
     const webhook = receiver.config;
     const authz = authzConfig();
-    const telemetry = {
-      telemetry_config: { endpoint: `127.0.0.1:${sink.port}`, insecure: true, samplingRate: '1.0' },
-    };
+    const telemetry = sink.config;
     const limit = { maxTokens: 1_000_000_000, refillPeriod: '1s' };
     const configs: Record<string, Record<string, unknown>> = {
       none: {},
@@ -498,15 +484,12 @@ async function main(): Promise<void> {
         { relay: stdioRelay.child.pid!, server: descendantsOf(stdioRelay.child.pid!)[0]! },
       ),
     );
-    // A body the size of a validating webhook's envelope around one tools/call.
-    const envelope = (n: number) =>
-      `{"version":"v0.1.0","uid":"${String(n).padStart(36, '0')}","timestamp":"${new Date().toISOString()}","principal":null,"mcp_request":{"jsonrpc":"2.0","id":${n},"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}},"context":{"server_name":"bench-webhook","source_ip":"127.0.0.1","transport":"stdio"}}`;
     targets.push(
       postTarget(
         'webhook-post',
         `http://127.0.0.1:${postReceiver.port}`,
         '/validate',
-        envelope,
+        webhookEnvelope,
         (t) => t.includes('"allowed":true'),
         { webhook_receiver: postReceiver.child.pid! },
       ),

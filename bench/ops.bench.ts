@@ -16,47 +16,22 @@
  *
  * Prints one JSON object on stdout; progress goes to stderr.
  */
-import { measureWorkloads, openBenchHome, SETTINGS, startLoopbackServer, versus } from './lib/workloads.js';
+import { startOtlpSink } from './lib/middleware.js';
+import { measureWorkloads, openBenchHome, SETTINGS, versus } from './lib/workloads.js';
 
 const log = (msg: string): void => {
   process.stderr.write(`[ops.bench] ${msg}\n`);
 };
 
-/**
- * The OTLP/HTTP sink in its own process (the bench process is the client): answers every
- * export 200 with an empty body (a valid empty Export*ServiceResponse) and counts requests
- * and bytes per path; `GET /stats` reports them.
- */
-const SINK = `
-const http = require('node:http');
-const stats = {};
-http.createServer((req, res) => {
-  if (req.method === 'GET') {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(stats));
-    return;
-  }
-  const s = (stats[req.url] ??= { requests: 0, bytes: 0 });
-  req.on('data', (c) => { s.bytes += c.length; });
-  req.on('end', () => {
-    s.requests++;
-    res.writeHead(200, { 'content-type': 'application/x-protobuf' });
-    res.end();
-  });
-}).listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready'));
-`;
-
 async function main(): Promise<void> {
   const bench = await openBenchHome('ops', log);
-  const { port: sinkPort, child: sink } = await startLoopbackServer(SINK, 'OTLP sink');
+  const sink = await startOtlpSink();
   try {
     const configs: Record<string, Record<string, unknown>> = {
       none: {},
       ops: {
         telemetry_config: {
-          endpoint: `127.0.0.1:${sinkPort}`,
-          insecure: true,
-          samplingRate: '1.0',
+          ...(sink.config['telemetry_config'] as Record<string, unknown>),
           enablePrometheusMetricsPath: true,
         },
         // 10^9 tokens refilled every second: checked on every call, never limiting.
@@ -74,10 +49,7 @@ async function main(): Promise<void> {
     const toolCalls = Number(
       /^toolhive_mcp_tool_calls_total\{[^}]*status="success"[^}]*\} (\d+)$/m.exec(metrics)?.[1] ?? Number.NaN,
     );
-    const sinkStats = (await (await fetch(`http://127.0.0.1:${sinkPort}/stats`)).json()) as Record<
-      string,
-      { requests: number; bytes: number }
-    >;
+    const sinkStats = await sink.stats();
     process.stdout.write(
       `${JSON.stringify(
         {
@@ -108,7 +80,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await bench.close();
-    sink.kill();
+    sink.child.kill();
   }
 }
 

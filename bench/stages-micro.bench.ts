@@ -2,12 +2,19 @@
  * In-process CPU per request of the pipeline stages' own code, without sockets or child
  * processes: each configuration's stages are built by `buildPipeline` from the same
  * run-configuration fields as `bench/cpu.bench.ts` (Cedar with 10 policies, audit to a file,
- * a rate limit in memory), and every request goes through them as the proxy takes it: a
- * request context, each stage's `handle`, the answer through the reply hooks
- * (`HookedTarget`, as the stdio bridge relays it) and the end hooks. `process.cpuUsage()`
- * covers every thread of this process, so the audit file's writes on libuv's pool count.
- * Requests go in batches of 32, with a turn of the event loop between batches, so that timers
- * (the audit writer's batching window) run as they would under load.
+ * telemetry at sampling 1.0 exporting over OTLP/HTTP, a rate limit in memory, one validating
+ * webhook), and every request goes through them as the proxy takes it: a request context,
+ * each stage's `handle`, the answer through the reply hooks (`HookedTarget`, as the stdio
+ * bridge relays it) and the end hooks. `process.cpuUsage()` covers every thread of this
+ * process, so the audit file's writes on libuv's pool count, and so do the telemetry
+ * exporter's and the webhook client's requests; the OTLP sink and the webhook receiver are
+ * processes of their own, as in the cpu bench. Requests go in batches of 32 at once (c32), with
+ * a turn of the event loop between batches, so that timers (the audit writer's batching
+ * window, the span exporter's) run as they would under load.
+ *
+ * `webhook-post` is the floor the webhook's target is set against, in the same process: a bare
+ * undici POST of a webhook-sized envelope to a receiver of its own, 32 at once, as the cpu
+ * bench's `webhook-post` client.
  *
  * What it is for: `npm run bench -- cpu` measures a stage as one runner's CPU minus another's,
  * which carries the two processes' difference; this measures the stage's code alone, against
@@ -26,21 +33,31 @@ import type { ExchangeEnd } from '../src/dataplane/proxy/types.js';
 import { silentLogger } from '../src/shared/index.js';
 import { parseRunConfig } from '../src/workloads/index.js';
 import { median } from './lib/cpu.js';
-import { authzConfig } from './lib/middleware.js';
+import { Pool } from 'undici';
+import { authzConfig, startOtlpSink, startWebhookReceiver, webhookEnvelope } from './lib/middleware.js';
 import { countingSink } from './lib/reply-sink.js';
 import { round } from './lib/workloads.js';
 
 const CALLS = Number(process.argv[2] ?? 50_000);
+/** `BENCH_STAGES_ONLY=a,b`: only these configurations (with `none` and `webhook-post` always). */
+const ONLY = process.env['BENCH_STAGES_ONLY']?.split(',');
 const ROUNDS = Number(process.env['BENCH_STAGES_ROUNDS'] ?? 5);
 const BATCH = 32;
 
 const dir = mkdtempSync(join(tmpdir(), 'skep-stages-micro-'));
 const limit = { maxTokens: 1_000_000_000, refillPeriod: '1s' };
+// The webhook stage's receiver, the bare POST's receiver and the OTLP sink: processes of
+// their own, so that only the client side of each exchange is counted here.
+const receiver = await startWebhookReceiver();
+const postReceiver = await startWebhookReceiver();
+const otlp = await startOtlpSink();
 const CONFIGS: Record<string, Record<string, unknown>> = {
   none: {},
   authz: authzConfig(),
   audit: { audit_config: { logFile: join(dir, 'audit.log') } },
+  telemetry: otlp.config,
   'ratelimit-memory': { rate_limit_config: { shared: limit } },
+  webhook: receiver.config,
 };
 
 const HEADERS = {
@@ -88,20 +105,42 @@ async function once(pipeline: Pipeline, id: number): Promise<boolean> {
   return true;
 }
 
-/** Requests sent through each pipeline. */
-const sent = new Map<Pipeline, number>();
+/** The bare POST: a webhook-sized envelope to its own receiver, its answer read and checked. */
+const postPool = new Pool(`http://127.0.0.1:${postReceiver.port}`, {
+  connections: 64,
+  keepAliveTimeout: 60_000,
+});
+async function post(n: number): Promise<boolean> {
+  const res = await postPool.request({
+    path: '/validate',
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: webhookEnvelope(n),
+  });
+  return res.statusCode === 200 && (await res.body.text()).includes('"allowed":true');
+}
 
-/** CPU per request over `calls` requests, µs. */
-async function measure(pipeline: Pipeline, calls: number): Promise<number> {
+/** What a round measures: a pipeline, or the bare POST. */
+type Subject = Pipeline | 'webhook-post';
+const call = (subject: Subject, id: number): Promise<boolean> =>
+  subject === 'webhook-post' ? post(id) : once(subject, id);
+
+/** Requests sent to each subject. */
+const sent = new Map<Subject, number>();
+
+/** CPU per request over `calls` requests, µs, `BATCH` at a time. */
+async function measure(subject: Subject, calls: number): Promise<number> {
   const start = process.cpuUsage();
   let id = 0;
+  const batch: Promise<boolean>[] = [];
   while (id < calls) {
-    for (let i = 0; i < BATCH; i++)
-      if (!(await once(pipeline, ++id))) throw new Error('a stage refused a request');
+    batch.length = 0;
+    for (let i = 0; i < BATCH; i++) batch.push(call(subject, ++id));
+    for (const ok of await Promise.all(batch)) if (!ok) throw new Error('a stage refused a request');
     await new Promise((resolve) => setImmediate(resolve));
   }
   const used = process.cpuUsage(start);
-  sent.set(pipeline, (sent.get(pipeline) ?? 0) + id);
+  sent.set(subject, (sent.get(subject) ?? 0) + id);
   return (used.user + used.system) / id;
 }
 
@@ -110,51 +149,79 @@ const round2 = (x: number): number => round(x, 2);
 const pipelines = new Map<string, Pipeline>();
 try {
   for (const [label, extra] of Object.entries(CONFIGS))
-    pipelines.set(
-      label,
-      await buildPipeline(
-        parseRunConfig({
-          name: 'bench',
-          image: `cmd://${process.execPath}`,
-          cmd_args: ['echo-server.mjs'],
-          transport: 'stdio',
-          ...extra,
-        }),
-        { logger: silentLogger, secretLookup: async () => undefined },
-      ),
-    );
-  for (const pipeline of pipelines.values()) await measure(pipeline, Math.ceil(CALLS / 5));
-  const rounds = new Map<string, number[]>([...pipelines.keys()].map((l) => [l, []]));
+    if (ONLY === undefined || label === 'none' || ONLY.includes(label))
+      pipelines.set(
+        label,
+        await buildPipeline(
+          parseRunConfig({
+            name: 'bench',
+            image: `cmd://${process.execPath}`,
+            cmd_args: ['echo-server.mjs'],
+            transport: 'stdio',
+            ...extra,
+          }),
+          { logger: silentLogger, secretLookup: async () => undefined },
+        ),
+      );
+  const subjects = new Map<string, Subject>([...pipelines, ['webhook-post', 'webhook-post']]);
+  for (const subject of subjects.values()) await measure(subject, Math.ceil(CALLS / 5));
+  const rounds = new Map<string, number[]>([...subjects.keys()].map((l) => [l, []]));
   for (let r = 0; r < ROUNDS; r++)
-    for (const [label, pipeline] of pipelines) {
-      const us = await measure(pipeline, CALLS);
+    for (const [label, subject] of subjects) {
+      const us = await measure(subject, CALLS);
       rounds.get(label)!.push(us);
       process.stderr.write(`round ${r + 1}/${ROUNDS} ${label}: ${us.toFixed(2)} µs CPU per request\n`);
     }
-  // Closing flushes the audit writer: every request must have its event (none dropped).
+  // Closing flushes the audit writer and the span exporter: every request must have its audit
+  // event (none dropped), and telemetry must have exported.
   for (const pipeline of pipelines.values()) await pipeline.close();
-  const auditLines = readFileSync(join(dir, 'audit.log'), 'utf8').split('\n').length - 1;
-  const audited = sent.get(pipelines.get('audit')!) ?? 0;
+  const auditPipeline = pipelines.get('audit');
+  const auditLines =
+    auditPipeline === undefined ? 0 : readFileSync(join(dir, 'audit.log'), 'utf8').split('\n').length - 1;
+  const audited = auditPipeline === undefined ? 0 : (sent.get(auditPipeline) ?? 0);
   if (auditLines !== audited) throw new Error(`audit: ${auditLines} events written for ${audited} requests`);
+  const exported = await otlp.stats();
+  if (pipelines.has('telemetry') && (exported['/v1/traces']?.requests ?? 0) === 0)
+    throw new Error('telemetry: no spans were exported');
   const none = median(rounds.get('none')!);
   const stages: Record<string, unknown> = {};
   for (const [label, xs] of rounds)
-    stages[label] = {
-      cpu_us_per_request: round2(median(xs)),
-      added_us: label === 'none' ? 0 : round2(median(xs) - none),
-      by_round: xs.map(round2),
-    };
+    if (label !== 'webhook-post')
+      stages[label] = {
+        cpu_us_per_request: round2(median(xs)),
+        added_us: label === 'none' ? 0 : round2(median(xs) - none),
+        by_round: xs.map(round2),
+      };
+  const postXs = rounds.get('webhook-post')!;
+  const postUs = median(postXs);
+  const added = (label: string): number => median(rounds.get(label)!) - none;
+  const targets = Object.fromEntries(
+    Object.entries({
+      authz: 15,
+      audit: 10,
+      telemetry: 15,
+      'ratelimit-memory': 3,
+      webhook: postUs + 10,
+    }).filter(([label]) => pipelines.has(label)),
+  );
   console.log(
     JSON.stringify({
       calls_per_round: CALLS,
+      concurrency: BATCH,
       rounds: ROUNDS,
-      note: 'in-process: request context, stages, reply and end hooks; no sockets, no child; medians of rounds',
+      note: 'in-process: request context, stages, reply and end hooks; the webhook receiver and the OTLP sink are processes of their own (not counted); medians of rounds',
       stages,
+      webhook_post: { client_cpu_us_per_request: round2(postUs), by_round: postXs.map(round2) },
+      targets_us: Object.fromEntries(Object.entries(targets).map(([k, v]) => [k, round2(v)])),
+      targets_met: Object.fromEntries(Object.entries(targets).map(([k, v]) => [k, added(k) <= v])),
       audit_events_written: auditLines,
+      otlp_exported: exported,
       relayed_chars: relayed(),
     }),
   );
 } finally {
   for (const pipeline of pipelines.values()) await pipeline.close();
+  await postPool.close();
+  for (const child of [receiver.child, postReceiver.child, otlp.child]) child.kill();
   rmSync(dir, { recursive: true, force: true });
 }

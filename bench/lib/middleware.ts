@@ -61,3 +61,58 @@ export async function startWebhookReceiver(): Promise<WebhookReceiver> {
   };
   return { port, child, config };
 }
+
+/** A body the size of a validating webhook's envelope around one tools/call (the bare POST's). */
+export const webhookEnvelope = (n: number): string =>
+  `{"version":"v0.1.0","uid":"${String(n).padStart(36, '0')}","timestamp":"${new Date().toISOString()}","principal":null,"mcp_request":{"jsonrpc":"2.0","id":${n},"method":"tools/call","params":{"name":"echo","arguments":{"message":"hello"}}},"context":{"server_name":"bench-webhook","source_ip":"127.0.0.1","transport":"stdio"}}`;
+
+/**
+ * The OTLP/HTTP sink's script: answers every export 200 with an empty body (a valid empty
+ * Export*ServiceResponse) and counts requests and bytes per path; `GET /stats` reports them.
+ */
+const OTLP_SINK = `
+const http = require('node:http');
+const stats = {};
+http.createServer((req, res) => {
+  if (req.method === 'GET') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(stats));
+    return;
+  }
+  const s = (stats[req.url] ??= { requests: 0, bytes: 0 });
+  req.on('data', (c) => { s.bytes += c.length; });
+  req.on('end', () => {
+    s.requests++;
+    res.writeHead(200, { 'content-type': 'application/x-protobuf' });
+    res.end();
+  });
+}).listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready'));
+`;
+
+/** What the OTLP sink received on one path. */
+export interface OtlpPathStats {
+  requests: number;
+  bytes: number;
+}
+
+/** A running OTLP/HTTP sink; the caller kills `child` when done. */
+export interface OtlpSink {
+  port: number;
+  child: ChildProcess;
+  /** The run-configuration field that exports every span and metric (sampling 1.0) here. */
+  config: Record<string, unknown>;
+  /** What it has received so far, by path (`/v1/traces`, `/v1/metrics`). */
+  stats(): Promise<Record<string, OtlpPathStats | undefined>>;
+}
+
+/** Starts the OTLP/HTTP sink; resolves once it listens. */
+export async function startOtlpSink(): Promise<OtlpSink> {
+  const { port, child } = await startLoopbackServer(OTLP_SINK, 'OTLP sink');
+  return {
+    port,
+    child,
+    config: { telemetry_config: { endpoint: `127.0.0.1:${port}`, insecure: true, samplingRate: '1.0' } },
+    stats: async () =>
+      (await (await fetch(`http://127.0.0.1:${port}/stats`)).json()) as Record<string, OtlpPathStats>,
+  };
+}

@@ -1,9 +1,11 @@
 /**
  * The webhook client on loopback sockets: the limits and the lifecycle that the proxy tests
  * do not reach directly (an answer over 1 MiB, a 200 that is not an object, close() cutting a
- * call that is still waiting, the clock used for the signature timestamp).
+ * call that is still waiting, the clock used for the signature timestamp, the timeout before
+ * and after the request was sent).
  */
 import assert from 'node:assert/strict';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { test } from 'node:test';
 import { parseWebhookList } from '../../../src/dataplane/middleware/webhooks/index.js';
 import { WebhookClient } from '../../../src/dataplane/middleware/webhooks/runtime.js';
@@ -86,4 +88,26 @@ test('timeout: a receiver that never answers is a failure after the configured t
   assert.ok(elapsed >= 990, `waited the whole second (${elapsed} ms)`);
   assert.ok(elapsed < 5_000, `and not much more (${elapsed} ms)`);
   assert.equal(receiver.calls.length, 1, 'one request was sent, no retry');
+});
+
+test('timeout: a connection that never completes its TLS handshake is a failure after the configured timeout', async (t) => {
+  // A TCP server that accepts and then says nothing: undici never gets to send the request,
+  // so the deadline passes before the call has a connection at all.
+  const held: Socket[] = [];
+  const server = createServer((socket) => void held.push(socket));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    for (const socket of held) socket.destroy();
+    server.close();
+  });
+  const { port } = server.address() as AddressInfo;
+  const client = await clientFor(`https://127.0.0.1:${port}/validate`, { timeout: '1s' });
+  t.after(() => client.close());
+  const started = Date.now();
+  const result = await client.call('{}');
+  const elapsed = Date.now() - started;
+  assert.deepEqual(result, { kind: 'failure', reason: 'no answer within 1000 ms' });
+  assert.ok(elapsed >= 990, `waited the whole second (${elapsed} ms)`);
+  assert.ok(elapsed < 5_000, `and not the connect timeout (${elapsed} ms)`);
+  assert.equal(held.length, 1, 'the connection was accepted');
 });
