@@ -223,6 +223,9 @@ export class WebhookClient {
       const tls = this.config.tls;
       this.#pool = new (loadUndici().Pool)(this.#origin, {
         connect: {
+          // A connection is given no longer than the call: a call whose deadline passed while it
+          // waited for one is refused at once (AnswerReader), and the attempt ends with it.
+          timeout: Math.ceil(this.config.timeoutMs),
           minVersion: 'TLSv1.2',
           rejectUnauthorized: tls?.insecureSkipVerify !== true,
           ...(tls?.ca === undefined ? {} : { ca: tls.ca }),
