@@ -53,7 +53,7 @@ function once(withGuard: boolean): void {
   });
   if (withGuard) void guard.handle(built.ctx);
   if (built.replyHooks.length === 0) sink.final(text);
-  else new HookedTarget(sink, built.replyHooks, built.replyHooksMutate).final(text);
+  else new HookedTarget(sink, built.replyHooks, built.replyHooksMutate, built.replyGates).final(text);
 }
 
 function measure(label: string, withGuard: boolean): number {

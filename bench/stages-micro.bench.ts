@@ -100,7 +100,7 @@ async function once(pipeline: Pipeline, id: number): Promise<boolean> {
   }
   const text = answer(id);
   if (built.replyHooks.length === 0) sink.final(text);
-  else new HookedTarget(sink, built.replyHooks, built.replyHooksMutate).final(text);
+  else new HookedTarget(sink, built.replyHooks, built.replyHooksMutate, built.replyGates).final(text);
   fire?.({ status: 200, completed: true, responseBytes: text.length });
   return true;
 }

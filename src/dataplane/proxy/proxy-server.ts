@@ -25,7 +25,12 @@ import { normalizeEndpointPrefix } from './endpoint-prefix.js';
 import { hasMediaType, NOSNIFF, sendJson, sendRefusal } from './http-util.js';
 import { jsonDepthExceeds, PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
 import { LegacySseEndpoint } from './legacy-sse.js';
-import { HookedTarget, type ServerMessageScreen, serverMessageScreen } from './reply-hooks.js';
+import {
+  HookedTarget,
+  type ReplyGate,
+  type ServerMessageScreen,
+  serverMessageScreen,
+} from './reply-hooks.js';
 import { type PublicView, type PublicViewOf, publicViewResolver } from './public-view.js';
 import { newRequestContext, type RequestBody } from './request-context.js';
 import { StdioSessions } from './stdio-sessions.js';
@@ -102,6 +107,8 @@ interface Passed {
   readonly replyHooks: readonly ReplyHook[];
   /** One of `replyHooks` may rewrite the answer. */
   readonly replyHooksMutate: boolean;
+  /** What each of `replyHooks` needs of an answer (`BuiltRequestContext.replyGates`). */
+  readonly replyGates: readonly ReplyGate[] | undefined;
   readonly mcp: McpRequestInfo | undefined;
 }
 
@@ -117,6 +124,7 @@ const NOTHING_ADDED = {
   sign: undefined,
   replyHooks: [],
   replyHooksMutate: false,
+  replyGates: undefined,
   mcp: undefined,
 } as const;
 
@@ -398,7 +406,9 @@ class McpProxy implements RunningProxy {
         ]
       : [...passed.replyHooks];
     const mutate = renames || passed.replyHooksMutate;
-    return (target) => new HookedTarget(target, hooks, mutate);
+    // The tools policy's renaming needs every tools/list answer: no gates then.
+    const gates = renames ? undefined : passed.replyGates;
+    return (target) => new HookedTarget(target, hooks, mutate, gates);
   }
 
   /** A document a middleware serves under `/.well-known/` (RFC 8615), e.g. RFC 9728 metadata. */
@@ -546,6 +556,7 @@ class McpProxy implements RunningProxy {
       sign: ctx.signOutbound,
       replyHooks: built.replyHooks,
       replyHooksMutate: built.replyHooksMutate,
+      replyGates: built.replyGates,
       mcp,
     };
   }

@@ -9,19 +9,12 @@ import { INTERNAL_ERROR, type JsonRpcMessage } from '../../protocol/index.js';
 import { ForwardingTarget, type ReplyTarget } from './outlets.js';
 import type { ProxyMiddleware, ReplyHook, ServerMessageVerdict } from './types.js';
 
-/** The hooks registered with `needs` (`ReplyHookOptions`), and that predicate. */
-const gates = new WeakMap<ReplyHook, (text: string) => boolean>();
+/** What a reply hook needs of an answer, judged from its text (`ReplyHookOptions.needs`). */
+export type ReplyGate = (text: string) => boolean;
 
-export function gateReplyHook(hook: ReplyHook, needs: (text: string) => boolean): void {
-  gates.set(hook, needs);
-}
-
-/** True when every hook says it has nothing to do with an answer of this text. */
-function noneNeeds(hooks: readonly ReplyHook[], text: string): boolean {
-  for (const hook of hooks) {
-    const needs = gates.get(hook);
-    if (needs === undefined || needs(text)) return false;
-  }
+/** True when every gate says its hook has nothing to do with an answer of this text. */
+function noneNeeds(gates: readonly ReplyGate[], text: string): boolean {
+  for (const needs of gates) if (needs(text)) return false;
   return true;
 }
 
@@ -94,17 +87,22 @@ export class HookedTarget extends ForwardingTarget {
 
   readonly #hooks: readonly ReplyHook[];
   readonly #mutate: boolean;
+  readonly #gates: readonly ReplyGate[] | undefined;
 
-  /** `mutate` false: the hooks only read the answer, which is then relayed as it came. */
-  constructor(inner: ReplyTarget, hooks: readonly ReplyHook[], mutate = true) {
+  /**
+   * `mutate` false: the hooks only read the answer, which is then relayed as it came. `gates`:
+   * one per hook, when every hook has one; an answer none of them needs is relayed unparsed.
+   */
+  constructor(inner: ReplyTarget, hooks: readonly ReplyHook[], mutate = true, gates?: readonly ReplyGate[]) {
     super(inner);
     this.#hooks = hooks;
     this.#mutate = mutate;
+    this.#gates = gates;
   }
 
   final(text: string): void {
     // Parsing and re-serialising cost more than the hooks' own look at the text.
-    if (noneNeeds(this.#hooks, text)) {
+    if (this.#gates !== undefined && noneNeeds(this.#gates, text)) {
       this.forward(text);
       return;
     }

@@ -8,7 +8,7 @@ import type { Logger } from '../../shared/index.js';
 import { silentLogger } from '../../shared/index.js';
 import { invalidReason } from '../../protocol/index.js';
 import { parseMcpRequest } from './mcp-request.js';
-import { gateReplyHook } from './reply-hooks.js';
+import type { ReplyGate } from './reply-hooks.js';
 import type { PublicView } from './public-view.js';
 import type {
   BackendTransport,
@@ -59,6 +59,11 @@ export interface BuiltRequestContext {
   readonly replyHooks: readonly ReplyHook[];
   /** True when one of `replyHooks` may rewrite the answer (was not registered `observeOnly`). */
   readonly replyHooksMutate: boolean;
+  /**
+   * The `needs` of each of `replyHooks`, in the same order; undefined when one was registered
+   * without (then every answer is parsed for the hooks).
+   */
+  readonly replyGates: readonly ReplyGate[] | undefined;
   /** The body and parse as the middlewares left them (after any `replaceBody`). */
   current(): { body: RequestBody; mcp: McpRequestInfo | undefined };
 }
@@ -84,6 +89,7 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
   declare signOutbound?: OutboundSigner;
   readonly replyHooks: ReplyHook[] = [];
   replyHooksMutate = false;
+  replyGates: ReplyGate[] | undefined = [];
   #body: RequestBody;
   #mcp: McpRequestInfo | undefined;
   #endHooks: Array<(end: ExchangeEnd) => void> | undefined;
@@ -150,7 +156,10 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
 
   onReply(hook: ReplyHook, options?: ReplyHookOptions): void {
     this.replyHooks.push(hook);
-    if (options?.needs !== undefined) gateReplyHook(hook, options.needs);
+    // Kept beside the hooks, not keyed by them: a weak map of one fresh closure per request
+    // would add an ephemeron to every young-generation collection's work.
+    if (options?.needs === undefined) this.replyGates = undefined;
+    else this.replyGates?.push(options.needs);
     if (options?.observeOnly !== true) this.replyHooksMutate = true;
   }
 

@@ -100,7 +100,7 @@ function relayThroughGuard(text: string): string {
   assert.equal(built.replyHooks.length, 1);
   const relayed: string[] = [];
   const sink: ReplyTarget = { open: true, interim: () => true, final: (t) => relayed.push(t) };
-  new HookedTarget(sink, built.replyHooks, built.replyHooksMutate).final(text);
+  new HookedTarget(sink, built.replyHooks, built.replyHooksMutate, built.replyGates).final(text);
   assert.equal(relayed.length, 1);
   return relayed[0] as string;
 }
