@@ -1,6 +1,6 @@
 /**
- * In-process CPU per request of the pipeline stages' own code, without sockets or child
- * processes: each configuration's stages are built by `buildPipeline` from the same
+ * In-process CPU per request of the pipeline stages' own code, without the proxy's sockets or
+ * an MCP server: each configuration's stages are built by `buildPipeline` from the same
  * run-configuration fields as `bench/cpu.bench.ts` (Cedar with 10 policies, audit to a file,
  * telemetry at sampling 1.0 exporting over OTLP/HTTP, a rate limit in memory, one validating
  * webhook), and every request goes through them as the proxy takes it: a request context,
