@@ -9,7 +9,7 @@ export { goDurationMs, goDurationNs } from './go-duration.js';
 export { isRecord } from './is-record.js';
 export { didYouMean, editDistance, nearestNames } from './nearest-names.js';
 export { groupBy } from './group-by.js';
-export { BodyTooLargeError, readBody, readTextUpTo } from './http-body.js';
+export { BodyTooLargeError, readBody } from './http-body.js';
 export type { ListenerLimits, PendingBody } from './listener-limits.js';
 export { BodyBudget, LISTENER_DEFAULTS, listenerOptions } from './listener-limits.js';
 export { pathExists, writeFileAtomic, writeFileAtomicSync } from './fs.js';
