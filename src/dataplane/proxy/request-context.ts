@@ -90,6 +90,7 @@ class RequestContext implements ProxyRequestContext, BuiltRequestContext {
   readonly replyHooks: ReplyHook[] = [];
   replyHooksMutate = false;
   replyGates: ReplyGate[] | undefined = [];
+  workSpan: object | undefined = undefined;
   #body: RequestBody;
   #mcp: McpRequestInfo | undefined;
   #endHooks: Array<(end: ExchangeEnd) => void> | undefined;

@@ -272,6 +272,11 @@ export interface ProxyRequestContext {
   /** Adds (or replaces) an attribute of this request's span; a no-op cost when nobody traces. */
   setSpanAttribute(key: string, value: string | boolean): void;
   /**
+   * The span that work done for this request in this process runs under (a virtual MCP's
+   * composite tool), set by the telemetry stage; opaque to the proxy (`requestSpan` reads it).
+   */
+  workSpan: object | undefined;
+  /**
    * Set by a middleware that must sign the request as it finally leaves for an HTTP upstream
    * (AWS SigV4 covers the target URL, method, every header and the body bytes, which only
    * transparent mode knows). Called once per upstream request, after `outboundHeaders` and

@@ -35,6 +35,7 @@ const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const PARENT = '00f067aa0ba902b7';
 const META_TRACE = '0af7651916cd43dd8448eb211c80319c';
 const META_PARENT = 'b7ad6b7169203331';
+const NAMED_TRACE = '5e0c63257de34c92bf9efcd03927272e';
 
 /** Sets environment variables for the test (the runner runs in this process) and restores them. */
 function withEnv(t: { after(fn: () => void): void }, vars: Record<string, string>): void {
@@ -112,6 +113,7 @@ test(
         'environment.SKEP_TEST_TELEMETRY_REGION': 'eu-test-1',
         // Legacy twins (useLegacyAttributes).
         'http.method': 'POST',
+        'http.scheme': 'http',
         'http.status_code': 200,
         'mcp.method': 'tools/call',
         'rpc.system': 'jsonrpc',
@@ -156,11 +158,44 @@ test(
       );
       assert.equal(meta.parentSpanId, META_PARENT);
 
+      // A client that names the server and its transport itself (X-MCP-Server-Name and
+      // X-MCP-Transport, which the reference reads): they replace the workload's own.
+      const named = new Client({ name: 'named-test', version: '1.0.0' });
+      await named.connect(
+        new StreamableHTTPClientTransport(new URL(runners.endpoint('traced')), {
+          requestInit: {
+            headers: {
+              traceparent: `00-${NAMED_TRACE}-${PARENT}-01`,
+              'x-mcp-server-name': 'renamed',
+              'x-mcp-transport': 'sse',
+            },
+          },
+        }),
+      );
+      t.after(() => named.close());
+      await named.listTools();
+      const renamed = await receiver.waitFor('the renamed tools/list span', () =>
+        receiver.spans().find((s) => s.traceId === NAMED_TRACE && s.name === 'tools/list'),
+      );
+      for (const [key, value] of Object.entries({
+        'mcp.server.name': 'renamed',
+        'network.transport': 'tcp',
+        'network.protocol.name': 'http',
+        'mcp.backend.protocol.version': '1.1',
+        'mcp.transport': 'sse',
+        'rpc.system.name': 'jsonrpc',
+        'mcp.is_batch': false,
+        'environment.SKEP_TEST_TELEMETRY_REGION': 'eu-test-1',
+      }))
+        assert.deepEqual(renamed.attributes[key], value, `named by the client: ${key}`);
+
       // Without trace context: a new root span.
       const plain = await sdkClient(t, runners.endpoint('traced'));
       await plain.listTools();
       const root = await receiver.waitFor('a root tools/list span', () =>
-        receiver.spans().find((s) => s.name === 'tools/list' && s.traceId !== TRACE),
+        receiver
+          .spans()
+          .find((s) => s.name === 'tools/list' && s.traceId !== TRACE && s.traceId !== NAMED_TRACE),
       );
       assert.equal(root.parentSpanId, '');
 

@@ -38,6 +38,7 @@ function fakeContext(overrides: Partial<ProxyRequestContext> = {}) {
     replaceBody() {},
     spanAttributes: undefined,
     setSpanAttribute() {},
+    workSpan: undefined,
     onReply: (hook: ReplyHook) => replies.push(hook),
     onEnd: (hook: EndHook) => ends.push(hook),
     ...overrides,

@@ -244,7 +244,7 @@ test('batching: a full batch is sent at once; one export at a time; past the que
 test('work spans: INTERNAL children of the request span and of each other, local parents, attributes, Ok and Error', async () => {
   const { rec, sent } = recorder();
   const server = rec.start(parseTraceparent(`00-${TRACE}-${PARENT}-01`, 'vendor=a'));
-  const request = {};
+  const request: { workSpan: object | undefined } = { workSpan: undefined };
   assert.equal(requestSpan(request), NO_SPAN, 'an unbound request has no span');
   bindRequestSpan(request, new RecordedWorkSpan(rec, server));
   const root = requestSpan(request);

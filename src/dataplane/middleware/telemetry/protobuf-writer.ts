@@ -78,6 +78,12 @@ export class ProtobufWriter {
     this.pos += value.copy(this.buf, this.pos);
   }
 
+  /** Bytes encoded before (fields of the message being written), copied as they are. */
+  raw(encoded: Buffer): void {
+    this.ensure(encoded.length);
+    this.pos += encoded.copy(this.buf, this.pos);
+  }
+
   /** A bytes field of 4-byte big-endian words (trace and span ids as the SDK's hex reads). */
   words(field: number, w0: number, w1: number, w2?: number, w3?: number): void {
     const n = w2 === undefined ? 8 : 16;

@@ -17,7 +17,7 @@ import { type MetricRegistry, processFamilies } from './metrics.js';
 import type { OtlpExport } from './otlp.js';
 import { PROMETHEUS_CONTENT_TYPE, toPrometheusText } from './prometheus.js';
 import { ProxyMetrics, type RateLimitSource, rateLimitFamilies } from './proxy-metrics.js';
-import type { ProtobufWriter } from './protobuf-writer.js';
+import { ProtobufWriter } from './protobuf-writer.js';
 import {
   parseTraceparent,
   RecordedWorkSpan,
@@ -73,6 +73,13 @@ function parentOf(
   return tp === undefined ? undefined : parseTraceparent(tp, header(ctx, 'tracestate'));
 }
 
+/** Attributes written by `write`, encoded once (those whose keys and values never change). */
+function encodedOnce(write: (w: ProtobufWriter) => void): Buffer {
+  const w = new ProtobufWriter(512);
+  write(w);
+  return w.take();
+}
+
 /** One workload's telemetry: what the stage's `handle` and the `/metrics` endpoint share. */
 export class ProxyTelemetry {
   readonly #legacy: boolean;
@@ -85,6 +92,15 @@ export class ProxyTelemetry {
   readonly #spans: SpanRecorder | undefined;
   /** `environment.<NAME>` attributes: [key, value] pairs. */
   readonly #environment: readonly (readonly [string, string])[];
+  /**
+   * Attributes the same on every span, encoded when the stage is built (a span has about 25;
+   * each written afresh is a few hundred ns): the HTTP scheme, and for an MCP request whose
+   * client named neither `X-MCP-Server-Name` nor `X-MCP-Transport`, the server and transport
+   * ones (`#serverAttributes`). The environment attributes are the last of each span.
+   */
+  readonly #fixedHttp: Buffer;
+  readonly #fixedServer: Buffer;
+  readonly #fixedEnvironment: Buffer;
   readonly #rateLimits: readonly RateLimitSource[];
   readonly #startMs = Date.now();
 
@@ -108,6 +124,14 @@ export class ProxyTelemetry {
     this.#environment = params.settings.environmentVariables.map(
       (name) => [`environment.${name}`, process.env[name] ?? ''] as const,
     );
+    this.#fixedHttp = encodedOnce((w) => {
+      w.stringAttr(A, 'url.scheme', 'http');
+      if (this.#legacy) w.stringAttr(A, 'http.scheme', 'http');
+    });
+    this.#fixedServer = encodedOnce((w) => this.#serverAttributes(w, this.#server, this.#transport));
+    this.#fixedEnvironment = encodedOnce((w) => {
+      for (const [key, value] of this.#environment) w.stringAttr(A, key, value);
+    });
     // Read at collection time: the rate limit stages may be built after this one.
     registry.collect(() => rateLimitFamilies(this.#rateLimits, this.#startMs));
   }
@@ -170,18 +194,15 @@ export class ProxyTelemetry {
       w.doubleAttr(A, 'http.duration_ms', seconds * 1000);
     }
     if (mcp !== undefined) {
-      const transport = header(ctx, 'x-mcp-transport') ?? this.#transport;
       w.stringAttr(A, 'mcp.method.name', mcp.method);
-      w.stringAttr(A, 'rpc.system.name', 'jsonrpc');
-      w.stringAttr(A, 'jsonrpc.protocol.version', '2.0');
       const id = mcp.id === undefined || mcp.id === null ? undefined : String(mcp.id);
       if (id !== undefined) w.stringAttr(A, 'jsonrpc.request.id', id);
       if (mcp.resourceId !== undefined && RESOURCE_METHODS.has(mcp.method))
         w.stringAttr(A, 'mcp.resource.uri', mcp.resourceId);
-      w.stringAttr(A, 'mcp.server.name', header(ctx, 'x-mcp-server-name') ?? this.#server);
-      w.stringAttr(A, 'network.transport', transport === 'stdio' ? 'pipe' : 'tcp');
-      if (transport !== 'stdio') w.stringAttr(A, 'network.protocol.name', 'http');
-      if (transport === 'sse') w.stringAttr(A, 'mcp.backend.protocol.version', '1.1');
+      const serverName = header(ctx, 'x-mcp-server-name');
+      const transport = header(ctx, 'x-mcp-transport');
+      if (serverName === undefined && transport === undefined) w.raw(this.#fixedServer);
+      else this.#serverAttributes(w, serverName ?? this.#server, transport ?? this.#transport);
       w.stringAttr(A, 'network.protocol.version', ctx.httpVersion);
       if (ctx.remoteAddress !== undefined) w.stringAttr(A, 'client.address', ctx.remoteAddress);
       if (ctx.remotePort !== undefined) w.intAttr(A, 'client.port', ctx.remotePort);
@@ -191,14 +212,10 @@ export class ProxyTelemetry {
       if (version !== undefined) w.stringAttr(A, 'mcp.protocol.version', version);
       const client = clientName(ctx, metaOf(ctx));
       if (client !== undefined) w.stringAttr(A, 'mcp.client.name', client);
-      w.boolAttr(A, 'mcp.is_batch', false);
       if (legacy) {
         w.stringAttr(A, 'mcp.method', mcp.method);
-        w.stringAttr(A, 'rpc.system', 'jsonrpc');
-        w.stringAttr(A, 'rpc.service', 'mcp');
         if (id !== undefined) w.stringAttr(A, 'mcp.request.id', id);
         if (mcp.resourceId !== undefined) w.stringAttr(A, 'mcp.resource.id', mcp.resourceId);
-        w.stringAttr(A, 'mcp.transport', transport);
       }
       if (mcp.method === 'tools/call' && mcp.resourceId !== undefined) {
         w.stringAttr(A, 'gen_ai.tool.name', mcp.resourceId);
@@ -214,7 +231,7 @@ export class ProxyTelemetry {
         if (legacy) w.stringAttr(A, 'mcp.prompt.name', mcp.resourceId);
       }
     }
-    for (const [key, value] of this.#environment) w.stringAttr(A, key, value);
+    w.raw(this.#fixedEnvironment);
     // What later stages added (the rate limit's decision, as ToolHive's rate limiter records it).
     const added = ctx.spanAttributes;
     if (added !== undefined)
@@ -228,6 +245,22 @@ export class ProxyTelemetry {
     } else spans.close(span, status >= 400 ? STATUS_UNSET : STATUS_OK);
   }
 
+  /** The attributes of an MCP request's span that name the server and its transport. */
+  #serverAttributes(w: ProtobufWriter, serverName: string, transport: string): void {
+    w.stringAttr(A, 'rpc.system.name', 'jsonrpc');
+    w.stringAttr(A, 'jsonrpc.protocol.version', '2.0');
+    w.stringAttr(A, 'mcp.server.name', serverName);
+    w.stringAttr(A, 'network.transport', transport === 'stdio' ? 'pipe' : 'tcp');
+    if (transport !== 'stdio') w.stringAttr(A, 'network.protocol.name', 'http');
+    if (transport === 'sse') w.stringAttr(A, 'mcp.backend.protocol.version', '1.1');
+    w.boolAttr(A, 'mcp.is_batch', false);
+    if (this.#legacy) {
+      w.stringAttr(A, 'rpc.system', 'jsonrpc');
+      w.stringAttr(A, 'rpc.service', 'mcp');
+      w.stringAttr(A, 'mcp.transport', transport);
+    }
+  }
+
   /** HTTP attributes of the request (those ToolHive's spans carry). */
   #httpAttributes(w: ProtobufWriter, ctx: ProxyRequestContext): void {
     const host = header(ctx, 'host') ?? '';
@@ -236,7 +269,7 @@ export class ProxyTelemetry {
     const length = header(ctx, 'content-length');
     w.stringAttr(A, 'http.request.method', ctx.method);
     w.stringAttr(A, 'url.full', target);
-    w.stringAttr(A, 'url.scheme', 'http');
+    w.raw(this.#fixedHttp);
     w.stringAttr(A, 'server.address', host);
     w.stringAttr(A, 'url.path', ctx.path);
     if (userAgent !== undefined) w.stringAttr(A, 'user_agent.original', userAgent);
@@ -246,7 +279,6 @@ export class ProxyTelemetry {
     if (this.#legacy) {
       w.stringAttr(A, 'http.method', ctx.method);
       w.stringAttr(A, 'http.url', target);
-      w.stringAttr(A, 'http.scheme', 'http');
       w.stringAttr(A, 'http.host', host);
       w.stringAttr(A, 'http.target', target);
       if (userAgent !== undefined) w.stringAttr(A, 'http.user_agent', userAgent);
@@ -267,7 +299,7 @@ export class ProxyTelemetry {
     w.stringAttr(A, 'network.transport', transport === 'stdio' ? 'pipe' : 'tcp');
     if (transport !== 'stdio') w.stringAttr(A, 'network.protocol.name', 'http');
     if (this.#legacy) w.stringAttr(A, 'mcp.transport', transport);
-    for (const [key, value] of this.#environment) w.stringAttr(A, key, value);
+    w.raw(this.#fixedEnvironment);
     spans.close(span, STATUS_OK);
   }
 

@@ -40,14 +40,21 @@ export const NO_SPAN: WorkSpan = {
   run: (_name, _attributes, work) => work(NO_SPAN),
 };
 
-const bound = new WeakMap<object, WorkSpan>();
+/** Where a request keeps its span: the proxy's request context (`ProxyRequestContext.workSpan`). */
+export interface SpanHolder {
+  workSpan: object | undefined;
+}
 
-/** Called by the telemetry stage: `request`'s work spans are children of `span`. */
-export function bindRequestSpan(request: object, span: WorkSpan): void {
-  bound.set(request, span);
+/**
+ * Called by the telemetry stage: `request`'s work spans are children of `span`. Kept on the
+ * request, not in a weak map keyed by it: a weak map's entry of every short-lived request
+ * would be an ephemeron that each young-generation collection has to process.
+ */
+export function bindRequestSpan(request: SpanHolder, span: WorkSpan): void {
+  request.workSpan = span;
 }
 
 /** The span under which work done for `request` (a proxied request's context) is traced. */
-export function requestSpan(request: object): WorkSpan {
-  return bound.get(request) ?? NO_SPAN;
+export function requestSpan(request: SpanHolder): WorkSpan {
+  return (request.workSpan as WorkSpan | undefined) ?? NO_SPAN;
 }
