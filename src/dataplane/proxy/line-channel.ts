@@ -29,7 +29,9 @@ export function oversizedAnswer(id: JsonRpcId, max: number): string {
   return errorMessage(id, INTERNAL_ERROR, message, { maxUpstreamMessageBytes: max });
 }
 
-export interface LineChannelHandlers {
+/** What a channel tells the bridge: each message from the server, and its end. */
+export interface ChannelHandlers {
+  /** One message from the server (a line of its stdout, without the newline). */
   onLine(line: string): void;
   /**
    * A line longer than the limit was dropped (reported once it ended): its length, and its
@@ -40,7 +42,22 @@ export interface LineChannelHandlers {
   onClosed(reason: string): void;
 }
 
-export class LineChannel {
+/** How the stdio bridge sends to its server: `LineChannel` (pipes) or `InProcessChannel`. */
+export interface ServerChannel {
+  /** Sends one message; false when the channel is closed. */
+  send(json: string): boolean;
+  /** What is waiting to be written to the server (UTF-16 units, or bytes of a pipe). */
+  readonly buffered: number;
+  /** Stops delivering the server's messages; what was sent before still goes to the server. */
+  detach(): void;
+}
+
+/** The characters kept of each end of a message too large to relay (where its `id` is). */
+export function messageEdges(text: string): { readonly head: string; readonly tail: string } {
+  return { head: text.slice(0, EDGE), tail: text.slice(-EDGE) };
+}
+
+export class LineChannel implements ServerChannel {
   #tail = '';
   #skipping = false;
   /** Of the line being skipped: its length so far, its first and last `EDGE` characters. */
@@ -63,9 +80,9 @@ export class LineChannel {
   readonly #stdin: Writable;
   readonly #stdout: Readable;
   readonly #maxLine: number;
-  readonly #handlers: LineChannelHandlers;
+  readonly #handlers: ChannelHandlers;
 
-  constructor(stdin: Writable, stdout: Readable, maxLine: number, handlers: LineChannelHandlers) {
+  constructor(stdin: Writable, stdout: Readable, maxLine: number, handlers: ChannelHandlers) {
     this.#stdin = stdin;
     this.#stdout = stdout;
     this.#maxLine = maxLine;
@@ -177,7 +194,7 @@ export class LineChannel {
     const text = line.charCodeAt(line.length - 1) === 13 ? line.slice(0, -1) : line;
     if (text.length === 0) return;
     if (text.length > this.#maxLine) {
-      this.#handlers.onOversize(text.length, { head: text.slice(0, EDGE), tail: text.slice(-EDGE) });
+      this.#handlers.onOversize(text.length, messageEdges(text));
       return;
     }
     this.#handlers.onLine(text);

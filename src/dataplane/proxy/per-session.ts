@@ -97,7 +97,7 @@ export class SessionChildren {
       Object.assign({}, this.#bridgeOptions, { sessions: () => (session.closed ? [] : [session]) }),
     );
     try {
-      await bridge.attach(child.stdin, child.stdout);
+      await bridge.attach(child);
       if (this.#closed) throw new Error('proxy closed while the server was starting');
       if (session.closed) throw new Error('the client went away while the server was starting');
     } catch (err) {

@@ -265,7 +265,7 @@ class McpProxy implements RunningProxy {
       this.#mode = 'stdio';
       this.#transparent?.close();
       this.#transparent = undefined;
-      await this.#stdio.bridge.attach(upstream.stdin, upstream.stdout);
+      await this.#stdio.bridge.attach(upstream);
       this.#markUpstreamReady();
       this.#logger.info({ server: this.#options.serverName }, 'stdio server attached');
     } else {

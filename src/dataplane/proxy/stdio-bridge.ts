@@ -25,7 +25,6 @@
  * - A dead child fails every in-flight request with a JSON-RPC error; sessions survive and
  *   continue on the next child after `attach` (subscriptions and log level are re-applied).
  */
-import type { Readable, Writable } from 'node:stream';
 import type { Logger } from '../../shared/index.js';
 import { SeqTable, SKEP_VERSION } from '../../shared/index.js';
 import {
@@ -45,12 +44,13 @@ import {
   resultMessage,
   UPSTREAM_UNAVAILABLE,
 } from '../../protocol/index.js';
-import { LineChannel, oversizedAnswer } from './line-channel.js';
+import { InProcessChannel } from './in-process-channel.js';
+import { type ChannelHandlers, LineChannel, oversizedAnswer, type ServerChannel } from './line-channel.js';
 import type { ReplyTarget } from './outlets.js';
 import { isLogLevel, type LogLevel, logSeverity, type Session } from './session.js';
 import { type ParkableCall, type ServerIdentity, StatelessFlow } from './stateless-flow.js';
 import type { ToolPolicy } from './tool-policy.js';
-import type { ProxyLimits, ServerMessageVerdict } from './types.js';
+import type { ProxyLimits, ServerLink, ServerMessageVerdict } from './types.js';
 
 /** 2025-era protocol revisions the proxy can serve to clients, oldest first. */
 export const LEGACY_PROTOCOL_VERSIONS = ['2024-11-05', '2025-03-26', '2025-06-18', '2025-11-25'] as const;
@@ -84,7 +84,7 @@ export interface BridgeOptions {
 }
 
 export class StdioBridge {
-  #channel: LineChannel | undefined;
+  #channel: ServerChannel | undefined;
   #identity: ServerIdentity | undefined;
   #ready = false;
   #downReason = 'no server attached yet';
@@ -131,11 +131,12 @@ export class StdioBridge {
     return this.#identity;
   }
 
-  /** Attaches a (re)started child and initializes it. Sessions carry on. */
-  async attach(stdin: Writable, stdout: Readable): Promise<void> {
+  /** Attaches a (re)started child, or an in-process server, and initializes it. Sessions carry on. */
+  async attach(link: ServerLink): Promise<void> {
     if (this.#closed) throw new Error('proxy is closed');
     if (this.#channel !== undefined) this.down('server replaced');
-    const channel = new LineChannel(stdin, stdout, this.#options.limits.maxUpstreamMessageBytes, {
+    const max = this.#options.limits.maxUpstreamMessageBytes;
+    const handlers: ChannelHandlers = {
       onLine: (line) => this.#onLine(line),
       onOversize: (n, edges) => {
         this.#options.logger.warn({ bytes: n }, 'dropped an oversized message from the server');
@@ -144,7 +145,11 @@ export class StdioBridge {
       onClosed: (reason) => {
         if (this.#channel === channel) this.down(reason);
       },
-    });
+    };
+    const channel: ServerChannel =
+      'inProcess' in link
+        ? new InProcessChannel(link.inProcess, max, handlers)
+        : new LineChannel(link.stdin, link.stdout, max, handlers);
     this.#channel = channel;
     const reply = await this.#internalRequest(
       'initialize',

@@ -113,15 +113,37 @@ export interface ProxyOptions {
   perSession?: PerSessionOptions;
 }
 
-/** A stdio child started for one client session. */
-export interface SessionChild {
-  stdin: Writable;
-  stdout: Readable;
-  /** Stops the child (graceful, then forceful) and resolves once it is gone; idempotent. */
-  stop(): Promise<void>;
-  /** Settles when the child exits on its own; the proxy then ends the session (clients get 404). */
-  exited?: Promise<unknown>;
+/**
+ * What the proxy's stdio bridge talks to: a server process's stdin and stdout (one message per
+ * line), or an MCP server in the proxy's own process.
+ */
+export type ServerLink = { stdin: Writable; stdout: Readable } | { inProcess: InProcessServer };
+
+/**
+ * An MCP server in the proxy's process (a virtual MCP session), spoken to in whole JSON-RPC
+ * messages as text: no pipes and no line framing between two parts of one process.
+ */
+export interface InProcessServer {
+  /**
+   * Connects the proxy, once: `peer.message` takes each message the server sends,
+   * `peer.closed` is called when it stops. Returns what takes the proxy's messages, one a call.
+   */
+  connect(peer: InProcessPeer): (message: string) => void;
 }
+
+/** The proxy's side of an `InProcessServer`. */
+export interface InProcessPeer {
+  message(text: string): void;
+  closed(reason: string): void;
+}
+
+/** A server started for one client session: a stdio child, or an in-process server. */
+export type SessionChild = ServerLink & {
+  /** Stops the server (graceful, then forceful) and resolves once it is gone; idempotent. */
+  stop(): Promise<void>;
+  /** Settles when the server stops on its own; the proxy then ends the session (clients get 404). */
+  exited?: Promise<unknown>;
+};
 
 export interface PerSessionOptions {
   /** Starts a fresh child for a new session (2025-era `initialize` or `GET /sse`). */

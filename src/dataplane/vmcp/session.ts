@@ -1,14 +1,13 @@
 /**
  * One client session of the virtual MCP server: an in-process MCP server that the proxy's
- * per-session bridge drives over a pair of in-memory line streams, exactly like a stdio child
- * (so the proxy serves `/mcp` and `/sse`, runs the pipeline, and answers `initialize` from
- * this session's own result). It opens one backend session per backend lazily
+ * per-session bridge drives like a stdio child, but in whole messages, without pipes
+ * (`InProcessServer`), so the proxy serves `/mcp` and `/sse`, runs the pipeline, and answers
+ * `initialize` from this session's own result. It opens one backend session per backend lazily
  * (`backend-client.ts`), aggregates their lists (`aggregate.ts`), routes calls with the
  * original names, and relays what backends send back: server → client requests (sampling,
  * elicitation, roots) go to this client session, progress goes to the call that asked for it,
  * and cancellations go to the backend request they name.
  */
-import { PassThrough } from 'node:stream';
 import {
   INTERNAL_ERROR,
   INVALID_PARAMS,
@@ -20,7 +19,7 @@ import {
   UPSTREAM_UNAVAILABLE,
 } from '../../protocol/index.js';
 import type { WorkSpan } from '../middleware/telemetry/index.js';
-import type { ProxyIdentity, SessionChild } from '../proxy/index.js';
+import type { InProcessPeer, InProcessServer, ProxyIdentity, SessionChild } from '../proxy/index.js';
 import { type Logger, SeqTable } from '../../shared/index.js';
 import { type Aggregated, aggregate, type BackendLists, type Obj, routeResource } from './aggregate.js';
 import { BackendError, BackendSession, type CallOptions, RawJson } from './backend-client.js';
@@ -134,11 +133,10 @@ function cannotElicit(e: Error): boolean {
   );
 }
 
-export class VirtualSession {
+export class VirtualSession implements InProcessServer {
   readonly #host: SessionHost;
-  // Strings stay strings on both in-memory streams (no UTF-8 encode and decode per message).
-  readonly #toServer = new PassThrough({ decodeStrings: false, encoding: 'utf8' });
-  readonly #fromServer = new PassThrough({ decodeStrings: false, encoding: 'utf8' });
+  /** The proxy's bridge, once it connected (`connect`). */
+  #peer: InProcessPeer | undefined;
   readonly #open = new Map<string, Open>();
   /**
    * Calls relayed to a backend: the client's request id (as the bridge sent it) and where it
@@ -165,18 +163,15 @@ export class VirtualSession {
   #clientCapabilities: Record<string, unknown> | undefined;
   /** Composite calls in flight, by client request id, for cancellation. */
   readonly #running = new Map<string, AbortController>();
-  #tail = '';
   #closed = false;
 
   constructor(host: SessionHost) {
     this.#host = host;
     this.#cache = listCacheOf(host);
     this.#unsubscribe = this.#cache.subscribe(() => this.#invalidate());
-    this.#toServer.on('data', (chunk: string) => this.#consume(chunk));
-    this.#toServer.on('error', () => this.close());
   }
 
-  /** The streams the proxy's bridge attaches to. */
+  /** What the proxy's bridge attaches to. */
   child(): SessionChild {
     let exited: () => void = () => {};
     const exitedPromise = new Promise<void>((resolve) => {
@@ -184,10 +179,17 @@ export class VirtualSession {
     });
     this.#onClose = exited;
     return {
-      stdin: this.#toServer,
-      stdout: this.#fromServer,
+      inProcess: this,
       stop: async () => this.close(),
       exited: exitedPromise,
+    };
+  }
+
+  connect(peer: InProcessPeer): (message: string) => void {
+    if (this.#peer !== undefined) throw new Error('a virtual MCP session takes one connection');
+    this.#peer = peer;
+    return (message) => {
+      if (!this.#closed) this.#line(message);
     };
   }
 
@@ -202,7 +204,7 @@ export class VirtualSession {
     for (const a of this.#asked.values())
       a.reject(new BackendError(UPSTREAM_UNAVAILABLE, 'client session ended'));
     this.#asked.clear();
-    this.#fromServer.end();
+    this.#peer?.closed('the virtual MCP session ended');
     this.#onClose();
     this.#host.sessionEnded(this);
   }
@@ -222,20 +224,8 @@ export class VirtualSession {
     this.#invalidate();
   }
 
-  #consume(chunk: string): void {
-    let text = this.#tail + chunk;
-    let nl = text.indexOf('\n');
-    while (nl !== -1) {
-      const line = text.slice(0, nl);
-      text = text.slice(nl + 1);
-      if (line.length > 0) this.#line(line);
-      nl = text.indexOf('\n');
-    }
-    this.#tail = text;
-  }
-
   #send(message: string): void {
-    if (!this.#closed) this.#fromServer.write(message + '\n');
+    if (!this.#closed) this.#peer?.message(message);
   }
 
   #reply(id: string | number, result: unknown): void {

@@ -136,22 +136,19 @@ async function connect(t: TestContext, server: VirtualMcpServer): Promise<Client
     (m: { result?: Record<string, unknown>; error?: { message: string } }) => void
   >();
   const notes = new EventEmitter();
-  let tail = '';
-  child.stdout.on('data', (chunk: string) => {
-    tail += chunk;
-    let nl = tail.indexOf('\n');
-    while (nl !== -1) {
-      const m = JSON.parse(tail.slice(0, nl)) as {
+  assert.ok('inProcess' in child, 'a virtual session is an in-process server');
+  const send = child.inProcess.connect({
+    message(text) {
+      const m = JSON.parse(text) as {
         id?: number;
         method?: string;
         result?: Record<string, unknown>;
         error?: { message: string };
       };
-      tail = tail.slice(nl + 1);
       if (m.method !== undefined) notes.emit(m.method);
       else if (typeof m.id === 'number') answers.get(m.id)?.(m);
-      nl = tail.indexOf('\n');
-    }
+    },
+    closed() {},
   });
   let seq = 0;
   const request = (method: string, params: Record<string, unknown> = {}) =>
@@ -162,14 +159,14 @@ async function connect(t: TestContext, server: VirtualMcpServer): Promise<Client
         if (m.error !== undefined) reject(new Error(m.error.message));
         else resolve(m.result ?? {});
       });
-      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+      send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
     });
   await request('initialize', {
     protocolVersion: '2025-11-25',
     capabilities: {},
     clientInfo: { name: 'list-cache-test', version: '1' },
   });
-  child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
+  send('{"jsonrpc":"2.0","method":"notifications/initialized"}');
   return {
     request,
     tools: async () => ((await request('tools/list')).tools as { name: string }[]).map((x) => x.name).sort(),

@@ -115,7 +115,7 @@ async function setup(t: TestContext, filter?: string[]) {
   });
   t.after(() => bridge.close());
   const child = new FakeChild();
-  const attached = bridge.attach(child.stdin, child.stdout);
+  const attached = bridge.attach({ stdin: child.stdin, stdout: child.stdout });
   const init = await child.next('initialize');
   assert.deepEqual(Object.keys((init.params as { capabilities: object }).capabilities).sort(), [
     'elicitation',
@@ -374,7 +374,7 @@ test('a dead child fails in-flight requests with JSON-RPC -32000; new requests w
   const waiting = new Collector();
   bridge.handle(a, request('w', 'tools/call', { name: 'x' }), waiting);
   const next = new FakeChild();
-  const attached = bridge.attach(next.stdin, next.stdout);
+  const attached = bridge.attach({ stdin: next.stdin, stdout: next.stdout });
   const init = await next.next('initialize');
   next.send({
     jsonrpc: '2.0',
