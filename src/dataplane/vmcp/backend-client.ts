@@ -161,7 +161,8 @@ export class BackendSession {
   readonly #url: URL;
   readonly #path: string;
   readonly #pool: Pool;
-  readonly #headers: () => Promise<Record<string, string>>;
+  /** A fresh object each call (the session adds its own headers to it); a promise only when auth must work for it. */
+  readonly #headers: () => Record<string, string> | Promise<Record<string, string>>;
   readonly #callbacks: BackendCallbacks;
   /** Requests sent and not answered yet, by the number in their id (not a `Map`: seq-table.ts). */
   readonly #pending = new SeqTable<Pending>();
@@ -174,7 +175,11 @@ export class BackendSession {
   /** The id of the last request sent (set synchronously by `request`, e.g. to cancel it later). */
   lastRequestId: string | undefined;
 
-  constructor(url: string, headers: () => Promise<Record<string, string>>, callbacks: BackendCallbacks) {
+  constructor(
+    url: string,
+    headers: () => Record<string, string> | Promise<Record<string, string>>,
+    callbacks: BackendCallbacks,
+  ) {
     this.#url = new URL(url);
     this.#path = this.#url.pathname + this.#url.search;
     this.#pool = poolFor(this.#url.origin);
@@ -337,7 +342,9 @@ export class BackendSession {
   }
 
   async #post(body: string): Promise<void> {
-    const headers = await this.#headers();
+    // Without outgoing auth the headers are at hand: no await (one microtask less per call).
+    const given = this.#headers();
+    const headers = given instanceof Promise ? await given : given;
     headers['accept'] = 'application/json, text/event-stream';
     headers['content-type'] = 'application/json';
     headers['mcp-protocol-version'] = this.#protocol;

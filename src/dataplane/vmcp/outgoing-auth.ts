@@ -18,8 +18,11 @@ import { BackendHttpError } from './backend-client.js';
 import type { BackendAuthStrategy, ResolvedVmcpConfig } from './config.js';
 
 export interface BackendAuth {
-  /** Headers for one request to the backend on behalf of `identity`; throws BackendHttpError(401) when refused. */
-  headers(identity: ProxyIdentity): Promise<Record<string, string>>;
+  /**
+   * Headers for one request to the backend on behalf of `identity`, a fresh object each call
+   * (a promise when the strategy has work to do); throws BackendHttpError(401) when refused.
+   */
+  headers(identity: ProxyIdentity): Record<string, string> | Promise<Record<string, string>>;
   /** The strategy's type, for the status. */
   readonly type: string;
   close(): Promise<void>;
@@ -37,7 +40,7 @@ export interface AuthDeps {
 
 const NONE: BackendAuth = {
   type: 'unauthenticated',
-  headers: async () => ({}),
+  headers: () => ({}),
   close: async () => undefined,
 };
 

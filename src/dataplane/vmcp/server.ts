@@ -324,9 +324,12 @@ export class VirtualMcpServer implements SessionHost {
     return { served: this.#served.map((b) => b.name), states: this.#set.states(), problems };
   }
 
-  headers(backend: string, identity: ProxyIdentity): Promise<Record<string, string>> {
+  headers(
+    backend: string,
+    identity: ProxyIdentity,
+  ): Record<string, string> | Promise<Record<string, string>> {
     const auth = this.#auth.get(backend)?.auth;
-    if (auth === undefined) return Promise.resolve({});
+    if (auth === undefined) return {};
     return auth.headers(identity);
   }
 

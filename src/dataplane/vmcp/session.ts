@@ -63,8 +63,8 @@ export interface SessionHost {
   readonly serverName: string;
   /** Healthy backends whose outgoing auth could be built, sorted by name. */
   backends(): readonly BackendInfo[];
-  /** Outgoing headers for a request to `backend` on behalf of `identity`. */
-  headers(backend: string, identity: ProxyIdentity): Promise<Record<string, string>>;
+  /** Outgoing headers for a request to `backend` on behalf of `identity` (a promise only when auth must work for them). */
+  headers(backend: string, identity: ProxyIdentity): Record<string, string> | Promise<Record<string, string>>;
   reportUnreachable(backend: string): void;
   /** Whether the caller's identity arrives in `_meta` (outgoing auth needs it). */
   readonly identityInMeta: boolean;
