@@ -24,11 +24,11 @@ export { type BuiltRequestContext, newRequestContext, type RequestContextInit } 
 export type {
   BackendTransport,
   ExchangeEnd,
+  InProcessPeer,
+  InProcessServer,
   McpRequestInfo,
   OutboundRequest,
   OutboundSigner,
-  InProcessPeer,
-  InProcessServer,
   PerSessionOptions,
   ProxyHttpHandler,
   ProxyIdentity,
