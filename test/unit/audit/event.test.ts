@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { parseAuditConfig } from '../../../src/dataplane/middleware/audit/config.js';
 import {
   applicationError,
+  type AuditEvent,
   auditEventType,
   auditLine,
   clientAddress,
@@ -313,4 +314,81 @@ test('line: time, level AUDIT, msg audit_event, then the event; one line', () =>
   assert.equal(parsed['level'], 'AUDIT');
   assert.equal(parsed['msg'], 'audit_event');
   assert.equal(Date.parse(parsed['time'] as string), NOW);
+});
+
+/** The line as the slog handler writes it: the prefix, then `JSON.stringify` of the event. */
+function stringifiedLine(event: AuditEvent): string {
+  const time = rfc3339(Date.parse(event.logged_at), false);
+  return `{"time":"${time}","level":"AUDIT","msg":"audit_event",${JSON.stringify(event).slice(1)}\n`;
+}
+
+test('line: the same text as JSON.stringify of the event, for any strings, data and extras', () => {
+  const awkward = [
+    'plain',
+    '',
+    'quote " and backslash \\',
+    'controls \u0000 \u0001 \n \r \t \u001f and DEL \u007f',
+    'non-ASCII é ü 中文 and an emoji 😀',
+    'lone surrogates \ud800 and \udc00',
+    'separators \u2028 \u2029',
+    '</script><!--',
+  ];
+  for (const text of awkward) {
+    const reply = { error: { code: -32000, message: text } };
+    const event = exchangeEvent(
+      facts({
+        path: `/mcp${text}`,
+        headers: { 'user-agent': text, 'x-request-id': text },
+        mcp: { method: 'tools/call', resourceId: text },
+        claims: { sub: text, name: text, client_name: text, act: { sub: text } },
+        reply,
+        requestText: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: text } }),
+      }),
+      settings({ includeRequestData: true, includeResponseData: true }),
+    );
+    assert.ok(event);
+    assert.equal(auditLine(event), stringifiedLine(event), JSON.stringify(text));
+    assert.deepEqual(JSON.parse(auditLine(event)), JSON.parse(stringifiedLine(event)));
+  }
+  // metadata.extra with every kind of value (guardrails' findings are arrays of objects).
+  const event = exchangeEvent(facts(), settings());
+  assert.ok(event?.metadata);
+  Object.assign(event.metadata.extra, {
+    findings: [{ action: 'redact', count: 2 }],
+    ratio: 0.25,
+    none: null,
+    infinite: Number.POSITIVE_INFINITY,
+    nan: Number.NaN,
+    gone: undefined,
+    no: false,
+    fn: () => 1,
+  });
+  assert.equal(auditLine(event), stringifiedLine(event));
+  const stream = streamOpenEvent(facts({ httpMethod: 'GET', headers: { accept: 'text/event-stream' } }), settings());
+  assert.ok(stream);
+  assert.equal(auditLine(stream), stringifiedLine(stream));
+});
+
+test('line: keys in the wire order whatever order the event object was built in', () => {
+  const built = exchangeEvent(facts(), settings({ includeRequestData: true }));
+  assert.ok(built);
+  // The same event with its keys inserted backwards.
+  const reversed = Object.fromEntries(Object.entries(built).reverse()) as unknown as AuditEvent;
+  assert.notDeepEqual(Object.keys(reversed), Object.keys(built));
+  assert.equal(auditLine(reversed), auditLine(built));
+  assert.deepEqual(Object.keys(JSON.parse(auditLine(reversed)) as object), [
+    'time',
+    'level',
+    'msg',
+    'audit_id',
+    'type',
+    'logged_at',
+    'outcome',
+    'component',
+    'source',
+    'subjects',
+    'target',
+    'metadata',
+    'data',
+  ]);
 });

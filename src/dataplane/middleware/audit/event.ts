@@ -383,12 +383,72 @@ const utcSecond = { second: Number.NaN, head: '', zone: '' };
 const localSecond = { second: Number.NaN, head: '', zone: '' };
 
 /**
+ * The JSON text of a string, as `JSON.stringify` writes it. Most of an event's strings are
+ * printable ASCII without quotes or backslashes, which need no escaping; checking that is
+ * several times cheaper than `JSON.stringify` of a short string (~0.2 µs in Node 20).
+ */
+function quote(text: string): string {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return JSON.stringify(text);
+  }
+  return `"${text}"`;
+}
+
+/** `{"k":"v",...}` of a map of strings, in its own key order (the keys are the stage's own words). */
+function stringMap(map: Readonly<Record<string, string>>): string {
+  let out = '';
+  for (const key in map) {
+    const value = map[key];
+    if (value === undefined) continue;
+    out += `${out === '' ? '{' : ','}${quote(key)}:${quote(value)}`;
+  }
+  return out === '' ? '{}' : `${out}}`;
+}
+
+/** `metadata.extra`: strings, numbers and booleans written here, anything else by `JSON.stringify`. */
+function extraMap(map: Readonly<Record<string, unknown>>): string {
+  let out = '';
+  for (const key in map) {
+    const value = map[key];
+    let text: string | undefined;
+    if (typeof value === 'string') text = quote(value);
+    else if (typeof value === 'boolean') text = value ? 'true' : 'false';
+    else if (typeof value === 'number' && Number.isFinite(value)) text = String(value);
+    else text = JSON.stringify(value);
+    if (text === undefined) continue;
+    out += `${out === '' ? '{' : ','}${quote(key)}:${text}`;
+  }
+  return out === '' ? '{}' : `${out}}`;
+}
+
+/** The last `logged_at` formatted and its `time` (events of one millisecond share them). */
+let lastLoggedAt = '';
+let lastTime = '';
+
+/**
  * The event as one line of the audit file: the reference's slog JSON handler line
- * (`time` in local time, `level:"AUDIT"`, `msg:"audit_event"`, then the event's keys).
+ * (`time` in local time, `level:"AUDIT"`, `msg:"audit_event"`, then the event's keys in the
+ * wire format's order, whatever order the object was built in). Written field by field: the
+ * event's shape is known, and `JSON.stringify` of the whole object cost twice as much
+ * (Node 20); the request and response data, the delegation chain and any other value are
+ * still written by `JSON.stringify`.
  */
 export function auditLine(event: AuditEvent): string {
-  const time = rfc3339(Date.parse(event.logged_at), false);
-  // The same text as stringifying {time, level, msg, ...event} (the event has none of those
-  // keys), without copying the event into a new object.
-  return `{"time":"${time}","level":"AUDIT","msg":"audit_event",${JSON.stringify(event).slice(1)}\n`;
+  if (event.logged_at !== lastLoggedAt) {
+    lastTime = rfc3339(Date.parse(event.logged_at), false);
+    lastLoggedAt = event.logged_at;
+  }
+  const { source } = event;
+  let line =
+    `{"time":"${lastTime}","level":"AUDIT","msg":"audit_event","audit_id":${quote(event.audit_id)}` +
+    `,"type":${quote(event.type)},"logged_at":${quote(event.logged_at)},"outcome":${quote(event.outcome)}` +
+    `,"component":${quote(event.component)},"source":{"type":${quote(source.type)}` +
+    `,"value":${quote(source.value)},"extra":${stringMap(source.extra)}}` +
+    `,"subjects":${stringMap(event.subjects)}`;
+  if (event.delegation !== undefined) line += `,"delegation":${JSON.stringify(event.delegation)}`;
+  line += `,"target":${stringMap(event.target)}`;
+  if (event.metadata !== undefined) line += `,"metadata":{"extra":${extraMap(event.metadata.extra)}}`;
+  if (event.data !== undefined) line += `,"data":${JSON.stringify(event.data)}`;
+  return `${line}}\n`;
 }
