@@ -57,6 +57,12 @@
  * `BENCH_CPU_RUNNER_FLAGS` adds Node flags to every runner (`--trace-gc`); the runners' logs, with
  * what they printed, are then kept and their folder printed.
  *
+ * Every figure derived per round (ratios, added CPU, latency context) is reported as the median
+ * over rounds, its range, and a 95 % confidence interval of the median (`median_ci`, from order
+ * statistics, no assumption about the rounds' distribution). `targets_met` compares the medians
+ * with the targets; `targets_resolved` says whether the run can tell: `met` or `missed` when the
+ * whole interval is on one side of the target, else `unresolved`.
+ *
  * Prints one JSON object on stdout; progress goes to stderr.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
@@ -66,7 +72,16 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Pool } from 'undici';
 import { startRedis, type RedisInstance } from '../test/helpers/redis.js';
-import { commandOf, cpuPhase, type CpuPhase, descendantsOf, median, memoryOf, summarize } from './lib/cpu.js';
+import {
+  commandOf,
+  cpuPhase,
+  type CpuPhase,
+  descendantsOf,
+  median,
+  medianInterval,
+  memoryOf,
+  summarize,
+} from './lib/cpu.js';
 import { fullGcIn } from './lib/full-gc.js';
 import { type HeapSurvivors, recordHeapSurvivors } from './lib/heap-survivors.js';
 import { authzConfig, startOtlpSink, startWebhookReceiver, webhookEnvelope } from './lib/middleware.js';
@@ -802,6 +817,23 @@ async function perfReport(
   };
 }
 
+/** A per-round figure over the rounds: median, range, and the median's 95 % interval. */
+interface Stat {
+  median: number;
+  min: number;
+  max: number;
+  median_ci: { low: number; high: number; coverage: number } | undefined;
+}
+
+/** Whether a run resolves a figure against its upper limit: by where the median's interval lies. */
+function verdict(st: Stat, limit: number): 'met' | 'missed' | 'unresolved' {
+  const ci = st.median_ci;
+  if (ci === undefined) return 'unresolved';
+  if (ci.high <= limit) return 'met';
+  if (ci.low > limit) return 'missed';
+  return 'unresolved';
+}
+
 /**
  * Ratios against the floors, added CPU per stage, and the issue's targets. Each figure is
  * computed per round from that round's own measurements (paired: a stage against the `none`
@@ -822,10 +854,17 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
     rounds.get(label)?.[c][i]?.client_cpu_us ?? Number.NaN;
   const p50 = (label: string, i: number): number => rounds.get(label)?.c1[i]?.p50_ms ?? Number.NaN;
   const r2 = (x: number) => round(x, 2);
-  /** Median and range of per-round values. */
-  const stat = (xs: number[]): { median: number; min: number; max: number } => {
+  /** Median, range and the median's confidence interval (`medianInterval`) of per-round values. */
+  const stat = (xs: number[]): Stat => {
     const ok = xs.filter((x) => !Number.isNaN(x));
-    return { median: r2(median(ok)), min: r2(Math.min(...ok)), max: r2(Math.max(...ok)) };
+    const ci = medianInterval(ok);
+    return {
+      median: r2(median(ok)),
+      min: r2(Math.min(...ok)),
+      max: r2(Math.max(...ok)),
+      median_ci:
+        ci === undefined ? undefined : { low: r2(ci.low), high: r2(ci.high), coverage: r2(ci.coverage) },
+    };
   };
   const floors: Record<string, unknown> = {};
   const ratios: Record<string, unknown> = {};
@@ -836,6 +875,7 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
    */
   const inFloors: Record<string, Record<string, number>> = {};
   const targets: Record<string, unknown> = {};
+  const verdicts: Record<string, unknown> = {};
   for (const c of CONCURRENCY.map((x) => `c${x}` as const)) {
     floors[c] = {
       http_floor_server_cpu_us: stat(perRound((i) => cpu('http-floor', c, 'server', i))),
@@ -859,7 +899,7 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
       ),
       vmcp_runner_vs_bare_relay: vmcpVsRelay,
     };
-    const stages: Record<string, { median: number; min: number; max: number }> = {};
+    const stages: Record<string, Stat> = {};
     for (const label of rounds.keys()) {
       if (['direct', 'http-floor', 'stdio-relay', 'webhook-post', 'relay', 'none', 'vmcp'].includes(label))
         continue;
@@ -886,18 +926,18 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
       webhook: postClient + 10,
       guardrails_1k_answer: 10,
     };
-    targets[c] = {
-      runner_none_vs_http_floor_le_1_25: runnerVsFloor.median <= 1.25,
-      ...Object.fromEntries(
-        Object.entries(limits)
-          .filter(([label]) => stages[label] !== undefined)
-          .map(([label, limit]) => [
-            `${label}_added_le_${r2(limit)}_us`,
-            (stages[label]?.median ?? Infinity) <= limit,
-          ]),
-      ),
-      vmcp_cpu_vs_relay_le_1_2: vmcpVsRelay.median <= 1.2,
-    };
+    const checks: Array<[string, Stat | undefined, number]> = [
+      ['runner_none_vs_http_floor_le_1_25', runnerVsFloor, 1.25],
+      ...Object.entries(limits).map(([label, limit]): [string, Stat | undefined, number] => [
+        `${label}_added_le_${r2(limit)}_us`,
+        stages[label],
+        limit,
+      ]),
+      ['vmcp_cpu_vs_relay_le_1_2', vmcpVsRelay, 1.2],
+    ];
+    const present = checks.filter(([, st]) => st !== undefined && !Number.isNaN(st.median));
+    targets[c] = Object.fromEntries(present.map(([name, st, limit]) => [name, st!.median <= limit]));
+    verdicts[c] = Object.fromEntries(present.map(([name, st, limit]) => [name, verdict(st!, limit)]));
   }
   // 1 MB answers: throughput with and without the default guardrails, side by side.
   const big: Record<string, unknown> = {};
@@ -939,6 +979,14 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
       ...targets,
       own_latency_overhead_le_50_us: overhead.median <= 50,
       vmcp_p50_vs_relay_le_1_15: vmcpLatency.median <= 1.15,
+    },
+    targets_resolved: {
+      note:
+        'met: the whole 95 % interval of the median is within the target; missed: all of it is beyond; ' +
+        'unresolved: the target lies inside it, and this run cannot tell',
+      ...verdicts,
+      own_latency_overhead_le_50_us: verdict(overhead, 50),
+      vmcp_p50_vs_relay_le_1_15: verdict(vmcpLatency, 1.15),
     },
   };
 }

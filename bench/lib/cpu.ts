@@ -177,6 +177,34 @@ export const median = (xs: number[]): number => {
   return s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
 
+/**
+ * A distribution-free confidence interval of the median of `xs` (rounds): the order statistics
+ * x(k) and x(n+1-k) with the largest k whose coverage, 1 - 2·P(B ≤ k-1) for B ~ Binomial(n, ½),
+ * is at least `level`. Below 6 values no k reaches 95 %: the interval is then [min, max], and
+ * `coverage` says how much less it covers. No assumption about how the rounds are distributed
+ * (they are not normal on this machine: a round with a full GC is an outlier).
+ */
+export function medianInterval(
+  xs: number[],
+  level = 0.95,
+): { low: number; high: number; coverage: number } | undefined {
+  const s = xs.filter((x) => !Number.isNaN(x)).sort((a, b) => a - b);
+  const n = s.length;
+  if (n === 0) return undefined;
+  // P(B ≤ j) for j = 0..n, B ~ Binomial(n, 1/2).
+  const cdf: number[] = [];
+  let term = 0.5 ** n;
+  let sum = 0;
+  for (let j = 0; j <= n; j++) {
+    sum += term;
+    cdf.push(sum);
+    term = (term * (n - j)) / (j + 1);
+  }
+  let k = 1;
+  while (k + 1 <= Math.ceil(n / 2) && 1 - 2 * cdf[k]! >= level) k++;
+  return { low: s[k - 1]!, high: s[n - k]!, coverage: 1 - 2 * cdf[k - 1]! };
+}
+
 /** Medians over rounds of the figures of `CpuPhase`s. */
 export function summarize(phases: CpuPhase[]): Record<string, unknown> {
   const names = Object.keys(phases[0]?.cpu_us ?? {});
