@@ -8,9 +8,13 @@
  * bridge relays it) and the end hooks. `process.cpuUsage()` covers every thread of this
  * process, so the audit file's writes on libuv's pool count, and so do the telemetry
  * exporter's and the webhook client's requests; the OTLP sink and the webhook receiver are
- * processes of their own, as in the cpu bench. Requests go in batches of 32 at once (c32), with
- * a turn of the event loop between batches, so that timers (the audit writer's batching
- * window, the span exporter's) run as they would under load.
+ * processes of their own, as in the cpu bench. Requests go in batches of 32 at once (c32): the
+ * 32 are taken through the stages, their answers come a turn of the event loop later, and a
+ * turn passes before the next batch, so that each request's state is alive while the others are
+ * taken (as in a proxy under load, where young-generation GCs copy it) and timers (the audit
+ * writer's batching window, the span exporter's) run as they would under load. The process runs
+ * with a runner's V8 flags (`RUNNER_V8_FLAGS`: 2 MiB semi-spaces, single-threaded, ...);
+ * `BENCH_STAGES_V8=node` runs it with Node's defaults instead.
  *
  * `webhook-post` is the floor the webhook's target is set against, in the same process: a bare
  * undici POST of a webhook-sized envelope to a receiver of its own, 32 at once, as the cpu
@@ -23,6 +27,7 @@
  *   npm run bench -- stages-micro
  *   npx tsx bench/stages-micro.bench.ts [calls per round]      (default 50000)
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,12 +36,23 @@ import { HookedTarget } from '../src/dataplane/proxy/reply-hooks.js';
 import { newRequestContext } from '../src/dataplane/proxy/request-context.js';
 import type { ExchangeEnd } from '../src/dataplane/proxy/types.js';
 import { silentLogger } from '../src/shared/index.js';
-import { parseRunConfig } from '../src/workloads/index.js';
+import { parseRunConfig, RUNNER_V8_FLAGS } from '../src/workloads/index.js';
 import { median } from './lib/cpu.js';
 import { Pool } from 'undici';
 import { authzConfig, startOtlpSink, startWebhookReceiver, webhookEnvelope } from './lib/middleware.js';
 import { countingSink } from './lib/reply-sink.js';
 import { round } from './lib/workloads.js';
+
+// The stages run in a runner, under its V8 settings: with its small semi-spaces young-generation
+// GCs are frequent, and each copies what the requests in flight keep alive. `BENCH_STAGES_V8=node`
+// keeps Node's defaults instead.
+const V8_FLAGS = process.env['BENCH_STAGES_V8'] === 'node' ? [] : [...RUNNER_V8_FLAGS];
+if (!V8_FLAGS.every((flag) => process.execArgv.includes(flag))) {
+  const run = spawnSync(process.execPath, [...V8_FLAGS, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+  });
+  process.exit(run.status ?? 1);
+}
 
 const CALLS = Number(process.argv[2] ?? 50_000);
 /** `BENCH_STAGES_ONLY=a,b`: only these configurations (with `none` and `webhook-post` always). */
@@ -77,8 +93,12 @@ const answer = (id: number) =>
 
 const { sink, relayed } = countingSink();
 
-/** One request through `pipeline` as the proxy takes it; false when a stage refused it. */
-async function once(pipeline: Pipeline, id: number): Promise<boolean> {
+/**
+ * One request through `pipeline` as the proxy takes it, up to where it waits for the server:
+ * a request context, each stage's `handle`. Returns what the server's answer then does (the
+ * reply hooks and the end hooks), or undefined when a stage refused the request.
+ */
+async function open(pipeline: Pipeline, id: number): Promise<(() => void) | undefined> {
   let fire: ((end: ExchangeEnd) => void) | undefined;
   const json = request(id);
   const built = newRequestContext({
@@ -96,13 +116,14 @@ async function once(pipeline: Pipeline, id: number): Promise<boolean> {
   for (const mw of pipeline.middlewares) {
     const verdict = mw.handle(built.ctx);
     const rejected = verdict instanceof Promise ? await verdict : verdict;
-    if (rejected !== undefined) return false;
+    if (rejected !== undefined) return undefined;
   }
-  const text = answer(id);
-  if (built.replyHooks.length === 0) sink.final(text);
-  else new HookedTarget(sink, built.replyHooks, built.replyHooksMutate, built.replyGates).final(text);
-  fire?.({ status: 200, completed: true, responseBytes: text.length });
-  return true;
+  return () => {
+    const text = answer(id);
+    if (built.replyHooks.length === 0) sink.final(text);
+    else new HookedTarget(sink, built.replyHooks, built.replyHooksMutate, built.replyGates).final(text);
+    fire?.({ status: 200, completed: true, responseBytes: text.length });
+  };
 }
 
 /** The bare POST: a webhook-sized envelope to its own receiver, its answer read and checked. */
@@ -122,8 +143,32 @@ async function post(n: number): Promise<boolean> {
 
 /** What a round measures: a pipeline, or the bare POST. */
 type Subject = Pipeline | 'webhook-post';
-const call = (subject: Subject, id: number): Promise<boolean> =>
-  subject === 'webhook-post' ? post(id) : once(subject, id);
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * `BATCH` requests through `subject` at once. Through a pipeline, all of them are opened, the
+ * answers come a turn of the event loop later, and the batch ends a turn after that: as in a
+ * proxy under load, every request's state (its context, what its stages keep until the answer)
+ * is alive while the others are taken, and young-generation GCs find it there.
+ */
+async function batchOf(subject: Subject, first: number): Promise<void> {
+  if (subject === 'webhook-post') {
+    const posts: Promise<boolean>[] = [];
+    for (let i = 0; i < BATCH; i++) posts.push(post(first + i));
+    for (const ok of await Promise.all(posts)) if (!ok) throw new Error('a bare POST failed');
+  } else {
+    const opened: Array<Promise<(() => void) | undefined>> = [];
+    for (let i = 0; i < BATCH; i++) opened.push(open(subject, first + i));
+    const answers = await Promise.all(opened);
+    await nextTurn();
+    for (const answer of answers) {
+      if (answer === undefined) throw new Error('a stage refused a request');
+      answer();
+    }
+  }
+  await nextTurn();
+}
 
 /** Requests sent to each subject. */
 const sent = new Map<Subject, number>();
@@ -132,12 +177,9 @@ const sent = new Map<Subject, number>();
 async function measure(subject: Subject, calls: number): Promise<number> {
   const start = process.cpuUsage();
   let id = 0;
-  const batch: Promise<boolean>[] = [];
   while (id < calls) {
-    batch.length = 0;
-    for (let i = 0; i < BATCH; i++) batch.push(call(subject, ++id));
-    for (const ok of await Promise.all(batch)) if (!ok) throw new Error('a stage refused a request');
-    await new Promise((resolve) => setImmediate(resolve));
+    await batchOf(subject, id + 1);
+    id += BATCH;
   }
   const used = process.cpuUsage(start);
   sent.set(subject, (sent.get(subject) ?? 0) + id);
@@ -209,6 +251,7 @@ try {
       calls_per_round: CALLS,
       concurrency: BATCH,
       rounds: ROUNDS,
+      v8_flags: V8_FLAGS,
       note: 'in-process: request context, stages, reply and end hooks; the webhook receiver and the OTLP sink are processes of their own (not counted); medians of rounds',
       stages,
       webhook_post: { client_cpu_us_per_request: round2(postUs), by_round: postXs.map(round2) },
