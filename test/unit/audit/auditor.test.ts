@@ -61,7 +61,7 @@ function auditorWith(
 ) {
   const events: AuditEvent[] = [];
   const written = new Set<() => void>();
-  const writer = new AuditWriter({
+  const writer = new AuditWriter<AuditEvent>({
     sink: {
       write(batch) {
         events.push(...batch);

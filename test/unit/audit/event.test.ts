@@ -18,6 +18,19 @@ import {
 
 const NOW = Date.UTC(2026, 0, 2, 3, 4, 5, 120);
 
+/** The keys of a tools/call event without data, in the reference's order. */
+const EVENT_KEYS = [
+  'audit_id',
+  'type',
+  'logged_at',
+  'outcome',
+  'component',
+  'source',
+  'subjects',
+  'target',
+  'metadata',
+];
+
 function settings(config: unknown = {}, trustProxyHeaders = false): EventSettings {
   return {
     config: parseAuditConfig(config),
@@ -145,17 +158,7 @@ test('application errors: a JSON-RPC error (message capped at 256) and a tool re
 test('the event of a successful tools/call, field by field, keys in the reference order', () => {
   const event = exchangeEvent(facts(), settings());
   assert.ok(event);
-  assert.deepEqual(Object.keys(event), [
-    'audit_id',
-    'type',
-    'logged_at',
-    'outcome',
-    'component',
-    'source',
-    'subjects',
-    'target',
-    'metadata',
-  ]);
+  assert.deepEqual(Object.keys(event), EVENT_KEYS);
   assert.equal(event.audit_id, '00000000-0000-4000-8000-000000000000');
   assert.equal(event.type, 'mcp_tool_call');
   assert.equal(event.logged_at, '2026-01-02T03:04:05.12Z');
@@ -364,7 +367,10 @@ test('line: the same text as JSON.stringify of the event, for any strings, data 
     fn: () => 1,
   });
   assert.equal(auditLine(event), stringifiedLine(event));
-  const stream = streamOpenEvent(facts({ httpMethod: 'GET', headers: { accept: 'text/event-stream' } }), settings());
+  const stream = streamOpenEvent(
+    facts({ httpMethod: 'GET', headers: { accept: 'text/event-stream' } }),
+    settings(),
+  );
   assert.ok(stream);
   assert.equal(auditLine(stream), stringifiedLine(stream));
 });
@@ -376,19 +382,6 @@ test('line: keys in the wire order whatever order the event object was built in'
   const reversed = Object.fromEntries(Object.entries(built).reverse()) as unknown as AuditEvent;
   assert.notDeepEqual(Object.keys(reversed), Object.keys(built));
   assert.equal(auditLine(reversed), auditLine(built));
-  assert.deepEqual(Object.keys(JSON.parse(auditLine(reversed)) as object), [
-    'time',
-    'level',
-    'msg',
-    'audit_id',
-    'type',
-    'logged_at',
-    'outcome',
-    'component',
-    'source',
-    'subjects',
-    'target',
-    'metadata',
-    'data',
-  ]);
+  const keys = ['time', 'level', 'msg', ...EVENT_KEYS, 'data'];
+  assert.deepEqual(Object.keys(JSON.parse(auditLine(reversed)) as object), keys);
 });

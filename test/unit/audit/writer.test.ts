@@ -92,6 +92,29 @@ test('the audit file is created with mode 0600 and appended to, one JSON line pe
   assert.equal((JSON.parse(lines[0] ?? '') as { level: string }).level, 'AUDIT');
 });
 
+test('the file sink encodes an event as it is queued: no event object waits for the batch', async (t) => {
+  const file = join(tempDir(t), 'audit.log');
+  const sink = await openAuditFile(file);
+  const writer = new AuditWriter({ sink, logger: capturingLogger().logger });
+  const first = event(1);
+  writer.write(first);
+  // Whatever happens to the object afterwards, the line is what the event was when queued.
+  first.outcome = 'error';
+  first.subjects['user'] = 'changed';
+  writer.write(event(2));
+  await writer.close();
+  const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+  const parsed = lines.map((l) => JSON.parse(l) as { audit_id: string; outcome: string; subjects: object });
+  assert.deepEqual(
+    parsed.map((e) => [e.audit_id, e.outcome, e.subjects]),
+    [
+      ['id-1', 'success', { user: 'anonymous' }],
+      ['id-2', 'success', { user: 'anonymous' }],
+    ],
+  );
+  assert.ok(Buffer.isBuffer(sink.encode?.(event(3))), 'the queue holds bytes, outside the JS heap');
+});
+
 test('an existing file keeps its content: the writer only appends', async (t) => {
   const file = join(tempDir(t), 'audit.log');
   writeFileSync(file, 'earlier line\n', { mode: 0o600 });

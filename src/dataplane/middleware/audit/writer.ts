@@ -12,9 +12,18 @@ import { type FileHandle, open } from 'node:fs/promises';
 import { type Logger, SkepError } from '../../../shared/index.js';
 import { type AuditEvent, auditLine } from './event.js';
 
-export interface AuditSink {
+/** Where a writer's batches go; `T` is what its queue holds for one event. */
+export interface AuditSink<T = AuditEvent> {
+  /**
+   * What the queue holds for an event, made as the event is queued (without it, the event
+   * itself). The file sink encodes the line at once: an event object kept for the batching
+   * window would be copied by every young-generation GC that runs meanwhile, and a runner's
+   * small semi-spaces run them often (in one process under a runner's V8 flags, audit to a file
+   * cost 16.5 µs per request with event objects queued, 8.2 with their lines).
+   */
+  encode?(event: AuditEvent): T;
   /** Writes a batch in order; a rejection loses the batch (the writer counts and reports it). */
-  write(events: readonly AuditEvent[]): Promise<void> | void;
+  write(batch: readonly T[]): Promise<void> | void;
   close(): Promise<void> | void;
 }
 
@@ -23,7 +32,7 @@ export interface AuditSink {
  * request data); the mode of an existing file is left as its owner set it. A failure is a
  * start error naming the file.
  */
-export async function openAuditFile(path: string): Promise<AuditSink> {
+export async function openAuditFile(path: string): Promise<AuditSink<Buffer>> {
   let handle: FileHandle;
   try {
     handle = await open(path, 'a', 0o600);
@@ -34,11 +43,11 @@ export async function openAuditFile(path: string): Promise<AuditSink> {
     });
   }
   return {
-    async write(events) {
-      let text = '';
-      for (const event of events) text += auditLine(event);
+    // A small Buffer's bytes are outside the JS heap (Node's pool): GCs do not copy them.
+    encode: (event) => Buffer.from(auditLine(event), 'utf8'),
+    async write(lines) {
       // One write per batch (appendFile would add a promise chain per call); a short write is continued.
-      let data = Buffer.from(text, 'utf8');
+      let data = lines.length === 1 ? lines[0]! : Buffer.concat(lines);
       while (data.length > 0) {
         const { bytesWritten } = await handle.write(data, 0, data.length, null);
         data = data.subarray(bytesWritten);
@@ -61,8 +70,8 @@ export function loggerSink(logger: Logger): AuditSink {
   };
 }
 
-export interface AuditWriterOptions {
-  sink: AuditSink;
+export interface AuditWriterOptions<T> {
+  sink: AuditSink<T>;
   /** Where drops and write failures are reported. */
   logger: Logger;
   /** Most events waiting to be written; beyond it events are dropped (default 4096). */
@@ -74,14 +83,15 @@ export interface AuditWriterOptions {
   now?: () => number;
 }
 
-export class AuditWriter {
-  readonly #sink: AuditSink;
+export class AuditWriter<T = unknown> {
+  readonly #sink: AuditSink<T>;
   readonly #logger: Logger;
   readonly #maxQueued: number;
   readonly #reportMs: number;
   readonly #flushMs: number;
   readonly #now: () => number;
-  #queue: AuditEvent[] = [];
+  readonly #encode: (event: AuditEvent) => T;
+  #queue: T[] = [];
   #draining: Promise<void> | undefined;
   /** The batching window of the current drain, ended early by `close`. */
   #window: NodeJS.Timeout | undefined;
@@ -96,8 +106,9 @@ export class AuditWriter {
   #lastReport = Number.NEGATIVE_INFINITY;
   #reportTimer: NodeJS.Timeout | undefined;
 
-  constructor(options: AuditWriterOptions) {
+  constructor(options: AuditWriterOptions<T>) {
     this.#sink = options.sink;
+    this.#encode = options.sink.encode?.bind(options.sink) ?? ((event) => event as T);
     this.#logger = options.logger;
     this.#maxQueued = options.maxQueued ?? 4096;
     this.#reportMs = options.dropReportMs ?? 5000;
@@ -122,7 +133,7 @@ export class AuditWriter {
       this.#scheduleReport();
       return;
     }
-    this.#queue.push(event);
+    this.#queue.push(this.#encode(event));
     this.#draining ??= this.#drain();
   }
 

@@ -17,6 +17,7 @@
 import {
   AUDIT_DEFAULTS,
   type AuditConfig,
+  type AuditSink,
   loadAuditConfigFile,
   parseAuditConfig,
 } from '../../middleware/audit/index.js';
@@ -92,7 +93,8 @@ export const auditStage: StageFactory = {
     // Loaded here, so that a workload without audit never loads the auditor (runner footprint).
     const { Auditor, AuditWriter, loggerSink, openAuditFile } =
       await import('../../middleware/audit/runtime.js');
-    const sink = config.logFile === undefined ? loggerSink(deps.logger) : await openAuditFile(config.logFile);
+    const sink: AuditSink<unknown> =
+      config.logFile === undefined ? loggerSink(deps.logger) : await openAuditFile(config.logFile);
     const writer = new AuditWriter({ sink, logger: deps.logger });
     // Without inbound authentication every caller is the local user (as in ToolHive); with it, a
     // request that was not authenticated (a 401) is "anonymous".
