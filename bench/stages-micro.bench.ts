@@ -160,11 +160,11 @@ async function batchOf(subject: Subject, first: number): Promise<void> {
   } else {
     const opened: Array<Promise<(() => void) | undefined>> = [];
     for (let i = 0; i < BATCH; i++) opened.push(open(subject, first + i));
-    const answers = await Promise.all(opened);
+    const replies = await Promise.all(opened);
     await nextTurn();
-    for (const answer of answers) {
-      if (answer === undefined) throw new Error('a stage refused a request');
-      answer();
+    for (const reply of replies) {
+      if (reply === undefined) throw new Error('a stage refused a request');
+      reply();
     }
   }
   await nextTurn();
