@@ -395,7 +395,10 @@ function quote(text: string): string {
   return `"${text}"`;
 }
 
-/** `{"k":"v",...}` of a map of strings, in its own key order (the keys are the stage's own words). */
+/**
+ * `{"k":"v",...}` of a map of strings, in its own key order. Kept apart from `extraMap`: one
+ * function for both kinds of map measured 4–5 µs more per event (`stages-micro`, audit alone).
+ */
 function stringMap(map: Readonly<Record<string, string>>): string {
   let out = '';
   for (const key in map) {
