@@ -1,9 +1,13 @@
 /**
  * The stdio bridge's channel to an MCP server in the proxy's own process (a virtual MCP
- * session): whole messages handed over as strings, where a child's channel (`LineChannel`)
- * writes lines to a pipe and splits what comes back. Between two parts of one process there is
- * nothing to gain from a stream pair, line framing on both sides, or the write coalescing that
- * saves a pipe its system calls; each cost the virtual MCP CPU on every call.
+ * session): whole messages handed over, where a child's channel (`LineChannel`) writes lines
+ * to a pipe and splits what comes back. Between two parts of one process there is nothing to
+ * gain from a stream pair, line framing on both sides, or the write coalescing that saves a
+ * pipe its system calls; each cost the virtual MCP CPU on every call. Nor from serialising:
+ * the proxy has parsed each client message already, so the server gets the object itself
+ * (`sendMessage`), and a text the bridge composes itself (`send`: errors, notifications it
+ * makes up) is parsed once here. The server's messages come back as text, which the bridge
+ * relays without parsing them.
  *
  * The proxy's messages reach the server in a microtask, in the order sent, never inside the
  * bridge's own call (the bridge records a request before it sends it, but a reply must not
@@ -12,25 +16,24 @@
  * or its backends' I/O), never inside the bridge. A message larger than the bridge reads from
  * a server (`maxUpstreamMessageBytes`) is refused as a child's oversized line is.
  */
+import type { JsonRpcMessage } from '../../protocol/index.js';
 import { type ChannelHandlers, messageEdges, type ServerChannel } from './line-channel.js';
 import type { InProcessServer } from './types.js';
 
 export class InProcessChannel implements ServerChannel {
   /** Messages for the server, not delivered yet (sent during the current task). */
-  #queue: string[] = [];
-  #queued = 0;
+  #queue: JsonRpcMessage[] = [];
   #scheduled = false;
   #ended = false;
   /** True while the server's `connect` runs: an end it reports then is reported after it. */
   #connecting = true;
-  readonly #toServer: (message: string) => void;
+  readonly #toServer: (message: JsonRpcMessage) => void;
   readonly #maxMessage: number;
   readonly #handlers: ChannelHandlers;
   readonly #deliver = (): void => {
     this.#scheduled = false;
     const queue = this.#queue;
     this.#queue = [];
-    this.#queued = 0;
     for (const message of queue) {
       if (this.#ended) return;
       try {
@@ -51,14 +54,22 @@ export class InProcessChannel implements ServerChannel {
     this.#connecting = false;
   }
 
+  /**
+   * Nothing waits for a reader here: what is sent in a turn reaches the server in that turn's
+   * microtasks, so no buffer can grow behind a slow server (the limit on a pipe's backlog,
+   * `maxUpstreamBufferBytes`, has nothing to hold back).
+   */
   get buffered(): number {
-    return this.#queued;
+    return 0;
   }
 
   send(json: string): boolean {
+    return this.sendMessage(JSON.parse(json) as JsonRpcMessage);
+  }
+
+  sendMessage(message: JsonRpcMessage): boolean {
     if (this.#ended) return false;
-    this.#queue.push(json);
-    this.#queued += json.length;
+    this.#queue.push(message);
     if (!this.#scheduled) {
       this.#scheduled = true;
       queueMicrotask(this.#deliver);

@@ -12,7 +12,7 @@
  * (`npm run bench -- cpu`).
  */
 import type { Readable, Writable } from 'node:stream';
-import { errorMessage, INTERNAL_ERROR, type JsonRpcId } from '../../protocol/index.js';
+import { errorMessage, INTERNAL_ERROR, type JsonRpcId, type JsonRpcMessage } from '../../protocol/index.js';
 
 /** Characters kept of each end of a dropped line: where a response's `id` is written. */
 const EDGE = 256;
@@ -44,8 +44,13 @@ export interface ChannelHandlers {
 
 /** How the stdio bridge sends to its server: `LineChannel` (pipes) or `InProcessChannel`. */
 export interface ServerChannel {
-  /** Sends one message; false when the channel is closed. */
+  /** Sends one message given as its JSON text; false when the channel is closed. */
   send(json: string): boolean;
+  /**
+   * Sends one message object, which is the channel's from then on: the caller does not touch it
+   * again (an in-process server takes it as it is, and may change it). False when closed.
+   */
+  sendMessage(message: JsonRpcMessage): boolean;
   /** What is waiting to be written to the server (UTF-16 units, or bytes of a pipe). */
   readonly buffered: number;
   /** Stops delivering the server's messages; what was sent before still goes to the server. */
@@ -113,6 +118,10 @@ export class LineChannel implements ServerChannel {
       setImmediate(this.#flush);
     }
     return true;
+  }
+
+  sendMessage(message: JsonRpcMessage): boolean {
+    return this.send(JSON.stringify(message));
   }
 
   /** Detaches from the streams without closing them (the runner owns the process). */

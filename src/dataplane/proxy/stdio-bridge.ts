@@ -388,7 +388,7 @@ export class StdioBridge {
     (msg as JsonRpcMessage).id = this.#prefix + seq;
     this.#pending.set(seq, p);
     session.requestStarted(target);
-    channel.send(JSON.stringify(msg));
+    channel.sendMessage(msg);
   }
 
   #internalRequest(
@@ -424,7 +424,7 @@ export class StdioBridge {
         timer.unref();
       }
       this.#pending.set(seq, p);
-      channel.send(JSON.stringify({ jsonrpc: '2.0', id: this.#prefix + seq, method, params }));
+      channel.sendMessage({ jsonrpc: '2.0', id: this.#prefix + seq, method, params });
     });
   }
 
@@ -508,13 +508,13 @@ export class StdioBridge {
       for (const [seq, p] of this.#pending) {
         if (p.session === session && p.clientId === requestId) {
           params['requestId'] = this.#prefix + seq;
-          channel.send(JSON.stringify(msg));
+          channel.sendMessage(msg);
           return;
         }
       }
       return;
     }
-    channel.send(JSON.stringify(msg));
+    channel.sendMessage(msg);
   }
 
   /**
@@ -538,7 +538,7 @@ export class StdioBridge {
     }
     this.#serverRequests.delete(key);
     clearTimeout(req.timer);
-    this.#channel?.send(JSON.stringify(msg));
+    this.#channel?.sendMessage(msg);
   }
 
   // ---- server → client ----

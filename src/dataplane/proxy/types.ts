@@ -121,14 +121,17 @@ export type ServerLink = { stdin: Writable; stdout: Readable } | { inProcess: In
 
 /**
  * An MCP server in the proxy's process (a virtual MCP session), spoken to in whole JSON-RPC
- * messages as text: no pipes and no line framing between two parts of one process.
+ * messages: no pipes and no line framing between two parts of one process. The proxy's
+ * messages reach it as objects, never serialised: each is the server's own once handed over
+ * (it may change it). Its messages reach the proxy as JSON text, which the proxy relays to
+ * clients with no parse (it rewrites only the id).
  */
 export interface InProcessServer {
   /**
    * Connects the proxy, once: `peer.message` takes each message the server sends,
    * `peer.closed` is called when it stops. Returns what takes the proxy's messages, one a call.
    */
-  connect(peer: InProcessPeer): (message: string) => void;
+  connect(peer: InProcessPeer): (message: JsonRpcMessage) => void;
 }
 
 /** The proxy's side of an `InProcessServer`. */

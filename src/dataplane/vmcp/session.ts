@@ -185,11 +185,11 @@ export class VirtualSession implements InProcessServer {
     };
   }
 
-  connect(peer: InProcessPeer): (message: string) => void {
+  connect(peer: InProcessPeer): (message: JsonRpcMessage) => void {
     if (this.#peer !== undefined) throw new Error('a virtual MCP session takes one connection');
     this.#peer = peer;
     return (message) => {
-      if (!this.#closed) this.#line(message);
+      if (!this.#closed) this.#receive(message);
     };
   }
 
@@ -236,13 +236,8 @@ export class VirtualSession implements InProcessServer {
     this.#send(JSON.stringify(jsonRpcError(id, code, message, data)));
   }
 
-  #line(line: string): void {
-    let m: JsonRpcMessage;
-    try {
-      m = JSON.parse(line) as JsonRpcMessage;
-    } catch {
-      return;
-    }
+  /** One message from the proxy: the client's, already parsed, and ours to change. */
+  #receive(m: JsonRpcMessage): void {
     if (m.method === undefined) {
       // The client's answer to one of our server → client requests.
       const asked = this.#asked.get(String(m.id));

@@ -2,9 +2,9 @@
  * The backend lists shared by the sessions of one virtual MCP server (src/dataplane/vmcp/list-cache.ts),
  * through a real `VirtualMcpServer` in this process over real MCP backends (the official SDK's
  * server on streamable HTTP, loopback), each counting the `tools/list` requests it answers.
- * The client side is the line-delimited JSON-RPC the proxy's per-session bridge speaks to a
- * virtual session (the same wire the proxy uses; the proxy itself is covered by the other
- * vmcp tests):
+ * The client side is what the proxy's per-session bridge speaks to a virtual session (message
+ * objects in, JSON text out: the same interface the proxy uses; the proxy itself is covered by
+ * the other vmcp tests):
  * - a new session's `tools/list` is served from the cache, without listing (or even opening a
  *   session at) any backend;
  * - a backend's `notifications/tools/list_changed`, sent to one session only, reaches every
@@ -159,14 +159,14 @@ async function connect(t: TestContext, server: VirtualMcpServer): Promise<Client
         if (m.error !== undefined) reject(new Error(m.error.message));
         else resolve(m.result ?? {});
       });
-      send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+      send({ jsonrpc: '2.0', id, method, params });
     });
   await request('initialize', {
     protocolVersion: '2025-11-25',
     capabilities: {},
     clientInfo: { name: 'list-cache-test', version: '1' },
   });
-  send('{"jsonrpc":"2.0","method":"notifications/initialized"}');
+  send({ jsonrpc: '2.0', method: 'notifications/initialized' });
   return {
     request,
     tools: async () => ((await request('tools/list')).tools as { name: string }[]).map((x) => x.name).sort(),
