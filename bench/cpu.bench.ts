@@ -168,6 +168,11 @@ const NONE_REPLICAS = Math.max(1, Number(process.env['BENCH_CPU_NONE_REPLICAS'] 
  * of runner flags measured in the same rounds. `none#2` then stays out of the `none` mean.
  */
 const NONE2_FLAGS = (process.env['BENCH_CPU_NONE2_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
+/**
+ * Node flags for a second virtual MCP runner (`BENCH_CPU_VMCP2_FLAGS="--max-semi-space-size=8"`),
+ * measured as `vmcp#2` in the same rounds as `vmcp`: an A/B of the vMCP runner's flags.
+ */
+const VMCP2_FLAGS = (process.env['BENCH_CPU_VMCP2_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
 /** The `none` runners: `none`, and `none#2`, ... when there are replicas. */
 const isNone = (label: string): boolean => label === 'none' || label.startsWith('none#');
 /** The `none` runners whose mean is the `none` of the ratios and added-CPU figures. */
@@ -572,28 +577,29 @@ async function main(): Promise<void> {
         }),
       );
     }
-    if (wanted('vmcp')) {
-      log('starting workload vmcp');
+    const vmcpTwins = wanted('vmcp') ? (VMCP2_FLAGS.length > 0 ? ['vmcp', 'vmcp#2'] : ['vmcp']) : [];
+    for (const label of vmcpTwins) {
+      log(`starting workload ${label}`);
       const w = await startWorkload(
         bench.env,
         bench.home,
-        'bench-vmcp',
+        label === 'vmcp' ? 'bench-vmcp' : 'bench-vmcp-2',
         {
           group: 'bench',
           image: '',
           cmd_args: [],
           vmcp: { aggregation: { conflictResolutionConfig: { prefixOnlyConflicts: true } } },
         },
-        runnerFlags('vmcp'),
+        label === 'vmcp' ? runnerFlags('vmcp') : [...runnerFlags('vmcp'), ...VMCP2_FLAGS],
       );
       bench.started(w.name);
       const runner = runnerPidOf(w.name);
-      if (runner === undefined) throw new Error('no runner process for the vmcp workload');
-      if (PROFILED.has('vmcp')) profiledRunners.set('vmcp', runner);
-      if (PERF.has('vmcp')) perfRunners.set('vmcp', runner);
+      if (runner === undefined) throw new Error(`no runner process for the ${label} workload`);
+      if (label === 'vmcp' && PROFILED.has('vmcp')) profiledRunners.set('vmcp', runner);
+      if (label === 'vmcp' && PERF.has('vmcp')) perfRunners.set('vmcp', runner);
       const backend = runners['backend'];
       targets.push(
-        await mcpTarget('vmcp', w.url, {
+        await mcpTarget(label, w.url, {
           vmcp_runner: runner,
           backend_runner: backend,
           server: serverPidOf(backend),
@@ -898,10 +904,24 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
         perRound((i) => cpu('none', c, 'runner', i) / cpu('relay', c, 'relay', i)),
       ),
       vmcp_runner_vs_bare_relay: vmcpVsRelay,
+      ...(rounds.has('vmcp#2')
+        ? {
+            vmcp2_runner_vs_bare_relay: stat(
+              perRound((i) => cpu('vmcp#2', c, 'vmcp_runner', i) / cpu('relay', c, 'relay', i)),
+            ),
+            vmcp2_runner_vs_vmcp_runner: stat(
+              perRound((i) => cpu('vmcp#2', c, 'vmcp_runner', i) / cpu('vmcp', c, 'vmcp_runner', i)),
+            ),
+          }
+        : {}),
     };
     const stages: Record<string, Stat> = {};
     for (const label of rounds.keys()) {
-      if (['direct', 'http-floor', 'stdio-relay', 'webhook-post', 'relay', 'none', 'vmcp'].includes(label))
+      if (
+        ['direct', 'http-floor', 'stdio-relay', 'webhook-post', 'relay', 'none', 'vmcp', 'vmcp#2'].includes(
+          label,
+        )
+      )
         continue;
       if (isNone(label)) continue;
       // Sized answers are compared with `none` at the same size, below.
