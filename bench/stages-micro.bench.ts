@@ -3,7 +3,8 @@
  * an MCP server: each configuration's stages are built by `buildPipeline` from the same
  * run-configuration fields as `bench/cpu.bench.ts` (Cedar with 10 policies, audit to a file,
  * telemetry at sampling 1.0 exporting over OTLP/HTTP, a rate limit in memory, one validating
- * webhook), and every request goes through them as the proxy takes it: a request context,
+ * webhook), and audit with no `logFile` (`audit-log`: to the runner's log, through a runner's
+ * line logger and log file), and every request goes through them as the proxy takes it: a request context,
  * each stage's `handle`, the answer through the reply hooks (`HookedTarget`, as the stdio
  * bridge relays it) and the end hooks. `process.cpuUsage()` covers every thread of this
  * process, so the audit file's writes on libuv's pool count, and so do the telemetry
@@ -33,9 +34,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildPipeline, type Pipeline } from '../src/dataplane/pipeline/index.js';
 import { HookedTarget } from '../src/dataplane/proxy/reply-hooks.js';
+import { RotatingLogFile } from '../src/dataplane/runtime/log-file.js';
 import { newRequestContext } from '../src/dataplane/proxy/request-context.js';
 import type { ExchangeEnd } from '../src/dataplane/proxy/types.js';
-import { silentLogger } from '../src/shared/index.js';
+import { createLineLogger, silentLogger } from '../src/shared/index.js';
 import { parseRunConfig, RUNNER_V8_FLAGS } from '../src/workloads/index.js';
 import { median } from './lib/cpu.js';
 import { Pool } from 'undici';
@@ -71,6 +73,8 @@ const CONFIGS: Record<string, Record<string, unknown>> = {
   none: {},
   authz: authzConfig(),
   audit: { audit_config: { logFile: join(dir, 'audit.log') } },
+  // Audit with no logFile: to the runner's own log, through the runner's line logger.
+  'audit-log': { audit_config: {} },
   telemetry: otlp.config,
   'ratelimit-memory': { rate_limit_config: { shared: limit } },
   webhook: receiver.config,
@@ -92,6 +96,14 @@ const answer = (id: number) =>
   `{"jsonrpc":"2.0","id":${id},"result":{"content":[{"type":"text","text":"hello"}]}}`;
 
 const { sink, relayed } = countingSink();
+
+/** The runner's log, as a runner writes it (`src/dataplane/runner/main.ts`), for `audit-log`. */
+const runnerLogFile = new RotatingLogFile(join(dir, 'runner.log'), { maxBytes: 1 << 30, files: 1 });
+const runnerLog = createLineLogger({
+  name: 'runner:bench',
+  write: (line) => runnerLogFile.write(line),
+  writeBytes: (chunk) => runnerLogFile.write(chunk),
+});
 
 /**
  * One request through `pipeline` as the proxy takes it, up to where it waits for the server:
@@ -202,7 +214,7 @@ try {
             transport: 'stdio',
             ...extra,
           }),
-          { logger: silentLogger, secretLookup: async () => undefined },
+          { logger: label === 'audit-log' ? runnerLog : silentLogger, secretLookup: async () => undefined },
         ),
       );
   const subjects = new Map<string, Subject>([...pipelines, ['webhook-post', 'webhook-post']]);
@@ -222,6 +234,16 @@ try {
     auditPipeline === undefined ? 0 : readFileSync(join(dir, 'audit.log'), 'utf8').split('\n').length - 1;
   const audited = auditPipeline === undefined ? 0 : (sent.get(auditPipeline) ?? 0);
   if (auditLines !== audited) throw new Error(`audit: ${auditLines} events written for ${audited} requests`);
+  const logPipeline = pipelines.get('audit-log');
+  runnerLogFile.close();
+  const logLines =
+    logPipeline === undefined
+      ? 0
+      : readFileSync(join(dir, 'runner.log'), 'utf8')
+          .split('\n')
+          .filter((l) => l.includes('"msg":"audit_event"')).length;
+  const logged = logPipeline === undefined ? 0 : (sent.get(logPipeline) ?? 0);
+  if (logLines !== logged) throw new Error(`audit-log: ${logLines} events logged for ${logged} requests`);
   const exported = await otlp.stats();
   if (pipelines.has('telemetry') && (exported['/v1/traces']?.requests ?? 0) === 0)
     throw new Error('telemetry: no spans were exported');
@@ -241,6 +263,7 @@ try {
     Object.entries({
       authz: 15,
       audit: 10,
+      'audit-log': 10,
       telemetry: 15,
       'ratelimit-memory': 3,
       webhook: postUs + 10,
@@ -258,6 +281,7 @@ try {
       targets_us: Object.fromEntries(Object.entries(targets).map(([k, v]) => [k, round2(v)])),
       targets_met: Object.fromEntries(Object.entries(targets).map(([k, v]) => [k, added(k) <= v])),
       audit_events_written: auditLines,
+      audit_events_logged: logLines,
       otlp_exported: exported,
       relayed_chars: relayed(),
     }),

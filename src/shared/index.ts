@@ -28,8 +28,8 @@ export {
   sessionRedisPassword,
   within,
 } from './redis.js';
-export type { LineLoggerOptions, LogFn, Logger } from './logger.js';
-export { createLineLogger, LOG_LEVELS, REDACTED_KEYS, silentLogger } from './logger.js';
+export type { LineLogger, LineLoggerOptions, LineOutput, LogFn, Logger } from './logger.js';
+export { createLineLogger, linesOf, LOG_LEVELS, mayRedact, REDACTED_KEYS, silentLogger } from './logger.js';
 export { createLogger } from './pino-logger.js';
 export { SKEP_VERSION } from './version.js';
 export type { ProxyEndpoint } from './workload-url.js';

@@ -26,6 +26,35 @@ export interface Logger {
   child(bindings: Record<string, unknown>): Logger;
 }
 
+/**
+ * A logger whose lines can be made and written apart, for a caller that makes its lines when it
+ * has them and writes them later, in batches (the audit writer without a `logFile`): the
+ * runner's line logger and its children. Any other logger is called one entry at a time.
+ */
+export interface LineLogger extends Logger {
+  readonly lines: LineOutput;
+}
+
+/** The `lines` of a logger that has them (`LineLogger`), else undefined. */
+export function linesOf(logger: Logger): LineOutput | undefined {
+  const lines = (logger as Partial<LineLogger>).lines;
+  return typeof lines === 'object' ? lines : undefined;
+}
+
+/** A logger's lines, made and written apart (`LineLogger.lines`). */
+export interface LineOutput {
+  /** The line `info(obj, msg)` would write now, newline included; undefined when info is off. */
+  info(obj: object, msg: string): string | undefined;
+  /**
+   * The same line for an entry the caller has serialized itself, as JSON object members
+   * without the braces (`"a":1,"b":{...}`): members that `mayRedact` passes and that do not
+   * repeat the line's own keys (`level`, `time`, `msg`, the bindings).
+   */
+  infoMembers(members: string, msg: string): string | undefined;
+  /** Appends whole lines that `info` made, as bytes. */
+  write(chunk: Uint8Array): void;
+}
+
 /** pino's numeric levels, so both loggers write the same lines. */
 export const LOG_LEVELS: Readonly<Record<string, number>> = Object.freeze({
   trace: 10,
@@ -48,6 +77,17 @@ export const REDACTED_KEYS: ReadonlySet<string> = new Set([
 ]);
 
 const CENSOR = '[redacted]';
+
+/** A member named like a redacted key, in any case, in JSON text (`"Token":`). */
+const REDACTABLE_MEMBER = new RegExp(`"(?:${[...REDACTED_KEYS].join('|')})":`, 'i');
+
+/**
+ * Whether JSON text may hold a member this module's loggers redact. False means none is there
+ * (a string value that merely contains such a name, escaped, may still say true).
+ */
+export function mayRedact(json: string): boolean {
+  return REDACTABLE_MEMBER.test(json);
+}
 const noop: LogFn = () => {};
 
 export interface LineLoggerOptions {
@@ -56,6 +96,11 @@ export interface LineLoggerOptions {
   name?: string;
   /** Receives each line, newline included. */
   write: (line: string) => void;
+  /**
+   * Receives bytes holding whole lines (`LineLogger.lines.write`: a batch of them at once); without
+   * it they go to `write` as text, a line at a time.
+   */
+  writeBytes?: (chunk: Uint8Array) => void;
   now?: () => number;
 }
 
@@ -78,44 +123,56 @@ function replacer(key: string, value: unknown): unknown {
 }
 
 /** A JSON-lines logger in pino's format (`level`, `time`, `pid`, `name`, fields, `msg`). */
-export function createLineLogger(options: LineLoggerOptions): Logger {
+export function createLineLogger(options: LineLoggerOptions): LineLogger {
   const now = options.now ?? Date.now;
   const base: Record<string, unknown> = { pid: process.pid };
   if (options.name !== undefined) base['name'] = options.name;
-  return makeLineLogger(options.level ?? 'info', base, options.write, now);
+  const write = options.write;
+  // Without `writeBytes`, `write` still gets one line a call.
+  const writeBytes =
+    options.writeBytes ??
+    ((chunk: Uint8Array) => {
+      const text = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString('utf8');
+      for (const line of text.split('\n')) if (line !== '') write(`${line}\n`);
+    });
+  return makeLineLogger(options.level ?? 'info', base, write, writeBytes, now);
 }
 
 function makeLineLogger(
   level: string,
   bindings: Record<string, unknown>,
   write: (line: string) => void,
+  writeBytes: (chunk: Uint8Array) => void,
   now: () => number,
-): Logger {
+): LineLogger {
   const threshold = LOG_LEVELS[level] ?? LOG_LEVELS['info']!;
-  const emitter =
-    (name: string): LogFn =>
-    (objOrMsg: object | string, msg?: string): void => {
-      const entry: Record<string, unknown> = { level: LOG_LEVELS[name], time: now(), ...bindings };
-      if (typeof objOrMsg === 'string') entry['msg'] = objOrMsg;
-      else {
-        Object.assign(entry, objOrMsg instanceof Error ? { err: objOrMsg } : objOrMsg);
-        if (msg !== undefined) entry['msg'] = msg;
-      }
-      let line: string;
-      try {
-        line = JSON.stringify(entry, replacer);
-      } catch {
-        line = JSON.stringify({
-          level: entry['level'],
-          time: entry['time'],
-          ...bindings,
-          msg,
-          unserializable: true,
-        });
-      }
-      write(`${line}\n`);
-    };
-  const at = (name: string): LogFn => ((LOG_LEVELS[name] ?? 0) >= threshold ? emitter(name) : noop);
+  const lineOf = (name: string, objOrMsg: object | string, msg?: string): string => {
+    const entry: Record<string, unknown> = { level: LOG_LEVELS[name], time: now(), ...bindings };
+    if (typeof objOrMsg === 'string') entry['msg'] = objOrMsg;
+    else {
+      Object.assign(entry, objOrMsg instanceof Error ? { err: objOrMsg } : objOrMsg);
+      if (msg !== undefined) entry['msg'] = msg;
+    }
+    let line: string;
+    try {
+      line = JSON.stringify(entry, replacer);
+    } catch {
+      line = JSON.stringify({
+        level: entry['level'],
+        time: entry['time'],
+        ...bindings,
+        msg,
+        unserializable: true,
+      });
+    }
+    return `${line}\n`;
+  };
+  // The bindings as members, for lines whose entry comes serialized (`infoMembers`).
+  const bound = JSON.stringify(bindings, replacer).slice(1, -1);
+  const on = (name: string): boolean => (LOG_LEVELS[name] ?? 0) >= threshold;
+  const at = (name: string): LogFn =>
+    on(name) ? (objOrMsg: object | string, msg?: string) => write(lineOf(name, objOrMsg, msg)) : noop;
+  const infoOn = on('info');
   return {
     level,
     trace: at('trace'),
@@ -125,7 +182,16 @@ function makeLineLogger(
     error: at('error'),
     fatal: at('fatal'),
     silent: noop,
-    child: (more) => makeLineLogger(level, { ...bindings, ...more }, write, now),
+    child: (more) => makeLineLogger(level, { ...bindings, ...more }, write, writeBytes, now),
+    lines: {
+      info: (obj, msg) => (infoOn ? lineOf('info', obj, msg) : undefined),
+      infoMembers: (members, msg) =>
+        infoOn
+          ? `{"level":${LOG_LEVELS['info']},"time":${now()}${bound === '' ? '' : `,${bound}`}` +
+            `${members === '' ? '' : `,${members}`},"msg":${JSON.stringify(msg)}}\n`
+          : undefined,
+      write: writeBytes,
+    },
   };
 }
 

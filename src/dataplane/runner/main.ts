@@ -30,6 +30,7 @@ export async function runnerMain(name: string): Promise<number> {
     level: process.env['SKEP_RUNNER_LOG_LEVEL'] ?? 'info',
     name: `runner:${name}`,
     write: (line) => logFile.write(line),
+    writeBytes: (chunk) => logFile.write(chunk),
   });
   const controller = abortOnStopSignals(logger);
   // A runner must not die on a stray async error from a client connection; log it instead.

@@ -10,7 +10,7 @@ import {
   loggerSink,
   openAuditFile,
 } from '../../../src/dataplane/middleware/audit/writer.js';
-import { createLineLogger, isSkepError } from '../../../src/shared/index.js';
+import { createLineLogger, isSkepError, type LineLogger, silentLogger } from '../../../src/shared/index.js';
 
 function tempDir(t: TestContext): string {
   const dir = mkdtempSync(join(tmpdir(), 'skep-audit-writer-'));
@@ -225,6 +225,97 @@ test('without logFile: one structured INFO line per event in the runner log, msg
   assert.equal(lines[0]?.['audit_id'], 'id-7');
   assert.equal(lines[0]?.['type'], 'mcp_tool_call');
   assert.deepEqual(lines[0]?.['target'], { endpoint: '/mcp', method: 'tools/call', type: 'tool' });
+});
+
+test('without logFile, the runner’s logger: lines made as events are queued, a batch in one write', async () => {
+  const chunks: Buffer[] = [];
+  const texts: string[] = [];
+  let clock = 1_000;
+  const logger = createLineLogger({
+    name: 'runner:w',
+    write: (line) => texts.push(line),
+    writeBytes: (chunk) => chunks.push(Buffer.from(chunk)),
+    now: () => clock,
+  });
+  const sink = loggerSink(logger);
+  const secretive: AuditEvent = {
+    ...event(8),
+    data: { request: { name: 'login', arguments: { token: 'abc', Password: 'p' } } },
+  };
+  const encoded = sink.encode?.(secretive);
+  assert.ok(Buffer.isBuffer(encoded), 'the queue holds bytes, outside the JS heap');
+  // The very line `logger.info` writes: same fields, order, time and redaction.
+  logger.info(secretive, 'audit_event');
+  assert.equal(encoded.toString('utf8'), texts[0]);
+  assert.match(texts[0]!, /"token":"\[redacted\]","Password":"\[redacted\]"/);
+  // Nothing to redact: written as the audit file's line is (its keys in the wire order, here
+  // not the order the object was built in), and the same entry as `logger.info` writes.
+  const { audit_id, ...rest } = event(9);
+  const plain: AuditEvent = {
+    ...rest,
+    audit_id,
+    metadata: { extra: { duration_ms: 3, note: 'a "quoted" line\n' } },
+    data: { request: { name: 'echo', arguments: { text: 'say "hi"' } } },
+  };
+  const fast = sink.encode?.(plain);
+  assert.ok(Buffer.isBuffer(fast));
+  logger.info(plain, 'audit_event');
+  assert.deepEqual(JSON.parse(fast.toString('utf8')), JSON.parse(texts[1]!));
+  assert.match(
+    fast.toString('utf8'),
+    /^\{"level":30,"time":1000,"pid":\d+,"name":"runner:w","audit_id":"id-9","type":.*,"msg":"audit_event"\}\n$/,
+  );
+  assert.match(texts[1]!, /"name":"runner:w","type":/, 'logger.info keeps the order it was given');
+  texts.length = 0;
+
+  const writer = new AuditWriter({ sink, logger: silentLogger });
+  writer.write(event(1));
+  clock = 2_000; // stamped when queued, not when the batch is written
+  writer.write(event(2));
+  await writer.close();
+  assert.equal(chunks.length, 1, 'the two events of one window: one write');
+  assert.deepEqual(texts, [], 'nothing went through the line-at-a-time path');
+  const lines = chunks[0]!.toString('utf8').split('\n');
+  assert.equal(lines.pop(), '', 'each line ends with a newline');
+  const parsed = lines.map((l) => JSON.parse(l) as Record<string, unknown>);
+  assert.deepEqual(
+    parsed.map((l) => [l['audit_id'], l['time'], l['level'], l['name'], l['msg']]),
+    [
+      ['id-1', 1_000, 30, 'runner:w', 'audit_event'],
+      ['id-2', 2_000, 30, 'runner:w', 'audit_event'],
+    ],
+  );
+});
+
+test('without logFile: the runner’s logger with info off writes no audit line, as logger.info would not', async () => {
+  const chunks: Buffer[] = [];
+  const logger = createLineLogger({
+    level: 'warn',
+    write: () => {},
+    writeBytes: (c) => chunks.push(Buffer.from(c)),
+  });
+  const writer = new AuditWriter({ sink: loggerSink(logger), logger: silentLogger });
+  writer.write(event(1));
+  await writer.close();
+  assert.deepEqual(chunks, []);
+});
+
+test('without logFile, a logger that cannot make lines apart: logged one event at a time', async () => {
+  const { logger, lines } = capturingLogger();
+  const { lines: _made, ...plain }: LineLogger = logger;
+  const sink = loggerSink(plain);
+  assert.equal(sink.encode, undefined, 'the queue holds the events themselves');
+  const writer = new AuditWriter({ sink, logger: silentLogger });
+  writer.write(event(1));
+  writer.write(event(2));
+  await writer.close();
+  assert.deepEqual(
+    lines.map((l) => [l['audit_id'], l['msg']]),
+    [
+      ['id-1', 'audit_event'],
+      ['id-2', 'audit_event'],
+    ],
+  );
 });
 
 test('events of one batching window share one sink write; close does not wait for the window', async () => {

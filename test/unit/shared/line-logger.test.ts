@@ -1,6 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createLineLogger, createLogger, definedOnly, type Logger } from '../../../src/shared/index.js';
+import {
+  createLineLogger,
+  createLogger,
+  definedOnly,
+  linesOf,
+  type Logger,
+  mayRedact,
+} from '../../../src/shared/index.js';
 
 function capture(level?: string): { logger: Logger; lines: () => Record<string, unknown>[] } {
   const out: string[] = [];
@@ -87,4 +94,33 @@ test('line logger children add bindings; unserializable entries still produce a 
 test('the pino service logger satisfies the same Logger interface', () => {
   const logger: Logger = createLogger({ level: 'silent' });
   assert.equal(typeof logger.child({ a: 1 }).info, 'function');
+});
+
+test('lines made apart: info and infoMembers make the line info writes; bytes go out a line at a time without writeBytes', () => {
+  const out: string[] = [];
+  const logger = createLineLogger({ name: 'runner:w', write: (line) => out.push(line), now: () => 5 });
+  const child = logger.child({ workload: 'w1' });
+  const lines = linesOf(child);
+  assert.ok(lines !== undefined, "a line logger's children make lines apart too");
+  child.info({ a: 1, b: { c: 'x' } }, 'm');
+  assert.equal(lines.info({ a: 1, b: { c: 'x' } }, 'm'), out[0]);
+  assert.equal(lines.infoMembers('"a":1,"b":{"c":"x"}', 'm'), out[0]);
+  lines.write(Buffer.from(`${out[0]!}${out[0]!}`));
+  assert.deepEqual(out.slice(1), [out[0], out[0]], 'a batch of two lines: two writes of one line');
+  const quiet = linesOf(createLineLogger({ level: 'warn', write: () => {} }));
+  assert.equal(quiet?.info({ a: 1 }, 'm'), undefined);
+  assert.equal(quiet?.infoMembers('"a":1', 'm'), undefined);
+  assert.equal(linesOf(createLogger({ level: 'silent' })), undefined, 'pino makes no lines apart');
+});
+
+test('mayRedact: true for a member named like a redacted key in any case, false otherwise', () => {
+  for (const json of [
+    '{"Token":"x"}',
+    '{"a":{"client_secret":1}}',
+    '{"AUTHORIZATION":"b"}',
+    '{"cookie":null}',
+  ])
+    assert.equal(mayRedact(json), true, json);
+  for (const json of ['{"tokens":1}', '{"text":"token"}', '{"my_password_hint":"x"}', '{}'])
+    assert.equal(mayRedact(json), false, json);
 });

@@ -432,26 +432,34 @@ let lastTime = '';
 /**
  * The event as one line of the audit file: the reference's slog JSON handler line
  * (`time` in local time, `level:"AUDIT"`, `msg:"audit_event"`, then the event's keys in the
- * wire format's order, whatever order the object was built in). Written field by field: the
- * event's shape is known, and `JSON.stringify` of the whole object cost twice as much
- * (Node 20); the request and response data, the delegation chain and any other value are
- * still written by `JSON.stringify`.
+ * wire format's order, whatever order the object was built in).
  */
 export function auditLine(event: AuditEvent): string {
   if (event.logged_at !== lastLoggedAt) {
     lastTime = rfc3339(Date.parse(event.logged_at), false);
     lastLoggedAt = event.logged_at;
   }
+  return `{"time":"${lastTime}","level":"AUDIT","msg":"audit_event",${auditMembers(event)}}\n`;
+}
+
+/**
+ * The event's keys and values as JSON object members, without the braces (`"audit_id":"…",
+ * "type":…`), in the wire format's order whatever order the object was built in. Written field
+ * by field: the event's shape is known, and `JSON.stringify` of the whole object cost twice as
+ * much (Node 20); the request and response data, the delegation chain and any other value are
+ * still written by `JSON.stringify`.
+ */
+export function auditMembers(event: AuditEvent): string {
   const { source } = event;
-  let line =
-    `{"time":"${lastTime}","level":"AUDIT","msg":"audit_event","audit_id":${quote(event.audit_id)}` +
+  let members =
+    `"audit_id":${quote(event.audit_id)}` +
     `,"type":${quote(event.type)},"logged_at":${quote(event.logged_at)},"outcome":${quote(event.outcome)}` +
     `,"component":${quote(event.component)},"source":{"type":${quote(source.type)}` +
     `,"value":${quote(source.value)},"extra":${stringMap(source.extra)}}` +
     `,"subjects":${stringMap(event.subjects)}`;
-  if (event.delegation !== undefined) line += `,"delegation":${JSON.stringify(event.delegation)}`;
-  line += `,"target":${stringMap(event.target)}`;
-  if (event.metadata !== undefined) line += `,"metadata":{"extra":${extraMap(event.metadata.extra)}}`;
-  if (event.data !== undefined) line += `,"data":${JSON.stringify(event.data)}`;
-  return `${line}}\n`;
+  if (event.delegation !== undefined) members += `,"delegation":${JSON.stringify(event.delegation)}`;
+  members += `,"target":${stringMap(event.target)}`;
+  if (event.metadata !== undefined) members += `,"metadata":{"extra":${extraMap(event.metadata.extra)}}`;
+  if (event.data !== undefined) members += `,"data":${JSON.stringify(event.data)}`;
+  return members;
 }

@@ -9,8 +9,8 @@
  * write loses its batch and is reported the same way. `close()` writes what is queued first.
  */
 import { type FileHandle, open } from 'node:fs/promises';
-import { type Logger, SkepError } from '../../../shared/index.js';
-import { type AuditEvent, auditLine } from './event.js';
+import { linesOf, type Logger, mayRedact, SkepError } from '../../../shared/index.js';
+import { type AuditEvent, auditLine, auditMembers } from './event.js';
 
 /** Where a writer's batches go; `T` is what its queue holds for one event. */
 export interface AuditSink<T = AuditEvent> {
@@ -59,15 +59,41 @@ export async function openAuditFile(path: string): Promise<AuditSink<Buffer>> {
 
 /**
  * The runner's log as the sink (no `logFile`): one structured INFO line per event, the
- * event's keys as fields and `msg:"audit_event"`, in the runner log's own line format.
+ * event's keys as fields and `msg:"audit_event"`, in the runner log's own line format. A
+ * logger that makes its lines apart from writing them (`LineLogger`: the runner's) gets each
+ * event's line made as the event is queued, its keys in the wire format's order as in the
+ * audit file, kept as bytes off the JS heap as the file sink keeps them, and a batch appended
+ * in one write; any other logger is called once per event.
  */
-export function loggerSink(logger: Logger): AuditSink {
-  return {
-    write(events) {
-      for (const event of events) logger.info(event, 'audit_event');
+export function loggerSink(logger: Logger): AuditSink<unknown> {
+  const out = linesOf(logger);
+  if (out === undefined) {
+    const each: AuditSink<AuditEvent> = {
+      write(events) {
+        for (const event of events) logger.info(event, 'audit_event');
+      },
+      close() {},
+    };
+    return each;
+  }
+  const batched: AuditSink<Buffer> = {
+    encode(event) {
+      // Serialized as the audit file's line is, unless the logger would redact something in it
+      // (a `token` in the request data, say): then as any entry is, key by key.
+      const members = auditMembers(event);
+      const line = mayRedact(members)
+        ? out.info(event, 'audit_event')
+        : out.infoMembers(members, 'audit_event');
+      // Info off: an empty line, as `logger.info` would have written nothing.
+      return Buffer.from(line ?? '', 'utf8');
+    },
+    write(lines) {
+      const data = lines.length === 1 ? lines[0]! : Buffer.concat(lines);
+      if (data.length > 0) out.write(data);
     },
     close() {},
   };
+  return batched;
 }
 
 export interface AuditWriterOptions<T> {
