@@ -15,8 +15,9 @@
  *                    client-side CPU of a bare POST (bench process) and the receiver's
  *   none ... all     `skep run --from-config` workloads (built CLI, detached runners): no
  *                    middleware; authz (Cedar, 10 policies); audit to a file (default fields,
- *                    and with request data); telemetry (OTLP traces + metrics, sampling 1.0, to
- *                    a loopback sink); rate limit (memory; Redis); one validating webhook; all
+ *                    and with request data) and to the runner's log (`audit-log`); telemetry
+ *                    (OTLP traces + metrics, sampling 1.0, to a loopback sink); rate limit
+ *                    (memory; Redis); one validating webhook; all
  *   vmcp             a virtual MCP workload over the `backend` workload's group (the same
  *                    backend as the relay's; `none` serves only its own calls)
  *   guardrails       the default guardrails (`guardrails_config: {}`: own secrets and
@@ -441,6 +442,8 @@ async function main(): Promise<void> {
       'audit-data': {
         audit_config: { logFile: join(bench.home, 'audit-data.log'), includeRequestData: true },
       },
+      // No logFile: to the runner's own log, what `audit_config: {}` does.
+      'audit-log': { audit_config: {} },
       telemetry,
       'ratelimit-memory': { rate_limit_config: { shared: limit } },
       webhook,
@@ -941,6 +944,7 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
     const limits: Record<string, number> = {
       authz: 15,
       audit: 10,
+      'audit-log': 10,
       telemetry: 15,
       'ratelimit-memory': 3,
       webhook: postClient + 10,
