@@ -4,8 +4,8 @@
  * run-configuration fields as `bench/cpu.bench.ts` (Cedar with 10 policies, audit to a file,
  * telemetry at sampling 1.0 exporting over OTLP/HTTP, a rate limit in memory, one validating
  * webhook), and audit with no `logFile` (`audit-log`: to the runner's log, through a runner's
- * line logger and log file), and every request goes through them as the proxy takes it: a request context,
- * each stage's `handle`, the answer through the reply hooks (`HookedTarget`, as the stdio
+ * line logger and log file), and every request goes through them as the proxy takes it: a
+ * request context, each stage's `handle`, the answer through the reply hooks (`HookedTarget`, as the stdio
  * bridge relays it) and the end hooks. `process.cpuUsage()` covers every thread of this
  * process, so the audit file's writes on libuv's pool count, and so do the telemetry
  * exporter's and the webhook client's requests; the OTLP sink and the webhook receiver are
