@@ -88,6 +88,7 @@ const REDACTABLE_MEMBER = new RegExp(`"(?:${[...REDACTED_KEYS].join('|')})":`, '
 export function mayRedact(json: string): boolean {
   return REDACTABLE_MEMBER.test(json);
 }
+
 const noop: LogFn = () => {};
 
 export interface LineLoggerOptions {
@@ -167,8 +168,10 @@ function makeLineLogger(
     }
     return `${line}\n`;
   };
-  // The bindings as members, for lines whose entry comes serialized (`infoMembers`).
-  const bound = JSON.stringify(bindings, replacer).slice(1, -1);
+  // The bindings (`pid` at least) as members after a comma, for lines whose entry comes
+  // serialized (`infoMembers`); made on first use, so a logger that never makes one never does.
+  let bound: string | undefined;
+  const boundMembers = (): string => (bound ??= `,${JSON.stringify(bindings, replacer).slice(1, -1)}`);
   const on = (name: string): boolean => (LOG_LEVELS[name] ?? 0) >= threshold;
   const at = (name: string): LogFn =>
     on(name) ? (objOrMsg: object | string, msg?: string) => write(lineOf(name, objOrMsg, msg)) : noop;
@@ -187,7 +190,7 @@ function makeLineLogger(
       info: (obj, msg) => (infoOn ? lineOf('info', obj, msg) : undefined),
       infoMembers: (members, msg) =>
         infoOn
-          ? `{"level":${LOG_LEVELS['info']},"time":${now()}${bound === '' ? '' : `,${bound}`}` +
+          ? `{"level":${LOG_LEVELS['info']},"time":${now()}${boundMembers()}` +
             `${members === '' ? '' : `,${members}`},"msg":${JSON.stringify(msg)}}\n`
           : undefined,
       write: writeBytes,
