@@ -801,15 +801,21 @@ async function perfReport(
   log('reading the perf recording');
   const byPid = await perfBreakdowns(recorder.dataFile, calls);
   const runnersOut: Record<string, PerfBreakdown> = {};
+  const functions = new Map<string, Map<string, number>>();
   for (const [label, pid] of runners) {
     const b = byPid.get(pid);
-    if (b !== undefined) runnersOut[label] = b;
+    if (b === undefined) continue;
+    const { js_functions, ...breakdown } = b;
+    runnersOut[label] = breakdown;
+    functions.set(label, js_functions);
   }
   const none = runnersOut['none'];
   const vsNone: Record<string, Record<string, number>> = {};
+  const functionsVsNone: Record<string, Array<[string, number]>> = {};
   if (none !== undefined)
     for (const [label, b] of Object.entries(runnersOut)) {
       if (label === 'none') continue;
+      functionsVsNone[label] = functionsAdded(functions.get(label)!, functions.get('none')!, 15);
       const keys = new Set([
         ...Object.keys(b.categories_us_per_call),
         ...Object.keys(none.categories_us_per_call),
@@ -822,8 +828,24 @@ async function perfReport(
   return {
     note: 'perf record -e cpu-clock (on-CPU samples) with call chains, during the measured c32 phases only; µs of runner CPU per call; a sample counts as gc:young (scavenge), gc:full (mark-compact, its marking and sweeping) or gc:other when a collection is on its stack, else kernel, else the source of its nearest JavaScript frame (js:skep, js:node:<module>, js:<package>), else native',
     runners: runnersOut,
-    ...(Object.keys(vsNone).length > 0 ? { added_vs_none_us_per_call: vsNone } : {}),
+    ...(Object.keys(vsNone).length > 0
+      ? { added_vs_none_us_per_call: vsNone, js_functions_added_vs_none_us_per_call: functionsVsNone }
+      : {}),
   };
+}
+
+/** The `n` JavaScript functions whose CPU per call grew the most from `base` to `runner`. */
+function functionsAdded(
+  runner: Map<string, number>,
+  base: Map<string, number>,
+  n: number,
+): Array<[string, number]> {
+  const names = new Set([...runner.keys(), ...base.keys()]);
+  return [...names]
+    .map((name): [string, number] => [name, (runner.get(name) ?? 0) - (base.get(name) ?? 0)])
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, n)
+    .map(([name, us]) => [name, round(us, 2)]);
 }
 
 /** A per-round figure over the rounds: median, range, and the median's 95 % interval. */

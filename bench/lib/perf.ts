@@ -5,7 +5,7 @@
  * processes, a garbage collection or a function that was preempted is counted for as long as it
  * waited. `perf record -e cpu-clock` samples a process only while it runs on a CPU, so its
  * samples divide the process's CPU time itself. The processes run with `--perf-basic-prof`
- * (V8 writes `/tmp/perf-<pid>.map`, which names its JIT code for perf) and
+ * (V8 writes `/tmp/perf-<pid>.map`, which names its JIT code; see `jit-map.ts`) and
  * `--interpreted-frames-native-stack` (interpreted functions get frames of their own), and perf
  * records call chains (frame pointers), so a sample is put down to the JavaScript it serves.
  *
@@ -21,10 +21,11 @@
  * plus the functions that cost the most, by nearest JavaScript frame and by leaf symbol.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, read, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, read, readFileSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { JitMap } from './jit-map.js';
 import { round } from './workloads.js';
 
 /** Node flags a process needs for its JavaScript to be named in perf's samples. */
@@ -159,6 +160,11 @@ export interface PerfBreakdown {
   top_leaf_symbols_us_per_call: Array<[string, number]>;
 }
 
+/** A breakdown with every JavaScript function's CPU per call (for differences between runners). */
+export interface PerfBreakdownWithFunctions extends PerfBreakdown {
+  js_functions: Map<string, number>;
+}
+
 const GC_FRAME =
   /v8::internal::(Heap::CollectGarbage|Heap::PerformGarbageCollection|ScavengerCollector|Scavenger::|MarkCompactCollector|MinorMarkCompactCollector|Sweeper::|IncrementalMarking|ConcurrentMarking|MarkingVisitor|Heap::FinalizeIncrementalMarking|Heap::StartIncrementalMarking|Heap::MarkCompact|Heap::Scavenge)/;
 
@@ -200,6 +206,18 @@ function top(map: Map<string, number>, n: number, scale: number): Array<[string,
     .map(([k, v]) => [k, round(v * scale, 2)]);
 }
 
+/** A frame of perf's, its JIT code named from `map` (V8's perf map) where perf named it from there or not at all. */
+function jitNamed(
+  sym: string,
+  dso: string,
+  ip: string,
+  map: JitMap | undefined,
+): { sym: string; dso: string } {
+  if (map === undefined || !(sym === '[unknown]' || /\/perf-\d+\.map$/.test(dso))) return { sym, dso };
+  const name = map.lookup(Number.parseInt(ip, 16));
+  return name === undefined ? { sym, dso } : { sym: name, dso: 'perf map' };
+}
+
 /**
  * Reads the recording and gives each process's breakdown; `calls` is how many calls each pid
  * served while recording was on.
@@ -207,7 +225,7 @@ function top(map: Map<string, number>, n: number, scale: number): Array<[string,
 export async function perfBreakdowns(
   dataFile: string,
   calls: Map<number, number>,
-): Promise<Map<number, PerfBreakdown>> {
+): Promise<Map<number, PerfBreakdownWithFunctions>> {
   const script = spawn('perf', ['script', '-i', dataFile, '-F', 'pid,ip,sym,dso'], {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
@@ -218,6 +236,17 @@ export async function perfBreakdowns(
     leaf: Map<string, number>;
   }
   const acc = new Map<number, Acc>();
+  // perf's own naming of JIT code picks either of two names V8 gave one address over time, and
+  // leaves code committed after it attached unnamed: the JIT frames are named from the map here.
+  const jitMaps = new Map<number, JitMap>();
+  for (const p of calls.keys()) {
+    const file = `/tmp/perf-${p}.map`;
+    try {
+      jitMaps.set(p, JitMap.parse(readFileSync(file, 'utf8')));
+    } catch {
+      // No map (the process ran without --perf-basic-prof): perf's names stand.
+    }
+  }
   let pid = -1;
   let frames: Array<{ sym: string; dso: string }> = [];
   const add = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
@@ -256,15 +285,15 @@ export async function perfBreakdowns(
       continue;
     }
     if (line.startsWith('\t') || line.startsWith(' ')) {
-      const m = /^\s+[0-9a-f]+ (.*) \((.*)\)$/.exec(line);
-      if (m !== null) frames.push({ sym: m[1]!, dso: m[2]! });
+      const m = /^\s+([0-9a-f]+) (.*) \((.*)\)$/.exec(line);
+      if (m !== null) frames.push(jitNamed(m[2]!, m[3]!, m[1]!, jitMaps.get(pid)));
       else if (pid < 0) pid = Number(line.trim().split(/\s+/)[0]);
       continue;
     }
     pid = Number(line.trim().split(/\s+/)[0]);
   }
   flush();
-  const out = new Map<number, PerfBreakdown>();
+  const out = new Map<number, PerfBreakdownWithFunctions>();
   for (const [p, a] of acc) {
     // µs of CPU per sample, per call.
     const scale = 1e6 / HZ / calls.get(p)!;
@@ -277,6 +306,7 @@ export async function perfBreakdowns(
       categories_us_per_call: categories,
       top_js_functions_us_per_call: top(a.js, 15, scale),
       top_leaf_symbols_us_per_call: top(a.leaf, 15, scale),
+      js_functions: new Map([...a.js].map(([k, v]) => [k, v * scale])),
     });
   }
   return out;
