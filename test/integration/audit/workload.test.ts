@@ -14,6 +14,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
+import { AUDIT_LINE_KEYS } from '../../fixtures/audit-keys.js';
 import { tempHome } from '../../helpers/home.js';
 import { MCP_CLIENT, PROXY_AUDIENCE, startIdp } from '../auth/harness.js';
 import {
@@ -35,24 +36,6 @@ type Line = Record<string, unknown> & {
   data?: { request?: unknown; response?: unknown };
   delegation?: Record<string, unknown>;
 };
-
-/** The reference's top-level key order (ToolHive's audit log); optional keys absent when empty. */
-const KEY_ORDER = [
-  'time',
-  'level',
-  'msg',
-  'audit_id',
-  'type',
-  'logged_at',
-  'outcome',
-  'component',
-  'source',
-  'subjects',
-  'delegation',
-  'target',
-  'metadata',
-  'data',
-];
 
 interface Audited {
   /** The working URL of its `/mcp` (or `path`): with the access token unless it has inbound auth. */
@@ -102,7 +85,7 @@ async function auditedWorkload(
 
 function checkKeyOrder(line: Line): void {
   const keys = Object.keys(line);
-  const expected = KEY_ORDER.filter((k) => keys.includes(k));
+  const expected = AUDIT_LINE_KEYS.filter((k) => keys.includes(k));
   assert.deepEqual(keys, expected, `key order of ${line.type}`);
   assert.deepEqual(Object.keys(line.source), ['type', 'value', 'extra']);
   const sorted = (o: Record<string, unknown> | undefined) =>

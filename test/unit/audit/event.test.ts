@@ -15,21 +15,12 @@ import {
   streamOpenEvent,
   subjectsOf,
 } from '../../../src/dataplane/middleware/audit/event.js';
+import { AUDIT_LINE_KEYS, eventKeys } from '../../fixtures/audit-keys.js';
 
 const NOW = Date.UTC(2026, 0, 2, 3, 4, 5, 120);
 
 /** The keys of a tools/call event without data, in the reference's order. */
-const EVENT_KEYS = [
-  'audit_id',
-  'type',
-  'logged_at',
-  'outcome',
-  'component',
-  'source',
-  'subjects',
-  'target',
-  'metadata',
-];
+const EVENT_KEYS = eventKeys('delegation', 'data');
 
 function settings(config: unknown = {}, trustProxyHeaders = false): EventSettings {
   return {
@@ -382,6 +373,6 @@ test('line: keys in the wire order whatever order the event object was built in'
   const reversed = Object.fromEntries(Object.entries(built).reverse()) as unknown as AuditEvent;
   assert.notDeepEqual(Object.keys(reversed), Object.keys(built));
   assert.equal(auditLine(reversed), auditLine(built));
-  const keys = ['time', 'level', 'msg', ...EVENT_KEYS, 'data'];
+  const keys = AUDIT_LINE_KEYS.filter((key) => key !== 'delegation');
   assert.deepEqual(Object.keys(JSON.parse(auditLine(reversed)) as object), keys);
 });
