@@ -35,6 +35,11 @@
  * process has idled `BENCH_CPU_IDLE_S` (default 30) seconds, the `none` runner's CPU over its
  * next 1,000 and 1,000 calls (`none_after_idle`).
  *
+ * After the rounds, `BENCH_CPU_PAIRED_ROUNDS` (default 10; 0 skips them) paired rounds measure
+ * each stage's added CPU a second way: its runner and the `none` runner driven at the same
+ * time, the difference taken within each pair (`paired_concurrent`, see `pairedConcurrent`),
+ * with `none#2` against `none` as the control.
+ *
  * `npm run bench -- cpu --cpu-prof[=label,...]` starts those workloads' runners (default `none`)
  * with `--cpu-prof`; each profile is written when its runner stops, and its path is printed.
  * V8's profiler samples wall time, so on a shared CPU it also counts time a runner waited.
@@ -126,6 +131,22 @@ const PREWARM = Number(process.env['BENCH_CPU_PREWARM'] ?? 500);
 /** The pause before the `none_after_idle` figure, s. */
 const IDLE_S = Number(process.env['BENCH_CPU_IDLE_S'] ?? 30);
 const ROUNDS = Number(process.env['BENCH_CPU_ROUNDS'] ?? 15);
+/**
+ * Rounds of the paired measurement (`pairedConcurrent`): each stage's runner and the `none`
+ * runner driven at the same time. 0 leaves it out.
+ */
+const PAIRED_ROUNDS = Number(process.env['BENCH_CPU_PAIRED_ROUNDS'] ?? 10);
+
+/** The issue's targets for the CPU a stage adds per call, µs (the webhook's is relative, below). */
+const STAGE_LIMITS_US: Readonly<Record<string, number>> = {
+  authz: 15,
+  audit: 10,
+  'audit-log': 10,
+  telemetry: 15,
+  'ratelimit-memory': 3,
+};
+/** A validating webhook may add the bare POST's client CPU plus this, µs. */
+const WEBHOOK_OVER_POST_US = 10;
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
 const CONCURRENCY = [1, 32] as const;
 const ECHO = join(root, 'bench/fixtures/echo-server.mjs');
@@ -675,6 +696,9 @@ async function main(): Promise<void> {
       }
     }
     const perf = recorder === undefined ? undefined : await perfReport(recorder, perfRunners, perfCalls);
+    const postClient = median(rounds.get('webhook-post')?.c32.map((p) => p.client_cpu_us) ?? []);
+    const paired =
+      PAIRED_ROUNDS > 0 ? await pairedConcurrent(targets, postClient + WEBHOOK_OVER_POST_US) : undefined;
     // The first calls after a pause, which the rounds leave out: every process idle, then
     // each `none` runner's first 1,000 calls at c32 and the 1,000 after them.
     const noneTargets = targets.filter((t) => isNone(t.label));
@@ -730,6 +754,7 @@ async function main(): Promise<void> {
       };
     if (profDir !== undefined) out['cpu_profile_dir'] = profDir;
     if (perf !== undefined) out['perf'] = perf;
+    if (paired !== undefined) out['paired_concurrent'] = paired;
     if (Object.keys(survivors).length > 0) out['heap_survivors'] = survivors;
     process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
   } finally {
@@ -848,12 +873,90 @@ function functionsAdded(
     .map(([name, us]) => [name, round(us, 2)]);
 }
 
+/**
+ * Each stage's added CPU, measured with its runner and the `none` runner driven at the same
+ * time. In the rounds above a stage and `none` are measured seconds apart, and on a shared VM
+ * the machine's speed drifts over seconds (one phase's CPU per call correlates with the next
+ * one's at about 0.5, and still at 0.2–0.4 a dozen phases later), so the difference of two
+ * phases carries that drift. Here, in each of `PAIRED_ROUNDS` rounds, every stage target's c32
+ * phase runs concurrently with one of `none` (both runners on the measured CPU, both driven by
+ * this process, which of the two starts first alternating by round), and the stage's added CPU
+ * is the difference within that pair. `none#2` paired with `none` the same way is the control:
+ * what two identical runners measured side by side differ by. Each runner gets about half the
+ * CPU and half the calls per second it gets alone, so the CPU per call of both is higher than in
+ * the rounds above; their difference is the stage's.
+ */
+async function pairedConcurrent(
+  targets: Target[],
+  webhookLimit: number,
+): Promise<Record<string, unknown> | undefined> {
+  const none = targets.find((t) => t.label === 'none');
+  if (none === undefined) return undefined;
+  // The small-answer runner targets; the sized ones (1 KB, 1 MB answers) have workloads of their own.
+  const paired = targets.filter(
+    (t) => t.label !== 'none' && t.calls === undefined && t.pids['runner'] !== undefined,
+  );
+  if (paired.length === 0) return undefined;
+  const deltas = new Map<string, number[]>(paired.map((t) => [t.label, []]));
+  const noneCpu: number[] = [];
+  const callsPerSecond: number[] = [];
+  for (let r = 0; r < PAIRED_ROUNDS; r++) {
+    log(`paired round ${r + 1}/${PAIRED_ROUNDS}`);
+    const order = paired.map((_, i) => paired[(i + r) % paired.length]!);
+    for (const t of order) {
+      await Promise.all([cpuPhase(none.c32, PREWARM, {}), cpuPhase(t.c32, PREWARM, {})]);
+      const measureNone = () => cpuPhase(none.c32, CALLS_C32, none.pids);
+      const measureStage = () => cpuPhase(t.c32, CALLS_C32, t.pids);
+      const [a, b] =
+        r % 2 === 0
+          ? await Promise.all([measureNone(), measureStage()])
+          : await Promise.all([measureStage(), measureNone()]).then(([x, y]) => [y, x] as const);
+      deltas.get(t.label)!.push(round(b.cpu_us['runner']! - a.cpu_us['runner']!, 2));
+      noneCpu.push(a.cpu_us['runner']!);
+      callsPerSecond.push(a.calls_per_s);
+    }
+  }
+  const added: Record<string, Stat & { per_round: number[] }> = {};
+  for (const [label, xs] of deltas) added[label] = { ...statOf(xs), per_round: xs };
+  const limits: Record<string, number> = { ...STAGE_LIMITS_US, webhook: webhookLimit };
+  const resolved: Record<string, string> = {};
+  for (const [label, limit] of Object.entries(limits))
+    if (added[label] !== undefined)
+      resolved[`${label}_added_le_${round(limit, 2)}_us`] = verdict(added[label], limit);
+  return {
+    note:
+      'c32 phases of each stage runner and the none runner driven at the same time, on the same CPU; ' +
+      "added CPU = the stage runner's CPU per call minus none's in the same pair; none#2 is the control",
+    rounds: PAIRED_ROUNDS,
+    calls_per_phase: CALLS_C32,
+    none_runner_cpu_us_per_call: statOf(noneCpu),
+    none_calls_per_s: statOf(callsPerSecond),
+    control_none2_minus_none: added['none#2'],
+    added_runner_cpu_us_per_call: Object.fromEntries(Object.entries(added).filter(([l]) => l !== 'none#2')),
+    targets_resolved: resolved,
+  };
+}
+
 /** A per-round figure over the rounds: median, range, and the median's 95 % interval. */
 interface Stat {
   median: number;
   min: number;
   max: number;
   median_ci: { low: number; high: number; coverage: number } | undefined;
+}
+
+/** Median, range and the median's confidence interval (`medianInterval`) of per-round values. */
+function statOf(xs: number[]): Stat {
+  const ok = xs.filter((x) => !Number.isNaN(x));
+  const ci = medianInterval(ok);
+  const r2 = (x: number) => round(x, 2);
+  return {
+    median: r2(median(ok)),
+    min: r2(Math.min(...ok)),
+    max: r2(Math.max(...ok)),
+    median_ci:
+      ci === undefined ? undefined : { low: r2(ci.low), high: r2(ci.high), coverage: r2(ci.coverage) },
+  };
 }
 
 /** Whether a run resolves a figure against its upper limit: by where the median's interval lies. */
@@ -885,18 +988,7 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
     rounds.get(label)?.[c][i]?.client_cpu_us ?? Number.NaN;
   const p50 = (label: string, i: number): number => rounds.get(label)?.c1[i]?.p50_ms ?? Number.NaN;
   const r2 = (x: number) => round(x, 2);
-  /** Median, range and the median's confidence interval (`medianInterval`) of per-round values. */
-  const stat = (xs: number[]): Stat => {
-    const ok = xs.filter((x) => !Number.isNaN(x));
-    const ci = medianInterval(ok);
-    return {
-      median: r2(median(ok)),
-      min: r2(Math.min(...ok)),
-      max: r2(Math.max(...ok)),
-      median_ci:
-        ci === undefined ? undefined : { low: r2(ci.low), high: r2(ci.high), coverage: r2(ci.coverage) },
-    };
-  };
+  const stat = statOf;
   const floors: Record<string, unknown> = {};
   const ratios: Record<string, unknown> = {};
   const added: Record<string, unknown> = {};
@@ -964,12 +1056,8 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
     );
     const postClient = median(perRound((i) => client('webhook-post', c, i)));
     const limits: Record<string, number> = {
-      authz: 15,
-      audit: 10,
-      'audit-log': 10,
-      telemetry: 15,
-      'ratelimit-memory': 3,
-      webhook: postClient + 10,
+      ...STAGE_LIMITS_US,
+      webhook: postClient + WEBHOOK_OVER_POST_US,
       guardrails_1k_answer: 10,
     };
     const checks: Array<[string, Stat | undefined, number]> = [
