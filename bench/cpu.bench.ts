@@ -147,6 +147,8 @@ const STAGE_LIMITS_US: Readonly<Record<string, number>> = {
 };
 /** A validating webhook may add the bare POST's client CPU plus this, µs. */
 const WEBHOOK_OVER_POST_US = 10;
+/** The default guardrails may add this per 1 KB answer, µs. */
+const GUARDRAILS_1K_LIMIT_US = 10;
 const WARMUP = Number(process.env['BENCH_WARMUP'] ?? 3000);
 const CONCURRENCY = [1, 32] as const;
 const ECHO = join(root, 'bench/fixtures/echo-server.mjs');
@@ -879,9 +881,10 @@ function functionsAdded(
  * the machine's speed drifts over seconds (one phase's CPU per call correlates with the next
  * one's at about 0.5, and still at 0.2–0.4 a dozen phases later), so the difference of two
  * phases carries that drift. Here, in each of `PAIRED_ROUNDS` rounds, every stage target's c32
- * phase runs concurrently with one of `none` (both runners on the measured CPU, both driven by
- * this process, which of the two starts first alternating by round), and the stage's added CPU
- * is the difference within that pair. `none#2` paired with `none` the same way is the control:
+ * phase runs concurrently with one of `none` (of `none-1k` for the 1 KB answers' targets; the
+ * 1 MB ones are left out): both runners on the measured CPU, both driven by this process, which
+ * of the two starts first alternating by round. The stage's added CPU is the difference within
+ * that pair. `none#2` paired with `none` the same way is the control:
  * what two identical runners measured side by side differ by. Each runner gets about half the
  * CPU and half the calls per second it gets alone, so the CPU per call of both is higher than in
  * the rounds above; their difference is the stage's.
@@ -890,11 +893,19 @@ async function pairedConcurrent(
   targets: Target[],
   webhookLimit: number,
 ): Promise<Record<string, unknown> | undefined> {
-  const none = targets.find((t) => t.label === 'none');
+  const byLabel = new Map(targets.map((t) => [t.label, t]));
+  const none = byLabel.get('none');
   if (none === undefined) return undefined;
-  // The small-answer runner targets; the sized ones (1 KB, 1 MB answers) have workloads of their own.
+  // Each runner target against the `none` of its answers' size: the 1 KB ones against `none-1k`
+  // (a workload of their own); the 1 MB ones, measured by throughput, are left out.
+  const baselineOf = (t: Target): Target | undefined =>
+    t.label.endsWith('-1k') ? byLabel.get('none-1k') : none;
   const paired = targets.filter(
-    (t) => t.label !== 'none' && t.calls === undefined && t.pids['runner'] !== undefined,
+    (t) =>
+      t.calls === undefined &&
+      t.pids['runner'] !== undefined &&
+      baselineOf(t) !== undefined &&
+      baselineOf(t) !== t,
   );
   if (paired.length === 0) return undefined;
   const deltas = new Map<string, number[]>(paired.map((t) => [t.label, []]));
@@ -904,29 +915,37 @@ async function pairedConcurrent(
     log(`paired round ${r + 1}/${PAIRED_ROUNDS}`);
     const order = paired.map((_, i) => paired[(i + r) % paired.length]!);
     for (const t of order) {
-      await Promise.all([cpuPhase(none.c32, PREWARM, {}), cpuPhase(t.c32, PREWARM, {})]);
-      const measureNone = () => cpuPhase(none.c32, CALLS_C32, none.pids);
+      const base = baselineOf(t)!;
+      await Promise.all([cpuPhase(base.c32, PREWARM, {}), cpuPhase(t.c32, PREWARM, {})]);
+      const measureNone = () => cpuPhase(base.c32, CALLS_C32, base.pids);
       const measureStage = () => cpuPhase(t.c32, CALLS_C32, t.pids);
       const [a, b] =
         r % 2 === 0
           ? await Promise.all([measureNone(), measureStage()])
           : await Promise.all([measureStage(), measureNone()]).then(([x, y]) => [y, x] as const);
       deltas.get(t.label)!.push(round(b.cpu_us['runner']! - a.cpu_us['runner']!, 2));
-      noneCpu.push(a.cpu_us['runner']!);
-      callsPerSecond.push(a.calls_per_s);
+      if (base === none) {
+        noneCpu.push(a.cpu_us['runner']!);
+        callsPerSecond.push(a.calls_per_s);
+      }
     }
   }
   const added: Record<string, Stat & { per_round: number[] }> = {};
   for (const [label, xs] of deltas) added[label] = { ...statOf(xs), per_round: xs };
-  const limits: Record<string, number> = { ...STAGE_LIMITS_US, webhook: webhookLimit };
+  const limits: Record<string, number> = {
+    ...STAGE_LIMITS_US,
+    webhook: webhookLimit,
+    'guardrails-1k': GUARDRAILS_1K_LIMIT_US,
+  };
   const resolved: Record<string, string> = {};
   for (const [label, limit] of Object.entries(limits))
     if (added[label] !== undefined)
       resolved[`${label}_added_le_${round(limit, 2)}_us`] = verdict(added[label], limit);
   return {
     note:
-      'c32 phases of each stage runner and the none runner driven at the same time, on the same CPU; ' +
-      "added CPU = the stage runner's CPU per call minus none's in the same pair; none#2 is the control",
+      'c32 phases of each stage runner and the none runner (none-1k for the 1 KB answers) driven at the ' +
+      "same time, on the same CPU; added CPU = the stage runner's CPU per call minus the none runner's in " +
+      'the same pair; none#2 against none is the control',
     rounds: PAIRED_ROUNDS,
     calls_per_phase: CALLS_C32,
     none_runner_cpu_us_per_call: statOf(noneCpu),
@@ -1058,7 +1077,7 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
     const limits: Record<string, number> = {
       ...STAGE_LIMITS_US,
       webhook: postClient + WEBHOOK_OVER_POST_US,
-      guardrails_1k_answer: 10,
+      guardrails_1k_answer: GUARDRAILS_1K_LIMIT_US,
     };
     const checks: Array<[string, Stat | undefined, number]> = [
       ['runner_none_vs_http_floor_le_1_25', runnerVsFloor, 1.25],
