@@ -879,8 +879,8 @@ function functionsAdded(
  * Each stage's added CPU, measured with its runner and the `none` runner driven at the same
  * time. In the rounds above a stage and `none` are measured seconds apart, and on a shared VM
  * the machine's speed drifts over seconds (one phase's CPU per call correlates with the next
- * one's at about 0.5, and still at 0.2–0.4 a dozen phases later), so the difference of two
- * phases carries that drift. Here, in each of `PAIRED_ROUNDS` rounds, every stage target's c32
+ * one's at 0.34–0.56 in five full runs, and up to 0.4 a dozen phases later), so the difference
+ * of two phases carries that drift. Here, in each of `PAIRED_ROUNDS` rounds, every stage target's c32
  * phase runs concurrently with one of `none` (of `none-1k` for the 1 KB answers' targets; the
  * 1 MB ones are left out): both runners on the measured CPU, both driven by this process, which
  * of the two starts first alternating by round. The stage's added CPU is the difference within
