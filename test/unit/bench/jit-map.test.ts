@@ -18,7 +18,7 @@ describe('JitMap (V8 perf map, for the cpu bench)', () => {
       [
         '1000 100 JS:~old1', // freed, then overlapped by `new` below
         '1100 100 JS:~old2', // likewise
-        '1200 100 JS:~kept', // touches `new`'s end, does not overlap it
+        '1200 100 JS:~kept', // after `new`'s end: not overlapped
         '0f00 100 JS:~before', // ends where old1 starts
         '1080 100 JS:*new',
       ].join('\n'),
