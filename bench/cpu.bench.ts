@@ -592,8 +592,13 @@ async function main(): Promise<void> {
     if (backendRunner === undefined) throw new Error('no runner process for the backend workload');
     runners['backend'] = backendRunner;
     {
-      const relay = await startLoopbackServer(relayScript(backendWorkload.port), 'bare relay');
+      const relay = await startLoopbackServer(
+        relayScript(backendWorkload.port),
+        'bare relay',
+        PERF.has('relay') ? PERF_NODE_FLAGS : [],
+      );
       closers.push(() => void relay.child.kill());
+      if (PERF.has('relay')) perfRunners.set('relay', relay.child.pid!);
       const u = new URL(backendWorkload.url);
       targets.push(
         await mcpTarget('relay', `http://127.0.0.1:${relay.port}${u.pathname}${u.search}`, {
@@ -836,28 +841,45 @@ async function perfReport(
     runnersOut[label] = breakdown;
     functions.set(label, js_functions);
   }
-  const none = runnersOut['none'];
-  const vsNone: Record<string, Record<string, number>> = {};
-  const functionsVsNone: Record<string, Array<[string, number]>> = {};
-  if (none !== undefined)
-    for (const [label, b] of Object.entries(runnersOut)) {
-      if (label === 'none') continue;
-      functionsVsNone[label] = functionsAdded(functions.get(label)!, functions.get('none')!, 15);
-      const keys = new Set([
-        ...Object.keys(b.categories_us_per_call),
-        ...Object.keys(none.categories_us_per_call),
-      ]);
-      const diff: Record<string, number> = { total: round(b.cpu_us_per_call - none.cpu_us_per_call, 1) };
+  /** Each recorded runner against its floor: the virtual MCP against the bare relay, the rest against `none`. */
+  const compare = (base: string, labels: string[]) => {
+    const floor = runnersOut[base];
+    const categories: Record<string, Record<string, number>> = {};
+    const fns: Record<string, Array<[string, number]>> = {};
+    if (floor === undefined) return undefined;
+    for (const label of labels) {
+      const b = runnersOut[label]!;
+      fns[label] = functionsAdded(functions.get(label)!, functions.get(base)!, 15);
+      const keys = new Set([...Object.keys(b.categories_us_per_call), ...Object.keys(floor.categories_us_per_call)]);
+      const diff: Record<string, number> = { total: round(b.cpu_us_per_call - floor.cpu_us_per_call, 1) };
       for (const k of keys)
-        diff[k] = round((b.categories_us_per_call[k] ?? 0) - (none.categories_us_per_call[k] ?? 0), 2);
-      vsNone[label] = diff;
+        diff[k] = round((b.categories_us_per_call[k] ?? 0) - (floor.categories_us_per_call[k] ?? 0), 2);
+      categories[label] = diff;
     }
+    return labels.length === 0 ? undefined : { categories, fns };
+  };
+  const isVmcp = (label: string) => label.startsWith('vmcp');
+  const labels = Object.keys(runnersOut);
+  const vsRelay = compare('relay', labels.filter(isVmcp));
+  const vsNone = compare(
+    'none',
+    labels.filter((l) => l !== 'none' && l !== 'relay' && (vsRelay === undefined || !isVmcp(l))),
+  );
   return {
-    note: 'perf record -e cpu-clock (on-CPU samples) with call chains, during the measured c32 phases only; µs of runner CPU per call; a sample counts as gc:young (scavenge), gc:full (mark-compact, its marking and sweeping) or gc:other when a collection is on its stack, else kernel, else the source of its nearest JavaScript frame (js:skep, js:node:<module>, js:<package>), else native',
+    note: 'perf record -e cpu-clock (on-CPU samples) with call chains, during the measured c32 phases only; µs of runner CPU per call (the bare relay\'s, `--perf=relay`, is its process\'s); a sample counts as gc:young (scavenge), gc:full (mark-compact, its marking and sweeping) or gc:other when a collection is on its stack, else kernel, else the source of its nearest JavaScript frame (js:skep, js:node:<module>, js:<package>), else native',
     runners: runnersOut,
-    ...(Object.keys(vsNone).length > 0
-      ? { added_vs_none_us_per_call: vsNone, js_functions_added_vs_none_us_per_call: functionsVsNone }
-      : {}),
+    ...(vsNone === undefined
+      ? {}
+      : {
+          added_vs_none_us_per_call: vsNone.categories,
+          js_functions_added_vs_none_us_per_call: vsNone.fns,
+        }),
+    ...(vsRelay === undefined
+      ? {}
+      : {
+          added_vs_relay_us_per_call: vsRelay.categories,
+          js_functions_added_vs_relay_us_per_call: vsRelay.fns,
+        }),
   };
 }
 

@@ -87,9 +87,10 @@ export async function openBenchHome(tag: string, log: (msg: string) => void): Pr
 export async function startLoopbackServer(
   script: string,
   what: string,
+  nodeFlags: readonly string[] = [],
 ): Promise<{ port: number; child: ChildProcess }> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['-e', script, String(port)], {
+  const child = spawn(process.execPath, [...nodeFlags, '-e', script, String(port)], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {
