@@ -234,6 +234,62 @@ server.listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready'));
 `;
 
 /**
+ * The floor of a virtual MCP in Node (its own process): what an aggregator must do per call and
+ * nothing more. node:http in; each POST body parsed (the tool's name routes the call); its own
+ * sessions (an `initialize` answered here with a session id, a call on an unknown session
+ * refused); a `tools/call` routed by name and sent, re-serialised with an id of its own, on the
+ * one session it opened to the backend at start, through the bare relay's undici pool; the
+ * backend's answer not parsed, its id swapped back by a regular expression. No
+ * authentication, no Host/Origin checks, no limits, no answer validation, no list cache.
+ */
+const aggregatorScript = (backendPort: number, backendPath: string): string => `
+const http = require('node:http');
+const { randomUUID } = require('node:crypto');
+const { Pool } = require('undici');
+const path = ${JSON.stringify(backendPath)};
+const pool = new Pool('http://127.0.0.1:${backendPort}', { connections: 64, pipelining: 1, keepAliveTimeout: 60000 });
+const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+const routes = new Map([['echo', 'echo']]);
+const sessions = new Set();
+let seq = 0;
+const answer = (res, status, text, extra) => {
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...extra });
+  res.end(text);
+};
+const post = (body) => pool.request({ method: 'POST', path, headers, body }).then(async (r) => ({ r, text: await r.body.text() }));
+const server = http.createServer((req, res) => {
+  const chunks = [];
+  req.on('data', (c) => chunks.push(c));
+  req.on('end', () => {
+    let m;
+    try { m = JSON.parse(Buffer.concat(chunks).toString()); } catch { return answer(res, 400, '{}'); }
+    if (m.method === 'initialize') {
+      const sid = randomUUID();
+      sessions.add(sid);
+      return answer(res, 200, JSON.stringify({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-06-18', capabilities: { tools: {} }, serverInfo: { name: 'floor', version: '1' } } }), { 'mcp-session-id': sid });
+    }
+    if (!sessions.has(req.headers['mcp-session-id'])) return answer(res, 404, '{}');
+    if (m.id === undefined) { res.writeHead(202); return res.end(); }
+    const name = m.method === 'tools/call' ? routes.get(m.params.name) : undefined;
+    if (name === undefined) return answer(res, 200, JSON.stringify({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'unknown' } }));
+    m.params.name = name;
+    const n = ++seq;
+    post(JSON.stringify({ jsonrpc: '2.0', id: n, method: m.method, params: m.params }))
+      .then(({ text }) => answer(res, 200, text.replace('"id":' + n, '"id":' + JSON.stringify(m.id))))
+      .catch(() => { res.writeHead(502).end(); });
+  });
+});
+server.keepAliveTimeout = 60000;
+post(JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'floor', version: '1' } } }))
+  .then(({ r }) => {
+    headers['mcp-session-id'] = r.headers['mcp-session-id'];
+    headers['mcp-protocol-version'] = '2025-06-18';
+    return post('{"jsonrpc":"2.0","method":"notifications/initialized"}');
+  })
+  .then(() => server.listen(Number(process.argv[1]), '127.0.0.1', () => console.log('ready')));
+`;
+
+/**
  * The floor of a stdio proxy in Node (its own process): node:http in, one echo child on pipes
  * out, each POST body written to the child as one line with its id swapped for a relay id by a
  * regular expression, the answer's id swapped back, nothing parsed, no sessions.
@@ -607,6 +663,20 @@ async function main(): Promise<void> {
           server: serverPidOf(backendRunner),
         }),
       );
+      const aggregator = await startLoopbackServer(
+        aggregatorScript(backendWorkload.port, `${u.pathname}${u.search}`),
+        'virtual MCP floor',
+        PERF.has('vmcp-floor') ? PERF_NODE_FLAGS : [],
+      );
+      closers.push(() => void aggregator.child.kill());
+      if (PERF.has('vmcp-floor')) perfRunners.set('vmcp-floor', aggregator.child.pid!);
+      targets.push(
+        await mcpTarget('vmcp-floor', `http://127.0.0.1:${aggregator.port}/mcp`, {
+          relay: aggregator.child.pid!,
+          backend_runner: backendRunner,
+          server: serverPidOf(backendRunner),
+        }),
+      );
     }
     const vmcpTwins = wanted('vmcp') ? (VMCP2_FLAGS.length > 0 ? ['vmcp', 'vmcp#2'] : ['vmcp']) : [];
     for (const label of vmcpTwins) {
@@ -861,6 +931,10 @@ async function perfReport(
   const isVmcp = (label: string) => label.startsWith('vmcp');
   const labels = Object.keys(runnersOut);
   const vsRelay = compare('relay', labels.filter(isVmcp));
+  const vsFloor = compare(
+    'vmcp-floor',
+    labels.filter((l) => isVmcp(l) && l !== 'vmcp-floor'),
+  );
   const vsNone = compare(
     'none',
     labels.filter((l) => l !== 'none' && l !== 'relay' && (vsRelay === undefined || !isVmcp(l))),
@@ -879,6 +953,12 @@ async function perfReport(
       : {
           added_vs_relay_us_per_call: vsRelay.categories,
           js_functions_added_vs_relay_us_per_call: vsRelay.fns,
+        }),
+    ...(vsFloor === undefined
+      ? {}
+      : {
+          added_vs_vmcp_floor_us_per_call: vsFloor.categories,
+          js_functions_added_vs_vmcp_floor_us_per_call: vsFloor.fns,
         }),
   };
 }
@@ -922,38 +1002,54 @@ async function pairedConcurrent(
   // (a workload of their own); the 1 MB ones, measured by throughput, are left out.
   const baselineOf = (t: Target): Target | undefined =>
     t.label.endsWith('-1k') ? byLabel.get('none-1k') : none;
-  const paired = targets.filter(
-    (t) =>
-      t.calls === undefined &&
-      t.pids['runner'] !== undefined &&
-      baselineOf(t) !== undefined &&
-      baselineOf(t) !== t,
-  );
-  if (paired.length === 0) return undefined;
-  const deltas = new Map<string, number[]>(paired.map((t) => [t.label, []]));
+  const pairs: Pair[] = targets
+    .filter(
+      (t) =>
+        t.calls === undefined &&
+        t.pids['runner'] !== undefined &&
+        baselineOf(t) !== undefined &&
+        baselineOf(t) !== t,
+    )
+    .map((t) => ({ key: t.label, target: t, base: baselineOf(t)!, procs: ['runner', 'runner'], ratio: false }));
+  // The virtual MCP and its floors, by the ratio of their CPU per call (both in front of the
+  // one backend workload, which serves the two at once).
+  const vmcp = byLabel.get('vmcp');
+  const relay = byLabel.get('relay');
+  const floor = byLabel.get('vmcp-floor');
+  if (vmcp !== undefined && relay !== undefined)
+    pairs.push({ key: 'vmcp_vs_bare_relay', target: vmcp, base: relay, procs: ['vmcp_runner', 'relay'], ratio: true });
+  if (floor !== undefined && relay !== undefined)
+    pairs.push({ key: 'vmcp_floor_vs_bare_relay', target: floor, base: relay, procs: ['relay', 'relay'], ratio: true });
+  if (vmcp !== undefined && floor !== undefined)
+    pairs.push({ key: 'vmcp_vs_vmcp_floor', target: vmcp, base: floor, procs: ['vmcp_runner', 'relay'], ratio: true });
+  if (pairs.length === 0) return undefined;
+  const figures = new Map<string, number[]>(pairs.map((p) => [p.key, []]));
   const noneCpu: number[] = [];
   const callsPerSecond: number[] = [];
   for (let r = 0; r < PAIRED_ROUNDS; r++) {
     log(`paired round ${r + 1}/${PAIRED_ROUNDS}`);
-    const order = paired.map((_, i) => paired[(i + r) % paired.length]!);
-    for (const t of order) {
-      const base = baselineOf(t)!;
+    const order = pairs.map((_, i) => pairs[(i + r) % pairs.length]!);
+    for (const { key, target: t, base, procs, ratio } of order) {
       await Promise.all([cpuPhase(base.c32, PREWARM, {}), cpuPhase(t.c32, PREWARM, {})]);
-      const measureNone = () => cpuPhase(base.c32, CALLS_C32, base.pids);
-      const measureStage = () => cpuPhase(t.c32, CALLS_C32, t.pids);
+      const measureBase = () => cpuPhase(base.c32, CALLS_C32, base.pids);
+      const measureTarget = () => cpuPhase(t.c32, CALLS_C32, t.pids);
       const [a, b] =
         r % 2 === 0
-          ? await Promise.all([measureNone(), measureStage()])
-          : await Promise.all([measureStage(), measureNone()]).then(([x, y]) => [y, x] as const);
-      deltas.get(t.label)!.push(round(b.cpu_us['runner']! - a.cpu_us['runner']!, 2));
+          ? await Promise.all([measureBase(), measureTarget()])
+          : await Promise.all([measureTarget(), measureBase()]).then(([x, y]) => [y, x] as const);
+      const [tp, bp] = procs;
+      figures
+        .get(key)!
+        .push(ratio ? round(b.cpu_us[tp]! / a.cpu_us[bp]!, 3) : round(b.cpu_us[tp]! - a.cpu_us[bp]!, 2));
       if (base === none) {
         noneCpu.push(a.cpu_us['runner']!);
         callsPerSecond.push(a.calls_per_s);
       }
     }
   }
-  const added: Record<string, Stat & { per_round: number[] }> = {};
-  for (const [label, xs] of deltas) added[label] = { ...statOf(xs), per_round: xs };
+  const stats: Record<string, Stat & { per_round: number[] }> = {};
+  for (const [key, xs] of figures) stats[key] = { ...statOf(xs), per_round: xs };
+  const isRatio = (key: string) => pairs.find((p) => p.key === key)!.ratio;
   const limits: Record<string, number> = {
     ...STAGE_LIMITS_US,
     webhook: webhookLimit,
@@ -961,21 +1057,38 @@ async function pairedConcurrent(
   };
   const resolved: Record<string, string> = {};
   for (const [label, limit] of Object.entries(limits))
-    if (added[label] !== undefined)
-      resolved[`${label}_added_le_${round(limit, 2)}_us`] = verdict(added[label], limit);
+    if (stats[label] !== undefined)
+      resolved[`${label}_added_le_${round(limit, 2)}_us`] = verdict(stats[label], limit);
+  if (stats['vmcp_vs_bare_relay'] !== undefined)
+    resolved['vmcp_cpu_vs_relay_le_1_2'] = verdict(stats['vmcp_vs_bare_relay'], 1.2);
+  const ratios = Object.fromEntries(Object.entries(stats).filter(([k]) => isRatio(k)));
   return {
     note:
       'c32 phases of each stage runner and the none runner (none-1k for the 1 KB answers) driven at the ' +
       "same time, on the same CPU; added CPU = the stage runner's CPU per call minus the none runner's in " +
-      'the same pair; none#2 against none is the control',
+      'the same pair; none#2 against none is the control. The virtual MCP, its floor and the bare relay are ' +
+      'paired the same way, by the ratio of their CPU per call',
     rounds: PAIRED_ROUNDS,
     calls_per_phase: CALLS_C32,
     none_runner_cpu_us_per_call: statOf(noneCpu),
     none_calls_per_s: statOf(callsPerSecond),
-    control_none2_minus_none: added['none#2'],
-    added_runner_cpu_us_per_call: Object.fromEntries(Object.entries(added).filter(([l]) => l !== 'none#2')),
+    control_none2_minus_none: stats['none#2'],
+    added_runner_cpu_us_per_call: Object.fromEntries(
+      Object.entries(stats).filter(([k]) => k !== 'none#2' && !isRatio(k)),
+    ),
+    ...(Object.keys(ratios).length > 0 ? { vmcp_cpu_ratios: ratios } : {}),
     targets_resolved: resolved,
   };
+}
+
+/** Two targets of the paired rounds: the figure is `target`'s `procs[0]` against `base`'s `procs[1]`. */
+interface Pair {
+  key: string;
+  target: Target;
+  base: Target;
+  procs: [string, string];
+  /** The ratio of their CPU per call; else the difference, µs. */
+  ratio: boolean;
 }
 
 /** A per-round figure over the rounds: median, range, and the median's 95 % interval. */
@@ -1045,6 +1158,7 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
       http_floor_server_cpu_us: stat(perRound((i) => cpu('http-floor', c, 'server', i))),
       bare_relay_cpu_us: stat(perRound((i) => cpu('relay', c, 'relay', i))),
       stdio_relay_cpu_us: stat(perRound((i) => cpu('stdio-relay', c, 'relay', i))),
+      vmcp_floor_cpu_us: stat(perRound((i) => cpu('vmcp-floor', c, 'relay', i))),
       webhook_post_client_cpu_us: stat(perRound((i) => client('webhook-post', c, i))),
       webhook_post_receiver_cpu_us: stat(perRound((i) => cpu('webhook-post', c, 'webhook_receiver', i))),
       direct_stdio_server_cpu_us: stat(perRound((i) => cpu('direct', c, 'server', i))),
@@ -1062,6 +1176,12 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
         perRound((i) => cpu('none', c, 'runner', i) / cpu('relay', c, 'relay', i)),
       ),
       vmcp_runner_vs_bare_relay: vmcpVsRelay,
+      vmcp_floor_vs_bare_relay: stat(
+        perRound((i) => cpu('vmcp-floor', c, 'relay', i) / cpu('relay', c, 'relay', i)),
+      ),
+      vmcp_runner_vs_vmcp_floor: stat(
+        perRound((i) => cpu('vmcp', c, 'vmcp_runner', i) / cpu('vmcp-floor', c, 'relay', i)),
+      ),
       ...(rounds.has('vmcp#2')
         ? {
             vmcp2_runner_vs_bare_relay: stat(
@@ -1076,7 +1196,7 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
     const stages: Record<string, Stat> = {};
     for (const label of rounds.keys()) {
       if (
-        ['direct', 'http-floor', 'stdio-relay', 'webhook-post', 'relay', 'none', 'vmcp', 'vmcp#2'].includes(
+        ['direct', 'http-floor', 'stdio-relay', 'webhook-post', 'relay', 'vmcp-floor', 'none', 'vmcp', 'vmcp#2'].includes(
           label,
         )
       )
