@@ -20,6 +20,10 @@
  *                    (memory; Redis); one validating webhook; all
  *   vmcp             a virtual MCP workload over the `backend` workload's group (the same
  *                    backend as the relay's; `none` serves only its own calls)
+ *   vmcp-floor       the floor of a virtual MCP in Node, in its own process in front of the same
+ *                    backend: each body parsed, its own sessions, a call routed by tool name and
+ *                    re-serialised onto one backend session, the answer's id swapped back
+ *                    unparsed (`aggregatorScript`)
  *   guardrails       the default guardrails (`guardrails_config: {}`: own secrets and
  *                    credential formats redacted in results); also with 1 KB answers
  *                    (`none-1k`/`guardrails-1k`, the added CPU) and 1 MB answers
@@ -38,7 +42,9 @@
  * After the rounds, `BENCH_CPU_PAIRED_ROUNDS` (default 10; 0 skips them) paired rounds measure
  * each stage's added CPU a second way: its runner and the `none` runner driven at the same
  * time, the difference taken within each pair (`paired_concurrent`, see `pairedConcurrent`),
- * with `none#2` against `none` as the control.
+ * with `none#2` against `none` as the control; and the virtual MCP against the bare relay and
+ * its floor, and the floor against the relay, by the ratio within each pair (`vmcp_cpu_ratios`).
+ * `--perf=vmcp,vmcp-floor,relay` compares the virtual MCP with both, function by function.
  *
  * `npm run bench -- cpu --cpu-prof[=label,...]` starts those workloads' runners (default `none`)
  * with `--cpu-prof`; each profile is written when its runner stops, and its path is printed.
@@ -920,7 +926,10 @@ async function perfReport(
     for (const label of labels) {
       const b = runnersOut[label]!;
       fns[label] = functionsAdded(functions.get(label)!, functions.get(base)!, 15);
-      const keys = new Set([...Object.keys(b.categories_us_per_call), ...Object.keys(floor.categories_us_per_call)]);
+      const keys = new Set([
+        ...Object.keys(b.categories_us_per_call),
+        ...Object.keys(floor.categories_us_per_call),
+      ]);
       const diff: Record<string, number> = { total: round(b.cpu_us_per_call - floor.cpu_us_per_call, 1) };
       for (const k of keys)
         diff[k] = round((b.categories_us_per_call[k] ?? 0) - (floor.categories_us_per_call[k] ?? 0), 2);
@@ -940,7 +949,7 @@ async function perfReport(
     labels.filter((l) => l !== 'none' && l !== 'relay' && (vsRelay === undefined || !isVmcp(l))),
   );
   return {
-    note: 'perf record -e cpu-clock (on-CPU samples) with call chains, during the measured c32 phases only; µs of runner CPU per call (the bare relay\'s, `--perf=relay`, is its process\'s); a sample counts as gc:young (scavenge), gc:full (mark-compact, its marking and sweeping) or gc:other when a collection is on its stack, else kernel, else the source of its nearest JavaScript frame (js:skep, js:node:<module>, js:<package>), else native',
+    note: "perf record -e cpu-clock (on-CPU samples) with call chains, during the measured c32 phases only; µs of runner CPU per call (the bare relay's and the vMCP floor's, `--perf=relay,vmcp-floor`, are their processes'); a sample counts as gc:young (scavenge), gc:full (mark-compact, its marking and sweeping) or gc:other when a collection is on its stack, else kernel, else the source of its nearest JavaScript frame (js:skep, js:node:<module>, js:<package>), else native",
     runners: runnersOut,
     ...(vsNone === undefined
       ? {}
@@ -1010,18 +1019,42 @@ async function pairedConcurrent(
         baselineOf(t) !== undefined &&
         baselineOf(t) !== t,
     )
-    .map((t) => ({ key: t.label, target: t, base: baselineOf(t)!, procs: ['runner', 'runner'], ratio: false }));
+    .map((t) => ({
+      key: t.label,
+      target: t,
+      base: baselineOf(t)!,
+      procs: ['runner', 'runner'],
+      ratio: false,
+    }));
   // The virtual MCP and its floors, by the ratio of their CPU per call (both in front of the
   // one backend workload, which serves the two at once).
   const vmcp = byLabel.get('vmcp');
   const relay = byLabel.get('relay');
   const floor = byLabel.get('vmcp-floor');
   if (vmcp !== undefined && relay !== undefined)
-    pairs.push({ key: 'vmcp_vs_bare_relay', target: vmcp, base: relay, procs: ['vmcp_runner', 'relay'], ratio: true });
+    pairs.push({
+      key: 'vmcp_vs_bare_relay',
+      target: vmcp,
+      base: relay,
+      procs: ['vmcp_runner', 'relay'],
+      ratio: true,
+    });
   if (floor !== undefined && relay !== undefined)
-    pairs.push({ key: 'vmcp_floor_vs_bare_relay', target: floor, base: relay, procs: ['relay', 'relay'], ratio: true });
+    pairs.push({
+      key: 'vmcp_floor_vs_bare_relay',
+      target: floor,
+      base: relay,
+      procs: ['relay', 'relay'],
+      ratio: true,
+    });
   if (vmcp !== undefined && floor !== undefined)
-    pairs.push({ key: 'vmcp_vs_vmcp_floor', target: vmcp, base: floor, procs: ['vmcp_runner', 'relay'], ratio: true });
+    pairs.push({
+      key: 'vmcp_vs_vmcp_floor',
+      target: vmcp,
+      base: floor,
+      procs: ['vmcp_runner', 'relay'],
+      ratio: true,
+    });
   if (pairs.length === 0) return undefined;
   const figures = new Map<string, number[]>(pairs.map((p) => [p.key, []]));
   const noneCpu: number[] = [];
@@ -1196,9 +1229,17 @@ function derive(rounds: Map<string, { c1: CpuPhase[]; c32: CpuPhase[] }>): Recor
     const stages: Record<string, Stat> = {};
     for (const label of rounds.keys()) {
       if (
-        ['direct', 'http-floor', 'stdio-relay', 'webhook-post', 'relay', 'vmcp-floor', 'none', 'vmcp', 'vmcp#2'].includes(
-          label,
-        )
+        [
+          'direct',
+          'http-floor',
+          'stdio-relay',
+          'webhook-post',
+          'relay',
+          'vmcp-floor',
+          'none',
+          'vmcp',
+          'vmcp#2',
+        ].includes(label)
       )
         continue;
       if (isNone(label)) continue;
