@@ -1055,6 +1055,16 @@ async function pairedConcurrent(
       procs: ['vmcp_runner', 'relay'],
       ratio: true,
     });
+  // A runner-flags A/B of the virtual MCP (`BENCH_CPU_VMCP2_FLAGS`): `vmcp#2` against `vmcp`.
+  const vmcp2 = byLabel.get('vmcp#2');
+  if (vmcp !== undefined && vmcp2 !== undefined)
+    pairs.push({
+      key: 'vmcp2_vs_vmcp',
+      target: vmcp2,
+      base: vmcp,
+      procs: ['vmcp_runner', 'vmcp_runner'],
+      ratio: true,
+    });
   if (pairs.length === 0) return undefined;
   const figures = new Map<string, number[]>(pairs.map((p) => [p.key, []]));
   const noneCpu: number[] = [];
