@@ -782,6 +782,17 @@ async function main(): Promise<void> {
     const postClient = median(rounds.get('webhook-post')?.c32.map((p) => p.client_cpu_us) ?? []);
     const paired =
       PAIRED_ROUNDS > 0 ? await pairedConcurrent(targets, postClient + WEBHOOK_OVER_POST_US) : undefined;
+    // Each runner's (and relay's) resident set after the rounds, while it is still warm.
+    const memoryAfterRounds = new Map(
+      targets.map((t) => [
+        t.label,
+        Object.fromEntries(
+          Object.entries(t.pids)
+            .filter(([proc]) => proc === 'runner' || proc.endsWith('_runner') || proc === 'relay')
+            .map(([proc, pid]) => [proc, memoryOf(pid)]),
+        ),
+      ]),
+    );
     // The first calls after a pause, which the rounds leave out: every process idle, then
     // each `none` runner's first 1,000 calls at c32 and the 1,000 after them.
     const noneTargets = targets.filter((t) => isNone(t.label));
@@ -807,7 +818,11 @@ async function main(): Promise<void> {
     const results: Record<string, Record<string, Record<string, unknown>>> = {};
     for (const t of targets) {
       const r = rounds.get(t.label)!;
-      results[t.label] = { c1: summarize(r.c1), c32: summarize(r.c32) };
+      results[t.label] = {
+        c1: summarize(r.c1),
+        c32: summarize(r.c32),
+        memory_after_rounds: memoryAfterRounds.get(t.label) ?? {},
+      };
     }
     const derived = derive(rounds);
     const out: Record<string, unknown> = {

@@ -639,7 +639,7 @@ export class WorkloadManager implements GroupMembers {
     }
     this.rows.setStatus(name, { status: 'starting', context: '', runnerPid: null, desired: 'running' });
     try {
-      const pid = this.#spawn(name, this.#config);
+      const pid = this.#spawn(name, this.#config, this.isVirtual(name) ? 'vmcp' : 'server');
       this.rows.setStatus(name, { status: 'starting', context: '', runnerPid: pid });
     } catch (err) {
       this.rows.setStatus(name, {

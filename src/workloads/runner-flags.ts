@@ -47,3 +47,25 @@ export const RUNNER_V8_FLAGS = [
   '--no-memory-reducer',
   '--heap-growing-percent=100',
 ] as const;
+
+/** What a runner serves: an MCP server (local or remote) or a virtual MCP server. */
+export type RunnerKind = 'server' | 'vmcp';
+
+/**
+ * A virtual MCP runner's flags: a server runner's, with 16 MiB semi-spaces. Its calls cross
+ * more objects than a proxy's (the client's session, the per-session server, the backend
+ * client and its answer), and with 2 MiB young-generation collections copy what the calls in
+ * flight hold many times over. Measured side by side under load at concurrency 32 (`npm run
+ * bench -- cpu` with `BENCH_CPU_VMCP2_FLAGS`: two runners of one virtual MCP configuration in
+ * front of the same backend, in paired rounds): 16 MiB used 0.91 [0.86, 0.93] and 0.93
+ * [0.92, 0.95] of the CPU per call of 2 MiB in two runs (14 and 16 pairs), 8 MiB 0.96
+ * [0.93, 1.00]. The resident set after the rounds was 130 MB against 117: paid once per
+ * virtual MCP workload, not once per server (docs/performance.md).
+ */
+export const VMCP_RUNNER_V8_FLAGS: readonly string[] = RUNNER_V8_FLAGS.map((flag) =>
+  flag.startsWith('--max-semi-space-size=') ? '--max-semi-space-size=16' : flag,
+);
+
+export function runnerV8Flags(kind: RunnerKind): readonly string[] {
+  return kind === 'vmcp' ? VMCP_RUNNER_V8_FLAGS : RUNNER_V8_FLAGS;
+}

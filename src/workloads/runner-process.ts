@@ -10,7 +10,7 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { SkepConfig } from '../config/index.js';
 import { runnerLogPath } from './log-files.js';
-import { RUNNER_V8_FLAGS } from './runner-flags.js';
+import { type RunnerKind, runnerV8Flags } from './runner-flags.js';
 
 /** Environment variable carrying the spawner's config to the runner (paths, limits; no secrets). */
 export const RUNNER_CONFIG_ENV = 'SKEP_RUNNER_CONFIG';
@@ -79,10 +79,13 @@ function absoluteSpecifier(spec: string): string {
   }
 }
 
-export type SpawnRunner = (name: string, config: SkepConfig) => number;
+export type SpawnRunner = (name: string, config: SkepConfig, kind: RunnerKind) => number;
 
-/** Spawns `skep runner <name>` detached; returns its pid. Its stdout/stderr go to the runner log. */
-export const spawnRunner: SpawnRunner = (name, config) => {
+/**
+ * Spawns `skep runner <name>` detached, with the V8 flags of its kind; returns its pid. Its
+ * stdout/stderr go to the runner log.
+ */
+export const spawnRunner: SpawnRunner = (name, config, kind) => {
   const logFile = runnerLogPath(config.paths.logsDir, name);
   mkdirSync(dirname(logFile), { recursive: true, mode: 0o700 });
   mkdirSync(config.paths.dataDir, { recursive: true, mode: 0o700 });
@@ -93,7 +96,7 @@ export const spawnRunner: SpawnRunner = (name, config) => {
     delete env['NODE_OPTIONS'];
     const child = spawn(
       process.execPath,
-      [...RUNNER_V8_FLAGS, ...inheritedExecArgv(), runnerEntry(), 'runner', name],
+      [...runnerV8Flags(kind), ...inheritedExecArgv(), runnerEntry(), 'runner', name],
       {
         detached: true,
         cwd: config.paths.dataDir,

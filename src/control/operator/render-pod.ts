@@ -34,7 +34,7 @@ import {
 import { type RefPaths, resolveSharedRefs, type SharedRefFields } from './shared-refs.js';
 import { type ImageCommandReader } from './image-command.js';
 import { isRecord } from '../../shared/index.js';
-import { RUNNER_V8_FLAGS } from '../../workloads/index.js';
+import { RUNNER_V8_FLAGS, type RunnerKind, runnerV8Flags } from '../../workloads/index.js';
 type Node = Record<string, unknown>;
 
 export const DEFAULT_RUNNER_IMAGE = 'ghcr.io/skep-dev/skep:latest';
@@ -428,14 +428,20 @@ export function podSpecOf(
 export const runnerArgs = (dir: string) => ['operator', 'pod-runner', '--config', `${dir}/${RUNCONFIG_KEY}`];
 
 /**
- * The Skep image's CLI (Containerfile), started with the runner's V8 flags: a runner in a pod
- * runs with the settings of one that `skep serve` spawns.
+ * The Skep image's CLI (Containerfile), started with the runner's V8 flags for its kind: a
+ * runner in a pod runs with the settings of one that `skep serve` spawns.
  */
-export const RUNNER_IMAGE_COMMAND = ['node', ...RUNNER_V8_FLAGS, '/opt/skep/dist/skep.mjs'];
+export const runnerImageCommand = (kind: RunnerKind): string[] => [
+  'node',
+  ...runnerV8Flags(kind),
+  '/opt/skep/dist/skep.mjs',
+];
 
 /** The container of the Skep runner image: `skep operator pod-runner` serving on port `http`. */
 export function runnerContainer(c: {
   name: string;
+  /** What it serves (its V8 flags); default an MCP server. */
+  kind?: RunnerKind;
   image: string;
   config: MountedConfig;
   port: number;
@@ -446,7 +452,7 @@ export function runnerContainer(c: {
   return {
     name: c.name,
     image: c.image,
-    command: RUNNER_IMAGE_COMMAND,
+    command: runnerImageCommand(c.kind ?? 'server'),
     args: runnerArgs(c.config.dir),
     env: c.env,
     ports: [{ name: 'http', containerPort: c.port, protocol: 'TCP' }],

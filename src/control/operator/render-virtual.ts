@@ -281,6 +281,7 @@ export async function renderVirtual(
     containers: [
       runnerContainer({
         name: 'vmcp',
+        kind: 'vmcp',
         image: o.vmcpImage,
         config,
         port: VMCP_PORT,

@@ -5,13 +5,32 @@
  * is refused naming the field.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runCli } from '../../helpers/cli.js';
 import { tempHome } from '../../helpers/home.js';
 import { cleanupFirst } from '../cli/cleanup.js';
 import { callText, connect, TEAM_SERVER, toolNames, waitFor } from './helpers.js';
+import { runnerV8Flags } from '../../../src/workloads/index.js';
+
+/** The command line of the running runner of `name`, from /proc. */
+function runnerArgv(name: string): string[] {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let argv: string[];
+    try {
+      argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').slice(0, -1);
+    } catch {
+      continue; // gone
+    }
+    if (argv.at(-2) === 'runner' && argv.at(-1) === name) return argv;
+  }
+  throw new Error(`no runner process for ${name}`);
+}
+
+/** The flags right after the node binary: where the runner's V8 flags go. */
+const leadingFlags = (name: string, count: number): string[] => runnerArgv(name).slice(1, 1 + count);
 
 test(
   'skep vmcp: a virtual workload from a config file, managed like any workload',
@@ -98,6 +117,15 @@ test(
       'alpha found js!',
     );
     await client.close();
+
+    // Each detached runner starts with the V8 flags of its kind (the virtual one's young
+    // generation is larger), read from the processes themselves.
+    const vmcpFlags = runnerV8Flags('vmcp');
+    const serverFlags = runnerV8Flags('server');
+    assert.deepEqual(leadingFlags('crew-hub', vmcpFlags.length), [...vmcpFlags]);
+    assert.deepEqual(leadingFlags('alpha', serverFlags.length), [...serverFlags]);
+    assert.ok(vmcpFlags.includes('--max-semi-space-size=16'), vmcpFlags.join(' '));
+    assert.ok(serverFlags.includes('--max-semi-space-size=2'), serverFlags.join(' '));
 
     const listed = JSON.parse(cli('list', '--json').stdout) as {
       workloads: { name: string; group: string }[];

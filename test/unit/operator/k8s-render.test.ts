@@ -8,7 +8,7 @@ import { type K8sObject, renderResources, sidecarPort } from '../../../src/contr
 import { foreignResource, validateResource } from '../../../src/control/operator/resource-validate.js';
 import { OTHER_GROUPS_YAML } from './fixtures.js';
 import { review } from '../../../src/control/operator/webhook.js';
-import { RUNNER_V8_FLAGS } from '../../../src/workloads/index.js';
+import { runnerV8Flags } from '../../../src/workloads/index.js';
 
 const examples = parseAllDocuments(
   readFileSync(new URL('../../../deploy/examples/workloads.yaml', import.meta.url), 'utf8'),
@@ -283,7 +283,7 @@ describe('operator render', () => {
     assert.equal(fspec.template.spec.containers[0]!.command[0], '/skep/lib/ld.so');
   });
 
-  it('every runner in a pod starts with the V8 flags of a runner that skep serve spawns', async () => {
+  it('every runner in a pod starts with the V8 flags of a runner of its kind that skep serve spawns', async () => {
     const docs = [
       {
         apiVersion: 'skep.dev/v1beta1',
@@ -310,9 +310,11 @@ describe('operator render', () => {
         const script = line.findIndex((a) => a.endsWith('/dist/skep.mjs'));
         assert.ok(script > 0, `${d.metadata.name}: ${line.join(' ')}`);
         const node = line.findIndex((a) => a === 'node' || a.endsWith('/bin/node'));
+        // A virtual MCP's runner has the flags of its kind, as `skep serve` spawns it.
+        const kind = c['name'] === 'vmcp' ? 'vmcp' : 'server';
         assert.deepEqual(
           line.slice(node + 1, script),
-          [...RUNNER_V8_FLAGS],
+          [...runnerV8Flags(kind)],
           `${d.metadata.name}: ${line.join(' ')}`,
         );
       }
