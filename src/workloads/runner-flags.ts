@@ -58,9 +58,10 @@ export type RunnerKind = 'server' | 'vmcp';
  * flight hold many times over. Measured side by side under load at concurrency 32 (`npm run
  * bench -- cpu` with `BENCH_CPU_VMCP2_FLAGS`: two runners of one virtual MCP configuration in
  * front of the same backend, in paired rounds): 16 MiB used 0.91 [0.86, 0.93] and 0.93
- * [0.92, 0.95] of the CPU per call of 2 MiB in two runs (14 and 16 pairs), 8 MiB 0.96
- * [0.93, 1.00]. The resident set after the rounds was 130 MB against 117: paid once per
- * virtual MCP workload, not once per server (docs/performance.md).
+ * [0.92, 0.95] of the CPU per call of 2 MiB in two runs (14 and 16 pairs), and with the roles
+ * swapped 2 MiB used 1.08 [1.06, 1.10] of 16 MiB's; 8 MiB used 0.96 [0.93, 1.00]. The
+ * resident set after the rounds was 130–153 MB against 102–117: paid once per virtual MCP
+ * workload, not once per server (docs/performance.md).
  */
 export const VMCP_RUNNER_V8_FLAGS: readonly string[] = RUNNER_V8_FLAGS.map((flag) =>
   flag.startsWith('--max-semi-space-size=') ? '--max-semi-space-size=16' : flag,
