@@ -6,7 +6,10 @@
  * short-lived objects per request, and under load those of in-flight requests outlive a
  * scavenge and are promoted, so the old generation fills with garbage between full GCs.
  * - Semi-spaces of 2 MiB: the default (16 MiB) and 4–8 MiB peaked at 95–115 MB, 1 MiB promoted
- *   even more; 2 MiB was also the fastest.
+ *   even more; 2 MiB was also the fastest. Measured again later side by side (`npm run bench --
+ *   cpu`, a second `none` runner with 16 MiB driven at the same time as the first, 16 pairs):
+ *   16 MiB saved 1.4 [0.2, 1.9] µs of ~49 µs per call (3 %) for 27 MB more resident set (96
+ *   against 68 MB); a virtual MCP's runner, which gains more, is the exception below.
  * - `--max-old-space-size=1024`: V8 sizes its first old-generation limits from the maximum,
  *   which on a large machine is ~4 GiB; with 1 GiB the runner peaked at ~76 MB instead of ~100,
  *   with no loss of throughput, and a runner holding a gigabyte is broken anyway (the proxy's
