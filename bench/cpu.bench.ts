@@ -1042,44 +1042,22 @@ async function pairedConcurrent(
       ratio: false,
     }));
   // The virtual MCP and its floors, by the ratio of their CPU per call (both in front of the
-  // one backend workload, which serves the two at once).
-  const vmcp = byLabel.get('vmcp');
-  const relay = byLabel.get('relay');
-  const floor = byLabel.get('vmcp-floor');
-  if (vmcp !== undefined && relay !== undefined)
-    pairs.push({
-      key: 'vmcp_vs_bare_relay',
-      target: vmcp,
-      base: relay,
-      procs: ['vmcp_runner', 'relay'],
-      ratio: true,
-    });
-  if (floor !== undefined && relay !== undefined)
-    pairs.push({
-      key: 'vmcp_floor_vs_bare_relay',
-      target: floor,
-      base: relay,
-      procs: ['relay', 'relay'],
-      ratio: true,
-    });
-  if (vmcp !== undefined && floor !== undefined)
-    pairs.push({
-      key: 'vmcp_vs_vmcp_floor',
-      target: vmcp,
-      base: floor,
-      procs: ['vmcp_runner', 'relay'],
-      ratio: true,
-    });
-  // A runner-flags A/B of the virtual MCP (`BENCH_CPU_VMCP2_FLAGS`): `vmcp#2` against `vmcp`.
-  const vmcp2 = byLabel.get('vmcp#2');
-  if (vmcp !== undefined && vmcp2 !== undefined)
-    pairs.push({
-      key: 'vmcp2_vs_vmcp',
-      target: vmcp2,
-      base: vmcp,
-      procs: ['vmcp_runner', 'vmcp_runner'],
-      ratio: true,
-    });
+  // one backend workload, which serves the two at once); and a runner-flags A/B of the
+  // virtual MCP (`BENCH_CPU_VMCP2_FLAGS`): `vmcp#2` against `vmcp`. The floors' process is `relay`.
+  const ratioPairs: Array<[key: string, target: string, base: string]> = [
+    ['vmcp_vs_bare_relay', 'vmcp', 'relay'],
+    ['vmcp_floor_vs_bare_relay', 'vmcp-floor', 'relay'],
+    ['vmcp_vs_vmcp_floor', 'vmcp', 'vmcp-floor'],
+    ['vmcp2_vs_vmcp', 'vmcp#2', 'vmcp'],
+  ];
+  const procOf = (label: string) =>
+    label.startsWith('vmcp') && label !== 'vmcp-floor' ? 'vmcp_runner' : 'relay';
+  for (const [key, targetLabel, baseLabel] of ratioPairs) {
+    const target = byLabel.get(targetLabel);
+    const base = byLabel.get(baseLabel);
+    if (target !== undefined && base !== undefined)
+      pairs.push({ key, target, base, procs: [procOf(targetLabel), procOf(baseLabel)], ratio: true });
+  }
   if (pairs.length === 0) return undefined;
   const figures = new Map<string, number[]>(pairs.map((p) => [p.key, []]));
   const noneCpu: number[] = [];
