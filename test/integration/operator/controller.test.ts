@@ -310,7 +310,9 @@ describe('MCPExternalAuthConfig controller against a fake API server', { timeout
       'new referencing, old gone',
       () => referencing(api, 'auth') === '[{"kind":"MCPRemoteProxy","name":"new"}]',
     );
-    assert.ok(lists(api) >= listed + 5, 'every informer re-listed after its 410');
+    // The informers re-list independently: the three this change concerns may be done before
+    // the other two, so wait for all five rather than count at this instant.
+    await waitFor('every informer re-listed after its 410', () => lists(api) >= listed + 5);
     // The re-listed informers watch again: a later change still arrives.
     api.create(SERVERS, workload('MCPServer', 'later', { externalAuthConfigRef: { name: 'auth' } }));
     await waitFor(
