@@ -932,12 +932,15 @@ async function perfReport(
     runnersOut[label] = breakdown;
     functions.set(label, js_functions);
   }
-  /** Each recorded runner against its floor: the virtual MCP against the bare relay, the rest against `none`. */
+  /**
+   * `labels`' runners against the recorded runner `base`, by category and by function; undefined
+   * when `base` was not recorded or nothing is compared with it.
+   */
   const compare = (base: string, labels: string[]) => {
     const floor = runnersOut[base];
+    if (floor === undefined || labels.length === 0) return undefined;
     const categories: Record<string, Record<string, number>> = {};
     const fns: Record<string, Array<[string, number]>> = {};
-    if (floor === undefined) return undefined;
     for (const label of labels) {
       const b = runnersOut[label]!;
       fns[label] = functionsAdded(functions.get(label)!, functions.get(base)!, 15);
@@ -950,8 +953,9 @@ async function perfReport(
         diff[k] = round((b.categories_us_per_call[k] ?? 0) - (floor.categories_us_per_call[k] ?? 0), 2);
       categories[label] = diff;
     }
-    return labels.length === 0 ? undefined : { categories, fns };
+    return { categories, fns };
   };
+  // The virtual MCP against the bare relay and its floor (when recorded), the rest against `none`.
   const isVmcp = (label: string) => label.startsWith('vmcp');
   const labels = Object.keys(runnersOut);
   const vsRelay = compare('relay', labels.filter(isVmcp));

@@ -14,7 +14,7 @@ export type {
 } from './manager.js';
 export type { RegistryServerSpec, ResolveRegistryServer } from './registry-server.js';
 export { WorkloadManager } from './manager.js';
-export { RUNNER_V8_FLAGS, type RunnerKind, runnerV8Flags, VMCP_RUNNER_V8_FLAGS } from './runner-flags.js';
+export { RUNNER_V8_FLAGS, type RunnerKind, runnerV8Flags } from './runner-flags.js';
 export { baseNameFor, validateWorkloadName, workloadNameError, workloadNameProblem } from './names.js';
 export type { ProxyMode, RunConfig, Transport } from './run-config.js';
 export { parseRunConfig } from './run-config.js';
