@@ -53,8 +53,8 @@
  * `npm run bench -- cpu --perf[=label,...]` (default `none`) records those runners with Linux
  * `perf` (on-CPU samples, see bench/lib/perf.ts) during their measured c32 phases, and adds
  * `perf`: each one's CPU per call by category (garbage collection, kernel, JavaScript by source)
- * and its costliest functions, and each category's difference from `none`. Sampling adds a few
- * % to the runners' CPU in such a run.
+ * and its costliest functions (`BENCH_CPU_PERF_TOP` of them, default 15), and each category's
+ * difference from `none`. Sampling adds a few % to the runners' CPU in such a run.
  *
  * Every runner runs one full garbage collection after the warm-up (through its inspector, see
  * bench/lib/full-gc.ts; `BENCH_CPU_FULL_GC=0` skips it): every runner that has served a while
@@ -99,6 +99,7 @@ import { type HeapSurvivors, recordHeapSurvivors } from './lib/heap-survivors.js
 import { authzConfig, startOtlpSink, startWebhookReceiver, webhookEnvelope } from './lib/middleware.js';
 import {
   PERF_NODE_FLAGS,
+  PERF_TOP,
   type PerfBreakdown,
   perfBreakdowns,
   PerfRecorder,
@@ -203,6 +204,13 @@ const NONE2_FLAGS = (process.env['BENCH_CPU_NONE2_FLAGS'] ?? '').split(' ').filt
  * measured as `vmcp#2` in the same rounds as `vmcp`: an A/B of the vMCP runner's flags.
  */
 const VMCP2_FLAGS = (process.env['BENCH_CPU_VMCP2_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
+/**
+ * Another build's CLI for the second virtual MCP runner (`BENCH_CPU_VMCP2_CLI=../base/dist/skep.mjs`,
+ * from a checkout of the commit to compare with, built): `vmcp#2` then runs that build's runner
+ * in the same rounds as `vmcp`, an A/B of the runner's code measured side by side.
+ */
+const VMCP2_CLI = process.env['BENCH_CPU_VMCP2_CLI'];
+const VMCP2 = VMCP2_FLAGS.length > 0 || VMCP2_CLI !== undefined;
 /** The `none` runners: `none`, and `none#2`, ... when there are replicas. */
 const isNone = (label: string): boolean => label === 'none' || label.startsWith('none#');
 /** The `none` runners whose mean is the `none` of the ratios and added-CPU figures. */
@@ -684,7 +692,7 @@ async function main(): Promise<void> {
         }),
       );
     }
-    const vmcpTwins = wanted('vmcp') ? (VMCP2_FLAGS.length > 0 ? ['vmcp', 'vmcp#2'] : ['vmcp']) : [];
+    const vmcpTwins = wanted('vmcp') ? (VMCP2 ? ['vmcp', 'vmcp#2'] : ['vmcp']) : [];
     for (const label of vmcpTwins) {
       log(`starting workload ${label}`);
       const w = await startWorkload(
@@ -698,6 +706,7 @@ async function main(): Promise<void> {
           vmcp: { aggregation: { conflictResolutionConfig: { prefixOnlyConflicts: true } } },
         },
         label === 'vmcp' ? runnerFlags('vmcp') : [...runnerFlags('vmcp'), ...VMCP2_FLAGS],
+        label === 'vmcp' ? undefined : VMCP2_CLI,
       );
       bench.started(w.name);
       const runner = runnerPidOf(w.name);
@@ -943,7 +952,7 @@ async function perfReport(
     const fns: Record<string, Array<[string, number]>> = {};
     for (const label of labels) {
       const b = runnersOut[label]!;
-      fns[label] = functionsAdded(functions.get(label)!, functions.get(base)!, 15);
+      fns[label] = functionsAdded(functions.get(label)!, functions.get(base)!, PERF_TOP);
       const keys = new Set([
         ...Object.keys(b.categories_us_per_call),
         ...Object.keys(floor.categories_us_per_call),
@@ -1046,8 +1055,8 @@ async function pairedConcurrent(
       ratio: false,
     }));
   // The virtual MCP and its floors, by the ratio of their CPU per call (both in front of the
-  // one backend workload, which serves the two at once); and a runner-flags A/B of the
-  // virtual MCP (`BENCH_CPU_VMCP2_FLAGS`): `vmcp#2` against `vmcp`. The floors' process is `relay`.
+  // one backend workload, which serves the two at once); and an A/B of the virtual MCP's runner
+  // flags or code (`BENCH_CPU_VMCP2_FLAGS`, `BENCH_CPU_VMCP2_CLI`): `vmcp#2` against `vmcp`. The floors' process is `relay`.
   const ratioPairs: Array<[key: string, target: string, base: string]> = [
     ['vmcp_vs_bare_relay', 'vmcp', 'relay'],
     ['vmcp_floor_vs_bare_relay', 'vmcp-floor', 'relay'],

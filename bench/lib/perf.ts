@@ -45,6 +45,9 @@ export function perfUnavailable(): string | undefined {
   return undefined;
 }
 
+/** How many functions and symbols a breakdown lists (`BENCH_CPU_PERF_TOP`, default 15). */
+export const PERF_TOP = Math.max(1, Number(process.env['BENCH_CPU_PERF_TOP'] ?? 15));
+
 /** One paused `perf record` of some processes, switched on and off around phases. */
 export class PerfRecorder {
   readonly #dir: string;
@@ -304,8 +307,8 @@ export async function perfBreakdowns(
       samples: a.samples,
       cpu_us_per_call: round(a.samples * scale, 1),
       categories_us_per_call: categories,
-      top_js_functions_us_per_call: top(a.js, 15, scale),
-      top_leaf_symbols_us_per_call: top(a.leaf, 15, scale),
+      top_js_functions_us_per_call: top(a.js, PERF_TOP, scale),
+      top_leaf_symbols_us_per_call: top(a.leaf, PERF_TOP, scale),
       js_functions: new Map([...a.js].map(([k, v]) => [k, v * scale])),
     });
   }

@@ -32,13 +32,18 @@ const INIT_BODY = JSON.stringify({
   params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1' } },
 });
 
+/**
+ * Runs the built CLI (`skepCli`: another build's `skep.mjs`, whose runners are then that build's:
+ * a CLI starts the `runner.mjs` beside it).
+ */
 export function cli(
   env: NodeJS.ProcessEnv,
   args: string[],
   nodeFlags: string[] = [],
+  skepCli = join(root, 'dist/skep.mjs'),
 ): { status: number | null; stdout: string; stderr: string } {
   // Node flags of the CLI are passed on to the runners it starts (e.g. --cpu-prof).
-  const r = spawnSync(process.execPath, [...nodeFlags, join(root, 'dist/skep.mjs'), ...args], {
+  const r = spawnSync(process.execPath, [...nodeFlags, skepCli, ...args], {
     env,
     encoding: 'utf8',
   });
@@ -109,7 +114,8 @@ export interface StartedWorkload {
 
 /**
  * Starts an echo workload with `extra` run-configuration fields; resolves once it runs.
- * `nodeFlags` go to the CLI that starts it, which passes them on to the workload's runner.
+ * `nodeFlags` go to the CLI that starts it, which passes them on to the workload's runner;
+ * `skepCli`, another build's CLI, starts that build's runner.
  */
 export async function startWorkload(
   env: NodeJS.ProcessEnv,
@@ -117,6 +123,7 @@ export async function startWorkload(
   name: string,
   extra: Record<string, unknown>,
   nodeFlags: string[] = [],
+  skepCli?: string,
 ): Promise<StartedWorkload> {
   const file = join(dir, `${name}.json`);
   writeFileSync(
@@ -129,7 +136,7 @@ export async function startWorkload(
       ...extra,
     }),
   );
-  const run = cli(env, ['run', '--from-config', file, '--json'], nodeFlags);
+  const run = cli(env, ['run', '--from-config', file, '--json'], nodeFlags, skepCli);
   if (run.status !== 0) throw new Error(`skep run ${name} failed: ${run.stderr}`);
   // Lines of V8's traces, when asked for (`--trace-gc`: `[pid:0x…] …`, `--trace-opt`:
   // `[marking …]`), come among the JSON's; a line of the JSON object never starts with `[`.

@@ -154,7 +154,23 @@ let seq = 0;
 
 /** The number in a request id this module made (`v<n>`); 0, never a key, for any other id. */
 function seqOf(id: string): number {
-  return /^v[1-9][0-9]{0,14}$/.test(id) ? Number(id.slice(1)) : 0;
+  const length = id.length;
+  if (length < 2 || length > 16 || id.charCodeAt(0) !== 118 /* v */ || id.charCodeAt(1) === 48 /* 0 */)
+    return 0;
+  let n = 0;
+  for (let i = 1; i < length; i++) {
+    const digit = id.charCodeAt(i) - 48;
+    if (digit < 0 || digit > 9) return 0;
+    n = n * 10 + digit;
+  }
+  return n;
+}
+
+/** How many own enumerable keys `m` has, without an array of them. */
+function keyCount(m: object): number {
+  let count = 0;
+  for (const key in m) if (Object.hasOwn(m, key)) count++;
+  return count;
 }
 
 export class BackendSession {
@@ -252,7 +268,7 @@ export class BackendSession {
         params === undefined
           ? `{"jsonrpc":"2.0","id":"${id}","method":${JSON.stringify(method)}}`
           : `{"jsonrpc":"2.0","id":"${id}","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`;
-      this.#post(body).catch((err: unknown) => this.#fail(id, err));
+      this.#post(body, (err) => this.#fail(id, err));
     });
   }
 
@@ -293,7 +309,7 @@ export class BackendSession {
       params === undefined
         ? `{"jsonrpc":"2.0","method":${JSON.stringify(method)}}`
         : `{"jsonrpc":"2.0","method":${JSON.stringify(method)},"params":${JSON.stringify(params)}}`;
-    await this.#post(body);
+    await new Promise<void>((resolve, reject) => this.#post(body, reject, resolve));
   }
 
   /** Ends the session at the backend (DELETE) and fails what is in flight. Idempotent. */
@@ -341,20 +357,52 @@ export class BackendSession {
     return headers;
   }
 
-  async #post(body: string): Promise<void> {
-    // Without outgoing auth the headers are at hand: no await (one microtask less per call).
+  /**
+   * POSTs `body`; its answer is handled as it ends (`#answered`), in undici's callback: no
+   * promise per call. `failed` gets what went wrong (the backend not reached, or its answer);
+   * `done`, when given, is called once the answer was handled.
+   */
+  #post(body: string, failed: (err: unknown) => void, done?: () => void): void {
+    // Without outgoing auth the headers are at hand: no promise, no microtask.
     const given = this.#headers();
-    const headers = given instanceof Promise ? await given : given;
+    if (given instanceof Promise) {
+      given.then((headers) => this.#postWith(headers, body, failed, done), failed);
+      return;
+    }
+    this.#postWith(given, body, failed, done);
+  }
+
+  #postWith(
+    headers: Record<string, string>,
+    body: string,
+    failed: (err: unknown) => void,
+    done: (() => void) | undefined,
+  ): void {
     headers['accept'] = 'application/json, text/event-stream';
     headers['content-type'] = 'application/json';
     headers['mcp-protocol-version'] = this.#protocol;
     if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
-    const answer = await new Promise<PostAnswer>((resolve, reject) => {
+    const answered = (answer: PostAnswer): void => {
+      try {
+        this.#answered(answer);
+      } catch (err) {
+        failed(err);
+        return;
+      }
+      done?.();
+    };
+    try {
       this.#pool.dispatch(
         { method: 'POST', path: this.#path, headers, body },
-        new PostReader(this.#onMessage, resolve, reject),
+        new PostReader(this.#onMessage, answered, failed),
       );
-    });
+    } catch (err) {
+      failed(err);
+    }
+  }
+
+  /** Handles the answer to a POST; throws a BackendError when it fails what was asked. */
+  #answered(answer: PostAnswer): void {
     const sid = answer.headers['mcp-session-id'];
     if (typeof sid === 'string' && this.#sessionId === undefined) this.#sessionId = sid;
     const status = answer.status;
@@ -381,8 +429,8 @@ export class BackendSession {
         `backend answered HTTP ${status} with a body that is not JSON`,
       );
     }
-    if (Array.isArray(parsed)) for (const m of parsed) this.#dispatch(m as JsonRpcMessage);
-    else if (!this.#passRaw(parsed as JsonRpcMessage, text)) this.#dispatch(parsed as JsonRpcMessage);
+    if (Array.isArray(parsed)) for (const m of parsed) this.#route(m as JsonRpcMessage);
+    else if (!this.#passRaw(parsed as JsonRpcMessage, text)) this.#route(parsed as JsonRpcMessage);
   }
 
   /**
@@ -396,8 +444,9 @@ export class BackendSession {
     if (typeof id !== 'string' || m.method !== undefined || !('result' in m)) return false;
     const n = seqOf(id);
     const p = this.#pending.get(n);
-    if (p === undefined || !p.raw || Object.keys(m).length !== 3) return false;
-    const idJson = JSON.stringify(id);
+    if (p === undefined || !p.raw || keyCount(m) !== 3) return false;
+    // One of our ids (`seqOf` took it): `v` and digits, nothing to escape.
+    const idJson = `"${id}"`;
     let json: string | undefined;
     const head = `{"jsonrpc":"2.0","id":${idJson},"result":`;
     if (text.startsWith(head) && text.endsWith('}')) json = text.slice(head.length, -1);
@@ -412,7 +461,7 @@ export class BackendSession {
     return true;
   }
 
-  readonly #onMessage = (m: JsonRpcMessage): void => this.#dispatch(m);
+  readonly #onMessage = (m: JsonRpcMessage): void => this.#route(m);
 
   #openStanding(): void {
     if (this.#closed) return;
@@ -442,7 +491,8 @@ export class BackendSession {
       });
   }
 
-  #dispatch(m: JsonRpcMessage): void {
+  /** One message from the backend: a response settles its call; requests and notifications go to the callbacks. */
+  #route(m: JsonRpcMessage): void {
     if (m.method === undefined) {
       const n = typeof m.id === 'string' ? seqOf(m.id) : 0;
       const p = this.#pending.get(n);
@@ -477,7 +527,7 @@ export class BackendSession {
   }
 
   #answer(body: string): void {
-    this.#post(body).catch(() => undefined);
+    this.#post(body, () => undefined);
   }
 }
 

@@ -105,6 +105,17 @@ export function listCacheOf(host: SessionHost): ListCache {
   return cache;
 }
 
+/** A request `#forward` relays to a backend, and whether it was sent again after the backend forgot the session. */
+interface Forwarded {
+  readonly id: string | number;
+  readonly backend: string;
+  readonly method: string;
+  readonly params: Record<string, unknown>;
+  readonly isTool: boolean;
+  readonly options: CallOptions;
+  readonly retried: boolean;
+}
+
 interface Open {
   readonly info: BackendInfo;
   readonly session: BackendSession;
@@ -254,13 +265,44 @@ export class VirtualSession implements InProcessServer {
       return;
     }
     const id = m.id;
-    this.#request(id, m.method, params ?? {}, callKey).catch((err: unknown) => {
-      if (err instanceof BackendError) this.#error(id, err.code, err.message, err.data);
-      else {
-        this.#host.logger.warn({ err }, 'virtual MCP request failed');
-        this.#error(id, INTERNAL_ERROR, 'internal error');
-      }
-    });
+    if (m.method === 'tools/call' && params !== undefined && this.#callTool(id, params)) return;
+    this.#request(id, m.method, params ?? {}, callKey).catch((err: unknown) => this.#failed(id, err));
+  }
+
+  /** Answers a request whose handling threw. */
+  #failed(id: string | number, err: unknown): void {
+    if (err instanceof BackendError) this.#error(id, err.code, err.message, err.data);
+    else {
+      this.#host.logger.warn({ err }, 'virtual MCP request failed');
+      this.#error(id, INTERNAL_ERROR, 'internal error');
+    }
+  }
+
+  /**
+   * A call of an aggregated backend tool while this session's lists are fresh, sent on at once
+   * (the general path, `#request`, awaits the lists and the optimizer). False when the call
+   * needs that path: a name the optimizer, code mode or a composite tool may answer, an
+   * unknown tool, or lists to fetch.
+   */
+  #callTool(id: string | number, params: Record<string, unknown>): boolean {
+    const name = params['name'];
+    if (
+      typeof name !== 'string' ||
+      name === 'find_tool' ||
+      name === 'call_tool' ||
+      name === EXECUTE_TOOL_SCRIPT
+    )
+      return false;
+    const lists = this.#warm();
+    if (lists === undefined) return false;
+    if (this.#host.config.composites.length > 0 && this.#compositeView(lists).byName.has(name)) return false;
+    const route = lists.toolRoutes.get(name);
+    if (route === undefined) return false;
+    params['name'] = route.original;
+    this.#forward(id, route.backend, 'tools/call', params, true).catch((err: unknown) =>
+      this.#failed(id, err),
+    );
+    return true;
   }
 
   /** Reads and strips what the runner's middleware put in `_meta`; returns a composite call's key. */
@@ -457,14 +499,13 @@ export class VirtualSession implements InProcessServer {
    * Sends a request to its backend and relays the answer. A backend that is down fails
    * only this call, at once: a tool call gets a tool error, anything else a JSON-RPC error.
    */
-  async #forward(
+  #forward(
     id: string | number,
     backend: string,
     method: string,
     params: Record<string, unknown>,
     isTool: boolean,
   ): Promise<void> {
-    const key = String(id);
     const meta = params['_meta'] as Obj | undefined;
     const wantsProgress = meta !== undefined && meta['progressToken'] !== undefined;
     const clientToken = wantsProgress ? meta['progressToken'] : undefined;
@@ -480,40 +521,53 @@ export class VirtualSession implements InProcessServer {
           },
         }
       : { timeoutMs, raw: true };
-    for (let attempt = 0; ; attempt++) {
-      let open: Open;
-      try {
-        const opening = this.#session(backend);
-        open = opening instanceof Promise ? await opening : opening;
-      } catch (err) {
-        return this.#backendFailed(id, backend, err, isTool);
-      }
-      const call = open.session.request(method, params, options);
-      // The backend request id, assigned synchronously by `request`, for a later cancellation.
-      const slot = ++this.#inflightSeq;
-      this.#inflight.set(slot, { key, open, backendId: open.session.lastRequestId });
-      try {
-        const result = await call;
+    return this.#sendTo({ id, backend, method, params, isTool, options, retried: false });
+  }
+
+  /** One attempt of `#forward`'s call, on the backend's session (opened first if need be). */
+  #sendTo(call: Forwarded): Promise<void> {
+    let opening: Open | Promise<Open>;
+    try {
+      opening = this.#session(call.backend);
+    } catch (err) {
+      this.#backendFailed(call.id, call.backend, err, call.isTool);
+      return Promise.resolve();
+    }
+    if (opening instanceof Promise)
+      return opening.then(
+        (open) => this.#sendOn(open, call),
+        (err: unknown) => this.#backendFailed(call.id, call.backend, err, call.isTool),
+      );
+    return this.#sendOn(opening, call);
+  }
+
+  #sendOn(open: Open, call: Forwarded): Promise<void> {
+    const { id, backend } = call;
+    const answer = open.session.request(call.method, call.params, call.options);
+    // The backend request id, assigned synchronously by `request`, for a later cancellation.
+    const slot = ++this.#inflightSeq;
+    this.#inflight.set(slot, { key: String(id), open, backendId: open.session.lastRequestId });
+    return answer.then(
+      (result) => {
+        this.#inflight.delete(slot);
         if (result instanceof RawJson)
           this.#send(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${result.json}}`);
         else this.#reply(id, result);
-        return;
-      } catch (err) {
+      },
+      (err: unknown): Promise<void> | undefined => {
+        this.#inflight.delete(slot);
         // The backend restarted and forgot our session: open a new one and try once more.
-        if (err instanceof BackendError && err.message === 'backend session expired' && attempt === 0) {
+        if (err instanceof BackendError && err.message === 'backend session expired' && !call.retried) {
           this.#open.delete(backend);
           this.#cache.invalidate(backend);
-          continue;
+          return this.#sendTo({ ...call, retried: true });
         }
-        if (err instanceof BackendError && !err.unreachable && err.code !== UPSTREAM_UNAVAILABLE) {
+        if (err instanceof BackendError && !err.unreachable && err.code !== UPSTREAM_UNAVAILABLE)
           this.#error(id, err.code, err.message, err.data);
-          return;
-        }
-        return this.#backendFailed(id, backend, err, isTool);
-      } finally {
-        this.#inflight.delete(slot);
-      }
-    }
+        else this.#backendFailed(id, backend, err, call.isTool);
+        return undefined;
+      },
+    );
   }
 
   #backendFailed(id: string | number, backend: string, err: unknown, isTool: boolean): void {
