@@ -2,7 +2,12 @@
  * Small HTTP helpers for the proxy's data plane (node:http, no framework on the hot path):
  * the Content-Type test, JSON and JSON-RPC error replies.
  */
-import type { ServerResponse } from 'node:http';
+import {
+  type IncomingMessage,
+  type OutgoingHttpHeader,
+  type OutgoingHttpHeaders,
+  ServerResponse,
+} from 'node:http';
 import { errorMessage, PROTOCOL_ERRORS, type ProtocolRefusal } from '../../protocol/index.js';
 
 /**
@@ -24,6 +29,46 @@ export function hasMediaType(value: string | undefined, type: string): boolean {
  * sniff a body into HTML or script on the proxy's origin (Fetch, "X-Content-Type-Options").
  */
 export const NOSNIFF = 'nosniff';
+
+const NOSNIFF_HEADER = 'x-content-type-options';
+
+/**
+ * The proxy's response class (`createServer({ ServerResponse })`): whoever writes a response
+ * (the proxy, its outlets, the transparent relay, a mounted authorization server), its head
+ * carries `X-Content-Type-Options: nosniff`. The header goes into the header object given to
+ * `writeHead` when there is one, else it is set on the response: a header set with `setHeader`
+ * before `writeHead(status, object)` sends Node down its slower path, which merges the two
+ * and validates every header twice (about 1 µs of CPU per response, measured).
+ */
+export class ProxyResponse<
+  Request extends IncomingMessage = IncomingMessage,
+> extends ServerResponse<Request> {
+  override writeHead(
+    statusCode: number,
+    statusMessage?: string,
+    headers?: OutgoingHttpHeaders | OutgoingHttpHeader[],
+  ): this;
+  override writeHead(statusCode: number, headers?: OutgoingHttpHeaders | OutgoingHttpHeader[]): this;
+  override writeHead(
+    statusCode: number,
+    second?: string | OutgoingHttpHeaders | OutgoingHttpHeader[],
+    third?: OutgoingHttpHeaders | OutgoingHttpHeader[],
+  ): this {
+    if (typeof second === 'string') return super.writeHead(statusCode, second, this.#nosniff(third));
+    return super.writeHead(statusCode, this.#nosniff(second));
+  }
+
+  #nosniff(
+    headers: OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined,
+  ): OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined {
+    if (headers !== undefined && !Array.isArray(headers)) {
+      // A copy: callers may pass shared constants.
+      return NOSNIFF_HEADER in headers ? headers : { [NOSNIFF_HEADER]: NOSNIFF, ...headers };
+    }
+    if (!this.hasHeader(NOSNIFF_HEADER)) this.setHeader(NOSNIFF_HEADER, NOSNIFF);
+    return headers;
+  }
+}
 
 /**
  * Sends one of the refusals of the protocol error table (its HTTP status and JSON-RPC error,

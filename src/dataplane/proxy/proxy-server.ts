@@ -22,7 +22,7 @@ import {
 } from '../../shared/index.js';
 import { CallerToken, SelfToken } from './caller-token.js';
 import { normalizeEndpointPrefix } from './endpoint-prefix.js';
-import { hasMediaType, NOSNIFF, sendJson, sendRefusal } from './http-util.js';
+import { hasMediaType, ProxyResponse, sendJson, sendRefusal } from './http-util.js';
 import { jsonDepthExceeds, PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
 import { LegacySseEndpoint } from './legacy-sse.js';
 import {
@@ -215,7 +215,8 @@ class McpProxy implements RunningProxy {
     this.#legacySse = new LegacySseEndpoint(this.#stdio, this.#limits);
     this.#bodyBudget = new BodyBudget(this.#limits.maxUnfinishedBodyBytes);
     this.#server = createServer(
-      { keepAliveTimeout: 65_000, ...listenerOptions(this.#limits) },
+      // Every response, whoever writes it, is kept from being sniffed into active content.
+      { keepAliveTimeout: 65_000, ...listenerOptions(this.#limits), ServerResponse: ProxyResponse },
       (req, res) => {
         this.#onRequest(req, res).catch((err: unknown) => {
           this.#logger.error({ err }, 'proxy request failed');
@@ -315,9 +316,6 @@ class McpProxy implements RunningProxy {
   // ---- request routing ----
 
   async #onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    // Every response, whoever writes it (this class, the outlets, the transparent relay, the
-    // mounted authorization server), is kept from being sniffed into active content.
-    res.setHeader('x-content-type-options', NOSNIFF);
     const rawUrl = req.url ?? '/';
     const q = rawUrl.indexOf('?');
     const path = q === -1 ? rawUrl : rawUrl.slice(0, q);

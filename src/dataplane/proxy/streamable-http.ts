@@ -123,7 +123,8 @@ export class StreamableHttpEndpoint {
       return;
     }
     const bridge = this.#sessions.bridgeOf(session);
-    const requests = messages.filter(isRequest).length;
+    let requests = 0;
+    for (const m of messages) if (isRequest(m)) requests++;
     if (requests === 0) {
       for (const m of messages) bridge.handle(session, m, undefined);
       res.writeHead(202);

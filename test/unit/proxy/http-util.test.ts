@@ -40,3 +40,47 @@ test('text/event-stream is recognised the same way (relayed bodies)', () => {
   assert.equal(hasMediaType('Text/Event-Stream; charset=utf-8', 'text/event-stream'), true);
   assert.equal(hasMediaType('text/html', 'text/event-stream'), false);
 });
+
+test('ProxyResponse: every head carries nosniff once, however it is written, and shared header objects stay as they were', async () => {
+  const { createServer } = await import('node:http');
+  const { ProxyResponse } = await import('../../../src/dataplane/proxy/http-util.js');
+  const shared = Object.freeze({ 'content-type': 'text/event-stream' });
+  const writers: Record<string, (res: import('node:http').ServerResponse) => void> = {
+    '/object': (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'),
+    '/message-and-object': (res) => res.writeHead(404, 'Gone', { 'content-type': 'application/json' }).end(),
+    '/shared-constant': (res) => res.writeHead(200, shared).end(),
+    '/implicit': (res) => res.end('x'),
+    '/set-then-head': (res) => {
+      res.setHeader('content-type', 'text/plain');
+      res.writeHead(201);
+      res.end();
+    },
+    '/raw-array': (res) => res.writeHead(200, ['content-type', 'text/plain']).end(),
+    '/already-set': (res) => res.writeHead(200, { 'x-content-type-options': 'nosniff' }).end(),
+  };
+  const server = createServer({ ServerResponse: ProxyResponse }, (req, res) => writers[req.url!]!(res));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const { port } = server.address() as import('node:net').AddressInfo;
+    for (const path of Object.keys(writers)) {
+      const res = await fetch(`http://127.0.0.1:${port}${path}`);
+      await res.arrayBuffer();
+      assert.equal(res.headers.get('x-content-type-options'), 'nosniff', path);
+    }
+    const raw = await new Promise<string>((resolve, reject) => {
+      import('node:net').then(({ connect }) => {
+        const socket = connect(port, '127.0.0.1', () =>
+          socket.end('GET /already-set HTTP/1.1\r\nHost: x\r\n\r\n'),
+        );
+        let text = '';
+        socket.on('data', (d: Buffer) => (text += d.toString()));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+      }, reject);
+    });
+    assert.equal(raw.match(/x-content-type-options/gi)?.length, 1, 'a head that has it gets no second one');
+    assert.deepEqual(Object.keys(shared), ['content-type']);
+  } finally {
+    server.close();
+  }
+});
