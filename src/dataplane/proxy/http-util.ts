@@ -43,6 +43,16 @@ const NOSNIFF_HEADER = 'x-content-type-options';
 export class ProxyResponse<
   Request extends IncomingMessage = IncomingMessage,
 > extends ServerResponse<Request> {
+  /**
+   * The `Content-Length` given to `writeHead` in its header object. Node writes such an object
+   * into the head only (`getHeader` does not see it); `declaredLength` reads it here.
+   */
+  get contentLength(): OutgoingHttpHeaders[string] {
+    return this.#contentLength;
+  }
+
+  #contentLength: OutgoingHttpHeaders[string];
+
   override writeHead(
     statusCode: number,
     statusMessage?: string,
@@ -54,20 +64,33 @@ export class ProxyResponse<
     second?: string | OutgoingHttpHeaders | OutgoingHttpHeader[],
     third?: OutgoingHttpHeaders | OutgoingHttpHeader[],
   ): this {
-    if (typeof second === 'string') return super.writeHead(statusCode, second, this.#nosniff(third));
-    return super.writeHead(statusCode, this.#nosniff(second));
+    if (typeof second === 'string') return super.writeHead(statusCode, second, this.#head(third));
+    return super.writeHead(statusCode, this.#head(second));
   }
 
-  #nosniff(
+  /** The headers to write: with nosniff; their `Content-Length` noted. */
+  #head(
     headers: OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined,
   ): OutgoingHttpHeaders | OutgoingHttpHeader[] | undefined {
     if (headers !== undefined && !Array.isArray(headers)) {
+      this.#contentLength = headers['content-length'];
       // A copy: callers may pass shared constants.
       return NOSNIFF_HEADER in headers ? headers : { [NOSNIFF_HEADER]: NOSNIFF, ...headers };
     }
     if (!this.hasHeader(NOSNIFF_HEADER)) this.setHeader(NOSNIFF_HEADER, NOSNIFF);
     return headers;
   }
+}
+
+/**
+ * The response's `Content-Length`, when its head declared one (streams do not), given to
+ * `writeHead` or set before it.
+ */
+export function declaredLength(res: ServerResponse): number | undefined {
+  const value =
+    (res instanceof ProxyResponse ? res.contentLength : undefined) ?? res.getHeader('content-length');
+  const n = typeof value === 'string' ? Number(value) : value;
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
 /**

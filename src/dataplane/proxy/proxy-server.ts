@@ -22,7 +22,7 @@ import {
 } from '../../shared/index.js';
 import { CallerToken, SelfToken } from './caller-token.js';
 import { normalizeEndpointPrefix } from './endpoint-prefix.js';
-import { hasMediaType, ProxyResponse, sendJson, sendRefusal } from './http-util.js';
+import { declaredLength, hasMediaType, ProxyResponse, sendJson, sendRefusal } from './http-util.js';
 import { jsonDepthExceeds, PROTOCOL_ERRORS, refusalBody } from '../../protocol/index.js';
 import { LegacySseEndpoint } from './legacy-sse.js';
 import {
@@ -110,13 +110,6 @@ interface Passed {
   /** What each of `replyHooks` needs of an answer (`BuiltRequestContext.replyGates`). */
   readonly replyGates: readonly ReplyGate[] | undefined;
   readonly mcp: McpRequestInfo | undefined;
-}
-
-/** The response's `Content-Length`, when it declared one (streams do not). */
-function declaredLength(res: ServerResponse): number | undefined {
-  const value = res.getHeader('content-length');
-  const n = typeof value === 'string' ? Number(value) : value;
-  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
 const NOTHING_ADDED = {

@@ -41,12 +41,13 @@ test('text/event-stream is recognised the same way (relayed bodies)', () => {
   assert.equal(hasMediaType('text/html', 'text/event-stream'), false);
 });
 
-test('ProxyResponse: every head carries nosniff once, however it is written, and shared header objects stay as they were', async () => {
+test('ProxyResponse: every head carries nosniff once, however it is written, shared header objects stay as they were, and a declared length is read back', async () => {
   const { createServer } = await import('node:http');
-  const { ProxyResponse } = await import('../../../src/dataplane/proxy/http-util.js');
+  const { declaredLength, ProxyResponse } = await import('../../../src/dataplane/proxy/http-util.js');
   const shared = Object.freeze({ 'content-type': 'text/event-stream' });
   const writers: Record<string, (res: import('node:http').ServerResponse) => void> = {
-    '/object': (res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{}'),
+    '/object': (res) =>
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '2' }).end('{}'),
     '/message-and-object': (res) => res.writeHead(404, 'Gone', { 'content-type': 'application/json' }).end(),
     '/shared-constant': (res) => res.writeHead(200, shared).end(),
     '/implicit': (res) => res.end('x'),
@@ -57,8 +58,18 @@ test('ProxyResponse: every head carries nosniff once, however it is written, and
     },
     '/raw-array': (res) => res.writeHead(200, ['content-type', 'text/plain']).end(),
     '/already-set': (res) => res.writeHead(200, { 'x-content-type-options': 'nosniff' }).end(),
+    '/set-length': (res) => {
+      res.setHeader('content-length', '3');
+      res.writeHead(200).end('abc');
+    },
   };
-  const server = createServer({ ServerResponse: ProxyResponse }, (req, res) => writers[req.url!]!(res));
+  // What the middlewares record as the answer's size: given to writeHead, or set before it.
+  const lengths: Record<string, number | undefined> = {};
+  const server = createServer({ ServerResponse: ProxyResponse }, (req, res) => {
+    writers[req.url!]!(res);
+    if (['/object', '/implicit', '/set-length', '/shared-constant'].includes(req.url!))
+      lengths[req.url!] = declaredLength(res);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
     const { port } = server.address() as import('node:net').AddressInfo;
@@ -79,6 +90,12 @@ test('ProxyResponse: every head carries nosniff once, however it is written, and
       }, reject);
     });
     assert.equal(raw.match(/x-content-type-options/gi)?.length, 1, 'a head that has it gets no second one');
+    assert.deepEqual(lengths, {
+      '/object': 2,
+      '/implicit': undefined,
+      '/set-length': 3,
+      '/shared-constant': undefined,
+    });
     assert.deepEqual(Object.keys(shared), ['content-type']);
   } finally {
     server.close();
