@@ -45,6 +45,8 @@
  * with `none#2` against `none` as the control; and the virtual MCP against the bare relay and
  * its floor, and the floor against the relay, by the ratio within each pair (`vmcp_cpu_ratios`).
  * `--perf=vmcp,vmcp-floor,relay` compares the virtual MCP with both, function by function.
+ * With `BENCH_CPU_TWIN_CLI` (another build's CLI), `none#2` and `vmcp#2` run that build: the
+ * control is then the A/B of the runner's code, in µs, and `vmcp2_vs_vmcp` the vMCP's, as a ratio.
  *
  * `npm run bench -- cpu --cpu-prof[=label,...]` starts those workloads' runners (default `none`)
  * with `--cpu-prof`; each profile is written when its runner stops, and its path is printed.
@@ -205,17 +207,20 @@ const NONE2_FLAGS = (process.env['BENCH_CPU_NONE2_FLAGS'] ?? '').split(' ').filt
  */
 const VMCP2_FLAGS = (process.env['BENCH_CPU_VMCP2_FLAGS'] ?? '').split(' ').filter((f) => f !== '');
 /**
- * Another build's CLI for the second virtual MCP runner (`BENCH_CPU_VMCP2_CLI=../base/dist/skep.mjs`,
- * from a checkout of the commit to compare with, built): `vmcp#2` then runs that build's runner
- * in the same rounds as `vmcp`, an A/B of the runner's code measured side by side.
+ * Another build's CLI for the second runner of `none` and of the virtual MCP
+ * (`BENCH_CPU_TWIN_CLI=../base/dist/skep.mjs`, from a checkout of the commit to compare with,
+ * built; a CLI starts the runner beside it): `none#2` and `vmcp#2` then run that build's code,
+ * measured side by side with `none` and `vmcp`, an A/B of the runner's code. `none#2` then stays
+ * out of the `none` mean; the paired control (`none#2` − `none`) is the difference in µs.
  */
-const VMCP2_CLI = process.env['BENCH_CPU_VMCP2_CLI'];
-const VMCP2 = VMCP2_FLAGS.length > 0 || VMCP2_CLI !== undefined;
+const TWIN_CLI = process.env['BENCH_CPU_TWIN_CLI'];
+const VMCP2 = VMCP2_FLAGS.length > 0 || TWIN_CLI !== undefined;
+/** Whether `none#2` is the other side of an A/B (flags or code), not a replica of `none`. */
+const NONE2_AB = NONE2_FLAGS.length > 0 || TWIN_CLI !== undefined;
 /** The `none` runners: `none`, and `none#2`, ... when there are replicas. */
 const isNone = (label: string): boolean => label === 'none' || label.startsWith('none#');
 /** The `none` runners whose mean is the `none` of the ratios and added-CPU figures. */
-const isNoneBaseline = (label: string): boolean =>
-  isNone(label) && !(label === 'none#2' && NONE2_FLAGS.length > 0);
+const isNoneBaseline = (label: string): boolean => isNone(label) && !(label === 'none#2' && NONE2_AB);
 /** Concurrent callers in the "c32" phase of the 1 MB targets. */
 const BIG_CALLERS = 4;
 
@@ -627,7 +632,14 @@ async function main(): Promise<void> {
       targets.push(await mcpTarget(label, w.url, pids));
       for (let i = 2; label === 'none' && i <= NONE_REPLICAS; i++) {
         const twinFlags = [...runnerFlags(label), ...(i === 2 ? NONE2_FLAGS : [])];
-        const twin = await startWorkload(bench.env, bench.home, `bench-none-${i}`, extra, twinFlags);
+        const twin = await startWorkload(
+          bench.env,
+          bench.home,
+          `bench-none-${i}`,
+          extra,
+          twinFlags,
+          i === 2 ? TWIN_CLI : undefined,
+        );
         bench.started(twin.name);
         const twinRunner = runnerPidOf(twin.name);
         if (twinRunner === undefined) throw new Error(`no runner process for ${twin.name}`);
@@ -706,7 +718,7 @@ async function main(): Promise<void> {
           vmcp: { aggregation: { conflictResolutionConfig: { prefixOnlyConflicts: true } } },
         },
         label === 'vmcp' ? runnerFlags('vmcp') : [...runnerFlags('vmcp'), ...VMCP2_FLAGS],
-        label === 'vmcp' ? undefined : VMCP2_CLI,
+        label === 'vmcp' ? undefined : TWIN_CLI,
       );
       bench.started(w.name);
       const runner = runnerPidOf(w.name);
@@ -845,6 +857,8 @@ async function main(): Promise<void> {
         cpu_source:
           'per-thread /proc/<pid>/task/*/schedstat (ns); *_ticks: /proc/<pid>/stat utime+stime (clock ticks); runs_per_call: schedstat timeslices (times scheduled in, ~wake-ups)',
         note: 'skep run --from-config (dist/runner.mjs, detached), stdio echo child; medians of interleaved rounds; webhook-post client CPU is the bench process (its loop included)',
+        ...(TWIN_CLI !== undefined ? { none2_and_vmcp2_cli: TWIN_CLI } : {}),
+        ...(VMCP2_FLAGS.length > 0 ? { vmcp2_node_flags: VMCP2_FLAGS } : {}),
       },
       results,
       ...derived,
@@ -1056,7 +1070,7 @@ async function pairedConcurrent(
     }));
   // The virtual MCP and its floors, by the ratio of their CPU per call (both in front of the
   // one backend workload, which serves the two at once); and an A/B of the virtual MCP's runner
-  // flags or code (`BENCH_CPU_VMCP2_FLAGS`, `BENCH_CPU_VMCP2_CLI`): `vmcp#2` against `vmcp`. The floors' process is `relay`.
+  // flags or code (`BENCH_CPU_VMCP2_FLAGS`, `BENCH_CPU_TWIN_CLI`): `vmcp#2` against `vmcp`. The floors' process is `relay`.
   const ratioPairs: Array<[key: string, target: string, base: string]> = [
     ['vmcp_vs_bare_relay', 'vmcp', 'relay'],
     ['vmcp_floor_vs_bare_relay', 'vmcp-floor', 'relay'],
