@@ -1070,7 +1070,8 @@ async function pairedConcurrent(
     }));
   // The virtual MCP and its floors, by the ratio of their CPU per call (both in front of the
   // one backend workload, which serves the two at once); and an A/B of the virtual MCP's runner
-  // flags or code (`BENCH_CPU_VMCP2_FLAGS`, `BENCH_CPU_TWIN_CLI`): `vmcp#2` against `vmcp`. The floors' process is `relay`.
+  // flags or code (`BENCH_CPU_VMCP2_FLAGS`, `BENCH_CPU_TWIN_CLI`): `vmcp#2` against `vmcp`.
+  // The floors' process is `relay`.
   const ratioPairs: Array<[key: string, target: string, base: string]> = [
     ['vmcp_vs_bare_relay', 'vmcp', 'relay'],
     ['vmcp_floor_vs_bare_relay', 'vmcp-floor', 'relay'],

@@ -491,7 +491,10 @@ export class BackendSession {
       });
   }
 
-  /** One message from the backend: a response settles its call; requests and notifications go to the callbacks. */
+  /**
+   * One message from the backend: a response settles its call; requests and notifications go
+   * to the callbacks.
+   */
   #route(m: JsonRpcMessage): void {
     if (m.method === undefined) {
       const n = typeof m.id === 'string' ? seqOf(m.id) : 0;

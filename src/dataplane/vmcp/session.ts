@@ -105,7 +105,10 @@ export function listCacheOf(host: SessionHost): ListCache {
   return cache;
 }
 
-/** A request `#forward` relays to a backend, and whether it was sent again after the backend forgot the session. */
+/**
+ * A request `#forward` relays to a backend, and whether it was sent again after the backend
+ * forgot the session.
+ */
 interface Forwarded {
   readonly id: string | number;
   readonly backend: string;
